@@ -1,0 +1,55 @@
+// Device memory allocators and the per-device allocator table.
+#ifndef TFM_CORE_ALLOCATOR_H_
+#define TFM_CORE_ALLOCATOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/device.h"
+
+namespace tfm {
+
+struct AllocatorStats {
+  int64_t bytes_in_use = 0;     // Handed out and not yet freed.
+  int64_t bytes_reserved = 0;   // Held from the system (in use + cached).
+  int64_t peak_bytes_in_use = 0;
+  int64_t num_allocs = 0;       // Allocate() calls that succeeded.
+  int64_t num_system_allocs = 0;  // Calls that reached the system allocator.
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+
+  // Returns `bytes` of memory usable on `stream` (ignored on the CPU), or
+  // ResourceExhausted. Zero bytes returns a valid unique pointer.
+  virtual absl::StatusOr<void*> Allocate(size_t bytes, StreamHandle stream) = 0;
+  virtual void Free(void* ptr) = 0;
+  virtual Device device() const = 0;
+  virtual AllocatorStats stats() const = 0;
+};
+
+// Alignment of every CPU allocation: a cache line, which also suits AVX-512.
+inline constexpr size_t kCpuAlignment = 64;
+
+// The process-wide host allocator (aligned, thread-safe).
+Allocator* CpuAllocator();
+
+// Returns the allocator for `device`, creating it on first use.
+// CUDA allocators exist only in builds with CUDA and on machines with a GPU;
+// otherwise the error says which.
+absl::StatusOr<Allocator*> AllocatorFor(const Device& device);
+
+// Installs the factory used for devices of `type` (the CUDA backend calls
+// this at static initialisation). Returns an error if one is installed.
+using AllocatorFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Allocator>>(int index)>;
+absl::Status RegisterAllocatorFactory(DeviceType type, AllocatorFactory factory);
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_ALLOCATOR_H_

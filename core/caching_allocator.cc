@@ -1,0 +1,91 @@
+#include "core/caching_allocator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/check.h"
+
+namespace tfm {
+
+CachingAllocator::CachingAllocator(Device device, std::unique_ptr<SystemMemory> memory)
+    : device_(device), memory_(std::move(memory)) {}
+
+CachingAllocator::~CachingAllocator() {
+  absl::MutexLock lock(&mu_);
+  EmptyCacheLocked();
+  // Blocks still in use are owned by live tensors of a dying process; freeing
+  // them here would leave those tensors dangling, so they are left to the OS.
+}
+
+absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes, StreamHandle stream) {
+  const size_t size =
+      std::max<size_t>(1, (bytes + kRoundBytes - 1) / kRoundBytes) * kRoundBytes;
+  absl::MutexLock lock(&mu_);
+  FreePool& pool = free_by_stream_[stream];
+  auto best = pool.lower_bound(size);
+  if (best != pool.end() &&
+      static_cast<double>(best->first - size) <= kMaxWasteFraction * best->first) {
+    void* ptr = best->second;
+    pool.erase(best);
+    Block block = cached_.at(ptr);
+    cached_.erase(ptr);
+    in_use_.emplace(ptr, block);
+    stats_.bytes_in_use += block.size;
+    stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+    ++stats_.num_allocs;
+    return ptr;
+  }
+  absl::StatusOr<void*> fresh = memory_->Malloc(size);
+  if (!fresh.ok()) {
+    // Out of memory with blocks cached: give them back and try once more.
+    EmptyCacheLocked();
+    fresh = memory_->Malloc(size);
+  }
+  if (!fresh.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of memory on ", device_.ToString(), " allocating ", bytes,
+        " bytes (", stats_.bytes_in_use, " bytes in use): ",
+        fresh.status().message()));
+  }
+  in_use_.emplace(*fresh, Block{size, stream});
+  stats_.bytes_in_use += size;
+  stats_.bytes_reserved += size;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  ++stats_.num_allocs;
+  ++stats_.num_system_allocs;
+  return *fresh;
+}
+
+void CachingAllocator::Free(void* ptr) {
+  if (ptr == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  auto it = in_use_.find(ptr);
+  TFM_CHECK(it != in_use_.end(), "freeing a pointer this allocator does not own");
+  const Block block = it->second;
+  in_use_.erase(it);
+  stats_.bytes_in_use -= block.size;
+  cached_.emplace(ptr, block);
+  free_by_stream_[block.stream].emplace(block.size, ptr);
+}
+
+void CachingAllocator::EmptyCache() {
+  absl::MutexLock lock(&mu_);
+  EmptyCacheLocked();
+}
+
+void CachingAllocator::EmptyCacheLocked() {
+  for (auto& [ptr, block] : cached_) {
+    memory_->Free(ptr);
+    stats_.bytes_reserved -= block.size;
+  }
+  cached_.clear();
+  free_by_stream_.clear();
+}
+
+AllocatorStats CachingAllocator::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace tfm

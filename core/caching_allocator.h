@@ -1,0 +1,73 @@
+// A caching allocator with per-stream reuse, for devices where the system
+// allocator is slow and synchronising (cudaMalloc/cudaFree).
+//
+// Freed blocks go to a pool keyed by the stream they were allocated on and are
+// reused only by later allocations on that same stream: work queued on one
+// stream runs in order, so a block freed there cannot still be in use by
+// earlier kernels when the next allocation on the stream receives it. Reusing
+// it on another stream would need an event, which this allocator avoids.
+//
+// The caching logic is independent of CUDA: the system allocator is a
+// `SystemMemory` backend, which tests replace with a host fake.
+#ifndef TFM_CORE_CACHING_ALLOCATOR_H_
+#define TFM_CORE_CACHING_ALLOCATOR_H_
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "core/allocator.h"
+
+namespace tfm {
+
+// The uncached allocator underneath (cudaMalloc/cudaFree for CUDA).
+class SystemMemory {
+ public:
+  virtual ~SystemMemory() = default;
+  virtual absl::StatusOr<void*> Malloc(size_t bytes) = 0;
+  virtual void Free(void* ptr) = 0;
+};
+
+class CachingAllocator final : public Allocator {
+ public:
+  // Requests are rounded up to this many bytes so nearby sizes share blocks.
+  static constexpr size_t kRoundBytes = 512;
+  // A cached block serves a request only if it wastes at most this fraction
+  // of itself, so a large cached block is not tied up by a tiny tensor.
+  static constexpr double kMaxWasteFraction = 0.5;
+
+  CachingAllocator(Device device, std::unique_ptr<SystemMemory> memory);
+  ~CachingAllocator() override;
+
+  absl::StatusOr<void*> Allocate(size_t bytes, StreamHandle stream) override;
+  void Free(void* ptr) override;
+  Device device() const override { return device_; }
+  AllocatorStats stats() const override;
+
+  // Returns every cached (free) block to the system allocator.
+  void EmptyCache();
+
+ private:
+  struct Block {
+    size_t size;
+    StreamHandle stream;
+  };
+  using FreePool = std::multimap<size_t, void*>;  // size -> block, best fit.
+
+  void EmptyCacheLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Device device_;
+  const std::unique_ptr<SystemMemory> memory_;
+  mutable absl::Mutex mu_;
+  std::unordered_map<void*, Block> in_use_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<void*, Block> cached_ ABSL_GUARDED_BY(mu_);
+  std::map<StreamHandle, FreePool> free_by_stream_ ABSL_GUARDED_BY(mu_);
+  AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_CACHING_ALLOCATOR_H_

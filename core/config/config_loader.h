@@ -1,0 +1,64 @@
+// Loading task configs: protobuf text files checked against task_config.proto,
+// command-line overrides, and semantic checks whose errors name the file and
+// line of the offending field.
+#ifndef TFM_CORE_CONFIG_CONFIG_LOADER_H_
+#define TFM_CORE_CONFIG_CONFIG_LOADER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/config/task_config.pb.h"
+
+namespace tfm {
+
+// Where each field set in a config came from, for error messages:
+// "model.num_heads" -> "ende_base.pbtxt:12" or "--set=model.num_heads=7".
+class ConfigSources {
+ public:
+  void Set(const std::string& field_path, std::string where) {
+    where_[field_path] = std::move(where);
+  }
+  // The origin of `field_path` or of its closest set ancestor, else the file.
+  std::string Describe(absl::string_view field_path) const;
+  void set_file(std::string file) { file_ = std::move(file); }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_ = "<config>";
+  std::map<std::string, std::string> where_;
+};
+
+struct LoadedConfig {
+  config::TaskConfig config;
+  ConfigSources sources;
+};
+
+// Parses protobuf text. Syntax errors and unknown fields are InvalidArgument
+// naming `filename`, the 1-based line and column, and the problem.
+absl::StatusOr<LoadedConfig> ParseTaskConfig(absl::string_view text,
+                                             const std::string& filename);
+
+// Reads and parses a .pbtxt file; a missing file names its path.
+absl::StatusOr<LoadedConfig> LoadTaskConfigFile(const std::string& path);
+
+// Applies one "section.field=value" override (nested: "data.batching.max_length=
+// 100"; repeated messages by index: "data.train[0].source_path=x"; repeated
+// scalars are replaced by a comma-separated list). Unknown fields list the
+// fields that exist at that level.
+absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded);
+
+// Semantic checks beyond the schema (positive sizes, d_model divisible by the
+// heads, probabilities in [0, 1), ...). Errors name where the field was set.
+absl::Status ValidateTaskConfig(const LoadedConfig& loaded);
+
+// Parse + overrides + validation: what the command line and the tasks use.
+absl::StatusOr<LoadedConfig> LoadTaskConfig(const std::string& path,
+                                            const std::vector<std::string>& overrides);
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_CONFIG_CONFIG_LOADER_H_

@@ -1,0 +1,85 @@
+// The CUDA implementation of runtime.h (compiled by nvcc; see BUILD).
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <nccl.h>
+
+#include <string>
+
+#include "core/cuda/runtime.h"
+
+namespace tfm {
+namespace cuda {
+namespace {
+
+absl::Status ToStatus(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+}  // namespace
+
+bool BuiltWithCuda() { return true; }
+
+int DeviceCount() {
+  int count = 0;
+  // No driver or no device is not an error here: it just means zero GPUs.
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // Clear the sticky error state.
+    return 0;
+  }
+  return count;
+}
+
+absl::StatusOr<std::string> DeviceName(int device) {
+  cudaDeviceProp properties;
+  absl::Status status = ToStatus(cudaGetDeviceProperties(&properties, device),
+                                 "cudaGetDeviceProperties");
+  if (!status.ok()) return status;
+  return std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
+         std::to_string(properties.minor) + ")";
+}
+
+absl::StatusOr<void*> Malloc(int device, size_t bytes) {
+  absl::Status status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
+  if (!status.ok()) return status;
+  void* ptr = nullptr;
+  status = ToStatus(cudaMalloc(&ptr, bytes), "cudaMalloc");
+  if (!status.ok()) return status;
+  return ptr;
+}
+
+void Free(int device, void* ptr) {
+  cudaSetDevice(device);
+  cudaFree(ptr);
+}
+
+absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
+  const cudaMemcpyKind cuda_kind = kind == CopyKind::kHostToDevice ? cudaMemcpyHostToDevice
+                                   : kind == CopyKind::kDeviceToHost
+                                       ? cudaMemcpyDeviceToHost
+                                       : cudaMemcpyDeviceToDevice;
+  return ToStatus(cudaMemcpy(dst, src, bytes, cuda_kind), "cudaMemcpy");
+}
+
+absl::Status Synchronize(int device) {
+  absl::Status status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
+  if (!status.ok()) return status;
+  return ToStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+std::string LibraryVersions() {
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  int nccl = 0;
+  ncclGetVersion(&nccl);
+  return "CUDA runtime " + std::to_string(runtime) +
+         ", cuBLAS " + std::to_string(cublasGetCudartVersion()) + "/" +
+         std::to_string(static_cast<long long>(cublasLtGetVersion())) +
+         ", cuDNN " + std::to_string(static_cast<long long>(cudnnGetVersion())) +
+         ", NCCL " + std::to_string(nccl);
+}
+
+}  // namespace cuda
+}  // namespace tfm

@@ -1,0 +1,25 @@
+// runtime.h for builds without CUDA: no devices, and calls explain why.
+#include "core/cuda/runtime.h"
+
+namespace tfm {
+namespace cuda {
+namespace {
+
+absl::Status NoCuda() {
+  return absl::FailedPreconditionError(
+      "this binary was built without CUDA (no toolkit found, or --config=nocuda)");
+}
+
+}  // namespace
+
+bool BuiltWithCuda() { return false; }
+int DeviceCount() { return 0; }
+absl::StatusOr<std::string> DeviceName(int) { return NoCuda(); }
+absl::StatusOr<void*> Malloc(int, size_t) { return NoCuda(); }
+void Free(int, void*) {}
+absl::Status Memcpy(void*, const void*, size_t, CopyKind) { return NoCuda(); }
+absl::Status Synchronize(int) { return NoCuda(); }
+std::string LibraryVersions() { return "built without CUDA"; }
+
+}  // namespace cuda
+}  // namespace tfm

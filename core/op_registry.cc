@@ -1,0 +1,103 @@
+#include "core/op_registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+
+std::string KernelName(absl::string_view op, DeviceType device, DType dtype) {
+  return absl::StrCat(op, "/", DeviceTypeName(device), "/", DTypeName(dtype));
+}
+
+Registry<OpDef>& OpRegistry() {
+  static auto* registry = new Registry<OpDef>("op");
+  return *registry;
+}
+
+Registry<KernelDef>& KernelRegistry() {
+  static auto* registry = new Registry<KernelDef>("kernel");
+  return *registry;
+}
+
+absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int index, const Shape& shape,
+                                                      DType dtype) {
+  TFM_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(shape, dtype, device_, stream_));
+  SetOutput(index, std::move(tensor));
+  return &outputs_[index];
+}
+
+void KernelContext::SetOutput(int index, Tensor tensor) {
+  if (static_cast<int>(outputs_.size()) <= index) outputs_.resize(index + 1);
+  outputs_[index] = std::move(tensor);
+}
+
+absl::Status KernelContext::Error(absl::string_view message) const {
+  std::vector<std::string> shapes;
+  for (int i = 0; i < num_inputs(); ++i) {
+    const std::string name =
+        i < static_cast<int>(def_.inputs.size()) ? def_.inputs[i] : absl::StrCat("#", i);
+    shapes.push_back(absl::StrCat(name, "=", inputs_[i].DebugString()));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      def_.name, ": ", message, shapes.empty() ? "" : " (inputs: ",
+      absl::StrJoin(shapes, ", "), shapes.empty() ? "" : ")"));
+}
+
+absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
+                                          absl::Span<const Tensor> inputs,
+                                          const Attrs& attrs,
+                                          std::optional<OpTarget> target,
+                                          StreamHandle stream) {
+  TFM_ASSIGN_OR_RETURN(std::shared_ptr<const OpDef> def, OpRegistry().Find(op));
+  if (inputs.size() != def->inputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": expected ", def->inputs.size(),
+                                                   " inputs (", absl::StrJoin(def->inputs, ", "),
+                                                   "), got ", inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": input '", def->inputs[i], "' is undefined"));
+    }
+    if (inputs[i].device() != inputs[0].device()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op, ": input '", def->inputs[i], "' is on ", inputs[i].device().ToString(),
+          " but '", def->inputs[0], "' is on ", inputs[0].device().ToString()));
+    }
+  }
+  if (!target.has_value()) {
+    if (inputs.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": an op without inputs needs an explicit device and dtype"));
+    }
+    target = OpTarget{inputs[0].device(), inputs[0].dtype()};
+  }
+  TFM_ASSIGN_OR_RETURN(
+      std::shared_ptr<const KernelDef> kernel,
+      KernelRegistry().Find(KernelName(op, target->device.type, target->dtype)));
+  KernelContext context(*def, inputs, attrs, target->device, target->dtype, stream);
+  if (def->validate) TFM_RETURN_IF_ERROR(def->validate(context));
+  TFM_RETURN_IF_ERROR(kernel->fn(context));
+  if (context.outputs().size() != def->outputs.size()) {
+    return absl::InternalError(absl::StrCat(op, ": kernel produced ", context.outputs().size(),
+                                            " outputs, expected ", def->outputs.size()));
+  }
+  return std::move(context.outputs());
+}
+
+namespace internal {
+
+OpRegistrar::OpRegistrar(OpDef def) {
+  const std::string name = def.name;
+  RegisterOrRecordError(OpRegistry(), name, std::move(def));
+}
+
+KernelRegistrar::KernelRegistrar(const char* op, DeviceType device, DType dtype,
+                                 KernelFn fn) {
+  RegisterOrRecordError(KernelRegistry(), KernelName(op, device, dtype),
+                        KernelDef{op, device, dtype, std::move(fn)});
+}
+
+}  // namespace internal
+}  // namespace tfm

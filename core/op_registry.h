@@ -1,0 +1,127 @@
+// Ops and their kernels.
+//
+// An op is defined once (name, inputs, outputs, attributes, a validation
+// function shared by all devices). Kernels are registered per
+// (op, device type, dtype), so a CUDA kernel is added beside the CPU one
+// without touching the op. RunOp validates the call and dispatches.
+//
+//   TFM_REGISTER_OP(OpDef{.name = "fill", .outputs = {"out"}, ...});
+//   TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kF32, FillCpu<float>);
+#ifndef TFM_CORE_OP_REGISTRY_H_
+#define TFM_CORE_OP_REGISTRY_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/attrs.h"
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/registry.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace tfm {
+
+class KernelContext;
+
+struct OpDef {
+  std::string name;
+  std::vector<std::string> inputs;   // Names, for messages.
+  std::vector<std::string> outputs;  // Names, for messages.
+  std::vector<std::string> attrs;    // Attribute names the op reads.
+  std::string doc;
+  // Checks shapes, dtypes and attributes before any kernel runs; its errors
+  // name the op and the shapes. May be empty.
+  std::function<absl::Status(const KernelContext&)> validate;
+};
+
+// Everything a kernel sees: inputs, attributes, where it runs, and the
+// outputs it fills in.
+class KernelContext {
+ public:
+  KernelContext(const OpDef& def, absl::Span<const Tensor> inputs, const Attrs& attrs,
+                Device device, DType dtype, StreamHandle stream)
+      : def_(def), inputs_(inputs), attrs_(attrs), device_(device), dtype_(dtype),
+        stream_(stream) {}
+
+  const OpDef& def() const { return def_; }
+  const Tensor& input(int i) const { return inputs_[i]; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const Attrs& attrs() const { return attrs_; }
+  Device device() const { return device_; }
+  DType dtype() const { return dtype_; }
+  StreamHandle stream() const { return stream_; }
+  ThreadPool* thread_pool() const { return ThreadPool::Default(); }
+
+  // Allocates output `index` on this kernel's device.
+  absl::StatusOr<Tensor*> AllocateOutput(int index, const Shape& shape, DType dtype);
+  void SetOutput(int index, Tensor tensor);
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+  // InvalidArgument prefixed with the op name and input shapes.
+  absl::Status Error(absl::string_view message) const;
+
+ private:
+  const OpDef& def_;
+  absl::Span<const Tensor> inputs_;
+  const Attrs& attrs_;
+  Device device_;
+  DType dtype_;
+  StreamHandle stream_;
+  std::vector<Tensor> outputs_;
+};
+
+using KernelFn = std::function<absl::Status(KernelContext&)>;
+
+struct KernelDef {
+  std::string op;
+  DeviceType device;
+  DType dtype;
+  KernelFn fn;
+};
+
+// "layer_norm/CPU/f32": the kernel registry's key.
+std::string KernelName(absl::string_view op, DeviceType device, DType dtype);
+
+Registry<OpDef>& OpRegistry();
+Registry<KernelDef>& KernelRegistry();
+
+// Where to run an op whose inputs do not say (e.g. a fill with no inputs).
+struct OpTarget {
+  Device device;
+  DType dtype;
+};
+
+// Runs `op` on `inputs`. The kernel is chosen by `target` if given, else by
+// the device and dtype of the first input; all inputs must be on one device.
+absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
+                                          absl::Span<const Tensor> inputs,
+                                          const Attrs& attrs = {},
+                                          std::optional<OpTarget> target = std::nullopt,
+                                          StreamHandle stream = nullptr);
+
+namespace internal {
+struct OpRegistrar {
+  explicit OpRegistrar(OpDef def);
+};
+struct KernelRegistrar {
+  KernelRegistrar(const char* op, DeviceType device, DType dtype, KernelFn fn);
+};
+}  // namespace internal
+
+#define TFM_REGISTER_OP(...)                              \
+  static ::tfm::internal::OpRegistrar TFM_UNIQUE_NAME(    \
+      tfm_op_registrar_)(__VA_ARGS__)
+
+#define TFM_REGISTER_KERNEL(op, device, dtype, fn)            \
+  static ::tfm::internal::KernelRegistrar TFM_UNIQUE_NAME(    \
+      tfm_kernel_registrar_)(op, device, dtype, fn)
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_OP_REGISTRY_H_

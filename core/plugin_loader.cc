@@ -1,0 +1,71 @@
+#include "core/plugin_loader.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "core/registration_journal.h"
+
+namespace tfm {
+namespace {
+
+absl::Mutex& LoaderMutex() {
+  static auto* mu = new absl::Mutex();
+  return *mu;
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path) {
+  absl::MutexLock lock(&LoaderMutex());
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    return absl::NotFoundError(absl::StrCat("plugin '", path, "' does not exist"));
+  }
+  RegistrationJournal& journal = RegistrationJournal::Get();
+  const size_t first_entry = journal.num_entries();
+  const size_t first_error = journal.num_errors();
+
+  // RTLD_NOW resolves every symbol up front, so a missing one fails here with
+  // its name rather than later in the middle of training.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot load plugin '", path, "': ", dlerror()));
+  }
+  std::vector<absl::Status> errors = journal.ErrorsSince(first_error);
+  std::vector<RegistrationEntry> entries = journal.EntriesSince(first_entry);
+  if (!errors.empty() || entries.empty()) {
+    std::vector<std::string> messages;
+    for (const absl::Status& error : errors) messages.emplace_back(error.message());
+    journal.RollBack(first_entry, first_error);
+    // The handle is kept open on purpose: the library's static objects may
+    // already be referenced (e.g. by the journal's undo functions).
+    if (entries.empty() && errors.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "plugin '", path, "' registered nothing (already loaded, or built without "
+          "registrars? plugin targets need alwayslink)"));
+    }
+    return absl::AlreadyExistsError(absl::StrCat("plugin '", path, "' rejected: ",
+                                                 absl::StrJoin(messages, "; ")));
+  }
+  LoadedPlugin loaded{path, {}};
+  for (const RegistrationEntry& entry : entries) {
+    loaded.registered.push_back(absl::StrCat(entry.kind, ":", entry.name));
+  }
+  return loaded;
+}
+
+absl::StatusOr<std::vector<LoadedPlugin>> LoadPlugins(const std::vector<std::string>& paths) {
+  std::vector<LoadedPlugin> loaded;
+  for (const std::string& path : paths) {
+    absl::StatusOr<LoadedPlugin> plugin = LoadPlugin(path);
+    if (!plugin.ok()) return plugin.status();
+    loaded.push_back(*std::move(plugin));
+  }
+  return loaded;
+}
+
+}  // namespace tfm

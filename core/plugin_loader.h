@@ -1,0 +1,33 @@
+// Loads plugins: shared libraries whose static registrars add ops, kernels,
+// layers or tasks when dlopen()ed.
+//
+// The executable must export the engine's symbols (link it with -rdynamic;
+// tfm_binary and tfm_test do) so a plugin's registrars reach the same
+// registries as the built-in parts instead of private copies.
+#ifndef TFM_CORE_PLUGIN_LOADER_H_
+#define TFM_CORE_PLUGIN_LOADER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tfm {
+
+struct LoadedPlugin {
+  std::string path;
+  std::vector<std::string> registered;  // "op:scale", "kernel:scale/CPU/f32", ...
+};
+
+// Loads the library at `path`. Fails, leaving the registries as they were,
+// if the file is missing, a symbol cannot be resolved, the library registers
+// a name that already exists, or it registers nothing. The library stays
+// loaded for the life of the process (its code backs the registered entries).
+absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path);
+
+// Loads each path in order; stops at the first failure.
+absl::StatusOr<std::vector<LoadedPlugin>> LoadPlugins(const std::vector<std::string>& paths);
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_PLUGIN_LOADER_H_

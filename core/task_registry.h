@@ -1,0 +1,59 @@
+// Tasks: what the driver runs for a config's `task:` (translation, parsing,
+// or a plugin's own), registered by name.
+#ifndef TFM_CORE_TASK_REGISTRY_H_
+#define TFM_CORE_TASK_REGISTRY_H_
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/config/config_loader.h"
+#include "core/registry.h"
+
+namespace tfm {
+
+// What a task may be asked to do by the driver.
+enum class TaskMode { kValidate, kTrain, kEvaluate, kDecode };
+
+struct TaskContext {
+  LoadedConfig config;
+  TaskMode mode = TaskMode::kValidate;
+  std::ostream* log = nullptr;  // Progress and results.
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  // Task-specific checks of a config that passed the generic validation
+  // (e.g. a parsing task needs PTB_MRG corpora). Errors name where.
+  virtual absl::Status Validate(const LoadedConfig& config) const = 0;
+  // Runs the mode asked for.
+  virtual absl::Status Run(const TaskContext& context) = 0;
+};
+
+struct TaskDef {
+  std::string name;
+  std::string doc;
+  std::function<std::unique_ptr<Task>()> create;
+};
+
+Registry<TaskDef>& TaskRegistry();
+
+absl::StatusOr<std::unique_ptr<Task>> CreateTask(absl::string_view name);
+
+namespace internal {
+struct TaskRegistrar {
+  explicit TaskRegistrar(TaskDef def);
+};
+}  // namespace internal
+
+#define TFM_REGISTER_TASK(...)                              \
+  static ::tfm::internal::TaskRegistrar TFM_UNIQUE_NAME(    \
+      tfm_task_registrar_)(__VA_ARGS__)
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_TASK_REGISTRY_H_
