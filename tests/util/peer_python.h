@@ -1,0 +1,36 @@
+// Running reference implementations (PyTorch, sacreBLEU) from C++ tests.
+//
+// The peers live in the Python environment tools/setup.sh creates
+// (/opt/transformer-venv, or $TFM_PEER_PYTHON). A missing peer is a test
+// failure that says to run the setup, never a silent skip.
+#ifndef TFM_TESTS_UTIL_PEER_PYTHON_H_
+#define TFM_TESTS_UTIL_PEER_PYTHON_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tfm {
+namespace testing {
+
+// The interpreter of the peer environment.
+std::string PeerPython();
+
+// Runs `script` (Python source) with `args`, returns its standard output.
+// Fails with the script's standard error if it exits non-zero.
+absl::StatusOr<std::string> RunPeerPython(const std::string& script,
+                                          const std::vector<std::string>& args = {});
+
+// A fresh file under the test's temporary directory (TEST_TMPDIR) holding
+// `contents`; returns its path.
+std::string WriteTempFile(const std::string& name, const std::string& contents);
+
+// Path of a file from ../shared/data given as a runfile of @shared_data, e.g.
+// SharedDataPath("multi30k/train.en.gz").
+std::string SharedDataPath(const std::string& relative);
+
+}  // namespace testing
+}  // namespace tfm
+
+#endif  // TFM_TESTS_UTIL_PEER_PYTHON_H_
