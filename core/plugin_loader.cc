@@ -1,7 +1,11 @@
 #include "core/plugin_loader.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -16,6 +20,13 @@ absl::Mutex& LoaderMutex() {
   return *mu;
 }
 
+// Canonical paths of the plugins loaded so far: dlopen of a loaded library
+// returns the same handle without running its registrars again.
+std::set<std::string>& LoadedPaths() {
+  static auto* paths = new std::set<std::string>();
+  return *paths;
+}
+
 }  // namespace
 
 absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path) {
@@ -23,6 +34,11 @@ absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path) {
   struct stat info;
   if (stat(path.c_str(), &info) != 0) {
     return absl::NotFoundError(absl::StrCat("plugin '", path, "' does not exist"));
+  }
+  char canonical[PATH_MAX];
+  const std::string key = realpath(path.c_str(), canonical) != nullptr ? canonical : path;
+  if (LoadedPaths().count(key) != 0) {
+    return absl::AlreadyExistsError(absl::StrCat("plugin '", path, "' is already loaded"));
   }
   RegistrationJournal& journal = RegistrationJournal::Get();
   const size_t first_entry = journal.num_entries();
@@ -51,6 +67,7 @@ absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path) {
     return absl::AlreadyExistsError(absl::StrCat("plugin '", path, "' rejected: ",
                                                  absl::StrJoin(messages, "; ")));
   }
+  LoadedPaths().insert(key);
   LoadedPlugin loaded{path, {}};
   for (const RegistrationEntry& entry : entries) {
     loaded.registered.push_back(absl::StrCat(entry.kind, ":", entry.name));

@@ -59,6 +59,11 @@ absl::Status ValidateTaskConfig(const LoadedConfig& loaded);
 absl::StatusOr<LoadedConfig> LoadTaskConfig(const std::string& path,
                                             const std::vector<std::string>& overrides);
 
+// A data path from a config: absolute paths stay; relative ones are taken
+// from the project root under `bazel run` (BUILD_WORKSPACE_DIRECTORY), else
+// from the working directory.
+std::string ResolveDataPath(const std::string& path);
+
 }  // namespace tfm
 
 #endif  // TFM_CORE_CONFIG_CONFIG_LOADER_H_

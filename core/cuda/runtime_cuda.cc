@@ -74,9 +74,12 @@ std::string LibraryVersions() {
   cudaRuntimeGetVersion(&runtime);
   int nccl = 0;
   ncclGetVersion(&nccl);
-  return "CUDA runtime " + std::to_string(runtime) +
-         ", cuBLAS " + std::to_string(cublasGetCudartVersion()) + "/" +
-         std::to_string(static_cast<long long>(cublasLtGetVersion())) +
+  int cublas_major = 0, cublas_minor = 0;
+  cublasGetProperty(MAJOR_VERSION, &cublas_major);
+  cublasGetProperty(MINOR_VERSION, &cublas_minor);
+  return "CUDA runtime " + std::to_string(runtime) + ", cuBLAS " +
+         std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + " (cuBLASLt " +
+         std::to_string(static_cast<long long>(cublasLtGetVersion())) + ")" +
          ", cuDNN " + std::to_string(static_cast<long long>(cudnnGetVersion())) +
          ", NCCL " + std::to_string(nccl);
 }

@@ -1,0 +1,152 @@
+#include "core/config/config_loader.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace tfm {
+namespace {
+
+std::string Runfile(const std::string& path) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/transformer/" + path;
+}
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ConfigLoaderTest, EveryPresetParsesAndValidates) {
+  for (const std::string preset :
+       {"tasks/translation/configs/ende_base.pbtxt", "tasks/translation/configs/ende_big.pbtxt",
+        "tasks/translation/configs/enfr_base.pbtxt", "tasks/translation/configs/enfr_big.pbtxt",
+        "tasks/translation/configs/ende_gettext.pbtxt",
+        "tasks/translation/configs/enfr_gettext.pbtxt",
+        "tasks/parsing/configs/wsj_parsing.pbtxt"}) {
+    absl::StatusOr<LoadedConfig> loaded = LoadTaskConfig(Runfile(preset), {});
+    EXPECT_TRUE(loaded.ok()) << preset << ": " << loaded.status();
+  }
+}
+
+TEST(ConfigLoaderTest, PresetsHoldThePapersSettings) {
+  const LoadedConfig base =
+      *LoadTaskConfig(Runfile("tasks/translation/configs/ende_base.pbtxt"), {});
+  const config::TaskConfig& c = base.config;
+  EXPECT_EQ(c.model().d_model(), 512);
+  EXPECT_EQ(c.model().num_heads(), 8);
+  EXPECT_FLOAT_EQ(c.model().dropout(), 0.1f);
+  EXPECT_FLOAT_EQ(c.train().adam().beta2(), 0.98f);
+  EXPECT_FLOAT_EQ(c.train().adam().epsilon(), 1e-9f);
+  EXPECT_EQ(c.decode().beam_size(), 4);
+  EXPECT_FLOAT_EQ(c.decode().length_penalty_alpha(), 0.6f);
+  const LoadedConfig big = *LoadTaskConfig(Runfile("tasks/translation/configs/ende_big.pbtxt"), {});
+  EXPECT_EQ(big.config.model().d_model(), 1024);
+  EXPECT_EQ(big.config.model().d_ff(), 4096);
+  EXPECT_EQ(big.config.model().num_heads(), 16);
+  EXPECT_FLOAT_EQ(big.config.model().dropout(), 0.3f);
+  EXPECT_EQ(big.config.train().average_last_checkpoints(), 20);
+  const LoadedConfig parsing =
+      *LoadTaskConfig(Runfile("tasks/parsing/configs/wsj_parsing.pbtxt"), {});
+  EXPECT_EQ(parsing.config.model().num_encoder_layers(), 4);
+  EXPECT_EQ(parsing.config.decode().beam_size(), 21);
+  EXPECT_FLOAT_EQ(parsing.config.decode().length_penalty_alpha(), 0.3f);
+  EXPECT_EQ(parsing.config.decode().max_length_offset(), 300);
+}
+
+TEST(ConfigLoaderTest, DefaultsAreThePapersBaseModel) {
+  const LoadedConfig loaded = *ParseTaskConfig("task: \"translation\"", "t.pbtxt");
+  const config::TaskConfig& c = loaded.config;
+  EXPECT_EQ(c.model().num_encoder_layers(), 6);
+  EXPECT_EQ(c.model().d_ff(), 2048);
+  EXPECT_EQ(c.model().d_k(), 64);
+  EXPECT_FLOAT_EQ(c.model().label_smoothing(), 0.1f);
+  EXPECT_TRUE(c.model().share_embeddings());
+  EXPECT_EQ(c.train().warmup_steps(), 4000);
+  EXPECT_FLOAT_EQ(c.train().adam().beta1(), 0.9f);
+  EXPECT_EQ(c.data().batching().max_source_tokens(), 25000);
+  EXPECT_EQ(c.decode().max_length_offset(), 50);
+}
+
+TEST(ConfigLoaderTest, SyntaxErrorNamesFileLineAndColumn) {
+  const std::string path = WriteFile("bad.pbtxt",
+                                     "task: \"translation\"\n"
+                                     "model {\n"
+                                     "  d_model: 512\n"
+                                     "  num_heads: eight\n"
+                                     "}\n");
+  absl::Status status = LoadTaskConfigFile(path).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find(path + ":4:14:"), std::string::npos) << status;
+}
+
+TEST(ConfigLoaderTest, UnknownFieldIsAnErrorWithPosition) {
+  absl::Status status =
+      ParseTaskConfig("task: \"translation\"\nmodel {\n  d_modle: 512\n}\n", "typo.pbtxt").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("typo.pbtxt:3:"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("d_modle"), std::string::npos) << status;
+}
+
+TEST(ConfigLoaderTest, MissingFileNamesThePath) {
+  absl::Status status = LoadTaskConfigFile("/no/such/config.pbtxt").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/no/such/config.pbtxt"), std::string::npos);
+}
+
+TEST(ConfigLoaderTest, OverridesSetScalarsNestedAndRepeatedFields) {
+  LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\ndata { train { name: \"a\" format: PLAIN_TEXT } }\n", "c.pbtxt");
+  ASSERT_TRUE(ApplyOverride("train.warmup_steps=8000", &loaded).ok());
+  ASSERT_TRUE(ApplyOverride("train.adam.beta2=0.997", &loaded).ok());
+  ASSERT_TRUE(ApplyOverride("decode.strategy=GREEDY", &loaded).ok());
+  ASSERT_TRUE(ApplyOverride("data.train[0].source_path=/x/y z.en", &loaded).ok());
+  ASSERT_TRUE(ApplyOverride("data.train[1].name=second", &loaded).ok());  // Appends.
+  EXPECT_EQ(loaded.config.train().warmup_steps(), 8000);
+  EXPECT_FLOAT_EQ(loaded.config.train().adam().beta2(), 0.997f);
+  EXPECT_EQ(loaded.config.decode().strategy(), config::DecodeConfig::GREEDY);
+  EXPECT_EQ(loaded.config.data().train(0).source_path(), "/x/y z.en");
+  EXPECT_EQ(loaded.config.data().train(1).name(), "second");
+  EXPECT_EQ(loaded.sources.Describe("train.warmup_steps"), "--set=train.warmup_steps=8000");
+}
+
+TEST(ConfigLoaderTest, BadOverridesExplainThemselves) {
+  LoadedConfig loaded = *ParseTaskConfig("task: \"translation\"", "c.pbtxt");
+  absl::Status unknown = ApplyOverride("model.d_modle=3", &loaded);
+  EXPECT_NE(unknown.message().find("ModelConfig has no field 'd_modle'"), std::string::npos);
+  EXPECT_NE(unknown.message().find("d_model"), std::string::npos);  // Lists the fields.
+  absl::Status bad_value = ApplyOverride("model.d_model=big", &loaded);
+  EXPECT_NE(bad_value.message().find("'big' is not a valid int32"), std::string::npos)
+      << bad_value;
+  EXPECT_FALSE(ApplyOverride("model", &loaded).ok());
+  EXPECT_FALSE(ApplyOverride("model=3", &loaded).ok());
+  EXPECT_FALSE(ApplyOverride("data.train.name=x", &loaded).ok());  // Needs an index.
+  EXPECT_FALSE(ApplyOverride("data.train[5].name=x", &loaded).ok());
+}
+
+TEST(ConfigLoaderTest, SemanticErrorsNameTheLineOrTheOverride) {
+  LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\n"
+      "model {\n"
+      "  d_model: 512\n"
+      "  num_heads: 7\n"
+      "  dropout: 1.5\n"
+      "}\n",
+      "m.pbtxt");
+  absl::Status status = ValidateTaskConfig(loaded);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("m.pbtxt:4: model.num_heads: d_model 512 is not divisible by 7"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("m.pbtxt:5: model.dropout: must be in [0, 1)"),
+            std::string::npos)
+      << status;
+  ASSERT_TRUE(ApplyOverride("decode.beam_size=0", &loaded).ok());
+  EXPECT_NE(ValidateTaskConfig(loaded).message().find(
+                "--set=decode.beam_size=0: decode.beam_size: must be positive"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,40 @@
+// The command-line driver shared by //tools:transformer and the task
+// binaries (//tasks:translate_ende, ...): loads plugins, lists what is
+// registered, loads and validates a task config, and runs the task.
+#ifndef TFM_CORE_DRIVER_DRIVER_H_
+#define TFM_CORE_DRIVER_DRIVER_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace tfm {
+
+struct DriverOptions {
+  std::vector<std::string> plugins;    // --plugin=PATH, repeatable.
+  std::vector<std::string> overrides;  // --set=section.field=value, repeatable.
+  std::string config;                  // --config=PATH.
+  std::string mode = "validate";       // --mode=validate|train|evaluate|decode.
+  bool list = false;                   // --list.
+};
+
+// Takes every --plugin and --set out of argv (absl flags keep only the last
+// value of a flag; these two are repeatable) and returns the rest.
+std::vector<char*> ExtractRepeatedFlags(int argc, char** argv, DriverOptions* options);
+
+// Writes the registered ops (with their kernels), layers and tasks, and what
+// CUDA this binary has.
+void ListRegistered(std::ostream& out);
+
+// Runs the driver; messages go to `out`, errors are returned.
+absl::Status RunDriver(const DriverOptions& options, std::ostream& out);
+
+// main() for driver binaries. `default_config` is used when --config is not
+// given (the task binaries embed their preset).
+int DriverMain(int argc, char** argv, const std::string& default_config);
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_DRIVER_DRIVER_H_

@@ -1,0 +1,89 @@
+#include "core/driver/driver.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "tests/util/peer_python.h"
+
+namespace tfm {
+namespace {
+
+std::string Runfile(const std::string& path) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/transformer/" + path;
+}
+
+TEST(DriverTest, RepeatedFlagsAreAllKept) {
+  std::vector<std::string> args = {"prog",  "--plugin=a.so", "--set=x.y=1", "--config=c",
+                                   "--set", "x.z=2",         "-plugin=b.so", "--list"};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  DriverOptions options;
+  std::vector<char*> rest = ExtractRepeatedFlags(argv.size(), argv.data(), &options);
+  EXPECT_EQ(options.plugins, std::vector<std::string>({"a.so", "b.so"}));
+  EXPECT_EQ(options.overrides, std::vector<std::string>({"x.y=1", "x.z=2"}));
+  ASSERT_EQ(rest.size(), 3u);
+  EXPECT_STREQ(rest[1], "--config=c");
+  EXPECT_STREQ(rest[2], "--list");
+}
+
+TEST(DriverTest, ListShowsOpsWithKernelsAndTasks) {
+  DriverOptions options;
+  options.list = true;
+  std::ostringstream out;
+  ASSERT_TRUE(RunDriver(options, out).ok());
+  EXPECT_NE(out.str().find("  fill  [CPU/bf16 CPU/f16 CPU/f32 CPU/i32 CPU/i64"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("tasks:\n  parsing\n  translation\n"), std::string::npos);
+  EXPECT_NE(out.str().find("cuda: "), std::string::npos);
+}
+
+TEST(DriverTest, ValidatesTheEmbeddedDefault) {
+  DriverOptions options;
+  options.config = Runfile("tasks/translation/configs/ende_gettext.pbtxt");
+  options.overrides = {"train.warmup_steps=8000"};
+  std::ostringstream out;
+  absl::Status status = RunDriver(options, out);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_NE(out.str().find("is valid (task 'translation')"), std::string::npos);
+  EXPECT_NE(out.str().find("warmup_steps: 8000"), std::string::npos);
+  EXPECT_NE(out.str().find("gettext catalogs in /usr/share/locale/de/LC_MESSAGES"),
+            std::string::npos)
+      << out.str();
+}
+
+TEST(DriverTest, ErrorsAreClear) {
+  std::ostringstream out;
+  DriverOptions no_config;
+  EXPECT_NE(RunDriver(no_config, out).message().find("no config"), std::string::npos);
+
+  DriverOptions unknown_task;
+  unknown_task.config =
+      testing::WriteTempFile("unknown_task.pbtxt", "task: \"summarization\"\n");
+  absl::Status status = RunDriver(unknown_task, out);
+  EXPECT_NE(status.message().find("unknown task 'summarization'; known tasks: parsing, "
+                                  "translation"),
+            std::string::npos)
+      << status;
+
+  DriverOptions missing_corpus;
+  missing_corpus.config = Runfile("tasks/translation/configs/ende_base.pbtxt");
+  missing_corpus.overrides = {"data.train[0].source_path=/no/such/train.en"};
+  status = RunDriver(missing_corpus, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/no/such/train.en"), std::string::npos) << status;
+
+  DriverOptions bad_mode;
+  bad_mode.config = Runfile("tasks/translation/configs/ende_gettext.pbtxt");
+  bad_mode.mode = "dance";
+  EXPECT_NE(RunDriver(bad_mode, out).message().find("--mode=dance"), std::string::npos);
+
+  DriverOptions train;
+  train.config = Runfile("tasks/translation/configs/ende_gettext.pbtxt");
+  train.mode = "train";
+  EXPECT_EQ(RunDriver(train, out).code(), absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,103 @@
+// The translation task (EN-DE, EN-FR): checks that its corpora are there and
+// its settings make sense. Training and decoding plug in with core/train and
+// core/decode.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/task_registry.h"
+
+namespace tfm {
+namespace {
+
+bool IsFile(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+// Number of .mo catalogs for `lang` under a locale root (0 if none).
+int CountCatalogs(const std::string& root, const std::string& lang) {
+  const std::string dir = absl::StrCat(root, "/", lang, "/LC_MESSAGES");
+  DIR* handle = opendir(dir.c_str());
+  if (handle == nullptr) return 0;
+  int count = 0;
+  while (dirent* entry = readdir(handle)) {
+    if (absl::EndsWith(entry->d_name, ".mo")) ++count;
+  }
+  closedir(handle);
+  return count;
+}
+
+absl::Status CheckCorpus(const LoadedConfig& loaded, const std::string& field,
+                         const config::CorpusConfig& corpus, std::ostream* log) {
+  const std::string where = loaded.sources.Describe(field);
+  switch (corpus.format()) {
+    case config::CorpusConfig::GETTEXT_MO: {
+      const std::string root = ResolveDataPath(corpus.root().empty() ? "/usr/share/locale"
+                                                                      : corpus.root());
+      const int catalogs = CountCatalogs(root, corpus.target_lang());
+      if (catalogs == 0) {
+        return absl::NotFoundError(absl::StrCat(where, ": ", field, ": no .mo catalogs for '",
+                                                corpus.target_lang(), "' under ", root));
+      }
+      if (log) *log << field << ": " << catalogs << " gettext catalogs in " << root << "/"
+                    << corpus.target_lang() << "/LC_MESSAGES\n";
+      return absl::OkStatus();
+    }
+    case config::CorpusConfig::PLAIN_TEXT:
+    case config::CorpusConfig::WMT_SGML:
+      for (const std::string& path : {corpus.source_path(), corpus.target_path()}) {
+        if (!IsFile(ResolveDataPath(path))) {
+          return absl::NotFoundError(absl::StrCat(
+              where, ": ", field, ": corpus file '", path,
+              "' not found (WMT14 data comes from tools/prepare_wmt14)"));
+        }
+      }
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": ", field, ": translation reads PLAIN_TEXT, WMT_SGML or GETTEXT_MO corpora"));
+  }
+}
+
+class TranslationTask : public Task {
+ public:
+  absl::Status Validate(const LoadedConfig& loaded) const override {
+    return CheckData(loaded, nullptr);
+  }
+
+  absl::Status Run(const TaskContext& context) override {
+    if (context.mode == TaskMode::kValidate) return CheckData(context.config, context.log);
+    return absl::UnimplementedError(
+        "translation: this build can validate configs only; training and decoding "
+        "arrive with core/train and core/decode");
+  }
+
+ private:
+  absl::Status CheckData(const LoadedConfig& loaded, std::ostream* log) const {
+    const config::DataConfig& data = loaded.config.data();
+    if (data.train_size() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(loaded.sources.file(), ": data.train: translation needs a corpus"));
+    }
+    for (int i = 0; i < data.train_size(); ++i) {
+      TFM_RETURN_IF_ERROR(
+          CheckCorpus(loaded, absl::StrCat("data.train[", i, "]"), data.train(i), log));
+    }
+    return absl::OkStatus();
+  }
+};
+
+TFM_REGISTER_TASK(TaskDef{
+    .name = "translation",
+    .doc = "sequence-to-sequence translation (WMT14 EN-DE / EN-FR, gettext catalogs)",
+    .create = [] { return std::make_unique<TranslationTask>(); },
+});
+
+}  // namespace
+}  // namespace tfm

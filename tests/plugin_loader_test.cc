@@ -1,0 +1,83 @@
+// Loads real shared libraries: the example plugin and two broken ones.
+#include "core/plugin_loader.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "core/layer_registry.h"
+#include "core/op_registry.h"
+#include "gtest/gtest.h"
+
+namespace tfm {
+namespace {
+
+std::string Runfile(const std::string& path) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/transformer/" + path;
+}
+
+TEST(PluginLoaderTest, LoadsRegistersAndRunsTheExamplePlugin) {
+  EXPECT_FALSE(OpRegistry().Contains("example_scale"));
+  absl::StatusOr<LoadedPlugin> plugin =
+      LoadPlugin(Runfile("plugins/example/libexample_plugin.so"));
+  ASSERT_TRUE(plugin.ok()) << plugin.status();
+  EXPECT_EQ(plugin->registered,
+            std::vector<std::string>({"op:example_scale", "kernel:example_scale/CPU/f32",
+                                      "layer:example_scale"}));
+
+  // The op runs through the engine's dispatcher...
+  Tensor x = *Tensor::FromVector<float>({1, -2, 3}, {3});
+  absl::StatusOr<std::vector<Tensor>> y = RunOp("example_scale", {x}, Attrs{{"alpha", 2.5}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].ToVector<float>(), std::vector<float>({2.5f, -5.0f, 7.5f}));
+  // ...with the plugin's own validation.
+  EXPECT_NE(RunOp("example_scale", {x}).status().message().find("needs attribute alpha"),
+            std::string::npos);
+
+  // The layer is created by name and runs forward and backward.
+  LayerArgs args;
+  args.attrs.Set("alpha", -1.0);
+  absl::StatusOr<std::unique_ptr<Layer>> layer = CreateLayer("example_scale", args);
+  ASSERT_TRUE(layer.ok()) << layer.status();
+  EXPECT_EQ((*(*layer)->Forward({x}))[0].ToVector<float>(), std::vector<float>({-1, 2, -3}));
+  EXPECT_EQ((*(*layer)->Backward({x}))[0].ToVector<float>(), std::vector<float>({-1, 2, -3}));
+
+  // A second load of the same library is refused, not silently ignored.
+  absl::Status again = LoadPlugin(Runfile("plugins/example/libexample_plugin.so")).status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(again.message().find("already loaded"), std::string::npos);
+}
+
+TEST(PluginLoaderTest, RejectsADuplicateAndRollsBack) {
+  const std::vector<std::string> ops_before = OpRegistry().Names();
+  const std::vector<std::string> kernels_before = KernelRegistry().Names();
+  absl::Status status =
+      LoadPlugin(Runfile("tests/plugins/libduplicate_op_plugin.so")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(status.message().find("op 'fill' is already registered"), std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("libduplicate_op_plugin.so"), std::string::npos);
+  // Nothing of the rejected plugin remains, and the built-in fill still works.
+  EXPECT_EQ(OpRegistry().Names(), ops_before);
+  EXPECT_EQ(KernelRegistry().Names(), kernels_before);
+  EXPECT_TRUE(RegistrationJournal::Get().Check().ok());
+  Attrs attrs;
+  attrs.Set("shape", std::vector<int64_t>{2}).Set("value", 1.0);
+  EXPECT_TRUE(RunOp("fill", {}, attrs, OpTarget{Device::Cpu(), DType::kF32}).ok());
+}
+
+TEST(PluginLoaderTest, MissingSymbolIsNamed) {
+  absl::Status status =
+      LoadPlugin(Runfile("tests/plugins/libmissing_symbol_plugin.so")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("tfm_test_symbol_that_does_not_exist"), std::string::npos)
+      << status;
+}
+
+TEST(PluginLoaderTest, MissingFileNamesThePath) {
+  absl::Status status = LoadPlugin("/nonexistent/libnothing.so").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/nonexistent/libnothing.so"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tfm

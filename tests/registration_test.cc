@@ -1,0 +1,47 @@
+// Every built-in op, layer and task must be registered in a binary that links
+// //ops:all_ops and //tasks:all_tasks: static libraries silently drop
+// registrars that nothing references unless their targets are alwayslink.
+#include <string>
+#include <vector>
+
+#include "core/layer_registry.h"
+#include "core/op_registry.h"
+#include "core/registration_journal.h"
+#include "core/task_registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tfm {
+namespace {
+
+using ::testing::IsSupersetOf;
+
+// The built-in parts; extend these lists when adding one.
+const std::vector<std::string> kBuiltinOps = {"fill", "random_normal", "random_uniform"};
+const std::vector<std::string> kBuiltinLayers = {};
+const std::vector<std::string> kBuiltinTasks = {"parsing", "translation"};
+
+TEST(RegistrationTest, NoBuiltinRegistrationFailed) {
+  EXPECT_TRUE(RegistrationJournal::Get().Check().ok())
+      << RegistrationJournal::Get().Check();
+}
+
+TEST(RegistrationTest, EveryBuiltinOpHasACpuF32Kernel) {
+  EXPECT_THAT(OpRegistry().Names(), IsSupersetOf(kBuiltinOps));
+  for (const std::string& op : kBuiltinOps) {
+    EXPECT_TRUE(KernelRegistry().Contains(KernelName(op, DeviceType::kCPU, DType::kF32))) << op;
+  }
+  // And every kernel belongs to a defined op.
+  for (const std::string& kernel : KernelRegistry().Names()) {
+    EXPECT_TRUE(OpRegistry().Contains(kernel.substr(0, kernel.find('/')))) << kernel;
+  }
+}
+
+TEST(RegistrationTest, EveryBuiltinLayerAndTask) {
+  EXPECT_THAT(LayerRegistry().Names(), IsSupersetOf(kBuiltinLayers));
+  EXPECT_EQ(TaskRegistry().Names(), kBuiltinTasks);
+  for (const std::string& task : kBuiltinTasks) EXPECT_TRUE(CreateTask(task).ok()) << task;
+}
+
+}  // namespace
+}  // namespace tfm
