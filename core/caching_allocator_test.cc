@@ -56,6 +56,7 @@ TEST_F(CachingAllocatorTest, ReusesFreedBlockOnTheSameStream) {
   EXPECT_EQ(memory_->mallocs, 1);
   EXPECT_EQ(allocator_->stats().num_allocs, 2);
   EXPECT_EQ(allocator_->stats().num_system_allocs, 1);
+  allocator_->Free(b);
 }
 
 TEST_F(CachingAllocatorTest, DoesNotReuseAcrossStreams) {
@@ -67,6 +68,8 @@ TEST_F(CachingAllocatorTest, DoesNotReuseAcrossStreams) {
   // The block freed on stream 1 is still there for stream 1.
   void* c = *allocator_->Allocate(1000, Stream(1));
   EXPECT_EQ(a, c);
+  allocator_->Free(b);
+  allocator_->Free(c);
 }
 
 TEST_F(CachingAllocatorTest, BestFitAndWasteLimit) {
@@ -74,11 +77,14 @@ TEST_F(CachingAllocatorTest, BestFitAndWasteLimit) {
   void* mid = *allocator_->Allocate(4096, Stream(0));
   allocator_->Free(big);
   allocator_->Free(mid);
-  EXPECT_EQ(*allocator_->Allocate(3000, Stream(0)), mid);  // Smallest that fits.
+  void* fit = *allocator_->Allocate(3000, Stream(0));
+  EXPECT_EQ(fit, mid);  // The smallest cached block that fits.
   // A 1 KiB request does not take the 64 KiB block (over 50% waste).
   void* small = *allocator_->Allocate(1024, Stream(0));
   EXPECT_NE(small, big);
   EXPECT_EQ(memory_->mallocs, 3);
+  allocator_->Free(fit);
+  allocator_->Free(small);
 }
 
 TEST_F(CachingAllocatorTest, StatsTrackUseAndReserve) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/philox.h"
+#include "core/status_macros.h"
 #include "core/thread_pool.h"
 
 namespace tfm {
@@ -29,6 +30,20 @@ PhiloxState Generator::Reserve(int64_t count) {
   PhiloxState state{seed_, stream_, offset_};
   offset_ += static_cast<uint64_t>((count + 3) / 4);
   return state;
+}
+
+void SetPhiloxAttrs(const PhiloxState& state, Attrs* attrs) {
+  attrs->Set("seed", static_cast<int64_t>(state.seed))
+      .Set("stream", static_cast<int64_t>(state.stream))
+      .Set("offset", static_cast<int64_t>(state.offset));
+}
+
+absl::StatusOr<PhiloxState> PhiloxStateFromAttrs(const Attrs& attrs) {
+  TFM_ASSIGN_OR_RETURN(int64_t seed, attrs.Get<int64_t>("seed"));
+  TFM_ASSIGN_OR_RETURN(int64_t stream, attrs.GetOr<int64_t>("stream", 0));
+  TFM_ASSIGN_OR_RETURN(int64_t offset, attrs.GetOr<int64_t>("offset", 0));
+  return PhiloxState{static_cast<uint64_t>(seed), static_cast<uint64_t>(stream),
+                     static_cast<uint64_t>(offset)};
 }
 
 void FillBitsCpu(const PhiloxState& state, absl::Span<uint32_t> out) {

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/attrs.h"
 
 namespace tfm {
 
@@ -34,6 +36,12 @@ class Generator {
   uint64_t stream_;
   uint64_t offset_ = 0;
 };
+
+// Ops that draw random numbers take the state as attributes "seed",
+// "stream" and "offset" (64-bit patterns stored in int64 attributes).
+void SetPhiloxAttrs(const PhiloxState& state, Attrs* attrs);
+// Reads them back; "stream" and "offset" default to 0.
+absl::StatusOr<PhiloxState> PhiloxStateFromAttrs(const Attrs& attrs);
 
 // Host reference fills (threaded). The CUDA kernels produce identical values
 // for the uniform fill and values within float rounding for the normal fill.

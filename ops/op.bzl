@@ -6,6 +6,7 @@
     ops/<op>/<op>_cuda.cu           CUDA kernels (only with CUDA)
     ops/<op>/<op>_cuda.h            plain C++ declarations of the launchers
     ops/<op>/<op>_cuda_kernels.cc   registers the CUDA kernels (only with CUDA)
+    ops/<op>/<op>_kernel_args.h     attribute parsing shared by CPU and CUDA kernels
     ops/<op>/<op>_test.cc           tests: every device x dtype + gradients
 
 Files that are absent are simply left out. The library is alwayslink so its
@@ -33,7 +34,7 @@ def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], tes
         cuda_library(
             name = name + "_cuda",
             srcs = cuda_srcs,
-            hdrs = native.glob([name + "_cuda.h"]),
+            hdrs = native.glob([name + "_cuda.h", name + "_kernel_args.h"]),
             nvcc_hdrs = CUDA_COMMON_HDRS,
             host_srcs = native.glob([name + "_cuda_kernels.cc"]),
             cuda_deps = cuda_deps,
@@ -44,7 +45,7 @@ def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], tes
     native.cc_library(
         name = name,
         srcs = native.glob([name + ".cc", name + "_cpu.cc"]) + extra_srcs,
-        hdrs = native.glob([name + ".h"]),
+        hdrs = native.glob([name + ".h", name + "_kernel_args.h"]),
         deps = op_deps,
         alwayslink = True,
         visibility = ["//visibility:public"],

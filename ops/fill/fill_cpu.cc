@@ -1,5 +1,6 @@
 // CPU kernels of fill, one per dtype.
 #include <algorithm>
+#include <type_traits>
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
@@ -14,7 +15,14 @@ absl::Status FillCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double value, context.attrs().Get<double>("value"));
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(
                                          0, Shape(shape.begin(), shape.end()), context.dtype()));
-  const T converted = static_cast<T>(static_cast<float>(value));
+  // Integers convert from the double directly (float would lose digits);
+  // the 16-bit floats round from float like every other conversion.
+  T converted;
+  if constexpr (std::is_integral_v<T>) {
+    converted = static_cast<T>(value);
+  } else {
+    converted = static_cast<T>(static_cast<float>(value));
+  }
   T* data = out->data<T>();
   context.thread_pool()->ParallelFor(out->num_elements(), 1 << 16,
                                      [&](int64_t begin, int64_t end) {
@@ -23,23 +31,11 @@ absl::Status FillCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-// Integers convert from the double directly: float would lose digits.
-template <typename T>
-absl::Status FillIntegerCpu(KernelContext& context) {
-  TFM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                       context.attrs().Get<std::vector<int64_t>>("shape"));
-  TFM_ASSIGN_OR_RETURN(double value, context.attrs().Get<double>("value"));
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(
-                                         0, Shape(shape.begin(), shape.end()), context.dtype()));
-  std::fill(out->data<T>(), out->data<T>() + out->num_elements(), static_cast<T>(value));
-  return absl::OkStatus();
-}
-
 TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kF32, FillCpu<float>);
 TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kF16, FillCpu<Half>);
 TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kBF16, FillCpu<BFloat16>);
-TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kI32, FillIntegerCpu<int32_t>);
-TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kI64, FillIntegerCpu<int64_t>);
+TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kI32, FillCpu<int32_t>);
+TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kI64, FillCpu<int64_t>);
 
 }  // namespace
 }  // namespace tfm

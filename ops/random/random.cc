@@ -57,7 +57,9 @@ TFM_REGISTER_OP(OpDef{
 absl::StatusOr<Tensor> RunRandom(const char* op, const Shape& shape, const PhiloxState& state,
                                  const char* a, float a_value, const char* b, float b_value,
                                  const Device& device) {
-  Attrs attrs = RandomAttrs(shape, state);
+  Attrs attrs;
+  attrs.Set("shape", std::vector<int64_t>(shape.begin(), shape.end()));
+  SetPhiloxAttrs(state, &attrs);
   attrs.Set(a, static_cast<double>(a_value)).Set(b, static_cast<double>(b_value));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                        RunOp(op, {}, attrs, OpTarget{device, DType::kF32}));
@@ -65,24 +67,6 @@ absl::StatusOr<Tensor> RunRandom(const char* op, const Shape& shape, const Philo
 }
 
 }  // namespace
-
-Attrs RandomAttrs(const Shape& shape, const PhiloxState& state) {
-  Attrs attrs;
-  // Attributes hold signed integers; the 64-bit patterns round-trip.
-  attrs.Set("shape", std::vector<int64_t>(shape.begin(), shape.end()))
-      .Set("seed", static_cast<int64_t>(state.seed))
-      .Set("stream", static_cast<int64_t>(state.stream))
-      .Set("offset", static_cast<int64_t>(state.offset));
-  return attrs;
-}
-
-absl::StatusOr<PhiloxState> PhiloxStateFromAttrs(const Attrs& attrs) {
-  TFM_ASSIGN_OR_RETURN(int64_t seed, attrs.Get<int64_t>("seed"));
-  TFM_ASSIGN_OR_RETURN(int64_t stream, attrs.GetOr<int64_t>("stream", 0));
-  TFM_ASSIGN_OR_RETURN(int64_t offset, attrs.GetOr<int64_t>("offset", 0));
-  return PhiloxState{static_cast<uint64_t>(seed), static_cast<uint64_t>(stream),
-                     static_cast<uint64_t>(offset)};
-}
 
 absl::StatusOr<Tensor> RandomUniform(const Shape& shape, const PhiloxState& state, float low,
                                      float high, const Device& device) {

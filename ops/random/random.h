@@ -5,7 +5,6 @@
 #define TFM_OPS_RANDOM_RANDOM_H_
 
 #include "absl/status/statusor.h"
-#include "core/attrs.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 
@@ -18,10 +17,6 @@ absl::StatusOr<Tensor> RandomUniform(const Shape& shape, const PhiloxState& stat
 // Normal(mean, stddev^2) by Box-Muller, f32.
 absl::StatusOr<Tensor> RandomNormal(const Shape& shape, const PhiloxState& state, float mean,
                                     float stddev, const Device& device = Device::Cpu());
-
-// The attributes these ops read: shape, seed, stream, offset.
-Attrs RandomAttrs(const Shape& shape, const PhiloxState& state);
-absl::StatusOr<PhiloxState> PhiloxStateFromAttrs(const Attrs& attrs);
 
 }  // namespace tfm
 
