@@ -1,7 +1,9 @@
 #include "core/op_registry.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/check.h"
 #include "core/status_macros.h"
 
 namespace tfm {
@@ -28,7 +30,8 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int index, const Shape& sh
 }
 
 void KernelContext::SetOutput(int index, Tensor tensor) {
-  if (static_cast<int>(outputs_.size()) <= index) outputs_.resize(index + 1);
+  TFM_CHECK(index >= 0 && index < static_cast<int>(outputs_.size()),
+            "kernel sets an output its OpDef does not declare");
   outputs_[index] = std::move(tensor);
 }
 
@@ -73,15 +76,29 @@ absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
     }
     target = OpTarget{inputs[0].device(), inputs[0].dtype()};
   }
-  TFM_ASSIGN_OR_RETURN(
-      std::shared_ptr<const KernelDef> kernel,
-      KernelRegistry().Find(KernelName(op, target->device.type, target->dtype)));
+  absl::StatusOr<std::shared_ptr<const KernelDef>> kernel =
+      KernelRegistry().Find(KernelName(op, target->device.type, target->dtype));
+  if (!kernel.ok()) {
+    // The op exists, so this is a wrong dtype or device for it: say which
+    // ones it supports.
+    std::vector<std::string> available;
+    const std::string prefix = absl::StrCat(op, "/");
+    for (const std::string& name : KernelRegistry().Names()) {
+      if (absl::StartsWith(name, prefix)) available.push_back(name.substr(prefix.size()));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": no kernel for ", DeviceTypeName(target->device.type), "/",
+        DTypeName(target->dtype), "; it has kernels for ",
+        available.empty() ? "(none)" : absl::StrJoin(available, ", ")));
+  }
   KernelContext context(*def, inputs, attrs, target->device, target->dtype, stream);
   if (def->validate) TFM_RETURN_IF_ERROR(def->validate(context));
-  TFM_RETURN_IF_ERROR(kernel->fn(context));
-  if (context.outputs().size() != def->outputs.size()) {
-    return absl::InternalError(absl::StrCat(op, ": kernel produced ", context.outputs().size(),
-                                            " outputs, expected ", def->outputs.size()));
+  TFM_RETURN_IF_ERROR((*kernel)->fn(context));
+  for (size_t i = 0; i < def->outputs.size(); ++i) {
+    if (!context.outputs()[i].defined()) {
+      return absl::InternalError(
+          absl::StrCat(op, ": kernel did not produce output '", def->outputs[i], "'"));
+    }
   }
   return std::move(context.outputs());
 }

@@ -47,7 +47,7 @@ class KernelContext {
   KernelContext(const OpDef& def, absl::Span<const Tensor> inputs, const Attrs& attrs,
                 Device device, DType dtype, StreamHandle stream)
       : def_(def), inputs_(inputs), attrs_(attrs), device_(device), dtype_(dtype),
-        stream_(stream) {}
+        stream_(stream), outputs_(def.outputs.size()) {}
 
   const OpDef& def() const { return def_; }
   const Tensor& input(int i) const { return inputs_[i]; }
@@ -58,9 +58,10 @@ class KernelContext {
   StreamHandle stream() const { return stream_; }
   ThreadPool* thread_pool() const { return ThreadPool::Default(); }
 
-  // Allocates output `index` on this kernel's device.
+  // Allocates output `index` on this kernel's device. The pointer stays
+  // valid for the whole kernel (outputs are sized from the OpDef up front).
   absl::StatusOr<Tensor*> AllocateOutput(int index, const Shape& shape, DType dtype);
-  void SetOutput(int index, Tensor tensor);
+  void SetOutput(int index, Tensor tensor);  // index < def().outputs.size()
   std::vector<Tensor>& outputs() { return outputs_; }
 
   // InvalidArgument prefixed with the op name and input shapes.

@@ -1,0 +1,68 @@
+// The ops benchmarked at the base model's shapes, shared by the Google
+// Benchmark target (ops_cpu) and the PyTorch comparison (ops_vs_torch), so
+// both time exactly the same calls on exactly the same shapes.
+//
+// A case prepares its inputs once (running the forward first when it times a
+// backward) and returns a closure that runs the timed call. Its torch_spec
+// tells benchmarks/torch_ops.py how to build the same computation in
+// PyTorch.
+#ifndef TFM_BENCHMARKS_OP_CASES_H_
+#define TFM_BENCHMARKS_OP_CASES_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tfm {
+namespace bench {
+
+// Base model (Vaswani et al. 2017, table 3): d_model 512, d_ff 2048, h 8.
+inline constexpr int64_t kDModel = 512;
+inline constexpr int64_t kDFF = 2048;
+inline constexpr int64_t kHeads = 8;
+inline constexpr int64_t kDHead = kDModel / kHeads;
+// A training batch holds about 4096 tokens (the paper's 25000 per step are
+// spread over 8 GPUs; 4k is what one device sees).
+inline constexpr int64_t kTokens = 4096;
+
+struct CaseOptions {
+  // The paper's shared EN-DE BPE vocabulary has about 37000 entries.
+  int64_t vocab = 37000;
+  // Sequence lengths of the attention cases; batch = kTokens / n.
+  std::vector<int64_t> attention_lengths = {64, 256, 1024};
+  // Also a causal (decoder self-attention) case at this length; 0 = none.
+  int64_t causal_attention_length = 256;
+  // Sentences per batch for the per-token ops (batch x length = kTokens).
+  int64_t batch = 32;
+};
+
+using Body = std::function<absl::Status()>;
+
+struct OpCase {
+  std::string op;     // "linear_fwd", "attention_fwdbwd", ...
+  std::string shape;  // Human-readable extents.
+  // Work of one call for rate counters; 0 where not meaningful.
+  double flops = 0;
+  double bytes = 0;  // Minimal memory traffic: each operand read or written once.
+  int64_t tokens = 0;
+  // JSON object: {"op": ..., ...} understood by torch_ops.py.
+  std::string torch_spec;
+  // Makes the inputs; returns the call to time.
+  std::function<absl::StatusOr<Body>()> prepare;
+};
+
+std::vector<OpCase> BaseModelCases(const CaseOptions& options);
+
+// The sgemm that dominates a Transformer layer (4096 x 512 times 512 x 2048,
+// the first FFN matmul) straight through GemmCpu, for BLAS GFLOP/s.
+inline constexpr int64_t kSgemmM = 4096, kSgemmK = 512, kSgemmN = 2048;
+OpCase SgemmCase();
+
+}  // namespace bench
+}  // namespace tfm
+
+#endif  // TFM_BENCHMARKS_OP_CASES_H_

@@ -1,0 +1,216 @@
+// Times our CPU ops and the same ops in PyTorch in one run, with the same
+// number of threads on both sides, and prints one comparison table.
+//
+//   bazel run -c opt //benchmarks:ops_vs_torch [-- --threads=2 --peer_python=...]
+//
+// The PyTorch side runs in the bench venv's interpreter (tools/setup_bench.sh)
+// with benchmarks/torch_ops.py, which receives the cases as JSON.
+#include <cblas.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "benchmarks/op_cases.h"
+#include "benchmarks/peer_table.h"
+#include "core/status_macros.h"
+#include "core/thread_pool.h"
+#include "ops/matmul/gemm_cpu.h"
+#include "tools/cpp/runfiles/runfiles.h"
+
+ABSL_FLAG(int, threads, static_cast<int>(std::thread::hardware_concurrency()),
+          "Threads for both sides: our ThreadPool and OpenBLAS, torch.set_num_threads.");
+ABSL_FLAG(std::string, peer_python, "/opt/transformer-bench-venv/bin/python3",
+          "Python with PyTorch (tools/setup_bench.sh creates it).");
+ABSL_FLAG(std::string, torch_script, "",
+          "The peer script; defaults to benchmarks/torch_ops.py from the runfiles.");
+ABSL_FLAG(int64_t, vocab, 8000,
+          "Vocabulary of the tied projection and embedding cases (the base model's 37000 "
+          "makes the projection's backward alone take seconds on 2 cores).");
+ABSL_FLAG(double, budget_s, 0.4, "Target timed seconds per case and side.");
+ABSL_FLAG(int, min_reps, 5, "At least this many timed calls per case.");
+ABSL_FLAG(int, max_reps, 200, "At most this many timed calls per case.");
+
+namespace tfm {
+namespace bench {
+namespace {
+
+// Two warm-up calls (the second sizes the repetitions), then the median of
+// the timed calls: the same policy as median_ms in torch_ops.py.
+absl::StatusOr<double> TimeMedianMs(const Body& body) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  TFM_RETURN_IF_ERROR(body());
+  Clock::time_point start = Clock::now();
+  TFM_RETURN_IF_ERROR(body());
+  const double first = std::max(seconds(Clock::now() - start), 1e-9);
+  const int reps = std::clamp(static_cast<int>(std::ceil(absl::GetFlag(FLAGS_budget_s) / first)),
+                              absl::GetFlag(FLAGS_min_reps), absl::GetFlag(FLAGS_max_reps));
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    start = Clock::now();
+    TFM_RETURN_IF_ERROR(body());
+    times.push_back(seconds(Clock::now() - start));
+  }
+  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
+  double median = times[reps / 2];
+  if (reps % 2 == 0) {
+    median = (median + *std::max_element(times.begin(), times.begin() + reps / 2)) / 2;
+  }
+  return median * 1e3;
+}
+
+std::string ShellQuote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string CpuModel() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (absl::StartsWith(line, "model name")) {
+      return std::string(absl::StripAsciiWhitespace(line.substr(line.find(':') + 1)));
+    }
+  }
+  return "unknown";
+}
+
+absl::StatusOr<std::string> TorchScript(const char* argv0) {
+  if (!absl::GetFlag(FLAGS_torch_script).empty()) return absl::GetFlag(FLAGS_torch_script);
+  std::string error;
+  std::unique_ptr<bazel::tools::cpp::runfiles::Runfiles> runfiles(
+      bazel::tools::cpp::runfiles::Runfiles::Create(argv0, &error));
+  if (runfiles == nullptr) {
+    return absl::NotFoundError(absl::StrCat("runfiles: ", error, "; pass --torch_script"));
+  }
+  return runfiles->Rlocation("transformer/benchmarks/torch_ops.py");
+}
+
+// Runs the peer on all cases; its stderr (progress, errors) passes through.
+absl::StatusOr<PeerReport> RunPeer(const std::string& script, const std::vector<OpCase>& cases,
+                                   int threads) {
+  char cases_path[] = "/tmp/ops_vs_torch_cases_XXXXXX";
+  const int fd = mkstemp(cases_path);
+  if (fd < 0) return absl::InternalError("mkstemp failed");
+  close(fd);
+  {
+    std::ofstream file(cases_path);
+    file << "[\n";
+    for (size_t i = 0; i < cases.size(); ++i) {
+      file << absl::StrFormat("  {\"index\": %d, \"spec\": %s}%s\n", i, cases[i].torch_spec,
+                              i + 1 < cases.size() ? "," : "");
+    }
+    file << "]\n";
+  }
+  const std::string command = absl::StrCat(
+      ShellQuote(absl::GetFlag(FLAGS_peer_python)), " ", ShellQuote(script), " --cases ",
+      cases_path, " --threads ", threads, " --budget_s ", absl::GetFlag(FLAGS_budget_s),
+      " --min_reps ", absl::GetFlag(FLAGS_min_reps), " --max_reps ",
+      absl::GetFlag(FLAGS_max_reps));
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return absl::InternalError("popen failed: " + command);
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t read;
+  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), read);
+  const int status = pclose(pipe);
+  unlink(cases_path);
+  if (status != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the PyTorch peer failed (", command, "); is the bench venv there? Run "
+        "`sudo tools/setup_bench.sh` or pass --peer_python."));
+  }
+  return ParsePeerOutput(output);
+}
+
+absl::Status Main(const char* argv0) {
+  const int threads = absl::GetFlag(FLAGS_threads);
+  if (threads < 1) return absl::InvalidArgumentError("--threads must be >= 1");
+  // Both of our pools, before any op runs: ThreadPool::Default() reads
+  // TFM_NUM_THREADS once, OpenBLAS threads the large GEMMs itself.
+  setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
+  openblas_set_num_threads(threads);
+  if (ThreadPool::Default()->num_threads() != threads) {
+    return absl::InternalError("the thread pool was created before --threads took effect");
+  }
+  TFM_ASSIGN_OR_RETURN(const std::string script, TorchScript(argv0));
+
+  CaseOptions options;
+  options.vocab = absl::GetFlag(FLAGS_vocab);
+  std::vector<OpCase> cases = BaseModelCases(options);
+  cases.push_back(SgemmCase());  // Last: reported beside the table, not in it.
+
+  std::vector<double> ours_ms;
+  for (const OpCase& c : cases) {
+    TFM_ASSIGN_OR_RETURN(Body body, c.prepare());
+    TFM_ASSIGN_OR_RETURN(double ms, TimeMedianMs(body));
+    ours_ms.push_back(ms);
+    std::cerr << absl::StrFormat("  ours  %s %s: %.3f ms\n", c.op, c.shape, ms);
+  }
+  TFM_ASSIGN_OR_RETURN(PeerReport peer, RunPeer(script, cases, threads));
+
+  std::vector<TableRow> rows;
+  for (size_t i = 0; i + 1 < cases.size(); ++i) {
+    auto it = peer.median_ms.find(static_cast<int>(i));
+    if (it == peer.median_ms.end()) {
+      return absl::InternalError(absl::StrCat("the peer gave no result for case ", i));
+    }
+    rows.push_back({cases[i].op, cases[i].shape, ours_ms[i], it->second});
+  }
+  const size_t sgemm = cases.size() - 1;
+  auto peer_sgemm = peer.median_ms.find(static_cast<int>(sgemm));
+  if (peer_sgemm == peer.median_ms.end()) return absl::InternalError("no peer sgemm result");
+  const auto gflops = [&](double ms) { return cases[sgemm].flops / (ms * 1e-3) / 1e9; };
+
+  std::cout << absl::StrFormat(
+      "machine: %s, nproc %d, threads %d (ours: ThreadPool %d + OpenBLAS %d; torch %s)\n",
+      CpuModel(), std::thread::hardware_concurrency(), threads,
+      ThreadPool::Default()->num_threads(), openblas_get_num_threads(), peer.info["threads"]);
+  std::cout << "ours:  " << BlasConfig() << "\n";
+  std::cout << absl::StrFormat("torch: %s, BLAS_INFO=%s, cpu capability %s, mkldnn %s\n",
+                               peer.info["torch_version"], peer.info["blas_info"],
+                               peer.info["cpu_capability"], peer.info["mkldnn"]);
+  std::cout << absl::StrFormat("sgemm %s fp32 GFLOP/s: ours (OpenBLAS) %.1f, torch (%s) %.1f\n",
+                               cases[sgemm].shape, gflops(ours_ms[sgemm]), peer.info["blas_info"],
+                               gflops(peer_sgemm->second));
+  std::cout << absl::StrFormat("median of repeated calls after 2 warm-ups (%.2f s per case, "
+                               "%d..%d calls); vocab %d\n\n",
+                               absl::GetFlag(FLAGS_budget_s), absl::GetFlag(FLAGS_min_reps),
+                               absl::GetFlag(FLAGS_max_reps), options.vocab);
+  std::cout << FormatTable(rows);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace tfm
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = tfm::bench::Main(argv[0]);
+  if (!status.ok()) {
+    std::cerr << "ops_vs_torch: " << status << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,53 @@
+#include "core/data/corpus.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/data/aligned_text_reader.h"
+#include "core/data/corpus_split.h"
+#include "core/data/gettext_corpus.h"
+#include "core/data/wmt_sgml_reader.h"
+
+namespace tfm {
+namespace {
+
+absl::StatusOr<std::unique_ptr<PairReader>> OpenFormat(const config::CorpusConfig& corpus,
+                                                       int64_t max_sentence_bytes) {
+  const std::string name = corpus.has_name() ? corpus.name() : "(unnamed)";
+  switch (corpus.format()) {
+    case config::CorpusConfig::PLAIN_TEXT:
+    case config::CorpusConfig::WMT_SGML:
+      if (corpus.source_path().empty() || corpus.target_path().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("corpus ", name, ": source_path and target_path are required"));
+      }
+      if (corpus.format() == config::CorpusConfig::PLAIN_TEXT) {
+        return AlignedTextReader::Open(corpus.source_path(), corpus.target_path(),
+                                       max_sentence_bytes);
+      }
+      return WmtSgmlReader::Open(corpus.source_path(), corpus.target_path(), max_sentence_bytes);
+    case config::CorpusConfig::GETTEXT_MO:
+      if (corpus.source_lang().empty() || corpus.target_lang().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("corpus ", name, ": source_lang and target_lang are required"));
+      }
+      return GettextCorpusReader::Open(corpus.has_root() ? corpus.root() : kDefaultLocaleRoot,
+                                       corpus.source_lang(), corpus.target_lang(),
+                                       max_sentence_bytes);
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("corpus ", name, ": format ",
+                       config::CorpusConfig::Format_Name(corpus.format()),
+                       " is not a translation corpus"));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpus(const config::CorpusConfig& corpus,
+                                                       int64_t max_sentence_bytes) {
+  auto reader = OpenFormat(corpus, max_sentence_bytes);
+  if (!reader.ok()) return reader.status();
+  return FilterSplit(*std::move(reader), corpus.split());
+}
+
+}  // namespace tfm

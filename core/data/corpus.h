@@ -1,0 +1,28 @@
+// Opens the corpus a CorpusConfig describes, whatever its format, as one
+// streaming PairReader.
+#ifndef TFM_CORE_DATA_CORPUS_H_
+#define TFM_CORE_DATA_CORPUS_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "core/config/task_config.pb.h"
+#include "core/data/pair_reader.h"
+#include "core/data/sentence_checks.h"
+
+namespace tfm {
+
+// Where GETTEXT_MO corpora look when CorpusConfig.root is unset.
+inline constexpr char kDefaultLocaleRoot[] = "/usr/share/locale";
+
+// PLAIN_TEXT and WMT_SGML read source_path and target_path; GETTEXT_MO reads
+// root, source_lang and target_lang. A split other than ALL keeps the pairs
+// whose source hashes into it (corpus_split.h). Missing fields and
+// unsupported formats are InvalidArgument naming the corpus.
+absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpus(
+    const config::CorpusConfig& corpus, int64_t max_sentence_bytes = kDefaultMaxSentenceBytes);
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_DATA_CORPUS_H_

@@ -1,0 +1,178 @@
+#include "core/data/token_batcher.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/philox.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+// Philox streams: sort keys of pairs and order keys of batches never share
+// counters.
+uint64_t PairKey(uint64_t seed, int64_t epoch, int64_t pair_index) {
+  const philox::Uint4 block = philox::Block(seed, 2 * static_cast<uint64_t>(epoch), pair_index);
+  return uint64_t{block.x} << 32 | block.y;
+}
+
+uint64_t BatchKey(uint64_t seed, int64_t epoch, int64_t window_start, int64_t batch_index) {
+  const philox::Uint4 block = philox::Block(seed, 2 * static_cast<uint64_t>(epoch) + 1,
+                                            static_cast<uint64_t>(window_start) + batch_index);
+  return uint64_t{block.x} << 32 | block.y;
+}
+
+}  // namespace
+
+TokenBatcher::TokenBatcher(const config::BatchingConfig& config, OpenCorpus open,
+                           MakeExample make, int pad_id)
+    : config_(config), open_(std::move(open)), make_(std::move(make)), pad_id_(pad_id) {}
+
+TokenBatcher::MakeExample TokenBatcher::Tokenize(const Tokenizer& tokenizer) {
+  return [&tokenizer](const SentencePair& pair) {
+    Example example{tokenizer.Encode(pair.source), tokenizer.Encode(pair.target)};
+    example.source.push_back(tokenizer.eos_id());
+    example.target.push_back(tokenizer.eos_id());
+    return example;
+  };
+}
+
+void TokenBatcher::Seek(const BatchPosition& position) {
+  position_ = position;
+  reopen_ = true;
+  window_ready_ = false;
+}
+
+SkipReport TokenBatcher::skips() const {
+  SkipReport report = length_skips_;
+  if (reader_ != nullptr) report.Merge(reader_->skips());
+  return report;
+}
+
+Batch TokenBatcher::Pad(const std::vector<const Example*>& rows) const {
+  Batch batch;
+  batch.size = rows.size();
+  for (const Example* row : rows) {
+    batch.source_length = std::max<int>(batch.source_length, row->source.size());
+    batch.target_length = std::max<int>(batch.target_length, row->target.size());
+  }
+  batch.source.assign(int64_t{batch.size} * batch.source_length, pad_id_);
+  batch.target.assign(int64_t{batch.size} * batch.target_length, pad_id_);
+  for (int i = 0; i < batch.size; ++i) {
+    std::copy(rows[i]->source.begin(), rows[i]->source.end(),
+              batch.source.begin() + int64_t{i} * batch.source_length);
+    std::copy(rows[i]->target.begin(), rows[i]->target.end(),
+              batch.target.begin() + int64_t{i} * batch.target_length);
+    batch.source_lengths.push_back(rows[i]->source.size());
+    batch.target_lengths.push_back(rows[i]->target.size());
+  }
+  return batch;
+}
+
+absl::Status TokenBatcher::FillWindow() {
+  if (reopen_) {
+    reader_.reset();
+    TFM_ASSIGN_OR_RETURN(reader_, open_());
+    reopen_ = false;
+    reader_pairs_ = 0;
+    corpus_done_ = false;
+    length_skips_ = SkipReport();
+  }
+  SentencePair pair;
+  // Pairs before the window (after a Seek) are read but not tokenized.
+  while (reader_pairs_ < position_.pairs) {
+    TFM_ASSIGN_OR_RETURN(const bool more, reader_->Next(&pair));
+    if (!more) break;
+    ++reader_pairs_;
+  }
+  const int64_t capacity = std::max(1, config_.shuffle_buffer());
+  std::vector<Keyed> examples;
+  while (reader_pairs_ < position_.pairs + capacity) {
+    TFM_ASSIGN_OR_RETURN(const bool more, reader_->Next(&pair));
+    if (!more) {
+      corpus_done_ = true;
+      break;
+    }
+    const int64_t index = reader_pairs_++;
+    Example example = make_(pair);
+    const int longest = std::max(example.source.size(), example.target.size());
+    const int shortest = std::min(example.source.size(), example.target.size());
+    const char* reason = nullptr;
+    if (longest > config_.max_length()) {
+      reason = kSkipTooManyTokens;
+    } else if (shortest < config_.min_length()) {
+      reason = kSkipTooFewTokens;
+    } else if (static_cast<int>(example.source.size()) > config_.max_source_tokens() ||
+               static_cast<int>(example.target.size()) > config_.max_target_tokens()) {
+      reason = kSkipOverBudget;
+    }
+    if (reason != nullptr) {
+      length_skips_.Skip(reason, absl::StrCat("epoch ", position_.epoch, " pair ", index));
+      continue;
+    }
+    examples.push_back({std::move(example), PairKey(config_.shuffle_seed(), position_.epoch, index)});
+  }
+
+  // Similar lengths next to each other; the random key shuffles equals.
+  auto sort_key = [](const Keyed& k) {
+    const int source = k.example.source.size(), target = k.example.target.size();
+    return std::make_tuple(std::max(source, target), source, target, k.key);
+  };
+  std::sort(examples.begin(), examples.end(),
+            [&](const Keyed& a, const Keyed& b) { return sort_key(a) < sort_key(b); });
+
+  std::vector<Batch> batches;
+  std::vector<const Example*> rows;
+  int source_length = 0, target_length = 0;
+  for (const Keyed& keyed : examples) {
+    const int source = std::max<int>(source_length, keyed.example.source.size());
+    const int target = std::max<int>(target_length, keyed.example.target.size());
+    const int64_t n = rows.size() + 1;
+    if (!rows.empty() &&
+        (n * source > config_.max_source_tokens() || n * target > config_.max_target_tokens())) {
+      batches.push_back(Pad(rows));
+      rows.clear();
+      source_length = target_length = 0;
+    }
+    rows.push_back(&keyed.example);
+    source_length = std::max<int>(source_length, keyed.example.source.size());
+    target_length = std::max<int>(target_length, keyed.example.target.size());
+  }
+  if (!rows.empty()) batches.push_back(Pad(rows));
+
+  // A seeded order of the window's batches, so lengths do not come in order.
+  std::vector<std::pair<uint64_t, int>> order;
+  for (int i = 0; i < static_cast<int>(batches.size()); ++i) {
+    order.emplace_back(BatchKey(config_.shuffle_seed(), position_.epoch, position_.pairs, i), i);
+  }
+  std::sort(order.begin(), order.end());
+  window_.clear();
+  for (const auto& [key, i] : order) window_.push_back(std::move(batches[i]));
+  window_ready_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> TokenBatcher::Next(Batch* batch) {
+  while (true) {
+    if (!window_ready_) TFM_RETURN_IF_ERROR(FillWindow());
+    if (position_.batch < static_cast<int64_t>(window_.size())) {
+      *batch = std::move(window_[position_.batch++]);
+      stats_.Add(*batch);
+      return true;
+    }
+    window_ready_ = false;
+    if (corpus_done_) {
+      // The reader stays until the next epoch opens, so skips() still
+      // reports the finished epoch.
+      position_ = BatchPosition{position_.epoch + 1, 0, 0};
+      reopen_ = true;
+      return false;
+    }
+    position_.pairs = reader_pairs_;
+    position_.batch = 0;
+  }
+}
+
+}  // namespace tfm

@@ -1,0 +1,35 @@
+// adam: one Adam step (Kingma & Ba) with bias correction, exactly as
+// torch.optim.Adam (no weight decay, no amsgrad), updating in place. The
+// defaults are the Transformer paper's: beta1 0.9, beta2 0.98, eps 1e-9.
+#ifndef TFM_OPS_ADAM_ADAM_H_
+#define TFM_OPS_ADAM_ADAM_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "core/attrs.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.98;
+  double eps = 1e-9;
+  int64_t step = 1;  // 1 for the first update: the bias corrections use it.
+};
+
+// With t = step:
+//   m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2
+//   param -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// param, grad, m, v: f32 tensors of one shape; param, m and v are written in
+// place (the op's outputs are these same tensors).
+absl::Status AdamUpdate(const Tensor& param, const Tensor& grad, const Tensor& m,
+                        const Tensor& v, const AdamOptions& options);
+
+Attrs AdamAttrs(const AdamOptions& options);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_ADAM_ADAM_H_

@@ -1,0 +1,55 @@
+#include "ops/adam/adam.h"
+
+#include <cstring>
+
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+Tensor Copy(const Tensor& t) { return *Tensor::FromVector<float>(t.span<float>(), t.shape()); }
+
+TEST(AdamTest, ThreeStepsMatchTorchOptimAdam) {
+  const Tensor initial = *RandomNormal({5, 33}, {9, 0, 0}, 0.0f, 1.0f);
+  std::vector<Tensor> grads;
+  for (uint64_t s = 1; s <= 3; ++s) grads.push_back(*RandomNormal({5, 33}, {9, s, 0}, 0.0f, 1e-2f));
+  Tensor param = Copy(initial);
+  Tensor m = *Tensor::Zeros({5, 33}, DType::kF32);
+  Tensor v = *Tensor::Zeros({5, 33}, DType::kF32);
+  for (int64_t step = 1; step <= 3; ++step) {
+    ASSERT_TRUE(AdamUpdate(param, grads[step - 1], m, v, {.lr = 7e-4, .step = step}).ok());
+  }
+  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(R"py(
+      p = torch.nn.Parameter(initial.detach().clone())
+      opt = torch.optim.Adam([p], lr=7e-4, betas=(0.9, 0.98), eps=1e-9)
+      for g in (g1, g2, g3):
+          p.grad = g.detach().clone()
+          opt.step()
+      state = opt.state[p]
+      param, m, v = p.detach(), state['exp_avg'], state['exp_avg_sq']
+  )py", {{"initial", initial}, {"g1", grads[0]}, {"g2", grads[1]}, {"g3", grads[2]}},
+      {"param", "m", "v"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_TRUE(testing::AllClose(param, ref->at("param")));
+  EXPECT_TRUE(testing::AllClose(m, ref->at("m")));
+  EXPECT_TRUE(testing::AllClose(v, ref->at("v")));
+}
+
+TEST(AdamTest, BadArgumentsAreInvalidArgument) {
+  const Tensor a = *Tensor::Zeros({3}, DType::kF32);
+  const Tensor b = *Tensor::Zeros({4}, DType::kF32);
+  absl::Status status = AdamUpdate(a, b, a, a, {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("adam: param, grad, m and v must have one shape"),
+            std::string::npos)
+      << status;
+  EXPECT_FALSE(AdamUpdate(a, a, a, a, {.step = 0}).ok());
+  EXPECT_FALSE(AdamUpdate(a, a, a, a, {.beta2 = 1.0}).ok());
+  const Tensor i = *Tensor::Zeros({3}, DType::kI32);
+  EXPECT_EQ(AdamUpdate(i, i, i, i, {}).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,85 @@
+#include "ops/adam/grad_norm.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+#include "core/tensor_copy.h"
+
+namespace tfm {
+namespace {
+
+absl::Status ValidateF32(const KernelContext& context) {
+  if (context.input(0).dtype() != DType::kF32) return context.Error("only f32 is supported");
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_OP(OpDef{
+    .name = "sum_of_squares",
+    .inputs = {"x"},
+    .outputs = {"sum"},
+    .doc = "sum = sum of x^2 (f32 [], accumulated in double)",
+    .validate = ValidateF32,
+});
+
+TFM_REGISTER_OP(OpDef{
+    .name = "scale_in_place",
+    .inputs = {"x"},
+    .outputs = {"x"},
+    .attrs = {"factor"},
+    .doc = "x *= factor, in place",
+    .validate =
+        [](const KernelContext& context) {
+          TFM_RETURN_IF_ERROR(ValidateF32(context));
+          TFM_ASSIGN_OR_RETURN(double factor, context.attrs().Get<double>("factor"));
+          if (!std::isfinite(factor)) return context.Error("factor must be finite");
+          return absl::OkStatus();
+        },
+});
+
+}  // namespace
+
+absl::StatusOr<double> GlobalGradNorm(absl::Span<const Tensor> grads) {
+  double total = 0.0;
+  for (const Tensor& grad : grads) {
+    // Kernels are found by dtype: name an integer gradient instead of a
+    // missing kernel.
+    if (grad.dtype() == DType::kI32 || grad.dtype() == DType::kI64) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sum_of_squares: gradients must be floating, got ", grad.DebugString()));
+    }
+    TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("sum_of_squares", {grad}));
+    TFM_ASSIGN_OR_RETURN(Tensor host, CopyToDevice(out[0], Device::Cpu()));
+    total += host.data<float>()[0];
+  }
+  return std::sqrt(total);
+}
+
+absl::StatusOr<double> ClipGradNorm(absl::Span<const Tensor> grads, double max_norm,
+                                    bool error_if_nonfinite) {
+  if (!(max_norm > 0.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("clip_grad_norm: max_norm ", max_norm,
+                                                   " must be > 0"));
+  }
+  TFM_ASSIGN_OR_RETURN(double norm, GlobalGradNorm(grads));
+  if (!std::isfinite(norm)) {
+    if (error_if_nonfinite) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("clip_grad_norm: the total norm of ", grads.size(),
+                       " gradients is ", norm));
+    }
+    if (std::isnan(norm)) return norm;
+  }
+  const double coefficient = max_norm / (norm + 1e-6);
+  if (coefficient < 1.0) {
+    Attrs attrs;
+    attrs.Set("factor", coefficient);
+    for (const Tensor& grad : grads) {
+      TFM_RETURN_IF_ERROR(RunOp("scale_in_place", {grad}, attrs).status());
+    }
+  }
+  return norm;
+}
+
+}  // namespace tfm

@@ -1,0 +1,26 @@
+// add: out = a + b, the residual connection, with b optionally broadcast over
+// a's leading axes (b's shape a suffix of a's: a bias [d] added to [..., d]).
+// Backward: da is dout itself (the same buffer: no arithmetic is needed, so
+// none is done); db is dout too when the shapes match, else dout summed over
+// the broadcast axes. f32 only for now.
+#ifndef TFM_OPS_ADD_ADD_H_
+#define TFM_OPS_ADD_ADD_H_
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b);
+
+struct AddGrads {
+  Tensor da;  // Shares dout's buffer.
+  Tensor db;  // Shaped like b.
+};
+
+// Gradients of sum(dout * Add(a, b)); only b's shape matters, so b is passed.
+absl::StatusOr<AddGrads> AddBackward(const Tensor& dout, const Tensor& b);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_ADD_ADD_H_

@@ -1,0 +1,54 @@
+// CPU kernels of add: a threaded, vectorisable elementwise loop.
+#include <algorithm>
+
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+#include "ops/add/sum_rows_cpu.h"
+
+namespace tfm {
+namespace {
+
+absl::Status AddCpu(KernelContext& context) {
+  const Tensor& a = context.input(0);
+  const Tensor& b = context.input(1);
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, a.shape(), DType::kF32));
+  const float* x = a.data<float>();
+  const float* y = b.data<float>();
+  float* z = out->data<float>();
+  const int64_t period = b.num_elements();  // b repeats every `period` of a.
+  if (period == 0) return absl::OkStatus();
+  context.thread_pool()->ParallelFor(a.num_elements(), 1 << 15, [&](int64_t begin,
+                                                                      int64_t end) {
+    // Walk whole or partial periods of b so the inner loop has no modulo.
+    int64_t i = begin;
+    while (i < end) {
+      const int64_t phase = i % period;
+      const int64_t stop = std::min(end, i + (period - phase));
+      const float* yb = y + phase - i;
+      for (int64_t j = i; j < stop; ++j) z[j] = x[j] + yb[j];
+      i = stop;
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status AddBackwardCpu(KernelContext& context) {
+  const Tensor& dout = context.input(0);
+  const Tensor& b = context.input(1);
+  context.SetOutput(0, dout);
+  if (b.shape() == dout.shape()) {
+    context.SetOutput(1, dout);
+    return absl::OkStatus();
+  }
+  TFM_ASSIGN_OR_RETURN(Tensor * db, context.AllocateOutput(1, b.shape(), DType::kF32));
+  const int64_t cols = b.num_elements();
+  SumRowsCpu(dout.data<float>(), cols == 0 ? 0 : dout.num_elements() / cols, cols,
+             db->data<float>());
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_KERNEL("add", DeviceType::kCPU, DType::kF32, AddCpu);
+TFM_REGISTER_KERNEL("add_backward", DeviceType::kCPU, DType::kF32, AddBackwardCpu);
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,92 @@
+#include "ops/add/add.h"
+
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::AllClose;
+using ::tfm::testing::CheckGradients;
+using ::tfm::testing::NamedTensors;
+using ::tfm::testing::SumTolerance;
+using ::tfm::testing::TorchReference;
+
+Tensor Random(const Shape& shape, uint64_t stream) {
+  return *RandomUniform(shape, PhiloxState{13, stream, 0}, -1.0f, 1.0f);
+}
+
+absl::StatusOr<std::vector<Tensor>> Forward(const std::vector<Tensor>& in) {
+  absl::StatusOr<Tensor> out = Add(in[0], in[1]);
+  if (!out.ok()) return out.status();
+  return std::vector<Tensor>{*out};
+}
+
+absl::StatusOr<std::vector<Tensor>> Backward(const std::vector<Tensor>& in,
+                                             const std::vector<Tensor>&,
+                                             const std::vector<Tensor>& dout) {
+  absl::StatusOr<AddGrads> grads = AddBackward(dout[0], in[1]);
+  if (!grads.ok()) return grads.status();
+  return std::vector<Tensor>{grads->da, grads->db};
+}
+
+TEST(AddTest, SameShapeAndBroadcast) {
+  const Tensor a = *Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2});
+  EXPECT_EQ(Add(a, a)->ToVector<float>(), (std::vector<float>{2, 4, 6, 8}));
+  const Tensor b = *Tensor::FromVector<float>({10, 20}, {2});
+  EXPECT_EQ(Add(a, b)->ToVector<float>(), (std::vector<float>{11, 22, 13, 24}));
+  absl::StatusOr<AddGrads> grads = AddBackward(a, b);
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_TRUE(grads->da.SharesBufferWith(a));
+  EXPECT_EQ(grads->db.ToVector<float>(), (std::vector<float>{4, 6}));
+}
+
+TEST(AddTest, Gradients) {
+  EXPECT_TRUE(CheckGradients(Forward, Backward, {Random({2, 3, 4}, 1), Random({2, 3, 4}, 2)}));
+  EXPECT_TRUE(CheckGradients(Forward, Backward, {Random({2, 3, 4}, 1), Random({3, 4}, 2)}));
+  EXPECT_TRUE(CheckGradients(Forward, Backward, {Random({2, 3, 4}, 1), Random({}, 2)}));
+}
+
+// The large case crosses thread chunks and period boundaries (a period of
+// 96 does not divide the chunk length); db sums 700 rows (SumTolerance).
+TEST(AddTest, MatchesTorch) {
+  NamedTensors inputs = {
+      {"a1", Random({2, 3, 5}, 1)},    {"b1", Random({2, 3, 5}, 2)},
+      {"dy1", Random({2, 3, 5}, 3)},   {"a2", Random({700, 96}, 4)},
+      {"b2", Random({96}, 5)},         {"dy2", Random({700, 96}, 6)},
+  };
+  absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
+      y1 = a1 + b1
+      da1, db1 = grads(y1, dy1, [a1, b1])
+      y2 = a2 + b2
+      da2, db2 = grads(y2, dy2, [a2, b2])
+  )py", inputs, {"y1", "da1", "db1", "y2", "da2", "db2"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (const std::string i : {"1", "2"}) {
+    absl::StatusOr<Tensor> y = Add(inputs.at("a" + i), inputs.at("b" + i));
+    ASSERT_TRUE(y.ok()) << y.status();
+    absl::StatusOr<AddGrads> grads = AddBackward(inputs.at("dy" + i), inputs.at("b" + i));
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    EXPECT_TRUE(AllClose(*y, ref->at("y" + i))) << i;
+    EXPECT_TRUE(AllClose(grads->da, ref->at("da" + i))) << i;
+    EXPECT_TRUE(AllClose(grads->db, ref->at("db" + i), SumTolerance())) << i;
+  }
+}
+
+TEST(AddTest, BadArgumentsNameTheOpAndShapes) {
+  absl::Status status = Add(Random({2, 3}, 1), Random({2}, 2)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("add: b's shape"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("f32[2, 3]"), std::string::npos) << status;
+  EXPECT_EQ(Add(Random({3}, 1), Random({2, 3}, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Add(Random({3}, 1), *Tensor::Zeros({3}, DType::kI32)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AddBackward(Random({2, 3}, 1), Random({4}, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,184 @@
+#include "ops/attention/attention.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+#include "ops/attention/attention_params.h"
+
+namespace tfm {
+
+absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& context,
+                                                     int key_mask_input) {
+  const Tensor& q = context.input(0);
+  const Tensor& k = context.input(1);
+  const Tensor& v = context.input(2);
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
+    return context.Error("q, k and v must be [batch, heads, len, d]");
+  }
+  if (q.dtype() != context.dtype() || k.dtype() != context.dtype() ||
+      v.dtype() != context.dtype()) {
+    return context.Error("q, k and v must have one floating dtype");
+  }
+  AttentionParams params;
+  params.batch = q.dim(0);
+  params.heads = q.dim(1);
+  params.q_len = q.dim(2);
+  params.k_len = k.dim(2);
+  params.d_k = q.dim(3);
+  params.d_v = v.dim(3);
+  if (k.dim(0) != params.batch || v.dim(0) != params.batch || k.dim(1) != params.heads ||
+      v.dim(1) != params.heads) {
+    return context.Error("q, k and v disagree on batch or heads");
+  }
+  if (k.dim(3) != params.d_k) return context.Error("q and k disagree on d_k");
+  if (v.dim(2) != params.k_len) return context.Error("k and v disagree on the key length");
+
+  const Attrs& attrs = context.attrs();
+  TFM_ASSIGN_OR_RETURN(params.causal, attrs.GetOr<bool>("causal", false));
+  TFM_ASSIGN_OR_RETURN(std::string key_mask, attrs.GetOr<std::string>("key_mask", "none"));
+  const Tensor& mask = context.input(key_mask_input);
+  const bool integer_mask = mask.dtype() == DType::kI32 || mask.dtype() == DType::kI64;
+  if (key_mask == "none") {
+    params.key_mask = KeyMaskKind::kNone;
+  } else if (key_mask == "lengths") {
+    params.key_mask = KeyMaskKind::kLengths;
+    if (!integer_mask || mask.shape() != Shape{params.batch}) {
+      return context.Error("key lengths must be i32 or i64 [batch]");
+    }
+  } else if (key_mask == "padding") {
+    params.key_mask = KeyMaskKind::kPadding;
+    if (!integer_mask || mask.shape() != Shape({params.batch, params.k_len})) {
+      return context.Error("key padding mask must be i32 or i64 [batch, k_len]");
+    }
+  } else {
+    return context.Error(absl::StrCat("key_mask must be none, lengths or padding, not '",
+                                      key_mask, "'"));
+  }
+
+  TFM_ASSIGN_OR_RETURN(double dropout, attrs.GetOr<double>("dropout", 0.0));
+  if (!(dropout >= 0.0 && dropout < 1.0)) {
+    return context.Error(absl::StrCat("dropout ", dropout, " is not in [0, 1)"));
+  }
+  params.dropout = static_cast<float>(dropout);
+  if (dropout > 0.0) {
+    // Attributes hold signed integers; the 64-bit patterns round-trip.
+    TFM_ASSIGN_OR_RETURN(int64_t seed, attrs.Get<int64_t>("seed"));
+    TFM_ASSIGN_OR_RETURN(int64_t stream, attrs.GetOr<int64_t>("stream", 0));
+    TFM_ASSIGN_OR_RETURN(int64_t offset, attrs.GetOr<int64_t>("offset", 0));
+    params.dropout_state = PhiloxState{static_cast<uint64_t>(seed),
+                                       static_cast<uint64_t>(stream),
+                                       static_cast<uint64_t>(offset)};
+  }
+  const double default_scale = params.d_k > 0 ? 1.0 / std::sqrt(double(params.d_k)) : 1.0;
+  TFM_ASSIGN_OR_RETURN(double scale, attrs.GetOr<double>("scale", default_scale));
+  if (!std::isfinite(scale)) return context.Error("scale must be finite");
+  params.scale = static_cast<float>(scale);
+  return params;
+}
+
+namespace {
+
+absl::Status ValidateForward(const KernelContext& context) {
+  return ParseAttentionParams(context, kForwardKeyMaskInput).status();
+}
+
+absl::Status ValidateBackward(const KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(AttentionParams p, ParseAttentionParams(context, kBackwardKeyMaskInput));
+  const Shape out_shape = {p.batch, p.heads, p.q_len, p.d_v};
+  const Tensor& out = context.input(3);
+  const Tensor& lse = context.input(4);
+  const Tensor& d_out = context.input(5);
+  if (out.shape() != out_shape || d_out.shape() != out_shape) {
+    return context.Error(absl::StrCat("out and d_out must be ", ShapeToString(out_shape)));
+  }
+  if (lse.shape() != Shape({p.batch, p.heads, p.q_len}) || lse.dtype() != DType::kF32) {
+    return context.Error("lse must be f32 [batch, heads, q_len]");
+  }
+  if (out.dtype() != context.dtype() || d_out.dtype() != context.dtype()) {
+    return context.Error("out and d_out must have the dtype of q");
+  }
+  return absl::OkStatus();
+}
+
+const std::vector<std::string> kAttrNames = {"causal", "key_mask", "dropout", "seed",
+                                             "stream", "offset",   "scale"};
+
+TFM_REGISTER_OP(OpDef{
+    .name = "scaled_dot_product_attention",
+    .inputs = {"q", "k", "v", "key_mask"},
+    .outputs = {"out", "lse"},
+    .attrs = kAttrNames,
+    .doc = "out = dropout(softmax(q k^T * scale + mask)) v, fused; lse per query row",
+    .validate = ValidateForward,
+});
+
+TFM_REGISTER_OP(OpDef{
+    .name = "scaled_dot_product_attention_backward",
+    .inputs = {"q", "k", "v", "out", "lse", "d_out", "key_mask"},
+    .outputs = {"dq", "dk", "dv"},
+    .attrs = kAttrNames,
+    .doc = "dq, dk, dv of scaled_dot_product_attention, recomputing the probabilities",
+    .validate = ValidateBackward,
+});
+
+// Kernels are looked up by q's dtype, so an integer q would surface as an
+// unknown kernel; name the real problem instead.
+absl::Status CheckFloatingQuery(const char* op, const Tensor& q) {
+  if (q.dtype() == DType::kI32 || q.dtype() == DType::kI64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": q must have a floating dtype, got ", q.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Attrs AttentionAttrs(const AttentionOptions& options) {
+  Attrs attrs;
+  attrs.Set("causal", options.causal)
+      .Set("key_mask", std::string(options.key_lengths.defined()        ? "lengths"
+                                   : options.key_padding_mask.defined() ? "padding"
+                                                                        : "none"))
+      .Set("dropout", static_cast<double>(options.dropout))
+      .Set("seed", static_cast<int64_t>(options.dropout_state.seed))
+      .Set("stream", static_cast<int64_t>(options.dropout_state.stream))
+      .Set("offset", static_cast<int64_t>(options.dropout_state.offset));
+  if (options.scale.has_value()) attrs.Set("scale", static_cast<double>(*options.scale));
+  return attrs;
+}
+
+absl::StatusOr<Tensor> AttentionKeyMaskInput(const AttentionOptions& options,
+                                             const Device& device) {
+  if (options.key_lengths.defined() && options.key_padding_mask.defined()) {
+    return absl::InvalidArgumentError(
+        "scaled_dot_product_attention: give key lengths or a key padding mask, not both");
+  }
+  if (options.key_lengths.defined()) return options.key_lengths;
+  if (options.key_padding_mask.defined()) return options.key_padding_mask;
+  return Tensor::Empty({0}, DType::kI32, device);
+}
+
+absl::StatusOr<AttentionOutput> ScaledDotProductAttention(const Tensor& q, const Tensor& k,
+                                                          const Tensor& v,
+                                                          const AttentionOptions& options) {
+  TFM_RETURN_IF_ERROR(CheckFloatingQuery("scaled_dot_product_attention", q));
+  TFM_ASSIGN_OR_RETURN(Tensor mask, AttentionKeyMaskInput(options, q.device()));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("scaled_dot_product_attention",
+                                                      {q, k, v, mask}, AttentionAttrs(options)));
+  return AttentionOutput{out[0], out[1]};
+}
+
+absl::StatusOr<AttentionGrads> ScaledDotProductAttentionBackward(
+    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+    const Tensor& d_out, const AttentionOptions& options) {
+  TFM_RETURN_IF_ERROR(CheckFloatingQuery("scaled_dot_product_attention_backward", q));
+  TFM_ASSIGN_OR_RETURN(Tensor mask, AttentionKeyMaskInput(options, q.device()));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> grads,
+                       RunOp("scaled_dot_product_attention_backward",
+                             {q, k, v, out, lse, d_out, mask}, AttentionAttrs(options)));
+  return AttentionGrads{grads[0], grads[1], grads[2]};
+}
+
+}  // namespace tfm

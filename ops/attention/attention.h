@@ -1,0 +1,80 @@
+// scaled_dot_product_attention: softmax(Q K^T * scale + mask) V for all
+// heads of a batch at once, fused, with its backward.
+//
+// Layout: q [batch, heads, q_len, d_k], k [batch, heads, k_len, d_k],
+// v [batch, heads, k_len, d_v], out [batch, heads, q_len, d_v], all dense
+// row-major f32 (the layer splits [batch, len, heads * d] into heads).
+//
+// Masks (combined):
+//   - causal: query i sees keys j <= i + (k_len - q_len), i.e. the queries are
+//     the last q_len positions of the key sequence (incremental decoding with a
+//     cache of k_len - q_len earlier steps; the usual triangle when equal).
+//   - key lengths [batch] (i32/i64): keys j >= length[b] are padding; or
+//   - key padding mask [batch, k_len] (i32/i64): nonzero marks padding, the
+//     convention of torch.nn.MultiheadAttention's key_padding_mask.
+// A query row that sees no key at all gets a zero output (and zero
+// gradients) instead of NaN.
+//
+// Dropout on the attention probabilities: element (b, h, i, j) of the
+// [batch, heads, q_len, k_len] probabilities is dropped iff
+// philox::ToUniform(x) < dropout, where x is element
+// ((b * heads + h) * q_len + i) * k_len + j of the Philox stream
+// (seed, stream, offset) as laid out in core/rng.h; kept values are scaled by
+// 1 / (1 - dropout). Backward regenerates the same mask; it is never stored.
+//
+// The forward never materialises the q_len x k_len probabilities: it keeps,
+// per query row, only the log-sum-exp of the scaled, masked scores (lse,
+// [batch, heads, q_len]), from which backward recomputes them tile by tile.
+#ifndef TFM_OPS_ATTENTION_ATTENTION_H_
+#define TFM_OPS_ATTENTION_ATTENTION_H_
+
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "core/attrs.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+struct AttentionOptions {
+  bool causal = false;
+  // At most one of the two key masks may be defined.
+  Tensor key_lengths;       // [batch], i32 or i64.
+  Tensor key_padding_mask;  // [batch, k_len], i32 or i64; nonzero = padding.
+  float dropout = 0.0f;     // Probability of dropping, in [0, 1).
+  PhiloxState dropout_state;
+  std::optional<float> scale;  // Defaults to 1 / sqrt(d_k).
+};
+
+struct AttentionOutput {
+  Tensor out;  // [batch, heads, q_len, d_v]
+  Tensor lse;  // [batch, heads, q_len]: saved for backward.
+};
+
+struct AttentionGrads {
+  Tensor dq, dk, dv;
+};
+
+absl::StatusOr<AttentionOutput> ScaledDotProductAttention(const Tensor& q, const Tensor& k,
+                                                          const Tensor& v,
+                                                          const AttentionOptions& options = {});
+
+// Gradients from the forward's inputs, its out and lse, and d_out; `options`
+// must be those of the forward.
+absl::StatusOr<AttentionGrads> ScaledDotProductAttentionBackward(
+    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+    const Tensor& d_out, const AttentionOptions& options = {});
+
+// The ops' attributes and their key_mask input for `options` (for callers of
+// RunOp). Attributes: causal (bool), key_mask ("none", "lengths",
+// "padding"), dropout (double), seed/stream/offset (int64), scale (double,
+// optional). The key_mask input is an empty i32 tensor on `device` when
+// there is none.
+Attrs AttentionAttrs(const AttentionOptions& options);
+absl::StatusOr<Tensor> AttentionKeyMaskInput(const AttentionOptions& options,
+                                             const Device& device);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_ATTENTION_ATTENTION_H_

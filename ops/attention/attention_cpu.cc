@@ -1,0 +1,91 @@
+// CPU f32 kernels of scaled_dot_product_attention and its backward: read the
+// key mask into per-batch key ends, then run the tiled loops
+// (attention_cpu_forward.cc, attention_cpu_backward.cc).
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+#include "ops/attention/attention_cpu_tiles.h"
+
+namespace tfm {
+namespace {
+
+template <typename T>
+absl::Status ReadKeyMask(const KernelContext& context, const Tensor& mask,
+                         attention_cpu::Problem* problem) {
+  const AttentionParams& p = problem->params;
+  const T* values = mask.data<T>();
+  if (p.key_mask == KeyMaskKind::kLengths) {
+    for (int64_t b = 0; b < p.batch; ++b) {
+      if (values[b] < 0 || values[b] > p.k_len) {
+        return context.Error(absl::StrCat("key length ", values[b], " of batch item ", b,
+                                          " is outside [0, ", p.k_len, "]"));
+      }
+      problem->key_end[b] = values[b];
+    }
+  } else if (p.key_mask == KeyMaskKind::kPadding) {
+    problem->padding.resize(p.batch * p.k_len);
+    for (int64_t b = 0; b < p.batch; ++b) {
+      int64_t end = 0;  // Keys after the last unpadded one are skipped whole.
+      for (int64_t j = 0; j < p.k_len; ++j) {
+        const bool padded = values[b * p.k_len + j] != 0;
+        problem->padding[b * p.k_len + j] = padded;
+        if (!padded) end = j + 1;
+      }
+      problem->key_end[b] = end;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<attention_cpu::Problem> MakeProblem(const KernelContext& context,
+                                                   int key_mask_input) {
+  attention_cpu::Problem problem;
+  TFM_ASSIGN_OR_RETURN(problem.params, ParseAttentionParams(context, key_mask_input));
+  problem.q = context.input(0).data<float>();
+  problem.k = context.input(1).data<float>();
+  problem.v = context.input(2).data<float>();
+  problem.key_end.assign(problem.params.batch, problem.params.k_len);
+  const Tensor& mask = context.input(key_mask_input);
+  if (mask.dtype() == DType::kI64) {
+    TFM_RETURN_IF_ERROR(ReadKeyMask<int64_t>(context, mask, &problem));
+  } else if (mask.dtype() == DType::kI32) {
+    TFM_RETURN_IF_ERROR(ReadKeyMask<int32_t>(context, mask, &problem));
+  }
+  return problem;
+}
+
+absl::Status AttentionForwardCpu(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem,
+                       MakeProblem(context, kForwardKeyMaskInput));
+  const AttentionParams& p = problem.params;
+  // AllocateOutput's pointers move when a later output is added: read the
+  // outputs only once all are allocated.
+  TFM_RETURN_IF_ERROR(
+      context.AllocateOutput(0, {p.batch, p.heads, p.q_len, p.d_v}, DType::kF32).status());
+  TFM_RETURN_IF_ERROR(context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32).status());
+  attention_cpu::Forward(problem, context.outputs()[0].data<float>(),
+                         context.outputs()[1].data<float>());
+  return absl::OkStatus();
+}
+
+absl::Status AttentionBackwardCpu(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem,
+                       MakeProblem(context, kBackwardKeyMaskInput));
+  for (int i = 0; i < 3; ++i) {
+    TFM_RETURN_IF_ERROR(
+        context.AllocateOutput(i, context.input(i).shape(), DType::kF32).status());
+  }
+  std::vector<Tensor>& grads = context.outputs();
+  attention_cpu::Backward(problem, context.input(3).data<float>(),
+                          context.input(4).data<float>(), context.input(5).data<float>(),
+                          grads[0].data<float>(), grads[1].data<float>(), grads[2].data<float>());
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_KERNEL("scaled_dot_product_attention", DeviceType::kCPU, DType::kF32,
+                    AttentionForwardCpu);
+TFM_REGISTER_KERNEL("scaled_dot_product_attention_backward", DeviceType::kCPU, DType::kF32,
+                    AttentionBackwardCpu);
+
+}  // namespace
+}  // namespace tfm

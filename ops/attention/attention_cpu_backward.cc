@@ -1,0 +1,144 @@
+// Backward in the style of flash attention 2: probabilities are recomputed
+// tile by tile from the saved log-sum-exp, never stored.
+//
+// A task owns a range of key tiles of one head, so it alone writes their dK
+// and dV rows; for each key tile it walks the query tiles that see it:
+//   P  = exp(scale Q K^T - lse)            (masked entries 0)
+//   dV += (P o M)^T dO                      (M: dropout multipliers)
+//   dP = (dO V^T) o M
+//   dS = P o (dP - delta),  delta_i = dO_i . O_i
+//   dQ += scale dS K,  dK += scale dS^T Q
+// dQ gathers contributions from every key tile. When a head is split over
+// several tasks (few heads, so that all workers get work), each task adds
+// into its own dQ slab and the slabs are summed in a fixed order afterwards,
+// so results never depend on scheduling. Extra memory: the slabs
+// (groups x q_len x d_k per head) and delta, linear in the length.
+#include <cstring>
+#include <limits>
+
+#include "ops/attention/attention_cpu_tiles.h"
+#include "ops/attention/simd_math.h"
+
+namespace tfm {
+namespace attention_cpu {
+namespace {
+
+// Enough tasks to keep a large pool busy when the batch has few heads; fixed
+// (not derived from the thread count) so that results are the same for
+// every pool size.
+constexpr int64_t kMinTasks = 32;
+
+void RowDots(const AttentionParams& p, const float* a, const float* b, float* dots) {
+  const int64_t rows = p.batch * p.heads * p.q_len;
+  ThreadPool::Default()->ParallelFor(rows, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) dots[i] = simd::Dot(a + i * p.d_v, b + i * p.d_v, p.d_v);
+  });
+}
+
+}  // namespace
+
+void Backward(const Problem& problem, const float* out, const float* lse, const float* d_out,
+              float* dq, float* dk, float* dv) {
+  const AttentionParams& p = problem.params;
+  const int64_t heads_total = p.batch * p.heads;
+  std::vector<float> delta(heads_total * p.q_len);
+  RowDots(p, d_out, out, delta.data());
+
+  const int64_t k_tiles = (p.k_len + kKeyTile - 1) / kKeyTile;
+  const int64_t groups =
+      std::clamp<int64_t>((kMinTasks + heads_total - 1) / std::max<int64_t>(1, heads_total), 1,
+                          std::max<int64_t>(1, k_tiles));
+  std::vector<float> slabs(groups > 1 ? groups * heads_total * p.q_len * p.d_k : 0);
+  const int64_t tile = kQueryTile * kKeyTile;
+
+  ParallelTasks(heads_total * groups, 3 * tile + kKeyTile, [&](int64_t task, float* buffer) {
+    const int64_t bh = task / groups;
+    const int64_t group = task % groups;
+    const int64_t b = bh / p.heads;
+    const float* q = problem.q + bh * p.q_len * p.d_k;
+    const float* k = problem.k + bh * p.k_len * p.d_k;
+    const float* v = problem.v + bh * p.k_len * p.d_v;
+    const float* d_o = d_out + bh * p.q_len * p.d_v;
+    const float* row_lse = lse + bh * p.q_len;
+    const float* row_delta = delta.data() + bh * p.q_len;
+    float* d_q = groups > 1 ? slabs.data() + (group * heads_total + bh) * p.q_len * p.d_k
+                            : dq + bh * p.q_len * p.d_k;
+    std::memset(d_q, 0, p.q_len * p.d_k * sizeof(float));
+    float* probs = buffer;
+    float* d_scores = probs + tile;
+    float* dropped = d_scores + tile;
+    float* multipliers = dropped + tile;
+
+    for (int64_t kt = group * k_tiles / groups; kt < (group + 1) * k_tiles / groups; ++kt) {
+      const int64_t c0 = kt * kKeyTile;
+      const int64_t cols = std::min(kKeyTile, p.k_len - c0);
+      float* d_k = dk + (bh * p.k_len + c0) * p.d_k;
+      float* d_v = dv + (bh * p.k_len + c0) * p.d_v;
+      std::memset(d_k, 0, cols * p.d_k * sizeof(float));
+      std::memset(d_v, 0, cols * p.d_v * sizeof(float));
+      if (c0 >= problem.key_end[b]) continue;  // Padding keys: zero gradients.
+      // Under the causal mask, query i sees key c0 iff i >= c0 - (k_len - q_len).
+      const int64_t first_row =
+          p.causal ? std::clamp<int64_t>(c0 - p.k_len + p.q_len, 0, p.q_len) : 0;
+      for (int64_t q0 = first_row / kQueryTile * kQueryTile; q0 < p.q_len; q0 += kQueryTile) {
+        const int64_t rows = std::min(kQueryTile, p.q_len - q0);
+        const float* q_tile = q + q0 * p.d_k;
+        const float* d_o_tile = d_o + q0 * p.d_v;
+        Gemm(false, true, rows, cols, p.d_k, p.scale, q_tile, p.d_k, k + c0 * p.d_k, p.d_k, 0.0f,
+             probs, kKeyTile);
+        MaskScores(problem, b, q0, rows, c0, cols, probs, kKeyTile);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = probs + r * kKeyTile;
+          // lse = -inf: the row saw no key, so all its probabilities are 0.
+          if (row_lse[q0 + r] == -std::numeric_limits<float>::infinity()) {
+            std::fill(row, row + cols, 0.0f);
+          } else {
+            simd::ExpShiftedSum(row, cols, row_lse[q0 + r]);
+          }
+        }
+        Gemm(false, true, rows, cols, p.d_v, 1.0f, d_o_tile, p.d_v, v + c0 * p.d_v, p.d_v, 0.0f,
+             d_scores, kKeyTile);
+        const float* kept = probs;
+        if (p.dropout > 0.0f) {
+          for (int64_t r = 0; r < rows; ++r) {
+            DropoutMultipliers(p, (bh * p.q_len + q0 + r) * p.k_len + c0, cols, multipliers);
+            for (int64_t j = 0; j < cols; ++j) {
+              dropped[r * kKeyTile + j] = probs[r * kKeyTile + j] * multipliers[j];
+              d_scores[r * kKeyTile + j] *= multipliers[j];
+            }
+          }
+          kept = dropped;
+        }
+        Gemm(true, false, cols, p.d_v, rows, 1.0f, kept, kKeyTile, d_o_tile, p.d_v, 1.0f, d_v,
+             p.d_v);
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* prob_row = probs + r * kKeyTile;
+          float* d_row = d_scores + r * kKeyTile;
+          const float row_d = row_delta[q0 + r];
+          for (int64_t j = 0; j < cols; ++j) d_row[j] = prob_row[j] * (d_row[j] - row_d);
+        }
+        Gemm(false, false, rows, p.d_k, cols, p.scale, d_scores, kKeyTile, k + c0 * p.d_k, p.d_k,
+             1.0f, d_q + q0 * p.d_k, p.d_k);
+        Gemm(true, false, cols, p.d_k, rows, p.scale, d_scores, kKeyTile, q_tile, p.d_k, 1.0f,
+             d_k, p.d_k);
+      }
+    }
+  });
+
+  if (groups > 1) {
+    const int64_t row_floats = p.q_len * p.d_k;
+    ThreadPool::Default()->ParallelFor(heads_total, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t bh = begin; bh < end; ++bh) {
+        float* target = dq + bh * row_floats;
+        std::memcpy(target, slabs.data() + bh * row_floats, row_floats * sizeof(float));
+        for (int64_t g = 1; g < groups; ++g) {
+          const float* slab = slabs.data() + (g * heads_total + bh) * row_floats;
+          for (int64_t i = 0; i < row_floats; ++i) target[i] += slab[i];
+        }
+      }
+    });
+  }
+}
+
+}  // namespace attention_cpu
+}  // namespace tfm

@@ -1,0 +1,61 @@
+#include "ops/attention/attention_cpu_tiles.h"
+
+#include <cblas.h>
+
+#include <cstring>
+#include <limits>
+
+#include "core/philox.h"
+
+namespace tfm {
+namespace attention_cpu {
+
+void Gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+          int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (beta == 0.0f) {
+      for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, n * sizeof(float));
+    }
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
+              transpose_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+              ldc);
+}
+
+void MaskScores(const Problem& problem, int64_t b, int64_t q0, int64_t rows, int64_t c0,
+                int64_t cols, float* scores, int64_t ld) {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  const uint8_t* padding =
+      problem.padding.empty() ? nullptr
+                              : problem.padding.data() + b * problem.params.k_len + c0;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = scores + r * ld;
+    const int64_t visible = std::clamp<int64_t>(problem.RowKeyEnd(b, q0 + r) - c0, 0, cols);
+    std::fill(row + visible, row + cols, kMasked);
+    if (padding != nullptr) {
+      for (int64_t j = 0; j < visible; ++j) {
+        if (padding[j]) row[j] = kMasked;
+      }
+    }
+  }
+}
+
+void DropoutMultipliers(const AttentionParams& params, uint64_t first, int64_t count,
+                        float* multipliers) {
+  const PhiloxState& state = params.dropout_state;
+  const float p = params.dropout;
+  const float keep = 1.0f / (1.0f - p);
+  uint64_t element = first;
+  for (int64_t j = 0; j < count;) {
+    const philox::Uint4 block = philox::Block(state.seed, state.stream, state.offset + element / 4);
+    for (int lane = static_cast<int>(element % 4); lane < 4 && j < count; ++lane, ++j, ++element) {
+      multipliers[j] = philox::ToUniform(philox::Lane(block, lane)) < p ? 0.0f : keep;
+    }
+  }
+}
+
+}  // namespace attention_cpu
+}  // namespace tfm

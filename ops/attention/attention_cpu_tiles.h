@@ -1,0 +1,87 @@
+// Internals of the CPU attention kernels: the problem as the tile loops see
+// it, and the pieces the forward and backward tile loops share.
+#ifndef TFM_OPS_ATTENTION_ATTENTION_CPU_TILES_H_
+#define TFM_OPS_ATTENTION_ATTENTION_CPU_TILES_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "ops/attention/attention_params.h"
+
+namespace tfm {
+namespace attention_cpu {
+
+// Tile extents. A query tile times a key tile times d_k = 64^3 keeps every
+// product under OpenBLAS's threading threshold (m * n * k <= 2^18), so
+// the calls stay single-threaded inside our own workers, and the tiles of
+// one worker (scores, probabilities, their gradients: 16 KiB each) stay
+// in L1/L2.
+inline constexpr int64_t kQueryTile = 64;
+inline constexpr int64_t kKeyTile = 64;
+
+struct Problem {
+  AttentionParams params;
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  // Per batch item, keys at or past key_end[b] are padding (k_len if none).
+  std::vector<int64_t> key_end;
+  // [batch, k_len], 1 = padding; empty unless the op got a padding mask.
+  std::vector<uint8_t> padding;
+
+  // Exclusive end of the keys that query row i of batch item b may see.
+  int64_t RowKeyEnd(int64_t b, int64_t i) const {
+    int64_t end = key_end[b];
+    if (params.causal) {
+      end = std::min(end, std::max<int64_t>(0, i + params.k_len - params.q_len + 1));
+    }
+    return end;
+  }
+};
+
+// C = alpha * op(A) op(B) + beta * C, row-major, beta 0 or 1. Skips empty
+// products (BLAS rejects zero leading dimensions).
+void Gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+          const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+          int64_t ldc);
+
+// Sets the masked scores of a tile to -inf: rows [q0, q0 + rows) of batch
+// item b against keys [c0, c0 + cols); row r starts at scores + r * ld.
+void MaskScores(const Problem& problem, int64_t b, int64_t q0, int64_t rows, int64_t c0,
+                int64_t cols, float* scores, int64_t ld);
+
+// multipliers[j] = 0 (dropped) or 1 / (1 - p) for elements
+// [first, first + count) of the dropout stream (layout in attention.h).
+void DropoutMultipliers(const AttentionParams& params, uint64_t first, int64_t count,
+                        float* multipliers);
+
+// Runs fn(task, scratch) for every task in [0, count) on the default pool,
+// handing tasks out one at a time (causal tiles differ in cost); each worker
+// owns `scratch_floats` floats of scratch.
+template <typename Fn>
+void ParallelTasks(int64_t count, int64_t scratch_floats, const Fn& fn) {
+  ThreadPool* pool = ThreadPool::Default();
+  std::atomic<int64_t> next{0};
+  pool->ParallelFor(std::min<int64_t>(count, pool->num_threads()), 1,
+                    [&](int64_t, int64_t) {
+                      std::vector<float> scratch(scratch_floats);
+                      for (int64_t task; (task = next.fetch_add(1)) < count;) {
+                        fn(task, scratch.data());
+                      }
+                    });
+}
+
+// out [batch, heads, q_len, d_v] and lse [batch, heads, q_len].
+void Forward(const Problem& problem, float* out, float* lse);
+
+// dq, dk, dv shaped like q, k, v.
+void Backward(const Problem& problem, const float* out, const float* lse, const float* d_out,
+              float* dq, float* dk, float* dv);
+
+}  // namespace attention_cpu
+}  // namespace tfm
+
+#endif  // TFM_OPS_ATTENTION_ATTENTION_CPU_TILES_H_

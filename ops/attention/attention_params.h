@@ -1,0 +1,36 @@
+// The attention ops' shapes and attributes, parsed and checked once; shared
+// by validation and by every device's kernels.
+#ifndef TFM_OPS_ATTENTION_ATTENTION_PARAMS_H_
+#define TFM_OPS_ATTENTION_ATTENTION_PARAMS_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/op_registry.h"
+#include "core/rng.h"
+
+namespace tfm {
+
+enum class KeyMaskKind { kNone, kLengths, kPadding };
+
+struct AttentionParams {
+  int64_t batch = 0, heads = 0, q_len = 0, k_len = 0, d_k = 0, d_v = 0;
+  bool causal = false;
+  KeyMaskKind key_mask = KeyMaskKind::kNone;
+  float scale = 1.0f;
+  float dropout = 0.0f;
+  PhiloxState dropout_state;
+};
+
+// Index of the key_mask input: 3 in the forward, 6 in the backward.
+inline constexpr int kForwardKeyMaskInput = 3;
+inline constexpr int kBackwardKeyMaskInput = 6;
+
+// Reads q, k, v (inputs 0-2), the key_mask input and the attributes; errors
+// name the op and the shapes.
+absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& context,
+                                                     int key_mask_input);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_ATTENTION_ATTENTION_PARAMS_H_

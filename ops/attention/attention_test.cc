@@ -1,0 +1,238 @@
+#include "ops/attention/attention.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/philox.h"
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+using testing::AllClose;
+using testing::NamedTensors;
+using testing::SumTolerance;
+
+struct Case {
+  int64_t batch, heads, q_len, k_len, d_k, d_v;
+  bool causal = false;
+  std::vector<int64_t> key_lengths;  // Empty: no key mask.
+  bool as_padding_mask = false;      // Give the lengths as a padding mask.
+  float dropout = 0.0f;
+};
+
+Tensor Normal(const Shape& shape, uint64_t stream) {
+  return *RandomNormal(shape, PhiloxState{7, stream, 0}, 0.0f, 1.0f);
+}
+
+// [batch, k_len] i32, 1 for keys at or past the item's length.
+Tensor PaddingMask(const Case& c) {
+  std::vector<int32_t> mask(c.batch * c.k_len, 0);
+  for (int64_t b = 0; b < c.batch; ++b) {
+    for (int64_t j = 0; j < c.k_len; ++j) {
+      if (!c.key_lengths.empty() && j >= c.key_lengths[b]) mask[b * c.k_len + j] = 1;
+    }
+  }
+  return *Tensor::FromVector<int32_t>(mask, {c.batch, c.k_len});
+}
+
+AttentionOptions OptionsFor(const Case& c) {
+  AttentionOptions options;
+  options.causal = c.causal;
+  if (!c.key_lengths.empty()) {
+    if (c.as_padding_mask) {
+      options.key_padding_mask = PaddingMask(c);
+    } else {
+      options.key_lengths = *Tensor::FromVector<int64_t>(c.key_lengths, {c.batch});
+    }
+  }
+  options.dropout = c.dropout;
+  options.dropout_state = PhiloxState{99, 3, 5};
+  return options;
+}
+
+// The documented dropout layout, written out independently of the kernel:
+// 0 or 1 / (1 - p) for every element of [batch, heads, q_len, k_len].
+Tensor DropoutMultipliers(const Case& c, const PhiloxState& state) {
+  const int64_t count = c.batch * c.heads * c.q_len * c.k_len;
+  std::vector<float> keep(count);
+  for (int64_t i = 0; i < count; ++i) {
+    const philox::Uint4 block = philox::Block(state.seed, state.stream, state.offset + i / 4);
+    keep[i] = philox::ToUniform(philox::Lane(block, i % 4)) < c.dropout ? 0.0f
+                                                                        : 1.0f / (1.0f - c.dropout);
+  }
+  return *Tensor::FromVector<float>(keep, {c.batch, c.heads, c.q_len, c.k_len});
+}
+
+void ExpectTorchParity(const Case& c) {
+  SCOPED_TRACE(absl::StrCat("case ", c.batch, "x", c.heads, " q_len ", c.q_len, " k_len ",
+                            c.k_len, " causal ", c.causal, " dropout ", c.dropout));
+  const Tensor q = Normal({c.batch, c.heads, c.q_len, c.d_k}, 1);
+  const Tensor k = Normal({c.batch, c.heads, c.k_len, c.d_k}, 2);
+  const Tensor v = Normal({c.batch, c.heads, c.k_len, c.d_v}, 3);
+  const Tensor d_out = Normal({c.batch, c.heads, c.q_len, c.d_v}, 4);
+  const AttentionOptions options = OptionsFor(c);
+  absl::StatusOr<AttentionOutput> fwd = ScaledDotProductAttention(q, k, v, options);
+  ASSERT_TRUE(fwd.ok()) << fwd.status();
+  absl::StatusOr<AttentionGrads> grads =
+      ScaledDotProductAttentionBackward(q, k, v, fwd->out, fwd->lse, d_out, options);
+  ASSERT_TRUE(grads.ok()) << grads.status();
+
+  // Plain torch ops in float64 (torch 1.13 has no fused attention).
+  const std::string snippet = absl::StrCat(R"py(
+      qd, kd, vd = q.double(), k.double(), v.double()
+      s = (qd @ kd.transpose(-1, -2)) / qd.shape[-1] ** 0.5
+      lq, lk = s.shape[-2], s.shape[-1]
+      allowed = torch.ones(lq, lk, dtype=torch.bool)
+      if )py", c.causal ? "True" : "False", R"py(:
+          allowed = torch.tril(allowed, diagonal=lk - lq)
+      allowed = allowed & (padding == 0)[:, None, None, :]
+      s = s.masked_fill(~allowed, float('-inf'))
+      lse = torch.logsumexp(s, -1)
+      p = torch.softmax(s, -1) * keep.double()
+      out = p @ vd
+      dq, dk, dv = grads(out, d_out.double(), [q, k, v])
+  )py");
+  const Tensor keep =
+      c.dropout > 0 ? DropoutMultipliers(c, options.dropout_state)
+                    : *Tensor::FromVector<float>(
+                          std::vector<float>(c.batch * c.heads * c.q_len * c.k_len, 1.0f),
+                          {c.batch, c.heads, c.q_len, c.k_len});
+  absl::StatusOr<NamedTensors> ref = testing::TorchReference(
+      snippet,
+      {{"q", q}, {"k", k}, {"v", v}, {"d_out", d_out}, {"padding", PaddingMask(c)},
+       {"keep", keep}},
+      {"out", "lse", "dq", "dk", "dv"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_TRUE(AllClose(fwd->out, ref->at("out")));
+  EXPECT_TRUE(AllClose(fwd->lse, ref->at("lse")));
+  // Gradients sum over all keys or queries: compare relative to the largest.
+  EXPECT_TRUE(AllClose(grads->dq, ref->at("dq"), SumTolerance()));
+  EXPECT_TRUE(AllClose(grads->dk, ref->at("dk"), SumTolerance()));
+  EXPECT_TRUE(AllClose(grads->dv, ref->at("dv"), SumTolerance()));
+}
+
+// Lengths that are not multiples of the 64-wide tiles; few heads (the
+// backward splits each head's key tiles over several tasks) and many heads
+// (one task per head).
+TEST(AttentionTest, TorchParityUnmasked) {
+  ExpectTorchParity({.batch = 2, .heads = 3, .q_len = 100, .k_len = 130, .d_k = 16, .d_v = 24});
+  ExpectTorchParity({.batch = 4, .heads = 9, .q_len = 9, .k_len = 70, .d_k = 8, .d_v = 8});
+}
+
+TEST(AttentionTest, TorchParityCausal) {
+  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 150, .k_len = 150, .d_k = 16, .d_v = 16,
+                     .causal = true});
+  // Incremental decoding: 5 new queries over a cache of 130 keys.
+  ExpectTorchParity({.batch = 1, .heads = 2, .q_len = 5, .k_len = 135, .d_k = 16, .d_v = 16,
+                     .causal = true});
+}
+
+TEST(AttentionTest, TorchParityKeyLengthsAndPaddingMask) {
+  Case c{.batch = 3, .heads = 2, .q_len = 80, .k_len = 140, .d_k = 12, .d_v = 20,
+         .key_lengths = {140, 65, 3}};
+  ExpectTorchParity(c);
+  c.as_padding_mask = true;
+  ExpectTorchParity(c);
+  c.causal = true;
+  c.q_len = 140;
+  ExpectTorchParity(c);
+}
+
+TEST(AttentionTest, TorchParityDropout) {
+  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 70, .k_len = 90, .d_k = 16, .d_v = 16,
+                     .causal = true, .key_lengths = {90, 50}, .dropout = 0.3f});
+}
+
+void ExpectGradientsMatchFiniteDifferences(const Case& c) {
+  const AttentionOptions options = OptionsFor(c);
+  testing::ForwardFn forward =
+      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<AttentionOutput> fwd = ScaledDotProductAttention(in[0], in[1], in[2], options);
+    if (!fwd.ok()) return fwd.status();
+    return std::vector<Tensor>{fwd->out, fwd->lse};
+  };
+  testing::BackwardFn backward =
+      [&](const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+          const std::vector<Tensor>& d_out) -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<AttentionGrads> grads = ScaledDotProductAttentionBackward(
+        in[0], in[1], in[2], out[0], out[1], d_out[0], options);
+    if (!grads.ok()) return grads.status();
+    return std::vector<Tensor>{grads->dq, grads->dk, grads->dv};
+  };
+  EXPECT_TRUE(testing::CheckGradients(
+      forward, backward,
+      {Normal({c.batch, c.heads, c.q_len, c.d_k}, 1), Normal({c.batch, c.heads, c.k_len, c.d_k}, 2),
+       Normal({c.batch, c.heads, c.k_len, c.d_v}, 3)},
+      testing::GradientCheckOptions{.outputs_in_loss = {0}}));
+}
+
+TEST(AttentionTest, GradientsMatchFiniteDifferences) {
+  ExpectGradientsMatchFiniteDifferences(
+      {.batch = 2, .heads = 2, .q_len = 5, .k_len = 7, .d_k = 4, .d_v = 3});
+  ExpectGradientsMatchFiniteDifferences({.batch = 2, .heads = 1, .q_len = 6, .k_len = 6, .d_k = 4,
+                                         .d_v = 5, .causal = true, .key_lengths = {6, 4},
+                                         .dropout = 0.25f});
+}
+
+TEST(AttentionTest, RowWithoutVisibleKeysIsZeroNotNan) {
+  const Case c{.batch = 2, .heads = 1, .q_len = 3, .k_len = 4, .d_k = 2, .d_v = 2,
+               .key_lengths = {0, 4}};
+  const Tensor q = Normal({2, 1, 3, 2}, 1), k = Normal({2, 1, 4, 2}, 2), v = Normal({2, 1, 4, 2}, 3);
+  AttentionOutput fwd = *ScaledDotProductAttention(q, k, v, OptionsFor(c));
+  AttentionGrads grads = *ScaledDotProductAttentionBackward(q, k, v, fwd.out, fwd.lse,
+                                                            Normal({2, 1, 3, 2}, 4), OptionsFor(c));
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(fwd.out.data<float>()[i], 0.0f);
+    EXPECT_EQ(grads.dq.data<float>()[i], 0.0f);
+  }
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(grads.dk.data<float>()[i], 0.0f);
+  for (float x : fwd.out.span<float>().subspan(6)) EXPECT_TRUE(std::isfinite(x));
+}
+
+TEST(AttentionTest, DropoutZeroIsExactlyNoDropoutAndSeedsMatter) {
+  const Tensor q = Normal({1, 2, 20, 8}, 1), k = Normal({1, 2, 20, 8}, 2), v = Normal({1, 2, 20, 8}, 3);
+  AttentionOptions plain;
+  AttentionOptions dropped = plain;
+  dropped.dropout = 0.5f;
+  dropped.dropout_state = {1, 0, 0};
+  AttentionOptions reseeded = dropped;
+  reseeded.dropout_state = {2, 0, 0};
+  const Tensor a = ScaledDotProductAttention(q, k, v, plain)->out;
+  const Tensor b = ScaledDotProductAttention(q, k, v, dropped)->out;
+  EXPECT_NE(a.ToVector<float>(), b.ToVector<float>());
+  EXPECT_EQ(b.ToVector<float>(), ScaledDotProductAttention(q, k, v, dropped)->out.ToVector<float>());
+  EXPECT_NE(b.ToVector<float>(), ScaledDotProductAttention(q, k, v, reseeded)->out.ToVector<float>());
+}
+
+TEST(AttentionTest, BadArgumentsAreInvalidArgumentNamingTheOp) {
+  const Tensor q = Normal({2, 2, 5, 4}, 1), k = Normal({2, 2, 6, 4}, 2), v = Normal({2, 2, 6, 3}, 3);
+  auto expect_error = [](const absl::Status& status, const std::string& text) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_NE(status.message().find("scaled_dot_product_attention"), std::string::npos) << status;
+    EXPECT_NE(status.message().find(text), std::string::npos) << status;
+  };
+  expect_error(ScaledDotProductAttention(q, Normal({2, 2, 6, 5}, 2), v).status(), "d_k");
+  expect_error(ScaledDotProductAttention(q, k, Normal({2, 2, 7, 3}, 3)).status(), "key length");
+  expect_error(ScaledDotProductAttention(Normal({2, 5, 4}, 1), k, v).status(), "f32[2, 5, 4]");
+  expect_error(ScaledDotProductAttention(*Tensor::Zeros({2, 2, 5, 4}, DType::kI32), k, v).status(),
+               "dtype");
+  AttentionOptions options;
+  options.key_lengths = *Tensor::FromVector<int32_t>({6, 7}, {2});
+  expect_error(ScaledDotProductAttention(q, k, v, options).status(), "key length 7");
+  options.key_lengths = *Tensor::FromVector<int32_t>({6}, {1});
+  expect_error(ScaledDotProductAttention(q, k, v, options).status(), "[batch]");
+  options = {};
+  options.dropout = 1.0f;
+  expect_error(ScaledDotProductAttention(q, k, v, options).status(), "dropout");
+  const AttentionOutput fwd = *ScaledDotProductAttention(q, k, v);
+  expect_error(
+      ScaledDotProductAttentionBackward(q, k, v, fwd.out, fwd.lse, Normal({2, 2, 5, 4}, 4)).status(),
+      "d_out");
+}
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,113 @@
+// CPU f32 kernels of label_smoothed_cross_entropy: one pass for the row max,
+// one for sum(exp) and sum(logits); backward writes softmax - target in one
+// pass from the saved log-sum-exp. Threaded over rows; the token sums are
+// added in row order in double, so results do not depend on threads.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+#include "ops/attention/simd_math.h"
+
+namespace tfm {
+namespace {
+
+struct Setup {
+  int64_t rows, vocab, padding_index;
+  float epsilon;
+  std::vector<int64_t> targets;
+};
+
+absl::StatusOr<Setup> ReadSetup(const KernelContext& context) {
+  Setup setup;
+  const Tensor& logits = context.input(0);
+  const Tensor& targets = context.input(1);
+  setup.rows = logits.dim(0);
+  setup.vocab = logits.dim(1);
+  TFM_ASSIGN_OR_RETURN(double epsilon, context.attrs().GetOr<double>("epsilon", 0.1));
+  setup.epsilon = static_cast<float>(epsilon);
+  TFM_ASSIGN_OR_RETURN(setup.padding_index, context.attrs().GetOr<int64_t>("padding_index", -1));
+  setup.targets.resize(setup.rows);
+  for (int64_t i = 0; i < setup.rows; ++i) {
+    const int64_t t = targets.dtype() == DType::kI64 ? targets.data<int64_t>()[i]
+                                                     : targets.data<int32_t>()[i];
+    if (t != setup.padding_index && (t < 0 || t >= setup.vocab)) {
+      return context.Error(absl::StrCat("target ", t, " of row ", i, " is outside [0, ",
+                                        setup.vocab, ") and is not the padding index ",
+                                        setup.padding_index));
+    }
+    setup.targets[i] = t;
+  }
+  return setup;
+}
+
+absl::Status CrossEntropyCpu(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(Setup s, ReadSetup(context));
+  const float* logits = context.input(0).data<float>();
+  std::vector<double> row_loss(s.rows, 0.0), row_nll(s.rows, 0.0);
+  TFM_RETURN_IF_ERROR(context.AllocateOutput(3, {s.rows}, DType::kF32).status());
+  float* lse = context.outputs()[3].data<float>();
+  context.thread_pool()->ParallelFor(s.rows, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float* x = logits + i * s.vocab;
+      const float max = simd::Max(x, s.vocab);
+      const double row_lse = max + std::log(static_cast<double>(simd::SumExpShifted(x, s.vocab, max)));
+      lse[i] = static_cast<float>(row_lse);
+      if (s.targets[i] == s.padding_index) continue;
+      double sum = 0.0;
+      for (int64_t j = 0; j < s.vocab; ++j) sum += x[j];
+      const double nll = row_lse - x[s.targets[i]];
+      const double smooth = s.vocab * row_lse - sum;
+      row_nll[i] = nll;
+      row_loss[i] = (1.0 - s.epsilon) * nll + s.epsilon / s.vocab * smooth;
+    }
+  });
+  double loss = 0.0, nll = 0.0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < s.rows; ++i) {
+    loss += row_loss[i];
+    nll += row_nll[i];
+    count += s.targets[i] != s.padding_index;
+  }
+  TFM_RETURN_IF_ERROR(context.AllocateOutput(0, {}, DType::kF32).status());
+  TFM_RETURN_IF_ERROR(context.AllocateOutput(1, {}, DType::kF32).status());
+  TFM_RETURN_IF_ERROR(context.AllocateOutput(2, {}, DType::kI64).status());
+  context.outputs()[0].data<float>()[0] = static_cast<float>(loss);
+  context.outputs()[1].data<float>()[0] = static_cast<float>(nll);
+  context.outputs()[2].data<int64_t>()[0] = count;
+  return absl::OkStatus();
+}
+
+absl::Status CrossEntropyBackwardCpu(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(Setup s, ReadSetup(context));
+  const float* logits = context.input(0).data<float>();
+  const float* lse = context.input(2).data<float>();
+  const float d_loss = context.input(3).data<float>()[0];
+  TFM_ASSIGN_OR_RETURN(Tensor * d_logits, context.AllocateOutput(0, {s.rows, s.vocab}, DType::kF32));
+  float* out = d_logits->data<float>();
+  const float smooth = d_loss * s.epsilon / s.vocab;
+  context.thread_pool()->ParallelFor(s.rows, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* row = out + i * s.vocab;
+      if (s.targets[i] == s.padding_index) {
+        std::memset(row, 0, s.vocab * sizeof(float));
+        continue;
+      }
+      std::memcpy(row, logits + i * s.vocab, s.vocab * sizeof(float));
+      simd::ExpShiftedSum(row, s.vocab, lse[i]);  // Softmax from the saved lse.
+      for (int64_t j = 0; j < s.vocab; ++j) row[j] = d_loss * row[j] - smooth;
+      row[s.targets[i]] -= d_loss * (1.0f - s.epsilon);
+    }
+  });
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_KERNEL("label_smoothed_cross_entropy", DeviceType::kCPU, DType::kF32,
+                    CrossEntropyCpu);
+TFM_REGISTER_KERNEL("label_smoothed_cross_entropy_backward", DeviceType::kCPU, DType::kF32,
+                    CrossEntropyBackwardCpu);
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,24 @@
+// embedding: rows of a table picked by token ids, times a scale (the
+// Transformer multiplies its embeddings by sqrt(d_model)), and the backward
+// that scatter-adds into the table's gradient.
+#ifndef TFM_OPS_EMBEDDING_EMBEDDING_H_
+#define TFM_OPS_EMBEDDING_EMBEDDING_H_
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+// out[..., :] = scale * table[ids[...], :]. table [vocab, d] f32, ids any
+// shape, i32 or i64, each in [0, vocab); out is ids.shape + [d].
+absl::StatusOr<Tensor> Embedding(const Tensor& table, const Tensor& ids, float scale = 1.0f);
+
+// d_table [vocab, d] = scale * sum over positions p with ids[p] = row of
+// d_out[p, :]. Deterministic: each row sums its positions in order, and the
+// rows are split among threads (no atomics, no races).
+absl::StatusOr<Tensor> EmbeddingBackward(const Tensor& ids, const Tensor& d_out, int64_t vocab,
+                                         float scale = 1.0f);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_EMBEDDING_EMBEDDING_H_

@@ -1,0 +1,79 @@
+#include "ops/embedding/embedding.h"
+
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+TEST(EmbeddingTest, TorchParityForwardAndBackward) {
+  const Tensor table = *RandomNormal({50, 16}, {3, 0, 0}, 0.0f, 1.0f);
+  // Repeated ids exercise the scatter-add; 2-D ids keep their shape.
+  const Tensor ids = *Tensor::FromVector<int64_t>({1, 7, 7, 49, 0, 7, 3, 1, 2, 48}, {2, 5});
+  const Tensor d_out = *RandomNormal({2, 5, 16}, {3, 1, 0}, 0.0f, 1.0f);
+  const float scale = 4.0f;  // sqrt(d_model) for d_model 16.
+  Tensor out = *Embedding(table, ids, scale);
+  Tensor d_table = *EmbeddingBackward(ids, d_out, 50, scale);
+  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(R"py(
+      out = F.embedding(ids, table) * 4.0
+      d_table, = grads(out, d_out, [table])
+  )py", {{"table", table}, {"ids", ids}, {"d_out", d_out}}, {"out", "d_table"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_TRUE(testing::AllClose(out, ref->at("out")));
+  EXPECT_TRUE(testing::AllClose(d_table, ref->at("d_table")));
+  // i32 ids give the same result.
+  const Tensor ids32 = *Tensor::FromVector<int32_t>({1, 7, 7, 49, 0, 7, 3, 1, 2, 48}, {2, 5});
+  EXPECT_EQ(Embedding(table, ids32, scale)->ToVector<float>(), out.ToVector<float>());
+}
+
+TEST(EmbeddingTest, GradientMatchesFiniteDifferences) {
+  const Tensor table = *RandomNormal({6, 5}, {3, 0, 0}, 0.0f, 1.0f);
+  const Tensor ids = *Tensor::FromVector<int32_t>({0, 5, 5, 2, 0, 0, 4}, {7});
+  testing::ForwardFn forward = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<Tensor> out = Embedding(in[0], ids, 2.5f);
+    if (!out.ok()) return out.status();
+    return std::vector<Tensor>{*out};
+  };
+  testing::BackwardFn backward = [&](const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                     const std::vector<Tensor>& d_out)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<Tensor> d_table = EmbeddingBackward(ids, d_out[0], 6, 2.5f);
+    if (!d_table.ok()) return d_table.status();
+    return std::vector<Tensor>{*d_table};
+  };
+  EXPECT_TRUE(testing::CheckGradients(forward, backward, {table}));
+}
+
+TEST(EmbeddingTest, BackwardIsDeterministicOnManyTokens) {
+  std::vector<int64_t> values(20000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = (i * 7919) % 37;
+  const Tensor ids = *Tensor::FromVector<int64_t>(values, {20000});
+  const Tensor d_out = *RandomNormal({20000, 8}, {5, 0, 0}, 0.0f, 1.0f);
+  const std::vector<float> first = EmbeddingBackward(ids, d_out, 40)->ToVector<float>();
+  for (int run = 0; run < 3; ++run) {
+    EXPECT_EQ(EmbeddingBackward(ids, d_out, 40)->ToVector<float>(), first);
+  }
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(first[39 * 8 + j], 0.0f);  // Unused row.
+}
+
+TEST(EmbeddingTest, BadArgumentsAreInvalidArgument) {
+  const Tensor table = *RandomNormal({4, 3}, {3, 0, 0}, 0.0f, 1.0f);
+  absl::Status status = Embedding(table, *Tensor::FromVector<int32_t>({1, 4}, {2})).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("embedding: token id 4 at position 1 is outside [0, 4)"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("f32[4, 3]"), std::string::npos) << status;
+  EXPECT_FALSE(Embedding(table, *Tensor::FromVector<int32_t>({-1}, {1})).ok());
+  EXPECT_EQ(Embedding(table, table).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(EmbeddingBackward(*Tensor::FromVector<int32_t>({1, 2}, {2}), table, 4)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tfm

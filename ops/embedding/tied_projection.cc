@@ -1,0 +1,69 @@
+#include "ops/embedding/tied_projection.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+absl::Status ValidateHAndTable(const KernelContext& context) {
+  const Tensor& h = context.input(0);
+  const Tensor& table = context.input(1);
+  if (h.dtype() != DType::kF32 || table.dtype() != DType::kF32) {
+    return context.Error("h and table must be f32");
+  }
+  if (table.rank() != 2 || h.rank() < 1 || h.dim(-1) != table.dim(1)) {
+    return context.Error("h must be [..., d] and table [vocab, d]");
+  }
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_OP(OpDef{
+    .name = "tied_projection",
+    .inputs = {"h", "table"},
+    .outputs = {"logits"},
+    .doc = "logits[..., v] = h[..., :] . table[v, :]",
+    .validate = ValidateHAndTable,
+});
+
+TFM_REGISTER_OP(OpDef{
+    .name = "tied_projection_backward",
+    .inputs = {"h", "table", "d_logits"},
+    .outputs = {"dh", "dtable"},
+    .doc = "dh = d_logits table, dtable = d_logits^T h",
+    .validate =
+        [](const KernelContext& context) {
+          TFM_RETURN_IF_ERROR(ValidateHAndTable(context));
+          Shape expected = context.input(0).shape();
+          expected.back() = context.input(1).dim(0);
+          if (context.input(2).shape() != expected || context.input(2).dtype() != DType::kF32) {
+            return context.Error("d_logits must be f32 h.shape[:-1] + [vocab]");
+          }
+          return absl::OkStatus();
+        },
+});
+
+}  // namespace
+
+absl::StatusOr<Tensor> TiedProjection(const Tensor& h, const Tensor& table) {
+  if (h.dtype() == DType::kI32 || h.dtype() == DType::kI64) {  // Else: "unknown kernel".
+    return absl::InvalidArgumentError(
+        absl::StrCat("tied_projection: h must be floating, got ", h.DebugString()));
+  }
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("tied_projection", {h, table}));
+  return out[0];
+}
+
+absl::StatusOr<TiedProjectionGrads> TiedProjectionBackward(const Tensor& h, const Tensor& table,
+                                                           const Tensor& d_logits) {
+  if (h.dtype() == DType::kI32 || h.dtype() == DType::kI64) {  // Else: "unknown kernel".
+    return absl::InvalidArgumentError(
+        absl::StrCat("tied_projection_backward: h must be floating, got ", h.DebugString()));
+  }
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       RunOp("tied_projection_backward", {h, table, d_logits}));
+  return TiedProjectionGrads{out[0], out[1]};
+}
+
+}  // namespace tfm

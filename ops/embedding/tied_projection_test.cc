@@ -1,0 +1,56 @@
+#include "ops/embedding/tied_projection.h"
+
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+TEST(TiedProjectionTest, TorchParityForwardAndBackward) {
+  const Tensor h = *RandomNormal({3, 7, 32}, {4, 0, 0}, 0.0f, 1.0f);
+  const Tensor table = *RandomNormal({101, 32}, {4, 1, 0}, 0.0f, 1.0f);
+  const Tensor d_logits = *RandomNormal({3, 7, 101}, {4, 2, 0}, 0.0f, 1.0f);
+  Tensor logits = *TiedProjection(h, table);
+  TiedProjectionGrads grads = *TiedProjectionBackward(h, table, d_logits);
+  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(R"py(
+      logits = h.double() @ table.double().t()
+      dh, dtable = grads(logits, d_logits.double(), [h, table])
+  )py", {{"h", h}, {"table", table}, {"d_logits", d_logits}}, {"logits", "dh", "dtable"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_TRUE(testing::AllClose(logits, ref->at("logits"), testing::SumTolerance()));
+  EXPECT_TRUE(testing::AllClose(grads.dh, ref->at("dh"), testing::SumTolerance()));
+  EXPECT_TRUE(testing::AllClose(grads.dtable, ref->at("dtable"), testing::SumTolerance()));
+}
+
+TEST(TiedProjectionTest, GradientsMatchFiniteDifferences) {
+  testing::ForwardFn forward = [](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<Tensor> out = TiedProjection(in[0], in[1]);
+    if (!out.ok()) return out.status();
+    return std::vector<Tensor>{*out};
+  };
+  testing::BackwardFn backward = [](const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                                    const std::vector<Tensor>& d_out)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<TiedProjectionGrads> grads = TiedProjectionBackward(in[0], in[1], d_out[0]);
+    if (!grads.ok()) return grads.status();
+    return std::vector<Tensor>{grads->dh, grads->dtable};
+  };
+  EXPECT_TRUE(testing::CheckGradients(forward, backward,
+                                      {*RandomNormal({4, 6}, {4, 0, 0}, 0.0f, 1.0f),
+                                       *RandomNormal({9, 6}, {4, 1, 0}, 0.0f, 1.0f)}));
+}
+
+TEST(TiedProjectionTest, ShapeMismatchIsInvalidArgument) {
+  absl::Status status = TiedProjection(*RandomNormal({4, 6}, {4, 0, 0}, 0.0f, 1.0f),
+                                       *RandomNormal({9, 5}, {4, 1, 0}, 0.0f, 1.0f))
+                            .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("tied_projection: "), std::string::npos);
+  EXPECT_NE(status.message().find("f32[9, 5]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tfm

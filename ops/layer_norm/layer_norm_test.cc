@@ -1,0 +1,113 @@
+#include "ops/layer_norm/layer_norm.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::AllClose;
+using ::tfm::testing::CheckGradients;
+using ::tfm::testing::GradientCheckOptions;
+using ::tfm::testing::NamedTensors;
+using ::tfm::testing::SumTolerance;
+using ::tfm::testing::TorchReference;
+
+Tensor Random(const Shape& shape, uint64_t stream, float low = -1.0f, float high = 1.0f) {
+  return *RandomUniform(shape, PhiloxState{23, stream, 0}, low, high);
+}
+
+TEST(LayerNormTest, NormalisesRows) {
+  const Tensor x = *Tensor::FromVector<float>({1, 2, 3, 4, 10, 10, 10, 10}, {2, 4});
+  const Tensor gain = *Tensor::FromVector<float>({1, 1, 1, 1}, {4});
+  const Tensor bias = *Tensor::FromVector<float>({0, 0, 0, 1}, {4});
+  absl::StatusOr<LayerNormOutputs> out = LayerNorm(x, gain, bias, 0.0 + 1e-5);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->mean.shape(), (Shape{2}));
+  EXPECT_FLOAT_EQ(out->mean.data<float>()[0], 2.5f);
+  EXPECT_NEAR(out->rstd.data<float>()[0], 1 / std::sqrt(1.25 + 1e-5), 1e-6);
+  EXPECT_NEAR(out->out.data<float>()[0], -1.5 / std::sqrt(1.25 + 1e-5), 1e-6);
+  EXPECT_EQ(out->out.data<float>()[7], 1.0f);  // A constant row gives the bias.
+}
+
+TEST(LayerNormTest, Gradients) {
+  const Tensor x = Random({3, 2, 6}, 1), gain = Random({6}, 2, 0.5f, 1.5f),
+               bias = Random({6}, 3);
+  auto forward = [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<LayerNormOutputs> out = LayerNorm(in[0], in[1], in[2]);
+    if (!out.ok()) return out.status();
+    return std::vector<Tensor>{out->out, out->mean, out->rstd};
+  };
+  auto backward = [](const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                     const std::vector<Tensor>& dout) -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<LayerNormGrads> grads = LayerNormBackward(dout[0], in[0], in[1], out[1], out[2]);
+    if (!grads.ok()) return grads.status();
+    return std::vector<Tensor>{grads->dx, grads->dgain, grads->dbias};
+  };
+  EXPECT_TRUE(CheckGradients(forward, backward, {x, gain, bias},
+                             GradientCheckOptions{.outputs_in_loss = {0}}));
+}
+
+// d = 512 with a large offset (mean 5 against spread 1) and 300 rows, so both
+// the per-row sums and the dgain/dbias sums run long: SumTolerance there.
+TEST(LayerNormTest, MatchesTorch) {
+  NamedTensors inputs = {
+      {"x1", Random({2, 3, 8}, 1)},         {"g1", Random({8}, 2)},
+      {"b1", Random({8}, 3)},               {"dy1", Random({2, 3, 8}, 4)},
+      {"x2", Random({300, 512}, 5, 4, 6)},  {"g2", Random({512}, 6)},
+      {"b2", Random({512}, 7)},             {"dy2", Random({300, 512}, 8)},
+  };
+  absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
+      for i in ('1', '2'):
+          x, g, b, dy = (globals()[n + i] for n in ('x', 'g', 'b', 'dy'))
+          y = F.layer_norm(x, x.shape[-1:], g, b, eps=1e-5)
+          globals()['y' + i] = y
+          globals()['mean' + i] = x.mean(-1)
+          globals()['rstd' + i] = torch.rsqrt(x.var(-1, unbiased=False) + 1e-5)
+          globals()['dx' + i], globals()['dg' + i], globals()['db' + i] = grads(y, dy, [x, g, b])
+  )py", inputs, {"y1", "mean1", "rstd1", "dx1", "dg1", "db1",
+                 "y2", "mean2", "rstd2", "dx2", "dg2", "db2"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (const std::string i : {"1", "2"}) {
+    const Tensor& x = inputs.at("x" + i);
+    const Tensor& g = inputs.at("g" + i);
+    absl::StatusOr<LayerNormOutputs> out = LayerNorm(x, g, inputs.at("b" + i));
+    ASSERT_TRUE(out.ok()) << out.status();
+    absl::StatusOr<LayerNormGrads> grads =
+        LayerNormBackward(inputs.at("dy" + i), x, g, out->mean, out->rstd);
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    EXPECT_TRUE(AllClose(out->out, ref->at("y" + i))) << i;
+    EXPECT_TRUE(AllClose(out->mean, ref->at("mean" + i))) << i;
+    EXPECT_TRUE(AllClose(out->rstd, ref->at("rstd" + i))) << i;
+    EXPECT_TRUE(AllClose(grads->dx, ref->at("dx" + i), SumTolerance())) << i;
+    EXPECT_TRUE(AllClose(grads->dgain, ref->at("dg" + i), SumTolerance())) << i;
+    EXPECT_TRUE(AllClose(grads->dbias, ref->at("db" + i), SumTolerance())) << i;
+  }
+}
+
+TEST(LayerNormTest, BadArgumentsNameTheOpAndShapes) {
+  const Tensor x = Random({2, 4}, 1), g = Random({4}, 2), b = Random({4}, 3);
+  absl::Status status = LayerNorm(x, Random({3}, 2), b).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("layer_norm: gain must be [4]"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("f32[3]"), std::string::npos) << status;
+  EXPECT_EQ(LayerNorm(x, g, Random({5}, 3)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LayerNorm(x, g, b, -1.0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LayerNorm(x, g, b, NAN).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LayerNorm(Random({2, 0}, 1), Random({0}, 2), Random({0}, 3)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LayerNorm(x, *Tensor::Zeros({4}, DType::kI32), b).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const Tensor stats = Random({2}, 4);
+  EXPECT_EQ(LayerNormBackward(Random({2, 3}, 5), x, g, stats, stats).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LayerNormBackward(x, x, g, Random({4}, 4), stats).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tfm

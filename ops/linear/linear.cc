@@ -1,0 +1,90 @@
+#include "ops/linear/linear.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+// x [..., in] against weight [out, in]; `first` is x's input index.
+absl::Status ValidateXAndWeight(const KernelContext& context, int first) {
+  for (int i = 0; i < context.num_inputs(); ++i) {
+    if (context.input(i).dtype() != DType::kF32) return context.Error("inputs must be f32");
+  }
+  const Tensor& x = context.input(first);
+  const Tensor& weight = context.input(first + 1);
+  if (x.rank() < 1 || weight.rank() != 2) {
+    return context.Error("x must have rank >= 1 and weight rank 2");
+  }
+  if (x.dim(-1) != weight.dim(1)) {
+    return context.Error(absl::StrCat("x's last extent ", x.dim(-1),
+                                      " differs from weight's in-features ", weight.dim(1)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLinear(const KernelContext& context) {
+  TFM_RETURN_IF_ERROR(ValidateXAndWeight(context, 0));
+  if (context.num_inputs() == 3 && context.input(2).shape() != Shape{context.input(1).dim(0)}) {
+    return context.Error("bias must be [out_features]");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLinearBackward(const KernelContext& context) {
+  TFM_RETURN_IF_ERROR(ValidateXAndWeight(context, 1));
+  TFM_RETURN_IF_ERROR(context.attrs().GetOr<bool>("bias", true).status());
+  Shape out_shape = context.input(1).shape();
+  out_shape.back() = context.input(2).dim(0);
+  if (context.input(0).shape() != out_shape) {
+    return context.Error(absl::StrCat("dout must be ", ShapeToString(out_shape)));
+  }
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_OP(OpDef{
+    .name = "linear",
+    .inputs = {"x", "weight", "bias"},
+    .outputs = {"out"},
+    .doc = "out = x weight^T + bias",
+    .validate = ValidateLinear,
+});
+
+TFM_REGISTER_OP(OpDef{
+    .name = "linear_no_bias",
+    .inputs = {"x", "weight"},
+    .outputs = {"out"},
+    .doc = "out = x weight^T",
+    .validate = ValidateLinear,
+});
+
+TFM_REGISTER_OP(OpDef{
+    .name = "linear_backward",
+    .inputs = {"dout", "x", "weight"},
+    .outputs = {"dx", "dweight", "dbias"},
+    .attrs = {"bias"},
+    .doc = "gradients of sum(dout * linear(x, weight, bias)); dbias is [0] if bias=false",
+    .validate = ValidateLinearBackward,
+});
+
+}  // namespace
+
+absl::StatusOr<Tensor> Linear(const Tensor& x, const Tensor& weight,
+                              const std::optional<Tensor>& bias) {
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       bias.has_value() ? RunOp("linear", {x, weight, *bias})
+                                        : RunOp("linear_no_bias", {x, weight}));
+  return out[0];
+}
+
+absl::StatusOr<LinearGrads> LinearBackward(const Tensor& dout, const Tensor& x,
+                                           const Tensor& weight, bool has_bias) {
+  Attrs attrs;
+  attrs.Set("bias", has_bias);
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       RunOp("linear_backward", {dout, x, weight}, attrs));
+  return LinearGrads{out[0], out[1], has_bias ? out[2] : Tensor()};
+}
+
+}  // namespace tfm

@@ -1,0 +1,34 @@
+// linear: out = x W^T + b over the last axis of x, as torch.nn.Linear.
+//
+// x is [..., in], weight [out, in], bias [out] (optional); out is [..., out].
+// Two ops share one kernel: "linear" (x, weight, bias) and "linear_no_bias"
+// (x, weight), since an op's inputs are fixed. Backward is
+// "linear_backward" (dout, x, weight) -> (dx, dweight, dbias); with attribute
+// bias=false it skips the bias reduction and dbias is an empty [0] tensor.
+// The leading axes of x are flattened into one GEMM. f32 only for now.
+#ifndef TFM_OPS_LINEAR_LINEAR_H_
+#define TFM_OPS_LINEAR_LINEAR_H_
+
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+absl::StatusOr<Tensor> Linear(const Tensor& x, const Tensor& weight,
+                              const std::optional<Tensor>& bias = std::nullopt);
+
+struct LinearGrads {
+  Tensor dx;       // Shaped like x.
+  Tensor dweight;  // Shaped like weight.
+  Tensor dbias;    // [out]; undefined when has_bias is false.
+};
+
+// Gradients of sum(dout * Linear(x, weight, bias)).
+absl::StatusOr<LinearGrads> LinearBackward(const Tensor& dout, const Tensor& x,
+                                           const Tensor& weight, bool has_bias = true);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_LINEAR_LINEAR_H_

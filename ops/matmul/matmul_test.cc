@@ -1,0 +1,136 @@
+#include "ops/matmul/matmul.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::CheckGradients;
+using ::tfm::testing::NamedTensors;
+using ::tfm::testing::SumTolerance;
+using ::tfm::testing::TorchReference;
+
+Tensor Random(const Shape& shape, uint64_t stream) {
+  return *RandomUniform(shape, PhiloxState{7, stream, 0}, -1.0f, 1.0f);
+}
+
+// Storage shape of an operand [batch..., rows, cols], transposed if asked.
+Shape Stored(Shape batch, int64_t rows, int64_t cols, bool transpose) {
+  batch.push_back(transpose ? cols : rows);
+  batch.push_back(transpose ? rows : cols);
+  return batch;
+}
+
+struct Case {
+  Shape batch;
+  int64_t m, n, k;
+  bool ta, tb;
+};
+
+TEST(MatMulTest, SmallProduct) {
+  const Tensor a = *Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor b = *Tensor::FromVector<float>({1, 0, 0, 1, 1, 1}, {3, 2});
+  absl::StatusOr<Tensor> out = MatMul(a, b);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->shape(), (Shape{2, 2}));
+  EXPECT_EQ(out->ToVector<float>(), (std::vector<float>{4, 5, 10, 11}));
+}
+
+TEST(MatMulTest, GradientsForEveryTranspose) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const Tensor a = Random(Stored({2}, 3, 4, ta), 1);
+      const Tensor b = Random(Stored({2}, 4, 5, tb), 2);
+      auto forward = [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        absl::StatusOr<Tensor> out = MatMul(in[0], in[1], ta, tb);
+        if (!out.ok()) return out.status();
+        return std::vector<Tensor>{*out};
+      };
+      auto backward = [&](const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                          const std::vector<Tensor>& dout)
+          -> absl::StatusOr<std::vector<Tensor>> {
+        absl::StatusOr<MatMulGrads> grads = MatMulBackward(dout[0], in[0], in[1], ta, tb);
+        if (!grads.ok()) return grads.status();
+        return std::vector<Tensor>{grads->da, grads->db};
+      };
+      EXPECT_TRUE(CheckGradients(forward, backward, {a, b})) << ta << tb;
+    }
+  }
+}
+
+// One peer call covers every transpose pair at a small shape and a long inner
+// extent (k = 520) where sums of many terms need SumTolerance.
+TEST(MatMulTest, MatchesTorch) {
+  const std::vector<Case> cases = {
+      {{2, 3}, 5, 4, 7, false, false}, {{2, 3}, 5, 4, 7, false, true},
+      {{2, 3}, 5, 4, 7, true, false},  {{2, 3}, 5, 4, 7, true, true},
+      {{2}, 33, 17, 520, false, true}, {{2}, 33, 17, 520, true, false},
+  };
+  NamedTensors inputs;
+  std::vector<std::string> outputs;
+  std::string flags = "flags = [";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    inputs[absl::StrCat("a", i)] = Random(Stored(c.batch, c.m, c.k, c.ta), 3 * i);
+    inputs[absl::StrCat("b", i)] = Random(Stored(c.batch, c.k, c.n, c.tb), 3 * i + 1);
+    Shape out_shape = c.batch;
+    out_shape.push_back(c.m);
+    out_shape.push_back(c.n);
+    inputs[absl::StrCat("dy", i)] = Random(out_shape, 3 * i + 2);
+    for (const char* name : {"y", "da", "db"}) outputs.push_back(absl::StrCat(name, i));
+    absl::StrAppend(&flags, "(", c.ta ? "True" : "False", ", ", c.tb ? "True" : "False", "), ");
+  }
+  absl::StatusOr<NamedTensors> ref = TorchReference(flags + R"py(]
+for i, (ta, tb) in enumerate(flags):
+    a, b, dy = globals()[f'a{i}'], globals()[f'b{i}'], globals()[f'dy{i}']
+    y = torch.matmul(a.transpose(-1, -2) if ta else a, b.transpose(-1, -2) if tb else b)
+    globals()[f'y{i}'] = y
+    globals()[f'da{i}'], globals()[f'db{i}'] = grads(y, dy, [a, b])
+)py", inputs, outputs);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const Tensor& a = inputs[absl::StrCat("a", i)];
+    const Tensor& b = inputs[absl::StrCat("b", i)];
+    absl::StatusOr<Tensor> y = MatMul(a, b, c.ta, c.tb);
+    ASSERT_TRUE(y.ok()) << y.status();
+    absl::StatusOr<MatMulGrads> grads =
+        MatMulBackward(inputs[absl::StrCat("dy", i)], a, b, c.ta, c.tb);
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    EXPECT_TRUE(AllClose(*y, ref->at(absl::StrCat("y", i)), SumTolerance())) << i;
+    EXPECT_TRUE(AllClose(grads->da, ref->at(absl::StrCat("da", i)), SumTolerance())) << i;
+    EXPECT_TRUE(AllClose(grads->db, ref->at(absl::StrCat("db", i)), SumTolerance())) << i;
+  }
+}
+
+TEST(MatMulTest, EmptyInnerExtentGivesZeros) {
+  absl::StatusOr<Tensor> out = MatMul(*Tensor::Zeros({2, 0}, DType::kF32),
+                                      *Tensor::Zeros({0, 3}, DType::kF32));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->ToVector<float>(), std::vector<float>(6, 0.0f));
+}
+
+TEST(MatMulTest, BadArgumentsNameTheOpAndShapes) {
+  const Tensor a = Random({2, 3}, 1);
+  absl::Status inner = MatMul(a, Random({4, 5}, 2)).status();
+  EXPECT_EQ(inner.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(inner.message().find("matmul: inner extents differ"), std::string::npos) << inner;
+  EXPECT_NE(inner.message().find("f32[4, 5]"), std::string::npos) << inner;
+  EXPECT_EQ(MatMul(Random({2, 2, 3}, 1), Random({3, 3, 5}, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);  // Batch axes differ.
+  EXPECT_EQ(MatMul(Random({3}, 1), Random({3}, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);  // Rank 1.
+  EXPECT_EQ(MatMul(a, *Tensor::Zeros({3, 2}, DType::kI32)).status().code(),
+            absl::StatusCode::kInvalidArgument);  // Mixed dtypes.
+  EXPECT_EQ(MatMulBackward(Random({2, 4}, 3), a, Random({3, 5}, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);  // dout's shape.
+}
+
+}  // namespace
+}  // namespace tfm

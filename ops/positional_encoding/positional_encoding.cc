@@ -1,0 +1,67 @@
+#include "ops/positional_encoding/positional_encoding.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+absl::Status ValidateOffset(const KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
+  if (offset < 0) return context.Error("offset must be >= 0");
+  if (context.dtype() != DType::kF32) return context.Error("only f32 is supported");
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_OP(OpDef{
+    .name = "positional_encoding",
+    .inputs = {},
+    .outputs = {"pe"},
+    .attrs = {"length", "d_model", "offset"},
+    .doc = "pe[p, 2i] = sin((offset + p) / 10000^(2i/d)), pe[p, 2i+1] = cos(...)",
+    .validate =
+        [](const KernelContext& context) {
+          TFM_ASSIGN_OR_RETURN(int64_t length, context.attrs().Get<int64_t>("length"));
+          TFM_ASSIGN_OR_RETURN(int64_t d_model, context.attrs().Get<int64_t>("d_model"));
+          if (length < 0 || d_model < 0) return context.Error("length and d_model must be >= 0");
+          return ValidateOffset(context);
+        },
+});
+
+TFM_REGISTER_OP(OpDef{
+    .name = "add_positional_encoding",
+    .inputs = {"x"},
+    .outputs = {"out"},
+    .attrs = {"offset"},
+    .doc = "out = x + pe over x's last two axes [length, d_model], from position offset",
+    .validate =
+        [](const KernelContext& context) {
+          if (context.input(0).rank() < 2) return context.Error("x must be [..., length, d_model]");
+          return ValidateOffset(context);
+        },
+});
+
+}  // namespace
+
+absl::StatusOr<Tensor> PositionalEncoding(int64_t length, int64_t d_model, int64_t offset,
+                                          const Device& device) {
+  Attrs attrs;
+  attrs.Set("length", length).Set("d_model", d_model).Set("offset", offset);
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("positional_encoding", {}, attrs,
+                                                      OpTarget{device, DType::kF32}));
+  return out[0];
+}
+
+absl::StatusOr<Tensor> AddPositionalEncoding(const Tensor& x, int64_t offset) {
+  if (x.dtype() == DType::kI32 || x.dtype() == DType::kI64) {  // Else: "unknown kernel".
+    return absl::InvalidArgumentError(
+        absl::StrCat("add_positional_encoding: x must be floating, got ", x.DebugString()));
+  }
+  Attrs attrs;
+  attrs.Set("offset", offset);
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("add_positional_encoding", {x}, attrs));
+  return out[0];
+}
+
+}  // namespace tfm

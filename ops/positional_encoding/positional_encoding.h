@@ -1,0 +1,29 @@
+// Sinusoidal positional encodings (Vaswani et al. 2017, section 3.5):
+//   PE(pos, 2i)     = sin(pos / 10000^(2i / d_model))
+//   PE(pos, 2i + 1) = cos(pos / 10000^(2i / d_model))
+// computed on the fly in double precision (no table, so no length limit,
+// and float32 rounding only at the end even for positions in the
+// thousands).
+#ifndef TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_H_
+#define TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+// [length, d_model] f32: rows for positions offset .. offset + length - 1.
+absl::StatusOr<Tensor> PositionalEncoding(int64_t length, int64_t d_model, int64_t offset = 0,
+                                          const Device& device = Device::Cpu());
+
+// x [..., length, d_model] + PE of positions offset + (0 .. length - 1) along
+// the second-to-last axis: `offset` is the number of tokens already decoded in
+// incremental decoding. Its gradient with respect to x is the identity, so it
+// has no backward op.
+absl::StatusOr<Tensor> AddPositionalEncoding(const Tensor& x, int64_t offset = 0);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_H_

@@ -1,0 +1,66 @@
+#include "ops/positional_encoding/positional_encoding.h"
+
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+// The paper's formula in float64, as the usual PyTorch recipe writes it.
+constexpr char kReference[] = R"py(
+    def pe(length, d, offset):
+        pos = torch.arange(offset, offset + length, dtype=torch.float64)[:, None]
+        div = torch.exp(torch.arange(0, d, 2, dtype=torch.float64) * -(math.log(10000.0) / d))
+        out = torch.zeros(length, d, dtype=torch.float64)
+        out[:, 0::2] = torch.sin(pos * div)
+        out[:, 1::2] = torch.cos(pos * div)[:, : d // 2]
+        return out
+    import math
+    table = pe(3000, 64, 0)
+    table_odd = pe(10, 7, 0)
+    shifted = x.double() + pe(5, 64, 2995)
+)py";
+
+TEST(PositionalEncodingTest, TorchParityLongAndOddAndOffset) {
+  const Tensor x = *RandomNormal({2, 5, 64}, {6, 0, 0}, 0.0f, 1.0f);
+  absl::StatusOr<testing::NamedTensors> ref =
+      testing::TorchReference(kReference, {{"x", x}}, {"table", "table_odd", "shifted"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_TRUE(testing::AllClose(*PositionalEncoding(3000, 64), ref->at("table")));
+  EXPECT_TRUE(testing::AllClose(*PositionalEncoding(10, 7), ref->at("table_odd")));
+  // Incremental decoding: positions 2995.. of each batch item.
+  EXPECT_TRUE(testing::AllClose(*AddPositionalEncoding(x, 2995), ref->at("shifted")));
+  // A window equals the rows of the full table.
+  const Tensor window = *PositionalEncoding(4, 64, 2000);
+  const Tensor full = *PositionalEncoding(2004, 64);
+  for (int64_t i = 0; i < 4 * 64; ++i) {
+    ASSERT_EQ(window.data<float>()[i], full.data<float>()[2000 * 64 + i]);
+  }
+}
+
+TEST(PositionalEncodingTest, AddHasIdentityGradient) {
+  testing::ForwardFn forward = [](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<Tensor> out = AddPositionalEncoding(in[0], 3);
+    if (!out.ok()) return out.status();
+    return std::vector<Tensor>{*out};
+  };
+  testing::BackwardFn backward = [](const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                    const std::vector<Tensor>& d_out)
+      -> absl::StatusOr<std::vector<Tensor>> { return std::vector<Tensor>{d_out[0]}; };
+  EXPECT_TRUE(testing::CheckGradients(forward, backward,
+                                      {*RandomNormal({2, 3, 4}, {6, 1, 0}, 0.0f, 1.0f)}));
+}
+
+TEST(PositionalEncodingTest, BadArgumentsAreInvalidArgument) {
+  EXPECT_EQ(PositionalEncoding(-1, 8).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PositionalEncoding(4, 8, -2).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::Status status = AddPositionalEncoding(*RandomNormal({4}, {6, 0, 0}, 0.0f, 1.0f)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("add_positional_encoding: x must be"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tfm

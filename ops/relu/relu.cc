@@ -1,0 +1,47 @@
+#include "ops/relu/relu.h"
+
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+absl::Status ValidateRelu(const KernelContext& context) {
+  for (int i = 0; i < context.num_inputs(); ++i) {
+    if (context.input(i).dtype() != DType::kF32) return context.Error("inputs must be f32");
+    if (context.input(i).shape() != context.input(0).shape()) {
+      return context.Error("inputs must have one shape");
+    }
+  }
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_OP(OpDef{
+    .name = "relu",
+    .inputs = {"x"},
+    .outputs = {"out"},
+    .doc = "out = max(x, 0)",
+    .validate = ValidateRelu,
+});
+
+TFM_REGISTER_OP(OpDef{
+    .name = "relu_backward",
+    .inputs = {"dout", "out"},
+    .outputs = {"dx"},
+    .doc = "dx = dout * (out > 0)",
+    .validate = ValidateRelu,
+});
+
+}  // namespace
+
+absl::StatusOr<Tensor> Relu(const Tensor& x) {
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("relu", {x}));
+  return out[0];
+}
+
+absl::StatusOr<Tensor> ReluBackward(const Tensor& dout, const Tensor& out) {
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> dx, RunOp("relu_backward", {dout, out}));
+  return dx[0];
+}
+
+}  // namespace tfm

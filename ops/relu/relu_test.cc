@@ -1,0 +1,82 @@
+#include "ops/relu/relu.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::AllClose;
+using ::tfm::testing::CheckGradients;
+using ::tfm::testing::NamedTensors;
+using ::tfm::testing::TorchReference;
+
+Tensor Random(const Shape& shape, uint64_t stream) {
+  return *RandomUniform(shape, PhiloxState{17, stream, 0}, -1.0f, 1.0f);
+}
+
+TEST(ReluTest, Values) {
+  const Tensor x = *Tensor::FromVector<float>({-1, 0, 2, NAN}, {4});
+  const std::vector<float> y = Relu(x)->ToVector<float>();
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_EQ(y[2], 2.0f);
+  EXPECT_TRUE(std::isnan(y[3]));  // NaN propagates, as in PyTorch.
+}
+
+TEST(ReluTest, Gradients) {
+  // Keep inputs farther than the finite-difference step from the kink at 0.
+  Tensor x = Random({3, 7}, 1);
+  for (float& v : x.span<float>()) v += v >= 0 ? 0.05f : -0.05f;
+  auto forward = [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<Tensor> out = Relu(in[0]);
+    if (!out.ok()) return out.status();
+    return std::vector<Tensor>{*out};
+  };
+  auto backward = [](const std::vector<Tensor>&, const std::vector<Tensor>& out,
+                     const std::vector<Tensor>& dout) -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<Tensor> dx = ReluBackward(dout[0], out[0]);
+    if (!dx.ok()) return dx.status();
+    return std::vector<Tensor>{*dx};
+  };
+  EXPECT_TRUE(CheckGradients(forward, backward, {x}));
+}
+
+TEST(ReluTest, MatchesTorch) {
+  NamedTensors inputs = {{"x1", Random({2, 3, 5}, 1)},  {"dy1", Random({2, 3, 5}, 2)},
+                         {"x2", Random({300, 257}, 3)}, {"dy2", Random({300, 257}, 4)}};
+  absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
+      y1 = torch.relu(x1)
+      dx1, = grads(y1, dy1, [x1])
+      y2 = torch.relu(x2)
+      dx2, = grads(y2, dy2, [x2])
+  )py", inputs, {"y1", "dx1", "y2", "dx2"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (const std::string i : {"1", "2"}) {
+    absl::StatusOr<Tensor> y = Relu(inputs.at("x" + i));
+    ASSERT_TRUE(y.ok()) << y.status();
+    absl::StatusOr<Tensor> dx = ReluBackward(inputs.at("dy" + i), *y);
+    ASSERT_TRUE(dx.ok()) << dx.status();
+    EXPECT_TRUE(AllClose(*y, ref->at("y" + i))) << i;
+    EXPECT_TRUE(AllClose(*dx, ref->at("dx" + i))) << i;
+  }
+}
+
+TEST(ReluTest, BadArgumentsNameTheOpAndShapes) {
+  absl::Status status = ReluBackward(Random({2, 3}, 1), Random({3, 2}, 2)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("relu_backward: inputs must have one shape"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("f32[3, 2]"), std::string::npos) << status;
+  EXPECT_EQ(ReluBackward(Random({3}, 1), *Tensor::Zeros({3}, DType::kI32)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(Relu(*Tensor::Zeros({3}, DType::kI32)).ok());  // No i32 kernel.
+}
+
+}  // namespace
+}  // namespace tfm

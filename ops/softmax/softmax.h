@@ -1,0 +1,32 @@
+// softmax over the last axis, optionally masked. Backward takes the
+// forward's output: dx = out * (dout - sum(dout * out)).
+//
+// Masks (op "masked_softmax") broadcast to x: mask rank <= x rank, each of
+// its trailing extents equal to x's or 1, the last equal to x's (e.g. a
+// causal [t, t] mask against scores [b, h, t, t], or a padding mask
+// [b, 1, 1, t]). Two kinds, told apart by dtype (there is no bool dtype):
+//   f32: added to x before the softmax (0 keeps, -inf removes);
+//   i32: nonzero removes the position, zero keeps it (the meaning of True
+//        in torch.nn.Transformer's boolean masks).
+// A row with every position removed yields zeros (PyTorch yields NaN): a
+// padded query attends to nothing instead of poisoning the batch with NaNs.
+// f32 only for now.
+#ifndef TFM_OPS_SOFTMAX_SOFTMAX_H_
+#define TFM_OPS_SOFTMAX_SOFTMAX_H_
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+absl::StatusOr<Tensor> Softmax(const Tensor& x);
+
+// `mask` is f32 (additive) or i32 (nonzero removes); see above.
+absl::StatusOr<Tensor> MaskedSoftmax(const Tensor& x, const Tensor& mask);
+
+// Gradient of sum(dout * out) for out = (Masked)Softmax(x, ...).
+absl::StatusOr<Tensor> SoftmaxBackward(const Tensor& dout, const Tensor& out);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_SOFTMAX_SOFTMAX_H_

@@ -1,0 +1,124 @@
+// CPU kernels of softmax. Rows are independent and split across threads;
+// each row is written once as (masked) logits, then exponentiated in place
+// and scaled, with vectorised max, exp and sum (cpu_math).
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+#include "ops/cpu_math/row_math.h"
+
+namespace tfm {
+namespace {
+
+using cpu_math::ExpNonPositive;
+using cpu_math::LaneMax;
+using cpu_math::LaneSum;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Rows per task: enough elements to outweigh the scheduling cost.
+int64_t RowGrain(int64_t n) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)); }
+
+// Where each row of x finds its mask row: the mask's element strides along
+// x's leading axes, 0 where the mask broadcasts (absent or extent 1).
+class MaskRows {
+ public:
+  MaskRows(const Shape& x, const Shape& mask) {
+    const int leading = static_cast<int>(x.size()) - 1;
+    const int offset = static_cast<int>(x.size() - mask.size());
+    int64_t stride = mask.back();
+    extents_.assign(x.begin(), x.end() - 1);
+    strides_.assign(leading, 0);
+    for (int axis = leading - 1; axis >= offset; --axis) {
+      const int64_t extent = mask[axis - offset];
+      strides_[axis] = extent == 1 ? 0 : stride;
+      stride *= extent;
+    }
+  }
+
+  int64_t Offset(int64_t row) const {
+    int64_t offset = 0;
+    for (int axis = static_cast<int>(extents_.size()) - 1; axis >= 0 && row > 0; --axis) {
+      offset += (row % extents_[axis]) * strides_[axis];
+      row /= extents_[axis];
+    }
+    return offset;
+  }
+
+ private:
+  std::vector<int64_t> extents_;
+  std::vector<int64_t> strides_;
+};
+
+// Turns a row of logits into probabilities in place. A row without any
+// finite logit (everything masked) becomes zeros.
+void NormaliseRow(float* row, int64_t n) {
+  const float max = LaneMax(row, n);
+  if (max == kNegInf) {
+    std::fill(row, row + n, 0.0f);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) row[i] = ExpNonPositive(row[i] - max);
+  const float inv_sum = 1.0f / LaneSum(n, [&](int64_t i) { return row[i]; });
+  for (int64_t i = 0; i < n; ++i) row[i] *= inv_sum;
+}
+
+// Serves softmax (one input) and masked_softmax (x, mask).
+absl::Status SoftmaxCpu(KernelContext& context) {
+  const Tensor& x = context.input(0);
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), DType::kF32));
+  const int64_t n = x.dim(-1);
+  if (n == 0) return absl::OkStatus();
+  const int64_t rows = x.num_elements() / n;
+  const float* in = x.data<float>();
+  float* y = out->data<float>();
+  const Tensor* mask = context.num_inputs() == 2 ? &context.input(1) : nullptr;
+  const MaskRows mask_rows(x.shape(), mask != nullptr ? mask->shape() : Shape{n});
+  context.thread_pool()->ParallelFor(rows, RowGrain(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = in + r * n;
+      float* yr = y + r * n;
+      if (mask == nullptr) {
+        std::copy(xr, xr + n, yr);
+      } else if (mask->dtype() == DType::kF32) {
+        const float* mr = mask->data<float>() + mask_rows.Offset(r);
+        for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] + mr[i];
+      } else {
+        const int32_t* mr = mask->data<int32_t>() + mask_rows.Offset(r);
+        for (int64_t i = 0; i < n; ++i) yr[i] = mr[i] != 0 ? kNegInf : xr[i];
+      }
+      NormaliseRow(yr, n);
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status SoftmaxBackwardCpu(KernelContext& context) {
+  const Tensor& dout = context.input(0);
+  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), DType::kF32));
+  const int64_t n = dout.dim(-1);
+  if (n == 0) return absl::OkStatus();
+  const int64_t rows = dout.num_elements() / n;
+  const float* dy = dout.data<float>();
+  const float* y = context.input(1).data<float>();
+  float* out = dx->data<float>();
+  context.thread_pool()->ParallelFor(rows, RowGrain(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* dyr = dy + r * n;
+      const float* yr = y + r * n;
+      float* dxr = out + r * n;
+      const float dot = LaneSum(n, [&](int64_t i) { return dyr[i] * yr[i]; });
+      for (int64_t i = 0; i < n; ++i) dxr[i] = yr[i] * (dyr[i] - dot);
+    }
+  });
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_KERNEL("softmax", DeviceType::kCPU, DType::kF32, SoftmaxCpu);
+TFM_REGISTER_KERNEL("masked_softmax", DeviceType::kCPU, DType::kF32, SoftmaxCpu);
+TFM_REGISTER_KERNEL("softmax_backward", DeviceType::kCPU, DType::kF32, SoftmaxBackwardCpu);
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,117 @@
+#include "ops/softmax/softmax.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::AllClose;
+using ::tfm::testing::CheckGradients;
+using ::tfm::testing::NamedTensors;
+using ::tfm::testing::SumTolerance;
+using ::tfm::testing::TorchReference;
+
+Tensor Random(const Shape& shape, uint64_t stream, float low = -3.0f, float high = 3.0f) {
+  return *RandomUniform(shape, PhiloxState{29, stream, 0}, low, high);
+}
+
+// An i32 mask with about a quarter of the positions removed.
+Tensor RandomIntMask(const Shape& shape, uint64_t stream) {
+  const Tensor u = Random(shape, stream, 0.0f, 1.0f);
+  Tensor mask = *Tensor::Empty(shape, DType::kI32);
+  for (int64_t i = 0; i < u.num_elements(); ++i) mask.data<int32_t>()[i] = u.data<float>()[i] < 0.25f;
+  return mask;
+}
+
+TEST(SoftmaxTest, ValuesAndFullyMaskedRows) {
+  const Tensor x = *Tensor::FromVector<float>({0, 0, std::log(2.0f), 1, 2, 3}, {2, 3});
+  const std::vector<float> y = Softmax(x)->ToVector<float>();
+  EXPECT_NEAR(y[0], 0.25f, 1e-7);
+  EXPECT_NEAR(y[2], 0.5f, 1e-7);
+  const Tensor mask = *Tensor::FromVector<int32_t>({1, 1, 1, 0, 1, 0}, {2, 3});
+  const std::vector<float> masked = MaskedSoftmax(x, mask)->ToVector<float>();
+  EXPECT_EQ(std::vector<float>(masked.begin(), masked.begin() + 3), std::vector<float>(3, 0.0f));
+  EXPECT_NEAR(masked[3], 1 / (1 + std::exp(2.0f)), 1e-7);
+  EXPECT_EQ(masked[4], 0.0f);
+}
+
+TEST(SoftmaxTest, Gradients) {
+  const Tensor x = Random({2, 3, 7}, 1, -1.0f, 1.0f);
+  const Tensor mask = Random({3, 7}, 2, -1.0f, 1.0f);
+  auto forward = [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<Tensor> out = MaskedSoftmax(in[0], mask);
+    if (!out.ok()) return out.status();
+    return std::vector<Tensor>{*out};
+  };
+  auto backward = [](const std::vector<Tensor>&, const std::vector<Tensor>& out,
+                     const std::vector<Tensor>& dout) -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<Tensor> dx = SoftmaxBackward(dout[0], out[0]);
+    if (!dx.ok()) return dx.status();
+    return std::vector<Tensor>{*dx};
+  };
+  EXPECT_TRUE(CheckGradients(forward, backward, {x}));
+}
+
+// Unmasked, an additive causal mask over heads and a boolean padding mask
+// [b, 1, 1, t], at a small and a long (n = 600) last axis.
+TEST(SoftmaxTest, MatchesTorch) {
+  Tensor causal = *Tensor::Zeros({9, 9}, DType::kF32);
+  for (int i = 0; i < 9; ++i) {
+    for (int j = i + 1; j < 9; ++j) causal.data<float>()[i * 9 + j] = -INFINITY;
+  }
+  NamedTensors inputs = {
+      {"x1", Random({2, 5}, 1)},            {"dy1", Random({2, 5}, 2)},
+      {"x2", Random({2, 3, 9, 9}, 3)},      {"m2", causal},
+      {"dy2", Random({2, 3, 9, 9}, 4)},     {"x3", Random({2, 2, 4, 600}, 5)},
+      {"m3", RandomIntMask({2, 1, 1, 600}, 6)}, {"dy3", Random({2, 2, 4, 600}, 7)},
+  };
+  absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
+      y1 = torch.softmax(x1, -1)
+      y2 = torch.softmax(x2 + m2, -1)
+      y3 = torch.softmax(x3.masked_fill(m3 != 0, float('-inf')), -1)
+      dx1, = grads(y1, dy1, [x1])
+      dx2, = grads(y2, dy2, [x2])
+      dx3, = grads(y3, dy3, [x3])
+  )py", inputs, {"y1", "dx1", "y2", "dx2", "y3", "dx3"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  const std::vector<absl::StatusOr<Tensor>> ys = {
+      Softmax(inputs.at("x1")), MaskedSoftmax(inputs.at("x2"), inputs.at("m2")),
+      MaskedSoftmax(inputs.at("x3"), inputs.at("m3"))};
+  for (int i = 0; i < 3; ++i) {
+    const std::string k = std::to_string(i + 1);
+    ASSERT_TRUE(ys[i].ok()) << ys[i].status();
+    absl::StatusOr<Tensor> dx = SoftmaxBackward(inputs.at("dy" + k), *ys[i]);
+    ASSERT_TRUE(dx.ok()) << dx.status();
+    EXPECT_TRUE(AllClose(*ys[i], ref->at("y" + k))) << k;
+    // dx sums dout * out over the row; the relative bar is on the row scale.
+    EXPECT_TRUE(AllClose(*dx, ref->at("dx" + k), SumTolerance())) << k;
+  }
+}
+
+TEST(SoftmaxTest, BadArgumentsNameTheOpAndShapes) {
+  const Tensor x = Random({2, 3, 4}, 1);
+  absl::Status status = MaskedSoftmax(x, Random({3, 5}, 2)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("masked_softmax: mask does not broadcast"), std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("f32[3, 5]"), std::string::npos) << status;
+  EXPECT_EQ(MaskedSoftmax(x, Random({2, 3}, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MaskedSoftmax(x, Random({1, 2, 3, 4}, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MaskedSoftmax(x, *Tensor::Zeros({4}, DType::kI64)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(MaskedSoftmax(x, *Tensor::Zeros({2, 1, 4}, DType::kI32)).ok());
+  EXPECT_EQ(SoftmaxBackward(x, Random({2, 3, 5}, 3)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Softmax(*Tensor::Zeros({}, DType::kF32)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tfm
