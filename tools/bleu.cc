@@ -13,6 +13,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "core/metrics/text_report.h"
+#include "core/paths.h"
 
 ABSL_FLAG(std::vector<std::string>, ref, {},
           "reference file(s), plain or .gz, one segment per line; repeat for more references");
@@ -22,8 +23,10 @@ ABSL_FLAG(bool, chrf, false, "also print chrF (sacreBLEU defaults: nc 6, nw 0, b
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("bleu --ref=REF [--ref=REF2] --hyp=HYP [--chrf]");
   absl::ParseCommandLine(argc, argv);
-  const std::vector<std::string> refs = absl::GetFlag(FLAGS_ref);
-  const std::string hyp = absl::GetFlag(FLAGS_hyp);
+  // Relative paths are the user's, also under `bazel run`.
+  std::vector<std::string> refs = absl::GetFlag(FLAGS_ref);
+  for (std::string& ref : refs) ref = tfm::ResolveUserPath(ref);
+  const std::string hyp = tfm::ResolveUserPath(absl::GetFlag(FLAGS_hyp));
   if (refs.empty() || hyp.empty()) {
     std::cerr << "bleu: both --ref and --hyp are required\n";
     return 2;

@@ -22,6 +22,7 @@
 #include "core/data/tree.h"
 #include "core/metrics/evalb.h"
 #include "core/metrics/text_lines.h"
+#include "core/paths.h"
 
 ABSL_FLAG(std::string, gold, "", "gold trees: one per line, or a .mrg file");
 ABSL_FLAG(std::string, test, "", "test trees, aligned with --gold");
@@ -117,8 +118,9 @@ int Run(const std::string& gold_path, const std::string& test_path) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("evalb --gold=GOLD --test=TEST");
   absl::ParseCommandLine(argc, argv);
-  const std::string gold = absl::GetFlag(FLAGS_gold);
-  const std::string test = absl::GetFlag(FLAGS_test);
+  // Relative paths are the user's, also under `bazel run`.
+  const std::string gold = tfm::ResolveUserPath(absl::GetFlag(FLAGS_gold));
+  const std::string test = tfm::ResolveUserPath(absl::GetFlag(FLAGS_test));
   if (gold.empty() || test.empty()) {
     std::cerr << "evalb: both --gold and --test are required\n";
     return 2;

@@ -1,6 +1,5 @@
 #include "core/config/config_loader.h"
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -231,12 +230,6 @@ absl::StatusOr<LoadedConfig> LoadTaskConfig(const std::string& path,
   }
   TFM_RETURN_IF_ERROR(ValidateTaskConfig(loaded));
   return loaded;
-}
-
-std::string ResolveDataPath(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  const char* root = std::getenv("BUILD_WORKSPACE_DIRECTORY");
-  return root != nullptr ? absl::StrCat(root, "/", path) : path;
 }
 
 }  // namespace tfm

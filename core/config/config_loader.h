@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/config/task_config.pb.h"
+#include "core/paths.h"  // ResolveDataPath, for config users.
 
 namespace tfm {
 
@@ -58,11 +59,6 @@ absl::Status ValidateTaskConfig(const LoadedConfig& loaded);
 // Parse + overrides + validation: what the command line and the tasks use.
 absl::StatusOr<LoadedConfig> LoadTaskConfig(const std::string& path,
                                             const std::vector<std::string>& overrides);
-
-// A data path from a config: absolute paths stay; relative ones are taken
-// from the project root under `bazel run` (BUILD_WORKSPACE_DIRECTORY), else
-// from the working directory.
-std::string ResolveDataPath(const std::string& path);
 
 }  // namespace tfm
 

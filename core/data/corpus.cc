@@ -6,6 +6,7 @@
 #include "core/data/corpus_split.h"
 #include "core/data/gettext_corpus.h"
 #include "core/data/wmt_sgml_reader.h"
+#include "core/paths.h"
 
 namespace tfm {
 namespace {
@@ -21,16 +22,18 @@ absl::StatusOr<std::unique_ptr<PairReader>> OpenFormat(const config::CorpusConfi
             absl::StrCat("corpus ", name, ": source_path and target_path are required"));
       }
       if (corpus.format() == config::CorpusConfig::PLAIN_TEXT) {
-        return AlignedTextReader::Open(corpus.source_path(), corpus.target_path(),
-                                       max_sentence_bytes);
+        return AlignedTextReader::Open(ResolveDataPath(corpus.source_path()),
+                                       ResolveDataPath(corpus.target_path()), max_sentence_bytes);
       }
-      return WmtSgmlReader::Open(corpus.source_path(), corpus.target_path(), max_sentence_bytes);
+      return WmtSgmlReader::Open(ResolveDataPath(corpus.source_path()),
+                                 ResolveDataPath(corpus.target_path()), max_sentence_bytes);
     case config::CorpusConfig::GETTEXT_MO:
       if (corpus.source_lang().empty() || corpus.target_lang().empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat("corpus ", name, ": source_lang and target_lang are required"));
       }
-      return GettextCorpusReader::Open(corpus.has_root() ? corpus.root() : kDefaultLocaleRoot,
+      return GettextCorpusReader::Open(
+          corpus.has_root() ? ResolveDataPath(corpus.root()) : kDefaultLocaleRoot,
                                        corpus.source_lang(), corpus.target_lang(),
                                        max_sentence_bytes);
     default:

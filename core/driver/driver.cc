@@ -14,6 +14,7 @@
 #include "core/cuda/runtime.h"
 #include "core/layer_registry.h"
 #include "core/op_registry.h"
+#include "core/paths.h"
 #include "core/plugin_loader.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
@@ -138,8 +139,9 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   DriverOptions options;
   std::vector<char*> rest = ExtractRepeatedFlags(argc, argv, &options);
   absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
-  options.config = absl::GetFlag(FLAGS_config);
+  options.config = ResolveUserPath(absl::GetFlag(FLAGS_config));
   if (options.config.empty()) options.config = default_config;
+  for (std::string& plugin : options.plugins) plugin = ResolveUserPath(plugin);
   options.mode = absl::GetFlag(FLAGS_mode);
   options.list = absl::GetFlag(FLAGS_list);
   absl::Status status = RunDriver(options, std::cout);

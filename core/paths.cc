@@ -1,0 +1,24 @@
+#include "core/paths.h"
+
+#include <cstdlib>
+
+namespace tfm {
+namespace {
+
+std::string ResolveAgainst(const char* variable, const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  const char* root = std::getenv(variable);
+  return root != nullptr ? std::string(root) + "/" + path : path;
+}
+
+}  // namespace
+
+std::string ResolveUserPath(const std::string& path) {
+  return ResolveAgainst("BUILD_WORKING_DIRECTORY", path);
+}
+
+std::string ResolveDataPath(const std::string& path) {
+  return ResolveAgainst("BUILD_WORKSPACE_DIRECTORY", path);
+}
+
+}  // namespace tfm

@@ -1,0 +1,20 @@
+// Resolving relative paths under `bazel run`, whose working directory is the
+// binary's runfiles tree rather than where the user typed the command.
+#ifndef TFM_CORE_PATHS_H_
+#define TFM_CORE_PATHS_H_
+
+#include <string>
+
+namespace tfm {
+
+// A path given on the command line: relative paths are taken from the
+// user's working directory (BUILD_WORKING_DIRECTORY under `bazel run`).
+std::string ResolveUserPath(const std::string& path);
+
+// A data path from a config: relative paths are taken from the project root
+// (BUILD_WORKSPACE_DIRECTORY under `bazel run`), else the working directory.
+std::string ResolveDataPath(const std::string& path);
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_PATHS_H_

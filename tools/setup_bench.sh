@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Creates the PyTorch venv that //benchmarks:ops_vs_torch compares against:
+# PyPI's torch (MKL, AVX2 kernels, oneDNN), a faster CPU peer than Debian's
+# python3-torch. Only that benchmark uses it; neither the engine nor
+# `bazel test` ever needs it. The Linux wheel pulls the CUDA packages too
+# (about 3 GB); they are unused here.
+#
+#   sudo tools/setup_bench.sh            # idempotent; re-running checks and exits
+#   VENV=/elsewhere tools/setup_bench.sh  # another location (then pass
+#                                         # --peer_python=/elsewhere/bin/python3)
+set -euo pipefail
+
+VENV="${VENV:-/opt/transformer-bench-venv}"
+TORCH_VERSION="2.15.0"
+PYTHON=/usr/bin/python3
+
+if [[ "$(id -u)" -ne 0 && "${VENV}" == /opt/* ]]; then
+  echo "setup_bench.sh: run as root to write ${VENV} (or set VENV=...)" >&2
+  exit 1
+fi
+
+if ! "${PYTHON}" -c 'import venv, ensurepip' 2>/dev/null; then
+  apt-get update
+  apt-get install -y python3-venv
+fi
+
+if [[ ! -x "${VENV}/bin/python3" ]]; then
+  "${PYTHON}" -m venv "${VENV}"
+fi
+
+# pip is a no-op when the pinned versions are already there.
+installed="$("${VENV}/bin/python3" -c 'import torch; print(torch.__version__.split("+")[0])' \
+  2>/dev/null || true)"
+if [[ "${installed}" != "${TORCH_VERSION}" ]] || ! "${VENV}/bin/python3" -c 'import numpy' 2>/dev/null; then
+  "${VENV}/bin/pip" install --upgrade pip
+  "${VENV}/bin/pip" install "torch==${TORCH_VERSION}" numpy
+fi
+
+"${VENV}/bin/python3" - <<'PY'
+import re
+import torch
+blas = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
+print(f"bench venv ready: torch {torch.__version__}, BLAS {blas.group(1) if blas else 'unknown'}, "
+      f"CPU capability {torch.backends.cpu.get_cpu_capability()}")
+PY
