@@ -17,7 +17,40 @@ namespace {
 using ::testing::IsSupersetOf;
 
 // The built-in parts; extend these lists when adding one.
-const std::vector<std::string> kBuiltinOps = {"fill", "random_normal", "random_uniform"};
+const std::vector<std::string> kBuiltinOps = {
+    "adam",
+    "add",
+    "add_backward",
+    "add_positional_encoding",
+    "dropout",
+    "dropout_backward",
+    "embedding",
+    "embedding_backward",
+    "fill",
+    "label_smoothed_cross_entropy",
+    "label_smoothed_cross_entropy_backward",
+    "layer_norm",
+    "layer_norm_backward",
+    "linear",
+    "linear_backward",
+    "linear_no_bias",
+    "masked_softmax",
+    "matmul",
+    "matmul_backward",
+    "positional_encoding",
+    "random_normal",
+    "random_uniform",
+    "relu",
+    "relu_backward",
+    "scale_in_place",
+    "scaled_dot_product_attention",
+    "scaled_dot_product_attention_backward",
+    "softmax",
+    "softmax_backward",
+    "sum_of_squares",
+    "tied_projection",
+    "tied_projection_backward",
+};
 const std::vector<std::string> kBuiltinLayers = {};
 const std::vector<std::string> kBuiltinTasks = {"parsing", "translation"};
 
