@@ -7,8 +7,10 @@
 #include "core/rng.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
+#include "ops/adam/adam.h"
 #include "ops/add/add.h"
 #include "ops/attention/attention.h"
+#include "ops/cross_entropy/cross_entropy.h"
 #include "ops/dropout/dropout.h"
 #include "ops/embedding/embedding.h"
 #include "ops/embedding/tied_projection.h"
@@ -18,6 +20,7 @@
 #include "ops/matmul/matmul.h"
 #include "ops/positional_encoding/positional_encoding.h"
 #include "ops/relu/relu.h"
+#include "ops/softmax/softmax.h"
 
 namespace tfm {
 namespace bench {
@@ -304,6 +307,80 @@ void AddAttentionCases(int64_t n, bool causal, std::vector<OpCase>* cases) {
       }});
 }
 
+// The unfused attention's softmax over the scores of every head.
+void AddSoftmaxCases(int64_t batch, std::vector<OpCase>* cases) {
+  const int64_t n = kTokens / batch;
+  const Shape shape = {batch, kHeads, n, n};
+  const double elems = static_cast<double>(NumElements(shape));
+  const std::string text = absl::StrFormat("%dx%dx%dx%d", batch, kHeads, n, n);
+  const std::string spec = absl::StrFormat(
+      R"("op": "softmax", "shape": [%d, %d, %d, %d])", batch, kHeads, n, n);
+  cases->push_back(OpCase{
+      .op = "softmax_fwd", .shape = text, .bytes = 2 * kF32 * elems, .tokens = kTokens,
+      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Body> {
+        TFM_ASSIGN_OR_RETURN(Tensor x, Random(shape));
+        return Discarding([=] { return Softmax(x); });
+      }});
+  cases->push_back(OpCase{
+      .op = "softmax_bwd", .shape = text, .bytes = 3 * kF32 * elems, .tokens = kTokens,
+      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Body> {
+        TFM_ASSIGN_OR_RETURN(Tensor x, Random(shape));
+        TFM_ASSIGN_OR_RETURN(Tensor out, Softmax(x));
+        TFM_ASSIGN_OR_RETURN(Tensor dout, Random(shape));
+        return Discarding([=] { return SoftmaxBackward(dout, out); });
+      }});
+}
+
+// The loss over the tied projection's logits, label smoothing 0.1.
+void AddCrossEntropyCases(int64_t vocab, std::vector<OpCase>* cases) {
+  const double logits_bytes = kF32 * kTokens * vocab;
+  const std::string shape = absl::StrFormat("%dx%d eps=0.1", kTokens, vocab);
+  const std::string spec = absl::StrFormat(
+      R"("op": "cross_entropy", "tokens": %d, "vocab": %d, "epsilon": 0.1)", kTokens, vocab);
+  const CrossEntropyOptions options{.epsilon = 0.1f};
+  cases->push_back(OpCase{
+      .op = "cross_entropy_fwd", .shape = shape, .bytes = logits_bytes, .tokens = kTokens,
+      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Body> {
+        TFM_ASSIGN_OR_RETURN(Tensor logits, Random({kTokens, vocab}));
+        TFM_ASSIGN_OR_RETURN(Tensor targets, RandomIds({kTokens}, vocab));
+        return Discarding([=] { return LabelSmoothedCrossEntropy(logits, targets, options); });
+      }});
+  cases->push_back(OpCase{
+      .op = "cross_entropy_bwd", .shape = shape, .bytes = 2 * logits_bytes, .tokens = kTokens,
+      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Body> {
+        TFM_ASSIGN_OR_RETURN(Tensor logits, Random({kTokens, vocab}));
+        TFM_ASSIGN_OR_RETURN(Tensor targets, RandomIds({kTokens}, vocab));
+        TFM_ASSIGN_OR_RETURN(CrossEntropyOutput fwd,
+                             LabelSmoothedCrossEntropy(logits, targets, options));
+        TFM_ASSIGN_OR_RETURN(Tensor d_loss, Tensor::FromVector<float>({1.0f}, {}));
+        return Discarding([=] {
+          return LabelSmoothedCrossEntropyBackward(logits, targets, fwd.lse, d_loss, options);
+        });
+      }});
+}
+
+// One optimizer step over 16M parameters (a quarter of the base model's 65M).
+void AddAdamCase(std::vector<OpCase>* cases) {
+  constexpr int64_t kParams = int64_t{1} << 24;
+  cases->push_back(OpCase{
+      .op = "adam_step", .shape = absl::StrFormat("%d params", kParams),
+      .bytes = kF32 * kParams * 7,  // Reads param, grad, m, v; writes param, m, v.
+      .torch_spec = absl::StrFormat(R"({"op": "adam", "params": %d, "mode": "fwd"})", kParams),
+      .prepare = [=]() -> absl::StatusOr<Body> {
+        TFM_ASSIGN_OR_RETURN(Tensor param, Random({kParams}));
+        TFM_ASSIGN_OR_RETURN(Tensor grad, Random({kParams}));
+        TFM_ASSIGN_OR_RETURN(Tensor m, Tensor::Zeros({kParams}, DType::kF32));
+        TFM_ASSIGN_OR_RETURN(Tensor v, Tensor::Zeros({kParams}, DType::kF32));
+        return Body([=]() -> absl::Status {
+          return AdamUpdate(param, grad, m, v, AdamOptions{.lr = 1e-4});
+        });
+      }});
+}
+
 }  // namespace
 
 std::vector<OpCase> BaseModelCases(const CaseOptions& options) {
@@ -313,7 +390,10 @@ std::vector<OpCase> BaseModelCases(const CaseOptions& options) {
   AddMatMulCases(options.batch, &cases);
   AddElementwiseCases(&cases);
   AddLayerNormCases(&cases);
+  AddSoftmaxCases(options.batch, &cases);
   AddEmbeddingCases(options, &cases);
+  AddCrossEntropyCases(options.vocab, &cases);
+  AddAdamCase(&cases);
   for (int64_t n : options.attention_lengths) AddAttentionCases(n, false, &cases);
   if (options.causal_attention_length > 0) {
     AddAttentionCases(options.causal_attention_length, true, &cases);

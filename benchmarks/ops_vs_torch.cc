@@ -4,13 +4,14 @@
 //   bazel run -c opt //benchmarks:ops_vs_torch [-- --threads=2 --peer_python=...]
 //
 // The PyTorch side runs in the bench venv's interpreter (tools/setup_bench.sh)
-// with benchmarks/torch_ops.py, which receives the cases as JSON.
+// with benchmarks/torch_ops.py, which receives the cases as JSON lines; the
+// two sides take turns case by case.
 #include <cblas.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -106,42 +107,69 @@ absl::StatusOr<std::string> TorchScript(const char* argv0) {
   return runfiles->Rlocation("transformer/benchmarks/torch_ops.py");
 }
 
-// Runs the peer on all cases; its stderr (progress, errors) passes through.
-absl::StatusOr<PeerReport> RunPeer(const std::string& script, const std::vector<OpCase>& cases,
-                                   int threads) {
-  char cases_path[] = "/tmp/ops_vs_torch_cases_XXXXXX";
-  const int fd = mkstemp(cases_path);
-  if (fd < 0) return absl::InternalError("mkstemp failed");
-  close(fd);
-  {
-    std::ofstream file(cases_path);
-    file << "[\n";
-    for (size_t i = 0; i < cases.size(); ++i) {
-      file << absl::StrFormat("  {\"index\": %d, \"spec\": %s}%s\n", i, cases[i].torch_spec,
-                              i + 1 < cases.size() ? "," : "");
+// The PyTorch peer as a child process: cases go to its stdin one line at a
+// time, its stdout is read until the answer; its stderr (progress, Python
+// errors) passes through.
+class Peer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Peer>> Start(const std::string& command) {
+    int to_child[2], from_child[2];
+    if (pipe(to_child) != 0 || pipe(from_child) != 0) return absl::InternalError("pipe failed");
+    const pid_t pid = fork();
+    if (pid < 0) return absl::InternalError("fork failed");
+    if (pid == 0) {
+      dup2(to_child[0], STDIN_FILENO);
+      dup2(from_child[1], STDOUT_FILENO);
+      for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) close(fd);
+      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
     }
-    file << "]\n";
+    close(to_child[0]);
+    close(from_child[1]);
+    return std::unique_ptr<Peer>(
+        new Peer(command, pid, fdopen(to_child[1], "w"), fdopen(from_child[0], "r")));
   }
-  const std::string command = absl::StrCat(
-      ShellQuote(absl::GetFlag(FLAGS_peer_python)), " ", ShellQuote(script), " --cases ",
-      cases_path, " --threads ", threads, " --budget_s ", absl::GetFlag(FLAGS_budget_s),
-      " --min_reps ", absl::GetFlag(FLAGS_min_reps), " --max_reps ",
-      absl::GetFlag(FLAGS_max_reps));
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return absl::InternalError("popen failed: " + command);
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t read;
-  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), read);
-  const int status = pclose(pipe);
-  unlink(cases_path);
-  if (status != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the PyTorch peer failed (", command, "); is the bench venv there? Run "
-        "`sudo tools/setup_bench.sh` or pass --peer_python."));
+
+  ~Peer() {
+    fclose(in_);  // EOF ends the peer's loop.
+    fclose(out_);
+    waitpid(pid_, nullptr, 0);
   }
-  return ParsePeerOutput(output);
-}
+
+  // Sends one case, returns its median time.
+  absl::StatusOr<double> Time(int index, const std::string& spec) {
+    fputs(absl::StrFormat("{\"index\": %d, \"spec\": %s}\n", index, spec).c_str(), in_);
+    fflush(in_);
+    char* line = nullptr;
+    size_t capacity = 0;
+    while (getline(&line, &capacity, out_) > 0) {
+      transcript_ += line;
+      if (absl::StartsWith(line, "result")) break;
+    }
+    free(line);
+    TFM_ASSIGN_OR_RETURN(PeerReport report, ParsePeerOutput(transcript_));
+    auto it = report.median_ms.find(index);
+    if (it == report.median_ms.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the PyTorch peer gave no result (", command_, "); is the bench venv there? Run "
+          "`sudo tools/setup_bench.sh` or pass --peer_python."));
+    }
+    return it->second;
+  }
+
+  // Everything the peer said so far (info lines included).
+  absl::StatusOr<PeerReport> Report() const { return ParsePeerOutput(transcript_); }
+
+ private:
+  Peer(std::string command, pid_t pid, FILE* in, FILE* out)
+      : command_(std::move(command)), pid_(pid), in_(in), out_(out) {}
+
+  std::string command_;
+  pid_t pid_;
+  FILE* in_;
+  FILE* out_;
+  std::string transcript_;
+};
 
 absl::Status Main(const char* argv0) {
   const int threads = absl::GetFlag(FLAGS_threads);
@@ -160,26 +188,32 @@ absl::Status Main(const char* argv0) {
   std::vector<OpCase> cases = BaseModelCases(options);
   cases.push_back(SgemmCase());  // Last: reported beside the table, not in it.
 
-  std::vector<double> ours_ms;
-  for (const OpCase& c : cases) {
+  const std::string command = absl::StrCat(
+      ShellQuote(absl::GetFlag(FLAGS_peer_python)), " ", ShellQuote(script), " --threads ",
+      threads, " --budget_s ", absl::GetFlag(FLAGS_budget_s), " --min_reps ",
+      absl::GetFlag(FLAGS_min_reps), " --max_reps ", absl::GetFlag(FLAGS_max_reps));
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Peer> peer_process, Peer::Start(command));
+
+  // Case by case, ours then torch's, while neither side holds the CPU.
+  std::vector<double> ours_ms, torch_ms;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const OpCase& c = cases[i];
     TFM_ASSIGN_OR_RETURN(Body body, c.prepare());
     TFM_ASSIGN_OR_RETURN(double ms, TimeMedianMs(body));
+    body = nullptr;  // Frees the inputs before the peer allocates its own.
     ours_ms.push_back(ms);
     std::cerr << absl::StrFormat("  ours  %s %s: %.3f ms\n", c.op, c.shape, ms);
+    TFM_ASSIGN_OR_RETURN(double peer_ms, peer_process->Time(static_cast<int>(i), c.torch_spec));
+    torch_ms.push_back(peer_ms);
   }
-  TFM_ASSIGN_OR_RETURN(PeerReport peer, RunPeer(script, cases, threads));
+  TFM_ASSIGN_OR_RETURN(PeerReport peer, peer_process->Report());
+  peer_process.reset();
 
   std::vector<TableRow> rows;
   for (size_t i = 0; i + 1 < cases.size(); ++i) {
-    auto it = peer.median_ms.find(static_cast<int>(i));
-    if (it == peer.median_ms.end()) {
-      return absl::InternalError(absl::StrCat("the peer gave no result for case ", i));
-    }
-    rows.push_back({cases[i].op, cases[i].shape, ours_ms[i], it->second});
+    rows.push_back({cases[i].op, cases[i].shape, ours_ms[i], torch_ms[i]});
   }
   const size_t sgemm = cases.size() - 1;
-  auto peer_sgemm = peer.median_ms.find(static_cast<int>(sgemm));
-  if (peer_sgemm == peer.median_ms.end()) return absl::InternalError("no peer sgemm result");
   const auto gflops = [&](double ms) { return cases[sgemm].flops / (ms * 1e-3) / 1e9; };
 
   std::cout << absl::StrFormat(
@@ -192,7 +226,7 @@ absl::Status Main(const char* argv0) {
                                peer.info["cpu_capability"], peer.info["mkldnn"]);
   std::cout << absl::StrFormat("sgemm %s fp32 GFLOP/s: ours (OpenBLAS) %.1f, torch (%s) %.1f\n",
                                cases[sgemm].shape, gflops(ours_ms[sgemm]), peer.info["blas_info"],
-                               gflops(peer_sgemm->second));
+                               gflops(torch_ms[sgemm]));
   std::cout << absl::StrFormat("median of repeated calls after 2 warm-ups (%.2f s per case, "
                                "%d..%d calls); vocab %d\n\n",
                                absl::GetFlag(FLAGS_budget_s), absl::GetFlag(FLAGS_min_reps),

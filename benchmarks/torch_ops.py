@@ -1,13 +1,15 @@
 """PyTorch side of ops_vs_torch: times the cases the C++ binary hands over.
 
-Usage: torch_ops.py --cases FILE --threads N [--budget_s S --min_reps R --max_reps R]
+Usage: torch_ops.py --threads N [--budget_s S --min_reps R --max_reps R]
 
-FILE holds a JSON list of {"index": i, "spec": {"op": ..., "mode": ...}} built
-by benchmarks/op_cases.cc. Each case is timed like the C++ side (two warm-up
-calls, the second one sizing the number of repetitions, then the median), and
-reported on stdout in the protocol of benchmarks/peer_table.h:
-    info <key> <value>
-    result <index> <median ms>
+Reads one case per line on stdin, {"index": i, "spec": {"op": ..., "mode": ...}}
+as built by benchmarks/op_cases.cc, and answers each at once, so the binary
+can alternate between its own kernels and these (load that comes and goes on
+a shared machine then hits both sides alike). Each case is timed like the C++
+side (two warm-up calls, the second sizing the repetitions, then the median).
+Output, in the protocol of benchmarks/peer_table.h:
+    info <key> <value>          (first, once)
+    result <index> <median ms>  (one per case read)
 Progress goes to stderr.
 """
 
@@ -15,6 +17,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -22,7 +25,6 @@ import time
 
 def parse_args():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--cases", required=True)
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--budget_s", type=float, default=0.4)
     parser.add_argument("--min_reps", type=int, default=5)
@@ -44,7 +46,7 @@ GEN = torch.Generator().manual_seed(2017)
 
 def rand(*shape, grad=False):
     """Uniform in [-1, 1), like the C++ side's inputs."""
-    tensor = torch.rand(*shape, generator=GEN) * 2 - 1
+    tensor = torch.rand(tuple(shape), generator=GEN) * 2 - 1
     return tensor.requires_grad_(grad)
 
 
@@ -139,6 +141,26 @@ def build(spec):
         causal = spec["causal"]
         fn = lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.0, is_causal=causal)
         inputs, grad_shape = (q, k, v), shape
+    elif op == "softmax":
+        x = rand(*spec["shape"], grad=True)
+        fn = lambda: torch.softmax(x, -1)
+        inputs, grad_shape = (x,), spec["shape"]
+    elif op == "cross_entropy":
+        logits = rand(spec["tokens"], spec["vocab"], grad=True)
+        targets = torch.randint(0, spec["vocab"], (spec["tokens"],), generator=GEN)
+        fn = lambda: F.cross_entropy(logits, targets, reduction="sum",
+                                     label_smoothing=spec["epsilon"])
+        inputs, grad_shape = (logits,), ()
+    elif op == "adam":
+        param = torch.nn.Parameter(rand(spec["params"]))
+        param.grad = rand(spec["params"])
+        # The fastest CPU Adam torch has: the fused kernel where it exists.
+        try:
+            optimizer = torch.optim.Adam([param], lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
+                                         fused=True)
+        except (RuntimeError, TypeError):
+            optimizer = torch.optim.Adam([param], lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+        fn = optimizer.step
     elif op == "sgemm":
         a, b = rand(spec["m"], spec["k"]), rand(spec["n"], spec["k"])
         fn = lambda: torch.mm(a, b.t())
@@ -170,22 +192,24 @@ def median_ms(run):
 
 
 def blas_info():
-    for line in torch.__config__.show().splitlines():
-        line = line.strip()
-        if line.startswith("BLAS_INFO="):
-            return line.split("=", 1)[1].rstrip(",")
-    return "unknown"
+    """BLAS_INFO from the build settings, with the MKL version line if any."""
+    config = torch.__config__.show()
+    match = re.search(r"BLAS_INFO=([^,\s]+)", config)
+    blas = match.group(1) if match else "unknown"
+    mkl = re.search(r"Math Kernel Library Version ([^\s]+)", config)
+    return f"{blas} {mkl.group(1)}" if blas == "mkl" and mkl else blas
 
 
 def main():
-    with open(ARGS.cases) as f:
-        cases = json.load(f)
     print(f"info torch_version {torch.__version__}")
     print(f"info blas_info {blas_info()}")
     print(f"info cpu_capability {torch.backends.cpu.get_cpu_capability()}")
     print(f"info mkldnn {torch.backends.mkldnn.is_available()}")
     print(f"info threads {torch.get_num_threads()}", flush=True)
-    for case in cases:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        case = json.loads(line)
         ms = median_ms(build(case["spec"]))
         print(f"result {case['index']} {ms:.6f}", flush=True)
         print(f"  torch {case['spec']['op']} {case['spec']['mode']}: {ms:.3f} ms",
