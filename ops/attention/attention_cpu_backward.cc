@@ -17,7 +17,7 @@
 #include <limits>
 
 #include "ops/attention/attention_cpu_tiles.h"
-#include "ops/attention/simd_math.h"
+#include "ops/cpu_math/simd_math.h"
 
 namespace tfm {
 namespace attention_cpu {

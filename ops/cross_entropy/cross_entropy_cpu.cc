@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
-#include "ops/attention/simd_math.h"
+#include "ops/cpu_math/simd_math.h"
 
 namespace tfm {
 namespace {

@@ -5,8 +5,8 @@
 // (about 2 ulp over the float range), so results agree with std::exp to
 // ~1e-7 relative. Inputs below -87.3 (including -inf, the value masked
 // scores carry) give exactly 0, which the kernels rely on.
-#ifndef TFM_OPS_ATTENTION_SIMD_MATH_H_
-#define TFM_OPS_ATTENTION_SIMD_MATH_H_
+#ifndef TFM_OPS_CPU_MATH_SIMD_MATH_H_
+#define TFM_OPS_CPU_MATH_SIMD_MATH_H_
 
 #include <cmath>
 #include <cstdint>
@@ -149,4 +149,4 @@ inline float Dot(const float* a, const float* b, int64_t n) {
 }  // namespace simd
 }  // namespace tfm
 
-#endif  // TFM_OPS_ATTENTION_SIMD_MATH_H_
+#endif  // TFM_OPS_CPU_MATH_SIMD_MATH_H_
