@@ -36,7 +36,8 @@ class Allocator {
 // Alignment of every CPU allocation: a cache line, which also suits AVX-512.
 inline constexpr size_t kCpuAlignment = 64;
 
-// The process-wide host allocator (aligned, thread-safe).
+// The process-wide host allocator: aligned, thread-safe, caching blocks of
+// 1 MiB and more (see allocator.cc).
 Allocator* CpuAllocator();
 
 // Returns the allocator for `device`, creating it on first use.

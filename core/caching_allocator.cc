@@ -9,7 +9,11 @@
 namespace tfm {
 
 CachingAllocator::CachingAllocator(Device device, std::unique_ptr<SystemMemory> memory)
-    : device_(device), memory_(std::move(memory)) {}
+    : CachingAllocator(device, std::move(memory), Options()) {}
+
+CachingAllocator::CachingAllocator(Device device, std::unique_ptr<SystemMemory> memory,
+                                   Options options)
+    : device_(device), memory_(std::move(memory)), options_(options) {}
 
 CachingAllocator::~CachingAllocator() {
   absl::MutexLock lock(&mu_);
@@ -21,15 +25,17 @@ CachingAllocator::~CachingAllocator() {
 absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes, StreamHandle stream) {
   const size_t size =
       std::max<size_t>(1, (bytes + kRoundBytes - 1) / kRoundBytes) * kRoundBytes;
+  const bool cacheable = size >= options_.min_cached_bytes;
   absl::MutexLock lock(&mu_);
   FreePool& pool = free_by_stream_[stream];
-  auto best = pool.lower_bound(size);
+  auto best = cacheable ? pool.lower_bound(size) : pool.end();
   if (best != pool.end() &&
       static_cast<double>(best->first - size) <= kMaxWasteFraction * best->first) {
     void* ptr = best->second;
     pool.erase(best);
     Block block = cached_.at(ptr);
     cached_.erase(ptr);
+    cached_bytes_ -= block.size;
     in_use_.emplace(ptr, block);
     stats_.bytes_in_use += block.size;
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
@@ -48,7 +54,7 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes, StreamHandle stre
         " bytes (", stats_.bytes_in_use, " bytes in use): ",
         fresh.status().message()));
   }
-  in_use_.emplace(*fresh, Block{size, stream});
+  in_use_.emplace(*fresh, Block{size, stream, cacheable});
   stats_.bytes_in_use += size;
   stats_.bytes_reserved += size;
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
@@ -65,7 +71,13 @@ void CachingAllocator::Free(void* ptr) {
   const Block block = it->second;
   in_use_.erase(it);
   stats_.bytes_in_use -= block.size;
+  if (!block.cacheable || cached_bytes_ + block.size > options_.max_cached_bytes) {
+    memory_->Free(ptr);
+    stats_.bytes_reserved -= block.size;
+    return;
+  }
   cached_.emplace(ptr, block);
+  cached_bytes_ += block.size;
   free_by_stream_[block.stream].emplace(block.size, ptr);
 }
 
@@ -80,6 +92,7 @@ void CachingAllocator::EmptyCacheLocked() {
     stats_.bytes_reserved -= block.size;
   }
   cached_.clear();
+  cached_bytes_ = 0;
   free_by_stream_.clear();
 }
 

@@ -13,6 +13,7 @@
 #define TFM_CORE_CACHING_ALLOCATOR_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -39,7 +40,17 @@ class CachingAllocator final : public Allocator {
   // of itself, so a large cached block is not tied up by a tiny tensor.
   static constexpr double kMaxWasteFraction = 0.5;
 
+  struct Options {
+    // Requests below this size bypass the cache (the system allocator is
+    // good at small blocks on the host).
+    size_t min_cached_bytes = 0;
+    // Freed blocks beyond this many cached bytes go back to the system, so
+    // the cache cannot grow without bound when shapes keep changing.
+    size_t max_cached_bytes = SIZE_MAX;
+  };
+
   CachingAllocator(Device device, std::unique_ptr<SystemMemory> memory);
+  CachingAllocator(Device device, std::unique_ptr<SystemMemory> memory, Options options);
   ~CachingAllocator() override;
 
   absl::StatusOr<void*> Allocate(size_t bytes, StreamHandle stream) override;
@@ -54,6 +65,7 @@ class CachingAllocator final : public Allocator {
   struct Block {
     size_t size;
     StreamHandle stream;
+    bool cacheable;
   };
   using FreePool = std::multimap<size_t, void*>;  // size -> block, best fit.
 
@@ -61,11 +73,13 @@ class CachingAllocator final : public Allocator {
 
   const Device device_;
   const std::unique_ptr<SystemMemory> memory_;
+  const Options options_;
   mutable absl::Mutex mu_;
   std::unordered_map<void*, Block> in_use_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<void*, Block> cached_ ABSL_GUARDED_BY(mu_);
   std::map<StreamHandle, FreePool> free_by_stream_ ABSL_GUARDED_BY(mu_);
   AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
+  size_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tfm

@@ -116,6 +116,41 @@ TEST_F(CachingAllocatorTest, OutOfMemoryReleasesCacheAndRetries) {
   allocator_->Free(*b);
 }
 
+TEST(CachingAllocatorOptionsTest, SmallBlocksBypassTheCacheAndTheCacheIsCapped) {
+  auto memory = std::make_unique<FakeSystemMemory>(1 << 20);
+  FakeSystemMemory* fake = memory.get();
+  CachingAllocator::Options options;
+  options.min_cached_bytes = 4096;
+  options.max_cached_bytes = 16384;
+  CachingAllocator allocator(Device::Cpu(), std::move(memory), options);
+
+  void* small = *allocator.Allocate(1024, nullptr);
+  allocator.Free(small);
+  EXPECT_EQ(fake->frees, 1);  // Below min_cached_bytes: straight back.
+  EXPECT_EQ(allocator.stats().bytes_reserved, 0);
+
+  void* a = *allocator.Allocate(12288, nullptr);
+  void* b = *allocator.Allocate(8192, nullptr);
+  allocator.Free(a);  // Cached: 12 KiB of 16.
+  EXPECT_EQ(fake->frees, 1);
+  allocator.Free(b);  // Would make 20 KiB: over the cap, so released.
+  EXPECT_EQ(fake->frees, 2);
+  EXPECT_EQ(allocator.stats().bytes_reserved, 12288);
+  EXPECT_EQ(*allocator.Allocate(12000, nullptr), a);  // The cached one is reused.
+  allocator.Free(a);
+}
+
+TEST(CpuAllocatorTest, ReusesLargeBlocks) {
+  Allocator* cpu = CpuAllocator();
+  void* first = *cpu->Allocate(8 << 20, nullptr);
+  cpu->Free(first);
+  const int64_t system_allocs = cpu->stats().num_system_allocs;
+  void* second = *cpu->Allocate(8 << 20, nullptr);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(cpu->stats().num_system_allocs, system_allocs);
+  cpu->Free(second);
+}
+
 TEST(CpuAllocatorTest, AlignsAndCounts) {
   Allocator* cpu = CpuAllocator();
   const AllocatorStats before = cpu->stats();
