@@ -12,7 +12,8 @@
 namespace tfm {
 
 absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
-                                                             int64_t max_line_bytes) {
+                                                             int64_t max_line_bytes,
+                                                             bool strip_carriage_return) {
   // gzopen reports a missing file only through errno; check first so the
   // error is precise.
   struct stat info;
@@ -27,7 +28,8 @@ absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& 
     return absl::PermissionDeniedError(absl::StrCat("cannot open ", path));
   }
   gzbuffer(file, 1 << 17);
-  return std::unique_ptr<LineReader>(new LineReader(path, file, max_line_bytes));
+  return std::unique_ptr<LineReader>(
+      new LineReader(path, file, max_line_bytes, strip_carriage_return));
 }
 
 LineReader::~LineReader() { gzclose(static_cast<gzFile>(file_)); }
@@ -86,7 +88,9 @@ absl::StatusOr<bool> LineReader::Next(std::string* line, bool* too_long) {
     }
   }
   if (!read_any) return false;
-  if (!*too_long && !line->empty() && line->back() == '\r') line->pop_back();
+  if (strip_carriage_return_ && !*too_long && !line->empty() && line->back() == '\r') {
+    line->pop_back();
+  }
   ++line_number_;
   return true;
 }

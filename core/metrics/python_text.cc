@@ -52,17 +52,6 @@ bool IsPythonSpace(char32_t c) {
          c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-bool IsValidUtf8(absl::string_view text) {
-  for (size_t pos = 0; pos < text.size();) {
-    size_t length;
-    const char32_t code_point = DecodeAt(text, pos, &length);
-    // A real U+FFFD is three bytes long; a one-byte U+FFFD marks an error.
-    if (code_point == 0xFFFD && length == 1) return false;
-    pos += length;
-  }
-  return true;
-}
-
 std::vector<size_t> CodePointOffsets(absl::string_view text) {
   std::vector<size_t> offsets;
   offsets.reserve(text.size() + 1);

@@ -15,9 +15,6 @@ namespace tfm {
 // True for the code points that Python's str.isspace() accepts.
 bool IsPythonSpace(char32_t code_point);
 
-// Whether `text` is well-formed UTF-8 (no overlong forms or surrogates).
-bool IsValidUtf8(absl::string_view text);
-
 // Byte offsets where each code point of `text` starts, plus text.size() at the
 // end. Bytes that do not form valid UTF-8 count as one code point each, so
 // callers never crash on bad input.

@@ -1,42 +1,34 @@
 #include "core/metrics/text_lines.h"
 
-#include <zlib.h>
-
+#include <limits>
 #include <memory>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/metrics/python_text.h"
+#include "core/data/line_reader.h"
+#include "core/data/utf8.h"
 
 namespace tfm {
 
 absl::StatusOr<std::vector<std::string>> ReadTextLines(const std::string& path) {
-  // gzread passes files that are not gzip through unchanged, so one path
-  // serves both.
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
-  if (file == nullptr) {
-    return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  }
-  std::string contents;
-  char buffer[1 << 16];
-  int read;
-  while ((read = gzread(file.get(), buffer, sizeof(buffer))) > 0) contents.append(buffer, read);
-  if (read < 0) {
-    int code;
-    return absl::DataLossError(
-        absl::StrCat("error reading '", path, "': ", gzerror(file.get(), &code)));
-  }
+  // No length limit (a metric must see every byte) and '\r' kept, as
+  // sacreBLEU reads files.
+  absl::StatusOr<std::unique_ptr<LineReader>> reader =
+      LineReader::Open(path, std::numeric_limits<int64_t>::max(),
+                       /*strip_carriage_return=*/false);
+  if (!reader.ok()) return reader.status();
   std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < contents.size()) {
-    size_t end = contents.find('\n', start);
-    if (end == std::string::npos) end = contents.size();
-    lines.push_back(contents.substr(start, end - start));
-    if (!IsValidUtf8(lines.back())) {
+  std::string line;
+  bool too_long = false;
+  while (true) {
+    absl::StatusOr<bool> more = (*reader)->Next(&line, &too_long);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (!IsValidUtf8(line)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", lines.size(), ": line is not valid UTF-8"));
+          absl::StrCat(path, ":", (*reader)->line_number(), ": line is not valid UTF-8"));
     }
-    start = end + 1;
+    lines.push_back(std::move(line));
   }
   return lines;
 }
