@@ -1,28 +1,24 @@
 // Loads real shared libraries: the example plugin and two broken ones.
 #include "core/plugin_loader.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "core/layer_registry.h"
 #include "core/op_registry.h"
 #include "gtest/gtest.h"
+#include "tests/util/peer_python.h"
 
 namespace tfm {
 namespace {
 
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/transformer/" + path;
-}
-
 TEST(PluginLoaderTest, LoadsRegistersAndRunsTheExamplePlugin) {
   EXPECT_FALSE(OpRegistry().Contains("example_scale"));
   absl::StatusOr<LoadedPlugin> plugin =
-      LoadPlugin(Runfile("plugins/example/libexample_plugin.so"));
+      LoadPlugin(testing::RunfilePath("plugins/example/libexample_plugin.so"));
   ASSERT_TRUE(plugin.ok()) << plugin.status();
   EXPECT_EQ(plugin->registered,
-            std::vector<std::string>({"op:example_scale", "kernel:example_scale/CPU/f32",
-                                      "layer:example_scale"}));
+            std::vector<std::string>(
+                {"op:example_scale", "kernel:example_scale/CPU/f32", "layer:example_scale"}));
 
   // The op runs through the engine's dispatcher...
   Tensor x = *Tensor::FromVector<float>({1, -2, 3}, {3});
@@ -42,7 +38,8 @@ TEST(PluginLoaderTest, LoadsRegistersAndRunsTheExamplePlugin) {
   EXPECT_EQ((*(*layer)->Backward({x}))[0].ToVector<float>(), std::vector<float>({-1, 2, -3}));
 
   // A second load of the same library is refused, not silently ignored.
-  absl::Status again = LoadPlugin(Runfile("plugins/example/libexample_plugin.so")).status();
+  absl::Status again =
+      LoadPlugin(testing::RunfilePath("plugins/example/libexample_plugin.so")).status();
   EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_NE(again.message().find("already loaded"), std::string::npos);
 }
@@ -51,10 +48,9 @@ TEST(PluginLoaderTest, RejectsADuplicateAndRollsBack) {
   const std::vector<std::string> ops_before = OpRegistry().Names();
   const std::vector<std::string> kernels_before = KernelRegistry().Names();
   absl::Status status =
-      LoadPlugin(Runfile("tests/plugins/libduplicate_op_plugin.so")).status();
+      LoadPlugin(testing::RunfilePath("tests/plugins/libduplicate_op_plugin.so")).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_NE(status.message().find("op 'fill' is already registered"), std::string::npos)
-      << status;
+  EXPECT_NE(status.message().find("op 'fill' is already registered"), std::string::npos) << status;
   EXPECT_NE(status.message().find("libduplicate_op_plugin.so"), std::string::npos);
   // Nothing of the rejected plugin remains, and the built-in fill still works.
   EXPECT_EQ(OpRegistry().Names(), ops_before);
@@ -67,7 +63,7 @@ TEST(PluginLoaderTest, RejectsADuplicateAndRollsBack) {
 
 TEST(PluginLoaderTest, MissingSymbolIsNamed) {
   absl::Status status =
-      LoadPlugin(Runfile("tests/plugins/libmissing_symbol_plugin.so")).status();
+      LoadPlugin(testing::RunfilePath("tests/plugins/libmissing_symbol_plugin.so")).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("tfm_test_symbol_that_does_not_exist"), std::string::npos)
       << status;

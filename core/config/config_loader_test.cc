@@ -1,16 +1,12 @@
 #include "core/config/config_loader.h"
 
-#include <cstdlib>
 #include <fstream>
 
 #include "gtest/gtest.h"
+#include "tests/util/peer_python.h"
 
 namespace tfm {
 namespace {
-
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/transformer/" + path;
-}
 
 std::string WriteFile(const std::string& name, const std::string& text) {
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
@@ -25,14 +21,14 @@ TEST(ConfigLoaderTest, EveryPresetParsesAndValidates) {
         "tasks/translation/configs/ende_gettext.pbtxt",
         "tasks/translation/configs/enfr_gettext.pbtxt",
         "tasks/parsing/configs/wsj_parsing.pbtxt"}) {
-    absl::StatusOr<LoadedConfig> loaded = LoadTaskConfig(Runfile(preset), {});
+    absl::StatusOr<LoadedConfig> loaded = LoadTaskConfig(testing::RunfilePath(preset), {});
     EXPECT_TRUE(loaded.ok()) << preset << ": " << loaded.status();
   }
 }
 
 TEST(ConfigLoaderTest, PresetsHoldThePapersSettings) {
   const LoadedConfig base =
-      *LoadTaskConfig(Runfile("tasks/translation/configs/ende_base.pbtxt"), {});
+      *LoadTaskConfig(testing::RunfilePath("tasks/translation/configs/ende_base.pbtxt"), {});
   const config::TaskConfig& c = base.config;
   EXPECT_EQ(c.model().d_model(), 512);
   EXPECT_EQ(c.model().num_heads(), 8);
@@ -41,14 +37,15 @@ TEST(ConfigLoaderTest, PresetsHoldThePapersSettings) {
   EXPECT_FLOAT_EQ(c.train().adam().epsilon(), 1e-9f);
   EXPECT_EQ(c.decode().beam_size(), 4);
   EXPECT_FLOAT_EQ(c.decode().length_penalty_alpha(), 0.6f);
-  const LoadedConfig big = *LoadTaskConfig(Runfile("tasks/translation/configs/ende_big.pbtxt"), {});
+  const LoadedConfig big =
+      *LoadTaskConfig(testing::RunfilePath("tasks/translation/configs/ende_big.pbtxt"), {});
   EXPECT_EQ(big.config.model().d_model(), 1024);
   EXPECT_EQ(big.config.model().d_ff(), 4096);
   EXPECT_EQ(big.config.model().num_heads(), 16);
   EXPECT_FLOAT_EQ(big.config.model().dropout(), 0.3f);
   EXPECT_EQ(big.config.train().average_last_checkpoints(), 20);
   const LoadedConfig parsing =
-      *LoadTaskConfig(Runfile("tasks/parsing/configs/wsj_parsing.pbtxt"), {});
+      *LoadTaskConfig(testing::RunfilePath("tasks/parsing/configs/wsj_parsing.pbtxt"), {});
   EXPECT_EQ(parsing.config.model().num_encoder_layers(), 4);
   EXPECT_EQ(parsing.config.decode().beam_size(), 21);
   EXPECT_FLOAT_EQ(parsing.config.decode().length_penalty_alpha(), 0.3f);
@@ -117,8 +114,7 @@ TEST(ConfigLoaderTest, BadOverridesExplainThemselves) {
   EXPECT_NE(unknown.message().find("ModelConfig has no field 'd_modle'"), std::string::npos);
   EXPECT_NE(unknown.message().find("d_model"), std::string::npos);  // Lists the fields.
   absl::Status bad_value = ApplyOverride("model.d_model=big", &loaded);
-  EXPECT_NE(bad_value.message().find("'big' is not a valid int32"), std::string::npos)
-      << bad_value;
+  EXPECT_NE(bad_value.message().find("'big' is not a valid int32"), std::string::npos) << bad_value;
   EXPECT_FALSE(ApplyOverride("model", &loaded).ok());
   EXPECT_FALSE(ApplyOverride("model=3", &loaded).ok());
   EXPECT_FALSE(ApplyOverride("data.train.name=x", &loaded).ok());  // Needs an index.
@@ -139,8 +135,7 @@ TEST(ConfigLoaderTest, SemanticErrorsNameTheLineOrTheOverride) {
   EXPECT_NE(status.message().find("m.pbtxt:4: model.num_heads: d_model 512 is not divisible by 7"),
             std::string::npos)
       << status;
-  EXPECT_NE(status.message().find("m.pbtxt:5: model.dropout: must be in [0, 1)"),
-            std::string::npos)
+  EXPECT_NE(status.message().find("m.pbtxt:5: model.dropout: must be in [0, 1)"), std::string::npos)
       << status;
   ASSERT_TRUE(ApplyOverride("decode.beam_size=0", &loaded).ok());
   EXPECT_NE(ValidateTaskConfig(loaded).message().find(

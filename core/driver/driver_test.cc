@@ -1,6 +1,5 @@
 #include "core/driver/driver.h"
 
-#include <cstdlib>
 #include <sstream>
 
 #include "gtest/gtest.h"
@@ -9,12 +8,8 @@
 namespace tfm {
 namespace {
 
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/transformer/" + path;
-}
-
 TEST(DriverTest, RepeatedFlagsAreAllKept) {
-  std::vector<std::string> args = {"prog",  "--plugin=a.so", "--set=x.y=1", "--config=c",
+  std::vector<std::string> args = {"prog",  "--plugin=a.so", "--set=x.y=1",  "--config=c",
                                    "--set", "x.z=2",         "-plugin=b.so", "--list"};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
@@ -32,8 +27,7 @@ TEST(DriverTest, ListShowsOpsWithKernelsAndTasks) {
   options.list = true;
   std::ostringstream out;
   ASSERT_TRUE(RunDriver(options, out).ok());
-  EXPECT_NE(out.str().find("  fill  [CPU/bf16 CPU/f16 CPU/f32 CPU/i32 CPU/i64"),
-            std::string::npos)
+  EXPECT_NE(out.str().find("  fill  [CPU/bf16 CPU/f16 CPU/f32 CPU/i32 CPU/i64"), std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("tasks:\n  parsing\n  translation\n"), std::string::npos);
   EXPECT_NE(out.str().find("cuda: "), std::string::npos);
@@ -41,7 +35,7 @@ TEST(DriverTest, ListShowsOpsWithKernelsAndTasks) {
 
 TEST(DriverTest, ValidatesTheEmbeddedDefault) {
   DriverOptions options;
-  options.config = Runfile("tasks/translation/configs/ende_gettext.pbtxt");
+  options.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
   options.overrides = {"train.warmup_steps=8000"};
   std::ostringstream out;
   absl::Status status = RunDriver(options, out);
@@ -59,8 +53,7 @@ TEST(DriverTest, ErrorsAreClear) {
   EXPECT_NE(RunDriver(no_config, out).message().find("no config"), std::string::npos);
 
   DriverOptions unknown_task;
-  unknown_task.config =
-      testing::WriteTempFile("unknown_task.pbtxt", "task: \"summarization\"\n");
+  unknown_task.config = testing::WriteTempFile("unknown_task.pbtxt", "task: \"summarization\"\n");
   absl::Status status = RunDriver(unknown_task, out);
   EXPECT_NE(status.message().find("unknown task 'summarization'; known tasks: parsing, "
                                   "translation"),
@@ -68,19 +61,19 @@ TEST(DriverTest, ErrorsAreClear) {
       << status;
 
   DriverOptions missing_corpus;
-  missing_corpus.config = Runfile("tasks/translation/configs/ende_base.pbtxt");
+  missing_corpus.config = testing::RunfilePath("tasks/translation/configs/ende_base.pbtxt");
   missing_corpus.overrides = {"data.train[0].source_path=/no/such/train.en"};
   status = RunDriver(missing_corpus, out);
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(status.message().find("/no/such/train.en"), std::string::npos) << status;
 
   DriverOptions bad_mode;
-  bad_mode.config = Runfile("tasks/translation/configs/ende_gettext.pbtxt");
+  bad_mode.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
   bad_mode.mode = "dance";
   EXPECT_NE(RunDriver(bad_mode, out).message().find("--mode=dance"), std::string::npos);
 
   DriverOptions train;
-  train.config = Runfile("tasks/translation/configs/ende_gettext.pbtxt");
+  train.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
   train.mode = "train";
   EXPECT_EQ(RunDriver(train, out).code(), absl::StatusCode::kUnimplemented);
 }

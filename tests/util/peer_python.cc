@@ -30,6 +30,11 @@ std::string ShellQuote(const std::string& text) {
   return quoted + "'";
 }
 
+std::string RunfilesRoot() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return srcdir != nullptr ? srcdir : ".";
+}
+
 }  // namespace
 
 std::string PeerPython() {
@@ -72,10 +77,13 @@ absl::StatusOr<std::string> RunPeerPython(const std::string& script,
   return output;
 }
 
+std::string RunfilePath(const std::string& relative) {
+  return absl::StrCat(RunfilesRoot(), "/transformer/", relative);
+}
+
 std::string SharedDataPath(const std::string& relative) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
   // Runfiles of external repositories sit beside the main workspace's.
-  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/shared_data/", relative);
+  return absl::StrCat(RunfilesRoot(), "/shared_data/", relative);
 }
 
 }  // namespace testing

@@ -26,6 +26,9 @@ absl::StatusOr<std::string> RunPeerPython(const std::string& script,
 // `contents`; returns its path.
 std::string WriteTempFile(const std::string& name, const std::string& contents);
 
+// Path of a runfile of this workspace, e.g. RunfilePath("tasks/BUILD").
+std::string RunfilePath(const std::string& relative);
+
 // Path of a file from ../shared/data given as a runfile of @shared_data, e.g.
 // SharedDataPath("multi30k/train.en.gz").
 std::string SharedDataPath(const std::string& relative);
