@@ -49,6 +49,9 @@ ABSL_FLAG(int64_t, vocab, 8000,
 ABSL_FLAG(double, budget_s, 0.4, "Target timed seconds per case and side.");
 ABSL_FLAG(int, min_reps, 5, "At least this many timed calls per case.");
 ABSL_FLAG(int, max_reps, 200, "At most this many timed calls per case.");
+ABSL_FLAG(std::string, filter, "",
+          "Run only the cases whose op or shape contains this text (e.g. attention); the "
+          "sgemm reference always runs.");
 
 namespace tfm {
 namespace bench {
@@ -186,6 +189,13 @@ absl::Status Main(const char* argv0) {
   CaseOptions options;
   options.vocab = absl::GetFlag(FLAGS_vocab);
   std::vector<OpCase> cases = BaseModelCases(options);
+  const std::string filter = absl::GetFlag(FLAGS_filter);
+  cases.erase(std::remove_if(cases.begin(), cases.end(),
+                             [&](const OpCase& c) {
+                               return !absl::StrContains(c.op, filter) &&
+                                      !absl::StrContains(c.shape, filter);
+                             }),
+              cases.end());
   cases.push_back(SgemmCase());  // Last: reported beside the table, not in it.
 
   const std::string command = absl::StrCat(

@@ -35,20 +35,14 @@ void RowDots(const AttentionParams& p, const float* a, const float* b, float* do
   });
 }
 
-}  // namespace
-
-void Backward(const Problem& problem, const float* out, const float* lse, const float* d_out,
-              float* dq, float* dk, float* dv) {
+// The tile loop on BLAS: BackwardPacked's contract (attention_cpu_tiles.h)
+// for every head size.
+void BackwardBlas(const Problem& problem, const float* lse, const float* d_out,
+                  const float* delta, int64_t groups, float* dq, float* dk, float* dv,
+                  float* dq_slabs) {
   const AttentionParams& p = problem.params;
   const int64_t heads_total = p.batch * p.heads;
-  std::vector<float> delta(heads_total * p.q_len);
-  RowDots(p, d_out, out, delta.data());
-
   const int64_t k_tiles = (p.k_len + kKeyTile - 1) / kKeyTile;
-  const int64_t groups =
-      std::clamp<int64_t>((kMinTasks + heads_total - 1) / std::max<int64_t>(1, heads_total), 1,
-                          std::max<int64_t>(1, k_tiles));
-  std::vector<float> slabs(groups > 1 ? groups * heads_total * p.q_len * p.d_k : 0);
   const int64_t tile = kQueryTile * kKeyTile;
 
   ParallelTasks(heads_total * groups, 3 * tile + kKeyTile, [&](int64_t task, float* buffer) {
@@ -60,8 +54,8 @@ void Backward(const Problem& problem, const float* out, const float* lse, const 
     const float* v = problem.v + bh * p.k_len * p.d_v;
     const float* d_o = d_out + bh * p.q_len * p.d_v;
     const float* row_lse = lse + bh * p.q_len;
-    const float* row_delta = delta.data() + bh * p.q_len;
-    float* d_q = groups > 1 ? slabs.data() + (group * heads_total + bh) * p.q_len * p.d_k
+    const float* row_delta = delta + bh * p.q_len;
+    float* d_q = groups > 1 ? dq_slabs + (group * heads_total + bh) * p.q_len * p.d_k
                             : dq + bh * p.q_len * p.d_k;
     std::memset(d_q, 0, p.q_len * p.d_k * sizeof(float));
     float* probs = buffer;
@@ -124,6 +118,25 @@ void Backward(const Problem& problem, const float* out, const float* lse, const 
       }
     }
   });
+}
+
+}  // namespace
+
+void Backward(const Problem& problem, const float* out, const float* lse, const float* d_out,
+              float* dq, float* dk, float* dv) {
+  const AttentionParams& p = problem.params;
+  const int64_t heads_total = p.batch * p.heads;
+  std::vector<float> delta(heads_total * p.q_len);
+  RowDots(p, d_out, out, delta.data());
+
+  const int64_t k_tiles = (p.k_len + kKeyTile - 1) / kKeyTile;
+  const int64_t groups =
+      std::clamp<int64_t>((kMinTasks + heads_total - 1) / std::max<int64_t>(1, heads_total), 1,
+                          std::max<int64_t>(1, k_tiles));
+  std::vector<float> slabs(groups > 1 ? groups * heads_total * p.q_len * p.d_k : 0);
+
+  (UsePackedKernels(p) ? BackwardPacked : BackwardBlas)(problem, lse, d_out, delta.data(), groups,
+                                                       dq, dk, dv, slabs.data());
 
   if (groups > 1) {
     const int64_t row_floats = p.q_len * p.d_k;

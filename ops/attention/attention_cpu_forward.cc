@@ -14,6 +14,10 @@ namespace tfm {
 namespace attention_cpu {
 
 void Forward(const Problem& problem, float* out, float* lse) {
+  if (UsePackedKernels(problem.params)) {
+    ForwardPacked(problem, out, lse);
+    return;
+  }
   const AttentionParams& p = problem.params;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t q_tiles = (p.q_len + kQueryTile - 1) / kQueryTile;

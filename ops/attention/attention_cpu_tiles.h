@@ -81,6 +81,24 @@ void Forward(const Problem& problem, float* out, float* lse);
 void Backward(const Problem& problem, const float* out, const float* lse, const float* d_out,
               float* dq, float* dk, float* dv);
 
+// The largest head size the packed kernels take (their per-worker scratch
+// holds K^T and V^T of one key tile).
+inline constexpr int64_t kMaxPackedHeadSize = 256;
+
+// Whether Forward and Backward run on the packed AVX2 kernels
+// (attention_cpu_packed.cc): head sizes that are multiples of 16 on AVX2
+// builds. Other sizes take the BLAS tile loops.
+bool UsePackedKernels(const AttentionParams& params);
+
+// The packed kernels: ForwardPacked is Forward's whole job; BackwardPacked
+// is the tile loop of Backward, given delta_i = dO_i . O_i ([batch * heads,
+// q_len]) and the split of each head's key tiles into `groups` tasks (dQ
+// goes to dq_slabs, [groups, batch * heads, q_len, d_k], when groups > 1).
+void ForwardPacked(const Problem& problem, float* out, float* lse);
+void BackwardPacked(const Problem& problem, const float* lse, const float* d_out,
+                    const float* delta, int64_t groups, float* dq, float* dk, float* dv,
+                    float* dq_slabs);
+
 }  // namespace attention_cpu
 }  // namespace tfm
 

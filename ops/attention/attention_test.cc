@@ -147,6 +147,53 @@ TEST(AttentionTest, TorchParityDropout) {
                      .causal = true, .key_lengths = {90, 50}, .dropout = 0.3f});
 }
 
+// Head sizes that are multiples of 16 run on the packed AVX2 kernels
+// (attention_cpu_packed.cc), others on the BLAS tile loops: both at the
+// base model's d_k = 64 and at lengths that leave partial tiles and partial
+// 6-row register blocks everywhere.
+TEST(AttentionTest, TorchParityPackedKernels) {
+  ExpectTorchParity({.batch = 2, .heads = 3, .q_len = 67, .k_len = 131, .d_k = 64, .d_v = 64});
+  ExpectTorchParity({.batch = 1, .heads = 2, .q_len = 129, .k_len = 129, .d_k = 64, .d_v = 64,
+                     .causal = true});
+  ExpectTorchParity({.batch = 2, .heads = 1, .q_len = 3, .k_len = 70, .d_k = 64, .d_v = 64,
+                     .causal = true});
+  ExpectTorchParity({.batch = 3, .heads = 2, .q_len = 71, .k_len = 140, .d_k = 64, .d_v = 64,
+                     .causal = true, .key_lengths = {140, 65, 3}, .as_padding_mask = true});
+  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 70, .k_len = 90, .d_k = 64, .d_v = 64,
+                     .causal = true, .key_lengths = {90, 50}, .dropout = 0.3f});
+  // Other multiples of 16, and d_k != d_v.
+  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 33, .k_len = 100, .d_k = 32, .d_v = 128,
+                     .key_lengths = {100, 17}});
+  ExpectTorchParity({.batch = 1, .heads = 2, .q_len = 65, .k_len = 65, .d_k = 128, .d_v = 48,
+                     .causal = true});
+}
+
+TEST(AttentionTest, TorchParityBlasFallback) {
+  ExpectTorchParity({.batch = 2, .heads = 3, .q_len = 67, .k_len = 131, .d_k = 64, .d_v = 24});
+  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 70, .k_len = 90, .d_k = 40, .d_v = 40,
+                     .causal = true, .key_lengths = {90, 50}, .dropout = 0.3f});
+}
+
+// Few heads: each head's key tiles are split over several tasks whose dQ
+// parts are summed in a fixed order, so the result cannot depend on which
+// worker ran what. Repeated runs must agree to the bit.
+TEST(AttentionTest, BackwardIsDeterministic) {
+  for (int64_t d : {64, 24}) {
+    const Case c{.batch = 1, .heads = 2, .q_len = 200, .k_len = 300, .d_k = d, .d_v = d};
+    const Tensor q = Normal({1, 2, 200, d}, 1), k = Normal({1, 2, 300, d}, 2),
+                 v = Normal({1, 2, 300, d}, 3), d_out = Normal({1, 2, 200, d}, 4);
+    const AttentionOutput fwd = *ScaledDotProductAttention(q, k, v, OptionsFor(c));
+    const AttentionGrads first =
+        *ScaledDotProductAttentionBackward(q, k, v, fwd.out, fwd.lse, d_out, OptionsFor(c));
+    for (int i = 0; i < 3; ++i) {
+      const AttentionGrads again =
+          *ScaledDotProductAttentionBackward(q, k, v, fwd.out, fwd.lse, d_out, OptionsFor(c));
+      EXPECT_EQ(first.dq.ToVector<float>(), again.dq.ToVector<float>());
+      EXPECT_EQ(first.dk.ToVector<float>(), again.dk.ToVector<float>());
+    }
+  }
+}
+
 void ExpectGradientsMatchFiniteDifferences(const Case& c) {
   const AttentionOptions options = OptionsFor(c);
   testing::ForwardFn forward =
@@ -175,6 +222,10 @@ TEST(AttentionTest, GradientsMatchFiniteDifferences) {
       {.batch = 2, .heads = 2, .q_len = 5, .k_len = 7, .d_k = 4, .d_v = 3});
   ExpectGradientsMatchFiniteDifferences({.batch = 2, .heads = 1, .q_len = 6, .k_len = 6, .d_k = 4,
                                          .d_v = 5, .causal = true, .key_lengths = {6, 4},
+                                         .dropout = 0.25f});
+  // The packed kernels (head sizes that are multiples of 16).
+  ExpectGradientsMatchFiniteDifferences({.batch = 1, .heads = 2, .q_len = 7, .k_len = 9, .d_k = 16,
+                                         .d_v = 16, .causal = true, .key_lengths = {8},
                                          .dropout = 0.25f});
 }
 
