@@ -24,6 +24,8 @@ const std::vector<std::string> kBuiltinOps = {
     "add_positional_encoding",
     "dropout",
     "dropout_backward",
+    "dropout_backward_masked",
+    "dropout_with_mask",
     "embedding",
     "embedding_backward",
     "fill",

@@ -1,6 +1,10 @@
 #include "ops/add/add.h"
 
+#include <cmath>
+#include <vector>
+
 #include "gtest/gtest.h"
+#include "ops/add/sum_rows_cpu.h"
 #include "ops/random/random.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
@@ -41,6 +45,24 @@ TEST(AddTest, SameShapeAndBroadcast) {
   ASSERT_TRUE(grads.ok()) << grads.status();
   EXPECT_TRUE(grads->da.SharesBufferWith(a));
   EXPECT_EQ(grads->db.ToVector<float>(), (std::vector<float>{4, 6}));
+}
+
+// The bias reduction: row chunks, 4-row steps and their remainders, column
+// blocks and their remainders, against a double reference.
+TEST(AddTest, SumRowsCoversEveryShape) {
+  for (const int64_t rows : {0, 1, 3, 64, 131, 1031}) {
+    for (const int64_t cols : {1, 5, 512, 2049}) {
+      const Tensor in = *RandomUniform({rows, cols}, PhiloxState{3, 9, 0}, -1.0f, 1.0f);
+      std::vector<float> out(cols, -7.0f);
+      SumRowsCpu(in.data<float>(), rows, cols, out.data());
+      for (int64_t c = 0; c < cols; ++c) {
+        double expected = 0;
+        for (int64_t r = 0; r < rows; ++r) expected += in.data<float>()[r * cols + c];
+        ASSERT_NEAR(out[c], expected, 1e-5 * (1 + std::sqrt(static_cast<double>(rows))))
+            << rows << "x" << cols << " at " << c;
+      }
+    }
+  }
 }
 
 TEST(AddTest, Gradients) {

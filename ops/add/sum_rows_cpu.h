@@ -7,7 +7,9 @@
 
 namespace tfm {
 
-// out[c] = sum_r in[r * cols + c] for c < cols. Threaded over column blocks.
+// out[c] = sum_r in[r * cols + c] for c < cols. Threaded over row chunks and
+// column blocks; the summation order depends on the shape only, never on the
+// thread count.
 void SumRowsCpu(const float* in, int64_t rows, int64_t cols, float* out);
 
 }  // namespace tfm

@@ -131,6 +131,63 @@ inline void Scale(float* x, int64_t n, float factor) {
   for (; i < n; ++i) x[i] *= factor;
 }
 
+// max(x[0..n)) like Max, except that a NaN anywhere gives NaN (Max may
+// skip it): kernels that promise PyTorch's NaN propagation test for it.
+inline float MaxOrNaN(const float* x, int64_t n) {
+  float result = -std::numeric_limits<float>::infinity();
+  bool nan = false;
+  int64_t i = 0;
+#ifdef TFM_SIMD_AVX2
+  if (n >= 8) {
+    __m256 acc = _mm256_loadu_ps(x);
+    __m256 unordered = _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q);
+    for (i = 8; i + 8 <= n; i += 8) {
+      const __m256 v = _mm256_loadu_ps(x + i);
+      acc = _mm256_max_ps(acc, v);
+      unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    }
+    result = HorizontalMax(acc);
+    nan = _mm256_movemask_ps(unordered) != 0;
+  }
+#endif
+  for (; i < n; ++i) {
+    nan |= x[i] != x[i];
+    result = x[i] > result ? x[i] : result;
+  }
+  return nan ? std::numeric_limits<float>::quiet_NaN() : result;
+}
+
+// y[i] = exp(x[i] - shift) (x and y may be the same array or disjoint);
+// returns the sum of the y[i]. ExpShiftedSum without the copy in.
+inline float ExpShiftedSumTo(const float* x, float* y, int64_t n, float shift) {
+  float sum = 0.0f;
+  int64_t i = 0;
+#ifdef TFM_SIMD_AVX2
+  const __m256 vshift = _mm256_set1_ps(shift);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  // Two accumulators: the adds' latency would otherwise bound the loop.
+  for (; i + 16 <= n; i += 16) {
+    const __m256 e0 = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift));
+    const __m256 e1 = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vshift));
+    _mm256_storeu_ps(y + i, e0);
+    _mm256_storeu_ps(y + i + 8, e1);
+    acc0 = _mm256_add_ps(acc0, e0);
+    acc1 = _mm256_add_ps(acc1, e1);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift));
+    _mm256_storeu_ps(y + i, e);
+    acc0 = _mm256_add_ps(acc0, e);
+  }
+  sum = HorizontalSum(_mm256_add_ps(acc0, acc1));
+#endif
+  for (; i < n; ++i) {
+    y[i] = Exp(x[i] - shift);
+    sum += y[i];
+  }
+  return sum;
+}
+
 // sum(a[i] * b[i]).
 inline float Dot(const float* a, const float* b, int64_t n) {
   float sum = 0.0f;

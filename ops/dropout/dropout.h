@@ -5,6 +5,11 @@
 // same p and state to both (Generator::Reserve(x.num_elements()) hands out
 // a fresh state per call). p = 0 is the identity (out is x itself, no copy);
 // p = 1 drops everything. Evaluation mode is p = 0. f32 only for now.
+//
+// Regenerating costs a Philox evaluation per 4 elements. A caller that would
+// rather keep 1 bit per element (1/32 of the activation) takes
+// DropoutWithMask: its packed mask lets DropoutBackwardMasked skip the
+// generator. Both backwards give bit-identical results.
 #ifndef TFM_OPS_DROPOUT_DROPOUT_H_
 #define TFM_OPS_DROPOUT_DROPOUT_H_
 
@@ -18,6 +23,21 @@ absl::StatusOr<Tensor> Dropout(const Tensor& x, double p, const PhiloxState& sta
 
 // Gradient of sum(dout * Dropout(x, p, state)): dout through the same mask.
 absl::StatusOr<Tensor> DropoutBackward(const Tensor& dout, double p, const PhiloxState& state);
+
+// i32 words in a packed keep mask of n elements: ceil(n / 32).
+inline int64_t DropoutMaskWords(int64_t n) { return (n + 31) / 32; }
+
+struct DropoutOutput {
+  Tensor out;   // Dropout(x, p, state), exactly.
+  Tensor mask;  // i32 [DropoutMaskWords(n)]: element i kept iff bit i % 32 of
+                // word i / 32 is set; bits past the last element are 0.
+};
+
+absl::StatusOr<DropoutOutput> DropoutWithMask(const Tensor& x, double p,
+                                              const PhiloxState& state);
+
+// DropoutBackward from DropoutWithMask's mask (same p) instead of the state.
+absl::StatusOr<Tensor> DropoutBackwardMasked(const Tensor& dout, double p, const Tensor& mask);
 
 }  // namespace tfm
 

@@ -1,23 +1,66 @@
 // CPU kernel of dropout (forward and backward alike): each Philox block
 // yields the keep decisions of 4 consecutive elements; threads take disjoint
 // runs of blocks, so no state is shared and the result is independent of the
-// thread count.
+// thread count. The body generates 8 blocks (32 elements) per step with
+// AVX2 (ops/cpu_math/philox_simd.h); the ragged end uses philox::Block, which
+// gives the same words.
 #include <algorithm>
 
 #include "core/op_registry.h"
 #include "core/philox.h"
 #include "core/rng.h"
 #include "core/status_macros.h"
+#include "ops/cpu_math/philox_simd.h"
+#include "ops/dropout/dropout.h"
 
 namespace tfm {
 namespace {
 
+// Elements [4 * begin_block, min(n, 4 * end_block)) one Philox block at a
+// time: the reference path, and the tail of the vector one. begin_block is a
+// multiple of 8, so the keep bits fill whole mask words (when mask is given).
+void DropoutBlocksScalar(const PhiloxState& state, float threshold, float scale,
+                         const float* in, float* out, uint32_t* mask, int64_t n,
+                         int64_t begin_block, int64_t end_block) {
+  uint32_t word = 0;
+  for (int64_t block = begin_block; block < end_block; ++block) {
+    const philox::Uint4 bits = philox::Block(state.seed, state.stream, state.offset + block);
+    const int64_t base = 4 * block;
+    const int lanes = static_cast<int>(std::min<int64_t>(4, n - base));
+    for (int lane = 0; lane < lanes; ++lane) {
+      const bool keep = philox::ToUniform(philox::Lane(bits, lane)) >= threshold;
+      out[base + lane] = keep ? in[base + lane] * scale : 0.0f;
+      word |= static_cast<uint32_t>(keep) << ((base + lane) % 32);
+    }
+    if (mask != nullptr && (block % 8 == 7 || block + 1 == end_block)) {
+      mask[block / 8] = word;
+      word = 0;
+    }
+  }
+}
+
+// Serves dropout, dropout_backward (the same map) and dropout_with_mask,
+// which also writes the keep bits (see dropout.h for the packing).
 absl::Status DropoutCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(const double p, context.attrs().Get<double>("p"));
   TFM_ASSIGN_OR_RETURN(const PhiloxState state, PhiloxStateFromAttrs(context.attrs()));
+  const bool with_mask = context.def().outputs.size() == 2;
+  uint32_t* mask = nullptr;
+  if (with_mask) {
+    TFM_ASSIGN_OR_RETURN(Tensor * mask_tensor,
+                         context.AllocateOutput(1, {DropoutMaskWords(x.num_elements())},
+                                                DType::kI32));
+    mask = reinterpret_cast<uint32_t*>(mask_tensor->data<int32_t>());
+  }
   if (p == 0.0) {
     context.SetOutput(0, x);
+    if (with_mask) {
+      // All kept; bits past the last element stay 0, as when p > 0.
+      const int64_t n = x.num_elements(), words = DropoutMaskWords(n);
+      std::fill(mask, mask + words, ~uint32_t{0});
+      if (n % 32 != 0) mask[words - 1] = (uint32_t{1} << (n % 32)) - 1;
+    }
     return absl::OkStatus();
   }
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), DType::kF32));
@@ -27,14 +70,78 @@ absl::Status DropoutCpu(KernelContext& context) {
   const float threshold = static_cast<float>(p);
   // p = 1 never keeps (uniforms are < 1), so the infinite scale is unused.
   const float scale = p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
-  context.thread_pool()->ParallelFor((n + 3) / 4, 2048, [&](int64_t begin, int64_t end) {
-    for (int64_t block = begin; block < end; ++block) {
-      const philox::Uint4 bits = philox::Block(state.seed, state.stream, state.offset + block);
+  // Tasks are runs of 8-block groups so that every vector step but the
+  // last one's is whole.
+  constexpr int64_t kGroupBlocks = 8;
+  const int64_t blocks = (n + 3) / 4;
+  const int64_t groups = (blocks + kGroupBlocks - 1) / kGroupBlocks;
+  context.thread_pool()->ParallelFor(groups, 256, [&](int64_t begin, int64_t end) {
+    int64_t block = begin * kGroupBlocks;
+    const int64_t end_block = std::min(blocks, end * kGroupBlocks);
+#ifdef TFM_SIMD_AVX2
+    const __m256 vthreshold = _mm256_set1_ps(threshold);
+    const __m256 vscale = _mm256_set1_ps(scale);
+    // Whole groups only: 32 elements, all inside x.
+    for (; block + kGroupBlocks <= end_block && 4 * (block + kGroupBlocks) <= n;
+         block += kGroupBlocks) {
+      __m256i words[4];
+      simd::PhiloxWords32(state.seed, state.stream, state.offset + block, words);
       const int64_t base = 4 * block;
-      const int lanes = static_cast<int>(std::min<int64_t>(4, n - base));
-      for (int lane = 0; lane < lanes; ++lane) {
-        const bool keep = philox::ToUniform(philox::Lane(bits, lane)) >= threshold;
-        y[base + lane] = keep ? in[base + lane] * scale : 0.0f;
+      uint32_t word = 0;
+      for (int k = 0; k < 4; ++k) {
+        const __m256 keep =
+            _mm256_cmp_ps(simd::ToUniform8(words[k]), vthreshold, _CMP_GE_OQ);
+        // x * scale where kept, +0 where dropped (NaN kept stays NaN), as
+        // the scalar select.
+        const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(in + base + 8 * k), vscale);
+        _mm256_storeu_ps(y + base + 8 * k, _mm256_and_ps(scaled, keep));
+        word |= static_cast<uint32_t>(_mm256_movemask_ps(keep)) << (8 * k);
+      }
+      if (mask != nullptr) mask[block / 8] = word;
+    }
+#endif
+    DropoutBlocksScalar(state, threshold, scale, in, y, mask, n, block, end_block);
+  });
+  return absl::OkStatus();
+}
+
+// dropout_backward_masked: dx = dout * bit / (1 - p), one mask word per 32
+// elements; memory-bound, no generator.
+absl::Status DropoutBackwardMaskedCpu(KernelContext& context) {
+  const Tensor& dout = context.input(0);
+  TFM_ASSIGN_OR_RETURN(const double p, context.attrs().Get<double>("p"));
+  if (p == 0.0) {
+    context.SetOutput(0, dout);
+    return absl::OkStatus();
+  }
+  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), DType::kF32));
+  const float* dy = dout.data<float>();
+  const uint32_t* mask = reinterpret_cast<const uint32_t*>(context.input(1).data<int32_t>());
+  float* out = dx->data<float>();
+  const int64_t n = dout.num_elements();
+  const float scale = p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
+  const int64_t words = DropoutMaskWords(n);
+  context.thread_pool()->ParallelFor(words, 2048, [&](int64_t begin, int64_t end) {
+    int64_t word = begin;
+#ifdef TFM_SIMD_AVX2
+    const __m256 vscale = _mm256_set1_ps(scale);
+    // Lane j of a byte's expansion tests bit j.
+    const __m256i lane_bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    for (; word < end && 32 * (word + 1) <= n; ++word) {
+      const uint32_t bits = mask[word];
+      for (int k = 0; k < 4; ++k) {
+        const __m256i byte = _mm256_set1_epi32(static_cast<int32_t>((bits >> (8 * k)) & 0xFF));
+        const __m256 keep = _mm256_castsi256_ps(
+            _mm256_cmpeq_epi32(_mm256_and_si256(byte, lane_bits), lane_bits));
+        const int64_t i = 32 * word + 8 * k;
+        _mm256_storeu_ps(out + i,
+                         _mm256_and_ps(_mm256_mul_ps(_mm256_loadu_ps(dy + i), vscale), keep));
+      }
+    }
+#endif
+    for (; word < end; ++word) {
+      for (int64_t i = 32 * word; i < std::min(n, 32 * (word + 1)); ++i) {
+        out[i] = (mask[word] >> (i % 32)) & 1u ? dy[i] * scale : 0.0f;
       }
     }
   });
@@ -43,6 +150,9 @@ absl::Status DropoutCpu(KernelContext& context) {
 
 TFM_REGISTER_KERNEL("dropout", DeviceType::kCPU, DType::kF32, DropoutCpu);
 TFM_REGISTER_KERNEL("dropout_backward", DeviceType::kCPU, DType::kF32, DropoutCpu);
+TFM_REGISTER_KERNEL("dropout_with_mask", DeviceType::kCPU, DType::kF32, DropoutCpu);
+TFM_REGISTER_KERNEL("dropout_backward_masked", DeviceType::kCPU, DType::kF32,
+                    DropoutBackwardMaskedCpu);
 
 }  // namespace
 }  // namespace tfm

@@ -1,5 +1,11 @@
 #include "ops/dropout/dropout.h"
 
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/philox.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
 #include "tests/util/gradient_check.h"
@@ -79,6 +85,81 @@ TEST(DropoutTest, MatchesTorchGivenTheUniforms) {
     EXPECT_TRUE(AllClose(*y, ref->at("y" + i))) << i;
     EXPECT_TRUE(AllClose(*dx, ref->at("dx" + i))) << i;
   }
+}
+
+// The kernel's vector body (8 Philox blocks at a time) and its scalar tail
+// must both follow the layout exactly: compare every element, at sizes that
+// end inside a vector group and inside a block, with a counter that crosses
+// 2^32 mid-tensor, forward and backward.
+TEST(DropoutTest, EveryElementFollowsThePhiloxLayout) {
+  for (const int64_t n : {1, 3, 31, 32, 33, 129, 1001, 70001}) {
+    for (const PhiloxState state :
+         {kState, PhiloxState{5, 0xABCDEF0123ull, (uint64_t{1} << 32) - 37}}) {
+      const Tensor x = Random({n}, 1);
+      const Tensor y = *Dropout(x, 0.25, state);
+      const Tensor dx = *DropoutBackward(x, 0.25, state);
+      const float scale = static_cast<float>(1.0 / (1.0 - 0.25));
+      const float* in = x.data<float>();
+      for (int64_t i = 0; i < n; ++i) {
+        const philox::Uint4 block = philox::Block(state.seed, state.stream, state.offset + i / 4);
+        const bool keep = philox::ToUniform(philox::Lane(block, i % 4)) >= 0.25f;
+        const float expected = keep ? in[i] * scale : 0.0f;
+        ASSERT_EQ(y.data<float>()[i], expected) << n << " " << i;
+        ASSERT_EQ(dx.data<float>()[i], expected) << n << " " << i;
+      }
+    }
+  }
+}
+
+// DropoutWithMask's output is Dropout's, its bits are the keep decisions,
+// and the masked backward equals the regenerating one bit for bit (vector
+// words, the ragged last word, p = 0 and p = 1).
+TEST(DropoutTest, PackedMaskMatchesRegeneration) {
+  for (const int64_t n : {1, 31, 32, 33, 100, 70001}) {
+    for (const double p : {0.0, 0.1, 0.5, 1.0}) {
+      const Tensor x = Random({n}, 5), dy = Random({n}, 6);
+      absl::StatusOr<DropoutOutput> fwd = DropoutWithMask(x, p, kState);
+      ASSERT_TRUE(fwd.ok()) << fwd.status();
+      EXPECT_EQ(fwd->out.ToVector<float>(), Dropout(x, p, kState)->ToVector<float>()) << n << p;
+      ASSERT_EQ(fwd->mask.num_elements(), DropoutMaskWords(n));
+      const uint32_t* bits = reinterpret_cast<const uint32_t*>(fwd->mask.data<int32_t>());
+      for (int64_t i = 0; i < 32 * DropoutMaskWords(n); ++i) {
+        const bool bit = (bits[i / 32] >> (i % 32)) & 1u;
+        if (i >= n) {
+          ASSERT_FALSE(bit) << n << " " << p << " " << i;
+          continue;
+        }
+        const philox::Uint4 block = philox::Block(kState.seed, kState.stream, kState.offset + i / 4);
+        ASSERT_EQ(bit, philox::ToUniform(philox::Lane(block, i % 4)) >= static_cast<float>(p))
+            << n << " " << p << " " << i;
+      }
+      absl::StatusOr<Tensor> masked = DropoutBackwardMasked(dy, p, fwd->mask);
+      ASSERT_TRUE(masked.ok()) << masked.status();
+      const std::vector<float> expected = DropoutBackward(dy, p, kState)->ToVector<float>();
+      const std::vector<float> got = masked->ToVector<float>();
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(std::memcmp(&got[i], &expected[i], sizeof(float)), 0) << n << " " << p << " " << i;
+      }
+    }
+  }
+  const Tensor wrong = *Tensor::Zeros({3}, DType::kI32);
+  absl::Status status = DropoutBackwardMasked(Random({100}, 1), 0.1, wrong).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("mask must be i32[4]"), std::string::npos) << status;
+}
+
+TEST(DropoutTest, KeptNaNsStayNaN) {
+  std::vector<float> values(40, std::numeric_limits<float>::quiet_NaN());
+  const Tensor x = *Tensor::FromVector<float>(values, {40});
+  const Tensor y = *Dropout(x, 0.5, kState);
+  int64_t nans = 0, zeros = 0;
+  for (float v : y.span<float>()) {
+    nans += std::isnan(v);
+    zeros += v == 0.0f;
+  }
+  EXPECT_EQ(nans + zeros, 40);
+  EXPECT_GT(nans, 0);
+  EXPECT_GT(zeros, 0);
 }
 
 TEST(DropoutTest, BadArgumentsNameTheOp) {

@@ -60,9 +60,12 @@ TEST(LayerNormTest, MatchesTorch) {
       {"b1", Random({8}, 3)},               {"dy1", Random({2, 3, 8}, 4)},
       {"x2", Random({300, 512}, 5, 4, 6)},  {"g2", Random({512}, 6)},
       {"b2", Random({512}, 7)},             {"dy2", Random({300, 512}, 8)},
+      // d = 37: the 16-wide, 8-wide and scalar steps of every row loop.
+      {"x3", Random({5, 37}, 9, -3, 2)},    {"g3", Random({37}, 10)},
+      {"b3", Random({37}, 11)},             {"dy3", Random({5, 37}, 12)},
   };
   absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
-      for i in ('1', '2'):
+      for i in ('1', '2', '3'):
           x, g, b, dy = (globals()[n + i] for n in ('x', 'g', 'b', 'dy'))
           y = F.layer_norm(x, x.shape[-1:], g, b, eps=1e-5)
           globals()['y' + i] = y
@@ -70,9 +73,10 @@ TEST(LayerNormTest, MatchesTorch) {
           globals()['rstd' + i] = torch.rsqrt(x.var(-1, unbiased=False) + 1e-5)
           globals()['dx' + i], globals()['dg' + i], globals()['db' + i] = grads(y, dy, [x, g, b])
   )py", inputs, {"y1", "mean1", "rstd1", "dx1", "dg1", "db1",
-                 "y2", "mean2", "rstd2", "dx2", "dg2", "db2"});
+                 "y2", "mean2", "rstd2", "dx2", "dg2", "db2",
+                 "y3", "mean3", "rstd3", "dx3", "dg3", "db3"});
   ASSERT_TRUE(ref.ok()) << ref.status();
-  for (const std::string i : {"1", "2"}) {
+  for (const std::string i : {"1", "2", "3"}) {
     const Tensor& x = inputs.at("x" + i);
     const Tensor& g = inputs.at("g" + i);
     absl::StatusOr<LayerNormOutputs> out = LayerNorm(x, g, inputs.at("b" + i));

@@ -1,9 +1,12 @@
 // Sinusoidal positional encodings (Vaswani et al. 2017, section 3.5):
 //   PE(pos, 2i)     = sin(pos / 10000^(2i / d_model))
 //   PE(pos, 2i + 1) = cos(pos / 10000^(2i / d_model))
-// computed on the fly in double precision (no table, so no length limit,
-// and float32 rounding only at the end even for positions in the
-// thousands).
+// evaluated in double precision (float32 rounding only at the end, even for
+// positions in the thousands). The CPU kernels keep the rows of each d_model
+// in a process-wide table grown to the longest run of positions seen (up to
+// 64 MiB per d_model; further positions are computed on the fly with the same
+// formula), so there is no length limit and the values never depend on the
+// cache.
 #ifndef TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_H_
 #define TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_H_
 

@@ -1,12 +1,30 @@
 // CPU f32 kernels of positional_encoding and add_positional_encoding.
+//
+// The encodings depend only on (position, d_model), so, like fairseq's
+// SinusoidalPositionalEmbedding, each d_model's rows are computed once (in
+// double, as the header specifies) into a process-wide table that grows to
+// the longest run of positions seen; the kernels then only copy or add.
+// Positions beyond kMaxCachedElements (a far incremental-decoding offset)
+// are computed on the fly with the same formula, so the values never depend
+// on whether the table was used.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "core/thread_pool.h"
 
 namespace tfm {
 namespace {
+
+// 64 MiB of floats per d_model at most (d_model 512: 32768 positions).
+constexpr int64_t kMaxCachedElements = int64_t{1} << 24;
 
 // 1 / 10000^(2i / d) for each pair i, in double.
 std::vector<double> Frequencies(int64_t d_model) {
@@ -17,14 +35,100 @@ std::vector<double> Frequencies(int64_t d_model) {
   return frequencies;
 }
 
-// row[0 .. d_model) += PE(position) (or = when `add` is false).
+// row[0 .. d_model) = PE(position).
 void EncodeRow(int64_t position, const std::vector<double>& frequencies, int64_t d_model,
-               bool add, const float* in, float* row) {
+               float* row) {
   for (int64_t j = 0; j < d_model; ++j) {
     const double angle = static_cast<double>(position) * frequencies[j / 2];
-    const float pe = static_cast<float>(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
-    row[j] = add ? in[j] + pe : pe;
+    row[j] = static_cast<float>(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
   }
+}
+
+// PE rows for positions [0, rows) of one d_model, row-major.
+struct Table {
+  int64_t rows = 0;
+  std::vector<float> values;
+};
+
+// Tables per d_model. A table is immutable once published: growing one
+// builds a bigger table and swaps the pointer, so kernels still holding the
+// old one read it safely.
+class TableCache {
+ public:
+  // A table with at least `rows` rows, or nullptr if that is more than the
+  // cache keeps.
+  std::shared_ptr<const Table> Get(int64_t d_model, int64_t rows) {
+    if (d_model <= 0 || rows > kMaxCachedElements / d_model) return nullptr;
+    absl::MutexLock lock(&mu_);
+    std::shared_ptr<const Table>& table = tables_[d_model];
+    if (table == nullptr || table->rows < rows) {
+      // Round up (at least 64 rows, then powers of two) so that decoding one
+      // position further at a time rebuilds the table only log(n) times.
+      int64_t grown = 64;
+      while (grown < rows) grown *= 2;
+      grown = std::min(grown, kMaxCachedElements / d_model);
+      table = Build(d_model, std::max(grown, rows));
+    }
+    return table;
+  }
+
+  static TableCache& Instance() {
+    static TableCache* const cache = new TableCache();
+    return *cache;
+  }
+
+ private:
+  static std::shared_ptr<const Table> Build(int64_t d_model, int64_t rows) {
+    auto table = std::make_shared<Table>();
+    table->rows = rows;
+    table->values.resize(rows * d_model);
+    const std::vector<double> frequencies = Frequencies(d_model);
+    float* values = table->values.data();
+    ThreadPool::Default()->ParallelFor(rows, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) EncodeRow(p, frequencies, d_model, values + p * d_model);
+    });
+    return table;
+  }
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<int64_t, std::shared_ptr<const Table>> tables_ ABSL_GUARDED_BY(mu_);
+};
+
+// out[r] = PE(offset + r % length) (+ in[r] when `in` is given) for `rows`
+// rows of d_model.
+void EncodeRows(int64_t rows, int64_t length, int64_t d_model, int64_t offset, const float* in,
+                float* out) {
+  if (rows == 0 || d_model == 0) return;
+  // A far offset skips the cache before offset + length could overflow.
+  const std::shared_ptr<const Table> table =
+      offset > kMaxCachedElements
+          ? nullptr
+          : TableCache::Instance().Get(d_model, offset + std::min(rows, length));
+  const std::vector<double> frequencies = table == nullptr ? Frequencies(d_model)
+                                                           : std::vector<double>();
+  // Whole rows per task: the table rows are contiguous, so each row is one
+  // vectorised copy or add.
+  const int64_t grain = std::max<int64_t>(1, 16384 / d_model);
+  ThreadPool::Default()->ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(table == nullptr ? d_model : 0);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t position = offset + r % length;
+      const float* pe;
+      if (table != nullptr) {
+        pe = table->values.data() + position * d_model;
+      } else {
+        EncodeRow(position, frequencies, d_model, scratch.data());
+        pe = scratch.data();
+      }
+      float* __restrict y = out + r * d_model;
+      if (in == nullptr) {
+        std::memcpy(y, pe, d_model * sizeof(float));
+      } else {
+        const float* __restrict x = in + r * d_model;
+        for (int64_t j = 0; j < d_model; ++j) y[j] = x[j] + pe[j];
+      }
+    }
+  });
 }
 
 absl::Status PositionalEncodingCpu(KernelContext& context) {
@@ -32,13 +136,7 @@ absl::Status PositionalEncodingCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(int64_t d_model, context.attrs().Get<int64_t>("d_model"));
   TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
   TFM_ASSIGN_OR_RETURN(Tensor * pe, context.AllocateOutput(0, {length, d_model}, DType::kF32));
-  const std::vector<double> frequencies = Frequencies(d_model);
-  float* data = pe->data<float>();
-  context.thread_pool()->ParallelFor(length, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      EncodeRow(offset + p, frequencies, d_model, false, nullptr, data + p * d_model);
-    }
-  });
+  EncodeRows(length, length, d_model, offset, nullptr, pe->data<float>());
   return absl::OkStatus();
 }
 
@@ -47,16 +145,8 @@ absl::Status AddPositionalEncodingCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
   const int64_t length = x.dim(-2), d_model = x.dim(-1);
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), DType::kF32));
-  const std::vector<double> frequencies = Frequencies(d_model);
   const int64_t rows = length == 0 || d_model == 0 ? 0 : x.num_elements() / d_model;
-  const float* in = x.data<float>();
-  float* data = out->data<float>();
-  context.thread_pool()->ParallelFor(rows, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      EncodeRow(offset + r % length, frequencies, d_model, true, in + r * d_model,
-                data + r * d_model);
-    }
-  });
+  EncodeRows(rows, length, d_model, offset, x.data<float>(), out->data<float>());
   return absl::OkStatus();
 }
 

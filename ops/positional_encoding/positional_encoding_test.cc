@@ -1,5 +1,7 @@
 #include "ops/positional_encoding/positional_encoding.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
 #include "tests/util/gradient_check.h"
@@ -37,6 +39,35 @@ TEST(PositionalEncodingTest, TorchParityLongAndOddAndOffset) {
   const Tensor full = *PositionalEncoding(2004, 64);
   for (int64_t i = 0; i < 4 * 64; ++i) {
     ASSERT_EQ(window.data<float>()[i], full.data<float>()[2000 * 64 + i]);
+  }
+}
+
+// The cached table (grown as longer runs are asked for) and the on-the-fly
+// path (offsets beyond the cache) give the same values as a fresh
+// evaluation of the formula.
+TEST(PositionalEncodingTest, CachedAndUncachedRowsAgree) {
+  const Tensor short_run = *PositionalEncoding(5, 24, 3);
+  const Tensor long_run = *PositionalEncoding(500, 24);  // Grows the table.
+  const Tensor far = *PositionalEncoding(2, 24, int64_t{1} << 40);
+  for (int64_t j = 0; j < 24; ++j) {
+    const double frequency = std::exp(-std::log(10000.0) * (j / 2 * 2.0) / 24.0);
+    for (int64_t p = 0; p < 500; ++p) {
+      const double angle = static_cast<double>(p) * frequency;
+      const float expected = static_cast<float>(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
+      ASSERT_EQ(long_run.data<float>()[p * 24 + j], expected) << p << " " << j;
+      if (p >= 3 && p < 8) ASSERT_EQ(short_run.data<float>()[(p - 3) * 24 + j], expected);
+    }
+    const double far_angle = static_cast<double>(int64_t{1} << 40) * frequency;
+    EXPECT_EQ(far.data<float>()[j],
+              static_cast<float>(j % 2 == 0 ? std::sin(far_angle) : std::cos(far_angle)));
+  }
+  // Batched input: every sequence gets the same rows.
+  const Tensor x = *Tensor::Zeros({3, 4, 24}, DType::kF32);
+  const Tensor added = *AddPositionalEncoding(x, 7);
+  for (int64_t b = 0; b < 3; ++b) {
+    for (int64_t i = 0; i < 4 * 24; ++i) {
+      ASSERT_EQ(added.data<float>()[b * 96 + i], long_run.data<float>()[7 * 24 + i]);
+    }
   }
 }
 

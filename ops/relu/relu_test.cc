@@ -1,6 +1,7 @@
 #include "ops/relu/relu.h"
 
 #include <cmath>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
@@ -26,6 +27,34 @@ TEST(ReluTest, Values) {
   EXPECT_EQ(y[1], 0.0f);
   EXPECT_EQ(y[2], 2.0f);
   EXPECT_TRUE(std::isnan(y[3]));  // NaN propagates, as in PyTorch.
+}
+
+// The vector body and the scalar tail must agree element for element:
+// special values at every position of sizes around the vector width.
+TEST(ReluTest, VectorBodyAndTailAgree) {
+  const float specials[] = {-1.5f, -0.0f, 0.0f, 3.0f, NAN, -INFINITY, INFINITY};
+  for (int n : {1, 7, 8, 9, 17, 31, 70001}) {
+    std::vector<float> x(n), dy(n);
+    for (int i = 0; i < n; ++i) {
+      x[i] = specials[i % 7];
+      dy[i] = static_cast<float>(i) + 0.5f;
+    }
+    const Tensor xt = *Tensor::FromVector<float>(x, {n});
+    const std::vector<float> y = Relu(xt)->ToVector<float>();
+    const std::vector<float> dx =
+        ReluBackward(*Tensor::FromVector<float>(dy, {n}), *Relu(xt))->ToVector<float>();
+    for (int i = 0; i < n; ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i])) << n << " " << i;
+      } else {
+        const float expected = x[i] > 0.0f ? x[i] : 0.0f;
+        EXPECT_EQ(y[i], expected) << n << " " << i;
+        EXPECT_FALSE(std::signbit(y[i])) << n << " " << i;  // -0 gives +0.
+      }
+      // Gradient only where the output is > 0 (not at 0, not at NaN).
+      EXPECT_EQ(dx[i], y[i] > 0.0f ? dy[i] : 0.0f) << n << " " << i;
+    }
+  }
 }
 
 TEST(ReluTest, Gradients) {

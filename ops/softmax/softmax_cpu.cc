@@ -1,13 +1,16 @@
 // CPU kernels of softmax. Rows are independent and split across threads;
-// each row is written once as (masked) logits, then exponentiated in place
-// and scaled, with vectorised max, exp and sum (cpu_math).
+// an unmasked row is exponentiated straight from x into out and scaled; a
+// masked one is first written as masked logits, then normalised in place.
+// max, exp, sum and scaling are AVX2 (ops/cpu_math/simd_math.h).
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/cpu_math/row_math.h"
+#include "ops/cpu_math/simd_math.h"
 
 namespace tfm {
 namespace {
@@ -52,9 +55,10 @@ class MaskRows {
   std::vector<int64_t> strides_;
 };
 
-// Turns a row of logits into probabilities in place. A row without any
-// finite logit (everything masked) becomes zeros.
-void NormaliseRow(float* row, int64_t n) {
+// Turns a row of logits into probabilities in place, one element at a time.
+// A row without any finite logit (everything masked) becomes zeros; NaN and
+// +inf logits make the row NaN, as in PyTorch.
+void NormaliseRowScalar(float* row, int64_t n) {
   const float max = LaneMax(row, n);
   if (max == kNegInf) {
     std::fill(row, row + n, 0.0f);
@@ -63,6 +67,20 @@ void NormaliseRow(float* row, int64_t n) {
   for (int64_t i = 0; i < n; ++i) row[i] = ExpNonPositive(row[i] - max);
   const float inv_sum = 1.0f / LaneSum(n, [&](int64_t i) { return row[i]; });
   for (int64_t i = 0; i < n; ++i) row[i] *= inv_sum;
+}
+
+// out = softmax(logits) (the two may be the same row). The AVX2 exp maps NaN
+// to 0, so rows holding a NaN or +inf (whose x - max is NaN) take the scalar
+// path, which propagates them; so do all-masked rows (max -inf).
+void NormaliseRow(const float* logits, float* out, int64_t n) {
+  const float max = simd::MaxOrNaN(logits, n);
+  if (!std::isfinite(max)) {
+    if (out != logits) std::copy(logits, logits + n, out);
+    NormaliseRowScalar(out, n);
+    return;
+  }
+  const float sum = simd::ExpShiftedSumTo(logits, out, n, max);
+  simd::Scale(out, n, 1.0f / sum);
 }
 
 // Serves softmax (one input) and masked_softmax (x, mask).
@@ -81,15 +99,17 @@ absl::Status SoftmaxCpu(KernelContext& context) {
       const float* xr = in + r * n;
       float* yr = y + r * n;
       if (mask == nullptr) {
-        std::copy(xr, xr + n, yr);
-      } else if (mask->dtype() == DType::kF32) {
+        NormaliseRow(xr, yr, n);
+        continue;
+      }
+      if (mask->dtype() == DType::kF32) {
         const float* mr = mask->data<float>() + mask_rows.Offset(r);
         for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] + mr[i];
       } else {
         const int32_t* mr = mask->data<int32_t>() + mask_rows.Offset(r);
         for (int64_t i = 0; i < n; ++i) yr[i] = mr[i] != 0 ? kNegInf : xr[i];
       }
-      NormaliseRow(yr, n);
+      NormaliseRow(yr, yr, n);
     }
   });
   return absl::OkStatus();
@@ -109,8 +129,16 @@ absl::Status SoftmaxBackwardCpu(KernelContext& context) {
       const float* dyr = dy + r * n;
       const float* yr = y + r * n;
       float* dxr = out + r * n;
-      const float dot = LaneSum(n, [&](int64_t i) { return dyr[i] * yr[i]; });
-      for (int64_t i = 0; i < n; ++i) dxr[i] = yr[i] * (dyr[i] - dot);
+      const float dot = simd::Dot(dyr, yr, n);
+      int64_t i = 0;
+#ifdef TFM_SIMD_AVX2
+      const __m256 vdot = _mm256_set1_ps(dot);
+      for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(dxr + i, _mm256_mul_ps(_mm256_loadu_ps(yr + i),
+                                                _mm256_sub_ps(_mm256_loadu_ps(dyr + i), vdot)));
+      }
+#endif
+      for (; i < n; ++i) dxr[i] = yr[i] * (dyr[i] - dot);
     }
   });
   return absl::OkStatus();

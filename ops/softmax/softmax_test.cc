@@ -1,5 +1,6 @@
 #include "ops/softmax/softmax.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gtest/gtest.h"
@@ -38,6 +39,43 @@ TEST(SoftmaxTest, ValuesAndFullyMaskedRows) {
   EXPECT_EQ(std::vector<float>(masked.begin(), masked.begin() + 3), std::vector<float>(3, 0.0f));
   EXPECT_NEAR(masked[3], 1 / (1 + std::exp(2.0f)), 1e-7);
   EXPECT_EQ(masked[4], 0.0f);
+}
+
+// Unmasked rows take the vector path (16- and 8-wide steps, scalar tail);
+// check every element against a double reference at sizes around those.
+TEST(SoftmaxTest, VectorPathMatchesDoubleReference) {
+  for (int64_t n : {1, 7, 8, 15, 16, 17, 33, 129}) {
+    const Tensor x = Random({3, n}, 8, -20.0f, 20.0f);
+    const Tensor y = *Softmax(x);
+    for (int64_t r = 0; r < 3; ++r) {
+      const float* xr = x.data<float>() + r * n;
+      double max = -INFINITY, sum = 0;
+      for (int64_t i = 0; i < n; ++i) max = std::max<double>(max, xr[i]);
+      for (int64_t i = 0; i < n; ++i) sum += std::exp(xr[i] - max);
+      for (int64_t i = 0; i < n; ++i) {
+        const double expected = std::exp(xr[i] - max) / sum;
+        EXPECT_NEAR(y.data<float>()[r * n + i], expected, 1e-6 * expected + 1e-12) << n;
+      }
+    }
+  }
+}
+
+// A NaN or +inf logit makes its row NaN (as in PyTorch) and leaves the other
+// rows alone, wherever in the row (vector body or tail) it sits.
+TEST(SoftmaxTest, NaNAndInfinityPoisonOnlyTheirRow) {
+  for (const float bad : {NAN, INFINITY}) {
+    for (int64_t at : {0, 5, 16, 18}) {
+      Tensor x = Random({2, 19}, 9);
+      x.data<float>()[at] = bad;
+      const std::vector<float> y = Softmax(x)->ToVector<float>();
+      float other_sum = 0;
+      for (int64_t i = 0; i < 19; ++i) {
+        EXPECT_TRUE(std::isnan(y[i])) << bad << " at " << at << ": " << i;
+        other_sum += y[19 + i];
+      }
+      EXPECT_NEAR(other_sum, 1.0f, 1e-6);
+    }
+  }
 }
 
 TEST(SoftmaxTest, Gradients) {

@@ -1,0 +1,57 @@
+#include "ops/cpu_math/simd_math.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace tfm {
+namespace simd {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Sizes around the vector widths exercise the body, the 8-wide step and the
+// scalar tail.
+constexpr int kSizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 100};
+
+TEST(SimdMathTest, MaxOrNaNFindsTheMaxAndAnyNaN) {
+  for (int n : kSizes) {
+    std::vector<float> x(n);
+    for (int i = 0; i < n; ++i) x[i] = std::sin(1.7f * i) * 10.0f;
+    float expected = -kInf;
+    for (float v : x) expected = std::max(expected, v);
+    EXPECT_EQ(MaxOrNaN(x.data(), n), expected) << n;
+    for (int at = 0; at < n; at += 3) {
+      std::vector<float> with_nan = x;
+      with_nan[at] = kNaN;
+      EXPECT_TRUE(std::isnan(MaxOrNaN(with_nan.data(), n))) << n << " " << at;
+    }
+  }
+}
+
+TEST(SimdMathTest, ExpShiftedSumToMatchesTheInPlaceVersion) {
+  for (int n : kSizes) {
+    std::vector<float> x(n);
+    for (int i = 0; i < n; ++i) x[i] = std::cos(0.3f * i) * 20.0f;
+    if (n > 2) x[2] = -kInf;
+    std::vector<float> in_place = x, y(n);
+    const float sum = ExpShiftedSumTo(x.data(), y.data(), n, 3.0f);
+    ExpShiftedSum(in_place.data(), n, 3.0f);
+    double expected_sum = 0;
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(y[i], in_place[i]) << n << " " << i;
+      // Against exp of the same float argument: ~2 ulp.
+      const double exact = std::exp(static_cast<double>(x[i] - 3.0f));
+      EXPECT_NEAR(y[i], exact, 3e-7 * exact) << n << " " << i;
+      expected_sum += y[i];
+    }
+    EXPECT_NEAR(sum, expected_sum, 1e-5 * expected_sum + 1e-30) << n;
+  }
+}
+
+}  // namespace
+}  // namespace simd
+}  // namespace tfm
