@@ -161,16 +161,30 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
   const std::string dropout_spec = absl::StrFormat(
       R"("op": "dropout", "tokens": %d, "d": %d, "p": %g)", kTokens, d, kDropout);
   const PhiloxState state{.seed = 1, .stream = 7};
+  // Like torch, the forward keeps a mask for the backward (ours packs it in
+  // one bit per element); the regenerating backward, which keeps nothing,
+  // is timed on its own row.
   cases->push_back(OpCase{
       .op = "dropout_fwd", .shape = absl::StrFormat("%s p=%g", shape, kDropout),
       .bytes = 2 * kF32 * elems, .tokens = kTokens,
       .torch_spec = absl::StrCat("{", dropout_spec, R"(, "mode": "fwd"})"),
       .prepare = [=]() -> absl::StatusOr<Body> {
         TFM_ASSIGN_OR_RETURN(Tensor x, Random({kTokens, d}));
-        return Discarding([=] { return Dropout(x, kDropout, state); });
+        return Discarding([=] { return DropoutWithMask(x, kDropout, state); });
       }});
   cases->push_back(OpCase{
-      .op = "dropout_bwd", .shape = absl::StrFormat("%s p=%g", shape, kDropout),
+      .op = "dropout_bwd", .shape = absl::StrFormat("%s p=%g mask", shape, kDropout),
+      .bytes = 2 * kF32 * elems, .tokens = kTokens,
+      .torch_spec = absl::StrCat("{", dropout_spec, R"(, "mode": "bwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Body> {
+        TFM_ASSIGN_OR_RETURN(Tensor x, Random({kTokens, d}));
+        TFM_ASSIGN_OR_RETURN(DropoutOutput forward, DropoutWithMask(x, kDropout, state));
+        TFM_ASSIGN_OR_RETURN(Tensor dout, Random({kTokens, d}));
+        const Tensor mask = forward.mask;
+        return Discarding([=] { return DropoutBackwardMasked(dout, kDropout, mask); });
+      }});
+  cases->push_back(OpCase{
+      .op = "dropout_bwd", .shape = absl::StrFormat("%s p=%g regenerate", shape, kDropout),
       .bytes = 2 * kF32 * elems, .tokens = kTokens,
       .torch_spec = absl::StrCat("{", dropout_spec, R"(, "mode": "bwd"})"),
       .prepare = [=]() -> absl::StatusOr<Body> {

@@ -160,6 +160,25 @@ class Peer {
     return it->second;
   }
 
+  // Blocks until the peer has imported torch and said who it is (its last
+  // info line), so its start-up never overlaps our first timing.
+  absl::Status WaitReady() {
+    char* line = nullptr;
+    size_t capacity = 0;
+    bool ready = false;
+    while (!ready && getline(&line, &capacity, out_) > 0) {
+      transcript_ += line;
+      ready = absl::StartsWith(line, "info threads");
+    }
+    free(line);
+    if (!ready) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the PyTorch peer did not start (", command_, "); is the bench venv there? Run "
+          "`sudo tools/setup_bench.sh` or pass --peer_python."));
+    }
+    return absl::OkStatus();
+  }
+
   // Everything the peer said so far (info lines included).
   absl::StatusOr<PeerReport> Report() const { return ParsePeerOutput(transcript_); }
 
@@ -203,6 +222,7 @@ absl::Status Main(const char* argv0) {
       threads, " --budget_s ", absl::GetFlag(FLAGS_budget_s), " --min_reps ",
       absl::GetFlag(FLAGS_min_reps), " --max_reps ", absl::GetFlag(FLAGS_max_reps));
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Peer> peer_process, Peer::Start(command));
+  TFM_RETURN_IF_ERROR(peer_process->WaitReady());
 
   // Case by case, ours then torch's, while neither side holds the CPU.
   std::vector<double> ours_ms, torch_ms;

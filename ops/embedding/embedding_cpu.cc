@@ -8,6 +8,17 @@
 namespace tfm {
 namespace {
 
+// Row loops on restrict-qualified pointers: the output never overlaps the
+// table or the gradient, and saying so lets -O2 vectorise them (GCC's cheap
+// vectoriser will not add the runtime overlap check itself).
+void ScaleRow(const float* __restrict src, int64_t d, float factor, float* __restrict dst) {
+  for (int64_t j = 0; j < d; ++j) dst[j] = factor * src[j];
+}
+
+void AddRow(const float* __restrict src, int64_t d, float* __restrict dst) {
+  for (int64_t j = 0; j < d; ++j) dst[j] += src[j];
+}
+
 // ids as int64 after checking each is in [0, vocab).
 absl::StatusOr<std::vector<int64_t>> ReadIds(const KernelContext& context, const Tensor& ids,
                                              int64_t vocab) {
@@ -36,7 +47,11 @@ absl::Status EmbeddingCpu(KernelContext& context) {
   context.thread_pool()->ParallelFor(ids.size(), 64, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const float* src = rows + ids[p] * d;
-      for (int64_t j = 0; j < d; ++j) dst[p * d + j] = factor * src[j];
+      if (factor == 1.0f) {
+        std::memcpy(dst + p * d, src, d * sizeof(float));
+      } else {
+        ScaleRow(src, d, factor, dst + p * d);
+      }
     }
   });
   return absl::OkStatus();
@@ -66,8 +81,7 @@ absl::Status EmbeddingBackwardCpu(KernelContext& context) {
     for (int64_t row = begin; row < end; ++row) {
       float* target = dst + row * d;
       for (int64_t i = starts[row]; i < starts[row + 1]; ++i) {
-        const float* src = grad + positions[i] * d;
-        for (int64_t j = 0; j < d; ++j) target[j] += src[j];
+        AddRow(grad + positions[i] * d, d, target);
       }
       if (starts[row + 1] > starts[row] && factor != 1.0f) {
         for (int64_t j = 0; j < d; ++j) target[j] *= factor;

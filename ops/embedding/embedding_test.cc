@@ -26,6 +26,15 @@ TEST(EmbeddingTest, TorchParityForwardAndBackward) {
   // i32 ids give the same result.
   const Tensor ids32 = *Tensor::FromVector<int32_t>({1, 7, 7, 49, 0, 7, 3, 1, 2, 48}, {2, 5});
   EXPECT_EQ(Embedding(table, ids32, scale)->ToVector<float>(), out.ToVector<float>());
+  // Scale 1 (a plain row copy) gives the table's rows exactly.
+  const std::vector<float> unscaled = Embedding(table, ids, 1.0f)->ToVector<float>();
+  const std::vector<float> rows = table.ToVector<float>();
+  const std::vector<int64_t> id_values = ids.ToVector<int64_t>();
+  for (size_t p = 0; p < id_values.size(); ++p) {
+    for (int j = 0; j < 16; ++j) {
+      EXPECT_EQ(unscaled[p * 16 + j], rows[id_values[p] * 16 + j]) << p << " " << j;
+    }
+  }
 }
 
 TEST(EmbeddingTest, GradientMatchesFiniteDifferences) {

@@ -43,6 +43,29 @@ TEST(TiedProjectionTest, GradientsMatchFiniteDifferences) {
                                        *RandomNormal({9, 6}, {4, 1, 0}, 0.0f, 1.0f)}));
 }
 
+// Empty sums give zeros, not whatever the allocator handed out.
+TEST(TiedProjectionTest, EmptyExtentsGiveZeros) {
+  const Tensor h = *RandomNormal({2, 3, 4}, {4, 0, 0}, 0.0f, 1.0f);
+  // d = 0: logits [2, 3, 5] are empty sums.
+  absl::StatusOr<Tensor> logits =
+      TiedProjection(*Tensor::Empty({2, 3, 0}, DType::kF32), *Tensor::Empty({5, 0}, DType::kF32));
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  EXPECT_EQ(logits->shape(), (Shape{2, 3, 5}));
+  EXPECT_EQ(logits->ToVector<float>(), std::vector<float>(30, 0.0f));
+  // vocab = 0: dh sums over no vocabulary entries.
+  absl::StatusOr<TiedProjectionGrads> no_vocab = TiedProjectionBackward(
+      h, *Tensor::Empty({0, 4}, DType::kF32), *Tensor::Empty({2, 3, 0}, DType::kF32));
+  ASSERT_TRUE(no_vocab.ok()) << no_vocab.status();
+  EXPECT_EQ(no_vocab->dh.ToVector<float>(), std::vector<float>(24, 0.0f));
+  // No rows: dtable sums over no tokens.
+  absl::StatusOr<TiedProjectionGrads> no_rows =
+      TiedProjectionBackward(*Tensor::Empty({0, 4}, DType::kF32),
+                             *RandomNormal({5, 4}, {4, 1, 0}, 0.0f, 1.0f),
+                             *Tensor::Empty({0, 5}, DType::kF32));
+  ASSERT_TRUE(no_rows.ok()) << no_rows.status();
+  EXPECT_EQ(no_rows->dtable.ToVector<float>(), std::vector<float>(20, 0.0f));
+}
+
 TEST(TiedProjectionTest, ShapeMismatchIsInvalidArgument) {
   absl::Status status = TiedProjection(*RandomNormal({4, 6}, {4, 0, 0}, 0.0f, 1.0f),
                                        *RandomNormal({9, 5}, {4, 1, 0}, 0.0f, 1.0f))

@@ -51,7 +51,6 @@ absl::Status LinearBackwardCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const bool has_bias, context.attrs().GetOr<bool>("bias", true));
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
   const int64_t rows = LeadingRows(x);
-  // Handles, not AllocateOutput's pointers: those move when the outputs grow.
   TFM_ASSIGN_OR_RETURN(const Tensor dx, Tensor::Empty(x.shape(), DType::kF32));
   TFM_ASSIGN_OR_RETURN(const Tensor dweight, Tensor::Empty(weight.shape(), DType::kF32));
   TFM_ASSIGN_OR_RETURN(const Tensor dbias,

@@ -3,6 +3,8 @@
 #include <cblas.h>
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,68 @@ TEST(GemmCpuTest, BatchedWithSharedOperandAndAccumulation) {
   std::vector<float> c = {10, 20};
   BatchedGemmCpu(2, false, false, 1, 1, 2, a.data(), 2, b.data(), 0, 1.0f, c.data(), 1);
   EXPECT_EQ(c, (std::vector<float>{13, 27}));
+}
+
+// Reference product in double: C = op(A) op(B).
+std::vector<float> NaiveGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                             const float* b) {
+  std::vector<float> c(m * n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        sum += static_cast<double>(ta ? a[p * m + i] : a[i * k + p]) *
+               (tb ? b[j * k + p] : b[p * n + j]);
+      }
+      c[i * n + j] = static_cast<float>(sum);
+    }
+  }
+  return c;
+}
+
+std::vector<float> Filled(int64_t size, int seed) {
+  std::vector<float> values(size);
+  for (int64_t i = 0; i < size; ++i) values[i] = static_cast<float>((i * 37 + seed * 11) % 19) - 9;
+  return values;
+}
+
+// Products above OpenBLAS's own single-thread threshold (m*n*k = 262144):
+// an even batch runs on our pool with OpenBLAS held to one thread, an odd
+// small batch runs in order with OpenBLAS threading each product. Both must
+// give every entry its own product and leave OpenBLAS's thread count as it was.
+TEST(GemmCpuTest, BatchedMediumProductsOnEitherPath) {
+  const int64_t m = 72, n = 65, k = 70;  // 327600 multiply-adds each.
+  const int threads_before = openblas_get_num_threads();
+  for (int64_t batch : {2, 3, 8}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        const std::vector<float> a = Filled(batch * m * k, 1), b = Filled(batch * k * n, 2);
+        std::vector<float> c(batch * m * n, std::nanf(""));
+        BatchedGemmCpu(batch, ta, tb, m, n, k, a.data(), m * k, b.data(), k * n, 0.0f, c.data(),
+                       m * n);
+        for (int64_t i = 0; i < batch; ++i) {
+          const std::vector<float> expected =
+              NaiveGemm(ta, tb, m, n, k, a.data() + i * m * k, b.data() + i * k * n);
+          // Small integers: every partial sum is exact in float.
+          EXPECT_TRUE(std::equal(expected.begin(), expected.end(), c.begin() + i * m * n))
+              << "batch " << batch << " entry " << i << " ta " << ta << " tb " << tb;
+        }
+        EXPECT_EQ(openblas_get_num_threads(), threads_before);
+      }
+    }
+  }
+}
+
+TEST(GemmCpuTest, ForEachGemmBatchVisitsEveryEntryOnce) {
+  for (int64_t work : {int64_t{1}, int64_t{1} << 20, int64_t{1} << 30}) {
+    for (int64_t batch : {0, 1, 2, 3, 7, 64}) {
+      std::vector<int> visits(batch, 0);
+      ForEachGemmBatch(batch, work, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) ++visits[i];
+      });
+      EXPECT_EQ(visits, std::vector<int>(batch, 1)) << "batch " << batch << " work " << work;
+    }
+  }
 }
 
 }  // namespace

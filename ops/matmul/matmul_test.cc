@@ -11,6 +11,7 @@
 namespace tfm {
 namespace {
 
+using ::tfm::testing::AllClose;
 using ::tfm::testing::CheckGradients;
 using ::tfm::testing::NamedTensors;
 using ::tfm::testing::SumTolerance;
@@ -106,6 +107,36 @@ for i, (ta, tb) in enumerate(flags):
     EXPECT_TRUE(AllClose(*y, ref->at(absl::StrCat("y", i)), SumTolerance())) << i;
     EXPECT_TRUE(AllClose(grads->da, ref->at(absl::StrCat("da", i)), SumTolerance())) << i;
     EXPECT_TRUE(AllClose(grads->db, ref->at(absl::StrCat("db", i)), SumTolerance())) << i;
+  }
+}
+
+// Entries above OpenBLAS's single-thread threshold (m*n*k = 262144) in an even
+// batch run on our pool with BLAS single-threaded, both backward products of
+// an entry together; alone, an entry is one BLAS-threaded product. Every
+// transpose pair must agree between the two paths.
+TEST(MatMulTest, PoolBatchesMatchEntriesAlone) {
+  const int64_t batch = 4, m = 72, n = 65, k = 70;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const Tensor a = Random(Stored({batch}, m, k, ta), 1);
+      const Tensor b = Random(Stored({batch}, k, n, tb), 2);
+      const Tensor dy = Random({batch, m, n}, 3);
+      absl::StatusOr<Tensor> y = MatMul(a, b, ta, tb);
+      ASSERT_TRUE(y.ok()) << y.status();
+      absl::StatusOr<MatMulGrads> grads = MatMulBackward(dy, a, b, ta, tb);
+      ASSERT_TRUE(grads.ok()) << grads.status();
+      for (int64_t i = 0; i < batch; ++i) {
+        const Tensor a_i = *a.Slice(i, i + 1), b_i = *b.Slice(i, i + 1);
+        absl::StatusOr<Tensor> y_i = MatMul(a_i, b_i, ta, tb);
+        ASSERT_TRUE(y_i.ok()) << y_i.status();
+        absl::StatusOr<MatMulGrads> grads_i = MatMulBackward(*dy.Slice(i, i + 1), a_i, b_i, ta, tb);
+        ASSERT_TRUE(grads_i.ok()) << grads_i.status();
+        const std::string where = absl::StrCat("ta ", ta, " tb ", tb, " entry ", i);
+        EXPECT_TRUE(AllClose(*y->Slice(i, i + 1), *y_i, SumTolerance())) << where;
+        EXPECT_TRUE(AllClose(*grads->da.Slice(i, i + 1), grads_i->da, SumTolerance())) << where;
+        EXPECT_TRUE(AllClose(*grads->db.Slice(i, i + 1), grads_i->db, SumTolerance())) << where;
+      }
+    }
   }
 }
 
