@@ -4,6 +4,7 @@
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/add/sum_rows_cpu.h"
+#include "ops/cpu_math/simd_math.h"
 
 namespace tfm {
 namespace {
@@ -24,8 +25,7 @@ absl::Status AddCpu(KernelContext& context) {
     while (i < end) {
       const int64_t phase = i % period;
       const int64_t stop = std::min(end, i + (period - phase));
-      const float* yb = y + phase - i;
-      for (int64_t j = i; j < stop; ++j) z[j] = x[j] + yb[j];
+      simd::Add(x + i, y + phase, z + i, stop - i);
       i = stop;
     }
   });

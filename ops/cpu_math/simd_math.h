@@ -131,6 +131,18 @@ inline void Scale(float* x, int64_t n, float factor) {
   for (; i < n; ++i) x[i] *= factor;
 }
 
+// z[i] = x[i] + y[i]. Explicitly vectorised: GCC's -O2 cost model leaves
+// loops with an unknown trip count scalar.
+inline void Add(const float* x, const float* y, float* z, int64_t n) {
+  int64_t i = 0;
+#ifdef TFM_SIMD_AVX2
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(z + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  }
+#endif
+  for (; i < n; ++i) z[i] = x[i] + y[i];
+}
+
 // max(x[0..n)) like Max, except that a NaN anywhere gives NaN (Max may
 // skip it): kernels that promise PyTorch's NaN propagation test for it.
 inline float MaxOrNaN(const float* x, int64_t n) {

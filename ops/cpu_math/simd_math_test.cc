@@ -52,6 +52,19 @@ TEST(SimdMathTest, ExpShiftedSumToMatchesTheInPlaceVersion) {
   }
 }
 
+TEST(SimdMathTest, AddCoversVectorsAndTails) {
+  for (int n : kSizes) {
+    std::vector<float> x(n), y(n), z(n + 1, -1.0f);
+    for (int i = 0; i < n; ++i) {
+      x[i] = 0.5f * i;
+      y[i] = std::sin(static_cast<float>(i));
+    }
+    Add(x.data(), y.data(), z.data(), n);
+    for (int i = 0; i < n; ++i) EXPECT_EQ(z[i], x[i] + y[i]) << n << " " << i;
+    EXPECT_EQ(z[n], -1.0f) << n;  // Nothing written past the end.
+  }
+}
+
 }  // namespace
 }  // namespace simd
 }  // namespace tfm

@@ -19,6 +19,7 @@
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "core/thread_pool.h"
+#include "ops/cpu_math/simd_math.h"
 
 namespace tfm {
 namespace {
@@ -124,8 +125,7 @@ void EncodeRows(int64_t rows, int64_t length, int64_t d_model, int64_t offset, c
       if (in == nullptr) {
         std::memcpy(y, pe, d_model * sizeof(float));
       } else {
-        const float* __restrict x = in + r * d_model;
-        for (int64_t j = 0; j < d_model; ++j) y[j] = x[j] + pe[j];
+        simd::Add(in + r * d_model, pe, y, d_model);
       }
     }
   });
