@@ -62,7 +62,10 @@ inline float ExpNonPositive(float v) {
   // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer with
   // plain arithmetic (exact here: |clamped * log2e| <= 126).
   constexpr float kRound = 12582912.0f;
-  const float clamped = v < kMin ? kMin : v;
+  constexpr float kMax = 88.0f;  // Keeps 2^n a finite float for stray v > 0.
+  // NaN fails `v >= kMin` and is clamped too: converting it to an integer
+  // below would be undefined behaviour. It is given back as NaN at the end.
+  const float clamped = v >= kMin ? (v > kMax ? kMax : v) : kMin;
   const float n = (clamped * kLog2e + kRound) - kRound;
   float r = clamped - n * kLn2Hi;
   r = r - n * kLn2Lo;
@@ -76,6 +79,7 @@ inline float ExpNonPositive(float v) {
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
+  if (v != v) return v;
   return v < kMin ? 0.0f : p * scale;
 }
 

@@ -20,6 +20,8 @@ TEST(RowMathTest, ExpMatchesLibmOverTheWholeRange) {
   EXPECT_EQ(ExpNonPositive(0.0f), 1.0f);
   EXPECT_EQ(ExpNonPositive(-100.0f), 0.0f);
   EXPECT_EQ(ExpNonPositive(-std::numeric_limits<float>::infinity()), 0.0f);
+  // NaN propagates (and never reaches an integer conversion: UBSan checks).
+  EXPECT_TRUE(std::isnan(ExpNonPositive(std::numeric_limits<float>::quiet_NaN())));
 }
 
 TEST(RowMathTest, SumAndMaxCoverTails) {
