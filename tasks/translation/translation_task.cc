@@ -55,7 +55,7 @@ absl::Status CheckCorpus(const LoadedConfig& loaded, const std::string& field,
         if (!IsFile(ResolveDataPath(path))) {
           return absl::NotFoundError(absl::StrCat(
               where, ": ", field, ": corpus file '", path,
-              "' not found (WMT14 data comes from tools/prepare_wmt14)"));
+              "' not found (WMT14 data comes from tools/prepare_wmt14.sh)"));
         }
       }
       return absl::OkStatus();
