@@ -1,5 +1,6 @@
 #include "ops/add/add.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -60,6 +61,41 @@ TEST(AddTest, SumRowsCoversEveryShape) {
         for (int64_t r = 0; r < rows; ++r) expected += in.data<float>()[r * cols + c];
         ASSERT_NEAR(out[c], expected, 1e-5 * (1 + std::sqrt(static_cast<double>(rows))))
             << rows << "x" << cols << " at " << c;
+      }
+    }
+  }
+}
+
+// The summation order is a function of the shape alone (so the result is
+// the same for any thread count): row chunks fixed by the row count, four
+// rows per step as acc + ((r0 + r1) + (r2 + r3)), leftover rows one by one,
+// then the chunks' sums in chunk order. A serial replay of that order must
+// match bit for bit, vector bodies and scalar tails (odd column counts)
+// alike.
+TEST(AddTest, SumRowsOrderDependsOnShapeOnly) {
+  for (const int64_t rows : {1, 7, 131, 1031, 4099}) {
+    for (const int64_t cols : {3, 13, 512, 2049}) {
+      const Tensor in = *RandomUniform({rows, cols}, PhiloxState{5, 2, 0}, -1.0f, 1.0f);
+      const float* x = in.data<float>();
+      std::vector<float> out(cols, -7.0f);
+      SumRowsCpu(x, rows, cols, out.data());
+      const int64_t chunks = std::clamp<int64_t>(rows / 64, 1, 16);
+      std::vector<float> expected(cols, 0.0f);
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const int64_t begin = rows * chunk / chunks, end = rows * (chunk + 1) / chunks;
+        for (int64_t c = 0; c < cols; ++c) {
+          float acc = 0.0f;
+          int64_t r = begin;
+          for (; r + 4 <= end; r += 4) {
+            const float* p = x + r * cols + c;
+            acc += (p[0] + p[cols]) + (p[2 * cols] + p[3 * cols]);
+          }
+          for (; r < end; ++r) acc += x[r * cols + c];
+          expected[c] = chunk == 0 ? acc : expected[c] + acc;
+        }
+      }
+      for (int64_t c = 0; c < cols; ++c) {
+        ASSERT_EQ(out[c], expected[c]) << rows << "x" << cols << " at " << c;
       }
     }
   }
