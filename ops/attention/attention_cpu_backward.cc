@@ -46,18 +46,12 @@ void BackwardBlas(const Problem& problem, const float* lse, const float* d_out,
   const int64_t tile = kQueryTile * kKeyTile;
 
   ParallelTasks(heads_total * groups, 3 * tile + kKeyTile, [&](int64_t task, float* buffer) {
-    const int64_t bh = task / groups;
-    const int64_t group = task % groups;
-    const int64_t b = bh / p.heads;
-    const float* q = problem.q + bh * p.q_len * p.d_k;
-    const float* k = problem.k + bh * p.k_len * p.d_k;
-    const float* v = problem.v + bh * p.k_len * p.d_v;
-    const float* d_o = d_out + bh * p.q_len * p.d_v;
-    const float* row_lse = lse + bh * p.q_len;
-    const float* row_delta = delta + bh * p.q_len;
-    float* d_q = groups > 1 ? dq_slabs + (group * heads_total + bh) * p.q_len * p.d_k
-                            : dq + bh * p.q_len * p.d_k;
-    std::memset(d_q, 0, p.q_len * p.d_k * sizeof(float));
+    const BackwardHead head =
+        StartBackwardHead(problem, task, groups, lse, d_out, delta, dq, dq_slabs);
+    const int64_t bh = head.bh, group = head.group, b = head.b;
+    const float *q = head.q, *k = head.k, *v = head.v, *d_o = head.d_out;
+    const float *row_lse = head.lse, *row_delta = head.delta;
+    float* d_q = head.d_q;
     float* probs = buffer;
     float* d_scores = probs + tile;
     float* dropped = d_scores + tile;
@@ -71,9 +65,7 @@ void BackwardBlas(const Problem& problem, const float* lse, const float* d_out,
       std::memset(d_k, 0, cols * p.d_k * sizeof(float));
       std::memset(d_v, 0, cols * p.d_v * sizeof(float));
       if (c0 >= problem.key_end[b]) continue;  // Padding keys: zero gradients.
-      // Under the causal mask, query i sees key c0 iff i >= c0 - (k_len - q_len).
-      const int64_t first_row =
-          p.causal ? std::clamp<int64_t>(c0 - p.k_len + p.q_len, 0, p.q_len) : 0;
+      const int64_t first_row = FirstQueryRow(p, c0);
       for (int64_t q0 = first_row / kQueryTile * kQueryTile; q0 < p.q_len; q0 += kQueryTile) {
         const int64_t rows = std::min(kQueryTile, p.q_len - q0);
         const float* q_tile = q + q0 * p.d_k;
@@ -92,17 +84,8 @@ void BackwardBlas(const Problem& problem, const float* lse, const float* d_out,
         }
         Gemm(false, true, rows, cols, p.d_v, 1.0f, d_o_tile, p.d_v, v + c0 * p.d_v, p.d_v, 0.0f,
              d_scores, kKeyTile);
-        const float* kept = probs;
-        if (p.dropout > 0.0f) {
-          for (int64_t r = 0; r < rows; ++r) {
-            DropoutMultipliers(p, (bh * p.q_len + q0 + r) * p.k_len + c0, cols, multipliers);
-            for (int64_t j = 0; j < cols; ++j) {
-              dropped[r * kKeyTile + j] = probs[r * kKeyTile + j] * multipliers[j];
-              d_scores[r * kKeyTile + j] *= multipliers[j];
-            }
-          }
-          kept = dropped;
-        }
+        const float* kept = ApplyTileDropout(p, bh, q0, rows, c0, cols, kKeyTile, probs, d_scores,
+                                             dropped, multipliers);
         Gemm(true, false, cols, p.d_v, rows, 1.0f, kept, kKeyTile, d_o_tile, p.d_v, 1.0f, d_v,
              p.d_v);
         for (int64_t r = 0; r < rows; ++r) {

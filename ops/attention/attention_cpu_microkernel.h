@@ -47,28 +47,8 @@ inline float Exp2(float x) { return _mm256_cvtss_f32(Exp2x8(_mm256_set1_ps(x)));
 
 // x[i] = 2^(x[i] - shift) in place; returns the sum of the new values.
 inline float Exp2ShiftedSum(float* x, int64_t n, float shift) {
-  const __m256 vshift = _mm256_set1_ps(shift);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 e0 = Exp2x8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift));
-    const __m256 e1 = Exp2x8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vshift));
-    _mm256_storeu_ps(x + i, e0);
-    _mm256_storeu_ps(x + i + 8, e1);
-    acc0 = _mm256_add_ps(acc0, e0);
-    acc1 = _mm256_add_ps(acc1, e1);
-  }
-  for (; i + 8 <= n; i += 8) {
-    const __m256 e = Exp2x8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift));
-    _mm256_storeu_ps(x + i, e);
-    acc0 = _mm256_add_ps(acc0, e);
-  }
-  float sum = simd::HorizontalSum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) {
-    x[i] = Exp2(x[i] - shift);
-    sum += x[i];
-  }
-  return sum;
+  return simd::ShiftedMapSum(
+      x, x, n, shift, [](__m256 v) { return Exp2x8(v); }, [](float v) { return Exp2(v); });
 }
 
 // x[i] = 2^(x[i] - shift) in place.

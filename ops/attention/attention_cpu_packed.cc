@@ -203,18 +203,12 @@ void BackwardPacked(const Problem& problem, const float* lse, const float* d_out
   const int64_t scratch = (p.d_k + p.d_v) * kTileCols + 3 * tile + kTileCols;
 
   ParallelTasks(heads_total * groups, scratch, [&](int64_t task, float* buffer) {
-    const int64_t bh = task / groups;
-    const int64_t group = task % groups;
-    const int64_t b = bh / p.heads;
-    const float* q = problem.q + bh * p.q_len * p.d_k;
-    const float* k = problem.k + bh * p.k_len * p.d_k;
-    const float* v = problem.v + bh * p.k_len * p.d_v;
-    const float* d_o = d_out + bh * p.q_len * p.d_v;
-    const float* row_lse = lse + bh * p.q_len;
-    const float* row_delta = delta + bh * p.q_len;
-    float* d_q = groups > 1 ? dq_slabs + (group * heads_total + bh) * p.q_len * p.d_k
-                            : dq + bh * p.q_len * p.d_k;
-    std::memset(d_q, 0, p.q_len * p.d_k * sizeof(float));
+    const BackwardHead head =
+        StartBackwardHead(problem, task, groups, lse, d_out, delta, dq, dq_slabs);
+    const int64_t bh = head.bh, group = head.group, b = head.b;
+    const float *q = head.q, *k = head.k, *v = head.v, *d_o = head.d_out;
+    const float *row_lse = head.lse, *row_delta = head.delta;
+    float* d_q = head.d_q;
     float* k_t = buffer;                      // [d_k, kTileCols], scaled to base 2.
     float* v_t = k_t + p.d_k * kTileCols;      // [d_v, kTileCols]
     float* probs = v_t + p.d_v * kTileCols;    // [kTileRows, kTileCols]
@@ -233,8 +227,7 @@ void BackwardPacked(const Problem& problem, const float* lse, const float* d_out
       if (c0 >= problem.key_end[b]) continue;  // Padding keys: zero gradients.
       PackTransposed(k + c0 * p.d_k, cols, p.d_k, p.scale * kLog2E, k_t);
       PackTransposed(v + c0 * p.d_v, cols, p.d_v, 1.0f, v_t);
-      const int64_t first_row =
-          p.causal ? std::clamp<int64_t>(c0 - p.k_len + p.q_len, 0, p.q_len) : 0;
+      const int64_t first_row = FirstQueryRow(p, c0);
       for (int64_t q0 = first_row / kTileRows * kTileRows; q0 < p.q_len; q0 += kTileRows) {
         const int64_t rows = std::min(kTileRows, p.q_len - q0);
         const float* q_tile = q + q0 * p.d_k;
@@ -254,17 +247,8 @@ void BackwardPacked(const Problem& problem, const float* lse, const float* d_out
         // dP = dO V^T.
         TileProduct<false>(rows, width, p.d_v, d_o_tile, p.d_v, 1, v_t, kTileCols, d_scores,
                            kTileCols);
-        const float* kept = probs;
-        if (p.dropout > 0.0f) {
-          for (int64_t r = 0; r < rows; ++r) {
-            DropoutMultipliers(p, (bh * p.q_len + q0 + r) * p.k_len + c0, cols, multipliers);
-            for (int64_t j = 0; j < cols; ++j) {
-              dropped[r * kTileCols + j] = probs[r * kTileCols + j] * multipliers[j];
-              d_scores[r * kTileCols + j] *= multipliers[j];
-            }
-          }
-          kept = dropped;
-        }
+        const float* kept = ApplyTileDropout(p, bh, q0, rows, c0, cols, kTileCols, probs, d_scores,
+                                             dropped, multipliers);
         // dV += (P o M)^T dO, reading P o M transposed in place.
         TileProduct<true>(cols, p.d_v, rows, kept, 1, kTileCols, d_o_tile, p.d_v, d_v, p.d_v);
         // dS = scale P o (dP - delta): the scale of both dQ and dK.

@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -55,6 +56,49 @@ void DropoutMultipliers(const AttentionParams& params, uint64_t first, int64_t c
       multipliers[j] = philox::ToUniform(philox::Lane(block, lane)) < p ? 0.0f : keep;
     }
   }
+}
+
+BackwardHead StartBackwardHead(const Problem& problem, int64_t task, int64_t groups,
+                               const float* lse, const float* d_out, const float* delta,
+                               float* dq, float* dq_slabs) {
+  const AttentionParams& p = problem.params;
+  const int64_t heads_total = p.batch * p.heads;
+  BackwardHead head;
+  head.bh = task / groups;
+  head.group = task % groups;
+  head.b = head.bh / p.heads;
+  head.q = problem.q + head.bh * p.q_len * p.d_k;
+  head.k = problem.k + head.bh * p.k_len * p.d_k;
+  head.v = problem.v + head.bh * p.k_len * p.d_v;
+  head.d_out = d_out + head.bh * p.q_len * p.d_v;
+  head.lse = lse + head.bh * p.q_len;
+  head.delta = delta + head.bh * p.q_len;
+  head.d_q = groups > 1 ? dq_slabs + (head.group * heads_total + head.bh) * p.q_len * p.d_k
+                        : dq + head.bh * p.q_len * p.d_k;
+  std::memset(head.d_q, 0, p.q_len * p.d_k * sizeof(float));
+  return head;
+}
+
+int64_t FirstQueryRow(const AttentionParams& params, int64_t c0) {
+  return params.causal
+             ? std::clamp<int64_t>(c0 - params.k_len + params.q_len, 0, params.q_len)
+             : 0;
+}
+
+const float* ApplyTileDropout(const AttentionParams& params, int64_t bh, int64_t q0,
+                              int64_t rows, int64_t c0, int64_t cols, int64_t ld,
+                              const float* probs, float* d_scores, float* dropped,
+                              float* multipliers) {
+  if (params.dropout <= 0.0f) return probs;
+  for (int64_t r = 0; r < rows; ++r) {
+    DropoutMultipliers(params, (bh * params.q_len + q0 + r) * params.k_len + c0, cols,
+                       multipliers);
+    for (int64_t j = 0; j < cols; ++j) {
+      dropped[r * ld + j] = probs[r * ld + j] * multipliers[j];
+      d_scores[r * ld + j] *= multipliers[j];
+    }
+  }
+  return dropped;
 }
 
 }  // namespace attention_cpu

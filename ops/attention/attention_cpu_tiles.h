@@ -58,6 +58,35 @@ void MaskScores(const Problem& problem, int64_t b, int64_t q0, int64_t rows, int
 void DropoutMultipliers(const AttentionParams& params, uint64_t first, int64_t count,
                         float* multipliers);
 
+// What one backward task works on: a (batch, head) slice of the inputs,
+// group `group` of that head's key tiles, and the dQ rows it accumulates into
+// (its own slab when a head is split over groups > 1 tasks), zeroed here.
+struct BackwardHead {
+  int64_t bh, b, group;
+  const float* q;
+  const float* k;
+  const float* v;
+  const float* d_out;
+  const float* lse;
+  const float* delta;
+  float* d_q;
+};
+BackwardHead StartBackwardHead(const Problem& problem, int64_t task, int64_t groups,
+                               const float* lse, const float* d_out, const float* delta,
+                               float* dq, float* dq_slabs);
+
+// The first query row that sees key c0: 0, or under the causal mask the row
+// i with i >= c0 - (k_len - q_len).
+int64_t FirstQueryRow(const AttentionParams& params, int64_t c0);
+
+// Applies the dropout multipliers of a tile (rows [q0, q0 + rows) of head bh
+// against keys [c0, c0 + cols), rows `ld` apart) to P, into `dropped`, and to
+// dP in place. Returns P o M: `probs` itself when there is no dropout.
+const float* ApplyTileDropout(const AttentionParams& params, int64_t bh, int64_t q0,
+                              int64_t rows, int64_t c0, int64_t cols, int64_t ld,
+                              const float* probs, float* d_scores, float* dropped,
+                              float* multipliers);
+
 // Runs fn(task, scratch) for every task in [0, count) on the default pool,
 // handing tasks out one at a time (causal tiles differ in cost); each worker
 // owns `scratch_floats` floats of scratch.

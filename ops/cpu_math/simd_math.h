@@ -84,27 +84,6 @@ inline float Max(const float* x, int64_t n) {
   return result;
 }
 
-// x[i] = exp(x[i] - shift) in place; returns the sum of the new values.
-inline float ExpShiftedSum(float* x, int64_t n, float shift) {
-  float sum = 0.0f;
-  int64_t i = 0;
-#ifdef TFM_SIMD_AVX2
-  const __m256 vshift = _mm256_set1_ps(shift);
-  __m256 acc = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) {
-    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift));
-    _mm256_storeu_ps(x + i, e);
-    acc = _mm256_add_ps(acc, e);
-  }
-  sum = HorizontalSum(acc);
-#endif
-  for (; i < n; ++i) {
-    x[i] = Exp(x[i] - shift);
-    sum += x[i];
-  }
-  return sum;
-}
-
 // sum(exp(x[i] - shift)) without writing x.
 inline float SumExpShifted(const float* x, int64_t n, float shift) {
   float sum = 0.0f;
@@ -169,35 +148,58 @@ inline float MaxOrNaN(const float* x, int64_t n) {
   return nan ? std::numeric_limits<float>::quiet_NaN() : result;
 }
 
-// y[i] = exp(x[i] - shift) (x and y may be the same array or disjoint);
-// returns the sum of the y[i]. ExpShiftedSum without the copy in.
-inline float ExpShiftedSumTo(const float* x, float* y, int64_t n, float shift) {
-  float sum = 0.0f;
-  int64_t i = 0;
 #ifdef TFM_SIMD_AVX2
+// y[i] = f(x[i] - shift) for an 8-wide function f8 and its one-value twin f1
+// (so tails match the body); x and y may be the same array or disjoint.
+// Returns the sum of the y[i]. Serves every exp-and-sum of a softmax row,
+// whatever the base of the exponential.
+template <typename F8, typename F1>
+inline float ShiftedMapSum(const float* x, float* y, int64_t n, float shift, F8 f8, F1 f1) {
   const __m256 vshift = _mm256_set1_ps(shift);
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
   // Two accumulators: the adds' latency would otherwise bound the loop.
   for (; i + 16 <= n; i += 16) {
-    const __m256 e0 = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift));
-    const __m256 e1 = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vshift));
+    const __m256 e0 = f8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift));
+    const __m256 e1 = f8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vshift));
     _mm256_storeu_ps(y + i, e0);
     _mm256_storeu_ps(y + i + 8, e1);
     acc0 = _mm256_add_ps(acc0, e0);
     acc1 = _mm256_add_ps(acc1, e1);
   }
   for (; i + 8 <= n; i += 8) {
-    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift));
+    const __m256 e = f8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vshift));
     _mm256_storeu_ps(y + i, e);
     acc0 = _mm256_add_ps(acc0, e);
   }
-  sum = HorizontalSum(_mm256_add_ps(acc0, acc1));
-#endif
+  float sum = HorizontalSum(_mm256_add_ps(acc0, acc1));
   for (; i < n; ++i) {
+    y[i] = f1(x[i] - shift);
+    sum += y[i];
+  }
+  return sum;
+}
+#endif  // TFM_SIMD_AVX2
+
+// y[i] = exp(x[i] - shift) (x and y may be the same array or disjoint);
+// returns the sum of the y[i].
+inline float ExpShiftedSumTo(const float* x, float* y, int64_t n, float shift) {
+#ifdef TFM_SIMD_AVX2
+  return ShiftedMapSum(
+      x, y, n, shift, [](__m256 v) { return Exp8(v); }, [](float v) { return Exp(v); });
+#else
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
     y[i] = Exp(x[i] - shift);
     sum += y[i];
   }
   return sum;
+#endif
+}
+
+// x[i] = exp(x[i] - shift) in place; returns the sum of the new values.
+inline float ExpShiftedSum(float* x, int64_t n, float shift) {
+  return ExpShiftedSumTo(x, x, n, shift);
 }
 
 // sum(a[i] * b[i]).
