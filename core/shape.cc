@@ -11,6 +11,12 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
+int64_t NumRows(const Shape& shape) {
+  int64_t n = 1;
+  for (size_t axis = 0; axis + 1 < shape.size(); ++axis) n *= shape[axis];
+  return n;
+}
+
 std::string ShapeToString(const Shape& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }

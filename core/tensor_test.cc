@@ -93,6 +93,14 @@ TEST(TensorTest, CopyToCpuIsADeepCopy) {
   EXPECT_EQ(copy.ToVector<float>(), t.ToVector<float>());
 }
 
+TEST(ShapeTest, NumRowsIsTheProductOfAllButTheLastExtent) {
+  EXPECT_EQ(NumRows({}), 1);
+  EXPECT_EQ(NumRows({7}), 1);
+  EXPECT_EQ(NumRows({2, 3, 5}), 6);
+  EXPECT_EQ(NumRows({4, 0}), 4);  // Rows survive an empty last extent.
+  EXPECT_EQ(NumRows({0, 5}), 0);
+}
+
 TEST(DeviceTest, ParseAndPrint) {
   EXPECT_EQ(*Device::Parse("cpu"), Device::Cpu());
   EXPECT_EQ(*Device::Parse("CUDA"), Device::Cuda(0));

@@ -8,18 +8,10 @@
 namespace tfm {
 namespace {
 
-// The product of all but the last extent (not num_elements / d, which loses
-// the row count when d is 0).
-int64_t LeadingRows(const Tensor& h) {
-  int64_t rows = 1;
-  for (int axis = 0; axis + 1 < h.rank(); ++axis) rows *= h.dim(axis);
-  return rows;
-}
-
 absl::Status TiedProjectionCpu(KernelContext& context) {
   const Tensor& h = context.input(0);
   const Tensor& table = context.input(1);
-  const int64_t vocab = table.dim(0), d = table.dim(1), rows = LeadingRows(h);
+  const int64_t vocab = table.dim(0), d = table.dim(1), rows = NumRows(h.shape());
   Shape shape = h.shape();
   shape.back() = vocab;
   TFM_ASSIGN_OR_RETURN(Tensor * logits, context.AllocateOutput(0, shape, DType::kF32));
@@ -33,7 +25,7 @@ absl::Status TiedProjectionBackwardCpu(KernelContext& context) {
   const Tensor& h = context.input(0);
   const Tensor& table = context.input(1);
   const Tensor& d_logits = context.input(2);
-  const int64_t vocab = table.dim(0), d = table.dim(1), rows = LeadingRows(h);
+  const int64_t vocab = table.dim(0), d = table.dim(1), rows = NumRows(h.shape());
   // Pointers only after both outputs exist: a later AllocateOutput may move them.
   TFM_RETURN_IF_ERROR(context.AllocateOutput(0, h.shape(), DType::kF32).status());
   TFM_RETURN_IF_ERROR(context.AllocateOutput(1, table.shape(), DType::kF32).status());

@@ -97,7 +97,7 @@ absl::Status LayerNormCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const double eps,
                        context.attrs().GetOr<double>("eps", kLayerNormDefaultEps));
   const int64_t d = x.dim(-1);
-  const int64_t rows = x.num_elements() / d;
+  const int64_t rows = NumRows(x.shape());
   const Shape row_shape(x.shape().begin(), x.shape().end() - 1);
   // AllocateOutput's pointers stay valid: the outputs are sized up front.
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), DType::kF32));
@@ -145,7 +145,7 @@ absl::Status LayerNormBackwardCpu(KernelContext& context) {
   const Tensor& x = context.input(1);
   const Tensor& gain_tensor = context.input(2);
   const int64_t d = x.dim(-1);
-  const int64_t rows = x.num_elements() / d;
+  const int64_t rows = NumRows(x.shape());
   TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, x.shape(), DType::kF32));
   TFM_ASSIGN_OR_RETURN(Tensor * dgain, context.AllocateOutput(1, {d}, DType::kF32));
   TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, {d}, DType::kF32));

@@ -10,18 +10,11 @@
 namespace tfm {
 namespace {
 
-// The product of all but the last extent: x's rows as one matrix.
-int64_t LeadingRows(const Tensor& x) {
-  int64_t rows = 1;
-  for (int axis = 0; axis + 1 < x.rank(); ++axis) rows *= x.dim(axis);
-  return rows;
-}
-
 absl::Status LinearCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
   const Tensor& weight = context.input(1);
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
-  const int64_t rows = LeadingRows(x);
+  const int64_t rows = NumRows(x.shape());
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, out_shape, DType::kF32));
@@ -50,7 +43,7 @@ absl::Status LinearBackwardCpu(KernelContext& context) {
   const Tensor& weight = context.input(2);
   TFM_ASSIGN_OR_RETURN(const bool has_bias, context.attrs().GetOr<bool>("bias", true));
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
-  const int64_t rows = LeadingRows(x);
+  const int64_t rows = NumRows(x.shape());
   TFM_ASSIGN_OR_RETURN(const Tensor dx, Tensor::Empty(x.shape(), DType::kF32));
   TFM_ASSIGN_OR_RETURN(const Tensor dweight, Tensor::Empty(weight.shape(), DType::kF32));
   TFM_ASSIGN_OR_RETURN(const Tensor dbias,

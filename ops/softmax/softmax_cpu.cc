@@ -89,7 +89,7 @@ absl::Status SoftmaxCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), DType::kF32));
   const int64_t n = x.dim(-1);
   if (n == 0) return absl::OkStatus();
-  const int64_t rows = x.num_elements() / n;
+  const int64_t rows = NumRows(x.shape());
   const float* in = x.data<float>();
   float* y = out->data<float>();
   const Tensor* mask = context.num_inputs() == 2 ? &context.input(1) : nullptr;
@@ -120,7 +120,7 @@ absl::Status SoftmaxBackwardCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), DType::kF32));
   const int64_t n = dout.dim(-1);
   if (n == 0) return absl::OkStatus();
-  const int64_t rows = dout.num_elements() / n;
+  const int64_t rows = NumRows(dout.shape());
   const float* dy = dout.data<float>();
   const float* y = context.input(1).data<float>();
   float* out = dx->data<float>();
