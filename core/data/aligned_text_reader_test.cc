@@ -1,24 +1,15 @@
 #include "core/data/aligned_text_reader.h"
 
+#include "core/data/pair_reader_testing.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
 
 namespace tfm {
 namespace {
 
+using ::tfm::testing::ReadPairs;
 using ::tfm::testing::SharedDataPath;
 using ::tfm::testing::WriteTempFile;
-
-std::vector<SentencePair> ReadPairs(PairReader* reader) {
-  std::vector<SentencePair> pairs;
-  SentencePair pair;
-  while (true) {
-    auto more = reader->Next(&pair);
-    EXPECT_TRUE(more.ok()) << more.status();
-    if (!more.ok() || !*more) return pairs;
-    pairs.push_back(pair);
-  }
-}
 
 TEST(AlignedTextReaderTest, SkipsBadPairsTogetherAndCountsReasons) {
   const std::string source = WriteTempFile(

@@ -9,21 +9,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/data/corpus_split.h"
+#include "core/data/pair_reader_testing.h"
 #include "gtest/gtest.h"
 
 namespace tfm {
 namespace {
 
-std::vector<SentencePair> ReadPairs(PairReader* reader) {
-  std::vector<SentencePair> pairs;
-  SentencePair pair;
-  while (true) {
-    auto more = reader->Next(&pair);
-    EXPECT_TRUE(more.ok()) << more.status();
-    if (!more.ok() || !*more) return pairs;
-    pairs.push_back(pair);
-  }
-}
+using ::tfm::testing::ReadPairs;
 
 void WriteCatalog(const std::string& dir, const std::string& name, const std::string& po_body) {
   const std::string po = absl::StrCat(dir, "/", name, ".po");
