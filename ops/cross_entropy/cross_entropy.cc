@@ -66,14 +66,6 @@ Attrs CrossEntropyAttrs(const CrossEntropyOptions& options) {
 absl::StatusOr<CrossEntropyOutput> LabelSmoothedCrossEntropy(const Tensor& logits,
                                                              const Tensor& targets,
                                                              const CrossEntropyOptions& options) {
-  if (logits.dtype() == DType::kI32 || logits.dtype() == DType::kI64) {  // Else: "unknown kernel".
-    return absl::InvalidArgumentError(
-        absl::StrCat("label_smoothed_cross_entropy_backward: logits must be floating, got ", logits.DebugString()));
-  }
-  if (logits.dtype() == DType::kI32 || logits.dtype() == DType::kI64) {  // Else: "unknown kernel".
-    return absl::InvalidArgumentError(
-        absl::StrCat("label_smoothed_cross_entropy: logits must be floating, got ", logits.DebugString()));
-  }
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                        RunOp("label_smoothed_cross_entropy", {logits, targets},
                              CrossEntropyAttrs(options)));
@@ -84,10 +76,6 @@ absl::StatusOr<Tensor> LabelSmoothedCrossEntropyBackward(const Tensor& logits,
                                                          const Tensor& targets, const Tensor& lse,
                                                          const Tensor& d_loss,
                                                          const CrossEntropyOptions& options) {
-  if (logits.dtype() == DType::kI32 || logits.dtype() == DType::kI64) {  // Else: "unknown kernel".
-    return absl::InvalidArgumentError(
-        absl::StrCat("label_smoothed_cross_entropy_backward: logits must be floating, got ", logits.DebugString()));
-  }
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                        RunOp("label_smoothed_cross_entropy_backward",
                              {logits, targets, lse, d_loss}, CrossEntropyAttrs(options)));

@@ -1,6 +1,5 @@
 #include "ops/embedding/tied_projection.h"
 
-#include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 
@@ -47,20 +46,12 @@ TFM_REGISTER_OP(OpDef{
 }  // namespace
 
 absl::StatusOr<Tensor> TiedProjection(const Tensor& h, const Tensor& table) {
-  if (h.dtype() == DType::kI32 || h.dtype() == DType::kI64) {  // Else: "unknown kernel".
-    return absl::InvalidArgumentError(
-        absl::StrCat("tied_projection: h must be floating, got ", h.DebugString()));
-  }
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("tied_projection", {h, table}));
   return out[0];
 }
 
 absl::StatusOr<TiedProjectionGrads> TiedProjectionBackward(const Tensor& h, const Tensor& table,
                                                            const Tensor& d_logits) {
-  if (h.dtype() == DType::kI32 || h.dtype() == DType::kI64) {  // Else: "unknown kernel".
-    return absl::InvalidArgumentError(
-        absl::StrCat("tied_projection_backward: h must be floating, got ", h.DebugString()));
-  }
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                        RunOp("tied_projection_backward", {h, table, d_logits}));
   return TiedProjectionGrads{out[0], out[1]};

@@ -1,6 +1,5 @@
 #include "ops/positional_encoding/positional_encoding.h"
 
-#include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 
@@ -54,10 +53,6 @@ absl::StatusOr<Tensor> PositionalEncoding(int64_t length, int64_t d_model, int64
 }
 
 absl::StatusOr<Tensor> AddPositionalEncoding(const Tensor& x, int64_t offset) {
-  if (x.dtype() == DType::kI32 || x.dtype() == DType::kI64) {  // Else: "unknown kernel".
-    return absl::InvalidArgumentError(
-        absl::StrCat("add_positional_encoding: x must be floating, got ", x.DebugString()));
-  }
   Attrs attrs;
   attrs.Set("offset", offset);
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("add_positional_encoding", {x}, attrs));
