@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "core/config/config_loader.h"
 #include "core/cuda/runtime.h"
+#include "core/environment_report.h"
 #include "core/layer_registry.h"
 #include "core/op_registry.h"
 #include "core/paths.h"
@@ -89,6 +90,7 @@ void ListRegistered(std::ostream& out) {
   for (const std::string& layer : LayerRegistry().Names()) out << "  " << layer << "\n";
   out << "tasks:\n";
   for (const std::string& task : TaskRegistry().Names()) out << "  " << task << "\n";
+  for (const auto& [label, text] : EnvironmentReport()) out << label << ": " << text << "\n";
   out << "cuda: ";
   if (!cuda::BuiltWithCuda()) {
     out << "not built\n";

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "core/cpu_features.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
 
@@ -31,6 +32,9 @@ TEST(DriverTest, ListShowsOpsWithKernelsAndTasks) {
       << out.str();
   EXPECT_NE(out.str().find("tasks:\n  parsing\n  translation\n"), std::string::npos);
   EXPECT_NE(out.str().find("cuda: "), std::string::npos);
+  // The kernels chosen for this machine: the CPU's ISA and the BLAS core.
+  EXPECT_NE(out.str().find("cpu: " + CpuSummary() + "\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("blas: OpenBLAS"), std::string::npos) << out.str();
 }
 
 TEST(DriverTest, ValidatesTheEmbeddedDefault) {
