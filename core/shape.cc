@@ -43,15 +43,16 @@ absl::Status ValidateShape(const Shape& shape, size_t element_bytes) {
           absl::StrCat("negative extent in shape ", ShapeToString(shape)));
     }
   }
-  // An empty tensor holds no bytes whatever its other extents are.
-  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return absl::OkStatus();
+  // Zero extents are skipped: an empty [2^40, 2^40, 0] holds no bytes, but
+  // NumRows would still multiply its leading extents. Bounding the product
+  // of the non-zero extents bounds every product NumElements and NumRows
+  // take.
   int64_t bytes = static_cast<int64_t>(element_bytes);
   for (int64_t extent : shape) {
-    if (__builtin_mul_overflow(bytes, extent, &bytes)) {
+    if (extent != 0 && __builtin_mul_overflow(bytes, extent, &bytes)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "shape ", ShapeToString(shape), " with ", element_bytes,
-          "-byte elements needs more than ", std::numeric_limits<int64_t>::max(),
-          " bytes"));
+          "shape ", ShapeToString(shape), " is too large: its extents times ", element_bytes,
+          " bytes per element exceed ", std::numeric_limits<int64_t>::max(), " bytes"));
     }
   }
   return absl::OkStatus();

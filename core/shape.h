@@ -22,9 +22,9 @@ int64_t NumElements(const Shape& shape);
 int64_t NumRows(const Shape& shape);
 std::string ShapeToString(const Shape& shape);  // "[2, 3]"
 
-// InvalidArgument if any extent is negative, or if the shape with
-// `element_bytes`-byte elements would span more bytes than int64_t (and so
-// ptrdiff_t and every byte count derived from it) can hold. Without the
+// InvalidArgument if any extent is negative, or if the product of the
+// non-zero extents times `element_bytes` does not fit int64_t (and so
+// ptrdiff_t and every count or byte size derived from the shape). Without the
 // second check a huge shape wraps around to a small allocation that kernels
 // then write past.
 absl::Status ValidateShape(const Shape& shape, size_t element_bytes = 1);

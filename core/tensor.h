@@ -3,6 +3,11 @@
 // Copies of a Tensor share the buffer (like torch.Tensor); views made by
 // Slice and Reshape share it too, so writing through one is visible through
 // the others. Data is always dense and row-major.
+//
+// Constness is the handle's: a const Tensor gives only const element
+// pointers. Copying it into a non-const Tensor does give write access to the
+// same buffer; that is the visible, deliberate step an in-place op takes
+// (KernelContext::in_place_input), never something a kernel does by accident.
 #ifndef TFM_CORE_TENSOR_H_
 #define TFM_CORE_TENSOR_H_
 
