@@ -426,7 +426,7 @@ OpCase SgemmCase() {
         TFM_ASSIGN_OR_RETURN(Tensor a, Random({kSgemmM, kSgemmK}));
         TFM_ASSIGN_OR_RETURN(Tensor b, Random({kSgemmN, kSgemmK}));
         TFM_ASSIGN_OR_RETURN(Tensor c, Tensor::Empty({kSgemmM, kSgemmN}, DType::kF32));
-        return Body([=]() -> absl::Status {
+        return Body([=]() mutable -> absl::Status {
           GemmCpu(false, true, kSgemmM, kSgemmN, kSgemmK, a.data<float>(), b.data<float>(), 0.0f,
                   c.data<float>());
           return absl::OkStatus();

@@ -1,5 +1,7 @@
 #include "core/op_registry.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,6 +31,13 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int index, const Shape& sh
   return &outputs_[index];
 }
 
+Tensor KernelContext::in_place_input(int i) const {
+  const bool declared = std::any_of(def_.in_place.begin(), def_.in_place.end(),
+                                    [i](const std::pair<int, int>& pair) { return pair.second == i; });
+  TFM_CHECK(declared, "kernel writes an input its OpDef does not declare in-place");
+  return inputs_[i];
+}
+
 void KernelContext::SetOutput(int index, Tensor tensor) {
   TFM_CHECK(index >= 0 && index < static_cast<int>(outputs_.size()),
             "kernel sets an output its OpDef does not declare");
@@ -46,6 +55,38 @@ absl::Status KernelContext::Error(absl::string_view message) const {
       def_.name, ": ", message, shapes.empty() ? "" : " (inputs: ",
       absl::StrJoin(shapes, ", "), shapes.empty() ? "" : ")"));
 }
+
+namespace {
+
+// The aliasing rule of OpDef::in_place, checked after every kernel: a few
+// pointer comparisons per call against silent corruption of a caller's
+// tensors (an identity gradient handed back as the upstream one, then
+// accumulated into).
+absl::Status CheckNoUndeclaredAliases(const OpDef& def, absl::Span<const Tensor> inputs,
+                                      const std::vector<Tensor>& outputs) {
+  for (size_t out = 0; out < outputs.size(); ++out) {
+    auto shares = [&](const Tensor& other) { return outputs[out].SharesBufferWith(other); };
+    for (size_t in = 0; in < inputs.size(); ++in) {
+      const std::pair<int, int> pair(static_cast<int>(out), static_cast<int>(in));
+      if (shares(inputs[in]) &&
+          std::find(def.in_place.begin(), def.in_place.end(), pair) == def.in_place.end()) {
+        return absl::InternalError(absl::StrCat(def.name, ": kernel returned output '",
+                                                def.outputs[out], "' sharing memory with input '",
+                                                def.inputs[in], "', which the op does not declare in-place"));
+      }
+    }
+    for (size_t other = 0; other < out; ++other) {
+      if (shares(outputs[other])) {
+        return absl::InternalError(absl::StrCat(def.name, ": kernel returned outputs '",
+                                                def.outputs[other], "' and '", def.outputs[out],
+                                                "' sharing memory"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
                                           absl::Span<const Tensor> inputs,
@@ -100,6 +141,7 @@ absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
           absl::StrCat(op, ": kernel did not produce output '", def->outputs[i], "'"));
     }
   }
+  TFM_RETURN_IF_ERROR(CheckNoUndeclaredAliases(*def, inputs, context.outputs()));
   return std::move(context.outputs());
 }
 

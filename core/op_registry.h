@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -38,6 +39,12 @@ struct OpDef {
   // Checks shapes, dtypes and attributes before any kernel runs; its errors
   // name the op and the shapes. May be empty.
   std::function<absl::Status(const KernelContext&)> validate;
+  // The aliasing rule: an output is a new tensor, never (a view of) an input,
+  // so a caller may accumulate into or overwrite any result without touching
+  // the op's inputs or its other results. Only the pairs listed here, for
+  // ops documented as in-place, are exempt: {output index, input index}
+  // where the output is that input, updated. RunOp enforces the rule.
+  std::vector<std::pair<int, int>> in_place = {};
 };
 
 // Everything a kernel sees: inputs, attributes, where it runs, and the
@@ -51,6 +58,8 @@ class KernelContext {
 
   const OpDef& def() const { return def_; }
   const Tensor& input(int i) const { return inputs_[i]; }
+  // A writable handle to input `i`, which the OpDef must declare in-place.
+  Tensor in_place_input(int i) const;
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   const Attrs& attrs() const { return attrs_; }
   Device device() const { return device_; }

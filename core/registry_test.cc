@@ -22,6 +22,21 @@ absl::Status DoubleCpu(KernelContext& context) {
 TFM_REGISTER_OP(OpDef{"test_double", {"x"}, {"y"}, {}, "y = 2x", {}});
 TFM_REGISTER_KERNEL("test_double", DeviceType::kCPU, DType::kF32, DoubleCpu);
 
+// Returns its input as its output: fine for an op declared in-place, a
+// broken kernel for any other.
+absl::Status IdentityCpu(KernelContext& context) {
+  context.SetOutput(0, context.input(0));
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_OP(OpDef{.name = "test_alias", .inputs = {"x"}, .outputs = {"y"}});
+TFM_REGISTER_KERNEL("test_alias", DeviceType::kCPU, DType::kF32, IdentityCpu);
+TFM_REGISTER_OP(OpDef{.name = "test_in_place",
+                      .inputs = {"x"},
+                      .outputs = {"x"},
+                      .in_place = {{0, 0}}});
+TFM_REGISTER_KERNEL("test_in_place", DeviceType::kCPU, DType::kF32, IdentityCpu);
+
 TEST(RegistryTest, AddFindAndDuplicate) {
   Registry<int> registry("widget");
   ASSERT_TRUE(registry.Add("b", 2).ok());
@@ -81,6 +96,19 @@ TEST(OpRegistryTest, ErrorsNameTheOpAndWhatIsMissing) {
 
   absl::Status undefined = RunOp("test_double", {Tensor()}).status();
   EXPECT_NE(undefined.message().find("input 'x' is undefined"), std::string::npos);
+}
+
+TEST(OpRegistryTest, OutputsAliasInputsOnlyWhereDeclaredInPlace) {
+  const Tensor x = *Tensor::Zeros({3}, DType::kF32);
+  absl::Status aliased = RunOp("test_alias", {x}).status();
+  EXPECT_EQ(aliased.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(aliased.message().find("test_alias: kernel returned output 'y' sharing memory with "
+                                   "input 'x'"),
+            std::string::npos)
+      << aliased;
+  absl::StatusOr<std::vector<Tensor>> in_place = RunOp("test_in_place", {x});
+  ASSERT_TRUE(in_place.ok()) << in_place.status();
+  EXPECT_TRUE((*in_place)[0].SharesBufferWith(x));
 }
 
 TEST(LayerRegistryTest, UnknownLayerListsKnownOnes) {

@@ -9,7 +9,7 @@ namespace tfm {
 
 absl::StatusOr<Tensor> Tensor::Empty(const Shape& shape, DType dtype,
                                      const Device& device, StreamHandle stream) {
-  TFM_RETURN_IF_ERROR(ValidateShape(shape));
+  TFM_RETURN_IF_ERROR(ValidateShape(shape, DTypeSize(dtype)));
   TFM_ASSIGN_OR_RETURN(Allocator * allocator, AllocatorFor(device));
   const size_t bytes = NumElements(shape) * DTypeSize(dtype);
   TFM_ASSIGN_OR_RETURN(void* data, allocator->Allocate(bytes, stream));
@@ -46,7 +46,7 @@ absl::StatusOr<Tensor> Tensor::Slice(int64_t begin, int64_t end) const {
 }
 
 absl::StatusOr<Tensor> Tensor::Reshape(const Shape& shape) const {
-  TFM_RETURN_IF_ERROR(ValidateShape(shape));
+  TFM_RETURN_IF_ERROR(ValidateShape(shape, DTypeSize(dtype_)));
   if (NumElements(shape) != num_elements()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Reshape: cannot view ", ShapeToString(shape_), " as ", ShapeToString(shape)));

@@ -3,6 +3,11 @@
 // Copies of a Tensor share the buffer (like torch.Tensor); views made by
 // Slice and Reshape share it too, so writing through one is visible through
 // the others. Data is always dense and row-major.
+//
+// Constness is the handle's: a const Tensor gives only const element
+// pointers. Copying it into a non-const Tensor does give write access to the
+// same buffer; that is the visible, deliberate step an in-place op takes
+// (KernelContext::in_place_input), never something a kernel does by accident.
 #ifndef TFM_CORE_TENSOR_H_
 #define TFM_CORE_TENSOR_H_
 
@@ -67,23 +72,37 @@ class Tensor {
   Device device() const { return buffer_ ? buffer_->device() : Device::Cpu(); }
   size_t nbytes() const { return num_elements() * DTypeSize(dtype_); }
 
-  void* raw_data() const {
-    return buffer_ ? static_cast<char*>(buffer_->data()) + offset_bytes_ : nullptr;
+  // Element access follows the constness of the handle: a const Tensor (an
+  // op's input, a layer's saved activation) yields only const pointers, so a
+  // kernel cannot write into what it was given to read without the compiler
+  // saying so. Writing takes a non-const Tensor: an output the kernel
+  // allocated, or an input of an op documented as in-place.
+  const void* raw_data() const { return AddressOfFirstElement(); }
+  void* raw_data() { return AddressOfFirstElement(); }
+  template <typename T>
+  const T* data() const {
+    CheckElementType<T>();
+    return static_cast<const T*>(raw_data());
   }
   template <typename T>
-  T* data() const {
-    TFM_CHECK(DTypeOf<T>::value == dtype_, "tensor element type mismatch");
+  T* data() {
+    CheckElementType<T>();
     return static_cast<T*>(raw_data());
   }
   // Host-only convenience: the elements as a span (checks device and type).
   template <typename T>
-  absl::Span<T> span() const {
-    TFM_CHECK(device().is_cpu(), "span() of a device tensor");
+  absl::Span<const T> span() const {
+    CheckOnHost();
+    return absl::Span<const T>(data<T>(), num_elements());
+  }
+  template <typename T>
+  absl::Span<T> span() {
+    CheckOnHost();
     return absl::Span<T>(data<T>(), num_elements());
   }
   template <typename T>
   std::vector<T> ToVector() const {
-    absl::Span<T> values = span<T>();
+    absl::Span<const T> values = span<T>();
     return std::vector<T>(values.begin(), values.end());
   }
 
@@ -106,6 +125,15 @@ class Tensor {
         shape_(std::move(shape)),
         dtype_(dtype) {}
 
+  void* AddressOfFirstElement() const {
+    return buffer_ ? static_cast<char*>(buffer_->data()) + offset_bytes_ : nullptr;
+  }
+  template <typename T>
+  void CheckElementType() const {
+    TFM_CHECK(DTypeOf<T>::value == dtype_, "tensor element type mismatch");
+  }
+  void CheckOnHost() const { TFM_CHECK(device().is_cpu(), "span() of a device tensor"); }
+
   std::shared_ptr<Buffer> buffer_;
   size_t offset_bytes_ = 0;
   Shape shape_;
@@ -114,6 +142,8 @@ class Tensor {
 
 template <typename T>
 absl::StatusOr<Tensor> Tensor::FromVector(absl::Span<const T> values, const Shape& shape) {
+  const absl::Status valid = ValidateShape(shape, sizeof(T));
+  if (!valid.ok()) return valid;
   if (static_cast<int64_t>(values.size()) != NumElements(shape)) {
     return absl::InvalidArgumentError("FromVector: " + std::to_string(values.size()) +
                                       " values cannot fill shape " + ShapeToString(shape));

@@ -1,6 +1,9 @@
 #include "core/tensor.h"
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "core/device.h"
 #include "core/tensor_copy.h"
@@ -91,6 +94,63 @@ TEST(TensorTest, CopyToCpuIsADeepCopy) {
   Tensor copy = *CopyToDevice(t, Device::Cpu());
   EXPECT_FALSE(copy.SharesBufferWith(t));
   EXPECT_EQ(copy.ToVector<float>(), t.ToVector<float>());
+}
+
+// A const handle (an op's input) must not hand out writable elements.
+static_assert(std::is_same_v<decltype(std::declval<const Tensor&>().data<float>()),
+                             const float*>);
+static_assert(std::is_same_v<decltype(std::declval<const Tensor&>().span<float>()),
+                             absl::Span<const float>>);
+static_assert(std::is_same_v<decltype(std::declval<const Tensor&>().raw_data()), const void*>);
+static_assert(std::is_same_v<decltype(std::declval<Tensor&>().data<float>()), float*>);
+
+TEST(TensorTest, ConstAndMutableAccessSeeTheSameElements) {
+  Tensor t = *Tensor::FromVector<float>({1, 2, 3}, {3});
+  const Tensor& read_only = t;
+  t.data<float>()[1] = 7;
+  EXPECT_EQ(read_only.data<float>(), t.data<float>());
+  EXPECT_EQ(read_only.ToVector<float>(), (std::vector<float>{1, 7, 3}));
+}
+
+constexpr int64_t kTwoTo30 = int64_t{1} << 30;
+constexpr int64_t kTwoTo32 = int64_t{1} << 32;
+
+TEST(ShapeTest, ByteSizesBeyondInt64AreRejected) {
+  // 2^64 elements: the count itself does not fit.
+  absl::Status count = ValidateShape({kTwoTo32, kTwoTo32});
+  EXPECT_EQ(count.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(count.message().find("[4294967296, 4294967296] is too large"), std::string::npos)
+      << count;
+  // 2^62 elements fit, their 2^64 bytes as f32 do not.
+  EXPECT_TRUE(ValidateShape({kTwoTo30, kTwoTo30, 4}).ok());
+  EXPECT_EQ(ValidateShape({kTwoTo30, kTwoTo30, 4}, 4).code(), absl::StatusCode::kInvalidArgument);
+  // The limit is 2^63 - 1 bytes: 2^62 pass, 2^63 do not.
+  EXPECT_TRUE(ValidateShape({kTwoTo30, kTwoTo30, 2}, 2).ok());
+  EXPECT_EQ(ValidateShape({kTwoTo30, kTwoTo30, 2}, 4).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ShapeTest, EmptyShapesWithHugeExtentsCountZeroElements) {
+  const Shape empty = {kTwoTo30, 0, kTwoTo30};
+  ASSERT_TRUE(ValidateShape(empty, 4).ok());
+  EXPECT_EQ(NumElements(empty), 0);
+  EXPECT_EQ(NumRows(empty), 0);
+  const Shape empty_rows = {kTwoTo30, kTwoTo30, 0};
+  ASSERT_TRUE(ValidateShape(empty_rows, 4).ok());
+  EXPECT_EQ(NumElements(empty_rows), 0);
+  EXPECT_EQ(NumRows(empty_rows), int64_t{1} << 60);
+  // Its non-zero extents alone overflow: rejected, or NumRows would.
+  EXPECT_FALSE(ValidateShape({kTwoTo32, kTwoTo32, 0}).ok());
+}
+
+TEST(TensorTest, OverflowingShapesAreErrorsNotAllocations) {
+  const Shape huge = {kTwoTo30, kTwoTo30, 4};  // 2^62 elements.
+  EXPECT_EQ(Tensor::Empty(huge, DType::kF32).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tensor::Zeros(huge, DType::kI64).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tensor::FromVector<float>(std::vector<float>{1}, {kTwoTo32, kTwoTo32}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const Tensor empty = *Tensor::Empty({0}, DType::kF32);
+  EXPECT_EQ(empty.Reshape({kTwoTo32, kTwoTo32, 0}).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ShapeTest, NumRowsIsTheProductOfAllButTheLastExtent) {

@@ -56,6 +56,12 @@ absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded);
 // heads, probabilities in [0, 1), ...). Errors name where the field was set.
 absl::Status ValidateTaskConfig(const LoadedConfig& loaded);
 
+// What only the machine that runs the config can check, so that
+// ValidateTaskConfig (and --mode=validate) works anywhere: the GPU named by
+// train.device exists (cuda::DeviceCount), and data.work_dir exists or can be
+// created. The driver calls it before training, evaluating or decoding.
+absl::Status CheckConfigRunsHere(const LoadedConfig& loaded);
+
 // Parse + overrides + validation: what the command line and the tasks use.
 absl::StatusOr<LoadedConfig> LoadTaskConfig(const std::string& path,
                                             const std::vector<std::string>& overrides);

@@ -1,7 +1,10 @@
 #include "core/config/config_loader.h"
 
+#include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
+#include "core/cuda/runtime.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
 
@@ -141,6 +144,92 @@ TEST(ConfigLoaderTest, SemanticErrorsNameTheLineOrTheOverride) {
   EXPECT_NE(ValidateTaskConfig(loaded).message().find(
                 "--set=decode.beam_size=0: decode.beam_size: must be positive"),
             std::string::npos);
+}
+
+TEST(ConfigLoaderTest, HeadSizesMustSplitDModel) {
+  const LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\n"
+      "model {\n"
+      "  d_model: 512\n"
+      "  num_heads: 16\n"
+      "  d_v: 32\n"
+      "}\n",
+      "m.pbtxt");
+  const absl::Status status = ValidateTaskConfig(loaded);
+  // d_k is left at its default (64): the error names the section's line.
+  EXPECT_NE(status.message().find("m.pbtxt:2: model.d_k: 64 must be d_model / num_heads = "
+                                  "512 / 16 = 32"),
+            std::string::npos)
+      << status;
+  EXPECT_EQ(status.message().find("model.d_v"), std::string::npos) << status;
+}
+
+TEST(ConfigLoaderTest, TrainingDTypeMustHaveKernelsOnTheDevice) {
+  LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\n"
+      "train {\n"
+      "  device: \"cpu\"\n"
+      "  dtype: \"bf16\"\n"
+      "}\n",
+      "t.pbtxt");
+  EXPECT_NE(ValidateTaskConfig(loaded).message().find(
+                "t.pbtxt:4: train.dtype: bf16 is not supported for training on cpu"),
+            std::string::npos)
+      << ValidateTaskConfig(loaded);
+  ASSERT_TRUE(ApplyOverride("train.dtype=i32", &loaded).ok());
+  EXPECT_FALSE(ValidateTaskConfig(loaded).ok());
+  ASSERT_TRUE(ApplyOverride("train.dtype=f32", &loaded).ok());
+  EXPECT_TRUE(ValidateTaskConfig(loaded).ok()) << ValidateTaskConfig(loaded);
+}
+
+TEST(ConfigLoaderTest, AveragingNeedsCheckpoints) {
+  const LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\n"
+      "train { checkpoint_every_minutes: 0 checkpoint_every_steps: 0 }\n",
+      "c.pbtxt");
+  EXPECT_NE(ValidateTaskConfig(loaded).message().find(
+                "train.average_last_checkpoints: averages the last 5 checkpoints"),
+            std::string::npos)
+      << ValidateTaskConfig(loaded);
+}
+
+// A GPU that is not here fails the run, not the validation: a config for a
+// GPU machine can be checked on a laptop.
+TEST(ConfigLoaderTest, MissingGpuFailsOnlyWhereTheConfigRuns) {
+  const std::string missing = absl::StrCat("cuda:", cuda::DeviceCount());
+  const LoadedConfig loaded = *ParseTaskConfig(
+      absl::StrCat("task: \"translation\"\n"
+                   "data { work_dir: \"", std::getenv("TEST_TMPDIR"), "/work\" }\n"
+                   "train {\n"
+                   "  device: \"", missing, "\"\n"
+                   "}\n"),
+      "g.pbtxt");
+  EXPECT_TRUE(ValidateTaskConfig(loaded).ok()) << ValidateTaskConfig(loaded);
+  const absl::Status here = CheckConfigRunsHere(loaded);
+  EXPECT_EQ(here.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(here.message().find(absl::StrCat("g.pbtxt:4: train.device: ", missing, " but ")),
+            std::string::npos)
+      << here;
+}
+
+TEST(ConfigLoaderTest, WorkDirMustBeCreatable) {
+  const std::string file = WriteFile("not_a_dir", "x");
+  LoadedConfig loaded = *ParseTaskConfig(
+      absl::StrCat("task: \"translation\"\ndata { work_dir: \"", file, "/run\" }\n"),
+      "w.pbtxt");
+  EXPECT_TRUE(ValidateTaskConfig(loaded).ok());
+  const absl::Status blocked = CheckConfigRunsHere(loaded);
+  EXPECT_NE(blocked.message().find(
+                absl::StrCat("w.pbtxt:2: data.work_dir: ", file, " is not a directory")),
+            std::string::npos)
+      << blocked;
+  ASSERT_TRUE(ApplyOverride(absl::StrCat("data.work_dir=", std::getenv("TEST_TMPDIR"),
+                                         "/new/nested/run"),
+                            &loaded)
+                  .ok());
+  EXPECT_TRUE(CheckConfigRunsHere(loaded).ok()) << CheckConfigRunsHere(loaded);
+  EXPECT_FALSE(std::filesystem::exists(absl::StrCat(std::getenv("TEST_TMPDIR"), "/new")))
+      << "checking must not create the directory";
 }
 
 }  // namespace

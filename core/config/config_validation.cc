@@ -1,13 +1,21 @@
-// Semantic checks of a task config, beyond what the schema can express.
+// Semantic checks of a task config, beyond what the schema can express:
+// ValidateTaskConfig on any machine, CheckConfigRunsHere where it will run.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/config/config_loader.h"
+#include "core/cuda/runtime.h"
 #include "core/device.h"
 #include "core/dtype.h"
+#include "core/paths.h"
 
 namespace tfm {
 namespace {
@@ -28,6 +36,9 @@ class Problems {
   }
   void RequireProbability(const std::string& field, double value) {
     if (!(value >= 0 && value < 1)) Add(field, absl::StrCat("must be in [0, 1), got ", value));
+  }
+  void RequireNonEmpty(const std::string& field, const std::string& value) {
+    if (value.empty()) Add(field, "must not be empty");
   }
 
   absl::Status ToStatus() const {
@@ -73,6 +84,9 @@ void CheckData(const config::DataConfig& data, Problems& problems) {
       problems.Add(absl::StrCat("data.train[", i, "].format"), "must be set");
     }
   }
+  // The trainer writes the tokenizer, checkpoints and outputs under it.
+  problems.RequireNonEmpty("data.work_dir", data.work_dir());
+  problems.RequireNonEmpty("data.tokenizer.model_path", tok.model_path());
 }
 
 void CheckModel(const config::ModelConfig& model, Problems& problems) {
@@ -83,16 +97,40 @@ void CheckModel(const config::ModelConfig& model, Problems& problems) {
   problems.RequirePositive("model.num_heads", model.num_heads());
   problems.RequirePositive("model.d_k", model.d_k());
   problems.RequirePositive("model.d_v", model.d_v());
+  // Multi-head attention splits d_model across the heads (paper, 3.2.2:
+  // d_k = d_v = d_model / h): the layers project d_model to num_heads * d_k
+  // and concatenate num_heads * d_v back to d_model, with no other width.
   if (model.num_heads() > 0 && model.d_model() % model.num_heads() != 0) {
     problems.Add("model.num_heads", absl::StrCat("d_model ", model.d_model(),
                                                  " is not divisible by ", model.num_heads(),
                                                  " heads"));
+  } else if (model.num_heads() > 0) {
+    const int per_head = model.d_model() / model.num_heads();
+    for (const auto& [field, value] :
+         {std::pair<std::string, int>{"model.d_k", model.d_k()}, {"model.d_v", model.d_v()}}) {
+      if (value != per_head) {
+        problems.Add(field, absl::StrCat(value, " must be d_model / num_heads = ", model.d_model(),
+                                         " / ", model.num_heads(), " = ", per_head));
+      }
+    }
   }
   problems.RequireProbability("model.dropout", model.dropout());
   problems.RequireProbability("model.attention_dropout", model.attention_dropout());
   problems.RequireProbability("model.relu_dropout", model.relu_dropout());
   problems.RequireProbability("model.label_smoothing", model.label_smoothing());
   problems.RequirePositive("model.layer_norm_epsilon", model.layer_norm_epsilon());
+}
+
+// The dtypes whose kernels exist for training on each device type: every op
+// the model runs has f32 kernels and no other floating type yet (fill and
+// random aside). A dtype joins a device here together with its kernels.
+bool CanTrainIn(DeviceType device, DType dtype) {
+  switch (device) {
+    case DeviceType::kCPU:
+    case DeviceType::kCUDA:
+      return dtype == DType::kF32;
+  }
+  return false;
 }
 
 void CheckTrain(const config::TrainConfig& train, Problems& problems) {
@@ -104,11 +142,26 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
   problems.RequirePositive("train.max_steps", train.max_steps());
   problems.RequireNonNegative("train.clip_norm", train.clip_norm());
   problems.RequirePositive("train.average_last_checkpoints", train.average_last_checkpoints());
-  if (absl::StatusOr<Device> device = Device::Parse(train.device()); !device.ok()) {
-    problems.Add("train.device", std::string(device.status().message()));
+  problems.RequireNonNegative("train.checkpoint_every_minutes", train.checkpoint_every_minutes());
+  problems.RequireNonNegative("train.checkpoint_every_steps", train.checkpoint_every_steps());
+  problems.RequirePositive("train.log_every_steps", train.log_every_steps());
+  problems.RequireNonNegative("train.validate_every_steps", train.validate_every_steps());
+  if (train.average_last_checkpoints() > 1 && train.checkpoint_every_minutes() <= 0 &&
+      train.checkpoint_every_steps() <= 0) {
+    problems.Add("train.average_last_checkpoints",
+                 absl::StrCat("averages the last ", train.average_last_checkpoints(),
+                              " checkpoints, but checkpoint_every_minutes and "
+                              "checkpoint_every_steps are both 0, so none are written"));
   }
-  if (absl::StatusOr<DType> dtype = ParseDType(train.dtype()); !dtype.ok()) {
+  absl::StatusOr<Device> device = Device::Parse(train.device());
+  if (!device.ok()) problems.Add("train.device", std::string(device.status().message()));
+  absl::StatusOr<DType> dtype = ParseDType(train.dtype());
+  if (!dtype.ok()) {
     problems.Add("train.dtype", std::string(dtype.status().message()));
+  } else if (device.ok() && !CanTrainIn(device->type, *dtype)) {
+    problems.Add("train.dtype", absl::StrCat(train.dtype(), " is not supported for training on ",
+                                             device->ToString(),
+                                             ": its kernels compute in f32 only"));
   }
 }
 
@@ -133,6 +186,51 @@ absl::Status ValidateTaskConfig(const LoadedConfig& loaded) {
   CheckModel(config.model(), problems);
   CheckTrain(config.train(), problems);
   CheckDecode(config.decode(), problems);
+  return problems.ToStatus();
+}
+
+namespace {
+
+// The GPU named by train.device must exist in this process.
+void CheckDeviceIsHere(const config::TrainConfig& train, Problems& problems) {
+  absl::StatusOr<Device> device = Device::Parse(train.device());
+  if (!device.ok() || !device->is_cuda()) return;  // Parse errors: ValidateTaskConfig's.
+  const int gpus = cuda::DeviceCount();
+  if (device->index < gpus) return;
+  problems.Add("train.device",
+               !cuda::BuiltWithCuda()
+                   ? absl::StrCat(device->ToString(),
+                                  " but this binary was built without CUDA (no nvcc found)")
+                   : absl::StrCat(device->ToString(), " but this machine has ",
+                                  gpus == 0 ? "no GPU" : absl::StrCat(gpus, " GPU(s), cuda:0"),
+                                  gpus > 1 ? absl::StrCat(" to cuda:", gpus - 1) : ""));
+}
+
+// The work directory must exist or be creatable: its nearest existing
+// ancestor must be a directory this process can write into.
+void CheckWorkDirIsWritable(const config::DataConfig& data, Problems& problems) {
+  if (data.work_dir().empty()) return;  // ValidateTaskConfig's.
+  std::error_code error;
+  std::filesystem::path path =
+      std::filesystem::absolute(ResolveDataPath(data.work_dir()), error);
+  while (!std::filesystem::exists(path, error) && path.has_parent_path() &&
+         path.parent_path() != path) {
+    path = path.parent_path();
+  }
+  if (!std::filesystem::is_directory(path, error)) {
+    problems.Add("data.work_dir", absl::StrCat(path.string(), " is not a directory"));
+  } else if (access(path.c_str(), W_OK | X_OK) != 0) {
+    problems.Add("data.work_dir", absl::StrCat("cannot create or write ", data.work_dir(),
+                                               ": ", path.string(), ": ", std::strerror(errno)));
+  }
+}
+
+}  // namespace
+
+absl::Status CheckConfigRunsHere(const LoadedConfig& loaded) {
+  Problems problems(loaded.sources);
+  CheckDeviceIsHere(loaded.config.train(), problems);
+  CheckWorkDirIsWritable(loaded.config.data(), problems);
   return problems.ToStatus();
 }
 

@@ -159,6 +159,7 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   TFM_ASSIGN_OR_RETURN(LoadedConfig loaded, LoadTaskConfig(options.config, options.overrides));
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Task> task, CreateTask(loaded.config.task()));
   TFM_RETURN_IF_ERROR(task->Validate(loaded));
+  if (mode != TaskMode::kValidate) TFM_RETURN_IF_ERROR(CheckConfigRunsHere(loaded));
   if (mode == TaskMode::kValidate) {
     std::string text;
     google::protobuf::TextFormat::PrintToString(loaded.config, &text);

@@ -39,6 +39,7 @@ TFM_REGISTER_OP(OpDef{
     .attrs = {"lr", "beta1", "beta2", "eps", "step"},
     .doc = "one bias-corrected Adam step, in place (torch.optim.Adam)",
     .validate = ValidateAdam,
+    .in_place = {{0, 0}, {1, 2}, {2, 3}},
 });
 
 }  // namespace

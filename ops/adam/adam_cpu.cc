@@ -24,10 +24,10 @@ absl::Status AdamCpu(KernelContext& context) {
   const float one_minus_b1 = static_cast<float>(1.0 - beta1);
   const float one_minus_b2 = static_cast<float>(1.0 - beta2);
   const float epsilon = static_cast<float>(eps);
-  float* param = context.input(0).data<float>();
+  float* param = context.in_place_input(0).data<float>();
   const float* grad = context.input(1).data<float>();
-  float* m = context.input(2).data<float>();
-  float* v = context.input(3).data<float>();
+  float* m = context.in_place_input(2).data<float>();
+  float* v = context.in_place_input(3).data<float>();
   // 64K elements (1.75 MiB of the four arrays) per task.
   context.thread_pool()->ParallelFor(
       context.input(0).num_elements(), 1 << 16, [&](int64_t begin, int64_t end) {

@@ -36,6 +36,7 @@ TFM_REGISTER_OP(OpDef{
           if (!std::isfinite(factor)) return context.Error("factor must be finite");
           return absl::OkStatus();
         },
+    .in_place = {{0, 0}},
 });
 
 }  // namespace

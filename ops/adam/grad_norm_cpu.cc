@@ -34,7 +34,7 @@ absl::Status SumOfSquaresCpu(KernelContext& context) {
 absl::Status ScaleInPlaceCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double factor, context.attrs().Get<double>("factor"));
   const float f = static_cast<float>(factor);
-  float* data = context.input(0).data<float>();
+  float* data = context.in_place_input(0).data<float>();
   context.thread_pool()->ParallelFor(context.input(0).num_elements(), kChunk,
                                      [&](int64_t begin, int64_t end) {
                                        for (int64_t i = begin; i < end; ++i) data[i] *= f;

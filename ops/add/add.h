@@ -1,8 +1,10 @@
 // add: out = a + b, the residual connection, with b optionally broadcast over
 // a's leading axes (b's shape a suffix of a's: a bias [d] added to [..., d]).
-// Backward: da is dout itself (the same buffer: no arithmetic is needed, so
-// none is done); db is dout too when the shapes match, else dout summed over
-// the broadcast axes. f32 only for now.
+// Backward: da is a copy of dout; db is a copy of dout too when the shapes
+// match, else dout summed over the broadcast axes. Copies, because an output
+// never aliases an input (OpDef::in_place): a caller accumulating into da must
+// not change dout or db. A layer that only needs da = dout skips the call.
+// f32 only for now.
 #ifndef TFM_OPS_ADD_ADD_H_
 #define TFM_OPS_ADD_ADD_H_
 
@@ -14,7 +16,7 @@ namespace tfm {
 absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b);
 
 struct AddGrads {
-  Tensor da;  // Shares dout's buffer.
+  Tensor da;  // A copy of dout.
   Tensor db;  // Shaped like b.
 };
 

@@ -1,5 +1,6 @@
 // CPU kernels of add: a threaded, vectorisable elementwise loop.
 #include <algorithm>
+#include <cstring>
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
@@ -32,15 +33,19 @@ absl::Status AddCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
+// da = dout and, without broadcasting, db = dout: copies, never dout itself
+// (the aliasing rule of OpDef::in_place), so a caller accumulating into da
+// cannot change db or the upstream gradient behind its back.
 absl::Status AddBackwardCpu(KernelContext& context) {
   const Tensor& dout = context.input(0);
   const Tensor& b = context.input(1);
-  context.SetOutput(0, dout);
+  TFM_ASSIGN_OR_RETURN(Tensor * da, context.AllocateOutput(0, dout.shape(), DType::kF32));
+  std::memcpy(da->raw_data(), dout.raw_data(), dout.nbytes());
+  TFM_ASSIGN_OR_RETURN(Tensor * db, context.AllocateOutput(1, b.shape(), DType::kF32));
   if (b.shape() == dout.shape()) {
-    context.SetOutput(1, dout);
+    std::memcpy(db->raw_data(), dout.raw_data(), dout.nbytes());
     return absl::OkStatus();
   }
-  TFM_ASSIGN_OR_RETURN(Tensor * db, context.AllocateOutput(1, b.shape(), DType::kF32));
   const int64_t cols = b.num_elements();
   SumRowsCpu(dout.data<float>(), cols == 0 ? 0 : dout.num_elements() / cols, cols,
              db->data<float>());

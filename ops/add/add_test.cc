@@ -44,8 +44,22 @@ TEST(AddTest, SameShapeAndBroadcast) {
   EXPECT_EQ(Add(a, b)->ToVector<float>(), (std::vector<float>{11, 22, 13, 24}));
   absl::StatusOr<AddGrads> grads = AddBackward(a, b);
   ASSERT_TRUE(grads.ok()) << grads.status();
-  EXPECT_TRUE(grads->da.SharesBufferWith(a));
+  EXPECT_EQ(grads->da.ToVector<float>(), a.ToVector<float>());
   EXPECT_EQ(grads->db.ToVector<float>(), (std::vector<float>{4, 6}));
+}
+
+// Gradient accumulation adds into what backward returned: that must change
+// neither the upstream gradient nor the other gradient.
+TEST(AddTest, BackwardOutputsAreNotAliasesOfDout) {
+  const Tensor dout = *Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2});
+  absl::StatusOr<AddGrads> grads = AddBackward(dout, dout);  // Same shape: da = db = dout.
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_FALSE(grads->da.SharesBufferWith(dout));
+  EXPECT_FALSE(grads->db.SharesBufferWith(dout));
+  EXPECT_FALSE(grads->da.SharesBufferWith(grads->db));
+  for (float& value : grads->da.span<float>()) value += 100.0f;
+  EXPECT_EQ(dout.ToVector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(grads->db.ToVector<float>(), (std::vector<float>{1, 2, 3, 4}));
 }
 
 // The bias reduction: row chunks, 4-row steps and their remainders, column

@@ -3,8 +3,9 @@
 // draws for the same state: block offset + i / 4, lane i % 4). The mask is
 // never stored: backward regenerates it from the same state, so pass the
 // same p and state to both (Generator::Reserve(x.num_elements()) hands out
-// a fresh state per call). p = 0 is the identity (out is x itself, no copy);
-// p = 1 drops everything. Evaluation mode is p = 0. f32 only for now.
+// a fresh state per call). p = 0 is the identity, as a copy: an output never
+// aliases an input (OpDef::in_place), so a layer in evaluation mode skips the
+// call instead. p = 1 drops everything. f32 only for now.
 //
 // Regenerating costs a Philox evaluation per 4 elements. A caller that would
 // rather keep 1 bit per element (1/32 of the activation) takes

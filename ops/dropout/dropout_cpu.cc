@@ -5,6 +5,7 @@
 // AVX2 (ops/cpu_math/philox_simd.h); the ragged end uses philox::Block, which
 // gives the same words.
 #include <algorithm>
+#include <cstring>
 
 #include "core/op_registry.h"
 #include "core/philox.h"
@@ -54,7 +55,9 @@ absl::Status DropoutCpu(KernelContext& context) {
     mask = reinterpret_cast<uint32_t*>(mask_tensor->data<int32_t>());
   }
   if (p == 0.0) {
-    context.SetOutput(0, x);
+    // A copy, not x itself: outputs never alias inputs (OpDef::in_place).
+    TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), DType::kF32));
+    std::memcpy(out->raw_data(), x.raw_data(), x.nbytes());
     if (with_mask) {
       // All kept; bits past the last element stay 0, as when p > 0.
       const int64_t n = x.num_elements(), words = DropoutMaskWords(n);
@@ -110,11 +113,11 @@ absl::Status DropoutCpu(KernelContext& context) {
 absl::Status DropoutBackwardMaskedCpu(KernelContext& context) {
   const Tensor& dout = context.input(0);
   TFM_ASSIGN_OR_RETURN(const double p, context.attrs().Get<double>("p"));
+  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), DType::kF32));
   if (p == 0.0) {
-    context.SetOutput(0, dout);
+    std::memcpy(dx->raw_data(), dout.raw_data(), dout.nbytes());  // Never dout itself.
     return absl::OkStatus();
   }
-  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), DType::kF32));
   const float* dy = dout.data<float>();
   const uint32_t* mask = reinterpret_cast<const uint32_t*>(context.input(1).data<int32_t>());
   float* out = dx->data<float>();

@@ -33,8 +33,28 @@ TEST(DropoutTest, IdentityAtZeroAndEmptyAtOne) {
   const Tensor x = Random({5, 7}, 1);
   absl::StatusOr<Tensor> same = Dropout(x, 0.0, kState);
   ASSERT_TRUE(same.ok()) << same.status();
-  EXPECT_TRUE(same->SharesBufferWith(x));
+  EXPECT_EQ(same->ToVector<float>(), x.ToVector<float>());
   EXPECT_EQ(Dropout(x, 1.0, kState)->ToVector<float>(), std::vector<float>(35, 0.0f));
+}
+
+// p = 0 returns equal values in a new tensor, forward and backward (both
+// flavours): writing into a result, as gradient accumulation does, must
+// leave the caller's input alone.
+TEST(DropoutTest, IdentityIsACopyNotAnAlias) {
+  const Tensor x = Random({5, 7}, 1);
+  const std::vector<float> before = x.ToVector<float>();
+  absl::StatusOr<Tensor> forward = Dropout(x, 0.0, kState);
+  absl::StatusOr<Tensor> backward = DropoutBackward(x, 0.0, kState);
+  absl::StatusOr<DropoutOutput> with_mask = DropoutWithMask(x, 0.0, kState);
+  ASSERT_TRUE(forward.ok() && backward.ok() && with_mask.ok());
+  absl::StatusOr<Tensor> backward_masked = DropoutBackwardMasked(x, 0.0, with_mask->mask);
+  ASSERT_TRUE(backward_masked.ok()) << backward_masked.status();
+  for (Tensor result : {*forward, *backward, with_mask->out, *backward_masked}) {
+    EXPECT_FALSE(result.SharesBufferWith(x));
+    EXPECT_EQ(result.ToVector<float>(), before);
+    for (float& value : result.span<float>()) value = -1.0f;
+  }
+  EXPECT_EQ(x.ToVector<float>(), before);
 }
 
 TEST(DropoutTest, DropsAboutPAndIsReproducible) {

@@ -44,9 +44,9 @@ absl::Status LinearBackwardCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const bool has_bias, context.attrs().GetOr<bool>("bias", true));
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
   const int64_t rows = NumRows(x.shape());
-  TFM_ASSIGN_OR_RETURN(const Tensor dx, Tensor::Empty(x.shape(), DType::kF32));
-  TFM_ASSIGN_OR_RETURN(const Tensor dweight, Tensor::Empty(weight.shape(), DType::kF32));
-  TFM_ASSIGN_OR_RETURN(const Tensor dbias,
+  TFM_ASSIGN_OR_RETURN(Tensor dx, Tensor::Empty(x.shape(), DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor dweight, Tensor::Empty(weight.shape(), DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor dbias,
                        Tensor::Empty({has_bias ? out_features : 0}, DType::kF32));
   context.SetOutput(0, dx);
   context.SetOutput(1, dweight);

@@ -27,8 +27,8 @@ absl::Status MatMulBackwardCpu(KernelContext& context) {
   const Tensor& a = context.input(1);
   const Tensor& b = context.input(2);
   TFM_ASSIGN_OR_RETURN(MatMulDims d, MatMulDimsOf(a.shape(), b.shape(), context.attrs()));
-  TFM_ASSIGN_OR_RETURN(const Tensor da, Tensor::Empty(a.shape(), DType::kF32));
-  TFM_ASSIGN_OR_RETURN(const Tensor db, Tensor::Empty(b.shape(), DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor da, Tensor::Empty(a.shape(), DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor db, Tensor::Empty(b.shape(), DType::kF32));
   context.SetOutput(0, da);
   context.SetOutput(1, db);
   const int64_t a_size = d.m * d.k, b_size = d.k * d.n, c_size = d.m * d.n;

@@ -2,6 +2,7 @@
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "core/tensor_copy.h"
 
 namespace tfm {
 namespace {
@@ -57,6 +58,13 @@ absl::StatusOr<Tensor> AddPositionalEncoding(const Tensor& x, int64_t offset) {
   attrs.Set("offset", offset);
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("add_positional_encoding", {x}, attrs));
   return out[0];
+}
+
+absl::StatusOr<Tensor> AddPositionalEncodingBackward(const Tensor& dout) {
+  if (!dout.defined()) {
+    return absl::InvalidArgumentError("add_positional_encoding_backward: dout is undefined");
+  }
+  return CopyToDevice(dout, dout.device());
 }
 
 }  // namespace tfm

@@ -23,9 +23,15 @@ absl::StatusOr<Tensor> PositionalEncoding(int64_t length, int64_t d_model, int64
 
 // x [..., length, d_model] + PE of positions offset + (0 .. length - 1) along
 // the second-to-last axis: `offset` is the number of tokens already decoded in
-// incremental decoding. Its gradient with respect to x is the identity, so it
-// has no backward op.
+// incremental decoding.
 absl::StatusOr<Tensor> AddPositionalEncoding(const Tensor& x, int64_t offset = 0);
+
+// Gradient of sum(dout * AddPositionalEncoding(x, offset)) with respect to x:
+// dout itself, as a new tensor (an op's result never aliases its input, see
+// OpDef::in_place), on dout's device. It needs no kernel of its own: the
+// table is a constant, so the claim to test is that the forward is x plus
+// something independent of x.
+absl::StatusOr<Tensor> AddPositionalEncodingBackward(const Tensor& dout);
 
 }  // namespace tfm
 

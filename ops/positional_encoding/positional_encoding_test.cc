@@ -71,7 +71,10 @@ TEST(PositionalEncodingTest, CachedAndUncachedRowsAgree) {
   }
 }
 
-TEST(PositionalEncodingTest, AddHasIdentityGradient) {
+// The engine's backward (AddPositionalEncodingBackward) against finite
+// differences of the engine's forward, at an offset so the table rows in play
+// are not the first ones.
+TEST(PositionalEncodingTest, BackwardMatchesFiniteDifferences) {
   testing::ForwardFn forward = [](const std::vector<Tensor>& in)
       -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<Tensor> out = AddPositionalEncoding(in[0], 3);
@@ -80,9 +83,24 @@ TEST(PositionalEncodingTest, AddHasIdentityGradient) {
   };
   testing::BackwardFn backward = [](const std::vector<Tensor>&, const std::vector<Tensor>&,
                                     const std::vector<Tensor>& d_out)
-      -> absl::StatusOr<std::vector<Tensor>> { return std::vector<Tensor>{d_out[0]}; };
+      -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<Tensor> dx = AddPositionalEncodingBackward(d_out[0]);
+    if (!dx.ok()) return dx.status();
+    return std::vector<Tensor>{*dx};
+  };
   EXPECT_TRUE(testing::CheckGradients(forward, backward,
                                       {*RandomNormal({2, 3, 4}, {6, 1, 0}, 0.0f, 1.0f)}));
+}
+
+TEST(PositionalEncodingTest, BackwardIsANewTensor) {
+  const Tensor dout = *RandomNormal({3, 8}, {6, 2, 0}, 0.0f, 1.0f);
+  absl::StatusOr<Tensor> dx = AddPositionalEncodingBackward(dout);
+  ASSERT_TRUE(dx.ok()) << dx.status();
+  EXPECT_FALSE(dx->SharesBufferWith(dout));
+  EXPECT_EQ(dx->shape(), dout.shape());
+  EXPECT_EQ(dx->ToVector<float>(), dout.ToVector<float>());
+  EXPECT_EQ(AddPositionalEncodingBackward(Tensor()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(PositionalEncodingTest, BadArgumentsAreInvalidArgument) {

@@ -1,8 +1,9 @@
 // Running reference implementations (PyTorch, sacreBLEU) from C++ tests.
 //
 // The peers live in the Python environment tools/setup.sh creates
-// (/opt/transformer-venv, or $TFM_PEER_PYTHON). A missing peer is a test
-// failure that says to run the setup, never a silent skip.
+// (/opt/transformer-venv, or $TFM_PEER_PYTHON when Bazel runs). A missing peer
+// is a test failure that says to run the setup, never a silent skip; a changed
+// one reruns the tests (their inputs include its fingerprint).
 #ifndef TFM_TESTS_UTIL_PEER_PYTHON_H_
 #define TFM_TESTS_UTIL_PEER_PYTHON_H_
 
@@ -14,8 +15,10 @@
 namespace tfm {
 namespace testing {
 
-// The interpreter of the peer environment.
-std::string PeerPython();
+// The interpreter of the peer environment, as fingerprinted by
+// @peer_python_env (third_party/peer_python_environment.bzl); an error naming
+// the setup command when it is missing.
+absl::StatusOr<std::string> PeerPython();
 
 // Runs `script` (Python source) with `args`, returns its standard output.
 // Fails with the script's standard error if it exits non-zero.

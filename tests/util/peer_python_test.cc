@@ -17,6 +17,29 @@ TEST(PeerPythonTest, PeerHasTorchAndSacrebleu) {
   EXPECT_EQ(absl::StripAsciiWhitespace(*out), "3.0");
 }
 
+// Bazel reruns the parity tests when the environment changes only if the
+// files identifying what the interpreter imports are among their inputs.
+TEST(PeerPythonTest, FingerprintCoversTheImportedPackages) {
+  absl::StatusOr<std::string> out = RunPeerPython(R"py(
+import importlib.metadata, os, sys
+fingerprint = set()
+for root, _, files in os.walk(sys.argv[1]):
+    fingerprint.update(os.path.realpath(os.path.join(root, f)) for f in files)
+for name in ("numpy", "regex", "sacrebleu", "torch"):
+    metadata = importlib.metadata.distribution(name)._path
+    if os.path.isdir(metadata):
+        metadata = [os.path.join(metadata, f) for f in ("METADATA", "PKG-INFO")
+                    if os.path.exists(os.path.join(metadata, f))][0]
+    if os.path.realpath(metadata) not in fingerprint:
+        print("unwatched", name, metadata)
+if os.path.realpath(sys.executable) not in fingerprint:
+    print("unwatched interpreter", sys.executable)
+)py",
+                                                  {RunfilePath("../peer_python_env")});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, "");
+}
+
 TEST(PeerPythonTest, FailureCarriesStderr) {
   absl::StatusOr<std::string> out = RunPeerPython("import sys\nsys.exit('boom')\n");
   ASSERT_FALSE(out.ok());
