@@ -46,19 +46,29 @@ absl::StatusOr<DType> ParseSafetensorsDType(absl::string_view name) {
   }
   std::vector<std::string> known;
   for (const DTypeCode& entry : kDTypeNames) known.push_back(entry.name);
-  return absl::UnimplementedError(absl::StrCat("dtype \"", name, "\" is not supported (supported: ",
-                                               absl::StrJoin(known, ", "), ")"));
+  return absl::UnimplementedError(absl::StrCat(
+      "dtype \"", name, "\" is not supported (supported: ", absl::StrJoin(known, ", "), ")"));
 }
 
 void AppendJsonString(absl::string_view text, std::string* out) {
   out->push_back('"');
   for (const char c : text) {
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\t': out->append("\\t"); break;
-      case '\r': out->append("\\r"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           absl::StrAppend(out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
@@ -166,8 +176,8 @@ absl::StatusOr<SafetensorsReader> SafetensorsReader::Open(const std::string& pat
   uint64_t header_length = 0;
   TFM_RETURN_IF_ERROR(PReadExactly(fd, 0, 8, reinterpret_cast<char*>(&header_length), path));
   if (header_length > kMaxHeaderBytes || header_length > file_size - 8) {
-    return corrupt(absl::StrCat("header length ", header_length, " exceeds the file's ",
-                                file_size, " bytes"));
+    return corrupt(
+        absl::StrCat("header length ", header_length, " exceeds the file's ", file_size, " bytes"));
   }
   std::string json(header_length, '\0');
   TFM_RETURN_IF_ERROR(PReadExactly(fd, 8, header_length, json.data(), path));
@@ -197,16 +207,16 @@ absl::StatusOr<SafetensorsReader> SafetensorsReader::Open(const std::string& pat
     const google::protobuf::Value* offsets = field("data_offsets");
     if (dtype == nullptr || shape == nullptr || offsets == nullptr ||
         offsets->list_value().values_size() != 2) {
-      return corrupt(absl::StrCat("tensor \"", name,
-                                  "\" lacks dtype, shape or a [begin, end] data_offsets"));
+      return corrupt(
+          absl::StrCat("tensor \"", name, "\" lacks dtype, shape or a [begin, end] data_offsets"));
     }
     TensorSpec spec;
     spec.name = name;
     absl::StatusOr<DType> parsed_dtype = ParseSafetensorsDType(dtype->string_value());
     if (!parsed_dtype.ok()) {
-      return absl::Status(parsed_dtype.status().code(),
-                          absl::StrCat(path, ": tensor \"", name, "\": ",
-                                       parsed_dtype.status().message()));
+      return absl::Status(
+          parsed_dtype.status().code(),
+          absl::StrCat(path, ": tensor \"", name, "\": ", parsed_dtype.status().message()));
     }
     spec.dtype = *parsed_dtype;
     for (const google::protobuf::Value& extent : shape->list_value().values()) {
@@ -222,8 +232,8 @@ absl::StatusOr<SafetensorsReader> SafetensorsReader::Open(const std::string& pat
     const uint64_t expected = NumElements(spec.shape) * DTypeSize(spec.dtype);
     if (*end - *begin != expected) {
       return corrupt(absl::StrCat("tensor \"", name, "\" ", ShapeToString(spec.shape), " ",
-                                  dtype->string_value(), " needs ", expected, " bytes, offsets give ",
-                                  *end - *begin));
+                                  dtype->string_value(), " needs ", expected,
+                                  " bytes, offsets give ", *end - *begin));
     }
     if (*end > data_bytes) {
       return corrupt(absl::StrCat("tensor \"", name, "\" ends at byte ", *end, " of the data, ",
@@ -307,21 +317,21 @@ absl::Status SafetensorsWriter::Append(const Tensor& tensor) {
   const TensorSpec& spec = specs_[appended_];
   TFM_CHECK(tensor.device().is_cpu(), "safetensors are written from host tensors");
   if (tensor.dtype() != spec.dtype || tensor.shape() != spec.shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file_.path(), ": tensor \"", spec.name, "\" was announced as ", DTypeName(spec.dtype),
-        ShapeToString(spec.shape), " but is ", DTypeName(tensor.dtype()),
-        ShapeToString(tensor.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_.path(), ": tensor \"", spec.name, "\" was announced as ",
+                     DTypeName(spec.dtype), ShapeToString(spec.shape), " but is ",
+                     DTypeName(tensor.dtype()), ShapeToString(tensor.shape())));
   }
-  TFM_RETURN_IF_ERROR(
-      file_.Append(absl::string_view(static_cast<const char*>(tensor.raw_data()), tensor.nbytes())));
+  TFM_RETURN_IF_ERROR(file_.Append(
+      absl::string_view(static_cast<const char*>(tensor.raw_data()), tensor.nbytes())));
   ++appended_;
   return absl::OkStatus();
 }
 
 absl::Status SafetensorsWriter::Commit() {
   if (appended_ != specs_.size()) {
-    return absl::FailedPreconditionError(absl::StrCat(file_.path(), ": ", appended_, " of ",
-                                                      specs_.size(), " tensors appended"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(file_.path(), ": ", appended_, " of ", specs_.size(), " tensors appended"));
   }
   return file_.Commit();
 }
@@ -329,7 +339,8 @@ absl::Status SafetensorsWriter::Commit() {
 absl::Status WriteSafetensors(const std::string& path, const NamedTensors& tensors,
                               const SafetensorsMetadata& metadata) {
   std::vector<TensorSpec> specs;
-  for (const auto& [name, tensor] : tensors) specs.push_back({name, tensor.dtype(), tensor.shape()});
+  for (const auto& [name, tensor] : tensors)
+    specs.push_back({name, tensor.dtype(), tensor.shape()});
   TFM_ASSIGN_OR_RETURN(SafetensorsWriter writer,
                        SafetensorsWriter::Create(path, std::move(specs), metadata));
   for (const auto& named : tensors) TFM_RETURN_IF_ERROR(writer.Append(named.second));
