@@ -30,6 +30,16 @@ constexpr char kManifestCrcField[] = "manifest_crc32c: ";
 // The files without which a checkpoint can neither resume nor decode.
 constexpr const char* kRequiredFiles[] = {kModelFile, kStateFile, kConfigFile, kVocabularyFile};
 
+// "a/b/" and "a/./b" -> "a/b", so the directory's name is its last part.
+fs::path NormalDirectory(const std::string& dir) {
+  fs::path path = fs::path(dir).lexically_normal();
+  return path.filename().empty() ? path.parent_path() : path;
+}
+
+fs::path ParentOf(const fs::path& path) {
+  return path.has_parent_path() ? path.parent_path() : fs::path(".");
+}
+
 std::string JoinPath(absl::string_view dir, absl::string_view name) {
   return absl::StrCat(dir, "/", name);
 }
@@ -103,21 +113,24 @@ absl::StatusOr<train::Manifest> ReadSealedManifest(const std::string& path) {
 
 std::string CheckpointDirName(int64_t update) { return absl::StrFormat("checkpoint_%09d", update); }
 
-absl::StatusOr<CheckpointWriter> CheckpointWriter::Create(const std::string& work_dir,
-                                                          int64_t update) {
+absl::StatusOr<CheckpointWriter> CheckpointWriter::Create(const std::string& dir, int64_t update) {
   if (update < 0) return absl::InvalidArgumentError(absl::StrCat("negative update ", update));
+  const fs::path final_dir = NormalDirectory(dir);
+  const fs::path parent = ParentOf(final_dir);
   std::error_code error;
-  fs::create_directories(work_dir, error);
+  fs::create_directories(parent, error);
   if (error) {
-    return absl::InternalError(absl::StrCat("cannot create ", work_dir, ": ", error.message()));
+    return absl::InternalError(
+        absl::StrCat("cannot create ", parent.string(), ": ", error.message()));
   }
-  const std::string name = CheckpointDirName(update);
-  // Hidden and tagged with the process id: listings skip it, and two runs
-  // sharing a work directory do not write into each other's.
-  std::string temp = JoinPath(work_dir, absl::StrCat(".", name, ".tmp.", getpid()));
+  // Hidden and tagged with the process id: listings skip it, two runs
+  // sharing a work directory do not write into each other's, and pruning
+  // knows whose crash left it (checkpoint_directory.h).
+  std::string temp =
+      (parent / absl::StrCat(".", final_dir.filename().string(), ".tmp.", getpid())).string();
   TFM_RETURN_IF_ERROR(RemoveTree(temp));  // Left by an earlier crash of this pid.
   if (mkdir(temp.c_str(), 0755) != 0) return PosixError("cannot create", temp);
-  return CheckpointWriter(JoinPath(work_dir, name), std::move(temp), update);
+  return CheckpointWriter(final_dir.string(), std::move(temp), update);
 }
 
 CheckpointWriter::CheckpointWriter(CheckpointWriter&& other) noexcept
@@ -138,6 +151,14 @@ absl::Status CheckpointWriter::AddFile(absl::string_view name, absl::string_view
   TFM_ASSIGN_OR_RETURN(AtomicFileWriter file, AtomicFileWriter::Create(PathOf(name)));
   TFM_RETURN_IF_ERROR(file.Append(contents));
   return file.Commit();
+}
+
+absl::Status CheckpointWriter::AddDescription(const train::TrainingState& state,
+                                              const config::TaskConfig& config,
+                                              absl::string_view vocabulary) {
+  TFM_RETURN_IF_ERROR(AddFile(kStateFile, ToText(state)));
+  TFM_RETURN_IF_ERROR(AddFile(kConfigFile, ToText(config)));
+  return AddFile(kVocabularyFile, vocabulary);
 }
 
 absl::StatusOr<std::string> CheckpointWriter::Commit() {
@@ -167,15 +188,14 @@ absl::StatusOr<std::string> CheckpointWriter::Commit() {
   if (replacing) TFM_RETURN_IF_ERROR(Rename(final_dir_, replaced));
   TFM_RETURN_IF_ERROR(Rename(temp_dir_, final_dir_));
   temp_dir_.clear();
-  TFM_RETURN_IF_ERROR(SyncDirectory(fs::path(final_dir_).parent_path().string()));
+  TFM_RETURN_IF_ERROR(SyncDirectory(ParentOf(final_dir_).string()));
   if (replacing) TFM_RETURN_IF_ERROR(RemoveTree(replaced));
   return final_dir_;
 }
 
-absl::StatusOr<std::string> WriteCheckpoint(const std::string& work_dir,
-                                            const Checkpoint& checkpoint) {
+absl::Status WriteCheckpointTo(const std::string& dir, const Checkpoint& checkpoint) {
   TFM_ASSIGN_OR_RETURN(CheckpointWriter writer,
-                       CheckpointWriter::Create(work_dir, checkpoint.state.update()));
+                       CheckpointWriter::Create(dir, checkpoint.state.update()));
   // "format": "pt" tells Hugging Face loaders these are PyTorch tensors.
   const SafetensorsMetadata metadata = {{"format", "pt"}};
   TFM_RETURN_IF_ERROR(WriteSafetensors(writer.PathOf(kModelFile), checkpoint.model, metadata));
@@ -183,10 +203,16 @@ absl::StatusOr<std::string> WriteCheckpoint(const std::string& work_dir,
     TFM_RETURN_IF_ERROR(
         WriteSafetensors(writer.PathOf(kOptimizerFile), checkpoint.optimizer, metadata));
   }
-  TFM_RETURN_IF_ERROR(writer.AddFile(kStateFile, ToText(checkpoint.state)));
-  TFM_RETURN_IF_ERROR(writer.AddFile(kConfigFile, ToText(checkpoint.config)));
-  TFM_RETURN_IF_ERROR(writer.AddFile(kVocabularyFile, checkpoint.vocabulary));
-  return writer.Commit();
+  TFM_RETURN_IF_ERROR(
+      writer.AddDescription(checkpoint.state, checkpoint.config, checkpoint.vocabulary));
+  return writer.Commit().status();
+}
+
+absl::StatusOr<std::string> WriteCheckpoint(const std::string& work_dir,
+                                            const Checkpoint& checkpoint) {
+  const std::string dir = JoinPath(work_dir, CheckpointDirName(checkpoint.state.update()));
+  TFM_RETURN_IF_ERROR(WriteCheckpointTo(dir, checkpoint));
+  return dir;
 }
 
 absl::StatusOr<train::Manifest> VerifyCheckpoint(const std::string& dir) {

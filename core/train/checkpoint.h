@@ -51,13 +51,15 @@ struct Checkpoint {
 // "checkpoint_000012345": zero-padded so names sort by update.
 std::string CheckpointDirName(int64_t update);
 
-// Builds one checkpoint directory under a temporary name. Files go in with
-// AddFile, or are streamed by the caller to PathOf(name); Commit writes the
-// MANIFEST and renames the directory into place (replacing an older
-// checkpoint of the same update). Without Commit the directory is removed.
+// Builds the checkpoint directory `dir` under a temporary name beside it.
+// Files go in with AddFile, or are streamed by the caller to PathOf(name);
+// Commit writes the MANIFEST and renames the directory into place
+// (replacing an older one of that name). Without Commit the temporary
+// directory is removed.
 class CheckpointWriter {
  public:
-  static absl::StatusOr<CheckpointWriter> Create(const std::string& work_dir, int64_t update);
+  // `update` is recorded in the MANIFEST.
+  static absl::StatusOr<CheckpointWriter> Create(const std::string& dir, int64_t update);
   CheckpointWriter(CheckpointWriter&& other) noexcept;
   CheckpointWriter& operator=(CheckpointWriter&&) = delete;
   ~CheckpointWriter();
@@ -65,6 +67,9 @@ class CheckpointWriter {
   // Where a file of the checkpoint is written before Commit.
   std::string PathOf(absl::string_view name) const;
   absl::Status AddFile(absl::string_view name, absl::string_view contents);
+  // The state, config and vocabulary files.
+  absl::Status AddDescription(const train::TrainingState& state, const config::TaskConfig& config,
+                              absl::string_view vocabulary);
   // Returns the final directory.
   absl::StatusOr<std::string> Commit();
 
@@ -80,6 +85,8 @@ class CheckpointWriter {
 // Writes work_dir/CheckpointDirName(state.update())/; returns its path.
 absl::StatusOr<std::string> WriteCheckpoint(const std::string& work_dir,
                                             const Checkpoint& checkpoint);
+// The same at any directory path (e.g. an exported or averaged model).
+absl::Status WriteCheckpointTo(const std::string& dir, const Checkpoint& checkpoint);
 
 // Checks the MANIFEST's own checksum, then each listed file's size and
 // checksum, and that the files a checkpoint needs are listed. DataLoss
