@@ -14,10 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "core/check.h"
 #include "core/data/file_io.h"
 #include "core/status_macros.h"
-#include "core/train/atomic_file.h"
 #include "core/train/crc32c.h"
+#include "core/train/file_writers.h"
 #include "google/protobuf/text_format.h"
 
 namespace tfm {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/check.h"
 #include "core/data/file_io.h"
 #include "core/status_macros.h"
 #include "core/train/checkpoint.h"

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/check.h"
 #include "core/train/checkpoint.pb.h"
 #include "core/train/crc32c.h"
 #include "google/protobuf/util/message_differencer.h"

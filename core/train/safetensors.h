@@ -24,7 +24,7 @@
 #include "core/dtype.h"
 #include "core/shape.h"
 #include "core/tensor.h"
-#include "core/train/atomic_file.h"
+#include "core/train/file_writers.h"
 
 namespace tfm {
 

@@ -1,4 +1,4 @@
-#include "core/train/atomic_file.h"
+#include "core/train/file_writers.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -46,15 +46,19 @@ AtomicFileWriter::~AtomicFileWriter() {
   }
 }
 
-absl::Status AtomicFileWriter::Append(absl::string_view data) {
-  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, " is already committed"));
+absl::Status WriteAll(int fd, absl::string_view data, const std::string& path) {
   while (!data.empty()) {
-    const ssize_t n = write(fd_, data.data(), data.size());
+    const ssize_t n = write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return PosixError("cannot write", temp_);
+    if (n < 0) return PosixError("cannot write", path);
     data.remove_prefix(n);
   }
   return absl::OkStatus();
+}
+
+absl::Status AtomicFileWriter::Append(absl::string_view data) {
+  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, " is already committed"));
+  return WriteAll(fd_, data, temp_);
 }
 
 absl::Status AtomicFileWriter::Commit() {
@@ -72,6 +76,27 @@ absl::Status AtomicFileWriter::Commit() {
   }
   const size_t slash = path_.rfind('/');
   return SyncDirectory(slash == std::string::npos ? "." : path_.substr(0, slash + 1));
+}
+
+}  // namespace tfm
+
+namespace tfm {
+
+absl::StatusOr<AppendOnlyFile> AppendOnlyFile::Open(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return PosixError("cannot open", path);
+  return AppendOnlyFile(path, fd);
+}
+
+AppendOnlyFile::AppendOnlyFile(AppendOnlyFile&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+
+AppendOnlyFile::~AppendOnlyFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status AppendOnlyFile::Append(absl::string_view record) {
+  return WriteAll(fd_, record, path_);
 }
 
 }  // namespace tfm
