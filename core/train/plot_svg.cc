@@ -101,17 +101,47 @@ Axis LinearAxis(double low, double high) {
   return axis;
 }
 
-// Whole decades (in log10 units); LinearAxis's 1-2-5 steps when the data
-// spans less than two decades, so the panel is never without ticks.
+// Ticks at round values (1, 2 and 5 times powers of ten; every integer
+// multiple when that leaves fewer than three), the range widened to the
+// nearest ones outside the data. In log10 units.
 Axis LogAxis(double low, double high) {
-  if (high - low < 2) return LinearAxis(low, high);
-  Axis axis{std::floor(low), std::ceil(high), {}};
-  for (double tick = axis.low; tick <= axis.high; tick += 1) axis.ticks.push_back(tick);
-  return axis;
+  for (const std::vector<double>& mantissas :
+       {std::vector<double>{1, 2, 5}, std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9}}) {
+    std::vector<double> round;  // log10 of round values, ascending.
+    for (double power = std::floor(low) - 1; power <= std::ceil(high) + 1; ++power) {
+      for (double mantissa : mantissas) round.push_back(power + std::log10(mantissa));
+    }
+    // Tolerance: log10(2000) must count as log10(2) + 3.
+    constexpr double kSlack = 1e-12;
+    Axis axis{low, high, {}};
+    for (double tick : round) {
+      if (tick <= low + kSlack) axis.low = tick;
+    }
+    for (auto it = round.rbegin(); it != round.rend(); ++it) {
+      if (*it >= high - kSlack) axis.high = *it;
+    }
+    for (double tick : round) {
+      if (tick >= axis.low - kSlack && tick <= axis.high + kSlack) axis.ticks.push_back(tick);
+    }
+    // Over many decades, decades alone keep the labels apart.
+    if (axis.ticks.size() > 12) {
+      std::vector<double> decades;
+      for (double tick : axis.ticks) {
+        if (std::abs(tick - std::round(tick)) < kSlack) decades.push_back(tick);
+      }
+      axis.ticks = decades;
+    }
+    if (axis.ticks.size() >= 3 || mantissas.size() > 3) {
+      if (axis.high <= axis.low) return LinearAxis(low, high);
+      return axis;
+    }
+  }
+  return LinearAxis(low, high);
 }
 
 std::string TickLabel(double tick, bool log_scale) {
-  return absl::StrFormat("%g", log_scale ? std::pow(10, tick) : tick);
+  // %.6g: 10^log10(2) prints as 2, not 2.0000000000000004.
+  return absl::StrFormat("%.6g", log_scale ? std::pow(10, tick) : tick);
 }
 
 double PixelX(const Axis& axis, double x) {
