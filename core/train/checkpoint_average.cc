@@ -30,8 +30,8 @@ void AddTo(const Tensor& tensor, std::vector<double>* sum) {
 }
 
 template <typename T>
-void StoreMean(const std::vector<double>& sum, double count, const Tensor& out) {
-  T* values = out.data<T>();
+void StoreMean(const std::vector<double>& sum, double count, Tensor* out) {
+  T* values = out->data<T>();
   for (size_t i = 0; i < sum.size(); ++i) values[i] = T(static_cast<float>(sum[i] / count));
 }
 
@@ -48,8 +48,8 @@ void Accumulate(const Tensor& tensor, std::vector<double>* sum) {
   }
 }
 
-void StoreMean(const std::vector<double>& sum, double count, const Tensor& out) {
-  switch (out.dtype()) {
+void StoreMean(const std::vector<double>& sum, double count, Tensor* out) {
+  switch (out->dtype()) {
     case DType::kF32:
       return StoreMean<float>(sum, count, out);
     case DType::kF16:
@@ -140,7 +140,7 @@ absl::Status AverageCheckpoints(const std::vector<std::string>& paths, const std
       TFM_ASSIGN_OR_RETURN(Tensor other, readers[i].Read(spec.name));
       Accumulate(other, &sum);
     }
-    StoreMean(sum, static_cast<double>(readers.size()), first);  // Reuses its storage.
+    StoreMean(sum, static_cast<double>(readers.size()), &first);  // Reuses its storage.
     TFM_RETURN_IF_ERROR(model.Append(first));
   }
   TFM_RETURN_IF_ERROR(model.Commit());

@@ -47,22 +47,25 @@ TEST(AverageCheckpointsTest, WeightsAreTheElementwiseMean) {
   absl::StatusOr<Checkpoint> averaged = ReadCheckpoint(out);
   ASSERT_TRUE(averaged.ok()) << averaged.status();
   ASSERT_EQ(averaged->model.size(), inputs[0].model.size());
+  // Values as floats, whatever the tensor's type.
+  auto floats = [](const Tensor& tensor) {
+    if (tensor.dtype() == DType::kF32) return tensor.ToVector<float>();
+    std::vector<float> values;
+    for (BFloat16 value : tensor.ToVector<BFloat16>()) values.push_back(static_cast<float>(value));
+    return values;
+  };
   for (size_t t = 0; t < averaged->model.size(); ++t) {
-    const Tensor& mean = averaged->model[t].second;
-    EXPECT_EQ(averaged->model[t].first, inputs[0].model[t].first);
-    for (int64_t i = 0; i < mean.num_elements(); ++i) {
+    const auto& [name, mean] = averaged->model[t];
+    EXPECT_EQ(name, inputs[0].model[t].first);
+    const std::vector<float> actual = floats(mean);
+    for (size_t i = 0; i < actual.size(); ++i) {
       double sum = 0;
-      for (const Checkpoint& input : inputs) {
-        const Tensor& tensor = input.model[t].second;
-        sum += tensor.dtype() == DType::kF32 ? tensor.span<float>()[i]
-                                             : static_cast<float>(tensor.span<BFloat16>()[i]);
-      }
+      for (const Checkpoint& input : inputs) sum += floats(input.model[t].second)[i];
       const float expected = static_cast<float>(sum / 3);
-      if (mean.dtype() == DType::kF32) {
-        EXPECT_EQ(mean.span<float>()[i], expected) << averaged->model[t].first << " " << i;
-      } else {
-        EXPECT_EQ(mean.span<BFloat16>()[i].bits, BFloat16(expected).bits);
-      }
+      // bf16 results are the double mean rounded once more, to bf16.
+      EXPECT_EQ(actual[i],
+                mean.dtype() == DType::kF32 ? expected : static_cast<float>(BFloat16(expected)))
+          << name << " " << i;
     }
   }
   // Described by the newest checkpoint; not resumable.

@@ -91,12 +91,12 @@ absl::Status CheckVocabularyMatches(absl::string_view checkpoint,
 }
 
 absl::Status AssignTensors(const NamedTensors& source, const std::string& source_path,
-                           const NamedTensors& destination) {
+                           NamedTensors* destination) {
   std::map<std::string, const Tensor*> by_name;
   for (const auto& [name, tensor] : source) by_name[name] = &tensor;
   std::vector<std::string> missing;
   std::vector<std::string> mismatched;
-  for (const auto& [name, tensor] : destination) {
+  for (const auto& [name, tensor] : *destination) {
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
       missing.push_back(name);
@@ -125,7 +125,7 @@ absl::Status AssignTensors(const NamedTensors& source, const std::string& source
     return absl::FailedPreconditionError(
         absl::StrCat(source_path, " does not fit the model: ", absl::StrJoin(problems, "; ")));
   }
-  for (const auto& [name, tensor] : destination) {
+  for (auto& [name, tensor] : *destination) {
     TFM_CHECK(tensor.device().is_cpu(), "AssignTensors fills host tensors");
     const auto it = std::find_if(source.begin(), source.end(),
                                  [&name](const auto& entry) { return entry.first == name; });

@@ -28,11 +28,12 @@ absl::Status CheckVocabularyMatches(absl::string_view checkpoint,
                                     const std::string& run_path);
 
 // Copies each tensor of `source` (read from `source_path`) into the host
-// tensor of the same name in `destination`, e.g. a model's parameters.
+// tensor of the same name in `destination`, e.g. handles to a model's
+// parameters (which share their buffers).
 // Names missing on either side, or a different dtype or shape, are
 // FailedPrecondition naming the file and the tensors.
 absl::Status AssignTensors(const NamedTensors& source, const std::string& source_path,
-                           const NamedTensors& destination);
+                           NamedTensors* destination);
 
 }  // namespace tfm
 

@@ -73,21 +73,20 @@ TEST(CheckVocabularyMatchesTest, SaysHowVocabulariesDiffer) {
 
 TEST(AssignTensorsTest, CopiesByNameWhateverTheOrder) {
   const NamedTensors source = SampleCheckpoint(1, 2.0f).model;
-  const NamedTensors destination = {
+  NamedTensors destination = {
       {source[1].first, Tensor::Zeros(source[1].second.shape(), DType::kF32).value()},
       {source[0].first, Tensor::Zeros(source[0].second.shape(), DType::kF32).value()}};
-  ASSERT_TRUE(AssignTensors(source, "model.safetensors", destination).ok());
+  ASSERT_TRUE(AssignTensors(source, "model.safetensors", &destination).ok());
   EXPECT_EQ(destination[0].second.ToVector<float>(), source[1].second.ToVector<float>());
   EXPECT_EQ(destination[1].second.ToVector<float>(), source[0].second.ToVector<float>());
 }
 
 TEST(AssignTensorsTest, NamesMissingExtraAndMisshapenTensors) {
   const NamedTensors source = SampleCheckpoint(1).model;
-  const NamedTensors destination = {
-      {source[0].first, Tensor::Zeros({4, 5}, DType::kF32).value()},
-      {"decoder.new.weight", Tensor::Zeros({2}, DType::kF32).value()}};
+  NamedTensors destination = {{source[0].first, Tensor::Zeros({4, 5}, DType::kF32).value()},
+                              {"decoder.new.weight", Tensor::Zeros({2}, DType::kF32).value()}};
   const std::vector<float> before = destination[0].second.ToVector<float>();
-  absl::Status status = AssignTensors(source, "ckpt/model.safetensors", destination);
+  absl::Status status = AssignTensors(source, "ckpt/model.safetensors", &destination);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(
       status.message(),
