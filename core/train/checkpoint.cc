@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <utility>
@@ -106,6 +107,11 @@ absl::StatusOr<train::Manifest> ReadSealedManifest(const std::string& path) {
   train::Manifest manifest;
   if (!google::protobuf::TextFormat::ParseFromString(*text, &manifest)) {
     return absl::DataLossError(absl::StrCat(path, ": not a valid manifest"));
+  }
+  if (manifest.format_version() > kFormatVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": checkpoint format ", manifest.format_version(),
+                     " is newer than this build reads (", kFormatVersion, ")"));
   }
   return manifest;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "core/data/file_io.h"
 #include "core/train/checkpoint_testing.h"
+#include "core/train/crc32c.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -145,6 +146,16 @@ TEST_F(CorruptionTest, EditedManifestFailsItsOwnChecksum) {
   EXPECT_THAT(ReadError(), HasSubstr("MANIFEST: checksum"));
   Replace(kManifestFile, manifest.substr(0, manifest.size() / 2));
   EXPECT_THAT(ReadError(), HasSubstr("no checksum line"));
+}
+
+TEST_F(CorruptionTest, NewerFormatIsRefusedNotMisread) {
+  std::string manifest = Contents(kManifestFile);
+  manifest.replace(manifest.find("format_version: 1"), 17, "format_version: 2");
+  const std::string body = manifest.substr(0, manifest.rfind("manifest_crc32c: "));
+  Replace(kManifestFile, absl::StrCat(body, "manifest_crc32c: ", Crc32c(body), "\n"));
+  absl::Status status = ReadCheckpoint(dir_).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("format 2 is newer"));
 }
 
 TEST_F(CorruptionTest, MissingListedFileIsNamed) {
