@@ -19,7 +19,9 @@ PACKAGES=(
   gettext                                              # msgfmt, for .mo test files
 )
 # PyPI packages for test and benchmark peers only (never needed by the engine).
-PYPI_PACKAGES=(sacrebleu==2.4.3)
+# safetensors and tensorboard read back the trainer's checkpoints and event
+# files in core/train's interop tests.
+PYPI_PACKAGES=(sacrebleu==2.4.3 safetensors==0.4.5 tensorboard==2.18.0)
 
 SUDO=""
 if [[ "$(id -u)" != 0 ]]; then

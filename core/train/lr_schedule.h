@@ -15,8 +15,7 @@ namespace tfm {
 class InverseSqrtSchedule {
  public:
   // InvalidArgument unless d_model > 0, warmup_steps > 0 and scale > 0.
-  static absl::StatusOr<InverseSqrtSchedule> Create(int64_t d_model,
-                                                    int64_t warmup_steps = 4000,
+  static absl::StatusOr<InverseSqrtSchedule> Create(int64_t d_model, int64_t warmup_steps = 4000,
                                                     double scale = 1.0);
 
   // The rate for the update numbered `step` (the first update is step 1, as

@@ -182,7 +182,7 @@ Snapshot Take(TrainingRun& run, const TrainProgress& progress) {
 void Restore(const Snapshot& snapshot, TrainingRun* run) {
   std::copy(snapshot.weights.begin(), snapshot.weights.end(),
             run->model.Parameters()[0]->value.data<float>());
-  const auto state = run->optimizer->State();
+  auto state = run->optimizer->State();
   for (size_t i = 0; i < state.size(); ++i) {
     std::copy(snapshot.moments[i].begin(), snapshot.moments[i].end(),
               state[i].second.data<float>());
