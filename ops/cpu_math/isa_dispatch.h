@@ -42,14 +42,14 @@ Fn SelectCpuFunction(Fn avx2, Fn avx512) {
 }  // namespace tfm
 
 #if defined(TFM_KERNEL_ISA_AVX2)
-#define TFM_REGISTER_ISA_KERNEL(op, dtype, fn)                                     \
-  namespace tfm {                                                                  \
-  namespace avx512 {                                                               \
-  ::absl::Status fn(::tfm::KernelContext& context);                                \
-  }                                                                                \
-  }                                                                                \
-  TFM_REGISTER_KERNEL(op, ::tfm::DeviceType::kCPU, dtype,                          \
-                      ::tfm::SelectCpuKernel(&::tfm::avx2::fn, &::tfm::avx512::fn))
+#define TFM_REGISTER_ISA_KERNEL(op, dtype, fn)                                          \
+  namespace tfm {                                                                       \
+  namespace avx512 {                                                                    \
+  ::absl::Status fn(::tfm::KernelContext& context);                                     \
+  }                                                                                     \
+  TFM_REGISTER_KERNEL(op, DeviceType::kCPU, dtype, SelectCpuKernel(&avx2::fn, &avx512::fn)); \
+  }                                                                                     \
+  static_assert(true, "")
 #elif defined(TFM_KERNEL_ISA_AVX512)
 // Registered by the AVX2 build, which declares this build's kernel: checked
 // here to have the signature it declares.

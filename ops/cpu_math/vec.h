@@ -202,6 +202,29 @@ inline void MulHiLo(VecI a, VecI b, VecI* hi, VecI* lo) {
 // One value broadcast from memory (the micro-kernels' A operand).
 inline VecF LoadBroadcast(const float* p) { return Set(*p); }
 
+// One loop body for the whole vectors and the partial last one:
+//   ForEachVector(begin, end, [&](int64_t i, auto lanes) {
+//     Store(f(Load(x + i, lanes)), y + i, lanes);
+//   });
+// lanes is AllLanes (plain loads and stores) or FirstLanes (masked ones:
+// nothing read or written past end, masked-off lanes read as 0). Every
+// element then goes through the same arithmetic whatever its position.
+struct AllLanes {};
+struct FirstLanes {
+  int64_t n;
+};
+inline VecF Load(const float* p, AllLanes) { return Load(p); }
+inline VecF Load(const float* p, FirstLanes lanes) { return LoadFirst(p, lanes.n); }
+inline void Store(VecF v, float* p, AllLanes) { Store(v, p); }
+inline void Store(VecF v, float* p, FirstLanes lanes) { StoreFirst(v, p, lanes.n); }
+
+template <typename F>
+inline void ForEachVector(int64_t begin, int64_t end, F body) {
+  int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) body(i, AllLanes{});
+  if (i < end) body(i, FirstLanes{end - i});
+}
+
 }  // namespace simd
 TFM_ISA_END
 
