@@ -23,23 +23,25 @@ CPU_ISAS = {
     "avx512": "TFM_KERNEL_ISA_AVX512",
 }
 
-def tfm_isa_cc_library(name, srcs, deps = [], **kwargs):
+def tfm_isa_cc_library(name, srcs, hdrs = [], deps = [], **kwargs):
     """:<name>, the sources compiled once per instruction set in CPU_ISAS.
 
     The sources put their code between TFM_ISA_BEGIN and TFM_ISA_END; each
     copy lands in its own namespace (tfm::avx2, tfm::avx512), and the
-    callers choose one at run time (ops/cpu_math/isa_dispatch.h).
+    callers choose one at run time (ops/cpu_math/isa_dispatch.h). hdrs are
+    the baseline entry points that :<name> exports.
     """
     for isa, define in CPU_ISAS.items():
         native.cc_library(
             name = name + "_" + isa,
-            srcs = srcs,
+            srcs = srcs + hdrs,
             local_defines = [define],
             deps = deps,
             **kwargs
         )
     native.cc_library(
         name = name,
+        hdrs = hdrs,
         deps = [":" + name + "_" + isa for isa in CPU_ISAS],
         **kwargs
     )
