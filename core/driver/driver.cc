@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/config/config_loader.h"
+#include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
 #include "core/layer_registry.h"
 #include "core/op_registry.h"
@@ -89,6 +90,8 @@ void ListRegistered(std::ostream& out) {
   for (const std::string& layer : LayerRegistry().Names()) out << "  " << layer << "\n";
   out << "tasks:\n";
   for (const std::string& task : TaskRegistry().Names()) out << "  " << task << "\n";
+  // The CPU kernels' instruction set, chosen at run time (TFM_CPU_ISA caps it).
+  out << "cpu: " << CpuSummary() << "\n";
   out << "cuda: ";
   if (!cuda::BuiltWithCuda()) {
     out << "not built\n";
@@ -110,9 +113,11 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
         << "\n";
   }
   if (options.list) {
-    ListRegistered(out);
+    ListRegistered(out);  // Also on a CPU we cannot run: it says why.
     return absl::OkStatus();
   }
+  // Before any kernel runs: a CPU without AVX2 gets this message, not SIGILL.
+  TFM_RETURN_IF_ERROR(CheckCpuSupported());
   if (options.config.empty()) {
     return absl::InvalidArgumentError("no config: pass --config=FILE.pbtxt (or --list)");
   }
