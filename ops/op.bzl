@@ -11,10 +11,16 @@
 
 Files that are absent are simply left out. The library is alwayslink so its
 static registrars survive linking.
+
+With per_isa_kernels, the CPU kernel files (every source whose name holds
+"_cpu") are compiled once per instruction set (AVX2, AVX-512; see
+ops/cpu_math/isa.h) into :<op>_cpu, registered with TFM_REGISTER_ISA_KERNEL,
+and the test runs once per instruction set (:<op>_test_avx2,
+:<op>_test_avx512; :<op>_test runs both).
 """
 
 load("//third_party/cuda:cuda.bzl", "cuda_library")
-load("//tools:build_defs.bzl", "tfm_cc_test")
+load("//tools:build_defs.bzl", "tfm_cc_test", "tfm_isa_cc_library", "tfm_isa_test")
 
 # Headers that .cu files may include (nvcc runs in a genrule that sees only
 # the files it is given).
@@ -24,7 +30,7 @@ CUDA_COMMON_HDRS = [
 ]
 
 def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], test_data = [],
-           test_size = "small", test_args = []):
+           test_size = "small", test_args = [], per_isa_kernels = False):
     """Declares :<name> (the op), :<name>_cuda (when present) and :<name>_test."""
     cuda_srcs = native.glob([name + "_cuda.cu"])
     op_deps = deps + [
@@ -42,16 +48,28 @@ def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], tes
             alwayslink = True,
         )
         op_deps = op_deps + [":" + name + "_cuda"]
+    srcs = native.glob([name + ".cc", name + "_cpu.cc"]) + extra_srcs
+    hdrs = native.glob([name + ".h", name + "_kernel_args.h"])
+    if per_isa_kernels:
+        tfm_isa_cc_library(
+            name = name + "_cpu",
+            srcs = [src for src in srcs if "_cpu" in src or src.endswith(".h")] + hdrs,
+            deps = op_deps + ["//ops/cpu_math:isa_dispatch"],
+            alwayslink = True,
+        )
+        srcs = [src for src in srcs if "_cpu" not in src]
+        op_deps = op_deps + [":" + name + "_cpu"]
     native.cc_library(
         name = name,
-        srcs = native.glob([name + ".cc", name + "_cpu.cc"]) + extra_srcs,
-        hdrs = native.glob([name + ".h", name + "_kernel_args.h"]),
+        srcs = srcs,
+        hdrs = hdrs,
         deps = op_deps,
         alwayslink = True,
         visibility = ["//visibility:public"],
     )
     if native.glob([name + "_test.cc"]):
-        tfm_cc_test(
+        test_rule = tfm_isa_test if per_isa_kernels else tfm_cc_test
+        test_rule(
             name = name + "_test",
             srcs = [name + "_test.cc"],
             deps = [":" + name] + test_deps,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/config/config_loader.h"
+#include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
 #include "core/environment_report.h"
 #include "core/layer_registry.h"
@@ -127,6 +128,8 @@ void ListRegistered(std::ostream& out) {
   for (const std::string& layer : LayerRegistry().Names()) out << "  " << layer << "\n";
   out << "tasks:\n";
   for (const std::string& task : TaskRegistry().Names()) out << "  " << task << "\n";
+  // The CPU and its kernels' instruction set (TFM_CPU_ISA caps it), the BLAS
+  // kernels: what was chosen for this machine at run time.
   for (const auto& [label, text] : EnvironmentReport()) out << label << ": " << text << "\n";
   out << "cuda: ";
   if (!cuda::BuiltWithCuda()) {
@@ -149,9 +152,11 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
         << "\n";
   }
   if (options.list) {
-    ListRegistered(out);
+    ListRegistered(out);  // Also on a CPU we cannot run: it says why.
     return absl::OkStatus();
   }
+  // Before any kernel runs: a CPU without AVX2 gets this message, not SIGILL.
+  TFM_RETURN_IF_ERROR(CheckCpuSupported());
   if (options.config.empty()) {
     return absl::InvalidArgumentError("no config: pass --config=FILE.pbtxt (or --list)");
   }

@@ -1,13 +1,14 @@
-// CPU f32 kernel of adam: one fused elementwise pass (AVX2, the ragged end
+// CPU f32 kernel of adam: one fused elementwise vector pass (the ragged end
 // masked), threaded; the bias corrections are folded into two constants.
 #include <cmath>
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
-#include "ops/cpu_math/simd_math.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
+#include "ops/cpu_math/vec.h"
 
-namespace tfm {
-namespace {
+TFM_ISA_BEGIN
 
 absl::Status AdamCpu(KernelContext& context) {
   const Attrs& attrs = context.attrs();
@@ -31,52 +32,25 @@ absl::Status AdamCpu(KernelContext& context) {
   // 64K elements (1.75 MiB of the four arrays) per task.
   context.thread_pool()->ParallelFor(
       context.input(0).num_elements(), 1 << 16, [&](int64_t begin, int64_t end) {
-        int64_t i = begin;
-#ifdef TFM_SIMD_AVX2
-        const __m256 vb1 = _mm256_set1_ps(b1), vb2 = _mm256_set1_ps(b2);
-        const __m256 v1b1 = _mm256_set1_ps(one_minus_b1), v1b2 = _mm256_set1_ps(one_minus_b2);
-        const __m256 vc2 = _mm256_set1_ps(correction2_sqrt);
-        const __m256 veps = _mm256_set1_ps(epsilon), vstep = _mm256_set1_ps(step_size);
-        // Up to 8 elements at i; the tail goes through the same arithmetic
-        // with masked loads and stores, so every element rounds alike
-        // whatever its position.
-        // (Masked stores are slow on AMD, so whole vectors use plain ones.)
-        auto update8 = [&](int64_t i, bool masked, __m256i lanes) {
-          auto load = [&](const float* p) {
-            return masked ? _mm256_maskload_ps(p, lanes) : _mm256_loadu_ps(p);
-          };
-          auto store = [&](float* p, __m256 value) {
-            if (masked) {
-              _mm256_maskstore_ps(p, lanes, value);
-            } else {
-              _mm256_storeu_ps(p, value);
-            }
-          };
-          const __m256 g = load(grad + i);
-          const __m256 mi = _mm256_fmadd_ps(vb1, load(m + i), _mm256_mul_ps(v1b1, g));
-          const __m256 vi =
-              _mm256_fmadd_ps(vb2, load(v + i), _mm256_mul_ps(_mm256_mul_ps(v1b2, g), g));
+        using simd::Load;
+        using simd::Store;
+        using simd::VecF;
+        const VecF vb1 = simd::Set(b1), vb2 = simd::Set(b2);
+        const VecF v1b1 = simd::Set(one_minus_b1), v1b2 = simd::Set(one_minus_b2);
+        const VecF vc2 = simd::Set(correction2_sqrt);
+        const VecF veps = simd::Set(epsilon), vstep = simd::Set(step_size);
+        // The ragged end goes through the same arithmetic with masked loads
+        // and stores, so every element rounds alike whatever its position.
+        simd::ForEachVector(begin, end, [&](int64_t i, auto lanes) {
+          const VecF g = Load(grad + i, lanes);
+          const VecF mi = simd::MulAdd(vb1, Load(m + i, lanes), v1b1 * g);
+          const VecF vi = simd::MulAdd(vb2, Load(v + i, lanes), v1b2 * g * g);
           // torch's order: sqrt(v) / sqrt(1 - beta2^t) + eps, then m / that.
-          const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), vc2), veps);
-          const __m256 update = _mm256_mul_ps(vstep, _mm256_div_ps(mi, denom));
-          store(m + i, mi);
-          store(v + i, vi);
-          store(param + i, _mm256_sub_ps(load(param + i), update));
-        };
-        const __m256i all = _mm256_set1_epi32(-1);
-        for (; i + 8 <= end; i += 8) update8(i, false, all);
-        if (i < end) {
-          const __m256i lane_ids = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-          update8(i, true, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(end - i)), lane_ids));
-          i = end;
-        }
-#endif
-        for (; i < end; ++i) {
-          const float g = grad[i];
-          m[i] = b1 * m[i] + one_minus_b1 * g;
-          v[i] = b2 * v[i] + one_minus_b2 * g * g;
-          param[i] -= step_size * (m[i] / (std::sqrt(v[i]) / correction2_sqrt + epsilon));
-        }
+          const VecF denom = simd::Sqrt(vi) / vc2 + veps;
+          Store(mi, m + i, lanes);
+          Store(vi, v + i, lanes);
+          Store(Load(param + i, lanes) - vstep * (mi / denom), param + i, lanes);
+        });
       });
   // In place: the outputs are the updated inputs.
   context.SetOutput(0, context.input(0));
@@ -85,7 +59,6 @@ absl::Status AdamCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("adam", DeviceType::kCPU, DType::kF32, AdamCpu);
+TFM_ISA_END
 
-}  // namespace
-}  // namespace tfm
+TFM_REGISTER_ISA_KERNEL("adam", DType::kF32, AdamCpu);

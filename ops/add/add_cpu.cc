@@ -5,10 +5,11 @@
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/add/sum_rows_cpu.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
 #include "ops/cpu_math/simd_math.h"
 
-namespace tfm {
-namespace {
+TFM_ISA_BEGIN
 
 absl::Status AddCpu(KernelContext& context) {
   const Tensor& a = context.input(0);
@@ -47,13 +48,12 @@ absl::Status AddBackwardCpu(KernelContext& context) {
     return absl::OkStatus();
   }
   const int64_t cols = b.num_elements();
-  SumRowsCpu(dout.data<float>(), cols == 0 ? 0 : dout.num_elements() / cols, cols,
+  ::tfm::SumRowsCpu(dout.data<float>(), cols == 0 ? 0 : dout.num_elements() / cols, cols,
              db->data<float>());
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("add", DeviceType::kCPU, DType::kF32, AddCpu);
-TFM_REGISTER_KERNEL("add_backward", DeviceType::kCPU, DType::kF32, AddBackwardCpu);
+TFM_ISA_END
 
-}  // namespace
-}  // namespace tfm
+TFM_REGISTER_ISA_KERNEL("add", DType::kF32, AddCpu);
+TFM_REGISTER_ISA_KERNEL("add_backward", DType::kF32, AddBackwardCpu);

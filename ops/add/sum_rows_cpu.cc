@@ -4,9 +4,12 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
 #include "ops/cpu_math/simd_math.h"
+#include "ops/cpu_math/vec.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace {
 
 // Columns per task: 8 KiB of partial sums, which stay in L1 while the rows
@@ -19,9 +22,9 @@ constexpr int64_t kMinChunkRows = 64;
 
 // acc[c] = sum of rows [begin, end) of `in` at columns [c0, c1), four rows
 // per step, added as acc + ((r0 + r1) + (r2 + r3)), so that acc is loaded and
-// stored a quarter as often. Explicit AVX2: at -O2 GCC leaves these loops
-// (unknown trip counts) scalar. The vector body and the scalar tail round
-// alike, so a column's sum does not depend on where it falls.
+// stored a quarter as often. Explicitly vectorised: at -O2 GCC leaves these
+// loops (unknown trip counts) scalar. The masked last vector rounds like the
+// others, so a column's sum does not depend on where it falls.
 void SumRowRange(const float* in, int64_t cols, int64_t begin, int64_t end, int64_t c0,
                  int64_t c1, float* __restrict acc) {
   std::fill(acc + c0, acc + c1, 0.0f);
@@ -31,15 +34,12 @@ void SumRowRange(const float* in, int64_t cols, int64_t begin, int64_t end, int6
     const float* __restrict r1 = r0 + cols;
     const float* __restrict r2 = r1 + cols;
     const float* __restrict r3 = r2 + cols;
-    int64_t c = c0;
-#ifdef TFM_SIMD_AVX2
-    for (; c + 8 <= c1; c += 8) {
-      const __m256 s01 = _mm256_add_ps(_mm256_loadu_ps(r0 + c), _mm256_loadu_ps(r1 + c));
-      const __m256 s23 = _mm256_add_ps(_mm256_loadu_ps(r2 + c), _mm256_loadu_ps(r3 + c));
-      _mm256_storeu_ps(acc + c, _mm256_add_ps(_mm256_loadu_ps(acc + c), _mm256_add_ps(s01, s23)));
-    }
-#endif
-    for (; c < c1; ++c) acc[c] += (r0[c] + r1[c]) + (r2[c] + r3[c]);
+    simd::ForEachVector(c0, c1, [&](int64_t c, auto lanes) {
+      using simd::Load;
+      const simd::VecF s01 = Load(r0 + c, lanes) + Load(r1 + c, lanes);
+      const simd::VecF s23 = Load(r2 + c, lanes) + Load(r3 + c, lanes);
+      simd::Store(Load(acc + c, lanes) + (s01 + s23), acc + c, lanes);
+    });
   }
   for (; r < end; ++r) simd::Add(acc + c0, in + r * cols + c0, acc + c0, c1 - c0);
 }
@@ -72,4 +72,19 @@ void SumRowsCpu(const float* in, int64_t rows, int64_t cols, float* out) {
   });
 }
 
+TFM_ISA_END
+
+// The entry point for baseline callers (add, linear) is in the AVX2 build.
+#if defined(TFM_KERNEL_ISA_AVX2)
+namespace tfm {
+namespace avx512 {
+void SumRowsCpu(const float* in, int64_t rows, int64_t cols, float* out);
+}  // namespace avx512
+
+void SumRowsCpu(const float* in, int64_t rows, int64_t cols, float* out) {
+  static const auto chosen = SelectCpuFunction(&avx2::SumRowsCpu, &avx512::SumRowsCpu);
+  chosen(in, rows, cols, out);
+}
+
 }  // namespace tfm
+#endif

@@ -5,8 +5,10 @@
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/attention/attention_cpu_tiles.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace {
 
 template <typename T>
@@ -54,6 +56,8 @@ absl::StatusOr<attention_cpu::Problem> MakeProblem(const KernelContext& context,
   return problem;
 }
 
+}  // namespace
+
 absl::Status AttentionForwardCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem,
                        MakeProblem(context, kForwardKeyMaskInput));
@@ -82,10 +86,8 @@ absl::Status AttentionBackwardCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("scaled_dot_product_attention", DeviceType::kCPU, DType::kF32,
-                    AttentionForwardCpu);
-TFM_REGISTER_KERNEL("scaled_dot_product_attention_backward", DeviceType::kCPU, DType::kF32,
-                    AttentionBackwardCpu);
+TFM_ISA_END
 
-}  // namespace
-}  // namespace tfm
+TFM_REGISTER_ISA_KERNEL("scaled_dot_product_attention", DType::kF32, AttentionForwardCpu);
+TFM_REGISTER_ISA_KERNEL("scaled_dot_product_attention_backward", DType::kF32,
+                        AttentionBackwardCpu);

@@ -17,9 +17,10 @@
 #include <limits>
 
 #include "ops/attention/attention_cpu_tiles.h"
+#include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/simd_math.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace attention_cpu {
 namespace {
 
@@ -137,4 +138,4 @@ void Backward(const Problem& problem, const float* out, const float* lse, const 
 }
 
 }  // namespace attention_cpu
-}  // namespace tfm
+TFM_ISA_END

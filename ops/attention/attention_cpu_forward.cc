@@ -8,9 +8,10 @@
 #include <limits>
 
 #include "ops/attention/attention_cpu_tiles.h"
+#include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/simd_math.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace attention_cpu {
 
 void Forward(const Problem& problem, float* out, float* lse) {
@@ -78,4 +79,4 @@ void Forward(const Problem& problem, float* out, float* lse) {
 }
 
 }  // namespace attention_cpu
-}  // namespace tfm
+TFM_ISA_END

@@ -1,4 +1,4 @@
-// The attention tile loops on our own AVX2 micro-kernel
+// The attention tile loops on our own vector micro-kernel
 // (attention_cpu_microkernel.h) for head sizes that are multiples of 16
 // (the base model's 64 among them). Same algorithm and same task split as
 // attention_cpu_forward.cc and attention_cpu_backward.cc, with three
@@ -6,7 +6,7 @@
 //   - products read their operands in place, or from a K^T / V^T copy made
 //     once per key tile, instead of paying BLAS's per-call packing;
 //   - scores are in base-2 units: scale * log2(e) is folded into the K^T
-//     copy, so the softmax runs on 2^x (Exp2x8), and lse converts at the
+//     copy, so the softmax runs on 2^x (Exp2), and lse converts at the
 //     edges (lse = ln 2 * lse_2);
 //   - the backward's transposed products (dV += P^T dO, dK += dS^T Q) read
 //     P and dS transposed in place, so nothing else is copied.
@@ -16,25 +16,19 @@
 #include <memory>
 
 #include "ops/attention/attention_cpu_tiles.h"
+#include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/simd_math.h"
 
-#ifdef TFM_SIMD_AVX2
 #include "ops/attention/attention_cpu_microkernel.h"
-#endif
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace attention_cpu {
 
 bool UsePackedKernels(const AttentionParams& p) {
-#ifdef TFM_SIMD_AVX2
   return p.d_k % 16 == 0 && p.d_v % 16 == 0 && p.d_k <= kMaxPackedHeadSize &&
          p.d_v <= kMaxPackedHeadSize;
-#else
-  return false;
-#endif
 }
 
-#ifdef TFM_SIMD_AVX2
 namespace {
 
 constexpr float kLog2E = 1.44269504088896341f;
@@ -49,7 +43,8 @@ constexpr int64_t kTileCols = 64;
 
 int64_t RoundUp16(int64_t x) { return (x + 15) / 16 * 16; }
 
-// Transposes the 8 x 8 block in rows[0..8) in registers.
+// Transposes the 8 x 8 block in rows[0..8) in registers. 256-bit in both
+// builds (AVX-512 includes AVX2): packing is a small part of a tile's work.
 inline void Transpose8x8(__m256 rows[8]) {
   // Interleave pairs of rows, then pairs of pairs, then swap 128-bit halves.
   __m256 t[8];
@@ -98,13 +93,11 @@ void PackTransposed(const float* src, int64_t cols, int64_t d, float factor, flo
 
 // ds[j] = scale * p[j] * (dp[j] - delta) for j < n.
 void ScoreGradient(const float* p, float* dp, int64_t n, float delta, float scale) {
-  const __m256 vdelta = _mm256_set1_ps(delta), vscale = _mm256_set1_ps(scale);
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(p + j), vscale);
-    _mm256_storeu_ps(dp + j, _mm256_mul_ps(sp, _mm256_sub_ps(_mm256_loadu_ps(dp + j), vdelta)));
-  }
-  for (; j < n; ++j) dp[j] = scale * p[j] * (dp[j] - delta);
+  const simd::VecF vdelta = simd::Set(delta), vscale = simd::Set(scale);
+  simd::ForEachVector(0, n, [&](int64_t j, auto lanes) {
+    using simd::Load;
+    simd::Store((Load(p + j, lanes) * vscale) * (Load(dp + j, lanes) - vdelta), dp + j, lanes);
+  });
 }
 
 }  // namespace
@@ -264,13 +257,6 @@ void BackwardPacked(const Problem& problem, const float* lse, const float* d_out
   });
 }
 
-#else  // !TFM_SIMD_AVX2
-
-void ForwardPacked(const Problem&, float*, float*) {}
-void BackwardPacked(const Problem&, const float*, const float*, const float*, int64_t, float*,
-                    float*, float*, float*) {}
-
-#endif  // TFM_SIMD_AVX2
 
 }  // namespace attention_cpu
-}  // namespace tfm
+TFM_ISA_END

@@ -1,4 +1,5 @@
 #include "ops/attention/attention_cpu_tiles.h"
+#include "ops/cpu_math/isa.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,7 +8,7 @@
 #include "core/philox.h"
 #include "ops/blas/openblas_library.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace attention_cpu {
 
 void Gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -99,4 +100,4 @@ const float* ApplyTileDropout(const AttentionParams& params, int64_t bh, int64_t
 }
 
 }  // namespace attention_cpu
-}  // namespace tfm
+TFM_ISA_END

@@ -10,8 +10,9 @@
 
 #include "core/thread_pool.h"
 #include "ops/attention/attention_params.h"
+#include "ops/cpu_math/isa.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace attention_cpu {
 
 // Tile extents. A query tile times a key tile times d_k = 64^3 keeps every
@@ -114,9 +115,9 @@ void Backward(const Problem& problem, const float* out, const float* lse, const 
 // holds K^T and V^T of one key tile).
 inline constexpr int64_t kMaxPackedHeadSize = 256;
 
-// Whether Forward and Backward run on the packed AVX2 kernels
-// (attention_cpu_packed.cc): head sizes that are multiples of 16 on AVX2
-// builds. Other sizes take the BLAS tile loops.
+// Whether Forward and Backward run on the packed kernels
+// (attention_cpu_packed.cc): head sizes that are multiples of 16. Other
+// sizes take the BLAS tile loops.
 bool UsePackedKernels(const AttentionParams& params);
 
 // The packed kernels: ForwardPacked is Forward's whole job; BackwardPacked
@@ -129,6 +130,6 @@ void BackwardPacked(const Problem& problem, const float* lse, const float* d_out
                     float* dq_slabs);
 
 }  // namespace attention_cpu
-}  // namespace tfm
+TFM_ISA_END
 
 #endif  // TFM_OPS_ATTENTION_ATTENTION_CPU_TILES_H_

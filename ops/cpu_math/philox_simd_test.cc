@@ -4,8 +4,10 @@
 
 #include "core/philox.h"
 #include "gtest/gtest.h"
+#include "ops/cpu_math/isa.h"
 
-namespace tfm {
+// Compiled once per instruction set (tfm_isa_test): kLanes blocks a call.
+TFM_ISA_BEGIN
 namespace simd {
 namespace {
 
@@ -13,7 +15,7 @@ namespace {
 // regenerates its mask with either one.
 void ExpectMatchesScalar(uint64_t seed, uint64_t stream, uint64_t first_block) {
   uint32_t words[kPhiloxWords];
-  PhiloxWords32(seed, stream, first_block, words);
+  PhiloxWords(seed, stream, first_block, words);
   for (int i = 0; i < kPhiloxWords; ++i) {
     const philox::Uint4 block = philox::Block(seed, stream, first_block + i / 4);
     ASSERT_EQ(words[i], philox::Lane(block, i % 4))
@@ -39,23 +41,20 @@ TEST(PhiloxSimdTest, CarriesIntoTheHighCounterWord) {
   ExpectMatchesScalar(7, 1, ~uint64_t{0} - 2);
 }
 
-#ifdef TFM_SIMD_AVX2
 TEST(PhiloxSimdTest, ToUniformMatchesScalar) {
   uint32_t words[kPhiloxWords];
-  PhiloxWords32(5, 9, 77, words);
+  PhiloxWords(5, 9, 77, words);
   words[0] = 0;
   words[1] = 0xFFFFFFFFu;
   words[2] = 0xFF;
   words[3] = 0x100;
   for (int k = 0; k < 4; ++k) {
-    alignas(32) float uniforms[8];
-    _mm256_store_ps(uniforms,
-                    ToUniform8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 8 * k))));
-    for (int j = 0; j < 8; ++j) EXPECT_EQ(uniforms[j], philox::ToUniform(words[8 * k + j]));
+    float uniforms[kLanes];
+    Store(ToUniform(LoadI(words + kLanes * k)), uniforms);
+    for (int j = 0; j < kLanes; ++j) EXPECT_EQ(uniforms[j], philox::ToUniform(words[kLanes * k + j]));
   }
 }
-#endif
 
 }  // namespace
 }  // namespace simd
-}  // namespace tfm
+TFM_ISA_END

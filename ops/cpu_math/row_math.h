@@ -1,6 +1,7 @@
 // Inner loops shared by row-wise CPU kernels (softmax, layer_norm, ...),
-// written so that GCC vectorises them at -O3 with -mavx2 -mfma and without
-// -ffast-math (which would break the -inf and NaN handling kernels rely on).
+// written so that GCC vectorises them at -O3 for the instruction set of the
+// kernel build (ops/cpu_math/isa.h) and without -ffast-math (which would
+// break the -inf and NaN handling kernels rely on).
 #ifndef TFM_OPS_CPU_MATH_ROW_MATH_H_
 #define TFM_OPS_CPU_MATH_ROW_MATH_H_
 
@@ -9,13 +10,16 @@
 #include <cstring>
 #include <limits>
 
-namespace tfm {
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/vec.h"
+
+TFM_ISA_BEGIN
 namespace cpu_math {
 
-// 8 floats: one AVX register.
-inline constexpr int kLanes = 8;
+// One vector register of floats.
+using simd::kLanes;
 
-// sum_i f(i) for i < n. Eight interleaved partial sums: a single running sum
+// sum_i f(i) for i < n. kLanes interleaved partial sums: a single running sum
 // is a serial dependency the compiler may not reorder without -ffast-math.
 template <typename F>
 inline float LaneSum(int64_t n, F f) {
@@ -33,8 +37,8 @@ inline float LaneSum(int64_t n, F f) {
 // max_i values[i] for i < n (-inf when n == 0). NaNs are not propagated.
 inline float LaneMax(const float* values, int64_t n) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  float partial[kLanes] = {kNegInf, kNegInf, kNegInf, kNegInf,
-                           kNegInf, kNegInf, kNegInf, kNegInf};
+  float partial[kLanes];
+  for (int lane = 0; lane < kLanes; ++lane) partial[lane] = kNegInf;
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (int lane = 0; lane < kLanes; ++lane) {
@@ -84,6 +88,6 @@ inline float ExpNonPositive(float v) {
 }
 
 }  // namespace cpu_math
-}  // namespace tfm
+TFM_ISA_END
 
 #endif  // TFM_OPS_CPU_MATH_ROW_MATH_H_

@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ops/cpu_math/isa.h"
 
-namespace tfm {
+// Compiled once per instruction set (tfm_isa_test).
+TFM_ISA_BEGIN
 namespace cpu_math {
 namespace {
 
@@ -35,4 +37,4 @@ TEST(RowMathTest, SumAndMaxCoverTails) {
 
 }  // namespace
 }  // namespace cpu_math
-}  // namespace tfm
+TFM_ISA_END

@@ -5,17 +5,19 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ops/cpu_math/isa.h"
 
-namespace tfm {
+// Compiled once per instruction set (tfm_isa_test).
+TFM_ISA_BEGIN
 namespace simd {
 namespace {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Sizes around the vector widths exercise the body, the 8-wide step and the
-// scalar tail.
-constexpr int kSizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 100};
+// Sizes around both vector widths (8 and 16 lanes) exercise the unrolled
+// body, the one-vector step and the masked tail.
+constexpr int kSizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 100};
 
 TEST(SimdMathTest, MaxOrNaNFindsTheMaxAndAnyNaN) {
   for (int n : kSizes) {
@@ -67,4 +69,4 @@ TEST(SimdMathTest, AddCoversVectorsAndTails) {
 
 }  // namespace
 }  // namespace simd
-}  // namespace tfm
+TFM_ISA_END

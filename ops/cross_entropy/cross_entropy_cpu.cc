@@ -9,9 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
 #include "ops/cpu_math/simd_math.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace {
 
 struct Setup {
@@ -42,6 +44,8 @@ absl::StatusOr<Setup> ReadSetup(const KernelContext& context) {
   }
   return setup;
 }
+
+}  // namespace
 
 absl::Status CrossEntropyCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Setup s, ReadSetup(context));
@@ -104,10 +108,8 @@ absl::Status CrossEntropyBackwardCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("label_smoothed_cross_entropy", DeviceType::kCPU, DType::kF32,
-                    CrossEntropyCpu);
-TFM_REGISTER_KERNEL("label_smoothed_cross_entropy_backward", DeviceType::kCPU, DType::kF32,
-                    CrossEntropyBackwardCpu);
+TFM_ISA_END
 
-}  // namespace
-}  // namespace tfm
+TFM_REGISTER_ISA_KERNEL("label_smoothed_cross_entropy", DType::kF32, CrossEntropyCpu);
+TFM_REGISTER_ISA_KERNEL("label_smoothed_cross_entropy_backward", DType::kF32,
+                        CrossEntropyBackwardCpu);

@@ -1,9 +1,10 @@
 // CPU kernel of dropout (forward and backward alike): each Philox block
 // yields the keep decisions of 4 consecutive elements; threads take disjoint
 // runs of blocks, so no state is shared and the result is independent of the
-// thread count. The body generates 8 blocks (32 elements) per step with
-// AVX2 (ops/cpu_math/philox_simd.h); the ragged end uses philox::Block, which
-// gives the same words.
+// thread count. The body generates kLanes blocks (4 kLanes elements) per
+// step with vector Philox (ops/cpu_math/philox_simd.h); the ragged end uses
+// philox::Block, which gives the same words, so the mask is the same on
+// every instruction set.
 #include <algorithm>
 #include <cstring>
 
@@ -11,11 +12,17 @@
 #include "core/philox.h"
 #include "core/rng.h"
 #include "core/status_macros.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
 #include "ops/cpu_math/philox_simd.h"
+#include "ops/cpu_math/vec.h"
 #include "ops/dropout/dropout.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace {
+
+using simd::kLanes;
+using simd::VecF;
 
 // Elements [4 * begin_block, min(n, 4 * end_block)) one Philox block at a
 // time: the reference path, and the tail of the vector one. begin_block is a
@@ -39,6 +46,8 @@ void DropoutBlocksScalar(const PhiloxState& state, float threshold, float scale,
     }
   }
 }
+
+}  // namespace
 
 // Serves dropout, dropout_backward (the same map) and dropout_with_mask,
 // which also writes the keep bits (see dropout.h for the packing).
@@ -73,36 +82,37 @@ absl::Status DropoutCpu(KernelContext& context) {
   const float threshold = static_cast<float>(p);
   // p = 1 never keeps (uniforms are < 1), so the infinite scale is unused.
   const float scale = p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
-  // Tasks are runs of 8-block groups so that every vector step but the
-  // last one's is whole.
-  constexpr int64_t kGroupBlocks = 8;
+  // Tasks are runs of kLanes-block groups so that every vector step but the
+  // last one's is whole (and fills whole 32-bit mask words: kLanes >= 8).
+  constexpr int64_t kGroupBlocks = simd::kPhiloxBlocks;
   const int64_t blocks = (n + 3) / 4;
   const int64_t groups = (blocks + kGroupBlocks - 1) / kGroupBlocks;
   context.thread_pool()->ParallelFor(groups, 256, [&](int64_t begin, int64_t end) {
     int64_t block = begin * kGroupBlocks;
     const int64_t end_block = std::min(blocks, end * kGroupBlocks);
-#ifdef TFM_SIMD_AVX2
-    const __m256 vthreshold = _mm256_set1_ps(threshold);
-    const __m256 vscale = _mm256_set1_ps(scale);
-    // Whole groups only: 32 elements, all inside x.
+    const VecF vthreshold = simd::Set(threshold);
+    const VecF vscale = simd::Set(scale);
+    // Whole groups only: 4 kLanes elements, all inside x.
     for (; block + kGroupBlocks <= end_block && 4 * (block + kGroupBlocks) <= n;
          block += kGroupBlocks) {
-      __m256i words[4];
-      simd::PhiloxWords32(state.seed, state.stream, state.offset + block, words);
+      simd::VecI words[4];
+      simd::PhiloxWords(state.seed, state.stream, state.offset + block, words);
       const int64_t base = 4 * block;
-      uint32_t word = 0;
+      uint64_t bits = 0;  // Keep bits of the 4 kLanes elements (32 or 64).
       for (int k = 0; k < 4; ++k) {
-        const __m256 keep =
-            _mm256_cmp_ps(simd::ToUniform8(words[k]), vthreshold, _CMP_GE_OQ);
+        const simd::Mask keep = simd::Ge(simd::ToUniform(words[k]), vthreshold);
         // x * scale where kept, +0 where dropped (NaN kept stays NaN), as
         // the scalar select.
-        const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(in + base + 8 * k), vscale);
-        _mm256_storeu_ps(y + base + 8 * k, _mm256_and_ps(scaled, keep));
-        word |= static_cast<uint32_t>(_mm256_movemask_ps(keep)) << (8 * k);
+        const VecF scaled = simd::Load(in + base + kLanes * k) * vscale;
+        simd::Store(simd::IfThenElseZero(keep, scaled), y + base + kLanes * k);
+        bits |= static_cast<uint64_t>(simd::Bits(keep)) << (kLanes * k);
       }
-      if (mask != nullptr) mask[block / 8] = word;
+      if (mask != nullptr) {
+        for (int w = 0; w < kGroupBlocks / 8; ++w) {
+          mask[block / 8 + w] = static_cast<uint32_t>(bits >> (32 * w));
+        }
+      }
     }
-#endif
     DropoutBlocksScalar(state, threshold, scale, in, y, mask, n, block, end_block);
   });
   return absl::OkStatus();
@@ -126,22 +136,20 @@ absl::Status DropoutBackwardMaskedCpu(KernelContext& context) {
   const int64_t words = DropoutMaskWords(n);
   context.thread_pool()->ParallelFor(words, 2048, [&](int64_t begin, int64_t end) {
     int64_t word = begin;
-#ifdef TFM_SIMD_AVX2
-    const __m256 vscale = _mm256_set1_ps(scale);
-    // Lane j of a byte's expansion tests bit j.
-    const __m256i lane_bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const VecF vscale = simd::Set(scale);
+    // Lane j of a kLanes-bit slice tests bit j.
+    uint32_t lane_bit_values[kLanes];
+    for (int j = 0; j < kLanes; ++j) lane_bit_values[j] = 1u << j;
+    const simd::VecI lane_bits = simd::LoadI(lane_bit_values);
     for (; word < end && 32 * (word + 1) <= n; ++word) {
       const uint32_t bits = mask[word];
-      for (int k = 0; k < 4; ++k) {
-        const __m256i byte = _mm256_set1_epi32(static_cast<int32_t>((bits >> (8 * k)) & 0xFF));
-        const __m256 keep = _mm256_castsi256_ps(
-            _mm256_cmpeq_epi32(_mm256_and_si256(byte, lane_bits), lane_bits));
-        const int64_t i = 32 * word + 8 * k;
-        _mm256_storeu_ps(out + i,
-                         _mm256_and_ps(_mm256_mul_ps(_mm256_loadu_ps(dy + i), vscale), keep));
+      for (int k = 0; k < 32 / kLanes; ++k) {
+        const uint32_t slice = (bits >> (kLanes * k)) & ((uint32_t{1} << kLanes) - 1);
+        const simd::Mask keep = simd::Eq(simd::SetI(slice) & lane_bits, lane_bits);
+        const int64_t i = 32 * word + kLanes * k;
+        simd::Store(simd::IfThenElseZero(keep, simd::Load(dy + i) * vscale), out + i);
       }
     }
-#endif
     for (; word < end; ++word) {
       for (int64_t i = 32 * word; i < std::min(n, 32 * (word + 1)); ++i) {
         out[i] = (mask[word] >> (i % 32)) & 1u ? dy[i] * scale : 0.0f;
@@ -151,11 +159,9 @@ absl::Status DropoutBackwardMaskedCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("dropout", DeviceType::kCPU, DType::kF32, DropoutCpu);
-TFM_REGISTER_KERNEL("dropout_backward", DeviceType::kCPU, DType::kF32, DropoutCpu);
-TFM_REGISTER_KERNEL("dropout_with_mask", DeviceType::kCPU, DType::kF32, DropoutCpu);
-TFM_REGISTER_KERNEL("dropout_backward_masked", DeviceType::kCPU, DType::kF32,
-                    DropoutBackwardMaskedCpu);
+TFM_ISA_END
 
-}  // namespace
-}  // namespace tfm
+TFM_REGISTER_ISA_KERNEL("dropout", DType::kF32, DropoutCpu);
+TFM_REGISTER_ISA_KERNEL("dropout_backward", DType::kF32, DropoutCpu);
+TFM_REGISTER_ISA_KERNEL("dropout_with_mask", DType::kF32, DropoutCpu);
+TFM_REGISTER_ISA_KERNEL("dropout_backward_masked", DType::kF32, DropoutBackwardMaskedCpu);

@@ -1,96 +1,88 @@
 // CPU kernels of layer_norm. Rows are independent and split across threads;
-// within a row every loop is contiguous and AVX2 (reductions in vector
-// accumulators, scalar tails for d not a multiple of 8).
+// within a row every loop is contiguous and vectorised (reductions in
+// vector accumulators, masked tails for d not a multiple of the lanes).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
-#include "ops/cpu_math/simd_math.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
+#include "ops/cpu_math/vec.h"
 #include "ops/layer_norm/layer_norm.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace {
 
-// sum(x[0..n)), 32 floats per step in four accumulators: the adds' latency
+using simd::kLanes;
+using simd::Load;
+using simd::Store;
+using simd::VecF;
+
+// sum(x[0..n)), 4 vectors per step in four accumulators: the adds' latency
 // (not the loads) would otherwise bound a 512-float row.
 float Sum(const float* x, int64_t n) {
+  VecF acc0 = simd::Zero(), acc1 = simd::Zero(), acc2 = simd::Zero(), acc3 = simd::Zero();
   int64_t i = 0;
-  float sum = 0.0f;
-#ifdef TFM_SIMD_AVX2
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_add_ps(acc0, _mm256_loadu_ps(x + i));
-    acc1 = _mm256_add_ps(acc1, _mm256_loadu_ps(x + i + 8));
-    acc2 = _mm256_add_ps(acc2, _mm256_loadu_ps(x + i + 16));
-    acc3 = _mm256_add_ps(acc3, _mm256_loadu_ps(x + i + 24));
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    acc0 = acc0 + Load(x + i);
+    acc1 = acc1 + Load(x + i + kLanes);
+    acc2 = acc2 + Load(x + i + 2 * kLanes);
+    acc3 = acc3 + Load(x + i + 3 * kLanes);
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_add_ps(acc0, _mm256_loadu_ps(x + i));
-  sum = simd::HorizontalSum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-#endif
-  for (; i < n; ++i) sum += x[i];
-  return sum;
+  simd::ForEachVector(i, n, [&](int64_t j, auto lanes) { acc0 = acc0 + Load(x + j, lanes); });
+  return simd::ReduceSum((acc0 + acc1) + (acc2 + acc3));
 }
 
 // sum((x[i] - mu)^2): the second pass of the two-pass variance, four
-// accumulators like Sum (an FMA's latency is longer still).
+// accumulators like Sum (an FMA's latency is longer still). Masked-off
+// lanes of the tail must not add mu^2.
 float SumSquaredDeviations(const float* x, int64_t n, float mu) {
+  const VecF vmu = simd::Set(mu);
+  VecF acc0 = simd::Zero(), acc1 = simd::Zero(), acc2 = simd::Zero(), acc3 = simd::Zero();
   int64_t i = 0;
-  float sum = 0.0f;
-#ifdef TFM_SIMD_AVX2
-  const __m256 vmu = _mm256_set1_ps(mu);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-  for (; i + 32 <= n; i += 32) {
-    const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), vmu);
-    const __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vmu);
-    const __m256 d2 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 16), vmu);
-    const __m256 d3 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 24), vmu);
-    acc0 = _mm256_fmadd_ps(d0, d0, acc0);
-    acc1 = _mm256_fmadd_ps(d1, d1, acc1);
-    acc2 = _mm256_fmadd_ps(d2, d2, acc2);
-    acc3 = _mm256_fmadd_ps(d3, d3, acc3);
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    const VecF d0 = Load(x + i) - vmu;
+    const VecF d1 = Load(x + i + kLanes) - vmu;
+    const VecF d2 = Load(x + i + 2 * kLanes) - vmu;
+    const VecF d3 = Load(x + i + 3 * kLanes) - vmu;
+    acc0 = simd::MulAdd(d0, d0, acc0);
+    acc1 = simd::MulAdd(d1, d1, acc1);
+    acc2 = simd::MulAdd(d2, d2, acc2);
+    acc3 = simd::MulAdd(d3, d3, acc3);
   }
-  for (; i + 8 <= n; i += 8) {
-    const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), vmu);
-    acc0 = _mm256_fmadd_ps(d0, d0, acc0);
+  for (; i + kLanes <= n; i += kLanes) {
+    const VecF d0 = Load(x + i) - vmu;
+    acc0 = simd::MulAdd(d0, d0, acc0);
   }
-  sum = simd::HorizontalSum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-#endif
-  for (; i < n; ++i) sum += (x[i] - mu) * (x[i] - mu);
-  return sum;
+  if (i < n) {
+    const VecF d0 = simd::IfThenElseZero(simd::FirstN(n - i), simd::LoadFirst(x + i, n - i) - vmu);
+    acc1 = simd::MulAdd(d0, d0, acc1);
+  }
+  return simd::ReduceSum((acc0 + acc1) + (acc2 + acc3));
 }
 
 // In one pass over a row: sum_g = sum(dy * gain) and
 // sum_gx = sum(dy * gain * (x - mu)) (times rstd, that is sum(g * xhat)).
+// Masked-off lanes load dy = 0, so they add nothing to either.
 void GainSums(const float* dy, const float* gain, const float* x, int64_t n, float mu,
               float* sum_g, float* sum_gx) {
-  int64_t i = 0;
-  float g_total = 0.0f, gx_total = 0.0f;
-#ifdef TFM_SIMD_AVX2
-  const __m256 vmu = _mm256_set1_ps(mu);
-  __m256 acc_g = _mm256_setzero_ps(), acc_gx = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) {
-    const __m256 g = _mm256_mul_ps(_mm256_loadu_ps(dy + i), _mm256_loadu_ps(gain + i));
-    acc_g = _mm256_add_ps(acc_g, g);
-    acc_gx = _mm256_fmadd_ps(g, _mm256_sub_ps(_mm256_loadu_ps(x + i), vmu), acc_gx);
-  }
-  g_total = simd::HorizontalSum(acc_g);
-  gx_total = simd::HorizontalSum(acc_gx);
-#endif
-  for (; i < n; ++i) {
-    const float g = dy[i] * gain[i];
-    g_total += g;
-    gx_total += g * (x[i] - mu);
-  }
-  *sum_g = g_total;
-  *sum_gx = gx_total;
+  const VecF vmu = simd::Set(mu);
+  VecF acc_g = simd::Zero(), acc_gx = simd::Zero();
+  simd::ForEachVector(0, n, [&](int64_t i, auto lanes) {
+    const VecF g = Load(dy + i, lanes) * Load(gain + i, lanes);
+    acc_g = acc_g + g;
+    acc_gx = simd::MulAdd(g, Load(x + i, lanes) - vmu, acc_gx);
+  });
+  *sum_g = simd::ReduceSum(acc_g);
+  *sum_gx = simd::ReduceSum(acc_gx);
 }
 
 // Rows per task: enough elements to outweigh the scheduling cost.
 int64_t RowGrain(int64_t d) { return std::max<int64_t>(1, 16384 / d); }
+
+}  // namespace
 
 absl::Status LayerNormCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
@@ -119,16 +111,11 @@ absl::Status LayerNormCpu(KernelContext& context) {
       const float mu = Sum(xr, d) * inv_d;
       const float var = SumSquaredDeviations(xr, d, mu) * inv_d;
       const float rs = 1.0f / std::sqrt(var + static_cast<float>(eps));
-      int64_t i = 0;
-#ifdef TFM_SIMD_AVX2
-      const __m256 vmu = _mm256_set1_ps(mu), vrs = _mm256_set1_ps(rs);
-      for (; i + 8 <= d; i += 8) {
-        const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vmu), vrs);
-        _mm256_storeu_ps(yr + i,
-                         _mm256_fmadd_ps(xhat, _mm256_loadu_ps(gain + i), _mm256_loadu_ps(bias + i)));
-      }
-#endif
-      for (; i < d; ++i) yr[i] = (xr[i] - mu) * rs * gain[i] + bias[i];
+      const VecF vmu = simd::Set(mu), vrs = simd::Set(rs);
+      simd::ForEachVector(0, d, [&](int64_t i, auto lanes) {
+        const VecF xhat = (Load(xr + i, lanes) - vmu) * vrs;
+        Store(simd::MulAdd(xhat, Load(gain + i, lanes), Load(bias + i, lanes)), yr + i, lanes);
+      });
       means[r] = mu;
       rstds[r] = rs;
     }
@@ -174,28 +161,16 @@ absl::Status LayerNormBackwardCpu(KernelContext& context) {
         GainSums(dyr, gain, xr, d, mu, &sum_g, &sum_gx);
         const float mean_g = sum_g * inv_d;
         const float mean_gx = sum_gx * rs * inv_d;
-        int64_t i = 0;
-#ifdef TFM_SIMD_AVX2
-        const __m256 vmu = _mm256_set1_ps(mu), vrs = _mm256_set1_ps(rs);
-        const __m256 vmean_g = _mm256_set1_ps(mean_g), vmean_gx = _mm256_set1_ps(mean_gx);
-        for (; i + 8 <= d; i += 8) {
-          const __m256 dyv = _mm256_loadu_ps(dyr + i);
-          const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vmu), vrs);
-          const __m256 g = _mm256_mul_ps(dyv, _mm256_loadu_ps(gain + i));
-          const __m256 inner =
-              _mm256_sub_ps(_mm256_sub_ps(g, vmean_g), _mm256_mul_ps(xhat, vmean_gx));
-          _mm256_storeu_ps(dxr + i, _mm256_mul_ps(vrs, inner));
-          _mm256_storeu_ps(pgain + i,
-                           _mm256_add_ps(_mm256_loadu_ps(pgain + i), _mm256_mul_ps(dyv, xhat)));
-          _mm256_storeu_ps(pbias + i, _mm256_add_ps(_mm256_loadu_ps(pbias + i), dyv));
-        }
-#endif
-        for (; i < d; ++i) {
-          const float xhat = (xr[i] - mu) * rs;
-          dxr[i] = rs * (dyr[i] * gain[i] - mean_g - xhat * mean_gx);
-          pgain[i] += dyr[i] * xhat;
-          pbias[i] += dyr[i];
-        }
+        const VecF vmu = simd::Set(mu), vrs = simd::Set(rs);
+        const VecF vmean_g = simd::Set(mean_g), vmean_gx = simd::Set(mean_gx);
+        simd::ForEachVector(0, d, [&](int64_t i, auto lanes) {
+          const VecF dyv = Load(dyr + i, lanes);
+          const VecF xhat = (Load(xr + i, lanes) - vmu) * vrs;
+          const VecF g = dyv * Load(gain + i, lanes);
+          Store(vrs * ((g - vmean_g) - xhat * vmean_gx), dxr + i, lanes);
+          Store(Load(pgain + i, lanes) + dyv * xhat, pgain + i, lanes);
+          Store(Load(pbias + i, lanes) + dyv, pbias + i, lanes);
+        });
       }
     }
   });
@@ -213,8 +188,7 @@ absl::Status LayerNormBackwardCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("layer_norm", DeviceType::kCPU, DType::kF32, LayerNormCpu);
-TFM_REGISTER_KERNEL("layer_norm_backward", DeviceType::kCPU, DType::kF32, LayerNormBackwardCpu);
+TFM_ISA_END
 
-}  // namespace
-}  // namespace tfm
+TFM_REGISTER_ISA_KERNEL("layer_norm", DType::kF32, LayerNormCpu);
+TFM_REGISTER_ISA_KERNEL("layer_norm_backward", DType::kF32, LayerNormBackwardCpu);

@@ -19,9 +19,11 @@
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "core/thread_pool.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
 #include "ops/cpu_math/simd_math.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace {
 
 // 64 MiB of floats per d_model at most (d_model 512: 32768 positions).
@@ -131,6 +133,8 @@ void EncodeRows(int64_t rows, int64_t length, int64_t d_model, int64_t offset, c
   });
 }
 
+}  // namespace
+
 absl::Status PositionalEncodingCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(int64_t length, context.attrs().Get<int64_t>("length"));
   TFM_ASSIGN_OR_RETURN(int64_t d_model, context.attrs().Get<int64_t>("d_model"));
@@ -150,9 +154,7 @@ absl::Status AddPositionalEncodingCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("positional_encoding", DeviceType::kCPU, DType::kF32, PositionalEncodingCpu);
-TFM_REGISTER_KERNEL("add_positional_encoding", DeviceType::kCPU, DType::kF32,
-                    AddPositionalEncodingCpu);
+TFM_ISA_END
 
-}  // namespace
-}  // namespace tfm
+TFM_REGISTER_ISA_KERNEL("positional_encoding", DType::kF32, PositionalEncodingCpu);
+TFM_REGISTER_ISA_KERNEL("add_positional_encoding", DType::kF32, AddPositionalEncodingCpu);

@@ -1,7 +1,7 @@
 // CPU kernels of softmax. Rows are independent and split across threads;
 // an unmasked row is exponentiated straight from x into out and scaled; a
 // masked one is first written as masked logits, then normalised in place.
-// max, exp, sum and scaling are AVX2 (ops/cpu_math/simd_math.h).
+// max, exp, sum and scaling are vectorised (ops/cpu_math/simd_math.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -9,10 +9,13 @@
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
 #include "ops/cpu_math/row_math.h"
 #include "ops/cpu_math/simd_math.h"
+#include "ops/cpu_math/vec.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace {
 
 using cpu_math::ExpNonPositive;
@@ -69,7 +72,7 @@ void NormaliseRowScalar(float* row, int64_t n) {
   for (int64_t i = 0; i < n; ++i) row[i] *= inv_sum;
 }
 
-// out = softmax(logits) (the two may be the same row). The AVX2 exp maps NaN
+// out = softmax(logits) (the two may be the same row). The vector exp maps NaN
 // to 0, so rows holding a NaN or +inf (whose x - max is NaN) take the scalar
 // path, which propagates them; so do all-masked rows (max -inf).
 void NormaliseRow(const float* logits, float* out, int64_t n) {
@@ -82,6 +85,8 @@ void NormaliseRow(const float* logits, float* out, int64_t n) {
   const float sum = simd::ExpShiftedSumTo(logits, out, n, max);
   simd::Scale(out, n, 1.0f / sum);
 }
+
+}  // namespace
 
 // Serves softmax (one input) and masked_softmax (x, mask).
 absl::Status SoftmaxCpu(KernelContext& context) {
@@ -130,23 +135,18 @@ absl::Status SoftmaxBackwardCpu(KernelContext& context) {
       const float* yr = y + r * n;
       float* dxr = out + r * n;
       const float dot = simd::Dot(dyr, yr, n);
-      int64_t i = 0;
-#ifdef TFM_SIMD_AVX2
-      const __m256 vdot = _mm256_set1_ps(dot);
-      for (; i + 8 <= n; i += 8) {
-        _mm256_storeu_ps(dxr + i, _mm256_mul_ps(_mm256_loadu_ps(yr + i),
-                                                _mm256_sub_ps(_mm256_loadu_ps(dyr + i), vdot)));
-      }
-#endif
-      for (; i < n; ++i) dxr[i] = yr[i] * (dyr[i] - dot);
+      const simd::VecF vdot = simd::Set(dot);
+      simd::ForEachVector(0, n, [&](int64_t i, auto lanes) {
+        using simd::Load;
+        simd::Store(Load(yr + i, lanes) * (Load(dyr + i, lanes) - vdot), dxr + i, lanes);
+      });
     }
   });
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("softmax", DeviceType::kCPU, DType::kF32, SoftmaxCpu);
-TFM_REGISTER_KERNEL("masked_softmax", DeviceType::kCPU, DType::kF32, SoftmaxCpu);
-TFM_REGISTER_KERNEL("softmax_backward", DeviceType::kCPU, DType::kF32, SoftmaxBackwardCpu);
+TFM_ISA_END
 
-}  // namespace
-}  // namespace tfm
+TFM_REGISTER_ISA_KERNEL("softmax", DType::kF32, SoftmaxCpu);
+TFM_REGISTER_ISA_KERNEL("masked_softmax", DType::kF32, SoftmaxCpu);
+TFM_REGISTER_ISA_KERNEL("softmax_backward", DType::kF32, SoftmaxBackwardCpu);

@@ -1,0 +1,231 @@
+// The vector types every CPU kernel is written with: float and int32 lanes
+// of the instruction set the file is compiled for (ops/cpu_math/isa.h), 8
+// with AVX2 and 16 with AVX-512. A kernel written once over VecF / VecI /
+// Mask and kLanes is compiled for both; the functions below are the only
+// place that names an intrinsic of either width, so the AVX-512 build (which
+// the development machine cannot run) is as thin as possible over code the
+// AVX2 build tests.
+//
+// Masks: comparisons give a Mask (lanes of all-ones on AVX2, an opmask
+// register on AVX-512); tails use LoadFirst / StoreFirst, which neither read
+// nor write past the n-th lane.
+#ifndef TFM_OPS_CPU_MATH_VEC_H_
+#define TFM_OPS_CPU_MATH_VEC_H_
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "ops/cpu_math/isa.h"
+
+TFM_ISA_BEGIN
+namespace simd {
+
+#if defined(TFM_KERNEL_ISA_AVX512)
+
+inline constexpr int kLanes = 16;
+
+struct VecF {
+  __m512 raw;
+};
+struct VecI {
+  __m512i raw;
+};
+struct Mask {
+  __mmask16 raw;
+};
+
+inline VecF Zero() { return {_mm512_setzero_ps()}; }
+inline VecF Set(float x) { return {_mm512_set1_ps(x)}; }
+inline VecF Load(const float* p) { return {_mm512_loadu_ps(p)}; }
+inline void Store(VecF v, float* p) { _mm512_storeu_ps(p, v.raw); }
+inline Mask FirstN(int64_t n) {
+  return {static_cast<__mmask16>(n >= kLanes ? 0xFFFF : (1u << n) - 1)};
+}
+inline VecF LoadFirst(const float* p, int64_t n) { return {_mm512_maskz_loadu_ps(FirstN(n).raw, p)}; }
+inline void StoreFirst(VecF v, float* p, int64_t n) { _mm512_mask_storeu_ps(p, FirstN(n).raw, v.raw); }
+
+inline VecF operator+(VecF a, VecF b) { return {_mm512_add_ps(a.raw, b.raw)}; }
+inline VecF operator-(VecF a, VecF b) { return {_mm512_sub_ps(a.raw, b.raw)}; }
+inline VecF operator*(VecF a, VecF b) { return {_mm512_mul_ps(a.raw, b.raw)}; }
+inline VecF operator/(VecF a, VecF b) { return {_mm512_div_ps(a.raw, b.raw)}; }
+inline VecF MulAdd(VecF a, VecF b, VecF c) { return {_mm512_fmadd_ps(a.raw, b.raw, c.raw)}; }
+inline VecF NegMulAdd(VecF a, VecF b, VecF c) { return {_mm512_fnmadd_ps(a.raw, b.raw, c.raw)}; }
+inline VecF Min(VecF a, VecF b) { return {_mm512_min_ps(a.raw, b.raw)}; }
+inline VecF Max(VecF a, VecF b) { return {_mm512_max_ps(a.raw, b.raw)}; }
+inline VecF Sqrt(VecF a) { return {_mm512_sqrt_ps(a.raw)}; }
+inline VecF RoundNearest(VecF a) {
+  return {_mm512_roundscale_ps(a.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
+inline float ReduceSum(VecF v) {
+  // Halves added pairwise, as the AVX2 tree below: a fixed order.
+  const __m256 s = _mm256_add_ps(_mm512_castps512_ps256(v.raw), _mm512_extractf32x8_ps(v.raw, 1));
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+inline float ReduceMax(VecF v) { return _mm512_reduce_max_ps(v.raw); }
+inline float First(VecF v) { return _mm512_cvtss_f32(v.raw); }
+
+inline Mask Ge(VecF a, VecF b) { return {_mm512_cmp_ps_mask(a.raw, b.raw, _CMP_GE_OQ)}; }
+inline Mask Gt(VecF a, VecF b) { return {_mm512_cmp_ps_mask(a.raw, b.raw, _CMP_GT_OQ)}; }
+inline Mask NotLe(VecF a, VecF b) { return {_mm512_cmp_ps_mask(a.raw, b.raw, _CMP_NLE_UQ)}; }
+inline Mask IsNaN(VecF a) { return {_mm512_cmp_ps_mask(a.raw, a.raw, _CMP_UNORD_Q)}; }
+inline Mask operator|(Mask a, Mask b) { return {static_cast<__mmask16>(a.raw | b.raw)}; }
+inline VecF IfThenElseZero(Mask m, VecF v) { return {_mm512_maskz_mov_ps(m.raw, v.raw)}; }
+inline bool AnyTrue(Mask m) { return m.raw != 0; }
+// Bit j = lane j.
+inline uint32_t Bits(Mask m) { return m.raw; }
+
+inline VecI SetI(uint32_t x) { return {_mm512_set1_epi32(static_cast<int32_t>(x))}; }
+inline VecI LoadI(const uint32_t* p) { return {_mm512_loadu_si512(p)}; }
+inline void StoreI(VecI v, uint32_t* p) { _mm512_storeu_si512(p, v.raw); }
+inline VecI operator+(VecI a, VecI b) { return {_mm512_add_epi32(a.raw, b.raw)}; }
+inline VecI operator^(VecI a, VecI b) { return {_mm512_xor_si512(a.raw, b.raw)}; }
+inline VecI operator&(VecI a, VecI b) { return {_mm512_and_si512(a.raw, b.raw)}; }
+template <int kBits>
+inline VecI ShiftLeft(VecI a) {
+  return {_mm512_slli_epi32(a.raw, kBits)};
+}
+template <int kBits>
+inline VecI ShiftRight(VecI a) {  // Logical.
+  return {_mm512_srli_epi32(a.raw, kBits)};
+}
+inline Mask Eq(VecI a, VecI b) { return {_mm512_cmpeq_epi32_mask(a.raw, b.raw)}; }
+inline VecF ConvertToF(VecI a) { return {_mm512_cvtepi32_ps(a.raw)}; }
+inline VecI RoundToInt(VecF a) { return {_mm512_cvtps_epi32(a.raw)}; }
+inline VecF BitCastToF(VecI a) { return {_mm512_castsi512_ps(a.raw)}; }
+
+// The high and low 32 bits of the unsigned products a[j] * b[j]. mul_epu32
+// multiplies the even lanes only, so the odd lanes are shifted down for a
+// second multiply and the halves blended back into lane order.
+inline void MulHiLo(VecI a, VecI b, VecI* hi, VecI* lo) {
+  const __m512i even = _mm512_mul_epu32(a.raw, b.raw);
+  const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a.raw, 32), b.raw);
+  lo->raw = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+  hi->raw = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+}
+
+#else  // AVX2
+
+inline constexpr int kLanes = 8;
+
+struct VecF {
+  __m256 raw;
+};
+struct VecI {
+  __m256i raw;
+};
+struct Mask {
+  __m256 raw;  // All-ones lanes where true.
+};
+
+inline VecF Zero() { return {_mm256_setzero_ps()}; }
+inline VecF Set(float x) { return {_mm256_set1_ps(x)}; }
+inline VecF Load(const float* p) { return {_mm256_loadu_ps(p)}; }
+inline void Store(VecF v, float* p) { _mm256_storeu_ps(p, v.raw); }
+inline __m256i FirstNLanes(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n < kLanes ? n : kLanes)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline Mask FirstN(int64_t n) { return {_mm256_castsi256_ps(FirstNLanes(n))}; }
+inline VecF LoadFirst(const float* p, int64_t n) { return {_mm256_maskload_ps(p, FirstNLanes(n))}; }
+inline void StoreFirst(VecF v, float* p, int64_t n) { _mm256_maskstore_ps(p, FirstNLanes(n), v.raw); }
+
+inline VecF operator+(VecF a, VecF b) { return {_mm256_add_ps(a.raw, b.raw)}; }
+inline VecF operator-(VecF a, VecF b) { return {_mm256_sub_ps(a.raw, b.raw)}; }
+inline VecF operator*(VecF a, VecF b) { return {_mm256_mul_ps(a.raw, b.raw)}; }
+inline VecF operator/(VecF a, VecF b) { return {_mm256_div_ps(a.raw, b.raw)}; }
+inline VecF MulAdd(VecF a, VecF b, VecF c) { return {_mm256_fmadd_ps(a.raw, b.raw, c.raw)}; }
+inline VecF NegMulAdd(VecF a, VecF b, VecF c) { return {_mm256_fnmadd_ps(a.raw, b.raw, c.raw)}; }
+inline VecF Min(VecF a, VecF b) { return {_mm256_min_ps(a.raw, b.raw)}; }
+inline VecF Max(VecF a, VecF b) { return {_mm256_max_ps(a.raw, b.raw)}; }
+inline VecF Sqrt(VecF a) { return {_mm256_sqrt_ps(a.raw)}; }
+inline VecF RoundNearest(VecF a) {
+  return {_mm256_round_ps(a.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
+inline float ReduceSum(VecF v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v.raw), _mm256_extractf128_ps(v.raw, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+inline float ReduceMax(VecF v) {
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v.raw), _mm256_extractf128_ps(v.raw, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+inline float First(VecF v) { return _mm256_cvtss_f32(v.raw); }
+
+inline Mask Ge(VecF a, VecF b) { return {_mm256_cmp_ps(a.raw, b.raw, _CMP_GE_OQ)}; }
+inline Mask Gt(VecF a, VecF b) { return {_mm256_cmp_ps(a.raw, b.raw, _CMP_GT_OQ)}; }
+inline Mask NotLe(VecF a, VecF b) { return {_mm256_cmp_ps(a.raw, b.raw, _CMP_NLE_UQ)}; }
+inline Mask IsNaN(VecF a) { return {_mm256_cmp_ps(a.raw, a.raw, _CMP_UNORD_Q)}; }
+inline Mask operator|(Mask a, Mask b) { return {_mm256_or_ps(a.raw, b.raw)}; }
+inline VecF IfThenElseZero(Mask m, VecF v) { return {_mm256_and_ps(m.raw, v.raw)}; }
+inline bool AnyTrue(Mask m) { return _mm256_movemask_ps(m.raw) != 0; }
+inline uint32_t Bits(Mask m) { return static_cast<uint32_t>(_mm256_movemask_ps(m.raw)); }
+
+inline VecI SetI(uint32_t x) { return {_mm256_set1_epi32(static_cast<int32_t>(x))}; }
+inline VecI LoadI(const uint32_t* p) {
+  return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))};
+}
+inline void StoreI(VecI v, uint32_t* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v.raw); }
+inline VecI operator+(VecI a, VecI b) { return {_mm256_add_epi32(a.raw, b.raw)}; }
+inline VecI operator^(VecI a, VecI b) { return {_mm256_xor_si256(a.raw, b.raw)}; }
+inline VecI operator&(VecI a, VecI b) { return {_mm256_and_si256(a.raw, b.raw)}; }
+template <int kBits>
+inline VecI ShiftLeft(VecI a) {
+  return {_mm256_slli_epi32(a.raw, kBits)};
+}
+template <int kBits>
+inline VecI ShiftRight(VecI a) {  // Logical.
+  return {_mm256_srli_epi32(a.raw, kBits)};
+}
+inline Mask Eq(VecI a, VecI b) { return {_mm256_castsi256_ps(_mm256_cmpeq_epi32(a.raw, b.raw))}; }
+inline VecF ConvertToF(VecI a) { return {_mm256_cvtepi32_ps(a.raw)}; }
+inline VecI RoundToInt(VecF a) { return {_mm256_cvtps_epi32(a.raw)}; }
+inline VecF BitCastToF(VecI a) { return {_mm256_castsi256_ps(a.raw)}; }
+
+inline void MulHiLo(VecI a, VecI b, VecI* hi, VecI* lo) {
+  const __m256i even = _mm256_mul_epu32(a.raw, b.raw);
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a.raw, 32), b.raw);
+  lo->raw = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  hi->raw = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+}
+
+#endif  // TFM_KERNEL_ISA_AVX512
+
+// One value broadcast from memory (the micro-kernels' A operand).
+inline VecF LoadBroadcast(const float* p) { return Set(*p); }
+
+// One loop body for the whole vectors and the partial last one:
+//   ForEachVector(begin, end, [&](int64_t i, auto lanes) {
+//     Store(f(Load(x + i, lanes)), y + i, lanes);
+//   });
+// lanes is AllLanes (plain loads and stores) or FirstLanes (masked ones:
+// nothing read or written past end, masked-off lanes read as 0). Every
+// element then goes through the same arithmetic whatever its position.
+struct AllLanes {};
+struct FirstLanes {
+  int64_t n;
+};
+inline VecF Load(const float* p, AllLanes) { return Load(p); }
+inline VecF Load(const float* p, FirstLanes lanes) { return LoadFirst(p, lanes.n); }
+inline void Store(VecF v, float* p, AllLanes) { Store(v, p); }
+inline void Store(VecF v, float* p, FirstLanes lanes) { StoreFirst(v, p, lanes.n); }
+
+template <typename F>
+inline void ForEachVector(int64_t begin, int64_t end, F body) {
+  int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) body(i, AllLanes{});
+  if (i < end) body(i, FirstLanes{end - i});
+}
+
+}  // namespace simd
+TFM_ISA_END
+
+#endif  // TFM_OPS_CPU_MATH_VEC_H_
