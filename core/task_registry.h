@@ -17,7 +17,7 @@
 namespace tfm {
 
 // What a task may be asked to do by the driver.
-enum class TaskMode { kValidate, kTrain, kAverage, kEvaluate, kDecode };
+enum class TaskMode { kValidate, kTrain, kAverage, kPlot, kEvaluate, kDecode };
 
 struct TaskContext {
   LoadedConfig config;

@@ -44,13 +44,14 @@ absl::StatusOr<TaskMode> ParseMode(const std::string& mode) {
       {"validate", TaskMode::kValidate},
       {"train", TaskMode::kTrain},
       {"average", TaskMode::kAverage},
+      {"plot", TaskMode::kPlot},
       {"evaluate", TaskMode::kEvaluate},
       {"decode", TaskMode::kDecode}};
   auto it = modes->find(mode);
   if (it == modes->end()) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown command '", mode,
-                     "': expected validate, train, average, evaluate or decode"));
+                     "': expected validate, train, average, plot, evaluate or decode"));
   }
   return it->second;
 }
@@ -189,7 +190,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "Transformer engine driver.\n"
       "  --list                       list registered ops, layers and tasks\n"
       "  [COMMAND] --config=FILE_OR_PRESET [--set=a.b=v] [--workdir=DIR]\n"
-      "      COMMAND: validate (default) | train [--minutes=N] | average [--last=N]\n"
+      "      COMMAND: validate (default) | train [--minutes=N] | average [--last=N] | plot\n"
       "  --plugin=LIB.so              load a plugin first (repeatable)");
   DriverOptions options;
   std::vector<char*> rest = ExtractRepeatedFlags(argc, argv, &options);

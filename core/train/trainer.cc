@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "core/train/checkpoint_schedule.h"
 #include "core/train/stop_signal.h"
 #include "ops/adam/grad_norm.h"
 
@@ -132,11 +133,32 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
   }
   batcher_->Seek(progress->data);
   const absl::Time run_start = absl::Now();
-  absl::Time last_validation = run_start, last_checkpoint = run_start;
+  absl::Time last_validation = run_start;
+  CheckpointSchedule checkpoints(options_.checkpoint_every,
+                                 absl::ToDoubleMinutes(options_.checkpoint_every_time),
+                                 progress->update, progress->train_seconds);
   Window window;
   double last_gnorm = 0;
   const auto elapsed = [&] { return progress->train_seconds +
                                     absl::ToDoubleSeconds(absl::Now() - run_start); };
+  // The figures of the updates whose sums are `stats`, begun at `start`.
+  const auto MakeLog = [&](const LossStats& stats, absl::Time start, double gnorm,
+                           const TrainProgress& p) {
+    const double seconds = std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
+    UpdateLog log;
+    log.epoch = p.data.epoch + 1;
+    log.update = p.update;
+    log.loss = PerToken(stats.loss, stats.target_tokens);
+    log.nll = PerToken(stats.nll, stats.target_tokens);
+    log.ppl = std::exp(log.nll);
+    log.lr = optimizer_->LearningRate(p.update);
+    log.gnorm = gnorm;
+    log.source_tokens_per_second = stats.source_tokens / seconds;
+    log.target_tokens_per_second = stats.target_tokens / seconds;
+    log.elapsed_seconds = elapsed();
+    log.skipped_updates = p.skipped_updates;
+    return log;
+  };
   // Progress as it stood before the update in flight: what a checkpoint
   // written at a stop records, so that the update is redone on resume.
   const auto save = [&](bool best) {
@@ -156,6 +178,7 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
       break;
     }
     TrainProgress before = *progress;
+    const absl::Time update_start = absl::Now();
     TFM_ASSIGN_OR_RETURN(LossStats stats, AccumulateGradients(progress));
     if (StopSignalReceived() != 0) {  // Mid-update: drop it, redo it on resume.
       *progress = before;
@@ -192,23 +215,13 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     progress->data = batcher_->position();
     last_gnorm = gnorm;
     window.stats += stats;
-    if (hooks_.on_update) hooks_.on_update(*progress);
-
+    if (hooks_.on_update) {
+      hooks_.on_update(*progress, MakeLog(stats, update_start, gnorm, *progress));
+    }
     if (options_.log_every > 0 && progress->update % options_.log_every == 0) {
-      const double seconds = std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - window.start));
-      UpdateLog log;
-      log.epoch = progress->data.epoch + 1;
-      log.update = progress->update;
-      log.loss = PerToken(window.stats.loss, window.stats.target_tokens);
-      log.nll = PerToken(window.stats.nll, window.stats.target_tokens);
-      log.ppl = std::exp(log.nll);
-      log.lr = optimizer_->LearningRate(progress->update);
-      log.gnorm = last_gnorm;
-      log.source_tokens_per_second = window.stats.source_tokens / seconds;
-      log.target_tokens_per_second = window.stats.target_tokens / seconds;
-      log.elapsed_seconds = elapsed();
-      log.skipped_updates = progress->skipped_updates;
-      if (hooks_.on_update_log) hooks_.on_update_log(log);
+      if (hooks_.on_update_log) {
+        hooks_.on_update_log(MakeLog(window.stats, window.start, last_gnorm, *progress));
+      }
       window.Reset();
     }
 
@@ -231,14 +244,9 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
       }
       if (hooks_.on_validation) hooks_.on_validation(log);
     }
-    const bool checkpoint_now =
-        best ||
-        (options_.checkpoint_every > 0 && progress->update % options_.checkpoint_every == 0) ||
-        (options_.checkpoint_every_time > absl::ZeroDuration() &&
-         absl::Now() - last_checkpoint >= options_.checkpoint_every_time);
-    if (checkpoint_now) {
+    if (best || checkpoints.Due(progress->update, elapsed())) {
       TFM_RETURN_IF_ERROR(save(best));
-      last_checkpoint = absl::Now();
+      checkpoints.MarkSaved(progress->update, elapsed());
     }
     if (options_.patience > 0 &&
         progress->validations_without_improvement >= options_.patience) {

@@ -73,8 +73,9 @@ struct TrainerHooks {
   std::function<absl::Status(const TrainProgress& progress, bool best)> save_checkpoint;
   std::function<void(const UpdateLog&)> on_update_log;
   std::function<void(const ValidationLog&)> on_validation;
-  // Called after every update (progress bars, tests).
-  std::function<void(const TrainProgress&)> on_update;
+  // Called after every update with that update's own figures (progress
+  // bars, tests).
+  std::function<void(const TrainProgress&, const UpdateLog&)> on_update;
 };
 
 struct TrainerOptions {

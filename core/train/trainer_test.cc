@@ -12,12 +12,14 @@
 #include "absl/strings/str_split.h"
 #include "core/philox.h"
 #include "core/train/stop_signal.h"
+#include "core/train/training_testing.h"
 #include "gtest/gtest.h"
 
 namespace tfm {
 namespace {
 
 constexpr int kPad = 0, kBos = 1, kEos = 2, kVocab = 12;
+using testing::BigramModel;
 
 // A corpus of digit strings whose target is the source counted up by one
 // ("3 4 5" -> "4 5 6"): a bigram model learns it.
@@ -53,74 +55,6 @@ Example Encode(const SentencePair& pair) {
   }
   return example;
 }
-
-// Next target token from the previous one: logits = W[previous] (a V x V
-// parameter), softmax cross-entropy with label smoothing 0.1. In training, a
-// Philox mask keyed by (seed, counter) drops 10% of the positions, so exact
-// resume needs the trainer to replay the counters.
-class BigramModel : public TrainableModel {
- public:
-  BigramModel() {
-    weight_.name = "bigram.weight";
-    weight_.value = *Tensor::Zeros({kVocab, kVocab}, DType::kF32);
-    weight_.grad = *Tensor::Zeros({kVocab, kVocab}, DType::kF32);
-  }
-  std::vector<Parameter*> Parameters() override { return {&weight_}; }
-
-  absl::StatusOr<LossStats> ForwardBackward(const Batch& batch,
-                                            const StepContext& context) override {
-    ++calls;
-    if (nan_counters.count(context.counter)) {
-      LossStats stats;
-      stats.loss = std::nan("");
-      stats.target_tokens = 1;
-      return stats;
-    }
-    return Run(batch, &context);
-  }
-  absl::StatusOr<LossStats> Evaluate(const Batch& batch) override {
-    if (constant_validation) return LossStats{1.0, 1.0, 1, 1};
-    return Run(batch, nullptr);
-  }
-
-  std::set<uint64_t> nan_counters;
-  bool constant_validation = false;  // A model whose validation never improves.
-  int calls = 0;
-
- private:
-  LossStats Run(const Batch& batch, const StepContext* training) {
-    LossStats stats;
-    const float* w = weight_.value.data<float>();
-    float* g = weight_.grad.data<float>();
-    for (int r = 0; r < batch.size; ++r) {
-      stats.source_tokens += batch.source_lengths[r];
-      for (int t = 0; t < batch.target_lengths[r]; ++t) {
-        const int previous = t == 0 ? kBos : batch.target[r * batch.target_length + t - 1];
-        const int gold = batch.target[r * batch.target_length + t];
-        if (training != nullptr) {
-          const philox::Uint4 bits =
-              philox::Block(training->seed, training->counter, r * 64 + t);
-          if (philox::ToUniform(philox::Lane(bits, 0)) < 0.1f) continue;
-        }
-        double max = -1e30, sum = 0;
-        for (int v = 0; v < kVocab; ++v) max = std::max<double>(max, w[previous * kVocab + v]);
-        for (int v = 0; v < kVocab; ++v) sum += std::exp(w[previous * kVocab + v] - max);
-        const double log_z = max + std::log(sum);
-        for (int v = 0; v < kVocab; ++v) {
-          const double log_p = w[previous * kVocab + v] - log_z;
-          const double target = 0.9 * (v == gold) + 0.1 / kVocab;
-          stats.loss -= target * log_p;
-          if (v == gold) stats.nll -= log_p;
-          if (training != nullptr) g[previous * kVocab + v] += std::exp(log_p) - target;
-        }
-        ++stats.target_tokens;
-      }
-    }
-    return stats;
-  }
-
-  Parameter weight_;
-};
 
 config::TrainConfig SmallTraining() {
   config::TrainConfig train;
@@ -158,7 +92,7 @@ struct TrainingRun {
                                      TrainerOptions::FromConfig(train), std::move(hooks));
   }
 
-  BigramModel model;
+  BigramModel model{kVocab, kBos};
   std::unique_ptr<AdamOptimizer> optimizer;
   std::unique_ptr<TokenBatcher> batcher;
   std::vector<Batch> valid;
@@ -308,7 +242,7 @@ TEST(TrainerTest, SignalStopsAtTheNextUpdateWithACheckpoint) {
     saved_updates.push_back(p.update);
     return absl::OkStatus();
   };
-  hooks.on_update = [&](const TrainProgress& p) {
+  hooks.on_update = [&](const TrainProgress& p, const UpdateLog&) {
     if (p.update == 7) raise(SIGTERM);
   };
   TrainProgress progress;

@@ -1,0 +1,47 @@
+// The `train`, `average` and `plot` commands of every sequence-to-sequence
+// task: everything between a resolved config and the Trainer loop. A task
+// supplies only how to build its model.
+//
+// train: in the work directory, resumes from the newest checkpoint when there
+// is one (after checking that the run's model and tokenizer settings and the
+// vocabulary match it), else trains the tokenizer (once) and starts afresh.
+// Logs go to the console (a live bar on terminals), metrics.csv and
+// TensorBoard files under tensorboard/; checkpoints are written atomically,
+// the best by validation loss also as checkpoint_best, the last K kept.
+#ifndef TFM_CORE_TRAIN_TRAINING_JOB_H_
+#define TFM_CORE_TRAIN_TRAINING_JOB_H_
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/task_registry.h"
+#include "core/train/trainable_model.h"
+
+namespace tfm {
+
+using ModelFactory = std::function<absl::StatusOr<std::unique_ptr<TrainableModel>>(
+    const config::TaskConfig& config, int vocab_size)>;
+
+// Files of a work directory.
+inline constexpr char kMetricsCsv[] = "metrics.csv";
+inline constexpr char kMetricsSvg[] = "metrics.svg";
+inline constexpr char kTensorBoardDir[] = "tensorboard";
+inline constexpr char kBestCheckpoint[] = "checkpoint_best";
+
+absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_model);
+
+// Averages the last N checkpoints (context.average_last, else
+// train.average_last_checkpoints) into <work_dir>/checkpoint_average.
+absl::Status RunAveraging(const TaskContext& context);
+
+// Writes <work_dir>/metrics.svg from <work_dir>/metrics.csv.
+absl::Status RunPlot(const TaskContext& context);
+
+// Dispatches train/average/plot; other modes are the task's own.
+absl::Status RunTrainingCommand(const TaskContext& context, const ModelFactory& make_model);
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_TRAIN_TRAINING_JOB_H_

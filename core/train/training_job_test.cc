@@ -1,0 +1,178 @@
+#include "core/train/training_job.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/train/checkpoint.h"
+#include "core/train/checkpoint_directory.h"
+#include "core/train/metrics_csv.h"
+#include "core/train/training_testing.h"
+#include "gtest/gtest.h"
+
+namespace tfm {
+namespace {
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  EXPECT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  return dir;
+}
+
+TaskContext ToyContext(const std::string& data_dir, const std::string& work_dir, int steps) {
+  TaskContext context;
+  config::TaskConfig& config = context.config.config;
+  config.set_task("translation");
+  *config.mutable_data() = testing::WriteToyCorpus(data_dir);
+  config.mutable_model()->set_d_model(4);  // Only the schedule reads it.
+  config::TrainConfig& train = *config.mutable_train();
+  train.set_warmup_steps(4);
+  train.set_lr_scale(2.0);
+  train.set_max_steps(steps);
+  train.set_log_every_steps(2);
+  train.set_validate_every_steps(4);
+  train.set_checkpoint_every_steps(3);
+  train.set_checkpoint_every_minutes(0);
+  train.set_average_last_checkpoints(2);
+  train.set_keep_last_checkpoints(3);
+  context.mode = TaskMode::kTrain;
+  context.work_dir = work_dir;
+  return context;
+}
+
+ModelFactory Bigram() {
+  return [](const config::TaskConfig&, int vocab) -> absl::StatusOr<std::unique_ptr<TrainableModel>> {
+    return std::unique_ptr<TrainableModel>(new testing::BigramModel(vocab, /*bos=*/2));
+  };
+}
+
+absl::Status Train(TaskContext context, std::string* log = nullptr) {
+  std::ostringstream out;
+  context.log = &out;
+  absl::Status status = RunTraining(context, Bigram());
+  if (log) *log = out.str();
+  return status;
+}
+
+// The losses a metrics.csv recorded, by update (timing columns left out).
+std::vector<std::vector<std::optional<double>>> Losses(const std::string& work_dir) {
+  absl::StatusOr<MetricsTable> table = ReadMetricsCsv(work_dir + "/" + kMetricsCsv);
+  EXPECT_TRUE(table.ok()) << table.status();
+  std::vector<std::vector<std::optional<double>>> rows;
+  for (const auto& row : table->rows) {
+    std::vector<std::optional<double>> kept;
+    for (const char* column : {"update", "loss", "nll", "lr", "gnorm", "valid_loss"}) {
+      kept.push_back(row[table->ColumnIndex(column)]);
+    }
+    rows.push_back(kept);
+  }
+  return rows;
+}
+
+// Training 12 updates equals training 6, stopping (a new process would
+// start from the files alone), and training to 12 again.
+TEST(TrainingJobTest, ResumeFromTheWorkDirectoryIsExact) {
+  const std::string data = FreshDir("job_data");
+  const std::string straight = FreshDir("job_straight"), resumed = FreshDir("job_resumed");
+  std::string log;
+  ASSERT_TRUE(Train(ToyContext(data, straight, 12), &log).ok()) << log;
+  EXPECT_NE(log.find("model: 1600 parameters"), std::string::npos) << log;  // 40 x 40.
+  ASSERT_TRUE(Train(ToyContext(data, resumed, 6)).ok());
+  ASSERT_TRUE(Train(ToyContext(data, resumed, 12), &log).ok());
+  EXPECT_NE(log.find("resuming from " + resumed + "/checkpoint_000000006 at update 6"),
+            std::string::npos)
+      << log;
+
+  absl::StatusOr<Checkpoint> a = ReadCheckpoint(straight + "/checkpoint_000000012");
+  absl::StatusOr<Checkpoint> b = ReadCheckpoint(resumed + "/checkpoint_000000012");
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_EQ(a->model[0].second.ToVector<float>(), b->model[0].second.ToVector<float>());
+  EXPECT_EQ(a->optimizer[1].second.ToVector<float>(), b->optimizer[1].second.ToVector<float>());
+  EXPECT_EQ(a->state.batches(), b->state.batches());
+  EXPECT_EQ(Losses(straight), Losses(resumed));
+  // Kept: the last 3 by update (and checkpoint_best beside them).
+  absl::StatusOr<std::vector<CheckpointEntry>> kept = ListCheckpoints(straight);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->size(), 3u);
+  EXPECT_EQ(kept->back().update, 12);
+  EXPECT_TRUE(ReadCheckpoint(straight + "/" + kBestCheckpoint).ok());
+}
+
+TEST(TrainingJobTest, AverageAndPlotCommands) {
+  const std::string data = FreshDir("avg_data"), work = FreshDir("avg_work");
+  ASSERT_TRUE(Train(ToyContext(data, work, 9)).ok());
+  TaskContext average = ToyContext(data, work, 9);
+  average.mode = TaskMode::kAverage;
+  std::ostringstream out;
+  average.log = &out;
+  ASSERT_TRUE(RunTrainingCommand(average, Bigram()).ok()) << out.str();
+  absl::StatusOr<Checkpoint> mean = ReadCheckpoint(work + "/checkpoint_average",
+                                                   CheckpointParts::kDecoding);
+  // Checkpoints every 3 updates and at each new best validation (4, 8): the
+  // last two are 8 and 9.
+  absl::StatusOr<Checkpoint> c6 = ReadCheckpoint(work + "/checkpoint_000000008");
+  absl::StatusOr<Checkpoint> c9 = ReadCheckpoint(work + "/checkpoint_000000009");
+  ASSERT_TRUE(mean.ok() && c6.ok() && c9.ok()) << mean.status() << c6.status() << c9.status();
+  const std::vector<float> m = mean->model[0].second.ToVector<float>();
+  const std::vector<float> x = c6->model[0].second.ToVector<float>();
+  const std::vector<float> y = c9->model[0].second.ToVector<float>();
+  for (size_t i = 0; i < m.size(); ++i) ASSERT_FLOAT_EQ(m[i], (x[i] + y[i]) / 2) << i;
+
+  TaskContext plot = average;
+  plot.mode = TaskMode::kPlot;
+  ASSERT_TRUE(RunTrainingCommand(plot, Bigram()).ok());
+  std::ifstream svg(work + "/" + kMetricsSvg);
+  std::stringstream text;
+  text << svg.rdbuf();
+  EXPECT_NE(text.str().find("<svg"), std::string::npos);
+}
+
+TEST(TrainingJobTest, ResumingWithAnotherModelOrVocabularyIsAnErrorNamingTheCheckpoint) {
+  const std::string data = FreshDir("mismatch_data"), work = FreshDir("mismatch_work");
+  ASSERT_TRUE(Train(ToyContext(data, work, 3)).ok());
+  const std::string checkpoint = work + "/checkpoint_000000003";
+
+  TaskContext other_model = ToyContext(data, work, 6);
+  other_model.config.config.mutable_model()->set_d_ff(4096);
+  absl::Status status = Train(other_model);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find(checkpoint), std::string::npos) << status;
+  EXPECT_NE(status.message().find("d_ff"), std::string::npos) << status;
+
+  // A different tokenizer file in the work directory than the checkpoint's.
+  const std::string other_data = FreshDir("mismatch_other_data");
+  TaskContext other_vocab = ToyContext(other_data, FreshDir("mismatch_other_work"), 1);
+  other_vocab.config.config.mutable_data()->mutable_tokenizer()->set_vocab_size(30);
+  const absl::Status other_status = Train(other_vocab);
+  ASSERT_TRUE(other_status.ok()) << other_status;
+  ASSERT_EQ(system(("cp " + other_vocab.work_dir + "/spm.model " + work + "/spm.model").c_str()),
+            0);
+  status = Train(ToyContext(data, work, 6));
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("spm.model"), std::string::npos) << status;
+  EXPECT_NE(status.message().find(checkpoint), std::string::npos) << status;
+}
+
+TEST(TrainingJobTest, CorruptOrTruncatedCheckpointIsAnErrorNamingTheFile) {
+  const std::string data = FreshDir("corrupt_data"), work = FreshDir("corrupt_work");
+  ASSERT_TRUE(Train(ToyContext(data, work, 3)).ok());
+  const std::string model = work + "/checkpoint_000000003/model.safetensors";
+  {
+    std::fstream file(model, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-5, std::ios::end);
+    file.put('\x7f');
+  }
+  absl::Status status = Train(ToyContext(data, work, 6));
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find(model), std::string::npos) << status;
+  ASSERT_EQ(truncate(model.c_str(), 100), 0);
+  status = Train(ToyContext(data, work, 6));
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find(model), std::string::npos) << status;
+}
+
+}  // namespace
+}  // namespace tfm
