@@ -23,7 +23,7 @@
 #include "core/data/batch.h"
 #include "core/data/token_batcher.h"
 #include "core/train/adam_optimizer.h"
-#include "core/train/trainable_model.h"
+#include "core/trainable_model.h"
 
 namespace tfm {
 

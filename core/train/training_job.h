@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/task_registry.h"
-#include "core/train/trainable_model.h"
+#include "core/trainable_model.h"
 
 namespace tfm {
 

@@ -12,7 +12,7 @@
 
 #include "core/config/task_config.pb.h"
 #include "core/philox.h"
-#include "core/train/trainable_model.h"
+#include "core/trainable_model.h"
 
 namespace tfm {
 namespace testing {

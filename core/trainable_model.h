@@ -2,8 +2,8 @@
 // with gradients accumulated into the parameters. The Transformer (layers/)
 // implements it; so can a plugin's model. The trainer owns the loop, the
 // optimizer and the schedule, never the model's internals.
-#ifndef TFM_CORE_TRAIN_TRAINABLE_MODEL_H_
-#define TFM_CORE_TRAIN_TRAINABLE_MODEL_H_
+#ifndef TFM_CORE_TRAINABLE_MODEL_H_
+#define TFM_CORE_TRAINABLE_MODEL_H_
 
 #include <cstdint>
 #include <vector>
@@ -36,6 +36,9 @@ struct StepContext {
   bool training = true;
   uint64_t seed = 0;
   uint64_t counter = 0;  // Distinct for every batch of a run.
+  // Gradients are those of loss_scale * (summed loss). The trainer keeps 1
+  // and divides by the update's token count once all batches are in.
+  float loss_scale = 1.0f;
 };
 
 class TrainableModel {
@@ -53,4 +56,4 @@ class TrainableModel {
 
 }  // namespace tfm
 
-#endif  // TFM_CORE_TRAIN_TRAINABLE_MODEL_H_
+#endif  // TFM_CORE_TRAINABLE_MODEL_H_
