@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "core/train/checkpoint_schedule.h"
 #include "core/train/stop_signal.h"
@@ -79,33 +78,49 @@ absl::Status Trainer::ZeroGradients() {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::ScaleGradients(double factor) {
-  Attrs attrs;
-  attrs.Set("factor", factor);
-  for (Parameter* p : parameters_) {
-    TFM_RETURN_IF_ERROR(RunOp("scale_in_place", {p->grad}, attrs).status());
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<LossStats> Trainer::AccumulateGradients(TrainProgress* progress) {
-  TFM_RETURN_IF_ERROR(ZeroGradients());
-  LossStats total;
-  Batch batch;
-  for (int i = 0; i < options_.update_freq; ++i) {
+absl::StatusOr<std::vector<Batch>> Trainer::NextBatches() {
+  std::vector<Batch> batches(options_.update_freq);
+  for (Batch& batch : batches) {
     TFM_ASSIGN_OR_RETURN(bool more, batcher_->Next(&batch));
     if (!more) {  // End of an epoch: the batcher starts the next one.
       TFM_ASSIGN_OR_RETURN(more, batcher_->Next(&batch));
       if (!more) return absl::FailedPreconditionError("trainer: the training corpus is empty");
     }
+  }
+  return batches;
+}
+
+absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<Batch>& batches,
+                                                             uint64_t first_counter) {
+  TFM_RETURN_IF_ERROR(ZeroGradients());
+  // The objective is the mean over the update's target tokens: known before
+  // the first forward pass, so each backward scales its own gradient and no
+  // extra pass over the gradients is needed.
+  int64_t target_tokens = 0;
+  for (const Batch& batch : batches) target_tokens += batch.target_tokens();
+  Gradients result;
+  for (size_t i = 0; i < batches.size(); ++i) {
     StepContext context;
     context.training = true;
     context.seed = options_.seed;
-    context.counter = static_cast<uint64_t>(progress->batches++);
-    TFM_ASSIGN_OR_RETURN(LossStats stats, model_->ForwardBackward(batch, context));
-    total += stats;
+    context.counter = first_counter + i;
+    context.loss_scale = 1.0f / static_cast<float>(std::max<int64_t>(1, target_tokens));
+    TFM_ASSIGN_OR_RETURN(LossStats stats, model_->ForwardBackward(batches[i], context));
+    result.stats += stats;
   }
-  return total;
+  std::vector<Tensor> grads;
+  for (Parameter* p : parameters_) grads.push_back(p->grad);
+  TFM_ASSIGN_OR_RETURN(result.gnorm, GlobalGradNorm(grads));
+  return result;
+}
+
+absl::Status Trainer::ApplyUpdate(int64_t update) {
+  if (options_.clip_norm > 0) {
+    std::vector<Tensor> grads;
+    for (Parameter* p : parameters_) grads.push_back(p->grad);
+    TFM_RETURN_IF_ERROR(ClipGradNorm(grads, options_.clip_norm).status());
+  }
+  return optimizer_->Step(update);
 }
 
 absl::StatusOr<ValidationLog> Trainer::Validate(const TrainProgress& progress) {
@@ -179,17 +194,17 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     }
     TrainProgress before = *progress;
     const absl::Time update_start = absl::Now();
-    TFM_ASSIGN_OR_RETURN(LossStats stats, AccumulateGradients(progress));
+    TFM_ASSIGN_OR_RETURN(const std::vector<Batch> batches, NextBatches());
+    TFM_ASSIGN_OR_RETURN(const Gradients gradients,
+                         ComputeGradients(batches, static_cast<uint64_t>(progress->batches)));
+    progress->batches += static_cast<int64_t>(batches.size());
     if (StopSignalReceived() != 0) {  // Mid-update: drop it, redo it on resume.
       *progress = before;
       reason = StopReason::kSignal;
       break;
     }
-    // The objective is the mean over the update's target tokens.
-    TFM_RETURN_IF_ERROR(ScaleGradients(1.0 / std::max<int64_t>(1, stats.target_tokens)));
-    std::vector<Tensor> grads;
-    for (Parameter* p : parameters_) grads.push_back(p->grad);
-    TFM_ASSIGN_OR_RETURN(const double gnorm, GlobalGradNorm(grads));
+    const LossStats& stats = gradients.stats;
+    const double gnorm = gradients.gnorm;
     if (!std::isfinite(stats.loss) || !std::isfinite(gnorm)) {
       ++progress->skipped_updates;
       ++progress->consecutive_nonfinite;
@@ -207,10 +222,7 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
       continue;
     }
     progress->consecutive_nonfinite = 0;
-    if (options_.clip_norm > 0) {
-      TFM_RETURN_IF_ERROR(ClipGradNorm(grads, options_.clip_norm).status());
-    }
-    TFM_RETURN_IF_ERROR(optimizer_->Step(progress->update + 1));
+    TFM_RETURN_IF_ERROR(ApplyUpdate(progress->update + 1));
     ++progress->update;
     progress->data = batcher_->position();
     last_gnorm = gnorm;

@@ -112,11 +112,22 @@ class Trainer {
   // Validation loss over the whole validation set.
   absl::StatusOr<ValidationLog> Validate(const TrainProgress& progress);
 
+  // One update's work, also timed on its own by //benchmarks:train_step:
+  // the gradients of the mean loss over `batches` (their dropout counters
+  // first_counter, first_counter + 1, ...) in the parameters, and then the
+  // clipped Adam step numbered `update`.
+  struct Gradients {
+    LossStats stats;
+    double gnorm = 0;  // Global norm before clipping.
+  };
+  absl::StatusOr<Gradients> ComputeGradients(const std::vector<Batch>& batches,
+                                             uint64_t first_counter);
+  absl::Status ApplyUpdate(int64_t update);
+
  private:
-  // Accumulates update_freq batches' gradients into the parameters.
-  absl::StatusOr<LossStats> AccumulateGradients(TrainProgress* progress);
+  // The next update_freq batches, across an epoch's end.
+  absl::StatusOr<std::vector<Batch>> NextBatches();
   absl::Status ZeroGradients();
-  absl::Status ScaleGradients(double factor);
 
   TrainableModel* model_;
   AdamOptimizer* optimizer_;

@@ -74,7 +74,9 @@ class BigramModel : public TrainableModel {
           const double target = 0.9 * (v == gold) + 0.1 / vocab_;
           stats.loss -= target * log_p;
           if (v == gold) stats.nll -= log_p;
-          if (training != nullptr) g[previous * vocab_ + v] += std::exp(log_p) - target;
+          if (training != nullptr) {
+            g[previous * vocab_ + v] += training->loss_scale * (std::exp(log_p) - target);
+          }
         }
         ++stats.target_tokens;
       }
