@@ -58,7 +58,7 @@ void RegisterAll() {
         ->UseRealTime();  // The work runs on pool and BLAS threads.
   }
   benchmark::AddCustomContext("tfm_threads", absl::StrCat(ThreadPool::Default()->num_threads()));
-  benchmark::AddCustomContext("blas", BlasConfig());
+  benchmark::AddCustomContext("blas", BlasKernelSummary());
   benchmark::AddCustomContext("vocab", absl::StrCat(options.vocab));
 }
 

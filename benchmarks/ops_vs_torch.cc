@@ -6,7 +6,6 @@
 // The PyTorch side runs in the bench venv's interpreter (tools/setup_bench.sh)
 // with benchmarks/torch_ops.py, which receives the cases as JSON lines; the
 // two sides take turns case by case.
-#include <cblas.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -196,10 +195,13 @@ class Peer {
 absl::Status Main(const char* argv0) {
   const int threads = absl::GetFlag(FLAGS_threads);
   if (threads < 1) return absl::InvalidArgumentError("--threads must be >= 1");
-  // Both of our pools, before any op runs: ThreadPool::Default() reads
-  // TFM_NUM_THREADS once, OpenBLAS threads the large GEMMs itself.
+  // Before any op runs: ThreadPool::Default() reads TFM_NUM_THREADS once and
+  // threads every op, GEMMs included (OpenBLAS runs single-threaded under it).
   setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
-  openblas_set_num_threads(threads);
+  if (BlasUsesGenericKernels()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the BLAS runs generic kernels on this CPU: ", BlasKernelSummary()));
+  }
   if (ThreadPool::Default()->num_threads() != threads) {
     return absl::InternalError("the thread pool was created before --threads took effect");
   }
@@ -247,10 +249,10 @@ absl::Status Main(const char* argv0) {
   const auto gflops = [&](double ms) { return cases[sgemm].flops / (ms * 1e-3) / 1e9; };
 
   std::cout << absl::StrFormat(
-      "machine: %s, nproc %d, threads %d (ours: ThreadPool %d + OpenBLAS %d; torch %s)\n",
+      "machine: %s, nproc %d, threads %d (ours: ThreadPool %d, OpenBLAS 1 under it; torch %s)\n",
       CpuModel(), std::thread::hardware_concurrency(), threads,
-      ThreadPool::Default()->num_threads(), openblas_get_num_threads(), peer.info["threads"]);
-  std::cout << "ours:  " << BlasConfig() << "\n";
+      ThreadPool::Default()->num_threads(), peer.info["threads"]);
+  std::cout << "ours:  " << BlasKernelSummary() << "\n";
   std::cout << absl::StrFormat("torch: %s, BLAS_INFO=%s, cpu capability %s, mkldnn %s\n",
                                peer.info["torch_version"], peer.info["blas_info"],
                                peer.info["cpu_capability"], peer.info["mkldnn"]);

@@ -10,18 +10,23 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/config/config_loader.h"
 #include "core/registry.h"
 
 namespace tfm {
 
 // What a task may be asked to do by the driver.
-enum class TaskMode { kValidate, kTrain, kEvaluate, kDecode };
+enum class TaskMode { kValidate, kTrain, kAverage, kEvaluate, kDecode };
 
 struct TaskContext {
   LoadedConfig config;
   TaskMode mode = TaskMode::kValidate;
   std::ostream* log = nullptr;  // Progress and results.
+  // Checkpoints, logs and the tokenizer live here (train resumes from it).
+  std::string work_dir;
+  absl::Duration time_limit = absl::InfiniteDuration();  // train: this run's budget.
+  int average_last = 0;  // average: checkpoints to average (0: the config's).
 };
 
 class Task {

@@ -1,6 +1,8 @@
 #include "core/thread_pool.h"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -35,6 +37,47 @@ TEST(ThreadPoolTest, NestedParallelForDoesNotDeadlock) {
     }
   });
   EXPECT_EQ(total.load(), 800);
+}
+
+// Thousands of back-to-back small loops exercise the hand-off between jobs:
+// a worker that wakes late must never run a chunk of the next job.
+TEST(ThreadPoolTest, BackToBackSmallLoopsEachCoverEveryIndexOnce) {
+  ThreadPool pool(4);
+  std::vector<std::atomic<int>> hits(64);
+  for (int round = 0; round < 20000; ++round) {
+    const int64_t n = 2 + round % 63;
+    pool.ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) hits[i]++;
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].exchange(0), 1) << round << " " << i;
+  }
+}
+
+// Loops after the workers have gone to sleep still wake them and complete.
+TEST(ThreadPoolTest, WakesSleepingWorkers) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::microseconds(4 * ThreadPool::kSpinMicros));
+    std::atomic<int64_t> total{0};
+    pool.ParallelFor(3000, 1, [&](int64_t begin, int64_t end) { total += end - begin; });
+    EXPECT_EQ(total.load(), 3000);
+  }
+}
+
+// Two threads sharing one pool: one of them runs inline, both finish right.
+TEST(ThreadPoolTest, ConcurrentCallersBothComplete) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> totals[2] = {{0}, {0}};
+  auto caller = [&](int which) {
+    for (int round = 0; round < 2000; ++round) {
+      pool.ParallelFor(100, 1, [&](int64_t begin, int64_t end) { totals[which] += end - begin; });
+    }
+  };
+  std::thread other(caller, 1);
+  caller(0);
+  other.join();
+  EXPECT_EQ(totals[0].load(), 200000);
+  EXPECT_EQ(totals[1].load(), 200000);
 }
 
 TEST(ThreadPoolTest, SingleThreadRunsInline) {

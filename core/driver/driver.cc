@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "core/config/config_loader.h"
 #include "core/cuda/runtime.h"
+#include "core/environment_report.h"
 #include "core/layer_registry.h"
 #include "core/op_registry.h"
 #include "core/paths.h"
@@ -20,8 +21,15 @@
 #include "core/task_registry.h"
 #include "google/protobuf/text_format.h"
 
-ABSL_FLAG(std::string, config, "", "task config (.pbtxt); task binaries default to their preset");
-ABSL_FLAG(std::string, mode, "validate", "validate | train | evaluate | decode");
+ABSL_FLAG(std::string, config, "",
+          "task config: a .pbtxt file or a preset name (ende_base, ende_gettext, ...); task "
+          "binaries default to their preset");
+ABSL_FLAG(std::string, mode, "validate",
+          "validate | train | average | evaluate | decode (or give it as the first argument)");
+ABSL_FLAG(std::string, workdir, "",
+          "work directory for checkpoints, logs and the tokenizer (default: data.work_dir)");
+ABSL_FLAG(double, minutes, 0, "train: stop after this many minutes (0: no limit)");
+ABSL_FLAG(int, last, 0, "average: how many of the latest checkpoints (0: from the config)");
 ABSL_FLAG(bool, list, false, "list registered ops, kernels, layers and tasks, then exit");
 // Declared for --help only: ExtractRepeatedFlags consumes them before parsing.
 ABSL_FLAG(std::string, plugin, "", "shared library to load (repeatable)");
@@ -34,17 +42,47 @@ absl::StatusOr<TaskMode> ParseMode(const std::string& mode) {
   static const auto* modes = new std::map<std::string, TaskMode>{
       {"validate", TaskMode::kValidate},
       {"train", TaskMode::kTrain},
+      {"average", TaskMode::kAverage},
       {"evaluate", TaskMode::kEvaluate},
       {"decode", TaskMode::kDecode}};
   auto it = modes->find(mode);
   if (it == modes->end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--mode=", mode, ": expected validate, train, evaluate or decode"));
+        absl::StrCat("unknown command '", mode,
+                     "': expected validate, train, average, evaluate or decode"));
   }
   return it->second;
 }
 
 }  // namespace
+
+std::string ResolvePreset(const std::string& config, const std::string& default_config) {
+  if (config.empty() || absl::EndsWith(config, ".pbtxt") ||
+      config.find('/') != std::string::npos) {
+    return ResolveUserPath(config);
+  }
+  // A bare name: a preset beside the default one, or in another task's
+  // configs folder (tasks/<task>/configs/<name>.pbtxt).
+  std::vector<std::string> candidates;
+  const size_t slash = default_config.rfind('/');
+  if (slash != std::string::npos) {
+    candidates.push_back(absl::StrCat(default_config.substr(0, slash + 1), config, ".pbtxt"));
+    const size_t tasks = default_config.rfind("/tasks/");
+    if (tasks != std::string::npos) {
+      for (const char* task : {"translation", "parsing"}) {
+        candidates.push_back(absl::StrCat(default_config.substr(0, tasks), "/tasks/", task,
+                                          "/configs/", config, ".pbtxt"));
+      }
+    }
+  }
+  for (const std::string& candidate : candidates) {
+    if (FILE* file = std::fopen(candidate.c_str(), "r")) {
+      std::fclose(file);
+      return candidate;
+    }
+  }
+  return ResolveUserPath(config);  // Let the loader name the missing file.
+}
 
 std::vector<char*> ExtractRepeatedFlags(int argc, char** argv, DriverOptions* options) {
   const std::vector<std::pair<std::string, std::vector<std::string>*>> repeated = {
@@ -89,6 +127,7 @@ void ListRegistered(std::ostream& out) {
   for (const std::string& layer : LayerRegistry().Names()) out << "  " << layer << "\n";
   out << "tasks:\n";
   for (const std::string& task : TaskRegistry().Names()) out << "  " << task << "\n";
+  for (const auto& [label, text] : EnvironmentReport()) out << label << ": " << text << "\n";
   out << "cuda: ";
   if (!cuda::BuiltWithCuda()) {
     out << "not built\n";
@@ -126,7 +165,16 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
     out << "# " << options.config << " is valid (task '" << loaded.config.task() << "')\n"
         << text;
   }
-  TaskContext context{std::move(loaded), mode, &out};
+  TaskContext context;
+  context.config = std::move(loaded);
+  context.mode = mode;
+  context.log = &out;
+  context.work_dir =
+      options.work_dir.empty() ? ResolveUserPath(context.config.config.data().work_dir())
+                               : options.work_dir;
+  context.time_limit = options.minutes > 0 ? absl::Seconds(options.minutes * 60)
+                                           : absl::InfiniteDuration();
+  context.average_last = options.average_last;
   return task->Run(context);
 }
 
@@ -134,16 +182,26 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   absl::SetProgramUsageMessage(
       "Transformer engine driver.\n"
       "  --list                       list registered ops, layers and tasks\n"
-      "  --config=FILE [--set=a.b=v]  validate a task config, or run it with --mode\n"
+      "  [COMMAND] --config=FILE_OR_PRESET [--set=a.b=v] [--workdir=DIR]\n"
+      "      COMMAND: validate (default) | train [--minutes=N] | average [--last=N]\n"
       "  --plugin=LIB.so              load a plugin first (repeatable)");
   DriverOptions options;
   std::vector<char*> rest = ExtractRepeatedFlags(argc, argv, &options);
-  absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
-  options.config = ResolveUserPath(absl::GetFlag(FLAGS_config));
+  const std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
+  if (positional.size() > 2) {
+    std::cerr << "error: one command expected, got '" << positional[1] << "' and '"
+              << positional[2] << "'\n";
+    return 1;
+  }
+  options.mode = positional.size() == 2 ? positional[1] : absl::GetFlag(FLAGS_mode);
+  options.config = ResolvePreset(absl::GetFlag(FLAGS_config), default_config);
   if (options.config.empty()) options.config = default_config;
   for (std::string& plugin : options.plugins) plugin = ResolveUserPath(plugin);
-  options.mode = absl::GetFlag(FLAGS_mode);
   options.list = absl::GetFlag(FLAGS_list);
+  options.work_dir = ResolveUserPath(absl::GetFlag(FLAGS_workdir));
+  options.minutes = absl::GetFlag(FLAGS_minutes);
+  options.average_last = absl::GetFlag(FLAGS_last);
   absl::Status status = RunDriver(options, std::cout);
   if (!status.ok()) {
     std::cerr << "error: " << status.message() << "\n";

@@ -16,13 +16,21 @@ struct DriverOptions {
   std::vector<std::string> plugins;    // --plugin=PATH, repeatable.
   std::vector<std::string> overrides;  // --set=section.field=value, repeatable.
   std::string config;                  // --config=PATH.
-  std::string mode = "validate";       // --mode=validate|train|evaluate|decode.
+  std::string mode = "validate";       // The command, or --mode=.
   bool list = false;                   // --list.
+  std::string work_dir;                // --workdir=DIR (default: data.work_dir).
+  double minutes = 0;                  // --minutes=N: train's time limit (0: none).
+  int average_last = 0;                // --last=N: average's checkpoint count.
 };
 
 // Takes every --plugin and --set out of argv (absl flags keep only the last
 // value of a flag; these two are repeatable) and returns the rest.
 std::vector<char*> ExtractRepeatedFlags(int argc, char** argv, DriverOptions* options);
+
+// The config file for --config=`config`: a path (taken relative to the
+// user's directory), or a bare preset name looked up beside `default_config`
+// and in every task's configs folder.
+std::string ResolvePreset(const std::string& config, const std::string& default_config);
 
 // Writes the registered ops (with their kernels), layers and tasks, and what
 // CUDA this binary has.

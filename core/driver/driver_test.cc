@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "core/cpu_features.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
 
@@ -31,6 +32,9 @@ TEST(DriverTest, ListShowsOpsWithKernelsAndTasks) {
       << out.str();
   EXPECT_NE(out.str().find("tasks:\n  parsing\n  translation\n"), std::string::npos);
   EXPECT_NE(out.str().find("cuda: "), std::string::npos);
+  // The kernels chosen for this machine: the CPU's ISA and the BLAS core.
+  EXPECT_NE(out.str().find("cpu: " + CpuSummary() + "\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("blas: OpenBLAS"), std::string::npos) << out.str();
 }
 
 TEST(DriverTest, ValidatesTheEmbeddedDefault) {
@@ -70,12 +74,25 @@ TEST(DriverTest, ErrorsAreClear) {
   DriverOptions bad_mode;
   bad_mode.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
   bad_mode.mode = "dance";
-  EXPECT_NE(RunDriver(bad_mode, out).message().find("--mode=dance"), std::string::npos);
+  EXPECT_NE(RunDriver(bad_mode, out).message().find("unknown command 'dance'"), std::string::npos);
 
   DriverOptions train;
   train.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
   train.mode = "train";
   EXPECT_EQ(RunDriver(train, out).code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(DriverTest, PresetNamesResolveBesideTheDefaultAndInEveryTask) {
+  const std::string default_config =
+      testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  const std::string configs = default_config.substr(0, default_config.rfind('/') + 1);
+  EXPECT_EQ(ResolvePreset("ende_base", default_config), configs + "ende_base.pbtxt");
+  const std::string parsing = ResolvePreset("wsj_parsing", default_config);
+  EXPECT_NE(parsing.find("/tasks/parsing/configs/wsj_parsing.pbtxt"), std::string::npos)
+      << parsing;
+  // Paths and unknown names are left to the loader, which names the file.
+  EXPECT_EQ(ResolvePreset("/abs/x.pbtxt", default_config), "/abs/x.pbtxt");
+  EXPECT_EQ(ResolvePreset("no_such_preset", default_config).find(configs), std::string::npos);
 }
 
 }  // namespace

@@ -1,12 +1,11 @@
 #include "ops/attention/attention_cpu_tiles.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
 #include "core/philox.h"
+#include "ops/blas/openblas_library.h"
 
 namespace tfm {
 namespace attention_cpu {
@@ -21,9 +20,7 @@ void Gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, f
     }
     return;
   }
-  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
-              transpose_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
-              ldc);
+  blas::Sgemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void MaskScores(const Problem& problem, int64_t b, int64_t q0, int64_t rows, int64_t c0,

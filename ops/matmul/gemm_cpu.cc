@@ -1,60 +1,54 @@
 #include "ops/matmul/gemm_cpu.h"
 
-#include <cblas.h>
-
 #include <algorithm>
-#include <climits>
+#include <cstring>
 
-#include "absl/base/const_init.h"
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "core/check.h"
+#include "core/environment_report.h"
 #include "core/thread_pool.h"
+#include "ops/blas/openblas_library.h"
 
 namespace tfm {
 namespace {
 
-// OpenBLAS runs a product single-threaded below m*n*k = 65536 * 4
-// (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD); below that our pool
-// parallelises across the batch without touching OpenBLAS's setting.
-constexpr int64_t kSingleThreadedBlasWork = 65536 * 4;
+// Below this many multiply-adds (~5 us on one core) a product is not split:
+// the hand-off to the pool would cost a noticeable part of it.
+constexpr int64_t kSplitWork = int64_t{1} << 17;
 
-// Above that, a batch still goes to our pool when every thread gets about the
-// same number of products: whole products per core beat splitting each
-// medium-sized product across the cores (attention's 256 heads of 128 x 128
-// x 64 each: OpenBLAS's per-call thread hand-off costs as much as the
-// product).
-bool SplitsEvenly(int64_t batch, int threads) {
-  return batch % threads == 0 || batch >= 4 * threads;
+// Panels are cut at multiples of this many rows or columns, so that each
+// stays a whole number of the BLAS kernels' register tiles.
+constexpr int64_t kPanelAlign = 16;
+
+// One product with explicit leading dimensions, single-threaded: a
+// matrix-vector product when it has one row or one column.
+void Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 1 || n == 1) {
+    // beta == 0 must ignore C's contents, NaNs included; GEMV would scale them.
+    if (beta == 0.0f) {
+      for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, n * sizeof(float));
+    }
+    if (m == 1) {  // c[n] = op(B)^T-style: each output is a row or column of B dotted with a.
+      const int64_t inc_a = trans_a ? lda : 1;
+      if (trans_b) {
+        blas::Sgemv(false, n, k, 1.0f, b, ldb, a, inc_a, beta, c, 1);
+      } else {
+        blas::Sgemv(true, k, n, 1.0f, b, ldb, a, inc_a, beta, c, 1);
+      }
+    } else {  // c[m] = op(A) b.
+      const int64_t inc_b = trans_b ? 1 : ldb;
+      if (trans_a) {
+        blas::Sgemv(true, k, m, 1.0f, a, lda, b, inc_b, beta, c, ldc);
+      } else {
+        blas::Sgemv(false, m, k, 1.0f, a, lda, b, inc_b, beta, c, ldc);
+      }
+    }
+    return;
+  }
+  blas::Sgemm(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
-// OpenBLAS 0.3.21 has only a process-wide thread count, so it is held at one
-// while any batch runs on our pool (two pool threads each asking OpenBLAS for
-// two threads would queue on its one worker or oversubscribe the cores). The
-// first scope saves the count and the last one restores it, so concurrent
-// batches from different callers nest correctly.
-ABSL_CONST_INIT absl::Mutex blas_threads_mu(absl::kConstInit);
-int blas_scopes ABSL_GUARDED_BY(blas_threads_mu) = 0;
-int saved_blas_threads ABSL_GUARDED_BY(blas_threads_mu) = 0;
-
-class SingleThreadedBlasScope {
- public:
-  SingleThreadedBlasScope() {
-    absl::MutexLock lock(&blas_threads_mu);
-    if (blas_scopes++ == 0) {
-      saved_blas_threads = openblas_get_num_threads();
-      if (saved_blas_threads != 1) openblas_set_num_threads(1);
-    }
-  }
-  ~SingleThreadedBlasScope() {
-    absl::MutexLock lock(&blas_threads_mu);
-    if (--blas_scopes == 0 && saved_blas_threads != 1) {
-      openblas_set_num_threads(saved_blas_threads);
-    }
-  }
-  SingleThreadedBlasScope(const SingleThreadedBlasScope&) = delete;
-  SingleThreadedBlasScope& operator=(const SingleThreadedBlasScope&) = delete;
-};
+const internal::EnvironmentLineRegistrar blas_line("blas", [] { return BlasKernelSummary(); });
 
 }  // namespace
 
@@ -65,13 +59,29 @@ void GemmCpu(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const 
     for (int64_t i = 0; i < m * n; ++i) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
     return;
   }
-  TFM_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "GEMM extent exceeds blasint");
-  const blasint lda = static_cast<blasint>(trans_a ? m : k);
-  const blasint ldb = static_cast<blasint>(trans_b ? k : n);
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, lda, b, ldb, beta, c,
-              static_cast<blasint>(n));
+  const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n, ldc = n;
+  ThreadPool* pool = ThreadPool::Default();
+  const int threads = pool->num_threads();
+  const bool split_rows = m >= n;
+  const int64_t extent = split_rows ? m : n;
+  if (threads == 1 || m * n * k < kSplitWork || extent < 2 * kPanelAlign) {
+    Product(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const int64_t panel =
+      ((extent + threads - 1) / threads + kPanelAlign - 1) / kPanelAlign * kPanelAlign;
+  pool->ParallelFor((extent + panel - 1) / panel, 1, [&](int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p) {
+      const int64_t begin = p * panel, size = std::min(panel, extent - begin);
+      if (split_rows) {  // Rows begin.. of op(A) and C.
+        Product(trans_a, trans_b, size, n, k, a + (trans_a ? begin : begin * lda), lda, b, ldb,
+                beta, c + begin * ldc, ldc);
+      } else {  // Columns begin.. of op(B) and C.
+        Product(trans_a, trans_b, m, size, k, a, lda, b + (trans_b ? begin * ldb : begin), ldb,
+                beta, c + begin, ldc);
+      }
+    }
+  });
 }
 
 void ForEachGemmBatch(int64_t batch, int64_t work,
@@ -79,12 +89,12 @@ void ForEachGemmBatch(int64_t batch, int64_t work,
   if (batch <= 0) return;
   ThreadPool* pool = ThreadPool::Default();
   const int threads = pool->num_threads();
-  if (batch == 1 || threads == 1) {
-    fn(0, batch);
-  } else if (work < kSingleThreadedBlasWork) {
-    pool->ParallelFor(batch, 1, fn);
-  } else if (SplitsEvenly(batch, threads)) {
-    SingleThreadedBlasScope single_threaded;
+  // Whole products per thread balance when the batch divides evenly or is
+  // large; small products are never worth splitting anyway. Inside the pool's
+  // chunks GemmCpu runs single-threaded (nested loops run inline).
+  const bool spread = batch > 1 && threads > 1 &&
+                      (work < kSplitWork || batch % threads == 0 || batch >= 4 * threads);
+  if (spread) {
     pool->ParallelFor(batch, 1, fn);
   } else {
     fn(0, batch);
@@ -103,6 +113,8 @@ void BatchedGemmCpu(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_
   });
 }
 
-const char* BlasConfig() { return openblas_get_config(); }
+std::string BlasKernelSummary() { return blas::KernelSummary(); }
+
+bool BlasUsesGenericKernels() { return blas::Kernels().generic_fallback; }
 
 }  // namespace tfm

@@ -1,31 +1,34 @@
-// Row-major single-precision GEMM on the host through OpenBLAS (cblas), the
-// one place where CPU kernels multiply matrices. linear, matmul and
-// tied_projection call it, so BLAS selection and threading policy live here
-// only.
-//
-// Threading: one large product is threaded by OpenBLAS itself (its threads
-// and our ThreadPool take turns, never running at once). A batch of smaller
-// products runs on ThreadPool::Default() instead, one single-threaded BLAS
-// call per product, with OpenBLAS held to one thread meanwhile so that the
-// two pools never oversubscribe the cores.
+// Row-major single-precision GEMM on the host: the one place where CPU
+// kernels multiply matrices (linear, matmul, tied_projection). The BLAS
+// (ops/blas/openblas_library.h) runs single-threaded; threading is ours, on
+// ThreadPool::Default():
+//   - a large product is split into one panel of rows (or columns) per
+//     thread, each panel one single-threaded BLAS call;
+//   - a batch of products is spread over the threads, whole products each,
+//     when that balances (attention's 256 heads of 128 x 128 x 64);
+//   - a product with one row or one column (batch-1 decoding) is a
+//     matrix-vector product, never a GEMM that packs a whole matrix for one
+//     row.
 #ifndef TFM_OPS_MATMUL_GEMM_CPU_H_
 #define TFM_OPS_MATMUL_GEMM_CPU_H_
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace tfm {
 
 // C[m, n] = op(A) op(B) + beta * C, where op(A) is [m, k] and op(B) is
 // [k, n]; A is stored [m, k] (or [k, m] if trans_a), B [k, n] (or [n, k] if
 // trans_b), all dense row-major. beta == 0 ignores C's old contents (NaNs
-// included), as BLAS specifies. Any extent may be 0.
+// included), as BLAS specifies. Any extent may be 0. Threaded as above; from
+// inside a pool chunk it runs single-threaded.
 void GemmCpu(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
              const float* b, float beta, float* c);
 
 // `batch` independent GemmCpu products whose operands lie `stride_a`,
 // `stride_b` and `stride_c` elements apart (stride 0 reuses one operand;
-// then stride_c must not be 0). Threaded as ForEachGemmBatch decides.
+// then stride_c must not be 0), as one call.
 void BatchedGemmCpu(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
                     int64_t k, const float* a, int64_t stride_a, const float* b,
                     int64_t stride_b, float beta, float* c, int64_t stride_c);
@@ -33,16 +36,20 @@ void BatchedGemmCpu(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_
 // Runs fn(begin, end) over chunks covering [0, batch), where fn issues the
 // GemmCpu products of batch entries begin..end-1, independent of other
 // entries, each about `work` = m * n * k multiply-adds. Spreads the entries
-// over ThreadPool::Default() (BLAS single-threaded) when that balances, else
-// runs them in order and lets OpenBLAS thread each product. Lets a kernel
+// over the pool when that balances (each product then single-threaded), else
+// runs them in order with each product split over the pool. Lets a kernel
 // that needs several products per entry (matmul's backward) keep them
 // together while an entry's operands are in cache.
 void ForEachGemmBatch(int64_t batch, int64_t work,
                       const std::function<void(int64_t, int64_t)>& fn);
 
-// OpenBLAS's build description ("OpenBLAS 0.3.21 ... Haswell ..."): tests
-// assert that the optimised library, not the reference BLAS, is linked.
-const char* BlasConfig();
+// The BLAS in use: library, version, kernels chosen and why. Printed by
+// `--list` and by every benchmark.
+std::string BlasKernelSummary();
+
+// True when the BLAS runs kernels narrower than the CPU's vectors (e.g. an
+// SSE3 fallback on an AVX-512 machine): benchmarks refuse to run then.
+bool BlasUsesGenericKernels();
 
 }  // namespace tfm
 

@@ -1,26 +1,21 @@
 #include "ops/matmul/gemm_cpu.h"
 
-#include <cblas.h>
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "gtest/gtest.h"
 
 namespace tfm {
 namespace {
 
-// The reference BLAS would be correct but ~50x slower; make the choice loud.
-TEST(GemmCpuTest, LinkedBlasIsOpenBlas) {
-  const std::string config = BlasConfig();
-  EXPECT_NE(config.find("OpenBLAS"), std::string::npos) << config;
-  Dl_info info;
-  ASSERT_NE(dladdr(reinterpret_cast<void*>(&cblas_sgemm), &info), 0);
-  EXPECT_NE(std::string(info.dli_fname).find("openblas"), std::string::npos)
-      << "cblas_sgemm comes from " << info.dli_fname;
+// The reference BLAS would be correct but ~50x slower, an SSE fallback ~5x.
+TEST(GemmCpuTest, BlasIsOpenBlasWithKernelsForThisCpu) {
+  const std::string summary = BlasKernelSummary();
+  EXPECT_NE(summary.find("OpenBLAS"), std::string::npos) << summary;
+  EXPECT_FALSE(BlasUsesGenericKernels()) << summary;
 }
 
 TEST(GemmCpuTest, EveryTransposeAndEmptyExtents) {
@@ -72,13 +67,11 @@ std::vector<float> Filled(int64_t size, int seed) {
   return values;
 }
 
-// Products above OpenBLAS's own single-thread threshold (m*n*k = 262144):
-// an even batch runs on our pool with OpenBLAS held to one thread, an odd
-// small batch runs in order with OpenBLAS threading each product. Both must
-// give every entry its own product and leave OpenBLAS's thread count as it was.
+// Products above the split threshold: an even batch runs whole products on
+// the pool, an odd small batch runs in order with each product split into
+// panels. Both must give every entry its own product.
 TEST(GemmCpuTest, BatchedMediumProductsOnEitherPath) {
   const int64_t m = 72, n = 65, k = 70;  // 327600 multiply-adds each.
-  const int threads_before = openblas_get_num_threads();
   for (int64_t batch : {2, 3, 8}) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
@@ -93,10 +86,49 @@ TEST(GemmCpuTest, BatchedMediumProductsOnEitherPath) {
           EXPECT_TRUE(std::equal(expected.begin(), expected.end(), c.begin() + i * m * n))
               << "batch " << batch << " entry " << i << " ta " << ta << " tb " << tb;
         }
-        EXPECT_EQ(openblas_get_num_threads(), threads_before);
       }
     }
   }
+}
+
+// Every path of one product: split into row panels (m >= n), column panels
+// (n > m), unsplit, and the matrix-vector paths for one row or one column;
+// each with every transpose, beta 0 over NaNs and beta 1 accumulating.
+TEST(GemmCpuTest, EveryPathEveryTransposeAndBeta) {
+  const int64_t shapes[][3] = {{200, 40, 50}, {40, 200, 50}, {3, 5, 4},   {1, 300, 70},
+                               {1, 7, 3},     {300, 1, 70},  {5, 1, 9},   {1, 1, 33},
+                               {33, 40, 1},   {17, 2000, 9}};
+  for (const auto& shape : shapes) {
+    const int64_t m = shape[0], n = shape[1], k = shape[2];
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        const std::vector<float> a = Filled(m * k, 3), b = Filled(k * n, 4);
+        const std::vector<float> expected = NaiveGemm(ta, tb, m, n, k, a.data(), b.data());
+        std::vector<float> c(m * n, std::nanf(""));
+        GemmCpu(ta, tb, m, n, k, a.data(), b.data(), 0.0f, c.data());
+        EXPECT_EQ(c, expected) << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb;
+        GemmCpu(ta, tb, m, n, k, a.data(), b.data(), 1.0f, c.data());  // c = 2 * expected.
+        for (float& v : c) v *= 0.5f;
+        EXPECT_EQ(c, expected) << "beta 1: " << m << "x" << n << "x" << k << " ta " << ta
+                               << " tb " << tb;
+      }
+    }
+  }
+}
+
+// A product issued from inside a pool chunk (as attention's per-head loops
+// do) runs single-threaded and stays correct.
+TEST(GemmCpuTest, SplitProductInsidePoolChunks) {
+  const int64_t m = 128, n = 96, k = 64;
+  const std::vector<float> a = Filled(m * k, 5), b = Filled(k * n, 6);
+  const std::vector<float> expected = NaiveGemm(false, true, m, n, k, a.data(), b.data());
+  std::vector<std::vector<float>> results(6, std::vector<float>(m * n));
+  ThreadPool::Default()->ParallelFor(6, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      GemmCpu(false, true, m, n, k, a.data(), b.data(), 0.0f, results[i].data());
+    }
+  });
+  for (const auto& c : results) EXPECT_EQ(c, expected);
 }
 
 TEST(GemmCpuTest, ForEachGemmBatchVisitsEveryEntryOnce) {

@@ -1,0 +1,56 @@
+// What the trainer needs from a model: its parameters, and one batch's loss
+// with gradients accumulated into the parameters. The Transformer (layers/)
+// implements it; so can a plugin's model. The trainer owns the loop, the
+// optimizer and the schedule, never the model's internals.
+#ifndef TFM_CORE_TRAIN_TRAINABLE_MODEL_H_
+#define TFM_CORE_TRAIN_TRAINABLE_MODEL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/data/batch.h"
+#include "core/layer_registry.h"
+
+namespace tfm {
+
+// Sums over a batch's real (unpadded) target tokens.
+struct LossStats {
+  double loss = 0;  // The training objective (label-smoothed cross-entropy), summed.
+  double nll = 0;   // Negative log-likelihood of the references, summed.
+  int64_t source_tokens = 0;
+  int64_t target_tokens = 0;
+
+  LossStats& operator+=(const LossStats& other) {
+    loss += other.loss;
+    nll += other.nll;
+    source_tokens += other.source_tokens;
+    target_tokens += other.target_tokens;
+    return *this;
+  }
+};
+
+// Where a forward pass draws its randomness: dropout masks are a pure
+// function of (seed, counter), so a resumed run replays them exactly.
+struct StepContext {
+  bool training = true;
+  uint64_t seed = 0;
+  uint64_t counter = 0;  // Distinct for every batch of a run.
+};
+
+class TrainableModel {
+ public:
+  virtual ~TrainableModel() = default;
+  // Parameters with names like PyTorch state_dict keys; stable pointers.
+  virtual std::vector<Parameter*> Parameters() = 0;
+  // Forward and backward of the summed loss; gradients ADD to each
+  // Parameter::grad (the trainer zeroes them once per update).
+  virtual absl::StatusOr<LossStats> ForwardBackward(const Batch& batch,
+                                                    const StepContext& context) = 0;
+  // The loss without gradients, dropout off.
+  virtual absl::StatusOr<LossStats> Evaluate(const Batch& batch) = 0;
+};
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_TRAIN_TRAINABLE_MODEL_H_
