@@ -27,7 +27,7 @@ namespace bench {
 namespace {
 
 constexpr double kF32 = sizeof(float);
-constexpr double kDropout = 0.1;  // The paper's P_drop for the base model.
+
 
 using testing::SumTolerance;
 
@@ -208,9 +208,9 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
         return inputs.Done(Returning([=] { return ReluBackward(dout, out); }));
       }});
 
-  const std::string dropout_shape = absl::StrFormat("%s p=%g", shape, kDropout);
+  const std::string dropout_shape = absl::StrFormat("%s p=%g", shape, kDropoutP);
   const std::string dropout_spec = absl::StrFormat(
-      R"("op": "dropout", "tokens": %d, "d": %d, "p": %g)", kTokens, d, kDropout);
+      R"("op": "dropout", "tokens": %d, "d": %d, "p": %g)", kTokens, d, kDropoutP);
   const PhiloxState state{.seed = 1, .stream = 7};
   // Like torch, the forward keeps a mask for the backward (ours packs it in
   // one bit per element).
@@ -223,7 +223,7 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
         Inputs inputs;
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, d}));
         return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
-          TFM_ASSIGN_OR_RETURN(DropoutOutput out, DropoutWithMask(x, kDropout, state));
+          TFM_ASSIGN_OR_RETURN(DropoutOutput out, DropoutWithMask(x, kDropoutP, state));
           return std::vector<Tensor>{out.out};
         });
       }});
@@ -235,11 +235,11 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
       .prepare = [=]() -> absl::StatusOr<Prepared> {
         Inputs inputs;
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, d}));
-        TFM_ASSIGN_OR_RETURN(DropoutOutput forward, DropoutWithMask(x, kDropout, state));
+        TFM_ASSIGN_OR_RETURN(DropoutOutput forward, DropoutWithMask(x, kDropoutP, state));
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, d}));
         const Tensor mask = forward.mask;
         return inputs.Done(
-            Returning([=] { return DropoutBackwardMasked(dout, kDropout, mask); }));
+            Returning([=] { return DropoutBackwardMasked(dout, kDropoutP, mask); }));
       }});
   // Regenerating the mask from the Philox state instead of keeping it: work
   // PyTorch never does, so it is held against our own mask row.
@@ -250,7 +250,7 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
       .prepare = [=]() -> absl::StatusOr<Prepared> {
         Inputs inputs;
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, d}));
-        return inputs.Done(Returning([=] { return DropoutBackward(dout, kDropout, state); }));
+        return inputs.Done(Returning([=] { return DropoutBackward(dout, kDropoutP, state); }));
       }});
 }
 

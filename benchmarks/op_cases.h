@@ -31,6 +31,8 @@ inline constexpr int64_t kDHead = kDModel / kHeads;
 // A training batch holds about 4096 tokens (the paper's 25000 per step are
 // spread over 8 GPUs; 4k is what one device sees).
 inline constexpr int64_t kTokens = 4096;
+// The paper's P_drop for the base model.
+inline constexpr double kDropoutP = 0.1;
 
 struct CaseOptions {
   // The paper's shared EN-DE BPE vocabulary has about 37000 entries.
