@@ -27,59 +27,92 @@ namespace bench {
 namespace {
 
 constexpr double kF32 = sizeof(float);
-constexpr double kDropout = 0.1;  // The paper's P_drop for the base model.
 
-// Uniform in [-1, 1): values of the size activations and gradients have, so
-// no kernel meets denormals or overflow. Each tensor gets its own stream.
-absl::StatusOr<Tensor> Random(const Shape& shape) {
-  static uint64_t stream = 0;
-  TFM_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(shape, DType::kF32));
-  FillUniformCpu(PhiloxState{.seed = 2017, .stream = ++stream}, -1.0f, 1.0f,
-                 tensor.span<float>());
-  return tensor;
-}
 
-// Token ids spread over the whole vocabulary (a fixed-seed LCG: repeatable,
-// and with the collisions a real batch has for frequent tokens).
-absl::StatusOr<Tensor> RandomIds(const Shape& shape, int64_t vocab) {
-  TFM_ASSIGN_OR_RETURN(Tensor ids, Tensor::Empty(shape, DType::kI64));
-  uint64_t state = 12345;
-  for (int64_t& id : ids.span<int64_t>()) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    id = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(vocab));
+using testing::SumTolerance;
+
+// A case's inputs under the names torch_ops.py reads. Uniform in [-1, 1):
+// values of the size activations and gradients have, so no kernel meets
+// denormals or overflow. Each tensor gets its own Philox stream, counted
+// from 1 in every preparation, so each preparation of a case (one per pass)
+// makes the same values.
+class Inputs {
+ public:
+  absl::StatusOr<Tensor> Uniform(std::string name, const Shape& shape) {
+    TFM_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(shape, DType::kF32));
+    FillUniformCpu(PhiloxState{.seed = 2017, .stream = ++stream_}, -1.0f, 1.0f,
+                   tensor.span<float>());
+    named_.push_back({std::move(name), tensor});
+    return tensor;
   }
-  return ids;
-}
 
-// Wraps a StatusOr-returning call as a Body that discards the value.
+  // Token ids spread over the whole vocabulary (a fixed-seed LCG: repeatable,
+  // and with the collisions a real batch has for frequent tokens).
+  absl::StatusOr<Tensor> Ids(std::string name, const Shape& shape, int64_t vocab) {
+    TFM_ASSIGN_OR_RETURN(Tensor ids, Tensor::Empty(shape, DType::kI64));
+    uint64_t state = 12345;
+    for (int64_t& id : ids.span<int64_t>()) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      id = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(vocab));
+    }
+    named_.push_back({std::move(name), ids});
+    return ids;
+  }
+
+  Prepared Done(Run run) { return Prepared{std::move(named_), std::move(run)}; }
+
+ private:
+  uint64_t stream_ = 0;
+  std::vector<NamedTensor> named_;
+};
+
+// The outputs of an op's call, as a Run returns them.
 template <typename F>
-Body Discarding(F call) {
-  return [call]() -> absl::Status { return call().status(); };
+Run Returning(F call) {
+  return [call]() -> absl::StatusOr<std::vector<Tensor>> {
+    TFM_ASSIGN_OR_RETURN(auto result, call());
+    return std::vector<Tensor>{result};
+  };
 }
 
-void AddLinearCases(int64_t in, int64_t out, std::vector<OpCase>* cases) {
-  const std::string shape = absl::StrFormat("%dx%d -> %d", kTokens, in, out);
-  const double gemm_flops = 2.0 * kTokens * in * out;
-  const double io_bytes = kF32 * (kTokens * in + out * in + out + kTokens * out);
+// x [rows, in] times weight [out, in]^T plus bias; rows = kTokens in
+// training, 1 for a decoding step (a matrix-vector product).
+void AddLinearCases(int64_t rows, int64_t in, int64_t out, std::vector<OpCase>* cases) {
+  const bool decode = rows == 1;
+  const std::string shape = absl::StrFormat("%dx%d -> %d", rows, in, out);
+  const double gemm_flops = 2.0 * rows * in * out;
+  const double io_bytes = kF32 * (rows * in + out * in + out + rows * out);
   const std::string spec = absl::StrFormat(R"("op": "linear", "tokens": %d, "in": %d, "out": %d)",
-                                           kTokens, in, out);
+                                           rows, in, out);
   cases->push_back(OpCase{
       .op = "linear_fwd", .shape = shape, .flops = gemm_flops, .bytes = io_bytes,
-      .tokens = kTokens, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random({kTokens, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor w, Random({out, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor b, Random({out}));
-        return Discarding([=] { return Linear(x, w, b); });
+      .tokens = rows, .bound = decode ? Bound::kMemory : Bound::kGemm,
+      .group = decode ? RowGroup::kDecode : RowGroup::kTraining,
+      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {rows, in}));
+        TFM_ASSIGN_OR_RETURN(Tensor w, inputs.Uniform("w", {out, in}));
+        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {out}));
+        return inputs.Done(Returning([=] { return Linear(x, w, b); }));
       }});
+  if (decode) return;  // A decoding step has no backward.
   cases->push_back(OpCase{
       .op = "linear_bwd", .shape = shape, .flops = 2 * gemm_flops, .bytes = 2 * io_bytes,
-      .tokens = kTokens, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random({kTokens, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor w, Random({out, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor dout, Random({kTokens, out}));
-        return Discarding([=] { return LinearBackward(dout, x, w); });
+      .tokens = rows, .bound = Bound::kGemm,
+      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {rows, in}));
+        TFM_ASSIGN_OR_RETURN(Tensor w, inputs.Uniform("w", {out, in}));
+        TFM_RETURN_IF_ERROR(inputs.Uniform("b", {out}).status());
+        TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {rows, out}));
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+          TFM_ASSIGN_OR_RETURN(LinearGrads g, LinearBackward(dout, x, w));
+          return std::vector<Tensor>{g.dx, g.dweight, g.dbias};
+        });
       }});
 }
 
@@ -93,20 +126,28 @@ void AddMatMulCases(int64_t batch, std::vector<OpCase>* cases) {
                                            bh, n, kDHead);
   cases->push_back(OpCase{
       .op = "matmul_fwd", .shape = shape, .flops = flops, .bytes = io_bytes, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor a, Random({bh, n, kDHead}));
-        TFM_ASSIGN_OR_RETURN(Tensor b, Random({bh, n, kDHead}));
-        return Discarding([=] { return MatMul(a, b, false, true); });
+      .bound = Bound::kGemm, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor a, inputs.Uniform("a", {bh, n, kDHead}));
+        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {bh, n, kDHead}));
+        return inputs.Done(Returning([=] { return MatMul(a, b, false, true); }));
       }});
   cases->push_back(OpCase{
       .op = "matmul_bwd", .shape = shape, .flops = 2 * flops, .bytes = 2 * io_bytes,
-      .tokens = kTokens, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor a, Random({bh, n, kDHead}));
-        TFM_ASSIGN_OR_RETURN(Tensor b, Random({bh, n, kDHead}));
-        TFM_ASSIGN_OR_RETURN(Tensor dout, Random({bh, n, n}));
-        return Discarding([=] { return MatMulBackward(dout, a, b, false, true); });
+      .tokens = kTokens, .bound = Bound::kGemm,
+      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor a, inputs.Uniform("a", {bh, n, kDHead}));
+        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {bh, n, kDHead}));
+        TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {bh, n, n}));
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+          TFM_ASSIGN_OR_RETURN(MatMulGrads g, MatMulBackward(dout, a, b, false, true));
+          return std::vector<Tensor>{g.da, g.db};
+        });
       }});
 }
 
@@ -116,25 +157,32 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
   // The residual connection.
   cases->push_back(OpCase{
       .op = "add_fwd", .shape = shape + " + " + shape, .bytes = 3 * kF32 * elems,
-      .tokens = kTokens,
+      .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrFormat(R"({"op": "add", "tokens": %d, "d": %d, "mode": "fwd"})",
                                     kTokens, d),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor a, Random({kTokens, d}));
-        TFM_ASSIGN_OR_RETURN(Tensor b, Random({kTokens, d}));
-        return Discarding([=] { return Add(a, b); });
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor a, inputs.Uniform("a", {kTokens, d}));
+        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {kTokens, d}));
+        return inputs.Done(Returning([=] { return Add(a, b); }));
       }});
   // A broadcast bias: the backward reduces over the tokens (the residual's
   // backward is dout itself, nothing to time).
   cases->push_back(OpCase{
       .op = "add_bwd", .shape = absl::StrFormat("%s + %d (bias)", shape, d),
-      .bytes = kF32 * (elems + d), .tokens = kTokens,
+      .bytes = kF32 * (elems + d), .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrFormat(
           R"({"op": "add_bias", "tokens": %d, "d": %d, "mode": "bwd"})", kTokens, d),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor bias, Random({d}));
-        TFM_ASSIGN_OR_RETURN(Tensor dout, Random({kTokens, d}));
-        return Discarding([=] { return AddBackward(dout, bias); });
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_RETURN_IF_ERROR(inputs.Uniform("x", {kTokens, d}).status());
+        TFM_ASSIGN_OR_RETURN(Tensor bias, inputs.Uniform("bias", {d}));
+        TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, d}));
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+          TFM_ASSIGN_OR_RETURN(AddGrads g, AddBackward(dout, bias));
+          return std::vector<Tensor>{g.da, g.db};
+        });
       }});
 
   const int64_t ff_elems = kTokens * kDFF;
@@ -143,53 +191,66 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
       absl::StrFormat(R"("op": "relu", "tokens": %d, "d": %d)", kTokens, kDFF);
   cases->push_back(OpCase{
       .op = "relu_fwd", .shape = ff_shape, .bytes = 2 * kF32 * ff_elems, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", relu_spec, R"(, "mode": "fwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random({kTokens, kDFF}));
-        return Discarding([=] { return Relu(x); });
+      .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", relu_spec, R"(, "mode": "fwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, kDFF}));
+        return inputs.Done(Returning([=] { return Relu(x); }));
       }});
   cases->push_back(OpCase{
       .op = "relu_bwd", .shape = ff_shape, .bytes = 3 * kF32 * ff_elems, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", relu_spec, R"(, "mode": "bwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random({kTokens, kDFF}));
+      .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", relu_spec, R"(, "mode": "bwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, kDFF}));
         TFM_ASSIGN_OR_RETURN(Tensor out, Relu(x));
-        TFM_ASSIGN_OR_RETURN(Tensor dout, Random({kTokens, kDFF}));
-        return Discarding([=] { return ReluBackward(dout, out); });
+        TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, kDFF}));
+        return inputs.Done(Returning([=] { return ReluBackward(dout, out); }));
       }});
 
+  const std::string dropout_shape = absl::StrFormat("%s p=%g", shape, kDropoutP);
   const std::string dropout_spec = absl::StrFormat(
-      R"("op": "dropout", "tokens": %d, "d": %d, "p": %g)", kTokens, d, kDropout);
+      R"("op": "dropout", "tokens": %d, "d": %d, "p": %g)", kTokens, d, kDropoutP);
   const PhiloxState state{.seed = 1, .stream = 7};
   // Like torch, the forward keeps a mask for the backward (ours packs it in
-  // one bit per element); the regenerating backward, which keeps nothing,
-  // is timed on its own row.
+  // one bit per element).
   cases->push_back(OpCase{
-      .op = "dropout_fwd", .shape = absl::StrFormat("%s p=%g", shape, kDropout),
-      .bytes = 2 * kF32 * elems, .tokens = kTokens,
+      .op = "dropout_fwd", .shape = dropout_shape, .bytes = 2 * kF32 * elems,
+      .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrCat("{", dropout_spec, R"(, "mode": "fwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random({kTokens, d}));
-        return Discarding([=] { return DropoutWithMask(x, kDropout, state); });
+      .check = Check::kDropoutPattern,
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, d}));
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+          TFM_ASSIGN_OR_RETURN(DropoutOutput out, DropoutWithMask(x, kDropoutP, state));
+          return std::vector<Tensor>{out.out};
+        });
       }});
   cases->push_back(OpCase{
-      .op = "dropout_bwd", .shape = absl::StrFormat("%s p=%g mask", shape, kDropout),
-      .bytes = 2 * kF32 * elems, .tokens = kTokens,
+      .op = "dropout_bwd", .shape = dropout_shape + " mask", .bytes = 2 * kF32 * elems,
+      .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrCat("{", dropout_spec, R"(, "mode": "bwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random({kTokens, d}));
-        TFM_ASSIGN_OR_RETURN(DropoutOutput forward, DropoutWithMask(x, kDropout, state));
-        TFM_ASSIGN_OR_RETURN(Tensor dout, Random({kTokens, d}));
+      .check = Check::kDropoutPattern,
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, d}));
+        TFM_ASSIGN_OR_RETURN(DropoutOutput forward, DropoutWithMask(x, kDropoutP, state));
+        TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, d}));
         const Tensor mask = forward.mask;
-        return Discarding([=] { return DropoutBackwardMasked(dout, kDropout, mask); });
+        return inputs.Done(
+            Returning([=] { return DropoutBackwardMasked(dout, kDropoutP, mask); }));
       }});
+  // Regenerating the mask from the Philox state instead of keeping it: work
+  // PyTorch never does, so it is held against our own mask row.
   cases->push_back(OpCase{
-      .op = "dropout_bwd", .shape = absl::StrFormat("%s p=%g regenerate", shape, kDropout),
-      .bytes = 2 * kF32 * elems, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", dropout_spec, R"(, "mode": "bwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor dout, Random({kTokens, d}));
-        return Discarding([=] { return DropoutBackward(dout, kDropout, state); });
+      .op = "dropout_bwd", .shape = dropout_shape + " regenerate", .bytes = 2 * kF32 * elems,
+      .tokens = kTokens, .bound = Bound::kMemory,
+      .own_baseline = "dropout_bwd " + dropout_shape + " mask",
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, d}));
+        return inputs.Done(Returning([=] { return DropoutBackward(dout, kDropoutP, state); }));
       }});
 }
 
@@ -200,23 +261,33 @@ void AddLayerNormCases(std::vector<OpCase>* cases) {
       absl::StrFormat(R"("op": "layer_norm", "tokens": %d, "d": %d)", kTokens, d);
   cases->push_back(OpCase{
       .op = "layer_norm_fwd", .shape = shape, .bytes = 2 * kF32 * elems, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random({kTokens, d}));
-        TFM_ASSIGN_OR_RETURN(Tensor gain, Random({d}));
-        TFM_ASSIGN_OR_RETURN(Tensor bias, Random({d}));
-        return Discarding([=] { return LayerNorm(x, gain, bias); });
+      .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, d}));
+        TFM_ASSIGN_OR_RETURN(Tensor gain, inputs.Uniform("gain", {d}));
+        TFM_ASSIGN_OR_RETURN(Tensor bias, inputs.Uniform("bias", {d}));
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+          TFM_ASSIGN_OR_RETURN(LayerNormOutputs out, LayerNorm(x, gain, bias));
+          return std::vector<Tensor>{out.out};
+        });
       }});
   cases->push_back(OpCase{
       .op = "layer_norm_bwd", .shape = shape, .bytes = 3 * kF32 * elems, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random({kTokens, d}));
-        TFM_ASSIGN_OR_RETURN(Tensor gain, Random({d}));
-        TFM_ASSIGN_OR_RETURN(Tensor bias, Random({d}));
+      .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, d}));
+        TFM_ASSIGN_OR_RETURN(Tensor gain, inputs.Uniform("gain", {d}));
+        TFM_ASSIGN_OR_RETURN(Tensor bias, inputs.Uniform("bias", {d}));
         TFM_ASSIGN_OR_RETURN(LayerNormOutputs fwd, LayerNorm(x, gain, bias));
-        TFM_ASSIGN_OR_RETURN(Tensor dout, Random({kTokens, d}));
-        return Discarding([=] { return LayerNormBackward(dout, x, gain, fwd.mean, fwd.rstd); });
+        TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, d}));
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+          TFM_ASSIGN_OR_RETURN(LayerNormGrads g,
+                               LayerNormBackward(dout, x, gain, fwd.mean, fwd.rstd));
+          return std::vector<Tensor>{g.dx, g.dgain, g.dbias};
+        });
       }});
 }
 
@@ -229,30 +300,37 @@ void AddEmbeddingCases(const CaseOptions& options, std::vector<OpCase>* cases) {
       R"("op": "embedding", "batch": %d, "len": %d, "vocab": %d, "d": %d)", batch, len, vocab, d);
   cases->push_back(OpCase{
       .op = "embedding_fwd", .shape = shape, .bytes = 2 * kF32 * kTokens * d, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor table, Random({vocab, d}));
-        TFM_ASSIGN_OR_RETURN(Tensor ids, RandomIds({batch, len}, vocab));
-        return Discarding([=] { return Embedding(table, ids, scale); });
+      .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor table, inputs.Uniform("table", {vocab, d}));
+        TFM_ASSIGN_OR_RETURN(Tensor ids, inputs.Ids("ids", {batch, len}, vocab));
+        return inputs.Done(Returning([=] { return Embedding(table, ids, scale); }));
       }});
   // The dense [vocab, d] gradient is written in full: that is the traffic.
   cases->push_back(OpCase{
       .op = "embedding_bwd", .shape = shape, .bytes = kF32 * (kTokens * d + vocab * d),
-      .tokens = kTokens, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor ids, RandomIds({batch, len}, vocab));
-        TFM_ASSIGN_OR_RETURN(Tensor dout, Random({batch, len, d}));
-        return Discarding([=] { return EmbeddingBackward(ids, dout, vocab, scale); });
+      .tokens = kTokens, .bound = Bound::kMemory,
+      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_RETURN_IF_ERROR(inputs.Uniform("table", {vocab, d}).status());
+        TFM_ASSIGN_OR_RETURN(Tensor ids, inputs.Ids("ids", {batch, len}, vocab));
+        TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {batch, len, d}));
+        return inputs.Done(
+            Returning([=] { return EmbeddingBackward(ids, dout, vocab, scale); }));
       }});
   cases->push_back(OpCase{
       .op = "positional_encoding_fwd", .shape = absl::StrFormat("%dx%dx%d", batch, len, d),
-      .bytes = 2 * kF32 * kTokens * d, .tokens = kTokens,
+      .bytes = 2 * kF32 * kTokens * d, .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrFormat(
           R"({"op": "positional_encoding", "batch": %d, "len": %d, "d": %d, "mode": "fwd"})",
           batch, len, d),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random({batch, len, d}));
-        return Discarding([=] { return AddPositionalEncoding(x); });
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {batch, len, d}));
+        return inputs.Done(Returning([=] { return AddPositionalEncoding(x); }));
       }});
 
   const double flops = 2.0 * kTokens * d * vocab;
@@ -262,61 +340,87 @@ void AddEmbeddingCases(const CaseOptions& options, std::vector<OpCase>* cases) {
       R"("op": "tied_projection", "tokens": %d, "vocab": %d, "d": %d)", kTokens, vocab, d);
   cases->push_back(OpCase{
       .op = "tied_projection_fwd", .shape = tied_shape, .flops = flops, .bytes = io_bytes,
-      .tokens = kTokens, .torch_spec = absl::StrCat("{", tied_spec, R"(, "mode": "fwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor h, Random({kTokens, d}));
-        TFM_ASSIGN_OR_RETURN(Tensor table, Random({vocab, d}));
-        return Discarding([=] { return TiedProjection(h, table); });
+      .tokens = kTokens, .bound = Bound::kGemm,
+      .torch_spec = absl::StrCat("{", tied_spec, R"(, "mode": "fwd"})"),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor h, inputs.Uniform("h", {kTokens, d}));
+        TFM_ASSIGN_OR_RETURN(Tensor table, inputs.Uniform("table", {vocab, d}));
+        return inputs.Done(Returning([=] { return TiedProjection(h, table); }));
       }});
   cases->push_back(OpCase{
       .op = "tied_projection_bwd", .shape = tied_shape, .flops = 2 * flops,
-      .bytes = 2 * io_bytes, .tokens = kTokens,
+      .bytes = 2 * io_bytes, .tokens = kTokens, .bound = Bound::kGemm,
       .torch_spec = absl::StrCat("{", tied_spec, R"(, "mode": "bwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor h, Random({kTokens, d}));
-        TFM_ASSIGN_OR_RETURN(Tensor table, Random({vocab, d}));
-        TFM_ASSIGN_OR_RETURN(Tensor d_logits, Random({kTokens, vocab}));
-        return Discarding([=] { return TiedProjectionBackward(h, table, d_logits); });
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor h, inputs.Uniform("h", {kTokens, d}));
+        TFM_ASSIGN_OR_RETURN(Tensor table, inputs.Uniform("table", {vocab, d}));
+        TFM_ASSIGN_OR_RETURN(Tensor d_logits, inputs.Uniform("dout", {kTokens, vocab}));
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+          TFM_ASSIGN_OR_RETURN(TiedProjectionGrads g, TiedProjectionBackward(h, table, d_logits));
+          return std::vector<Tensor>{g.dh, g.dtable};
+        });
       }});
 }
 
-// Attention over all heads of kTokens / n sequences of n tokens.
-void AddAttentionCases(int64_t n, bool causal, std::vector<OpCase>* cases) {
-  const int64_t batch = std::max<int64_t>(1, kTokens / n);
-  const Shape qkv = {batch, kHeads, n, kDHead};
+// Attention over all heads of `batch` sequences: `q_len` queries against n
+// keys. Training: batch = kTokens / n and q_len = n; a decoding step: batch
+// 1, one query against n cached keys (the single-query kernel).
+void AddAttentionCases(int64_t n, bool causal, bool decode, std::vector<OpCase>* cases) {
+  const int64_t batch = decode ? 1 : std::max<int64_t>(1, kTokens / n);
+  const int64_t q_len = decode ? 1 : n;
+  const Shape q_shape = {batch, kHeads, q_len, kDHead};
+  const Shape kv_shape = {batch, kHeads, n, kDHead};
   const std::string shape =
-      absl::StrFormat("n=%d%s (%dx%dx%dx%d)", n, causal ? " causal" : "", batch, kHeads, n, kDHead);
+      decode ? absl::StrFormat("1 query, %d cached keys (1x%dx1x%d)", n, kHeads, kDHead)
+             : absl::StrFormat("n=%d%s (%dx%dx%dx%d)", n, causal ? " causal" : "", batch, kHeads,
+                               n, kDHead);
   // Q K^T and P V; backward recomputes P, then dV, dP, dQ, dK (2.5x the
   // forward, FlashAttention's accounting). A causal mask halves both.
-  const double fwd_flops = 4.0 * batch * kHeads * n * n * kDHead * (causal ? 0.5 : 1.0);
-  const double io_bytes = kF32 * 4 * NumElements(qkv);
-  const std::string spec =
-      absl::StrFormat(R"("op": "attention", "batch": %d, "heads": %d, "n": %d, "d": %d, )"
-                      R"("causal": %s)",
-                      batch, kHeads, n, kDHead, causal ? "true" : "false");
+  const double fwd_flops = 4.0 * batch * kHeads * q_len * n * kDHead * (causal ? 0.5 : 1.0);
+  const double io_bytes = kF32 * (2 * NumElements(q_shape) + 2 * NumElements(kv_shape));
+  const std::string spec = absl::StrFormat(
+      R"("op": "attention", "batch": %d, "heads": %d, "q_len": %d, "n": %d, "d": %d, )"
+      R"("causal": %s)",
+      batch, kHeads, q_len, n, kDHead, causal ? "true" : "false");
   AttentionOptions options;
   options.causal = causal;
   cases->push_back(OpCase{
       .op = "attention_fwd", .shape = shape, .flops = fwd_flops, .bytes = io_bytes,
-      .tokens = batch * n, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor q, Random(qkv));
-        TFM_ASSIGN_OR_RETURN(Tensor k, Random(qkv));
-        TFM_ASSIGN_OR_RETURN(Tensor v, Random(qkv));
-        return Discarding([=] { return ScaledDotProductAttention(q, k, v, options); });
+      .tokens = batch * q_len, .bound = decode ? Bound::kMemory : Bound::kOther,
+      .group = decode ? RowGroup::kDecode : RowGroup::kTraining,
+      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor q, inputs.Uniform("q", q_shape));
+        TFM_ASSIGN_OR_RETURN(Tensor k, inputs.Uniform("k", kv_shape));
+        TFM_ASSIGN_OR_RETURN(Tensor v, inputs.Uniform("v", kv_shape));
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+          TFM_ASSIGN_OR_RETURN(AttentionOutput out, ScaledDotProductAttention(q, k, v, options));
+          return std::vector<Tensor>{out.out};
+        });
       }});
+  if (decode) return;
   cases->push_back(OpCase{
       .op = "attention_fwdbwd", .shape = shape, .flops = 3.5 * fwd_flops, .bytes = 2 * io_bytes,
       .tokens = batch * n, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwdbwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor q, Random(qkv));
-        TFM_ASSIGN_OR_RETURN(Tensor k, Random(qkv));
-        TFM_ASSIGN_OR_RETURN(Tensor v, Random(qkv));
-        TFM_ASSIGN_OR_RETURN(Tensor d_out, Random(qkv));
-        return Body([=]() -> absl::Status {
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor q, inputs.Uniform("q", q_shape));
+        TFM_ASSIGN_OR_RETURN(Tensor k, inputs.Uniform("k", kv_shape));
+        TFM_ASSIGN_OR_RETURN(Tensor v, inputs.Uniform("v", kv_shape));
+        TFM_ASSIGN_OR_RETURN(Tensor d_out, inputs.Uniform("dout", q_shape));
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
           TFM_ASSIGN_OR_RETURN(AttentionOutput fwd, ScaledDotProductAttention(q, k, v, options));
-          return ScaledDotProductAttentionBackward(q, k, v, fwd.out, fwd.lse, d_out, options)
-              .status();
+          TFM_ASSIGN_OR_RETURN(
+              AttentionGrads g,
+              ScaledDotProductAttentionBackward(q, k, v, fwd.out, fwd.lse, d_out, options));
+          return std::vector<Tensor>{g.dq, g.dk, g.dv};
         });
       }});
 }
@@ -331,19 +435,22 @@ void AddSoftmaxCases(int64_t batch, std::vector<OpCase>* cases) {
       R"("op": "softmax", "shape": [%d, %d, %d, %d])", batch, kHeads, n, n);
   cases->push_back(OpCase{
       .op = "softmax_fwd", .shape = text, .bytes = 2 * kF32 * elems, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random(shape));
-        return Discarding([=] { return Softmax(x); });
+      .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", shape));
+        return inputs.Done(Returning([=] { return Softmax(x); }));
       }});
   cases->push_back(OpCase{
       .op = "softmax_bwd", .shape = text, .bytes = 3 * kF32 * elems, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor x, Random(shape));
+      .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", shape));
         TFM_ASSIGN_OR_RETURN(Tensor out, Softmax(x));
-        TFM_ASSIGN_OR_RETURN(Tensor dout, Random(shape));
-        return Discarding([=] { return SoftmaxBackward(dout, out); });
+        TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", shape));
+        return inputs.Done(Returning([=] { return SoftmaxBackward(dout, out); }));
       }});
 }
 
@@ -356,41 +463,53 @@ void AddCrossEntropyCases(int64_t vocab, std::vector<OpCase>* cases) {
   const CrossEntropyOptions options{.epsilon = 0.1f};
   cases->push_back(OpCase{
       .op = "cross_entropy_fwd", .shape = shape, .bytes = logits_bytes, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor logits, Random({kTokens, vocab}));
-        TFM_ASSIGN_OR_RETURN(Tensor targets, RandomIds({kTokens}, vocab));
-        return Discarding([=] { return LabelSmoothedCrossEntropy(logits, targets, options); });
+      .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor logits, inputs.Uniform("logits", {kTokens, vocab}));
+        TFM_ASSIGN_OR_RETURN(Tensor targets, inputs.Ids("targets", {kTokens}, vocab));
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+          TFM_ASSIGN_OR_RETURN(CrossEntropyOutput out,
+                               LabelSmoothedCrossEntropy(logits, targets, options));
+          return std::vector<Tensor>{out.loss};
+        });
       }});
+  // d loss = 1 on both sides (torch_ops.py's default upstream gradient).
   cases->push_back(OpCase{
       .op = "cross_entropy_bwd", .shape = shape, .bytes = 2 * logits_bytes, .tokens = kTokens,
-      .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor logits, Random({kTokens, vocab}));
-        TFM_ASSIGN_OR_RETURN(Tensor targets, RandomIds({kTokens}, vocab));
+      .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor logits, inputs.Uniform("logits", {kTokens, vocab}));
+        TFM_ASSIGN_OR_RETURN(Tensor targets, inputs.Ids("targets", {kTokens}, vocab));
         TFM_ASSIGN_OR_RETURN(CrossEntropyOutput fwd,
                              LabelSmoothedCrossEntropy(logits, targets, options));
         TFM_ASSIGN_OR_RETURN(Tensor d_loss, Tensor::FromVector<float>({1.0f}, {}));
-        return Discarding([=] {
+        return inputs.Done(Returning([=] {
           return LabelSmoothedCrossEntropyBackward(logits, targets, fwd.lse, d_loss, options);
-        });
+        }));
       }});
 }
 
-// One optimizer step over 16M parameters (a quarter of the base model's 65M).
+// One optimizer step over 16M parameters (a quarter of the base model's 65M),
+// from zero moments on both sides; the first call's parameters are compared.
 void AddAdamCase(std::vector<OpCase>* cases) {
   constexpr int64_t kParams = int64_t{1} << 24;
   cases->push_back(OpCase{
       .op = "adam_step", .shape = absl::StrFormat("%d params", kParams),
       .bytes = kF32 * kParams * 7,  // Reads param, grad, m, v; writes param, m, v.
+      .bound = Bound::kMemory,
       .torch_spec = absl::StrFormat(R"({"op": "adam", "params": %d, "mode": "fwd"})", kParams),
-      .prepare = [=]() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor param, Random({kParams}));
-        TFM_ASSIGN_OR_RETURN(Tensor grad, Random({kParams}));
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor param, inputs.Uniform("param", {kParams}));
+        TFM_ASSIGN_OR_RETURN(Tensor grad, inputs.Uniform("grad", {kParams}));
         TFM_ASSIGN_OR_RETURN(Tensor m, Tensor::Zeros({kParams}, DType::kF32));
         TFM_ASSIGN_OR_RETURN(Tensor v, Tensor::Zeros({kParams}, DType::kF32));
-        return Body([=]() -> absl::Status {
-          return AdamUpdate(param, grad, m, v, AdamOptions{.lr = 1e-4});
+        return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+          TFM_RETURN_IF_ERROR(AdamUpdate(param, grad, m, v, AdamOptions{.lr = 1e-4}));
+          return std::vector<Tensor>{param};
         });
       }});
 }
@@ -399,8 +518,8 @@ void AddAdamCase(std::vector<OpCase>* cases) {
 
 std::vector<OpCase> BaseModelCases(const CaseOptions& options) {
   std::vector<OpCase> cases;
-  AddLinearCases(kDModel, kDFF, &cases);
-  AddLinearCases(kDFF, kDModel, &cases);
+  AddLinearCases(kTokens, kDModel, kDFF, &cases);
+  AddLinearCases(kTokens, kDFF, kDModel, &cases);
   AddMatMulCases(options.batch, &cases);
   AddElementwiseCases(&cases);
   AddLayerNormCases(&cases);
@@ -408,10 +527,15 @@ std::vector<OpCase> BaseModelCases(const CaseOptions& options) {
   AddEmbeddingCases(options, &cases);
   AddCrossEntropyCases(options.vocab, &cases);
   AddAdamCase(&cases);
-  for (int64_t n : options.attention_lengths) AddAttentionCases(n, false, &cases);
+  for (int64_t n : options.attention_lengths) AddAttentionCases(n, false, false, &cases);
   if (options.causal_attention_length > 0) {
-    AddAttentionCases(options.causal_attention_length, true, &cases);
+    AddAttentionCases(options.causal_attention_length, true, false, &cases);
   }
+  // Batch-1 decoding: the FFN's two products at one row, self-attention of
+  // one new token over its cache.
+  AddLinearCases(1, kDModel, kDFF, &cases);
+  AddLinearCases(1, kDFF, kDModel, &cases);
+  for (int64_t n : options.decode_cache_lengths) AddAttentionCases(n, false, true, &cases);
   return cases;
 }
 
@@ -420,16 +544,19 @@ OpCase SgemmCase() {
       .op = "sgemm",
       .shape = absl::StrFormat("%dx%dx%d", kSgemmM, kSgemmK, kSgemmN),
       .flops = 2.0 * kSgemmM * kSgemmK * kSgemmN,
+      .bound = Bound::kGemm,
       .torch_spec = absl::StrFormat(R"({"op": "sgemm", "m": %d, "k": %d, "n": %d, "mode": "fwd"})",
                                     kSgemmM, kSgemmK, kSgemmN),
-      .prepare = []() -> absl::StatusOr<Body> {
-        TFM_ASSIGN_OR_RETURN(Tensor a, Random({kSgemmM, kSgemmK}));
-        TFM_ASSIGN_OR_RETURN(Tensor b, Random({kSgemmN, kSgemmK}));
+      .tolerance = SumTolerance(),
+      .prepare = []() -> absl::StatusOr<Prepared> {
+        Inputs inputs;
+        TFM_ASSIGN_OR_RETURN(Tensor a, inputs.Uniform("a", {kSgemmM, kSgemmK}));
+        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {kSgemmN, kSgemmK}));
         TFM_ASSIGN_OR_RETURN(Tensor c, Tensor::Empty({kSgemmM, kSgemmN}, DType::kF32));
-        return Body([=]() mutable -> absl::Status {
+        return inputs.Done([=]() mutable -> absl::StatusOr<std::vector<Tensor>> {
           GemmCpu(false, true, kSgemmM, kSgemmN, kSgemmK, a.data<float>(), b.data<float>(), 0.0f,
                   c.data<float>());
-          return absl::OkStatus();
+          return std::vector<Tensor>{c};
         });
       }};
 }

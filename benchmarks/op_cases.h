@@ -2,10 +2,10 @@
 // Benchmark target (ops_cpu) and the PyTorch comparison (ops_vs_torch), so
 // both time exactly the same calls on exactly the same shapes.
 //
-// A case prepares its inputs once (running the forward first when it times a
-// backward) and returns a closure that runs the timed call. Its torch_spec
-// tells benchmarks/torch_ops.py how to build the same computation in
-// PyTorch.
+// A case prepares its named inputs (running the forward first when it times
+// a backward) and returns them with a closure that runs the timed call and
+// returns its outputs. Its torch_spec tells benchmarks/torch_ops.py how to
+// build the same computation in PyTorch from the same inputs.
 #ifndef TFM_BENCHMARKS_OP_CASES_H_
 #define TFM_BENCHMARKS_OP_CASES_H_
 
@@ -16,6 +16,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "benchmarks/peer_table.h"
+#include "core/tensor.h"
+#include "tests/util/torch_parity.h"
 
 namespace tfm {
 namespace bench {
@@ -28,6 +31,8 @@ inline constexpr int64_t kDHead = kDModel / kHeads;
 // A training batch holds about 4096 tokens (the paper's 25000 per step are
 // spread over 8 GPUs; 4k is what one device sees).
 inline constexpr int64_t kTokens = 4096;
+// The paper's P_drop for the base model.
+inline constexpr double kDropoutP = 0.1;
 
 struct CaseOptions {
   // The paper's shared EN-DE BPE vocabulary has about 37000 entries.
@@ -38,9 +43,31 @@ struct CaseOptions {
   int64_t causal_attention_length = 256;
   // Sentences per batch for the per-token ops (batch x length = kTokens).
   int64_t batch = 32;
+  // Cached keys of the batch-1 decoding step's single-query attention rows.
+  std::vector<int64_t> decode_cache_lengths = {64, 256, 1024};
 };
 
-using Body = std::function<absl::Status()>;
+struct NamedTensor {
+  std::string name;  // As torch_ops.py reads it.
+  Tensor tensor;
+};
+
+// The timed call; returns what is compared with PyTorch's outputs, in the
+// order torch_ops.py returns them.
+using Run = std::function<absl::StatusOr<std::vector<Tensor>>()>;
+
+struct Prepared {
+  std::vector<NamedTensor> inputs;  // Exactly what the PyTorch side gets too.
+  Run run;
+};
+
+// How our outputs are compared with PyTorch's before any timing.
+enum class Check {
+  kValues,          // Element-wise, with `tolerance`.
+  // Different random streams: each side's output must be 0 or
+  // input / (1 - p) element-wise, dropping a fraction p (+-0.01) of them.
+  kDropoutPattern,
+};
 
 struct OpCase {
   std::string op;     // "linear_fwd", "attention_fwdbwd", ...
@@ -49,12 +76,23 @@ struct OpCase {
   double flops = 0;
   double bytes = 0;  // Minimal memory traffic: each operand read or written once.
   int64_t tokens = 0;
-  // JSON object: {"op": ..., ...} understood by torch_ops.py.
+  Bound bound = Bound::kOther;
+  RowGroup group = RowGroup::kTraining;
+  // JSON object: {"op": ..., ...} understood by torch_ops.py; empty for a
+  // row PyTorch has no counterpart of (then `own_baseline` is set).
   std::string torch_spec;
-  // Makes the inputs; returns the call to time.
-  std::function<absl::StatusOr<Body>()> prepare;
+  // For a row that does different work than PyTorch's: "op shape" of our
+  // own row it is compared with instead, outside the ratio table.
+  std::string own_baseline;
+  Check check = Check::kValues;
+  // The unit tests' bar for this op's outputs (see tests/util/torch_parity.h).
+  testing::Tolerance tolerance;
+  // Makes the inputs (the same values on every call); returns them and the
+  // call to time.
+  std::function<absl::StatusOr<Prepared>()> prepare;
 };
 
+// Training rows at the base model's shapes, then the batch-1 decoding rows.
 std::vector<OpCase> BaseModelCases(const CaseOptions& options);
 
 // The sgemm that dominates a Transformer layer (4096 x 512 times 512 x 2048,

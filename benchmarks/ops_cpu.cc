@@ -21,13 +21,13 @@ namespace bench {
 namespace {
 
 void RunCase(benchmark::State& state, const OpCase& op_case) {
-  absl::StatusOr<Body> body = op_case.prepare();
-  if (!body.ok()) {
-    state.SkipWithError(std::string(body.status().message()).c_str());
+  absl::StatusOr<Prepared> prepared = op_case.prepare();
+  if (!prepared.ok()) {
+    state.SkipWithError(std::string(prepared.status().message()).c_str());
     return;
   }
   for (auto _ : state) {
-    const absl::Status status = (*body)();
+    const absl::Status status = prepared->run().status();
     if (!status.ok()) {
       state.SkipWithError(std::string(status.message()).c_str());
       break;

@@ -1,5 +1,6 @@
 #include "benchmarks/peer_table.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/ascii.h"
@@ -11,6 +12,22 @@
 
 namespace tfm {
 namespace bench {
+namespace {
+
+// The goals.
+constexpr double kGemmRatioGoal = 1.0, kGemmPeakGoal = 0.8;
+constexpr double kMemoryRatioGoal = 1.3, kMemoryPeakGoal = 0.8;
+constexpr double kAttentionRatioGoal = 1.3;
+constexpr double kDecodeRatioGoal = 1.0;
+constexpr double kTimeWeightedGoal = 1.15;
+
+const char* PassFail(bool met) { return met ? "PASS" : "FAIL"; }
+
+std::string Percent(double fraction) {
+  return fraction < 0 ? "-" : absl::StrFormat("%.0f%%", 100 * fraction);
+}
+
+}  // namespace
 
 absl::StatusOr<PeerReport> ParsePeerOutput(absl::string_view text) {
   PeerReport report;
@@ -43,15 +60,70 @@ absl::StatusOr<PeerReport> ParsePeerOutput(absl::string_view text) {
   return report;
 }
 
-double GeomeanRatio(const std::vector<TableRow>& rows, absl::string_view op_prefix) {
+double PassTimes::Median() const {
+  if (ms.empty()) return 0;
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t half = sorted.size() / 2;
+  return sorted.size() % 2 == 1 ? sorted[half] : (sorted[half - 1] + sorted[half]) / 2;
+}
+
+double PassTimes::Spread() const {
+  if (ms.size() < 2) return 0;
+  const auto [low, high] = std::minmax_element(ms.begin(), ms.end());
+  return (*high - *low) / Median();
+}
+
+double TableRow::TorchMs() const {
+  return torch_cached.ms.empty() ? torch.Median()
+                                 : std::min(torch.Median(), torch_cached.Median());
+}
+
+double GeomeanRatio(const std::vector<TableRow>& rows, RowGroup group) {
   double log_sum = 0;
   int count = 0;
   for (const TableRow& row : rows) {
-    if (!absl::StartsWith(row.op, op_prefix)) continue;
-    log_sum += std::log(row.torch_ms / row.ours_ms);
+    if (row.group != group || !row.outputs_match) continue;
+    log_sum += std::log(row.Ratio());
     ++count;
   }
   return count == 0 ? 0.0 : std::exp(log_sum / count);
+}
+
+double TimeWeightedRatio(const std::vector<TableRow>& rows, RowGroup group) {
+  double torch = 0, ours = 0;
+  for (const TableRow& row : rows) {
+    if (row.group != group || !row.outputs_match) continue;
+    torch += row.TorchMs();
+    ours += row.ours.Median();
+  }
+  return ours == 0 ? 0.0 : torch / ours;
+}
+
+std::string GoalVerdict(const TableRow& row) {
+  if (!row.outputs_match) return "FAIL: outputs differ";
+  const double ratio = row.Ratio();
+  if (row.group == RowGroup::kDecode) {
+    return absl::StrFormat(">=%.1fx: %s", kDecodeRatioGoal, PassFail(ratio >= kDecodeRatioGoal));
+  }
+  switch (row.bound) {
+    case Bound::kGemm:
+      return absl::StrFormat(">=%.1fx & >=%.0f%% FMA: %s", kGemmRatioGoal, 100 * kGemmPeakGoal,
+                             PassFail(ratio >= kGemmRatioGoal &&
+                                      row.peak_fraction >= kGemmPeakGoal));
+    case Bound::kMemory:
+      return absl::StrFormat(">=%.1fx | >=%.0f%% BW: %s", kMemoryRatioGoal,
+                             100 * kMemoryPeakGoal,
+                             PassFail(ratio >= kMemoryRatioGoal ||
+                                      row.peak_fraction >= kMemoryPeakGoal));
+    case Bound::kOther:
+      break;
+  }
+  if (absl::StartsWith(row.op, "attention_fwdbwd")) {
+    return absl::StrFormat(">=%.1fx: %s", kAttentionRatioGoal,
+                           PassFail(ratio >= kAttentionRatioGoal));
+  }
+  return "-";
 }
 
 std::string FormatTable(const std::vector<TableRow>& rows) {
@@ -61,17 +133,42 @@ std::string FormatTable(const std::vector<TableRow>& rows) {
     shape_width = std::max(shape_width, row.shape.size());
   }
   const int ow = static_cast<int>(op_width), sw = static_cast<int>(shape_width);
-  std::string table = absl::StrFormat("%-*s  %-*s  %10s  %10s  %10s\n", ow, "op", sw, "shape",
-                                      "ours_ms", "torch_ms", "torch/ours");
+  std::string table =
+      absl::StrFormat("%-*s  %-*s  %10s %6s  %10s %6s  %10s %6s  %10s  %5s  %s\n", ow, "op", sw,
+                      "shape", "ours_ms", "+-", "torch_ms", "+-", "torch_je", "+-", "torch/ours",
+                      "peak", "goal");
+  const auto times = [](const PassTimes& t) {
+    return t.ms.empty() ? absl::StrFormat("%10s %6s", "-", "")
+                        : absl::StrFormat("%10.3f %5.0f%%", t.Median(), 100 * t.Spread());
+  };
   for (const TableRow& row : rows) {
-    absl::StrAppendFormat(&table, "%-*s  %-*s  %10.3f  %10.3f  %10.2f\n", ow, row.op, sw,
-                          row.shape, row.ours_ms, row.torch_ms, row.torch_ms / row.ours_ms);
+    const std::string ratio =
+        row.outputs_match ? absl::StrFormat("%.2f", row.Ratio()) : std::string("mismatch");
+    absl::StrAppendFormat(&table, "%-*s  %-*s  %s  %s  %s  %10s  %5s  %s\n", ow, row.op, sw,
+                          row.shape, times(row.ours), times(row.torch), times(row.torch_cached),
+                          ratio, Percent(row.peak_fraction), GoalVerdict(row));
   }
-  if (GeomeanRatio(rows, "attention_fwdbwd") > 0) {
+  const double weighted = TimeWeightedRatio(rows, RowGroup::kTraining);
+  absl::StrAppendFormat(&table,
+                        "time-weighted torch/ours (training rows): %.2f (goal >=%.2f: %s); "
+                        "geomean %.2f\n",
+                        weighted, kTimeWeightedGoal, PassFail(weighted >= kTimeWeightedGoal),
+                        GeomeanRatio(rows, RowGroup::kTraining));
+  std::vector<TableRow> attention;
+  for (const TableRow& row : rows) {
+    if (absl::StartsWith(row.op, "attention_fwdbwd") && row.group == RowGroup::kTraining) {
+      attention.push_back(row);
+    }
+  }
+  if (!attention.empty()) {
     absl::StrAppendFormat(&table, "geomean torch/ours (attention_fwdbwd): %.2f\n",
-                          GeomeanRatio(rows, "attention_fwdbwd"));
+                          GeomeanRatio(attention, RowGroup::kTraining));
   }
-  absl::StrAppendFormat(&table, "geomean torch/ours: %.2f\n", GeomeanRatio(rows));
+  if (GeomeanRatio(rows, RowGroup::kDecode) > 0) {
+    absl::StrAppendFormat(&table, "decode rows (batch 1): time-weighted %.2f, geomean %.2f\n",
+                          TimeWeightedRatio(rows, RowGroup::kDecode),
+                          GeomeanRatio(rows, RowGroup::kDecode));
+  }
   return table;
 }
 

@@ -2,8 +2,11 @@
 
 Usage: torch_ops.py --threads N [--budget_s S --min_reps R --max_reps R]
 
-Reads one case per line on stdin, {"index": i, "spec": {"op": ..., "mode": ...}}
-as built by benchmarks/op_cases.cc, and answers each at once, so the binary
+Reads one case per line on stdin, {"index": i, "spec": {"op": ..., "mode": ...},
+"inputs": dir, "save_outputs": bool} as built by benchmarks/op_cases.cc and
+ops_vs_torch.cc: the case's inputs are <dir>/<name>.npy, exactly the C++
+side's; with save_outputs, the outputs go to <dir>/out_<i>.npy before timing
+(the C++ side compares them with its own). It answers each at once, so the binary
 can alternate between its own kernels and these (load that comes and goes on
 a shared machine then hits both sides alike). Each case is timed like the C++
 side (two warm-up calls, the second sizing the repetitions, then the median).
@@ -37,17 +40,11 @@ ARGS = parse_args()
 for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[var] = str(ARGS.threads)
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
-GEN = torch.Generator().manual_seed(2017)
-
-
-def rand(*shape, grad=False):
-    """Uniform in [-1, 1), like the C++ side's inputs."""
-    tensor = torch.rand(tuple(shape), generator=GEN) * 2 - 1
-    return tensor.requires_grad_(grad)
 
 
 def forward_only(fn):
@@ -60,67 +57,55 @@ def forward_only(fn):
     return run
 
 
-def backward_only(fn, inputs, grad_shape):
-    """The backward alone: build the graph once, then replay its gradient."""
-    out = fn()
-    dout = rand(*grad_shape)
-
-    def run():
-        torch.autograd.grad(out, inputs, dout, retain_graph=True)
-
-    return run
-
-
-def forward_backward(fn, inputs, grad_shape):
-    dout = rand(*grad_shape)
-
-    def run():
-        torch.autograd.grad(fn(), inputs, dout)
-
-    return run
+def load_inputs(directory):
+    """The case's inputs as the C++ side wrote them (<name>.npy), in torch's
+    own (aligned) memory."""
+    tensors = {}
+    for entry in os.listdir(directory):
+        if entry.endswith(".npy") and not entry.startswith("out_"):
+            tensors[entry[:-4]] = torch.from_numpy(np.load(os.path.join(directory, entry))).clone()
+    return tensors
 
 
-def build(spec):
-    """Returns the call to time for one case."""
+def build(spec, t):
+    """Returns (call to time, call returning the outputs to compare) for one
+    case on the inputs `t`; the outputs come in the C++ side's order."""
     op, mode = spec["op"], spec["mode"]
+    inputs = ()
     if op == "linear":
-        t, i, o = spec["tokens"], spec["in"], spec["out"]
-        x, w, b = rand(t, i, grad=True), rand(o, i, grad=True), rand(o, grad=True)
+        x, w, b = t["x"], t["w"], t["b"]
         fn = lambda: F.linear(x, w, b)
-        inputs, grad_shape = (x, w, b), (t, o)
+        inputs = (x, w, b)
     elif op == "matmul_nt":
-        n, d = spec["n"], spec["d"]
-        a, b = rand(spec["batch"], n, d, grad=True), rand(spec["batch"], n, d, grad=True)
+        a, b = t["a"], t["b"]
         fn = lambda: torch.matmul(a, b.transpose(-1, -2))
-        inputs, grad_shape = (a, b), (spec["batch"], n, n)
+        inputs = (a, b)
     elif op == "add":
-        a, b = rand(spec["tokens"], spec["d"]), rand(spec["tokens"], spec["d"])
+        a, b = t["a"], t["b"]
         fn = lambda: a + b
     elif op == "add_bias":
-        x, bias = rand(spec["tokens"], spec["d"], grad=True), rand(spec["d"], grad=True)
+        x, bias = t["x"], t["bias"]
         fn = lambda: x + bias
-        inputs, grad_shape = (x, bias), (spec["tokens"], spec["d"])
+        inputs = (x, bias)
     elif op == "relu":
-        x = rand(spec["tokens"], spec["d"], grad=True)
+        x = t["x"]
         fn = lambda: F.relu(x)
-        inputs, grad_shape = (x,), (spec["tokens"], spec["d"])
+        inputs = (x,)
     elif op == "dropout":
-        x = rand(spec["tokens"], spec["d"], grad=True)
+        x = t["x"]
         fn = lambda: F.dropout(x, spec["p"], training=True)
-        inputs, grad_shape = (x,), (spec["tokens"], spec["d"])
+        inputs = (x,)
     elif op == "layer_norm":
         d = spec["d"]
-        x, g, b = rand(spec["tokens"], d, grad=True), rand(d, grad=True), rand(d, grad=True)
+        x, g, b = t["x"], t["gain"], t["bias"]
         fn = lambda: F.layer_norm(x, (d,), g, b, 1e-5)
-        inputs, grad_shape = (x, g, b), (spec["tokens"], d)
+        inputs = (x, g, b)
     elif op == "embedding":
-        vocab, d = spec["vocab"], spec["d"]
-        table = rand(vocab, d, grad=True)
-        ids = torch.randint(0, vocab, (spec["batch"], spec["len"]), generator=GEN)
-        scale = math.sqrt(d)
+        table, ids = t["table"], t["ids"]
+        scale = math.sqrt(spec["d"])
         # As in the usual PyTorch Transformer: lookup, then scale.
         fn = lambda: F.embedding(ids, table) * scale
-        inputs, grad_shape = (table,), (spec["batch"], spec["len"], d)
+        inputs = (table,)
     elif op == "positional_encoding":
         length, d = spec["len"], spec["d"]
         # The usual PyTorch module: a precomputed sinusoid buffer added to x.
@@ -129,50 +114,65 @@ def build(spec):
         pe = torch.zeros(length, d)
         pe[:, 0::2] = torch.sin(position * div)
         pe[:, 1::2] = torch.cos(position * div)
-        x = rand(spec["batch"], length, d)
+        x = t["x"]
         fn = lambda: x + pe[:length]
     elif op == "tied_projection":
-        h, table = rand(spec["tokens"], spec["d"], grad=True), rand(spec["vocab"], spec["d"], grad=True)
+        h, table = t["h"], t["table"]
         fn = lambda: F.linear(h, table)
-        inputs, grad_shape = (h, table), (spec["tokens"], spec["vocab"])
+        inputs = (h, table)
     elif op == "attention":
-        shape = (spec["batch"], spec["heads"], spec["n"], spec["d"])
-        q, k, v = rand(*shape, grad=True), rand(*shape, grad=True), rand(*shape, grad=True)
+        q, k, v = t["q"], t["k"], t["v"]
         causal = spec["causal"]
         fn = lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.0, is_causal=causal)
-        inputs, grad_shape = (q, k, v), shape
+        inputs = (q, k, v)
     elif op == "softmax":
-        x = rand(*spec["shape"], grad=True)
+        x = t["x"]
         fn = lambda: torch.softmax(x, -1)
-        inputs, grad_shape = (x,), spec["shape"]
+        inputs = (x,)
     elif op == "cross_entropy":
-        logits = rand(spec["tokens"], spec["vocab"], grad=True)
-        targets = torch.randint(0, spec["vocab"], (spec["tokens"],), generator=GEN)
+        logits, targets = t["logits"], t["targets"]
         fn = lambda: F.cross_entropy(logits, targets, reduction="sum",
                                      label_smoothing=spec["epsilon"])
-        inputs, grad_shape = (logits,), ()
+        inputs = (logits,)
     elif op == "adam":
-        param = torch.nn.Parameter(rand(spec["params"]))
-        param.grad = rand(spec["params"])
+        param = torch.nn.Parameter(t["param"])
+        param.grad = t["grad"]
         # The fastest CPU Adam torch has: the fused kernel where it exists.
         try:
             optimizer = torch.optim.Adam([param], lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
                                          fused=True)
         except (RuntimeError, TypeError):
             optimizer = torch.optim.Adam([param], lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-        fn = optimizer.step
+
+        def step_and_read():
+            optimizer.step()
+            return [param.detach().clone()]
+
+        return optimizer.step, step_and_read
     elif op == "sgemm":
-        a, b = rand(spec["m"], spec["k"]), rand(spec["n"], spec["k"])
+        a, b = t["a"], t["b"]
         fn = lambda: torch.mm(a, b.t())
     else:
         raise ValueError(f"unknown op {op!r}")
 
     if mode == "fwd":
-        return forward_only(fn)
+        def outputs():
+            with torch.no_grad():
+                return [fn()]
+        return forward_only(fn), outputs
+    for tensor in inputs:
+        tensor.requires_grad_(True)
     if mode == "bwd":
-        return backward_only(fn, inputs, grad_shape)
+        # The backward alone: the graph is built once and its gradient replayed.
+        out = fn()
+        # The C++ side's upstream gradient, or d loss = 1 for a scalar loss.
+        dout = t["dout"] if "dout" in t else torch.ones_like(out)
+        run = lambda: torch.autograd.grad(out, inputs, dout, retain_graph=True)
+        return run, lambda: list(run())
     if mode == "fwdbwd":
-        return forward_backward(fn, inputs, grad_shape)
+        dout = t["dout"]
+        run = lambda: torch.autograd.grad(fn(), inputs, dout)
+        return run, lambda: list(run())
     raise ValueError(f"unknown mode {mode!r}")
 
 
@@ -205,12 +205,18 @@ def main():
     print(f"info blas_info {blas_info()}")
     print(f"info cpu_capability {torch.backends.cpu.get_cpu_capability()}")
     print(f"info mkldnn {torch.backends.mkldnn.is_available()}")
+    print(f"info malloc {os.environ.get('LD_PRELOAD') or 'glibc'}")
     print(f"info threads {torch.get_num_threads()}", flush=True)
     for line in sys.stdin:
         if not line.strip():
             continue
         case = json.loads(line)
-        ms = median_ms(build(case["spec"]))
+        run, outputs = build(case["spec"], load_inputs(case["inputs"]))
+        if case["save_outputs"]:
+            # Before timing: a step of Adam changes its parameters.
+            for i, out in enumerate(outputs()):
+                np.save(os.path.join(case["inputs"], f"out_{i}.npy"), out.detach().numpy())
+        ms = median_ms(run)
         print(f"result {case['index']} {ms:.6f}", flush=True)
         print(f"  torch {case['spec']['op']} {case['spec']['mode']}: {ms:.3f} ms",
               file=sys.stderr, flush=True)

@@ -19,9 +19,16 @@ if [[ "$(id -u)" -ne 0 && "${VENV}" == /opt/* ]]; then
   exit 1
 fi
 
-if ! "${PYTHON}" -c 'import venv, ensurepip' 2>/dev/null; then
+# python3-venv for the venv; libjemalloc2 for ops_vs_torch's second PyTorch
+# run under a caching malloc (LD_PRELOAD), as PyTorch's tuning guide advises.
+if ! "${PYTHON}" -c 'import venv, ensurepip' 2>/dev/null ||
+   [[ ! -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ]]; then
+  if [[ "$(id -u)" -ne 0 ]]; then
+    echo "setup_bench.sh: run as root to install python3-venv and libjemalloc2" >&2
+    exit 1
+  fi
   apt-get update
-  apt-get install -y python3-venv
+  apt-get install -y python3-venv libjemalloc2
 fi
 
 if [[ ! -x "${VENV}/bin/python3" ]]; then

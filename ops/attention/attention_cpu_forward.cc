@@ -15,6 +15,10 @@ TFM_ISA_BEGIN
 namespace attention_cpu {
 
 void Forward(const Problem& problem, float* out, float* lse) {
+  if (problem.params.q_len == 1) {  // A decoding step: matrix-vector work, no tiles.
+    ForwardSingleQuery(problem, out, lse);
+    return;
+  }
   if (UsePackedKernels(problem.params)) {
     ForwardPacked(problem, out, lse);
     return;

@@ -107,6 +107,9 @@ void ParallelTasks(int64_t count, int64_t scratch_floats, const Fn& fn) {
 // out [batch, heads, q_len, d_v] and lse [batch, heads, q_len].
 void Forward(const Problem& problem, float* out, float* lse);
 
+// Forward's whole job when q_len == 1 (attention_cpu_single_query.cc).
+void ForwardSingleQuery(const Problem& problem, float* out, float* lse);
+
 // dq, dk, dv shaped like q, k, v.
 void Backward(const Problem& problem, const float* out, const float* lse, const float* d_out,
               float* dq, float* dk, float* dv);

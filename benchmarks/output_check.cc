@@ -1,0 +1,63 @@
+#include "benchmarks/output_check.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace bench {
+namespace {
+
+// Each element of `out` is 0 (dropped) or input / (1 - p) (kept, to the
+// unit tests' 1e-5), and the dropped fraction is p to within 0.01 (at 2M
+// elements a fair mask is within 0.001).
+absl::Status CheckDropoutPattern(const Tensor& input, const Tensor& out, double p) {
+  if (input.shape() != out.shape()) return absl::InternalError("dropout output shape differs");
+  const float* x = input.data<float>();
+  const float* y = out.data<float>();
+  const double keep = 1.0 / (1.0 - p);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    if (y[i] == 0.0f && x[i] != 0.0f) {
+      ++dropped;
+    } else if (std::abs(y[i] - x[i] * keep) > 1e-5 + 1e-5 * std::abs(x[i] * keep)) {
+      return absl::InternalError(absl::StrFormat(
+          "element %d is %g, neither 0 nor input %g / (1 - %g)", i, y[i], x[i], p));
+    }
+  }
+  const double fraction = static_cast<double>(dropped) / out.num_elements();
+  if (std::abs(fraction - p) > 0.01) {
+    return absl::InternalError(absl::StrFormat("dropped %.4f of the elements, not %g", fraction, p));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckOutputs(const OpCase& op_case, const std::vector<NamedTensor>& inputs,
+                          const std::vector<Tensor>& ours, const std::vector<Tensor>& torch) {
+  if (ours.size() != torch.size()) {
+    return absl::InternalError(
+        absl::StrCat("ours has ", ours.size(), " outputs, PyTorch ", torch.size()));
+  }
+  for (size_t i = 0; i < ours.size(); ++i) {
+    if (op_case.check == Check::kDropoutPattern) {
+      const Tensor& input = inputs.back().tensor;
+      absl::Status status = CheckDropoutPattern(input, ours[i], kDropoutP);
+      if (!status.ok()) return absl::InternalError(absl::StrCat("ours: ", status.message()));
+      status = CheckDropoutPattern(input, torch[i], kDropoutP);
+      if (!status.ok()) return absl::InternalError(absl::StrCat("PyTorch: ", status.message()));
+      continue;
+    }
+    const ::testing::AssertionResult close = testing::AllClose(ours[i], torch[i], op_case.tolerance);
+    if (!close) {
+      return absl::InternalError(absl::StrCat("output ", i, ": ", close.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace bench
+}  // namespace tfm

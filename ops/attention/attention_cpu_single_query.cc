@@ -1,0 +1,142 @@
+// Forward for one query row per head (q_len == 1): a decoder step at batch 1
+// against its KV cache. The tile loops would spend a 64-row query tile and a
+// BLAS call per key tile on one row; here each head is two matrix-vector
+// passes instead: one over K (scores, with their max on the way) and one
+// over V (the probability-weighted sum), with the exponentials in between
+// taken over a scores row that stays in L1. Same masks, dropout layout, lse
+// and empty-row convention as the tile loops (attention.h).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "ops/attention/attention_cpu_tiles.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/simd_math.h"
+#include "ops/cpu_math/vec.h"
+
+TFM_ISA_BEGIN
+namespace attention_cpu {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Below this many floats of K and V over all heads, waking the pool costs
+// more than it saves (a few microseconds against ~0.1 ns per float).
+constexpr int64_t kMinParallelFloats = int64_t{1} << 17;
+
+// scores[j] = scale * q . k_j for the n rows of k (d apart). Four keys per
+// pass keep four independent FMA chains in flight: one dot product at a time
+// would wait on the FMA latency at every step of a 64-wide row.
+void ScaledScores(const float* q, const float* k, int64_t n, int64_t d, float scale,
+                  float* scores) {
+  using namespace simd;  // NOLINT: the vector layer's small vocabulary.
+  const int64_t whole = d / kLanes * kLanes;
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const float* k0 = k + j * d;
+    VecF acc[4] = {Zero(), Zero(), Zero(), Zero()};
+    for (int64_t c = 0; c < whole; c += kLanes) {
+      const VecF qc = Load(q + c);
+      for (int r = 0; r < 4; ++r) acc[r] = MulAdd(qc, Load(k0 + r * d + c), acc[r]);
+    }
+    if (whole < d) {
+      const VecF qc = LoadFirst(q + whole, d - whole);
+      for (int r = 0; r < 4; ++r) {
+        acc[r] = MulAdd(qc, LoadFirst(k0 + r * d + whole, d - whole), acc[r]);
+      }
+    }
+    for (int r = 0; r < 4; ++r) scores[j + r] = scale * ReduceSum(acc[r]);
+  }
+  for (; j < n; ++j) scores[j] = scale * Dot(q, k + j * d, d);
+}
+
+// out = sum_j weights[j] * v_j over the n rows of v (d apart). Columns go in
+// blocks of four vectors and keys in pairs, so eight FMA chains run at once
+// while a block of out stays in registers.
+void WeightedRowSum(const float* weights, const float* v, int64_t n, int64_t d, float* out) {
+  using namespace simd;  // NOLINT
+  constexpr int64_t kBlock = 4 * kLanes;
+  int64_t c = 0;
+  for (; c + kBlock <= d; c += kBlock) {
+    VecF even[4], odd[4];
+    for (int i = 0; i < 4; ++i) even[i] = odd[i] = Zero();
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+      const VecF w0 = Set(weights[j]), w1 = Set(weights[j + 1]);
+      const float* v0 = v + j * d + c;
+      for (int i = 0; i < 4; ++i) {
+        even[i] = MulAdd(w0, Load(v0 + kLanes * i), even[i]);
+        odd[i] = MulAdd(w1, Load(v0 + d + kLanes * i), odd[i]);
+      }
+    }
+    if (j < n) {
+      const VecF w = Set(weights[j]);
+      for (int i = 0; i < 4; ++i) even[i] = MulAdd(w, Load(v + j * d + c + kLanes * i), even[i]);
+    }
+    for (int i = 0; i < 4; ++i) Store(even[i] + odd[i], out + c + kLanes * i);
+  }
+  if (c == d) return;
+  std::fill(out + c, out + d, 0.0f);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = c; i < d; ++i) out[i] += weights[j] * v[j * d + i];
+  }
+}
+
+// One head: out [d_v] and lse for the query of head bh. `scores` holds
+// k_len floats, `multipliers` too when there is dropout.
+void AttendOneHead(const Problem& problem, int64_t bh, float* scores, float* multipliers,
+                   float* out, float* lse) {
+  const AttentionParams& p = problem.params;
+  const int64_t b = bh / p.heads;
+  // The causal mask lets the one query see every cached key; only the key
+  // mask ends the row early.
+  const int64_t end = problem.RowKeyEnd(b, 0);
+  ScaledScores(problem.q + bh * p.d_k, problem.k + bh * p.k_len * p.d_k, end, p.d_k, p.scale,
+               scores);
+  MaskScores(problem, b, 0, 1, 0, end, scores, end);
+  const float max = simd::Max(scores, end);
+  if (max == kNegInf) {  // No visible key (also end == 0): zero out, lse -inf.
+    std::memset(out, 0, p.d_v * sizeof(float));
+    *lse = kNegInf;
+    return;
+  }
+  const float sum = simd::ExpShiftedSum(scores, end, max);
+  // Dropout drops probabilities after normalisation (the sum counts every
+  // key), exactly as in the tile loops.
+  if (p.dropout > 0.0f) {
+    DropoutMultipliers(p, bh * p.k_len, end, multipliers);
+    for (int64_t j = 0; j < end; ++j) scores[j] *= multipliers[j];
+  }
+  WeightedRowSum(scores, problem.v + bh * p.k_len * p.d_v, end, p.d_v, out);
+  simd::Scale(out, p.d_v, 1.0f / sum);
+  *lse = max + std::log(sum);
+}
+
+}  // namespace
+
+void ForwardSingleQuery(const Problem& problem, float* out, float* lse) {
+  const AttentionParams& p = problem.params;
+  TFM_CHECK(p.q_len == 1, "ForwardSingleQuery takes one query row per head");
+  const int64_t heads_total = p.batch * p.heads;
+  const int64_t scratch = p.dropout > 0.0f ? 2 * p.k_len : p.k_len;
+  const auto run = [&](int64_t begin, int64_t end) {
+    std::vector<float> buffer(std::max<int64_t>(scratch, 1));
+    for (int64_t bh = begin; bh < end; ++bh) {
+      AttendOneHead(problem, bh, buffer.data(), buffer.data() + p.k_len, out + bh * p.d_v,
+                    lse + bh);
+    }
+  };
+  ThreadPool* pool = ThreadPool::Default();
+  if (heads_total * p.k_len * (p.d_k + p.d_v) < kMinParallelFloats || pool->num_threads() == 1) {
+    run(0, heads_total);
+    return;
+  }
+  pool->ParallelFor(heads_total, 1, run);
+}
+
+}  // namespace attention_cpu
+TFM_ISA_END
