@@ -112,7 +112,7 @@ TEST_F(LayersTest, MasksHideWhatTheyShould) {
       Create("multi_head_attention", SmallModel(), {{"self_attention", true}, {"causal", true}});
   ASSERT_NE(attention, nullptr);
   ForwardContext eval;
-  const Tensor x = Random({1, 4, 8});
+  Tensor x = Random({1, 4, 8});  // Edited in place below.
   const std::vector<float> before = (*attention->Forward(eval, {x, Lengths({3})}))[0].ToVector<float>();
   x.data<float>()[3 * 8] += 5.0f;  // Change the padded position 3.
   const std::vector<float> after = (*attention->Forward(eval, {x, Lengths({3})}))[0].ToVector<float>();
