@@ -35,7 +35,7 @@ struct Parameter {
 // resumed run reproduces them. Backward regenerates masks from the states
 // its forward kept, so it needs no context.
 struct ForwardContext {
-  bool training = false;  // False: every dropout is the identity.
+  bool training = false;     // False: every dropout is the identity.
   Generator* rng = nullptr;  // Required when training.
 };
 
@@ -48,8 +48,7 @@ class Layer {
                                                       absl::Span<const Tensor> inputs) = 0;
   // Given d(loss)/d(outputs), accumulates parameter gradients and returns
   // d(loss)/d(inputs).
-  virtual absl::StatusOr<std::vector<Tensor>> Backward(
-      absl::Span<const Tensor> output_grads) = 0;
+  virtual absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) = 0;
   virtual std::vector<Parameter*> Parameters() { return {}; }
 };
 
@@ -75,8 +74,7 @@ struct LayerDef {
 Registry<LayerDef>& LayerRegistry();
 
 // Builds a registered layer; unknown names list the known ones.
-absl::StatusOr<std::unique_ptr<Layer>> CreateLayer(absl::string_view name,
-                                                   const LayerArgs& args);
+absl::StatusOr<std::unique_ptr<Layer>> CreateLayer(absl::string_view name, const LayerArgs& args);
 
 namespace internal {
 struct LayerRegistrar {
@@ -84,9 +82,8 @@ struct LayerRegistrar {
 };
 }  // namespace internal
 
-#define TFM_REGISTER_LAYER(...)                              \
-  static ::tfm::internal::LayerRegistrar TFM_UNIQUE_NAME(    \
-      tfm_layer_registrar_)(__VA_ARGS__)
+#define TFM_REGISTER_LAYER(...) \
+  static ::tfm::internal::LayerRegistrar TFM_UNIQUE_NAME(tfm_layer_registrar_)(__VA_ARGS__)
 
 }  // namespace tfm
 

@@ -17,8 +17,7 @@ class DecoderLayer : public Layer {
  public:
   static absl::StatusOr<std::unique_ptr<Layer>> Create(const LayerArgs& args) {
     auto layer = std::make_unique<DecoderLayer>();
-    TFM_ASSIGN_OR_RETURN(layer->self_attention_,
-                         CreateSelfAttentionBlock(args, /*causal=*/true));
+    TFM_ASSIGN_OR_RETURN(layer->self_attention_, CreateSelfAttentionBlock(args, /*causal=*/true));
     TFM_ASSIGN_OR_RETURN(layer->encoder_attention_, CreateEncoderAttentionBlock(args));
     TFM_ASSIGN_OR_RETURN(layer->feed_forward_, CreateFeedForwardBlock(args));
     return std::unique_ptr<Layer>(std::move(layer));
@@ -36,8 +35,7 @@ class DecoderLayer : public Layer {
     return feed_forward_->Forward(context, {crossed[0]});
   }
 
-  absl::StatusOr<std::vector<Tensor>> Backward(
-      absl::Span<const Tensor> output_grads) override {
+  absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> d_crossed, feed_forward_->Backward(output_grads));
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> d_attended,
                          encoder_attention_->Backward({d_crossed[0]}));

@@ -10,10 +10,10 @@ namespace tfm {
 absl::StatusOr<Dense> Dense::Create(const LayerArgs& args, absl::string_view name, int64_t in,
                                     int64_t out) {
   Dense dense;
-  TFM_ASSIGN_OR_RETURN(dense.weight_, MakeParameter(args, absl::StrCat(name, ".weight"),
-                                                    {out, in}, ParameterInit::kXavierUniform));
-  TFM_ASSIGN_OR_RETURN(dense.bias_, MakeParameter(args, absl::StrCat(name, ".bias"), {out},
-                                                  ParameterInit::kZeros));
+  TFM_ASSIGN_OR_RETURN(dense.weight_, MakeParameter(args, absl::StrCat(name, ".weight"), {out, in},
+                                                    ParameterInit::kXavierUniform));
+  TFM_ASSIGN_OR_RETURN(
+      dense.bias_, MakeParameter(args, absl::StrCat(name, ".bias"), {out}, ParameterInit::kZeros));
   return dense;
 }
 

@@ -16,8 +16,8 @@ namespace tfm {
 
 class Dense {
  public:
-  static absl::StatusOr<Dense> Create(const LayerArgs& args, absl::string_view name,
-                                      int64_t in, int64_t out);
+  static absl::StatusOr<Dense> Create(const LayerArgs& args, absl::string_view name, int64_t in,
+                                      int64_t out);
 
   // x [..., in] -> [..., out]; keeps x.
   absl::StatusOr<Tensor> Forward(const Tensor& x);

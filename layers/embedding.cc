@@ -7,6 +7,8 @@
 // pre-softmax projection and adds up its three gradients. Positions are
 // sinusoidal, or with positional_encoding LEARNED a parameter
 // "embed_positions.weight" [max_positions, d_model] (Table 3, row E).
+#include "ops/embedding/embedding.h"
+
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -19,7 +21,6 @@
 #include "layers/dropout_site.h"
 #include "layers/parameter_init.h"
 #include "ops/add/add.h"
-#include "ops/embedding/embedding.h"
 #include "ops/positional_encoding/positional_encoding.h"
 
 namespace tfm {
@@ -34,10 +35,10 @@ class EmbeddingLayer : public Layer {
     layer->dropout_ = DropoutSite(args.model.dropout());
     layer->device_ = args.device;
     if (args.model.positional_encoding() == config::ModelConfig::LEARNED) {
-      TFM_ASSIGN_OR_RETURN(layer->positions_.emplace(),
-                           MakeParameter(args, "embed_positions.weight",
-                                         {args.model.max_positions(), d},
-                                         ParameterInit::kScaledNormal));
+      TFM_ASSIGN_OR_RETURN(
+          layer->positions_.emplace(),
+          MakeParameter(args, "embed_positions.weight", {args.model.max_positions(), d},
+                        ParameterInit::kScaledNormal));
     }
     return std::unique_ptr<Layer>(std::move(layer));
   }
@@ -62,14 +63,12 @@ class EmbeddingLayer : public Layer {
     return std::vector<Tensor>{x};
   }
 
-  absl::StatusOr<std::vector<Tensor>> Backward(
-      absl::Span<const Tensor> output_grads) override {
+  absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
     TFM_ASSIGN_OR_RETURN(Tensor d_sum, dropout_.Backward(output_grads[0]));
     if (positions_) {
       TFM_ASSIGN_OR_RETURN(AddGrads d_rows, AddBackward(d_sum, position_rows_));
       TFM_ASSIGN_OR_RETURN(Tensor d_positions,
-                           EmbeddingBackward(position_ids_, d_rows.db,
-                                             positions_->value.dim(0)));
+                           EmbeddingBackward(position_ids_, d_rows.db, positions_->value.dim(0)));
       TFM_RETURN_IF_ERROR(AccumulateGrad(*positions_, d_positions));
     }
     TFM_ASSIGN_OR_RETURN(Tensor d_table, EmbeddingBackward(ids_, d_sum, vocab_, scale_));

@@ -15,8 +15,7 @@ class EncoderLayer : public Layer {
  public:
   static absl::StatusOr<std::unique_ptr<Layer>> Create(const LayerArgs& args) {
     auto layer = std::make_unique<EncoderLayer>();
-    TFM_ASSIGN_OR_RETURN(layer->self_attention_,
-                         CreateSelfAttentionBlock(args, /*causal=*/false));
+    TFM_ASSIGN_OR_RETURN(layer->self_attention_, CreateSelfAttentionBlock(args, /*causal=*/false));
     TFM_ASSIGN_OR_RETURN(layer->feed_forward_, CreateFeedForwardBlock(args));
     return std::unique_ptr<Layer>(std::move(layer));
   }
@@ -28,8 +27,7 @@ class EncoderLayer : public Layer {
     return feed_forward_->Forward(context, {attended[0]});
   }
 
-  absl::StatusOr<std::vector<Tensor>> Backward(
-      absl::Span<const Tensor> output_grads) override {
+  absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> d_attended, feed_forward_->Backward(output_grads));
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> dx, self_attention_->Backward({d_attended[0]}));
     return std::vector<Tensor>{dx[0], Tensor()};

@@ -34,8 +34,7 @@ class FeedForward : public Layer {
     return std::vector<Tensor>{y};
   }
 
-  absl::StatusOr<std::vector<Tensor>> Backward(
-      absl::Span<const Tensor> output_grads) override {
+  absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
     TFM_ASSIGN_OR_RETURN(Tensor d_dropped, fc2_.Backward(output_grads[0]));
     TFM_ASSIGN_OR_RETURN(Tensor d_activated, relu_dropout_.Backward(d_dropped));
     TFM_ASSIGN_OR_RETURN(Tensor d_hidden, ReluBackward(d_activated, activated_));

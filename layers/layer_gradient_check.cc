@@ -13,16 +13,16 @@ namespace testing {
   for (const Parameter* p : parameters) all_inputs.push_back(p->value);
 
   // Runs the layer with the parameters set from inputs[num_inputs...].
-  const auto run_forward = [&](const std::vector<Tensor>& in)
-      -> absl::StatusOr<std::vector<Tensor>> {
+  const auto run_forward =
+      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
     for (size_t k = 0; k < parameters.size(); ++k) parameters[k]->value = in[num_inputs + k];
     Generator rng(/*seed=*/20170612, /*stream=*/3);
     ForwardContext context{training, &rng};
     return layer.Forward(context, absl::MakeConstSpan(in.data(), num_inputs));
   };
-  const auto run_backward = [&](const std::vector<Tensor>& in, const std::vector<Tensor>&,
-                                const std::vector<Tensor>& dout)
-      -> absl::StatusOr<std::vector<Tensor>> {
+  const auto run_backward =
+      [&](const std::vector<Tensor>& in, const std::vector<Tensor>&,
+          const std::vector<Tensor>& dout) -> absl::StatusOr<std::vector<Tensor>> {
     for (Parameter* p : parameters) {
       absl::StatusOr<Tensor> zeros = Fill(p->value.shape(), 0.0, DType::kF32);
       if (!zeros.ok()) return zeros.status();

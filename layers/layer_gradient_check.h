@@ -18,8 +18,7 @@ namespace testing {
 // dropout masks from the same generator state, so the masks are fixed and
 // checked too. The layer's parameter values are restored afterwards.
 ::testing::AssertionResult CheckLayerGradients(Layer& layer, const std::vector<Tensor>& inputs,
-                                               bool training,
-                                               GradientCheckOptions options = {});
+                                               bool training, GradientCheckOptions options = {});
 
 }  // namespace testing
 }  // namespace tfm

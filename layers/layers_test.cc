@@ -71,9 +71,8 @@ class LayersTest : public ::testing::Test {
 
 TEST_F(LayersTest, SelfAttentionGradientsWithPaddingCausalAndDropout) {
   for (const bool causal : {false, true}) {
-    std::unique_ptr<Layer> attention =
-        Create("multi_head_attention", SmallModel(),
-               {{"self_attention", true}, {"causal", causal}});
+    std::unique_ptr<Layer> attention = Create("multi_head_attention", SmallModel(),
+                                              {{"self_attention", true}, {"causal", causal}});
     ASSERT_NE(attention, nullptr);
     EXPECT_TRUE(CheckLayerGradients(*attention, {Random({2, 5, 8}), Lengths({5, 3})},
                                     /*training=*/true))
@@ -92,17 +91,16 @@ TEST_F(LayersTest, AttentionParametersAreNamedLikeFairseq) {
   std::unique_ptr<Layer> attention =
       Create("multi_head_attention", SmallModel(), {}, "decoder.layers.0.encoder_attn.");
   ASSERT_NE(attention, nullptr);
-  EXPECT_THAT(Names(*attention),
-              ElementsAre("decoder.layers.0.encoder_attn.q_proj.weight",
-                          "decoder.layers.0.encoder_attn.q_proj.bias",
-                          "decoder.layers.0.encoder_attn.k_proj.weight",
-                          "decoder.layers.0.encoder_attn.k_proj.bias",
-                          "decoder.layers.0.encoder_attn.v_proj.weight",
-                          "decoder.layers.0.encoder_attn.v_proj.bias",
-                          "decoder.layers.0.encoder_attn.out_proj.weight",
-                          "decoder.layers.0.encoder_attn.out_proj.bias"));
-  EXPECT_EQ(attention->Parameters()[4]->value.shape(), (Shape{2 * 5, 8}));    // v: h d_v.
-  EXPECT_EQ(attention->Parameters()[6]->value.shape(), (Shape{8, 2 * 5}));    // out.
+  EXPECT_THAT(Names(*attention), ElementsAre("decoder.layers.0.encoder_attn.q_proj.weight",
+                                             "decoder.layers.0.encoder_attn.q_proj.bias",
+                                             "decoder.layers.0.encoder_attn.k_proj.weight",
+                                             "decoder.layers.0.encoder_attn.k_proj.bias",
+                                             "decoder.layers.0.encoder_attn.v_proj.weight",
+                                             "decoder.layers.0.encoder_attn.v_proj.bias",
+                                             "decoder.layers.0.encoder_attn.out_proj.weight",
+                                             "decoder.layers.0.encoder_attn.out_proj.bias"));
+  EXPECT_EQ(attention->Parameters()[4]->value.shape(), (Shape{2 * 5, 8}));  // v: h d_v.
+  EXPECT_EQ(attention->Parameters()[6]->value.shape(), (Shape{8, 2 * 5}));  // out.
 }
 
 // A padded key changes no real query's output; a causal query ignores
@@ -113,13 +111,16 @@ TEST_F(LayersTest, MasksHideWhatTheyShould) {
   ASSERT_NE(attention, nullptr);
   ForwardContext eval;
   Tensor x = Random({1, 4, 8});  // Edited in place below.
-  const std::vector<float> before = (*attention->Forward(eval, {x, Lengths({3})}))[0].ToVector<float>();
+  const std::vector<float> before =
+      (*attention->Forward(eval, {x, Lengths({3})}))[0].ToVector<float>();
   x.data<float>()[3 * 8] += 5.0f;  // Change the padded position 3.
-  const std::vector<float> after = (*attention->Forward(eval, {x, Lengths({3})}))[0].ToVector<float>();
+  const std::vector<float> after =
+      (*attention->Forward(eval, {x, Lengths({3})}))[0].ToVector<float>();
   for (int i = 0; i < 3 * 8; ++i) EXPECT_FLOAT_EQ(before[i], after[i]) << i;
   EXPECT_NE(before[3 * 8], after[3 * 8]);  // Position 3 itself did change.
-  x.data<float>()[2 * 8] += 5.0f;  // Position 2: 0 and 1 must not see it (causal).
-  const std::vector<float> later = (*attention->Forward(eval, {x, Lengths({4})}))[0].ToVector<float>();
+  x.data<float>()[2 * 8] += 5.0f;          // Position 2: 0 and 1 must not see it (causal).
+  const std::vector<float> later =
+      (*attention->Forward(eval, {x, Lengths({4})}))[0].ToVector<float>();
   const std::vector<float> unpadded =
       (*attention->Forward(eval, {x, Tensor()}))[0].ToVector<float>();
   for (int i = 0; i < 2 * 8; ++i) EXPECT_FLOAT_EQ(later[i], before[i]) << i;
@@ -138,16 +139,15 @@ TEST_F(LayersTest, ResidualPostAndPreNormGradients) {
   for (const auto position : {config::ModelConfig::POST, config::ModelConfig::PRE}) {
     config::ModelConfig model = SmallModel();
     model.set_norm_position(position);
-    std::unique_ptr<Layer> block =
-        Create("residual", model,
-               {{"sublayer", std::string("multi_head_attention")},
-                {"sublayer_scope", std::string("encoder_attn")},
-                {"norm_scope", std::string("encoder_attn_layer_norm")}});
+    std::unique_ptr<Layer> block = Create("residual", model,
+                                          {{"sublayer", std::string("multi_head_attention")},
+                                           {"sublayer_scope", std::string("encoder_attn")},
+                                           {"norm_scope", std::string("encoder_attn_layer_norm")}});
     ASSERT_NE(block, nullptr);
     EXPECT_THAT(Names(*block), ::testing::Contains("encoder_attn_layer_norm.weight"));
     EXPECT_THAT(Names(*block), ::testing::Contains("encoder_attn.q_proj.weight"));
-    EXPECT_TRUE(CheckLayerGradients(
-        *block, {Random({2, 3, 8}), Random({2, 4, 8}), Lengths({4, 1})}, /*training=*/true))
+    EXPECT_TRUE(CheckLayerGradients(*block, {Random({2, 3, 8}), Random({2, 4, 8}), Lengths({4, 1})},
+                                    /*training=*/true))
         << config::ModelConfig::NormPosition_Name(position);
   }
 }
@@ -171,7 +171,8 @@ TEST_F(LayersTest, EmbeddingIsScaledTableRowPlusSinusoid) {
   ASSERT_NE(embedding, nullptr);
   const Tensor table = Random({3, 8});
   ForwardContext eval;
-  const Tensor x = (*embedding->Forward(eval, {table, *Tensor::FromVector<int32_t>({2, 1}, {1, 2})}))[0];
+  const Tensor x =
+      (*embedding->Forward(eval, {table, *Tensor::FromVector<int32_t>({2, 1}, {1, 2})}))[0];
   // Position 1, dimensions 0 and 1: sin(1) and cos(1).
   EXPECT_NEAR(x.data<float>()[8], std::sqrt(8.0f) * table.data<float>()[8] + std::sin(1.0f), 1e-5);
   EXPECT_NEAR(x.data<float>()[9], std::sqrt(8.0f) * table.data<float>()[9] + std::cos(1.0f), 1e-5);
@@ -198,14 +199,12 @@ TEST_F(LayersTest, EncoderAndDecoderLayerGradients) {
                                   /*training=*/true, AcrossRelu()));
   std::unique_ptr<Layer> decoder = Create("decoder_layer", SmallModel());
   ASSERT_NE(decoder, nullptr);
-  EXPECT_THAT(Names(*decoder), ::testing::IsSupersetOf({"self_attn.q_proj.weight",
-                                                        "self_attn_layer_norm.bias",
-                                                        "encoder_attn.out_proj.bias",
-                                                        "encoder_attn_layer_norm.weight",
-                                                        "fc2.weight", "final_layer_norm.bias"}));
-  EXPECT_TRUE(CheckLayerGradients(
-      *decoder, {Random({2, 3, 8}), Random({2, 4, 8}), Lengths({4, 2})}, /*training=*/true,
-      AcrossRelu()));
+  EXPECT_THAT(Names(*decoder), ::testing::IsSupersetOf(
+                                   {"self_attn.q_proj.weight", "self_attn_layer_norm.bias",
+                                    "encoder_attn.out_proj.bias", "encoder_attn_layer_norm.weight",
+                                    "fc2.weight", "final_layer_norm.bias"}));
+  EXPECT_TRUE(CheckLayerGradients(*decoder, {Random({2, 3, 8}), Random({2, 4, 8}), Lengths({4, 2})},
+                                  /*training=*/true, AcrossRelu()));
 }
 
 TEST_F(LayersTest, PreNormDecoderStackGradientsAndFinalNorm) {
@@ -218,9 +217,8 @@ TEST_F(LayersTest, PreNormDecoderStackGradientsAndFinalNorm) {
   const std::vector<std::string> names = Names(*stack);
   EXPECT_EQ(names.front(), "decoder.layers.0.self_attn.q_proj.weight");
   EXPECT_EQ(names.back(), "decoder.layer_norm.bias");
-  EXPECT_TRUE(CheckLayerGradients(
-      *stack, {Random({2, 3, 8}), Random({2, 4, 8}), Lengths({3, 4})}, /*training=*/true,
-      AcrossRelu()));
+  EXPECT_TRUE(CheckLayerGradients(*stack, {Random({2, 3, 8}), Random({2, 4, 8}), Lengths({3, 4})},
+                                  /*training=*/true, AcrossRelu()));
 }
 
 // A layer registered under another name (as a plugin would) replaces the

@@ -29,16 +29,14 @@ class MultiHeadAttention : public Layer {
     auto layer = std::make_unique<MultiHeadAttention>();
     const config::ModelConfig& model = args.model;
     const int64_t d = model.d_model(), h = model.num_heads();
-    TFM_ASSIGN_OR_RETURN(layer->self_attention_,
-                         args.attrs.GetOr<bool>("self_attention", false));
+    TFM_ASSIGN_OR_RETURN(layer->self_attention_, args.attrs.GetOr<bool>("self_attention", false));
     TFM_ASSIGN_OR_RETURN(layer->options_.causal, args.attrs.GetOr<bool>("causal", false));
     layer->heads_ = h;
     layer->attention_dropout_ = model.attention_dropout();
     TFM_ASSIGN_OR_RETURN(layer->q_proj_, Dense::Create(args, "q_proj", d, h * model.d_k()));
     TFM_ASSIGN_OR_RETURN(layer->k_proj_, Dense::Create(args, "k_proj", d, h * model.d_k()));
     TFM_ASSIGN_OR_RETURN(layer->v_proj_, Dense::Create(args, "v_proj", d, h * model.d_v()));
-    TFM_ASSIGN_OR_RETURN(layer->out_proj_,
-                         Dense::Create(args, "out_proj", h * model.d_v(), d));
+    TFM_ASSIGN_OR_RETURN(layer->out_proj_, Dense::Create(args, "out_proj", h * model.d_v(), d));
     return std::unique_ptr<Layer>(std::move(layer));
   }
 
@@ -63,9 +61,9 @@ class MultiHeadAttention : public Layer {
     options_.dropout = context.training ? attention_dropout_ : 0.0f;
     options_.dropout_state = PhiloxState{};
     if (options_.dropout > 0.0f) {
-      TFM_ASSIGN_OR_RETURN(options_.dropout_state,
-                           DropoutSite::Reserve(context, q_.dim(0) * heads_ * q_.dim(2) *
-                                                             k_.dim(2)));
+      TFM_ASSIGN_OR_RETURN(
+          options_.dropout_state,
+          DropoutSite::Reserve(context, q_.dim(0) * heads_ * q_.dim(2) * k_.dim(2)));
     }
     TFM_ASSIGN_OR_RETURN(attention_, ScaledDotProductAttention(q_, k_, v_, options_));
     TFM_ASSIGN_OR_RETURN(Tensor merged, MergeHeads(attention_.out));
@@ -73,8 +71,7 @@ class MultiHeadAttention : public Layer {
     return std::vector<Tensor>{y};
   }
 
-  absl::StatusOr<std::vector<Tensor>> Backward(
-      absl::Span<const Tensor> output_grads) override {
+  absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
     TFM_ASSIGN_OR_RETURN(Tensor d_merged, out_proj_.Backward(output_grads[0]));
     TFM_ASSIGN_OR_RETURN(Tensor d_out, MergeHeadsBackward(d_merged, heads_));
     TFM_ASSIGN_OR_RETURN(AttentionGrads grads,

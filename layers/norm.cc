@@ -10,10 +10,10 @@ namespace tfm {
 absl::StatusOr<Norm> Norm::Create(const LayerArgs& args, absl::string_view name) {
   Norm norm;
   const int64_t d = args.model.d_model();
-  TFM_ASSIGN_OR_RETURN(norm.gain_, MakeParameter(args, absl::StrCat(name, ".weight"), {d},
-                                                 ParameterInit::kOnes));
-  TFM_ASSIGN_OR_RETURN(norm.bias_, MakeParameter(args, absl::StrCat(name, ".bias"), {d},
-                                                 ParameterInit::kZeros));
+  TFM_ASSIGN_OR_RETURN(
+      norm.gain_, MakeParameter(args, absl::StrCat(name, ".weight"), {d}, ParameterInit::kOnes));
+  TFM_ASSIGN_OR_RETURN(
+      norm.bias_, MakeParameter(args, absl::StrCat(name, ".bias"), {d}, ParameterInit::kZeros));
   norm.eps_ = args.model.layer_norm_epsilon();
   return norm;
 }

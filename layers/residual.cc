@@ -54,8 +54,7 @@ class Residual : public Layer {
     return std::vector<Tensor>{y};
   }
 
-  absl::StatusOr<std::vector<Tensor>> Backward(
-      absl::Span<const Tensor> output_grads) override {
+  absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
     Tensor d_sum = output_grads[0];
     if (!pre_norm_) {
       TFM_ASSIGN_OR_RETURN(d_sum, norm_.Backward(d_sum));

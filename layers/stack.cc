@@ -56,8 +56,7 @@ class Stack : public Layer {
     return std::vector<Tensor>{layer_inputs[0]};
   }
 
-  absl::StatusOr<std::vector<Tensor>> Backward(
-      absl::Span<const Tensor> output_grads) override {
+  absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
     Tensor dx = output_grads[0];
     if (final_norm_) {
       TFM_ASSIGN_OR_RETURN(dx, final_norm_->Backward(dx));

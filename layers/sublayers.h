@@ -13,8 +13,7 @@ namespace tfm {
 
 // Self-attention ("self_attn", norm "self_attn_layer_norm"): inputs
 // {x, key_lengths}, backward {dx, -}.
-absl::StatusOr<std::unique_ptr<Layer>> CreateSelfAttentionBlock(const LayerArgs& args,
-                                                                bool causal);
+absl::StatusOr<std::unique_ptr<Layer>> CreateSelfAttentionBlock(const LayerArgs& args, bool causal);
 
 // Encoder-decoder attention ("encoder_attn", norm "encoder_attn_layer_norm"):
 // inputs {x, memory, memory_lengths}, backward {dx, dmemory, -}.

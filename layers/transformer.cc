@@ -50,8 +50,7 @@ absl::Status CheckBatch(const Batch& batch) {
   const size_t rows = static_cast<size_t>(batch.size);
   if (batch.size < 1 || batch.source_length < 1 || batch.target_length < 1 ||
       batch.source.size() != rows * batch.source_length ||
-      batch.target.size() != rows * batch.target_length ||
-      batch.source_lengths.size() != rows) {
+      batch.target.size() != rows * batch.target_length || batch.source_lengths.size() != rows) {
     return absl::InvalidArgumentError(absl::StrCat(
         "malformed batch: ", batch.size, " rows, source ", batch.source_length, " x ",
         batch.source.size(), " ids, target ", batch.target_length, " x ", batch.target.size(),
@@ -62,9 +61,10 @@ absl::Status CheckBatch(const Batch& batch) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
-    const config::ModelConfig& model, const VocabularySpec& vocabulary, const Device& device,
-    uint64_t init_seed) {
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const config::ModelConfig& model,
+                                                                 const VocabularySpec& vocabulary,
+                                                                 const Device& device,
+                                                                 uint64_t init_seed) {
   if (vocabulary.size < 1 || vocabulary.pad_id < 0 || vocabulary.pad_id >= vocabulary.size ||
       vocabulary.bos_id < 0 || vocabulary.bos_id >= vocabulary.size) {
     return absl::InvalidArgumentError(
@@ -85,23 +85,23 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
                                      ParameterInit::kScaledNormal));
   if (!model.share_embeddings()) {
     TFM_ASSIGN_OR_RETURN(transformer->target_table_.emplace(),
-                         MakeParameter(args_for("decoder."), "embed_tokens.weight",
-                                       table_shape, ParameterInit::kScaledNormal));
+                         MakeParameter(args_for("decoder."), "embed_tokens.weight", table_shape,
+                                       ParameterInit::kScaledNormal));
   }
   TFM_ASSIGN_OR_RETURN(transformer->source_embedding_,
                        CreateLayer(model.embedding_layer(), args_for("encoder.")));
   TFM_ASSIGN_OR_RETURN(
       transformer->encoder_,
-      CreateLayer("stack", args_for("encoder.", {{"layer", model.encoder_layer()},
-                                                 {"num_layers",
-                                                  int64_t{model.num_encoder_layers()}}})));
+      CreateLayer("stack",
+                  args_for("encoder.", {{"layer", model.encoder_layer()},
+                                        {"num_layers", int64_t{model.num_encoder_layers()}}})));
   TFM_ASSIGN_OR_RETURN(transformer->target_embedding_,
                        CreateLayer(model.embedding_layer(), args_for("decoder.")));
   TFM_ASSIGN_OR_RETURN(
       transformer->decoder_,
-      CreateLayer("stack", args_for("decoder.", {{"layer", model.decoder_layer()},
-                                                 {"num_layers",
-                                                  int64_t{model.num_decoder_layers()}}})));
+      CreateLayer("stack",
+                  args_for("decoder.", {{"layer", model.decoder_layer()},
+                                        {"num_layers", int64_t{model.num_decoder_layers()}}})));
   return transformer;
 }
 
@@ -119,10 +119,10 @@ absl::StatusOr<Transformer::BatchTensors> Transformer::ToTensors(const Batch& ba
   TFM_ASSIGN_OR_RETURN(tensors.source,
                        OnDevice(std::vector<int32_t>(batch.source.begin(), batch.source.end()),
                                 {rows, batch.source_length}, device_));
-  TFM_ASSIGN_OR_RETURN(tensors.source_lengths,
-                       OnDevice(std::vector<int32_t>(batch.source_lengths.begin(),
-                                                     batch.source_lengths.end()),
-                                {rows}, device_));
+  TFM_ASSIGN_OR_RETURN(
+      tensors.source_lengths,
+      OnDevice(std::vector<int32_t>(batch.source_lengths.begin(), batch.source_lengths.end()),
+               {rows}, device_));
   TFM_ASSIGN_OR_RETURN(tensors.decoder_input,
                        OnDevice(decoder_input, {rows, target_length}, device_));
   TFM_ASSIGN_OR_RETURN(tensors.targets,
@@ -141,9 +141,8 @@ absl::StatusOr<Transformer::ForwardResult> Transformer::Forward(ForwardContext& 
                        encoder_->Forward(context, {source[0], tensors.source_lengths}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target,
                        target_embedding_->Forward(context, {target_table, tensors.decoder_input}));
-  TFM_ASSIGN_OR_RETURN(
-      std::vector<Tensor> decoded,
-      decoder_->Forward(context, {target[0], memory[0], tensors.source_lengths}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> decoded,
+                       decoder_->Forward(context, {target[0], memory[0], tensors.source_lengths}));
   ForwardResult result;
   TFM_ASSIGN_OR_RETURN(result.decoder_out,
                        decoded[0].Reshape({tensors.targets.dim(0), model_.d_model()}));
@@ -175,9 +174,8 @@ absl::StatusOr<LossStats> Transformer::ForwardBackward(const Batch& batch,
                        TiedProjectionBackward(forward.decoder_out, target_table.value, d_logits));
   d_logits = Tensor();
   TFM_RETURN_IF_ERROR(AccumulateGrad(target_table, projection.dtable));
-  TFM_ASSIGN_OR_RETURN(
-      Tensor d_decoded,
-      projection.dh.Reshape({batch.size, batch.target_length, model_.d_model()}));
+  TFM_ASSIGN_OR_RETURN(Tensor d_decoded,
+                       projection.dh.Reshape({batch.size, batch.target_length, model_.d_model()}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> decoder_grads, decoder_->Backward({d_decoded}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target_grads,
                        target_embedding_->Backward({decoder_grads[0]}));
@@ -198,8 +196,8 @@ absl::StatusOr<LossStats> Transformer::Evaluate(const Batch& batch) {
 std::vector<Parameter*> Transformer::Parameters() {
   std::vector<Parameter*> parameters = {&source_table_};
   if (target_table_) parameters.push_back(&*target_table_);
-  for (Layer* layer : {source_embedding_.get(), encoder_.get(), target_embedding_.get(),
-                       decoder_.get()}) {
+  for (Layer* layer :
+       {source_embedding_.get(), encoder_.get(), target_embedding_.get(), decoder_.get()}) {
     for (Parameter* p : layer->Parameters()) parameters.push_back(p);
   }
   return parameters;

@@ -51,8 +51,8 @@ struct StepContext {
 };
 
 struct LossStats {
-  double loss = 0;    // Summed label-smoothed cross entropy.
-  double nll = 0;     // Summed -log p(target): perplexity = exp(nll / tokens).
+  double loss = 0;     // Summed label-smoothed cross entropy.
+  double nll = 0;      // Summed -log p(target): perplexity = exp(nll / tokens).
   int64_t tokens = 0;  // Non-pad target tokens.
 };
 

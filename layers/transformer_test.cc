@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/config/config_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -49,6 +50,36 @@ TEST(TransformerTest, BasePresetHasThePapersSize) {
   std::printf("ende_base: %.1fM parameters\n", count / 1e6);
   EXPECT_EQ(count, ExpectedParameterCount(model, vocab));
   EXPECT_NEAR(count / 1e6, 63.0, 1.0);
+}
+
+// Big (Table 3: 213M) by the same count, which the tests here check against
+// built models; building big itself would take 1.7 GB for a number.
+TEST(TransformerTest, BigPresetHasThePapersSize) {
+  absl::StatusOr<LoadedConfig> loaded =
+      LoadTaskConfigFile(testing::RunfilePath("tasks/translation/configs/ende_big.pbtxt"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const int64_t count = ExpectedParameterCount(loaded->config.model(),
+                                               loaded->config.data().tokenizer().vocab_size());
+  std::printf("ende_big: %.1fM parameters\n", count / 1e6);
+  EXPECT_NEAR(count / 1e6, 213.0, 2.0);
+}
+
+// The CPU presets validate, build, and stay small enough for a CPU.
+TEST(TransformerTest, SmallPresetsBuild) {
+  for (const char* preset : {"multi30k_ende_small", "ende_gettext", "enfr_gettext"}) {
+    absl::StatusOr<LoadedConfig> loaded = LoadTaskConfig(
+        testing::RunfilePath(absl::StrCat("tasks/translation/configs/", preset, ".pbtxt")), {});
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const config::ModelConfig& model = loaded->config.model();
+    const int64_t vocab = loaded->config.data().tokenizer().vocab_size();
+    absl::StatusOr<std::unique_ptr<Transformer>> transformer =
+        Transformer::Create(model, VocabularySpec{vocab, 0, 2}, Device::Cpu(), 1);
+    ASSERT_TRUE(transformer.ok()) << transformer.status();
+    const int64_t count = (*transformer)->NumParameters();
+    std::printf("%s: %.1fM parameters\n", preset, count / 1e6);
+    EXPECT_EQ(count, ExpectedParameterCount(model, vocab)) << preset;
+    EXPECT_LT(count, 20'000'000) << preset;
+  }
 }
 
 config::ModelConfig TinyModel() {
@@ -148,7 +179,9 @@ TEST(TransformerTest, DropoutDependsOnlyOnSeedAndCounter) {
   std::unique_ptr<Transformer> transformer = TinyTransformer();
   ASSERT_NE(transformer, nullptr);
   const Batch batch = MakeBatch(kExamples);
-  const auto loss = [&](StepContext step) { return transformer->ForwardBackward(batch, step)->loss; };
+  const auto loss = [&](StepContext step) {
+    return transformer->ForwardBackward(batch, step)->loss;
+  };
   const double a = loss({.training = true, .seed = 1, .counter = 7});
   EXPECT_EQ(loss({.training = true, .seed = 1, .counter = 7}), a);
   EXPECT_NE(loss({.training = true, .seed = 1, .counter = 8}), a);
@@ -179,10 +212,9 @@ TEST(TransformerTest, PaddingChangesNothing) {
 }
 
 TEST(TransformerTest, RejectsBadVocabulariesAndBatches) {
-  EXPECT_EQ(Transformer::Create(TinyModel(), VocabularySpec{5, 0, 7}, Device::Cpu(), 1)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      Transformer::Create(TinyModel(), VocabularySpec{5, 0, 7}, Device::Cpu(), 1).status().code(),
+      absl::StatusCode::kInvalidArgument);
   std::unique_ptr<Transformer> transformer = TinyTransformer();
   ASSERT_NE(transformer, nullptr);
   Batch batch = MakeBatch(kExamples);

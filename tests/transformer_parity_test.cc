@@ -143,13 +143,16 @@ TEST_P(TransformerParityTest, LossAndEveryGradientMatchNnTransformer) {
   batch.size = 3;
   batch.source_length = 7;
   batch.target_length = 6;
-  batch.source = {5, 6, 7, 8, 9, 10, 3,  11, 12, 3, 0, 0, 0, 0,  13, 14, 15, 16, 3, 0, 0};
-  batch.target = {17, 18, 19, 3, 0, 0,  20, 21, 22, 4, 5, 3,  6, 3, 0, 0, 0, 0};
+  batch.source = {5, 6, 7, 8, 9, 10, 3, 11, 12, 3, 0, 0, 0, 0, 13, 14, 15, 16, 3, 0, 0};
+  batch.target = {17, 18, 19, 3, 0, 0, 20, 21, 22, 4, 5, 3, 6, 3, 0, 0, 0, 0};
   batch.source_lengths = {7, 3, 5};
   batch.target_lengths = {4, 6, 2};
   const float loss_scale = 1.0f / 12;  // The per-token mean of the 12 real targets.
-  absl::StatusOr<LossStats> stats = (*transformer)->ForwardBackward(
-      batch, StepContext{.training = true, .seed = 1, .counter = 0, .loss_scale = loss_scale});
+  absl::StatusOr<LossStats> stats =
+      (*transformer)
+          ->ForwardBackward(
+              batch,
+              StepContext{.training = true, .seed = 1, .counter = 0, .loss_scale = loss_scale});
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->tokens, 12);
 
@@ -173,10 +176,10 @@ TEST_P(TransformerParityTest, LossAndEveryGradientMatchNnTransformer) {
   inputs["labels"] = ids(batch.target, {3, 6});
   inputs["decoder_input"] = *Tensor::FromVector<int32_t>(decoder_input, {3, 6});
   inputs["source_lengths"] = ids(batch.source_lengths, {3});
-  const std::string header = absl::StrCat(
-      "names = [", absl::StrJoin(names, ", "), "]\nheads = 4\nlayers = 2\nd_ff = 64\n",
-      "pre = ", GetParam().norm == config::ModelConfig::PRE ? "True" : "False",
-      "\npad = ", kPad, "\nsmoothing = 0.1\nloss_scale = 1.0 / 12\n");
+  const std::string header =
+      absl::StrCat("names = [", absl::StrJoin(names, ", "), "]\nheads = 4\nlayers = 2\nd_ff = 64\n",
+                   "pre = ", GetParam().norm == config::ModelConfig::PRE ? "True" : "False",
+                   "\npad = ", kPad, "\nsmoothing = 0.1\nloss_scale = 1.0 / 12\n");
   absl::StatusOr<NamedTensors> ref = TorchReference(header + kReference, inputs, outputs);
   ASSERT_TRUE(ref.ok()) << ref.status();
 
@@ -195,9 +198,9 @@ TEST_P(TransformerParityTest, LossAndEveryGradientMatchNnTransformer) {
     const bool exactly_zero = MaxAbs(expected) < 1e-12 * largest_gradient;
     EXPECT_EQ(exactly_zero, parameters[i]->name.find("k_proj.bias") != std::string::npos)
         << parameters[i]->name;
-    EXPECT_TRUE(AllClose(parameters[i]->grad, expected,
-                         exactly_zero ? Tolerance{.atol = 1e-6 * largest_gradient, .rtol = 0}
-                                      : SumTolerance(1e-4)))
+    EXPECT_TRUE(AllClose(
+        parameters[i]->grad, expected,
+        exactly_zero ? Tolerance{.atol = 1e-6 * largest_gradient, .rtol = 0} : SumTolerance(1e-4)))
         << parameters[i]->name;
   }
 }

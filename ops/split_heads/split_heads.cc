@@ -12,8 +12,8 @@ absl::Status ValidateSplitHeads(const KernelContext& context) {
   if (x.rank() != 3) return context.Error("x must be [batch, len, heads * d]");
   TFM_ASSIGN_OR_RETURN(int64_t heads, context.attrs().Get<int64_t>("heads"));
   if (heads < 1 || x.dim(2) % heads != 0) {
-    return context.Error(absl::StrCat("heads = ", heads, " must be positive and divide ",
-                                      x.dim(2)));
+    return context.Error(
+        absl::StrCat("heads = ", heads, " must be positive and divide ", x.dim(2)));
   }
   return absl::OkStatus();
 }

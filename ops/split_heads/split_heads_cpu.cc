@@ -20,7 +20,7 @@ void PermuteHeads(const char* from, char* to, int64_t batch, int64_t len, int64_
           const int64_t b = bt / len;
           const int64_t t = bt % len;
           for (int64_t h = 0; h < heads; ++h) {
-            const int64_t merged = bt * heads + h;            // [b, t, h] row.
+            const int64_t merged = bt * heads + h;               // [b, t, h] row.
             const int64_t headwise = (b * heads + h) * len + t;  // [b, h, t] row.
             const int64_t src = split ? merged : headwise;
             const int64_t dst = split ? headwise : merged;
@@ -34,20 +34,18 @@ absl::Status SplitHeadsCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(int64_t heads, context.attrs().Get<int64_t>("heads"));
   const int64_t batch = x.dim(0), len = x.dim(1), d = x.dim(2) / heads;
-  TFM_ASSIGN_OR_RETURN(Tensor * out,
-                       context.AllocateOutput(0, {batch, heads, len, d}, x.dtype()));
-  PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()),
-               batch, len, heads, d * DTypeSize(x.dtype()), /*split=*/true);
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {batch, heads, len, d}, x.dtype()));
+  PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()), batch,
+               len, heads, d * DTypeSize(x.dtype()), /*split=*/true);
   return absl::OkStatus();
 }
 
 absl::Status MergeHeadsCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
   const int64_t batch = x.dim(0), heads = x.dim(1), len = x.dim(2), d = x.dim(3);
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {batch, len, heads * d},
-                                                            x.dtype()));
-  PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()),
-               batch, len, heads, d * DTypeSize(x.dtype()), /*split=*/false);
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {batch, len, heads * d}, x.dtype()));
+  PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()), batch,
+               len, heads, d * DTypeSize(x.dtype()), /*split=*/false);
   return absl::OkStatus();
 }
 

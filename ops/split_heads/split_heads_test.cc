@@ -85,7 +85,8 @@ TEST(SplitHeadsTest, MatchesPyTorch) {
       y = x.view(3, 7, 4, 4).transpose(1, 2).contiguous()
       dx, = grads(y, dy, [x])
       merged = y.transpose(1, 2).reshape(3, 7, 16)
-  )py", {{"x", x}, {"dy", dy}}, {"y", "dx", "merged"});
+  )py",
+                                                    {{"x", x}, {"dy", dy}}, {"y", "dx", "merged"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   const Tensor y = *SplitHeads(x, 4);
   EXPECT_TRUE(AllClose(y, ref->at("y"), {.atol = 0, .rtol = 0}));
