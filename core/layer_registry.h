@@ -14,35 +14,55 @@
 #include "core/config/task_config.pb.h"
 #include "core/device.h"
 #include "core/registry.h"
+#include "core/rng.h"
 #include "core/tensor.h"
 
 namespace tfm {
 
-// A trainable tensor and its gradient, owned by a layer.
+// A trainable tensor and its gradient, owned by a layer. `name` is its
+// state_dict key (e.g. "encoder.layers.0.self_attn.q_proj.weight").
+// Backward passes add into `grad` (shaped like `value`) until the trainer
+// zeroes it, so gradients accumulate over micro-batches.
 struct Parameter {
   std::string name;
   Tensor value;
   Tensor grad;
 };
 
+// How one forward pass runs. Dropout draws only from `rng` (never hidden
+// state): each dropout reserves its numbers in call order, so the generator's
+// (seed, stream, offset) at the start of a pass fixes every mask, and a
+// resumed run reproduces them. Backward regenerates masks from the states
+// its forward kept, so it needs no context.
+struct ForwardContext {
+  bool training = false;     // False: every dropout is the identity.
+  Generator* rng = nullptr;  // Required when training.
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
-  // Computes outputs and keeps exactly what Backward needs.
-  virtual absl::StatusOr<std::vector<Tensor>> Forward(absl::Span<const Tensor> inputs) = 0;
+  // Computes outputs and keeps exactly what Backward needs (one pass in
+  // flight per layer: a second Forward replaces what the first kept).
+  virtual absl::StatusOr<std::vector<Tensor>> Forward(ForwardContext& context,
+                                                      absl::Span<const Tensor> inputs) = 0;
   // Given d(loss)/d(outputs), accumulates parameter gradients and returns
   // d(loss)/d(inputs).
-  virtual absl::StatusOr<std::vector<Tensor>> Backward(
-      absl::Span<const Tensor> output_grads) = 0;
+  virtual absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) = 0;
   virtual std::vector<Parameter*> Parameters() { return {}; }
 };
 
 // What a layer is built from: the model section of the task config, the
-// layer's own attributes, and the device its parameters live on.
+// layer's own attributes, the device its parameters live on, the prefix of
+// its parameters' names ("decoder.layers.1.encoder_attn.") and the generator
+// its parameters are initialised from (required by layers with parameters;
+// the model passes one seeded generator to every layer in build order).
 struct LayerArgs {
   config::ModelConfig model;
   Attrs attrs;
   Device device = Device::Cpu();
+  std::string scope;
+  Generator* init_rng = nullptr;
 };
 
 struct LayerDef {
@@ -54,8 +74,7 @@ struct LayerDef {
 Registry<LayerDef>& LayerRegistry();
 
 // Builds a registered layer; unknown names list the known ones.
-absl::StatusOr<std::unique_ptr<Layer>> CreateLayer(absl::string_view name,
-                                                   const LayerArgs& args);
+absl::StatusOr<std::unique_ptr<Layer>> CreateLayer(absl::string_view name, const LayerArgs& args);
 
 namespace internal {
 struct LayerRegistrar {
@@ -63,9 +82,8 @@ struct LayerRegistrar {
 };
 }  // namespace internal
 
-#define TFM_REGISTER_LAYER(...)                              \
-  static ::tfm::internal::LayerRegistrar TFM_UNIQUE_NAME(    \
-      tfm_layer_registrar_)(__VA_ARGS__)
+#define TFM_REGISTER_LAYER(...) \
+  static ::tfm::internal::LayerRegistrar TFM_UNIQUE_NAME(tfm_layer_registrar_)(__VA_ARGS__)
 
 }  // namespace tfm
 

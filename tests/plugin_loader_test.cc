@@ -34,7 +34,8 @@ TEST(PluginLoaderTest, LoadsRegistersAndRunsTheExamplePlugin) {
   args.attrs.Set("alpha", -1.0);
   absl::StatusOr<std::unique_ptr<Layer>> layer = CreateLayer("example_scale", args);
   ASSERT_TRUE(layer.ok()) << layer.status();
-  EXPECT_EQ((*(*layer)->Forward({x}))[0].ToVector<float>(), std::vector<float>({-1, 2, -3}));
+  ForwardContext eval;
+  EXPECT_EQ((*(*layer)->Forward(eval, {x}))[0].ToVector<float>(), std::vector<float>({-1, 2, -3}));
   EXPECT_EQ((*(*layer)->Backward({x}))[0].ToVector<float>(), std::vector<float>({-1, 2, -3}));
 
   // A second load of the same library is refused, not silently ignored.

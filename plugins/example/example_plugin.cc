@@ -46,7 +46,8 @@ class ScaleLayer : public tfm::Layer {
  public:
   explicit ScaleLayer(double alpha) : alpha_(alpha) {}
 
-  absl::StatusOr<std::vector<Tensor>> Forward(absl::Span<const Tensor> inputs) override {
+  absl::StatusOr<std::vector<Tensor>> Forward(tfm::ForwardContext&,
+                                              absl::Span<const Tensor> inputs) override {
     return tfm::RunOp("example_scale", inputs, Attrs{{"alpha", alpha_}});
   }
   absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> grads) override {

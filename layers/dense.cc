@@ -1,0 +1,33 @@
+#include "layers/dense.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "layers/parameter_init.h"
+#include "ops/linear/linear.h"
+
+namespace tfm {
+
+absl::StatusOr<Dense> Dense::Create(const LayerArgs& args, absl::string_view name, int64_t in,
+                                    int64_t out) {
+  Dense dense;
+  TFM_ASSIGN_OR_RETURN(dense.weight_, MakeParameter(args, absl::StrCat(name, ".weight"), {out, in},
+                                                    ParameterInit::kXavierUniform));
+  TFM_ASSIGN_OR_RETURN(
+      dense.bias_, MakeParameter(args, absl::StrCat(name, ".bias"), {out}, ParameterInit::kZeros));
+  return dense;
+}
+
+absl::StatusOr<Tensor> Dense::Forward(const Tensor& x) {
+  x_ = x;
+  return Linear(x, weight_.value, bias_.value);
+}
+
+absl::StatusOr<Tensor> Dense::Backward(const Tensor& dout) {
+  TFM_ASSIGN_OR_RETURN(LinearGrads grads, LinearBackward(dout, x_, weight_.value));
+  TFM_RETURN_IF_ERROR(AccumulateGrad(weight_, grads.dweight));
+  TFM_RETURN_IF_ERROR(AccumulateGrad(bias_, grads.dbias));
+  x_ = Tensor();
+  return grads.dx;
+}
+
+}  // namespace tfm

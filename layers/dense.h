@@ -1,0 +1,40 @@
+// A linear map y = x W^T + b with its parameters ("<name>.weight" [out, in],
+// "<name>.bias" [out], as torch.nn.Linear), keeping its input for backward.
+// The projections of attention and the feed-forward network are Denses.
+#ifndef TFM_LAYERS_DENSE_H_
+#define TFM_LAYERS_DENSE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/layer_registry.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+class Dense {
+ public:
+  static absl::StatusOr<Dense> Create(const LayerArgs& args, absl::string_view name, int64_t in,
+                                      int64_t out);
+
+  // x [..., in] -> [..., out]; keeps x.
+  absl::StatusOr<Tensor> Forward(const Tensor& x);
+  // Adds dW and db into the gradients; returns dx.
+  absl::StatusOr<Tensor> Backward(const Tensor& dout);
+
+  void AppendParameters(std::vector<Parameter*>& out) {
+    out.push_back(&weight_);
+    out.push_back(&bias_);
+  }
+
+ private:
+  Parameter weight_;
+  Parameter bias_;
+  Tensor x_;
+};
+
+}  // namespace tfm
+
+#endif  // TFM_LAYERS_DENSE_H_

@@ -1,0 +1,32 @@
+// One place in a layer where dropout applies: it reserves its Philox numbers
+// from the pass's generator and keeps only their state, from which backward
+// regenerates the mask. Outside training, or with p = 0, it is the identity.
+#ifndef TFM_LAYERS_DROPOUT_SITE_H_
+#define TFM_LAYERS_DROPOUT_SITE_H_
+
+#include "absl/status/statusor.h"
+#include "core/layer_registry.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+class DropoutSite {
+ public:
+  explicit DropoutSite(float p = 0.0f) : p_(p) {}
+
+  absl::StatusOr<Tensor> Forward(ForwardContext& context, const Tensor& x);
+  absl::StatusOr<Tensor> Backward(const Tensor& dout) const;
+
+  // The state of an active forward (the attention op draws its own mask).
+  static absl::StatusOr<PhiloxState> Reserve(ForwardContext& context, int64_t count);
+
+ private:
+  float p_;
+  bool active_ = false;
+  PhiloxState state_;
+};
+
+}  // namespace tfm
+
+#endif  // TFM_LAYERS_DROPOUT_SITE_H_

@@ -1,0 +1,66 @@
+// feed_forward (section 3.3): FFN(x) = max(0, x W1 + b1) W2 + b2, inner size
+// d_ff, with the model's relu_dropout on the hidden activations (0 in the
+// paper; tensor2tensor's option). Inputs {x}; backward {dx}. Parameters:
+// fc1 [d_ff, d_model] and fc2 [d_model, d_ff] with biases (fairseq's names).
+#include <memory>
+
+#include "core/layer_registry.h"
+#include "core/status_macros.h"
+#include "layers/dense.h"
+#include "layers/dropout_site.h"
+#include "ops/relu/relu.h"
+
+namespace tfm {
+namespace {
+
+class FeedForward : public Layer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Layer>> Create(const LayerArgs& args) {
+    auto layer = std::make_unique<FeedForward>();
+    const int64_t d = args.model.d_model(), d_ff = args.model.d_ff();
+    TFM_ASSIGN_OR_RETURN(layer->fc1_, Dense::Create(args, "fc1", d, d_ff));
+    TFM_ASSIGN_OR_RETURN(layer->fc2_, Dense::Create(args, "fc2", d_ff, d));
+    layer->relu_dropout_ = DropoutSite(args.model.relu_dropout());
+    return std::unique_ptr<Layer>(std::move(layer));
+  }
+
+  absl::StatusOr<std::vector<Tensor>> Forward(ForwardContext& context,
+                                              absl::Span<const Tensor> inputs) override {
+    if (inputs.size() != 1) return absl::InvalidArgumentError("feed_forward takes {x}");
+    TFM_ASSIGN_OR_RETURN(Tensor hidden, fc1_.Forward(inputs[0]));
+    TFM_ASSIGN_OR_RETURN(activated_, Relu(hidden));
+    TFM_ASSIGN_OR_RETURN(Tensor dropped, relu_dropout_.Forward(context, activated_));
+    TFM_ASSIGN_OR_RETURN(Tensor y, fc2_.Forward(dropped));
+    return std::vector<Tensor>{y};
+  }
+
+  absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
+    TFM_ASSIGN_OR_RETURN(Tensor d_dropped, fc2_.Backward(output_grads[0]));
+    TFM_ASSIGN_OR_RETURN(Tensor d_activated, relu_dropout_.Backward(d_dropped));
+    TFM_ASSIGN_OR_RETURN(Tensor d_hidden, ReluBackward(d_activated, activated_));
+    activated_ = Tensor();
+    TFM_ASSIGN_OR_RETURN(Tensor dx, fc1_.Backward(d_hidden));
+    return std::vector<Tensor>{dx};
+  }
+
+  std::vector<Parameter*> Parameters() override {
+    std::vector<Parameter*> parameters;
+    fc1_.AppendParameters(parameters);
+    fc2_.AppendParameters(parameters);
+    return parameters;
+  }
+
+ private:
+  Dense fc1_, fc2_;
+  DropoutSite relu_dropout_;
+  Tensor activated_;  // ReLU's output: its backward's mask.
+};
+
+TFM_REGISTER_LAYER(LayerDef{
+    .name = "feed_forward",
+    .doc = "position-wise ReLU feed-forward network (d_model -> d_ff -> d_model)",
+    .create = FeedForward::Create,
+});
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,122 @@
+// multi_head_attention (section 3.2.2): h heads of scaled dot-product
+// attention over learned projections, through the fused attention op.
+//
+// Attributes: self_attention (bool): inputs {x, key_lengths}, keys and
+// values from x, backward {dx, -}; otherwise encoder-decoder attention:
+// inputs {x, memory, key_lengths}, keys and values from memory, backward
+// {dx, dmemory, -}. causal (bool): position i sees keys j <= i.
+// key_lengths ([batch] i32) may be an undefined tensor: no padding mask.
+// Parameters (fairseq's names, which allow d_k != d_v != d_model / h):
+// q_proj [h d_k, d_model], k_proj [h d_k, d_model], v_proj [h d_v, d_model],
+// out_proj [d_model, h d_v], each with a bias. Attention dropout is the
+// model's attention_dropout.
+#include <memory>
+
+#include "core/layer_registry.h"
+#include "core/status_macros.h"
+#include "layers/dense.h"
+#include "layers/dropout_site.h"
+#include "ops/add/add.h"
+#include "ops/attention/attention.h"
+#include "ops/split_heads/split_heads.h"
+
+namespace tfm {
+namespace {
+
+class MultiHeadAttention : public Layer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Layer>> Create(const LayerArgs& args) {
+    auto layer = std::make_unique<MultiHeadAttention>();
+    const config::ModelConfig& model = args.model;
+    const int64_t d = model.d_model(), h = model.num_heads();
+    TFM_ASSIGN_OR_RETURN(layer->self_attention_, args.attrs.GetOr<bool>("self_attention", false));
+    TFM_ASSIGN_OR_RETURN(layer->options_.causal, args.attrs.GetOr<bool>("causal", false));
+    layer->heads_ = h;
+    layer->attention_dropout_ = model.attention_dropout();
+    TFM_ASSIGN_OR_RETURN(layer->q_proj_, Dense::Create(args, "q_proj", d, h * model.d_k()));
+    TFM_ASSIGN_OR_RETURN(layer->k_proj_, Dense::Create(args, "k_proj", d, h * model.d_k()));
+    TFM_ASSIGN_OR_RETURN(layer->v_proj_, Dense::Create(args, "v_proj", d, h * model.d_v()));
+    TFM_ASSIGN_OR_RETURN(layer->out_proj_, Dense::Create(args, "out_proj", h * model.d_v(), d));
+    return std::unique_ptr<Layer>(std::move(layer));
+  }
+
+  absl::StatusOr<std::vector<Tensor>> Forward(ForwardContext& context,
+                                              absl::Span<const Tensor> inputs) override {
+    const size_t expected = self_attention_ ? 2 : 3;
+    if (inputs.size() != expected) {
+      return absl::InvalidArgumentError(
+          self_attention_ ? "self-attention takes {x, key_lengths}"
+                          : "encoder-decoder attention takes {x, memory, key_lengths}");
+    }
+    const Tensor& x = inputs[0];
+    const Tensor& memory = self_attention_ ? inputs[0] : inputs[1];
+    options_.key_lengths = inputs.back();
+    TFM_ASSIGN_OR_RETURN(Tensor q, q_proj_.Forward(x));
+    TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(memory));
+    TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Forward(memory));
+    TFM_ASSIGN_OR_RETURN(q_, SplitHeads(q, heads_));
+    TFM_ASSIGN_OR_RETURN(k_, SplitHeads(k, heads_));
+    TFM_ASSIGN_OR_RETURN(v_, SplitHeads(v, heads_));
+    // The probabilities [batch, heads, q_len, k_len] draw one number each.
+    options_.dropout = context.training ? attention_dropout_ : 0.0f;
+    options_.dropout_state = PhiloxState{};
+    if (options_.dropout > 0.0f) {
+      TFM_ASSIGN_OR_RETURN(
+          options_.dropout_state,
+          DropoutSite::Reserve(context, q_.dim(0) * heads_ * q_.dim(2) * k_.dim(2)));
+    }
+    TFM_ASSIGN_OR_RETURN(attention_, ScaledDotProductAttention(q_, k_, v_, options_));
+    TFM_ASSIGN_OR_RETURN(Tensor merged, MergeHeads(attention_.out));
+    TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Forward(merged));
+    return std::vector<Tensor>{y};
+  }
+
+  absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
+    TFM_ASSIGN_OR_RETURN(Tensor d_merged, out_proj_.Backward(output_grads[0]));
+    TFM_ASSIGN_OR_RETURN(Tensor d_out, MergeHeadsBackward(d_merged, heads_));
+    TFM_ASSIGN_OR_RETURN(AttentionGrads grads,
+                         ScaledDotProductAttentionBackward(q_, k_, v_, attention_.out,
+                                                           attention_.lse, d_out, options_));
+    q_ = k_ = v_ = Tensor();
+    attention_ = AttentionOutput{};
+    TFM_ASSIGN_OR_RETURN(Tensor dq, SplitHeadsBackward(grads.dq));
+    TFM_ASSIGN_OR_RETURN(Tensor dk, SplitHeadsBackward(grads.dk));
+    TFM_ASSIGN_OR_RETURN(Tensor dv, SplitHeadsBackward(grads.dv));
+    TFM_ASSIGN_OR_RETURN(Tensor dx, q_proj_.Backward(dq));
+    TFM_ASSIGN_OR_RETURN(Tensor dmemory, k_proj_.Backward(dk));
+    TFM_ASSIGN_OR_RETURN(Tensor dmemory_v, v_proj_.Backward(dv));
+    TFM_ASSIGN_OR_RETURN(dmemory, Add(dmemory, dmemory_v));
+    if (self_attention_) {
+      TFM_ASSIGN_OR_RETURN(dx, Add(dx, dmemory));
+      return std::vector<Tensor>{dx, Tensor()};
+    }
+    return std::vector<Tensor>{dx, dmemory, Tensor()};
+  }
+
+  std::vector<Parameter*> Parameters() override {
+    std::vector<Parameter*> parameters;
+    q_proj_.AppendParameters(parameters);
+    k_proj_.AppendParameters(parameters);
+    v_proj_.AppendParameters(parameters);
+    out_proj_.AppendParameters(parameters);
+    return parameters;
+  }
+
+ private:
+  bool self_attention_ = false;
+  int64_t heads_ = 0;
+  float attention_dropout_ = 0.0f;
+  AttentionOptions options_;  // Of the last forward (dropout 0 outside training).
+  Dense q_proj_, k_proj_, v_proj_, out_proj_;
+  Tensor q_, k_, v_;  // [batch, heads, len, d]: what the attention backward needs.
+  AttentionOutput attention_;
+};
+
+TFM_REGISTER_LAYER(LayerDef{
+    .name = "multi_head_attention",
+    .doc = "h-head attention (self or encoder-decoder; padding and causal masks)",
+    .create = MultiHeadAttention::Create,
+});
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,38 @@
+#include "layers/norm.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "layers/parameter_init.h"
+#include "ops/layer_norm/layer_norm.h"
+
+namespace tfm {
+
+absl::StatusOr<Norm> Norm::Create(const LayerArgs& args, absl::string_view name) {
+  Norm norm;
+  const int64_t d = args.model.d_model();
+  TFM_ASSIGN_OR_RETURN(
+      norm.gain_, MakeParameter(args, absl::StrCat(name, ".weight"), {d}, ParameterInit::kOnes));
+  TFM_ASSIGN_OR_RETURN(
+      norm.bias_, MakeParameter(args, absl::StrCat(name, ".bias"), {d}, ParameterInit::kZeros));
+  norm.eps_ = args.model.layer_norm_epsilon();
+  return norm;
+}
+
+absl::StatusOr<Tensor> Norm::Forward(const Tensor& x) {
+  TFM_ASSIGN_OR_RETURN(LayerNormOutputs out, LayerNorm(x, gain_.value, bias_.value, eps_));
+  x_ = x;
+  mean_ = out.mean;
+  rstd_ = out.rstd;
+  return out.out;
+}
+
+absl::StatusOr<Tensor> Norm::Backward(const Tensor& dout) {
+  TFM_ASSIGN_OR_RETURN(LayerNormGrads grads,
+                       LayerNormBackward(dout, x_, gain_.value, mean_, rstd_));
+  TFM_RETURN_IF_ERROR(AccumulateGrad(gain_, grads.dgain));
+  TFM_RETURN_IF_ERROR(AccumulateGrad(bias_, grads.dbias));
+  x_ = mean_ = rstd_ = Tensor();
+  return grads.dx;
+}
+
+}  // namespace tfm

@@ -1,0 +1,57 @@
+#include "layers/parameter_init.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/shape.h"
+#include "core/status_macros.h"
+#include "ops/add/add.h"
+#include "ops/fill/fill.h"
+#include "ops/random/random.h"
+
+namespace tfm {
+namespace {
+
+absl::StatusOr<Tensor> InitialValue(const LayerArgs& args, const std::string& name,
+                                    const Shape& shape, ParameterInit init) {
+  switch (init) {
+    case ParameterInit::kZeros:
+      return Fill(shape, 0.0, DType::kF32, args.device);
+    case ParameterInit::kOnes:
+      return Fill(shape, 1.0, DType::kF32, args.device);
+    case ParameterInit::kXavierUniform:
+    case ParameterInit::kScaledNormal:
+      break;
+  }
+  if (args.init_rng == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("parameter ", name, " needs LayerArgs::init_rng for its random init"));
+  }
+  TFM_CHECK(shape.size() == 2, "random inits are for matrices");
+  const PhiloxState state = args.init_rng->Reserve(NumElements(shape));
+  if (init == ParameterInit::kXavierUniform) {
+    const float bound = std::sqrt(6.0f / static_cast<float>(shape[0] + shape[1]));
+    return RandomUniform(shape, state, -bound, bound, args.device);
+  }
+  return RandomNormal(shape, state, 0.0f, 1.0f / std::sqrt(static_cast<float>(shape[1])),
+                      args.device);
+}
+
+}  // namespace
+
+absl::StatusOr<Parameter> MakeParameter(const LayerArgs& args, absl::string_view name,
+                                        const Shape& shape, ParameterInit init) {
+  Parameter parameter;
+  parameter.name = absl::StrCat(args.scope, name);
+  TFM_ASSIGN_OR_RETURN(parameter.value, InitialValue(args, parameter.name, shape, init));
+  TFM_ASSIGN_OR_RETURN(parameter.grad, Fill(shape, 0.0, DType::kF32, args.device));
+  return parameter;
+}
+
+absl::Status AccumulateGrad(Parameter& parameter, const Tensor& grad) {
+  TFM_CHECK(grad.shape() == parameter.value.shape(), "gradient shaped unlike its parameter");
+  TFM_ASSIGN_OR_RETURN(parameter.grad, Add(parameter.grad, grad));
+  return absl::OkStatus();
+}
+
+}  // namespace tfm

@@ -1,0 +1,219 @@
+#include "layers/transformer.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/tensor_copy.h"
+#include "layers/parameter_init.h"
+#include "ops/cross_entropy/cross_entropy.h"
+#include "ops/embedding/tied_projection.h"
+#include "ops/fill/fill.h"
+
+namespace tfm {
+
+// A batch's ids as device tensors (i32).
+struct Transformer::BatchTensors {
+  Tensor source;          // [batch, source_length]
+  Tensor source_lengths;  // [batch]
+  Tensor decoder_input;   // [batch, target_length]: bos, then the target shifted right.
+  Tensor targets;         // [batch * target_length]
+};
+
+// What the loss's backward needs from a forward pass.
+struct Transformer::ForwardResult {
+  LossStats stats;
+  Tensor decoder_out;  // [batch * target_length, d_model]
+  Tensor logits, targets, lse;
+};
+
+namespace {
+
+absl::StatusOr<Tensor> OnDevice(const std::vector<int32_t>& values, const Shape& shape,
+                                const Device& device) {
+  TFM_ASSIGN_OR_RETURN(Tensor host, Tensor::FromVector<int32_t>(values, shape));
+  if (device.is_cpu()) return host;
+  return CopyToDevice(host, device);
+}
+
+template <typename T>
+absl::StatusOr<T> ScalarOnHost(const Tensor& scalar) {
+  Tensor host = scalar;
+  if (!scalar.device().is_cpu()) {
+    TFM_ASSIGN_OR_RETURN(host, CopyToDevice(scalar, Device::Cpu()));
+  }
+  return host.data<T>()[0];
+}
+
+absl::Status CheckBatch(const Batch& batch) {
+  const size_t rows = static_cast<size_t>(batch.size);
+  if (batch.size < 1 || batch.source_length < 1 || batch.target_length < 1 ||
+      batch.source.size() != rows * batch.source_length ||
+      batch.target.size() != rows * batch.target_length || batch.source_lengths.size() != rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "malformed batch: ", batch.size, " rows, source ", batch.source_length, " x ",
+        batch.source.size(), " ids, target ", batch.target_length, " x ", batch.target.size(),
+        " ids, ", batch.source_lengths.size(), " source lengths"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const config::ModelConfig& model,
+                                                                 const VocabularySpec& vocabulary,
+                                                                 const Device& device,
+                                                                 uint64_t init_seed) {
+  if (vocabulary.size < 1 || vocabulary.pad_id < 0 || vocabulary.pad_id >= vocabulary.size ||
+      vocabulary.bos_id < 0 || vocabulary.bos_id >= vocabulary.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("vocabulary of ", vocabulary.size, " with pad id ", vocabulary.pad_id,
+                     " and bos id ", vocabulary.bos_id, ": the ids must be in the vocabulary"));
+  }
+  std::unique_ptr<Transformer> transformer(new Transformer());
+  transformer->model_ = model;
+  transformer->vocabulary_ = vocabulary;
+  transformer->device_ = device;
+  Generator init_rng(init_seed, /*stream=*/0);
+  const auto args_for = [&](const std::string& scope, Attrs attrs = {}) {
+    return LayerArgs{model, std::move(attrs), device, scope, &init_rng};
+  };
+  const Shape table_shape = {vocabulary.size, model.d_model()};
+  TFM_ASSIGN_OR_RETURN(transformer->source_table_,
+                       MakeParameter(args_for("encoder."), "embed_tokens.weight", table_shape,
+                                     ParameterInit::kScaledNormal));
+  if (!model.share_embeddings()) {
+    TFM_ASSIGN_OR_RETURN(transformer->target_table_.emplace(),
+                         MakeParameter(args_for("decoder."), "embed_tokens.weight", table_shape,
+                                       ParameterInit::kScaledNormal));
+  }
+  TFM_ASSIGN_OR_RETURN(transformer->source_embedding_,
+                       CreateLayer(model.embedding_layer(), args_for("encoder.")));
+  TFM_ASSIGN_OR_RETURN(
+      transformer->encoder_,
+      CreateLayer("stack",
+                  args_for("encoder.", {{"layer", model.encoder_layer()},
+                                        {"num_layers", int64_t{model.num_encoder_layers()}}})));
+  TFM_ASSIGN_OR_RETURN(transformer->target_embedding_,
+                       CreateLayer(model.embedding_layer(), args_for("decoder.")));
+  TFM_ASSIGN_OR_RETURN(
+      transformer->decoder_,
+      CreateLayer("stack",
+                  args_for("decoder.", {{"layer", model.decoder_layer()},
+                                        {"num_layers", int64_t{model.num_decoder_layers()}}})));
+  return transformer;
+}
+
+absl::StatusOr<Transformer::BatchTensors> Transformer::ToTensors(const Batch& batch) const {
+  TFM_RETURN_IF_ERROR(CheckBatch(batch));
+  const int rows = batch.size, target_length = batch.target_length;
+  std::vector<int32_t> decoder_input(batch.target.size());
+  for (int r = 0; r < rows; ++r) {
+    const int* target = &batch.target[static_cast<size_t>(r) * target_length];
+    int32_t* input = &decoder_input[static_cast<size_t>(r) * target_length];
+    input[0] = vocabulary_.bos_id;
+    for (int j = 1; j < target_length; ++j) input[j] = target[j - 1];
+  }
+  BatchTensors tensors;
+  TFM_ASSIGN_OR_RETURN(tensors.source,
+                       OnDevice(std::vector<int32_t>(batch.source.begin(), batch.source.end()),
+                                {rows, batch.source_length}, device_));
+  TFM_ASSIGN_OR_RETURN(
+      tensors.source_lengths,
+      OnDevice(std::vector<int32_t>(batch.source_lengths.begin(), batch.source_lengths.end()),
+               {rows}, device_));
+  TFM_ASSIGN_OR_RETURN(tensors.decoder_input,
+                       OnDevice(decoder_input, {rows, target_length}, device_));
+  TFM_ASSIGN_OR_RETURN(tensors.targets,
+                       OnDevice(std::vector<int32_t>(batch.target.begin(), batch.target.end()),
+                                {static_cast<int64_t>(rows) * target_length}, device_));
+  return tensors;
+}
+
+absl::StatusOr<Transformer::ForwardResult> Transformer::Forward(ForwardContext& context,
+                                                                const Batch& batch) {
+  TFM_ASSIGN_OR_RETURN(BatchTensors tensors, ToTensors(batch));
+  const Tensor& target_table = TargetTable().value;
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> source,
+                       source_embedding_->Forward(context, {source_table_.value, tensors.source}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
+                       encoder_->Forward(context, {source[0], tensors.source_lengths}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target,
+                       target_embedding_->Forward(context, {target_table, tensors.decoder_input}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> decoded,
+                       decoder_->Forward(context, {target[0], memory[0], tensors.source_lengths}));
+  ForwardResult result;
+  TFM_ASSIGN_OR_RETURN(result.decoder_out,
+                       decoded[0].Reshape({tensors.targets.dim(0), model_.d_model()}));
+  TFM_ASSIGN_OR_RETURN(result.logits, TiedProjection(result.decoder_out, target_table));
+  const CrossEntropyOptions options{model_.label_smoothing(), vocabulary_.pad_id};
+  TFM_ASSIGN_OR_RETURN(CrossEntropyOutput loss,
+                       LabelSmoothedCrossEntropy(result.logits, tensors.targets, options));
+  TFM_ASSIGN_OR_RETURN(result.stats.loss, ScalarOnHost<float>(loss.loss));
+  TFM_ASSIGN_OR_RETURN(result.stats.nll, ScalarOnHost<float>(loss.nll));
+  TFM_ASSIGN_OR_RETURN(result.stats.tokens, ScalarOnHost<int64_t>(loss.count));
+  result.targets = tensors.targets;
+  result.lse = loss.lse;
+  return result;
+}
+
+absl::StatusOr<LossStats> Transformer::ForwardBackward(const Batch& batch,
+                                                       const StepContext& step) {
+  Generator rng(step.seed, step.counter);
+  ForwardContext context{step.training, &rng};
+  TFM_ASSIGN_OR_RETURN(ForwardResult forward, Forward(context, batch));
+  const CrossEntropyOptions options{model_.label_smoothing(), vocabulary_.pad_id};
+  TFM_ASSIGN_OR_RETURN(Tensor d_loss, Fill({}, step.loss_scale, DType::kF32, device_));
+  TFM_ASSIGN_OR_RETURN(Tensor d_logits,
+                       LabelSmoothedCrossEntropyBackward(forward.logits, forward.targets,
+                                                         forward.lse, d_loss, options));
+  forward.logits = Tensor();  // The largest activation: free it before the rest.
+  Parameter& target_table = TargetTable();
+  TFM_ASSIGN_OR_RETURN(TiedProjectionGrads projection,
+                       TiedProjectionBackward(forward.decoder_out, target_table.value, d_logits));
+  d_logits = Tensor();
+  TFM_RETURN_IF_ERROR(AccumulateGrad(target_table, projection.dtable));
+  TFM_ASSIGN_OR_RETURN(Tensor d_decoded,
+                       projection.dh.Reshape({batch.size, batch.target_length, model_.d_model()}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> decoder_grads, decoder_->Backward({d_decoded}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target_grads,
+                       target_embedding_->Backward({decoder_grads[0]}));
+  TFM_RETURN_IF_ERROR(AccumulateGrad(target_table, target_grads[0]));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> encoder_grads, encoder_->Backward({decoder_grads[1]}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> source_grads,
+                       source_embedding_->Backward({encoder_grads[0]}));
+  TFM_RETURN_IF_ERROR(AccumulateGrad(source_table_, source_grads[0]));
+  return forward.stats;
+}
+
+absl::StatusOr<LossStats> Transformer::Evaluate(const Batch& batch) {
+  ForwardContext context{/*training=*/false, /*rng=*/nullptr};
+  TFM_ASSIGN_OR_RETURN(ForwardResult forward, Forward(context, batch));
+  return forward.stats;
+}
+
+std::vector<Parameter*> Transformer::Parameters() {
+  std::vector<Parameter*> parameters = {&source_table_};
+  if (target_table_) parameters.push_back(&*target_table_);
+  for (Layer* layer :
+       {source_embedding_.get(), encoder_.get(), target_embedding_.get(), decoder_.get()}) {
+    for (Parameter* p : layer->Parameters()) parameters.push_back(p);
+  }
+  return parameters;
+}
+
+int64_t Transformer::NumParameters() {
+  int64_t count = 0;
+  for (const Parameter* p : Parameters()) count += p->value.num_elements();
+  return count;
+}
+
+absl::Status Transformer::ZeroGrads() {
+  for (Parameter* p : Parameters()) {
+    TFM_ASSIGN_OR_RETURN(p->grad, Fill(p->value.shape(), 0.0, DType::kF32, device_));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tfm

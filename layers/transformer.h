@@ -1,0 +1,98 @@
+// The encoder-decoder Transformer of "Attention Is All You Need", assembled
+// from the config's model section through the layer registry (embedding,
+// stack of encoder_layer / decoder_layer, attention and feed-forward by the
+// names the config gives), with the loss and its backward.
+//
+// Parameter names follow fairseq's state_dict keys ("encoder.layers.0.
+// self_attn.q_proj.weight", "decoder.layers.2.encoder_attn_layer_norm.bias",
+// "encoder.embed_tokens.weight" for the table that the source and target
+// embeddings and the pre-softmax projection share; tests/
+// transformer_parity_test.cc maps them onto torch.nn.Transformer's).
+//
+// Loss: label-smoothed cross entropy (eps = model.label_smoothing, as
+// PyTorch's CrossEntropyLoss(label_smoothing=eps)) SUMMED over the non-pad
+// target tokens of the batch. ForwardBackward adds the gradient of
+// loss_scale * loss into every Parameter::grad: gradients accumulate over
+// micro-batches until ZeroGrads (pass loss_scale = 1 / tokens of the whole
+// step for a per-token mean).
+#ifndef TFM_LAYERS_TRANSFORMER_H_
+#define TFM_LAYERS_TRANSFORMER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/config/task_config.pb.h"
+#include "core/data/batch.h"
+#include "core/device.h"
+#include "core/layer_registry.h"
+
+namespace tfm {
+
+// The shared vocabulary as the model needs it.
+struct VocabularySpec {
+  int64_t size = 0;
+  int pad_id = 0;  // Batch padding; targets equal to it carry no loss.
+  int bos_id = 2;  // First decoder input.
+};
+
+// Randomness and mode of one forward pass. Dropout masks come from the
+// Philox stream (seed, counter) alone: give every forward pass (every step
+// and micro-batch) its own counter, e.g. step * micro_batches + micro_batch.
+struct StepContext {
+  bool training = false;
+  uint64_t seed = 0;
+  uint64_t counter = 0;
+  float loss_scale = 1.0f;  // Gradient of loss_scale * (summed loss).
+};
+
+struct LossStats {
+  double loss = 0;     // Summed label-smoothed cross entropy.
+  double nll = 0;      // Summed -log p(target): perplexity = exp(nll / tokens).
+  int64_t tokens = 0;  // Non-pad target tokens.
+};
+
+class Transformer {
+ public:
+  // Parameters are initialised from Philox stream (init_seed, 0).
+  static absl::StatusOr<std::unique_ptr<Transformer>> Create(const config::ModelConfig& model,
+                                                             const VocabularySpec& vocabulary,
+                                                             const Device& device,
+                                                             uint64_t init_seed);
+
+  // Loss of `batch` and its gradient added into Parameter::grad.
+  absl::StatusOr<LossStats> ForwardBackward(const Batch& batch, const StepContext& context);
+  // Loss only (validation), with dropout off and no gradient.
+  absl::StatusOr<LossStats> Evaluate(const Batch& batch);
+
+  // Every parameter once, in a fixed order (embedding table first).
+  std::vector<Parameter*> Parameters();
+  int64_t NumParameters();
+  absl::Status ZeroGrads();
+
+  const config::ModelConfig& config() const { return model_; }
+
+ private:
+  struct BatchTensors;
+  struct ForwardResult;
+  Transformer() = default;
+  absl::StatusOr<BatchTensors> ToTensors(const Batch& batch) const;
+  absl::StatusOr<ForwardResult> Forward(ForwardContext& context, const Batch& batch);
+  // The table the target embedding and the output projection use.
+  Parameter& TargetTable() { return target_table_ ? *target_table_ : source_table_; }
+
+  config::ModelConfig model_;
+  VocabularySpec vocabulary_;
+  Device device_;
+  Parameter source_table_;                 // encoder.embed_tokens.weight
+  std::optional<Parameter> target_table_;  // decoder.embed_tokens.weight, unshared only.
+  std::unique_ptr<Layer> source_embedding_, target_embedding_, encoder_, decoder_;
+};
+
+}  // namespace tfm
+
+#endif  // TFM_LAYERS_TRANSFORMER_H_

@@ -1,0 +1,33 @@
+// split_heads and merge_heads: the head layout change of multi-head
+// attention, [batch, len, heads * d] <-> [batch, heads, len, d].
+//
+// The projections work on [batch, len, heads * d] (one GEMM for all heads);
+// the fused attention op wants each head's rows contiguous. The two ops are
+// inverse permutations, so each one's backward is the other applied to the
+// output gradient. Any dtype (the kernels only move bytes); dense row-major.
+#ifndef TFM_OPS_SPLIT_HEADS_SPLIT_HEADS_H_
+#define TFM_OPS_SPLIT_HEADS_SPLIT_HEADS_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+// x [batch, len, heads * d] -> [batch, heads, len, d]; heads must divide the
+// last extent.
+absl::StatusOr<Tensor> SplitHeads(const Tensor& x, int64_t heads);
+
+// x [batch, heads, len, d] -> [batch, len, heads * d].
+absl::StatusOr<Tensor> MergeHeads(const Tensor& x);
+
+// Gradient of sum(dout * SplitHeads(x, heads)): dout merged back.
+absl::StatusOr<Tensor> SplitHeadsBackward(const Tensor& dout);
+
+// Gradient of sum(dout * MergeHeads(x)): dout split into x's heads.
+absl::StatusOr<Tensor> MergeHeadsBackward(const Tensor& dout, int64_t heads);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_SPLIT_HEADS_SPLIT_HEADS_H_

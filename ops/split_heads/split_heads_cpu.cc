@@ -1,0 +1,64 @@
+// CPU kernels of split_heads and merge_heads: one strided row copy serves
+// both directions and every dtype (only bytes move).
+#include <algorithm>
+#include <cstring>
+
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+// Copies the [batch, len, heads, d] view of `from` to the [batch, heads, len,
+// d] view of `to` (split), or back (merge), one d-sized row at a time.
+void PermuteHeads(const char* from, char* to, int64_t batch, int64_t len, int64_t heads,
+                  int64_t row_bytes, bool split) {
+  ThreadPool::Default()->ParallelFor(
+      batch * len, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, row_bytes * heads)),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t bt = begin; bt < end; ++bt) {
+          const int64_t b = bt / len;
+          const int64_t t = bt % len;
+          for (int64_t h = 0; h < heads; ++h) {
+            const int64_t merged = bt * heads + h;               // [b, t, h] row.
+            const int64_t headwise = (b * heads + h) * len + t;  // [b, h, t] row.
+            const int64_t src = split ? merged : headwise;
+            const int64_t dst = split ? headwise : merged;
+            std::memcpy(to + dst * row_bytes, from + src * row_bytes, row_bytes);
+          }
+        }
+      });
+}
+
+absl::Status SplitHeadsCpu(KernelContext& context) {
+  const Tensor& x = context.input(0);
+  TFM_ASSIGN_OR_RETURN(int64_t heads, context.attrs().Get<int64_t>("heads"));
+  const int64_t batch = x.dim(0), len = x.dim(1), d = x.dim(2) / heads;
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {batch, heads, len, d}, x.dtype()));
+  PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()), batch,
+               len, heads, d * DTypeSize(x.dtype()), /*split=*/true);
+  return absl::OkStatus();
+}
+
+absl::Status MergeHeadsCpu(KernelContext& context) {
+  const Tensor& x = context.input(0);
+  const int64_t batch = x.dim(0), heads = x.dim(1), len = x.dim(2), d = x.dim(3);
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {batch, len, heads * d}, x.dtype()));
+  PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()), batch,
+               len, heads, d * DTypeSize(x.dtype()), /*split=*/false);
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kF32, SplitHeadsCpu);
+TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kF32, MergeHeadsCpu);
+TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kF16, SplitHeadsCpu);
+TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kF16, MergeHeadsCpu);
+TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kBF16, SplitHeadsCpu);
+TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kBF16, MergeHeadsCpu);
+TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kI32, SplitHeadsCpu);
+TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kI32, MergeHeadsCpu);
+TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kI64, SplitHeadsCpu);
+TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kI64, MergeHeadsCpu);
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,98 @@
+#include "ops/split_heads/split_heads.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::AllClose;
+using ::tfm::testing::CheckGradients;
+using ::tfm::testing::NamedTensors;
+using ::tfm::testing::TorchReference;
+
+TEST(SplitHeadsTest, MovesEachHeadsColumnsIntoItsOwnRows) {
+  // batch 1, len 2, heads 2, d 2: row t = [h0d0 h0d1 h1d0 h1d1].
+  const Tensor x = *Tensor::FromVector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 4});
+  absl::StatusOr<Tensor> split = SplitHeads(x, 2);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->shape(), (Shape{1, 2, 2, 2}));
+  EXPECT_EQ(split->ToVector<float>(), (std::vector<float>{1, 2, 5, 6, 3, 4, 7, 8}));
+  absl::StatusOr<Tensor> merged = MergeHeads(*split);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(merged->shape(), x.shape());
+  EXPECT_EQ(merged->ToVector<float>(), x.ToVector<float>());
+}
+
+TEST(SplitHeadsTest, IntegerTensorsMoveToo) {
+  const Tensor x = *Tensor::FromVector<int32_t>({1, 2, 3, 4}, {1, 1, 4});
+  absl::StatusOr<Tensor> split = SplitHeads(x, 4);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->shape(), (Shape{1, 4, 1, 1}));
+  EXPECT_EQ(split->ToVector<int32_t>(), (std::vector<int32_t>{1, 2, 3, 4}));
+}
+
+TEST(SplitHeadsTest, RejectsHeadsThatDoNotDivide) {
+  const Tensor x = *RandomUniform({2, 3, 10}, PhiloxState{1, 0, 0}, -1, 1);
+  absl::Status status = SplitHeads(x, 4).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("divide 10"), std::string::npos) << status;
+  EXPECT_FALSE(SplitHeads(x, 0).ok());
+  EXPECT_FALSE(MergeHeads(x).ok());  // Rank 3 is not [batch, heads, len, d].
+}
+
+TEST(SplitHeadsTest, GradientsOfBothDirections) {
+  const Tensor x = *RandomUniform({2, 5, 12}, PhiloxState{2, 0, 0}, -1, 1);
+  EXPECT_TRUE(CheckGradients(
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        absl::StatusOr<Tensor> out = SplitHeads(in[0], 3);
+        if (!out.ok()) return out.status();
+        return std::vector<Tensor>{*out};
+      },
+      [](const std::vector<Tensor>&, const std::vector<Tensor>&,
+         const std::vector<Tensor>& dout) -> absl::StatusOr<std::vector<Tensor>> {
+        absl::StatusOr<Tensor> dx = SplitHeadsBackward(dout[0]);
+        if (!dx.ok()) return dx.status();
+        return std::vector<Tensor>{*dx};
+      },
+      {x}));
+  const Tensor y = *RandomUniform({2, 3, 5, 4}, PhiloxState{3, 0, 0}, -1, 1);
+  EXPECT_TRUE(CheckGradients(
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        absl::StatusOr<Tensor> out = MergeHeads(in[0]);
+        if (!out.ok()) return out.status();
+        return std::vector<Tensor>{*out};
+      },
+      [](const std::vector<Tensor>&, const std::vector<Tensor>&,
+         const std::vector<Tensor>& dout) -> absl::StatusOr<std::vector<Tensor>> {
+        absl::StatusOr<Tensor> dx = MergeHeadsBackward(dout[0], 3);
+        if (!dx.ok()) return dx.status();
+        return std::vector<Tensor>{*dx};
+      },
+      {y}));
+}
+
+// PyTorch writes the split as view(b, t, h, d).transpose(1, 2), as
+// nn.MultiheadAttention does.
+TEST(SplitHeadsTest, MatchesPyTorch) {
+  const Tensor x = *RandomUniform({3, 7, 16}, PhiloxState{4, 0, 0}, -1, 1);
+  const Tensor dy = *RandomUniform({3, 4, 7, 4}, PhiloxState{5, 0, 0}, -1, 1);
+  absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
+      y = x.view(3, 7, 4, 4).transpose(1, 2).contiguous()
+      dx, = grads(y, dy, [x])
+      merged = y.transpose(1, 2).reshape(3, 7, 16)
+  )py",
+                                                    {{"x", x}, {"dy", dy}}, {"y", "dx", "merged"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  const Tensor y = *SplitHeads(x, 4);
+  EXPECT_TRUE(AllClose(y, ref->at("y"), {.atol = 0, .rtol = 0}));
+  EXPECT_TRUE(AllClose(*SplitHeadsBackward(dy), ref->at("dx"), {.atol = 0, .rtol = 0}));
+  EXPECT_TRUE(AllClose(*MergeHeads(y), ref->at("merged"), {.atol = 0, .rtol = 0}));
+}
+
+}  // namespace
+}  // namespace tfm
