@@ -152,7 +152,8 @@ absl::StatusOr<Transformer::ForwardResult> Transformer::Forward(ForwardContext& 
                        LabelSmoothedCrossEntropy(result.logits, tensors.targets, options));
   TFM_ASSIGN_OR_RETURN(result.stats.loss, ScalarOnHost<float>(loss.loss));
   TFM_ASSIGN_OR_RETURN(result.stats.nll, ScalarOnHost<float>(loss.nll));
-  TFM_ASSIGN_OR_RETURN(result.stats.tokens, ScalarOnHost<int64_t>(loss.count));
+  TFM_ASSIGN_OR_RETURN(result.stats.target_tokens, ScalarOnHost<int64_t>(loss.count));
+  result.stats.source_tokens = batch.source_tokens();
   result.targets = tensors.targets;
   result.lse = loss.lse;
   return result;

@@ -30,6 +30,7 @@
 #include "core/data/batch.h"
 #include "core/device.h"
 #include "core/layer_registry.h"
+#include "core/trainable_model.h"
 
 namespace tfm {
 
@@ -40,23 +41,9 @@ struct VocabularySpec {
   int bos_id = 2;  // First decoder input.
 };
 
-// Randomness and mode of one forward pass. Dropout masks come from the
-// Philox stream (seed, counter) alone: give every forward pass (every step
-// and micro-batch) its own counter, e.g. step * micro_batches + micro_batch.
-struct StepContext {
-  bool training = false;
-  uint64_t seed = 0;
-  uint64_t counter = 0;
-  float loss_scale = 1.0f;  // Gradient of loss_scale * (summed loss).
-};
-
-struct LossStats {
-  double loss = 0;     // Summed label-smoothed cross entropy.
-  double nll = 0;      // Summed -log p(target): perplexity = exp(nll / tokens).
-  int64_t tokens = 0;  // Non-pad target tokens.
-};
-
-class Transformer {
+// StepContext and LossStats come from core/trainable_model.h: the trainer
+// drives this model through that interface.
+class Transformer : public TrainableModel {
  public:
   // Parameters are initialised from Philox stream (init_seed, 0).
   static absl::StatusOr<std::unique_ptr<Transformer>> Create(const config::ModelConfig& model,
@@ -65,12 +52,13 @@ class Transformer {
                                                              uint64_t init_seed);
 
   // Loss of `batch` and its gradient added into Parameter::grad.
-  absl::StatusOr<LossStats> ForwardBackward(const Batch& batch, const StepContext& context);
+  absl::StatusOr<LossStats> ForwardBackward(const Batch& batch,
+                                            const StepContext& context) override;
   // Loss only (validation), with dropout off and no gradient.
-  absl::StatusOr<LossStats> Evaluate(const Batch& batch);
+  absl::StatusOr<LossStats> Evaluate(const Batch& batch) override;
 
   // Every parameter once, in a fixed order (embedding table first).
-  std::vector<Parameter*> Parameters();
+  std::vector<Parameter*> Parameters() override;
   int64_t NumParameters();
   absl::Status ZeroGrads();
 

@@ -162,7 +162,7 @@ TEST(TransformerTest, GradientsAccumulateUntilZeroed) {
   const StepContext step{.training = true, .seed = 9, .counter = 4};
   absl::StatusOr<LossStats> first = transformer->ForwardBackward(batch, step);
   ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(first->tokens, 3 + 5 + 2);
+  EXPECT_EQ(first->target_tokens, 3 + 5 + 2);
   EXPECT_GT(first->loss, first->nll * (1 - 0.1) - 1e-3);
   EXPECT_TRUE(std::isfinite(first->loss));
   const std::vector<float> once = Grads(*transformer);
@@ -205,7 +205,7 @@ TEST(TransformerTest, PaddingChangesNothing) {
   const LossStats padded = *transformer->ForwardBackward(MakeBatch(kExamples, 3), step);
   const std::vector<float> padded_grads = Grads(*transformer);
   EXPECT_NEAR(padded.loss, tight.loss, 1e-5 * tight.loss);
-  EXPECT_EQ(padded.tokens, tight.tokens);
+  EXPECT_EQ(padded.target_tokens, tight.target_tokens);
   for (size_t i = 0; i < tight_grads.size(); ++i) {
     ASSERT_NEAR(padded_grads[i], tight_grads[i], 1e-5) << i;
   }

@@ -154,7 +154,7 @@ TEST_P(TransformerParityTest, LossAndEveryGradientMatchNnTransformer) {
               batch,
               StepContext{.training = true, .seed = 1, .counter = 0, .loss_scale = loss_scale});
   ASSERT_TRUE(stats.ok()) << stats.status();
-  EXPECT_EQ(stats->tokens, 12);
+  EXPECT_EQ(stats->target_tokens, 12);
 
   NamedTensors inputs;
   std::vector<std::string> names, outputs = {"loss"};
