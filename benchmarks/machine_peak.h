@@ -14,7 +14,8 @@ struct MachinePeak {
   int threads = 1;
   // Measured on every thread at once (the slowest counts): a chain of
   // dependent integer adds, one per cycle on every x86 core since the P6,
-  // timed with the steady clock. So the clock under an all-core load.
+  // timed with the steady clock, best of 5 trials. So the clock under an
+  // all-core load.
   double clock_ghz = 0;
   // Independent vector FMAs retired per cycle on one core (12 accumulators,
   // more than latency x units on any current core): the FMA units.
