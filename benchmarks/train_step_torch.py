@@ -77,7 +77,10 @@ class PaperTransformer(nn.Module):
         self.embed = nn.Embedding(ARGS.vocab, d, padding_idx=PAD)
         nn.init.normal_(self.embed.weight, 0, d ** -0.5)
         self.core = nn.Transformer(d, ARGS.heads, ARGS.layers, ARGS.layers, ARGS.d_ff,
-                                   dropout=0.1, batch_first=True)
+                                   dropout=0.1, layer_norm_eps=1e-6, batch_first=True)
+        # The paper's post-norm model has no final norms; nn.Transformer adds them.
+        self.core.encoder.norm = None
+        self.core.decoder.norm = None
         self.drop = nn.Dropout(0.1)
         self.register_buffer("pe", sinusoid(max(ARGS.source_len, ARGS.target_len) + 1, d))
         self.scale = math.sqrt(d)
@@ -98,7 +101,7 @@ def main():
     tgt_in = torch.cat([torch.full((ARGS.batch, 1), BOS), tgt[:, :-1]], dim=1)
     tgt_in[tgt_in == EOS] = PAD  # The decoder never reads the final EOS.
     src_pad, tgt_pad = src == PAD, tgt == PAD
-    causal = nn.Transformer.generate_square_subsequent_mask(ARGS.target_len)
+    causal = torch.triu(torch.ones(ARGS.target_len, ARGS.target_len, dtype=torch.bool), 1)
     tokens = int((tgt != PAD).sum())
     src_tokens = int((src != PAD).sum())
 
@@ -120,7 +123,7 @@ def main():
         (loss / tokens).backward()
         opt.step()
         sched.step()
-        return float(loss) / tokens
+        return float(loss.detach()) / tokens
 
     model.train()
     for _ in range(ARGS.warmup_updates):

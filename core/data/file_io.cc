@@ -1,6 +1,7 @@
 #include "core/data/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -68,6 +69,17 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   }
   close(fd);
   return contents;
+}
+
+absl::Status MakeDirectories(const std::string& path) {
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    const std::string prefix = path.substr(0, slash);
+    if (!prefix.empty() && mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create directory ", prefix, ": ", std::strerror(errno)));
+    }
+    if (slash == std::string::npos) return absl::OkStatus();
+  }
 }
 
 }  // namespace tfm

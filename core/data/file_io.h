@@ -19,6 +19,10 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
 // Reads the whole file; NotFound names the path.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
+// Creates `path` and any missing parents (like mkdir -p); an existing
+// directory is fine. Errors name the directory that could not be made.
+absl::Status MakeDirectories(const std::string& path);
+
 }  // namespace tfm
 
 #endif  // TFM_CORE_DATA_FILE_IO_H_

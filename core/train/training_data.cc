@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/data/corpus.h"
+#include "core/data/file_io.h"
 #include "core/status_macros.h"
 
 namespace tfm {
@@ -50,17 +51,6 @@ class ConcatenatedCorpora : public PairReader {
 bool Exists(const std::string& path) {
   struct stat info;
   return stat(path.c_str(), &info) == 0;
-}
-
-absl::Status MakeDirectories(const std::string& path) {
-  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-    const std::string prefix = path.substr(0, slash);
-    if (!prefix.empty() && mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("cannot create directory ", prefix, ": ", std::strerror(errno)));
-    }
-    if (slash == std::string::npos) return absl::OkStatus();
-  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/environment_report.h"
+#include "core/data/file_io.h"
 #include "core/status_macros.h"
 #include "core/train/adam_optimizer.h"
 #include "core/train/checkpoint.h"
@@ -30,17 +31,6 @@ namespace {
 
 std::string Join(const std::string& dir, const std::string& name) {
   return absl::StrCat(dir, "/", name);
-}
-
-absl::Status MakeDirectories(const std::string& path) {
-  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-    const std::string prefix = path.substr(0, slash);
-    if (!prefix.empty() && mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("cannot create directory ", prefix, ": ", std::strerror(errno)));
-    }
-    if (slash == std::string::npos) return absl::OkStatus();
-  }
 }
 
 NamedTensors ModelTensors(TrainableModel& model) {

@@ -5,7 +5,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "core/task_registry.h"
+#include "tasks/common/seq2seq_training.h"
 
 namespace tfm {
 namespace {
@@ -38,9 +40,12 @@ class ParsingTask : public Task {
 
   absl::Status Run(const TaskContext& context) override {
     if (context.mode == TaskMode::kValidate) return Validate(context.config);
+    if (IsTrainingCommand(context.mode)) {
+      if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(Validate(context.config));
+      return RunSeq2SeqTraining(context);
+    }
     return absl::UnimplementedError(
-        "parsing: this build can validate configs only; training and decoding "
-        "arrive with core/train and core/decode");
+        "parsing: evaluate and decode arrive with core/decode (beam search)");
   }
 };
 

@@ -1,6 +1,6 @@
 // The translation task (EN-DE, EN-FR): checks that its corpora are there and
-// its settings make sense. Training and decoding plug in with core/train and
-// core/decode.
+// its settings make sense, and trains (train, average, plot). Decoding plugs
+// in with core/decode.
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
+#include "tasks/common/seq2seq_training.h"
 
 namespace tfm {
 namespace {
@@ -73,9 +74,12 @@ class TranslationTask : public Task {
 
   absl::Status Run(const TaskContext& context) override {
     if (context.mode == TaskMode::kValidate) return CheckData(context.config, context.log);
+    if (IsTrainingCommand(context.mode)) {
+      if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(CheckData(context.config, nullptr));
+      return RunSeq2SeqTraining(context);
+    }
     return absl::UnimplementedError(
-        "translation: this build can validate configs only; training and decoding "
-        "arrive with core/train and core/decode");
+        "translation: evaluate and decode arrive with core/decode (beam search)");
   }
 
  private:

@@ -1,0 +1,271 @@
+// Full training updates (forward, backward, Adam) of the paper's Transformer,
+// ours against PyTorch's nn.Transformer at the same sizes, batch, tokens and
+// threads, in one run:
+//
+//   bazel run -c opt //benchmarks:train_step [-- --threads=2 --steps=5]
+//
+// Per preset (the CPU preset, then the base model with the paper's 37k
+// vocabulary) it prints target tokens/s and peak resident memory of both
+// sides (PyTorch eager, and torch.compile when it runs here), and last the
+// line `train tokens/s ours/torch: X` against the faster PyTorch row.
+//
+// Same work on both sides: the batch is built by the same formula (ids,
+// lengths and padding; benchmarks/train_step_torch.py mirrors BatchIds), the
+// models have the same architecture (checked: equal parameter counts), and
+// the update is the same (label-smoothed cross-entropy mean over target
+// tokens, Adam with the paper's schedule). That the two models compute the
+// same loss and gradients from the same weights is //tests:transformer_parity_test.
+// Ours runs in a child process per preset so each peak RSS is its own.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "core/environment_report.h"
+#include "core/status_macros.h"
+#include "core/thread_pool.h"
+#include "core/train/adam_optimizer.h"
+#include "core/train/trainer.h"
+#include "layers/transformer.h"
+#include "tools/cpp/runfiles/runfiles.h"
+
+ABSL_FLAG(int, threads, 2, "threads on both sides");
+ABSL_FLAG(int, steps, 5, "timed updates per side (after 2 warm-up updates); the median counts");
+ABSL_FLAG(std::string, presets, "small,base", "which sizes: small (the CPU presets), base");
+ABSL_FLAG(std::string, peer_python, "/opt/transformer-bench-venv/bin/python3",
+          "Python with PyTorch (tools/setup_bench.sh)");
+ABSL_FLAG(bool, torch_compile, true, "also time torch.compile (a second PyTorch row)");
+ABSL_FLAG(std::string, child, "", "internal: run our side of one preset and print its figures");
+
+namespace tfm {
+namespace {
+
+struct Preset {
+  std::string name;
+  int layers, d_model, d_ff, heads, vocab, batch, source_len, target_len;
+};
+
+Preset Find(absl::string_view name) {
+  if (name == "base") return {"base", 6, 512, 2048, 8, 37000, 32, 48, 48};
+  return {"small", 3, 256, 1024, 4, 8000, 64, 32, 32};
+}
+
+constexpr int kPad = 0, kBos = 2, kEos = 3;
+
+// Mirrors batch_ids() of train_step_torch.py: lengths falling from `length`
+// to about 3/4 of it down the batch, ids from a fixed formula, EOS last.
+void BatchIds(int rows, int length, int vocab, int salt, std::vector<int>* ids,
+              std::vector<int>* lengths) {
+  ids->assign(static_cast<size_t>(rows) * length, kPad);
+  lengths->clear();
+  for (int r = 0; r < rows; ++r) {
+    const int n = length - (r * (length / 4)) / std::max(1, rows - 1);
+    for (int j = 0; j < n - 1; ++j) {
+      (*ids)[r * length + j] =
+          4 + static_cast<int>((int64_t{r} * 7919 + int64_t{j} * 104729 + salt) % (vocab - 4));
+    }
+    (*ids)[r * length + n - 1] = kEos;
+    lengths->push_back(n);
+  }
+}
+
+double PeakRssMib() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;
+}
+
+// Our side of one preset, in this (child) process: prints one line
+// "ours <params> <target tokens> <median s> <min s> <max s> <peak MiB> <loss>".
+absl::Status RunOurs(const Preset& preset) {
+  config::ModelConfig model;
+  model.set_num_encoder_layers(preset.layers);
+  model.set_num_decoder_layers(preset.layers);
+  model.set_d_model(preset.d_model);
+  model.set_d_ff(preset.d_ff);
+  model.set_num_heads(preset.heads);
+  model.set_d_k(preset.d_model / preset.heads);
+  model.set_d_v(preset.d_model / preset.heads);
+  VocabularySpec vocabulary{preset.vocab, kPad, kBos};
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> transformer,
+                       Transformer::Create(model, vocabulary, Device::Cpu(), 1));
+  TFM_ASSIGN_OR_RETURN(const InverseSqrtSchedule schedule,
+                       InverseSqrtSchedule::Create(preset.d_model, 4000));
+  TFM_ASSIGN_OR_RETURN(AdamOptimizer optimizer,
+                       AdamOptimizer::Create(transformer->Parameters(), config::AdamConfig(),
+                                             schedule));
+  Batch batch;
+  batch.size = preset.batch;
+  batch.source_length = preset.source_len;
+  batch.target_length = preset.target_len;
+  BatchIds(preset.batch, preset.source_len, preset.vocab, 1, &batch.source, &batch.source_lengths);
+  BatchIds(preset.batch, preset.target_len, preset.vocab, 2, &batch.target, &batch.target_lengths);
+  // The trainer's own update (no data stream needed for a fixed batch).
+  TrainerOptions options;
+  Trainer trainer(transformer.get(), &optimizer, /*batcher=*/nullptr, {}, options, {});
+  std::vector<double> seconds;
+  double loss = 0;
+  for (int step = 1; step <= 2 + absl::GetFlag(FLAGS_steps); ++step) {
+    const absl::Time start = absl::Now();
+    TFM_ASSIGN_OR_RETURN(Trainer::Gradients gradients,
+                         trainer.ComputeGradients({batch}, static_cast<uint64_t>(step)));
+    TFM_RETURN_IF_ERROR(trainer.ApplyUpdate(step));
+    if (step > 2) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    loss = gradients.stats.loss / gradients.stats.target_tokens;
+  }
+  std::sort(seconds.begin(), seconds.end());
+  std::cout << absl::StrFormat("ours %d %d %.6f %.6f %.6f %.1f %.4f\n",
+                               transformer->NumParameters(), batch.target_tokens(),
+                               seconds[seconds.size() / 2], seconds.front(), seconds.back(),
+                               PeakRssMib(), loss);
+  return absl::OkStatus();
+}
+
+// Runs `command` and returns its standard output.
+absl::StatusOr<std::string> Capture(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return absl::InternalError(absl::StrCat("cannot run: ", command));
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  if (status != 0) {
+    return absl::InternalError(absl::StrCat("exit status ", WEXITSTATUS(status), ": ", command));
+  }
+  return out;
+}
+
+// A flat JSON object's number field.
+double JsonNumber(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\":");
+  if (at == std::string::npos) return -1;
+  double value = -1;
+  const size_t begin = at + key.size() + 3;
+  const size_t end = json.find_first_of(",}", begin);
+  (void)absl::SimpleAtod(json.substr(begin, end - begin), &value);
+  return value;
+}
+
+struct Row {
+  std::string side;
+  double params = 0, tokens = 0, median = 0, min = 0, max = 0, rss = 0, loss = 0;
+  double tokens_per_second() const { return tokens / median; }
+};
+
+absl::Status Main(int argc, char** argv) {
+  const int threads = absl::GetFlag(FLAGS_threads);
+  if (!absl::GetFlag(FLAGS_child).empty()) {
+    setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
+    return RunOurs(Find(absl::GetFlag(FLAGS_child)));
+  }
+  std::string error;
+  std::unique_ptr<bazel::tools::cpp::runfiles::Runfiles> runfiles(
+      bazel::tools::cpp::runfiles::Runfiles::Create(argv[0], &error));
+  if (runfiles == nullptr) return absl::NotFoundError(absl::StrCat("runfiles: ", error));
+  const std::string script = runfiles->Rlocation("transformer/benchmarks/train_step_torch.py");
+  setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
+  for (const auto& [label, text] : EnvironmentReport()) std::cout << label << ": " << text << "\n";
+  std::cout << "threads: " << threads << " on each side; allocator: ours caching (>= 1 MiB) "
+            << "over glibc; torch glibc\n";
+  const std::string torch_info = absl::StrCat(absl::GetFlag(FLAGS_peer_python),
+      " -c 'import torch,re; print(torch.__version__, re.search(r\"BLAS_INFO=(\\S+)\", "
+      "torch.__config__.show()).group(1).rstrip(\",\"), torch.backends.cpu.get_cpu_capability())'");
+  TFM_ASSIGN_OR_RETURN(const std::string torch_line, Capture(torch_info));
+  std::cout << "torch: " << torch_line;
+
+  double best_ratio = 0;
+  std::vector<std::string> summary;
+  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_presets), ',')) {
+    const Preset preset = Find(name);
+    std::cout << absl::StrFormat(
+        "\n%s: N=%d d_model=%d d_ff=%d h=%d vocab=%d, batch %d x (%d source, %d target) "
+        "positions, %d timed updates\n",
+        preset.name, preset.layers, preset.d_model, preset.d_ff, preset.heads, preset.vocab,
+        preset.batch, preset.source_len, preset.target_len, absl::GetFlag(FLAGS_steps));
+    std::vector<Row> rows;
+    TFM_ASSIGN_OR_RETURN(const std::string ours_out,
+                         Capture(absl::StrCat(argv[0], " --child=", name, " --threads=", threads,
+                                              " --steps=", absl::GetFlag(FLAGS_steps))));
+    Row ours{"ours"};
+    std::vector<std::string> f = absl::StrSplit(ours_out.substr(ours_out.rfind("ours ")), ' ');
+    if (f.size() < 8) return absl::InternalError("our side printed: " + ours_out);
+    double* fields[] = {&ours.params, &ours.tokens, &ours.median, &ours.min,
+                        &ours.max,    &ours.rss,    &ours.loss};
+    for (int i = 0; i < 7; ++i) (void)absl::SimpleAtod(f[i + 1], fields[i]);
+    rows.push_back(ours);
+    for (bool compiled : {false, true}) {
+      if (compiled && !absl::GetFlag(FLAGS_torch_compile)) continue;
+      const std::string command = absl::StrFormat(
+          "%s %s --threads %d --layers %d --d_model %d --d_ff %d --heads %d --vocab %d "
+          "--batch %d --source_len %d --target_len %d --steps %d%s 2>/dev/null",
+          absl::GetFlag(FLAGS_peer_python), script, threads, preset.layers, preset.d_model,
+          preset.d_ff, preset.heads, preset.vocab, preset.batch, preset.source_len,
+          preset.target_len, absl::GetFlag(FLAGS_steps), compiled ? " --compile" : "");
+      absl::StatusOr<std::string> json = Capture(command);
+      if (!json.ok()) {
+        std::cout << (compiled ? "torch.compile" : "torch eager")
+                  << ": did not run here: " << json.status().message() << "\n";
+        continue;
+      }
+      Row torch{compiled ? "torch.compile" : "torch eager", JsonNumber(*json, "parameters"),
+                JsonNumber(*json, "target_tokens"), JsonNumber(*json, "seconds_per_update"),
+                JsonNumber(*json, "seconds_min"), JsonNumber(*json, "seconds_max"),
+                JsonNumber(*json, "peak_rss_mib"), JsonNumber(*json, "last_loss")};
+      rows.push_back(torch);
+    }
+    std::cout << absl::StrFormat("%-14s %12s %9s %12s %18s %10s %8s\n", "side", "parameters",
+                                 "tgt tok", "s/update", "(min..max)", "tgt tok/s", "peak MiB");
+    for (const Row& row : rows) {
+      std::cout << absl::StrFormat("%-14s %12.0f %9.0f %12.3f %8.3f..%-8.3f %10.1f %8.0f\n",
+                                   row.side, row.params, row.tokens, row.median, row.min,
+                                   row.max, row.tokens_per_second(), row.rss);
+    }
+    double fastest = 0;
+    for (size_t i = 1; i < rows.size(); ++i) {
+      if (rows[i].params != ours.params || rows[i].tokens != ours.tokens) {
+        return absl::InternalError(absl::StrFormat(
+            "%s: %s has %.0f parameters and %.0f target tokens, ours %.0f and %.0f: not the "
+            "same work", preset.name, rows[i].side, rows[i].params, rows[i].tokens, ours.params,
+            ours.tokens));
+      }
+      fastest = std::max(fastest, rows[i].tokens_per_second());
+    }
+    if (fastest <= 0) return absl::UnavailableError("no PyTorch row ran");
+    const double ratio = ours.tokens_per_second() / fastest;
+    summary.push_back(absl::StrFormat("%s %.2f", preset.name, ratio));
+    std::cout << absl::StrFormat("%s: train tokens/s ours/torch (fastest row): %.2f\n",
+                                 preset.name, ratio);
+    best_ratio = ratio;  // The last preset (base, by default) is the headline.
+  }
+  std::cout << "\nper preset: " << absl::StrJoin(summary, ", ") << "\n";
+  std::cout << absl::StrFormat("train tokens/s ours/torch: %.2f\n", best_ratio);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace tfm
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = tfm::Main(argc, argv);
+  if (!status.ok()) {
+    std::cerr << "error: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,40 @@
+#include "tasks/common/seq2seq_training.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/train/training_job.h"
+#include "layers/transformer.h"
+
+namespace tfm {
+namespace {
+
+absl::StatusOr<std::unique_ptr<TrainableModel>> MakeTransformer(const config::TaskConfig& config,
+                                                                 int vocab_size) {
+  if (config.train().device() != "cpu") {
+    return absl::UnimplementedError(absl::StrCat(
+        "train.device: ", config.train().device(),
+        ": this build trains on the CPU (CUDA training arrives with the CUDA kernels)"));
+  }
+  VocabularySpec vocabulary;
+  vocabulary.size = vocab_size;
+  vocabulary.pad_id = config.data().tokenizer().pad_id();
+  vocabulary.bos_id = config.data().tokenizer().bos_id();
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
+                       Transformer::Create(config.model(), vocabulary, Device::Cpu(),
+                                           config.train().seed()));
+  return std::unique_ptr<TrainableModel>(std::move(model));
+}
+
+}  // namespace
+
+bool IsTrainingCommand(TaskMode mode) {
+  return mode == TaskMode::kTrain || mode == TaskMode::kAverage || mode == TaskMode::kPlot;
+}
+
+absl::Status RunSeq2SeqTraining(const TaskContext& context) {
+  return RunTrainingCommand(context, MakeTransformer);
+}
+
+}  // namespace tfm
