@@ -148,6 +148,27 @@ std::string FormatTable(const std::vector<TableRow>& rows) {
                           row.shape, times(row.ours), times(row.torch), times(row.torch_cached),
                           ratio, Percent(row.peak_fraction), GoalVerdict(row));
   }
+  // Above 100% of a measured limit, either the limit or the row's count of
+  // work is wrong (GEMM), or the operands stay in the last-level cache
+  // between calls (memory rows: the copy measures DRAM): said, not hidden.
+  int gemm_over = 0, memory_over = 0;
+  for (const TableRow& row : rows) {
+    if (row.peak_fraction <= 1.05) continue;
+    if (row.bound == Bound::kGemm) ++gemm_over;
+    if (row.bound == Bound::kMemory) ++memory_over;
+  }
+  if (gemm_over > 0) {
+    absl::StrAppendFormat(&table,
+                          "WARNING: %d GEMM rows above the measured FMA peak: the peak "
+                          "measurement is wrong on this machine; do not trust the peak column\n",
+                          gemm_over);
+  }
+  if (memory_over > 0) {
+    absl::StrAppendFormat(&table,
+                          "note: %d memory-bound rows above the DRAM copy bandwidth: their "
+                          "operands stay in the last-level cache between calls\n",
+                          memory_over);
+  }
   const double weighted = TimeWeightedRatio(rows, RowGroup::kTraining);
   absl::StrAppendFormat(&table,
                         "time-weighted torch/ours (training rows): %.2f (goal >=%.2f: %s); "

@@ -66,9 +66,9 @@ class EmbeddingLayer : public Layer {
   absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
     TFM_ASSIGN_OR_RETURN(Tensor d_sum, dropout_.Backward(output_grads[0]));
     if (positions_) {
-      TFM_ASSIGN_OR_RETURN(AddGrads d_rows, AddBackward(d_sum, position_rows_));
+      TFM_ASSIGN_OR_RETURN(Tensor d_rows, SumToShape(d_sum, position_rows_));
       TFM_ASSIGN_OR_RETURN(Tensor d_positions,
-                           EmbeddingBackward(position_ids_, d_rows.db, positions_->value.dim(0)));
+                           EmbeddingBackward(position_ids_, d_rows, positions_->value.dim(0)));
       TFM_RETURN_IF_ERROR(AccumulateGrad(*positions_, d_positions));
     }
     TFM_ASSIGN_OR_RETURN(Tensor d_table, EmbeddingBackward(ids_, d_sum, vocab_, scale_));

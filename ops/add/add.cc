@@ -38,6 +38,14 @@ TFM_REGISTER_OP(OpDef{
     .validate = ValidateAdd,
 });
 
+TFM_REGISTER_OP(OpDef{
+    .name = "sum_to_shape",
+    .inputs = {"dout", "b"},
+    .outputs = {"db"},
+    .doc = "db = dout summed over b's broadcast axes (add_backward's db alone)",
+    .validate = ValidateAdd,
+});
+
 }  // namespace
 
 absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b) {
@@ -48,6 +56,15 @@ absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b) {
 absl::StatusOr<AddGrads> AddBackward(const Tensor& dout, const Tensor& b) {
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("add_backward", {dout, b}));
   return AddGrads{out[0], out[1]};
+}
+
+}  // namespace tfm
+
+namespace tfm {
+
+absl::StatusOr<Tensor> SumToShape(const Tensor& dout, const Tensor& b) {
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("sum_to_shape", {dout, b}));
+  return out[0];
 }
 
 }  // namespace tfm

@@ -34,6 +34,18 @@ absl::Status AddCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
+// db: dout summed over b's broadcast axes, or a copy of it.
+absl::Status SumToShapeInto(const Tensor& dout, Tensor* db) {
+  if (db->shape() == dout.shape()) {
+    std::memcpy(db->raw_data(), dout.raw_data(), dout.nbytes());
+    return absl::OkStatus();
+  }
+  const int64_t cols = db->num_elements();
+  ::tfm::SumRowsCpu(dout.data<float>(), cols == 0 ? 0 : dout.num_elements() / cols, cols,
+                    db->data<float>());
+  return absl::OkStatus();
+}
+
 // da = dout and, without broadcasting, db = dout: copies, never dout itself
 // (the aliasing rule of OpDef::in_place), so a caller accumulating into da
 // cannot change db or the upstream gradient behind its back.
@@ -43,17 +55,17 @@ absl::Status AddBackwardCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * da, context.AllocateOutput(0, dout.shape(), DType::kF32));
   std::memcpy(da->raw_data(), dout.raw_data(), dout.nbytes());
   TFM_ASSIGN_OR_RETURN(Tensor * db, context.AllocateOutput(1, b.shape(), DType::kF32));
-  if (b.shape() == dout.shape()) {
-    std::memcpy(db->raw_data(), dout.raw_data(), dout.nbytes());
-    return absl::OkStatus();
-  }
-  const int64_t cols = b.num_elements();
-  ::tfm::SumRowsCpu(dout.data<float>(), cols == 0 ? 0 : dout.num_elements() / cols, cols,
-             db->data<float>());
-  return absl::OkStatus();
+  return SumToShapeInto(dout, db);
+}
+
+absl::Status SumToShapeCpu(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(Tensor * db,
+                       context.AllocateOutput(0, context.input(1).shape(), DType::kF32));
+  return SumToShapeInto(context.input(0), db);
 }
 
 TFM_ISA_END
 
 TFM_REGISTER_ISA_KERNEL("add", DType::kF32, AddCpu);
 TFM_REGISTER_ISA_KERNEL("add_backward", DType::kF32, AddBackwardCpu);
+TFM_REGISTER_ISA_KERNEL("sum_to_shape", DType::kF32, SumToShapeCpu);

@@ -48,6 +48,22 @@ TEST(AddTest, SameShapeAndBroadcast) {
   EXPECT_EQ(grads->db.ToVector<float>(), (std::vector<float>{4, 6}));
 }
 
+// SumToShape is add_backward's db alone, bit for bit, and never dout itself.
+TEST(AddTest, SumToShapeEqualsAddBackwardDb) {
+  for (const Shape& b_shape : {Shape{7}, Shape{5, 7}, Shape{3, 5, 7}}) {
+    const Tensor dout = Random({3, 5, 7}, 3);
+    const Tensor b = Random(b_shape, 4);
+    absl::StatusOr<AddGrads> grads = AddBackward(dout, b);
+    absl::StatusOr<Tensor> db = SumToShape(dout, b);
+    ASSERT_TRUE(grads.ok() && db.ok()) << grads.status() << db.status();
+    EXPECT_EQ(db->shape(), b_shape);
+    EXPECT_EQ(db->ToVector<float>(), grads->db.ToVector<float>());
+    EXPECT_FALSE(db->SharesBufferWith(dout));
+  }
+  EXPECT_EQ(SumToShape(Random({2, 3}, 1), Random({4}, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // Gradient accumulation adds into what backward returned: that must change
 // neither the upstream gradient nor the other gradient.
 TEST(AddTest, BackwardOutputsAreNotAliasesOfDout) {
