@@ -37,6 +37,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/environment_report.h"
+#include "core/op_profile.h"
 #include "core/status_macros.h"
 #include "core/thread_pool.h"
 #include "core/train/adam_optimizer.h"
@@ -50,6 +51,8 @@ ABSL_FLAG(std::string, presets, "small,base", "which sizes: small (the CPU prese
 ABSL_FLAG(std::string, peer_python, "/opt/transformer-bench-venv/bin/python3",
           "Python with PyTorch (tools/setup_bench.sh)");
 ABSL_FLAG(bool, torch_compile, true, "also time torch.compile (a second PyTorch row)");
+ABSL_FLAG(bool, profile_ops, false,
+          "also print where our update's time goes, op by op (core/op_profile.h), per preset");
 ABSL_FLAG(std::string, child, "", "internal: run our side of one preset and print its figures");
 
 namespace tfm {
@@ -120,13 +123,24 @@ absl::Status RunOurs(const Preset& preset) {
   Trainer trainer(transformer.get(), &optimizer, /*batcher=*/nullptr, {}, options, {});
   std::vector<double> seconds;
   double loss = 0;
+  const bool profile = absl::GetFlag(FLAGS_profile_ops);
   for (int step = 1; step <= 2 + absl::GetFlag(FLAGS_steps); ++step) {
+    if (profile) {
+      SetOpProfiling(step > 2);  // Warm-up updates stay out of the table.
+      if (step == 3) ResetOpProfile();
+    }
     const absl::Time start = absl::Now();
     TFM_ASSIGN_OR_RETURN(Trainer::Gradients gradients,
                          trainer.ComputeGradients({batch}, static_cast<uint64_t>(step)));
     TFM_RETURN_IF_ERROR(trainer.ApplyUpdate(step));
     if (step > 2) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
     loss = gradients.stats.loss / gradients.stats.target_tokens;
+  }
+  if (profile) {
+    double total = 0;
+    for (double s : seconds) total += s;
+    std::cout << "where our " << seconds.size() << " timed updates' time goes, op by op:\n"
+              << OpProfileReport(total);
   }
   std::sort(seconds.begin(), seconds.end());
   std::cout << absl::StrFormat("ours %d %d %.6f %.6f %.6f %.1f %.4f\n",
@@ -200,7 +214,11 @@ absl::Status Main(int argc, char** argv) {
     std::vector<Row> rows;
     TFM_ASSIGN_OR_RETURN(const std::string ours_out,
                          Capture(absl::StrCat(argv[0], " --child=", name, " --threads=", threads,
-                                              " --steps=", absl::GetFlag(FLAGS_steps))));
+                                              " --steps=", absl::GetFlag(FLAGS_steps),
+                                              " --profile_ops=", absl::GetFlag(FLAGS_profile_ops))));
+    if (absl::GetFlag(FLAGS_profile_ops)) {
+      std::cout << ours_out.substr(0, ours_out.rfind("ours "));
+    }
     Row ours{"ours"};
     std::vector<std::string> f = absl::StrSplit(ours_out.substr(ours_out.rfind("ours ")), ' ');
     if (f.size() < 8) return absl::InternalError("our side printed: " + ours_out);

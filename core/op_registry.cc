@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/check.h"
+#include "core/op_profile.h"
 #include "core/status_macros.h"
 
 namespace tfm {
@@ -93,6 +94,7 @@ absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
                                           const Attrs& attrs,
                                           std::optional<OpTarget> target,
                                           StreamHandle stream) {
+  const ScopedOpTimer timer(op);
   TFM_ASSIGN_OR_RETURN(std::shared_ptr<const OpDef> def, OpRegistry().Find(op));
   if (inputs.size() != def->inputs.size()) {
     return absl::InvalidArgumentError(absl::StrCat(op, ": expected ", def->inputs.size(),

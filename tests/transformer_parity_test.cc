@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "core/train/checkpoint.h"
 #include "layers/transformer.h"
 #include "tests/util/torch_parity.h"
 
@@ -39,7 +40,12 @@ double MaxAbs(const Tensor& t) {
 // fc1/fc2 are linear1/linear2, the norms are numbered in sublayer order.
 constexpr char kReference[] = R"py(
 import math
-P = {n: globals()[f'p{i}'].detach().double().clone() for i, n in enumerate(names)}
+if checkpoint:  # Our checkpoint file, read by the safetensors package.
+    from safetensors.torch import load_file
+    P = {n: t.double() for n, t in load_file(checkpoint).items()}
+    assert sorted(P) == sorted(names), (sorted(P), sorted(names))
+else:
+    P = {n: globals()[f'p{i}'].detach().double().clone() for i, n in enumerate(names)}
 d = P['encoder.embed_tokens.weight'].shape[1]
 model = torch.nn.Transformer(d_model=d, nhead=heads, num_encoder_layers=layers,
                              num_decoder_layers=layers, dim_feedforward=d_ff, dropout=0.0,
@@ -117,9 +123,7 @@ struct ParityCase {
   config::ModelConfig::PositionalEncoding positions;
 };
 
-class TransformerParityTest : public ::testing::TestWithParam<ParityCase> {};
-
-TEST_P(TransformerParityTest, LossAndEveryGradientMatchNnTransformer) {
+absl::StatusOr<std::unique_ptr<Transformer>> MakeModel(const ParityCase& parity) {
   config::ModelConfig model;
   model.set_num_encoder_layers(2);
   model.set_num_decoder_layers(2);
@@ -130,15 +134,15 @@ TEST_P(TransformerParityTest, LossAndEveryGradientMatchNnTransformer) {
   model.set_d_v(8);
   model.set_dropout(0.0f);
   model.set_label_smoothing(0.1f);
-  model.set_norm_position(GetParam().norm);
-  model.set_positional_encoding(GetParam().positions);
+  model.set_norm_position(parity.norm);
+  model.set_positional_encoding(parity.positions);
   model.set_max_positions(12);
-  absl::StatusOr<std::unique_ptr<Transformer>> transformer =
-      Transformer::Create(model, VocabularySpec{kVocab, kPad, kBos}, Device::Cpu(), 2017);
-  ASSERT_TRUE(transformer.ok()) << transformer.status();
+  return Transformer::Create(model, VocabularySpec{kVocab, kPad, kBos}, Device::Cpu(), 2017);
+}
 
-  // Three pairs, padded in both source (7) and target (6); targets end in
-  // eos (3).
+// Three pairs, padded in both source (7) and target (6); targets end in
+// eos (3); 12 real target tokens.
+Batch MakeBatch() {
   Batch batch;
   batch.size = 3;
   batch.source_length = 7;
@@ -147,6 +151,50 @@ TEST_P(TransformerParityTest, LossAndEveryGradientMatchNnTransformer) {
   batch.target = {17, 18, 19, 3, 0, 0, 20, 21, 22, 4, 5, 3, 6, 3, 0, 0, 0, 0};
   batch.source_lengths = {7, 3, 5};
   batch.target_lengths = {4, 6, 2};
+  return batch;
+}
+
+// The batch as the reference reads it, and the header defining its
+// settings: `names` (our parameter names, p<i> in that order), `checkpoint`
+// (a model.safetensors path, or None: the weights come as p<i>).
+NamedTensors ReferenceInputs(const Batch& batch) {
+  const auto ids = [](const std::vector<int>& v, const Shape& shape) {
+    return *Tensor::FromVector<int32_t>(std::vector<int32_t>(v.begin(), v.end()), shape);
+  };
+  const int64_t t = batch.target_length;
+  std::vector<int32_t> decoder_input(batch.target.size());
+  for (int r = 0; r < batch.size; ++r) {
+    decoder_input[r * t] = kBos;
+    for (int j = 1; j < t; ++j) decoder_input[r * t + j] = batch.target[r * t + j - 1];
+  }
+  NamedTensors inputs;
+  inputs["source"] = ids(batch.source, {batch.size, batch.source_length});
+  inputs["labels"] = ids(batch.target, {batch.size, t});
+  inputs["decoder_input"] = *Tensor::FromVector<int32_t>(decoder_input, {batch.size, t});
+  inputs["source_lengths"] = ids(batch.source_lengths, {batch.size});
+  return inputs;
+}
+
+std::string ReferenceHeader(const std::vector<Parameter*>& parameters, const ParityCase& parity,
+                            const std::string& loss_scale, const std::string& checkpoint) {
+  std::vector<std::string> names;
+  for (const Parameter* parameter : parameters) {
+    names.push_back(absl::StrCat("'", parameter->name, "'"));
+  }
+  return absl::StrCat("names = [", absl::StrJoin(names, ", "),
+                      "]\nheads = 4\nlayers = 2\nd_ff = 64\n",
+                      "pre = ", parity.norm == config::ModelConfig::PRE ? "True" : "False",
+                      "\npad = ", kPad, "\nsmoothing = 0.1\nloss_scale = ", loss_scale,
+                      "\ncheckpoint = ", checkpoint.empty() ? "None" : "'" + checkpoint + "'",
+                      "\n");
+}
+
+class TransformerParityTest : public ::testing::TestWithParam<ParityCase> {};
+
+TEST_P(TransformerParityTest, LossAndEveryGradientMatchNnTransformer) {
+  absl::StatusOr<std::unique_ptr<Transformer>> transformer = MakeModel(GetParam());
+  ASSERT_TRUE(transformer.ok()) << transformer.status();
+  const Batch batch = MakeBatch();
   const float loss_scale = 1.0f / 12;  // The per-token mean of the 12 real targets.
   absl::StatusOr<LossStats> stats =
       (*transformer)
@@ -156,31 +204,15 @@ TEST_P(TransformerParityTest, LossAndEveryGradientMatchNnTransformer) {
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->target_tokens, 12);
 
-  NamedTensors inputs;
-  std::vector<std::string> names, outputs = {"loss"};
+  NamedTensors inputs = ReferenceInputs(batch);
+  std::vector<std::string> outputs = {"loss"};
   const std::vector<Parameter*> parameters = (*transformer)->Parameters();
   for (size_t i = 0; i < parameters.size(); ++i) {
-    names.push_back(absl::StrCat("'", parameters[i]->name, "'"));
     inputs[absl::StrCat("p", i)] = parameters[i]->value;
     outputs.push_back(absl::StrCat("g", i));
   }
-  std::vector<int32_t> decoder_input(batch.target.size());
-  for (int r = 0; r < batch.size; ++r) {
-    decoder_input[r * 6] = kBos;
-    for (int j = 1; j < 6; ++j) decoder_input[r * 6 + j] = batch.target[r * 6 + j - 1];
-  }
-  const auto ids = [](const std::vector<int>& v, const Shape& shape) {
-    return *Tensor::FromVector<int32_t>(std::vector<int32_t>(v.begin(), v.end()), shape);
-  };
-  inputs["source"] = ids(batch.source, {3, 7});
-  inputs["labels"] = ids(batch.target, {3, 6});
-  inputs["decoder_input"] = *Tensor::FromVector<int32_t>(decoder_input, {3, 6});
-  inputs["source_lengths"] = ids(batch.source_lengths, {3});
-  const std::string header =
-      absl::StrCat("names = [", absl::StrJoin(names, ", "), "]\nheads = 4\nlayers = 2\nd_ff = 64\n",
-                   "pre = ", GetParam().norm == config::ModelConfig::PRE ? "True" : "False",
-                   "\npad = ", kPad, "\nsmoothing = 0.1\nloss_scale = 1.0 / 12\n");
-  absl::StatusOr<NamedTensors> ref = TorchReference(header + kReference, inputs, outputs);
+  absl::StatusOr<NamedTensors> ref = TorchReference(
+      ReferenceHeader(parameters, GetParam(), "1.0 / 12", "") + kReference, inputs, outputs);
   ASSERT_TRUE(ref.ok()) << ref.status();
 
   const float expected_loss = ref->at("loss").data<float>()[0];
@@ -203,6 +235,45 @@ TEST_P(TransformerParityTest, LossAndEveryGradientMatchNnTransformer) {
         exactly_zero ? Tolerance{.atol = 1e-6 * largest_gradient, .rtol = 0} : SumTolerance(1e-4)))
         << parameters[i]->name;
   }
+}
+
+// Our checkpoint, as written by training, read by PyTorch through the
+// safetensors package and loaded into nn.Transformer: the same loss as our
+// Evaluate on the same weights.
+TEST_P(TransformerParityTest, CheckpointLoadsIntoNnTransformerWithTheSameLoss) {
+  absl::StatusOr<std::unique_ptr<Transformer>> transformer = MakeModel(GetParam());
+  ASSERT_TRUE(transformer.ok()) << transformer.status();
+  // A few updates' worth of change, so the weights are not the initial ones
+  // the reference could rebuild from a seed.
+  for (Parameter* parameter : (*transformer)->Parameters()) {
+    float* values = parameter->value.data<float>();
+    for (int64_t i = 0; i < parameter->value.num_elements(); ++i) {
+      values[i] += 0.01f * static_cast<float>((i * 7919) % 13 - 6);
+    }
+  }
+  const Batch batch = MakeBatch();
+  absl::StatusOr<LossStats> stats = (*transformer)->Evaluate(batch);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+
+  Checkpoint checkpoint;
+  for (Parameter* parameter : (*transformer)->Parameters()) {
+    checkpoint.model.emplace_back(parameter->name, parameter->value);
+  }
+  checkpoint.state.set_update(7);
+  checkpoint.vocabulary = "not read by this test";
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/parity_checkpoint_",
+                                       ::testing::UnitTest::GetInstance()->random_seed(), "_",
+                                       GetParam().norm, GetParam().positions);
+  ASSERT_TRUE(WriteCheckpointTo(dir, checkpoint).ok());
+  absl::StatusOr<NamedTensors> ref = TorchReference(
+      ReferenceHeader((*transformer)->Parameters(), GetParam(), "1.0",
+                      absl::StrCat(dir, "/", kModelFile)) +
+          kReference,
+      ReferenceInputs(batch), {"loss"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  const float expected_loss = ref->at("loss").data<float>()[0];
+  EXPECT_GT(expected_loss, 0);
+  EXPECT_NEAR(stats->loss, expected_loss, 1e-4 * expected_loss);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -55,6 +55,39 @@ inline float Max(const float* x, int64_t n) {
   return result;
 }
 
+// max(x[0..n)) and, in the same pass over x, sum(x[0..n)) into *sum (-inf
+// and 0 for n == 0). Four accumulators per lane keep the adds off the
+// critical path; lanes hold ~n/32 terms each, so float sums stay within a
+// few ulp per term of a double sum for vocabulary-sized rows.
+inline float MaxAndSum(const float* x, int64_t n, float* sum) {
+  VecF m0 = Set(-std::numeric_limits<float>::infinity()), m1 = m0;
+  VecF s0 = Zero(), s1 = Zero(), s2 = Zero(), s3 = Zero();
+  int64_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    const VecF a = Load(x + i), b = Load(x + i + kLanes);
+    const VecF c = Load(x + i + 2 * kLanes), d = Load(x + i + 3 * kLanes);
+    m0 = Max(m0, Max(a, b));
+    m1 = Max(m1, Max(c, d));
+    s0 = s0 + a;
+    s1 = s1 + b;
+    s2 = s2 + c;
+    s3 = s3 + d;
+  }
+  for (; i + kLanes <= n; i += kLanes) {
+    const VecF a = Load(x + i);
+    m0 = Max(m0, a);
+    s0 = s0 + a;
+  }
+  float result = ReduceMax(Max(m0, m1));
+  float total = ReduceSum((s0 + s1) + (s2 + s3));
+  for (; i < n; ++i) {
+    result = x[i] > result ? x[i] : result;
+    total += x[i];
+  }
+  *sum = total;
+  return result;
+}
+
 // max(x[0..n)) like Max, except that a NaN anywhere gives NaN (Max may
 // skip it): kernels that promise PyTorch's NaN propagation test for it.
 inline float MaxOrNaN(const float* x, int64_t n) {

@@ -1,5 +1,5 @@
-// CPU f32 kernels of label_smoothed_cross_entropy: one pass for the row max,
-// one for sum(exp) and sum(logits); backward writes softmax - target in one
+// CPU f32 kernels of label_smoothed_cross_entropy: one pass for the row max
+// and sum(logits), one for sum(exp); backward writes softmax - target in one
 // pass from the saved log-sum-exp. Threaded over rows; the token sums are
 // added in row order in double, so results do not depend on threads.
 #include <cmath>
@@ -56,12 +56,13 @@ absl::Status CrossEntropyCpu(KernelContext& context) {
   context.thread_pool()->ParallelFor(s.rows, 4, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float* x = logits + i * s.vocab;
-      const float max = simd::Max(x, s.vocab);
+      // One pass for the max and the plain sum (label smoothing's term):
+      // a scalar double sum here once took 2/3 of the op's time.
+      float sum = 0.0f;
+      const float max = simd::MaxAndSum(x, s.vocab, &sum);
       const double row_lse = max + std::log(static_cast<double>(simd::SumExpShifted(x, s.vocab, max)));
       lse[i] = static_cast<float>(row_lse);
       if (s.targets[i] == s.padding_index) continue;
-      double sum = 0.0;
-      for (int64_t j = 0; j < s.vocab; ++j) sum += x[j];
       const double nll = row_lse - x[s.targets[i]];
       const double smooth = s.vocab * row_lse - sum;
       row_nll[i] = nll;
@@ -99,9 +100,12 @@ absl::Status CrossEntropyBackwardCpu(KernelContext& context) {
         std::memset(row, 0, s.vocab * sizeof(float));
         continue;
       }
-      std::memcpy(row, logits + i * s.vocab, s.vocab * sizeof(float));
-      simd::ExpShiftedSum(row, s.vocab, lse[i]);  // Softmax from the saved lse.
-      for (int64_t j = 0; j < s.vocab; ++j) row[j] = d_loss * row[j] - smooth;
+      // d_loss * softmax - smooth in one pass from the logits and the saved
+      // lse (a copy, an in-place exp and a scaling pass took twice as long).
+      const simd::VecF scale = simd::Set(d_loss), shift_down = simd::Set(smooth);
+      simd::ShiftedMapSum(logits + i * s.vocab, row, s.vocab, lse[i], [&](simd::VecF v) {
+        return scale * simd::Exp(v) - shift_down;
+      });
       row[s.targets[i]] -= d_loss * (1.0f - s.epsilon);
     }
   });

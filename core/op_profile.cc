@@ -1,0 +1,108 @@
+#include "core/op_profile.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+
+namespace tfm {
+namespace {
+
+struct OpTotal {
+  int64_t calls = 0;
+  double seconds = 0;
+};
+
+std::atomic<int>& EnabledFlag() {
+  // -1: not read yet.
+  static std::atomic<int> flag{-1};
+  return flag;
+}
+
+absl::Mutex& ProfileMutex() {
+  static absl::Mutex* mutex = new absl::Mutex;
+  return *mutex;
+}
+
+std::map<std::string, OpTotal, std::less<>>& Totals() {
+  static auto* totals = new std::map<std::string, OpTotal, std::less<>>;
+  return *totals;
+}
+
+thread_local int op_depth = 0;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+bool OpProfilingEnabled() {
+  int flag = EnabledFlag().load(std::memory_order_relaxed);
+  if (flag < 0) {
+    const char* value = std::getenv("TFM_PROFILE_OPS");
+    flag = value != nullptr && value[0] != '\0' && value[0] != '0';
+    EnabledFlag().store(flag, std::memory_order_relaxed);
+  }
+  return flag == 1;
+}
+
+void SetOpProfiling(bool enabled) { EnabledFlag().store(enabled ? 1 : 0); }
+
+void RecordOpTime(absl::string_view op, double seconds) {
+  absl::MutexLock lock(&ProfileMutex());
+  auto it = Totals().find(op);
+  if (it == Totals().end()) it = Totals().emplace(std::string(op), OpTotal{}).first;
+  ++it->second.calls;
+  it->second.seconds += seconds;
+}
+
+void ResetOpProfile() {
+  absl::MutexLock lock(&ProfileMutex());
+  Totals().clear();
+}
+
+std::string OpProfileReport(double wall_seconds) {
+  std::vector<std::pair<std::string, OpTotal>> rows;
+  {
+    absl::MutexLock lock(&ProfileMutex());
+    rows.assign(Totals().begin(), Totals().end());
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  double sum = 0;
+  for (const auto& row : rows) sum += row.second.seconds;
+  std::string report = absl::StrFormat("%-34s %8s %11s %10s %7s\n", "op", "calls", "total ms",
+                                       "ms/call", "share");
+  for (const auto& [op, total] : rows) {
+    absl::StrAppendFormat(&report, "%-34s %8d %11.2f %10.4f %6.1f%%\n", op, total.calls,
+                          1e3 * total.seconds, 1e3 * total.seconds / total.calls,
+                          sum > 0 ? 100 * total.seconds / sum : 0.0);
+  }
+  absl::StrAppendFormat(&report, "%-34s %8s %11.2f\n", "all ops", "", 1e3 * sum);
+  if (wall_seconds > 0) {
+    absl::StrAppendFormat(&report, "ops' share of %.2f ms wall time: %.1f%% (the rest: outside ops)\n",
+                          1e3 * wall_seconds, 100 * sum / wall_seconds);
+  }
+  return report;
+}
+
+ScopedOpTimer::ScopedOpTimer(absl::string_view op) : op_(op) {
+  if (!OpProfilingEnabled()) return;
+  if (op_depth++ == 0) start_ns_ = NowNs();
+}
+
+ScopedOpTimer::~ScopedOpTimer() {
+  if (!OpProfilingEnabled()) return;
+  --op_depth;
+  if (start_ns_ >= 0) RecordOpTime(op_, 1e-9 * static_cast<double>(NowNs() - start_ns_));
+}
+
+}  // namespace tfm

@@ -1,0 +1,48 @@
+// Where a step's time goes, op by op: with TFM_PROFILE_OPS=1 in the
+// environment, RunOp adds each outermost call's wall time (validation,
+// output allocation and the kernel, threads included) to a per-op total;
+// OpProfileReport() prints the table, largest first. Off, it costs one
+// branch on a cached flag per RunOp. Time spent outside ops (layers'
+// bookkeeping, copies made without an op) is not in the table: the report
+// gives the ops' share of the wall time it is handed, so the rest shows.
+#ifndef TFM_CORE_OP_PROFILE_H_
+#define TFM_CORE_OP_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace tfm {
+
+// TFM_PROFILE_OPS is read once, at the first call.
+bool OpProfilingEnabled();
+// Turns profiling on or off regardless of the variable (benchmarks, tests).
+void SetOpProfiling(bool enabled);
+
+// Adds one call of `op` taking `seconds`.
+void RecordOpTime(absl::string_view op, double seconds);
+
+// Clears the totals (e.g. after warm-up steps).
+void ResetOpProfile();
+
+// "op calls total_ms ms/call share" rows, largest total first, then the sum
+// and, when wall_seconds > 0, the ops' share of it.
+std::string OpProfileReport(double wall_seconds = 0);
+
+// Times the outermost op on this thread (ops that run ops count once).
+class ScopedOpTimer {
+ public:
+  explicit ScopedOpTimer(absl::string_view op);
+  ~ScopedOpTimer();
+  ScopedOpTimer(const ScopedOpTimer&) = delete;
+  ScopedOpTimer& operator=(const ScopedOpTimer&) = delete;
+
+ private:
+  absl::string_view op_;
+  int64_t start_ns_ = -1;  // -1: not timing (disabled, or nested).
+};
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_OP_PROFILE_H_

@@ -1,0 +1,50 @@
+#include "core/op_profile.h"
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+
+namespace tfm {
+namespace {
+
+int CountOccurrences(const std::string& text, const std::string& what) {
+  int count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+TEST(OpProfileTest, OnlyOutermostCallsCountAndRowsSortByTotal) {
+  SetOpProfiling(true);
+  ResetOpProfile();
+  {
+    const ScopedOpTimer outer("outer_op");
+    const ScopedOpTimer nested("nested_op");  // Inside outer_op: not counted.
+  }
+  RecordOpTime("big_op", 2.0);
+  RecordOpTime("big_op", 1.0);
+  RecordOpTime("small_op", 0.5);
+  const std::string report = OpProfileReport(/*wall_seconds=*/4.0);
+  EXPECT_EQ(CountOccurrences(report, "nested_op"), 0) << report;
+  EXPECT_EQ(CountOccurrences(report, "outer_op"), 1) << report;
+  // big_op: 2 calls, 3000 ms, listed before small_op.
+  EXPECT_TRUE(absl::StrContains(report, "big_op")) << report;
+  EXPECT_LT(report.find("big_op"), report.find("small_op")) << report;
+  EXPECT_TRUE(absl::StrContains(report, "3000.00")) << report;
+  EXPECT_TRUE(absl::StrContains(report, "1500.0000")) << report;  // big_op's ms per call.
+  EXPECT_TRUE(absl::StrContains(report, "ops' share of 4000.00 ms wall time: 87.")) << report;
+  ResetOpProfile();
+  EXPECT_EQ(CountOccurrences(OpProfileReport(), "big_op"), 0);
+}
+
+TEST(OpProfileTest, DisabledRecordsNothingThroughTheTimer) {
+  SetOpProfiling(false);
+  ResetOpProfile();
+  { const ScopedOpTimer timer("quiet_op"); }
+  EXPECT_EQ(CountOccurrences(OpProfileReport(), "quiet_op"), 0);
+}
+
+}  // namespace
+}  // namespace tfm
