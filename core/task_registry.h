@@ -17,7 +17,19 @@
 namespace tfm {
 
 // What a task may be asked to do by the driver.
-enum class TaskMode { kValidate, kTrain, kAverage, kPlot, kEvaluate, kDecode };
+enum class TaskMode { kValidate, kTrain, kAverage, kPlot, kEvaluate, kDecode, kRun };
+
+// What decode and evaluate are asked (command-line paths already resolved).
+struct DecodeRequest {
+  std::string model;      // --model: a work directory or a checkpoint.
+  std::string input;      // --input: decode's lines (empty: standard input).
+  std::string output;     // --output (empty: standard output).
+  std::string source;     // --src: evaluate's sources.
+  std::string reference;  // --ref: evaluate's references.
+  int beam = 0;           // --beam (0: the checkpoint's decode section).
+  double alpha = -1;      // --alpha (< 0: the checkpoint's).
+  int nbest = 0;          // --nbest (0: the checkpoint's).
+};
 
 struct TaskContext {
   LoadedConfig config;
@@ -27,6 +39,8 @@ struct TaskContext {
   std::string work_dir;
   absl::Duration time_limit = absl::InfiniteDuration();  // train: this run's budget.
   int average_last = 0;  // average: checkpoints to average (0: the config's).
+  DecodeRequest decode;  // decode, evaluate.
+  std::string program;   // The binary's name (translate_ende), for the commands a task prints.
 };
 
 class Task {

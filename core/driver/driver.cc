@@ -25,12 +25,23 @@
 ABSL_FLAG(std::string, config, "",
           "task config: a .pbtxt file or a preset name (ende_base, ende_gettext, ...); task "
           "binaries default to their preset");
-ABSL_FLAG(std::string, mode, "validate",
-          "validate | train | average | evaluate | decode (or give it as the first argument)");
+ABSL_FLAG(std::string, mode, "",
+          "run | validate | train | average | plot | decode | evaluate (or give it as the first "
+          "argument; default: run for task binaries, validate for the generic driver)");
 ABSL_FLAG(std::string, workdir, "",
           "work directory for checkpoints, logs and the tokenizer (default: data.work_dir)");
 ABSL_FLAG(double, minutes, 0, "train: stop after this many minutes (0: no limit)");
 ABSL_FLAG(int, last, 0, "average: how many of the latest checkpoints (0: from the config)");
+ABSL_FLAG(std::string, model, "",
+          "decode/evaluate: a work directory of train (its averaged, else best, else latest "
+          "checkpoint) or a checkpoint directory");
+ABSL_FLAG(std::string, input, "", "decode: input file, one sentence a line (default: stdin)");
+ABSL_FLAG(std::string, output, "", "decode/evaluate: output file (default: stdout)");
+ABSL_FLAG(std::string, src, "", "evaluate: source sentences (plain or .gz)");
+ABSL_FLAG(std::string, ref, "", "evaluate: reference translations (plain or .gz)");
+ABSL_FLAG(int, beam, 0, "decode/evaluate: beam size (1: greedy; 0: the model's config)");
+ABSL_FLAG(double, alpha, -1, "decode/evaluate: length penalty alpha (< 0: the model's config)");
+ABSL_FLAG(int, nbest, 0, "decode: hypotheses per line (0: the model's config)");
 ABSL_FLAG(bool, list, false, "list registered ops, kernels, layers and tasks, then exit");
 // Declared for --help only: ExtractRepeatedFlags consumes them before parsing.
 ABSL_FLAG(std::string, plugin, "", "shared library to load (repeatable)");
@@ -46,12 +57,13 @@ absl::StatusOr<TaskMode> ParseMode(const std::string& mode) {
       {"average", TaskMode::kAverage},
       {"plot", TaskMode::kPlot},
       {"evaluate", TaskMode::kEvaluate},
-      {"decode", TaskMode::kDecode}};
+      {"decode", TaskMode::kDecode},
+      {"run", TaskMode::kRun}};
   auto it = modes->find(mode);
   if (it == modes->end()) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown command '", mode,
-                     "': expected validate, train, average, plot, evaluate or decode"));
+                     "': expected run, validate, train, average, plot, decode or evaluate"));
   }
   return it->second;
 }
@@ -182,15 +194,21 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   context.time_limit = options.minutes > 0 ? absl::Seconds(options.minutes * 60)
                                            : absl::InfiniteDuration();
   context.average_last = options.average_last;
+  context.decode = options.decode;
+  context.program = options.program;
   return task->Run(context);
 }
 
 int DriverMain(int argc, char** argv, const std::string& default_config) {
   absl::SetProgramUsageMessage(
-      "Transformer engine driver.\n"
+      "Transformer engine driver. A task binary with no COMMAND runs its main job: train "
+      "(--minutes, default 10), average, translate and score the held-out split.\n"
       "  --list                       list registered ops, layers and tasks\n"
       "  [COMMAND] --config=FILE_OR_PRESET [--set=a.b=v] [--workdir=DIR]\n"
-      "      COMMAND: validate (default) | train [--minutes=N] | average [--last=N] | plot\n"
+      "      COMMAND: run | validate | train [--minutes=N] | average [--last=N] | plot\n"
+      "             | decode --model=DIR [--input=F] [--output=F] [--beam=K] [--alpha=A] "
+      "[--nbest=N]\n"
+      "             | evaluate --model=DIR --src=F --ref=F [--beam=K] [--alpha=A]\n"
       "  --plugin=LIB.so              load a plugin first (repeatable)");
   DriverOptions options;
   std::vector<char*> rest = ExtractRepeatedFlags(argc, argv, &options);
@@ -202,6 +220,11 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
     return 1;
   }
   options.mode = positional.size() == 2 ? positional[1] : absl::GetFlag(FLAGS_mode);
+  // A task binary with no command runs its main job; the generic driver
+  // only validates.
+  if (options.mode.empty()) options.mode = default_config.empty() ? "validate" : "run";
+  options.program = argv[0];
+  options.program = options.program.substr(options.program.rfind('/') + 1);
   options.config = ResolvePreset(absl::GetFlag(FLAGS_config), default_config);
   if (options.config.empty()) options.config = default_config;
   for (std::string& plugin : options.plugins) plugin = ResolveUserPath(plugin);
@@ -209,6 +232,14 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   options.work_dir = ResolveUserPath(absl::GetFlag(FLAGS_workdir));
   options.minutes = absl::GetFlag(FLAGS_minutes);
   options.average_last = absl::GetFlag(FLAGS_last);
+  options.decode.model = ResolveUserPath(absl::GetFlag(FLAGS_model));
+  options.decode.input = ResolveUserPath(absl::GetFlag(FLAGS_input));
+  options.decode.output = ResolveUserPath(absl::GetFlag(FLAGS_output));
+  options.decode.source = ResolveUserPath(absl::GetFlag(FLAGS_src));
+  options.decode.reference = ResolveUserPath(absl::GetFlag(FLAGS_ref));
+  options.decode.beam = absl::GetFlag(FLAGS_beam);
+  options.decode.alpha = absl::GetFlag(FLAGS_alpha);
+  options.decode.nbest = absl::GetFlag(FLAGS_nbest);
   absl::Status status = RunDriver(options, std::cout);
   if (!status.ok()) {
     std::cerr << "error: " << status.message() << "\n";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/task_registry.h"
 
 namespace tfm {
 
@@ -21,6 +22,8 @@ struct DriverOptions {
   std::string work_dir;                // --workdir=DIR (default: data.work_dir).
   double minutes = 0;                  // --minutes=N: train's time limit (0: none).
   int average_last = 0;                // --last=N: average's checkpoint count.
+  DecodeRequest decode;                // --model, --input, --output, --src, --ref, ...
+  std::string program;                 // argv[0]'s base name.
 };
 
 // Takes every --plugin and --set out of argv (absl flags keep only the last

@@ -76,10 +76,16 @@ TEST(DriverTest, ErrorsAreClear) {
   bad_mode.mode = "dance";
   EXPECT_NE(RunDriver(bad_mode, out).message().find("unknown command 'dance'"), std::string::npos);
 
-  DriverOptions decode;  // Beam search is not in this build yet: it says so.
+  DriverOptions decode;  // Decoding needs a trained model, and says which flag.
   decode.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
   decode.mode = "decode";
-  EXPECT_EQ(RunDriver(decode, out).code(), absl::StatusCode::kUnimplemented);
+  status = RunDriver(decode, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("--model"), std::string::npos) << status;
+  decode.decode.model = "/no/such/model_dir";
+  status = RunDriver(decode, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/no/such/model_dir"), std::string::npos) << status;
 }
 
 TEST(DriverTest, PresetNamesResolveBesideTheDefaultAndInEveryTask) {

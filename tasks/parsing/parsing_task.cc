@@ -40,12 +40,22 @@ class ParsingTask : public Task {
 
   absl::Status Run(const TaskContext& context) override {
     if (context.mode == TaskMode::kValidate) return Validate(context.config);
+    if (context.mode == TaskMode::kRun) {
+      // Training runs here; decoding trees (well-formed over the input words)
+      // and F1 do not yet, so the main job stops at validation and says so.
+      TFM_RETURN_IF_ERROR(Validate(context.config));
+      if (context.log) {
+        *context.log << "parsing: config valid; `train` trains it. Tree decoding and F1 (the "
+                        "rest of this task's main job) are not in this build yet.\n";
+      }
+      return absl::OkStatus();
+    }
     if (IsTrainingCommand(context.mode)) {
       if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(Validate(context.config));
       return RunSeq2SeqTraining(context);
     }
     return absl::UnimplementedError(
-        "parsing: evaluate and decode arrive with core/decode (beam search)");
+        "parsing: decode and evaluate need tree-constrained decoding, not in this build yet");
   }
 };
 

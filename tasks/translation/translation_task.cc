@@ -1,6 +1,6 @@
 // The translation task (EN-DE, EN-FR): checks that its corpora are there and
-// its settings make sense, and trains (train, average, plot). Decoding plugs
-// in with core/decode.
+// its settings make sense, trains (train, average, plot), translates
+// (decode) and scores (evaluate, BLEU).
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
+#include "tasks/common/seq2seq_decoding.h"
+#include "tasks/common/seq2seq_main_job.h"
 #include "tasks/common/seq2seq_training.h"
 
 namespace tfm {
@@ -74,12 +76,15 @@ class TranslationTask : public Task {
 
   absl::Status Run(const TaskContext& context) override {
     if (context.mode == TaskMode::kValidate) return CheckData(context.config, context.log);
+    if (context.mode == TaskMode::kRun) {
+      TFM_RETURN_IF_ERROR(CheckData(context.config, context.log));
+      return RunSeq2SeqMainJob(context, absl::StrCat("//tasks:", context.program));
+    }
     if (IsTrainingCommand(context.mode)) {
       if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(CheckData(context.config, nullptr));
       return RunSeq2SeqTraining(context);
     }
-    return absl::UnimplementedError(
-        "translation: evaluate and decode arrive with core/decode (beam search)");
+    return RunSeq2SeqDecoding(context);
   }
 
  private:

@@ -1,0 +1,203 @@
+#include "tasks/common/seq2seq_decoding.h"
+
+#include <iostream>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "core/data/file_io.h"
+#include "core/data/line_reader.h"
+#include "core/data/utf8.h"
+#include "core/metrics/bleu.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+// Lines longer than this many bytes are bad input, not something to decode.
+constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
+
+struct InputLines {
+  std::vector<std::string> lines;
+  std::vector<bool> too_long;  // Over kMaxLineBytes: kept cut, reported.
+};
+
+absl::StatusOr<InputLines> ReadInput(const std::string& path) {
+  InputLines input;
+  if (path.empty()) {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      input.too_long.push_back(static_cast<int64_t>(line.size()) > kMaxLineBytes);
+      input.lines.push_back(std::move(line));
+    }
+    return input;
+  }
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> reader, LineReader::Open(path, kMaxLineBytes));
+  std::string line;
+  bool too_long = false;
+  while (true) {
+    TFM_ASSIGN_OR_RETURN(const bool more, reader->Next(&line, &too_long));
+    if (!more) break;
+    input.lines.push_back(line);
+    input.too_long.push_back(too_long);
+  }
+  return input;
+}
+
+absl::Status WriteOutput(const std::string& path, const std::vector<std::string>& lines) {
+  std::string text = absl::StrJoin(lines, "\n");
+  if (!lines.empty()) text += "\n";
+  if (path.empty()) {
+    std::cout << text << std::flush;
+    return absl::OkStatus();
+  }
+  return WriteFileAtomically(path, text);
+}
+
+absl::Status RunDecode(const TaskContext& context) {
+  const DecodeRequest& request = context.decode;
+  if (request.model.empty()) {
+    return absl::InvalidArgumentError("decode needs --model=DIR (a work directory of `train`)");
+  }
+  TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(request.model, &std::cerr));
+  TFM_ASSIGN_OR_RETURN(InputLines input, ReadInput(request.input));
+  const std::string input_name = request.input.empty() ? "<stdin>" : request.input;
+  const absl::Time start = absl::Now();
+  std::vector<std::string> output;
+  // Bad lines keep their place: only the cut ones are blanked here, the
+  // rest are checked in DecodeLines.
+  for (size_t i = 0; i < input.lines.size(); ++i) {
+    if (input.too_long[i]) {
+      std::cerr << input_name << ":" << i + 1 << ": longer than " << kMaxLineBytes
+                << " bytes; its output line is left empty\n";
+      input.lines[i].clear();
+    }
+  }
+  TFM_ASSIGN_OR_RETURN(output, DecodeLines(trained, DecodeSettings(trained.config, request),
+                                           input.lines, input_name, &std::cerr));
+  TFM_RETURN_IF_ERROR(WriteOutput(request.output, output));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::cerr << absl::StrFormat("decoded %d lines in %.1f s (%.1f lines/s)%s\n",
+                               input.lines.size(), seconds,
+                               seconds > 0 ? input.lines.size() / seconds : 0.0,
+                               request.output.empty() ? "" : " into " + request.output);
+  return absl::OkStatus();
+}
+
+absl::Status RunEvaluate(const TaskContext& context) {
+  const DecodeRequest& request = context.decode;
+  if (request.model.empty() || request.source.empty() || request.reference.empty()) {
+    return absl::InvalidArgumentError(
+        "evaluate needs --model=DIR --src=FILE --ref=FILE (plain or .gz, one sentence a line)");
+  }
+  TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(request.model, context.log));
+  TFM_ASSIGN_OR_RETURN(InputLines source, ReadInput(request.source));
+  TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInput(request.reference));
+  if (source.lines.size() != reference.lines.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
+                                                   " lines but ", request.reference, " has ",
+                                                   reference.lines.size()));
+  }
+  config::DecodeConfig decode = DecodeSettings(trained.config, request);
+  decode.set_nbest(1);
+  const absl::Time start = absl::Now();
+  TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses,
+                       DecodeLines(trained, decode, source.lines, request.source, context.log));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  TFM_ASSIGN_OR_RETURN(BleuScore bleu, CorpusBleu(hypotheses, {reference.lines}));
+  std::ostream& out = *context.log;
+  for (size_t i = 0; i < hypotheses.size() && i < 5; ++i) {
+    out << "source:     " << source.lines[i] << "\nreference:  " << reference.lines[i]
+        << "\ntranslated: " << hypotheses[i] << "\n\n";
+  }
+  out << absl::StrFormat("%d sentences in %.1f s, %s, beam %d, alpha %.2f\n",
+                         hypotheses.size(), seconds,
+                         config::DecodeConfig::Strategy_Name(decode.strategy()),
+                         decode.beam_size(), decode.length_penalty_alpha());
+  out << bleu.Format() << "\n" << BleuSignature(1) << "\n";
+  if (!request.output.empty()) TFM_RETURN_IF_ERROR(WriteOutput(request.output, hypotheses));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsDecodingCommand(TaskMode mode) {
+  return mode == TaskMode::kDecode || mode == TaskMode::kEvaluate;
+}
+
+config::DecodeConfig DecodeSettings(const config::TaskConfig& saved,
+                                    const DecodeRequest& request) {
+  config::DecodeConfig decode = saved.decode();
+  if (request.beam > 0) {
+    decode.set_beam_size(request.beam);
+    decode.set_strategy(request.beam == 1 ? config::DecodeConfig::GREEDY
+                                          : config::DecodeConfig::BEAM);
+  }
+  if (request.alpha >= 0) decode.set_length_penalty_alpha(request.alpha);
+  if (request.nbest > 0) decode.set_nbest(request.nbest);
+  return decode;
+}
+
+absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
+                                                     const config::DecodeConfig& decode,
+                                                     const std::vector<std::string>& lines,
+                                                     const std::string& input_name,
+                                                     std::ostream* log) {
+  const Tokenizer& tokenizer = trained.tokenizer;
+  const int max_length = trained.config.data().batching().max_length();
+  // Lines to decode, and where each one's output goes.
+  std::vector<std::vector<int>> sources;
+  std::vector<int> source_of(lines.size(), -1);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    if (!IsValidUtf8(lines[i])) {
+      if (log) *log << input_name << ":" << i + 1 << ": not valid UTF-8; its output line is left empty\n";
+      continue;
+    }
+    std::vector<int> ids = tokenizer.Encode(lines[i]);
+    if (ids.empty()) continue;  // Only spaces.
+    ids.push_back(tokenizer.eos_id());  // Sources end with eos, as in training.
+    if (static_cast<int>(ids.size()) > max_length) {
+      if (log) *log << input_name << ":" << i + 1 << ": " << ids.size()
+                    << " subwords, over the model's limit of " << max_length
+                    << " (data.batching.max_length); its output line is left empty\n";
+      continue;
+    }
+    source_of[i] = static_cast<int>(sources.size());
+    sources.push_back(std::move(ids));
+  }
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search, CreateSearchStrategy(decode));
+  TFM_ASSIGN_OR_RETURN(std::vector<NBestList> results, search->Search(*trained.model, sources));
+  const int nbest = std::max(1, decode.nbest());
+  std::vector<std::string> output;
+  output.reserve(lines.size() * nbest);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (nbest == 1) {
+      std::string text;
+      if (source_of[i] >= 0 && !results[source_of[i]].empty()) {
+        TFM_ASSIGN_OR_RETURN(text, tokenizer.Decode(results[source_of[i]].front().tokens));
+      }
+      output.push_back(std::move(text));
+      continue;
+    }
+    if (source_of[i] < 0) {
+      output.push_back(absl::StrCat(i, " |||  ||| 0"));
+      continue;
+    }
+    for (const Hypothesis& hypothesis : results[source_of[i]]) {
+      TFM_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(hypothesis.tokens));
+      output.push_back(absl::StrFormat("%d ||| %s ||| %.4f", i, text, hypothesis.score));
+    }
+  }
+  return output;
+}
+
+absl::Status RunSeq2SeqDecoding(const TaskContext& context) {
+  return context.mode == TaskMode::kEvaluate ? RunEvaluate(context) : RunDecode(context);
+}
+
+}  // namespace tfm

@@ -1,0 +1,47 @@
+// The decoding commands shared by the sequence-to-sequence tasks:
+//   decode (translate): --model=DIR, lines from --input (or standard input)
+//     to --output (or standard output), one line out per line in;
+//   evaluate: --model=DIR --src=FILE --ref=FILE, printing "BLEU = ..." with
+//     sacreBLEU's signature and example translations beside references.
+// Search settings come from the checkpoint's decode section unless --beam,
+// --alpha or --nbest override them.
+//
+// Bad lines never stop a run: an empty line gives an empty line; a line that
+// is not UTF-8 or is longer than the model's data.batching.max_length
+// subwords gives an empty line and a message on the log naming the input
+// and line number. Output files are written atomically.
+#ifndef TFM_TASKS_COMMON_SEQ2SEQ_DECODING_H_
+#define TFM_TASKS_COMMON_SEQ2SEQ_DECODING_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/decode/search.h"
+#include "core/task_registry.h"
+#include "tasks/common/trained_model.h"
+
+namespace tfm {
+
+// True for the commands RunSeq2SeqDecoding serves: decode and evaluate.
+bool IsDecodingCommand(TaskMode mode);
+
+absl::Status RunSeq2SeqDecoding(const TaskContext& context);
+
+// The checkpoint's decode settings with the request's overrides.
+config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const DecodeRequest& request);
+
+// One output line per input line (n-best: `nbest` lines per input line,
+// "INDEX ||| TEXT ||| SCORE" as fairseq and Moses write them). `input_name`
+// names the input in messages about bad lines, which go to `log`.
+absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
+                                                     const config::DecodeConfig& decode,
+                                                     const std::vector<std::string>& lines,
+                                                     const std::string& input_name,
+                                                     std::ostream* log);
+
+}  // namespace tfm
+
+#endif  // TFM_TASKS_COMMON_SEQ2SEQ_DECODING_H_

@@ -1,0 +1,181 @@
+// The decode command's line handling and model loading, on a small random
+// Transformer saved as training saves it (checkpoint with config and
+// vocabulary). Search itself is tested in core/decode.
+#include "tasks/common/seq2seq_decoding.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/data/file_io.h"
+#include "core/train/checkpoint.h"
+#include "gtest/gtest.h"
+#include "tasks/common/trained_model.h"
+#include "tests/util/peer_python.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::SharedDataPath;
+
+// A work directory holding one checkpoint of a 2-layer d_model 32 model
+// with a 500-piece vocabulary trained on Multi30k's validation sentences.
+class Seq2SeqDecodingTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    work_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/decoding_work"));
+    config::TaskConfig config;
+    config.set_task("translation");
+    config::TokenizerConfig& tokenizer_config = *config.mutable_data()->mutable_tokenizer();
+    tokenizer_config.set_vocab_size(500);
+    tokenizer_config.set_seed(7);
+    config.mutable_data()->mutable_batching()->set_max_length(24);
+    config::ModelConfig& model = *config.mutable_model();
+    model.set_num_encoder_layers(2);
+    model.set_num_decoder_layers(2);
+    model.set_d_model(32);
+    model.set_d_ff(64);
+    model.set_num_heads(4);
+    model.set_d_k(8);
+    model.set_d_v(8);
+    config.mutable_decode()->set_max_length_offset(10);
+    absl::StatusOr<Tokenizer> tokenizer = Tokenizer::TrainOnFiles(
+        tokenizer_config,
+        {SharedDataPath("multi30k/val.en.gz"), SharedDataPath("multi30k/val.de.gz")});
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    VocabularySpec vocabulary{tokenizer->vocab_size(), tokenizer->pad_id(), tokenizer->bos_id(),
+                              tokenizer->eos_id()};
+    absl::StatusOr<std::unique_ptr<Transformer>> transformer =
+        Transformer::Create(model, vocabulary, Device::Cpu(), /*init_seed=*/11);
+    ASSERT_TRUE(transformer.ok()) << transformer.status();
+    Checkpoint checkpoint;
+    for (Parameter* parameter : (*transformer)->Parameters()) {
+      checkpoint.model.emplace_back(parameter->name, parameter->value);
+    }
+    checkpoint.state.set_update(1);
+    checkpoint.config = config;
+    checkpoint.vocabulary = tokenizer->model();
+    absl::StatusOr<std::string> dir = WriteCheckpoint(*work_dir_, checkpoint);
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    checkpoint_dir_ = new std::string(*dir);
+  }
+
+  static TrainedModel Load() {
+    absl::StatusOr<TrainedModel> trained = LoadTrainedModel(*work_dir_, nullptr);
+    EXPECT_TRUE(trained.ok()) << trained.status();
+    return *std::move(trained);
+  }
+
+  static std::string* work_dir_;
+  static std::string* checkpoint_dir_;
+};
+
+std::string* Seq2SeqDecodingTest::work_dir_ = nullptr;
+std::string* Seq2SeqDecodingTest::checkpoint_dir_ = nullptr;
+
+TEST_F(Seq2SeqDecodingTest, WorkDirectoryAndCheckpointGiveTheSameModel) {
+  TrainedModel from_work_dir = Load();
+  absl::StatusOr<TrainedModel> from_checkpoint = LoadTrainedModel(*checkpoint_dir_, nullptr);
+  ASSERT_TRUE(from_checkpoint.ok()) << from_checkpoint.status();
+  EXPECT_EQ(from_work_dir.checkpoint_dir, *checkpoint_dir_);
+  const std::vector<Parameter*> a = from_work_dir.model->Parameters();
+  const std::vector<Parameter*> b = from_checkpoint->model->Parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i]->value.ToVector<float>(), b[i]->value.ToVector<float>()) << a[i]->name;
+  }
+  EXPECT_EQ(from_work_dir.config.model().d_model(), 32);
+}
+
+TEST_F(Seq2SeqDecodingTest, MissingEmptyAndCorruptModelsNameThePath) {
+  const std::string missing = absl::StrCat(::testing::TempDir(), "/no_such_model");
+  absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(missing, nullptr);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StrContains(loaded.status().message(), missing)) << loaded.status();
+
+  const std::string empty = absl::StrCat(::testing::TempDir(), "/empty_work_dir");
+  ASSERT_TRUE(MakeDirectories(empty).ok());
+  loaded = LoadTrainedModel(empty, nullptr);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StrContains(loaded.status().message(), "no checkpoint")) << loaded.status();
+
+  // A copy of the checkpoint whose weights file lost its tail.
+  const std::string corrupt = absl::StrCat(::testing::TempDir(), "/corrupt_checkpoint");
+  ASSERT_EQ(std::system(absl::StrCat("rm -rf ", corrupt, " && cp -r ", *checkpoint_dir_, " ",
+                                     corrupt).c_str()),
+            0);
+  const std::string weights = absl::StrCat(corrupt, "/", kModelFile);
+  absl::StatusOr<std::string> bytes = ReadFileToString(weights);
+  ASSERT_TRUE(bytes.ok());
+  ASSERT_TRUE(WriteFileAtomically(weights, bytes->substr(0, bytes->size() / 2)).ok());
+  loaded = LoadTrainedModel(corrupt, nullptr);
+  EXPECT_FALSE(loaded.ok());
+  EXPECT_TRUE(absl::StrContains(loaded.status().message(), kModelFile)) << loaded.status();
+}
+
+// Every input line gets exactly one output line in its place; bad lines are
+// reported by line number and left empty; a good line's output does not
+// depend on the lines around it.
+TEST_F(Seq2SeqDecodingTest, BadLinesKeepTheirPlaceAndAreReported) {
+  TrainedModel trained = Load();
+  std::string long_line;
+  for (int i = 0; i < 60; ++i) absl::StrAppend(&long_line, "horse ");
+  const std::vector<std::string> lines = {"A man rides a bike.", "", "bad \xff\xfe bytes",
+                                          long_line, "Two dogs play in the snow."};
+  std::ostringstream log;
+  config::DecodeConfig decode = trained.config.decode();
+  absl::StatusOr<std::vector<std::string>> out =
+      DecodeLines(trained, decode, lines, "input.txt", &log);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), lines.size());
+  EXPECT_EQ((*out)[1], "");
+  EXPECT_EQ((*out)[2], "");
+  EXPECT_EQ((*out)[3], "");
+  EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:3: not valid UTF-8")) << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:4: ")) << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "max_length")) << log.str();
+  EXPECT_FALSE(absl::StrContains(log.str(), "input.txt:1:")) << log.str();
+  for (int i : {0, 4}) {
+    absl::StatusOr<std::vector<std::string>> alone =
+        DecodeLines(trained, decode, {lines[i]}, "alone", nullptr);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    EXPECT_EQ(alone->front(), (*out)[i]) << lines[i];
+  }
+}
+
+TEST_F(Seq2SeqDecodingTest, NBestGivesSortedScoresPerLine) {
+  TrainedModel trained = Load();
+  DecodeRequest request;
+  request.beam = 4;
+  request.nbest = 3;
+  const config::DecodeConfig decode = DecodeSettings(trained.config, request);
+  EXPECT_EQ(decode.beam_size(), 4);
+  EXPECT_EQ(decode.strategy(), config::DecodeConfig::BEAM);
+  absl::StatusOr<std::vector<std::string>> out =
+      DecodeLines(trained, decode, {"A dog runs.", "People walk down the street."}, "x", nullptr);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 6u);
+  for (int line = 0; line < 2; ++line) {
+    double previous = 1e30;
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<std::string> fields = absl::StrSplit((*out)[line * 3 + k], " ||| ");
+      ASSERT_EQ(fields.size(), 3u) << (*out)[line * 3 + k];
+      EXPECT_EQ(fields[0], absl::StrCat(line));
+      double score = 0;
+      ASSERT_TRUE(absl::SimpleAtod(fields[2], &score)) << fields[2];
+      EXPECT_LE(score, previous);
+      previous = score;
+    }
+  }
+  request.beam = 1;
+  EXPECT_EQ(DecodeSettings(trained.config, request).strategy(), config::DecodeConfig::GREEDY);
+}
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,102 @@
+#include "tasks/common/seq2seq_main_job.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "core/metrics/bleu.h"
+#include "core/status_macros.h"
+#include "core/train/checkpoint_directory.h"
+#include "core/train/training_data.h"
+#include "core/train/training_job.h"
+#include "tasks/common/seq2seq_decoding.h"
+#include "tasks/common/seq2seq_training.h"
+#include "tasks/common/trained_model.h"
+
+namespace tfm {
+namespace {
+
+// The first `limit` pairs of the config's test split.
+absl::Status ReadTestPairs(const config::DataConfig& data, int limit,
+                           std::vector<std::string>* sources,
+                           std::vector<std::string>* references) {
+  if (data.test().empty()) {
+    return absl::FailedPreconditionError(
+        "data.test: the main job scores the held-out split, and the config has none");
+  }
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(data.test(), "data.test"));
+  SentencePair pair;
+  while (static_cast<int>(sources->size()) < limit) {
+    TFM_ASSIGN_OR_RETURN(const bool more, reader->Next(&pair));
+    if (!more) break;
+    sources->push_back(pair.source);
+    references->push_back(pair.target);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& binary) {
+  std::ostream& log = *context.log;
+  const config::TaskConfig& config = context.config.config;
+  const double minutes = context.time_limit == absl::InfiniteDuration()
+                             ? kMainJobDefaultMinutes
+                             : absl::ToDoubleMinutes(context.time_limit);
+  log << absl::StrFormat(
+      "main job (%s): train for %.0f minutes (--minutes=N to change), average the last "
+      "checkpoints, then translate and score up to %d held-out sentences (a few minutes "
+      "more); work directory %s\n\n",
+      config.name(), minutes, kMainJobTestSentences, context.work_dir);
+
+  TaskContext train = context;
+  train.mode = TaskMode::kTrain;
+  train.time_limit = absl::Minutes(minutes);
+  TFM_RETURN_IF_ERROR(RunSeq2SeqTraining(train));
+
+  TFM_ASSIGN_OR_RETURN(const std::vector<CheckpointEntry> checkpoints,
+                       ListCheckpoints(context.work_dir));
+  const int average = std::min<int>(config.train().average_last_checkpoints(),
+                                    static_cast<int>(checkpoints.size()));
+  if (average >= 2) {
+    TaskContext averaging = context;
+    averaging.mode = TaskMode::kAverage;
+    averaging.average_last = average;
+    TFM_RETURN_IF_ERROR(RunSeq2SeqTraining(averaging));
+  }
+
+  TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(context.work_dir, &log));
+  std::vector<std::string> sources, references;
+  TFM_RETURN_IF_ERROR(
+      ReadTestPairs(config.data(), kMainJobTestSentences, &sources, &references));
+  const config::DecodeConfig decode = DecodeSettings(trained.config, DecodeRequest{});
+  log << "\ntranslating " << sources.size() << " held-out sentences (beam "
+      << decode.beam_size() << ", alpha " << decode.length_penalty_alpha() << ")\n"
+      << std::flush;
+  const absl::Time start = absl::Now();
+  TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses,
+                       DecodeLines(trained, decode, sources, "data.test", &log));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  TFM_ASSIGN_OR_RETURN(const BleuScore bleu, CorpusBleu(hypotheses, {references}));
+  for (size_t i = 0; i < hypotheses.size() && i < 5; ++i) {
+    log << "\nsource:     " << sources[i] << "\nreference:  " << references[i]
+        << "\ntranslated: " << hypotheses[i] << "\n";
+  }
+  log << absl::StrFormat("\n%d sentences translated in %.1f s\n", hypotheses.size(), seconds);
+  log << bleu.Format() << "\n" << BleuSignature(1) << "\n\n";
+  log << "the model is in " << trained.checkpoint_dir << "; use it with:\n"
+      << "  echo 'Open the file.' | bazel run -c opt " << binary << " -- decode --model="
+      << context.work_dir << "\n"
+      << "  bazel run -c opt " << binary << " -- decode --model=" << context.work_dir
+      << " --input=in.txt --output=out.txt [--beam=4 --alpha=0.6 --nbest=1]\n"
+      << "  bazel run -c opt " << binary << " -- evaluate --model=" << context.work_dir
+      << " --src=SRC --ref=REF\n"
+      << "  bazel run -c opt " << binary << " -- train --workdir=" << context.work_dir
+      << " --minutes=30   # trains on from the last checkpoint\n";
+  return absl::OkStatus();
+}
+
+}  // namespace tfm
