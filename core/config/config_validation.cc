@@ -170,6 +170,12 @@ void CheckDecode(const config::DecodeConfig& decode, Problems& problems) {
   problems.RequireNonNegative("decode.length_penalty_alpha", decode.length_penalty_alpha());
   problems.RequireNonNegative("decode.max_length_offset", decode.max_length_offset());
   problems.RequirePositive("decode.batch_size", decode.batch_size());
+  problems.RequirePositive("decode.nbest", decode.nbest());
+  const int beam = decode.strategy() == config::DecodeConfig::GREEDY ? 1 : decode.beam_size();
+  if (decode.nbest() > beam) {
+    problems.Add("decode.nbest", absl::StrCat(decode.nbest(), " exceeds the ", beam,
+                                              " hypotheses the search keeps"));
+  }
   if (decode.strategy() == config::DecodeConfig::GREEDY && decode.beam_size() != 1 &&
       decode.has_beam_size()) {
     problems.Add("decode.beam_size", "greedy decoding uses no beam; leave beam_size unset");

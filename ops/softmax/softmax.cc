@@ -57,6 +57,14 @@ TFM_REGISTER_OP(OpDef{
 });
 
 TFM_REGISTER_OP(OpDef{
+    .name = "log_softmax",
+    .inputs = {"x"},
+    .outputs = {"out"},
+    .doc = "out = x - log(sum(exp(x))) over the last axis",
+    .validate = ValidateSoftmax,
+});
+
+TFM_REGISTER_OP(OpDef{
     .name = "softmax_backward",
     .inputs = {"dout", "out"},
     .outputs = {"dx"},
@@ -73,6 +81,11 @@ absl::StatusOr<Tensor> Softmax(const Tensor& x) {
 
 absl::StatusOr<Tensor> MaskedSoftmax(const Tensor& x, const Tensor& mask) {
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("masked_softmax", {x, mask}));
+  return out[0];
+}
+
+absl::StatusOr<Tensor> LogSoftmax(const Tensor& x) {
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("log_softmax", {x}));
   return out[0];
 }
 

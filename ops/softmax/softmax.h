@@ -1,4 +1,4 @@
-// softmax over the last axis, optionally masked. Backward takes the
+// softmax over the last axis, optionally masked, and log_softmax. Backward takes the
 // forward's output: dx = out * (dout - sum(dout * out)).
 //
 // Masks (op "masked_softmax") broadcast to x: mask rank <= x rank, each of
@@ -23,6 +23,12 @@ absl::StatusOr<Tensor> Softmax(const Tensor& x);
 
 // `mask` is f32 (additive) or i32 (nonzero removes); see above.
 absl::StatusOr<Tensor> MaskedSoftmax(const Tensor& x, const Tensor& mask);
+
+// log(softmax(x)) over the last axis, computed as (x - max) - log(sum(exp(x
+// - max))) so that it stays finite where softmax underflows to 0: the
+// per-token log-probabilities a decoder's search adds up. No backward (no
+// training path uses it).
+absl::StatusOr<Tensor> LogSoftmax(const Tensor& x);
 
 // Gradient of sum(dout * out) for out = (Masked)Softmax(x, ...).
 absl::StatusOr<Tensor> SoftmaxBackward(const Tensor& dout, const Tensor& out);

@@ -120,6 +120,32 @@ absl::Status SoftmaxCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
+// Each row minus its log-sum-exp. A row of -inf only (every token removed)
+// stays -inf; one holding NaN or +inf becomes NaN (x - max), as in PyTorch.
+absl::Status LogSoftmaxCpu(KernelContext& context) {
+  const Tensor& x = context.input(0);
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), DType::kF32));
+  const int64_t n = x.dim(-1);
+  if (n == 0) return absl::OkStatus();
+  const float* in = x.data<float>();
+  float* y = out->data<float>();
+  context.thread_pool()->ParallelFor(NumRows(x.shape()), RowGrain(n), [&](int64_t begin,
+                                                                          int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = in + r * n;
+      float* yr = y + r * n;
+      const float max = simd::MaxOrNaN(xr, n);
+      if (max == kNegInf) {
+        std::fill(yr, yr + n, kNegInf);
+        continue;
+      }
+      const float log_sum = std::isfinite(max) ? std::log(simd::SumExpShifted(xr, n, max)) : 0.0f;
+      for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - max) - log_sum;
+    }
+  });
+  return absl::OkStatus();
+}
+
 absl::Status SoftmaxBackwardCpu(KernelContext& context) {
   const Tensor& dout = context.input(0);
   TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), DType::kF32));
@@ -149,4 +175,5 @@ TFM_ISA_END
 
 TFM_REGISTER_ISA_KERNEL("softmax", DType::kF32, SoftmaxCpu);
 TFM_REGISTER_ISA_KERNEL("masked_softmax", DType::kF32, SoftmaxCpu);
+TFM_REGISTER_ISA_KERNEL("log_softmax", DType::kF32, LogSoftmaxCpu);
 TFM_REGISTER_ISA_KERNEL("softmax_backward", DType::kF32, SoftmaxBackwardCpu);

@@ -131,6 +131,36 @@ TEST(SoftmaxTest, MatchesTorch) {
   }
 }
 
+// log_softmax against a double reference, including rows where softmax
+// underflows (log-probabilities far below log(FLT_MIN) stay finite) and the
+// non-finite rows' convention.
+TEST(SoftmaxTest, LogSoftmaxMatchesDoubleReference) {
+  for (int64_t n : {1, 7, 16, 33, 129}) {
+    const Tensor x = Random({3, n}, 9, -200.0f, 200.0f);
+    const Tensor y = *LogSoftmax(x);
+    for (int64_t r = 0; r < 3; ++r) {
+      const float* xr = x.data<float>() + r * n;
+      double max = -INFINITY, sum = 0;
+      for (int64_t i = 0; i < n; ++i) max = std::max<double>(max, xr[i]);
+      for (int64_t i = 0; i < n; ++i) sum += std::exp(xr[i] - max);
+      for (int64_t i = 0; i < n; ++i) {
+        const double expected = xr[i] - max - std::log(sum);
+        const float got = y.data<float>()[r * n + i];
+        ASSERT_TRUE(std::isfinite(got)) << n;
+        EXPECT_NEAR(got, expected, 1e-6 * std::abs(expected) + 1e-6) << n;
+      }
+    }
+  }
+  const float inf = INFINITY;
+  const std::vector<float> special =
+      LogSoftmax(*Tensor::FromVector<float>({-inf, -inf, 1, NAN, 0, -inf}, {3, 2}))
+          ->ToVector<float>();
+  EXPECT_EQ(special[0], -inf);
+  EXPECT_TRUE(std::isnan(special[2]) && std::isnan(special[3]));
+  EXPECT_EQ(special[4], 0.0f);
+  EXPECT_EQ(special[5], -inf);
+}
+
 TEST(SoftmaxTest, BadArgumentsNameTheOpAndShapes) {
   const Tensor x = Random({2, 3, 4}, 1);
   absl::Status status = MaskedSoftmax(x, Random({3, 5}, 2)).status();

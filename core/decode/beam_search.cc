@@ -1,0 +1,154 @@
+#include "core/decode/beam_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <utility>
+
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+constexpr double kDead = -std::numeric_limits<double>::infinity();
+
+// One extension of a live hypothesis: row's tokens + token.
+struct Candidate {
+  double log_prob;
+  int row;
+  int token;
+};
+
+// Best first; equal log-probabilities by row, then token, so that the
+// search is a function of the log-probabilities alone.
+bool Better(const Candidate& a, const Candidate& b) {
+  if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+  if (a.row != b.row) return a.row < b.row;
+  return a.token < b.token;
+}
+
+// The best `count` extensions of rows [first, first + rows) into `out`,
+// best first. Rows with log-probability kDead are not live.
+void TopCandidates(const float* step_log_probs, int64_t vocab, const std::vector<double>& row_log_probs,
+                   int first, int rows, int count, std::vector<Candidate>& heap,
+                   std::vector<Candidate>& out) {
+  // A min-heap of the best seen so far: its top is the one to beat.
+  heap.clear();
+  for (int row = first; row < first + rows; ++row) {
+    if (row_log_probs[row] == kDead) continue;
+    const float* p = step_log_probs + row * vocab;
+    for (int64_t token = 0; token < vocab; ++token) {
+      const Candidate c{row_log_probs[row] + p[token], row, static_cast<int>(token)};
+      if (std::isnan(c.log_prob)) continue;
+      if (static_cast<int>(heap.size()) < count) {
+        heap.push_back(c);
+        std::push_heap(heap.begin(), heap.end(), Better);
+      } else if (Better(c, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), Better);
+        heap.back() = c;
+        std::push_heap(heap.begin(), heap.end(), Better);
+      }
+    }
+  }
+  out.assign(heap.begin(), heap.end());
+  std::sort(out.begin(), out.end(), Better);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel& model,
+                                                               const SourceBatch& batch) {
+  const DecodingVocabulary vocabulary = model.vocabulary();
+  const int beam = options_.beam_size;
+  int max_steps = 0;
+  for (int length : batch.lengths) max_steps = std::max(max_steps, MaxLength(length));
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<DecoderState> state,
+                       model.Start(batch, beam, max_steps));
+
+  // Live hypotheses, one per state row: group g of `beam` rows belongs to
+  // sentence active[g]. Only the first row of each group starts live.
+  const int rows = batch.size * beam;
+  std::vector<int> active(batch.size), last(rows, vocabulary.bos_id);
+  std::vector<double> log_probs(rows, kDead);
+  std::vector<std::vector<int>> tokens(rows);
+  for (int s = 0; s < batch.size; ++s) {
+    active[s] = s;
+    log_probs[s * beam] = 0.0;
+  }
+  std::vector<NBestList> finished(batch.size);
+
+  std::vector<Candidate> heap, candidates, kept;
+  std::vector<int> next_active, next_last, next_rows;
+  std::vector<double> next_log_probs;
+  std::vector<std::vector<int>> next_tokens;
+  for (int step = 1; !active.empty(); ++step) {
+    TFM_ASSIGN_OR_RETURN(Tensor step_log_probs, model.Step(*state, last));
+    const int64_t vocab = step_log_probs.dim(1);
+    next_active.clear();
+    next_last.clear();
+    next_rows.clear();
+    next_log_probs.clear();
+    next_tokens.clear();
+    for (size_t group = 0; group < active.size(); ++group) {
+      const int s = active[group];
+      const int first = static_cast<int>(group) * beam;
+      TopCandidates(step_log_probs.data<float>(), vocab, log_probs, first, beam, 2 * beam, heap,
+                    candidates);
+      NBestList& done = finished[s];
+      kept.clear();
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        const Candidate& c = candidates[i];
+        if (c.token != vocabulary.eos_id) {
+          if (static_cast<int>(kept.size()) < beam) kept.push_back(c);
+        } else if (static_cast<int>(i) < beam) {
+          done.push_back(Finish(tokens[c.row], c.log_prob, step, /*ended=*/true));
+        }
+      }
+      const int max_length = MaxLength(batch.lengths[s]);
+      bool stop = kept.empty() || static_cast<int>(done.size()) >= beam;
+      if (!stop && step >= max_length) {
+        for (const Candidate& c : kept) {
+          std::vector<int> cut = tokens[c.row];
+          cut.push_back(c.token);
+          done.push_back(Finish(std::move(cut), c.log_prob, step, /*ended=*/false));
+        }
+        stop = true;
+      } else if (!stop && static_cast<int>(done.size()) >= options_.nbest) {
+        std::nth_element(done.begin(), done.begin() + (options_.nbest - 1), done.end(),
+                         BetterHypothesis);
+        const double reachable =
+            kept.front().log_prob / LengthPenalty(max_length, options_.length_penalty_alpha);
+        stop = done[options_.nbest - 1].score >= reachable;
+      }
+      if (stop) continue;
+      next_active.push_back(s);
+      for (int i = 0; i < beam; ++i) {
+        // Fewer than `beam` extensions (a vocabulary smaller than the beam):
+        // the rest of the group are dead rows.
+        const bool live = i < static_cast<int>(kept.size());
+        const Candidate c = live ? kept[i] : Candidate{kDead, first, vocabulary.eos_id};
+        next_rows.push_back(c.row);
+        next_last.push_back(c.token);
+        next_log_probs.push_back(c.log_prob);
+        next_tokens.push_back(tokens[c.row]);
+        if (live) next_tokens.back().push_back(c.token);
+      }
+    }
+    if (next_active.empty()) break;
+    if (!IsIdentity(next_rows, static_cast<int64_t>(last.size()))) {
+      TFM_RETURN_IF_ERROR(model.Reorder(*state, next_rows));
+    }
+    std::swap(active, next_active);
+    std::swap(last, next_last);
+    std::swap(log_probs, next_log_probs);
+    std::swap(tokens, next_tokens);
+  }
+  for (NBestList& list : finished) {
+    std::sort(list.begin(), list.end(), BetterHypothesis);
+    if (static_cast<int>(list.size()) > options_.nbest) list.resize(options_.nbest);
+  }
+  return finished;
+}
+
+}  // namespace tfm

@@ -1,0 +1,86 @@
+// What layers keep between the steps of incremental decoding: attention key
+// and value caches. A layer finds its entry under its own address (a layer
+// object is one place in the network), so the cache passes unchanged through
+// the stack, the decoder layers and the residual blocks inside
+// ForwardContext::cache, and a plugin's layer can keep its own entries.
+//
+// Rows and sentences: the decoder runs rows() hypotheses, rows_per_sentence()
+// consecutive rows per source sentence (row r decodes sentence
+// r / rows_per_sentence()). Per-row entries (self-attention keys and values)
+// follow their rows when a search reorders them; per-sentence entries
+// (encoder-decoder keys and values, computed once per sentence and layer)
+// follow their sentences, so they are copied only when a sentence leaves.
+#ifndef TFM_CORE_DECODE_DECODING_CACHE_H_
+#define TFM_CORE_DECODE_DECODING_CACHE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/node_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/decode/incremental_model.h"
+#include "core/device.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+class DecodingCache {
+ public:
+  enum class Indexing {
+    // [rows, heads, capacity(), d]: positions 0 .. position() - 1 written
+    // (the current step's at position() during the step).
+    kRow,
+    // [sentences, a, b, c]: whole, computed once.
+    kSentence,
+  };
+  struct Entry {
+    Indexing indexing = Indexing::kRow;
+    std::vector<Tensor> tensors;
+  };
+
+  // For a search of at most `max_steps` steps.
+  DecodingCache(int64_t sentences, int64_t rows_per_sentence, int64_t max_steps,
+                const Device& device);
+
+  int64_t sentences() const { return sentences_; }
+  int64_t rows_per_sentence() const { return rows_per_sentence_; }
+  int64_t rows() const { return sentences_ * rows_per_sentence_; }
+  // Tokens each row has decoded: the position of the current step's token.
+  int64_t position() const { return position_; }
+  // Positions that per-row entries hold now (grown by doubling, up to
+  // max_steps, so a short output never pays for the longest one allowed).
+  int64_t capacity() const { return capacity_; }
+  const Device& device() const { return device_; }
+  // [rows] i32, position() + 1 during a step: the self-attention keys that
+  // the step's query sees (the rest of the capacity is unwritten).
+  const Tensor& key_lengths() const { return key_lengths_; }
+
+  // The entry `owner` stored, or nullptr.
+  Entry* Find(const void* owner);
+  // Entries stay where they are until the cache goes (pointers and
+  // references to them remain valid across Store calls).
+  Entry& Store(const void* owner, Entry entry);
+
+  // Around each step of the model: BeginStep grows full per-row entries and
+  // sets key_lengths(); EndStep counts the token.
+  absl::Status BeginStep();
+  void EndStep() { ++position_; }
+
+  // Keeps rows `rows` in that order (new row i is old row rows[i]); each
+  // group of rows_per_sentence() new rows must come from one sentence.
+  // Returns the kept sentences' old indices, in their new order.
+  absl::StatusOr<std::vector<int32_t>> Reorder(absl::Span<const int> rows);
+
+ private:
+  int64_t sentences_, rows_per_sentence_, max_steps_;
+  int64_t position_ = 0, capacity_;
+  Device device_;
+  Tensor key_lengths_;
+  absl::node_hash_map<const void*, Entry> entries_;
+};
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_DECODE_DECODING_CACHE_H_

@@ -1,0 +1,74 @@
+#include "core/decode/decoding_cache.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ops/kv_cache/kv_cache.h"
+
+namespace tfm {
+namespace {
+
+// One per-row entry [rows, 1, capacity, 1] whose step t writes
+// 100 * row + t, and one per-sentence entry [sentences, 1, 1, 1] holding
+// the sentence's index.
+class Owner {
+ public:
+  absl::Status Step(DecodingCache& cache) {
+    DecodingCache::Entry* entry = cache.Find(&row_key_);
+    if (entry == nullptr) {
+      DecodingCache::Entry rows{DecodingCache::Indexing::kRow,
+                                {*Tensor::Zeros({cache.rows(), 1, cache.capacity(), 1},
+                                                DType::kF32)}};
+      entry = &cache.Store(&row_key_, std::move(rows));
+      std::vector<float> ids;
+      for (int64_t s = 0; s < cache.sentences(); ++s) ids.push_back(s);
+      cache.Store(&sentence_key_, {DecodingCache::Indexing::kSentence,
+                                   {*Tensor::FromVector<float>(ids, {cache.sentences(), 1, 1, 1})}});
+    }
+    std::vector<float> values;
+    for (int64_t r = 0; r < cache.rows(); ++r) values.push_back(100 * r + cache.position());
+    return KvCacheWrite(entry->tensors[0],
+                        *Tensor::FromVector<float>(values, {cache.rows(), 1, 1, 1}),
+                        cache.position());
+  }
+  // Two entries, two addresses (a layer with one entry would use `this`).
+  char row_key_ = 0, sentence_key_ = 0;
+};
+
+TEST(DecodingCacheTest, GrowsAndFollowsRowsAndSentences) {
+  DecodingCache cache(/*sentences=*/3, /*rows_per_sentence=*/2, /*max_steps=*/40, Device::Cpu());
+  Owner owner;
+  const int steps = 21;  // Past the first capacity, so the entry grew.
+  for (int t = 0; t < steps; ++t) {
+    ASSERT_TRUE(cache.BeginStep().ok());
+    EXPECT_EQ(cache.key_lengths().ToVector<int32_t>(), std::vector<int32_t>(6, t + 1));
+    const absl::Status stepped = owner.Step(cache);
+    ASSERT_TRUE(stepped.ok()) << t << stepped;
+    cache.EndStep();
+  }
+  EXPECT_GE(cache.capacity(), steps);
+  // Keep sentence 2 (rows 5, 4) then sentence 0 (rows 0, 0).
+  absl::StatusOr<std::vector<int32_t>> sentences = cache.Reorder({5, 4, 0, 0});
+  ASSERT_TRUE(sentences.ok()) << sentences.status();
+  EXPECT_EQ(*sentences, std::vector<int32_t>({2, 0}));
+  EXPECT_EQ(cache.rows(), 4);
+  const Tensor& rows = cache.Find(&owner.row_key_)->tensors[0];
+  const std::vector<int> sources = {5, 4, 0, 0};
+  for (int r = 0; r < 4; ++r) {
+    for (int t = 0; t < steps; ++t) {
+      ASSERT_EQ(rows.data<float>()[r * cache.capacity() + t], 100 * sources[r] + t) << r << t;
+    }
+  }
+  EXPECT_EQ(cache.Find(&owner.sentence_key_)->tensors[0].ToVector<float>(),
+            std::vector<float>({2, 0}));
+  // Groups must not mix sentences; steps stop at max_steps.
+  EXPECT_EQ(cache.Reorder({0, 2}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache.Reorder({0}).status().code(), absl::StatusCode::kInvalidArgument);
+  DecodingCache short_cache(1, 1, /*max_steps=*/1, Device::Cpu());
+  ASSERT_TRUE(short_cache.BeginStep().ok());
+  short_cache.EndStep();
+  EXPECT_EQ(short_cache.BeginStep().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace tfm

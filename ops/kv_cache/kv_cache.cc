@@ -1,0 +1,82 @@
+#include "ops/kv_cache/kv_cache.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+absl::Status ValidateCache(const KernelContext& context, const Tensor& cache) {
+  if (cache.rank() != 4) return context.Error("cache must be [rows, heads, capacity, d]");
+  if (DTypeSize(cache.dtype()) != 4) return context.Error("cache must have 4-byte elements");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateWrite(const KernelContext& context) {
+  const Tensor& cache = context.input(0);
+  const Tensor& x = context.input(1);
+  TFM_RETURN_IF_ERROR(ValidateCache(context, cache));
+  if (x.rank() != 4 || x.dtype() != cache.dtype() || x.dim(0) != cache.dim(0) ||
+      x.dim(1) != cache.dim(1) || x.dim(3) != cache.dim(3)) {
+    return context.Error("x must be [rows, heads, n, d] of the cache's rows, heads, d and dtype");
+  }
+  TFM_ASSIGN_OR_RETURN(int64_t position, context.attrs().Get<int64_t>("position"));
+  if (position < 0 || position + x.dim(2) > cache.dim(2)) {
+    return context.Error(absl::StrCat("positions ", position, " .. ", position + x.dim(2) - 1,
+                                      " do not fit a capacity of ", cache.dim(2)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateGather(const KernelContext& context) {
+  const Tensor& cache = context.input(0);
+  const Tensor& rows = context.input(1);
+  TFM_RETURN_IF_ERROR(ValidateCache(context, cache));
+  if (rows.rank() != 1 || rows.dtype() != DType::kI32) return context.Error("rows must be [n] i32");
+  TFM_ASSIGN_OR_RETURN(int64_t length, context.attrs().Get<int64_t>("length"));
+  TFM_ASSIGN_OR_RETURN(int64_t capacity, context.attrs().Get<int64_t>("capacity"));
+  if (length < 0 || length > cache.dim(2) || length > capacity) {
+    return context.Error(absl::StrCat("length ", length, " exceeds the capacity ", cache.dim(2),
+                                      " or the new capacity ", capacity));
+  }
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_OP(OpDef{
+    .name = "kv_cache_write",
+    .inputs = {"cache", "x"},
+    .outputs = {"cache"},
+    .attrs = {"position"},
+    .doc = "cache[:, :, position:position + n] = x, in place",
+    .validate = ValidateWrite,
+    .in_place = {{0, 0}},
+});
+
+TFM_REGISTER_OP(OpDef{
+    .name = "kv_cache_gather",
+    .inputs = {"cache", "rows"},
+    .outputs = {"out"},
+    .attrs = {"length", "capacity"},
+    .doc = "out[i, :, :length] = cache[rows[i], :, :length], out [n, heads, capacity, d] "
+           "(later positions unset)",
+    .validate = ValidateGather,
+});
+
+}  // namespace
+
+absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position) {
+  Attrs attrs;
+  attrs.Set("position", position);
+  return RunOp("kv_cache_write", {cache, x}, attrs).status();
+}
+
+absl::StatusOr<Tensor> KvCacheGather(const Tensor& cache, const Tensor& rows, int64_t length,
+                                     int64_t capacity) {
+  Attrs attrs;
+  attrs.Set("length", length).Set("capacity", capacity);
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("kv_cache_gather", {cache, rows}, attrs));
+  return out[0];
+}
+
+}  // namespace tfm

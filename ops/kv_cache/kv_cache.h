@@ -1,0 +1,36 @@
+// kv_cache_write and kv_cache_gather: the attention key/value caches of
+// incremental decoding, [rows, heads, capacity, d] (the attention op's
+// [batch, heads, k_len, d] layout with room for every step of a search).
+//
+// A step writes its new position into the cache in place instead of
+// concatenating (no copy of the whole cache, no allocation per step), and
+// the attention op reads the first `length` positions through its key
+// lengths mask. A beam search that reorders its hypotheses gathers rows,
+// copying only the positions written so far (and grows a cache that is full
+// the same way). Any 4-byte dtype (the kernels
+// move bytes); f32 is registered.
+#ifndef TFM_OPS_KV_CACHE_KV_CACHE_H_
+#define TFM_OPS_KV_CACHE_KV_CACHE_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+// cache[:, :, position + i, :] = x[:, :, i, :] for x [rows, heads, n, d],
+// in place; position + n must not exceed the capacity.
+absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position);
+
+// A new cache [rows.size, heads, capacity, d] whose row i holds positions
+// 0 .. length - 1 of cache row rows[i] (i32 ids in [0, cache rows)); later
+// positions are left unset (nobody reads past the written length). length
+// may not exceed either capacity: a larger `capacity` grows a full cache.
+absl::StatusOr<Tensor> KvCacheGather(const Tensor& cache, const Tensor& rows, int64_t length,
+                                     int64_t capacity);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_KV_CACHE_KV_CACHE_H_

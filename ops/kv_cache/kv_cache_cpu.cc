@@ -1,0 +1,69 @@
+// CPU kernels of the key/value cache ops: contiguous copies of d-wide runs,
+// split across threads by (row, head).
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+// (row, head) pairs per task: enough bytes to outweigh the scheduling.
+int64_t Grain(int64_t floats_per_head) {
+  return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, floats_per_head));
+}
+
+absl::Status KvCacheWriteCpu(KernelContext& context) {
+  Tensor cache = context.in_place_input(0);
+  const Tensor& x = context.input(1);
+  TFM_ASSIGN_OR_RETURN(const int64_t position, context.attrs().Get<int64_t>("position"));
+  const int64_t capacity = cache.dim(2), n = x.dim(2), d = x.dim(3);
+  float* dst = cache.data<float>();
+  const float* src = x.data<float>();
+  context.thread_pool()->ParallelFor(
+      x.dim(0) * x.dim(1), Grain(n * d), [&](int64_t begin, int64_t end) {
+        for (int64_t head = begin; head < end; ++head) {
+          std::memcpy(dst + (head * capacity + position) * d, src + head * n * d,
+                      n * d * sizeof(float));
+        }
+      });
+  context.SetOutput(0, cache);
+  return absl::OkStatus();
+}
+
+absl::Status KvCacheGatherCpu(KernelContext& context) {
+  const Tensor& cache = context.input(0);
+  const Tensor& rows = context.input(1);
+  TFM_ASSIGN_OR_RETURN(const int64_t length, context.attrs().Get<int64_t>("length"));
+  TFM_ASSIGN_OR_RETURN(const int64_t capacity, context.attrs().Get<int64_t>("capacity"));
+  const int64_t heads = cache.dim(1), source_capacity = cache.dim(2), d = cache.dim(3);
+  const int64_t count = rows.dim(0);
+  const int32_t* ids = rows.data<int32_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    if (ids[i] < 0 || ids[i] >= cache.dim(0)) {
+      return context.Error(absl::StrCat("row ", ids[i], " is outside the cache's ", cache.dim(0),
+                                        " rows"));
+    }
+  }
+  TFM_ASSIGN_OR_RETURN(Tensor * out,
+                       context.AllocateOutput(0, {count, heads, capacity, d}, cache.dtype()));
+  const float* src = cache.data<float>();
+  float* dst = out->data<float>();
+  context.thread_pool()->ParallelFor(count * heads, Grain(length * d), [&](int64_t begin,
+                                                                         int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t source_head = ids[task / heads] * heads + task % heads;
+      std::memcpy(dst + task * capacity * d, src + source_head * source_capacity * d,
+                  length * d * sizeof(float));
+    }
+  });
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_KERNEL("kv_cache_write", DeviceType::kCPU, DType::kF32, KvCacheWriteCpu);
+TFM_REGISTER_KERNEL("kv_cache_gather", DeviceType::kCPU, DType::kF32, KvCacheGatherCpu);
+
+}  // namespace
+}  // namespace tfm
