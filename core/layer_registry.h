@@ -19,6 +19,8 @@
 
 namespace tfm {
 
+class DecodingCache;  // core/decode/decoding_cache.h
+
 // A trainable tensor and its gradient, owned by a layer. `name` is its
 // state_dict key (e.g. "encoder.layers.0.self_attn.q_proj.weight").
 // Backward passes add into `grad` (shaped like `value`) until the trainer
@@ -37,6 +39,11 @@ struct Parameter {
 struct ForwardContext {
   bool training = false;     // False: every dropout is the identity.
   Generator* rng = nullptr;  // Required when training.
+  // Incremental decoding (inference only): inputs hold one new position per
+  // row, at cache->position(); layers that look at earlier positions keep
+  // them in the cache (attention's keys and values), and positional
+  // encodings start at that position. Null for whole sequences.
+  DecodingCache* cache = nullptr;
 };
 
 class Layer {

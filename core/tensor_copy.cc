@@ -23,4 +23,11 @@ absl::StatusOr<Tensor> CopyToDevice(const Tensor& tensor, const Device& device) 
   return copy;
 }
 
+absl::StatusOr<Tensor> Int32OnDevice(absl::Span<const int32_t> values, const Shape& shape,
+                                     const Device& device) {
+  TFM_ASSIGN_OR_RETURN(Tensor host, Tensor::FromVector<int32_t>(values, shape));
+  if (device.is_cpu()) return host;
+  return CopyToDevice(host, device);
+}
+
 }  // namespace tfm

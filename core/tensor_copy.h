@@ -3,6 +3,7 @@
 #define TFM_CORE_TENSOR_COPY_H_
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/tensor.h"
 
 namespace tfm {
@@ -10,6 +11,11 @@ namespace tfm {
 // A new tensor on `device` with the contents of `tensor` (a copy even when
 // the devices are the same).
 absl::StatusOr<Tensor> CopyToDevice(const Tensor& tensor, const Device& device);
+
+// A tensor of `shape` on `device` holding `values` (token ids, lengths);
+// on the CPU the host tensor itself, without a second copy.
+absl::StatusOr<Tensor> Int32OnDevice(absl::Span<const int32_t> values, const Shape& shape,
+                                     const Device& device);
 
 }  // namespace tfm
 

@@ -6,7 +6,8 @@
 // shares one table between the source and target embeddings and the
 // pre-softmax projection and adds up its three gradients. Positions are
 // sinusoidal, or with positional_encoding LEARNED a parameter
-// "embed_positions.weight" [max_positions, d_model] (Table 3, row E).
+// "embed_positions.weight" [max_positions, d_model] (Table 3, row E). In a
+// decoding step (ForwardContext::cache) positions start at the cache's.
 #include "ops/embedding/embedding.h"
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/decode/decoding_cache.h"
 #include "core/layer_registry.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
@@ -52,12 +54,14 @@ class EmbeddingLayer : public Layer {
     ids_ = inputs[1];
     vocab_ = table.dim(0);
     TFM_ASSIGN_OR_RETURN(Tensor x, Embedding(table, ids_, scale_));
+    // A decoding step's tokens sit after those already decoded.
+    const int64_t offset = context.cache != nullptr ? context.cache->position() : 0;
     if (positions_) {
-      TFM_ASSIGN_OR_RETURN(position_ids_, PositionIds(ids_.dim(1)));
+      TFM_ASSIGN_OR_RETURN(position_ids_, PositionIds(offset, ids_.dim(1)));
       TFM_ASSIGN_OR_RETURN(position_rows_, Embedding(positions_->value, position_ids_));
       TFM_ASSIGN_OR_RETURN(x, Add(x, position_rows_));
     } else {
-      TFM_ASSIGN_OR_RETURN(x, AddPositionalEncoding(x));
+      TFM_ASSIGN_OR_RETURN(x, AddPositionalEncoding(x, offset));
     }
     TFM_ASSIGN_OR_RETURN(x, dropout_.Forward(context, x));
     return std::vector<Tensor>{x};
@@ -82,17 +86,18 @@ class EmbeddingLayer : public Layer {
   }
 
  private:
-  // 0 .. length - 1 on the model's device; too long a sequence is the user's
-  // data or config (max_positions), so it is a status, not a check.
-  absl::StatusOr<Tensor> PositionIds(int64_t length) const {
+  // offset .. offset + length - 1 on the model's device; too long a
+  // sequence is the user's data or config (max_positions), so it is a
+  // status, not a check.
+  absl::StatusOr<Tensor> PositionIds(int64_t offset, int64_t length) const {
     const int64_t rows = positions_->value.dim(0);
-    if (length > rows) {
+    if (offset + length > rows) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "sequence of ", length, " tokens is longer than model.max_positions = ", rows,
+          "sequence of ", offset + length, " tokens is longer than model.max_positions = ", rows,
           " (learned positional embeddings have no row for it)"));
     }
     std::vector<int32_t> ids(length);
-    for (int64_t i = 0; i < length; ++i) ids[i] = static_cast<int32_t>(i);
+    for (int64_t i = 0; i < length; ++i) ids[i] = static_cast<int32_t>(offset + i);
     TFM_ASSIGN_OR_RETURN(Tensor host, Tensor::FromVector<int32_t>(ids, {length}));
     if (device_.is_cpu()) return host;
     return CopyToDevice(host, device_);

@@ -10,14 +10,25 @@
 // q_proj [h d_k, d_model], k_proj [h d_k, d_model], v_proj [h d_v, d_model],
 // out_proj [d_model, h d_v], each with a bias. Attention dropout is the
 // model's attention_dropout.
+//
+// Incremental decoding (ForwardContext::cache): x is [rows, 1, d_model], one
+// new position per row. Self-attention writes the position's keys and
+// values into its per-row cache entry and attends over the positions so far
+// (the key lengths mask replaces the causal one). Encoder-decoder attention
+// projects the memory [sentences, src_len, d_model] once, at the first step,
+// into a per-sentence entry; each sentence's rows then query it together as
+// that sentence's rows_per_sentence queries, so no row copies the memory.
 #include <memory>
 
+#include "absl/strings/str_cat.h"
+#include "core/decode/decoding_cache.h"
 #include "core/layer_registry.h"
 #include "core/status_macros.h"
 #include "layers/dense.h"
 #include "layers/dropout_site.h"
 #include "ops/add/add.h"
 #include "ops/attention/attention.h"
+#include "ops/kv_cache/kv_cache.h"
 #include "ops/split_heads/split_heads.h"
 
 namespace tfm {
@@ -48,6 +59,7 @@ class MultiHeadAttention : public Layer {
           self_attention_ ? "self-attention takes {x, key_lengths}"
                           : "encoder-decoder attention takes {x, memory, key_lengths}");
     }
+    if (context.cache != nullptr) return ForwardIncremental(*context.cache, inputs);
     const Tensor& x = inputs[0];
     const Tensor& memory = self_attention_ ? inputs[0] : inputs[1];
     options_.key_lengths = inputs.back();
@@ -103,6 +115,57 @@ class MultiHeadAttention : public Layer {
   }
 
  private:
+  // A decoding step (see the top of the file); no dropout, nothing kept for
+  // a backward.
+  absl::StatusOr<std::vector<Tensor>> ForwardIncremental(DecodingCache& cache,
+                                                         absl::Span<const Tensor> inputs) {
+    const Tensor& x = inputs[0];
+    if (x.rank() != 3 || x.dim(0) != cache.rows() || x.dim(1) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a decoding step's attention takes x [", cache.rows(), ", 1, d_model], got ",
+          x.DebugString()));
+    }
+    TFM_ASSIGN_OR_RETURN(Tensor q, q_proj_.Forward(x));
+    AttentionOptions options;
+    DecodingCache::Entry* entry = cache.Find(this);
+    if (self_attention_) {
+      TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(x));
+      TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Forward(x));
+      TFM_ASSIGN_OR_RETURN(k, SplitHeads(k, heads_));
+      TFM_ASSIGN_OR_RETURN(v, SplitHeads(v, heads_));
+      if (entry == nullptr) {
+        TFM_ASSIGN_OR_RETURN(Tensor keys, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
+                                                         k.dim(3)}, DType::kF32, x.device()));
+        TFM_ASSIGN_OR_RETURN(Tensor values, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
+                                                           v.dim(3)}, DType::kF32, x.device()));
+        entry = &cache.Store(this, {DecodingCache::Indexing::kRow, {keys, values}});
+      }
+      TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[0], k, cache.position()));
+      TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[1], v, cache.position()));
+      TFM_ASSIGN_OR_RETURN(q, SplitHeads(q, heads_));
+      options.key_lengths = cache.key_lengths();
+    } else {
+      if (entry == nullptr) {
+        const Tensor& memory = inputs[1];
+        TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(memory));
+        TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Forward(memory));
+        TFM_ASSIGN_OR_RETURN(k, SplitHeads(k, heads_));
+        TFM_ASSIGN_OR_RETURN(v, SplitHeads(v, heads_));
+        entry = &cache.Store(this, {DecodingCache::Indexing::kSentence, {k, v}});
+      }
+      TFM_ASSIGN_OR_RETURN(q, q.Reshape({cache.sentences(), cache.rows_per_sentence(), q.dim(2)}));
+      TFM_ASSIGN_OR_RETURN(q, SplitHeads(q, heads_));
+      options.key_lengths = inputs.back();
+    }
+    TFM_ASSIGN_OR_RETURN(AttentionOutput attention,
+                         ScaledDotProductAttention(q, entry->tensors[0], entry->tensors[1],
+                                                   options));
+    TFM_ASSIGN_OR_RETURN(Tensor merged, MergeHeads(attention.out));
+    TFM_ASSIGN_OR_RETURN(merged, merged.Reshape({cache.rows(), 1, merged.dim(2)}));
+    TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Forward(merged));
+    return std::vector<Tensor>{y};
+  }
+
   bool self_attention_ = false;
   int64_t heads_ = 0;
   float attention_dropout_ = 0.0f;

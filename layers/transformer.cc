@@ -10,6 +10,7 @@
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/embedding/tied_projection.h"
 #include "ops/fill/fill.h"
+#include "ops/softmax/softmax.h"
 
 namespace tfm {
 
@@ -29,13 +30,6 @@ struct Transformer::ForwardResult {
 };
 
 namespace {
-
-absl::StatusOr<Tensor> OnDevice(const std::vector<int32_t>& values, const Shape& shape,
-                                const Device& device) {
-  TFM_ASSIGN_OR_RETURN(Tensor host, Tensor::FromVector<int32_t>(values, shape));
-  if (device.is_cpu()) return host;
-  return CopyToDevice(host, device);
-}
 
 template <typename T>
 absl::StatusOr<T> ScalarOnHost(const Tensor& scalar) {
@@ -66,10 +60,12 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const config::M
                                                                  const Device& device,
                                                                  uint64_t init_seed) {
   if (vocabulary.size < 1 || vocabulary.pad_id < 0 || vocabulary.pad_id >= vocabulary.size ||
-      vocabulary.bos_id < 0 || vocabulary.bos_id >= vocabulary.size) {
+      vocabulary.bos_id < 0 || vocabulary.bos_id >= vocabulary.size || vocabulary.eos_id < 0 ||
+      vocabulary.eos_id >= vocabulary.size) {
     return absl::InvalidArgumentError(
         absl::StrCat("vocabulary of ", vocabulary.size, " with pad id ", vocabulary.pad_id,
-                     " and bos id ", vocabulary.bos_id, ": the ids must be in the vocabulary"));
+                     ", bos id ", vocabulary.bos_id, " and eos id ", vocabulary.eos_id,
+                     ": the ids must be in the vocabulary"));
   }
   std::unique_ptr<Transformer> transformer(new Transformer());
   transformer->model_ = model;
@@ -117,36 +113,46 @@ absl::StatusOr<Transformer::BatchTensors> Transformer::ToTensors(const Batch& ba
   }
   BatchTensors tensors;
   TFM_ASSIGN_OR_RETURN(tensors.source,
-                       OnDevice(std::vector<int32_t>(batch.source.begin(), batch.source.end()),
-                                {rows, batch.source_length}, device_));
-  TFM_ASSIGN_OR_RETURN(
-      tensors.source_lengths,
-      OnDevice(std::vector<int32_t>(batch.source_lengths.begin(), batch.source_lengths.end()),
-               {rows}, device_));
+                       Int32OnDevice(batch.source, {rows, batch.source_length}, device_));
+  TFM_ASSIGN_OR_RETURN(tensors.source_lengths,
+                       Int32OnDevice(batch.source_lengths, {rows}, device_));
   TFM_ASSIGN_OR_RETURN(tensors.decoder_input,
-                       OnDevice(decoder_input, {rows, target_length}, device_));
-  TFM_ASSIGN_OR_RETURN(tensors.targets,
-                       OnDevice(std::vector<int32_t>(batch.target.begin(), batch.target.end()),
-                                {static_cast<int64_t>(rows) * target_length}, device_));
+                       Int32OnDevice(decoder_input, {rows, target_length}, device_));
+  TFM_ASSIGN_OR_RETURN(
+      tensors.targets,
+      Int32OnDevice(batch.target, {static_cast<int64_t>(rows) * target_length}, device_));
   return tensors;
+}
+
+absl::StatusOr<Tensor> Transformer::DecoderOutput(ForwardContext& context,
+                                                  const BatchTensors& tensors) {
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> source,
+                       source_embedding_->Forward(context, {source_table_.value, tensors.source}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
+                       encoder_->Forward(context, {source[0], tensors.source_lengths}));
+  TFM_ASSIGN_OR_RETURN(
+      std::vector<Tensor> target,
+      target_embedding_->Forward(context, {TargetTable().value, tensors.decoder_input}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> decoded,
+                       decoder_->Forward(context, {target[0], memory[0], tensors.source_lengths}));
+  return decoded[0].Reshape({tensors.targets.dim(0), model_.d_model()});
+}
+
+absl::StatusOr<Tensor> Transformer::LogProbabilities(const Batch& batch) {
+  ForwardContext context{/*training=*/false, /*rng=*/nullptr};
+  TFM_ASSIGN_OR_RETURN(BatchTensors tensors, ToTensors(batch));
+  TFM_ASSIGN_OR_RETURN(Tensor decoder_out, DecoderOutput(context, tensors));
+  TFM_ASSIGN_OR_RETURN(Tensor logits, TiedProjection(decoder_out, TargetTable().value));
+  TFM_ASSIGN_OR_RETURN(Tensor log_probs, LogSoftmax(logits));
+  return log_probs.Reshape({batch.size, batch.target_length, vocabulary_.size});
 }
 
 absl::StatusOr<Transformer::ForwardResult> Transformer::Forward(ForwardContext& context,
                                                                 const Batch& batch) {
   TFM_ASSIGN_OR_RETURN(BatchTensors tensors, ToTensors(batch));
-  const Tensor& target_table = TargetTable().value;
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> source,
-                       source_embedding_->Forward(context, {source_table_.value, tensors.source}));
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
-                       encoder_->Forward(context, {source[0], tensors.source_lengths}));
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target,
-                       target_embedding_->Forward(context, {target_table, tensors.decoder_input}));
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> decoded,
-                       decoder_->Forward(context, {target[0], memory[0], tensors.source_lengths}));
   ForwardResult result;
-  TFM_ASSIGN_OR_RETURN(result.decoder_out,
-                       decoded[0].Reshape({tensors.targets.dim(0), model_.d_model()}));
-  TFM_ASSIGN_OR_RETURN(result.logits, TiedProjection(result.decoder_out, target_table));
+  TFM_ASSIGN_OR_RETURN(result.decoder_out, DecoderOutput(context, tensors));
+  TFM_ASSIGN_OR_RETURN(result.logits, TiedProjection(result.decoder_out, TargetTable().value));
   const CrossEntropyOptions options{model_.label_smoothing(), vocabulary_.pad_id};
   TFM_ASSIGN_OR_RETURN(CrossEntropyOutput loss,
                        LabelSmoothedCrossEntropy(result.logits, tensors.targets, options));

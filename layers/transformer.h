@@ -15,6 +15,10 @@
 // loss_scale * loss into every Parameter::grad: gradients accumulate over
 // micro-batches until ZeroGrads (pass loss_scale = 1 / tokens of the whole
 // step for a per-token mean).
+//
+// Decoding: the model implements core/decode/incremental_model.h (one token
+// per row and step against key/value caches, layers/transformer_decoding.cc)
+// for the search strategies of core/decode.
 #ifndef TFM_LAYERS_TRANSFORMER_H_
 #define TFM_LAYERS_TRANSFORMER_H_
 
@@ -28,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
+#include "core/decode/incremental_model.h"
 #include "core/device.h"
 #include "core/layer_registry.h"
 #include "core/trainable_model.h"
@@ -39,11 +44,12 @@ struct VocabularySpec {
   int64_t size = 0;
   int pad_id = 0;  // Batch padding; targets equal to it carry no loss.
   int bos_id = 2;  // First decoder input.
+  int eos_id = 3;  // Ends a target; a search stops a hypothesis there.
 };
 
 // StepContext and LossStats come from core/trainable_model.h: the trainer
 // drives this model through that interface.
-class Transformer : public TrainableModel {
+class Transformer : public TrainableModel, public IncrementalModel {
  public:
   // Parameters are initialised from Philox stream (init_seed, 0).
   static absl::StatusOr<std::unique_ptr<Transformer>> Create(const config::ModelConfig& model,
@@ -64,12 +70,28 @@ class Transformer : public TrainableModel {
 
   const config::ModelConfig& config() const { return model_; }
 
+  // log p(target token | earlier target tokens, source) at every target
+  // position of `batch` from one whole-sequence pass without dropout:
+  // [batch, target_length, vocabulary] (on the model's device). What the
+  // incremental steps below must reproduce.
+  absl::StatusOr<Tensor> LogProbabilities(const Batch& batch);
+
+  // IncrementalModel (layers/transformer_decoding.cc).
+  DecodingVocabulary vocabulary() const override;
+  absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
+                                                      int rows_per_sentence,
+                                                      int max_steps) override;
+  absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) override;
+  absl::Status Reorder(DecoderState& state, absl::Span<const int> rows) override;
+
  private:
   struct BatchTensors;
   struct ForwardResult;
   Transformer() = default;
   absl::StatusOr<BatchTensors> ToTensors(const Batch& batch) const;
   absl::StatusOr<ForwardResult> Forward(ForwardContext& context, const Batch& batch);
+  // The decoder's output [batch * target_length, d_model] for `tensors`.
+  absl::StatusOr<Tensor> DecoderOutput(ForwardContext& context, const BatchTensors& tensors);
   // The table the target embedding and the output projection use.
   Parameter& TargetTable() { return target_table_ ? *target_table_ : source_table_; }
 

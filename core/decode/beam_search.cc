@@ -89,7 +89,6 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
     next_last.clear();
     next_rows.clear();
     next_log_probs.clear();
-    next_tokens.clear();
     for (size_t group = 0; group < active.size(); ++group) {
       const int s = active[group];
       const int first = static_cast<int>(group) * beam;
@@ -128,14 +127,19 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
         // the rest of the group are dead rows.
         const bool live = i < static_cast<int>(kept.size());
         const Candidate c = live ? kept[i] : Candidate{kDead, first, vocabulary.eos_id};
+        // Reuses the vectors of two steps ago: no allocation once they
+        // have grown to the output's length.
+        const size_t slot = next_rows.size();
+        if (next_tokens.size() <= slot) next_tokens.emplace_back();
+        next_tokens[slot].assign(tokens[c.row].begin(), tokens[c.row].end());
+        if (live) next_tokens[slot].push_back(c.token);
         next_rows.push_back(c.row);
         next_last.push_back(c.token);
         next_log_probs.push_back(c.log_prob);
-        next_tokens.push_back(tokens[c.row]);
-        if (live) next_tokens.back().push_back(c.token);
       }
     }
     if (next_active.empty()) break;
+    next_tokens.resize(next_rows.size());
     if (!IsIdentity(next_rows, static_cast<int64_t>(last.size()))) {
       TFM_RETURN_IF_ERROR(model.Reorder(*state, next_rows));
     }

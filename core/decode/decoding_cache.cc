@@ -16,18 +16,12 @@ namespace {
 // copies of growth below one full cache in total.
 constexpr int64_t kInitialCapacity = 16;
 
-absl::StatusOr<Tensor> IdsOnDevice(const std::vector<int32_t>& ids, const Device& device) {
-  TFM_ASSIGN_OR_RETURN(Tensor host,
-                       Tensor::FromVector<int32_t>(ids, {static_cast<int64_t>(ids.size())}));
-  if (device.is_cpu()) return host;
-  return CopyToDevice(host, device);
-}
-
 // Every tensor of the entries with `indexing`, gathered by `ids`.
 absl::Status GatherEntries(absl::node_hash_map<const void*, DecodingCache::Entry>& entries,
                            DecodingCache::Indexing indexing, const std::vector<int32_t>& ids,
                            int64_t length, int64_t capacity, const Device& device) {
-  TFM_ASSIGN_OR_RETURN(Tensor id_tensor, IdsOnDevice(ids, device));
+  TFM_ASSIGN_OR_RETURN(Tensor id_tensor,
+                       Int32OnDevice(ids, {static_cast<int64_t>(ids.size())}, device));
   for (auto& [owner, entry] : entries) {
     if (entry.indexing != indexing) continue;
     for (Tensor& tensor : entry.tensors) {

@@ -48,7 +48,7 @@ absl::StatusOr<std::vector<NBestList>> SearchStrategy::Search(
   std::vector<size_t> order;
   for (size_t i = 0; i < sources.size(); ++i) {
     if (sources[i].empty()) {
-      results[i] = {Finish({}, 0.0, 0, /*ended=*/true)};
+      results[i] = {Finish({}, 0.0, 0, /*ended=*/false)};
     } else {
       order.push_back(i);
     }

@@ -21,6 +21,7 @@ absl::StatusOr<std::unique_ptr<TrainableModel>> MakeTransformer(const config::Ta
   vocabulary.size = vocab_size;
   vocabulary.pad_id = config.data().tokenizer().pad_id();
   vocabulary.bos_id = config.data().tokenizer().bos_id();
+  vocabulary.eos_id = config.data().tokenizer().eos_id();
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
                        Transformer::Create(config.model(), vocabulary, Device::Cpu(),
                                            config.train().seed()));

@@ -1,0 +1,141 @@
+// The Transformer as an IncrementalModel (core/decode/incremental_model.h):
+// the encoder runs once per batch; each step embeds one token per row at
+// the step's position and runs the decoder stack with a DecodingCache in the
+// ForwardContext, through which every attention layer keeps its keys and
+// values (layers/multi_head_attention.cc); then the tied output projection
+// and log_softmax. No dropout: the context is not training.
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/decode/decoding_cache.h"
+#include "core/status_macros.h"
+#include "core/tensor_copy.h"
+#include "layers/transformer.h"
+#include "ops/embedding/tied_projection.h"
+#include "ops/kv_cache/kv_cache.h"
+#include "ops/softmax/softmax.h"
+
+namespace tfm {
+namespace {
+
+class TransformerState : public DecoderState {
+ public:
+  TransformerState(const Transformer* model, int64_t sentences, int64_t rows_per_sentence,
+                   int64_t max_steps, const Device& device)
+      : model(model), cache(sentences, rows_per_sentence, max_steps, device) {}
+
+  int rows() const override { return static_cast<int>(cache.rows()); }
+
+  const Transformer* model;  // The model that made the state.
+  DecodingCache cache;
+  // The encoder's output per sentence, [sentences, source_length, d_model]
+  // (decoder layers take it every step; attention projects it only once),
+  // and the source lengths, on the device and on the host.
+  Tensor memory;
+  Tensor memory_lengths;
+  std::vector<int32_t> lengths;
+};
+
+absl::StatusOr<TransformerState*> StateOf(DecoderState& state, const Transformer* model) {
+  auto* ours = dynamic_cast<TransformerState*>(&state);
+  if (ours == nullptr || ours->model != model) {
+    return absl::InvalidArgumentError("a decoder state made by another model");
+  }
+  return ours;
+}
+
+absl::Status CheckSources(const SourceBatch& sources, int rows_per_sentence, int max_steps) {
+  bool ok = sources.size >= 1 && sources.length >= 1 && rows_per_sentence >= 1 &&
+            max_steps >= 1 &&
+            sources.ids.size() == static_cast<size_t>(sources.size) * sources.length &&
+            sources.lengths.size() == static_cast<size_t>(sources.size);
+  for (size_t s = 0; ok && s < sources.lengths.size(); ++s) {
+    ok = sources.lengths[s] >= 1 && sources.lengths[s] <= sources.length;
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "decoding ", sources.size, " sources of ", sources.length, " columns (", sources.ids.size(),
+      " ids, ", sources.lengths.size(), " lengths, each must be 1 .. columns) with ",
+      rows_per_sentence, " rows per sentence for ", max_steps, " steps"));
+}
+
+}  // namespace
+
+DecodingVocabulary Transformer::vocabulary() const {
+  return {vocabulary_.size, vocabulary_.pad_id, vocabulary_.bos_id, vocabulary_.eos_id};
+}
+
+absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBatch& sources,
+                                                                 int rows_per_sentence,
+                                                                 int max_steps) {
+  TFM_RETURN_IF_ERROR(CheckSources(sources, rows_per_sentence, max_steps));
+  auto state = std::make_unique<TransformerState>(this, sources.size, rows_per_sentence,
+                                                  max_steps, device_);
+  TFM_ASSIGN_OR_RETURN(Tensor ids,
+                       Int32OnDevice(sources.ids, {sources.size, sources.length}, device_));
+  state->lengths.assign(sources.lengths.begin(), sources.lengths.end());
+  TFM_ASSIGN_OR_RETURN(state->memory_lengths,
+                       Int32OnDevice(state->lengths, {sources.size}, device_));
+  ForwardContext context{/*training=*/false, /*rng=*/nullptr};
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> embedded,
+                       source_embedding_->Forward(context, {source_table_.value, ids}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
+                       encoder_->Forward(context, {embedded[0], state->memory_lengths}));
+  state->memory = memory[0];
+  return std::unique_ptr<DecoderState>(std::move(state));
+}
+
+absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const int> last_tokens) {
+  TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
+  const int64_t rows = state->cache.rows();
+  if (static_cast<int64_t>(last_tokens.size()) != rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(last_tokens.size(), " last tokens for ", rows, " decoder rows"));
+  }
+  for (int token : last_tokens) {
+    if (token < 0 || token >= vocabulary_.size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token ", token, " is outside the vocabulary of ", vocabulary_.size));
+    }
+  }
+  TFM_RETURN_IF_ERROR(state->cache.BeginStep());
+  TFM_ASSIGN_OR_RETURN(Tensor ids, Int32OnDevice(last_tokens, {rows, 1}, device_));
+  ForwardContext context{/*training=*/false, /*rng=*/nullptr, &state->cache};
+  const Tensor& table = TargetTable().value;
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target,
+                       target_embedding_->Forward(context, {table, ids}));
+  TFM_ASSIGN_OR_RETURN(
+      std::vector<Tensor> decoded,
+      decoder_->Forward(context, {target[0], state->memory, state->memory_lengths}));
+  TFM_ASSIGN_OR_RETURN(Tensor hidden, decoded[0].Reshape({rows, model_.d_model()}));
+  TFM_ASSIGN_OR_RETURN(Tensor logits, TiedProjection(hidden, table));
+  TFM_ASSIGN_OR_RETURN(Tensor log_probs, LogSoftmax(logits));
+  state->cache.EndStep();
+  if (device_.is_cpu()) return log_probs;
+  return CopyToDevice(log_probs, Device::Cpu());
+}
+
+absl::Status Transformer::Reorder(DecoderState& base, absl::Span<const int> rows) {
+  TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
+  const int64_t sentences = state->cache.sentences();
+  TFM_ASSIGN_OR_RETURN(std::vector<int32_t> kept, state->cache.Reorder(rows));
+  if (IsIdentity(kept, sentences)) return absl::OkStatus();
+  // Sentences left: their memory and lengths follow (a copy once per
+  // finished sentence, not per step).
+  const Tensor& memory = state->memory;
+  const int64_t columns = memory.dim(1), width = memory.dim(2);
+  const int64_t count = static_cast<int64_t>(kept.size());
+  TFM_ASSIGN_OR_RETURN(Tensor ids, Int32OnDevice(kept, {count}, device_));
+  TFM_ASSIGN_OR_RETURN(Tensor as_cache, memory.Reshape({sentences, 1, columns, width}));
+  TFM_ASSIGN_OR_RETURN(Tensor gathered, KvCacheGather(as_cache, ids, columns, columns));
+  TFM_ASSIGN_OR_RETURN(state->memory, gathered.Reshape({count, columns, width}));
+  std::vector<int32_t> lengths(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) lengths[i] = state->lengths[kept[i]];
+  state->lengths = std::move(lengths);
+  TFM_ASSIGN_OR_RETURN(state->memory_lengths, Int32OnDevice(state->lengths, {count}, device_));
+  return absl::OkStatus();
+}
+
+}  // namespace tfm
