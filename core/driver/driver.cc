@@ -7,6 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -210,6 +211,14 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "[--nbest=N]\n"
       "             | evaluate --model=DIR --src=F --ref=F [--beam=K] [--alpha=A]\n"
       "  --plugin=LIB.so              load a plugin first (repeatable)");
+  // --help lists the driver's own flags (absl's default only shows flags
+  // defined in a file named like the binary, and there are none).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "core/driver/");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   DriverOptions options;
   std::vector<char*> rest = ExtractRepeatedFlags(argc, argv, &options);
   const std::vector<char*> positional =
