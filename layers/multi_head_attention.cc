@@ -121,9 +121,9 @@ class MultiHeadAttention : public Layer {
                                                          absl::Span<const Tensor> inputs) {
     const Tensor& x = inputs[0];
     if (x.rank() != 3 || x.dim(0) != cache.rows() || x.dim(1) != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a decoding step's attention takes x [", cache.rows(), ", 1, d_model], got ",
-          x.DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat("a decoding step's attention takes x [",
+                                                     cache.rows(), ", 1, d_model], got ",
+                                                     x.DebugString()));
     }
     TFM_ASSIGN_OR_RETURN(Tensor q, q_proj_.Forward(x));
     AttentionOptions options;
@@ -134,10 +134,12 @@ class MultiHeadAttention : public Layer {
       TFM_ASSIGN_OR_RETURN(k, SplitHeads(k, heads_));
       TFM_ASSIGN_OR_RETURN(v, SplitHeads(v, heads_));
       if (entry == nullptr) {
-        TFM_ASSIGN_OR_RETURN(Tensor keys, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
-                                                         k.dim(3)}, DType::kF32, x.device()));
-        TFM_ASSIGN_OR_RETURN(Tensor values, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
-                                                           v.dim(3)}, DType::kF32, x.device()));
+        TFM_ASSIGN_OR_RETURN(Tensor keys,
+                             Tensor::Empty({cache.rows(), heads_, cache.capacity(), k.dim(3)},
+                                           DType::kF32, x.device()));
+        TFM_ASSIGN_OR_RETURN(Tensor values,
+                             Tensor::Empty({cache.rows(), heads_, cache.capacity(), v.dim(3)},
+                                           DType::kF32, x.device()));
         entry = &cache.Store(this, {DecodingCache::Indexing::kRow, {keys, values}});
       }
       TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[0], k, cache.position()));
@@ -157,9 +159,9 @@ class MultiHeadAttention : public Layer {
       TFM_ASSIGN_OR_RETURN(q, SplitHeads(q, heads_));
       options.key_lengths = inputs.back();
     }
-    TFM_ASSIGN_OR_RETURN(AttentionOutput attention,
-                         ScaledDotProductAttention(q, entry->tensors[0], entry->tensors[1],
-                                                   options));
+    TFM_ASSIGN_OR_RETURN(
+        AttentionOutput attention,
+        ScaledDotProductAttention(q, entry->tensors[0], entry->tensors[1], options));
     TFM_ASSIGN_OR_RETURN(Tensor merged, MergeHeads(attention.out));
     TFM_ASSIGN_OR_RETURN(merged, merged.Reshape({cache.rows(), 1, merged.dim(2)}));
     TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Forward(merged));

@@ -47,8 +47,7 @@ absl::StatusOr<TransformerState*> StateOf(DecoderState& state, const Transformer
 }
 
 absl::Status CheckSources(const SourceBatch& sources, int rows_per_sentence, int max_steps) {
-  bool ok = sources.size >= 1 && sources.length >= 1 && rows_per_sentence >= 1 &&
-            max_steps >= 1 &&
+  bool ok = sources.size >= 1 && sources.length >= 1 && rows_per_sentence >= 1 && max_steps >= 1 &&
             sources.ids.size() == static_cast<size_t>(sources.size) * sources.length &&
             sources.lengths.size() == static_cast<size_t>(sources.size);
   for (size_t s = 0; ok && s < sources.lengths.size(); ++s) {
@@ -71,8 +70,8 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
                                                                  int rows_per_sentence,
                                                                  int max_steps) {
   TFM_RETURN_IF_ERROR(CheckSources(sources, rows_per_sentence, max_steps));
-  auto state = std::make_unique<TransformerState>(this, sources.size, rows_per_sentence,
-                                                  max_steps, device_);
+  auto state =
+      std::make_unique<TransformerState>(this, sources.size, rows_per_sentence, max_steps, device_);
   TFM_ASSIGN_OR_RETURN(Tensor ids,
                        Int32OnDevice(sources.ids, {sources.size, sources.length}, device_));
   state->lengths.assign(sources.lengths.begin(), sources.lengths.end());

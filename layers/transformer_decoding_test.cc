@@ -49,7 +49,8 @@ std::unique_ptr<Transformer> Build(const config::ModelConfig& model) {
 // Deterministic pseudo-random ids in [4, kVocab).
 std::vector<int> Ids(int length, int seed) {
   std::vector<int> ids;
-  for (int i = 0; i < length; ++i) ids.push_back(4 + (seed * 7 + i * 5 + i * i * seed) % (kVocab - 4));
+  for (int i = 0; i < length; ++i)
+    ids.push_back(4 + (seed * 7 + i * 5 + i * i * seed) % (kVocab - 4));
   return ids;
 }
 
@@ -92,7 +93,8 @@ class Reference {
   int length_ = 0;
 };
 
-void ExpectStepMatches(const Tensor& step, int row, const float* expected, const std::string& what) {
+void ExpectStepMatches(const Tensor& step, int row, const float* expected,
+                       const std::string& what) {
   for (int v = 0; v < kVocab; ++v) {
     ASSERT_NEAR(step.data<float>()[row * kVocab + v], expected[v], 1e-5)
         << what << " row " << row << " token " << v;
@@ -132,8 +134,9 @@ TEST(TransformerDecodingTest, StepsEqualTheWholeSequenceForward) {
           ASSERT_TRUE(step.ok()) << step.status();
           ASSERT_EQ(step->shape(), Shape({static_cast<int64_t>(targets.size()), kVocab}));
           for (size_t r = 0; r < targets.size(); ++r) {
-            ExpectStepMatches(*step, r, reference.At(r, t),
-                              absl::StrCat("group ", group, " padding ", extra_padding, " step ", t));
+            ExpectStepMatches(
+                *step, r, reference.At(r, t),
+                absl::StrCat("group ", group, " padding ", extra_padding, " step ", t));
             last[r] = targets[r][t];
           }
         }

@@ -1,9 +1,10 @@
 // Search strategies over a real Transformer: a tiny model trained for 300
 // updates (a few seconds) on a toy task (reverse the source), so outputs are
-// neither empty nor constant (60 updates still gave eos for everything), then the search's contract: beam 1 is greedy, results
-// do not depend on batching or padding, n-best lists are sorted and their
-// scores are the model's own log-probabilities, lengths are bounded, and an
-// empty source gives an empty output.
+// neither empty nor constant (60 updates still gave eos for everything).
+// Then the search's contract: beam 1 is greedy, results do not depend on
+// batching or padding, n-best lists are sorted and their scores are the
+// model's own log-probabilities, lengths are bounded, and an empty source
+// gives an empty output.
 #include <cmath>
 #include <memory>
 #include <set>
@@ -89,7 +90,9 @@ class DecodingTest : public ::testing::Test {
       for (int i = 0; i < 32; ++i) examples.push_back(Reversal(update * 1000 + i));
       const Batch batch = MakeBatch(examples);
       ASSERT_TRUE(transformer_->ZeroGrads().ok());
-      const StepContext step{.training = true, .seed = 5, .counter = static_cast<uint64_t>(update),
+      const StepContext step{.training = true,
+                             .seed = 5,
+                             .counter = static_cast<uint64_t>(update),
                              .loss_scale = 1.0f / batch.target_tokens()};
       ASSERT_TRUE(transformer_->ForwardBackward(batch, step).ok());
       ASSERT_TRUE(adam->Step(update).ok());
@@ -224,8 +227,7 @@ TEST_F(DecodingTest, NBestIsSortedAndScoredByTheModel) {
       const Hypothesis& h = list[i];
       EXPECT_NEAR(h.log_prob, ModelLogProb(sources[s], h), 1e-4) << s << " " << i;
       const int steps = static_cast<int>(h.tokens.size()) + (h.ended ? 1 : 0);
-      EXPECT_NEAR(h.score, h.log_prob / LengthPenalty(steps, options.length_penalty_alpha),
-                  1e-12);
+      EXPECT_NEAR(h.score, h.log_prob / LengthPenalty(steps, options.length_penalty_alpha), 1e-12);
       if (i > 0) {
         EXPECT_GE(list[i - 1].score, h.score) << s;
         EXPECT_NE(list[i - 1].tokens, h.tokens) << s;

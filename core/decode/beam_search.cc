@@ -30,9 +30,9 @@ bool Better(const Candidate& a, const Candidate& b) {
 
 // The best `count` extensions of rows [first, first + rows) into `out`,
 // best first. Rows with log-probability kDead are not live.
-void TopCandidates(const float* step_log_probs, int64_t vocab, const std::vector<double>& row_log_probs,
-                   int first, int rows, int count, std::vector<Candidate>& heap,
-                   std::vector<Candidate>& out) {
+void TopCandidates(const float* step_log_probs, int64_t vocab,
+                   const std::vector<double>& row_log_probs, int first, int rows, int count,
+                   std::vector<Candidate>& heap, std::vector<Candidate>& out) {
   // A min-heap of the best seen so far: its top is the one to beat.
   heap.clear();
   for (int row = first; row < first + rows; ++row) {
@@ -63,8 +63,7 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
   const int beam = options_.beam_size;
   int max_steps = 0;
   for (int length : batch.lengths) max_steps = std::max(max_steps, MaxLength(length));
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<DecoderState> state,
-                       model.Start(batch, beam, max_steps));
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<DecoderState> state, model.Start(batch, beam, max_steps));
 
   // Live hypotheses, one per state row: group g of `beam` rows belongs to
   // sentence active[g]. Only the first row of each group starts live.

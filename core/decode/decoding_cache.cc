@@ -54,9 +54,8 @@ DecodingCache::Entry& DecodingCache::Store(const void* owner, Entry entry) {
 
 absl::Status DecodingCache::BeginStep() {
   if (position_ >= max_steps_) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("decoding step ", position_ + 1, " exceeds the state's ", max_steps_,
-                     " steps"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "decoding step ", position_ + 1, " exceeds the state's ", max_steps_, " steps"));
   }
   if (position_ == capacity_) {
     capacity_ = std::min(max_steps_, 2 * capacity_);
@@ -65,16 +64,16 @@ absl::Status DecodingCache::BeginStep() {
     TFM_RETURN_IF_ERROR(
         GatherEntries(entries_, Indexing::kRow, all, position_, capacity_, device_));
   }
-  TFM_ASSIGN_OR_RETURN(key_lengths_, Fill({rows()}, static_cast<double>(position_ + 1),
-                                          DType::kI32, device_));
+  TFM_ASSIGN_OR_RETURN(key_lengths_,
+                       Fill({rows()}, static_cast<double>(position_ + 1), DType::kI32, device_));
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int> rows) {
   const int64_t group = rows_per_sentence_;
   if (rows.empty() || static_cast<int64_t>(rows.size()) % group != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "reordering to ", rows.size(), " rows: need a positive multiple of ", group));
+    return absl::InvalidArgumentError(
+        absl::StrCat("reordering to ", rows.size(), " rows: need a positive multiple of ", group));
   }
   std::vector<int32_t> row_ids(rows.size()), sentence_ids(rows.size() / group);
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -86,9 +85,9 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
     if (i % group == 0) {
       sentence_ids[i / group] = sentence;
     } else if (sentence != sentence_ids[i / group]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("new rows ", i - i % group, " .. ", i - i % group + group - 1,
-                       " mix sentences ", sentence_ids[i / group], " and ", sentence));
+      return absl::InvalidArgumentError(absl::StrCat("new rows ", i - i % group, " .. ",
+                                                     i - i % group + group - 1, " mix sentences ",
+                                                     sentence_ids[i / group], " and ", sentence));
     }
     row_ids[i] = static_cast<int32_t>(rows[i]);
   }

@@ -16,14 +16,15 @@ class Owner {
   absl::Status Step(DecodingCache& cache) {
     DecodingCache::Entry* entry = cache.Find(&row_key_);
     if (entry == nullptr) {
-      DecodingCache::Entry rows{DecodingCache::Indexing::kRow,
-                                {*Tensor::Zeros({cache.rows(), 1, cache.capacity(), 1},
-                                                DType::kF32)}};
+      DecodingCache::Entry rows{
+          DecodingCache::Indexing::kRow,
+          {*Tensor::Zeros({cache.rows(), 1, cache.capacity(), 1}, DType::kF32)}};
       entry = &cache.Store(&row_key_, std::move(rows));
       std::vector<float> ids;
       for (int64_t s = 0; s < cache.sentences(); ++s) ids.push_back(s);
-      cache.Store(&sentence_key_, {DecodingCache::Indexing::kSentence,
-                                   {*Tensor::FromVector<float>(ids, {cache.sentences(), 1, 1, 1})}});
+      cache.Store(&sentence_key_,
+                  {DecodingCache::Indexing::kSentence,
+                   {*Tensor::FromVector<float>(ids, {cache.sentences(), 1, 1, 1})}});
     }
     std::vector<float> values;
     for (int64_t r = 0; r < cache.rows(); ++r) values.push_back(100 * r + cache.position());

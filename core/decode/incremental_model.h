@@ -20,10 +20,10 @@ namespace tfm {
 
 // Source sentences padded into a row-major matrix.
 struct SourceBatch {
-  int size = 0;                // Sentences.
-  int length = 0;              // Columns: at least the longest sentence.
-  std::vector<int> ids;        // size x length; padding past each length.
-  std::vector<int> lengths;    // Unpadded length of each sentence.
+  int size = 0;              // Sentences.
+  int length = 0;            // Columns: at least the longest sentence.
+  std::vector<int> ids;      // size x length; padding past each length.
+  std::vector<int> lengths;  // Unpadded length of each sentence.
 };
 
 // `sentences` padded with `pad_id` to the longest plus `extra_columns`.

@@ -53,9 +53,8 @@ absl::StatusOr<std::vector<NBestList>> SearchStrategy::Search(
       order.push_back(i);
     }
   }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return sources[a].size() < sources[b].size();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
   const int pad_id = model.vocabulary().pad_id;
   const size_t batch_size = static_cast<size_t>(std::max(1, options_.batch_size));
   std::vector<const std::vector<int>*> members;
@@ -78,9 +77,8 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> CreateSearchStrategy(
       !(options.length_penalty_alpha >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "decode options: beam_size ", options.beam_size, ", nbest ", options.nbest,
-        " (1 .. beam_size; 1 for greedy), batch_size ", options.batch_size,
-        ", max_length_offset ", options.max_length_offset, ", length_penalty_alpha ",
-        options.length_penalty_alpha));
+        " (1 .. beam_size; 1 for greedy), batch_size ", options.batch_size, ", max_length_offset ",
+        options.max_length_offset, ", length_penalty_alpha ", options.length_penalty_alpha));
   }
   if (decode.strategy() == config::DecodeConfig::GREEDY) {
     return std::unique_ptr<SearchStrategy>(std::make_unique<GreedySearch>(options));

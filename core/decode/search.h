@@ -25,9 +25,9 @@ namespace tfm {
 struct Hypothesis {
   std::vector<int> tokens;  // Without bos and eos.
   double log_prob = 0;
-  double score = 0;         // log_prob / lp(steps).
-  bool ended = false;       // Ended with eos (else cut at the maximum length,
-                            // or the empty output of an empty source).
+  double score = 0;    // log_prob / lp(steps).
+  bool ended = false;  // Ended with eos (else cut at the maximum length,
+                       // or the empty output of an empty source).
 };
 
 // Best first: by score, ties by fewer tokens then smaller ids (so results do

@@ -160,8 +160,9 @@ TEST(SearchTest, ScoresAreLogProbabilitiesOverTheLengthPenalty) {
         const Hypothesis& h = list[i];
         const int steps = static_cast<int>(h.tokens.size()) + (h.ended ? 1 : 0);
         EXPECT_NEAR(h.log_prob, model.SequenceLogProb(sources[s], h.tokens, h.ended), 1e-5);
-        EXPECT_NEAR(h.score, h.log_prob / std::pow((5.0 + steps) / 6.0,
-                                                   options.length_penalty_alpha), 1e-12);
+        EXPECT_NEAR(h.score,
+                    h.log_prob / std::pow((5.0 + steps) / 6.0, options.length_penalty_alpha),
+                    1e-12);
         EXPECT_LE(steps, static_cast<int>(sources[s].size()) + options.max_length_offset);
         for (int token : h.tokens) EXPECT_NE(token, kEos);
         if (i > 0) {
@@ -177,7 +178,8 @@ TEST(SearchTest, BeamOfOneIsGreedy) {
   ScriptedModel model(/*vocab=*/11, /*eos_bias=*/0.5);
   const std::vector<std::vector<int>> sources = Sources();
   for (double alpha : {0.0, 0.6, 2.0}) {
-    absl::StatusOr<std::vector<NBestList>> beam = BeamSearch(Options(1, 1, alpha)).Search(model, sources);
+    absl::StatusOr<std::vector<NBestList>> beam =
+        BeamSearch(Options(1, 1, alpha)).Search(model, sources);
     absl::StatusOr<std::vector<NBestList>> greedy =
         GreedySearch(Options(1, 1, alpha)).Search(model, sources);
     ASSERT_TRUE(beam.ok() && greedy.ok());

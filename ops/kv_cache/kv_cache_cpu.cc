@@ -22,13 +22,13 @@ absl::Status KvCacheWriteCpu(KernelContext& context) {
   const int64_t capacity = cache.dim(2), n = x.dim(2), d = x.dim(3);
   float* dst = cache.data<float>();
   const float* src = x.data<float>();
-  context.thread_pool()->ParallelFor(
-      x.dim(0) * x.dim(1), Grain(n * d), [&](int64_t begin, int64_t end) {
-        for (int64_t head = begin; head < end; ++head) {
-          std::memcpy(dst + (head * capacity + position) * d, src + head * n * d,
-                      n * d * sizeof(float));
-        }
-      });
+  context.thread_pool()->ParallelFor(x.dim(0) * x.dim(1), Grain(n * d),
+                                     [&](int64_t begin, int64_t end) {
+                                       for (int64_t head = begin; head < end; ++head) {
+                                         std::memcpy(dst + (head * capacity + position) * d,
+                                                     src + head * n * d, n * d * sizeof(float));
+                                       }
+                                     });
   context.SetOutput(0, cache);
   return absl::OkStatus();
 }
@@ -43,22 +43,22 @@ absl::Status KvCacheGatherCpu(KernelContext& context) {
   const int32_t* ids = rows.data<int32_t>();
   for (int64_t i = 0; i < count; ++i) {
     if (ids[i] < 0 || ids[i] >= cache.dim(0)) {
-      return context.Error(absl::StrCat("row ", ids[i], " is outside the cache's ", cache.dim(0),
-                                        " rows"));
+      return context.Error(
+          absl::StrCat("row ", ids[i], " is outside the cache's ", cache.dim(0), " rows"));
     }
   }
   TFM_ASSIGN_OR_RETURN(Tensor * out,
                        context.AllocateOutput(0, {count, heads, capacity, d}, cache.dtype()));
   const float* src = cache.data<float>();
   float* dst = out->data<float>();
-  context.thread_pool()->ParallelFor(count * heads, Grain(length * d), [&](int64_t begin,
-                                                                         int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t source_head = ids[task / heads] * heads + task % heads;
-      std::memcpy(dst + task * capacity * d, src + source_head * source_capacity * d,
-                  length * d * sizeof(float));
-    }
-  });
+  context.thread_pool()->ParallelFor(
+      count * heads, Grain(length * d), [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t source_head = ids[task / heads] * heads + task % heads;
+          std::memcpy(dst + task * capacity * d, src + source_head * source_capacity * d,
+                      length * d * sizeof(float));
+        }
+      });
   return absl::OkStatus();
 }
 

@@ -129,20 +129,21 @@ absl::Status LogSoftmaxCpu(KernelContext& context) {
   if (n == 0) return absl::OkStatus();
   const float* in = x.data<float>();
   float* y = out->data<float>();
-  context.thread_pool()->ParallelFor(NumRows(x.shape()), RowGrain(n), [&](int64_t begin,
-                                                                          int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* xr = in + r * n;
-      float* yr = y + r * n;
-      const float max = simd::MaxOrNaN(xr, n);
-      if (max == kNegInf) {
-        std::fill(yr, yr + n, kNegInf);
-        continue;
-      }
-      const float log_sum = std::isfinite(max) ? std::log(simd::SumExpShifted(xr, n, max)) : 0.0f;
-      for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - max) - log_sum;
-    }
-  });
+  context.thread_pool()->ParallelFor(
+      NumRows(x.shape()), RowGrain(n), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const float* xr = in + r * n;
+          float* yr = y + r * n;
+          const float max = simd::MaxOrNaN(xr, n);
+          if (max == kNegInf) {
+            std::fill(yr, yr + n, kNegInf);
+            continue;
+          }
+          const float log_sum =
+              std::isfinite(max) ? std::log(simd::SumExpShifted(xr, n, max)) : 0.0f;
+          for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - max) - log_sum;
+        }
+      });
   return absl::OkStatus();
 }
 
