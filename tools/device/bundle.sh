@@ -1,0 +1,51 @@
+#!/bin/bash
+# Packs opt-built binaries for the lent GPU machine, which has no Bazel and
+# none of Debian's libraries: tools/device/bundle.sh TARGET... writes
+# .device_bundle/bundle.tar.xz (git ignores the folder; name it in the device
+# tool's `carry`). There, tools/device/run_bundle.sh unpacks it and runs a
+# command with the libraries found. Kept small: the carry limit is 64 MiB.
+#
+# Layout inside the archive (mirrors bazel-bin so $ORIGIN-relative links of
+# test binaries to _solib_k8 keep working):
+#   <package>/<target>            the binary
+#   <package>/<target>.runfiles/  its runfiles (dereferenced; the peer Python
+#                                 environment of this machine left out)
+#   _solib_k8/                    our shared libraries (dynamic-mode tests)
+#   lib/                          the system libraries they need, except
+#                                 glibc, libstdc++/libgcc and CUDA's own (the
+#                                 GPU machine has newer ones)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[[ $# -gt 0 ]] || { echo "usage: $0 //pkg:target..." >&2; exit 2; }
+bazel build -c opt "$@"
+bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
+stage="$(mktemp -d)"
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/lib"
+cp -rL "$bin/_solib_k8" "$stage/" 2>/dev/null || true
+declare -A libs
+for label in "$@"; do
+  path="${label#//}"; path="${path/://}"
+  mkdir -p "$stage/$(dirname "$path")"
+  cp -L "$bin/$path" "$stage/$path"
+  if [[ -d "$bin/$path.runfiles" ]]; then
+    cp -rL "$bin/$path.runfiles" "$stage/$path.runfiles"
+    find "$stage/$path.runfiles" -depth -name peer_python_env -exec rm -rf {} +
+  fi
+  while read -r lib; do libs["$lib"]=1; done < <(
+    ldd "$bin/$path" | awk '$3 ~ /^\// {print $3}' |
+      grep -v -E '/usr/local/cuda|/libc\.so|/libm\.so|/libstdc\+\+|/libgcc_s|ld-linux|/_solib_k8/')
+done
+# dlopen()ed at run time: OpenBLAS (ops/blas), jemalloc (the benchmarks'
+# caching-malloc peer), our SentencePiece wrapper's dependencies.
+ldconfig -p >"$stage/ldcache"
+for extra in libopenblas.so.0 libjemalloc.so.2 libsentencepiece.so.0 libgfortran.so.5 libquadmath.so.0; do
+  found="$(awk -v n="$extra" '$1 == n {print $NF; exit}' "$stage/ldcache")"
+  [[ -n "$found" ]] && libs["$found"]=1
+done
+rm "$stage/ldcache"
+for lib in "${!libs[@]}"; do cp -L "$lib" "$stage/lib/"; done
+mkdir -p .device_bundle
+tar -C "$stage" -cJf .device_bundle/bundle.tar.xz .
+cp tools/device/run_bundle.sh .device_bundle/
+echo "bundle: $(du -h .device_bundle/bundle.tar.xz | cut -f1) for $# targets"

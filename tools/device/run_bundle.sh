@@ -1,0 +1,21 @@
+#!/bin/bash
+# On the GPU machine: unpacks .device_bundle/bundle.tar.xz into /tmp/bundle,
+# puts its libraries and the machine's CUDA libraries (the CUDA toolkit or
+# the pip wheels PyTorch brought) on LD_LIBRARY_PATH, and runs "$@" there.
+#   .device_bundle/run_bundle.sh ops/fill/fill_test --gtest_brief=1
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+if [[ ! -d /tmp/bundle ]]; then
+  mkdir -p /tmp/bundle && tar -C /tmp/bundle -xJf "$here/bundle.tar.xz" || exit 1
+fi
+if [[ -z "${TFM_CUDA_LIBS:-}" ]]; then
+  dirs=""
+  for soname in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libcudnn.so.9 libnccl.so.2; do
+    found="$(find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib \
+               -name "$soname" 2>/dev/null | head -1)"
+    [[ -n "$found" ]] && dirs="$dirs:$(dirname "$found")"
+  done
+  export TFM_CUDA_LIBS="${dirs#:}"
+fi
+export LD_LIBRARY_PATH="/tmp/bundle/lib:$TFM_CUDA_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+cd /tmp/bundle && exec "$@"
