@@ -24,9 +24,13 @@ __global__ void RandomKernel(float* out, int64_t count, uint64_t seed, uint64_t 
         const float u2 = philox::ToUniform(philox::Lane(block, first + 1));
         const float radius = sqrtf(-2.0f * logf(u1));
         const float angle = 6.2831853071795864769f * u2;
-        out[i] = a + b * radius * ((lane & 1) ? sinf(angle) : cosf(angle));
+        const float trig = (lane & 1) ? sinf(angle) : cosf(angle);
+        out[i] = __fadd_rn(a, __fmul_rn(__fmul_rn(b, radius), trig));
       } else {
-        out[i] = a + (b - a) * philox::ToUniform(philox::Lane(block, lane));
+        // __fmul_rn/__fadd_rn: nvcc would contract a + (b - a) * u into
+        // one FMA, rounding once where the CPU (baseline x86-64) rounds
+        // twice, and the numbers would differ in the last bit.
+        out[i] = __fadd_rn(a, __fmul_rn(b - a, philox::ToUniform(philox::Lane(block, lane))));
       }
     }
   }

@@ -45,8 +45,9 @@ TEST(RandomTest, CudaMatchesCpu) {
   Tensor cpu_uniform = *RandomUniform(shape, state, -2.0f, 5.0f);
   Tensor gpu_uniform = *CopyToDevice(
       *RandomUniform(shape, state, -2.0f, 5.0f, Device::Cuda(0)), Device::Cpu());
-  EXPECT_EQ(std::memcmp(cpu_uniform.raw_data(), gpu_uniform.raw_data(), cpu_uniform.nbytes()),
-            0);
+  for (int64_t i = 0; i < cpu_uniform.num_elements(); ++i) {
+    ASSERT_EQ(cpu_uniform.data<float>()[i], gpu_uniform.data<float>()[i]) << "element " << i;
+  }
   Tensor cpu_normal = *RandomNormal(shape, state, 1.0f, 3.0f);
   Tensor gpu_normal = *CopyToDevice(
       *RandomNormal(shape, state, 1.0f, 3.0f, Device::Cuda(0)), Device::Cpu());
