@@ -27,7 +27,8 @@ ABSL_FLAG(std::string, config, "",
           "task config: a .pbtxt file or a preset name (ende_base, ende_gettext, ...); task "
           "binaries default to their preset");
 ABSL_FLAG(std::string, mode, "",
-          "run | validate | train | average | plot | decode | evaluate (or give it as the first "
+          "run | validate | train | average | plot | translate (parse, decode) | evaluate (or give "
+          "it as the first "
           "argument; default: run for task binaries, validate for the generic driver)");
 ABSL_FLAG(std::string, workdir, "",
           "work directory for checkpoints, logs and the tokenizer (default: data.work_dir)");
@@ -59,12 +60,16 @@ absl::StatusOr<TaskMode> ParseMode(const std::string& mode) {
       {"plot", TaskMode::kPlot},
       {"evaluate", TaskMode::kEvaluate},
       {"decode", TaskMode::kDecode},
+      // What users of a translation or parsing task type: the same command.
+      {"translate", TaskMode::kDecode},
+      {"parse", TaskMode::kDecode},
       {"run", TaskMode::kRun}};
   auto it = modes->find(mode);
   if (it == modes->end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown command '", mode,
-                     "': expected run, validate, train, average, plot, decode or evaluate"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown command '", mode,
+        "': expected run, validate, train, average, plot, translate (or parse, decode) or "
+        "evaluate"));
   }
   return it->second;
 }
@@ -72,8 +77,7 @@ absl::StatusOr<TaskMode> ParseMode(const std::string& mode) {
 }  // namespace
 
 std::string ResolvePreset(const std::string& config, const std::string& default_config) {
-  if (config.empty() || absl::EndsWith(config, ".pbtxt") ||
-      config.find('/') != std::string::npos) {
+  if (config.empty() || absl::EndsWith(config, ".pbtxt") || config.find('/') != std::string::npos) {
     return ResolveUserPath(config);
   }
   // A bare name: a preset beside the default one, or in another task's
@@ -182,18 +186,17 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   if (mode == TaskMode::kValidate) {
     std::string text;
     google::protobuf::TextFormat::PrintToString(loaded.config, &text);
-    out << "# " << options.config << " is valid (task '" << loaded.config.task() << "')\n"
-        << text;
+    out << "# " << options.config << " is valid (task '" << loaded.config.task() << "')\n" << text;
   }
   TaskContext context;
   context.config = std::move(loaded);
   context.mode = mode;
   context.log = &out;
-  context.work_dir =
-      options.work_dir.empty() ? ResolveUserPath(context.config.config.data().work_dir())
-                               : options.work_dir;
-  context.time_limit = options.minutes > 0 ? absl::Seconds(options.minutes * 60)
-                                           : absl::InfiniteDuration();
+  context.work_dir = options.work_dir.empty()
+                         ? ResolveUserPath(context.config.config.data().work_dir())
+                         : options.work_dir;
+  context.time_limit =
+      options.minutes > 0 ? absl::Seconds(options.minutes * 60) : absl::InfiniteDuration();
   context.average_last = options.average_last;
   context.decode = options.decode;
   context.program = options.program;
@@ -207,7 +210,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "  --list                       list registered ops, layers and tasks\n"
       "  [COMMAND] --config=FILE_OR_PRESET [--set=a.b=v] [--workdir=DIR]\n"
       "      COMMAND: run | validate | train [--minutes=N] | average [--last=N] | plot\n"
-      "             | decode --model=DIR [--input=F] [--output=F] [--beam=K] [--alpha=A] "
+      "             | translate (parse) --model=DIR [--input=F] [--output=F] [--beam=K] "
+      "[--alpha=A] "
       "[--nbest=N]\n"
       "             | evaluate --model=DIR --src=F --ref=F [--beam=K] [--alpha=A]\n"
       "  --plugin=LIB.so              load a plugin first (repeatable)");
@@ -224,8 +228,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   const std::vector<char*> positional =
       absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
   if (positional.size() > 2) {
-    std::cerr << "error: one command expected, got '" << positional[1] << "' and '"
-              << positional[2] << "'\n";
+    std::cerr << "error: one command expected, got '" << positional[1] << "' and '" << positional[2]
+              << "'\n";
     return 1;
   }
   options.mode = positional.size() == 2 ? positional[1] : absl::GetFlag(FLAGS_mode);

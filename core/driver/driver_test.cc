@@ -86,6 +86,10 @@ TEST(DriverTest, ErrorsAreClear) {
   status = RunDriver(decode, out);
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(status.message().find("/no/such/model_dir"), std::string::npos) << status;
+  decode.mode = "translate";  // The users' name for the same command.
+  status = RunDriver(decode, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/no/such/model_dir"), std::string::npos) << status;
 }
 
 TEST(DriverTest, PresetNamesResolveBesideTheDefaultAndInEveryTask) {

@@ -88,9 +88,9 @@ absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& bi
   log << absl::StrFormat("\n%d sentences translated in %.1f s\n", hypotheses.size(), seconds);
   log << bleu.Format() << "\n" << BleuSignature(1) << "\n\n";
   log << "the model is in " << trained.checkpoint_dir << "; use it with:\n"
-      << "  echo 'Open the file.' | bazel run -c opt " << binary << " -- decode --model="
+      << "  echo 'Open the file.' | bazel run -c opt " << binary << " -- translate --model="
       << context.work_dir << "\n"
-      << "  bazel run -c opt " << binary << " -- decode --model=" << context.work_dir
+      << "  bazel run -c opt " << binary << " -- translate --model=" << context.work_dir
       << " --input=in.txt --output=out.txt [--beam=4 --alpha=0.6 --nbest=1]\n"
       << "  bazel run -c opt " << binary << " -- evaluate --model=" << context.work_dir
       << " --src=SRC --ref=REF\n"
