@@ -16,7 +16,13 @@
 #                                 GPU machine has newer ones)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[[ $# -gt 0 ]] || { echo "usage: $0 //pkg:target..." >&2; exit 2; }
+[[ $# -gt 0 ]] || { echo "usage: $0 [--gpu_tests] //pkg:target..." >&2; exit 2; }
+# --gpu_tests adds every test target that holds GPU tests (gpu_test_targets.sh);
+# run them there with .device_bundle/run_gpu_tests.sh.
+if [[ "$1" == "--gpu_tests" ]]; then
+  shift
+  set -- "$@" $(tools/device/gpu_test_targets.sh)
+fi
 bazel build -c opt "$@"
 bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
 stage="$(mktemp -d)"
@@ -47,5 +53,7 @@ rm "$stage/ldcache"
 for lib in "${!libs[@]}"; do cp -L "$lib" "$stage/lib/"; done
 mkdir -p .device_bundle
 tar -C "$stage" -cJf .device_bundle/bundle.tar.xz .
-cp tools/device/run_bundle.sh .device_bundle/
+cp tools/device/run_bundle.sh tools/device/run_gpu_tests.sh .device_bundle/
+printf '%s\n' "$@" | grep -E '_test(_avx512)?$' | sed -e 's|^//||' -e 's|:|/|' \
+  >.device_bundle/gpu_tests.txt || true
 echo "bundle: $(du -h .device_bundle/bundle.tar.xz | cut -f1) for $# targets"
