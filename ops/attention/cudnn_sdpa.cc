@@ -158,9 +158,7 @@ class GraphBuilder {
   }
   // A scalar fixed for the graph's lifetime (bound from constants()).
   TensorRef Constant(float value) { return AddConstant(&value, sizeof(value), CUDNN_DATA_FLOAT); }
-  TensorRef Constant(int32_t value) {
-    return AddConstant(&value, sizeof(value), CUDNN_DATA_INT32);
-  }
+  TensorRef Constant(int32_t value) { return AddConstant(&value, sizeof(value), CUDNN_DATA_INT32); }
 
   // Pointwise operations on f32 data.
   TensorRef Unary(cudnnPointwiseMode_t mode, const TensorRef& x) {
@@ -224,16 +222,15 @@ class GraphBuilder {
   std::deque<Descriptor> TakeDescriptors() { return std::move(descriptors_); }
 
  private:
-  TensorRef AddTensor(int64_t uid, Dims dims, Dims strides, cudnnDataType_t type,
-                      bool is_virtual, bool by_value);
+  TensorRef AddTensor(int64_t uid, Dims dims, Dims strides, cudnnDataType_t type, bool is_virtual,
+                      bool by_value);
   TensorRef Virtual(Dims dims, cudnnDataType_t type) {
     Dims strides = DenseStrides(dims);
     return AddTensor(next_uid_++, std::move(dims), std::move(strides), type, true, false);
   }
   TensorRef AddConstant(const void* value, size_t bytes, cudnnDataType_t type);
-  TensorRef PointwiseTo(cudnnPointwiseMode_t mode, cudnnDataType_t compute_type,
-                        const TensorRef& x, const TensorRef& b, const TensorRef& t,
-                        cudnnDataType_t out_type);
+  TensorRef PointwiseTo(cudnnPointwiseMode_t mode, cudnnDataType_t compute_type, const TensorRef& x,
+                        const TensorRef& b, const TensorRef& t, cudnnDataType_t out_type);
   void AddPointwise(cudnnPointwiseMode_t mode, cudnnDataType_t compute_type,
                     std::optional<int64_t> axis, const TensorRef& x, const TensorRef& b,
                     const TensorRef& t, const TensorRef& y);
@@ -310,8 +307,8 @@ TensorRef GraphBuilder::PointwiseTo(cudnnPointwiseMode_t mode, cudnnDataType_t c
 }
 
 void GraphBuilder::AddPointwise(cudnnPointwiseMode_t mode, cudnnDataType_t compute_type,
-                                std::optional<int64_t> axis, const TensorRef& x,
-                                const TensorRef& b, const TensorRef& t, const TensorRef& y) {
+                                std::optional<int64_t> axis, const TensorRef& x, const TensorRef& b,
+                                const TensorRef& t, const TensorRef& y) {
   Descriptor* pointwise = New(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
   if (pointwise == nullptr) return;
   if (!Ok(pointwise->Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)) ||
@@ -384,8 +381,7 @@ void GraphBuilder::AddReduction(cudnnReduceTensorOp_t op_type, const TensorRef& 
   }
 }
 
-TensorRef GraphBuilder::Reshape(const TensorRef& x, Dims dims, Dims strides,
-                                cudnnDataType_t type) {
+TensorRef GraphBuilder::Reshape(const TensorRef& x, Dims dims, Dims strides, cudnnDataType_t type) {
   if (!status_.ok()) return {};
   TensorRef y = AddTensor(next_uid_++, std::move(dims), std::move(strides), type, true, false);
   Descriptor* op = New(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
@@ -399,7 +395,8 @@ TensorRef GraphBuilder::Reshape(const TensorRef& x, Dims dims, Dims strides,
 
 absl::StatusOr<Descriptor> GraphBuilder::Finalize(cudnnHandle_t handle) {
   TFM_RETURN_IF_ERROR(status_);
-  TFM_ASSIGN_OR_RETURN(Descriptor graph, Descriptor::Create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));
+  TFM_ASSIGN_OR_RETURN(Descriptor graph,
+                       Descriptor::Create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));
   TFM_RETURN_IF_ERROR(graph.Set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
   TFM_RETURN_IF_ERROR(graph.Set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                                 operations_.size(), operations_.data()));
@@ -475,9 +472,9 @@ AttentionTensors DeclareInputs(GraphBuilder& g, const GraphKey& key, cudnnDataTy
 TensorRef MaskPadding(GraphBuilder& g, const TensorRef& scores, const AttentionTensors& t) {
   TensorRef row = g.Index(scores, 2, CUDNN_DATA_INT32);
   TensorRef col = g.Index(scores, 3, CUDNN_DATA_INT32);
-  TensorRef keep = g.Logical(CUDNN_POINTWISE_LOGICAL_AND,
-                             g.Logical(CUDNN_POINTWISE_CMP_LT, row, t.seq_len_q),
-                             g.Logical(CUDNN_POINTWISE_CMP_LT, col, t.seq_len_kv));
+  TensorRef keep =
+      g.Logical(CUDNN_POINTWISE_LOGICAL_AND, g.Logical(CUDNN_POINTWISE_CMP_LT, row, t.seq_len_q),
+                g.Logical(CUDNN_POINTWISE_CMP_LT, col, t.seq_len_kv));
   return g.Select(scores, g.Constant(MaskedScore()), keep);
 }
 
@@ -513,7 +510,8 @@ void BuildForward(GraphBuilder& g, const GraphKey& key, cudnnDataType_t io_type)
   TensorRef scores = ScaledScores(g, t, key, /*pad_product=*/true);
   if (key.causal) scores = MaskFuture(g, scores, key);
   TensorRef row_max = g.Reduce(CUDNN_REDUCE_TENSOR_MAX, scores);
-  TensorRef exp_scores = g.Unary(CUDNN_POINTWISE_EXP, g.Binary(CUDNN_POINTWISE_SUB, scores, row_max));
+  TensorRef exp_scores =
+      g.Unary(CUDNN_POINTWISE_EXP, g.Binary(CUDNN_POINTWISE_SUB, scores, row_max));
   TensorRef row_sum = g.Reduce(CUDNN_REDUCE_TENSOR_ADD, exp_scores);
   g.PointwiseInto(CUDNN_POINTWISE_ADD, row_max, g.Unary(CUDNN_POINTWISE_LOG, row_sum), stats);
   // The probabilities enter the second matmul in the io type.
@@ -560,19 +558,19 @@ void BuildBackward(GraphBuilder& g, const GraphKey& key, cudnnDataType_t io_type
   // dS = P * (dO V^T - D) * scale.
   TensorRef d_probs =
       g.Matmul(d_out, v_transposed, MatmulExtent{t.seq_len_q, t.seq_len_kv, {}, std::nullopt});
-  TensorRef d_scores = g.Binary(
-      CUDNN_POINTWISE_MUL,
+  TensorRef d_scores =
       g.Binary(CUDNN_POINTWISE_MUL,
-               g.Binary(CUDNN_POINTWISE_SUB, d_probs, row_sum_d_out_out), probs),
-      t.scale);
+               g.Binary(CUDNN_POINTWISE_MUL,
+                        g.Binary(CUDNN_POINTWISE_SUB, d_probs, row_sum_d_out_out), probs),
+               t.scale);
 
   // dK = dS^T Q.
   g.MatmulInto(g.Reshape(d_scores, transposed_dims, transposed_strides, io_type), t.q, dk,
                MatmulExtent{t.seq_len_kv, {}, t.seq_len_q, std::nullopt});
 
   // dQ = dS K, accumulated in f32 and then cast.
-  TensorRef k = g.Reshape(t.k_transposed, {b, h, skv, d}, DenseStrides({b, h, skv, d}),
-                          CUDNN_DATA_FLOAT);
+  TensorRef k =
+      g.Reshape(t.k_transposed, {b, h, skv, d}, DenseStrides({b, h, skv, d}), CUDNN_DATA_FLOAT);
   g.MatmulInto(d_scores, k, dq_accumulator,
                MatmulExtent{t.seq_len_q, {}, t.seq_len_kv, std::nullopt});
   g.PointwiseInto(CUDNN_POINTWISE_IDENTITY, dq_accumulator, {}, dq);
@@ -612,10 +610,10 @@ absl::StatusOr<std::vector<Descriptor>> EngineConfigs(cudnnBackendDescriptor_t g
   TFM_RETURN_IF_ERROR(heuristics.Set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
   TFM_RETURN_IF_ERROR(heuristics.Finalize());
   int64_t count = 0;
-  TFM_RETURN_IF_ERROR(CudnnStatus(
-      cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
-      "cudnnBackendGetAttribute(ENGINEHEUR_RESULTS count)"));
+  TFM_RETURN_IF_ERROR(
+      CudnnStatus(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+                  "cudnnBackendGetAttribute(ENGINEHEUR_RESULTS count)"));
   std::vector<Descriptor> configs;
   std::vector<cudnnBackendDescriptor_t> raw;
   for (int64_t i = 0; i < count; ++i) {
@@ -636,7 +634,8 @@ absl::StatusOr<std::vector<Descriptor>> EngineConfigs(cudnnBackendDescriptor_t g
 }
 
 absl::StatusOr<Descriptor> ExecutionPlan(cudnnHandle_t handle, cudnnBackendDescriptor_t config) {
-  TFM_ASSIGN_OR_RETURN(Descriptor plan, Descriptor::Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
+  TFM_ASSIGN_OR_RETURN(Descriptor plan,
+                       Descriptor::Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
   TFM_RETURN_IF_ERROR(plan.Set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
   TFM_RETURN_IF_ERROR(plan.SetDescriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config));
   TFM_RETURN_IF_ERROR(plan.Finalize());
@@ -694,11 +693,11 @@ absl::StatusOr<std::unique_ptr<CachedPlan>> BuildPlan(cudnnHandle_t handle, cons
       return cached;
     }
   }
-  return absl::UnimplementedError(
-      absl::StrCat("cuDNN has no engine for this attention graph (", key.backward ? "backward" : "forward",
-                   ", batch ", key.batch, ", heads ", key.heads, ", q_len ", key.q_len,
-                   ", k_len ", key.k_len, ", head_dim ", key.head_dim, key.causal ? ", causal" : "",
-                   key.key_lengths ? ", key lengths" : "", "):", failures));
+  return absl::UnimplementedError(absl::StrCat(
+      "cuDNN has no engine for this attention graph (", key.backward ? "backward" : "forward",
+      ", batch ", key.batch, ", heads ", key.heads, ", q_len ", key.q_len, ", k_len ", key.k_len,
+      ", head_dim ", key.head_dim, key.causal ? ", causal" : "",
+      key.key_lengths ? ", key lengths" : "", "):", failures));
 }
 
 // One cuDNN handle per device and the plans built on it. A handle is not
@@ -747,31 +746,32 @@ absl::StatusOr<int> CurrentDevice() {
 
 absl::StatusOr<int> ComputeCapabilityMajor(int device) {
   int major = 0;
-  TFM_RETURN_IF_ERROR(CudaStatus(
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-      "cudaDeviceGetAttribute(compute capability)"));
+  TFM_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                 "cudaDeviceGetAttribute(compute capability)"));
   return major;
 }
 
 absl::Status Validate(const CudnnSdpaProblem& p) {
   if (p.batch < 1 || p.heads < 1 || p.q_len < 1 || p.k_len < 1 || p.head_dim < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cuDNN SDPA: batch, heads, q_len, k_len and head_dim must be positive, got ", p.batch, ", ",
-        p.heads, ", ", p.q_len, ", ", p.k_len, ", ", p.head_dim));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuDNN SDPA: batch, heads, q_len, k_len and head_dim must be positive, got ",
+                     p.batch, ", ", p.heads, ", ", p.q_len, ", ", p.k_len, ", ", p.head_dim));
   }
   if (!std::isfinite(p.scale)) {
-    return absl::InvalidArgumentError(absl::StrCat("cuDNN SDPA: scale must be finite, got ", p.scale));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuDNN SDPA: scale must be finite, got ", p.scale));
   }
   // The fused engines' limits on every GPU we target (cudnn_frontend's
   // support checks); larger heads work only on newer GPUs and cuDNNs.
   if (p.head_dim % 8 != 0 || p.head_dim > 128) {
-    return absl::UnimplementedError(absl::StrCat(
-        "cuDNN SDPA: head_dim must be a multiple of 8 up to 128, got ", p.head_dim));
+    return absl::UnimplementedError(
+        absl::StrCat("cuDNN SDPA: head_dim must be a multiple of 8 up to 128, got ", p.head_dim));
   }
   if (p.causal && p.q_len > p.k_len) {
-    return absl::UnimplementedError(absl::StrCat(
-        "cuDNN SDPA: causal attention with q_len ", p.q_len, " > k_len ", p.k_len,
-        " leaves queries without keys"));
+    return absl::UnimplementedError(absl::StrCat("cuDNN SDPA: causal attention with q_len ",
+                                                 p.q_len, " > k_len ", p.k_len,
+                                                 " leaves queries without keys"));
   }
   if (p.causal && p.q_len != p.k_len && CudnnVersion() < 90600) {
     return absl::UnimplementedError(
@@ -808,9 +808,11 @@ absl::Status Execute(const CudnnSdpaProblem& problem, bool backward,
     return absl::FailedPreconditionError(
         absl::StrCat("cuDNN SDPA needs sm_80 or newer; device ", device, " is sm_", major, "x"));
   }
-  const GraphKey key{device,        backward,      problem.batch, problem.heads,
-                     problem.q_len, problem.k_len, problem.head_dim, problem.bf16,
-                     problem.causal, problem.key_lengths_device != nullptr};
+  const GraphKey key{device,           backward,
+                     problem.batch,    problem.heads,
+                     problem.q_len,    problem.k_len,
+                     problem.head_dim, problem.bf16,
+                     problem.causal,   problem.key_lengths_device != nullptr};
   cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
 
   PlanCache& cache = PlanCache::Get();
@@ -822,9 +824,8 @@ absl::Status Execute(const CudnnSdpaProblem& problem, bool backward,
   // free again for the stream's next user once this launch is queued.
   Tensor workspace;
   if (plan->workspace_bytes > 0) {
-    TFM_ASSIGN_OR_RETURN(
-        workspace, Tensor::Empty(Shape{(plan->workspace_bytes + 3) / 4}, DType::kF32,
-                                 Device::Cuda(device), stream));
+    TFM_ASSIGN_OR_RETURN(workspace, Tensor::Empty(Shape{(plan->workspace_bytes + 3) / 4},
+                                                  DType::kF32, Device::Cuda(device), stream));
   }
   char* workspace_base = static_cast<char*>(workspace.raw_data());
   for (const auto& [uid, offset] : plan->workspace_tensors) {
@@ -833,11 +834,12 @@ absl::Status Execute(const CudnnSdpaProblem& problem, bool backward,
   if (backward && CudnnVersion() < 90600) {
     // Older cuDNNs accumulate dQ into the workspace without clearing it.
     const int64_t offset = plan->workspace_tensors.back().second;
-    zero_first.push_back({workspace_base + offset, static_cast<size_t>(plan->workspace_bytes - offset)});
+    zero_first.push_back(
+        {workspace_base + offset, static_cast<size_t>(plan->workspace_bytes - offset)});
   }
   for (const ZeroFirst& buffer : zero_first) {
-    TFM_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(buffer.data, 0, buffer.bytes, cuda_stream),
-                                   "cudaMemsetAsync"));
+    TFM_RETURN_IF_ERROR(
+        CudaStatus(cudaMemsetAsync(buffer.data, 0, buffer.bytes, cuda_stream), "cudaMemsetAsync"));
   }
   float scale = problem.scale;
   bindings.push_back({kScale, &scale});
@@ -856,8 +858,8 @@ absl::Status Execute(const CudnnSdpaProblem& problem, bool backward,
     pointers.push_back(pointer);
   }
   TFM_ASSIGN_OR_RETURN(Descriptor pack, Descriptor::Create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR));
-  TFM_RETURN_IF_ERROR(pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids.size(),
-                               uids.data()));
+  TFM_RETURN_IF_ERROR(
+      pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids.size(), uids.data()));
   TFM_RETURN_IF_ERROR(pack.Set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
                                pointers.size(), pointers.data()));
   void* plan_workspace = plan->plan_workspace_bytes > 0 ? workspace_base : nullptr;
@@ -885,8 +887,8 @@ absl::Status CudnnSdpaForward(const CudnnSdpaProblem& problem, const void* q, co
 }
 
 absl::Status CudnnSdpaBackward(const CudnnSdpaProblem& problem, const void* q, const void* k,
-                               const void* v, const void* out, const float* lse,
-                               const void* d_out, void* dq, void* dk, void* dv, void* stream) {
+                               const void* v, const void* out, const float* lse, const void* d_out,
+                               void* dq, void* dk, void* dv, void* stream) {
   TFM_RETURN_IF_ERROR(CheckPointers({q, k, v, out, lse, d_out, dq, dk, dv}));
   std::vector<ZeroFirst> zero_first;
   if (problem.key_lengths_device != nullptr) {

@@ -50,8 +50,8 @@ absl::Status CudnnSdpaForward(const CudnnSdpaProblem& problem, const void* q, co
 // dq, dk, dv (shaped like q, k, v) from the forward's inputs, its out and lse,
 // and d_out. Rows of dk and dv for padded keys are zero.
 absl::Status CudnnSdpaBackward(const CudnnSdpaProblem& problem, const void* q, const void* k,
-                               const void* v, const void* out, const float* lse,
-                               const void* d_out, void* dq, void* dk, void* dv, void* stream);
+                               const void* v, const void* out, const float* lse, const void* d_out,
+                               void* dq, void* dk, void* dv, void* stream);
 
 // True if this binary has cuDNN 9, it loads, and the current device is
 // sm_80 or newer.

@@ -10,14 +10,13 @@ absl::Status Unavailable() {
 
 }  // namespace
 
-absl::Status CudnnSdpaForward(const CudnnSdpaProblem&, const void*, const void*, const void*,
-                              void*, float*, void*) {
+absl::Status CudnnSdpaForward(const CudnnSdpaProblem&, const void*, const void*, const void*, void*,
+                              float*, void*) {
   return Unavailable();
 }
 
 absl::Status CudnnSdpaBackward(const CudnnSdpaProblem&, const void*, const void*, const void*,
-                               const void*, const float*, const void*, void*, void*, void*,
-                               void*) {
+                               const void*, const float*, const void*, void*, void*, void*, void*) {
   return Unavailable();
 }
 
