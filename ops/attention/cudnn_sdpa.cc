@@ -430,11 +430,15 @@ struct GraphKey {
   int device;
   bool backward;
   int batch, heads, q_len, k_len, head_dim;
-  bool bf16, causal, key_lengths;
+  bool bf16, causal;
+  // Mask keys by per-batch sequence lengths: the caller's key lengths, or
+  // all k_len where a cuDNN needs the padding pattern to be correct (see
+  // NeedsSequenceLengths).
+  bool sequence_lengths;
 
   auto Tie() const {
     return std::tie(device, backward, batch, heads, q_len, k_len, head_dim, bf16, causal,
-                    key_lengths);
+                    sequence_lengths);
   }
   bool operator<(const GraphKey& other) const { return Tie() < other.Tie(); }
 };
@@ -451,7 +455,7 @@ float MaskedScore() {
 // The operands shared by both graphs.
 struct AttentionTensors {
   TensorRef q, k_transposed, scale;
-  TensorRef seq_len_q, seq_len_kv;  // With key lengths only.
+  TensorRef seq_len_q, seq_len_kv;  // With sequence lengths only.
 };
 
 AttentionTensors DeclareInputs(GraphBuilder& g, const GraphKey& key, cudnnDataType_t io_type) {
@@ -461,7 +465,7 @@ AttentionTensors DeclareInputs(GraphBuilder& g, const GraphKey& key, cudnnDataTy
   // K^T: K's memory seen as [b, h, d, skv].
   t.k_transposed = g.Tensor(kK, {b, h, d, skv}, {h * skv * d, skv * d, 1, d}, io_type);
   t.scale = g.PerCallScalar(kScale, CUDNN_DATA_FLOAT);
-  if (key.key_lengths) {
+  if (key.sequence_lengths) {
     t.seq_len_q = g.Tensor(kSeqLenQ, {b, 1, 1, 1}, {1, 1, 1, 1}, CUDNN_DATA_INT32);
     t.seq_len_kv = g.Tensor(kSeqLenKv, {b, 1, 1, 1}, {1, 1, 1, 1}, CUDNN_DATA_INT32);
   }
@@ -495,9 +499,9 @@ TensorRef MaskFuture(GraphBuilder& g, const TensorRef& scores, const GraphKey& k
 TensorRef ScaledScores(GraphBuilder& g, const AttentionTensors& t, const GraphKey& key,
                        bool pad_product) {
   MatmulExtent extent{t.seq_len_q, t.seq_len_kv, {}, std::nullopt};
-  if (key.key_lengths && pad_product) extent.padding_value = 0.0;
+  if (key.sequence_lengths && pad_product) extent.padding_value = 0.0;
   TensorRef scores = g.Binary(CUDNN_POINTWISE_MUL, g.Matmul(t.q, t.k_transposed, extent), t.scale);
-  return key.key_lengths ? MaskPadding(g, scores, t) : scores;
+  return key.sequence_lengths ? MaskPadding(g, scores, t) : scores;
 }
 
 void BuildForward(GraphBuilder& g, const GraphKey& key, cudnnDataType_t io_type) {
@@ -543,7 +547,7 @@ void BuildBackward(GraphBuilder& g, const GraphKey& key, cudnnDataType_t io_type
 
   // P = exp(S - lse), recomputed.
   TensorRef scores = g.Binary(CUDNN_POINTWISE_SUB, ScaledScores(g, t, key, false), stats);
-  if (key.key_lengths && CudnnVersion() >= 90000 && CudnnVersion() < 91000) {
+  if (key.sequence_lengths && CudnnVersion() >= 90000 && CudnnVersion() < 91000) {
     // cuDNN 9.0-9.9 needs the padding mask again after the stats (the
     // frontend's workaround for its bug 4475073).
     scores = MaskPadding(g, scores, t);
@@ -597,7 +601,9 @@ struct CachedPlan {
   std::vector<std::pair<int64_t, int64_t>> workspace_tensors;  // (uid, byte offset)
   int64_t workspace_bytes = 0;
   std::vector<ScalarConstant> constants;
-  Tensor seq_len_q;  // [batch] int32 = q_len, with key lengths.
+  // With sequence lengths: [batch] int32 all q_len (queries are never
+  // padded), and all k_len (bound when the caller gives no key lengths).
+  Tensor seq_len_q, seq_len_kv;
 };
 
 // The engine configs cuDNN's heuristics (`mode`) suggest for `graph`, best
@@ -684,11 +690,14 @@ absl::StatusOr<std::unique_ptr<CachedPlan>> BuildPlan(cudnnHandle_t handle, cons
         offset += AlignUp(rows * key.head_dim * sizeof(float));
       }
       cached->workspace_bytes = offset;
-      if (key.key_lengths) {
-        // Every query row is real: only keys are padded.
-        const std::vector<int32_t> q_lens(key.batch, key.q_len);
-        TFM_ASSIGN_OR_RETURN(cached->seq_len_q,
-                             Int32OnDevice(q_lens, Shape{key.batch}, Device::Cuda(key.device)));
+      if (key.sequence_lengths) {
+        const Device device = Device::Cuda(key.device);
+        TFM_ASSIGN_OR_RETURN(
+            cached->seq_len_q,
+            Int32OnDevice(std::vector<int32_t>(key.batch, key.q_len), Shape{key.batch}, device));
+        TFM_ASSIGN_OR_RETURN(
+            cached->seq_len_kv,
+            Int32OnDevice(std::vector<int32_t>(key.batch, key.k_len), Shape{key.batch}, device));
       }
       return cached;
     }
@@ -697,7 +706,7 @@ absl::StatusOr<std::unique_ptr<CachedPlan>> BuildPlan(cudnnHandle_t handle, cons
       "cuDNN has no engine for this attention graph (", key.backward ? "backward" : "forward",
       ", batch ", key.batch, ", heads ", key.heads, ", q_len ", key.q_len, ", k_len ", key.k_len,
       ", head_dim ", key.head_dim, key.causal ? ", causal" : "",
-      key.key_lengths ? ", key lengths" : "", "):", failures));
+      key.sequence_lengths ? ", sequence lengths" : "", "):", failures));
 }
 
 // One cuDNN handle per device and the plans built on it. A handle is not
@@ -752,7 +761,14 @@ absl::StatusOr<int> ComputeCapabilityMajor(int device) {
   return major;
 }
 
-absl::Status Validate(const CudnnSdpaProblem& p) {
+// cuDNN up to 9.15 computes a wrong backward for k_len not a multiple of 128
+// unless the graph has the padding pattern (cudnn_frontend's workaround).
+bool NeedsSequenceLengths(const CudnnSdpaProblem& p, bool backward) {
+  return p.key_lengths_device != nullptr ||
+         (backward && p.k_len % 128 != 0 && CudnnVersion() <= 91500);
+}
+
+absl::Status Validate(const CudnnSdpaProblem& p, bool backward) {
   if (p.batch < 1 || p.heads < 1 || p.q_len < 1 || p.k_len < 1 || p.head_dim < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("cuDNN SDPA: batch, heads, q_len, k_len and head_dim must be positive, got ",
@@ -776,6 +792,12 @@ absl::Status Validate(const CudnnSdpaProblem& p) {
   if (p.causal && p.q_len != p.k_len && CudnnVersion() < 90600) {
     return absl::UnimplementedError(
         "cuDNN SDPA: causal attention with q_len != k_len needs cuDNN 9.6 or newer");
+  }
+  if (CudnnVersion() == 91000 || CudnnVersion() == 91001) {
+    return absl::UnimplementedError("cuDNN SDPA: cuDNN 9.10.0 and 9.10.1 have known SDPA bugs");
+  }
+  if (backward && p.q_len == 1 && p.k_len == 1) {
+    return absl::UnimplementedError("cuDNN SDPA: no backward for q_len = k_len = 1");
   }
   return absl::OkStatus();
 }
@@ -801,7 +823,7 @@ struct ZeroFirst {
 absl::Status Execute(const CudnnSdpaProblem& problem, bool backward,
                      std::vector<std::pair<int64_t, void*>> bindings,
                      std::vector<ZeroFirst> zero_first, void* stream) {
-  TFM_RETURN_IF_ERROR(Validate(problem));
+  TFM_RETURN_IF_ERROR(Validate(problem, backward));
   TFM_ASSIGN_OR_RETURN(int device, CurrentDevice());
   TFM_ASSIGN_OR_RETURN(int major, ComputeCapabilityMajor(device));
   if (major < 8) {
@@ -812,7 +834,7 @@ absl::Status Execute(const CudnnSdpaProblem& problem, bool backward,
                      problem.batch,    problem.heads,
                      problem.q_len,    problem.k_len,
                      problem.head_dim, problem.bf16,
-                     problem.causal,   problem.key_lengths_device != nullptr};
+                     problem.causal,   NeedsSequenceLengths(problem, backward)};
   cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
 
   PlanCache& cache = PlanCache::Get();
@@ -843,9 +865,11 @@ absl::Status Execute(const CudnnSdpaProblem& problem, bool backward,
   }
   float scale = problem.scale;
   bindings.push_back({kScale, &scale});
-  if (key.key_lengths) {
+  if (key.sequence_lengths) {
     bindings.push_back({kSeqLenQ, const_cast<void*>(plan->seq_len_q.raw_data())});
-    bindings.push_back({kSeqLenKv, const_cast<int32_t*>(problem.key_lengths_device)});
+    bindings.push_back({kSeqLenKv, problem.key_lengths_device != nullptr
+                                       ? const_cast<int32_t*>(problem.key_lengths_device)
+                                       : const_cast<void*>(plan->seq_len_kv.raw_data())});
   }
   for (const ScalarConstant& constant : plan->constants) {
     bindings.push_back({constant.uid, const_cast<unsigned char*>(constant.bytes)});
