@@ -676,9 +676,10 @@ absl::StatusOr<std::unique_ptr<CachedPlan>> BuildPlan(cudnnHandle_t handle, cons
       }
       auto cached = std::make_unique<CachedPlan>(CachedPlan{
           builder.TakeDescriptors(), std::move(graph), std::move(config), std::move(*plan)});
+      int64_t returned = 0;
       TFM_RETURN_IF_ERROR(CudnnStatus(
           cudnnBackendGetAttribute(cached->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                   CUDNN_TYPE_INT64, 1, nullptr, &cached->plan_workspace_bytes),
+                                   CUDNN_TYPE_INT64, 1, &returned, &cached->plan_workspace_bytes),
           "cudnnBackendGetAttribute(EXECUTION_PLAN_WORKSPACE_SIZE)"));
       cached->constants = builder.constants();
       int64_t offset = AlignUp(cached->plan_workspace_bytes);
