@@ -273,8 +273,11 @@ TensorRef GraphBuilder::AddTensor(int64_t uid, Dims dims, Dims strides, cudnnDat
                      strides.data())) &&
       Ok(tensor->Set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid)) &&
       Ok(tensor->Set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment)) &&
-      Ok(tensor->Set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual)) &&
-      Ok(tensor->Set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value)) &&
+      // Flags are set only when true, as cudnn_frontend does.
+      (!is_virtual ||
+       Ok(tensor->Set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual))) &&
+      (!by_value ||
+       Ok(tensor->Set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value))) &&
       Ok(tensor->Finalize());
   if (!ok) return {};
   return TensorRef{tensor->get(), std::move(dims)};
