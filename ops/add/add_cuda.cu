@@ -6,81 +6,34 @@
 // column sums of sum_to_shape are a two-level reduction: row chunks of
 // 32-column tiles reduce in shared memory to one f32 partial per chunk, then
 // one pass adds the chunks in order (no atomics, reproducible).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <algorithm>
 
 #include "ops/add/add_cuda.h"
+#include "ops/cuda_elementwise.cuh"
 
 namespace tfm {
 namespace {
 
-constexpr int kThreads = 256;
+using cuda_elementwise::Aligned16;
+using cuda_elementwise::BlocksFor;
+using cuda_elementwise::DeviceT;
+using cuda_elementwise::FromFloat;
+using cuda_elementwise::GlobalThread;
+using cuda_elementwise::GridThreads;
+using cuda_elementwise::kThreads;
+using cuda_elementwise::LastError;
+using cuda_elementwise::Pack;
+using cuda_elementwise::ToFloat;
+
 constexpr int kUnroll = 4;
-// Enough blocks to fill any current GPU; grid-stride loops do the rest.
-constexpr int64_t kMaxBlocks = 8192;
-
-// The device storage type of a host element type.
-template <typename T>
-struct OnDevice {
-  using type = float;
-};
-template <>
-struct OnDevice<Half> {
-  using type = __half;
-};
-template <>
-struct OnDevice<BFloat16> {
-  using type = __nv_bfloat16;
-};
-
-__device__ __forceinline__ float ToFloat(float x) { return x; }
-__device__ __forceinline__ float ToFloat(__half x) { return __half2float(x); }
-__device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <typename D>
-__device__ __forceinline__ D FromFloat(float x);
-template <>
-__device__ __forceinline__ float FromFloat<float>(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ __half FromFloat<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-
-// 16 bytes of elements, loaded and stored as one vector.
-template <typename D>
-struct alignas(16) Pack {
-  static constexpr int kSize = 16 / sizeof(D);
-  D v[kSize];
-};
-
-bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-int BlocksFor(int64_t work_items) {
-  return static_cast<int>(
-      std::min<int64_t>(kMaxBlocks, std::max<int64_t>(1, (work_items + kThreads - 1) / kThreads)));
-}
-
-const char* LastError() {
-  const cudaError_t error = cudaGetLastError();
-  return error == cudaSuccess ? nullptr : cudaGetErrorString(error);
-}
 
 // Packs [0, packs), then elements [packs * kSize, count) one by one.
 template <typename D>
 __global__ void AddKernel(const D* a, const D* b, D* out, int64_t count, int64_t period,
                           int64_t packs) {
   using P = Pack<D>;
-  const int64_t thread = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t thread = GlobalThread();
+  const int64_t stride = GridThreads();
   for (int64_t first = thread; first < packs; first += stride * kUnroll) {
     P x[kUnroll], y[kUnroll];
 #pragma unroll
@@ -165,8 +118,7 @@ __global__ void SumRowsTileKernel(const D* in, int64_t rows, int64_t cols, int64
 // out[c] = the chunks' partial sums, added in chunk order.
 template <typename D>
 __global__ void SumChunksKernel(const float* partial, int64_t chunks, int64_t cols, D* out) {
-  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < cols;
-       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t c = GlobalThread(); c < cols; c += GridThreads()) {
     float total = 0.0f;
     for (int64_t k = 0; k < chunks; ++k) total += partial[k * cols + c];
     out[c] = FromFloat<D>(total);
@@ -178,7 +130,7 @@ __global__ void SumChunksKernel(const float* partial, int64_t chunks, int64_t co
 template <typename T>
 const char* LaunchAdd(const T* a, const T* b, T* out, int64_t count, int64_t period,
                       StreamHandle stream) {
-  using D = typename OnDevice<T>::type;
+  using D = DeviceT<T>;
   if (count == 0) return nullptr;
   const D* x = reinterpret_cast<const D*>(a);
   const D* y = reinterpret_cast<const D*>(b);
@@ -203,7 +155,7 @@ int64_t SumRowsCudaScratch(int64_t rows, int64_t cols) {
 template <typename T>
 const char* LaunchSumRows(const T* in, int64_t rows, int64_t cols, float* scratch, T* out,
                           StreamHandle stream) {
-  using D = typename OnDevice<T>::type;
+  using D = DeviceT<T>;
   if (cols == 0) return nullptr;
   const SumRowsPlan plan = PlanSumRows(rows, cols);
   cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
