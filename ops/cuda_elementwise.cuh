@@ -95,6 +95,70 @@ __device__ __forceinline__ int64_t GridThreads() {
   return static_cast<int64_t>(gridDim.x) * blockDim.x;
 }
 
+// Packs each thread keeps in flight in the map kernels.
+constexpr int kUnroll = 4;
+
+// The N same-shaped inputs of a map.
+template <int N, typename D>
+struct MapInputs {
+  const D* ptr[N];
+};
+
+// out[i] = f(i, v) with v[n] = inputs.ptr[n][i] as f32, for i < count. f is
+// a functor: float operator()(int64_t i, const float (&v)[N]) const. Packs
+// [0, packs) first, kUnroll per thread step with every load ahead of the
+// stores, then the remaining elements one by one.
+template <int N, typename D, typename F>
+__global__ void MapKernel(F f, D* out, int64_t count, int64_t packs, MapInputs<N, D> inputs) {
+  using P = Pack<D>;
+  const int64_t stride = GridThreads();
+  for (int64_t first = GlobalThread(); first < packs; first += stride * kUnroll) {
+    P loaded[N][kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const int64_t p = first + k * stride;
+      if (p < packs) {
+#pragma unroll
+        for (int n = 0; n < N; ++n) loaded[n][k] = reinterpret_cast<const P*>(inputs.ptr[n])[p];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const int64_t p = first + k * stride;
+      if (p < packs) {
+        P result;
+#pragma unroll
+        for (int j = 0; j < P::kSize; ++j) {
+          float v[N];
+#pragma unroll
+          for (int n = 0; n < N; ++n) v[n] = ToFloat(loaded[n][k].v[j]);
+          result.v[j] = FromFloat<D>(f(p * P::kSize + j, v));
+        }
+        reinterpret_cast<P*>(out)[p] = result;
+      }
+    }
+  }
+  for (int64_t i = packs * P::kSize + GlobalThread(); i < count; i += stride) {
+    float v[N];
+#pragma unroll
+    for (int n = 0; n < N; ++n) v[n] = ToFloat(inputs.ptr[n][i]);
+    out[i] = FromFloat<D>(f(i, v));
+  }
+}
+
+// Launches MapKernel on `stream`, packed when every pointer is 16-byte
+// aligned. Returns nullptr or the error text.
+template <int N, typename D, typename F>
+const char* LaunchMap(F f, cudaStream_t stream, D* out, int64_t count, MapInputs<N, D> inputs) {
+  if (count == 0) return nullptr;
+  bool aligned = Aligned16(out);
+  for (int n = 0; n < N; ++n) aligned = aligned && Aligned16(inputs.ptr[n]);
+  const int64_t packs = aligned ? count / Pack<D>::kSize : 0;
+  const int64_t work = packs > 0 ? (packs + kUnroll - 1) / kUnroll : count;
+  MapKernel<N, D, F><<<BlocksFor(work), kThreads, 0, stream>>>(f, out, count, packs, inputs);
+  return LastError();
+}
+
 }  // namespace cuda_elementwise
 }  // namespace tfm
 

@@ -21,11 +21,10 @@ using cuda_elementwise::FromFloat;
 using cuda_elementwise::GlobalThread;
 using cuda_elementwise::GridThreads;
 using cuda_elementwise::kThreads;
+using cuda_elementwise::kUnroll;
 using cuda_elementwise::LastError;
 using cuda_elementwise::Pack;
 using cuda_elementwise::ToFloat;
-
-constexpr int kUnroll = 4;
 
 // Packs [0, packs), then elements [packs * kSize, count) one by one.
 template <typename D>
