@@ -159,6 +159,49 @@ const char* LaunchMap(F f, cudaStream_t stream, D* out, int64_t count, MapInputs
   return LastError();
 }
 
+template <typename Id>
+__global__ void FindOutOfRangeKernel(const Id* ids, int64_t count, int64_t limit,
+                                     unsigned long long* first) {
+  for (int64_t i = GlobalThread(); i < count; i += GridThreads()) {
+    if (ids[i] < 0 || ids[i] >= limit) atomicMin(first, static_cast<unsigned long long>(i));
+  }
+}
+
+// Index checks of gathers (token ids, cache rows), whose kernels must not
+// read outside their tables: finds the first i < count with ids[i] outside
+// [0, limit). Sets *position = i and *value = ids[i], or *position = -1.
+// `scratch` is 8 bytes of device memory. Waits for `stream`: the answer
+// decides whether the caller launches at all. Returns nullptr or the error
+// text.
+template <typename Id>
+const char* FindFirstOutOfRange(const Id* ids, int64_t count, int64_t limit,
+                                unsigned long long* scratch, cudaStream_t stream, int64_t* position,
+                                int64_t* value) {
+  *position = -1;
+  if (count == 0) return nullptr;
+  if (const char* error = ErrorText(cudaMemsetAsync(scratch, 0xFF, sizeof(*scratch), stream))) {
+    return error;
+  }
+  FindOutOfRangeKernel<Id><<<BlocksFor(count), kThreads, 0, stream>>>(ids, count, limit, scratch);
+  if (const char* error = LastError()) return error;
+  unsigned long long first = 0;
+  if (const char* error = ErrorText(
+          cudaMemcpyAsync(&first, scratch, sizeof(first), cudaMemcpyDeviceToHost, stream))) {
+    return error;
+  }
+  if (const char* error = ErrorText(cudaStreamSynchronize(stream))) return error;
+  if (first == ~0ull) return nullptr;
+  Id id;
+  if (const char* error = ErrorText(
+          cudaMemcpyAsync(&id, ids + first, sizeof(id), cudaMemcpyDeviceToHost, stream))) {
+    return error;
+  }
+  if (const char* error = ErrorText(cudaStreamSynchronize(stream))) return error;
+  *position = static_cast<int64_t>(first);
+  *value = static_cast<int64_t>(id);
+  return nullptr;
+}
+
 }  // namespace cuda_elementwise
 }  // namespace tfm
 
