@@ -20,7 +20,8 @@ absl::Status AddCpu(KernelContext& context) {
   float* z = out->data<float>();
   const int64_t period = b.num_elements();  // b repeats every `period` of a.
   if (period == 0) return absl::OkStatus();
-  context.thread_pool()->ParallelFor(a.num_elements(), 1 << 15, [&](int64_t begin, int64_t end) {
+  context.thread_pool()->ParallelFor(a.num_elements(), 1 << 15, [&](int64_t begin,
+                                                                      int64_t end) {
     // Walk whole or partial periods of b so the inner loop has no modulo.
     int64_t i = begin;
     while (i < end) {

@@ -25,8 +25,8 @@ constexpr int64_t kMinChunkRows = 64;
 // stored a quarter as often. Explicitly vectorised: at -O2 GCC leaves these
 // loops (unknown trip counts) scalar. The masked last vector rounds like the
 // others, so a column's sum does not depend on where it falls.
-void SumRowRange(const float* in, int64_t cols, int64_t begin, int64_t end, int64_t c0, int64_t c1,
-                 float* __restrict acc) {
+void SumRowRange(const float* in, int64_t cols, int64_t begin, int64_t end, int64_t c0,
+                 int64_t c1, float* __restrict acc) {
   std::fill(acc + c0, acc + c1, 0.0f);
   int64_t r = begin;
   for (; r + 4 <= end; r += 4) {

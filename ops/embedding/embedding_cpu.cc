@@ -26,8 +26,8 @@ absl::StatusOr<std::vector<int64_t>> ReadIds(const KernelContext& context, const
   for (int64_t i = 0; i < ids.num_elements(); ++i) {
     values[i] = ids.dtype() == DType::kI64 ? ids.data<int64_t>()[i] : ids.data<int32_t>()[i];
     if (values[i] < 0 || values[i] >= vocab) {
-      return context.Error(
-          absl::StrCat("token id ", values[i], " at position ", i, " is outside [0, ", vocab, ")"));
+      return context.Error(absl::StrCat("token id ", values[i], " at position ", i,
+                                        " is outside [0, ", vocab, ")"));
     }
   }
   return values;

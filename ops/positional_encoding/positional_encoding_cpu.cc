@@ -88,8 +88,7 @@ class TableCache {
     const std::vector<double> frequencies = Frequencies(d_model);
     float* values = table->values.data();
     ThreadPool::Default()->ParallelFor(rows, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p)
-        EncodeRow(p, frequencies, d_model, values + p * d_model);
+      for (int64_t p = begin; p < end; ++p) EncodeRow(p, frequencies, d_model, values + p * d_model);
     });
     return table;
   }
@@ -108,8 +107,8 @@ void EncodeRows(int64_t rows, int64_t length, int64_t d_model, int64_t offset, c
       offset > kMaxCachedElements
           ? nullptr
           : TableCache::Instance().Get(d_model, offset + std::min(rows, length));
-  const std::vector<double> frequencies =
-      table == nullptr ? Frequencies(d_model) : std::vector<double>();
+  const std::vector<double> frequencies = table == nullptr ? Frequencies(d_model)
+                                                           : std::vector<double>();
   // Whole rows per task: the table rows are contiguous, so each row is one
   // vectorised copy or add.
   const int64_t grain = std::max<int64_t>(1, 16384 / d_model);

@@ -43,14 +43,15 @@ absl::Status ReluBackwardCpu(KernelContext& context) {
   const float* dy = dout.data<float>();
   const float* y = context.input(1).data<float>();
   float* out = dx->data<float>();
-  context.thread_pool()->ParallelFor(dout.num_elements(), kGrain, [&](int64_t begin, int64_t end) {
-    // Ordered compare: out = 0 or NaN passes no gradient.
-    const VecF zero = simd::Zero();
-    ForEachVector(begin, end, [&](int64_t i, auto lanes) {
-      const simd::Mask keep = simd::Gt(Load(y + i, lanes), zero);
-      Store(simd::IfThenElseZero(keep, Load(dy + i, lanes)), out + i, lanes);
-    });
-  });
+  context.thread_pool()->ParallelFor(
+      dout.num_elements(), kGrain, [&](int64_t begin, int64_t end) {
+        // Ordered compare: out = 0 or NaN passes no gradient.
+        const VecF zero = simd::Zero();
+        ForEachVector(begin, end, [&](int64_t i, auto lanes) {
+          const simd::Mask keep = simd::Gt(Load(y + i, lanes), zero);
+          Store(simd::IfThenElseZero(keep, Load(dy + i, lanes)), out + i, lanes);
+        });
+      });
   return absl::OkStatus();
 }
 
