@@ -1,8 +1,9 @@
 // Device helpers shared by the memory-bound CUDA kernels of the ops: the
 // device type of a host element type, f32 conversions (compute in f32, round
 // once at the store), 16-byte packs for vector loads, grid sizing for
-// grid-stride loops, and the launch error text. Included only by .cu files
-// (listed in CUDA_COMMON_HDRS of ops/op.bzl).
+// grid-stride loops, error text, a packed element-wise map (MapKernel), and
+// the index check of gathers (FindFirstOutOfRange). Included only by .cu
+// files (listed in CUDA_COMMON_HDRS of ops/op.bzl).
 #ifndef TFM_OPS_CUDA_ELEMENTWISE_CUH_
 #define TFM_OPS_CUDA_ELEMENTWISE_CUH_
 

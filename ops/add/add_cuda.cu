@@ -172,9 +172,8 @@ const char* LaunchSumRows(const T* in, int64_t rows, int64_t cols, float* scratc
 
 const char* LaunchDeviceCopy(void* dst, const void* src, size_t bytes, StreamHandle stream) {
   if (bytes == 0) return nullptr;
-  const cudaError_t error =
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream));
-  return error == cudaSuccess ? nullptr : cudaGetErrorString(error);
+  return cuda_elementwise::ErrorText(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                                                     static_cast<cudaStream_t>(stream)));
 }
 
 #define TFM_INSTANTIATE_ADD(T)                                                               \
