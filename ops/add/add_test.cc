@@ -209,6 +209,9 @@ TEST(AddTest, CudaMatchesCpu) {
       ASSERT_TRUE(db.ok()) << db.status();
       EXPECT_TRUE(AllClose(HostF32(*db), db_cpu, sums));
       EXPECT_FALSE(db->SharesBufferWith(dout_gpu));
+      // No atomics: the same sums, bit for bit, on every run.
+      EXPECT_EQ(HostF32(*SumToShape(dout_gpu, b_gpu)).ToVector<float>(),
+                HostF32(*db).ToVector<float>());
     }
   }
 }
