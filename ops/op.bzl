@@ -27,6 +27,7 @@ load("//tools:build_defs.bzl", "tfm_cc_test", "tfm_isa_cc_library", "tfm_isa_tes
 CUDA_COMMON_HDRS = [
     "//core:philox.h",
     "//core:device.h",
+    "//ops:cuda_elementwise.cuh",
 ]
 
 def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], test_data = [],

@@ -8,16 +8,21 @@
 namespace tfm {
 namespace {
 
-// b must be f32 like a, and its shape a suffix of a's.
+// f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
+bool SupportedDType(const KernelContext& context, DType dtype) {
+  return dtype == DType::kF32 ||
+         (context.device().is_cuda() && (dtype == DType::kF16 || dtype == DType::kBF16));
+}
+
+// b must have a's dtype, and its shape must be a suffix of a's.
 absl::Status ValidateAdd(const KernelContext& context) {
   const Tensor& a = context.input(0);
   const Tensor& b = context.input(1);
-  if (a.dtype() != DType::kF32 || b.dtype() != DType::kF32) {
-    return context.Error("inputs must be f32");
+  if (!SupportedDType(context, a.dtype()) || b.dtype() != a.dtype()) {
+    return context.Error("inputs must be f32 (or both f16 or bf16 on CUDA)");
   }
   const bool suffix = b.rank() <= a.rank() &&
-                      std::equal(b.shape().begin(), b.shape().end(),
-                                 a.shape().end() - b.rank());
+                      std::equal(b.shape().begin(), b.shape().end(), a.shape().end() - b.rank());
   if (!suffix) return context.Error("b's shape must equal the trailing extents of a's");
   return absl::OkStatus();
 }

@@ -6,7 +6,7 @@
 // not change dout or db. A layer that only needs da = dout skips the call;
 // one that needs db alone (a bias, learned positions) calls SumToShape, the
 // work PyTorch's autograd does for `x + bias` (it hands dout on as dx).
-// f32 only for now.
+// f32 on every device; f16 and bf16 on CUDA (computed in f32).
 #ifndef TFM_OPS_ADD_ADD_H_
 #define TFM_OPS_ADD_ADD_H_
 

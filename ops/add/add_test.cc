@@ -7,6 +7,8 @@
 #include "gtest/gtest.h"
 #include "ops/add/sum_rows_cpu.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -15,8 +17,13 @@ namespace {
 
 using ::tfm::testing::AllClose;
 using ::tfm::testing::CheckGradients;
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
 using ::tfm::testing::NamedTensors;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
 using ::tfm::testing::SumTolerance;
+using ::tfm::testing::Tolerance;
 using ::tfm::testing::TorchReference;
 
 Tensor Random(const Shape& shape, uint64_t stream) {
@@ -141,16 +148,17 @@ TEST(AddTest, Gradients) {
 // 96 does not divide the chunk length); db sums 700 rows (SumTolerance).
 TEST(AddTest, MatchesTorch) {
   NamedTensors inputs = {
-      {"a1", Random({2, 3, 5}, 1)},    {"b1", Random({2, 3, 5}, 2)},
-      {"dy1", Random({2, 3, 5}, 3)},   {"a2", Random({700, 96}, 4)},
-      {"b2", Random({96}, 5)},         {"dy2", Random({700, 96}, 6)},
+      {"a1", Random({2, 3, 5}, 1)}, {"b1", Random({2, 3, 5}, 2)}, {"dy1", Random({2, 3, 5}, 3)},
+      {"a2", Random({700, 96}, 4)}, {"b2", Random({96}, 5)},      {"dy2", Random({700, 96}, 6)},
   };
-  absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
+  absl::StatusOr<NamedTensors> ref =
+      TorchReference(R"py(
       y1 = a1 + b1
       da1, db1 = grads(y1, dy1, [a1, b1])
       y2 = a2 + b2
       da2, db2 = grads(y2, dy2, [a2, b2])
-  )py", inputs, {"y1", "da1", "db1", "y2", "da2", "db2"});
+  )py",
+                     inputs, {"y1", "da1", "db1", "y2", "da2", "db2"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   for (const std::string i : {"1", "2"}) {
     absl::StatusOr<Tensor> y = Add(inputs.at("a" + i), inputs.at("b" + i));
@@ -161,6 +169,69 @@ TEST(AddTest, MatchesTorch) {
     EXPECT_TRUE(AllClose(grads->da, ref->at("da" + i))) << i;
     EXPECT_TRUE(AllClose(grads->db, ref->at("db" + i), SumTolerance())) << i;
   }
+}
+
+// The CUDA kernels against the CPU's: f32 to rounding (the same adds; the
+// column sums in another order), f16 and bf16 against the f32 CPU kernel on
+// the rounded inputs. Shapes: packed and element-wise paths, periods that are
+// not whole packs, row counts over many chunks, odd column counts, a scalar
+// b, no broadcasting, and empty tensors.
+TEST(AddTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{3, 5, 7}, {7}},       {{2, 3, 4}, {2, 3, 4}}, {{5, 8}, {}},        {{4099, 96}, {96}},
+      {{1031, 513}, {513}},   {{33, 7}, {7}},         {{9, 4097}, {4097}}, {{0, 8}, {8}},
+      {{3, 1001}, {3, 1001}}, {{20000, 3}, {3}}};
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const bool f32 = dtype == DType::kF32;
+    const Tolerance elementwise =
+        f32 ? Tolerance{.atol = 0.0, .rtol = 0.0} : Tolerance{.atol = 1e-2, .rtol = 1e-2};
+    const Tolerance sums = SumTolerance(f32 ? 1e-5 : 1e-2);
+    for (const auto& [a_shape, b_shape] : shapes) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " a " << ShapeToString(a_shape)
+                                        << " b " << ShapeToString(b_shape));
+      const Tensor a = RoundedThrough(Random(a_shape, 1), dtype);
+      const Tensor b = RoundedThrough(Random(b_shape, 2), dtype);
+      const Tensor dout = RoundedThrough(Random(a_shape, 3), dtype);
+      const Tensor a_gpu = OnCuda(HostAs(a, dtype));
+      const Tensor b_gpu = OnCuda(HostAs(b, dtype));
+      const Tensor dout_gpu = OnCuda(HostAs(dout, dtype));
+      absl::StatusOr<Tensor> y = Add(a_gpu, b_gpu);
+      ASSERT_TRUE(y.ok()) << y.status();
+      EXPECT_EQ(y->device(), Device::Cuda(0));
+      EXPECT_TRUE(AllClose(HostF32(*y), *Add(a, b), elementwise));
+      absl::StatusOr<AddGrads> grads = AddBackward(dout_gpu, b_gpu);
+      ASSERT_TRUE(grads.ok()) << grads.status();
+      EXPECT_TRUE(AllClose(HostF32(grads->da), dout, Tolerance{.atol = 0.0, .rtol = 0.0}));
+      const Tensor db_cpu = *SumToShape(dout, b);
+      EXPECT_TRUE(AllClose(HostF32(grads->db), db_cpu, sums));
+      absl::StatusOr<Tensor> db = SumToShape(dout_gpu, b_gpu);
+      ASSERT_TRUE(db.ok()) << db.status();
+      EXPECT_TRUE(AllClose(HostF32(*db), db_cpu, sums));
+      EXPECT_FALSE(db->SharesBufferWith(dout_gpu));
+      // No atomics: the same sums, bit for bit, on every run.
+      EXPECT_EQ(HostF32(*SumToShape(dout_gpu, b_gpu)).ToVector<float>(),
+                HostF32(*db).ToVector<float>());
+    }
+  }
+}
+
+// The element-wise path: views one element into their buffers are not
+// 16-byte aligned, and must add and sum like the packed path.
+TEST(AddTest, CudaUnalignedOperands) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Tensor a = Random({4001}, 1);
+  const Tensor b = Random({1001}, 2);
+  const Tensor a_cpu = *a.Slice(1, 4001)->Reshape({4, 1000});
+  const Tensor b_cpu = *b.Slice(1, 1001);
+  const Tensor a_gpu = *OnCuda(a).Slice(1, 4001)->Reshape({4, 1000});
+  const Tensor b_gpu = *OnCuda(b).Slice(1, 1001);
+  absl::StatusOr<Tensor> y = Add(a_gpu, b_gpu);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_TRUE(AllClose(HostF32(*y), *Add(a_cpu, b_cpu), Tolerance{.atol = 0.0, .rtol = 0.0}));
+  absl::StatusOr<Tensor> db = SumToShape(a_gpu, b_gpu);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_TRUE(AllClose(HostF32(*db), *SumToShape(a_cpu, b_cpu), SumTolerance()));
 }
 
 TEST(AddTest, BadArgumentsNameTheOpAndShapes) {

@@ -11,8 +11,16 @@
 namespace tfm {
 namespace {
 
+// f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
+bool SupportedDType(const KernelContext& context, DType dtype) {
+  return dtype == DType::kF32 ||
+         (context.device().is_cuda() && (dtype == DType::kF16 || dtype == DType::kBF16));
+}
+
 absl::Status ValidateDropout(const KernelContext& context) {
-  if (context.input(0).dtype() != DType::kF32) return context.Error("input must be f32");
+  if (!SupportedDType(context, context.input(0).dtype())) {
+    return context.Error("input must be f32 (or f16 or bf16 on CUDA)");
+  }
   TFM_ASSIGN_OR_RETURN(double p, context.attrs().Get<double>("p"));
   if (!(p >= 0.0 && p <= 1.0)) return context.Error(absl::StrCat("p = ", p, " is not in [0, 1]"));
   return PhiloxStateFromAttrs(context.attrs()).status();
@@ -48,7 +56,9 @@ TFM_REGISTER_OP(OpDef{
 });
 
 absl::Status ValidateDropoutBackwardMasked(const KernelContext& context) {
-  if (context.input(0).dtype() != DType::kF32) return context.Error("dout must be f32");
+  if (!SupportedDType(context, context.input(0).dtype())) {
+    return context.Error("dout must be f32 (or f16 or bf16 on CUDA)");
+  }
   TFM_ASSIGN_OR_RETURN(double p, context.attrs().Get<double>("p"));
   if (!(p >= 0.0 && p <= 1.0)) return context.Error(absl::StrCat("p = ", p, " is not in [0, 1]"));
   const Tensor& mask = context.input(1);
@@ -88,8 +98,7 @@ absl::StatusOr<Tensor> DropoutBackward(const Tensor& dout, double p, const Philo
   return RunDropout("dropout_backward", dout, p, state);
 }
 
-absl::StatusOr<DropoutOutput> DropoutWithMask(const Tensor& x, double p,
-                                              const PhiloxState& state) {
+absl::StatusOr<DropoutOutput> DropoutWithMask(const Tensor& x, double p, const PhiloxState& state) {
   Attrs attrs;
   attrs.Set("p", p);
   SetPhiloxAttrs(state, &attrs);
@@ -100,7 +109,8 @@ absl::StatusOr<DropoutOutput> DropoutWithMask(const Tensor& x, double p,
 absl::StatusOr<Tensor> DropoutBackwardMasked(const Tensor& dout, double p, const Tensor& mask) {
   Attrs attrs;
   attrs.Set("p", p);
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("dropout_backward_masked", {dout, mask}, attrs));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       RunOp("dropout_backward_masked", {dout, mask}, attrs));
   return out[0];
 }
 

@@ -5,7 +5,8 @@
 // same p and state to both (Generator::Reserve(x.num_elements()) hands out
 // a fresh state per call). p = 0 is the identity, as a copy: an output never
 // aliases an input (OpDef::in_place), so a layer in evaluation mode skips the
-// call instead. p = 1 drops everything. f32 only for now.
+// call instead. p = 1 drops everything. f32 on every device; f16
+// and bf16 on CUDA (computed in f32, with the same mask).
 //
 // Regenerating costs a Philox evaluation per 4 elements. A caller that would
 // rather keep 1 bit per element (1/32 of the activation) takes
@@ -17,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "ops/dropout/dropout_kernel_args.h"  // DropoutMaskWords.
 
 namespace tfm {
 
@@ -25,17 +27,13 @@ absl::StatusOr<Tensor> Dropout(const Tensor& x, double p, const PhiloxState& sta
 // Gradient of sum(dout * Dropout(x, p, state)): dout through the same mask.
 absl::StatusOr<Tensor> DropoutBackward(const Tensor& dout, double p, const PhiloxState& state);
 
-// i32 words in a packed keep mask of n elements: ceil(n / 32).
-inline int64_t DropoutMaskWords(int64_t n) { return (n + 31) / 32; }
-
 struct DropoutOutput {
   Tensor out;   // Dropout(x, p, state), exactly.
   Tensor mask;  // i32 [DropoutMaskWords(n)]: element i kept iff bit i % 32 of
                 // word i / 32 is set; bits past the last element are 0.
 };
 
-absl::StatusOr<DropoutOutput> DropoutWithMask(const Tensor& x, double p,
-                                              const PhiloxState& state);
+absl::StatusOr<DropoutOutput> DropoutWithMask(const Tensor& x, double p, const PhiloxState& state);
 
 // DropoutBackward from DropoutWithMask's mask (same p) instead of the state.
 absl::StatusOr<Tensor> DropoutBackwardMasked(const Tensor& dout, double p, const Tensor& mask);

@@ -17,6 +17,7 @@
 #include "ops/cpu_math/philox_simd.h"
 #include "ops/cpu_math/vec.h"
 #include "ops/dropout/dropout.h"
+#include "ops/dropout/dropout_kernel_args.h"
 
 TFM_ISA_BEGIN
 namespace {
@@ -27,9 +28,9 @@ using simd::VecF;
 // Elements [4 * begin_block, min(n, 4 * end_block)) one Philox block at a
 // time: the reference path, and the tail of the vector one. begin_block is a
 // multiple of 8, so the keep bits fill whole mask words (when mask is given).
-void DropoutBlocksScalar(const PhiloxState& state, float threshold, float scale,
-                         const float* in, float* out, uint32_t* mask, int64_t n,
-                         int64_t begin_block, int64_t end_block) {
+void DropoutBlocksScalar(const PhiloxState& state, float threshold, float scale, const float* in,
+                         float* out, uint32_t* mask, int64_t n, int64_t begin_block,
+                         int64_t end_block) {
   uint32_t word = 0;
   for (int64_t block = begin_block; block < end_block; ++block) {
     const philox::Uint4 bits = philox::Block(state.seed, state.stream, state.offset + block);
@@ -53,14 +54,15 @@ void DropoutBlocksScalar(const PhiloxState& state, float threshold, float scale,
 // which also writes the keep bits (see dropout.h for the packing).
 absl::Status DropoutCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
-  TFM_ASSIGN_OR_RETURN(const double p, context.attrs().Get<double>("p"));
+  TFM_ASSIGN_OR_RETURN(const DropoutScaling scaling, ReadDropoutScaling(context));
+  const double p = scaling.p;
   TFM_ASSIGN_OR_RETURN(const PhiloxState state, PhiloxStateFromAttrs(context.attrs()));
   const bool with_mask = context.def().outputs.size() == 2;
   uint32_t* mask = nullptr;
   if (with_mask) {
-    TFM_ASSIGN_OR_RETURN(Tensor * mask_tensor,
-                         context.AllocateOutput(1, {DropoutMaskWords(x.num_elements())},
-                                                DType::kI32));
+    TFM_ASSIGN_OR_RETURN(
+        Tensor * mask_tensor,
+        context.AllocateOutput(1, {DropoutMaskWords(x.num_elements())}, DType::kI32));
     mask = reinterpret_cast<uint32_t*>(mask_tensor->data<int32_t>());
   }
   if (p == 0.0) {
@@ -79,9 +81,8 @@ absl::Status DropoutCpu(KernelContext& context) {
   const float* in = x.data<float>();
   float* y = out->data<float>();
   const int64_t n = x.num_elements();
-  const float threshold = static_cast<float>(p);
-  // p = 1 never keeps (uniforms are < 1), so the infinite scale is unused.
-  const float scale = p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
+  const float threshold = scaling.threshold;
+  const float scale = scaling.scale;
   // Tasks are runs of kLanes-block groups so that every vector step but the
   // last one's is whole (and fills whole 32-bit mask words: kLanes >= 8).
   constexpr int64_t kGroupBlocks = simd::kPhiloxBlocks;
@@ -122,9 +123,9 @@ absl::Status DropoutCpu(KernelContext& context) {
 // elements; memory-bound, no generator.
 absl::Status DropoutBackwardMaskedCpu(KernelContext& context) {
   const Tensor& dout = context.input(0);
-  TFM_ASSIGN_OR_RETURN(const double p, context.attrs().Get<double>("p"));
+  TFM_ASSIGN_OR_RETURN(const DropoutScaling scaling, ReadDropoutScaling(context));
   TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), DType::kF32));
-  if (p == 0.0) {
+  if (scaling.p == 0.0) {
     std::memcpy(dx->raw_data(), dout.raw_data(), dout.nbytes());  // Never dout itself.
     return absl::OkStatus();
   }
@@ -132,7 +133,7 @@ absl::Status DropoutBackwardMaskedCpu(KernelContext& context) {
   const uint32_t* mask = reinterpret_cast<const uint32_t*>(context.input(1).data<int32_t>());
   float* out = dx->data<float>();
   const int64_t n = dout.num_elements();
-  const float scale = p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
+  const float scale = scaling.scale;
   const int64_t words = DropoutMaskWords(n);
   context.thread_pool()->ParallelFor(words, 2048, [&](int64_t begin, int64_t end) {
     int64_t word = begin;

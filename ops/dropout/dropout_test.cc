@@ -6,8 +6,11 @@
 #include <vector>
 
 #include "core/philox.h"
+#include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -16,7 +19,12 @@ namespace {
 
 using ::tfm::testing::AllClose;
 using ::tfm::testing::CheckGradients;
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
 using ::tfm::testing::NamedTensors;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
+using ::tfm::testing::Tolerance;
 using ::tfm::testing::TorchReference;
 
 constexpr PhiloxState kState{21, 3, 1000};
@@ -86,8 +94,8 @@ TEST(DropoutTest, Gradients) {
 // and applies its own masking and scaling formula; odd sizes check the
 // partial last block.
 TEST(DropoutTest, MatchesTorchGivenTheUniforms) {
-  NamedTensors inputs = {{"x1", Random({3, 5}, 1)},    {"dy1", Random({3, 5}, 2)},
-                         {"u1", Uniforms({3, 5})},     {"x2", Random({513, 129}, 3)},
+  NamedTensors inputs = {{"x1", Random({3, 5}, 1)},      {"dy1", Random({3, 5}, 2)},
+                         {"u1", Uniforms({3, 5})},       {"x2", Random({513, 129}, 3)},
                          {"dy2", Random({513, 129}, 4)}, {"u2", Uniforms({513, 129})}};
   absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
       p = 0.1
@@ -95,7 +103,8 @@ TEST(DropoutTest, MatchesTorchGivenTheUniforms) {
       dx1, = grads(y1, dy1, [x1])
       y2 = x2 * (u2 >= p) / (1 - p)
       dx2, = grads(y2, dy2, [x2])
-  )py", inputs, {"y1", "dx1", "y2", "dx2"});
+  )py",
+                                                    inputs, {"y1", "dx1", "y2", "dx2"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   for (const std::string i : {"1", "2"}) {
     absl::StatusOr<Tensor> y = Dropout(inputs.at("x" + i), 0.1, kState);
@@ -149,7 +158,8 @@ TEST(DropoutTest, PackedMaskMatchesRegeneration) {
           ASSERT_FALSE(bit) << n << " " << p << " " << i;
           continue;
         }
-        const philox::Uint4 block = philox::Block(kState.seed, kState.stream, kState.offset + i / 4);
+        const philox::Uint4 block =
+            philox::Block(kState.seed, kState.stream, kState.offset + i / 4);
         ASSERT_EQ(bit, philox::ToUniform(philox::Lane(block, i % 4)) >= static_cast<float>(p))
             << n << " " << p << " " << i;
       }
@@ -158,7 +168,8 @@ TEST(DropoutTest, PackedMaskMatchesRegeneration) {
       const std::vector<float> expected = DropoutBackward(dy, p, kState)->ToVector<float>();
       const std::vector<float> got = masked->ToVector<float>();
       for (int64_t i = 0; i < n; ++i) {
-        ASSERT_EQ(std::memcmp(&got[i], &expected[i], sizeof(float)), 0) << n << " " << p << " " << i;
+        ASSERT_EQ(std::memcmp(&got[i], &expected[i], sizeof(float)), 0)
+            << n << " " << p << " " << i;
       }
     }
   }
@@ -180,6 +191,79 @@ TEST(DropoutTest, KeptNaNsStayNaN) {
   EXPECT_EQ(nans + zeros, 40);
   EXPECT_GT(nans, 0);
   EXPECT_GT(zeros, 0);
+}
+
+// Same bits: both host tensors of one shape and dtype hold the same bytes.
+::testing::AssertionResult SameBits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) {
+    return ::testing::AssertionFailure() << a.DebugString() << " vs " << b.DebugString();
+  }
+  if (std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) != 0) {
+    return ::testing::AssertionFailure() << "bytes differ";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// f32 on CUDA is the CPU's dropout bit for bit: outputs, packed masks, both
+// backwards, at sizes around the 4-element Philox blocks, the 32-bit mask
+// words and the 128-element warps, on aligned tensors and on views one
+// element in (the element-wise path).
+TEST(DropoutTest, CudaMatchesCpuBitForBit) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (const int64_t n : {1, 3, 31, 32, 33, 100, 129, 4097, 70001, (1 << 20) + 3}) {
+    for (const int64_t skip : {0, 1}) {
+      const Tensor x_all = Random({n + skip}, 5), dy_all = Random({n + skip}, 6);
+      const Tensor x = *x_all.Slice(skip, n + skip), dy = *dy_all.Slice(skip, n + skip);
+      const Tensor x_gpu = *OnCuda(x_all).Slice(skip, n + skip);
+      const Tensor dy_gpu = *OnCuda(dy_all).Slice(skip, n + skip);
+      for (const double p : {0.0, 0.1, 0.5, 1.0}) {
+        SCOPED_TRACE(::testing::Message() << "n " << n << " skip " << skip << " p " << p);
+        absl::StatusOr<Tensor> y = Dropout(x_gpu, p, kState);
+        ASSERT_TRUE(y.ok()) << y.status();
+        EXPECT_TRUE(SameBits(HostF32(*y), *Dropout(x, p, kState)));
+        absl::StatusOr<DropoutOutput> fwd = DropoutWithMask(x_gpu, p, kState);
+        ASSERT_TRUE(fwd.ok()) << fwd.status();
+        const DropoutOutput fwd_cpu = *DropoutWithMask(x, p, kState);
+        EXPECT_TRUE(SameBits(HostF32(fwd->out), fwd_cpu.out));
+        EXPECT_TRUE(SameBits(*CopyToDevice(fwd->mask, Device::Cpu()), fwd_cpu.mask));
+        absl::StatusOr<Tensor> dx = DropoutBackward(dy_gpu, p, kState);
+        ASSERT_TRUE(dx.ok()) << dx.status();
+        const Tensor dx_cpu = *DropoutBackward(dy, p, kState);
+        EXPECT_TRUE(SameBits(HostF32(*dx), dx_cpu));
+        absl::StatusOr<Tensor> dx_masked = DropoutBackwardMasked(dy_gpu, p, fwd->mask);
+        ASSERT_TRUE(dx_masked.ok()) << dx_masked.status();
+        EXPECT_TRUE(SameBits(HostF32(*dx_masked), dx_cpu));
+      }
+    }
+  }
+}
+
+// f16 and bf16 on CUDA: the same mask as f32 on the CPU, and values within
+// one rounding of the f32 CPU kernel on the rounded inputs.
+TEST(DropoutTest, CudaHalfPrecisionMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Tolerance rounding{.atol = 1e-2, .rtol = 1e-2};
+  for (const DType dtype : {DType::kBF16, DType::kF16}) {
+    for (const int64_t n : {1, 33, 129, 4099, 70001}) {
+      const Tensor x = RoundedThrough(Random({n}, 5), dtype);
+      const Tensor dy = RoundedThrough(Random({n}, 6), dtype);
+      const Tensor x_gpu = OnCuda(HostAs(x, dtype)), dy_gpu = OnCuda(HostAs(dy, dtype));
+      for (const double p : {0.0, 0.1, 0.5}) {
+        SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " n " << n << " p " << p);
+        absl::StatusOr<DropoutOutput> fwd = DropoutWithMask(x_gpu, p, kState);
+        ASSERT_TRUE(fwd.ok()) << fwd.status();
+        EXPECT_EQ(fwd->out.dtype(), dtype);
+        const DropoutOutput fwd_cpu = *DropoutWithMask(x, p, kState);
+        EXPECT_TRUE(AllClose(HostF32(fwd->out), fwd_cpu.out, rounding));
+        EXPECT_TRUE(SameBits(*CopyToDevice(fwd->mask, Device::Cpu()), fwd_cpu.mask));
+        EXPECT_TRUE(AllClose(HostF32(*Dropout(x_gpu, p, kState)), fwd_cpu.out, rounding));
+        const Tensor dx_cpu = *DropoutBackward(dy, p, kState);
+        EXPECT_TRUE(AllClose(HostF32(*DropoutBackward(dy_gpu, p, kState)), dx_cpu, rounding));
+        EXPECT_TRUE(
+            AllClose(HostF32(*DropoutBackwardMasked(dy_gpu, p, fwd->mask)), dx_cpu, rounding));
+      }
+    }
+  }
 }
 
 TEST(DropoutTest, BadArgumentsNameTheOp) {

@@ -11,6 +11,12 @@ namespace {
 
 bool IsIndex(const Tensor& t) { return t.dtype() == DType::kI32 || t.dtype() == DType::kI64; }
 
+// f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
+bool SupportedDType(const KernelContext& context, DType dtype) {
+  return dtype == DType::kF32 ||
+         (context.device().is_cuda() && (dtype == DType::kF16 || dtype == DType::kBF16));
+}
+
 absl::Status ValidateScale(const KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double scale, context.attrs().GetOr<double>("scale", 1.0));
   if (!std::isfinite(scale)) return context.Error("scale must be finite");
@@ -26,8 +32,8 @@ TFM_REGISTER_OP(OpDef{
     .validate =
         [](const KernelContext& context) {
           const Tensor& table = context.input(0);
-          if (table.rank() != 2 || table.dtype() != DType::kF32) {
-            return context.Error("table must be f32 [vocab, d]");
+          if (table.rank() != 2 || !SupportedDType(context, table.dtype())) {
+            return context.Error("table must be f32 [vocab, d] (or f16 or bf16 on CUDA)");
           }
           if (!IsIndex(context.input(1))) return context.Error("ids must be i32 or i64");
           return ValidateScale(context);
@@ -46,8 +52,8 @@ TFM_REGISTER_OP(OpDef{
           const Tensor& d_out = context.input(1);
           if (!IsIndex(ids)) return context.Error("ids must be i32 or i64");
           Shape expected = ids.shape();
-          if (d_out.rank() != ids.rank() + 1 || d_out.dtype() != DType::kF32) {
-            return context.Error("d_out must be f32 ids.shape + [d]");
+          if (d_out.rank() != ids.rank() + 1 || !SupportedDType(context, d_out.dtype())) {
+            return context.Error("d_out must be f32 ids.shape + [d] (or f16 or bf16 on CUDA)");
           }
           expected.push_back(d_out.dim(-1));
           if (d_out.shape() != expected) return context.Error("d_out must be ids.shape + [d]");
@@ -68,9 +74,8 @@ absl::StatusOr<Tensor> Embedding(const Tensor& table, const Tensor& ids, float s
   }
   Attrs attrs;
   attrs.Set("scale", static_cast<double>(scale));
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                       RunOp("embedding", {table, ids}, attrs,
-                             OpTarget{table.device(), table.dtype()}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("embedding", {table, ids}, attrs,
+                                                      OpTarget{table.device(), table.dtype()}));
   return out[0];
 }
 
@@ -78,9 +83,8 @@ absl::StatusOr<Tensor> EmbeddingBackward(const Tensor& ids, const Tensor& d_out,
                                          float scale) {
   Attrs attrs;
   attrs.Set("vocab", vocab).Set("scale", static_cast<double>(scale));
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                       RunOp("embedding_backward", {ids, d_out}, attrs,
-                             OpTarget{d_out.device(), d_out.dtype()}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("embedding_backward", {ids, d_out}, attrs,
+                                                      OpTarget{d_out.device(), d_out.dtype()}));
   return out[0];
 }
 

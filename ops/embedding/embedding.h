@@ -9,13 +9,17 @@
 
 namespace tfm {
 
-// out[..., :] = scale * table[ids[...], :]. table [vocab, d] f32, ids any
-// shape, i32 or i64, each in [0, vocab); out is ids.shape + [d].
+// out[..., :] = scale * table[ids[...], :]. table [vocab, d] f32 (or f16 or
+// bf16 on CUDA), ids any shape, i32 or i64, each in [0, vocab), on the
+// table's device (on CUDA, checking them waits for the stream); out is
+// ids.shape + [d].
 absl::StatusOr<Tensor> Embedding(const Tensor& table, const Tensor& ids, float scale = 1.0f);
 
 // d_table [vocab, d] = scale * sum over positions p with ids[p] = row of
-// d_out[p, :]. Deterministic: each row sums its positions in order, and the
-// rows are split among threads (no atomics, no races).
+// d_out[p, :], of d_out's dtype. On the CPU deterministic: each row sums its
+// positions in order, and the rows are split among threads (no atomics, no
+// races). On CUDA f32 atomic adds (so the last bits may vary from run to
+// run), rounded once for f16 and bf16.
 absl::StatusOr<Tensor> EmbeddingBackward(const Tensor& ids, const Tensor& d_out, int64_t vocab,
                                          float scale = 1.0f);
 

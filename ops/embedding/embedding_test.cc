@@ -2,6 +2,8 @@
 
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -16,10 +18,12 @@ TEST(EmbeddingTest, TorchParityForwardAndBackward) {
   const float scale = 4.0f;  // sqrt(d_model) for d_model 16.
   Tensor out = *Embedding(table, ids, scale);
   Tensor d_table = *EmbeddingBackward(ids, d_out, 50, scale);
-  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(R"py(
+  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(
+      R"py(
       out = F.embedding(ids, table) * 4.0
       d_table, = grads(out, d_out, [table])
-  )py", {{"table", table}, {"ids", ids}, {"d_out", d_out}}, {"out", "d_table"});
+  )py",
+      {{"table", table}, {"ids", ids}, {"d_out", d_out}}, {"out", "d_table"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   EXPECT_TRUE(testing::AllClose(out, ref->at("out")));
   EXPECT_TRUE(testing::AllClose(d_table, ref->at("d_table")));
@@ -40,15 +44,15 @@ TEST(EmbeddingTest, TorchParityForwardAndBackward) {
 TEST(EmbeddingTest, GradientMatchesFiniteDifferences) {
   const Tensor table = *RandomNormal({6, 5}, {3, 0, 0}, 0.0f, 1.0f);
   const Tensor ids = *Tensor::FromVector<int32_t>({0, 5, 5, 2, 0, 0, 4}, {7});
-  testing::ForwardFn forward = [&](const std::vector<Tensor>& in)
-      -> absl::StatusOr<std::vector<Tensor>> {
+  testing::ForwardFn forward =
+      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<Tensor> out = Embedding(in[0], ids, 2.5f);
     if (!out.ok()) return out.status();
     return std::vector<Tensor>{*out};
   };
-  testing::BackwardFn backward = [&](const std::vector<Tensor>&, const std::vector<Tensor>&,
-                                     const std::vector<Tensor>& d_out)
-      -> absl::StatusOr<std::vector<Tensor>> {
+  testing::BackwardFn backward =
+      [&](const std::vector<Tensor>&, const std::vector<Tensor>&,
+          const std::vector<Tensor>& d_out) -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<Tensor> d_table = EmbeddingBackward(ids, d_out[0], 6, 2.5f);
     if (!d_table.ok()) return d_table.status();
     return std::vector<Tensor>{*d_table};
@@ -78,10 +82,84 @@ TEST(EmbeddingTest, BadArgumentsAreInvalidArgument) {
   EXPECT_NE(status.message().find("f32[4, 3]"), std::string::npos) << status;
   EXPECT_FALSE(Embedding(table, *Tensor::FromVector<int32_t>({-1}, {1})).ok());
   EXPECT_EQ(Embedding(table, table).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(EmbeddingBackward(*Tensor::FromVector<int32_t>({1, 2}, {2}), table, 4)
-                .status()
-                .code(),
+  EXPECT_EQ(EmbeddingBackward(*Tensor::FromVector<int32_t>({1, 2}, {2}), table, 4).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+using ::tfm::testing::AllClose;
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
+using ::tfm::testing::SumTolerance;
+using ::tfm::testing::Tolerance;
+
+// ids as `dtype` (i32 or i64) on the host: (i * 7919) % modulus.
+Tensor Ids(int64_t count, int64_t modulus, DType dtype) {
+  std::vector<int64_t> values(count);
+  for (int64_t i = 0; i < count; ++i) values[i] = (i * 7919) % modulus;
+  if (dtype == DType::kI64) return *Tensor::FromVector<int64_t>(values, {count});
+  return *Tensor::FromVector<int32_t>(std::vector<int32_t>(values.begin(), values.end()), {count});
+}
+
+// CUDA against the CPU: the gather exactly in f32, the scatter-add to f32
+// rounding (atomics add in another order); f16 and bf16 against the f32 CPU
+// kernels on the rounded inputs. Repeated ids, unused rows, odd and packed
+// row widths, empty ids and empty rows.
+TEST(EmbeddingTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t vocab, d, positions, modulus;
+  };
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const bool f32 = dtype == DType::kF32;
+    const Tolerance gather =
+        f32 ? Tolerance{.atol = 0.0, .rtol = 0.0} : Tolerance{.atol = 1e-2, .rtol = 1e-2};
+    const Tolerance sums = SumTolerance(f32 ? 1e-5 : 1e-2);
+    for (const DType id_dtype : {DType::kI32, DType::kI64}) {
+      for (const Case& c : {Case{40, 8, 20000, 37}, Case{1000, 513, 51, 997}, Case{50, 7, 10, 50},
+                            Case{300, 512, 4096, 300}, Case{5, 16, 0, 5}, Case{6, 0, 4, 6}}) {
+        for (const float scale : {1.0f, 22.627417f}) {
+          SCOPED_TRACE(::testing::Message()
+                       << DTypeName(dtype) << " " << DTypeName(id_dtype) << " vocab " << c.vocab
+                       << " d " << c.d << " positions " << c.positions << " scale " << scale);
+          const Tensor table =
+              RoundedThrough(*RandomNormal({c.vocab, c.d}, {3, 0, 0}, 0.0f, 1.0f), dtype);
+          const Tensor d_out =
+              RoundedThrough(*RandomNormal({c.positions, c.d}, {4, 0, 0}, 0.0f, 1.0f), dtype);
+          const Tensor ids = Ids(c.positions, c.modulus, id_dtype);
+          const Tensor ids_gpu = OnCuda(ids);
+          absl::StatusOr<Tensor> out = Embedding(OnCuda(HostAs(table, dtype)), ids_gpu, scale);
+          ASSERT_TRUE(out.ok()) << out.status();
+          EXPECT_EQ(out->dtype(), dtype);
+          EXPECT_TRUE(AllClose(HostF32(*out), *Embedding(table, ids, scale), gather));
+          absl::StatusOr<Tensor> d_table =
+              EmbeddingBackward(ids_gpu, OnCuda(HostAs(d_out, dtype)), c.vocab, scale);
+          ASSERT_TRUE(d_table.ok()) << d_table.status();
+          EXPECT_EQ(d_table->dtype(), dtype);
+          EXPECT_TRUE(
+              AllClose(HostF32(*d_table), *EmbeddingBackward(ids, d_out, c.vocab, scale), sums));
+        }
+      }
+    }
+  }
+}
+
+// A bad id on CUDA is the CPU's error, and nothing is read out of bounds.
+TEST(EmbeddingTest, CudaBadIdsAreInvalidArgument) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Tensor table = OnCuda(*RandomNormal({4, 3}, {3, 0, 0}, 0.0f, 1.0f));
+  absl::Status status =
+      Embedding(table, OnCuda(*Tensor::FromVector<int32_t>({1, 4, 9}, {3}))).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("embedding: token id 4 at position 1 is outside [0, 4)"),
+            std::string::npos)
+      << status;
+  status = EmbeddingBackward(OnCuda(*Tensor::FromVector<int64_t>({0, -1}, {2})),
+                             OnCuda(*RandomNormal({2, 3}, {3, 0, 0}, 0.0f, 1.0f)), 4)
+               .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("token id -1 at position 1"), std::string::npos) << status;
 }
 
 }  // namespace

@@ -9,7 +9,12 @@ namespace {
 
 absl::Status ValidateCache(const KernelContext& context, const Tensor& cache) {
   if (cache.rank() != 4) return context.Error("cache must be [rows, heads, capacity, d]");
-  if (DTypeSize(cache.dtype()) != 4) return context.Error("cache must have 4-byte elements");
+  // The kernels move bytes: 4-byte elements everywhere, 2-byte ones (f16 and
+  // bf16 caches) on CUDA.
+  const size_t element = DTypeSize(cache.dtype());
+  if (element != 4 && !(element == 2 && context.device().is_cuda())) {
+    return context.Error("cache must have 4-byte elements (or 2-byte ones on CUDA)");
+  }
   return absl::OkStatus();
 }
 

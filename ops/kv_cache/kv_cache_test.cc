@@ -2,7 +2,11 @@
 
 #include <vector>
 
+#include "core/tensor_copy.h"
 #include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 
 namespace tfm {
 namespace {
@@ -61,6 +65,80 @@ TEST(KvCacheTest, RejectsWhatDoesNotFit) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(KvCacheGather(cache, *Tensor::FromVector<int32_t>({0}, {1}), 3, 2).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
+
+// Only bytes move, so CUDA in f32 must equal the CPU exactly, and f16 or
+// bf16 caches must hold exactly the CPU's f32 results on rounded values.
+// Row widths of 16-byte words and odd ones (4- and 2-byte words); writes at
+// the start, at the end of the capacity and of no positions; gathers that
+// repeat rows and grow the capacity (only the written prefix is compared:
+// the rest is unset).
+TEST(KvCacheTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t rows, heads, capacity, d;
+  };
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (const Case& c :
+         {Case{3, 2, 10, 8}, Case{2, 3, 7, 5}, Case{1, 1, 4, 3}, Case{4, 8, 33, 64}}) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " " << c.rows << "x" << c.heads
+                                        << "x" << c.capacity << "x" << c.d);
+      const Shape shape = {c.rows, c.heads, c.capacity, c.d};
+      const Tensor cache = RoundedThrough(*RandomUniform(shape, {4, 1, 0}, -1.0f, 1.0f), dtype);
+      const Tensor cache_gpu = OnCuda(HostAs(cache, dtype));
+      struct Step {
+        int64_t position, n;
+      };
+      uint64_t stream = 2;
+      for (const Step& step :
+           {Step{0, 1}, Step{c.capacity - 3 > 0 ? c.capacity - 3 : 0, 3}, Step{1, 0}, Step{2, 1}}) {
+        if (step.position + step.n > c.capacity) continue;
+        const Tensor x = RoundedThrough(
+            *RandomUniform({c.rows, c.heads, step.n, c.d}, {4, stream++, 0}, -1.0f, 1.0f), dtype);
+        ASSERT_TRUE(KvCacheWrite(cache, x, step.position).ok());
+        const absl::Status status =
+            KvCacheWrite(cache_gpu, OnCuda(HostAs(x, dtype)), step.position);
+        ASSERT_TRUE(status.ok()) << status;
+        EXPECT_EQ(HostF32(cache_gpu).ToVector<float>(), cache.ToVector<float>())
+            << "position " << step.position << " n " << step.n;
+      }
+      const std::vector<int32_t> ids = {static_cast<int32_t>(c.rows - 1), 0,
+                                        static_cast<int32_t>(c.rows - 1)};
+      const Tensor ids_cpu = *Tensor::FromVector<int32_t>(ids, {3});
+      for (const int64_t length : {int64_t{0}, int64_t{1}, c.capacity}) {
+        for (const int64_t capacity : {c.capacity, c.capacity + 5}) {
+          const Tensor expected = *KvCacheGather(cache, ids_cpu, length, capacity);
+          absl::StatusOr<Tensor> gathered =
+              KvCacheGather(cache_gpu, OnCuda(ids_cpu), length, capacity);
+          ASSERT_TRUE(gathered.ok()) << gathered.status();
+          ASSERT_EQ(gathered->shape(), expected.shape());
+          const Tensor got = HostF32(*gathered);
+          for (int64_t slice = 0; slice < 3 * c.heads; ++slice) {
+            for (int64_t k = 0; k < length * c.d; ++k) {
+              const int64_t at = slice * capacity * c.d + k;
+              ASSERT_EQ(got.data<float>()[at], expected.data<float>()[at])
+                  << "length " << length << " capacity " << capacity << " at " << at;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(KvCacheTest, CudaBadRowIsInvalidArgument) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Tensor cache = OnCuda(*Tensor::Zeros({2, 1, 3, 4}, DType::kF32));
+  absl::Status status =
+      KvCacheGather(cache, OnCuda(*Tensor::FromVector<int32_t>({0, 2}, {2})), 1, 3).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("row 2 is outside the cache's 2 rows"), std::string::npos)
+      << status;
 }
 
 }  // namespace

@@ -10,7 +10,12 @@ namespace {
 absl::Status ValidateOffset(const KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
   if (offset < 0) return context.Error("offset must be >= 0");
-  if (context.dtype() != DType::kF32) return context.Error("only f32 is supported");
+  // f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
+  const DType dtype = context.dtype();
+  if (dtype != DType::kF32 &&
+      !(context.device().is_cuda() && (dtype == DType::kF16 || dtype == DType::kBF16))) {
+    return context.Error("only f32 is supported (and f16 or bf16 on CUDA)");
+  }
   return absl::OkStatus();
 }
 
@@ -48,8 +53,8 @@ absl::StatusOr<Tensor> PositionalEncoding(int64_t length, int64_t d_model, int64
                                           const Device& device) {
   Attrs attrs;
   attrs.Set("length", length).Set("d_model", d_model).Set("offset", offset);
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("positional_encoding", {}, attrs,
-                                                      OpTarget{device, DType::kF32}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       RunOp("positional_encoding", {}, attrs, OpTarget{device, DType::kF32}));
   return out[0];
 }
 

@@ -6,7 +6,8 @@
 // in a process-wide table grown to the longest run of positions seen (up to
 // 64 MiB per d_model; further positions are computed on the fly with the same
 // formula), so there is no length limit and the values never depend on the
-// cache.
+// cache. The CUDA kernels evaluate the formula per element (no table), in
+// f32, f16 or bf16 (rounded once from double, and once after the add).
 #ifndef TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_H_
 #define TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_H_
 

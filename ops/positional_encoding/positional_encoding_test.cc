@@ -4,11 +4,20 @@
 
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
 namespace tfm {
 namespace {
+
+using ::tfm::testing::AllClose;
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
+using ::tfm::testing::Tolerance;
 
 // The paper's formula in float64, as the usual PyTorch recipe writes it.
 constexpr char kReference[] = R"py(
@@ -75,15 +84,15 @@ TEST(PositionalEncodingTest, CachedAndUncachedRowsAgree) {
 // differences of the engine's forward, at an offset so the table rows in play
 // are not the first ones.
 TEST(PositionalEncodingTest, BackwardMatchesFiniteDifferences) {
-  testing::ForwardFn forward = [](const std::vector<Tensor>& in)
-      -> absl::StatusOr<std::vector<Tensor>> {
+  testing::ForwardFn forward =
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<Tensor> out = AddPositionalEncoding(in[0], 3);
     if (!out.ok()) return out.status();
     return std::vector<Tensor>{*out};
   };
-  testing::BackwardFn backward = [](const std::vector<Tensor>&, const std::vector<Tensor>&,
-                                    const std::vector<Tensor>& d_out)
-      -> absl::StatusOr<std::vector<Tensor>> {
+  testing::BackwardFn backward =
+      [](const std::vector<Tensor>&, const std::vector<Tensor>&,
+         const std::vector<Tensor>& d_out) -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<Tensor> dx = AddPositionalEncodingBackward(d_out[0]);
     if (!dx.ok()) return dx.status();
     return std::vector<Tensor>{*dx};
@@ -101,6 +110,45 @@ TEST(PositionalEncodingTest, BackwardIsANewTensor) {
   EXPECT_EQ(dx->ToVector<float>(), dout.ToVector<float>());
   EXPECT_EQ(AddPositionalEncodingBackward(Tensor()).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// CUDA evaluates the same double formula as the CPU's table (and its
+// uncached path: a far offset); libdevice and libm may round a double
+// sin/cos differently in rare cases, hence 1e-6 and not bit equality.
+TEST(PositionalEncodingTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Tolerance close{.atol = 1e-6, .rtol = 0.0};
+  struct Case {
+    int64_t length, d_model, offset;
+  };
+  for (const Case& c : {Case{3000, 64, 0}, Case{10, 7, 0}, Case{5, 64, 2995},
+                        Case{17, 513, int64_t{1} << 25}, Case{0, 8, 0}, Case{3, 0, 0}}) {
+    SCOPED_TRACE(::testing::Message() << c.length << "x" << c.d_model << " +" << c.offset);
+    const Tensor cpu = *PositionalEncoding(c.length, c.d_model, c.offset);
+    absl::StatusOr<Tensor> gpu = PositionalEncoding(c.length, c.d_model, c.offset, Device::Cuda(0));
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    EXPECT_EQ(gpu->device(), Device::Cuda(0));
+    EXPECT_TRUE(AllClose(HostF32(*gpu), cpu, close));
+  }
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const Tolerance tolerance =
+        dtype == DType::kF32 ? close : Tolerance{.atol = 1e-2, .rtol = 1e-2};
+    for (const Shape& shape : {Shape{2, 37, 65}, Shape{5, 64}, Shape{3, 4, 11, 512}, Shape{0, 4}}) {
+      for (const int64_t offset : {0, 11}) {
+        SCOPED_TRACE(::testing::Message()
+                     << DTypeName(dtype) << " " << ShapeToString(shape) << " +" << offset);
+        const Tensor x = RoundedThrough(*RandomNormal(shape, {6, 3, 0}, 0.0f, 1.0f), dtype);
+        absl::StatusOr<Tensor> y = AddPositionalEncoding(OnCuda(HostAs(x, dtype)), offset);
+        ASSERT_TRUE(y.ok()) << y.status();
+        EXPECT_EQ(y->dtype(), dtype);
+        EXPECT_TRUE(AllClose(HostF32(*y), *AddPositionalEncoding(x, offset), tolerance));
+        absl::StatusOr<Tensor> dx = AddPositionalEncodingBackward(*y);
+        ASSERT_TRUE(dx.ok()) << dx.status();
+        EXPECT_EQ(dx->device(), Device::Cuda(0));
+        EXPECT_TRUE(AllClose(HostF32(*dx), HostF32(*y), Tolerance{.atol = 0.0, .rtol = 0.0}));
+      }
+    }
+  }
 }
 
 TEST(PositionalEncodingTest, BadArgumentsAreInvalidArgument) {

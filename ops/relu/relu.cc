@@ -6,9 +6,15 @@
 namespace tfm {
 namespace {
 
+// f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
 absl::Status ValidateRelu(const KernelContext& context) {
+  const DType dtype = context.input(0).dtype();
+  const bool supported = dtype == DType::kF32 || (context.device().is_cuda() &&
+                                                  (dtype == DType::kF16 || dtype == DType::kBF16));
   for (int i = 0; i < context.num_inputs(); ++i) {
-    if (context.input(i).dtype() != DType::kF32) return context.Error("inputs must be f32");
+    if (!supported || context.input(i).dtype() != dtype) {
+      return context.Error("inputs must be f32 (or all f16 or bf16 on CUDA)");
+    }
     if (context.input(i).shape() != context.input(0).shape()) {
       return context.Error("inputs must have one shape");
     }

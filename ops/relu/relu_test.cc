@@ -1,10 +1,13 @@
 #include "ops/relu/relu.h"
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -13,7 +16,12 @@ namespace {
 
 using ::tfm::testing::AllClose;
 using ::tfm::testing::CheckGradients;
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
 using ::tfm::testing::NamedTensors;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
+using ::tfm::testing::Tolerance;
 using ::tfm::testing::TorchReference;
 
 Tensor Random(const Shape& shape, uint64_t stream) {
@@ -76,14 +84,17 @@ TEST(ReluTest, Gradients) {
 }
 
 TEST(ReluTest, MatchesTorch) {
-  NamedTensors inputs = {{"x1", Random({2, 3, 5}, 1)},  {"dy1", Random({2, 3, 5}, 2)},
-                         {"x2", Random({300, 257}, 3)}, {"dy2", Random({300, 257}, 4)}};
+  NamedTensors inputs = {{"x1", Random({2, 3, 5}, 1)},
+                         {"dy1", Random({2, 3, 5}, 2)},
+                         {"x2", Random({300, 257}, 3)},
+                         {"dy2", Random({300, 257}, 4)}};
   absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
       y1 = torch.relu(x1)
       dx1, = grads(y1, dy1, [x1])
       y2 = torch.relu(x2)
       dx2, = grads(y2, dy2, [x2])
-  )py", inputs, {"y1", "dx1", "y2", "dx2"});
+  )py",
+                                                    inputs, {"y1", "dx1", "y2", "dx2"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   for (const std::string i : {"1", "2"}) {
     absl::StatusOr<Tensor> y = Relu(inputs.at("x" + i));
@@ -95,11 +106,63 @@ TEST(ReluTest, MatchesTorch) {
   }
 }
 
+// relu is exact: the CUDA kernels must equal the CPU's bit for bit, in f32
+// and (on the rounded inputs) in f16 and bf16, on packed and unaligned
+// pointers, ragged tails and empty tensors.
+TEST(ReluTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Tolerance exact{.atol = 0.0, .rtol = 0.0};
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (const Shape& shape : {Shape{2, 3, 5}, Shape{300, 257}, Shape{1 << 20}, Shape{7},
+                               Shape{0, 4}, Shape{1001, 33}}) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " " << ShapeToString(shape));
+      const Tensor x = RoundedThrough(Random(shape, 1), dtype);
+      const Tensor dy = RoundedThrough(Random(shape, 2), dtype);
+      absl::StatusOr<Tensor> y = Relu(OnCuda(HostAs(x, dtype)));
+      ASSERT_TRUE(y.ok()) << y.status();
+      const Tensor y_cpu = *Relu(x);
+      EXPECT_TRUE(AllClose(HostF32(*y), y_cpu, exact));
+      absl::StatusOr<Tensor> dx = ReluBackward(OnCuda(HostAs(dy, dtype)), *y);
+      ASSERT_TRUE(dx.ok()) << dx.status();
+      EXPECT_TRUE(AllClose(HostF32(*dx), *ReluBackward(dy, y_cpu), exact));
+    }
+  }
+}
+
+// Special values (NaN, -0, infinities) at every position of a ragged tail,
+// through both the packed path and the element-wise one (a view one
+// element in is not 16-byte aligned): the same bits as the CPU.
+TEST(ReluTest, CudaSpecialValuesMatchCpuBits) {
+  TFM_SKIP_WITHOUT_GPU();
+  const float specials[] = {-1.5f, -0.0f, 0.0f, 3.0f, NAN, -INFINITY, INFINITY};
+  const int n = 1001;
+  std::vector<float> x(n), dy(n);
+  for (int i = 0; i < n; ++i) {
+    x[i] = specials[i % 7];
+    dy[i] = static_cast<float>(i) + 0.5f;
+  }
+  const Tensor xt = *Tensor::FromVector<float>(x, {n});
+  const Tensor dyt = *Tensor::FromVector<float>(dy, {n});
+  for (const int64_t skip : {0, 1}) {
+    const Tensor x_cpu = *xt.Slice(skip, n);
+    const Tensor dy_cpu = *dyt.Slice(skip, n);
+    const Tensor y_gpu = *Relu(*OnCuda(xt).Slice(skip, n));
+    const Tensor dx_gpu = *ReluBackward(*OnCuda(dyt).Slice(skip, n), y_gpu);
+    const Tensor y_cpu = *Relu(x_cpu);
+    const Tensor dx_cpu = *ReluBackward(dy_cpu, y_cpu);
+    const std::vector<float> y = HostF32(y_gpu).ToVector<float>();
+    const std::vector<float> dxv = HostF32(dx_gpu).ToVector<float>();
+    for (int64_t i = 0; i < n - skip; ++i) {
+      EXPECT_EQ(std::memcmp(&y[i], &y_cpu.data<float>()[i], 4), 0) << skip << " " << i;
+      EXPECT_EQ(std::memcmp(&dxv[i], &dx_cpu.data<float>()[i], 4), 0) << skip << " " << i;
+    }
+  }
+}
+
 TEST(ReluTest, BadArgumentsNameTheOpAndShapes) {
   absl::Status status = ReluBackward(Random({2, 3}, 1), Random({3, 2}, 2)).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("relu_backward: inputs must have one shape"),
-            std::string::npos)
+  EXPECT_NE(status.message().find("relu_backward: inputs must have one shape"), std::string::npos)
       << status;
   EXPECT_NE(status.message().find("f32[3, 2]"), std::string::npos) << status;
   EXPECT_EQ(ReluBackward(Random({3}, 1), *Tensor::Zeros({3}, DType::kI32)).status().code(),

@@ -1,9 +1,13 @@
 #include "ops/split_heads/split_heads.h"
 
+#include <cstring>
 #include <vector>
 
+#include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -12,7 +16,9 @@ namespace {
 
 using ::tfm::testing::AllClose;
 using ::tfm::testing::CheckGradients;
+using ::tfm::testing::HostAs;
 using ::tfm::testing::NamedTensors;
+using ::tfm::testing::OnCuda;
 using ::tfm::testing::TorchReference;
 
 TEST(SplitHeadsTest, MovesEachHeadsColumnsIntoItsOwnRows) {
@@ -92,6 +98,59 @@ TEST(SplitHeadsTest, MatchesPyTorch) {
   EXPECT_TRUE(AllClose(y, ref->at("y"), {.atol = 0, .rtol = 0}));
   EXPECT_TRUE(AllClose(*SplitHeadsBackward(dy), ref->at("dx"), {.atol = 0, .rtol = 0}));
   EXPECT_TRUE(AllClose(*MergeHeads(y), ref->at("merged"), {.atol = 0, .rtol = 0}));
+}
+
+// A host copy of `tensor` holds the same bytes as the host tensor `expected`.
+::testing::AssertionResult SameBytes(const Tensor& tensor, const Tensor& expected) {
+  const Tensor host = *CopyToDevice(tensor, Device::Cpu());
+  if (host.shape() != expected.shape() || host.dtype() != expected.dtype()) {
+    return ::testing::AssertionFailure() << host.DebugString() << " vs " << expected.DebugString();
+  }
+  if (std::memcmp(host.raw_data(), expected.raw_data(), host.nbytes()) != 0) {
+    return ::testing::AssertionFailure() << "bytes differ";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Only bytes move, so CUDA must equal the CPU exactly in both directions:
+// rows of 16-byte words, of odd widths (4- and 2-byte words), i64, empty
+// tensors, and a view one element in (unaligned: narrower words).
+TEST(SplitHeadsTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape shape;
+    int64_t heads;
+  };
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kI64}) {
+    for (const Case& c : {Case{{2, 5, 32}, 4}, Case{{3, 7, 15}, 3}, Case{{2, 33, 512}, 8},
+                          Case{{1, 1, 8}, 8}, Case{{0, 3, 4}, 2}, Case{{4, 9, 21}, 7}}) {
+      for (const int64_t skip : {0, 1}) {
+        SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " " << ShapeToString(c.shape)
+                                          << " heads " << c.heads << " skip " << skip);
+        Shape flat_shape = {c.shape[0] * c.shape[1] * c.shape[2] + skip};
+        const Tensor values = *RandomUniform(flat_shape, {8, 1, 0}, -100.0f, 100.0f);
+        Tensor flat;
+        if (dtype == DType::kI64) {
+          flat = *Tensor::Empty(flat_shape, DType::kI64);
+          for (int64_t i = 0; i < flat.num_elements(); ++i) {
+            flat.data<int64_t>()[i] = static_cast<int64_t>(values.data<float>()[i] * 1e6f);
+          }
+        } else {
+          flat = HostAs(values, dtype);
+        }
+        const Tensor x = *flat.Slice(skip, flat_shape[0])->Reshape(c.shape);
+        const Tensor x_gpu = *OnCuda(flat).Slice(skip, flat_shape[0])->Reshape(c.shape);
+        absl::StatusOr<Tensor> split = SplitHeads(x_gpu, c.heads);
+        ASSERT_TRUE(split.ok()) << split.status();
+        const Tensor split_cpu = *SplitHeads(x, c.heads);
+        EXPECT_TRUE(SameBytes(*split, split_cpu));
+        absl::StatusOr<Tensor> merged = MergeHeads(*split);
+        ASSERT_TRUE(merged.ok()) << merged.status();
+        EXPECT_TRUE(SameBytes(*merged, *MergeHeads(split_cpu)));
+        EXPECT_TRUE(SameBytes(*merged, x));
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,135 @@
+// CUDA kernels of embedding and embedding_backward. The forward is a gather
+// of rows in 16-byte packs when the rows and addresses allow (else element
+// by element). The backward scatter-adds f32 atomics, one thread per
+// element of d_out, into an f32 accumulator, rounded once at the end for
+// 16-bit tables. Ids are checked before either kernel runs.
+#include "ops/cuda_elementwise.cuh"
+#include "ops/embedding/embedding_cuda.h"
+
+namespace tfm {
+namespace {
+
+using cuda_elementwise::Aligned16;
+using cuda_elementwise::BlocksFor;
+using cuda_elementwise::DeviceT;
+using cuda_elementwise::ErrorText;
+using cuda_elementwise::FromFloat;
+using cuda_elementwise::GlobalThread;
+using cuda_elementwise::GridThreads;
+using cuda_elementwise::kThreads;
+using cuda_elementwise::LastError;
+using cuda_elementwise::ToFloat;
+
+// kWidth consecutive elements, accessed as one load or store.
+template <typename D, int kWidth>
+struct alignas(kWidth * sizeof(D)) Run {
+  D v[kWidth];
+};
+
+// Unit u is run u % row_runs of position u / row_runs.
+template <typename D, typename Id, int kWidth>
+__global__ void EmbeddingKernel(const D* table, const Id* ids, D* out, int64_t units,
+                                int64_t row_runs, float scale) {
+  using R = Run<D, kWidth>;
+  for (int64_t u = GlobalThread(); u < units; u += GridThreads()) {
+    const int64_t p = u / row_runs;
+    const int64_t run = u - p * row_runs;
+    const R in = reinterpret_cast<const R*>(table)[static_cast<int64_t>(ids[p]) * row_runs + run];
+    R result;
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) result.v[j] = FromFloat<D>(scale * ToFloat(in.v[j]));
+    reinterpret_cast<R*>(out)[u] = result;
+  }
+}
+
+template <typename D, typename Id>
+__global__ void EmbeddingBackwardKernel(const Id* ids, const D* d_out, float* accumulator,
+                                        int64_t count, int64_t d, float scale) {
+  for (int64_t i = GlobalThread(); i < count; i += GridThreads()) {
+    const int64_t p = i / d;
+    const int64_t j = i - p * d;
+    atomicAdd(accumulator + static_cast<int64_t>(ids[p]) * d + j, scale * ToFloat(d_out[i]));
+  }
+}
+
+template <typename D>
+__global__ void RoundKernel(const float* in, D* out, int64_t count) {
+  for (int64_t i = GlobalThread(); i < count; i += GridThreads()) out[i] = FromFloat<D>(in[i]);
+}
+
+template <typename D, typename Id, int kWidth>
+const char* Gather(const D* table, const Id* ids, D* out, int64_t positions, int64_t d, float scale,
+                   cudaStream_t stream) {
+  const int64_t units = positions * (d / kWidth);
+  EmbeddingKernel<D, Id, kWidth>
+      <<<BlocksFor(units), kThreads, 0, stream>>>(table, ids, out, units, d / kWidth, scale);
+  return LastError();
+}
+
+}  // namespace
+
+template <typename Id>
+const char* FindBadEmbeddingId(const Id* ids, int64_t count, int64_t vocab, void* scratch,
+                               StreamHandle stream, int64_t* position, int64_t* id) {
+  return cuda_elementwise::FindFirstOutOfRange(ids, count, vocab,
+                                               static_cast<unsigned long long*>(scratch),
+                                               static_cast<cudaStream_t>(stream), position, id);
+}
+
+template <typename T, typename Id>
+const char* LaunchEmbedding(const T* table, const Id* ids, T* out, int64_t positions, int64_t d,
+                            float scale, StreamHandle stream) {
+  using D = DeviceT<T>;
+  if (positions * d == 0) return nullptr;
+  const D* rows = reinterpret_cast<const D*>(table);
+  D* target = reinterpret_cast<D*>(out);
+  cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+  constexpr int kPack = 16 / sizeof(D);
+  if (d % kPack == 0 && Aligned16(rows) && Aligned16(target)) {
+    return Gather<D, Id, kPack>(rows, ids, target, positions, d, scale, cuda_stream);
+  }
+  return Gather<D, Id, 1>(rows, ids, target, positions, d, scale, cuda_stream);
+}
+
+template <typename T, typename Id>
+const char* LaunchEmbeddingBackward(const Id* ids, const T* d_out, float* accumulator, T* d_table,
+                                    int64_t positions, int64_t vocab, int64_t d, float scale,
+                                    StreamHandle stream) {
+  using D = DeviceT<T>;
+  const int64_t table_count = vocab * d;
+  if (table_count == 0) return nullptr;
+  cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+  if (const char* error =
+          ErrorText(cudaMemsetAsync(accumulator, 0, table_count * sizeof(float), cuda_stream))) {
+    return error;
+  }
+  const int64_t count = positions * d;
+  if (count > 0) {
+    EmbeddingBackwardKernel<D, Id><<<BlocksFor(count), kThreads, 0, cuda_stream>>>(
+        ids, reinterpret_cast<const D*>(d_out), accumulator, count, d, scale);
+    if (const char* error = LastError()) return error;
+  }
+  if (static_cast<void*>(accumulator) == static_cast<void*>(d_table)) return nullptr;
+  RoundKernel<D><<<BlocksFor(table_count), kThreads, 0, cuda_stream>>>(
+      accumulator, reinterpret_cast<D*>(d_table), table_count);
+  return LastError();
+}
+
+#define TFM_INSTANTIATE_EMBEDDING(T, Id)                                                        \
+  template const char* LaunchEmbedding<T, Id>(const T*, const Id*, T*, int64_t, int64_t, float, \
+                                              StreamHandle);                                    \
+  template const char* LaunchEmbeddingBackward<T, Id>(const Id*, const T*, float*, T*, int64_t, \
+                                                      int64_t, int64_t, float, StreamHandle);
+TFM_INSTANTIATE_EMBEDDING(float, int32_t)
+TFM_INSTANTIATE_EMBEDDING(float, int64_t)
+TFM_INSTANTIATE_EMBEDDING(Half, int32_t)
+TFM_INSTANTIATE_EMBEDDING(Half, int64_t)
+TFM_INSTANTIATE_EMBEDDING(BFloat16, int32_t)
+TFM_INSTANTIATE_EMBEDDING(BFloat16, int64_t)
+#undef TFM_INSTANTIATE_EMBEDDING
+template const char* FindBadEmbeddingId<int32_t>(const int32_t*, int64_t, int64_t, void*,
+                                                 StreamHandle, int64_t*, int64_t*);
+template const char* FindBadEmbeddingId<int64_t>(const int64_t*, int64_t, int64_t, void*,
+                                                 StreamHandle, int64_t*, int64_t*);
+
+}  // namespace tfm

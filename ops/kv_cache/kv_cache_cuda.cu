@@ -1,0 +1,99 @@
+// CUDA kernels of the key/value cache ops: both copy contiguous segments
+// (one per (row, head) slice) between strided places, so one grid-stride
+// kernel serves both, in the widest word (16, 8, 4 or 2 bytes) that divides
+// every segment, stride and address. Consecutive threads move consecutive
+// words of a segment.
+#include "ops/cuda_elementwise.cuh"
+#include "ops/kv_cache/kv_cache_cuda.h"
+
+namespace tfm {
+namespace {
+
+using cuda_elementwise::BlocksFor;
+using cuda_elementwise::GlobalThread;
+using cuda_elementwise::GridThreads;
+using cuda_elementwise::kThreads;
+using cuda_elementwise::LastError;
+
+// Segments of `words` words, in units of Word.
+struct SegmentCopy {
+  int64_t segments;
+  int64_t words;
+  int64_t source_stride;  // Words from one source segment to the next.
+  int64_t target_stride;
+  // Source segment of target segment s: s, or with rows (a gather of cache
+  // rows of `heads` slices each) rows[s / heads] * heads + s % heads.
+  const int32_t* rows;
+  int64_t heads;
+};
+
+template <typename Word>
+__global__ void CopySegmentsKernel(const Word* source, Word* target, SegmentCopy copy) {
+  const int64_t total = copy.segments * copy.words;
+  for (int64_t u = GlobalThread(); u < total; u += GridThreads()) {
+    const int64_t segment = u / copy.words;
+    const int64_t word = u - segment * copy.words;
+    const int64_t source_segment =
+        copy.rows == nullptr ? segment
+                             : static_cast<int64_t>(copy.rows[segment / copy.heads]) * copy.heads +
+                                   segment % copy.heads;
+    target[segment * copy.target_stride + word] =
+        source[source_segment * copy.source_stride + word];
+  }
+}
+
+template <typename Word>
+const char* Launch(const void* source, void* target, SegmentCopy bytes, cudaStream_t stream) {
+  constexpr int64_t kWord = sizeof(Word);
+  SegmentCopy words = bytes;
+  words.words /= kWord;
+  words.source_stride /= kWord;
+  words.target_stride /= kWord;
+  CopySegmentsKernel<Word><<<BlocksFor(words.segments * words.words), kThreads, 0, stream>>>(
+      static_cast<const Word*>(source), static_cast<Word*>(target), words);
+  return LastError();
+}
+
+// `copy` in bytes; picks the word.
+const char* CopySegments(const void* source, void* target, const SegmentCopy& copy,
+                         StreamHandle stream) {
+  if (copy.segments * copy.words == 0) return nullptr;
+  cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+  const uint64_t alignment =
+      static_cast<uint64_t>(copy.words | copy.source_stride | copy.target_stride) |
+      reinterpret_cast<uintptr_t>(source) | reinterpret_cast<uintptr_t>(target);
+  if (alignment % 16 == 0) return Launch<uint4>(source, target, copy, cuda_stream);
+  if (alignment % 8 == 0) return Launch<uint2>(source, target, copy, cuda_stream);
+  if (alignment % 4 == 0) return Launch<uint32_t>(source, target, copy, cuda_stream);
+  if (alignment % 2 == 0) return Launch<uint16_t>(source, target, copy, cuda_stream);
+  return Launch<uint8_t>(source, target, copy, cuda_stream);
+}
+
+}  // namespace
+
+const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t heads_total, int64_t capacity,
+                               int64_t n, int64_t position, int64_t row_bytes,
+                               StreamHandle stream) {
+  return CopySegments(
+      x, static_cast<char*>(cache) + position * row_bytes,
+      SegmentCopy{heads_total, n * row_bytes, n * row_bytes, capacity * row_bytes, nullptr, 1},
+      stream);
+}
+
+const char* FindBadCacheRow(const int32_t* rows, int64_t count, int64_t cache_rows, void* scratch,
+                            StreamHandle stream, int64_t* position, int64_t* row) {
+  return cuda_elementwise::FindFirstOutOfRange(rows, count, cache_rows,
+                                               static_cast<unsigned long long*>(scratch),
+                                               static_cast<cudaStream_t>(stream), position, row);
+}
+
+const char* LaunchKvCacheGather(const void* cache, const int32_t* rows, void* out, int64_t count,
+                                int64_t heads, int64_t source_capacity, int64_t capacity,
+                                int64_t length, int64_t row_bytes, StreamHandle stream) {
+  return CopySegments(cache, out,
+                      SegmentCopy{count * heads, length * row_bytes, source_capacity * row_bytes,
+                                  capacity * row_bytes, rows, heads},
+                      stream);
+}
+
+}  // namespace tfm

@@ -1,0 +1,32 @@
+// Launchers of the key/value cache CUDA kernels (plain C++: included by host
+// code). Both move bytes. Each returns nullptr or the CUDA error text.
+#ifndef TFM_OPS_KV_CACHE_KV_CACHE_CUDA_H_
+#define TFM_OPS_KV_CACHE_KV_CACHE_CUDA_H_
+
+#include <cstdint>
+
+#include "core/device.h"
+
+namespace tfm {
+
+// cache[s, position + t, :] = x[s, t, :] for the `heads_total` (row, head)
+// slices s of x [heads_total, n, d] and cache [heads_total, capacity, d];
+// `row_bytes` = d * element size.
+const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t heads_total, int64_t capacity,
+                               int64_t n, int64_t position, int64_t row_bytes, StreamHandle stream);
+
+// The first i < count with rows[i] outside [0, cache_rows), with that row,
+// or *position = -1. `scratch`: 8 bytes of device memory. Waits for the
+// stream (one 8-byte copy back).
+const char* FindBadCacheRow(const int32_t* rows, int64_t count, int64_t cache_rows, void* scratch,
+                            StreamHandle stream, int64_t* position, int64_t* row);
+
+// out[i, h, t, :] = cache[rows[i], h, t, :] for t < length, out [count,
+// heads, capacity, d], cache [.., heads, source_capacity, d] (rows checked).
+const char* LaunchKvCacheGather(const void* cache, const int32_t* rows, void* out, int64_t count,
+                                int64_t heads, int64_t source_capacity, int64_t capacity,
+                                int64_t length, int64_t row_bytes, StreamHandle stream);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_KV_CACHE_KV_CACHE_CUDA_H_

@@ -1,0 +1,29 @@
+// Launchers of the positional encoding CUDA kernels (plain C++: included by
+// host code). T is the host element type (float, Half or BFloat16;
+// declarations suffice). Each returns nullptr or the CUDA error text.
+#ifndef TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_CUDA_H_
+#define TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_CUDA_H_
+
+#include <cstdint>
+
+#include "core/device.h"
+
+namespace tfm {
+
+struct Half;
+struct BFloat16;
+
+// pe[p, :] = PE(offset + p) for p < length, [length, d_model].
+template <typename T>
+const char* LaunchPositionalEncoding(T* pe, int64_t length, int64_t d_model, int64_t offset,
+                                     StreamHandle stream);
+
+// out = x + PE(offset + (row % length)) row by row, x [count / d_model,
+// d_model] with rows cycling through `length` positions.
+template <typename T>
+const char* LaunchAddPositionalEncoding(const T* x, T* out, int64_t count, int64_t length,
+                                        int64_t d_model, int64_t offset, StreamHandle stream);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_CUDA_H_
