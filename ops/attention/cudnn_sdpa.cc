@@ -800,13 +800,13 @@ absl::Status Validate(const CudnnSdpaProblem& p, bool backward) {
   if (CudnnVersion() == 91000 || CudnnVersion() == 91001) {
     return absl::UnimplementedError("cuDNN SDPA: cuDNN 9.10.0 and 9.10.1 have known SDPA bugs");
   }
-  // Measured on an H100 (cuDNN 9, 2026-11-23): with key lengths, the
-  // backward's dK and dV are wrong for a sentence shorter than k_len when
-  // causal queries are offset (q_len != k_len); the forward is right. The
-  // caller falls back to our own kernel.
-  if (backward && p.causal && p.q_len != p.k_len && p.key_lengths_device != nullptr) {
+  // Measured on an H100 (cuDNN 9, 2026-11-23): with key lengths, a
+  // sentence shorter than k_len gets wrong outputs and gradients when causal
+  // queries are offset (q_len != k_len): cuDNN's padding shifts the
+  // diagonal by the actual length. The caller falls back to our own kernel.
+  if (p.causal && p.q_len != p.k_len && p.key_lengths_device != nullptr) {
     return absl::UnimplementedError(
-        "cuDNN SDPA: no backward for offset causal attention with key lengths");
+        "cuDNN SDPA: no offset causal attention (q_len != k_len) with key lengths");
   }
   if (backward && p.q_len == 1 && p.k_len == 1) {
     return absl::UnimplementedError("cuDNN SDPA: no backward for q_len = k_len = 1");

@@ -134,6 +134,11 @@ TEST_P(CudnnSdpaTest, MatchesTheCpuOpForwardAndBackward) {
   absl::Status status =
       CudnnSdpaForward(problem, q.device.raw_data(), k.device.raw_data(), v.device.raw_data(),
                        out.raw_data(), lse.data<float>(), nullptr);
+  if (c.causal && c.q_len != c.k_len && problem.key_lengths_device != nullptr) {
+    // Wrong results from cuDNN here on an H100: refused, the caller falls back.
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
+    return;
+  }
   ASSERT_TRUE(status.ok()) << status;
   ExpectClose(ToHostFloats(out), expected.out, "out");
   ExpectClose(ToHostFloats(lse), expected.lse, "lse");
@@ -147,11 +152,6 @@ TEST_P(CudnnSdpaTest, MatchesTheCpuOpForwardAndBackward) {
   status = CudnnSdpaBackward(problem, q.device.raw_data(), k.device.raw_data(), v.device.raw_data(),
                              out.raw_data(), lse.data<float>(), d_out.device.raw_data(),
                              dq.raw_data(), dk.raw_data(), dv.raw_data(), nullptr);
-  if (c.causal && c.q_len != c.k_len && problem.key_lengths_device != nullptr) {
-    // cuDNN's dK/dV were wrong here on an H100: refused, the caller falls back.
-    EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
-    return;
-  }
   ASSERT_TRUE(status.ok()) << status;
   ExpectClose(ToHostFloats(dq), expected_grads.dq, "dq");
   ExpectClose(ToHostFloats(dk), expected_grads.dk, "dk");
