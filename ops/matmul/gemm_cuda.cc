@@ -100,18 +100,18 @@ class PlanCache {
 };
 
 std::string Describe(const GemmCudaProblem& p) {
-  return absl::StrCat(DTypeName(p.dtype), " GEMM m=", p.m, " n=", p.n, " k=", p.k,
+  return absl::StrCat(p.op, ": ", DTypeName(p.dtype), " GEMM m=", p.m, " n=", p.n, " k=", p.k,
                       " batch=", p.batch, p.trans_a ? " A^T" : "", p.trans_b ? " B^T" : "");
 }
 
 absl::Status CublasError(const char* call, cublasStatus_t status, const GemmCudaProblem& p) {
   return absl::InternalError(
-      absl::StrCat(call, ": ", cublasLtGetStatusName(status), " (", Describe(p), ")"));
+      absl::StrCat(Describe(p), ": ", call, ": ", cublasLtGetStatusName(status)));
 }
 
 absl::Status CudaError(const char* call, cudaError_t error, const GemmCudaProblem& p) {
   return absl::InternalError(
-      absl::StrCat(call, ": ", cudaGetErrorString(error), " (", Describe(p), ")"));
+      absl::StrCat(Describe(p), ": ", call, ": ", cudaGetErrorString(error)));
 }
 
 // The descriptors of one call, initialised in place: no allocation.
@@ -266,12 +266,11 @@ absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
   if (empty && p.epilogue != GemmCudaEpilogue::kNone) return false;
   if (p.m == 0 || p.n == 0 || p.batch == 0) return true;
   if (p.dtype != DType::kF32 && p.dtype != DType::kBF16) {
-    return absl::InvalidArgumentError(absl::StrCat("GemmCuda: no ", Describe(p)));
+    return absl::InvalidArgumentError(absl::StrCat(Describe(p), ": unsupported dtype"));
   }
   // cuBLASLt takes 64-bit extents but documents only 32-bit ones as working.
   if (!FitsInt32(p.m) || !FitsInt32(p.n) || !FitsInt32(p.k) || !FitsInt32(p.batch)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("GemmCuda: extents beyond 2^31 - 1 (", Describe(p), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(Describe(p), ": extents beyond 2^31 - 1"));
   }
   cudaError_t error = cudaSetDevice(p.device);
   if (error != cudaSuccess) return CudaError("cudaSetDevice", error, p);
@@ -298,8 +297,7 @@ absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
   }
   if (!algo.has_value()) {
     if (p.epilogue != GemmCudaEpilogue::kNone) return false;
-    return absl::InternalError(
-        absl::StrCat("GemmCuda: cuBLASLt has no algorithm for ", Describe(p)));
+    return absl::InternalError(absl::StrCat(Describe(p), ": cuBLASLt has no algorithm"));
   }
   const float alpha = 1.0f;
   const float beta = p.accumulate ? 1.0f : 0.0f;

@@ -35,6 +35,7 @@ enum class GemmCudaEpilogue {
 // stride_b elements apart (0 reuses one operand for every entry); C's are
 // dense: [batch, m, n].
 struct GemmCudaProblem {
+  const char* op = "gemm";    // The calling op, named by error messages.
   int device = 0;             // The GPU that holds every operand.
   DType dtype = DType::kF32;  // Of A, B, C and bias: kF32 or kBF16.
   bool trans_a = false;
