@@ -29,9 +29,9 @@ void GemmCpu(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const 
 // `batch` independent GemmCpu products whose operands lie `stride_a`,
 // `stride_b` and `stride_c` elements apart (stride 0 reuses one operand;
 // then stride_c must not be 0), as one call.
-void BatchedGemmCpu(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                    const float* a, int64_t stride_a, const float* b, int64_t stride_b, float beta,
-                    float* c, int64_t stride_c);
+void BatchedGemmCpu(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                    int64_t k, const float* a, int64_t stride_a, const float* b,
+                    int64_t stride_b, float beta, float* c, int64_t stride_c);
 
 // Runs fn(begin, end) over chunks covering [0, batch), where fn issues the
 // GemmCpu products of batch entries begin..end-1, independent of other
@@ -40,7 +40,8 @@ void BatchedGemmCpu(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_
 // runs them in order with each product split over the pool. Lets a kernel
 // that needs several products per entry (matmul's backward) keep them
 // together while an entry's operands are in cache.
-void ForEachGemmBatch(int64_t batch, int64_t work, const std::function<void(int64_t, int64_t)>& fn);
+void ForEachGemmBatch(int64_t batch, int64_t work,
+                      const std::function<void(int64_t, int64_t)>& fn);
 
 // The BLAS in use: library, version, kernels chosen and why. Printed by
 // `--list` and by every benchmark.

@@ -95,8 +95,8 @@ TEST(GemmCpuTest, BatchedMediumProductsOnEitherPath) {
 // (n > m), unsplit, and the matrix-vector paths for one row or one column;
 // each with every transpose, beta 0 over NaNs and beta 1 accumulating.
 TEST(GemmCpuTest, EveryPathEveryTransposeAndBeta) {
-  const int64_t shapes[][3] = {{200, 40, 50}, {40, 200, 50}, {3, 5, 4}, {1, 300, 70},
-                               {1, 7, 3},     {300, 1, 70},  {5, 1, 9}, {1, 1, 33},
+  const int64_t shapes[][3] = {{200, 40, 50}, {40, 200, 50}, {3, 5, 4},   {1, 300, 70},
+                               {1, 7, 3},     {300, 1, 70},  {5, 1, 9},   {1, 1, 33},
                                {33, 40, 1},   {17, 2000, 9}};
   for (const auto& shape : shapes) {
     const int64_t m = shape[0], n = shape[1], k = shape[2];
@@ -109,8 +109,8 @@ TEST(GemmCpuTest, EveryPathEveryTransposeAndBeta) {
         EXPECT_EQ(c, expected) << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb;
         GemmCpu(ta, tb, m, n, k, a.data(), b.data(), 1.0f, c.data());  // c = 2 * expected.
         for (float& v : c) v *= 0.5f;
-        EXPECT_EQ(c, expected) << "beta 1: " << m << "x" << n << "x" << k << " ta " << ta << " tb "
-                               << tb;
+        EXPECT_EQ(c, expected) << "beta 1: " << m << "x" << n << "x" << k << " ta " << ta
+                               << " tb " << tb;
       }
     }
   }

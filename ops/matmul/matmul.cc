@@ -17,8 +17,8 @@ absl::Status ValidateMatMul(const KernelContext& context) {
   absl::StatusOr<MatMulDims> dims = MatMulDimsOf(a.shape(), b.shape(), context.attrs());
   if (!dims.ok()) return context.Error(dims.status().message());
   if (backward && context.input(0).shape() != dims->out_shape) {
-    return context.Error(
-        absl::StrCat("dout must have the output's shape ", ShapeToString(dims->out_shape)));
+    return context.Error(absl::StrCat("dout must have the output's shape ",
+                                      ShapeToString(dims->out_shape)));
   }
   return absl::OkStatus();
 }
@@ -56,10 +56,12 @@ absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b, bool transpose_a
   return out[0];
 }
 
-absl::StatusOr<MatMulGrads> MatMulBackward(const Tensor& dout, const Tensor& a, const Tensor& b,
-                                           bool transpose_a, bool transpose_b) {
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("matmul_backward", {dout, a, b},
-                                                      TransposeAttrs(transpose_a, transpose_b)));
+absl::StatusOr<MatMulGrads> MatMulBackward(const Tensor& dout, const Tensor& a,
+                                           const Tensor& b, bool transpose_a,
+                                           bool transpose_b) {
+  TFM_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      RunOp("matmul_backward", {dout, a, b}, TransposeAttrs(transpose_a, transpose_b)));
   return MatMulGrads{out[0], out[1]};
 }
 

@@ -23,8 +23,9 @@ struct MatMulGrads {
 };
 
 // Gradients of sum(dout * MatMul(a, b, ...)).
-absl::StatusOr<MatMulGrads> MatMulBackward(const Tensor& dout, const Tensor& a, const Tensor& b,
-                                           bool transpose_a = false, bool transpose_b = false);
+absl::StatusOr<MatMulGrads> MatMulBackward(const Tensor& dout, const Tensor& a,
+                                           const Tensor& b, bool transpose_a = false,
+                                           bool transpose_b = false);
 
 }  // namespace tfm
 

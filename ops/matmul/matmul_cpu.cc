@@ -15,8 +15,8 @@ absl::Status MatMulCpu(KernelContext& context) {
   const Tensor& b = context.input(1);
   TFM_ASSIGN_OR_RETURN(MatMulDims d, MatMulDimsOf(a.shape(), b.shape(), context.attrs()));
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, d.out_shape, DType::kF32));
-  BatchedGemmCpu(d.batch, d.transpose_a, d.transpose_b, d.m, d.n, d.k, a.data<float>(), d.m * d.k,
-                 b.data<float>(), d.k * d.n, 0.0f, out->data<float>(), d.m * d.n);
+  BatchedGemmCpu(d.batch, d.transpose_a, d.transpose_b, d.m, d.n, d.k, a.data<float>(),
+                 d.m * d.k, b.data<float>(), d.k * d.n, 0.0f, out->data<float>(), d.m * d.n);
   return absl::OkStatus();
 }
 

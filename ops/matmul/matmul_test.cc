@@ -61,7 +61,8 @@ TEST(MatMulTest, GradientsForEveryTranspose) {
         return std::vector<Tensor>{*out};
       };
       auto backward = [&](const std::vector<Tensor>& in, const std::vector<Tensor>&,
-                          const std::vector<Tensor>& dout) -> absl::StatusOr<std::vector<Tensor>> {
+                          const std::vector<Tensor>& dout)
+          -> absl::StatusOr<std::vector<Tensor>> {
         absl::StatusOr<MatMulGrads> grads = MatMulBackward(dout[0], in[0], in[1], ta, tb);
         if (!grads.ok()) return grads.status();
         return std::vector<Tensor>{grads->da, grads->db};
@@ -99,8 +100,7 @@ for i, (ta, tb) in enumerate(flags):
     y = torch.matmul(a.transpose(-1, -2) if ta else a, b.transpose(-1, -2) if tb else b)
     globals()[f'y{i}'] = y
     globals()[f'da{i}'], globals()[f'db{i}'] = grads(y, dy, [a, b])
-)py",
-                                                    inputs, outputs);
+)py", inputs, outputs);
   ASSERT_TRUE(ref.ok()) << ref.status();
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
@@ -148,8 +148,8 @@ TEST(MatMulTest, PoolBatchesMatchEntriesAlone) {
 }
 
 TEST(MatMulTest, EmptyInnerExtentGivesZeros) {
-  absl::StatusOr<Tensor> out =
-      MatMul(*Tensor::Zeros({2, 0}, DType::kF32), *Tensor::Zeros({0, 3}, DType::kF32));
+  absl::StatusOr<Tensor> out = MatMul(*Tensor::Zeros({2, 0}, DType::kF32),
+                                      *Tensor::Zeros({0, 3}, DType::kF32));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->ToVector<float>(), std::vector<float>(6, 0.0f));
 }
