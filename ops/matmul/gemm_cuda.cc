@@ -140,6 +140,11 @@ cublasStatus_t SetMatmulAttribute(Descriptors& d, cublasLtMatmulDescAttributes_t
   return cublasLtMatmulDescSetAttribute(&d.matmul, attribute, &value, sizeof(value));
 }
 
+// The vector of the epilogue, read or written.
+const void* BiasPointerOf(const GemmCudaProblem& p) {
+  return p.epilogue == GemmCudaEpilogue::kBias ? p.bias : p.bias_gradient;
+}
+
 absl::Status InitDescriptors(const GemmCudaProblem& p, Descriptors& d) {
   const cudaDataType type = p.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
   const cublasComputeType_t compute =
@@ -168,7 +173,7 @@ absl::Status InitDescriptors(const GemmCudaProblem& p, Descriptors& d) {
   if (p.epilogue != GemmCudaEpilogue::kNone) {
     // Its element type defaults to D's, ours. The heuristic reads the
     // pointer's alignment, so it is set before the heuristic too.
-    status = SetMatmulAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias);
+    status = SetMatmulAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, BiasPointerOf(p));
     if (status != CUBLAS_STATUS_SUCCESS) {
       return CublasError("cublasLtMatmulDescSetAttribute(BIAS_POINTER)", status, p);
     }
@@ -205,7 +210,8 @@ PlanKey KeyOf(const GemmCudaProblem& p) {
       .align_b =
           AlignmentOf(p.b, (p.trans_b ? p.k : p.n) * bytes, batched ? p.stride_b * bytes : 0),
       .align_c = AlignmentOf(p.c, p.n * bytes, batched ? p.m * p.n * bytes : 0),
-      .align_bias = p.epilogue == GemmCudaEpilogue::kNone ? 256u : AlignmentOf(p.bias, 0, 0),
+      .align_bias =
+          p.epilogue == GemmCudaEpilogue::kNone ? 256u : AlignmentOf(BiasPointerOf(p), 0, 0),
   };
 }
 

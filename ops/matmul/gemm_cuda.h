@@ -24,8 +24,9 @@ enum class GemmCudaEpilogue {
   kNone,
   // C[i, j] = product[i, j] (+ C[i, j]) + bias[j]; bias has n entries.
   kBias,
-  // Also writes bias[i] = sum over k of op(A)[i, k], m entries: the bias
-  // gradient when op(A) is a transposed output gradient (linear's dW).
+  // Also writes bias_gradient[i] = sum over k of op(A)[i, k], m entries:
+  // the bias gradient when op(A) is a transposed output gradient (linear's
+  // dW).
   kBiasGradientOfA,
 };
 
@@ -48,7 +49,8 @@ struct GemmCudaProblem {
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0;
   GemmCudaEpilogue epilogue = GemmCudaEpilogue::kNone;
-  void* bias = nullptr;  // Read (kBias) or written (kBiasGradientOfA).
+  const void* bias = nullptr;     // Read by kBias.
+  void* bias_gradient = nullptr;  // Written by kBiasGradientOfA.
 };
 
 // Enqueues the product on `stream`. Returns true when done. Returns false,
