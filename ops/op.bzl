@@ -34,16 +34,18 @@ def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], tes
            test_size = "small", test_args = [], per_isa_kernels = False):
     """Declares :<name> (the op), :<name>_cuda (when present) and :<name>_test."""
     cuda_srcs = native.glob([name + "_cuda.cu"])
+    # Kernels made only of library calls (cuBLASLt GEMMs) need no .cu file.
+    cuda_host_srcs = native.glob([name + "_cuda_kernels.cc"])
     op_deps = deps + [
         "//core",
     ]
-    if cuda_srcs:
+    if cuda_srcs or cuda_host_srcs:
         cuda_library(
             name = name + "_cuda",
             srcs = cuda_srcs,
             hdrs = native.glob([name + "_cuda.h", name + "_kernel_args.h"]),
             nvcc_hdrs = CUDA_COMMON_HDRS,
-            host_srcs = native.glob([name + "_cuda_kernels.cc"]),
+            host_srcs = cuda_host_srcs,
             cuda_deps = cuda_deps,
             deps = ["//core"],
             alwayslink = True,

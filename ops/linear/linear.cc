@@ -3,15 +3,14 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/matmul/gemm_dtypes.h"
 
 namespace tfm {
 namespace {
 
 // x [..., in] against weight [out, in]; `first` is x's input index.
 absl::Status ValidateXAndWeight(const KernelContext& context, int first) {
-  for (int i = 0; i < context.num_inputs(); ++i) {
-    if (context.input(i).dtype() != DType::kF32) return context.Error("inputs must be f32");
-  }
+  TFM_RETURN_IF_ERROR(ValidateGemmDTypes(context));
   const Tensor& x = context.input(first);
   const Tensor& weight = context.input(first + 1);
   if (x.rank() < 1 || weight.rank() != 2) {

@@ -1,7 +1,10 @@
 #include "ops/linear/linear.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -10,8 +13,13 @@ namespace {
 
 using ::tfm::testing::AllClose;
 using ::tfm::testing::CheckGradients;
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
 using ::tfm::testing::NamedTensors;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
 using ::tfm::testing::SumTolerance;
+using ::tfm::testing::Tolerance;
 using ::tfm::testing::TorchReference;
 
 Tensor Random(const Shape& shape, uint64_t stream) {
@@ -82,6 +90,91 @@ TEST(LinearTest, MatchesTorch) {
   ASSERT_TRUE(no_bias.ok()) << no_bias.status();
   EXPECT_FALSE(no_bias->dbias.defined());
   EXPECT_TRUE(AllClose(no_bias->dweight, ref->at("dw2"), SumTolerance()));
+}
+
+// A CUDA result against the f32 CPU kernel on the same inputs (rounded to
+// bf16 for bf16): f32 sums are only reordered; bf16 also rounds the result
+// once (2^-9 relative).
+Tolerance CudaTolerance(DType dtype) { return SumTolerance(dtype == DType::kF32 ? 1e-5 : 1e-2); }
+
+// x [rows, in] and weight [out, in]: linear, linear_no_bias and
+// linear_backward (with and without bias) on GPU 0 against the CPU. The
+// inputs are host f32 tensors already rounded to `dtype`; `bias_gpu`, when
+// given, is the bias on the GPU (a view, to try odd alignments).
+void ExpectCudaMatchesCpu(const Tensor& x, const Tensor& weight, const Tensor& bias, DType dtype,
+                          const Tensor* bias_gpu = nullptr) {
+  const Tolerance tolerance = CudaTolerance(dtype);
+  const Tensor x_gpu = OnCuda(HostAs(x, dtype)), weight_gpu = OnCuda(HostAs(weight, dtype));
+  const Tensor bias_on_gpu = bias_gpu != nullptr ? *bias_gpu : OnCuda(HostAs(bias, dtype));
+  for (const bool has_bias : {true, false}) {
+    SCOPED_TRACE(has_bias ? "with bias" : "without bias");
+    absl::StatusOr<Tensor> y = has_bias ? Linear(x, weight, bias) : Linear(x, weight);
+    ASSERT_TRUE(y.ok()) << y.status();
+    absl::StatusOr<Tensor> y_gpu =
+        has_bias ? Linear(x_gpu, weight_gpu, bias_on_gpu) : Linear(x_gpu, weight_gpu);
+    ASSERT_TRUE(y_gpu.ok()) << y_gpu.status();
+    EXPECT_EQ(y_gpu->dtype(), dtype);
+    EXPECT_TRUE(AllClose(HostF32(*y_gpu), *y, tolerance));
+
+    const Tensor dy = RoundedThrough(Random(y->shape(), 4), dtype);
+    absl::StatusOr<LinearGrads> grads = LinearBackward(dy, x, weight, has_bias);
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    absl::StatusOr<LinearGrads> grads_gpu =
+        LinearBackward(OnCuda(HostAs(dy, dtype)), x_gpu, weight_gpu, has_bias);
+    ASSERT_TRUE(grads_gpu.ok()) << grads_gpu.status();
+    EXPECT_TRUE(AllClose(HostF32(grads_gpu->dx), grads->dx, tolerance));
+    EXPECT_TRUE(AllClose(HostF32(grads_gpu->dweight), grads->dweight, tolerance));
+    EXPECT_EQ(grads_gpu->dbias.defined(), has_bias);
+    if (has_bias) EXPECT_TRUE(AllClose(HostF32(grads_gpu->dbias), grads->dbias, tolerance));
+  }
+}
+
+// Batch-1 decoding (1 x 512 -> 2048), the FFN's products, odd extents,
+// leading axes, and empty extents: no rows, and in = 0, where the output is
+// the bias and the bias gradient cannot be fused into the (empty) dW GEMM.
+TEST(LinearTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape x;
+    int64_t out;
+  };
+  const Case cases[] = {
+      {{1, 512}, 2048}, {{37, 129}, 61}, {{300, 512}, 2048}, {{300, 2048}, 512},
+      {{2, 3, 7}, 5},   {{0, 8}, 5},     {{3, 0}, 4},        {{1000, 0}, 77},
+  };
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " x ", ShapeToString(c.x), " out ", c.out));
+      ExpectCudaMatchesCpu(RoundedThrough(Random(c.x, 1), dtype),
+                           RoundedThrough(Random({c.out, c.x.back()}, 2), dtype),
+                           RoundedThrough(Random({c.out}, 3), dtype), dtype);
+    }
+  }
+}
+
+// A bias one element into its buffer (4-byte aligned in f32, 2-byte in
+// bf16): cuBLASLt's bias epilogue may refuse it, and then the output starts
+// at the bias and the GEMM accumulates onto it.
+TEST(LinearTest, CudaMatchesCpuWithUnalignedBias) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const Tensor padded_bias = RoundedThrough(Random({65}, 3), dtype);
+    const Tensor bias = *padded_bias.Slice(1, 65);
+    const Tensor bias_gpu = *OnCuda(HostAs(padded_bias, dtype)).Slice(1, 65);
+    ExpectCudaMatchesCpu(RoundedThrough(Random({33, 48}, 1), dtype),
+                         RoundedThrough(Random({64, 48}, 2), dtype), bias, dtype, &bias_gpu);
+  }
+}
+
+TEST(LinearTest, Bf16IsForCudaOnly) {
+  const Tensor x = HostAs(Random({2, 3}, 1), DType::kBF16);
+  const absl::Status status = Linear(x, HostAs(Random({4, 3}, 2), DType::kBF16)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("no kernel for CPU/bf16"), std::string::npos) << status;
+  // Mixed dtypes are refused on every device.
+  EXPECT_EQ(Linear(Random({2, 3}, 1), HostAs(Random({4, 3}, 2), DType::kBF16)).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(LinearTest, BadArgumentsNameTheOpAndShapes) {

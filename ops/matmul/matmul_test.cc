@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -13,8 +15,13 @@ namespace {
 
 using ::tfm::testing::AllClose;
 using ::tfm::testing::CheckGradients;
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
 using ::tfm::testing::NamedTensors;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
 using ::tfm::testing::SumTolerance;
+using ::tfm::testing::Tolerance;
 using ::tfm::testing::TorchReference;
 
 Tensor Random(const Shape& shape, uint64_t stream) {
@@ -145,6 +152,84 @@ TEST(MatMulTest, EmptyInnerExtentGivesZeros) {
                                       *Tensor::Zeros({0, 3}, DType::kF32));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->ToVector<float>(), std::vector<float>(6, 0.0f));
+}
+
+// A CUDA result against the f32 CPU kernel on the same inputs (rounded to
+// bf16 for bf16): f32 sums are only reordered; bf16 also rounds the result
+// once (2^-9 relative).
+Tolerance CudaTolerance(DType dtype) { return SumTolerance(dtype == DType::kF32 ? 1e-5 : 1e-2); }
+
+// matmul and matmul_backward on GPU 0 against the CPU, `a` and `b` given as
+// host f32 tensors already rounded to `dtype`.
+void ExpectCudaMatchesCpu(const Tensor& a, const Tensor& b, bool ta, bool tb, DType dtype) {
+  absl::StatusOr<Tensor> y = MatMul(a, b, ta, tb);
+  ASSERT_TRUE(y.ok()) << y.status();
+  const Tensor dy = RoundedThrough(Random(y->shape(), 9), dtype);
+  absl::StatusOr<MatMulGrads> grads = MatMulBackward(dy, a, b, ta, tb);
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  const Tensor a_gpu = OnCuda(HostAs(a, dtype)), b_gpu = OnCuda(HostAs(b, dtype));
+  absl::StatusOr<Tensor> y_gpu = MatMul(a_gpu, b_gpu, ta, tb);
+  ASSERT_TRUE(y_gpu.ok()) << y_gpu.status();
+  absl::StatusOr<MatMulGrads> grads_gpu =
+      MatMulBackward(OnCuda(HostAs(dy, dtype)), a_gpu, b_gpu, ta, tb);
+  ASSERT_TRUE(grads_gpu.ok()) << grads_gpu.status();
+  EXPECT_EQ(y_gpu->dtype(), dtype);
+  EXPECT_EQ(grads_gpu->da.dtype(), dtype);
+  EXPECT_TRUE(AllClose(HostF32(*y_gpu), *y, CudaTolerance(dtype)));
+  EXPECT_TRUE(AllClose(HostF32(grads_gpu->da), grads->da, CudaTolerance(dtype)));
+  EXPECT_TRUE(AllClose(HostF32(grads_gpu->db), grads->db, CudaTolerance(dtype)));
+}
+
+// Every transpose pair, odd extents, one strided-batched GEMM per product
+// over several batch axes, a single row, attention's heads, and empty
+// extents (k = 0 must give zeros).
+TEST(MatMulTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const std::vector<Case> cases = {
+      {{}, 37, 61, 129, false, false},  {{3, 2}, 17, 33, 65, false, false},
+      {{}, 1, 2048, 512, false, false}, {{16}, 128, 128, 64, false, false},
+      {{2}, 5, 7, 0, false, false},     {{0}, 3, 4, 5, false, false},
+      {{2}, 0, 4, 5, false, false},
+  };
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const Case& c : cases) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " batch ", ShapeToString(c.batch), " m ", c.m,
+                                    " n ", c.n, " k ", c.k, " ta ", ta, " tb ", tb));
+          ExpectCudaMatchesCpu(RoundedThrough(Random(Stored(c.batch, c.m, c.k, ta), 1), dtype),
+                               RoundedThrough(Random(Stored(c.batch, c.k, c.n, tb), 2), dtype), ta,
+                               tb, dtype);
+        }
+      }
+    }
+  }
+}
+
+// Operands that start at an odd element (views into a larger buffer), so
+// that cuBLASLt must pick algorithms for 4-byte (f32) and 2-byte (bf16)
+// alignment instead of its default 256.
+TEST(MatMulTest, CudaMatchesCpuOnUnalignedOperands) {
+  TFM_SKIP_WITHOUT_GPU();
+  const int64_t m = 13, n = 9, k = 11;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const Tensor a = RoundedThrough(Random({3, m, k}, 1), dtype);
+    const Tensor b = RoundedThrough(Random({3, k, n}, 2), dtype);
+    const Tensor a_gpu = *OnCuda(HostAs(a, dtype)).Slice(1, 3);
+    const Tensor b_gpu = *OnCuda(HostAs(b, dtype)).Slice(1, 3);
+    absl::StatusOr<Tensor> y_gpu = MatMul(a_gpu, b_gpu);
+    ASSERT_TRUE(y_gpu.ok()) << y_gpu.status();
+    EXPECT_TRUE(
+        AllClose(HostF32(*y_gpu), *MatMul(*a.Slice(1, 3), *b.Slice(1, 3)), CudaTolerance(dtype)));
+  }
+}
+
+TEST(MatMulTest, Bf16IsForCudaOnly) {
+  const Tensor a = HostAs(Random({2, 3}, 1), DType::kBF16);
+  const absl::Status status = MatMul(a, HostAs(Random({3, 4}, 2), DType::kBF16)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("no kernel for CPU/bf16"), std::string::npos) << status;
 }
 
 TEST(MatMulTest, BadArgumentsNameTheOpAndShapes) {

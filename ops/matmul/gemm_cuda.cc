@@ -1,0 +1,320 @@
+// GemmCuda through cuBLASLt (compiled by nvcc; see BUILD).
+//
+// cuBLASLt is column-major and our tensors are row-major. A row-major
+// [r, c] matrix is the column-major [c, r] matrix with the same bytes, so
+// C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: cuBLASLt's A is our
+// B, its B our A, its m our n and its n our m, and the transposes stay as
+// they are.
+#include "ops/matmul/gemm_cuda.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/cuda/cublaslt.h"
+
+namespace tfm {
+namespace {
+
+// TFM_CUDA_TF32=1 trades f32's exactness for TF32 tensor cores.
+bool UseTf32() {
+  static const bool tf32 = [] {
+    const char* value = std::getenv("TFM_CUDA_TF32");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return tf32;
+}
+
+size_t ElementBytes(DType dtype) { return dtype == DType::kBF16 ? 2 : 4; }
+
+// The alignment cuBLASLt may assume for a matrix: the largest power of two
+// (at most 256, cuBLASLt's largest requirement) dividing its address, its
+// leading dimension and its batch stride in bytes. Heuristics given a
+// smaller one pick only algorithms that cope with it.
+uint32_t AlignmentOf(const void* data, int64_t ld_bytes, int64_t stride_bytes) {
+  const uint64_t bits = reinterpret_cast<uintptr_t>(data) | static_cast<uint64_t>(ld_bytes) |
+                        static_cast<uint64_t>(stride_bytes) | uint64_t{256};
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+// Everything the choice of algorithm depends on.
+struct PlanKey {
+  int device;
+  DType dtype;
+  bool tf32;
+  bool trans_a, trans_b;
+  int64_t m, n, k, batch, stride_a, stride_b;
+  GemmCudaEpilogue epilogue;
+  uint32_t align_a, align_b, align_c, align_bias;
+
+  friend bool operator==(const PlanKey& x, const PlanKey& y) {
+    return x.device == y.device && x.dtype == y.dtype && x.tf32 == y.tf32 &&
+           x.trans_a == y.trans_a && x.trans_b == y.trans_b && x.m == y.m && x.n == y.n &&
+           x.k == y.k && x.batch == y.batch && x.stride_a == y.stride_a &&
+           x.stride_b == y.stride_b && x.epilogue == y.epilogue && x.align_a == y.align_a &&
+           x.align_b == y.align_b && x.align_c == y.align_c && x.align_bias == y.align_bias;
+  }
+  template <typename H>
+  friend H AbslHashValue(H state, const PlanKey& key) {
+    return H::combine(std::move(state), key.device, key.dtype, key.tf32, key.trans_a, key.trans_b,
+                      key.m, key.n, key.k, key.batch, key.stride_a, key.stride_b, key.epilogue,
+                      key.align_a, key.align_b, key.align_c, key.align_bias);
+  }
+};
+
+// The algorithm chosen for each problem seen, or nullopt where cuBLASLt had
+// none (an epilogue it cannot fuse there), so neither is asked twice.
+class PlanCache {
+ public:
+  static PlanCache& Get() {
+    static PlanCache* cache = new PlanCache;  // Never destroyed (see cublaslt.cc).
+    return *cache;
+  }
+  bool Find(const PlanKey& key, std::optional<cublasLtMatmulAlgo_t>* algo) {
+    absl::MutexLock lock(&mutex_);
+    auto found = plans_.find(key);
+    if (found == plans_.end()) return false;
+    *algo = found->second;
+    return true;
+  }
+  void Insert(const PlanKey& key, const std::optional<cublasLtMatmulAlgo_t>& algo) {
+    absl::MutexLock lock(&mutex_);
+    plans_.emplace(key, algo);
+  }
+
+ private:
+  absl::Mutex mutex_;
+  absl::flat_hash_map<PlanKey, std::optional<cublasLtMatmulAlgo_t>> plans_ ABSL_GUARDED_BY(mutex_);
+};
+
+std::string Describe(const GemmCudaProblem& p) {
+  return absl::StrCat(p.op, ": ", DTypeName(p.dtype), " GEMM m=", p.m, " n=", p.n, " k=", p.k,
+                      " batch=", p.batch, p.trans_a ? " A^T" : "", p.trans_b ? " B^T" : "");
+}
+
+absl::Status CublasError(const char* call, cublasStatus_t status, const GemmCudaProblem& p) {
+  return absl::InternalError(
+      absl::StrCat(Describe(p), ": ", call, ": ", cublasLtGetStatusName(status)));
+}
+
+absl::Status CudaError(const char* call, cudaError_t error, const GemmCudaProblem& p) {
+  return absl::InternalError(
+      absl::StrCat(Describe(p), ": ", call, ": ", cudaGetErrorString(error)));
+}
+
+// The descriptors of one call, initialised in place: no allocation.
+struct Descriptors {
+  cublasLtMatmulDescOpaque_t matmul;
+  cublasLtMatrixLayoutOpaque_t a, b, c;  // cuBLASLt's A (our B), B (our A), C = D.
+};
+
+// Describes a row-major [rows, cols] matrix (per batch entry) to cuBLASLt,
+// that is the column-major [cols, rows] one.
+cublasStatus_t InitLayout(cublasLtMatrixLayoutOpaque_t* layout, cudaDataType type, int64_t rows,
+                          int64_t cols, int64_t batch, int64_t stride) {
+  cublasStatus_t status = cublasLtMatrixLayoutInit(layout, type, cols, rows, cols);
+  if (status != CUBLAS_STATUS_SUCCESS || batch == 1) return status;
+  const int32_t count = static_cast<int32_t>(batch);
+  status = cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                            sizeof(count));
+  if (status != CUBLAS_STATUS_SUCCESS) return status;
+  return cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                          &stride, sizeof(stride));
+}
+
+template <typename T>
+cublasStatus_t SetMatmulAttribute(Descriptors& d, cublasLtMatmulDescAttributes_t attribute,
+                                  const T& value) {
+  return cublasLtMatmulDescSetAttribute(&d.matmul, attribute, &value, sizeof(value));
+}
+
+// The vector of the epilogue, read or written.
+const void* BiasPointerOf(const GemmCudaProblem& p) {
+  return p.epilogue == GemmCudaEpilogue::kBias ? p.bias : p.bias_gradient;
+}
+
+absl::Status InitDescriptors(const GemmCudaProblem& p, Descriptors& d) {
+  const cudaDataType type = p.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cublasComputeType_t compute =
+      p.dtype == DType::kF32 && UseTf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  cublasStatus_t status = cublasLtMatmulDescInit(&d.matmul, compute, CUDA_R_32F);
+  if (status != CUBLAS_STATUS_SUCCESS) return CublasError("cublasLtMatmulDescInit", status, p);
+  const cublasOperation_t trans_lt_a = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t trans_lt_b = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (p.epilogue == GemmCudaEpilogue::kBias) {
+    // cuBLASLt's bias has one entry per row of its D, that is per our column.
+    epilogue = CUBLASLT_EPILOGUE_BIAS;
+  } else if (p.epilogue == GemmCudaEpilogue::kBiasGradientOfA) {
+    // Our op(A) is cuBLASLt's op(B), whose sum over k has one entry per
+    // column of its D, that is per our row.
+    epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  }
+  if ((status = SetMatmulAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, trans_lt_a)) !=
+          CUBLAS_STATUS_SUCCESS ||
+      (status = SetMatmulAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, trans_lt_b)) !=
+          CUBLAS_STATUS_SUCCESS ||
+      (status = SetMatmulAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue)) !=
+          CUBLAS_STATUS_SUCCESS) {
+    return CublasError("cublasLtMatmulDescSetAttribute", status, p);
+  }
+  if (p.epilogue != GemmCudaEpilogue::kNone) {
+    // Its element type defaults to D's, ours. The heuristic reads the
+    // pointer's alignment, so it is set before the heuristic too.
+    status = SetMatmulAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, BiasPointerOf(p));
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      return CublasError("cublasLtMatmulDescSetAttribute(BIAS_POINTER)", status, p);
+    }
+  }
+  // Stored shapes: B is [k, n] ([n, k] if trans_b), A [m, k] ([k, m]).
+  if ((status = InitLayout(&d.a, type, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.batch,
+                           p.stride_b)) != CUBLAS_STATUS_SUCCESS ||
+      (status = InitLayout(&d.b, type, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.batch,
+                           p.stride_a)) != CUBLAS_STATUS_SUCCESS ||
+      (status = InitLayout(&d.c, type, p.m, p.n, p.batch, p.m * p.n)) != CUBLAS_STATUS_SUCCESS) {
+    return CublasError("cublasLtMatrixLayoutInit", status, p);
+  }
+  return absl::OkStatus();
+}
+
+PlanKey KeyOf(const GemmCudaProblem& p) {
+  const int64_t bytes = static_cast<int64_t>(ElementBytes(p.dtype));
+  const bool batched = p.batch > 1;
+  return PlanKey{
+      .device = p.device,
+      .dtype = p.dtype,
+      .tf32 = p.dtype == DType::kF32 && UseTf32(),
+      .trans_a = p.trans_a,
+      .trans_b = p.trans_b,
+      .m = p.m,
+      .n = p.n,
+      .k = p.k,
+      .batch = p.batch,
+      .stride_a = p.stride_a,
+      .stride_b = p.stride_b,
+      .epilogue = p.epilogue,
+      .align_a =
+          AlignmentOf(p.a, (p.trans_a ? p.m : p.k) * bytes, batched ? p.stride_a * bytes : 0),
+      .align_b =
+          AlignmentOf(p.b, (p.trans_b ? p.k : p.n) * bytes, batched ? p.stride_b * bytes : 0),
+      .align_c = AlignmentOf(p.c, p.n * bytes, batched ? p.m * p.n * bytes : 0),
+      .align_bias =
+          p.epilogue == GemmCudaEpilogue::kNone ? 256u : AlignmentOf(BiasPointerOf(p), 0, 0),
+  };
+}
+
+// Asks cuBLASLt's heuristic for the best algorithm; nullopt if it has none.
+absl::StatusOr<std::optional<cublasLtMatmulAlgo_t>> ChooseAlgorithm(const GemmCudaProblem& p,
+                                                                    const PlanKey& key,
+                                                                    Descriptors& d,
+                                                                    cublasLtHandle_t handle) {
+  cublasLtMatmulPreferenceOpaque_t preference;
+  cublasStatus_t status = cublasLtMatmulPreferenceInit(&preference);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    return CublasError("cublasLtMatmulPreferenceInit", status, p);
+  }
+  const uint64_t workspace_bytes = cuda::kCublasLtWorkspaceBytes;
+  // cuBLASLt's A is our B and its B our A.
+  const struct {
+    cublasLtMatmulPreferenceAttributes_t attribute;
+    uint32_t bytes;
+  } alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c},
+  };
+  status =
+      cublasLtMatmulPreferenceSetAttribute(&preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &workspace_bytes, sizeof(workspace_bytes));
+  for (const auto& alignment : alignments) {
+    if (status != CUBLAS_STATUS_SUCCESS) break;
+    status = cublasLtMatmulPreferenceSetAttribute(&preference, alignment.attribute,
+                                                  &alignment.bytes, sizeof(alignment.bytes));
+  }
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    return CublasError("cublasLtMatmulPreferenceSetAttribute", status, p);
+  }
+  cublasLtMatmulHeuristicResult_t result;
+  int found = 0;
+  status = cublasLtMatmulAlgoGetHeuristic(handle, &d.matmul, &d.a, &d.b, &d.c, &d.c, &preference, 1,
+                                          &result, &found);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
+    return std::optional<cublasLtMatmulAlgo_t>();
+  }
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    return CublasError("cublasLtMatmulAlgoGetHeuristic", status, p);
+  }
+  if (result.state != CUBLAS_STATUS_SUCCESS) {
+    return CublasError("cublasLtMatmulAlgoGetHeuristic result", result.state, p);
+  }
+  return std::optional<cublasLtMatmulAlgo_t>(result.algo);
+}
+
+bool FitsInt32(int64_t value) { return value <= std::numeric_limits<int32_t>::max(); }
+
+}  // namespace
+
+absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
+  const bool empty = p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0;
+  if (empty && p.epilogue != GemmCudaEpilogue::kNone) return false;
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return true;
+  if (p.dtype != DType::kF32 && p.dtype != DType::kBF16) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(p), ": unsupported dtype"));
+  }
+  // cuBLASLt takes 64-bit extents but documents only 32-bit ones as working.
+  if (!FitsInt32(p.m) || !FitsInt32(p.n) || !FitsInt32(p.k) || !FitsInt32(p.batch)) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(p), ": extents beyond 2^31 - 1"));
+  }
+  cudaError_t error = cudaSetDevice(p.device);
+  if (error != cudaSuccess) return CudaError("cudaSetDevice", error, p);
+  if (p.k == 0) {  // An empty sum: C = 0 (+ C).
+    if (p.accumulate) return true;
+    error = cudaMemsetAsync(p.c, 0, p.batch * p.m * p.n * ElementBytes(p.dtype),
+                            static_cast<cudaStream_t>(stream));
+    if (error != cudaSuccess) return CudaError("cudaMemsetAsync", error, p);
+    return true;
+  }
+  absl::StatusOr<cuda::CublasLtContext> context = cuda::CublasLtFor(p.device, stream);
+  if (!context.ok()) return context.status();
+  Descriptors descriptors;
+  absl::Status status = InitDescriptors(p, descriptors);
+  if (!status.ok()) return status;
+  const PlanKey key = KeyOf(p);
+  std::optional<cublasLtMatmulAlgo_t> algo;
+  if (!PlanCache::Get().Find(key, &algo)) {
+    absl::StatusOr<std::optional<cublasLtMatmulAlgo_t>> chosen =
+        ChooseAlgorithm(p, key, descriptors, context->handle);
+    if (!chosen.ok()) return chosen.status();
+    algo = *chosen;
+    PlanCache::Get().Insert(key, algo);
+  }
+  if (!algo.has_value()) {
+    if (p.epilogue != GemmCudaEpilogue::kNone) return false;
+    return absl::InternalError(absl::StrCat(Describe(p), ": cuBLASLt has no algorithm"));
+  }
+  const float alpha = 1.0f;
+  const float beta = p.accumulate ? 1.0f : 0.0f;
+  const cublasStatus_t lt_status = cublasLtMatmul(
+      context->handle, &descriptors.matmul, &alpha, p.b, &descriptors.a, p.a, &descriptors.b, &beta,
+      p.c, &descriptors.c, p.c, &descriptors.c, &*algo, context->workspace,
+      cuda::kCublasLtWorkspaceBytes, static_cast<cudaStream_t>(stream));
+  if (lt_status != CUBLAS_STATUS_SUCCESS) return CublasError("cublasLtMatmul", lt_status, p);
+  error = cudaGetLastError();
+  if (error != cudaSuccess) return CudaError("cublasLtMatmul", error, p);
+  return true;
+}
+
+}  // namespace tfm
