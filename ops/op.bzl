@@ -4,7 +4,9 @@
     ops/<op>/<op>.cc                OpDef, validation, registration
     ops/<op>/<op>_cpu.cc            CPU kernels
     ops/<op>/<op>_cuda.cu           CUDA kernels (only with CUDA)
+    ops/<op>/<op>_cuda_*.cu         more CUDA kernels, when one file is not enough
     ops/<op>/<op>_cuda.h            plain C++ declarations of the launchers
+    ops/<op>/<op>_cuda_*.cuh        device code shared by the .cu files
     ops/<op>/<op>_cuda_kernels.cc   registers the CUDA kernels (only with CUDA)
     ops/<op>/<op>_kernel_args.h     attribute parsing shared by CPU and CUDA kernels
     ops/<op>/<op>_test.cc           tests: every device x dtype + gradients
@@ -31,11 +33,17 @@ CUDA_COMMON_HDRS = [
 ]
 
 def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], test_data = [],
-           test_size = "small", test_args = [], per_isa_kernels = False):
-    """Declares :<name> (the op), :<name>_cuda (when present) and :<name>_test."""
-    cuda_srcs = native.glob([name + "_cuda.cu"])
+           test_size = "small", test_args = [], per_isa_kernels = False, cuda_hdrs = [],
+           cuda_host_srcs = []):
+    """Declares :<name> (the op), :<name>_cuda (when present) and :<name>_test.
+
+    cuda_hdrs: more headers of the op that the CUDA host code includes (its
+      parameter parsing, say); cuda_host_srcs: more host sources of the CUDA
+      library, built only with CUDA.
+    """
+    cuda_srcs = native.glob([name + "_cuda.cu", name + "_cuda_*.cu"])
     # Kernels made only of library calls (cuBLASLt GEMMs) need no .cu file.
-    cuda_host_srcs = native.glob([name + "_cuda_kernels.cc"])
+    cuda_host_srcs = native.glob([name + "_cuda_kernels.cc"]) + cuda_host_srcs
     op_deps = deps + [
         "//core",
     ]
@@ -43,8 +51,8 @@ def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], tes
         cuda_library(
             name = name + "_cuda",
             srcs = cuda_srcs,
-            hdrs = native.glob([name + "_cuda.h", name + "_kernel_args.h"]),
-            nvcc_hdrs = CUDA_COMMON_HDRS,
+            hdrs = native.glob([name + "_cuda.h", name + "_kernel_args.h"]) + cuda_hdrs,
+            nvcc_hdrs = CUDA_COMMON_HDRS + native.glob([name + "_cuda_*.cuh"]),
             host_srcs = cuda_host_srcs,
             cuda_deps = cuda_deps,
             deps = ["//core"],

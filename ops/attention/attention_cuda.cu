@@ -1,0 +1,138 @@
+// The CUDA attention launchers: the small kernels around the main ones (key
+// mask preparation, the backward's delta and its dQ conversion), and the
+// choice of kernel family for a problem.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "ops/attention/attention_cuda.h"
+#include "ops/attention/attention_cuda_common.cuh"
+
+namespace tfm {
+namespace {
+
+using attention_cuda::FromFloat;
+using attention_cuda::kNegInf;
+using attention_cuda::LastLaunchError;
+using attention_cuda::ToFloat;
+
+constexpr int kThreads = 256;
+
+// One block per batch item. A padding mask becomes a bias row and a key end
+// just past the last unpadded key, so that trailing padding is skipped whole.
+template <typename Index>
+__global__ void PrepareKeyMaskKernel(const Index* mask, bool is_lengths, int64_t k_len,
+                                     int32_t* key_end, float* key_bias) {
+  const int64_t b = blockIdx.x;
+  if (is_lengths) {
+    if (threadIdx.x == 0) {
+      const Index length = mask[b];
+      key_end[b] = static_cast<int32_t>(length < 0 ? 0 : (length > k_len ? k_len : length));
+    }
+    return;
+  }
+  __shared__ int32_t end;
+  if (threadIdx.x == 0) end = 0;
+  __syncthreads();
+  int32_t local_end = 0;
+  for (int64_t j = threadIdx.x; j < k_len; j += blockDim.x) {
+    const bool padded = mask[b * k_len + j] != 0;
+    key_bias[b * k_len + j] = padded ? kNegInf : 0.0f;
+    if (!padded) local_end = static_cast<int32_t>(j + 1);
+  }
+  atomicMax(&end, local_end);
+  __syncthreads();
+  if (threadIdx.x == 0) key_end[b] = end;
+}
+
+// delta_i = dO_i . O_i, one warp per row.
+template <typename T>
+__global__ void RowDotsKernel(const T* a, const T* b, int64_t rows, int64_t d, float* dots) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows;
+       row += warps) {
+    float sum = 0.0f;
+    for (int64_t x = lane; x < d; x += 32) {
+      sum = fmaf(ToFloat(a[row * d + x]), ToFloat(b[row * d + x]), sum);
+    }
+    for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
+    if (lane == 0) dots[row] = sum;
+  }
+}
+
+__global__ void ToBFloat16Kernel(const float* in, int64_t count, __nv_bfloat16* out) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = FromFloat<__nv_bfloat16>(in[i]);
+  }
+}
+
+int GridFor(int64_t threads) {
+  const int64_t blocks = (threads + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 65536 ? blocks : 65536);
+}
+
+}  // namespace
+
+const char* LaunchPrepareKeyMask(const void* mask, bool is_i64, bool is_lengths, int64_t batch,
+                                 int64_t k_len, int32_t* key_end, float* key_bias,
+                                 StreamHandle stream) {
+  if (batch == 0) return nullptr;
+  const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+  if (is_i64) {
+    PrepareKeyMaskKernel<<<static_cast<unsigned>(batch), kThreads, 0, cuda_stream>>>(
+        static_cast<const int64_t*>(mask), is_lengths, k_len, key_end, key_bias);
+  } else {
+    PrepareKeyMaskKernel<<<static_cast<unsigned>(batch), kThreads, 0, cuda_stream>>>(
+        static_cast<const int32_t*>(mask), is_lengths, k_len, key_end, key_bias);
+  }
+  return LastLaunchError();
+}
+
+const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const void* q,
+                                   const void* k, const void* v, void* out, float* lse,
+                                   StreamHandle stream) {
+  return attention_cuda::ForwardFfma(problem, q, k, v, out, lse, static_cast<cudaStream_t>(stream));
+}
+
+int64_t AttentionBackwardWorkspaceFloats(const AttentionCudaProblem& p) {
+  const int64_t rows = p.batch * p.heads * p.q_len;
+  // delta, and for bf16 the f32 dQ that the atomics add into.
+  return rows + (p.bf16 ? rows * p.d_k : 0);
+}
+
+const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q, const void* k,
+                                    const void* v, const void* out, const float* lse,
+                                    const void* d_out, void* dq, void* dk, void* dv,
+                                    float* workspace, StreamHandle stream) {
+  const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+  const int64_t rows = p.batch * p.heads * p.q_len;
+  float* delta = workspace;
+  float* dq_accum = p.bf16 ? workspace + rows : static_cast<float*>(dq);
+  if (rows > 0) {
+    const cudaError_t error =
+        cudaMemsetAsync(dq_accum, 0, rows * p.d_k * sizeof(float), cuda_stream);
+    if (error != cudaSuccess) return cudaGetErrorString(error);
+    if (p.bf16) {
+      RowDotsKernel<<<GridFor(rows * 32), kThreads, 0, cuda_stream>>>(
+          static_cast<const __nv_bfloat16*>(d_out), static_cast<const __nv_bfloat16*>(out), rows,
+          p.d_v, delta);
+    } else {
+      RowDotsKernel<<<GridFor(rows * 32), kThreads, 0, cuda_stream>>>(
+          static_cast<const float*>(d_out), static_cast<const float*>(out), rows, p.d_v, delta);
+    }
+    if (const char* error = LastLaunchError()) return error;
+  }
+  if (const char* error = attention_cuda::BackwardFfma(p, q, k, v, lse, delta, d_out, dq_accum, dk,
+                                                       dv, cuda_stream)) {
+    return error;
+  }
+  if (p.bf16 && rows * p.d_k > 0) {
+    ToBFloat16Kernel<<<GridFor(rows * p.d_k), kThreads, 0, cuda_stream>>>(
+        dq_accum, rows * p.d_k, static_cast<__nv_bfloat16*>(dq));
+    return LastLaunchError();
+  }
+  return nullptr;
+}
+
+}  // namespace tfm

@@ -1,0 +1,54 @@
+// Launchers of the CUDA attention kernels (plain C++: included by host code).
+//
+// The kernels see the key mask in one form, whatever the op was given: a
+// per-batch key end (keys at or past it are never visited) and, for a
+// padding mask, a per-key additive bias (0 or -inf). LaunchPrepareKeyMask
+// builds both on the device, so no launch waits for the host.
+#ifndef TFM_OPS_ATTENTION_ATTENTION_CUDA_H_
+#define TFM_OPS_ATTENTION_ATTENTION_CUDA_H_
+
+#include <cstdint>
+
+#include "core/device.h"
+
+namespace tfm {
+
+// The largest head size (d_k and d_v) the CUDA kernels take.
+inline constexpr int64_t kMaxCudaAttentionHeadSize = 256;
+
+struct AttentionCudaProblem {
+  int64_t batch = 0, heads = 0, q_len = 0, k_len = 0, d_k = 0, d_v = 0;
+  bool causal = false;
+  float scale = 1.0f;
+  float dropout = 0.0f;
+  uint64_t seed = 0, stream = 0, offset = 0;  // The dropout's Philox state.
+  const int32_t* key_end = nullptr;           // [batch] on the device; nullptr: k_len.
+  const float* key_bias = nullptr;            // [batch, k_len] on the device, or nullptr.
+  bool bf16 = false;                          // Element type of q, k, v, out, d_out, dq, dk, dv.
+};
+
+// Every launcher returns nullptr or the CUDA error text; all run on `stream`.
+
+// mask: [batch] lengths (is_lengths) or [batch, k_len] padding flags, i32 or
+// i64 (is_i64). Fills key_end [batch] and, for a padding mask, key_bias
+// [batch, k_len]. Lengths are clamped to [0, k_len].
+const char* LaunchPrepareKeyMask(const void* mask, bool is_i64, bool is_lengths, int64_t batch,
+                                 int64_t k_len, int32_t* key_end, float* key_bias,
+                                 StreamHandle stream);
+
+// out [batch, heads, q_len, d_v] and lse [batch, heads, q_len] (f32).
+const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const void* q,
+                                   const void* k, const void* v, void* out, float* lse,
+                                   StreamHandle stream);
+
+// dq, dk, dv shaped like q, k, v. `workspace` holds
+// AttentionBackwardWorkspaceFloats(problem) floats on the device.
+int64_t AttentionBackwardWorkspaceFloats(const AttentionCudaProblem& problem);
+const char* LaunchAttentionBackward(const AttentionCudaProblem& problem, const void* q,
+                                    const void* k, const void* v, const void* out, const float* lse,
+                                    const void* d_out, void* dq, void* dk, void* dv,
+                                    float* workspace, StreamHandle stream);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_ATTENTION_ATTENTION_CUDA_H_

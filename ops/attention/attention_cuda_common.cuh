@@ -1,0 +1,88 @@
+// Device helpers shared by the CUDA attention kernels: element conversion,
+// the key mask and the dropout mask, with the semantics of attention.h.
+#ifndef TFM_OPS_ATTENTION_ATTENTION_CUDA_COMMON_CUH_
+#define TFM_OPS_ATTENTION_ATTENTION_CUDA_COMMON_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/philox.h"
+#include "ops/attention/attention_cuda.h"
+
+namespace tfm {
+namespace attention_cuda {
+
+constexpr float kNegInf = -__builtin_huge_valf();
+
+__device__ __forceinline__ float ToFloat(float x) { return x; }
+__device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T>
+__device__ __forceinline__ T FromFloat(float x);
+template <>
+__device__ __forceinline__ float FromFloat<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+__device__ __forceinline__ int64_t MinI64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Keys at or past this end are masked for every query of batch item b.
+__device__ __forceinline__ int64_t KeyEnd(const AttentionCudaProblem& p, int64_t b) {
+  return p.key_end != nullptr ? p.key_end[b] : p.k_len;
+}
+
+// Exclusive end of the keys query row i may see (causal: the queries are the
+// last q_len positions of the keys).
+__device__ __forceinline__ int64_t RowKeyEnd(const AttentionCudaProblem& p, int64_t key_end,
+                                             int64_t i) {
+  if (!p.causal) return key_end;
+  const int64_t causal_end = i + p.k_len - p.q_len + 1;
+  return causal_end < 0 ? 0 : MinI64(causal_end, key_end);
+}
+
+// The first query row that sees key c0 (0 without the causal mask).
+__device__ __forceinline__ int64_t FirstQueryRow(const AttentionCudaProblem& p, int64_t c0) {
+  if (!p.causal) return 0;
+  const int64_t row = c0 - p.k_len + p.q_len;
+  return row < 0 ? 0 : MinI64(row, p.q_len);
+}
+
+// 0 (dropped) or 1 / (1 - dropout) for element `element` of the dropout
+// stream: ((b * heads + h) * q_len + i) * k_len + j.
+__device__ __forceinline__ float DropoutMultiplier(const AttentionCudaProblem& p,
+                                                   uint64_t element) {
+  const philox::Uint4 block = philox::Block(p.seed, p.stream, p.offset + element / 4);
+  const float uniform = philox::ToUniform(philox::Lane(block, static_cast<int>(element % 4)));
+  return uniform < p.dropout ? 0.0f : 1.0f / (1.0f - p.dropout);
+}
+
+// The kernel families, each in its own .cu file, launched by
+// attention_cuda.cu; pointers are of the problem's element type. They return
+// nullptr or the CUDA error text.
+
+// CUDA cores, fp32 arithmetic, every head size up to
+// kMaxCudaAttentionHeadSize (attention_cuda_ffma.cu). The backward adds
+// scale * dS K into dq_accum (f32, zeroed by the caller) with atomics and
+// reads delta_i = dO_i . O_i.
+const char* ForwardFfma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
+                        void* out, float* lse, cudaStream_t stream);
+const char* BackwardFfma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
+                         const float* lse, const float* delta, const void* d_out, float* dq_accum,
+                         void* dk, void* dv, cudaStream_t stream);
+
+// The error of the last launch, or nullptr.
+inline const char* LastLaunchError() {
+  const cudaError_t error = cudaGetLastError();
+  return error == cudaSuccess ? nullptr : cudaGetErrorString(error);
+}
+
+}  // namespace attention_cuda
+}  // namespace tfm
+
+#endif  // TFM_OPS_ATTENTION_ATTENTION_CUDA_COMMON_CUH_

@@ -1,0 +1,117 @@
+// Registers the CUDA kernels of scaled_dot_product_attention and its
+// backward (linked only in builds with CUDA), f32 and bf16: parses the
+// attributes, turns the key mask into the kernels' form and allocates the
+// outputs and workspaces on the device.
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+#include "ops/attention/attention_backend.h"
+#include "ops/attention/attention_cuda.h"
+#include "ops/attention/attention_params.h"
+
+namespace tfm {
+namespace {
+
+// A problem and the device tensors its key mask lives in (which must outlive
+// the launches: the caching allocator reuses a buffer only after the
+// stream's work that was queued before its release).
+struct CudaProblem {
+  AttentionCudaProblem problem;
+  Tensor key_end;
+  Tensor key_bias;
+};
+
+absl::Status LaunchStatus(const KernelContext& context, const char* error) {
+  if (error == nullptr) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(context.def().name, ": ", error));
+}
+
+absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int key_mask_input) {
+  TFM_ASSIGN_OR_RETURN(AttentionBackend backend, AttentionBackendFromEnvironment());
+  (void)backend;  // kFlash is the only back end so far.
+  TFM_ASSIGN_OR_RETURN(AttentionParams params, ParseAttentionParams(context, key_mask_input));
+  if (params.d_k > kMaxCudaAttentionHeadSize || params.d_v > kMaxCudaAttentionHeadSize) {
+    return absl::UnimplementedError(
+        absl::StrCat(context.def().name, ": the CUDA kernels take head sizes up to ",
+                     kMaxCudaAttentionHeadSize, ", got d_k ", params.d_k, " and d_v ", params.d_v));
+  }
+  CudaProblem cuda;
+  AttentionCudaProblem& problem = cuda.problem;
+  problem.batch = params.batch;
+  problem.heads = params.heads;
+  problem.q_len = params.q_len;
+  problem.k_len = params.k_len;
+  problem.d_k = params.d_k;
+  problem.d_v = params.d_v;
+  problem.causal = params.causal;
+  problem.scale = params.scale;
+  problem.dropout = params.dropout;
+  problem.seed = params.dropout_state.seed;
+  problem.stream = params.dropout_state.stream;
+  problem.offset = params.dropout_state.offset;
+  problem.bf16 = context.dtype() == DType::kBF16;
+  if (params.key_mask == KeyMaskKind::kNone) return cuda;
+
+  const bool is_lengths = params.key_mask == KeyMaskKind::kLengths;
+  TFM_ASSIGN_OR_RETURN(
+      cuda.key_end, Tensor::Empty({params.batch}, DType::kI32, context.device(), context.stream()));
+  if (!is_lengths) {
+    TFM_ASSIGN_OR_RETURN(cuda.key_bias, Tensor::Empty({params.batch, params.k_len}, DType::kF32,
+                                                      context.device(), context.stream()));
+  }
+  const Tensor& mask = context.input(key_mask_input);
+  TFM_RETURN_IF_ERROR(LaunchStatus(
+      context,
+      LaunchPrepareKeyMask(mask.raw_data(), mask.dtype() == DType::kI64, is_lengths, params.batch,
+                           params.k_len, cuda.key_end.data<int32_t>(),
+                           is_lengths ? nullptr : cuda.key_bias.data<float>(), context.stream())));
+  problem.key_end = cuda.key_end.data<int32_t>();
+  problem.key_bias = is_lengths ? nullptr : cuda.key_bias.data<float>();
+  return cuda;
+}
+
+absl::Status AttentionForwardCuda(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(CudaProblem cuda, MakeCudaProblem(context, kForwardKeyMaskInput));
+  const AttentionCudaProblem& p = cuda.problem;
+  TFM_ASSIGN_OR_RETURN(
+      Tensor * out, context.AllocateOutput(0, {p.batch, p.heads, p.q_len, p.d_v}, context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * lse,
+                       context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32));
+  return LaunchStatus(
+      context, LaunchAttentionForward(p, context.input(0).raw_data(), context.input(1).raw_data(),
+                                      context.input(2).raw_data(), out->raw_data(),
+                                      lse->data<float>(), context.stream()));
+}
+
+absl::Status AttentionBackwardCuda(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(CudaProblem cuda, MakeCudaProblem(context, kBackwardKeyMaskInput));
+  const AttentionCudaProblem& p = cuda.problem;
+  Tensor* grads[3];
+  for (int i = 0; i < 3; ++i) {
+    TFM_ASSIGN_OR_RETURN(grads[i],
+                         context.AllocateOutput(i, context.input(i).shape(), context.dtype()));
+  }
+  TFM_ASSIGN_OR_RETURN(Tensor workspace,
+                       Tensor::Empty({AttentionBackwardWorkspaceFloats(p)}, DType::kF32,
+                                     context.device(), context.stream()));
+  return LaunchStatus(context, LaunchAttentionBackward(
+                                   p, context.input(0).raw_data(), context.input(1).raw_data(),
+                                   context.input(2).raw_data(), context.input(3).raw_data(),
+                                   context.input(4).data<float>(), context.input(5).raw_data(),
+                                   grads[0]->raw_data(), grads[1]->raw_data(), grads[2]->raw_data(),
+                                   workspace.data<float>(), context.stream()));
+}
+
+TFM_REGISTER_KERNEL("scaled_dot_product_attention", DeviceType::kCUDA, DType::kF32,
+                    AttentionForwardCuda);
+TFM_REGISTER_KERNEL("scaled_dot_product_attention", DeviceType::kCUDA, DType::kBF16,
+                    AttentionForwardCuda);
+TFM_REGISTER_KERNEL("scaled_dot_product_attention_backward", DeviceType::kCUDA, DType::kF32,
+                    AttentionBackwardCuda);
+TFM_REGISTER_KERNEL("scaled_dot_product_attention_backward", DeviceType::kCUDA, DType::kBF16,
+                    AttentionBackwardCuda);
+
+}  // namespace
+}  // namespace tfm

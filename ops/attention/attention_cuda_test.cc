@@ -1,0 +1,239 @@
+// The CUDA attention kernels against the CPU kernels: forward (out, lse) and
+// backward (dq, dk, dv), f32 and bf16, with every mask. bf16 inputs are
+// rounded to bf16 first and the reference is the f32 CPU op on the rounded
+// values. Every test skips without a GPU.
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/tensor_copy.h"
+#include "gtest/gtest.h"
+#include "ops/attention/attention.h"
+#include "ops/random/random.h"
+#include "tests/util/gpu.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+using testing::AllClose;
+using testing::Tolerance;
+
+struct Case {
+  int64_t batch, heads, q_len, k_len, d_k, d_v;
+  bool causal = false;
+  std::vector<int64_t> key_lengths;  // Empty: no key mask.
+  bool as_padding_mask = false;      // Give the lengths as a padding mask.
+  float dropout = 0.0f;
+};
+
+std::string Describe(const Case& c, DType dtype) {
+  return absl::StrCat(DTypeName(dtype), " ", c.batch, "x", c.heads, " q_len ", c.q_len, " k_len ",
+                      c.k_len, " d_k ", c.d_k, " d_v ", c.d_v, " causal ", c.causal, " key mask ",
+                      c.key_lengths.empty() ? "none"
+                      : c.as_padding_mask   ? "padding"
+                                            : "lengths",
+                      " dropout ", c.dropout);
+}
+
+Tensor Normal(const Shape& shape, uint64_t stream) {
+  return *RandomNormal(shape, PhiloxState{11, stream, 0}, 0.0f, 1.0f);
+}
+
+// `t` (host f32) rounded to bf16, as a bf16 tensor and back in f32.
+Tensor ToBFloat16(const Tensor& t) {
+  std::vector<BFloat16> values;
+  for (float x : t.span<float>()) values.push_back(BFloat16(x));
+  return *Tensor::FromVector<BFloat16>(values, t.shape());
+}
+
+Tensor ToFloat(const Tensor& t) {
+  if (t.dtype() == DType::kF32) return t;
+  std::vector<float> values;
+  for (BFloat16 x : t.span<BFloat16>()) values.push_back(static_cast<float>(x));
+  return *Tensor::FromVector<float>(values, t.shape());
+}
+
+// Host f32 values as `dtype` on `device`.
+Tensor OnDevice(const Tensor& t, DType dtype, const Device& device) {
+  return *CopyToDevice(dtype == DType::kBF16 ? ToBFloat16(t) : t, device);
+}
+
+// Host f32 values as the CUDA kernel will see them (rounded for bf16).
+Tensor AsSeen(const Tensor& t, DType dtype) {
+  return dtype == DType::kBF16 ? ToFloat(ToBFloat16(t)) : t;
+}
+
+Tensor ToHostFloat(const Tensor& t) { return ToFloat(*CopyToDevice(t, Device::Cpu())); }
+
+AttentionOptions OptionsFor(const Case& c, const Device& device) {
+  AttentionOptions options;
+  options.causal = c.causal;
+  if (!c.key_lengths.empty()) {
+    if (c.as_padding_mask) {
+      std::vector<int32_t> mask(c.batch * c.k_len, 0);
+      for (int64_t b = 0; b < c.batch; ++b) {
+        for (int64_t j = c.key_lengths[b]; j < c.k_len; ++j) mask[b * c.k_len + j] = 1;
+      }
+      options.key_padding_mask =
+          *CopyToDevice(*Tensor::FromVector<int32_t>(mask, {c.batch, c.k_len}), device);
+    } else {
+      options.key_lengths =
+          *CopyToDevice(*Tensor::FromVector<int64_t>(c.key_lengths, {c.batch}), device);
+    }
+  }
+  options.dropout = c.dropout;
+  options.dropout_state = PhiloxState{99, 3, 5};
+  return options;
+}
+
+void ExpectCudaMatchesCpu(const Case& c, DType dtype) {
+  SCOPED_TRACE(Describe(c, dtype));
+  const Device gpu = Device::Cuda(0);
+  const Tensor q = Normal({c.batch, c.heads, c.q_len, c.d_k}, 1);
+  const Tensor k = Normal({c.batch, c.heads, c.k_len, c.d_k}, 2);
+  const Tensor v = Normal({c.batch, c.heads, c.k_len, c.d_v}, 3);
+  const Tensor d_out = Normal({c.batch, c.heads, c.q_len, c.d_v}, 4);
+
+  const AttentionOptions cpu_options = OptionsFor(c, Device::Cpu());
+  absl::StatusOr<AttentionOutput> cpu =
+      ScaledDotProductAttention(AsSeen(q, dtype), AsSeen(k, dtype), AsSeen(v, dtype), cpu_options);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  absl::StatusOr<AttentionGrads> cpu_grads =
+      ScaledDotProductAttentionBackward(AsSeen(q, dtype), AsSeen(k, dtype), AsSeen(v, dtype),
+                                        cpu->out, cpu->lse, AsSeen(d_out, dtype), cpu_options);
+  ASSERT_TRUE(cpu_grads.ok()) << cpu_grads.status();
+
+  const AttentionOptions gpu_options = OptionsFor(c, gpu);
+  const Tensor q_gpu = OnDevice(q, dtype, gpu);
+  const Tensor k_gpu = OnDevice(k, dtype, gpu);
+  const Tensor v_gpu = OnDevice(v, dtype, gpu);
+  absl::StatusOr<AttentionOutput> cuda =
+      ScaledDotProductAttention(q_gpu, k_gpu, v_gpu, gpu_options);
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  EXPECT_EQ(cuda->out.dtype(), dtype);
+  absl::StatusOr<AttentionGrads> cuda_grads = ScaledDotProductAttentionBackward(
+      q_gpu, k_gpu, v_gpu, cuda->out, cuda->lse, OnDevice(d_out, dtype, gpu), gpu_options);
+  ASSERT_TRUE(cuda_grads.ok()) << cuda_grads.status();
+
+  // f32: only the order of the sums differs. bf16: the kernels round P and
+  // their outputs to bf16 (8 bits of mantissa).
+  const bool bf16 = dtype == DType::kBF16;
+  const Tolerance value{.atol = bf16 ? 2e-2 : 2e-5, .rtol = bf16 ? 2e-2 : 2e-5};
+  const Tolerance sum{
+      .atol = bf16 ? 0.0 : 1e-6, .rtol = bf16 ? 2e-2 : 2e-5, .relative_to_max = true};
+  EXPECT_TRUE(AllClose(ToHostFloat(cuda->out), cpu->out, value));
+  EXPECT_TRUE(AllClose(ToHostFloat(cuda->lse), cpu->lse, value));
+  EXPECT_TRUE(AllClose(ToHostFloat(cuda_grads->dq), cpu_grads->dq, sum));
+  EXPECT_TRUE(AllClose(ToHostFloat(cuda_grads->dk), cpu_grads->dk, sum));
+  EXPECT_TRUE(AllClose(ToHostFloat(cuda_grads->dv), cpu_grads->dv, sum));
+}
+
+class AttentionCudaTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(AttentionCudaTest, Unmasked) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectCudaMatchesCpu({.batch = 2, .heads = 3, .q_len = 100, .k_len = 130, .d_k = 64, .d_v = 64},
+                       GetParam());
+  ExpectCudaMatchesCpu({.batch = 2, .heads = 2, .q_len = 17, .k_len = 17, .d_k = 32, .d_v = 32},
+                       GetParam());
+  ExpectCudaMatchesCpu({.batch = 1, .heads = 2, .q_len = 130, .k_len = 1, .d_k = 64, .d_v = 64},
+                       GetParam());
+}
+
+TEST_P(AttentionCudaTest, HeadSizes) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectCudaMatchesCpu(
+      {.batch = 1, .heads = 2, .q_len = 130, .k_len = 100, .d_k = 128, .d_v = 128, .causal = true},
+      GetParam());
+  // Sizes without tensor-core kernels, d_k != d_v, and the 16-row tiles.
+  ExpectCudaMatchesCpu({.batch = 2, .heads = 1, .q_len = 33, .k_len = 70, .d_k = 40, .d_v = 24},
+                       GetParam());
+  ExpectCudaMatchesCpu({.batch = 1,
+                        .heads = 1,
+                        .q_len = 40,
+                        .k_len = 50,
+                        .d_k = 256,
+                        .d_v = 200,
+                        .key_lengths = {31}},
+                       GetParam());
+}
+
+TEST_P(AttentionCudaTest, Causal) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectCudaMatchesCpu(
+      {.batch = 2, .heads = 2, .q_len = 130, .k_len = 130, .d_k = 64, .d_v = 64, .causal = true},
+      GetParam());
+  // Queries are the last q_len keys (a decoding step over a cache).
+  ExpectCudaMatchesCpu(
+      {.batch = 1, .heads = 2, .q_len = 17, .k_len = 130, .d_k = 64, .d_v = 64, .causal = true},
+      GetParam());
+  // More queries than keys: the first rows see no key at all.
+  ExpectCudaMatchesCpu(
+      {.batch = 1, .heads = 2, .q_len = 100, .k_len = 17, .d_k = 32, .d_v = 32, .causal = true},
+      GetParam());
+}
+
+TEST_P(AttentionCudaTest, KeyLengthsAndPaddingMask) {
+  TFM_SKIP_WITHOUT_GPU();
+  // Item 2 has no key at all: its rows are zero with zero gradients.
+  Case c{.batch = 3,
+         .heads = 2,
+         .q_len = 100,
+         .k_len = 130,
+         .d_k = 64,
+         .d_v = 64,
+         .key_lengths = {130, 65, 0}};
+  ExpectCudaMatchesCpu(c, GetParam());
+  c.as_padding_mask = true;
+  ExpectCudaMatchesCpu(c, GetParam());
+  c.causal = true;
+  c.q_len = 130;
+  c.key_lengths = {130, 17, 1};
+  ExpectCudaMatchesCpu(c, GetParam());
+}
+
+TEST_P(AttentionCudaTest, Dropout) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectCudaMatchesCpu({.batch = 2,
+                        .heads = 2,
+                        .q_len = 70,
+                        .k_len = 90,
+                        .d_k = 64,
+                        .d_v = 64,
+                        .causal = true,
+                        .key_lengths = {90, 50},
+                        .dropout = 0.3f},
+                       GetParam());
+  ExpectCudaMatchesCpu({.batch = 1,
+                        .heads = 3,
+                        .q_len = 130,
+                        .k_len = 100,
+                        .d_k = 32,
+                        .d_v = 32,
+                        .key_lengths = {77},
+                        .as_padding_mask = true,
+                        .dropout = 0.1f},
+                       GetParam());
+}
+
+TEST_P(AttentionCudaTest, SingleQuery) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectCudaMatchesCpu({.batch = 3,
+                        .heads = 2,
+                        .q_len = 1,
+                        .k_len = 100,
+                        .d_k = 64,
+                        .d_v = 64,
+                        .causal = true,
+                        .key_lengths = {100, 40, 1}},
+                       GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, AttentionCudaTest, ::testing::Values(DType::kF32, DType::kBF16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(DTypeName(info.param));
+                         });
+
+}  // namespace
+}  // namespace tfm
