@@ -2,6 +2,7 @@
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/matmul/gemm_dtypes.h"
 
 namespace tfm {
 namespace {
@@ -9,9 +10,7 @@ namespace {
 absl::Status ValidateHAndTable(const KernelContext& context) {
   const Tensor& h = context.input(0);
   const Tensor& table = context.input(1);
-  if (h.dtype() != DType::kF32 || table.dtype() != DType::kF32) {
-    return context.Error("h and table must be f32");
-  }
+  TFM_RETURN_IF_ERROR(ValidateGemmDTypes(context));
   if (table.rank() != 2 || h.rank() < 1 || h.dim(-1) != table.dim(1)) {
     return context.Error("h must be [..., d] and table [vocab, d]");
   }
@@ -36,8 +35,8 @@ TFM_REGISTER_OP(OpDef{
           TFM_RETURN_IF_ERROR(ValidateHAndTable(context));
           Shape expected = context.input(0).shape();
           expected.back() = context.input(1).dim(0);
-          if (context.input(2).shape() != expected || context.input(2).dtype() != DType::kF32) {
-            return context.Error("d_logits must be f32 h.shape[:-1] + [vocab]");
+          if (context.input(2).shape() != expected) {
+            return context.Error("d_logits must be h.shape[:-1] + [vocab]");
           }
           return absl::OkStatus();
         },

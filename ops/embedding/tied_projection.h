@@ -9,7 +9,8 @@
 
 namespace tfm {
 
-// h [..., d], table [vocab, d] (f32) -> logits [..., vocab].
+// h [..., d], table [vocab, d] -> logits [..., vocab]: f32 on every device,
+// bf16 on CUDA.
 absl::StatusOr<Tensor> TiedProjection(const Tensor& h, const Tensor& table);
 
 struct TiedProjectionGrads {

@@ -104,7 +104,9 @@ void ForEachGemmBatch(int64_t batch, int64_t work,
 void BatchedGemmCpu(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
                     int64_t k, const float* a, int64_t stride_a, const float* b,
                     int64_t stride_b, float beta, float* c, int64_t stride_c) {
-  TFM_CHECK(batch <= 1 || stride_c != 0, "batched GEMM entries would write one C at once");
+  // An empty C (m or n 0) is dense with stride 0 and written by no entry.
+  TFM_CHECK(batch <= 1 || stride_c != 0 || m == 0 || n == 0,
+            "batched GEMM entries would write one C at once");
   ForEachGemmBatch(batch, m * n * k, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       GemmCpu(trans_a, trans_b, m, n, k, a + i * stride_a, b + i * stride_b, beta,

@@ -89,9 +89,9 @@ class PlanCache {
     *algo = found->second;
     return true;
   }
-  void Insert(const PlanKey& key, const std::optional<cublasLtMatmulAlgo_t>& algo) {
+  void Set(const PlanKey& key, const std::optional<cublasLtMatmulAlgo_t>& algo) {
     absl::MutexLock lock(&mutex_);
-    plans_.emplace(key, algo);
+    plans_.insert_or_assign(key, algo);
   }
 
  private:
@@ -299,7 +299,7 @@ absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
         ChooseAlgorithm(p, key, descriptors, context->handle);
     if (!chosen.ok()) return chosen.status();
     algo = *chosen;
-    PlanCache::Get().Insert(key, algo);
+    PlanCache::Get().Set(key, algo);
   }
   if (!algo.has_value()) {
     if (p.epilogue != GemmCudaEpilogue::kNone) return false;
@@ -311,6 +311,12 @@ absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
       context->handle, &descriptors.matmul, &alpha, p.b, &descriptors.a, p.a, &descriptors.b, &beta,
       p.c, &descriptors.c, p.c, &descriptors.c, &*algo, context->workspace,
       cuda::kCublasLtWorkspaceBytes, static_cast<cudaStream_t>(stream));
+  if (lt_status == CUBLAS_STATUS_NOT_SUPPORTED && p.epilogue != GemmCudaEpilogue::kNone) {
+    // The heuristic offered what the GEMM then refused: do without the
+    // epilogue, from now on without asking again.
+    PlanCache::Get().Set(key, std::nullopt);
+    return false;
+  }
   if (lt_status != CUBLAS_STATUS_SUCCESS) return CublasError("cublasLtMatmul", lt_status, p);
   error = cudaGetLastError();
   if (error != cudaSuccess) return CudaError("cublasLtMatmul", error, p);

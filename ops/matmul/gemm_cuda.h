@@ -33,8 +33,7 @@ enum class GemmCudaEpilogue {
 // C[batch][m, n] = op(A) op(B) (+ C if accumulate), all dense row-major, as
 // GemmCpu: op(A) is [m, k] (A stored [k, m] if trans_a), op(B) is [k, n] (B
 // stored [n, k] if trans_b). The batch entries of A and B lie stride_a and
-// stride_b elements apart (0 reuses one operand for every entry); C's are
-// dense: [batch, m, n].
+// stride_b elements apart; C's are dense: [batch, m, n].
 struct GemmCudaProblem {
   const char* op = "gemm";    // The calling op, named by error messages.
   int device = 0;             // The GPU that holds every operand.

@@ -232,6 +232,17 @@ TEST(MatMulTest, Bf16IsForCudaOnly) {
   EXPECT_NE(status.message().find("no kernel for CPU/bf16"), std::string::npos) << status;
 }
 
+// No rows (m = 0) in a batch: every output is empty, and nothing fails.
+TEST(MatMulTest, EmptyRowsInABatch) {
+  const Tensor a = Random({2, 0, 5}, 1), b = Random({2, 5, 4}, 2);
+  absl::StatusOr<Tensor> out = MatMul(a, b);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->shape(), (Shape{2, 0, 4}));
+  absl::StatusOr<MatMulGrads> grads = MatMulBackward(Random({2, 0, 4}, 3), a, b);
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_EQ(grads->db.ToVector<float>(), std::vector<float>(40, 0.0f));
+}
+
 TEST(MatMulTest, BadArgumentsNameTheOpAndShapes) {
   const Tensor a = Random({2, 3}, 1);
   absl::Status inner = MatMul(a, Random({4, 5}, 2)).status();
