@@ -81,12 +81,14 @@ const char* BackwardFfma(const AttentionCudaProblem& p, const void* q, const voi
                          const float* lse, const float* delta, const void* d_out, float* dq_accum,
                          void* dk, void* dv, cudaStream_t stream);
 
-// bf16 on tensor cores, forward only, head sizes 32, 64 and 128 with
-// d_k == d_v and 16-byte aligned tensors (attention_cuda_mma.cu).
-bool ForwardMmaSupports(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
-                        const void* out);
+// bf16 on tensor cores for head sizes 32, 64 and 128 with d_k == d_v and
+// 16-byte aligned tensors (attention_cuda_mma.cu,
+// attention_cuda_mma_backward.cu); the backward's contract is BackwardFfma's.
 const char* ForwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                        void* out, float* lse, cudaStream_t stream);
+const char* BackwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
+                        const float* lse, const float* delta, const void* d_out, float* dq_accum,
+                        void* dk, void* dv, cudaStream_t stream);
 
 // The error of the last launch, or nullptr.
 inline const char* LastLaunchError() {

@@ -10,34 +10,16 @@
 // 16-row warp). Head size 128 keeps kMTiles = 1 so that the O accumulators
 // (64 floats) and the scores (32) fit the register file without spills.
 // Shared memory: Q [kBlockM][d] + 2 x (K, V) [64][d] bf16, 48 KiB at d = 64.
-//
-// Fragments (PTX ISA, "Matrix fragments for mma.m16n8k16"), with
-// g = lane / 4 and t = lane % 4: A a0 = (g, 2t..2t+1), a1 = (g+8, 2t..),
-// a2 = (g, 2t+8..), a3 = (g+8, 2t+8..); B b0 = (k 2t..2t+1, n g),
-// b1 = (k 2t+8.., n g); C c0,c1 = (g, 2t..2t+1), c2,c3 = (g+8, 2t..2t+1).
-// So the score accumulators of two adjacent 8-key tiles are, packed to
-// bf16, exactly the A operand of P V for those 16 keys: P never leaves the
-// registers.
-//
-// Rows of every tile are 16-byte chunks XOR-swizzled by row, so that the
-// eight row addresses of each ldmatrix phase hit eight different bank
-// groups.
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include "ops/attention/attention_cuda_common.cuh"
+// Fragment layouts and the swizzle: attention_cuda_mma.cuh.
+#include "ops/attention/attention_cuda_mma.cuh"
 
 namespace tfm {
 namespace attention_cuda {
 namespace {
 
-using bf16 = __nv_bfloat16;
-
-constexpr int kWarps = 4;
-constexpr int kThreads = 32 * kWarps;
+constexpr int kWarps = kMmaWarps;
+constexpr int kThreads = kMmaThreads;
 constexpr int kBlockN = 64;
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 
 template <int kHeadDim, int kMTiles>
 struct Tiles {
@@ -47,87 +29,6 @@ struct Tiles {
   static constexpr int kOutTiles = kHeadDim / 8;
   static constexpr size_t kSmemBytes = sizeof(bf16) * (kBlockM + 4 * kBlockN) * kHeadDim;
 };
-
-// Element offset of chunk `chunk` (8 elements) of row `row`.
-template <int kHeadDim>
-__device__ __forceinline__ int SwizzledOffset(int row, int chunk) {
-  constexpr int kChunks = kHeadDim / 8;
-  static_assert(kChunks == 4 || kChunks % 8 == 0, "head size 32, 64 or 128");
-  // Four chunks per row: two rows share a 128-byte line, so rows pair up.
-  const int swizzled = kChunks >= 8 ? chunk ^ (row & 7) : chunk ^ ((row >> 1) & 3);
-  return row * kHeadDim + swizzled * 8;
-}
-
-__device__ __forceinline__ uint32_t SmemAddress(const void* pointer) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-}
-
-// 16 bytes from global to shared memory; zeros when !valid (rows past the
-// end: P V must never multiply a zero probability by garbage).
-__device__ __forceinline__ void CpAsync16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-
-__device__ __forceinline__ void CpAsyncCommit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address)
-               : "memory");
-}
-
-__device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address)
-               : "memory");
-}
-
-// d += a b for one 16x8x16 tile.
-__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                    uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Two floats as bf16x2, `low` in the low half (the lower column).
-__device__ __forceinline__ uint32_t PackBf16(float low, float high) {
-  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
-  return *reinterpret_cast<const uint32_t*>(&pair);
-}
-
-// Out of line: inlined into every unrolled score element it would bloat the
-// kernel many times over.
-__device__ __noinline__ float DropoutMultiplierCall(uint64_t seed, uint64_t stream, uint64_t offset,
-                                                    float dropout, uint64_t element) {
-  return DropoutMultiplier(seed, stream, offset, dropout, element);
-}
-
-// Starts copying rows [row0, row0 + kRows) of a [len, kHeadDim] matrix into
-// a swizzled tile; rows at or past row0 + valid_rows become zeros.
-template <int kHeadDim, int kRows>
-__device__ __forceinline__ void LoadTileAsync(const bf16* src, int64_t row0, int64_t valid_rows,
-                                              bf16* tile) {
-  constexpr int kChunks = kHeadDim / 8;
-  for (int e = threadIdx.x; e < kRows * kChunks; e += kThreads) {
-    const int r = e / kChunks, c = e % kChunks;
-    const bool valid = r < valid_rows;
-    const bf16* from = valid ? src + (row0 + r) * kHeadDim + c * 8 : src;
-    CpAsync16(SmemAddress(tile + SwizzledOffset<kHeadDim>(r, c)), from, valid);
-  }
-}
 
 template <int kHeadDim, int kMTiles>
 __global__ void __launch_bounds__(kThreads)
@@ -287,17 +188,16 @@ __global__ void __launch_bounds__(kThreads)
           o[mt][dt][half * 2] *= correction;
           o[mt][dt][half * 2 + 1] *= correction;
         }
-        if (p.dropout > 0.0f && row < p.q_len) {  // After the sum: l is undropped.
-          const uint64_t row_element = (bh * p.q_len + row) * p.k_len;
+        if (p.dropout > 0.0f) {  // After the sum: l is undropped.
+          const uint64_t first = (bh * p.q_len + row) * p.k_len + c0 + 2 * t;
+          const uint32_t kept = DropoutKeptBits<T::kScoreTiles * 2>(
+              p, [&](int i) { return first + (i / 2) * 8 + i % 2; });
+          const float keep_scale = 1.0f / (1.0f - p.dropout);
 #pragma unroll
           for (int nt = 0; nt < T::kScoreTiles; ++nt) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              const int64_t key = c0 + nt * 8 + 2 * t + e;
-              float& x = s[mt][nt][half * 2 + e];
-              if (key < p.k_len && x != 0.0f)
-                x *=
-                    DropoutMultiplierCall(p.seed, p.stream, p.offset, p.dropout, row_element + key);
+              s[mt][nt][half * 2 + e] *= (kept >> (nt * 2 + e)) & 1 ? keep_scale : 0.0f;
             }
           }
         }
@@ -373,15 +273,7 @@ const char* LaunchForwardMma(const AttentionCudaProblem& p, const void* q, const
   return LastLaunchError();
 }
 
-bool Aligned16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
-
 }  // namespace
-
-bool ForwardMmaSupports(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
-                        const void* out) {
-  return p.bf16 && p.d_k == p.d_v && (p.d_k == 32 || p.d_k == 64 || p.d_k == 128) && Aligned16(q) &&
-         Aligned16(k) && Aligned16(v) && Aligned16(out);
-}
 
 const char* ForwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                        void* out, float* lse, cudaStream_t stream) {
