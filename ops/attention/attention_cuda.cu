@@ -4,6 +4,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <initializer_list>
+
 #include "ops/attention/attention_cuda.h"
 #include "ops/attention/attention_cuda_common.cuh"
 
@@ -67,6 +70,16 @@ __global__ void ToBFloat16Kernel(const float* in, int64_t count, __nv_bfloat16* 
   }
 }
 
+// Whether the tensor-core kernels take the problem: bf16, a head size they
+// are built for, and tensors that cp.async can copy 16 bytes at a time.
+bool UseMma(const AttentionCudaProblem& p, std::initializer_list<const void*> tensors) {
+  if (!p.bf16 || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) return false;
+  for (const void* tensor : tensors) {
+    if (reinterpret_cast<uintptr_t>(tensor) % 16 != 0) return false;
+  }
+  return true;
+}
+
 int GridFor(int64_t threads) {
   const int64_t blocks = (threads + kThreads - 1) / kThreads;
   return static_cast<int>(blocks < 65536 ? blocks : 65536);
@@ -123,8 +136,9 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
     }
     if (const char* error = LastLaunchError()) return error;
   }
-  if (const char* error = attention_cuda::BackwardFfma(p, q, k, v, lse, delta, d_out, dq_accum, dk,
-                                                       dv, cuda_stream)) {
+  const auto backward = UseMma(p, {q, k, v, d_out, dk, dv}) ? attention_cuda::BackwardMma
+                                                            : attention_cuda::BackwardFfma;
+  if (const char* error = backward(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, cuda_stream)) {
     return error;
   }
   if (p.bf16 && rows * p.d_k > 0) {

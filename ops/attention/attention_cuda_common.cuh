@@ -54,12 +54,17 @@ __device__ __forceinline__ int64_t FirstQueryRow(const AttentionCudaProblem& p, 
 }
 
 // 0 (dropped) or 1 / (1 - dropout) for element `element` of the dropout
-// stream: ((b * heads + h) * q_len + i) * k_len + j.
+// stream (seed, stream, offset): ((b * heads + h) * q_len + i) * k_len + j.
+__device__ __forceinline__ float DropoutMultiplier(uint64_t seed, uint64_t stream, uint64_t offset,
+                                                   float dropout, uint64_t element) {
+  const philox::Uint4 block = philox::Block(seed, stream, offset + element / 4);
+  const float uniform = philox::ToUniform(philox::Lane(block, static_cast<int>(element % 4)));
+  return uniform < dropout ? 0.0f : 1.0f / (1.0f - dropout);
+}
+
 __device__ __forceinline__ float DropoutMultiplier(const AttentionCudaProblem& p,
                                                    uint64_t element) {
-  const philox::Uint4 block = philox::Block(p.seed, p.stream, p.offset + element / 4);
-  const float uniform = philox::ToUniform(philox::Lane(block, static_cast<int>(element % 4)));
-  return uniform < p.dropout ? 0.0f : 1.0f / (1.0f - p.dropout);
+  return DropoutMultiplier(p.seed, p.stream, p.offset, p.dropout, element);
 }
 
 // The kernel families, each in its own .cu file, launched by
@@ -75,6 +80,15 @@ const char* ForwardFfma(const AttentionCudaProblem& p, const void* q, const void
 const char* BackwardFfma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                          const float* lse, const float* delta, const void* d_out, float* dq_accum,
                          void* dk, void* dv, cudaStream_t stream);
+
+// bf16 on tensor cores for head sizes 32, 64 and 128 with d_k == d_v and
+// 16-byte aligned tensors (attention_cuda_mma.cu,
+// attention_cuda_mma_backward.cu); the backward's contract is BackwardFfma's.
+const char* ForwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
+                       void* out, float* lse, cudaStream_t stream);
+const char* BackwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
+                        const float* lse, const float* delta, const void* d_out, float* dq_accum,
+                        void* dk, void* dv, cudaStream_t stream);
 
 // The error of the last launch, or nullptr.
 inline const char* LastLaunchError() {

@@ -217,6 +217,21 @@ TEST_P(AttentionCudaTest, Dropout) {
                        GetParam());
 }
 
+// Many key tiles (the tensor-core kernels double-buffer 64-key tiles) and
+// several query tiles per head.
+TEST_P(AttentionCudaTest, LongSequences) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectCudaMatchesCpu({.batch = 1, .heads = 2, .q_len = 300, .k_len = 300, .d_k = 64, .d_v = 64,
+                        .causal = true},
+                       GetParam());
+  ExpectCudaMatchesCpu({.batch = 2, .heads = 1, .q_len = 257, .k_len = 1000, .d_k = 64,
+                        .d_v = 64, .key_lengths = {1000, 555}, .as_padding_mask = true},
+                       GetParam());
+  ExpectCudaMatchesCpu({.batch = 1, .heads = 1, .q_len = 200, .k_len = 333, .d_k = 128,
+                        .d_v = 128, .causal = true, .dropout = 0.2f},
+                       GetParam());
+}
+
 TEST_P(AttentionCudaTest, SingleQuery) {
   TFM_SKIP_WITHOUT_GPU();
   ExpectCudaMatchesCpu({.batch = 3,

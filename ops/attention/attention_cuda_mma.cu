@@ -1,0 +1,292 @@
+// bf16 attention forward on tensor cores (FlashAttention-2): mma.sync
+// m16n8k16 with fp32 accumulation through inline PTX, operands loaded from
+// shared memory with ldmatrix, K and V tiles double-buffered with cp.async.
+//
+// Tiles: a block of 4 warps owns kBlockM = 4 * 16 * kMTiles query rows of
+// one head, each warp 16 * kMTiles rows, and walks the keys 64 at a time.
+// kMTiles = 2 (128-row blocks) for head sizes 32 and 64: each K and V
+// fragment loaded from shared memory then feeds two MMAs, which halves the
+// shared-memory traffic per MMA (it, not the tensor cores, limits a
+// 16-row warp). Head size 128 keeps kMTiles = 1 so that the O accumulators
+// (64 floats) and the scores (32) fit the register file without spills.
+// Shared memory: Q [kBlockM][d] + 2 x (K, V) [64][d] bf16, 48 KiB at d = 64.
+// Fragment layouts and the swizzle: attention_cuda_mma.cuh.
+#include "ops/attention/attention_cuda_mma.cuh"
+
+namespace tfm {
+namespace attention_cuda {
+namespace {
+
+constexpr int kWarps = kMmaWarps;
+constexpr int kThreads = kMmaThreads;
+constexpr int kBlockN = 64;
+
+template <int kHeadDim, int kMTiles>
+struct Tiles {
+  static constexpr int kBlockM = 16 * kMTiles * kWarps;
+  static constexpr int kKSteps = kHeadDim / 16;
+  static constexpr int kScoreTiles = kBlockN / 8;
+  static constexpr int kOutTiles = kHeadDim / 8;
+  static constexpr size_t kSmemBytes = sizeof(bf16) * (kBlockM + 4 * kBlockN) * kHeadDim;
+};
+
+template <int kHeadDim, int kMTiles>
+__global__ void __launch_bounds__(kThreads)
+    ForwardMmaKernel(AttentionCudaProblem p, const bf16* q, const bf16* k, const bf16* v, bf16* out,
+                     float* lse) {
+  using T = Tiles<kHeadDim, kMTiles>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  bf16* s_q = reinterpret_cast<bf16*>(smem);
+  bf16* s_k = s_q + T::kBlockM * kHeadDim;   // [2][kBlockN][kHeadDim]
+  bf16* s_v = s_k + 2 * kBlockN * kHeadDim;  // [2][kBlockN][kHeadDim]
+
+  // The longest (causal: last) query tiles first, so that short ones fill
+  // the tail of the grid.
+  const int64_t heads_total = p.batch * p.heads;
+  const int64_t q_tiles = (p.q_len + T::kBlockM - 1) / T::kBlockM;
+  const int64_t bh = blockIdx.x % heads_total;
+  const int64_t b = bh / p.heads;
+  const int64_t q0 = (q_tiles - 1 - blockIdx.x / heads_total) * T::kBlockM;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int warp_row0 = warp * 16 * kMTiles;  // Within the block.
+
+  const int64_t key_end = KeyEnd(p, b);
+  const int64_t tile_key_end = RowKeyEnd(p, key_end, MinI64(q0 + T::kBlockM, p.q_len) - 1);
+  const float* bias = p.key_bias != nullptr ? p.key_bias + b * p.k_len : nullptr;
+  // Keys below this are visible to every row of the block: their tiles need
+  // no mask.
+  const int64_t unmasked_end = bias != nullptr ? 0 : RowKeyEnd(p, key_end, q0);
+  const int key_tiles = static_cast<int>((tile_key_end + kBlockN - 1) / kBlockN);
+
+  const bf16* k_head = k + bh * p.k_len * kHeadDim;
+  const bf16* v_head = v + bh * p.k_len * kHeadDim;
+  if (key_tiles > 0) {
+    LoadTileAsync<kHeadDim, T::kBlockM>(q + bh * p.q_len * kHeadDim, q0, p.q_len - q0, s_q);
+    LoadTileAsync<kHeadDim, kBlockN>(k_head, 0, p.k_len, s_k);
+    LoadTileAsync<kHeadDim, kBlockN>(v_head, 0, p.k_len, s_v);
+    CpAsyncCommit();
+  }
+
+  float o[kMTiles][T::kOutTiles][4];
+  float row_max[kMTiles][2];  // In log2 units (scores times scale * log2 e).
+  float row_sum[kMTiles][2];  // This thread's share; the quad's sum at the end.
+  uint32_t q_frag[kMTiles][T::kKSteps][4];
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < T::kOutTiles; ++dt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.0f;
+    }
+    row_max[mt][0] = row_max[mt][1] = kNegInf;
+    row_sum[mt][0] = row_sum[mt][1] = 0.0f;
+  }
+  const float scale_log2 = p.scale * kLog2e;
+
+  for (int j = 0; j < key_tiles; ++j) {
+    const int64_t c0 = static_cast<int64_t>(j) * kBlockN;
+    const int buffer = j & 1;
+    if (j + 1 < key_tiles) {  // Fetch the next tiles while this one computes.
+      const int64_t next = c0 + kBlockN;
+      LoadTileAsync<kHeadDim, kBlockN>(k_head, next, p.k_len - next,
+                                       s_k + (buffer ^ 1) * kBlockN * kHeadDim);
+      LoadTileAsync<kHeadDim, kBlockN>(v_head, next, p.k_len - next,
+                                       s_v + (buffer ^ 1) * kBlockN * kHeadDim);
+      CpAsyncCommit();
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
+    __syncthreads();
+    const bf16* k_tile = s_k + buffer * kBlockN * kHeadDim;
+    const bf16* v_tile = s_v + buffer * kBlockN * kHeadDim;
+    if (j == 0) {
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int ks = 0; ks < T::kKSteps; ++ks) {
+          const int row = warp_row0 + mt * 16 + lane % 16;
+          LdMatrixX4(q_frag[mt][ks],
+                     SmemAddress(s_q + SwizzledOffset<kHeadDim>(row, ks * 2 + lane / 16)));
+        }
+      }
+    }
+
+    // S = Q K^T; ldmatrix x4 gives b0, b1 of two 8-key tiles.
+    float s[kMTiles][T::kScoreTiles][4];
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < T::kScoreTiles; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int ks = 0; ks < T::kKSteps; ++ks) {
+#pragma unroll
+      for (int np = 0; np < T::kScoreTiles / 2; ++np) {
+        uint32_t frag[4];
+        const int key = np * 16 + lane % 8 + (lane / 16) * 8;
+        LdMatrixX4(frag,
+                   SmemAddress(k_tile + SwizzledOffset<kHeadDim>(key, ks * 2 + (lane / 8) % 2)));
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          Mma(s[mt][2 * np], q_frag[mt][ks], frag[0], frag[1]);
+          Mma(s[mt][2 * np + 1], q_frag[mt][ks], frag[2], frag[3]);
+        }
+      }
+    }
+
+    // Online softmax on the rows g and g + 8 of each m-tile; the four
+    // threads of a quad hold one row between them.
+    const bool masked = c0 + kBlockN > unmasked_end;
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int64_t row = q0 + warp_row0 + mt * 16 + g + half * 8;
+        const int64_t row_end = masked ? RowKeyEnd(p, key_end, row) : 0;
+        float max = row_max[mt][half];
+#pragma unroll
+        for (int nt = 0; nt < T::kScoreTiles; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& x = s[mt][nt][half * 2 + e];
+            x *= scale_log2;
+            if (masked) {
+              const int64_t key = c0 + nt * 8 + 2 * t + e;
+              if (key >= row_end) {
+                x = kNegInf;
+              } else if (bias != nullptr) {
+                x += bias[key];  // 0 or -inf.
+              }
+            }
+            max = fmaxf(max, x);
+          }
+        }
+        max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 1));
+        max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 2));
+        // A row with nothing visible so far keeps zeros: exp2(-inf - 0).
+        const float shift = max == kNegInf ? 0.0f : max;
+        const float correction = exp2f(row_max[mt][half] - shift);
+        row_max[mt][half] = max;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < T::kScoreTiles; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& x = s[mt][nt][half * 2 + e];
+            x = exp2f(x - shift);
+            sum += x;
+          }
+        }
+        row_sum[mt][half] = row_sum[mt][half] * correction + sum;
+#pragma unroll
+        for (int dt = 0; dt < T::kOutTiles; ++dt) {
+          o[mt][dt][half * 2] *= correction;
+          o[mt][dt][half * 2 + 1] *= correction;
+        }
+        if (p.dropout > 0.0f) {  // After the sum: l is undropped.
+          const uint64_t first = (bh * p.q_len + row) * p.k_len + c0 + 2 * t;
+          const uint32_t kept = DropoutKeptBits<T::kScoreTiles * 2>(
+              p, [&](int i) { return first + (i / 2) * 8 + i % 2; });
+          const float keep_scale = 1.0f / (1.0f - p.dropout);
+#pragma unroll
+          for (int nt = 0; nt < T::kScoreTiles; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              s[mt][nt][half * 2 + e] *= (kept >> (nt * 2 + e)) & 1 ? keep_scale : 0.0f;
+            }
+          }
+        }
+      }
+    }
+
+    // O += P V, P from the score registers, V^T fragments by ldmatrix.trans.
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      uint32_t a[kMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        a[mt][0] = PackBf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        a[mt][1] = PackBf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        a[mt][2] = PackBf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        a[mt][3] = PackBf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < T::kOutTiles / 2; ++dp) {
+        uint32_t frag[4];
+        const int key = kk * 16 + lane % 8 + ((lane / 8) % 2) * 8;
+        LdMatrixX4Trans(frag,
+                        SmemAddress(v_tile + SwizzledOffset<kHeadDim>(key, dp * 2 + lane / 16)));
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          Mma(o[mt][2 * dp], a[mt], frag[0], frag[1]);
+          Mma(o[mt][2 * dp + 1], a[mt], frag[2], frag[3]);
+        }
+      }
+    }
+    __syncthreads();  // All warps are done with this buffer before it refills.
+  }
+
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float sum = row_sum[mt][half];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int64_t row = q0 + warp_row0 + mt * 16 + g + half * 8;
+      if (row >= p.q_len) continue;
+      const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+      bf16* out_row = out + (bh * p.q_len + row) * kHeadDim;
+#pragma unroll
+      for (int dt = 0; dt < T::kOutTiles; ++dt) {
+        *reinterpret_cast<uint32_t*>(out_row + dt * 8 + 2 * t) =
+            PackBf16(o[mt][dt][half * 2] * inverse, o[mt][dt][half * 2 + 1] * inverse);
+      }
+      if (t == 0) {
+        lse[bh * p.q_len + row] = sum > 0.0f ? (row_max[mt][half] + log2f(sum)) * kLn2 : kNegInf;
+      }
+    }
+  }
+}
+
+template <int kHeadDim, int kMTiles>
+const char* LaunchForwardMma(const AttentionCudaProblem& p, const void* q, const void* k,
+                             const void* v, void* out, float* lse, cudaStream_t stream) {
+  using T = Tiles<kHeadDim, kMTiles>;
+  const int64_t blocks = p.batch * p.heads * ((p.q_len + T::kBlockM - 1) / T::kBlockM);
+  if (blocks == 0) return nullptr;
+  if (blocks > 0x7fffffff) return "too many query tiles for one launch";
+  const auto kernel = ForwardMmaKernel<kHeadDim, kMTiles>;
+  if (T::kSmemBytes > 48 * 1024) {
+    const cudaError_t error = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
+    if (error != cudaSuccess) return cudaGetErrorString(error);
+  }
+  kernel<<<static_cast<unsigned>(blocks), kThreads, T::kSmemBytes, stream>>>(
+      p, static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
+      static_cast<bf16*>(out), lse);
+  return LastLaunchError();
+}
+
+}  // namespace
+
+const char* ForwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
+                       void* out, float* lse, cudaStream_t stream) {
+  switch (p.d_k) {
+    case 32:
+      return LaunchForwardMma<32, 2>(p, q, k, v, out, lse, stream);
+    case 64:
+      return LaunchForwardMma<64, 2>(p, q, k, v, out, lse, stream);
+    case 128:
+      return LaunchForwardMma<128, 1>(p, q, k, v, out, lse, stream);
+  }
+  return "the tensor-core attention kernels take head sizes 32, 64 and 128";
+}
+
+}  // namespace attention_cuda
+}  // namespace tfm

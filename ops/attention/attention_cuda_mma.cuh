@@ -1,0 +1,130 @@
+// Tensor-core building blocks of the bf16 attention kernels
+// (attention_cuda_mma*.cu): inline PTX for mma.sync m16n8k16 (bf16 in, fp32
+// accumulators), ldmatrix and cp.async, and the swizzled shared-memory tile
+// layout they read.
+//
+// Fragments (PTX ISA, "Matrix fragments for mma.m16n8k16"), with
+// g = lane / 4 and t = lane % 4: A a0 = (g, 2t..2t+1), a1 = (g+8, 2t..),
+// a2 = (g, 2t+8..), a3 = (g+8, 2t+8..); B b0 = (k 2t..2t+1, n g),
+// b1 = (k 2t+8.., n g); C c0,c1 = (g, 2t..2t+1), c2,c3 = (g+8, 2t..2t+1).
+// So the score accumulators of two adjacent 8-key tiles are, packed to
+// bf16, exactly the A operand of P V for those 16 keys: P never leaves the
+// registers.
+//
+// Rows of every tile are 16-byte chunks XOR-swizzled by row, so that the
+// eight row addresses of each ldmatrix phase hit eight different bank
+// groups.
+#ifndef TFM_OPS_ATTENTION_ATTENTION_CUDA_MMA_CUH_
+#define TFM_OPS_ATTENTION_ATTENTION_CUDA_MMA_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "ops/attention/attention_cuda_common.cuh"
+
+namespace tfm {
+namespace attention_cuda {
+
+using bf16 = __nv_bfloat16;
+
+// Both kernels run 4 warps per block.
+constexpr int kMmaWarps = 4;
+constexpr int kMmaThreads = 32 * kMmaWarps;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// Element offset of chunk `chunk` (8 elements) of row `row`.
+template <int kHeadDim>
+__device__ __forceinline__ int SwizzledOffset(int row, int chunk) {
+  constexpr int kChunks = kHeadDim / 8;
+  static_assert(kChunks == 4 || kChunks % 8 == 0, "head size 32, 64 or 128");
+  // Four chunks per row: two rows share a 128-byte line, so rows pair up.
+  const int swizzled = kChunks >= 8 ? chunk ^ (row & 7) : chunk ^ ((row >> 1) & 3);
+  return row * kHeadDim + swizzled * 8;
+}
+
+__device__ __forceinline__ uint32_t SmemAddress(const void* pointer) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
+// 16 bytes from global to shared memory; zeros when !valid (rows past the
+// end: P V must never multiply a zero probability by garbage).
+__device__ __forceinline__ void CpAsync16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+__device__ __forceinline__ void CpAsyncCommit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address)
+               : "memory");
+}
+
+__device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address)
+               : "memory");
+}
+
+// d += a b for one 16x8x16 tile.
+__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                    uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats as bf16x2, `low` in the low half (the lower column).
+__device__ __forceinline__ uint32_t PackBf16(float low, float high) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+  return *reinterpret_cast<const uint32_t*>(&pair);
+}
+
+// Bit i set when dropout keeps element element_of(i), i < kCount <= 32.
+// The loop stays rolled: unrolled over every score element, Philox would
+// bloat the kernel and crowd the registers the accumulators need.
+template <int kCount, typename ElementOf>
+__device__ __forceinline__ uint32_t DropoutKeptBits(const AttentionCudaProblem& p,
+                                                    ElementOf element_of) {
+  static_assert(kCount <= 32, "one bit per element of a 32-bit mask");
+  uint32_t kept = 0;
+#pragma unroll 1
+  for (int i = 0; i < kCount; ++i) {
+    if (DropoutMultiplier(p, element_of(i)) != 0.0f) kept |= 1u << i;
+  }
+  return kept;
+}
+
+// Starts copying rows [row0, row0 + kRows) of a [len, kHeadDim] matrix into
+// a swizzled tile; rows at or past row0 + valid_rows become zeros.
+template <int kHeadDim, int kRows>
+__device__ __forceinline__ void LoadTileAsync(const bf16* src, int64_t row0, int64_t valid_rows,
+                                              bf16* tile) {
+  constexpr int kChunks = kHeadDim / 8;
+  for (int e = threadIdx.x; e < kRows * kChunks; e += kMmaThreads) {
+    const int r = e / kChunks, c = e % kChunks;
+    const bool valid = r < valid_rows;
+    const bf16* from = valid ? src + (row0 + r) * kHeadDim + c * 8 : src;
+    CpAsync16(SmemAddress(tile + SwizzledOffset<kHeadDim>(r, c)), from, valid);
+  }
+}
+
+}  // namespace attention_cuda
+}  // namespace tfm
+
+#endif  // TFM_OPS_ATTENTION_ATTENTION_CUDA_MMA_CUH_

@@ -1,0 +1,298 @@
+// bf16 attention backward on tensor cores (FlashAttention-2).
+//
+// A block of 4 warps owns 64 keys of one head (16 per warp) and walks the
+// query tiles (64 rows) that see them. Each warp works on the transposed
+// scores of its keys, so that P^T and dS^T, computed in registers as MMA
+// accumulators, are directly the A operands of its own dV and dK products:
+//   S^T  = K Q^T,    P^T = exp(scale S^T - lse)          (masked: 0)
+//   dP^T = V dO^T,   dS^T = P^T o (dP^T o M - delta)     (M: dropout)
+//   dV  += (P^T o M) dO,   dK += scale dS^T Q             (registers)
+//   dQ  += scale dS K                                     (fp32 atomics)
+// dQ sums over all key blocks, so it goes through shared memory (dS^T,
+// bf16) to warps split by query rows, and is added with fp32 atomics into a
+// zeroed f32 buffer that the caller converts to bf16 afterwards.
+// delta_i = dO_i . O_i comes from a pre-kernel. Query steps are 64 rows (32
+// at head size 128). Shared memory: K, V [64][d], Q, dO [64][d] and dS^T
+// [64][64] bf16, 40 KiB at d = 64.
+#include "ops/attention/attention_cuda_mma.cuh"
+
+namespace tfm {
+namespace attention_cuda {
+namespace {
+
+constexpr int kBlockN = 16 * kMmaWarps;  // Keys per block.
+
+template <int kHeadDim>
+struct BackwardTiles {
+  // Queries per step: 32 at head size 128 keeps the scores (2 x 16 floats)
+  // beside the dK and dV accumulators (2 x 64) without spilling.
+  static constexpr int kBlockM = kHeadDim <= 64 ? 64 : 32;
+  static constexpr int kQueryTiles = kBlockM / 8;
+  // dQ: the 16-row m-tiles of a query step, the warps that share one (each
+  // taking kDqTiles of the head's 8-wide column tiles).
+  static constexpr int kDqMTiles = kBlockM / 16;
+  static constexpr int kWarpsPerDqMTile = kMmaWarps / kDqMTiles;
+  static constexpr int kDqTiles = kHeadDim / 8 / kWarpsPerDqMTile;
+  static constexpr int kKSteps = kHeadDim / 16;
+  static constexpr int kOutTiles = kHeadDim / 8;
+  static constexpr size_t kSmemBytes =
+      sizeof(bf16) * ((2 * kBlockN + 2 * kBlockM) * kHeadDim + kBlockN * kBlockM) +
+      sizeof(float) * 2 * kBlockM;
+};
+
+template <int kHeadDim>
+__global__ void __launch_bounds__(kMmaThreads)
+    BackwardMmaKernel(AttentionCudaProblem p, const bf16* q, const bf16* k, const bf16* v,
+                      const float* lse, const float* delta, const bf16* d_out, float* dq_accum,
+                      bf16* dk, bf16* dv) {
+  using T = BackwardTiles<kHeadDim>;
+  constexpr int kBlockM = T::kBlockM, kQueryTiles = T::kQueryTiles;
+  extern __shared__ __align__(128) unsigned char smem[];
+  bf16* s_k = reinterpret_cast<bf16*>(smem);
+  bf16* s_v = s_k + kBlockN * kHeadDim;
+  bf16* s_q = s_v + kBlockN * kHeadDim;
+  bf16* s_do = s_q + kBlockM * kHeadDim;
+  bf16* s_ds = s_do + kBlockM * kHeadDim;  // dS^T [kBlockN keys][kBlockM queries].
+  // Per query: lse in log2 units, +inf where the row saw no key (so that
+  // exp2(x - lse) = 0), and delta.
+  float* s_lse = reinterpret_cast<float*>(s_ds + kBlockN * kBlockM);
+  float* s_delta = s_lse + kBlockM;
+
+  const int64_t k_tiles = (p.k_len + kBlockN - 1) / kBlockN;
+  const int64_t bh = blockIdx.x / k_tiles;
+  const int64_t b = bh / p.heads;
+  const int64_t c0 = (blockIdx.x % k_tiles) * kBlockN;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int warp_key0 = warp * 16;  // This warp's keys within the block.
+  const int64_t key_end = KeyEnd(p, b);
+  const float* bias = p.key_bias != nullptr ? p.key_bias + b * p.k_len : nullptr;
+  const float scale_log2 = p.scale * kLog2e;
+  const bf16* q_head = q + bh * p.q_len * kHeadDim;
+  const bf16* d_out_head = d_out + bh * p.q_len * kHeadDim;
+
+  LoadTileAsync<kHeadDim, kBlockN>(k + bh * p.k_len * kHeadDim, c0, p.k_len - c0, s_k);
+  LoadTileAsync<kHeadDim, kBlockN>(v + bh * p.k_len * kHeadDim, c0, p.k_len - c0, s_v);
+  CpAsyncCommit();
+
+  float dk_acc[T::kOutTiles][4], dv_acc[T::kOutTiles][4];
+#pragma unroll
+  for (int dt = 0; dt < T::kOutTiles; ++dt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk_acc[dt][e] = dv_acc[dt][e] = 0.0f;
+  }
+
+  // Keys at or past key_end get zero gradients; so do keys no row sees.
+  const int64_t first_row = c0 < key_end ? FirstQueryRow(p, c0) : p.q_len;
+  for (int64_t q0 = first_row / kBlockM * kBlockM; q0 < p.q_len; q0 += kBlockM) {
+    __syncthreads();  // The previous step is done with s_q, s_do, s_ds, s_lse.
+    LoadTileAsync<kHeadDim, kBlockM>(q_head, q0, p.q_len - q0, s_q);
+    LoadTileAsync<kHeadDim, kBlockM>(d_out_head, q0, p.q_len - q0, s_do);
+    CpAsyncCommit();
+    if (threadIdx.x < kBlockM) {
+      const int64_t row = q0 + threadIdx.x;
+      const float row_lse = row < p.q_len ? lse[bh * p.q_len + row] : kNegInf;
+      s_lse[threadIdx.x] = row_lse == kNegInf ? -kNegInf : row_lse * kLog2e;
+      s_delta[threadIdx.x] = row < p.q_len ? delta[bh * p.q_len + row] : 0.0f;
+    }
+    CpAsyncWait<0>();
+    __syncthreads();
+
+    // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys.
+    float s[kQueryTiles][4], dp[kQueryTiles][4];
+#pragma unroll
+    for (int nt = 0; nt < kQueryTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.0f;
+    }
+#pragma unroll
+    for (int ks = 0; ks < T::kKSteps; ++ks) {
+      uint32_t k_frag[4], v_frag[4];
+      const int a_offset = SwizzledOffset<kHeadDim>(warp_key0 + lane % 16, ks * 2 + lane / 16);
+      LdMatrixX4(k_frag, SmemAddress(s_k + a_offset));
+      LdMatrixX4(v_frag, SmemAddress(s_v + a_offset));
+#pragma unroll
+      for (int np = 0; np < kQueryTiles / 2; ++np) {
+        const int b_offset =
+            SwizzledOffset<kHeadDim>(np * 16 + lane % 8 + (lane / 16) * 8, ks * 2 + (lane / 8) % 2);
+        uint32_t frag[4];
+        LdMatrixX4(frag, SmemAddress(s_q + b_offset));
+        Mma(s[2 * np], k_frag, frag[0], frag[1]);
+        Mma(s[2 * np + 1], k_frag, frag[2], frag[3]);
+        LdMatrixX4(frag, SmemAddress(s_do + b_offset));
+        Mma(dp[2 * np], v_frag, frag[0], frag[1]);
+        Mma(dp[2 * np + 1], v_frag, frag[2], frag[3]);
+      }
+    }
+
+    // Element (key, query) of the C fragments: keys g and g + 8, queries
+    // 8 nt + 2t and + 1. s becomes P^T o M, dp becomes dS^T.
+    const bool masked = c0 + kBlockN > RowKeyEnd(p, key_end, q0) || bias != nullptr;
+    uint32_t kept = ~0u;
+    float keep_scale = 1.0f;
+    if (p.dropout > 0.0f) {
+      kept = DropoutKeptBits<kQueryTiles * 4>(p, [&](int i) {
+        const int64_t key = c0 + warp_key0 + g + (i % 4 / 2) * 8;
+        const int64_t query = q0 + (i / 4) * 8 + 2 * t + i % 2;
+        return static_cast<uint64_t>((bh * p.q_len + query) * p.k_len + key);
+      });
+      keep_scale = 1.0f / (1.0f - p.dropout);
+    }
+#pragma unroll
+    for (int nt = 0; nt < kQueryTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key_local = warp_key0 + g + (e / 2) * 8;
+        const int query_local = nt * 8 + 2 * t + e % 2;
+        const int64_t key = c0 + key_local, query = q0 + query_local;
+        float x = s[nt][e] * scale_log2;
+        if (masked) {
+          if (key >= RowKeyEnd(p, key_end, query)) {
+            x = kNegInf;
+          } else if (bias != nullptr) {
+            x += bias[key];  // 0 or -inf.
+          }
+        }
+        const float prob = exp2f(x - s_lse[query_local]);
+        const float multiplier = (kept >> (nt * 4 + e)) & 1 ? keep_scale : 0.0f;
+        s[nt][e] = prob * multiplier;
+        dp[nt][e] = prob * (dp[nt][e] * multiplier - s_delta[query_local]);
+      }
+    }
+
+    // dV += (P^T o M) dO and dK += dS^T Q (scaled at the end); the B
+    // operands, [query][dim] in shared memory, load transposed.
+#pragma unroll
+    for (int kk = 0; kk < kBlockM / 16; ++kk) {
+      uint32_t p_frag[4], ds_frag[4];
+      p_frag[0] = PackBf16(s[2 * kk][0], s[2 * kk][1]);
+      p_frag[1] = PackBf16(s[2 * kk][2], s[2 * kk][3]);
+      p_frag[2] = PackBf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      p_frag[3] = PackBf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      ds_frag[0] = PackBf16(dp[2 * kk][0], dp[2 * kk][1]);
+      ds_frag[1] = PackBf16(dp[2 * kk][2], dp[2 * kk][3]);
+      ds_frag[2] = PackBf16(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
+      ds_frag[3] = PackBf16(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+#pragma unroll
+      for (int dpair = 0; dpair < T::kOutTiles / 2; ++dpair) {
+        const int offset = SwizzledOffset<kHeadDim>(kk * 16 + lane % 8 + ((lane / 8) % 2) * 8,
+                                                    dpair * 2 + lane / 16);
+        uint32_t frag[4];
+        LdMatrixX4Trans(frag, SmemAddress(s_do + offset));
+        Mma(dv_acc[2 * dpair], p_frag, frag[0], frag[1]);
+        Mma(dv_acc[2 * dpair + 1], p_frag, frag[2], frag[3]);
+        LdMatrixX4Trans(frag, SmemAddress(s_q + offset));
+        Mma(dk_acc[2 * dpair], ds_frag, frag[0], frag[1]);
+        Mma(dk_acc[2 * dpair + 1], ds_frag, frag[2], frag[3]);
+      }
+    }
+
+    // dS^T to shared memory, [key][query] swizzled like a 64-wide head.
+#pragma unroll
+    for (int nt = 0; nt < kQueryTiles; ++nt) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int key_local = warp_key0 + g + half * 8;
+        *reinterpret_cast<uint32_t*>(s_ds + SwizzledOffset<kBlockM>(key_local, nt) + 2 * t) =
+            PackBf16(dp[nt][half * 2], dp[nt][half * 2 + 1]);
+      }
+    }
+    __syncthreads();
+
+    // dQ of this query step: warp w takes m-tile w % kDqMTiles and its
+    // kDqTiles column tiles from (w / kDqMTiles) * kDqTiles. A = dS, read
+    // transposed from dS^T; B = K [key][dim], transposed.
+    const int dq_mtile = warp % T::kDqMTiles;
+    const int dq_tile0 = (warp / T::kDqMTiles) * T::kDqTiles;
+    float dq_acc[T::kDqTiles][4];
+#pragma unroll
+    for (int dt = 0; dt < T::kDqTiles; ++dt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dq_acc[dt][e] = 0.0f;
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      uint32_t ds_frag[4];
+      LdMatrixX4Trans(
+          ds_frag, SmemAddress(s_ds + SwizzledOffset<kBlockM>(kk * 16 + lane % 8 + (lane / 16) * 8,
+                                                              dq_mtile * 2 + (lane / 8) % 2)));
+#pragma unroll
+      for (int dpair = 0; dpair < T::kDqTiles / 2; ++dpair) {
+        uint32_t frag[4];
+        LdMatrixX4Trans(frag, SmemAddress(s_k + SwizzledOffset<kHeadDim>(
+                                                    kk * 16 + lane % 8 + ((lane / 8) % 2) * 8,
+                                                    dq_tile0 + dpair * 2 + lane / 16)));
+        Mma(dq_acc[2 * dpair], ds_frag, frag[0], frag[1]);
+        Mma(dq_acc[2 * dpair + 1], ds_frag, frag[2], frag[3]);
+      }
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int64_t row = q0 + dq_mtile * 16 + g + half * 8;
+      if (row >= p.q_len) continue;
+      float* dq_row = dq_accum + (bh * p.q_len + row) * kHeadDim + dq_tile0 * 8;
+#pragma unroll
+      for (int dt = 0; dt < T::kDqTiles; ++dt) {
+        atomicAdd(dq_row + dt * 8 + 2 * t, p.scale * dq_acc[dt][half * 2]);
+        atomicAdd(dq_row + dt * 8 + 2 * t + 1, p.scale * dq_acc[dt][half * 2 + 1]);
+      }
+    }
+  }
+  CpAsyncWait<0>();  // When no query tile ran, the K and V copies are still pending.
+
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int64_t key = c0 + warp_key0 + g + half * 8;
+    if (key >= p.k_len) continue;
+    bf16* dk_row = dk + (bh * p.k_len + key) * kHeadDim;
+    bf16* dv_row = dv + (bh * p.k_len + key) * kHeadDim;
+#pragma unroll
+    for (int dt = 0; dt < T::kOutTiles; ++dt) {
+      *reinterpret_cast<uint32_t*>(dk_row + dt * 8 + 2 * t) =
+          PackBf16(p.scale * dk_acc[dt][half * 2], p.scale * dk_acc[dt][half * 2 + 1]);
+      *reinterpret_cast<uint32_t*>(dv_row + dt * 8 + 2 * t) =
+          PackBf16(dv_acc[dt][half * 2], dv_acc[dt][half * 2 + 1]);
+    }
+  }
+}
+
+template <int kHeadDim>
+const char* LaunchBackwardMma(const AttentionCudaProblem& p, const void* q, const void* k,
+                              const void* v, const float* lse, const float* delta,
+                              const void* d_out, float* dq_accum, void* dk, void* dv,
+                              cudaStream_t stream) {
+  using T = BackwardTiles<kHeadDim>;
+  const int64_t blocks = p.batch * p.heads * ((p.k_len + kBlockN - 1) / kBlockN);
+  if (blocks == 0) return nullptr;
+  if (blocks > 0x7fffffff) return "too many key tiles for one launch";
+  const auto kernel = BackwardMmaKernel<kHeadDim>;
+  if (T::kSmemBytes > 48 * 1024) {
+    const cudaError_t error = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
+    if (error != cudaSuccess) return cudaGetErrorString(error);
+  }
+  kernel<<<static_cast<unsigned>(blocks), kMmaThreads, T::kSmemBytes, stream>>>(
+      p, static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v), lse,
+      delta, static_cast<const bf16*>(d_out), dq_accum, static_cast<bf16*>(dk),
+      static_cast<bf16*>(dv));
+  return LastLaunchError();
+}
+
+}  // namespace
+
+const char* BackwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
+                        const float* lse, const float* delta, const void* d_out, float* dq_accum,
+                        void* dk, void* dv, cudaStream_t stream) {
+  switch (p.d_k) {
+    case 32:
+      return LaunchBackwardMma<32>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
+    case 64:
+      return LaunchBackwardMma<64>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
+    case 128:
+      return LaunchBackwardMma<128>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
+  }
+  return "the tensor-core attention kernels take head sizes 32, 64 and 128";
+}
+
+}  // namespace attention_cuda
+}  // namespace tfm
