@@ -10,8 +10,8 @@ namespace {
 absl::Status ValidateLogitsAndTargets(const KernelContext& context) {
   const Tensor& logits = context.input(0);
   const Tensor& targets = context.input(1);
-  if (logits.rank() != 2 || logits.dtype() != DType::kF32) {
-    return context.Error("logits must be f32 [N, V]");
+  if (logits.rank() != 2 || (logits.dtype() != DType::kF32 && logits.dtype() != DType::kBF16)) {
+    return context.Error("logits must be f32 or bf16 [N, V]");
   }
   if (targets.shape() != Shape{logits.dim(0)} ||
       (targets.dtype() != DType::kI32 && targets.dtype() != DType::kI64)) {
@@ -66,9 +66,9 @@ Attrs CrossEntropyAttrs(const CrossEntropyOptions& options) {
 absl::StatusOr<CrossEntropyOutput> LabelSmoothedCrossEntropy(const Tensor& logits,
                                                              const Tensor& targets,
                                                              const CrossEntropyOptions& options) {
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                       RunOp("label_smoothed_cross_entropy", {logits, targets},
-                             CrossEntropyAttrs(options)));
+  TFM_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      RunOp("label_smoothed_cross_entropy", {logits, targets}, CrossEntropyAttrs(options)));
   return CrossEntropyOutput{out[0], out[1], out[2], out[3]};
 }
 

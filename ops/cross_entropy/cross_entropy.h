@@ -32,13 +32,16 @@ struct CrossEntropyOutput {
   Tensor lse;    // f32 [N], log-sum-exp per row: saved for backward.
 };
 
-// logits f32 [N, V], targets i32 or i64 [N], each in [0, V) or padding.
+// logits f32 [N, V] (or bf16 on CUDA, reduced in f32), targets i32 or i64
+// [N], each in [0, V) or padding. On CUDA the target check waits for the
+// stream.
 absl::StatusOr<CrossEntropyOutput> LabelSmoothedCrossEntropy(
     const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& options = {});
 
-// d_logits [N, V] = d_loss * (softmax(logits) - smoothed target), zero rows
-// for padding. d_loss: f32 [] (the gradient of the summed loss, e.g. 1 or
-// 1 / count). The nll output is a statistic and gets no gradient.
+// d_logits [N, V] (logits' dtype) = d_loss * (softmax(logits) - smoothed
+// target), zero rows for padding. d_loss: f32 [] (the gradient of the summed
+// loss, e.g. 1 or 1 / count). The nll output is a statistic and gets no
+// gradient.
 absl::StatusOr<Tensor> LabelSmoothedCrossEntropyBackward(const Tensor& logits,
                                                          const Tensor& targets, const Tensor& lse,
                                                          const Tensor& d_loss,

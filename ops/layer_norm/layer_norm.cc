@@ -9,10 +9,17 @@
 namespace tfm {
 namespace {
 
-// x [..., d] and gain [d] at inputs `first` and `first + 1`.
-absl::Status ValidateXAndGain(const KernelContext& context, int first) {
+// x [..., d] and gain [d] at inputs `first` and `first + 1`; the inputs
+// before `num_typed` share x's dtype (f32, or bf16 with CUDA kernels only),
+// the others (mean, rstd) are f32.
+absl::Status ValidateXAndGain(const KernelContext& context, int first, int num_typed) {
+  const DType dtype = context.input(first).dtype();
+  if (dtype != DType::kF32 && dtype != DType::kBF16) return context.Error("x must be f32 or bf16");
   for (int i = 0; i < context.num_inputs(); ++i) {
-    if (context.input(i).dtype() != DType::kF32) return context.Error("inputs must be f32");
+    if (context.input(i).dtype() != (i < num_typed ? dtype : DType::kF32)) {
+      return context.Error(i < num_typed ? "dout, x, gain and bias must share one dtype"
+                                         : "mean and rstd must be f32");
+    }
   }
   const Tensor& x = context.input(first);
   if (x.rank() < 1 || x.dim(-1) < 1) return context.Error("x must be [..., d] with d >= 1");
@@ -23,11 +30,11 @@ absl::Status ValidateXAndGain(const KernelContext& context, int first) {
 }
 
 absl::Status ValidateLayerNorm(const KernelContext& context) {
-  TFM_RETURN_IF_ERROR(ValidateXAndGain(context, 0));
+  TFM_RETURN_IF_ERROR(ValidateXAndGain(context, 0, 3));
   if (context.input(2).shape() != context.input(1).shape()) {
     return context.Error("bias must have gain's shape");
   }
-  TFM_ASSIGN_OR_RETURN(double eps, context.attrs().GetOr<double>("eps", kLayerNormDefaultEps));
+  TFM_ASSIGN_OR_RETURN(double eps, LayerNormEps(context));
   if (!(eps >= 0.0 && std::isfinite(eps))) {
     return context.Error(absl::StrCat("eps = ", eps, " must be finite and >= 0"));
   }
@@ -35,7 +42,7 @@ absl::Status ValidateLayerNorm(const KernelContext& context) {
 }
 
 absl::Status ValidateLayerNormBackward(const KernelContext& context) {
-  TFM_RETURN_IF_ERROR(ValidateXAndGain(context, 1));
+  TFM_RETURN_IF_ERROR(ValidateXAndGain(context, 1, 3));
   const Tensor& x = context.input(1);
   if (context.input(0).shape() != x.shape()) return context.Error("dout must have x's shape");
   const Shape rows(x.shape().begin(), x.shape().end() - 1);
@@ -64,8 +71,8 @@ TFM_REGISTER_OP(OpDef{
 
 }  // namespace
 
-absl::StatusOr<LayerNormOutputs> LayerNorm(const Tensor& x, const Tensor& gain,
-                                           const Tensor& bias, double eps) {
+absl::StatusOr<LayerNormOutputs> LayerNorm(const Tensor& x, const Tensor& gain, const Tensor& bias,
+                                           double eps) {
   Attrs attrs;
   attrs.Set("eps", eps);
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("layer_norm", {x, gain, bias}, attrs));

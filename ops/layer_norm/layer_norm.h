@@ -3,18 +3,17 @@
 //   out = (x - mean) * rstd * gain + bias,  rstd = 1 / sqrt(var + eps),
 // with the biased variance. The forward also returns each row's mean and
 // rstd (shape x.shape[:-1]), which the backward takes instead of
-// recomputing them. x is [..., d] with d >= 1; gain and bias are [d]. f32
-// only for now.
+// recomputing them. x is [..., d] with d >= 1; gain and bias are [d]. x,
+// gain, bias, out and the gradients are f32, or bf16 on CUDA (statistics in
+// f32, one rounding at the store); mean and rstd are f32.
 #ifndef TFM_OPS_LAYER_NORM_LAYER_NORM_H_
 #define TFM_OPS_LAYER_NORM_LAYER_NORM_H_
 
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
+#include "ops/layer_norm/layer_norm_kernel_args.h"  // kLayerNormDefaultEps
 
 namespace tfm {
-
-// PyTorch's default; the attribute "eps" overrides it.
-inline constexpr double kLayerNormDefaultEps = 1e-5;
 
 struct LayerNormOutputs {
   Tensor out;   // Shaped like x.
@@ -22,8 +21,7 @@ struct LayerNormOutputs {
   Tensor rstd;  // x.shape[:-1]
 };
 
-absl::StatusOr<LayerNormOutputs> LayerNorm(const Tensor& x, const Tensor& gain,
-                                           const Tensor& bias,
+absl::StatusOr<LayerNormOutputs> LayerNorm(const Tensor& x, const Tensor& gain, const Tensor& bias,
                                            double eps = kLayerNormDefaultEps);
 
 struct LayerNormGrads {

@@ -10,7 +10,7 @@
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/isa_dispatch.h"
 #include "ops/cpu_math/vec.h"
-#include "ops/layer_norm/layer_norm.h"
+#include "ops/layer_norm/layer_norm_kernel_args.h"
 
 TFM_ISA_BEGIN
 namespace {
@@ -66,8 +66,8 @@ float SumSquaredDeviations(const float* x, int64_t n, float mu) {
 // In one pass over a row: sum_g = sum(dy * gain) and
 // sum_gx = sum(dy * gain * (x - mu)) (times rstd, that is sum(g * xhat)).
 // Masked-off lanes load dy = 0, so they add nothing to either.
-void GainSums(const float* dy, const float* gain, const float* x, int64_t n, float mu,
-              float* sum_g, float* sum_gx) {
+void GainSums(const float* dy, const float* gain, const float* x, int64_t n, float mu, float* sum_g,
+              float* sum_gx) {
   const VecF vmu = simd::Set(mu);
   VecF acc_g = simd::Zero(), acc_gx = simd::Zero();
   simd::ForEachVector(0, n, [&](int64_t i, auto lanes) {
@@ -86,8 +86,7 @@ int64_t RowGrain(int64_t d) { return std::max<int64_t>(1, 16384 / d); }
 
 absl::Status LayerNormCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
-  TFM_ASSIGN_OR_RETURN(const double eps,
-                       context.attrs().GetOr<double>("eps", kLayerNormDefaultEps));
+  TFM_ASSIGN_OR_RETURN(const double eps, LayerNormEps(context));
   const int64_t d = x.dim(-1);
   const int64_t rows = NumRows(x.shape());
   const Shape row_shape(x.shape().begin(), x.shape().end() - 1);

@@ -9,7 +9,9 @@ namespace {
 
 absl::Status ValidateSoftmax(const KernelContext& context) {
   const Tensor& x = context.input(0);
-  if (x.dtype() != DType::kF32) return context.Error("x must be f32");
+  if (x.dtype() != DType::kF32 && x.dtype() != DType::kBF16) {
+    return context.Error("x must be f32 or bf16");
+  }
   if (x.rank() < 1) return context.Error("x needs at least one axis");
   return absl::OkStatus();
 }
@@ -32,9 +34,9 @@ absl::Status ValidateMaskedSoftmax(const KernelContext& context) {
 
 absl::Status ValidateSoftmaxBackward(const KernelContext& context) {
   TFM_RETURN_IF_ERROR(ValidateSoftmax(context));
-  if (context.input(1).dtype() != DType::kF32 ||
+  if (context.input(1).dtype() != context.input(0).dtype() ||
       context.input(1).shape() != context.input(0).shape()) {
-    return context.Error("dout and out must be f32 of one shape");
+    return context.Error("dout and out must have one dtype and shape");
   }
   return absl::OkStatus();
 }

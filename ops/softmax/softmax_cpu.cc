@@ -14,6 +14,7 @@
 #include "ops/cpu_math/row_math.h"
 #include "ops/cpu_math/simd_math.h"
 #include "ops/cpu_math/vec.h"
+#include "ops/softmax/softmax_kernel_args.h"
 
 TFM_ISA_BEGIN
 namespace {
@@ -26,37 +27,6 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Rows per task: enough elements to outweigh the scheduling cost.
 int64_t RowGrain(int64_t n) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)); }
-
-// Where each row of x finds its mask row: the mask's element strides along
-// x's leading axes, 0 where the mask broadcasts (absent or extent 1).
-class MaskRows {
- public:
-  MaskRows(const Shape& x, const Shape& mask) {
-    const int leading = static_cast<int>(x.size()) - 1;
-    const int offset = static_cast<int>(x.size() - mask.size());
-    int64_t stride = mask.back();
-    extents_.assign(x.begin(), x.end() - 1);
-    strides_.assign(leading, 0);
-    for (int axis = leading - 1; axis >= offset; --axis) {
-      const int64_t extent = mask[axis - offset];
-      strides_[axis] = extent == 1 ? 0 : stride;
-      stride *= extent;
-    }
-  }
-
-  int64_t Offset(int64_t row) const {
-    int64_t offset = 0;
-    for (int axis = static_cast<int>(extents_.size()) - 1; axis >= 0 && row > 0; --axis) {
-      offset += (row % extents_[axis]) * strides_[axis];
-      row /= extents_[axis];
-    }
-    return offset;
-  }
-
- private:
-  std::vector<int64_t> extents_;
-  std::vector<int64_t> strides_;
-};
 
 // Turns a row of logits into probabilities in place, one element at a time.
 // A row without any finite logit (everything masked) becomes zeros; NaN and

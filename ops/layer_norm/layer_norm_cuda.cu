@@ -1,0 +1,245 @@
+// CUDA kernels of layer_norm. A row belongs to one warp (d <= 1024) or to a
+// whole block (longer rows) and is read from global memory once per pass:
+// the mean, the squared deviations around it (two passes, as the CPU, so a
+// large mean does not cancel the variance), then the output. The backward
+// writes dx the same way and sums dgain and dbias over fixed chunks of rows
+// (one thread per column, coalesced) before adding the chunks in order.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "ops/cuda_elementwise.cuh"
+#include "ops/cuda_row_reduce.cuh"
+#include "ops/layer_norm/layer_norm_cuda.h"
+
+namespace tfm {
+namespace {
+
+using cuda_elementwise::DeviceT;
+using cuda_elementwise::FromFloat;
+using cuda_elementwise::LastError;
+using cuda_elementwise::ToFloat;
+using cuda_row_reduce::ForRowWidth;
+using cuda_row_reduce::GroupReduce;
+using cuda_row_reduce::GroupScratch;
+using cuda_row_reduce::RowBlocks;
+using cuda_row_reduce::Sum;
+
+constexpr int kThreads = cuda_row_reduce::kRowThreads;
+
+// The column sums of the backward: kColumns columns by kRowLanes rows per
+// block, over chunks of at least kMinChunkRows rows and at most kMaxChunks
+// chunks (gridDim.y).
+constexpr int kColumns = 32;
+constexpr int kRowLanes = kThreads / kColumns;
+constexpr int64_t kMinChunkRows = 32;
+constexpr int64_t kMaxChunks = 1024;
+
+int64_t ChunkRows(int64_t rows) {
+  return std::max<int64_t>(kMinChunkRows, (rows + kMaxChunks - 1) / kMaxChunks);
+}
+int64_t NumChunks(int64_t rows) { return (rows + ChunkRows(rows) - 1) / ChunkRows(rows); }
+
+// Every thread runs the same number of iterations of the row loop (it
+// depends on the block only), so the group reductions see every thread;
+// threads whose row is past the end reduce zeros and store nothing.
+template <int kWidth, typename D>
+__global__ void __launch_bounds__(kThreads)
+    LayerNormKernel(const D* __restrict__ x, const D* __restrict__ gain, const D* __restrict__ bias,
+                    int64_t rows, int64_t d, float eps, D* __restrict__ out,
+                    float* __restrict__ mean, float* __restrict__ rstd) {
+  __shared__ GroupScratch<float> scratch;
+  constexpr int kGroups = kThreads / kWidth;
+  const int group = threadIdx.x / kWidth, lane = threadIdx.x % kWidth;
+  const float inv_d = 1.0f / static_cast<float>(d);
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * kGroups; first < rows;
+       first += static_cast<int64_t>(gridDim.x) * kGroups) {
+    const int64_t row = first + group;
+    const bool valid = row < rows;
+    const D* xr = x + (valid ? row : 0) * d;
+    float sum = 0.0f;
+    if (valid) {
+      for (int64_t i = lane; i < d; i += kWidth) sum += ToFloat(xr[i]);
+    }
+    const float mu = GroupReduce<kWidth>(sum, Sum(), &scratch) * inv_d;
+    float squares = 0.0f;
+    if (valid) {
+      for (int64_t i = lane; i < d; i += kWidth) {
+        const float deviation = ToFloat(xr[i]) - mu;
+        squares = fmaf(deviation, deviation, squares);
+      }
+    }
+    const float var = GroupReduce<kWidth>(squares, Sum(), &scratch) * inv_d;
+    const float rs = 1.0f / sqrtf(var + eps);
+    if (!valid) continue;
+    D* yr = out + row * d;
+    for (int64_t i = lane; i < d; i += kWidth) {
+      const float xhat = (ToFloat(xr[i]) - mu) * rs;
+      yr[i] = FromFloat<D>(fmaf(xhat, ToFloat(gain[i]), ToFloat(bias[i])));
+    }
+    if (lane == 0) {
+      mean[row] = mu;
+      rstd[row] = rs;
+    }
+  }
+}
+
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dout * gain, in
+// LayerNormBackwardCpu's order of operations.
+template <int kWidth, typename D>
+__global__ void __launch_bounds__(kThreads)
+    LayerNormDxKernel(const D* __restrict__ dout, const D* __restrict__ x,
+                      const D* __restrict__ gain, const float* __restrict__ mean,
+                      const float* __restrict__ rstd, int64_t rows, int64_t d, D* __restrict__ dx) {
+  __shared__ GroupScratch<float> scratch;
+  constexpr int kGroups = kThreads / kWidth;
+  const int group = threadIdx.x / kWidth, lane = threadIdx.x % kWidth;
+  const float inv_d = 1.0f / static_cast<float>(d);
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * kGroups; first < rows;
+       first += static_cast<int64_t>(gridDim.x) * kGroups) {
+    const int64_t row = first + group;
+    const bool valid = row < rows;
+    const int64_t offset = (valid ? row : 0) * d;
+    const D* dyr = dout + offset;
+    const D* xr = x + offset;
+    const float mu = valid ? mean[row] : 0.0f;
+    const float rs = valid ? rstd[row] : 0.0f;
+    float sum_g = 0.0f, sum_gx = 0.0f;
+    if (valid) {
+      for (int64_t i = lane; i < d; i += kWidth) {
+        const float g = ToFloat(dyr[i]) * ToFloat(gain[i]);
+        sum_g += g;
+        sum_gx = fmaf(g, ToFloat(xr[i]) - mu, sum_gx);
+      }
+    }
+    const float mean_g = GroupReduce<kWidth>(sum_g, Sum(), &scratch) * inv_d;
+    const float mean_gx = GroupReduce<kWidth>(sum_gx, Sum(), &scratch) * rs * inv_d;
+    if (!valid) continue;
+    D* dxr = dx + offset;
+    for (int64_t i = lane; i < d; i += kWidth) {
+      const float xhat = (ToFloat(xr[i]) - mu) * rs;
+      const float g = ToFloat(dyr[i]) * ToFloat(gain[i]);
+      dxr[i] = FromFloat<D>(rs * ((g - mean_g) - xhat * mean_gx));
+    }
+  }
+}
+
+// partial[chunk] = [sum of dout * xhat | sum of dout] over the chunk's rows,
+// for kColumns columns per block (blockIdx.x) and one chunk (blockIdx.y).
+template <typename D>
+__global__ void __launch_bounds__(kThreads)
+    LayerNormColumnPartialsKernel(const D* __restrict__ dout, const D* __restrict__ x,
+                                  const float* __restrict__ mean, const float* __restrict__ rstd,
+                                  int64_t rows, int64_t d, int64_t chunk_rows,
+                                  float* __restrict__ partial) {
+  __shared__ float gain_sums[kRowLanes][kColumns];
+  __shared__ float bias_sums[kRowLanes][kColumns];
+  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
+  const int64_t column = static_cast<int64_t>(blockIdx.x) * kColumns + column_lane;
+  const int64_t begin = static_cast<int64_t>(blockIdx.y) * chunk_rows;
+  const int64_t end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
+  float dgain = 0.0f, dbias = 0.0f;
+  if (column < d) {
+    for (int64_t r = begin + row_lane; r < end; r += kRowLanes) {
+      const float dy = ToFloat(dout[r * d + column]);
+      dgain = fmaf(dy, (ToFloat(x[r * d + column]) - mean[r]) * rstd[r], dgain);
+      dbias += dy;
+    }
+  }
+  gain_sums[row_lane][column_lane] = dgain;
+  bias_sums[row_lane][column_lane] = dbias;
+  __syncthreads();
+  if (row_lane == 0 && column < d) {
+    for (int lane = 1; lane < kRowLanes; ++lane) {
+      dgain += gain_sums[lane][column_lane];
+      dbias += bias_sums[lane][column_lane];
+    }
+    float* chunk = partial + static_cast<int64_t>(blockIdx.y) * 2 * d;
+    chunk[column] = dgain;
+    chunk[d + column] = dbias;
+  }
+}
+
+// dgain, dbias = the chunks' partial sums added in chunk order.
+template <typename D>
+__global__ void LayerNormColumnTotalsKernel(const float* __restrict__ partial, int64_t chunks,
+                                            int64_t d, D* __restrict__ dgain,
+                                            D* __restrict__ dbias) {
+  for (int64_t column = cuda_elementwise::GlobalThread(); column < d;
+       column += cuda_elementwise::GridThreads()) {
+    float total_gain = 0.0f, total_bias = 0.0f;
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      total_gain += partial[chunk * 2 * d + column];
+      total_bias += partial[chunk * 2 * d + d + column];
+    }
+    dgain[column] = FromFloat<D>(total_gain);
+    dbias[column] = FromFloat<D>(total_bias);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+const char* LaunchLayerNorm(const T* x, const T* gain, const T* bias, int64_t rows, int64_t d,
+                            float eps, T* out, float* mean, float* rstd, StreamHandle stream) {
+  if (rows == 0) return nullptr;
+  using D = DeviceT<T>;
+  const auto* xd = reinterpret_cast<const D*>(x);
+  const auto* gd = reinterpret_cast<const D*>(gain);
+  const auto* bd = reinterpret_cast<const D*>(bias);
+  auto* yd = reinterpret_cast<D*>(out);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  ForRowWidth(d, [&](auto width) {
+    constexpr int kWidth = decltype(width)::value;
+    LayerNormKernel<kWidth, D>
+        <<<RowBlocks<kWidth>(rows), kThreads, 0, s>>>(xd, gd, bd, rows, d, eps, yd, mean, rstd);
+  });
+  return LastError();
+}
+
+int64_t LayerNormBackwardWorkspaceFloats(int64_t rows, int64_t d) {
+  return NumChunks(rows) * 2 * d;
+}
+
+template <typename T>
+const char* LaunchLayerNormBackward(const T* dout, const T* x, const T* gain, const float* mean,
+                                    const float* rstd, int64_t rows, int64_t d, T* dx, T* dgain,
+                                    T* dbias, float* workspace, StreamHandle stream) {
+  using D = DeviceT<T>;
+  const auto* dyd = reinterpret_cast<const D*>(dout);
+  const auto* xd = reinterpret_cast<const D*>(x);
+  const auto* gd = reinterpret_cast<const D*>(gain);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const int64_t chunks = NumChunks(rows);
+  if (rows > 0) {
+    auto* dxd = reinterpret_cast<D*>(dx);
+    ForRowWidth(d, [&](auto width) {
+      constexpr int kWidth = decltype(width)::value;
+      LayerNormDxKernel<kWidth, D>
+          <<<RowBlocks<kWidth>(rows), kThreads, 0, s>>>(dyd, xd, gd, mean, rstd, rows, d, dxd);
+    });
+    if (const char* error = LastError()) return error;
+    const dim3 grid(static_cast<unsigned>((d + kColumns - 1) / kColumns),
+                    static_cast<unsigned>(chunks));
+    LayerNormColumnPartialsKernel<D>
+        <<<grid, kThreads, 0, s>>>(dyd, xd, mean, rstd, rows, d, ChunkRows(rows), workspace);
+    if (const char* error = LastError()) return error;
+  }
+  // With no rows the totals are zeros: still written.
+  LayerNormColumnTotalsKernel<D>
+      <<<cuda_elementwise::BlocksFor(d), cuda_elementwise::kThreads, 0, s>>>(
+          workspace, chunks, d, reinterpret_cast<D*>(dgain), reinterpret_cast<D*>(dbias));
+  return LastError();
+}
+
+#define TFM_INSTANTIATE_LAYER_NORM_CUDA(T)                                                       \
+  template const char* LaunchLayerNorm<T>(const T*, const T*, const T*, int64_t, int64_t, float, \
+                                          T*, float*, float*, StreamHandle);                     \
+  template const char* LaunchLayerNormBackward<T>(const T*, const T*, const T*, const float*,    \
+                                                  const float*, int64_t, int64_t, T*, T*, T*,    \
+                                                  float*, StreamHandle)
+TFM_INSTANTIATE_LAYER_NORM_CUDA(float);
+TFM_INSTANTIATE_LAYER_NORM_CUDA(BFloat16);
+
+}  // namespace tfm
