@@ -301,8 +301,11 @@ absl::StatusOr<std::map<std::string, PeerResult>> RunPeer(const std::vector<Atte
     absl::StrAppend(&spec, c.name, ",", c.batch, ",", kHeads, ",", c.len, ",", kHeadDim, ",",
                     c.causal ? 1 : 0, ",", c.padding ? 1 : 0, ";");
   }
-  const std::string command = absl::StrCat(absl::GetFlag(FLAGS_peer_python), " ", script,
-                                           " --cases '", spec, "' --npy_dir ", npy_dir);
+  // Without our LD_LIBRARY_PATH: PyTorch brings its own cuDNN, and an older
+  // one found first (the CUDA toolkit's, which we link) stops it at import.
+  const std::string command =
+      absl::StrCat("env -u LD_LIBRARY_PATH ", absl::GetFlag(FLAGS_peer_python), " ", script,
+                   " --cases '", spec, "' --npy_dir ", npy_dir);
   std::cout << "peer: " << command << std::endl;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return absl::InternalError("could not start the peer");
