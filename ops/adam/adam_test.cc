@@ -1,11 +1,12 @@
 #include "ops/adam/adam.h"
 
 #include <cstring>
-
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/torch_parity.h"
 
 namespace tfm {
@@ -40,7 +41,8 @@ TEST(AdamTest, ThreeStepsMatchTorchOptimAdam) {
   for (int64_t step = 1; step <= 3; ++step) {
     ASSERT_TRUE(AdamUpdate(param, grads[step - 1], m, v, {.lr = 7e-4, .step = step}).ok());
   }
-  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(R"py(
+  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(
+      R"py(
       p = torch.nn.Parameter(initial.detach().clone())
       opt = torch.optim.Adam([p], lr=7e-4, betas=(0.9, 0.98), eps=1e-9)
       for g in (g1, g2, g3):
@@ -48,7 +50,8 @@ TEST(AdamTest, ThreeStepsMatchTorchOptimAdam) {
           opt.step()
       state = opt.state[p]
       param, m, v = p.detach(), state['exp_avg'], state['exp_avg_sq']
-  )py", {{"initial", initial}, {"g1", grads[0]}, {"g2", grads[1]}, {"g3", grads[2]}},
+  )py",
+      {{"initial", initial}, {"g1", grads[0]}, {"g2", grads[1]}, {"g3", grads[2]}},
       {"param", "m", "v"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   EXPECT_TRUE(testing::AllClose(param, ref->at("param")));
@@ -68,6 +71,33 @@ TEST(AdamTest, BadArgumentsAreInvalidArgument) {
   EXPECT_FALSE(AdamUpdate(a, a, a, a, {.beta2 = 1.0}).ok());
   const Tensor i = *Tensor::Zeros({3}, DType::kI32);
   EXPECT_EQ(AdamUpdate(i, i, i, i, {}).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Three steps on CUDA against three on the CPU, in place, at sizes around
+// the kernel's chunk (4096 elements) and an empty tensor.
+TEST(AdamTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  uint64_t stream = 40;
+  for (const Shape& shape : {Shape{1}, Shape{7, 3}, Shape{4096}, Shape{4097}, Shape{3, 5, 701},
+                             Shape{300001}, Shape{0}}) {
+    SCOPED_TRACE(ShapeToString(shape));
+    Tensor param = *RandomNormal(shape, {9, ++stream, 0}, 0.0f, 1.0f);
+    Tensor m = *RandomNormal(shape, {9, ++stream, 0}, 0.0f, 1e-2f);
+    Tensor v = *RandomUniform(shape, {9, ++stream, 0}, 0.0f, 1e-4f);
+    Tensor gpu_param = testing::OnCuda(param), gpu_m = testing::OnCuda(m),
+           gpu_v = testing::OnCuda(v);
+    for (int64_t step = 1; step <= 3; ++step) {
+      const Tensor grad = *RandomNormal(shape, {9, ++stream, 0}, 0.0f, 1e-2f);
+      const AdamOptions options{.lr = 7e-4, .step = step};
+      ASSERT_TRUE(AdamUpdate(param, grad, m, v, options).ok());
+      const absl::Status status =
+          AdamUpdate(gpu_param, testing::OnCuda(grad), gpu_m, gpu_v, options);
+      ASSERT_TRUE(status.ok()) << status;
+    }
+    EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu_param), param));
+    EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu_m), m));
+    EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu_v), v));
+  }
 }
 
 }  // namespace
