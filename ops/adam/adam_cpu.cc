@@ -10,13 +10,7 @@
 TFM_ISA_BEGIN
 
 absl::Status AdamCpu(KernelContext& context) {
-  const Attrs& attrs = context.attrs();
-  TFM_ASSIGN_OR_RETURN(double lr, attrs.Get<double>("lr"));
-  TFM_ASSIGN_OR_RETURN(double beta1, attrs.Get<double>("beta1"));
-  TFM_ASSIGN_OR_RETURN(double beta2, attrs.Get<double>("beta2"));
-  TFM_ASSIGN_OR_RETURN(double eps, attrs.Get<double>("eps"));
-  TFM_ASSIGN_OR_RETURN(int64_t step, attrs.Get<int64_t>("step"));
-  const AdamStep c = MakeAdamStep(lr, beta1, beta2, eps, step);
+  TFM_ASSIGN_OR_RETURN(const AdamStep c, ReadAdamStep(context));
   float* param = context.in_place_input(0).data<float>();
   const float* grad = context.input(1).data<float>();
   float* m = context.in_place_input(2).data<float>();

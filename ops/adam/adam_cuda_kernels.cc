@@ -11,12 +11,7 @@ namespace tfm {
 namespace {
 
 absl::Status AdamCuda(KernelContext& context) {
-  const Attrs& attrs = context.attrs();
-  TFM_ASSIGN_OR_RETURN(double lr, attrs.Get<double>("lr"));
-  TFM_ASSIGN_OR_RETURN(double beta1, attrs.Get<double>("beta1"));
-  TFM_ASSIGN_OR_RETURN(double beta2, attrs.Get<double>("beta2"));
-  TFM_ASSIGN_OR_RETURN(double eps, attrs.Get<double>("eps"));
-  TFM_ASSIGN_OR_RETURN(int64_t step, attrs.Get<int64_t>("step"));
+  TFM_ASSIGN_OR_RETURN(const AdamStep step, ReadAdamStep(context));
   const AdamCudaTensor tensor{
       context.in_place_input(0).data<float>(), context.input(1).data<float>(),
       context.in_place_input(2).data<float>(), context.in_place_input(3).data<float>(),
@@ -26,9 +21,8 @@ absl::Status AdamCuda(KernelContext& context) {
   constexpr int64_t kListWords = (sizeof(AdamCudaTensor) + 7) / 8;
   TFM_ASSIGN_OR_RETURN(
       Tensor list, Tensor::Empty({kListWords}, DType::kI64, context.device(), context.stream()));
-  const char* error =
-      LaunchAdamFromHost(&tensor, 1, reinterpret_cast<AdamCudaTensor*>(list.data<int64_t>()),
-                         MakeAdamStep(lr, beta1, beta2, eps, step), context.stream());
+  const char* error = LaunchAdamFromHost(
+      &tensor, 1, reinterpret_cast<AdamCudaTensor*>(list.data<int64_t>()), step, context.stream());
   if (error != nullptr) return absl::InternalError(absl::StrCat("adam: ", error));
   // In place: the outputs are the updated inputs.
   context.SetOutput(0, context.input(0));

@@ -1,5 +1,5 @@
 // The constants of one Adam step, shared by the kernels of every device
-// (plain C++: the CUDA launchers take them too).
+// (the CUDA launchers take them too).
 #ifndef TFM_OPS_ADAM_ADAM_KERNEL_ARGS_H_
 #define TFM_OPS_ADAM_ADAM_KERNEL_ARGS_H_
 
@@ -33,5 +33,26 @@ inline AdamStep MakeAdamStep(double lr, double beta1, double beta2, double eps, 
 }
 
 }  // namespace tfm
+
+// The attributes' reader needs the op registry, which nvcc (compiling
+// adam_cuda.cu, which needs only AdamStep) is not given.
+#ifndef __CUDACC__
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+
+inline absl::StatusOr<AdamStep> ReadAdamStep(const KernelContext& context) {
+  const Attrs& attrs = context.attrs();
+  TFM_ASSIGN_OR_RETURN(double lr, attrs.Get<double>("lr"));
+  TFM_ASSIGN_OR_RETURN(double beta1, attrs.Get<double>("beta1"));
+  TFM_ASSIGN_OR_RETURN(double beta2, attrs.Get<double>("beta2"));
+  TFM_ASSIGN_OR_RETURN(double eps, attrs.Get<double>("eps"));
+  TFM_ASSIGN_OR_RETURN(int64_t step, attrs.Get<int64_t>("step"));
+  return MakeAdamStep(lr, beta1, beta2, eps, step);
+}
+
+}  // namespace tfm
+#endif  // __CUDACC__
 
 #endif  // TFM_OPS_ADAM_ADAM_KERNEL_ARGS_H_
