@@ -54,8 +54,8 @@ Attrs AdamAttrs(const AdamOptions& options) {
   return attrs;
 }
 
-absl::Status AdamUpdate(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
-                        const AdamOptions& options) {
+absl::Status AdamUpdate(const Tensor& param, const Tensor& grad, const Tensor& m,
+                        const Tensor& v, const AdamOptions& options) {
   // Kernels are found by param's dtype: name an integer one instead of a
   // missing kernel.
   if (param.dtype() == DType::kI32 || param.dtype() == DType::kI64) {

@@ -25,8 +25,8 @@ struct AdamOptions {
 //   param -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // param, grad, m, v: f32 tensors of one shape; param, m and v are written in
 // place (the op's outputs are these same tensors).
-absl::Status AdamUpdate(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
-                        const AdamOptions& options);
+absl::Status AdamUpdate(const Tensor& param, const Tensor& grad, const Tensor& m,
+                        const Tensor& v, const AdamOptions& options);
 
 Attrs AdamAttrs(const AdamOptions& options);
 

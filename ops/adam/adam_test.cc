@@ -1,6 +1,7 @@
 #include "ops/adam/adam.h"
 
 #include <cstring>
+
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -41,8 +42,7 @@ TEST(AdamTest, ThreeStepsMatchTorchOptimAdam) {
   for (int64_t step = 1; step <= 3; ++step) {
     ASSERT_TRUE(AdamUpdate(param, grads[step - 1], m, v, {.lr = 7e-4, .step = step}).ok());
   }
-  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(
-      R"py(
+  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(R"py(
       p = torch.nn.Parameter(initial.detach().clone())
       opt = torch.optim.Adam([p], lr=7e-4, betas=(0.9, 0.98), eps=1e-9)
       for g in (g1, g2, g3):
@@ -50,8 +50,7 @@ TEST(AdamTest, ThreeStepsMatchTorchOptimAdam) {
           opt.step()
       state = opt.state[p]
       param, m, v = p.detach(), state['exp_avg'], state['exp_avg_sq']
-  )py",
-      {{"initial", initial}, {"g1", grads[0]}, {"g2", grads[1]}, {"g3", grads[2]}},
+  )py", {{"initial", initial}, {"g1", grads[0]}, {"g2", grads[1]}, {"g3", grads[2]}},
       {"param", "m", "v"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   EXPECT_TRUE(testing::AllClose(param, ref->at("param")));

@@ -62,14 +62,15 @@ absl::StatusOr<double> GlobalGradNorm(absl::Span<const Tensor> grads) {
 absl::StatusOr<double> ClipGradNorm(absl::Span<const Tensor> grads, double max_norm,
                                     bool error_if_nonfinite) {
   if (!(max_norm > 0.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("clip_grad_norm: max_norm ", max_norm, " must be > 0"));
+    return absl::InvalidArgumentError(absl::StrCat("clip_grad_norm: max_norm ", max_norm,
+                                                   " must be > 0"));
   }
   TFM_ASSIGN_OR_RETURN(double norm, GlobalGradNorm(grads));
   if (!std::isfinite(norm)) {
     if (error_if_nonfinite) {
       return absl::InvalidArgumentError(
-          absl::StrCat("clip_grad_norm: the total norm of ", grads.size(), " gradients is ", norm));
+          absl::StrCat("clip_grad_norm: the total norm of ", grads.size(),
+                       " gradients is ", norm));
     }
     if (std::isnan(norm)) return norm;
   }

@@ -18,15 +18,13 @@ namespace {
 TEST(GradNormTest, ClippingMatchesTorch) {
   const Tensor a = *RandomNormal({40, 30}, {10, 0, 0}, 0.0f, 1.0f);
   const Tensor b = *RandomNormal({70000}, {10, 1, 0}, 0.0f, 0.1f);  // Several chunks.
-  absl::StatusOr<testing::NamedTensors> ref =
-      testing::TorchReference(R"py(
+  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(R"py(
       ps = [torch.nn.Parameter(torch.zeros_like(t)) for t in (a, b)]
       for p, t in zip(ps, (a, b)):
           p.grad = t.detach().clone()
       norm = torch.nn.utils.clip_grad_norm_(ps, max_norm=5.0).double()
       ca, cb = ps[0].grad, ps[1].grad
-  )py",
-                              {{"a", a}, {"b", b}}, {"norm", "ca", "cb"});
+  )py", {{"a", a}, {"b", b}}, {"norm", "ca", "cb"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   absl::StatusOr<double> norm = ClipGradNorm({a, b}, 5.0);
   ASSERT_TRUE(norm.ok()) << norm.status();

@@ -27,16 +27,14 @@ TEST(CrossEntropyTest, TorchParityWithPaddingAndSmoothing) {
   CrossEntropyOutput out = *LabelSmoothedCrossEntropy(logits, targets, options);
   const Tensor d_loss = Scalar(0.5f);
   Tensor d_logits = *LabelSmoothedCrossEntropyBackward(logits, targets, out.lse, d_loss, options);
-  absl::StatusOr<testing::NamedTensors> ref =
-      testing::TorchReference(R"py(
+  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(R"py(
       x = logits.double()
       loss = F.cross_entropy(x, targets, ignore_index=1, label_smoothing=0.1, reduction='sum')
       nll = F.nll_loss(F.log_softmax(x, -1), targets, ignore_index=1, reduction='sum')
       count = (targets != 1).sum()
       d_logits, = grads(loss, d_loss.double(), [logits])
-  )py",
-                              {{"logits", logits}, {"targets", targets}, {"d_loss", d_loss}},
-                              {"loss", "nll", "count", "d_logits"});
+  )py", {{"logits", logits}, {"targets", targets}, {"d_loss", d_loss}},
+      {"loss", "nll", "count", "d_logits"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   // The peer hands 0-d results back as [1].
   EXPECT_TRUE(testing::AllClose(*out.loss.Reshape({1}), ref->at("loss")));
@@ -53,15 +51,16 @@ TEST(CrossEntropyTest, TorchParityWithPaddingAndSmoothing) {
 TEST(CrossEntropyTest, GradientMatchesFiniteDifferences) {
   const Tensor targets = *Tensor::FromVector<int32_t>({2, 0, 6, 3, 6}, {5});
   const CrossEntropyOptions options{.epsilon = 0.2f, .padding_index = 3};
-  testing::ForwardFn forward =
-      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+  testing::ForwardFn forward = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<CrossEntropyOutput> out = LabelSmoothedCrossEntropy(in[0], targets, options);
     if (!out.ok()) return out.status();
     return std::vector<Tensor>{out->loss, out->lse};
   };
-  testing::BackwardFn backward =
-      [&](const std::vector<Tensor>& in, const std::vector<Tensor>& out,
-          const std::vector<Tensor>& d_out) -> absl::StatusOr<std::vector<Tensor>> {
+  testing::BackwardFn backward = [&](const std::vector<Tensor>& in,
+                                     const std::vector<Tensor>& out,
+                                     const std::vector<Tensor>& d_out)
+      -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<Tensor> d_logits =
         LabelSmoothedCrossEntropyBackward(in[0], targets, out[1], d_out[0], options);
     if (!d_logits.ok()) return d_logits.status();

@@ -44,7 +44,8 @@ TEST(LayerNormTest, NormalisesRows) {
 }
 
 TEST(LayerNormTest, Gradients) {
-  const Tensor x = Random({3, 2, 6}, 1), gain = Random({6}, 2, 0.5f, 1.5f), bias = Random({6}, 3);
+  const Tensor x = Random({3, 2, 6}, 1), gain = Random({6}, 2, 0.5f, 1.5f),
+               bias = Random({6}, 3);
   auto forward = [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<LayerNormOutputs> out = LayerNorm(in[0], in[1], in[2]);
     if (!out.ok()) return out.status();
@@ -64,28 +65,19 @@ TEST(LayerNormTest, Gradients) {
 // the per-row sums and the dgain/dbias sums run long: SumTolerance there.
 TEST(LayerNormTest, MatchesTorch) {
   NamedTensors inputs = {
-      {"x1", Random({2, 3, 8}, 1)},
-      {"g1", Random({8}, 2)},
-      {"b1", Random({8}, 3)},
-      {"dy1", Random({2, 3, 8}, 4)},
-      {"x2", Random({300, 512}, 5, 4, 6)},
-      {"g2", Random({512}, 6)},
-      {"b2", Random({512}, 7)},
-      {"dy2", Random({300, 512}, 8)},
+      {"x1", Random({2, 3, 8}, 1)},         {"g1", Random({8}, 2)},
+      {"b1", Random({8}, 3)},               {"dy1", Random({2, 3, 8}, 4)},
+      {"x2", Random({300, 512}, 5, 4, 6)},  {"g2", Random({512}, 6)},
+      {"b2", Random({512}, 7)},             {"dy2", Random({300, 512}, 8)},
       // d = 37: the wide, 8-wide and scalar steps of every row loop.
-      {"x3", Random({5, 37}, 9, -3, 2)},
-      {"g3", Random({37}, 10)},
-      {"b3", Random({37}, 11)},
-      {"dy3", Random({5, 37}, 12)},
+      {"x3", Random({5, 37}, 9, -3, 2)},    {"g3", Random({37}, 10)},
+      {"b3", Random({37}, 11)},             {"dy3", Random({5, 37}, 12)},
       // d = 91 = 2 * 32 + 3 * 8 + 3: the forward's 32-wide, 8-wide and scalar
       // steps of its row sums.
-      {"x4", Random({7, 91}, 13, -2, 3)},
-      {"g4", Random({91}, 14)},
-      {"b4", Random({91}, 15)},
-      {"dy4", Random({7, 91}, 16)},
+      {"x4", Random({7, 91}, 13, -2, 3)},   {"g4", Random({91}, 14)},
+      {"b4", Random({91}, 15)},             {"dy4", Random({7, 91}, 16)},
   };
-  absl::StatusOr<NamedTensors> ref = TorchReference(
-      R"py(
+  absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
       for i in ('1', '2', '3', '4'):
           x, g, b, dy = (globals()[n + i] for n in ('x', 'g', 'b', 'dy'))
           y = F.layer_norm(x, x.shape[-1:], g, b, eps=1e-5)
@@ -93,10 +85,10 @@ TEST(LayerNormTest, MatchesTorch) {
           globals()['mean' + i] = x.mean(-1)
           globals()['rstd' + i] = torch.rsqrt(x.var(-1, unbiased=False) + 1e-5)
           globals()['dx' + i], globals()['dg' + i], globals()['db' + i] = grads(y, dy, [x, g, b])
-  )py",
-      inputs,
-      {"y1", "mean1", "rstd1", "dx1", "dg1", "db1", "y2", "mean2", "rstd2", "dx2", "dg2", "db2",
-       "y3", "mean3", "rstd3", "dx3", "dg3", "db3", "y4", "mean4", "rstd4", "dx4", "dg4", "db4"});
+  )py", inputs, {"y1", "mean1", "rstd1", "dx1", "dg1", "db1",
+                 "y2", "mean2", "rstd2", "dx2", "dg2", "db2",
+                 "y3", "mean3", "rstd3", "dx3", "dg3", "db3",
+                 "y4", "mean4", "rstd4", "dx4", "dg4", "db4"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   for (const std::string i : {"1", "2", "3", "4"}) {
     const Tensor& x = inputs.at("x" + i);

@@ -33,8 +33,7 @@ Tensor Random(const Shape& shape, uint64_t stream, float low = -3.0f, float high
 Tensor RandomIntMask(const Shape& shape, uint64_t stream) {
   const Tensor u = Random(shape, stream, 0.0f, 1.0f);
   Tensor mask = *Tensor::Empty(shape, DType::kI32);
-  for (int64_t i = 0; i < u.num_elements(); ++i)
-    mask.data<int32_t>()[i] = u.data<float>()[i] < 0.25f;
+  for (int64_t i = 0; i < u.num_elements(); ++i) mask.data<int32_t>()[i] = u.data<float>()[i] < 0.25f;
   return mask;
 }
 
@@ -112,29 +111,23 @@ TEST(SoftmaxTest, MatchesTorch) {
     for (int j = i + 1; j < 9; ++j) causal.data<float>()[i * 9 + j] = -INFINITY;
   }
   NamedTensors inputs = {
-      {"x1", Random({2, 5}, 1)},
-      {"dy1", Random({2, 5}, 2)},
-      {"x2", Random({2, 3, 9, 9}, 3)},
-      {"m2", causal},
-      {"dy2", Random({2, 3, 9, 9}, 4)},
-      {"x3", Random({2, 2, 4, 600}, 5)},
-      {"m3", RandomIntMask({2, 1, 1, 600}, 6)},
-      {"dy3", Random({2, 2, 4, 600}, 7)},
+      {"x1", Random({2, 5}, 1)},            {"dy1", Random({2, 5}, 2)},
+      {"x2", Random({2, 3, 9, 9}, 3)},      {"m2", causal},
+      {"dy2", Random({2, 3, 9, 9}, 4)},     {"x3", Random({2, 2, 4, 600}, 5)},
+      {"m3", RandomIntMask({2, 1, 1, 600}, 6)}, {"dy3", Random({2, 2, 4, 600}, 7)},
   };
-  absl::StatusOr<NamedTensors> ref =
-      TorchReference(R"py(
+  absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
       y1 = torch.softmax(x1, -1)
       y2 = torch.softmax(x2 + m2, -1)
       y3 = torch.softmax(x3.masked_fill(m3 != 0, float('-inf')), -1)
       dx1, = grads(y1, dy1, [x1])
       dx2, = grads(y2, dy2, [x2])
       dx3, = grads(y3, dy3, [x3])
-  )py",
-                     inputs, {"y1", "dx1", "y2", "dx2", "y3", "dx3"});
+  )py", inputs, {"y1", "dx1", "y2", "dx2", "y3", "dx3"});
   ASSERT_TRUE(ref.ok()) << ref.status();
-  const std::vector<absl::StatusOr<Tensor>> ys = {Softmax(inputs.at("x1")),
-                                                  MaskedSoftmax(inputs.at("x2"), inputs.at("m2")),
-                                                  MaskedSoftmax(inputs.at("x3"), inputs.at("m3"))};
+  const std::vector<absl::StatusOr<Tensor>> ys = {
+      Softmax(inputs.at("x1")), MaskedSoftmax(inputs.at("x2"), inputs.at("m2")),
+      MaskedSoftmax(inputs.at("x3"), inputs.at("m3"))};
   for (int i = 0; i < 3; ++i) {
     const std::string k = std::to_string(i + 1);
     ASSERT_TRUE(ys[i].ok()) << ys[i].status();
