@@ -49,7 +49,7 @@ struct Sum {
   }
 };
 
-// fmaxf: a NaN is ignored unless both are NaN (like a > b ? a : b scans).
+// fmaxf: a NaN is ignored unless both are NaN, as in the CPU kernels' max scans.
 struct Max {
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };

@@ -1,9 +1,8 @@
 // CPU f32 kernel of adam: one fused elementwise vector pass (the ragged end
 // masked), threaded; the bias corrections are folded into two constants.
-#include <cmath>
-
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/adam/adam_kernel_args.h"
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/isa_dispatch.h"
 #include "ops/cpu_math/vec.h"
@@ -11,20 +10,7 @@
 TFM_ISA_BEGIN
 
 absl::Status AdamCpu(KernelContext& context) {
-  const Attrs& attrs = context.attrs();
-  TFM_ASSIGN_OR_RETURN(double lr, attrs.Get<double>("lr"));
-  TFM_ASSIGN_OR_RETURN(double beta1, attrs.Get<double>("beta1"));
-  TFM_ASSIGN_OR_RETURN(double beta2, attrs.Get<double>("beta2"));
-  TFM_ASSIGN_OR_RETURN(double eps, attrs.Get<double>("eps"));
-  TFM_ASSIGN_OR_RETURN(int64_t step, attrs.Get<int64_t>("step"));
-  // Bias corrections in double, as torch computes them in Python floats.
-  const double t = static_cast<double>(step);
-  const float step_size = static_cast<float>(lr / (1.0 - std::pow(beta1, t)));
-  const float correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(beta2, t)));
-  const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
-  const float one_minus_b1 = static_cast<float>(1.0 - beta1);
-  const float one_minus_b2 = static_cast<float>(1.0 - beta2);
-  const float epsilon = static_cast<float>(eps);
+  TFM_ASSIGN_OR_RETURN(const AdamStep c, ReadAdamStep(context));
   float* param = context.in_place_input(0).data<float>();
   const float* grad = context.input(1).data<float>();
   float* m = context.in_place_input(2).data<float>();
@@ -35,10 +21,10 @@ absl::Status AdamCpu(KernelContext& context) {
         using simd::Load;
         using simd::Store;
         using simd::VecF;
-        const VecF vb1 = simd::Set(b1), vb2 = simd::Set(b2);
-        const VecF v1b1 = simd::Set(one_minus_b1), v1b2 = simd::Set(one_minus_b2);
-        const VecF vc2 = simd::Set(correction2_sqrt);
-        const VecF veps = simd::Set(epsilon), vstep = simd::Set(step_size);
+        const VecF vb1 = simd::Set(c.beta1), vb2 = simd::Set(c.beta2);
+        const VecF v1b1 = simd::Set(c.one_minus_beta1), v1b2 = simd::Set(c.one_minus_beta2);
+        const VecF vc2 = simd::Set(c.correction2_sqrt);
+        const VecF veps = simd::Set(c.eps), vstep = simd::Set(c.step_size);
         // The ragged end goes through the same arithmetic with masked loads
         // and stores, so every element rounds alike whatever its position.
         simd::ForEachVector(begin, end, [&](int64_t i, auto lanes) {

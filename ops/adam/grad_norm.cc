@@ -10,8 +10,10 @@
 namespace tfm {
 namespace {
 
-absl::Status ValidateF32(const KernelContext& context) {
-  if (context.input(0).dtype() != DType::kF32) return context.Error("only f32 is supported");
+// f32, or bf16 (CUDA kernels only).
+absl::Status ValidateFloating(const KernelContext& context) {
+  const DType dtype = context.input(0).dtype();
+  if (dtype != DType::kF32 && dtype != DType::kBF16) return context.Error("x must be f32 or bf16");
   return absl::OkStatus();
 }
 
@@ -20,7 +22,7 @@ TFM_REGISTER_OP(OpDef{
     .inputs = {"x"},
     .outputs = {"sum"},
     .doc = "sum = sum of x^2 (f32 [], accumulated in double)",
-    .validate = ValidateF32,
+    .validate = ValidateFloating,
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -31,7 +33,7 @@ TFM_REGISTER_OP(OpDef{
     .doc = "x *= factor, in place",
     .validate =
         [](const KernelContext& context) {
-          TFM_RETURN_IF_ERROR(ValidateF32(context));
+          TFM_RETURN_IF_ERROR(ValidateFloating(context));
           TFM_ASSIGN_OR_RETURN(double factor, context.attrs().Get<double>("factor"));
           if (!std::isfinite(factor)) return context.Error("factor must be finite");
           return absl::OkStatus();

@@ -1,6 +1,7 @@
 // The global L2 norm of a set of gradients and clipping by it, like
 // torch.nn.utils.clip_grad_norm_. Built from two ops that a CUDA kernel can
-// implement per tensor: sum_of_squares and scale_in_place.
+// implement per tensor: sum_of_squares and scale_in_place (f32 gradients,
+// or bf16 ones on CUDA).
 #ifndef TFM_OPS_ADAM_GRAD_NORM_H_
 #define TFM_OPS_ADAM_GRAD_NORM_H_
 

@@ -1,9 +1,15 @@
 #include "ops/adam/grad_norm.h"
 
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
 
+#include "core/op_registry.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/torch_parity.h"
 
 namespace tfm {
@@ -39,6 +45,55 @@ TEST(GradNormTest, NonFiniteNormIsAnErrorWhenAsked) {
   EXPECT_FALSE(ClipGradNorm({a}, 0.0).ok());
   EXPECT_EQ(GlobalGradNorm({*Tensor::Zeros({2}, DType::kI32)}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+float SumOfSquares(const Tensor& x) {
+  absl::StatusOr<std::vector<Tensor>> out = RunOp("sum_of_squares", {x});
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? testing::HostF32(out->at(0)).data<float>()[0] : NAN;
+}
+
+// sum_of_squares and scale_in_place on CUDA against the CPU, f32 and bf16
+// (the reference runs in f32 on the bf16-rounded values), at sizes around
+// the 16384-element chunks; the sum is the same bits on every run.
+TEST(GradNormTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  uint64_t stream = 50;
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{16385}, int64_t{1000003}}) {
+      SCOPED_TRACE(std::to_string(n) + " " + std::string(DTypeName(dtype)));
+      const Tensor x = *RandomNormal({n}, {10, ++stream, 0}, 0.5f, 2.0f);
+      const Tensor rounded = testing::RoundedThrough(x, dtype);
+      const Tensor on_gpu = testing::OnCuda(testing::HostAs(x, dtype));
+      const float expected = SumOfSquares(rounded);
+      const float actual = SumOfSquares(on_gpu);
+      EXPECT_NEAR(actual, expected, 1e-6 * expected);
+      const float again = SumOfSquares(on_gpu);
+      EXPECT_EQ(std::memcmp(&actual, &again, sizeof(float)), 0);
+
+      Attrs attrs;
+      attrs.Set("factor", 0.37);
+      ASSERT_TRUE(RunOp("scale_in_place", {rounded}, attrs).ok());
+      ASSERT_TRUE(RunOp("scale_in_place", {on_gpu}, attrs).ok());
+      const double tolerance = dtype == DType::kBF16 ? 1e-2 : 1e-6;
+      EXPECT_TRUE(testing::AllClose(testing::HostF32(on_gpu), rounded,
+                                    {.atol = tolerance, .rtol = tolerance}));
+    }
+  }
+}
+
+// Clipping gradients that live on the GPU goes through the same ops.
+TEST(GradNormTest, CudaClipping) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Tensor a = *RandomNormal({40, 30}, {10, 0, 0}, 0.0f, 1.0f);
+  const Tensor b = *RandomNormal({70000}, {10, 1, 0}, 0.0f, 0.1f);
+  const Tensor gpu_a = testing::OnCuda(a), gpu_b = testing::OnCuda(b);
+  absl::StatusOr<double> norm = ClipGradNorm({a, b}, 5.0);
+  absl::StatusOr<double> gpu_norm = ClipGradNorm({gpu_a, gpu_b}, 5.0);
+  ASSERT_TRUE(gpu_norm.ok()) << gpu_norm.status();
+  EXPECT_NEAR(*gpu_norm, *norm, 1e-6 * *norm);
+  EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu_a), a));
+  EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu_b), b));
 }
 
 }  // namespace

@@ -66,9 +66,9 @@ Attrs CrossEntropyAttrs(const CrossEntropyOptions& options) {
 absl::StatusOr<CrossEntropyOutput> LabelSmoothedCrossEntropy(const Tensor& logits,
                                                              const Tensor& targets,
                                                              const CrossEntropyOptions& options) {
-  TFM_ASSIGN_OR_RETURN(
-      std::vector<Tensor> out,
-      RunOp("label_smoothed_cross_entropy", {logits, targets}, CrossEntropyAttrs(options)));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       RunOp("label_smoothed_cross_entropy", {logits, targets},
+                             CrossEntropyAttrs(options)));
   return CrossEntropyOutput{out[0], out[1], out[2], out[3]};
 }
 

@@ -27,8 +27,8 @@ absl::StatusOr<Setup> ReadSetup(const KernelContext& context) {
   const Tensor& targets = context.input(1);
   setup.targets.resize(setup.rows);
   for (int64_t i = 0; i < setup.rows; ++i) {
-    const int64_t t =
-        targets.dtype() == DType::kI64 ? targets.data<int64_t>()[i] : targets.data<int32_t>()[i];
+    const int64_t t = targets.dtype() == DType::kI64 ? targets.data<int64_t>()[i]
+                                                     : targets.data<int32_t>()[i];
     if (t != setup.padding_index && (t < 0 || t >= setup.vocab)) {
       return BadTargetError(context, setup, i, t);
     }
@@ -52,8 +52,7 @@ absl::Status CrossEntropyCpu(KernelContext& context) {
       // a scalar double sum here once took 2/3 of the op's time.
       float sum = 0.0f;
       const float max = simd::MaxAndSum(x, s.vocab, &sum);
-      const double row_lse =
-          max + std::log(static_cast<double>(simd::SumExpShifted(x, s.vocab, max)));
+      const double row_lse = max + std::log(static_cast<double>(simd::SumExpShifted(x, s.vocab, max)));
       lse[i] = static_cast<float>(row_lse);
       if (s.targets[i] == s.padding_index) continue;
       const double nll = row_lse - x[s.targets[i]];
@@ -83,8 +82,7 @@ absl::Status CrossEntropyBackwardCpu(KernelContext& context) {
   const float* logits = context.input(0).data<float>();
   const float* lse = context.input(2).data<float>();
   const float d_loss = context.input(3).data<float>()[0];
-  TFM_ASSIGN_OR_RETURN(Tensor * d_logits,
-                       context.AllocateOutput(0, {s.rows, s.vocab}, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * d_logits, context.AllocateOutput(0, {s.rows, s.vocab}, DType::kF32));
   float* out = d_logits->data<float>();
   const float smooth = d_loss * s.epsilon / s.vocab;
   context.thread_pool()->ParallelFor(s.rows, 4, [&](int64_t begin, int64_t end) {
@@ -97,8 +95,9 @@ absl::Status CrossEntropyBackwardCpu(KernelContext& context) {
       // d_loss * softmax - smooth in one pass from the logits and the saved
       // lse (a copy, an in-place exp and a scaling pass took twice as long).
       const simd::VecF scale = simd::Set(d_loss), shift_down = simd::Set(smooth);
-      simd::ShiftedMapSum(logits + i * s.vocab, row, s.vocab, lse[i],
-                          [&](simd::VecF v) { return scale * simd::Exp(v) - shift_down; });
+      simd::ShiftedMapSum(logits + i * s.vocab, row, s.vocab, lse[i], [&](simd::VecF v) {
+        return scale * simd::Exp(v) - shift_down;
+      });
       row[s.targets[i]] -= d_loss * (1.0f - s.epsilon);
     }
   });

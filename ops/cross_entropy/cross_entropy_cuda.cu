@@ -43,14 +43,14 @@ Workspace SplitWorkspace(uint64_t* words, int64_t rows) {
   return Workspace{reinterpret_cast<unsigned long long*>(words), terms, terms + rows};
 }
 
-// Whether row `row`'s target counts, flagging it when it is out of range
-// (the lowest such row wins).
+// Whether row `row`'s target counts; an out-of-range one is flagged unless
+// `flag` is null (the lowest such row wins).
 __device__ __forceinline__ bool TargetCounts(int64_t target, int64_t row,
                                              const CrossEntropyCudaShape& shape,
                                              unsigned long long* flag) {
   if (target == shape.padding_index) return false;
   if (target < 0 || target >= shape.vocab) {
-    atomicMin(flag, static_cast<unsigned long long>(row));
+    if (flag != nullptr) atomicMin(flag, static_cast<unsigned long long>(row));
     return false;
   }
   return true;
@@ -150,13 +150,7 @@ __global__ void __launch_bounds__(kThreads)
        row += static_cast<int64_t>(gridDim.x) * kGroups) {
     const int64_t target = static_cast<int64_t>(targets[row]);
     D* out = d_logits + row * vocab;
-    bool counts;
-    if (lane == 0) {
-      counts = TargetCounts(target, row, shape, flag);
-    } else {
-      counts = target != shape.padding_index && target >= 0 && target < vocab;
-    }
-    if (!counts) {
+    if (!TargetCounts(target, row, shape, lane == 0 ? flag : nullptr)) {
       for (int64_t i = lane; i < vocab; i += kWidth) out[i] = FromFloat<D>(0.0f);
       continue;
     }
@@ -231,7 +225,7 @@ const char* LaunchCrossEntropyBackward(const T* logits, const Target* targets, c
   if (const char* error = ErrorText(cudaMemsetAsync(bad_row, 0xFF, sizeof(*bad_row), s))) {
     return error;
   }
-  if (shape.rows > 0 && shape.vocab > 0) {
+  if (shape.rows > 0) {  // Even without classes: the targets are checked.
     ForRowWidth(shape.vocab, [&](auto width) {
       constexpr int kWidth = decltype(width)::value;
       CrossEntropyBackwardKernel<kWidth, D, Target>

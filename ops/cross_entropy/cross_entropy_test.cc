@@ -1,7 +1,14 @@
 #include "ops/cross_entropy/cross_entropy.h"
 
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -20,16 +27,14 @@ TEST(CrossEntropyTest, TorchParityWithPaddingAndSmoothing) {
   CrossEntropyOutput out = *LabelSmoothedCrossEntropy(logits, targets, options);
   const Tensor d_loss = Scalar(0.5f);
   Tensor d_logits = *LabelSmoothedCrossEntropyBackward(logits, targets, out.lse, d_loss, options);
-  absl::StatusOr<testing::NamedTensors> ref =
-      testing::TorchReference(R"py(
+  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(R"py(
       x = logits.double()
       loss = F.cross_entropy(x, targets, ignore_index=1, label_smoothing=0.1, reduction='sum')
       nll = F.nll_loss(F.log_softmax(x, -1), targets, ignore_index=1, reduction='sum')
       count = (targets != 1).sum()
       d_logits, = grads(loss, d_loss.double(), [logits])
-  )py",
-                              {{"logits", logits}, {"targets", targets}, {"d_loss", d_loss}},
-                              {"loss", "nll", "count", "d_logits"});
+  )py", {{"logits", logits}, {"targets", targets}, {"d_loss", d_loss}},
+      {"loss", "nll", "count", "d_logits"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   // The peer hands 0-d results back as [1].
   EXPECT_TRUE(testing::AllClose(*out.loss.Reshape({1}), ref->at("loss")));
@@ -46,15 +51,16 @@ TEST(CrossEntropyTest, TorchParityWithPaddingAndSmoothing) {
 TEST(CrossEntropyTest, GradientMatchesFiniteDifferences) {
   const Tensor targets = *Tensor::FromVector<int32_t>({2, 0, 6, 3, 6}, {5});
   const CrossEntropyOptions options{.epsilon = 0.2f, .padding_index = 3};
-  testing::ForwardFn forward =
-      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+  testing::ForwardFn forward = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<CrossEntropyOutput> out = LabelSmoothedCrossEntropy(in[0], targets, options);
     if (!out.ok()) return out.status();
     return std::vector<Tensor>{out->loss, out->lse};
   };
-  testing::BackwardFn backward =
-      [&](const std::vector<Tensor>& in, const std::vector<Tensor>& out,
-          const std::vector<Tensor>& d_out) -> absl::StatusOr<std::vector<Tensor>> {
+  testing::BackwardFn backward = [&](const std::vector<Tensor>& in,
+                                     const std::vector<Tensor>& out,
+                                     const std::vector<Tensor>& d_out)
+      -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<Tensor> d_logits =
         LabelSmoothedCrossEntropyBackward(in[0], targets, out[1], d_out[0], options);
     if (!d_logits.ok()) return d_logits.status();
@@ -78,6 +84,91 @@ TEST(CrossEntropyTest, OutOfRangeTargetIsInvalidArgument) {
   EXPECT_FALSE(LabelSmoothedCrossEntropy(logits, *Tensor::FromVector<int64_t>({1, 2}, {2}),
                                          {.epsilon = 1.5f})
                    .ok());
+}
+
+// Targets for n rows of a vocabulary of v: every seventh row padding, the
+// others spread over the vocabulary (the first and last class included).
+template <typename Target>
+Tensor Targets(int64_t n, int64_t v, int64_t padding_index) {
+  std::vector<Target> values(n);
+  for (int64_t i = 0; i < n; ++i) {
+    values[i] = static_cast<Target>(i % 7 == 3 ? padding_index : (i * 7919 + i / 2) % v);
+  }
+  if (n > 1) values[1] = static_cast<Target>(v - 1);
+  return *Tensor::FromVector<Target>(values, {n});
+}
+
+// The CUDA kernels against the CPU ones, forward and backward: f32 and bf16
+// logits (the reference is the f32 CPU kernel on the bf16-rounded logits, so
+// the f32 outputs match as closely as in f32; only d_logits is rounded),
+// i32 and i64 targets, padding inside and outside the vocabulary, a warp per
+// row (V <= 1024) and a block per row up to the Transformer's 37k.
+TEST(CrossEntropyTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t n, v, padding_index;
+    float epsilon;
+  };
+  const Case cases[] = {{1, 1, -1, 0.1f},     {9, 5, 0, 0.1f},     {37, 1003, 1, 0.1f},
+                        {20, 1024, -1, 0.0f}, {11, 1025, 7, 0.2f}, {6, 37000, 0, 0.1f},
+                        {0, 13, -1, 0.1f},    {300, 50, 2, 1.0f}};
+  uint64_t stream = 300;
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    const bool bf16 = dtype == DType::kBF16;
+    for (const Case& c : cases) {
+      for (const bool wide_targets : {false, true}) {
+        SCOPED_TRACE(absl::StrCat(c.n, "x", c.v, " padding ", c.padding_index, " ",
+                                  DTypeName(dtype), wide_targets ? " i64" : " i32"));
+        const Tensor logits = *RandomNormal({c.n, c.v}, {8, ++stream, 0}, 0.5f, 3.0f);
+        const Tensor targets = wide_targets ? Targets<int64_t>(c.n, c.v, c.padding_index)
+                                            : Targets<int32_t>(c.n, c.v, c.padding_index);
+        const CrossEntropyOptions options{.epsilon = c.epsilon, .padding_index = c.padding_index};
+        const Tensor rounded = testing::RoundedThrough(logits, dtype);
+        const Tensor on_gpu = testing::OnCuda(testing::HostAs(logits, dtype));
+        const Tensor gpu_targets = testing::OnCuda(targets);
+        absl::StatusOr<CrossEntropyOutput> cpu =
+            LabelSmoothedCrossEntropy(rounded, targets, options);
+        ASSERT_TRUE(cpu.ok()) << cpu.status();
+        absl::StatusOr<CrossEntropyOutput> gpu =
+            LabelSmoothedCrossEntropy(on_gpu, gpu_targets, options);
+        ASSERT_TRUE(gpu.ok()) << gpu.status();
+        EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu->loss), cpu->loss));
+        EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu->nll), cpu->nll));
+        EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu->lse), cpu->lse));
+        EXPECT_EQ(CopyToDevice(gpu->count, Device::Cpu())->ToVector<int64_t>(),
+                  cpu->count.ToVector<int64_t>());
+
+        const Tensor d_loss = Scalar(0.75f);
+        absl::StatusOr<Tensor> cpu_d =
+            LabelSmoothedCrossEntropyBackward(rounded, targets, cpu->lse, d_loss, options);
+        ASSERT_TRUE(cpu_d.ok()) << cpu_d.status();
+        absl::StatusOr<Tensor> gpu_d = LabelSmoothedCrossEntropyBackward(
+            on_gpu, gpu_targets, gpu->lse, testing::OnCuda(d_loss), options);
+        ASSERT_TRUE(gpu_d.ok()) << gpu_d.status();
+        EXPECT_EQ(gpu_d->dtype(), dtype);
+        const testing::Tolerance tolerance{.atol = bf16 ? 1e-2 : 1e-6, .rtol = bf16 ? 1e-2 : 1e-5};
+        EXPECT_TRUE(testing::AllClose(testing::HostF32(*gpu_d), *cpu_d, tolerance));
+      }
+    }
+  }
+}
+
+// A bad target fails on CUDA with the CPU's message, in both directions.
+TEST(CrossEntropyTest, CudaOutOfRangeTargetIsInvalidArgument) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Tensor logits = testing::OnCuda(*RandomNormal({5, 4}, {8, 0, 0}, 0.0f, 1.0f));
+  const Tensor targets = testing::OnCuda(*Tensor::FromVector<int32_t>({1, 0, 4, -2, 3}, {5}));
+  absl::Status status = LabelSmoothedCrossEntropy(logits, targets, {.padding_index = -2}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("label_smoothed_cross_entropy: target 4 of row 2"),
+            std::string::npos)
+      << status;
+  const Tensor lse = testing::OnCuda(*Tensor::Zeros({5}, DType::kF32));
+  status = LabelSmoothedCrossEntropyBackward(logits, targets, lse, testing::OnCuda(Scalar(1.0f)),
+                                             {.padding_index = 1})
+               .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("target 4 of row 2"), std::string::npos) << status;
 }
 
 }  // namespace

@@ -71,8 +71,8 @@ TFM_REGISTER_OP(OpDef{
 
 }  // namespace
 
-absl::StatusOr<LayerNormOutputs> LayerNorm(const Tensor& x, const Tensor& gain, const Tensor& bias,
-                                           double eps) {
+absl::StatusOr<LayerNormOutputs> LayerNorm(const Tensor& x, const Tensor& gain,
+                                           const Tensor& bias, double eps) {
   Attrs attrs;
   attrs.Set("eps", eps);
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("layer_norm", {x, gain, bias}, attrs));

@@ -21,7 +21,8 @@ struct LayerNormOutputs {
   Tensor rstd;  // x.shape[:-1]
 };
 
-absl::StatusOr<LayerNormOutputs> LayerNorm(const Tensor& x, const Tensor& gain, const Tensor& bias,
+absl::StatusOr<LayerNormOutputs> LayerNorm(const Tensor& x, const Tensor& gain,
+                                           const Tensor& bias,
                                            double eps = kLayerNormDefaultEps);
 
 struct LayerNormGrads {

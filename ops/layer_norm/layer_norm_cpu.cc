@@ -66,8 +66,8 @@ float SumSquaredDeviations(const float* x, int64_t n, float mu) {
 // In one pass over a row: sum_g = sum(dy * gain) and
 // sum_gx = sum(dy * gain * (x - mu)) (times rstd, that is sum(g * xhat)).
 // Masked-off lanes load dy = 0, so they add nothing to either.
-void GainSums(const float* dy, const float* gain, const float* x, int64_t n, float mu, float* sum_g,
-              float* sum_gx) {
+void GainSums(const float* dy, const float* gain, const float* x, int64_t n, float mu,
+              float* sum_g, float* sum_gx) {
   const VecF vmu = simd::Set(mu);
   VecF acc_g = simd::Zero(), acc_gx = simd::Zero();
   simd::ForEachVector(0, n, [&](int64_t i, auto lanes) {

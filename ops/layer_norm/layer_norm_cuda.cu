@@ -33,13 +33,14 @@ constexpr int kThreads = cuda_row_reduce::kRowThreads;
 // chunks (gridDim.y).
 constexpr int kColumns = 32;
 constexpr int kRowLanes = kThreads / kColumns;
-constexpr int64_t kMinChunkRows = 32;
+constexpr int64_t kMinChunkRows = 128;
 constexpr int64_t kMaxChunks = 1024;
 
 int64_t ChunkRows(int64_t rows) {
   return std::max<int64_t>(kMinChunkRows, (rows + kMaxChunks - 1) / kMaxChunks);
 }
 int64_t NumChunks(int64_t rows) { return (rows + ChunkRows(rows) - 1) / ChunkRows(rows); }
+unsigned ColumnTiles(int64_t d) { return static_cast<unsigned>((d + kColumns - 1) / kColumns); }
 
 // Every thread runs the same number of iterations of the row loop (it
 // depends on the block only), so the group reductions see every thread;
@@ -125,6 +126,20 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Sums `value` over the kRowLanes row lanes of each of the block's
+// kColumns columns, in lane order, for row lane 0 (the others get their own
+// value back). Every thread of the block must call it.
+__device__ __forceinline__ float SumRowLanes(float value, float (&lanes)[kRowLanes][kColumns]) {
+  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
+  lanes[row_lane][column_lane] = value;
+  __syncthreads();
+  if (row_lane == 0) {
+    for (int lane = 1; lane < kRowLanes; ++lane) value += lanes[lane][column_lane];
+  }
+  __syncthreads();  // `lanes` may be reused at once.
+  return value;
+}
+
 // partial[chunk] = [sum of dout * xhat | sum of dout] over the chunk's rows,
 // for kColumns columns per block (blockIdx.x) and one chunk (blockIdx.y).
 template <typename D>
@@ -133,8 +148,7 @@ __global__ void __launch_bounds__(kThreads)
                                   const float* __restrict__ mean, const float* __restrict__ rstd,
                                   int64_t rows, int64_t d, int64_t chunk_rows,
                                   float* __restrict__ partial) {
-  __shared__ float gain_sums[kRowLanes][kColumns];
-  __shared__ float bias_sums[kRowLanes][kColumns];
+  __shared__ float lanes[kRowLanes][kColumns];
   const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
   const int64_t column = static_cast<int64_t>(blockIdx.x) * kColumns + column_lane;
   const int64_t begin = static_cast<int64_t>(blockIdx.y) * chunk_rows;
@@ -147,32 +161,34 @@ __global__ void __launch_bounds__(kThreads)
       dbias += dy;
     }
   }
-  gain_sums[row_lane][column_lane] = dgain;
-  bias_sums[row_lane][column_lane] = dbias;
-  __syncthreads();
+  dgain = SumRowLanes(dgain, lanes);
+  dbias = SumRowLanes(dbias, lanes);
   if (row_lane == 0 && column < d) {
-    for (int lane = 1; lane < kRowLanes; ++lane) {
-      dgain += gain_sums[lane][column_lane];
-      dbias += bias_sums[lane][column_lane];
-    }
     float* chunk = partial + static_cast<int64_t>(blockIdx.y) * 2 * d;
     chunk[column] = dgain;
     chunk[d + column] = dbias;
   }
 }
 
-// dgain, dbias = the chunks' partial sums added in chunk order.
+// dgain, dbias = the chunks' partial sums, kRowLanes lanes per column each
+// over a fixed stride of chunks, then the lanes in order.
 template <typename D>
-__global__ void LayerNormColumnTotalsKernel(const float* __restrict__ partial, int64_t chunks,
-                                            int64_t d, D* __restrict__ dgain,
-                                            D* __restrict__ dbias) {
-  for (int64_t column = cuda_elementwise::GlobalThread(); column < d;
-       column += cuda_elementwise::GridThreads()) {
-    float total_gain = 0.0f, total_bias = 0.0f;
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+__global__ void __launch_bounds__(kThreads)
+    LayerNormColumnTotalsKernel(const float* __restrict__ partial, int64_t chunks, int64_t d,
+                                D* __restrict__ dgain, D* __restrict__ dbias) {
+  __shared__ float lanes[kRowLanes][kColumns];
+  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
+  const int64_t column = static_cast<int64_t>(blockIdx.x) * kColumns + column_lane;
+  float total_gain = 0.0f, total_bias = 0.0f;
+  if (column < d) {
+    for (int64_t chunk = row_lane; chunk < chunks; chunk += kRowLanes) {
       total_gain += partial[chunk * 2 * d + column];
       total_bias += partial[chunk * 2 * d + d + column];
     }
+  }
+  total_gain = SumRowLanes(total_gain, lanes);
+  total_bias = SumRowLanes(total_bias, lanes);
+  if (row_lane == 0 && column < d) {
     dgain[column] = FromFloat<D>(total_gain);
     dbias[column] = FromFloat<D>(total_bias);
   }
@@ -220,16 +236,14 @@ const char* LaunchLayerNormBackward(const T* dout, const T* x, const T* gain, co
           <<<RowBlocks<kWidth>(rows), kThreads, 0, s>>>(dyd, xd, gd, mean, rstd, rows, d, dxd);
     });
     if (const char* error = LastError()) return error;
-    const dim3 grid(static_cast<unsigned>((d + kColumns - 1) / kColumns),
-                    static_cast<unsigned>(chunks));
+    const dim3 grid(ColumnTiles(d), static_cast<unsigned>(chunks));
     LayerNormColumnPartialsKernel<D>
         <<<grid, kThreads, 0, s>>>(dyd, xd, mean, rstd, rows, d, ChunkRows(rows), workspace);
     if (const char* error = LastError()) return error;
   }
   // With no rows the totals are zeros: still written.
-  LayerNormColumnTotalsKernel<D>
-      <<<cuda_elementwise::BlocksFor(d), cuda_elementwise::kThreads, 0, s>>>(
-          workspace, chunks, d, reinterpret_cast<D*>(dgain), reinterpret_cast<D*>(dbias));
+  LayerNormColumnTotalsKernel<D><<<ColumnTiles(d), kThreads, 0, s>>>(
+      workspace, chunks, d, reinterpret_cast<D*>(dgain), reinterpret_cast<D*>(dbias));
   return LastError();
 }
 

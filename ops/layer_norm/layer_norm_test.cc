@@ -1,9 +1,13 @@
 #include "ops/layer_norm/layer_norm.h"
 
 #include <cmath>
+#include <cstring>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -13,8 +17,13 @@ namespace {
 using ::tfm::testing::AllClose;
 using ::tfm::testing::CheckGradients;
 using ::tfm::testing::GradientCheckOptions;
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
 using ::tfm::testing::NamedTensors;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
 using ::tfm::testing::SumTolerance;
+using ::tfm::testing::Tolerance;
 using ::tfm::testing::TorchReference;
 
 Tensor Random(const Shape& shape, uint64_t stream, float low = -1.0f, float high = 1.0f) {
@@ -35,7 +44,8 @@ TEST(LayerNormTest, NormalisesRows) {
 }
 
 TEST(LayerNormTest, Gradients) {
-  const Tensor x = Random({3, 2, 6}, 1), gain = Random({6}, 2, 0.5f, 1.5f), bias = Random({6}, 3);
+  const Tensor x = Random({3, 2, 6}, 1), gain = Random({6}, 2, 0.5f, 1.5f),
+               bias = Random({6}, 3);
   auto forward = [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
     absl::StatusOr<LayerNormOutputs> out = LayerNorm(in[0], in[1], in[2]);
     if (!out.ok()) return out.status();
@@ -55,28 +65,19 @@ TEST(LayerNormTest, Gradients) {
 // the per-row sums and the dgain/dbias sums run long: SumTolerance there.
 TEST(LayerNormTest, MatchesTorch) {
   NamedTensors inputs = {
-      {"x1", Random({2, 3, 8}, 1)},
-      {"g1", Random({8}, 2)},
-      {"b1", Random({8}, 3)},
-      {"dy1", Random({2, 3, 8}, 4)},
-      {"x2", Random({300, 512}, 5, 4, 6)},
-      {"g2", Random({512}, 6)},
-      {"b2", Random({512}, 7)},
-      {"dy2", Random({300, 512}, 8)},
+      {"x1", Random({2, 3, 8}, 1)},         {"g1", Random({8}, 2)},
+      {"b1", Random({8}, 3)},               {"dy1", Random({2, 3, 8}, 4)},
+      {"x2", Random({300, 512}, 5, 4, 6)},  {"g2", Random({512}, 6)},
+      {"b2", Random({512}, 7)},             {"dy2", Random({300, 512}, 8)},
       // d = 37: the wide, 8-wide and scalar steps of every row loop.
-      {"x3", Random({5, 37}, 9, -3, 2)},
-      {"g3", Random({37}, 10)},
-      {"b3", Random({37}, 11)},
-      {"dy3", Random({5, 37}, 12)},
+      {"x3", Random({5, 37}, 9, -3, 2)},    {"g3", Random({37}, 10)},
+      {"b3", Random({37}, 11)},             {"dy3", Random({5, 37}, 12)},
       // d = 91 = 2 * 32 + 3 * 8 + 3: the forward's 32-wide, 8-wide and scalar
       // steps of its row sums.
-      {"x4", Random({7, 91}, 13, -2, 3)},
-      {"g4", Random({91}, 14)},
-      {"b4", Random({91}, 15)},
-      {"dy4", Random({7, 91}, 16)},
+      {"x4", Random({7, 91}, 13, -2, 3)},   {"g4", Random({91}, 14)},
+      {"b4", Random({91}, 15)},             {"dy4", Random({7, 91}, 16)},
   };
-  absl::StatusOr<NamedTensors> ref = TorchReference(
-      R"py(
+  absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
       for i in ('1', '2', '3', '4'):
           x, g, b, dy = (globals()[n + i] for n in ('x', 'g', 'b', 'dy'))
           y = F.layer_norm(x, x.shape[-1:], g, b, eps=1e-5)
@@ -84,10 +85,10 @@ TEST(LayerNormTest, MatchesTorch) {
           globals()['mean' + i] = x.mean(-1)
           globals()['rstd' + i] = torch.rsqrt(x.var(-1, unbiased=False) + 1e-5)
           globals()['dx' + i], globals()['dg' + i], globals()['db' + i] = grads(y, dy, [x, g, b])
-  )py",
-      inputs,
-      {"y1", "mean1", "rstd1", "dx1", "dg1", "db1", "y2", "mean2", "rstd2", "dx2", "dg2", "db2",
-       "y3", "mean3", "rstd3", "dx3", "dg3", "db3", "y4", "mean4", "rstd4", "dx4", "dg4", "db4"});
+  )py", inputs, {"y1", "mean1", "rstd1", "dx1", "dg1", "db1",
+                 "y2", "mean2", "rstd2", "dx2", "dg2", "db2",
+                 "y3", "mean3", "rstd3", "dx3", "dg3", "db3",
+                 "y4", "mean4", "rstd4", "dx4", "dg4", "db4"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   for (const std::string i : {"1", "2", "3", "4"}) {
     const Tensor& x = inputs.at("x" + i);
@@ -124,6 +125,76 @@ TEST(LayerNormTest, BadArgumentsNameTheOpAndShapes) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(LayerNormBackward(x, x, g, Random({4}, 4), stats).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// The CUDA kernels against the CPU kernel, forward and backward: f32 to the
+// CPU's rounding, bf16 against the f32 CPU kernel on the bf16-rounded inputs
+// (statistics stay f32, so they match as closely as in f32). Shapes: one
+// element, odd widths, a warp per row (d <= 1024) and a block per row (d >
+// 1024), no rows, and rows enough for several dgain/dbias chunks.
+TEST(LayerNormTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Shape shapes[] = {{1, 1},    {3, 7},    {5, 37}, {2, 3, 512}, {300, 1024},
+                          {3, 1025}, {4, 3001}, {0, 8},  {2100, 33}};
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    const bool bf16 = dtype == DType::kBF16;
+    const Tolerance elementwise{.atol = bf16 ? 1e-2 : 1e-5, .rtol = bf16 ? 1e-2 : 1e-5};
+    const Tolerance sums{.atol = 0.0, .rtol = bf16 ? 1e-2 : 1e-5, .relative_to_max = true};
+    uint64_t stream = 100;
+    for (const Shape& shape : shapes) {
+      SCOPED_TRACE(ShapeToString(shape) + " " + std::string(DTypeName(dtype)));
+      const int64_t d = shape.back();
+      // A mean of about 1 against a spread of 2.5: the two-pass variance matters.
+      const Tensor x = Random(shape, ++stream, -1.5f, 3.5f);
+      const Tensor gain = Random({d}, ++stream, 0.5f, 1.5f);
+      const Tensor bias = Random({d}, ++stream);
+      const Tensor dy = Random(shape, ++stream);
+      const Tensor xr = RoundedThrough(x, dtype), gr = RoundedThrough(gain, dtype),
+                   br = RoundedThrough(bias, dtype), dyr = RoundedThrough(dy, dtype);
+      const Tensor xc = OnCuda(HostAs(x, dtype)), gc = OnCuda(HostAs(gain, dtype));
+
+      absl::StatusOr<LayerNormOutputs> cpu = LayerNorm(xr, gr, br);
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      absl::StatusOr<LayerNormOutputs> gpu = LayerNorm(xc, gc, OnCuda(HostAs(bias, dtype)));
+      ASSERT_TRUE(gpu.ok()) << gpu.status();
+      EXPECT_EQ(gpu->out.dtype(), dtype);
+      EXPECT_TRUE(AllClose(HostF32(gpu->out), cpu->out, elementwise));
+      EXPECT_TRUE(AllClose(HostF32(gpu->mean), cpu->mean));
+      EXPECT_TRUE(AllClose(HostF32(gpu->rstd), cpu->rstd));
+
+      absl::StatusOr<LayerNormGrads> cpu_grads =
+          LayerNormBackward(dyr, xr, gr, cpu->mean, cpu->rstd);
+      ASSERT_TRUE(cpu_grads.ok()) << cpu_grads.status();
+      absl::StatusOr<LayerNormGrads> gpu_grads =
+          LayerNormBackward(OnCuda(HostAs(dy, dtype)), xc, gc, gpu->mean, gpu->rstd);
+      ASSERT_TRUE(gpu_grads.ok()) << gpu_grads.status();
+      EXPECT_TRUE(AllClose(HostF32(gpu_grads->dx), cpu_grads->dx, sums));
+      EXPECT_TRUE(AllClose(HostF32(gpu_grads->dgain), cpu_grads->dgain, sums));
+      EXPECT_TRUE(AllClose(HostF32(gpu_grads->dbias), cpu_grads->dbias, sums));
+    }
+  }
+}
+
+// dgain and dbias are summed without atomics: every run gives the same bits.
+TEST(LayerNormTest, CudaBackwardIsReproducible) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Tensor x = OnCuda(Random({5000, 96}, 1)), gain = OnCuda(Random({96}, 2));
+  const Tensor dy = OnCuda(Random({5000, 96}, 3));
+  absl::StatusOr<LayerNormOutputs> out = LayerNorm(x, gain, OnCuda(Random({96}, 4)));
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor first = HostF32(LayerNormBackward(dy, x, gain, out->mean, out->rstd)->dgain);
+  const Tensor second = HostF32(LayerNormBackward(dy, x, gain, out->mean, out->rstd)->dgain);
+  EXPECT_EQ(std::memcmp(first.raw_data(), second.raw_data(), first.nbytes()), 0);
+}
+
+// bf16 has CUDA kernels only; on the CPU it is refused by name.
+TEST(LayerNormTest, Bf16OnCpuSaysThereIsNoKernel) {
+  const Tensor x = HostAs(Random({2, 4}, 1), DType::kBF16);
+  const Tensor g = HostAs(Random({4}, 2), DType::kBF16);
+  absl::Status status = LayerNorm(x, g, g).status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("no kernel"), std::string::npos) << status;
+  EXPECT_EQ(LayerNorm(x, Random({4}, 2), g).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

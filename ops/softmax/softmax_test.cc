@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -13,8 +16,13 @@ namespace {
 
 using ::tfm::testing::AllClose;
 using ::tfm::testing::CheckGradients;
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
 using ::tfm::testing::NamedTensors;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
 using ::tfm::testing::SumTolerance;
+using ::tfm::testing::Tolerance;
 using ::tfm::testing::TorchReference;
 
 Tensor Random(const Shape& shape, uint64_t stream, float low = -3.0f, float high = 3.0f) {
@@ -25,8 +33,7 @@ Tensor Random(const Shape& shape, uint64_t stream, float low = -3.0f, float high
 Tensor RandomIntMask(const Shape& shape, uint64_t stream) {
   const Tensor u = Random(shape, stream, 0.0f, 1.0f);
   Tensor mask = *Tensor::Empty(shape, DType::kI32);
-  for (int64_t i = 0; i < u.num_elements(); ++i)
-    mask.data<int32_t>()[i] = u.data<float>()[i] < 0.25f;
+  for (int64_t i = 0; i < u.num_elements(); ++i) mask.data<int32_t>()[i] = u.data<float>()[i] < 0.25f;
   return mask;
 }
 
@@ -104,29 +111,23 @@ TEST(SoftmaxTest, MatchesTorch) {
     for (int j = i + 1; j < 9; ++j) causal.data<float>()[i * 9 + j] = -INFINITY;
   }
   NamedTensors inputs = {
-      {"x1", Random({2, 5}, 1)},
-      {"dy1", Random({2, 5}, 2)},
-      {"x2", Random({2, 3, 9, 9}, 3)},
-      {"m2", causal},
-      {"dy2", Random({2, 3, 9, 9}, 4)},
-      {"x3", Random({2, 2, 4, 600}, 5)},
-      {"m3", RandomIntMask({2, 1, 1, 600}, 6)},
-      {"dy3", Random({2, 2, 4, 600}, 7)},
+      {"x1", Random({2, 5}, 1)},            {"dy1", Random({2, 5}, 2)},
+      {"x2", Random({2, 3, 9, 9}, 3)},      {"m2", causal},
+      {"dy2", Random({2, 3, 9, 9}, 4)},     {"x3", Random({2, 2, 4, 600}, 5)},
+      {"m3", RandomIntMask({2, 1, 1, 600}, 6)}, {"dy3", Random({2, 2, 4, 600}, 7)},
   };
-  absl::StatusOr<NamedTensors> ref =
-      TorchReference(R"py(
+  absl::StatusOr<NamedTensors> ref = TorchReference(R"py(
       y1 = torch.softmax(x1, -1)
       y2 = torch.softmax(x2 + m2, -1)
       y3 = torch.softmax(x3.masked_fill(m3 != 0, float('-inf')), -1)
       dx1, = grads(y1, dy1, [x1])
       dx2, = grads(y2, dy2, [x2])
       dx3, = grads(y3, dy3, [x3])
-  )py",
-                     inputs, {"y1", "dx1", "y2", "dx2", "y3", "dx3"});
+  )py", inputs, {"y1", "dx1", "y2", "dx2", "y3", "dx3"});
   ASSERT_TRUE(ref.ok()) << ref.status();
-  const std::vector<absl::StatusOr<Tensor>> ys = {Softmax(inputs.at("x1")),
-                                                  MaskedSoftmax(inputs.at("x2"), inputs.at("m2")),
-                                                  MaskedSoftmax(inputs.at("x3"), inputs.at("m3"))};
+  const std::vector<absl::StatusOr<Tensor>> ys = {
+      Softmax(inputs.at("x1")), MaskedSoftmax(inputs.at("x2"), inputs.at("m2")),
+      MaskedSoftmax(inputs.at("x3"), inputs.at("m3"))};
   for (int i = 0; i < 3; ++i) {
     const std::string k = std::to_string(i + 1);
     ASSERT_TRUE(ys[i].ok()) << ys[i].status();
@@ -186,6 +187,97 @@ TEST(SoftmaxTest, BadArgumentsNameTheOpAndShapes) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Softmax(*Tensor::Zeros({}, DType::kF32)).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Rows with a NaN, a +inf, only -inf, and NaN among -inf: the special
+// values' paths on both devices.
+Tensor WithSpecialRows(Tensor x) {
+  const int64_t n = x.dim(-1);
+  float* data = x.data<float>();
+  if (NumRows(x.shape()) < 5 || n < 2) return x;
+  data[0 * n + n / 2] = NAN;
+  data[1 * n] = INFINITY;
+  for (int64_t i = 0; i < n; ++i) data[2 * n + i] = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) data[3 * n + i] = -INFINITY;
+  data[3 * n + n - 1] = NAN;
+  return x;
+}
+
+// The CUDA kernels against the CPU ones: f32 to 1e-5, bf16 against the f32
+// CPU kernel on the bf16-rounded inputs. Shapes: a warp per row (n <= 1024)
+// and a block per row, odd widths, one element, no rows.
+TEST(SoftmaxTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Shape shapes[] = {{1, 1},    {6, 7}, {5, 33}, {2, 3, 1024}, {7, 1025},
+                          {5, 5000}, {0, 5}, {2, 0},  {1100, 17}};
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    const bool bf16 = dtype == DType::kBF16;
+    const Tolerance tolerance{.atol = bf16 ? 1e-2 : 1e-5, .rtol = bf16 ? 1e-2 : 1e-5};
+    const Tolerance sums{.atol = 0.0, .rtol = bf16 ? 1e-2 : 1e-5, .relative_to_max = true};
+    uint64_t stream = 200;
+    for (const Shape& shape : shapes) {
+      SCOPED_TRACE(ShapeToString(shape) + " " + std::string(DTypeName(dtype)));
+      const Tensor x = WithSpecialRows(Random(shape, ++stream, -8.0f, 8.0f));
+      const Tensor xr = RoundedThrough(x, dtype);
+      const Tensor xc = OnCuda(HostAs(x, dtype));
+      const Tensor cpu = *Softmax(xr);
+      absl::StatusOr<Tensor> gpu = Softmax(xc);
+      ASSERT_TRUE(gpu.ok()) << gpu.status();
+      EXPECT_EQ(gpu->dtype(), dtype);
+      EXPECT_TRUE(AllClose(HostF32(*gpu), cpu, tolerance));
+
+      absl::StatusOr<Tensor> gpu_log = LogSoftmax(xc);
+      ASSERT_TRUE(gpu_log.ok()) << gpu_log.status();
+      EXPECT_TRUE(AllClose(HostF32(*gpu_log), *LogSoftmax(xr), tolerance));
+
+      // The backward on finite rows only (NaN rows would make it all NaN).
+      const Tensor y = *Softmax(Random(shape, ++stream, -4.0f, 4.0f));
+      const Tensor dy = Random(shape, ++stream);
+      const Tensor yr = RoundedThrough(y, dtype), dyr = RoundedThrough(dy, dtype);
+      absl::StatusOr<Tensor> gpu_dx =
+          SoftmaxBackward(OnCuda(HostAs(dy, dtype)), OnCuda(HostAs(y, dtype)));
+      ASSERT_TRUE(gpu_dx.ok()) << gpu_dx.status();
+      EXPECT_TRUE(AllClose(HostF32(*gpu_dx), *SoftmaxBackward(dyr, yr), sums));
+    }
+  }
+}
+
+// Masks as attention uses them: a causal [t, t] f32 mask against [b, h, t, t]
+// scores, an i32 padding mask [b, 1, 1, t] (some rows fully removed), a full
+// i32 mask, and a [h, 1, t] one that needs two broadcast axes.
+TEST(SoftmaxTest, CudaMaskedMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const int64_t b = 3, h = 2, t = 37;
+  Tensor causal = *Tensor::Empty({t, t}, DType::kF32);
+  for (int64_t i = 0; i < t; ++i) {
+    for (int64_t j = 0; j < t; ++j) causal.data<float>()[i * t + j] = j > i ? -INFINITY : 0.0f;
+  }
+  Tensor padding = *Tensor::Zeros({b, 1, 1, t}, DType::kI32);
+  for (int64_t j = 20; j < t; ++j) padding.data<int32_t>()[1 * t + j] = 1;
+  for (int64_t j = 0; j < t; ++j) padding.data<int32_t>()[2 * t + j] = 1;  // All removed.
+  const Tensor masks[] = {causal, padding, RandomIntMask({b, h, t, t}, 3),
+                          RandomIntMask({h, 1, t}, 4), Random({b, 1, t, t}, 5)};
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    const bool bf16 = dtype == DType::kBF16;
+    const Tolerance tolerance{.atol = bf16 ? 1e-2 : 1e-5, .rtol = bf16 ? 1e-2 : 1e-5};
+    for (int64_t width : {t, int64_t{1500}}) {
+      const Tensor x = Random({b, h, t, width}, 6 + width);
+      const Tensor xr = RoundedThrough(x, dtype);
+      const Tensor xc = OnCuda(HostAs(x, dtype));
+      for (const Tensor& mask : masks) {
+        if (width != t) continue;  // These masks are [..., t].
+        SCOPED_TRACE(mask.DebugString() + " " + std::string(DTypeName(dtype)));
+        absl::StatusOr<Tensor> gpu = MaskedSoftmax(xc, OnCuda(mask));
+        ASSERT_TRUE(gpu.ok()) << gpu.status();
+        EXPECT_TRUE(AllClose(HostF32(*gpu), *MaskedSoftmax(xr, mask), tolerance));
+      }
+      // A block per row: a [width] mask broadcast over every row.
+      const Tensor wide_mask = RandomIntMask({width}, 7);
+      absl::StatusOr<Tensor> gpu = MaskedSoftmax(xc, OnCuda(wide_mask));
+      ASSERT_TRUE(gpu.ok()) << gpu.status();
+      EXPECT_TRUE(AllClose(HostF32(*gpu), *MaskedSoftmax(xr, wide_mask), tolerance));
+    }
+  }
 }
 
 }  // namespace
