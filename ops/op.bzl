@@ -32,13 +32,11 @@ CUDA_COMMON_HDRS = [
 ]
 
 def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], test_data = [],
-           test_size = "small", test_args = [], per_isa_kernels = False, cuda_hdrs = [],
-           cuda_host_srcs = []):
+           test_size = "small", test_args = [], per_isa_kernels = False, cuda_hdrs = []):
     """Declares :<name> (the op), :<name>_cuda (when present) and :<name>_test.
 
-    cuda_hdrs: more headers of the op that the CUDA host code includes (its
-      parameter parsing, say); cuda_host_srcs: more host sources of the CUDA
-      library, built only with CUDA.
+    cuda_hdrs: more headers of the op that its CUDA host code includes (its
+      parameter parsing, say).
     """
     cuda_srcs = native.glob([name + "_cuda.cu", name + "_cuda_*.cu"])
     op_deps = deps + [
@@ -50,7 +48,7 @@ def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], tes
             srcs = cuda_srcs,
             hdrs = native.glob([name + "_cuda.h", name + "_kernel_args.h"]) + cuda_hdrs,
             nvcc_hdrs = CUDA_COMMON_HDRS + native.glob([name + "_cuda_*.cuh"]),
-            host_srcs = native.glob([name + "_cuda_kernels.cc"]) + cuda_host_srcs,
+            host_srcs = native.glob([name + "_cuda_kernels.cc"]),
             cuda_deps = cuda_deps,
             deps = ["//core"],
             alwayslink = True,

@@ -9,6 +9,7 @@
 #include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "ops/attention/attention.h"
+#include "ops/attention/attention_backend.h"
 #include "ops/random/random.h"
 #include "tests/util/gpu.h"
 #include "tests/util/torch_parity.h"
@@ -221,14 +222,26 @@ TEST_P(AttentionCudaTest, Dropout) {
 // several query tiles per head.
 TEST_P(AttentionCudaTest, LongSequences) {
   TFM_SKIP_WITHOUT_GPU();
-  ExpectCudaMatchesCpu({.batch = 1, .heads = 2, .q_len = 300, .k_len = 300, .d_k = 64, .d_v = 64,
-                        .causal = true},
+  ExpectCudaMatchesCpu(
+      {.batch = 1, .heads = 2, .q_len = 300, .k_len = 300, .d_k = 64, .d_v = 64, .causal = true},
+      GetParam());
+  ExpectCudaMatchesCpu({.batch = 2,
+                        .heads = 1,
+                        .q_len = 257,
+                        .k_len = 1000,
+                        .d_k = 64,
+                        .d_v = 64,
+                        .key_lengths = {1000, 555},
+                        .as_padding_mask = true},
                        GetParam());
-  ExpectCudaMatchesCpu({.batch = 2, .heads = 1, .q_len = 257, .k_len = 1000, .d_k = 64,
-                        .d_v = 64, .key_lengths = {1000, 555}, .as_padding_mask = true},
-                       GetParam());
-  ExpectCudaMatchesCpu({.batch = 1, .heads = 1, .q_len = 200, .k_len = 333, .d_k = 128,
-                        .d_v = 128, .causal = true, .dropout = 0.2f},
+  ExpectCudaMatchesCpu({.batch = 1,
+                        .heads = 1,
+                        .q_len = 200,
+                        .k_len = 333,
+                        .d_k = 128,
+                        .d_v = 128,
+                        .causal = true,
+                        .dropout = 0.2f},
                        GetParam());
 }
 
@@ -243,6 +256,24 @@ TEST_P(AttentionCudaTest, SingleQuery) {
                         .causal = true,
                         .key_lengths = {100, 40, 1}},
                        GetParam());
+}
+
+// Runs everywhere: the CPU kernels are f32 only, and say so.
+TEST(AttentionCudaTest, BFloat16OnCpuIsRejected) {
+  const Tensor q = ToBFloat16(Normal({1, 1, 4, 8}, 1));
+  absl::StatusOr<AttentionOutput> out = ScaledDotProductAttention(q, q, q);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("no kernel for CPU/bf16"), std::string::npos)
+      << out.status();
+}
+
+TEST(AttentionBackendTest, ResolvesSettings) {
+  EXPECT_EQ(*ResolveAttentionBackend(""), AttentionBackend::kFlash);
+  EXPECT_EQ(*ResolveAttentionBackend("auto"), AttentionBackend::kFlash);
+  EXPECT_EQ(*ResolveAttentionBackend("Flash"), AttentionBackend::kFlash);
+  // Until the cuDNN back end is wired in.
+  EXPECT_EQ(*ResolveAttentionBackend("cudnn"), AttentionBackend::kFlash);
+  EXPECT_FALSE(ResolveAttentionBackend("fast").ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, AttentionCudaTest, ::testing::Values(DType::kF32, DType::kBF16),
