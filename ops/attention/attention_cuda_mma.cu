@@ -8,7 +8,8 @@
 // fragment loaded from shared memory then feeds two MMAs, which halves the
 // shared-memory traffic per MMA (it, not the tensor cores, limits a
 // 16-row warp). Head size 128 keeps kMTiles = 1 so that the O accumulators
-// (64 floats) and the scores (32) fit the register file without spills.
+// (64 floats) and the scores (32) fit the register file without spills, and
+// so do problems of at most 64 queries.
 // Shared memory: Q [kBlockM][d] + 2 x (K, V) [64][d] bf16, 48 KiB at d = 64.
 // Fragment layouts and the swizzle: attention_cuda_mma.cuh.
 #include "ops/attention/attention_cuda_mma.cuh"
@@ -277,11 +278,16 @@ const char* LaunchForwardMma(const AttentionCudaProblem& p, const void* q, const
 
 const char* ForwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                        void* out, float* lse, cudaStream_t stream) {
+  // Up to 64 queries (short sentences, decoding steps), 128-row blocks would
+  // idle half their warps.
+  const bool short_queries = p.q_len <= 64;
   switch (p.d_k) {
     case 32:
-      return LaunchForwardMma<32, 2>(p, q, k, v, out, lse, stream);
+      return short_queries ? LaunchForwardMma<32, 1>(p, q, k, v, out, lse, stream)
+                           : LaunchForwardMma<32, 2>(p, q, k, v, out, lse, stream);
     case 64:
-      return LaunchForwardMma<64, 2>(p, q, k, v, out, lse, stream);
+      return short_queries ? LaunchForwardMma<64, 1>(p, q, k, v, out, lse, stream)
+                           : LaunchForwardMma<64, 2>(p, q, k, v, out, lse, stream);
     case 128:
       return LaunchForwardMma<128, 1>(p, q, k, v, out, lse, stream);
   }
