@@ -71,9 +71,11 @@ __global__ void ToBFloat16Kernel(const float* in, int64_t count, __nv_bfloat16* 
 }
 
 // Whether the tensor-core kernels take the problem: bf16, a head size they
-// are built for, and tensors that cp.async can copy 16 bytes at a time.
+// are built for, a positive scale (they take row maxima of unscaled
+// scores), and tensors that cp.async can copy 16 bytes at a time.
 bool UseMma(const AttentionCudaProblem& p, std::initializer_list<const void*> tensors) {
   if (!p.bf16 || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) return false;
+  if (!(p.scale > 0.0f)) return false;
   for (const void* tensor : tensors) {
     if (reinterpret_cast<uintptr_t>(tensor) % 16 != 0) return false;
   }

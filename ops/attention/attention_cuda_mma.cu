@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   float o[kMTiles][T::kOutTiles][4];
-  float row_max[kMTiles][2];  // In log2 units (scores times scale * log2 e).
+  float row_max[kMTiles][2];  // Of the unscaled scores (scale > 0).
   float row_sum[kMTiles][2];  // This thread's share; the quad's sum at the end.
   uint32_t q_frag[kMTiles][T::kKSteps][4];
 #pragma unroll
@@ -155,7 +155,6 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& x = s[mt][nt][half * 2 + e];
-            x *= scale_log2;
             if (masked) {
               const int64_t key = c0 + nt * 8 + 2 * t + e;
               if (key >= row_end) {
@@ -169,9 +168,10 @@ __global__ void __launch_bounds__(kThreads)
         }
         max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 1));
         max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 2));
-        // A row with nothing visible so far keeps zeros: exp2(-inf - 0).
-        const float shift = max == kNegInf ? 0.0f : max;
-        const float correction = exp2f(row_max[mt][half] - shift);
+        // exp(scale (x - max)) = 2^(x scale log2(e) - shift) in one FFMA.
+        // A row with nothing visible so far keeps zeros: 2^(-inf - 0).
+        const float shift = max == kNegInf ? 0.0f : max * scale_log2;
+        const float correction = FastExp2(row_max[mt][half] * scale_log2 - shift);
         row_max[mt][half] = max;
         float sum = 0.0f;
 #pragma unroll
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& x = s[mt][nt][half * 2 + e];
-            x = exp2f(x - shift);
+            x = FastExp2(fmaf(x, scale_log2, -shift));
             sum += x;
           }
         }
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(kThreads)
             PackBf16(o[mt][dt][half * 2] * inverse, o[mt][dt][half * 2 + 1] * inverse);
       }
       if (t == 0) {
-        lse[bh * p.q_len + row] = sum > 0.0f ? (row_max[mt][half] + log2f(sum)) * kLn2 : kNegInf;
+        lse[bh * p.q_len + row] = sum > 0.0f ? row_max[mt][half] * p.scale + logf(sum) : kNegInf;
       }
     }
   }

@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kMmaThreads)
         const int key_local = warp_key0 + g + (e / 2) * 8;
         const int query_local = nt * 8 + 2 * t + e % 2;
         const int64_t key = c0 + key_local, query = q0 + query_local;
-        float x = s[nt][e] * scale_log2;
+        float x = s[nt][e];
         if (masked) {
           if (key >= RowKeyEnd(p, key_end, query)) {
             x = kNegInf;
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(kMmaThreads)
             x += bias[key];  // 0 or -inf.
           }
         }
-        const float prob = exp2f(x - s_lse[query_local]);
+        const float prob = FastExp2(fmaf(x, scale_log2, -s_lse[query_local]));
         const float multiplier = (kept >> (nt * 4 + e)) & 1 ? keep_scale : 0.0f;
         s[nt][e] = prob * multiplier;
         dp[nt][e] = prob * (dp[nt][e] * multiplier - s_delta[query_local]);
