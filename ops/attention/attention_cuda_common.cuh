@@ -37,6 +37,12 @@ __device__ __forceinline__ int64_t KeyEnd(const AttentionCudaProblem& p, int64_t
   return p.key_end != nullptr ? p.key_end[b] : p.k_len;
 }
 
+// Item b's additive key bias (0 or -inf per key), or nullptr when its key
+// end alone describes the mask.
+__device__ __forceinline__ const float* KeyBias(const AttentionCudaProblem& p, int64_t b) {
+  return p.key_bias != nullptr && p.key_has_holes[b] != 0 ? p.key_bias + b * p.k_len : nullptr;
+}
+
 // Exclusive end of the keys query row i may see (causal: the queries are the
 // last q_len positions of the keys).
 __device__ __forceinline__ int64_t RowKeyEnd(const AttentionCudaProblem& p, int64_t key_end,

@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int64_t key_end = KeyEnd(p, b);
   const int64_t tile_key_end = RowKeyEnd(p, key_end, MinI64(q0 + T::kBlockM, p.q_len) - 1);
-  const float* bias = p.key_bias != nullptr ? p.key_bias + b * p.k_len : nullptr;
+  const float* bias = KeyBias(p, b);
   // Keys below this are visible to every row of the block: their tiles need
   // no mask.
   const int64_t unmasked_end = bias != nullptr ? 0 : RowKeyEnd(p, key_end, q0);

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kMmaThreads)
   const int g = lane / 4, t = lane % 4;
   const int warp_key0 = warp * 16;  // This warp's keys within the block.
   const int64_t key_end = KeyEnd(p, b);
-  const float* bias = p.key_bias != nullptr ? p.key_bias + b * p.k_len : nullptr;
+  const float* bias = KeyBias(p, b);
   const float scale_log2 = p.scale * kLog2e;
   const bf16* q_head = q + bh * p.q_len * kHeadDim;
   const bf16* d_out_head = d_out + bh * p.q_len * kHeadDim;

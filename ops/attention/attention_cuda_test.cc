@@ -28,7 +28,8 @@ struct Case {
   int64_t batch, heads, q_len, k_len, d_k, d_v;
   bool causal = false;
   std::vector<int64_t> key_lengths;  // Empty: no key mask.
-  bool as_padding_mask = false;      // Give the lengths as a padding mask.
+  bool as_padding_mask = false;      // Give the lengths as a padding mask,
+  bool with_holes = false;           // which also pads every 7th key before them.
   float dropout = 0.0f;
 };
 
@@ -36,6 +37,7 @@ std::string Describe(const Case& c, DType dtype) {
   return absl::StrCat(DTypeName(dtype), " ", c.batch, "x", c.heads, " q_len ", c.q_len, " k_len ",
                       c.k_len, " d_k ", c.d_k, " d_v ", c.d_v, " causal ", c.causal, " key mask ",
                       c.key_lengths.empty() ? "none"
+                      : c.with_holes        ? "padding with holes"
                       : c.as_padding_mask   ? "padding"
                                             : "lengths",
                       " dropout ", c.dropout);
@@ -78,7 +80,9 @@ AttentionOptions OptionsFor(const Case& c, const Device& device) {
     if (c.as_padding_mask) {
       std::vector<int32_t> mask(c.batch * c.k_len, 0);
       for (int64_t b = 0; b < c.batch; ++b) {
-        for (int64_t j = c.key_lengths[b]; j < c.k_len; ++j) mask[b * c.k_len + j] = 1;
+        for (int64_t j = 0; j < c.k_len; ++j) {
+          mask[b * c.k_len + j] = j >= c.key_lengths[b] || (c.with_holes && j % 7 == 3);
+        }
       }
       options.key_padding_mask =
           *CopyToDevice(*Tensor::FromVector<int32_t>(mask, {c.batch, c.k_len}), device);
@@ -195,6 +199,26 @@ TEST_P(AttentionCudaTest, KeyLengthsAndPaddingMask) {
   c.causal = true;
   c.q_len = 130;
   c.key_lengths = {130, 17, 1};
+  ExpectCudaMatchesCpu(c, GetParam());
+}
+
+// Padding before the last unpadded key: the kernels need the per-key bias.
+TEST_P(AttentionCudaTest, PaddingMaskWithHoles) {
+  TFM_SKIP_WITHOUT_GPU();
+  Case c{.batch = 3,
+         .heads = 2,
+         .q_len = 150,
+         .k_len = 200,
+         .d_k = 64,
+         .d_v = 64,
+         .key_lengths = {200, 120, 5},
+         .as_padding_mask = true,
+         .with_holes = true};
+  ExpectCudaMatchesCpu(c, GetParam());
+  c.causal = true;
+  c.dropout = 0.1f;
+  ExpectCudaMatchesCpu(c, GetParam());
+  c.d_k = c.d_v = 40;  // The CUDA-core kernels for both dtypes.
   ExpectCudaMatchesCpu(c, GetParam());
 }
 
