@@ -59,13 +59,18 @@ __device__ __forceinline__ int64_t FirstQueryRow(const AttentionCudaProblem& p, 
   return row < 0 ? 0 : MinI64(row, p.q_len);
 }
 
+// Whether dropout keeps the element at `lane` of Philox block `block`.
+__device__ __forceinline__ bool DropoutKeeps(const philox::Uint4& block, int lane, float dropout) {
+  return !(philox::ToUniform(philox::Lane(block, lane)) < dropout);
+}
+
 // 0 (dropped) or 1 / (1 - dropout) for element `element` of the dropout
 // stream (seed, stream, offset): ((b * heads + h) * q_len + i) * k_len + j.
 __device__ __forceinline__ float DropoutMultiplier(uint64_t seed, uint64_t stream, uint64_t offset,
                                                    float dropout, uint64_t element) {
   const philox::Uint4 block = philox::Block(seed, stream, offset + element / 4);
-  const float uniform = philox::ToUniform(philox::Lane(block, static_cast<int>(element % 4)));
-  return uniform < dropout ? 0.0f : 1.0f / (1.0f - dropout);
+  return DropoutKeeps(block, static_cast<int>(element % 4), dropout) ? 1.0f / (1.0f - dropout)
+                                                                     : 0.0f;
 }
 
 __device__ __forceinline__ float DropoutMultiplier(const AttentionCudaProblem& p,

@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         if (p.dropout > 0.0f) {  // After the sum: l is undropped.
           const uint64_t first = (bh * p.q_len + row) * p.k_len + c0 + 2 * t;
-          const uint32_t kept = DropoutKeptBits<T::kScoreTiles * 2>(
+          const uint32_t kept = DropoutKeptBits<T::kScoreTiles * 2, /*kShareBlocks=*/true>(
               p, [&](int i) { return first + (i / 2) * 8 + i % 2; });
           const float keep_scale = 1.0f / (1.0f - p.dropout);
 #pragma unroll

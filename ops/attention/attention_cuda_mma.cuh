@@ -104,15 +104,29 @@ __device__ __forceinline__ uint32_t PackBf16(float low, float high) {
 
 // Bit i set when dropout keeps element element_of(i), i < kCount <= 32.
 // The loop stays rolled: unrolled over every score element, Philox would
-// bloat the kernel and crowd the registers the accumulators need.
-template <int kCount, typename ElementOf>
+// bloat the kernel and crowd the registers the accumulators need. With
+// kShareBlocks, elements that follow each other in one Philox block (4
+// elements each) share its computation; without (when they never do), the
+// loop keeps fewer registers.
+template <int kCount, bool kShareBlocks, typename ElementOf>
 __device__ __forceinline__ uint32_t DropoutKeptBits(const AttentionCudaProblem& p,
                                                     ElementOf element_of) {
   static_assert(kCount <= 32, "one bit per element of a 32-bit mask");
   uint32_t kept = 0;
+  uint64_t block_index = ~uint64_t{0};
+  philox::Uint4 block{};
 #pragma unroll 1
   for (int i = 0; i < kCount; ++i) {
-    if (DropoutMultiplier(p, element_of(i)) != 0.0f) kept |= 1u << i;
+    const uint64_t element = element_of(i);
+    if constexpr (kShareBlocks) {
+      if (element / 4 != block_index) {
+        block_index = element / 4;
+        block = philox::Block(p.seed, p.stream, p.offset + block_index);
+      }
+      if (DropoutKeeps(block, static_cast<int>(element % 4), p.dropout)) kept |= 1u << i;
+    } else {
+      if (DropoutMultiplier(p, element) != 0.0f) kept |= 1u << i;
+    }
   }
   return kept;
 }

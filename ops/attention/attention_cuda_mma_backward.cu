@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     uint32_t kept = ~0u;
     float keep_scale = 1.0f;
     if (p.dropout > 0.0f) {
-      kept = DropoutKeptBits<kQueryTiles * 4>(p, [&](int i) {
+      kept = DropoutKeptBits<kQueryTiles * 4, /*kShareBlocks=*/false>(p, [&](int i) {
         const int64_t key = c0 + warp_key0 + g + (i % 4 / 2) * 8;
         const int64_t query = q0 + (i / 4) * 8 + 2 * t + i % 2;
         return static_cast<uint64_t>((bh * p.q_len + query) * p.k_len + key);
