@@ -3,13 +3,19 @@
 //
 // Layout: q [batch, heads, q_len, d_k], k [batch, heads, k_len, d_k],
 // v [batch, heads, k_len, d_v], out [batch, heads, q_len, d_v], all dense
-// row-major f32 (the layer splits [batch, len, heads * d] into heads).
+// row-major f32 (the layer splits [batch, len, heads * d] into heads). On
+// CUDA q, k, v, out and the gradients may also be bf16 (lse stays f32):
+// flash-attention kernels in attention_cuda*.cu, tensor cores for bf16 at
+// head sizes 32, 64 and 128; TFM_ATTENTION_BACKEND picks the implementation
+// (attention_backend.h).
 //
 // Masks (combined):
 //   - causal: query i sees keys j <= i + (k_len - q_len), i.e. the queries are
 //     the last q_len positions of the key sequence (incremental decoding with a
 //     cache of k_len - q_len earlier steps; the usual triangle when equal).
-//   - key lengths [batch] (i32/i64): keys j >= length[b] are padding; or
+//   - key lengths [batch] (i32/i64): keys j >= length[b] are padding (on
+//     CUDA a length outside [0, k_len] is clamped, not rejected: checking
+//     would wait for the device); or
 //   - key padding mask [batch, k_len] (i32/i64): nonzero marks padding, the
 //     convention of torch.nn.MultiheadAttention's key_padding_mask.
 // A query row that sees no key at all gets a zero output (and zero

@@ -21,10 +21,11 @@ using attention_cuda::ToFloat;
 constexpr int kThreads = 256;
 
 // One block per batch item. A padding mask becomes a bias row and a key end
-// just past the last unpadded key, so that trailing padding is skipped whole.
+// just past the last unpadded key, so that trailing padding is skipped whole;
+// the bias is needed only when padding comes before that end.
 template <typename Index>
 __global__ void PrepareKeyMaskKernel(const Index* mask, bool is_lengths, int64_t k_len,
-                                     int32_t* key_end, float* key_bias) {
+                                     int32_t* key_end, float* key_bias, int32_t* key_has_holes) {
   const int64_t b = blockIdx.x;
   if (is_lengths) {
     if (threadIdx.x == 0) {
@@ -33,18 +34,25 @@ __global__ void PrepareKeyMaskKernel(const Index* mask, bool is_lengths, int64_t
     }
     return;
   }
-  __shared__ int32_t end;
-  if (threadIdx.x == 0) end = 0;
+  __shared__ int32_t end, unpadded;
+  if (threadIdx.x == 0) end = unpadded = 0;
   __syncthreads();
-  int32_t local_end = 0;
+  int32_t local_end = 0, local_unpadded = 0;
   for (int64_t j = threadIdx.x; j < k_len; j += blockDim.x) {
     const bool padded = mask[b * k_len + j] != 0;
     key_bias[b * k_len + j] = padded ? kNegInf : 0.0f;
-    if (!padded) local_end = static_cast<int32_t>(j + 1);
+    if (!padded) {
+      local_end = static_cast<int32_t>(j + 1);
+      ++local_unpadded;
+    }
   }
   atomicMax(&end, local_end);
+  atomicAdd(&unpadded, local_unpadded);
   __syncthreads();
-  if (threadIdx.x == 0) key_end[b] = end;
+  if (threadIdx.x == 0) {
+    key_end[b] = end;
+    key_has_holes[b] = unpadded != end;
+  }
 }
 
 // delta_i = dO_i . O_i, one warp per row.
@@ -71,9 +79,11 @@ __global__ void ToBFloat16Kernel(const float* in, int64_t count, __nv_bfloat16* 
 }
 
 // Whether the tensor-core kernels take the problem: bf16, a head size they
-// are built for, and tensors that cp.async can copy 16 bytes at a time.
+// are built for, a positive scale (they take row maxima of unscaled
+// scores), and tensors that cp.async can copy 16 bytes at a time.
 bool UseMma(const AttentionCudaProblem& p, std::initializer_list<const void*> tensors) {
   if (!p.bf16 || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) return false;
+  if (!(p.scale > 0.0f)) return false;
   for (const void* tensor : tensors) {
     if (reinterpret_cast<uintptr_t>(tensor) % 16 != 0) return false;
   }
@@ -89,15 +99,15 @@ int GridFor(int64_t threads) {
 
 const char* LaunchPrepareKeyMask(const void* mask, bool is_i64, bool is_lengths, int64_t batch,
                                  int64_t k_len, int32_t* key_end, float* key_bias,
-                                 StreamHandle stream) {
+                                 int32_t* key_has_holes, StreamHandle stream) {
   if (batch == 0) return nullptr;
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   if (is_i64) {
     PrepareKeyMaskKernel<<<static_cast<unsigned>(batch), kThreads, 0, cuda_stream>>>(
-        static_cast<const int64_t*>(mask), is_lengths, k_len, key_end, key_bias);
+        static_cast<const int64_t*>(mask), is_lengths, k_len, key_end, key_bias, key_has_holes);
   } else {
     PrepareKeyMaskKernel<<<static_cast<unsigned>(batch), kThreads, 0, cuda_stream>>>(
-        static_cast<const int32_t*>(mask), is_lengths, k_len, key_end, key_bias);
+        static_cast<const int32_t*>(mask), is_lengths, k_len, key_end, key_bias, key_has_holes);
   }
   return LastLaunchError();
 }

@@ -24,17 +24,21 @@ struct AttentionCudaProblem {
   uint64_t seed = 0, stream = 0, offset = 0;  // The dropout's Philox state.
   const int32_t* key_end = nullptr;           // [batch] on the device; nullptr: k_len.
   const float* key_bias = nullptr;            // [batch, k_len] on the device, or nullptr.
-  bool bf16 = false;                          // Element type of q, k, v, out, d_out, dq, dk, dv.
+  // [batch] on the device with key_bias: whether item b has padding before
+  // its key end. Without, the key end says it all and the bias is skipped.
+  const int32_t* key_has_holes = nullptr;
+  bool bf16 = false;  // Element type of q, k, v, out, d_out, dq, dk, dv.
 };
 
 // Every launcher returns nullptr or the CUDA error text; all run on `stream`.
 
 // mask: [batch] lengths (is_lengths) or [batch, k_len] padding flags, i32 or
 // i64 (is_i64). Fills key_end [batch] and, for a padding mask, key_bias
-// [batch, k_len]. Lengths are clamped to [0, k_len].
+// [batch, k_len] and key_has_holes [batch]. Lengths are clamped to
+// [0, k_len].
 const char* LaunchPrepareKeyMask(const void* mask, bool is_i64, bool is_lengths, int64_t batch,
                                  int64_t k_len, int32_t* key_end, float* key_bias,
-                                 StreamHandle stream);
+                                 int32_t* key_has_holes, StreamHandle stream);
 
 // out [batch, heads, q_len, d_v] and lse [batch, heads, q_len] (f32).
 const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const void* q,

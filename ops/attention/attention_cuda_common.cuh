@@ -37,6 +37,12 @@ __device__ __forceinline__ int64_t KeyEnd(const AttentionCudaProblem& p, int64_t
   return p.key_end != nullptr ? p.key_end[b] : p.k_len;
 }
 
+// Item b's additive key bias (0 or -inf per key), or nullptr when its key
+// end alone describes the mask.
+__device__ __forceinline__ const float* KeyBias(const AttentionCudaProblem& p, int64_t b) {
+  return p.key_bias != nullptr && p.key_has_holes[b] != 0 ? p.key_bias + b * p.k_len : nullptr;
+}
+
 // Exclusive end of the keys query row i may see (causal: the queries are the
 // last q_len positions of the keys).
 __device__ __forceinline__ int64_t RowKeyEnd(const AttentionCudaProblem& p, int64_t key_end,
@@ -53,13 +59,18 @@ __device__ __forceinline__ int64_t FirstQueryRow(const AttentionCudaProblem& p, 
   return row < 0 ? 0 : MinI64(row, p.q_len);
 }
 
+// Whether dropout keeps the element at `lane` of Philox block `block`.
+__device__ __forceinline__ bool DropoutKeeps(const philox::Uint4& block, int lane, float dropout) {
+  return !(philox::ToUniform(philox::Lane(block, lane)) < dropout);
+}
+
 // 0 (dropped) or 1 / (1 - dropout) for element `element` of the dropout
 // stream (seed, stream, offset): ((b * heads + h) * q_len + i) * k_len + j.
 __device__ __forceinline__ float DropoutMultiplier(uint64_t seed, uint64_t stream, uint64_t offset,
                                                    float dropout, uint64_t element) {
   const philox::Uint4 block = philox::Block(seed, stream, offset + element / 4);
-  const float uniform = philox::ToUniform(philox::Lane(block, static_cast<int>(element % 4)));
-  return uniform < dropout ? 0.0f : 1.0f / (1.0f - dropout);
+  return DropoutKeeps(block, static_cast<int>(element % 4), dropout) ? 1.0f / (1.0f - dropout)
+                                                                     : 0.0f;
 }
 
 __device__ __forceinline__ float DropoutMultiplier(const AttentionCudaProblem& p,

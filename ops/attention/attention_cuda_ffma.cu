@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t tile_key_end = RowKeyEnd(p, key_end, q0 + rows - 1);
   const T* k_head = k + bh * p.k_len * d_k;
   const T* v_head = v + bh * p.k_len * d_v;
-  const float* bias = p.key_bias != nullptr ? p.key_bias + b * p.k_len : nullptr;
+  const float* bias = KeyBias(p, b);
 
   LoadTile<T, kTile>(q + bh * p.q_len * d_k, q0, rows, d_k, s_q);
   for (int e = threadIdx.x; e < kTile * ldv; e += kThreads) s_o[e] = 0.0f;
@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t c0 = (blockIdx.x % k_tiles) * kTile;
   const int cols = static_cast<int>(MinI64(kTile, p.k_len - c0));
   const int64_t key_end = KeyEnd(p, b);
-  const float* bias = p.key_bias != nullptr ? p.key_bias + b * p.k_len : nullptr;
+  const float* bias = KeyBias(p, b);
   const T* q_head = q + bh * p.q_len * d_k;
   const T* d_out_head = d_out + bh * p.q_len * d_v;
   float* dq_head = dq_accum + bh * p.q_len * d_k;

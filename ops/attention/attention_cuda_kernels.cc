@@ -55,20 +55,25 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
   if (params.key_mask == KeyMaskKind::kNone) return cuda;
 
   const bool is_lengths = params.key_mask == KeyMaskKind::kLengths;
-  TFM_ASSIGN_OR_RETURN(
-      cuda.key_end, Tensor::Empty({params.batch}, DType::kI32, context.device(), context.stream()));
+  // key_end [batch], then for a padding mask key_has_holes [batch].
+  TFM_ASSIGN_OR_RETURN(cuda.key_end, Tensor::Empty({is_lengths ? 1 : 2, params.batch}, DType::kI32,
+                                                   context.device(), context.stream()));
+  int32_t* key_end = cuda.key_end.data<int32_t>();
+  int32_t* key_has_holes = is_lengths ? nullptr : key_end + params.batch;
+  float* key_bias = nullptr;
   if (!is_lengths) {
     TFM_ASSIGN_OR_RETURN(cuda.key_bias, Tensor::Empty({params.batch, params.k_len}, DType::kF32,
                                                       context.device(), context.stream()));
+    key_bias = cuda.key_bias.data<float>();
   }
   const Tensor& mask = context.input(key_mask_input);
   TFM_RETURN_IF_ERROR(LaunchStatus(
       context,
       LaunchPrepareKeyMask(mask.raw_data(), mask.dtype() == DType::kI64, is_lengths, params.batch,
-                           params.k_len, cuda.key_end.data<int32_t>(),
-                           is_lengths ? nullptr : cuda.key_bias.data<float>(), context.stream())));
-  problem.key_end = cuda.key_end.data<int32_t>();
-  problem.key_bias = is_lengths ? nullptr : cuda.key_bias.data<float>();
+                           params.k_len, key_end, key_bias, key_has_holes, context.stream())));
+  problem.key_end = key_end;
+  problem.key_bias = key_bias;
+  problem.key_has_holes = key_has_holes;
   return cuda;
 }
 

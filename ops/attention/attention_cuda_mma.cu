@@ -8,7 +8,8 @@
 // fragment loaded from shared memory then feeds two MMAs, which halves the
 // shared-memory traffic per MMA (it, not the tensor cores, limits a
 // 16-row warp). Head size 128 keeps kMTiles = 1 so that the O accumulators
-// (64 floats) and the scores (32) fit the register file without spills.
+// (64 floats) and the scores (32) fit the register file without spills, and
+// so do problems of at most 64 queries.
 // Shared memory: Q [kBlockM][d] + 2 x (K, V) [64][d] bf16, 48 KiB at d = 64.
 // Fragment layouts and the swizzle: attention_cuda_mma.cuh.
 #include "ops/attention/attention_cuda_mma.cuh"
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int64_t key_end = KeyEnd(p, b);
   const int64_t tile_key_end = RowKeyEnd(p, key_end, MinI64(q0 + T::kBlockM, p.q_len) - 1);
-  const float* bias = p.key_bias != nullptr ? p.key_bias + b * p.k_len : nullptr;
+  const float* bias = KeyBias(p, b);
   // Keys below this are visible to every row of the block: their tiles need
   // no mask.
   const int64_t unmasked_end = bias != nullptr ? 0 : RowKeyEnd(p, key_end, q0);
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   float o[kMTiles][T::kOutTiles][4];
-  float row_max[kMTiles][2];  // In log2 units (scores times scale * log2 e).
+  float row_max[kMTiles][2];  // Of the unscaled scores (scale > 0).
   float row_sum[kMTiles][2];  // This thread's share; the quad's sum at the end.
   uint32_t q_frag[kMTiles][T::kKSteps][4];
 #pragma unroll
@@ -154,7 +155,6 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& x = s[mt][nt][half * 2 + e];
-            x *= scale_log2;
             if (masked) {
               const int64_t key = c0 + nt * 8 + 2 * t + e;
               if (key >= row_end) {
@@ -168,9 +168,10 @@ __global__ void __launch_bounds__(kThreads)
         }
         max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 1));
         max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 2));
-        // A row with nothing visible so far keeps zeros: exp2(-inf - 0).
-        const float shift = max == kNegInf ? 0.0f : max;
-        const float correction = exp2f(row_max[mt][half] - shift);
+        // exp(scale (x - max)) = 2^(x scale log2(e) - shift) in one FFMA.
+        // A row with nothing visible so far keeps zeros: 2^(-inf - 0).
+        const float shift = max == kNegInf ? 0.0f : max * scale_log2;
+        const float correction = FastExp2(row_max[mt][half] * scale_log2 - shift);
         row_max[mt][half] = max;
         float sum = 0.0f;
 #pragma unroll
@@ -178,7 +179,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& x = s[mt][nt][half * 2 + e];
-            x = exp2f(x - shift);
+            x = FastExp2(fmaf(x, scale_log2, -shift));
             sum += x;
           }
         }
@@ -190,7 +191,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         if (p.dropout > 0.0f) {  // After the sum: l is undropped.
           const uint64_t first = (bh * p.q_len + row) * p.k_len + c0 + 2 * t;
-          const uint32_t kept = DropoutKeptBits<T::kScoreTiles * 2>(
+          const uint32_t kept = DropoutKeptBits<T::kScoreTiles * 2, /*kShareBlocks=*/true>(
               p, [&](int i) { return first + (i / 2) * 8 + i % 2; });
           const float keep_scale = 1.0f / (1.0f - p.dropout);
 #pragma unroll
@@ -248,7 +249,7 @@ __global__ void __launch_bounds__(kThreads)
             PackBf16(o[mt][dt][half * 2] * inverse, o[mt][dt][half * 2 + 1] * inverse);
       }
       if (t == 0) {
-        lse[bh * p.q_len + row] = sum > 0.0f ? (row_max[mt][half] + log2f(sum)) * kLn2 : kNegInf;
+        lse[bh * p.q_len + row] = sum > 0.0f ? row_max[mt][half] * p.scale + logf(sum) : kNegInf;
       }
     }
   }
@@ -277,11 +278,16 @@ const char* LaunchForwardMma(const AttentionCudaProblem& p, const void* q, const
 
 const char* ForwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                        void* out, float* lse, cudaStream_t stream) {
+  // Up to 64 queries (short sentences, decoding steps), 128-row blocks would
+  // idle half their warps.
+  const bool short_queries = p.q_len <= 64;
   switch (p.d_k) {
     case 32:
-      return LaunchForwardMma<32, 2>(p, q, k, v, out, lse, stream);
+      return short_queries ? LaunchForwardMma<32, 1>(p, q, k, v, out, lse, stream)
+                           : LaunchForwardMma<32, 2>(p, q, k, v, out, lse, stream);
     case 64:
-      return LaunchForwardMma<64, 2>(p, q, k, v, out, lse, stream);
+      return short_queries ? LaunchForwardMma<64, 1>(p, q, k, v, out, lse, stream)
+                           : LaunchForwardMma<64, 2>(p, q, k, v, out, lse, stream);
     case 128:
       return LaunchForwardMma<128, 1>(p, q, k, v, out, lse, stream);
   }

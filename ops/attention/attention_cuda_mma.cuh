@@ -33,7 +33,6 @@ using bf16 = __nv_bfloat16;
 constexpr int kMmaWarps = 4;
 constexpr int kMmaThreads = 32 * kMmaWarps;
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 
 // Element offset of chunk `chunk` (8 elements) of row `row`.
 template <int kHeadDim>
@@ -89,6 +88,14 @@ __device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// 2^x by the SFU alone: exp2f adds range checks for denormal results,
+// which probabilities below 2^-126 do not need. ex2(-inf) = 0.
+__device__ __forceinline__ float FastExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Two floats as bf16x2, `low` in the low half (the lower column).
 __device__ __forceinline__ uint32_t PackBf16(float low, float high) {
   const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
@@ -97,15 +104,29 @@ __device__ __forceinline__ uint32_t PackBf16(float low, float high) {
 
 // Bit i set when dropout keeps element element_of(i), i < kCount <= 32.
 // The loop stays rolled: unrolled over every score element, Philox would
-// bloat the kernel and crowd the registers the accumulators need.
-template <int kCount, typename ElementOf>
+// bloat the kernel and crowd the registers the accumulators need. With
+// kShareBlocks, elements that follow each other in one Philox block (4
+// elements each) share its computation; without (when they never do), the
+// loop keeps fewer registers.
+template <int kCount, bool kShareBlocks, typename ElementOf>
 __device__ __forceinline__ uint32_t DropoutKeptBits(const AttentionCudaProblem& p,
                                                     ElementOf element_of) {
   static_assert(kCount <= 32, "one bit per element of a 32-bit mask");
   uint32_t kept = 0;
+  uint64_t block_index = ~uint64_t{0};
+  philox::Uint4 block{};
 #pragma unroll 1
   for (int i = 0; i < kCount; ++i) {
-    if (DropoutMultiplier(p, element_of(i)) != 0.0f) kept |= 1u << i;
+    const uint64_t element = element_of(i);
+    if constexpr (kShareBlocks) {
+      if (element / 4 != block_index) {
+        block_index = element / 4;
+        block = philox::Block(p.seed, p.stream, p.offset + block_index);
+      }
+      if (DropoutKeeps(block, static_cast<int>(element % 4), p.dropout)) kept |= 1u << i;
+    } else {
+      if (DropoutMultiplier(p, element) != 0.0f) kept |= 1u << i;
+    }
   }
   return kept;
 }

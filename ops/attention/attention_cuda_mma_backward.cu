@@ -12,8 +12,9 @@
 // bf16) to warps split by query rows, and is added with fp32 atomics into a
 // zeroed f32 buffer that the caller converts to bf16 afterwards.
 // delta_i = dO_i . O_i comes from a pre-kernel. Query steps are 64 rows (32
-// at head size 128). Shared memory: K, V [64][d], Q, dO [64][d] and dS^T
-// [64][64] bf16, 40 KiB at d = 64.
+// at head size 128), Q and dO double-buffered with cp.async. Shared memory:
+// K, V [64][d], 2 x (Q, dO) [64][d] and dS^T [64][64] bf16, 56.5 KiB at
+// d = 64.
 #include "ops/attention/attention_cuda_mma.cuh"
 
 namespace tfm {
@@ -36,7 +37,7 @@ struct BackwardTiles {
   static constexpr int kKSteps = kHeadDim / 16;
   static constexpr int kOutTiles = kHeadDim / 8;
   static constexpr size_t kSmemBytes =
-      sizeof(bf16) * ((2 * kBlockN + 2 * kBlockM) * kHeadDim + kBlockN * kBlockM) +
+      sizeof(bf16) * ((2 * kBlockN + 4 * kBlockM) * kHeadDim + kBlockN * kBlockM) +
       sizeof(float) * 2 * kBlockM;
 };
 
@@ -50,9 +51,11 @@ __global__ void __launch_bounds__(kMmaThreads)
   extern __shared__ __align__(128) unsigned char smem[];
   bf16* s_k = reinterpret_cast<bf16*>(smem);
   bf16* s_v = s_k + kBlockN * kHeadDim;
-  bf16* s_q = s_v + kBlockN * kHeadDim;
-  bf16* s_do = s_q + kBlockM * kHeadDim;
-  bf16* s_ds = s_do + kBlockM * kHeadDim;  // dS^T [kBlockN keys][kBlockM queries].
+  // Q and dO: two buffers each, the next query step's filling while this
+  // one computes.
+  bf16* s_q_buffers = s_v + kBlockN * kHeadDim;
+  bf16* s_do_buffers = s_q_buffers + 2 * kBlockM * kHeadDim;
+  bf16* s_ds = s_do_buffers + 2 * kBlockM * kHeadDim;  // dS^T [kBlockN keys][kBlockM queries].
   // Per query: lse in log2 units, +inf where the row saw no key (so that
   // exp2(x - lse) = 0), and delta.
   float* s_lse = reinterpret_cast<float*>(s_ds + kBlockN * kBlockM);
@@ -66,13 +69,20 @@ __global__ void __launch_bounds__(kMmaThreads)
   const int g = lane / 4, t = lane % 4;
   const int warp_key0 = warp * 16;  // This warp's keys within the block.
   const int64_t key_end = KeyEnd(p, b);
-  const float* bias = p.key_bias != nullptr ? p.key_bias + b * p.k_len : nullptr;
+  const float* bias = KeyBias(p, b);
   const float scale_log2 = p.scale * kLog2e;
   const bf16* q_head = q + bh * p.q_len * kHeadDim;
   const bf16* d_out_head = d_out + bh * p.q_len * kHeadDim;
 
   LoadTileAsync<kHeadDim, kBlockN>(k + bh * p.k_len * kHeadDim, c0, p.k_len - c0, s_k);
   LoadTileAsync<kHeadDim, kBlockN>(v + bh * p.k_len * kHeadDim, c0, p.k_len - c0, s_v);
+  // Keys at or past key_end get zero gradients; so do keys no row sees.
+  const int64_t first_row = c0 < key_end ? FirstQueryRow(p, c0) : p.q_len;
+  const int64_t first_q0 = first_row / kBlockM * kBlockM;
+  if (first_q0 < p.q_len) {
+    LoadTileAsync<kHeadDim, kBlockM>(q_head, first_q0, p.q_len - first_q0, s_q_buffers);
+    LoadTileAsync<kHeadDim, kBlockM>(d_out_head, first_q0, p.q_len - first_q0, s_do_buffers);
+  }
   CpAsyncCommit();
 
   float dk_acc[T::kOutTiles][4], dv_acc[T::kOutTiles][4];
@@ -82,21 +92,33 @@ __global__ void __launch_bounds__(kMmaThreads)
     for (int e = 0; e < 4; ++e) dk_acc[dt][e] = dv_acc[dt][e] = 0.0f;
   }
 
-  // Keys at or past key_end get zero gradients; so do keys no row sees.
-  const int64_t first_row = c0 < key_end ? FirstQueryRow(p, c0) : p.q_len;
-  for (int64_t q0 = first_row / kBlockM * kBlockM; q0 < p.q_len; q0 += kBlockM) {
-    __syncthreads();  // The previous step is done with s_q, s_do, s_ds, s_lse.
-    LoadTileAsync<kHeadDim, kBlockM>(q_head, q0, p.q_len - q0, s_q);
-    LoadTileAsync<kHeadDim, kBlockM>(d_out_head, q0, p.q_len - q0, s_do);
-    CpAsyncCommit();
+  // Each step reads its Q and dO buffer, s_lse and s_delta only before the
+  // barrier in its middle (ahead of dQ), and s_ds only after it: so once a
+  // warp starts step i + 1, no warp reads step i's buffer (refilled now with
+  // step i + 2's tiles) or s_lse; the barrier below guards s_ds.
+  for (int64_t q0 = first_q0, step = 0; q0 < p.q_len; q0 += kBlockM, ++step) {
+    const bf16* s_q = s_q_buffers + (step & 1) * kBlockM * kHeadDim;
+    const bf16* s_do = s_do_buffers + (step & 1) * kBlockM * kHeadDim;
+    const int64_t next = q0 + kBlockM;
+    if (next < p.q_len) {
+      LoadTileAsync<kHeadDim, kBlockM>(q_head, next, p.q_len - next,
+                                       s_q_buffers + ((step + 1) & 1) * kBlockM * kHeadDim);
+      LoadTileAsync<kHeadDim, kBlockM>(d_out_head, next, p.q_len - next,
+                                       s_do_buffers + ((step + 1) & 1) * kBlockM * kHeadDim);
+      CpAsyncCommit();
+    }
     if (threadIdx.x < kBlockM) {
       const int64_t row = q0 + threadIdx.x;
       const float row_lse = row < p.q_len ? lse[bh * p.q_len + row] : kNegInf;
       s_lse[threadIdx.x] = row_lse == kNegInf ? -kNegInf : row_lse * kLog2e;
       s_delta[threadIdx.x] = row < p.q_len ? delta[bh * p.q_len + row] : 0.0f;
     }
-    CpAsyncWait<0>();
-    __syncthreads();
+    if (next < p.q_len) {
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
+    __syncthreads();  // This step's tiles are in; the last step's dQ is done with s_ds.
 
     // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys.
     float s[kQueryTiles][4], dp[kQueryTiles][4];
@@ -131,7 +153,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     uint32_t kept = ~0u;
     float keep_scale = 1.0f;
     if (p.dropout > 0.0f) {
-      kept = DropoutKeptBits<kQueryTiles * 4>(p, [&](int i) {
+      kept = DropoutKeptBits<kQueryTiles * 4, /*kShareBlocks=*/false>(p, [&](int i) {
         const int64_t key = c0 + warp_key0 + g + (i % 4 / 2) * 8;
         const int64_t query = q0 + (i / 4) * 8 + 2 * t + i % 2;
         return static_cast<uint64_t>((bh * p.q_len + query) * p.k_len + key);
@@ -145,7 +167,7 @@ __global__ void __launch_bounds__(kMmaThreads)
         const int key_local = warp_key0 + g + (e / 2) * 8;
         const int query_local = nt * 8 + 2 * t + e % 2;
         const int64_t key = c0 + key_local, query = q0 + query_local;
-        float x = s[nt][e] * scale_log2;
+        float x = s[nt][e];
         if (masked) {
           if (key >= RowKeyEnd(p, key_end, query)) {
             x = kNegInf;
@@ -153,7 +175,7 @@ __global__ void __launch_bounds__(kMmaThreads)
             x += bias[key];  // 0 or -inf.
           }
         }
-        const float prob = exp2f(x - s_lse[query_local]);
+        const float prob = FastExp2(fmaf(x, scale_log2, -s_lse[query_local]));
         const float multiplier = (kept >> (nt * 4 + e)) & 1 ? keep_scale : 0.0f;
         s[nt][e] = prob * multiplier;
         dp[nt][e] = prob * (dp[nt][e] * multiplier - s_delta[query_local]);

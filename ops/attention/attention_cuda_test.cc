@@ -3,12 +3,17 @@
 // rounded to bf16 first and the reference is the f32 CPU op on the rounded
 // values. Every test skips without a GPU.
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/cuda/runtime.h"
 #include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "ops/attention/attention.h"
+#include "ops/attention/attention_backend.h"
 #include "ops/random/random.h"
 #include "tests/util/gpu.h"
 #include "tests/util/torch_parity.h"
@@ -23,7 +28,8 @@ struct Case {
   int64_t batch, heads, q_len, k_len, d_k, d_v;
   bool causal = false;
   std::vector<int64_t> key_lengths;  // Empty: no key mask.
-  bool as_padding_mask = false;      // Give the lengths as a padding mask.
+  bool as_padding_mask = false;      // Give the lengths as a padding mask,
+  bool with_holes = false;           // which also pads every 7th key before them.
   float dropout = 0.0f;
 };
 
@@ -31,6 +37,7 @@ std::string Describe(const Case& c, DType dtype) {
   return absl::StrCat(DTypeName(dtype), " ", c.batch, "x", c.heads, " q_len ", c.q_len, " k_len ",
                       c.k_len, " d_k ", c.d_k, " d_v ", c.d_v, " causal ", c.causal, " key mask ",
                       c.key_lengths.empty() ? "none"
+                      : c.with_holes        ? "padding with holes"
                       : c.as_padding_mask   ? "padding"
                                             : "lengths",
                       " dropout ", c.dropout);
@@ -73,7 +80,9 @@ AttentionOptions OptionsFor(const Case& c, const Device& device) {
     if (c.as_padding_mask) {
       std::vector<int32_t> mask(c.batch * c.k_len, 0);
       for (int64_t b = 0; b < c.batch; ++b) {
-        for (int64_t j = c.key_lengths[b]; j < c.k_len; ++j) mask[b * c.k_len + j] = 1;
+        for (int64_t j = 0; j < c.k_len; ++j) {
+          mask[b * c.k_len + j] = j >= c.key_lengths[b] || (c.with_holes && j % 7 == 3);
+        }
       }
       options.key_padding_mask =
           *CopyToDevice(*Tensor::FromVector<int32_t>(mask, {c.batch, c.k_len}), device);
@@ -193,6 +202,26 @@ TEST_P(AttentionCudaTest, KeyLengthsAndPaddingMask) {
   ExpectCudaMatchesCpu(c, GetParam());
 }
 
+// Padding before the last unpadded key: the kernels need the per-key bias.
+TEST_P(AttentionCudaTest, PaddingMaskWithHoles) {
+  TFM_SKIP_WITHOUT_GPU();
+  Case c{.batch = 3,
+         .heads = 2,
+         .q_len = 150,
+         .k_len = 200,
+         .d_k = 64,
+         .d_v = 64,
+         .key_lengths = {200, 120, 5},
+         .as_padding_mask = true,
+         .with_holes = true};
+  ExpectCudaMatchesCpu(c, GetParam());
+  c.causal = true;
+  c.dropout = 0.1f;
+  ExpectCudaMatchesCpu(c, GetParam());
+  c.d_k = c.d_v = 40;  // The CUDA-core kernels for both dtypes.
+  ExpectCudaMatchesCpu(c, GetParam());
+}
+
 TEST_P(AttentionCudaTest, Dropout) {
   TFM_SKIP_WITHOUT_GPU();
   ExpectCudaMatchesCpu({.batch = 2,
@@ -221,14 +250,26 @@ TEST_P(AttentionCudaTest, Dropout) {
 // several query tiles per head.
 TEST_P(AttentionCudaTest, LongSequences) {
   TFM_SKIP_WITHOUT_GPU();
-  ExpectCudaMatchesCpu({.batch = 1, .heads = 2, .q_len = 300, .k_len = 300, .d_k = 64, .d_v = 64,
-                        .causal = true},
+  ExpectCudaMatchesCpu(
+      {.batch = 1, .heads = 2, .q_len = 300, .k_len = 300, .d_k = 64, .d_v = 64, .causal = true},
+      GetParam());
+  ExpectCudaMatchesCpu({.batch = 2,
+                        .heads = 1,
+                        .q_len = 257,
+                        .k_len = 1000,
+                        .d_k = 64,
+                        .d_v = 64,
+                        .key_lengths = {1000, 555},
+                        .as_padding_mask = true},
                        GetParam());
-  ExpectCudaMatchesCpu({.batch = 2, .heads = 1, .q_len = 257, .k_len = 1000, .d_k = 64,
-                        .d_v = 64, .key_lengths = {1000, 555}, .as_padding_mask = true},
-                       GetParam());
-  ExpectCudaMatchesCpu({.batch = 1, .heads = 1, .q_len = 200, .k_len = 333, .d_k = 128,
-                        .d_v = 128, .causal = true, .dropout = 0.2f},
+  ExpectCudaMatchesCpu({.batch = 1,
+                        .heads = 1,
+                        .q_len = 200,
+                        .k_len = 333,
+                        .d_k = 128,
+                        .d_v = 128,
+                        .causal = true,
+                        .dropout = 0.2f},
                        GetParam());
 }
 
@@ -243,6 +284,93 @@ TEST_P(AttentionCudaTest, SingleQuery) {
                         .causal = true,
                         .key_lengths = {100, 40, 1}},
                        GetParam());
+}
+
+// Throughput of the bf16 kernels at d = 64, h = 8 (the sizes of the speed
+// goal: ~16k tokens per batch with a padding mask, and long sequences with
+// and without the causal mask). Disabled: run it by hand on a GPU with
+//   bazel test //ops/attention:attention_cuda_test --test_output=all \
+//     --test_arg=--gtest_also_run_disabled_tests --test_arg=--gtest_filter='*Speed*'
+// FLOPs count the four (forward) and ten (backward) n^2 d products of flash
+// attention, halved under the causal mask, over the unpadded keys.
+TEST(AttentionCudaSpeed, DISABLED_BFloat16HeadSize64) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Device gpu = Device::Cuda(0);
+  struct Size {
+    int64_t batch, len;
+    bool causal, padded;
+  };
+  const std::vector<Size> sizes = {{256, 64, false, true},   {128, 128, false, true},
+                                   {32, 512, false, true},   {16, 1024, false, true},
+                                   {4, 4096, false, false},  {4, 4096, true, false},
+                                   {1, 16384, false, false}, {1, 16384, true, false}};
+  constexpr int64_t kHeads = 8, kHeadSize = 64;
+  for (const Size& size : sizes) {
+    const Shape shape = {size.batch, kHeads, size.len, kHeadSize};
+    const Tensor q = OnDevice(Normal(shape, 1), DType::kBF16, gpu);
+    const Tensor k = OnDevice(Normal(shape, 2), DType::kBF16, gpu);
+    const Tensor v = OnDevice(Normal(shape, 3), DType::kBF16, gpu);
+    const Tensor d_out = OnDevice(Normal(shape, 4), DType::kBF16, gpu);
+    Case c{.batch = size.batch,
+           .heads = kHeads,
+           .q_len = size.len,
+           .k_len = size.len,
+           .d_k = kHeadSize,
+           .d_v = kHeadSize,
+           .causal = size.causal};
+    double pairs = 0;  // Visible (query, key) pairs.
+    for (int64_t b = 0; b < size.batch; ++b) {
+      // Padded batches: lengths spread over [len / 2, len].
+      const int64_t length =
+          size.padded ? size.len / 2 + (b * 7919) % (size.len / 2 + 1) : size.len;
+      if (size.padded) c.key_lengths.push_back(length);
+      pairs += double(size.len) * length * (size.causal ? 0.5 : 1.0);
+    }
+    c.as_padding_mask = size.padded;
+    const AttentionOptions options = OptionsFor(c, gpu);
+    absl::StatusOr<AttentionOutput> fwd;
+    absl::StatusOr<AttentionGrads> grads;
+    const auto time = [&](const auto& run) -> double {
+      run();  // Warm-up: caches, shared-memory limits.
+      EXPECT_TRUE(cuda::Synchronize(0).ok());
+      constexpr int kRuns = 10;
+      const absl::Time start = absl::Now();
+      for (int i = 0; i < kRuns; ++i) run();
+      EXPECT_TRUE(cuda::Synchronize(0).ok());
+      return absl::ToDoubleSeconds(absl::Now() - start) / kRuns;
+    };
+    const double forward_s = time([&] { fwd = ScaledDotProductAttention(q, k, v, options); });
+    ASSERT_TRUE(fwd.ok()) << fwd.status();
+    const double backward_s = time([&] {
+      grads = ScaledDotProductAttentionBackward(q, k, v, fwd->out, fwd->lse, d_out, options);
+    });
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    const double flop = 4.0 * kHeads * kHeadSize * pairs;
+    std::printf(
+        "batch %3lld len %5lld %-9s %-6s forward %8.3f ms %6.1f TFLOP/s   backward %8.3f "
+        "ms %6.1f TFLOP/s\n",
+        static_cast<long long>(size.batch), static_cast<long long>(size.len),
+        size.causal ? "causal" : "full", size.padded ? "padded" : "", forward_s * 1e3,
+        flop / forward_s * 1e-12, backward_s * 1e3, 2.5 * flop / backward_s * 1e-12);
+  }
+}
+
+// Runs everywhere: the CPU kernels are f32 only, and say so.
+TEST(AttentionCudaTest, BFloat16OnCpuIsRejected) {
+  const Tensor q = ToBFloat16(Normal({1, 1, 4, 8}, 1));
+  absl::StatusOr<AttentionOutput> out = ScaledDotProductAttention(q, q, q);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("no kernel for CPU/bf16"), std::string::npos)
+      << out.status();
+}
+
+TEST(AttentionBackendTest, ResolvesSettings) {
+  EXPECT_EQ(*ResolveAttentionBackend(""), AttentionBackend::kFlash);
+  EXPECT_EQ(*ResolveAttentionBackend("auto"), AttentionBackend::kFlash);
+  EXPECT_EQ(*ResolveAttentionBackend("Flash"), AttentionBackend::kFlash);
+  // Until the cuDNN back end is wired in.
+  EXPECT_EQ(*ResolveAttentionBackend("cudnn"), AttentionBackend::kFlash);
+  EXPECT_FALSE(ResolveAttentionBackend("fast").ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, AttentionCudaTest, ::testing::Values(DType::kF32, DType::kBF16),
