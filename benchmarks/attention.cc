@@ -59,7 +59,9 @@ constexpr int kHeadDim = 64;
 constexpr int kTokensPerBatch = 16384;
 
 struct AttentionCase {
-  std::string name;  // e.g. "cuda_bf16/n=256_pad"
+  std::string name;     // e.g. "cuda_bf16_cudnn/n=256_pad"
+  std::string shape;    // e.g. "n=256_pad": what the peer times
+  std::string backend;  // CUDA: "flash" or "cudnn" (attention_backend.h)
   int batch, len;
   bool causal, padding;
   Device device;
@@ -74,10 +76,20 @@ struct AttentionCase {
 std::vector<AttentionCase> Cases(bool cpu, bool cuda) {
   std::vector<AttentionCase> cases;
   auto add = [&](Device device, DType dtype, int len, bool causal, bool padding) {
-    const std::string prefix = device.is_cuda() ? "cuda_bf16" : "cpu_f32";
-    cases.push_back(
-        {absl::StrCat(prefix, "/n=", len, causal ? "_causal" : "", padding ? "_pad" : ""),
-         kTokensPerBatch / len, len, causal, padding, device, dtype});
+    const std::string shape =
+        absl::StrCat("n=", len, causal ? "_causal" : "", padding ? "_pad" : "");
+    const int batch = kTokensPerBatch / len;
+    if (!device.is_cuda()) {
+      cases.push_back(
+          {absl::StrCat("cpu_f32/", shape), shape, "", batch, len, causal, padding, device, dtype});
+      return;
+    }
+    // Both CUDA back ends, timed in the same run (auto picks cuDNN where it
+    // takes the problem).
+    for (const char* backend : {"flash", "cudnn"}) {
+      cases.push_back({absl::StrCat("cuda_bf16_", backend, "/", shape), shape, backend, batch, len,
+                       causal, padding, device, dtype});
+    }
   };
   for (int len : {64, 128, 256, 512, 1024}) {
     if (cpu) add(Device::Cpu(), DType::kF32, len, false, true);
@@ -137,6 +149,7 @@ absl::StatusOr<Problem> MakeProblem(const AttentionCase& c, int batch, int heads
     }
   }
   problem.options.causal = c.causal;
+  problem.options.backend = c.backend;
   if (c.padding) {
     std::vector<int32_t> lengths(batch);
     for (int b = 0; b < batch; ++b) {
@@ -198,9 +211,9 @@ absl::Status CheckAgainstCpu(const AttentionCase& c, const std::string& npy_dir)
   }
   std::cout << line << (ok ? "  ok" : "  MISMATCH") << std::endl;
   if (!ok) return absl::InternalError(absl::StrCat(c.name, ": CUDA differs from the CPU"));
-  if (!npy_dir.empty()) {
+  if (!npy_dir.empty() && c.backend == "flash") {
     // The peer checks torch against these (same inputs, our output).
-    const std::string base = absl::StrCat(npy_dir, "/", absl::StrReplaceAll(c.name, {{"/", "_"}}));
+    const std::string base = absl::StrCat(npy_dir, "/", c.shape);
     TFM_RETURN_IF_ERROR(testing::WriteNpy(base + "_q.npy", host.q));
     TFM_RETURN_IF_ERROR(testing::WriteNpy(base + "_k.npy", host.k));
     TFM_RETURN_IF_ERROR(testing::WriteNpy(base + "_v.npy", host.v));
@@ -297,8 +310,8 @@ absl::StatusOr<std::map<std::string, PeerResult>> RunPeer(const std::vector<Atte
                                                           const std::string& npy_dir) {
   std::string spec;
   for (const AttentionCase& c : cases) {
-    if (!c.device.is_cuda()) continue;
-    absl::StrAppend(&spec, c.name, ",", c.batch, ",", kHeads, ",", c.len, ",", kHeadDim, ",",
+    if (!c.device.is_cuda() || c.backend != "flash") continue;
+    absl::StrAppend(&spec, c.shape, ",", c.batch, ",", kHeads, ",", c.len, ",", kHeadDim, ",",
                     c.causal ? 1 : 0, ",", c.padding ? 1 : 0, ";");
   }
   // Without our LD_LIBRARY_PATH: PyTorch brings its own cuDNN, and an older
@@ -331,7 +344,7 @@ absl::StatusOr<std::map<std::string, PeerResult>> RunPeer(const std::vector<Atte
 void PrintTable(const std::vector<AttentionCase>& cases, const std::map<std::string, double>& ms,
                 const std::map<std::string, PeerResult>& peer) {
   std::cout << "\n"
-            << absl::StrFormat("%-26s %9s %9s %7s %9s %9s %7s %8s  %s\n", "case (h 8, d 64)",
+            << absl::StrFormat("%-32s %9s %9s %7s %9s %9s %7s %8s  %s\n", "case (h 8, d 64)",
                                "fwd TF/s", "torch", "ratio", "f+b TF/s", "torch", "ratio", "check",
                                "torch back end");
   // Run names carry suffixes ("/min_time:0.200/manual_time"): match the
@@ -344,10 +357,10 @@ void PrintTable(const std::vector<AttentionCase>& cases, const std::map<std::str
     if (!c.device.is_cuda()) continue;
     const double fwd = find(absl::StrCat(c.name, "/fwd/"));
     const double both = find(absl::StrCat(c.name, "/fwdbwd/"));
-    auto it = peer.find(c.name);
+    auto it = peer.find(c.shape);
     const PeerResult p = it == peer.end() ? PeerResult{} : it->second;
     const double f = c.ForwardFlops() / 1e9;  // GFLOP -> TFLOP/s from ms.
-    absl::PrintF("%-26s %9.1f %9.1f %7.2f %9.1f %9.1f %7.2f %8.1e  %s\n", c.name, f / fwd,
+    absl::PrintF("%-32s %9.1f %9.1f %7.2f %9.1f %9.1f %7.2f %8.1e  %s\n", c.name, f / fwd,
                  f / p.fwd_ms, p.fwd_ms / fwd, 3.5 * f / both, 3.5 * f / p.fwdbwd_ms,
                  p.fwdbwd_ms / both, p.check, p.backend);
   }

@@ -53,8 +53,8 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
       return context.Error("key padding mask must be i32 or i64 [batch, k_len]");
     }
   } else {
-    return context.Error(absl::StrCat("key_mask must be none, lengths or padding, not '",
-                                      key_mask, "'"));
+    return context.Error(
+        absl::StrCat("key_mask must be none, lengths or padding, not '", key_mask, "'"));
   }
 
   TFM_ASSIGN_OR_RETURN(double dropout, attrs.GetOr<double>("dropout", 0.0));
@@ -67,8 +67,7 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
     TFM_ASSIGN_OR_RETURN(int64_t seed, attrs.Get<int64_t>("seed"));
     TFM_ASSIGN_OR_RETURN(int64_t stream, attrs.GetOr<int64_t>("stream", 0));
     TFM_ASSIGN_OR_RETURN(int64_t offset, attrs.GetOr<int64_t>("offset", 0));
-    params.dropout_state = PhiloxState{static_cast<uint64_t>(seed),
-                                       static_cast<uint64_t>(stream),
+    params.dropout_state = PhiloxState{static_cast<uint64_t>(seed), static_cast<uint64_t>(stream),
                                        static_cast<uint64_t>(offset)};
   }
   const double default_scale = params.d_k > 0 ? 1.0 / std::sqrt(double(params.d_k)) : 1.0;
@@ -103,7 +102,7 @@ absl::Status ValidateBackward(const KernelContext& context) {
 }
 
 const std::vector<std::string> kAttrNames = {"causal", "key_mask", "dropout", "seed",
-                                             "stream", "offset",   "scale"};
+                                             "stream", "offset",   "scale",   "backend"};
 
 TFM_REGISTER_OP(OpDef{
     .name = "scaled_dot_product_attention",
@@ -146,6 +145,7 @@ Attrs AttentionAttrs(const AttentionOptions& options) {
       .Set("stream", static_cast<int64_t>(options.dropout_state.stream))
       .Set("offset", static_cast<int64_t>(options.dropout_state.offset));
   if (options.scale.has_value()) attrs.Set("scale", static_cast<double>(*options.scale));
+  if (!options.backend.empty()) attrs.Set("backend", options.backend);
   return attrs;
 }
 
@@ -170,9 +170,11 @@ absl::StatusOr<AttentionOutput> ScaledDotProductAttention(const Tensor& q, const
   return AttentionOutput{out[0], out[1]};
 }
 
-absl::StatusOr<AttentionGrads> ScaledDotProductAttentionBackward(
-    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-    const Tensor& d_out, const AttentionOptions& options) {
+absl::StatusOr<AttentionGrads> ScaledDotProductAttentionBackward(const Tensor& q, const Tensor& k,
+                                                                 const Tensor& v, const Tensor& out,
+                                                                 const Tensor& lse,
+                                                                 const Tensor& d_out,
+                                                                 const AttentionOptions& options) {
   TFM_RETURN_IF_ERROR(CheckFloatingQuery("scaled_dot_product_attention_backward", q));
   TFM_ASSIGN_OR_RETURN(Tensor mask, AttentionKeyMaskInput(options, q.device()));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> grads,

@@ -35,6 +35,7 @@
 #define TFM_OPS_ATTENTION_ATTENTION_H_
 
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/attrs.h"
@@ -51,6 +52,9 @@ struct AttentionOptions {
   float dropout = 0.0f;     // Probability of dropping, in [0, 1).
   PhiloxState dropout_state;
   std::optional<float> scale;  // Defaults to 1 / sqrt(d_k).
+  // CUDA only: "auto", "flash" or "cudnn" (attention_backend.h); empty:
+  // TFM_ATTENTION_BACKEND, else auto.
+  std::string backend;
 };
 
 struct AttentionOutput {
@@ -78,8 +82,7 @@ absl::StatusOr<AttentionGrads> ScaledDotProductAttentionBackward(
 // optional). The key_mask input is an empty i32 tensor on `device` when
 // there is none.
 Attrs AttentionAttrs(const AttentionOptions& options);
-absl::StatusOr<Tensor> AttentionKeyMaskInput(const AttentionOptions& options,
-                                             const Device& device);
+absl::StatusOr<Tensor> AttentionKeyMaskInput(const AttentionOptions& options, const Device& device);
 
 }  // namespace tfm
 

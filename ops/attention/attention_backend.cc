@@ -4,17 +4,19 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace tfm {
 
 absl::StatusOr<AttentionBackend> ResolveAttentionBackend(absl::string_view setting) {
   const std::string name = absl::AsciiStrToLower(setting);
-  // Until the cuDNN back end is wired in, every setting runs the flash kernels.
-  if (name.empty() || name == "auto" || name == "flash" || name == "cudnn") {
-    return AttentionBackend::kFlash;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("TFM_ATTENTION_BACKEND must be auto, flash or cudnn, not '", setting, "'"));
+  if (name.empty() || name == "auto") return AttentionBackend::kAuto;
+  if (name == "flash") return AttentionBackend::kFlash;
+  if (name == "cudnn") return AttentionBackend::kCudnn;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the attention back end (TFM_ATTENTION_BACKEND or the op's backend attribute) must be "
+      "auto, flash or cudnn, not '",
+      setting, "'"));
 }
 
 absl::StatusOr<AttentionBackend> AttentionBackendFromEnvironment() {
@@ -23,6 +25,19 @@ absl::StatusOr<AttentionBackend> AttentionBackendFromEnvironment() {
     return ResolveAttentionBackend(setting != nullptr ? setting : "");
   }();
   return backend;
+}
+
+}  // namespace tfm
+
+namespace tfm {
+
+absl::StatusOr<AttentionBackend> AttentionBackendFor(const Attrs& attrs) {
+  if (attrs.Has("backend")) {
+    TFM_ASSIGN_OR_RETURN(const std::string setting, attrs.Get<std::string>("backend"));
+    TFM_ASSIGN_OR_RETURN(AttentionBackend backend, ResolveAttentionBackend(setting));
+    if (backend != AttentionBackend::kAuto) return backend;
+  }
+  return AttentionBackendFromEnvironment();
 }
 
 }  // namespace tfm

@@ -1,18 +1,21 @@
 // Which implementation runs scaled_dot_product_attention on CUDA, chosen by
-// the environment variable TFM_ATTENTION_BACKEND:
-//   "auto" (or unset)  the best one available for the problem;
+// the op's "backend" attribute (AttentionOptions::backend) or else the
+// environment variable TFM_ATTENTION_BACKEND:
+//   "auto" (or unset)  cuDNN's fused attention where it takes the problem
+//                      (bf16, no dropout, no mask or key lengths, head size
+//                      a multiple of 8 up to 128), else our kernels;
 //   "flash"            our flash-attention kernels (attention_cuda*.cu);
-//   "cudnn"            cuDNN's fused attention.
-// cuDNN is not wired in yet: "auto" and "cudnn" both resolve to "flash".
+//   "cudnn"            cuDNN where it takes the problem, else our kernels.
 #ifndef TFM_OPS_ATTENTION_ATTENTION_BACKEND_H_
 #define TFM_OPS_ATTENTION_ATTENTION_BACKEND_H_
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/attrs.h"
 
 namespace tfm {
 
-enum class AttentionBackend { kFlash, kCudnn };
+enum class AttentionBackend { kAuto, kFlash, kCudnn };
 
 // The back end a setting names after resolving "auto"; an error names the
 // accepted values.
@@ -21,6 +24,10 @@ absl::StatusOr<AttentionBackend> ResolveAttentionBackend(absl::string_view setti
 // ResolveAttentionBackend of TFM_ATTENTION_BACKEND, read once per process
 // (kernels run on hot paths and must not read the environment each call).
 absl::StatusOr<AttentionBackend> AttentionBackendFromEnvironment();
+
+// The op attribute "backend" when given and not "auto", else the
+// environment's choice.
+absl::StatusOr<AttentionBackend> AttentionBackendFor(const Attrs& attrs);
 
 }  // namespace tfm
 

@@ -59,8 +59,7 @@ absl::StatusOr<attention_cpu::Problem> MakeProblem(const KernelContext& context,
 }  // namespace
 
 absl::Status AttentionForwardCpu(KernelContext& context) {
-  TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem,
-                       MakeProblem(context, kForwardKeyMaskInput));
+  TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem, MakeProblem(context, kForwardKeyMaskInput));
   const AttentionParams& p = problem.params;
   // AllocateOutput's pointers move when a later output is added: read the
   // outputs only once all are allocated.
@@ -73,21 +72,18 @@ absl::Status AttentionForwardCpu(KernelContext& context) {
 }
 
 absl::Status AttentionBackwardCpu(KernelContext& context) {
-  TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem,
-                       MakeProblem(context, kBackwardKeyMaskInput));
+  TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem, MakeProblem(context, kBackwardKeyMaskInput));
   for (int i = 0; i < 3; ++i) {
-    TFM_RETURN_IF_ERROR(
-        context.AllocateOutput(i, context.input(i).shape(), DType::kF32).status());
+    TFM_RETURN_IF_ERROR(context.AllocateOutput(i, context.input(i).shape(), DType::kF32).status());
   }
   std::vector<Tensor>& grads = context.outputs();
-  attention_cpu::Backward(problem, context.input(3).data<float>(),
-                          context.input(4).data<float>(), context.input(5).data<float>(),
-                          grads[0].data<float>(), grads[1].data<float>(), grads[2].data<float>());
+  attention_cpu::Backward(problem, context.input(3).data<float>(), context.input(4).data<float>(),
+                          context.input(5).data<float>(), grads[0].data<float>(),
+                          grads[1].data<float>(), grads[2].data<float>());
   return absl::OkStatus();
 }
 
 TFM_ISA_END
 
 TFM_REGISTER_ISA_KERNEL("scaled_dot_product_attention", DType::kF32, AttentionForwardCpu);
-TFM_REGISTER_ISA_KERNEL("scaled_dot_product_attention_backward", DType::kF32,
-                        AttentionBackwardCpu);
+TFM_REGISTER_ISA_KERNEL("scaled_dot_product_attention_backward", DType::kF32, AttentionBackwardCpu);

@@ -38,9 +38,8 @@ void RowDots(const AttentionParams& p, const float* a, const float* b, float* do
 
 // The tile loop on BLAS: BackwardPacked's contract (attention_cpu_tiles.h)
 // for every head size.
-void BackwardBlas(const Problem& problem, const float* lse, const float* d_out,
-                  const float* delta, int64_t groups, float* dq, float* dk, float* dv,
-                  float* dq_slabs) {
+void BackwardBlas(const Problem& problem, const float* lse, const float* d_out, const float* delta,
+                  int64_t groups, float* dq, float* dk, float* dv, float* dq_slabs) {
   const AttentionParams& p = problem.params;
   const int64_t heads_total = p.batch * p.heads;
   const int64_t k_tiles = (p.k_len + kKeyTile - 1) / kKeyTile;
@@ -97,8 +96,8 @@ void BackwardBlas(const Problem& problem, const float* lse, const float* d_out,
         }
         Gemm(false, false, rows, p.d_k, cols, p.scale, d_scores, kKeyTile, k + c0 * p.d_k, p.d_k,
              1.0f, d_q + q0 * p.d_k, p.d_k);
-        Gemm(true, false, cols, p.d_k, rows, p.scale, d_scores, kKeyTile, q_tile, p.d_k, 1.0f,
-             d_k, p.d_k);
+        Gemm(true, false, cols, p.d_k, rows, p.scale, d_scores, kKeyTile, q_tile, p.d_k, 1.0f, d_k,
+             p.d_k);
       }
     }
   });
@@ -120,7 +119,7 @@ void Backward(const Problem& problem, const float* out, const float* lse, const 
   std::vector<float> slabs(groups > 1 ? groups * heads_total * p.q_len * p.d_k : 0);
 
   (UsePackedKernels(p) ? BackwardPacked : BackwardBlas)(problem, lse, d_out, delta.data(), groups,
-                                                       dq, dk, dv, slabs.data());
+                                                        dq, dk, dv, slabs.data());
 
   if (groups > 1) {
     const int64_t row_floats = p.q_len * p.d_k;

@@ -48,8 +48,8 @@ void Forward(const Problem& problem, float* out, float* lse) {
     const int64_t tile_key_end = problem.RowKeyEnd(b, q0 + rows - 1);
     for (int64_t c0 = 0; c0 < tile_key_end; c0 += kKeyTile) {
       const int64_t cols = std::min(kKeyTile, tile_key_end - c0);
-      Gemm(false, true, rows, cols, p.d_k, p.scale, q, p.d_k, k + c0 * p.d_k, p.d_k, 0.0f,
-           scores, kKeyTile);
+      Gemm(false, true, rows, cols, p.d_k, p.scale, q, p.d_k, k + c0 * p.d_k, p.d_k, 0.0f, scores,
+           kKeyTile);
       MaskScores(problem, b, q0, rows, c0, cols, scores, kKeyTile);
       for (int64_t r = 0; r < rows; ++r) {
         float* row = scores + r * kKeyTile;
@@ -67,8 +67,8 @@ void Forward(const Problem& problem, float* out, float* lse) {
           for (int64_t j = 0; j < cols; ++j) row[j] *= multipliers[j];
         }
       }
-      Gemm(false, false, rows, p.d_v, cols, 1.0f, scores, kKeyTile, v + c0 * p.d_v, p.d_v,
-           1.0f, o, p.d_v);
+      Gemm(false, false, rows, p.d_v, cols, 1.0f, scores, kKeyTile, v + c0 * p.d_v, p.d_v, 1.0f, o,
+           p.d_v);
     }
     for (int64_t r = 0; r < rows; ++r) {
       float* row_lse = lse + bh * p.q_len + q0 + r;

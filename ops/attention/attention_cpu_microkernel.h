@@ -114,13 +114,12 @@ inline void RowBlock(int64_t n, int64_t depth, const float* a, int64_t a_row, in
 // blocks outside, column strips inside: a block's R rows of A stay in L1
 // while it sweeps all of B (a tile's B is at most 64 KiB, in L2).
 template <bool kAccumulate>
-void TileProduct(int64_t m, int64_t n, int64_t depth, const float* a, int64_t a_row,
-                 int64_t a_step, const float* b, int64_t ldb, float* c, int64_t ldc) {
+void TileProduct(int64_t m, int64_t n, int64_t depth, const float* a, int64_t a_row, int64_t a_step,
+                 const float* b, int64_t ldb, float* c, int64_t ldc) {
   constexpr int kRows = 6;
   int64_t i = 0;
   for (; i + kRows <= m; i += kRows) {
-    RowBlock<kRows, kAccumulate>(n, depth, a + i * a_row, a_row, a_step, b, ldb, c + i * ldc,
-                                 ldc);
+    RowBlock<kRows, kAccumulate>(n, depth, a + i * a_row, a_row, a_step, b, ldb, c + i * ldc, ldc);
   }
   const int64_t rest = m - i;
   if (rest == 0) return;

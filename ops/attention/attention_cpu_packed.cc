@@ -15,11 +15,10 @@
 #include <limits>
 #include <memory>
 
+#include "ops/attention/attention_cpu_microkernel.h"
 #include "ops/attention/attention_cpu_tiles.h"
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/simd_math.h"
-
-#include "ops/attention/attention_cpu_microkernel.h"
 
 TFM_ISA_BEGIN
 namespace attention_cpu {
@@ -113,15 +112,14 @@ void ForwardPacked(const Problem& problem, float* out, float* lse) {
   // With one query tile per head each packed tile has one reader: the task
   // packs it itself, into its scratch, just before using it.
   const bool pack_in_task = q_tiles == 1;
-  std::unique_ptr<float[]> k_packed(
-      pack_in_task ? nullptr : new float[heads_total * k_tiles * packed_tile]);
+  std::unique_ptr<float[]> k_packed(pack_in_task ? nullptr
+                                                 : new float[heads_total * k_tiles * packed_tile]);
   if (!pack_in_task) {
     ThreadPool::Default()->ParallelFor(heads_total * k_tiles, 4, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t bh = t / k_tiles, c0 = (t % k_tiles) * kTileCols;
-        PackTransposed(problem.k + (bh * p.k_len + c0) * p.d_k,
-                       std::min(kTileCols, p.k_len - c0), p.d_k, p.scale * kLog2E,
-                       k_packed.get() + t * packed_tile);
+        PackTransposed(problem.k + (bh * p.k_len + c0) * p.d_k, std::min(kTileCols, p.k_len - c0),
+                       p.d_k, p.scale * kLog2E, k_packed.get() + t * packed_tile);
       }
     });
   }
@@ -148,8 +146,7 @@ void ForwardPacked(const Problem& problem, float* out, float* lse) {
     for (int64_t c0 = 0; c0 < tile_key_end; c0 += kTileCols) {
       const int64_t cols = std::min(kTileCols, tile_key_end - c0);
       if (pack_in_task) {
-        PackTransposed(problem.k + (bh * p.k_len + c0) * p.d_k, cols, p.d_k, p.scale * kLog2E,
-                       k_t);
+        PackTransposed(problem.k + (bh * p.k_len + c0) * p.d_k, cols, p.d_k, p.scale * kLog2E, k_t);
       }
       TileProduct<false>(
           rows, RoundUp16(cols), p.d_k, q, p.d_k, 1,
@@ -202,11 +199,11 @@ void BackwardPacked(const Problem& problem, const float* lse, const float* d_out
     const float *q = head.q, *k = head.k, *v = head.v, *d_o = head.d_out;
     const float *row_lse = head.lse, *row_delta = head.delta;
     float* d_q = head.d_q;
-    float* k_t = buffer;                      // [d_k, kTileCols], scaled to base 2.
-    float* v_t = k_t + p.d_k * kTileCols;      // [d_v, kTileCols]
-    float* probs = v_t + p.d_v * kTileCols;    // [kTileRows, kTileCols]
-    float* d_scores = probs + tile;           // dP, then dS in place.
-    float* dropped = d_scores + tile;         // P o M
+    float* k_t = buffer;                     // [d_k, kTileCols], scaled to base 2.
+    float* v_t = k_t + p.d_k * kTileCols;    // [d_v, kTileCols]
+    float* probs = v_t + p.d_v * kTileCols;  // [kTileRows, kTileCols]
+    float* d_scores = probs + tile;          // dP, then dS in place.
+    float* dropped = d_scores + tile;        // P o M
     float* multipliers = dropped + tile;
 
     for (int64_t kt = group * k_tiles / groups; kt < (group + 1) * k_tiles / groups; ++kt) {
@@ -256,7 +253,6 @@ void BackwardPacked(const Problem& problem, const float* lse, const float* d_out
     }
   });
 }
-
 
 }  // namespace attention_cpu
 TFM_ISA_END

@@ -1,5 +1,4 @@
 #include "ops/attention/attention_cpu_tiles.h"
-#include "ops/cpu_math/isa.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,6 +6,7 @@
 
 #include "core/philox.h"
 #include "ops/blas/openblas_library.h"
+#include "ops/cpu_math/isa.h"
 
 TFM_ISA_BEGIN
 namespace attention_cpu {
@@ -28,8 +28,7 @@ void MaskScores(const Problem& problem, int64_t b, int64_t q0, int64_t rows, int
                 int64_t cols, float* scores, int64_t ld) {
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   const uint8_t* padding =
-      problem.padding.empty() ? nullptr
-                              : problem.padding.data() + b * problem.params.k_len + c0;
+      problem.padding.empty() ? nullptr : problem.padding.data() + b * problem.params.k_len + c0;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = scores + r * ld;
     const int64_t visible = std::clamp<int64_t>(problem.RowKeyEnd(b, q0 + r) - c0, 0, cols);
@@ -57,8 +56,8 @@ void DropoutMultipliers(const AttentionParams& params, uint64_t first, int64_t c
 }
 
 BackwardHead StartBackwardHead(const Problem& problem, int64_t task, int64_t groups,
-                               const float* lse, const float* d_out, const float* delta,
-                               float* dq, float* dq_slabs) {
+                               const float* lse, const float* d_out, const float* delta, float* dq,
+                               float* dq_slabs) {
   const AttentionParams& p = problem.params;
   const int64_t heads_total = p.batch * p.heads;
   BackwardHead head;
@@ -78,19 +77,15 @@ BackwardHead StartBackwardHead(const Problem& problem, int64_t task, int64_t gro
 }
 
 int64_t FirstQueryRow(const AttentionParams& params, int64_t c0) {
-  return params.causal
-             ? std::clamp<int64_t>(c0 - params.k_len + params.q_len, 0, params.q_len)
-             : 0;
+  return params.causal ? std::clamp<int64_t>(c0 - params.k_len + params.q_len, 0, params.q_len) : 0;
 }
 
-const float* ApplyTileDropout(const AttentionParams& params, int64_t bh, int64_t q0,
-                              int64_t rows, int64_t c0, int64_t cols, int64_t ld,
-                              const float* probs, float* d_scores, float* dropped,
-                              float* multipliers) {
+const float* ApplyTileDropout(const AttentionParams& params, int64_t bh, int64_t q0, int64_t rows,
+                              int64_t c0, int64_t cols, int64_t ld, const float* probs,
+                              float* d_scores, float* dropped, float* multipliers) {
   if (params.dropout <= 0.0f) return probs;
   for (int64_t r = 0; r < rows; ++r) {
-    DropoutMultipliers(params, (bh * params.q_len + q0 + r) * params.k_len + c0, cols,
-                       multipliers);
+    DropoutMultipliers(params, (bh * params.q_len + q0 + r) * params.k_len + c0, cols, multipliers);
     for (int64_t j = 0; j < cols; ++j) {
       dropped[r * ld + j] = probs[r * ld + j] * multipliers[j];
       d_scores[r * ld + j] *= multipliers[j];

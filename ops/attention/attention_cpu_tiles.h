@@ -73,8 +73,8 @@ struct BackwardHead {
   float* d_q;
 };
 BackwardHead StartBackwardHead(const Problem& problem, int64_t task, int64_t groups,
-                               const float* lse, const float* d_out, const float* delta,
-                               float* dq, float* dq_slabs);
+                               const float* lse, const float* d_out, const float* delta, float* dq,
+                               float* dq_slabs);
 
 // The first query row that sees key c0: 0, or under the causal mask the row
 // i with i >= c0 - (k_len - q_len).
@@ -83,10 +83,9 @@ int64_t FirstQueryRow(const AttentionParams& params, int64_t c0);
 // Applies the dropout multipliers of a tile (rows [q0, q0 + rows) of head bh
 // against keys [c0, c0 + cols), rows `ld` apart) to P, into `dropped`, and to
 // dP in place. Returns P o M: `probs` itself when there is no dropout.
-const float* ApplyTileDropout(const AttentionParams& params, int64_t bh, int64_t q0,
-                              int64_t rows, int64_t c0, int64_t cols, int64_t ld,
-                              const float* probs, float* d_scores, float* dropped,
-                              float* multipliers);
+const float* ApplyTileDropout(const AttentionParams& params, int64_t bh, int64_t q0, int64_t rows,
+                              int64_t c0, int64_t cols, int64_t ld, const float* probs,
+                              float* d_scores, float* dropped, float* multipliers);
 
 // Runs fn(task, scratch) for every task in [0, count) on the default pool,
 // handing tasks out one at a time (causal tiles differ in cost); each worker
@@ -95,13 +94,12 @@ template <typename Fn>
 void ParallelTasks(int64_t count, int64_t scratch_floats, const Fn& fn) {
   ThreadPool* pool = ThreadPool::Default();
   std::atomic<int64_t> next{0};
-  pool->ParallelFor(std::min<int64_t>(count, pool->num_threads()), 1,
-                    [&](int64_t, int64_t) {
-                      std::vector<float> scratch(scratch_floats);
-                      for (int64_t task; (task = next.fetch_add(1)) < count;) {
-                        fn(task, scratch.data());
-                      }
-                    });
+  pool->ParallelFor(std::min<int64_t>(count, pool->num_threads()), 1, [&](int64_t, int64_t) {
+    std::vector<float> scratch(scratch_floats);
+    for (int64_t task; (task = next.fetch_add(1)) < count;) {
+      fn(task, scratch.data());
+    }
+  });
 }
 
 // out [batch, heads, q_len, d_v] and lse [batch, heads, q_len].

@@ -3,6 +3,7 @@
 // attributes, turns the key mask into the kernels' form and allocates the
 // outputs and workspaces on the device.
 #include <cstdint>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
@@ -10,6 +11,7 @@
 #include "ops/attention/attention_backend.h"
 #include "ops/attention/attention_cuda.h"
 #include "ops/attention/attention_params.h"
+#include "ops/attention/cudnn_sdpa.h"
 
 namespace tfm {
 namespace {
@@ -19,6 +21,8 @@ namespace {
 // stream's work that was queued before its release).
 struct CudaProblem {
   AttentionCudaProblem problem;
+  AttentionBackend backend = AttentionBackend::kAuto;
+  bool key_lengths_only = false;  // The mask, if any, is key lengths (key_end).
   Tensor key_end;
   Tensor key_bias;
 };
@@ -29,8 +33,7 @@ absl::Status LaunchStatus(const KernelContext& context, const char* error) {
 }
 
 absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int key_mask_input) {
-  TFM_ASSIGN_OR_RETURN(AttentionBackend backend, AttentionBackendFromEnvironment());
-  (void)backend;  // kFlash is the only back end so far.
+  TFM_ASSIGN_OR_RETURN(AttentionBackend backend, AttentionBackendFor(context.attrs()));
   TFM_ASSIGN_OR_RETURN(AttentionParams params, ParseAttentionParams(context, key_mask_input));
   if (params.d_k > kMaxCudaAttentionHeadSize || params.d_v > kMaxCudaAttentionHeadSize) {
     return absl::UnimplementedError(
@@ -38,6 +41,8 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
                      kMaxCudaAttentionHeadSize, ", got d_k ", params.d_k, " and d_v ", params.d_v));
   }
   CudaProblem cuda;
+  cuda.backend = backend;
+  cuda.key_lengths_only = params.key_mask != KeyMaskKind::kPadding;
   AttentionCudaProblem& problem = cuda.problem;
   problem.batch = params.batch;
   problem.heads = params.heads;
@@ -77,6 +82,27 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
   return cuda;
 }
 
+// cuDNN's problem for `cuda` where the back-end choice and the problem allow
+// it (bf16, no dropout, no mask or key lengths, d_k == d_v), else nullopt;
+// CudnnSdpa* themselves refuse what else they do not take (Unimplemented),
+// and the caller then runs our kernels.
+std::optional<CudnnSdpaProblem> CudnnProblemFor(const CudaProblem& cuda) {
+  const AttentionCudaProblem& p = cuda.problem;
+  if (cuda.backend == AttentionBackend::kFlash || !p.bf16 || p.dropout > 0.0f || p.d_k != p.d_v ||
+      !cuda.key_lengths_only || !CudnnSdpaAvailable()) {
+    return std::nullopt;
+  }
+  return CudnnSdpaProblem{static_cast<int>(p.batch),
+                          static_cast<int>(p.heads),
+                          static_cast<int>(p.q_len),
+                          static_cast<int>(p.k_len),
+                          static_cast<int>(p.d_k),
+                          /*bf16=*/true,
+                          p.causal,
+                          p.scale,
+                          p.key_end};
+}
+
 absl::Status AttentionForwardCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(CudaProblem cuda, MakeCudaProblem(context, kForwardKeyMaskInput));
   const AttentionCudaProblem& p = cuda.problem;
@@ -84,6 +110,12 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
       Tensor * out, context.AllocateOutput(0, {p.batch, p.heads, p.q_len, p.d_v}, context.dtype()));
   TFM_ASSIGN_OR_RETURN(Tensor * lse,
                        context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32));
+  if (std::optional<CudnnSdpaProblem> cudnn = CudnnProblemFor(cuda)) {
+    absl::Status status = CudnnSdpaForward(*cudnn, context.input(0).raw_data(),
+                                           context.input(1).raw_data(), context.input(2).raw_data(),
+                                           out->raw_data(), lse->data<float>(), context.stream());
+    if (!absl::IsUnimplemented(status)) return status;
+  }
   return LaunchStatus(
       context, LaunchAttentionForward(p, context.input(0).raw_data(), context.input(1).raw_data(),
                                       context.input(2).raw_data(), out->raw_data(),
@@ -97,6 +129,14 @@ absl::Status AttentionBackwardCuda(KernelContext& context) {
   for (int i = 0; i < 3; ++i) {
     TFM_ASSIGN_OR_RETURN(grads[i],
                          context.AllocateOutput(i, context.input(i).shape(), context.dtype()));
+  }
+  if (std::optional<CudnnSdpaProblem> cudnn = CudnnProblemFor(cuda)) {
+    absl::Status status = CudnnSdpaBackward(
+        *cudnn, context.input(0).raw_data(), context.input(1).raw_data(),
+        context.input(2).raw_data(), context.input(3).raw_data(), context.input(4).data<float>(),
+        context.input(5).raw_data(), grads[0]->raw_data(), grads[1]->raw_data(),
+        grads[2]->raw_data(), context.stream());
+    if (!absl::IsUnimplemented(status)) return status;
   }
   TFM_ASSIGN_OR_RETURN(Tensor workspace,
                        Tensor::Empty({AttentionBackwardWorkspaceFloats(p)}, DType::kF32,

@@ -2,6 +2,8 @@
 // backward (dq, dk, dv), f32 and bf16, with every mask. bf16 inputs are
 // rounded to bf16 first and the reference is the f32 CPU op on the rounded
 // values. Every test skips without a GPU.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -129,8 +131,13 @@ void ExpectCudaMatchesCpu(const Case& c, DType dtype) {
   // their outputs to bf16 (8 bits of mantissa).
   const bool bf16 = dtype == DType::kBF16;
   const Tolerance value{.atol = bf16 ? 2e-2 : 2e-5, .rtol = bf16 ? 2e-2 : 2e-5};
+  // Gradients that cancel to ~0 (dq and dk when one key takes all the
+  // weight) leave only rounding noise on both sides: the absolute tolerance
+  // is scaled by a gradient of the same problem that does not cancel (dv).
+  double dv_scale = 0;
+  for (float x : cpu_grads->dv.span<float>()) dv_scale = std::max<double>(dv_scale, std::fabs(x));
   const Tolerance sum{
-      .atol = bf16 ? 0.0 : 1e-6, .rtol = bf16 ? 2e-2 : 2e-5, .relative_to_max = true};
+      .atol = (bf16 ? 5e-3 : 1e-5) * dv_scale, .rtol = bf16 ? 2e-2 : 2e-5, .relative_to_max = true};
   EXPECT_TRUE(AllClose(ToHostFloat(cuda->out), cpu->out, value));
   EXPECT_TRUE(AllClose(ToHostFloat(cuda->lse), cpu->lse, value));
   EXPECT_TRUE(AllClose(ToHostFloat(cuda_grads->dq), cpu_grads->dq, sum));
@@ -365,12 +372,16 @@ TEST(AttentionCudaTest, BFloat16OnCpuIsRejected) {
 }
 
 TEST(AttentionBackendTest, ResolvesSettings) {
-  EXPECT_EQ(*ResolveAttentionBackend(""), AttentionBackend::kFlash);
-  EXPECT_EQ(*ResolveAttentionBackend("auto"), AttentionBackend::kFlash);
+  EXPECT_EQ(*ResolveAttentionBackend(""), AttentionBackend::kAuto);
+  EXPECT_EQ(*ResolveAttentionBackend("auto"), AttentionBackend::kAuto);
   EXPECT_EQ(*ResolveAttentionBackend("Flash"), AttentionBackend::kFlash);
-  // Until the cuDNN back end is wired in.
-  EXPECT_EQ(*ResolveAttentionBackend("cudnn"), AttentionBackend::kFlash);
+  EXPECT_EQ(*ResolveAttentionBackend("cudnn"), AttentionBackend::kCudnn);
   EXPECT_FALSE(ResolveAttentionBackend("fast").ok());
+  Attrs attrs;
+  attrs.Set("backend", std::string("flash"));
+  EXPECT_EQ(*AttentionBackendFor(attrs), AttentionBackend::kFlash);
+  attrs.Set("backend", std::string("nonsense"));
+  EXPECT_FALSE(AttentionBackendFor(attrs).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, AttentionCudaTest, ::testing::Values(DType::kF32, DType::kBF16),

@@ -67,8 +67,8 @@ Tensor DropoutMultipliers(const Case& c, const PhiloxState& state) {
 }
 
 void ExpectTorchParity(const Case& c) {
-  SCOPED_TRACE(absl::StrCat("case ", c.batch, "x", c.heads, " q_len ", c.q_len, " k_len ",
-                            c.k_len, " causal ", c.causal, " dropout ", c.dropout));
+  SCOPED_TRACE(absl::StrCat("case ", c.batch, "x", c.heads, " q_len ", c.q_len, " k_len ", c.k_len,
+                            " causal ", c.causal, " dropout ", c.dropout));
   const Tensor q = Normal({c.batch, c.heads, c.q_len, c.d_k}, 1);
   const Tensor k = Normal({c.batch, c.heads, c.k_len, c.d_k}, 2);
   const Tensor v = Normal({c.batch, c.heads, c.k_len, c.d_v}, 3);
@@ -86,7 +86,8 @@ void ExpectTorchParity(const Case& c) {
       s = (qd @ kd.transpose(-1, -2)) / qd.shape[-1] ** 0.5
       lq, lk = s.shape[-2], s.shape[-1]
       allowed = torch.ones(lq, lk, dtype=torch.bool)
-      if )py", c.causal ? "True" : "False", R"py(:
+      if )py",
+                                           c.causal ? "True" : "False", R"py(:
           allowed = torch.tril(allowed, diagonal=lk - lq)
       allowed = allowed & (padding == 0)[:, None, None, :]
       s = s.masked_fill(~allowed, float('-inf'))
@@ -95,15 +96,14 @@ void ExpectTorchParity(const Case& c) {
       out = p @ vd
       dq, dk, dv = grads(out, d_out.double(), [q, k, v])
   )py");
-  const Tensor keep =
-      c.dropout > 0 ? DropoutMultipliers(c, options.dropout_state)
-                    : *Tensor::FromVector<float>(
-                          std::vector<float>(c.batch * c.heads * c.q_len * c.k_len, 1.0f),
-                          {c.batch, c.heads, c.q_len, c.k_len});
+  const Tensor keep = c.dropout > 0
+                          ? DropoutMultipliers(c, options.dropout_state)
+                          : *Tensor::FromVector<float>(
+                                std::vector<float>(c.batch * c.heads * c.q_len * c.k_len, 1.0f),
+                                {c.batch, c.heads, c.q_len, c.k_len});
   absl::StatusOr<NamedTensors> ref = testing::TorchReference(
       snippet,
-      {{"q", q}, {"k", k}, {"v", v}, {"d_out", d_out}, {"padding", PaddingMask(c)},
-       {"keep", keep}},
+      {{"q", q}, {"k", k}, {"v", v}, {"d_out", d_out}, {"padding", PaddingMask(c)}, {"keep", keep}},
       {"out", "lse", "dq", "dk", "dv"});
   ASSERT_TRUE(ref.ok()) << ref.status();
   EXPECT_TRUE(AllClose(fwd->out, ref->at("out")));
@@ -127,15 +127,20 @@ TEST(AttentionTest, TorchParityUnmasked) {
 }
 
 TEST(AttentionTest, TorchParityCausal) {
-  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 150, .k_len = 150, .d_k = 16, .d_v = 16,
-                     .causal = true});
+  ExpectTorchParity(
+      {.batch = 2, .heads = 2, .q_len = 150, .k_len = 150, .d_k = 16, .d_v = 16, .causal = true});
   // Incremental decoding: 5 new queries over a cache of 130 keys.
-  ExpectTorchParity({.batch = 1, .heads = 2, .q_len = 5, .k_len = 135, .d_k = 16, .d_v = 16,
-                     .causal = true});
+  ExpectTorchParity(
+      {.batch = 1, .heads = 2, .q_len = 5, .k_len = 135, .d_k = 16, .d_v = 16, .causal = true});
 }
 
 TEST(AttentionTest, TorchParityKeyLengthsAndPaddingMask) {
-  Case c{.batch = 3, .heads = 2, .q_len = 80, .k_len = 140, .d_k = 12, .d_v = 20,
+  Case c{.batch = 3,
+         .heads = 2,
+         .q_len = 80,
+         .k_len = 140,
+         .d_k = 12,
+         .d_v = 20,
          .key_lengths = {140, 65, 3}};
   ExpectTorchParity(c);
   c.as_padding_mask = true;
@@ -146,8 +151,15 @@ TEST(AttentionTest, TorchParityKeyLengthsAndPaddingMask) {
 }
 
 TEST(AttentionTest, TorchParityDropout) {
-  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 70, .k_len = 90, .d_k = 16, .d_v = 16,
-                     .causal = true, .key_lengths = {90, 50}, .dropout = 0.3f});
+  ExpectTorchParity({.batch = 2,
+                     .heads = 2,
+                     .q_len = 70,
+                     .k_len = 90,
+                     .d_k = 16,
+                     .d_v = 16,
+                     .causal = true,
+                     .key_lengths = {90, 50},
+                     .dropout = 0.3f});
 }
 
 // Head sizes that are multiples of 16 run on the packed AVX2 kernels
@@ -156,25 +168,51 @@ TEST(AttentionTest, TorchParityDropout) {
 // 6-row register blocks everywhere.
 TEST(AttentionTest, TorchParityPackedKernels) {
   ExpectTorchParity({.batch = 2, .heads = 3, .q_len = 67, .k_len = 131, .d_k = 64, .d_v = 64});
-  ExpectTorchParity({.batch = 1, .heads = 2, .q_len = 129, .k_len = 129, .d_k = 64, .d_v = 64,
-                     .causal = true});
-  ExpectTorchParity({.batch = 2, .heads = 1, .q_len = 3, .k_len = 70, .d_k = 64, .d_v = 64,
-                     .causal = true});
-  ExpectTorchParity({.batch = 3, .heads = 2, .q_len = 71, .k_len = 140, .d_k = 64, .d_v = 64,
-                     .causal = true, .key_lengths = {140, 65, 3}, .as_padding_mask = true});
-  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 70, .k_len = 90, .d_k = 64, .d_v = 64,
-                     .causal = true, .key_lengths = {90, 50}, .dropout = 0.3f});
+  ExpectTorchParity(
+      {.batch = 1, .heads = 2, .q_len = 129, .k_len = 129, .d_k = 64, .d_v = 64, .causal = true});
+  ExpectTorchParity(
+      {.batch = 2, .heads = 1, .q_len = 3, .k_len = 70, .d_k = 64, .d_v = 64, .causal = true});
+  ExpectTorchParity({.batch = 3,
+                     .heads = 2,
+                     .q_len = 71,
+                     .k_len = 140,
+                     .d_k = 64,
+                     .d_v = 64,
+                     .causal = true,
+                     .key_lengths = {140, 65, 3},
+                     .as_padding_mask = true});
+  ExpectTorchParity({.batch = 2,
+                     .heads = 2,
+                     .q_len = 70,
+                     .k_len = 90,
+                     .d_k = 64,
+                     .d_v = 64,
+                     .causal = true,
+                     .key_lengths = {90, 50},
+                     .dropout = 0.3f});
   // Other multiples of 16, and d_k != d_v.
-  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 33, .k_len = 100, .d_k = 32, .d_v = 128,
+  ExpectTorchParity({.batch = 2,
+                     .heads = 2,
+                     .q_len = 33,
+                     .k_len = 100,
+                     .d_k = 32,
+                     .d_v = 128,
                      .key_lengths = {100, 17}});
-  ExpectTorchParity({.batch = 1, .heads = 2, .q_len = 65, .k_len = 65, .d_k = 128, .d_v = 48,
-                     .causal = true});
+  ExpectTorchParity(
+      {.batch = 1, .heads = 2, .q_len = 65, .k_len = 65, .d_k = 128, .d_v = 48, .causal = true});
 }
 
 TEST(AttentionTest, TorchParityBlasFallback) {
   ExpectTorchParity({.batch = 2, .heads = 3, .q_len = 67, .k_len = 131, .d_k = 64, .d_v = 24});
-  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 70, .k_len = 90, .d_k = 40, .d_v = 40,
-                     .causal = true, .key_lengths = {90, 50}, .dropout = 0.3f});
+  ExpectTorchParity({.batch = 2,
+                     .heads = 2,
+                     .q_len = 70,
+                     .k_len = 90,
+                     .d_k = 40,
+                     .d_v = 40,
+                     .causal = true,
+                     .key_lengths = {90, 50},
+                     .dropout = 0.3f});
 }
 
 // [batch, heads, 1, d] -> [batch, heads, 2, d] with the row repeated.
@@ -209,8 +247,13 @@ Tensor FirstOfPairs(const Tensor& t, const Shape& shape, int64_t row) {
 TEST(AttentionTest, SingleQueryMatchesTileLoopsAndTorch) {
   for (int64_t n : {1, 7, 64, 257, 1024}) {
     for (bool masked : {false, true}) {
-      Case c{.batch = 2, .heads = n == 1024 ? 16 : 3, .q_len = 1, .k_len = n, .d_k = 64,
-             .d_v = 64, .causal = masked};
+      Case c{.batch = 2,
+             .heads = n == 1024 ? 16 : 3,
+             .q_len = 1,
+             .k_len = n,
+             .d_k = 64,
+             .d_v = 64,
+             .causal = masked};
       if (masked) c = Case{c.batch, c.heads, 1, n, 64, 64, true, {n, n / 2 + 1}, true};
       SCOPED_TRACE(absl::StrCat("n ", n, " masked ", masked));
       const Tensor q = Normal({c.batch, c.heads, 1, c.d_k}, 1);
@@ -219,8 +262,7 @@ TEST(AttentionTest, SingleQueryMatchesTileLoopsAndTorch) {
       AttentionOptions options = OptionsFor(c);
       options.causal = false;  // Two equal query rows must see the same keys.
       const AttentionOutput single = *ScaledDotProductAttention(q, k, v, options);
-      const AttentionOutput tiled =
-          *ScaledDotProductAttention(QueryTwice(q, c.d_k), k, v, options);
+      const AttentionOutput tiled = *ScaledDotProductAttention(QueryTwice(q, c.d_k), k, v, options);
       EXPECT_TRUE(AllClose(single.out, FirstOfPairs(tiled.out, single.out.shape(), c.d_v)));
       EXPECT_TRUE(AllClose(single.lse, FirstOfPairs(tiled.lse, single.lse.shape(), 1)));
       ExpectTorchParity(c);
@@ -231,10 +273,16 @@ TEST(AttentionTest, SingleQueryMatchesTileLoopsAndTorch) {
 // The same query with dropout: the kernel draws the documented stream
 // elements (checked against PyTorch with the mask written out).
 TEST(AttentionTest, SingleQueryDropout) {
-  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 1, .k_len = 90, .d_k = 64, .d_v = 64,
-                     .key_lengths = {90, 50}, .dropout = 0.3f});
-  ExpectTorchParity({.batch = 1, .heads = 2, .q_len = 1, .k_len = 33, .d_k = 24, .d_v = 40,
+  ExpectTorchParity({.batch = 2,
+                     .heads = 2,
+                     .q_len = 1,
+                     .k_len = 90,
+                     .d_k = 64,
+                     .d_v = 64,
+                     .key_lengths = {90, 50},
                      .dropout = 0.3f});
+  ExpectTorchParity(
+      {.batch = 1, .heads = 2, .q_len = 1, .k_len = 33, .d_k = 24, .d_v = 40, .dropout = 0.3f});
 }
 
 // Few heads: each head's key tiles are split over several tasks whose dQ
@@ -268,8 +316,8 @@ void ExpectGradientsMatchFiniteDifferences(const Case& c) {
   testing::BackwardFn backward =
       [&](const std::vector<Tensor>& in, const std::vector<Tensor>& out,
           const std::vector<Tensor>& d_out) -> absl::StatusOr<std::vector<Tensor>> {
-    absl::StatusOr<AttentionGrads> grads = ScaledDotProductAttentionBackward(
-        in[0], in[1], in[2], out[0], out[1], d_out[0], options);
+    absl::StatusOr<AttentionGrads> grads =
+        ScaledDotProductAttentionBackward(in[0], in[1], in[2], out[0], out[1], d_out[0], options);
     if (!grads.ok()) return grads.status();
     return std::vector<Tensor>{grads->dq, grads->dk, grads->dv};
   };
@@ -283,19 +331,32 @@ void ExpectGradientsMatchFiniteDifferences(const Case& c) {
 TEST(AttentionTest, GradientsMatchFiniteDifferences) {
   ExpectGradientsMatchFiniteDifferences(
       {.batch = 2, .heads = 2, .q_len = 5, .k_len = 7, .d_k = 4, .d_v = 3});
-  ExpectGradientsMatchFiniteDifferences({.batch = 2, .heads = 1, .q_len = 6, .k_len = 6, .d_k = 4,
-                                         .d_v = 5, .causal = true, .key_lengths = {6, 4},
+  ExpectGradientsMatchFiniteDifferences({.batch = 2,
+                                         .heads = 1,
+                                         .q_len = 6,
+                                         .k_len = 6,
+                                         .d_k = 4,
+                                         .d_v = 5,
+                                         .causal = true,
+                                         .key_lengths = {6, 4},
                                          .dropout = 0.25f});
   // The packed kernels (head sizes that are multiples of 16).
-  ExpectGradientsMatchFiniteDifferences({.batch = 1, .heads = 2, .q_len = 7, .k_len = 9, .d_k = 16,
-                                         .d_v = 16, .causal = true, .key_lengths = {8},
+  ExpectGradientsMatchFiniteDifferences({.batch = 1,
+                                         .heads = 2,
+                                         .q_len = 7,
+                                         .k_len = 9,
+                                         .d_k = 16,
+                                         .d_v = 16,
+                                         .causal = true,
+                                         .key_lengths = {8},
                                          .dropout = 0.25f});
 }
 
 TEST(AttentionTest, RowWithoutVisibleKeysIsZeroNotNan) {
-  const Case c{.batch = 2, .heads = 1, .q_len = 3, .k_len = 4, .d_k = 2, .d_v = 2,
-               .key_lengths = {0, 4}};
-  const Tensor q = Normal({2, 1, 3, 2}, 1), k = Normal({2, 1, 4, 2}, 2), v = Normal({2, 1, 4, 2}, 3);
+  const Case c{
+      .batch = 2, .heads = 1, .q_len = 3, .k_len = 4, .d_k = 2, .d_v = 2, .key_lengths = {0, 4}};
+  const Tensor q = Normal({2, 1, 3, 2}, 1), k = Normal({2, 1, 4, 2}, 2),
+               v = Normal({2, 1, 4, 2}, 3);
   AttentionOutput fwd = *ScaledDotProductAttention(q, k, v, OptionsFor(c));
   AttentionGrads grads = *ScaledDotProductAttentionBackward(q, k, v, fwd.out, fwd.lse,
                                                             Normal({2, 1, 3, 2}, 4), OptionsFor(c));
@@ -308,7 +369,8 @@ TEST(AttentionTest, RowWithoutVisibleKeysIsZeroNotNan) {
 }
 
 TEST(AttentionTest, DropoutZeroIsExactlyNoDropoutAndSeedsMatter) {
-  const Tensor q = Normal({1, 2, 20, 8}, 1), k = Normal({1, 2, 20, 8}, 2), v = Normal({1, 2, 20, 8}, 3);
+  const Tensor q = Normal({1, 2, 20, 8}, 1), k = Normal({1, 2, 20, 8}, 2),
+               v = Normal({1, 2, 20, 8}, 3);
   AttentionOptions plain;
   AttentionOptions dropped = plain;
   dropped.dropout = 0.5f;
@@ -318,12 +380,15 @@ TEST(AttentionTest, DropoutZeroIsExactlyNoDropoutAndSeedsMatter) {
   const Tensor a = ScaledDotProductAttention(q, k, v, plain)->out;
   const Tensor b = ScaledDotProductAttention(q, k, v, dropped)->out;
   EXPECT_NE(a.ToVector<float>(), b.ToVector<float>());
-  EXPECT_EQ(b.ToVector<float>(), ScaledDotProductAttention(q, k, v, dropped)->out.ToVector<float>());
-  EXPECT_NE(b.ToVector<float>(), ScaledDotProductAttention(q, k, v, reseeded)->out.ToVector<float>());
+  EXPECT_EQ(b.ToVector<float>(),
+            ScaledDotProductAttention(q, k, v, dropped)->out.ToVector<float>());
+  EXPECT_NE(b.ToVector<float>(),
+            ScaledDotProductAttention(q, k, v, reseeded)->out.ToVector<float>());
 }
 
 TEST(AttentionTest, BadArgumentsAreInvalidArgumentNamingTheOp) {
-  const Tensor q = Normal({2, 2, 5, 4}, 1), k = Normal({2, 2, 6, 4}, 2), v = Normal({2, 2, 6, 3}, 3);
+  const Tensor q = Normal({2, 2, 5, 4}, 1), k = Normal({2, 2, 6, 4}, 2),
+               v = Normal({2, 2, 6, 3}, 3);
   auto expect_error = [](const absl::Status& status, const std::string& text) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
     EXPECT_NE(status.message().find("scaled_dot_product_attention"), std::string::npos) << status;
@@ -343,9 +408,9 @@ TEST(AttentionTest, BadArgumentsAreInvalidArgumentNamingTheOp) {
   options.dropout = 1.0f;
   expect_error(ScaledDotProductAttention(q, k, v, options).status(), "dropout");
   const AttentionOutput fwd = *ScaledDotProductAttention(q, k, v);
-  expect_error(
-      ScaledDotProductAttentionBackward(q, k, v, fwd.out, fwd.lse, Normal({2, 2, 5, 4}, 4)).status(),
-      "d_out");
+  expect_error(ScaledDotProductAttentionBackward(q, k, v, fwd.out, fwd.lse, Normal({2, 2, 5, 4}, 4))
+                   .status(),
+               "d_out");
 }
 
 }  // namespace
