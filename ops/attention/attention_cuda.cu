@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 
@@ -95,7 +96,38 @@ int GridFor(int64_t threads) {
   return static_cast<int>(blocks < 65536 ? blocks : 65536);
 }
 
+template <typename Word>
+__global__ void ClearEmptySentencesKernel(const int32_t* key_end, int64_t per_sentence, Word fill,
+                                          Word* data) {
+  const int64_t b = blockIdx.y;
+  if (key_end[b] != 0) return;
+  Word* sentence = data + b * per_sentence;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < per_sentence;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    sentence[i] = fill;
+  }
+}
+
 }  // namespace
+
+const char* LaunchClearEmptySentences(const int32_t* key_end, int64_t batch, int64_t per_sentence,
+                                      int word_bytes, uint32_t fill_bits, void* data,
+                                      StreamHandle stream) {
+  if (batch == 0 || per_sentence == 0) return nullptr;
+  if (batch > 65535) return "too many sentences for the clearing kernel";
+  const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+  const dim3 grid(
+      static_cast<unsigned>(std::min<int64_t>((per_sentence + kThreads - 1) / kThreads, 1024)),
+      static_cast<unsigned>(batch));
+  if (word_bytes == 2) {
+    ClearEmptySentencesKernel<<<grid, kThreads, 0, cuda_stream>>>(
+        key_end, per_sentence, static_cast<uint16_t>(fill_bits), static_cast<uint16_t*>(data));
+  } else {
+    ClearEmptySentencesKernel<<<grid, kThreads, 0, cuda_stream>>>(key_end, per_sentence, fill_bits,
+                                                                  static_cast<uint32_t*>(data));
+  }
+  return LastLaunchError();
+}
 
 const char* LaunchPrepareKeyMask(const void* mask, bool is_i64, bool is_lengths, int64_t batch,
                                  int64_t k_len, int32_t* key_end, float* key_bias,
@@ -117,8 +149,8 @@ const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const vo
                                    StreamHandle stream) {
   // The tensor-core kernel where it applies (an H100 run found the forward
   // left on CUDA cores at 7 TFLOP/s), else the f32/FFMA one.
-  const auto forward = UseMma(problem, {q, k, v, out}) ? attention_cuda::ForwardMma
-                                                       : attention_cuda::ForwardFfma;
+  const auto forward =
+      UseMma(problem, {q, k, v, out}) ? attention_cuda::ForwardMma : attention_cuda::ForwardFfma;
   return forward(problem, q, k, v, out, lse, static_cast<cudaStream_t>(stream));
 }
 

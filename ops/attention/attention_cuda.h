@@ -36,6 +36,14 @@ struct AttentionCudaProblem {
 // i64 (is_i64). Fills key_end [batch] and, for a padding mask, key_bias
 // [batch, k_len] and key_has_holes [batch]. Lengths are clamped to
 // [0, k_len].
+// Sentences whose key length (key_end) is 0 see no key: our kernels give
+// their rows zeros (lse -inf, zero gradients), cuDNN leaves them undefined.
+// Writes `fill_bits` (a `word_bytes` = 2 or 4 byte pattern) over the
+// `per_sentence` words of each such sentence in `data` ([batch, ...]).
+const char* LaunchClearEmptySentences(const int32_t* key_end, int64_t batch, int64_t per_sentence,
+                                      int word_bytes, uint32_t fill_bits, void* data,
+                                      StreamHandle stream);
+
 const char* LaunchPrepareKeyMask(const void* mask, bool is_i64, bool is_lengths, int64_t batch,
                                  int64_t k_len, int32_t* key_end, float* key_bias,
                                  int32_t* key_has_holes, StreamHandle stream);

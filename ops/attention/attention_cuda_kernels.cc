@@ -3,7 +3,9 @@
 // attributes, turns the key mask into the kernels' form and allocates the
 // outputs and workspaces on the device.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
@@ -92,6 +94,9 @@ std::optional<CudnnSdpaProblem> CudnnProblemFor(const CudaProblem& cuda) {
       !cuda.key_lengths_only || !CudnnSdpaAvailable()) {
     return std::nullopt;
   }
+  // Measured on an H100 (benchmarks/results/attention_h100.txt): at 64 keys
+  // our kernels are 2x cuDNN's forward and 1.2x its forward+backward.
+  if (cuda.backend == AttentionBackend::kAuto && p.k_len <= 64) return std::nullopt;
   return CudnnSdpaProblem{static_cast<int>(p.batch),
                           static_cast<int>(p.heads),
                           static_cast<int>(p.q_len),
@@ -101,6 +106,21 @@ std::optional<CudnnSdpaProblem> CudnnProblemFor(const CudaProblem& cuda) {
                           p.causal,
                           p.scale,
                           p.key_end};
+}
+
+// After cuDNN: the rows of sentences with no key as our kernels leave them.
+absl::Status ClearEmptySentences(const KernelContext& context, const CudaProblem& cuda,
+                                 std::initializer_list<std::pair<Tensor*, uint32_t>> tensors) {
+  const AttentionCudaProblem& p = cuda.problem;
+  if (p.key_end == nullptr || p.batch == 0) return absl::OkStatus();
+  for (const auto& [tensor, fill_bits] : tensors) {
+    const int word_bytes = static_cast<int>(DTypeSize(tensor->dtype()));
+    TFM_RETURN_IF_ERROR(LaunchStatus(
+        context,
+        LaunchClearEmptySentences(p.key_end, p.batch, tensor->num_elements() / p.batch, word_bytes,
+                                  fill_bits, tensor->raw_data(), context.stream())));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status AttentionForwardCuda(KernelContext& context) {
@@ -114,6 +134,7 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
     absl::Status status = CudnnSdpaForward(*cudnn, context.input(0).raw_data(),
                                            context.input(1).raw_data(), context.input(2).raw_data(),
                                            out->raw_data(), lse->data<float>(), context.stream());
+    if (status.ok()) return ClearEmptySentences(context, cuda, {{out, 0u}, {lse, 0xff800000u}});
     if (!absl::IsUnimplemented(status)) return status;
   }
   return LaunchStatus(
@@ -136,6 +157,9 @@ absl::Status AttentionBackwardCuda(KernelContext& context) {
         context.input(2).raw_data(), context.input(3).raw_data(), context.input(4).data<float>(),
         context.input(5).raw_data(), grads[0]->raw_data(), grads[1]->raw_data(),
         grads[2]->raw_data(), context.stream());
+    if (status.ok()) {
+      return ClearEmptySentences(context, cuda, {{grads[0], 0u}, {grads[1], 0u}, {grads[2], 0u}});
+    }
     if (!absl::IsUnimplemented(status)) return status;
   }
   TFM_ASSIGN_OR_RETURN(Tensor workspace,
