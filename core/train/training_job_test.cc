@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -211,6 +213,13 @@ TEST(TrainingJobTest, BestCheckpointByBleuSurvivesResume) {
     if (row.back().has_value()) scores.push_back(*row.back());
   }
   EXPECT_EQ(scores, (std::vector<double>{10, 30, 20}));
+  std::string events;  // TensorBoard's tags, as the records hold them.
+  for (const auto& entry : std::filesystem::directory_iterator(work + "/" + kTensorBoardDir)) {
+    std::ifstream file(entry.path(), std::ios::binary);
+    events.append(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  }
+  EXPECT_NE(events.find("valid/bleu"), std::string::npos);
+  EXPECT_NE(events.find("valid/loss"), std::string::npos);
   absl::StatusOr<Checkpoint> best = ReadCheckpoint(work + "/" + kBestCheckpoint);
   ASSERT_TRUE(best.ok()) << best.status();
   EXPECT_EQ(best->state.update(), 8);
