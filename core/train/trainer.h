@@ -1,6 +1,7 @@
 // The training loop: token-budget batches accumulated into updates, Adam with
-// the paper's schedule, skipping of non-finite updates, validation with early
-// stopping, and the points where checkpoints are due. What a checkpoint
+// the paper's schedule, skipping of non-finite updates, validation (the loss,
+// and a task's score such as BLEU) with the best checkpoint and early
+// stopping by either, and the points where checkpoints are due. What a checkpoint
 // holds and how it is written (core/train/checkpoint) and how progress is
 // logged are hooks, so the loop reads as the algorithm it is.
 //
