@@ -67,6 +67,8 @@ TEST(ConfigLoaderTest, DefaultsAreThePapersBaseModel) {
   EXPECT_FLOAT_EQ(c.train().adam().beta1(), 0.9f);
   EXPECT_EQ(c.data().batching().max_source_tokens(), 25000);
   EXPECT_EQ(c.decode().max_length_offset(), 50);
+  EXPECT_EQ(c.train().validate_bleu_sentences(), 500);
+  EXPECT_EQ(c.train().best_checkpoint_metric(), "auto");
 }
 
 TEST(ConfigLoaderTest, SyntaxErrorNamesFileLineAndColumn) {
@@ -144,6 +146,15 @@ TEST(ConfigLoaderTest, SemanticErrorsNameTheLineOrTheOverride) {
   EXPECT_NE(ValidateTaskConfig(loaded).message().find(
                 "--set=decode.beam_size=0: decode.beam_size: must be positive"),
             std::string::npos);
+  ASSERT_TRUE(ApplyOverride("train.validate_bleu_sentences=-1", &loaded).ok());
+  ASSERT_TRUE(ApplyOverride("train.best_checkpoint_metric=", &loaded).ok());
+  status = ValidateTaskConfig(loaded);
+  EXPECT_NE(status.message().find("train.validate_bleu_sentences: must be >= 0"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("train.best_checkpoint_metric: must not be empty"),
+            std::string::npos)
+      << status;
 }
 
 TEST(ConfigLoaderTest, HeadSizesMustSplitDModel) {

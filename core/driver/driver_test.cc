@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "core/cpu_features.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
@@ -90,6 +91,29 @@ TEST(DriverTest, ErrorsAreClear) {
   status = RunDriver(decode, out);
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(status.message().find("/no/such/model_dir"), std::string::npos) << status;
+}
+
+// Translation knows its validation score: a metric it cannot compute is
+// caught when the config loads, naming the override.
+TEST(DriverTest, TranslationChecksTheBestCheckpointMetric) {
+  DriverOptions options;
+  options.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  std::ostringstream out;
+  for (const char* metric : {"auto", "loss", "bleu"}) {
+    options.overrides = {absl::StrCat("train.best_checkpoint_metric=", metric)};
+    EXPECT_TRUE(RunDriver(options, out).ok()) << metric;
+  }
+  options.overrides = {"train.best_checkpoint_metric=chrf"};
+  absl::Status status = RunDriver(options, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("--set=train.best_checkpoint_metric=chrf: "
+                                  "train.best_checkpoint_metric: \"chrf\" is not one of"),
+            std::string::npos)
+      << status;
+  options.overrides = {"train.best_checkpoint_metric=bleu", "train.validate_bleu_sentences=0"};
+  status = RunDriver(options, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("validate_bleu_sentences > 0"), std::string::npos) << status;
 }
 
 TEST(DriverTest, PresetNamesResolveBesideTheDefaultAndInEveryTask) {

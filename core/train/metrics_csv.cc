@@ -45,6 +45,12 @@ absl::StatusOr<std::vector<std::optional<double>>> ParseRow(absl::string_view li
   return row;
 }
 
+// True when `prefix` is the start of `columns`.
+bool IsPrefix(const std::vector<std::string>& prefix, const std::vector<std::string>& columns) {
+  return prefix.size() <= columns.size() &&
+         std::equal(prefix.begin(), prefix.end(), columns.begin());
+}
+
 }  // namespace
 
 int MetricsTable::ColumnIndex(absl::string_view name) const {
@@ -72,29 +78,42 @@ absl::StatusOr<MetricsCsvWriter> MetricsCsvWriter::Open(const std::string& path,
                                                         const std::vector<std::string>& columns,
                                                         int64_t resume_update) {
   TFM_CHECK(!columns.empty() && columns[0] == "update", "the first CSV column is the update");
-  const std::string header = absl::StrJoin(columns, ",");
-  std::string kept = header + "\n";
+  std::vector<std::string> file_columns = columns;
+  std::vector<absl::string_view> kept_rows;
   absl::StatusOr<std::string> existing = ReadFileToString(path);
   if (existing.ok()) {
     const std::vector<absl::string_view> lines = CompleteLines(*existing);
-    if (!lines.empty() && lines[0] != header) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(path, " has the columns \"", lines[0], "\", this run writes \"", header,
-                       "\"; move the old file away to start a new one"));
-    }
-    for (size_t i = 1; i < lines.size(); ++i) {
-      TFM_ASSIGN_OR_RETURN(auto row,
-                           ParseRow(lines[i], columns.size(), absl::StrCat(path, ":", i + 1)));
-      if (*row[0] <= resume_update) absl::StrAppend(&kept, lines[i], "\n");
+    if (!lines.empty()) {
+      const std::vector<std::string> old_columns = absl::StrSplit(lines[0], ',');
+      // Columns are only ever added at the end (a validation score): the
+      // longer header is kept, so a run resuming a file from before a
+      // column existed, or one without that column, continues it.
+      if (!IsPrefix(old_columns, columns) && !IsPrefix(columns, old_columns)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            path, " has the columns \"", lines[0], "\", this run writes \"",
+            absl::StrJoin(columns, ","), "\"; move the old file away to start a new one"));
+      }
+      if (old_columns.size() > columns.size()) file_columns = old_columns;
+      for (size_t i = 1; i < lines.size(); ++i) {
+        TFM_ASSIGN_OR_RETURN(
+            auto row, ParseRow(lines[i], old_columns.size(), absl::StrCat(path, ":", i + 1)));
+        if (*row[0] <= resume_update) kept_rows.push_back(lines[i]);
+      }
     }
   } else if (!absl::IsNotFound(existing.status())) {
     return existing.status();
+  }
+  std::string kept = absl::StrCat(absl::StrJoin(file_columns, ","), "\n");
+  for (absl::string_view row : kept_rows) {
+    // Rows from before columns were added get empty cells in them.
+    const size_t cells = 1 + std::count(row.begin(), row.end(), ',');
+    absl::StrAppend(&kept, row, std::string(file_columns.size() - cells, ','), "\n");
   }
   TFM_ASSIGN_OR_RETURN(AtomicFileWriter file, AtomicFileWriter::Create(path));
   TFM_RETURN_IF_ERROR(file.Append(kept));
   TFM_RETURN_IF_ERROR(file.Commit());
   TFM_ASSIGN_OR_RETURN(AppendOnlyFile appender, AppendOnlyFile::Open(path));
-  return MetricsCsvWriter(std::move(appender), columns);
+  return MetricsCsvWriter(std::move(appender), std::move(file_columns));
 }
 
 absl::Status MetricsCsvWriter::Append(const MetricRow& row) {

@@ -33,9 +33,11 @@ class MetricsCsvWriter {
  public:
   // Opens `path` to append rows of `columns`, whose first is "update". A
   // new file gets the header. An existing one (a resumed run) must have the
-  // same header; its rows after `resume_update`, logged after the checkpoint
-  // the run resumes from and about to be logged again, are dropped, as is a
-  // last line cut short by a crash. That rewrite is atomic.
+  // same header or one that is a prefix of it or that it is a prefix of:
+  // the longer header is kept (older rows get empty cells in columns added
+  // since). Its rows after `resume_update`, logged after the checkpoint the
+  // run resumes from and about to be logged again, are dropped, as is a last
+  // line cut short by a crash. That rewrite is atomic.
   static absl::StatusOr<MetricsCsvWriter> Open(const std::string& path,
                                                const std::vector<std::string>& columns,
                                                int64_t resume_update);

@@ -77,6 +77,25 @@ TEST(MetricsCsvTest, ResumeDropsRowsAfterTheCheckpointAndAPartialLine) {
   EXPECT_EQ(updates, (std::vector<double>{100, 200, 300, 400}));
 }
 
+// A file from before the validation score existed takes the new column
+// (its rows get an empty cell there); a run without the score continues a
+// file that has it.
+TEST(MetricsCsvTest, ResumeKeepsTheLongerHeaderWhenOneIsAPrefixOfTheOther) {
+  const std::string path = TempPath("added_column.csv");
+  ASSERT_TRUE(WriteFileAtomically(path, "update,loss\n1,2\n2,3\n").ok());
+  {
+    MetricsCsvWriter csv = MetricsCsvWriter::Open(path, {"update", "loss", "valid_bleu"}, 1).value();
+    ASSERT_TRUE(csv.Append({{"update", 2}, {"valid_bleu", 20}}).ok());
+  }
+  EXPECT_EQ(ReadFileToString(path).value(), "update,loss,valid_bleu\n1,2,\n2,,20\n");
+  {
+    MetricsCsvWriter csv = MetricsCsvWriter::Open(path, {"update", "loss"}, 2).value();
+    ASSERT_TRUE(csv.Append({{"update", 3}, {"loss", 1}}).ok());
+  }
+  EXPECT_EQ(ReadFileToString(path).value(), "update,loss,valid_bleu\n1,2,\n2,,20\n3,1,\n");
+  EXPECT_TRUE(ReadMetricsCsv(path).ok());
+}
+
 TEST(MetricsCsvTest, ResumeWithOtherColumnsIsRefused) {
   const std::string path = TempPath("columns.csv");
   ASSERT_TRUE(WriteFileAtomically(path, "update,loss\n1,2\n").ok());

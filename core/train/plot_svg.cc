@@ -49,6 +49,7 @@ const std::vector<PanelSpec>& Panels() {
        true,
        {{"ppl", "#9467bd"}, {"valid_ppl", "#8c564b"}}},
       {"Learning rate", "learning rate", false, {{"lr", "#17becf"}}},
+      {"Validation BLEU", "BLEU", false, {{"valid_bleu", "#e377c2"}}},
   };
   return panels;
 }

@@ -1,7 +1,7 @@
 // `plot`: training curves as a standalone SVG (no plotting dependency), one
-// panel each for loss and nll, perplexity (log scale) and the learning
-// rate, with validation curves beside the training ones when the CSV has
-// them.
+// panel each for loss and nll, perplexity (log scale), the learning rate
+// and validation BLEU, with validation curves beside the training ones when
+// the CSV has them.
 #ifndef TFM_CORE_TRAIN_PLOT_SVG_H_
 #define TFM_CORE_TRAIN_PLOT_SVG_H_
 

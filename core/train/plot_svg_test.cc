@@ -27,7 +27,8 @@ std::string TempPath(const std::string& name) {
 // A run of 40 updates with validation every 10, through the CSV writer.
 std::string WriteRunCsv(bool with_validation) {
   const std::string path = TempPath(with_validation ? "run_valid.csv" : "run.csv");
-  MetricsCsvWriter csv = MetricsCsvWriter::Open(path, MetricColumns(), 0).value();
+  MetricsCsvWriter csv =
+      MetricsCsvWriter::Open(path, MetricColumns(with_validation ? "bleu" : ""), 0).value();
   for (int update = 1; update <= 40; ++update) {
     TrainingMetrics m;
     m.update = update * 100;
@@ -40,6 +41,8 @@ std::string WriteRunCsv(bool with_validation) {
       v.update = m.update;
       v.loss = m.loss + 0.3;
       v.nll = m.nll + 0.3;
+      v.score_name = "bleu";
+      v.score = 30.0 - 3 * v.loss;
       EXPECT_TRUE(csv.Append(ToRow(v)).ok());
     }
   }
@@ -117,8 +120,10 @@ TEST(PlotSvgTest, PlotsEveryCsvValueInItsPanel) {
   const MetricsTable table = ReadMetricsCsv(csv).value();
   const Plotted plotted = ReadPlot(svg);
   EXPECT_EQ(plotted.panels,
-            (std::vector<std::string>{"Loss linear", "Perplexity log", "Learning_rate linear"}));
-  for (const char* column : {"loss", "nll", "ppl", "lr", "valid_loss", "valid_nll", "valid_ppl"}) {
+            (std::vector<std::string>{"Loss linear", "Perplexity log", "Learning_rate linear",
+                                      "Validation_BLEU linear"}));
+  for (const char* column :
+       {"loss", "nll", "ppl", "lr", "valid_loss", "valid_nll", "valid_ppl", "valid_bleu"}) {
     ExpectCurveMatchesCsv(table, plotted, column);
   }
 }

@@ -56,6 +56,18 @@ TrainerOptions TrainerOptions::FromConfig(const config::TrainConfig& train) {
   return options;
 }
 
+absl::StatusOr<bool> BestByScore(const config::TrainConfig& train, const ValidationScorer& scorer) {
+  const std::string& metric = train.best_checkpoint_metric();
+  const bool scored = static_cast<bool>(scorer.score);
+  if (metric == "auto") return scored;
+  if (metric == "loss") return false;
+  if (scored && metric == scorer.name) return true;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "train.best_checkpoint_metric: \"", metric, "\" is not a validation figure of this run: ",
+      scored ? absl::StrCat("\"loss\", \"", scorer.name, "\" or \"auto\"")
+             : "\"loss\" or \"auto\" (this run computes no validation score)"));
+}
+
 Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, TokenBatcher* batcher,
                  std::vector<Batch> valid, TrainerOptions options, TrainerHooks hooks)
     : model_(model),
@@ -69,9 +81,9 @@ Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, TokenBatcher* 
 absl::Status Trainer::ZeroGradients() {
   for (Parameter* p : parameters_) {
     if (!p->grad.device().is_cpu()) {
-      return absl::UnimplementedError(
-          absl::StrCat("trainer: parameter ", p->name, " is on ", p->grad.device().ToString(),
-                       "; this build trains on the CPU"));
+      return absl::UnimplementedError(absl::StrCat("trainer: parameter ", p->name, " is on ",
+                                                   p->grad.device().ToString(),
+                                                   "; this build trains on the CPU"));
     }
     std::memset(p->grad.raw_data(), 0, p->grad.nbytes());
   }
@@ -135,12 +147,18 @@ absl::StatusOr<ValidationLog> Trainer::Validate(const TrainProgress& progress) {
   log.loss = PerToken(total.loss, total.target_tokens);
   log.nll = PerToken(total.nll, total.target_tokens);
   log.ppl = std::exp(log.nll);
+  if (hooks_.validation_score.score) {
+    TFM_ASSIGN_OR_RETURN(log.score, hooks_.validation_score.score(progress));
+  }
   return log;
 }
 
 absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
   if (!hooks_.save_checkpoint) {
     return absl::InvalidArgumentError("trainer: no save_checkpoint hook");
+  }
+  if (options_.best_by_score && !hooks_.validation_score.score) {
+    return absl::InvalidArgumentError("trainer: best_by_score without a validation_score hook");
   }
   if (options_.update_freq < 1) {
     return absl::InvalidArgumentError(
@@ -154,8 +172,9 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
                                  progress->update, progress->train_seconds);
   Window window;
   double last_gnorm = 0;
-  const auto elapsed = [&] { return progress->train_seconds +
-                                    absl::ToDoubleSeconds(absl::Now() - run_start); };
+  const auto elapsed = [&] {
+    return progress->train_seconds + absl::ToDoubleSeconds(absl::Now() - run_start);
+  };
   // The figures of the updates whose sums are `stats`, begun at `start`.
   const auto MakeLog = [&](const LossStats& stats, absl::Time start, double gnorm,
                            const TrainProgress& p) {
@@ -246,10 +265,16 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     if (validate_now) {
       TFM_ASSIGN_OR_RETURN(ValidationLog log, Validate(*progress));
       last_validation = absl::Now();
-      best = log.loss < progress->best_valid_loss;
+      // Both bests are kept (a resumed run may choose the other metric);
+      // the chosen one makes the checkpoint best and resets patience. A NaN
+      // score or loss is never a new best.
+      const bool best_loss = log.loss < progress->best_valid_loss;
+      const bool best_score = log.score.has_value() && *log.score > progress->best_valid_score;
+      if (best_loss) progress->best_valid_loss = log.loss;
+      if (best_score) progress->best_valid_score = *log.score;
+      best = options_.best_by_score ? best_score : best_loss;
       log.best = best;
       if (best) {
-        progress->best_valid_loss = log.loss;
         progress->validations_without_improvement = 0;
       } else {
         ++progress->validations_without_improvement;
@@ -260,8 +285,7 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
       TFM_RETURN_IF_ERROR(save(best));
       checkpoints.MarkSaved(progress->update, elapsed());
     }
-    if (options_.patience > 0 &&
-        progress->validations_without_improvement >= options_.patience) {
+    if (options_.patience > 0 && progress->validations_without_improvement >= options_.patience) {
       reason = StopReason::kEarlyStopping;
       break;
     }

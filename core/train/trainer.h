@@ -1,6 +1,7 @@
 // The training loop: token-budget batches accumulated into updates, Adam with
-// the paper's schedule, skipping of non-finite updates, validation with early
-// stopping, and the points where checkpoints are due. What a checkpoint
+// the paper's schedule, skipping of non-finite updates, validation (the loss,
+// and a task's score such as BLEU) with the best checkpoint and early
+// stopping by either, and the points where checkpoints are due. What a checkpoint
 // holds and how it is written (core/train/checkpoint) and how progress is
 // logged are hooks, so the loop reads as the algorithm it is.
 //
@@ -14,10 +15,12 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
@@ -29,14 +32,18 @@ namespace tfm {
 
 // Everything besides weights and optimizer moments that a resumed run needs.
 struct TrainProgress {
-  int64_t update = 0;         // Updates applied (skipped ones not counted).
-  int64_t batches = 0;        // Batches consumed: the dropout counter.
-  BatchPosition data;         // The first batch of the next update.
+  int64_t update = 0;   // Updates applied (skipped ones not counted).
+  int64_t batches = 0;  // Batches consumed: the dropout counter.
+  BatchPosition data;   // The first batch of the next update.
   int64_t skipped_updates = 0;
   int64_t consecutive_nonfinite = 0;
   double best_valid_loss = std::numeric_limits<double>::infinity();
+  // The highest ValidationScorer score so far.
+  double best_valid_score = -std::numeric_limits<double>::infinity();
+  // Validations since the last new best by the chosen metric
+  // (TrainerOptions::best_by_score): early stopping's count.
   int64_t validations_without_improvement = 0;
-  double train_seconds = 0;   // Wall time spent training in earlier runs.
+  double train_seconds = 0;  // Wall time spent training in earlier runs.
 };
 
 // One log line's figures (per token averages over the updates since the
@@ -61,7 +68,22 @@ struct ValidationLog {
   double loss = 0;  // Per target token.
   double nll = 0;
   double ppl = 0;
-  bool best = false;  // A new best validation loss.
+  std::optional<double> score;  // The task's score (BLEU), when it has one.
+  bool best = false;            // A new best by the chosen metric.
+};
+
+// A task's own measure of the model at a validation, higher is better: BLEU
+// for translation. The loss says how well the model predicts the
+// references one token at a time; the score says how good its own outputs
+// are, which is what the model is for.
+struct ValidationScorer {
+  // "bleu": the label in logs, the CSV column valid_<name>, and the value
+  // of train.best_checkpoint_metric that chooses it.
+  std::string name;
+  // Scores the model as it stands (dropout off). Must leave the training
+  // state alone (batcher position, dropout counters, weights), so that a
+  // run with the score trains exactly as one without it.
+  std::function<absl::StatusOr<double>(const TrainProgress&)> score;
 };
 
 // Why Run returned.
@@ -76,24 +98,37 @@ struct TrainerHooks {
   // Called after every update with that update's own figures (progress
   // bars, tests).
   std::function<void(const TrainProgress&, const UpdateLog&)> on_update;
+  // Optional: called at each validation after the loss.
+  ValidationScorer validation_score;
 };
 
 struct TrainerOptions {
-  int64_t max_updates = 0;      // Stop after this many updates in total.
+  int64_t max_updates = 0;                               // Stop after this many updates in total.
   absl::Duration time_limit = absl::InfiniteDuration();  // For this run.
   int update_freq = 1;
   double clip_norm = 0;
   int64_t log_every = 100;
-  int64_t validate_every = 0;   // Updates; 0: never by count.
+  int64_t validate_every = 0;  // Updates; 0: never by count.
   absl::Duration validate_every_time = absl::ZeroDuration();
   int64_t checkpoint_every = 0;  // Updates; 0: never by count.
   absl::Duration checkpoint_every_time = absl::ZeroDuration();
   int patience = 0;
+  // "best" (checkpoint_best, patience) follows the validation score rather
+  // than the loss; needs TrainerHooks::validation_score.
+  bool best_by_score = false;
   int max_consecutive_nonfinite = 10;
   uint64_t seed = 1;
 
+  // best_by_score stays false: it depends on the task's scorer (see
+  // BestByScore).
   static TrainerOptions FromConfig(const config::TrainConfig& train);
 };
+
+// train.best_checkpoint_metric resolved against the task's scorer (whose
+// score function is empty when the task has none or it is turned off):
+// true when "best" follows the score. "auto" picks the score when there is
+// one; "loss" never does; any other value must be the scorer's name.
+absl::StatusOr<bool> BestByScore(const config::TrainConfig& train, const ValidationScorer& scorer);
 
 class Trainer {
  public:
@@ -109,7 +144,8 @@ class Trainer {
   // written after them.
   absl::StatusOr<StopReason> Run(TrainProgress* progress);
 
-  // Validation loss over the whole validation set.
+  // Validation loss over the whole validation set, and the task's score
+  // when there is a scorer.
   absl::StatusOr<ValidationLog> Validate(const TrainProgress& progress);
 
   // One update's work, also timed on its own by //benchmarks:train_step:

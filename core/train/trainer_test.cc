@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -76,13 +77,12 @@ struct TrainingRun {
     batching.set_max_target_tokens(12);
     batching.set_shuffle_buffer(16);
     batcher = std::make_unique<TokenBatcher>(
-        batching, [] { return std::unique_ptr<PairReader>(new CountingCorpus(40)); }, Encode,
-        kPad);
+        batching, [] { return std::unique_ptr<PairReader>(new CountingCorpus(40)); }, Encode, kPad);
     optimizer = std::make_unique<AdamOptimizer>(*AdamOptimizer::Create(
-        model.Parameters(), train.adam(), *InverseSqrtSchedule::Create(4, train.warmup_steps(), train.lr_scale())));
+        model.Parameters(), train.adam(),
+        *InverseSqrtSchedule::Create(4, train.warmup_steps(), train.lr_scale())));
     TokenBatcher valid_batcher(
-        batching, [] { return std::unique_ptr<PairReader>(new CountingCorpus(10)); }, Encode,
-        kPad);
+        batching, [] { return std::unique_ptr<PairReader>(new CountingCorpus(10)); }, Encode, kPad);
     Batch batch;
     while (*valid_batcher.Next(&batch)) valid.push_back(batch);
   }
@@ -111,6 +111,12 @@ Snapshot Take(TrainingRun& run, const TrainProgress& progress) {
     snapshot.moments.push_back(tensor.ToVector<float>());
   }
   return snapshot;
+}
+
+double WeightSum(BigramModel& model) {
+  double sum = 0;
+  for (float w : model.Parameters()[0]->value.ToVector<float>()) sum += w;
+  return sum;
 }
 
 void Restore(const Snapshot& snapshot, TrainingRun* run) {
@@ -163,8 +169,16 @@ TEST(TrainerTest, ResumeIsExact) {
   train.set_max_steps(30);
   std::vector<Snapshot> saved;
   std::vector<double> straight_losses, resumed_losses;
+  std::vector<std::optional<double>> straight_scores, resumed_scores;
   TrainerHooks hooks;
   TrainingRun straight(train);
+  // A score of the weights, so that it too must come out the same.
+  BigramModel* scored = &straight.model;
+  hooks.validation_score.name = "bleu";
+  hooks.validation_score.score = [&](const TrainProgress&) -> absl::StatusOr<double> {
+    return std::fmod(WeightSum(*scored), 7.0);
+  };
+  hooks.on_validation = [&](const ValidationLog& log) { straight_scores.push_back(log.score); };
   hooks.save_checkpoint = [&](const TrainProgress& p, bool) { return absl::OkStatus(); };
   hooks.on_update_log = [&](const UpdateLog& log) { straight_losses.push_back(log.loss); };
   TrainProgress straight_progress;
@@ -172,6 +186,8 @@ TEST(TrainerTest, ResumeIsExact) {
 
   train.set_max_steps(15);
   TrainingRun first(train);
+  scored = &first.model;
+  hooks.on_validation = [&](const ValidationLog& log) { resumed_scores.push_back(log.score); };
   hooks.save_checkpoint = [&](const TrainProgress& p, bool) {
     saved.push_back(Take(first, p));
     return absl::OkStatus();
@@ -184,6 +200,7 @@ TEST(TrainerTest, ResumeIsExact) {
   train.set_max_steps(30);
   TrainingRun second(train);  // New model, optimizer and batcher: nothing carried over.
   Restore(saved.back(), &second);
+  scored = &second.model;
   hooks.save_checkpoint = [&](const TrainProgress&, bool) { return absl::OkStatus(); };
   TrainProgress resumed = saved.back().progress;
   ASSERT_TRUE(second.MakeTrainer(train, hooks)->Run(&resumed).ok());
@@ -194,6 +211,10 @@ TEST(TrainerTest, ResumeIsExact) {
   EXPECT_EQ(second.model.Parameters()[0]->value.ToVector<float>(),
             straight.model.Parameters()[0]->value.ToVector<float>());
   EXPECT_EQ(resumed_losses, straight_losses);
+  EXPECT_EQ(resumed_scores, straight_scores);
+  EXPECT_EQ(resumed.best_valid_score, straight_progress.best_valid_score);
+  EXPECT_EQ(resumed.validations_without_improvement,
+            straight_progress.validations_without_improvement);
 }
 
 TEST(TrainerTest, NonFiniteUpdatesAreSkippedAndRepeatedOnesStopTheRun) {
@@ -223,8 +244,7 @@ TEST(TrainerTest, NonFiniteUpdatesAreSkippedAndRepeatedOnesStopTheRun) {
     return absl::OkStatus();
   };
   TrainProgress diverged;
-  const absl::StatusOr<StopReason> result =
-      diverging.MakeTrainer(train, hooks)->Run(&diverged);
+  const absl::StatusOr<StopReason> result = diverging.MakeTrainer(train, hooks)->Run(&diverged);
   ASSERT_FALSE(result.ok());
   EXPECT_NE(std::string(result.status().message()).find("update 11"), std::string::npos)
       << result.status();
@@ -280,6 +300,129 @@ TEST(TrainerTest, EarlyStoppingAfterPatienceValidationsWithoutImprovement) {
   EXPECT_FALSE(validations[2].best);
   EXPECT_EQ(progress.update, 3);
   EXPECT_EQ(saved_best, (std::vector<bool>{true, false}));  // The best, then the final.
+}
+
+// A score hook that returns `scores` in turn, recording the updates it was
+// called at.
+ValidationScorer ScoreSequence(std::vector<double> scores, std::vector<int64_t>* calls) {
+  ValidationScorer scorer;
+  scorer.name = "bleu";
+  scorer.score = [scores, calls](const TrainProgress& p) -> absl::StatusOr<double> {
+    calls->push_back(p.update);
+    return scores[std::min(calls->size(), scores.size()) - 1];
+  };
+  return scorer;
+}
+
+// The loss and the score disagree on which validation is best; "best" and
+// checkpoint_best follow the score.
+TEST(TrainerTest, BestCheckpointFollowsTheScoreWhenChosen) {
+  config::TrainConfig train = SmallTraining();
+  TrainingRun run(train);
+  std::vector<int64_t> calls;
+  TrainerHooks hooks;
+  hooks.validation_score = ScoreSequence({10, 5, 15, 12}, &calls);
+  std::vector<int64_t> best_saves;
+  hooks.save_checkpoint = [&](const TrainProgress& p, bool best) {
+    if (best) best_saves.push_back(p.update);
+    return absl::OkStatus();
+  };
+  std::vector<ValidationLog> validations;
+  hooks.on_validation = [&](const ValidationLog& log) { validations.push_back(log); };
+  TrainerOptions options = TrainerOptions::FromConfig(train);
+  options.best_by_score = true;
+  Trainer trainer(&run.model, run.optimizer.get(), run.batcher.get(), run.valid, options, hooks);
+  TrainProgress progress;
+  ASSERT_EQ(*trainer.Run(&progress), StopReason::kMaxUpdates);
+  EXPECT_EQ(calls, (std::vector<int64_t>{10, 20, 30, 40}));  // Once per validation.
+  ASSERT_EQ(validations.size(), 4u);
+  // Update 20 has a better loss and a worse score, update 30 the reverse.
+  EXPECT_LT(validations[1].loss, validations[0].loss);
+  EXPECT_FALSE(validations[1].best);
+  EXPECT_GT(validations[2].loss, validations[1].loss);
+  EXPECT_TRUE(validations[2].best);
+  EXPECT_EQ(*validations[2].score, 15);
+  EXPECT_EQ(best_saves, (std::vector<int64_t>{10, 30}));
+  EXPECT_EQ(progress.best_valid_score, 15);
+  EXPECT_EQ(progress.best_valid_loss, validations.back().loss);  // Kept too.
+  EXPECT_EQ(progress.validations_without_improvement, 1);
+}
+
+TEST(TrainerTest, EarlyStoppingFollowsTheScoreWhenChosen) {
+  config::TrainConfig train = SmallTraining();
+  train.set_patience(2);
+  TrainingRun run(train);
+  std::vector<int64_t> calls;
+  TrainerHooks hooks;
+  hooks.validation_score = ScoreSequence({10, 9, 8}, &calls);
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  TrainerOptions options = TrainerOptions::FromConfig(train);
+  options.best_by_score = true;
+  TrainProgress progress;
+  Trainer trainer(&run.model, run.optimizer.get(), run.batcher.get(), run.valid, options, hooks);
+  EXPECT_EQ(*trainer.Run(&progress), StopReason::kEarlyStopping);  // The loss still falls.
+  EXPECT_EQ(progress.update, 30);
+
+  // By the loss (the default), the same scores stop nothing.
+  TrainingRun by_loss(train);
+  calls.clear();
+  progress = TrainProgress();
+  EXPECT_EQ(*by_loss.MakeTrainer(train, hooks)->Run(&progress), StopReason::kMaxUpdates);
+  EXPECT_EQ(progress.best_valid_score, 10);
+}
+
+// A resumed run compares against the best score its checkpoint saved.
+TEST(TrainerTest, ResumedRunKeepsTheBestScore) {
+  config::TrainConfig train = SmallTraining();
+  train.set_patience(3);
+  TrainingRun run(train);
+  std::vector<int64_t> calls;
+  TrainerHooks hooks;
+  hooks.validation_score = ScoreSequence({20, 25, 21}, &calls);
+  std::vector<bool> saved_best;
+  hooks.save_checkpoint = [&](const TrainProgress&, bool best) {
+    saved_best.push_back(best);
+    return absl::OkStatus();
+  };
+  TrainerOptions options = TrainerOptions::FromConfig(train);
+  options.best_by_score = true;
+  TrainProgress progress;
+  progress.best_valid_score = 30;  // As restored from a checkpoint.
+  progress.validations_without_improvement = 1;
+  Trainer trainer(&run.model, run.optimizer.get(), run.batcher.get(), run.valid, options, hooks);
+  EXPECT_EQ(*trainer.Run(&progress), StopReason::kEarlyStopping);
+  EXPECT_EQ(progress.update, 20);
+  EXPECT_EQ(progress.best_valid_score, 30);
+  EXPECT_EQ(saved_best, (std::vector<bool>{false}));  // Only the final checkpoint.
+}
+
+TEST(TrainerTest, BestMetricResolvesAgainstTheScorer) {
+  config::TrainConfig train;
+  std::vector<int64_t> calls;
+  const ValidationScorer bleu = ScoreSequence({1}, &calls);
+  ValidationScorer off = bleu;
+  off.score = nullptr;
+  EXPECT_TRUE(*BestByScore(train, bleu));  // "auto" by default.
+  EXPECT_FALSE(*BestByScore(train, off));
+  train.set_best_checkpoint_metric("loss");
+  EXPECT_FALSE(*BestByScore(train, bleu));
+  train.set_best_checkpoint_metric("bleu");
+  EXPECT_TRUE(*BestByScore(train, bleu));
+  const absl::StatusOr<bool> missing = BestByScore(train, off);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("\"bleu\""), absl::string_view::npos);
+  train.set_best_checkpoint_metric("f1");
+  EXPECT_FALSE(BestByScore(train, bleu).ok());
+
+  // The trainer refuses to follow a score it has no hook for.
+  TrainingRun run(SmallTraining());
+  TrainerOptions options = TrainerOptions::FromConfig(SmallTraining());
+  options.best_by_score = true;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  TrainProgress progress;
+  Trainer trainer(&run.model, run.optimizer.get(), run.batcher.get(), run.valid, options, hooks);
+  EXPECT_EQ(trainer.Run(&progress).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -63,6 +63,21 @@ absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpora(
       std::vector<config::CorpusConfig>(corpora.begin(), corpora.end()), field));
 }
 
+absl::Status ReadCorpusPairs(
+    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora,
+    const std::string& field, int limit, std::vector<std::string>* sources,
+    std::vector<std::string>* targets) {
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(corpora, field));
+  SentencePair pair;
+  for (int read = 0; read < limit; ++read) {
+    TFM_ASSIGN_OR_RETURN(const bool more, reader->Next(&pair));
+    if (!more) break;
+    sources->push_back(std::move(pair.source));
+    targets->push_back(std::move(pair.target));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Tokenizer> LoadOrTrainTokenizer(const config::DataConfig& data,
                                                const std::string& work_dir, std::ostream* log) {
   const std::string path = absl::StrCat(work_dir, "/", data.tokenizer().model_path());
@@ -77,9 +92,12 @@ absl::StatusOr<Tokenizer> LoadOrTrainTokenizer(const config::DataConfig& data,
   }
   TFM_RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(data.train(), "data.train"));
-  if (log) *log << "tokenizer: training " << data.tokenizer().vocab_size() << " pieces on "
-                << "data.train\n" << std::flush;
-  TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::TrainOnPairs(data.tokenizer(), reader.get()));
+  if (log)
+    *log << "tokenizer: training " << data.tokenizer().vocab_size() << " pieces on "
+         << "data.train\n"
+         << std::flush;
+  TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer,
+                       Tokenizer::TrainOnPairs(data.tokenizer(), reader.get()));
   TFM_RETURN_IF_ERROR(tokenizer.Save(path));
   if (log) *log << "tokenizer: saved " << path << " (" << tokenizer.vocab_size() << " pieces)\n";
   return tokenizer;

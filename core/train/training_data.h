@@ -25,6 +25,13 @@ absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpora(
     const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora,
     const std::string& field);
 
+// The first `limit` pairs of `corpora` as raw text (sources and targets in
+// order): what decoded output is scored on.
+absl::Status ReadCorpusPairs(
+    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora,
+    const std::string& field, int limit, std::vector<std::string>* sources,
+    std::vector<std::string>* targets);
+
 // The tokenizer at work_dir/tokenizer.model_path; when absent, trained on
 // both sides of the training corpora and saved there (atomically) first.
 absl::StatusOr<Tokenizer> LoadOrTrainTokenizer(const config::DataConfig& data,

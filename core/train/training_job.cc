@@ -7,10 +7,11 @@
 #include <iostream>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/environment_report.h"
 #include "core/data/file_io.h"
+#include "core/environment_report.h"
 #include "core/status_macros.h"
 #include "core/train/adam_optimizer.h"
 #include "core/train/checkpoint.h"
@@ -53,6 +54,7 @@ train::TrainingState ToState(const TrainProgress& p, uint64_t seed) {
   state.set_skipped_updates(p.skipped_updates);
   state.set_consecutive_nonfinite(p.consecutive_nonfinite);
   state.set_best_valid_loss(p.best_valid_loss);
+  state.set_best_valid_score(p.best_valid_score);
   state.set_validations_without_improvement(p.validations_without_improvement);
   return state;
 }
@@ -67,6 +69,7 @@ TrainProgress FromState(const train::TrainingState& state) {
   p.skipped_updates = state.skipped_updates();
   p.consecutive_nonfinite = state.consecutive_nonfinite();
   if (state.has_best_valid_loss()) p.best_valid_loss = state.best_valid_loss();
+  if (state.has_best_valid_score()) p.best_valid_score = state.best_valid_score();
   p.validations_without_improvement = state.validations_without_improvement();
   p.train_seconds = state.elapsed_seconds();
   return p;
@@ -111,9 +114,19 @@ absl::StatusOr<std::optional<Resume>> FindResume(const std::string& work_dir,
   return std::optional<Resume>(std::move(resume));
 }
 
+// TensorBoard groups by the tag's prefix: valid/loss beside train/loss, not
+// valid/valid_loss.
+MetricRow TensorBoardValidationRow(MetricRow row) {
+  for (auto& [name, value] : row) {
+    if (absl::StartsWith(name, "valid_")) name = name.substr(6);
+  }
+  return row;
+}
+
 }  // namespace
 
-absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_model) {
+absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_model,
+                         const ValidationScorerFactory& make_scorer) {
   const config::TaskConfig& config = context.config.config;
   const std::string& work_dir = context.work_dir;
   std::ostream& log = context.log != nullptr ? *context.log : std::cout;
@@ -145,10 +158,10 @@ absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_mo
   log << absl::StrFormat("model: %d parameters (%.1fM), vocabulary %d\n", parameter_count,
                          parameter_count / 1e6, tokenizer->vocab_size());
 
-  TFM_ASSIGN_OR_RETURN(const InverseSqrtSchedule schedule,
-                       InverseSqrtSchedule::Create(config.model().d_model(),
-                                                   config.train().warmup_steps(),
-                                                   config.train().lr_scale()));
+  TFM_ASSIGN_OR_RETURN(
+      const InverseSqrtSchedule schedule,
+      InverseSqrtSchedule::Create(config.model().d_model(), config.train().warmup_steps(),
+                                  config.train().lr_scale()));
   TFM_ASSIGN_OR_RETURN(AdamOptimizer optimizer,
                        AdamOptimizer::Create(model->Parameters(), config.train().adam(), schedule));
   TrainProgress progress;
@@ -164,13 +177,24 @@ absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_mo
   std::unique_ptr<TokenBatcher> batcher = MakeTrainingBatcher(config.data(), *tokenizer);
   TFM_ASSIGN_OR_RETURN(std::vector<Batch> valid, LoadValidationBatches(config.data(), *tokenizer));
   log << "data: " << valid.size() << " validation batches\n" << std::flush;
+  ValidationScorer scorer;
+  if (make_scorer && !valid.empty()) {
+    TFM_ASSIGN_OR_RETURN(scorer, make_scorer(config, *model, *tokenizer));
+  }
+  TrainerOptions options = TrainerOptions::FromConfig(config.train());
+  TFM_ASSIGN_OR_RETURN(options.best_by_score, BestByScore(config.train(), scorer));
+  if (!valid.empty()) {
+    log << "validation: loss" << (scorer.score ? absl::StrCat(" and ", scorer.name) : "")
+        << "; checkpoint_best and patience by "
+        << (options.best_by_score ? scorer.name : std::string("loss")) << "\n";
+  }
+  const std::string score_name = scorer.score ? scorer.name : "";
 
-  TFM_ASSIGN_OR_RETURN(MetricsCsvWriter csv, MetricsCsvWriter::Open(Join(work_dir, kMetricsCsv),
-                                                                    MetricColumns(),
-                                                                    progress.update));
+  TFM_ASSIGN_OR_RETURN(MetricsCsvWriter csv,
+                       MetricsCsvWriter::Open(Join(work_dir, kMetricsCsv),
+                                              MetricColumns(score_name), progress.update));
   TFM_ASSIGN_OR_RETURN(TensorBoardWriter tensorboard,
                        TensorBoardWriter::Create(Join(work_dir, kTensorBoardDir)));
-  const TrainerOptions options = TrainerOptions::FromConfig(config.train());
   ProgressReporter reporter =
       ProgressReporter::ForStderr(options.max_updates, std::max<int64_t>(1, options.log_every));
   absl::Status log_status;  // The first failure to write a log; ends the run.
@@ -194,9 +218,12 @@ absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_mo
     metrics.update = v.update;
     metrics.loss = v.loss;
     metrics.nll = v.nll;
+    metrics.score_name = score_name;
+    metrics.score = v.score;
     reporter.Message(FormatValidationLine(metrics) + (v.best ? " | best" : ""));
     log_status.Update(csv.Append(ToRow(metrics)));
-    log_status.Update(tensorboard.AddScalars(metrics.update, ToRow(metrics), "valid/"));
+    log_status.Update(
+        tensorboard.AddScalars(metrics.update, TensorBoardValidationRow(ToRow(metrics)), "valid/"));
   };
   hooks.save_checkpoint = [&](const TrainProgress& p, bool best) -> absl::Status {
     TFM_RETURN_IF_ERROR(log_status);
@@ -215,6 +242,7 @@ absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_mo
 
   TrainerOptions run_options = options;
   run_options.time_limit = context.time_limit;
+  hooks.validation_score = std::move(scorer);
   Trainer trainer(model.get(), &optimizer, batcher.get(), std::move(valid), run_options,
                   std::move(hooks));
   InstallStopSignalHandlers();
@@ -255,10 +283,11 @@ absl::Status RunPlot(const TaskContext& context) {
   return absl::OkStatus();
 }
 
-absl::Status RunTrainingCommand(const TaskContext& context, const ModelFactory& make_model) {
+absl::Status RunTrainingCommand(const TaskContext& context, const ModelFactory& make_model,
+                                const ValidationScorerFactory& make_scorer) {
   switch (context.mode) {
     case TaskMode::kTrain:
-      return RunTraining(context, make_model);
+      return RunTraining(context, make_model, make_scorer);
     case TaskMode::kAverage:
       return RunAveraging(context);
     case TaskMode::kPlot:

@@ -7,7 +7,8 @@
 // vocabulary match it), else trains the tokenizer (once) and starts afresh.
 // Logs go to the console (a live bar on terminals), metrics.csv and
 // TensorBoard files under tensorboard/; checkpoints are written atomically,
-// the best by validation loss also as checkpoint_best, the last K kept.
+// the best by train.best_checkpoint_metric (the validation loss or the
+// task's validation score) also as checkpoint_best, the last K kept.
 #ifndef TFM_CORE_TRAIN_TRAINING_JOB_H_
 #define TFM_CORE_TRAIN_TRAINING_JOB_H_
 
@@ -16,7 +17,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/data/tokenizer.h"
 #include "core/task_registry.h"
+#include "core/train/trainer.h"
 #include "core/trainable_model.h"
 
 namespace tfm {
@@ -24,13 +27,22 @@ namespace tfm {
 using ModelFactory = std::function<absl::StatusOr<std::unique_ptr<TrainableModel>>(
     const config::TaskConfig& config, int vocab_size)>;
 
+// A task's validation score for `model`, the model being trained (made by
+// the task's ModelFactory), with `tokenizer`; both outlive the scorer. A
+// scorer without a score function means none (the task's setting turns it
+// off). Translation's is BLEU (tasks/common/validation_bleu.h).
+using ValidationScorerFactory = std::function<absl::StatusOr<ValidationScorer>(
+    const config::TaskConfig& config, TrainableModel& model, const Tokenizer& tokenizer)>;
+
 // Files of a work directory.
 inline constexpr char kMetricsCsv[] = "metrics.csv";
 inline constexpr char kMetricsSvg[] = "metrics.svg";
 inline constexpr char kTensorBoardDir[] = "tensorboard";
 inline constexpr char kBestCheckpoint[] = "checkpoint_best";
 
-absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_model);
+// `make_scorer` may be empty: no validation score.
+absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_model,
+                         const ValidationScorerFactory& make_scorer = nullptr);
 
 // Averages the last N checkpoints (context.average_last, else
 // train.average_last_checkpoints) into <work_dir>/checkpoint_average.
@@ -40,7 +52,8 @@ absl::Status RunAveraging(const TaskContext& context);
 absl::Status RunPlot(const TaskContext& context);
 
 // Dispatches train/average/plot; other modes are the task's own.
-absl::Status RunTrainingCommand(const TaskContext& context, const ModelFactory& make_model);
+absl::Status RunTrainingCommand(const TaskContext& context, const ModelFactory& make_model,
+                                const ValidationScorerFactory& make_scorer = nullptr);
 
 }  // namespace tfm
 

@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -44,15 +48,34 @@ TaskContext ToyContext(const std::string& data_dir, const std::string& work_dir,
 }
 
 ModelFactory Bigram() {
-  return [](const config::TaskConfig&, int vocab) -> absl::StatusOr<std::unique_ptr<TrainableModel>> {
-    return std::unique_ptr<TrainableModel>(new testing::BigramModel(vocab, /*bos=*/2));
+  return
+      [](const config::TaskConfig&, int vocab) -> absl::StatusOr<std::unique_ptr<TrainableModel>> {
+        return std::unique_ptr<TrainableModel>(new testing::BigramModel(vocab, /*bos=*/2));
+      };
+}
+
+// A validation score of the weights (so that exact resume covers it too),
+// or `by_update`'s value at the update validated when it has one.
+ValidationScorerFactory FakeBleu(std::map<int64_t, double> by_update = {}) {
+  return [by_update](const config::TaskConfig&, TrainableModel& model,
+                     const Tokenizer&) -> absl::StatusOr<ValidationScorer> {
+    ValidationScorer scorer;
+    scorer.name = "bleu";
+    scorer.score = [&model, by_update](const TrainProgress& p) -> absl::StatusOr<double> {
+      if (by_update.count(p.update)) return by_update.at(p.update);
+      double sum = 0;
+      for (float w : model.Parameters()[0]->value.ToVector<float>()) sum += w;
+      return 50 + 50 * std::tanh(sum);
+    };
+    return scorer;
   };
 }
 
-absl::Status Train(TaskContext context, std::string* log = nullptr) {
+absl::Status Train(TaskContext context, std::string* log = nullptr,
+                   const ValidationScorerFactory& make_scorer = nullptr) {
   std::ostringstream out;
   context.log = &out;
-  absl::Status status = RunTraining(context, Bigram());
+  absl::Status status = RunTraining(context, Bigram(), make_scorer);
   if (log) *log = out.str();
   return status;
 }
@@ -64,7 +87,8 @@ std::vector<std::vector<std::optional<double>>> Losses(const std::string& work_d
   std::vector<std::vector<std::optional<double>>> rows;
   for (const auto& row : table->rows) {
     std::vector<std::optional<double>> kept;
-    for (const char* column : {"update", "loss", "nll", "lr", "gnorm", "valid_loss"}) {
+    for (const char* column :
+         {"update", "loss", "nll", "lr", "gnorm", "valid_loss", "valid_bleu"}) {
       kept.push_back(row[table->ColumnIndex(column)]);
     }
     rows.push_back(kept);
@@ -78,10 +102,11 @@ TEST(TrainingJobTest, ResumeFromTheWorkDirectoryIsExact) {
   const std::string data = FreshDir("job_data");
   const std::string straight = FreshDir("job_straight"), resumed = FreshDir("job_resumed");
   std::string log;
-  ASSERT_TRUE(Train(ToyContext(data, straight, 12), &log).ok()) << log;
+  ASSERT_TRUE(Train(ToyContext(data, straight, 12), &log, FakeBleu()).ok()) << log;
   EXPECT_NE(log.find("model: 1600 parameters"), std::string::npos) << log;  // 40 x 40.
-  ASSERT_TRUE(Train(ToyContext(data, resumed, 6)).ok());
-  ASSERT_TRUE(Train(ToyContext(data, resumed, 12), &log).ok());
+  EXPECT_NE(log.find("checkpoint_best and patience by bleu"), std::string::npos) << log;
+  ASSERT_TRUE(Train(ToyContext(data, resumed, 6), nullptr, FakeBleu()).ok());
+  ASSERT_TRUE(Train(ToyContext(data, resumed, 12), &log, FakeBleu()).ok());
   EXPECT_NE(log.find("resuming from " + resumed + "/checkpoint_000000006 at update 6"),
             std::string::npos)
       << log;
@@ -92,7 +117,9 @@ TEST(TrainingJobTest, ResumeFromTheWorkDirectoryIsExact) {
   EXPECT_EQ(a->model[0].second.ToVector<float>(), b->model[0].second.ToVector<float>());
   EXPECT_EQ(a->optimizer[1].second.ToVector<float>(), b->optimizer[1].second.ToVector<float>());
   EXPECT_EQ(a->state.batches(), b->state.batches());
+  EXPECT_EQ(a->state.best_valid_score(), b->state.best_valid_score());
   EXPECT_EQ(Losses(straight), Losses(resumed));
+  EXPECT_TRUE(Losses(straight).back().back().has_value());  // valid_bleu at update 12.
   // Kept: the last 3 by update (and checkpoint_best beside them).
   absl::StatusOr<std::vector<CheckpointEntry>> kept = ListCheckpoints(straight);
   ASSERT_TRUE(kept.ok());
@@ -109,8 +136,8 @@ TEST(TrainingJobTest, AverageAndPlotCommands) {
   std::ostringstream out;
   average.log = &out;
   ASSERT_TRUE(RunTrainingCommand(average, Bigram()).ok()) << out.str();
-  absl::StatusOr<Checkpoint> mean = ReadCheckpoint(work + "/checkpoint_average",
-                                                   CheckpointParts::kDecoding);
+  absl::StatusOr<Checkpoint> mean =
+      ReadCheckpoint(work + "/checkpoint_average", CheckpointParts::kDecoding);
   // Checkpoints every 3 updates and at each new best validation (4, 8): the
   // last two are 8 and 9.
   absl::StatusOr<Checkpoint> c6 = ReadCheckpoint(work + "/checkpoint_000000008");
@@ -172,6 +199,50 @@ TEST(TrainingJobTest, CorruptOrTruncatedCheckpointIsAnErrorNamingTheFile) {
   status = Train(ToyContext(data, work, 6));
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find(model), std::string::npos) << status;
+}
+
+// checkpoint_best is the best by BLEU, whose value the checkpoint keeps: a
+// resumed run's lower score is no new best though it is its first.
+TEST(TrainingJobTest, BestCheckpointByBleuSurvivesResume) {
+  const std::string data = FreshDir("bleu_data"), work = FreshDir("bleu_work");
+  const ValidationScorerFactory bleu = FakeBleu({{4, 10}, {8, 30}, {12, 20}, {16, 25}});
+  std::string log;
+  ASSERT_TRUE(Train(ToyContext(data, work, 12), &log, bleu).ok()) << log;
+  std::vector<double> scores;
+  for (const auto& row : Losses(work)) {
+    if (row.back().has_value()) scores.push_back(*row.back());
+  }
+  EXPECT_EQ(scores, (std::vector<double>{10, 30, 20}));
+  std::string events;  // TensorBoard's tags, as the records hold them.
+  for (const auto& entry : std::filesystem::directory_iterator(work + "/" + kTensorBoardDir)) {
+    std::ifstream file(entry.path(), std::ios::binary);
+    events.append(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  }
+  EXPECT_NE(events.find("valid/bleu"), std::string::npos);
+  EXPECT_NE(events.find("valid/loss"), std::string::npos);
+  absl::StatusOr<Checkpoint> best = ReadCheckpoint(work + "/" + kBestCheckpoint);
+  ASSERT_TRUE(best.ok()) << best.status();
+  EXPECT_EQ(best->state.update(), 8);
+  EXPECT_EQ(best->state.best_valid_score(), 30);
+
+  ASSERT_TRUE(Train(ToyContext(data, work, 16), &log, bleu).ok()) << log;
+  EXPECT_NE(log.find("resuming from " + work + "/checkpoint_000000012"), std::string::npos) << log;
+  EXPECT_EQ(ReadCheckpoint(work + "/" + kBestCheckpoint)->state.update(), 8);
+  absl::StatusOr<Checkpoint> last = ReadCheckpoint(work + "/checkpoint_000000016");
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->state.best_valid_score(), 30);
+  EXPECT_EQ(last->state.validations_without_improvement(), 2);
+
+  // The loss instead, by choice; a metric the run does not compute is an error.
+  TaskContext by_loss = ToyContext(data, FreshDir("bleu_by_loss"), 4);
+  by_loss.config.config.mutable_train()->set_best_checkpoint_metric("loss");
+  ASSERT_TRUE(Train(by_loss, &log, bleu).ok()) << log;
+  EXPECT_NE(log.find("checkpoint_best and patience by loss"), std::string::npos) << log;
+  TaskContext unscored = ToyContext(data, FreshDir("bleu_unscored"), 4);
+  unscored.config.config.mutable_train()->set_best_checkpoint_metric("bleu");
+  const absl::Status status = Train(unscored);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("best_checkpoint_metric"), std::string::npos) << status;
 }
 
 }  // namespace

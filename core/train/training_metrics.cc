@@ -10,10 +10,11 @@ namespace tfm {
 double TrainingMetrics::perplexity() const { return std::exp(nll); }
 double ValidationMetrics::perplexity() const { return std::exp(nll); }
 
-const std::vector<std::string>& MetricColumns() {
-  static const std::vector<std::string> columns = {
+std::vector<std::string> MetricColumns(const std::string& score_name) {
+  std::vector<std::string> columns = {
       "update", "epoch",     "elapsed",   "loss",       "nll",       "ppl",      "lr",
       "gnorm",  "src_tok_s", "tgt_tok_s", "valid_loss", "valid_nll", "valid_ppl"};
+  if (!score_name.empty()) columns.push_back(absl::StrCat("valid_", score_name));
   return columns;
 }
 
@@ -31,8 +32,10 @@ MetricRow ToRow(const TrainingMetrics& m) {
 }
 
 MetricRow ToRow(const ValidationMetrics& m) {
-  return {{"update", m.update},   {"epoch", m.epoch},   {"elapsed", m.elapsed_seconds},
-          {"valid_loss", m.loss}, {"valid_nll", m.nll}, {"valid_ppl", m.perplexity()}};
+  MetricRow row = {{"update", m.update},   {"epoch", m.epoch},   {"elapsed", m.elapsed_seconds},
+                   {"valid_loss", m.loss}, {"valid_nll", m.nll}, {"valid_ppl", m.perplexity()}};
+  if (m.score.has_value()) row.emplace_back(absl::StrCat("valid_", m.score_name), *m.score);
+  return row;
 }
 
 std::string FormatDuration(double seconds) {
@@ -51,8 +54,11 @@ std::string FormatLogLine(const TrainingMetrics& m, int64_t total_updates) {
 }
 
 std::string FormatValidationLine(const ValidationMetrics& m) {
-  return absl::StrFormat("valid | epoch %d | update %d | loss %.4g | nll %.4g | ppl %.4g", m.epoch,
-                         m.update, m.loss, m.nll, m.perplexity());
+  std::string line =
+      absl::StrFormat("valid | epoch %d | update %d | loss %.4g | nll %.4g | ppl %.4g", m.epoch,
+                      m.update, m.loss, m.nll, m.perplexity());
+  if (m.score.has_value()) absl::StrAppendFormat(&line, " | %s %.2f", m.score_name, *m.score);
+  return line;
 }
 
 }  // namespace tfm

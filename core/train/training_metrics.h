@@ -5,6 +5,7 @@
 #define TFM_CORE_TRAIN_TRAINING_METRICS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,13 +38,18 @@ struct ValidationMetrics {
   double loss = 0;
   double nll = 0;
   double elapsed_seconds = 0;
+  // The task's validation score (core/train/trainer.h ValidationScorer),
+  // e.g. "bleu"; no name, no score.
+  std::string score_name;
+  std::optional<double> score;
 
   double perplexity() const;
 };
 
 // The CSV columns, in order: update, epoch, elapsed, loss, nll, ppl, lr,
-// gnorm, src_tok_s, tgt_tok_s, valid_loss, valid_nll, valid_ppl.
-const std::vector<std::string>& MetricColumns();
+// gnorm, src_tok_s, tgt_tok_s, valid_loss, valid_nll, valid_ppl, and
+// valid_<score_name> when the run has a validation score.
+std::vector<std::string> MetricColumns(const std::string& score_name = "");
 
 // The columns a training or validation report fills (others stay empty).
 MetricRow ToRow(const TrainingMetrics& metrics);
@@ -53,7 +59,8 @@ MetricRow ToRow(const ValidationMetrics& metrics);
 // lr 0.000698 | gnorm 1.024 | src tok/s 24512 | tgt tok/s 26010 |
 // elapsed 1:02:03" (the total is left out when 0).
 std::string FormatLogLine(const TrainingMetrics& metrics, int64_t total_updates = 0);
-// "valid | epoch 3 | update 1200 | loss 4.1 | nll 3.7 | ppl 40.45".
+// "valid | epoch 3 | update 1200 | loss 4.1 | nll 3.7 | ppl 40.45 | bleu 23.41"
+// (the score only when there is one).
 std::string FormatValidationLine(const ValidationMetrics& metrics);
 
 // "h:mm:ss".

@@ -40,20 +40,29 @@ TEST(TrainingMetricsTest, ValidationLine) {
   v.nll = std::log(40.0);
   EXPECT_EQ(FormatValidationLine(v),
             "valid | epoch 2 | update 1000 | loss 4.1 | nll 3.689 | ppl 40");
+  v.score_name = "bleu";
+  v.score = 23.4149;
+  EXPECT_EQ(FormatValidationLine(v),
+            "valid | epoch 2 | update 1000 | loss 4.1 | nll 3.689 | ppl 40 | bleu 23.41");
 }
 
 TEST(TrainingMetricsTest, RowsUseOnlyKnownColumns) {
   ValidationMetrics v;
   v.nll = 1;
-  for (const MetricRow& row : {ToRow(Sample()), ToRow(v)}) {
+  EXPECT_DOUBLE_EQ(ToRow(v).back().second, std::exp(1.0));  // valid_ppl
+  ValidationMetrics scored = v;
+  scored.score_name = "bleu";
+  scored.score = 12.5;
+  EXPECT_EQ(ToRow(scored).back(), (std::pair<std::string, double>("valid_bleu", 12.5)));
+  const std::vector<std::string> columns = MetricColumns("bleu");
+  EXPECT_EQ(columns.back(), "valid_bleu");
+  EXPECT_EQ(MetricColumns().size() + 1, columns.size());
+  for (const MetricRow& row : {ToRow(Sample()), ToRow(v), ToRow(scored)}) {
     EXPECT_EQ(row[0].first, "update");
     for (const auto& [name, value] : row) {
-      EXPECT_NE(std::find(MetricColumns().begin(), MetricColumns().end(), name),
-                MetricColumns().end())
-          << name;
+      EXPECT_NE(std::find(columns.begin(), columns.end(), name), columns.end()) << name;
     }
   }
-  EXPECT_DOUBLE_EQ(ToRow(v).back().second, std::exp(1.0));  // valid_ppl
 }
 
 TEST(TrainingMetricsTest, DurationIsHoursMinutesSeconds) {

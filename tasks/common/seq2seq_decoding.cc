@@ -147,8 +147,17 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
                                                      const std::vector<std::string>& lines,
                                                      const std::string& input_name,
                                                      std::ostream* log) {
-  const Tokenizer& tokenizer = trained.tokenizer;
-  const int max_length = trained.config.data().batching().max_length();
+  return DecodeLines(*trained.model, trained.tokenizer,
+                     trained.config.data().batching().max_length(), decode, lines, input_name,
+                     log);
+}
+
+absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
+                                                     const Tokenizer& tokenizer, int max_length,
+                                                     const config::DecodeConfig& decode,
+                                                     const std::vector<std::string>& lines,
+                                                     const std::string& input_name,
+                                                     std::ostream* log) {
   // Lines to decode, and where each one's output goes.
   std::vector<std::vector<int>> sources;
   std::vector<int> source_of(lines.size(), -1);
@@ -171,7 +180,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
     sources.push_back(std::move(ids));
   }
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search, CreateSearchStrategy(decode));
-  TFM_ASSIGN_OR_RETURN(std::vector<NBestList> results, search->Search(*trained.model, sources));
+  TFM_ASSIGN_OR_RETURN(std::vector<NBestList> results, search->Search(model, sources));
   const int nbest = std::max(1, decode.nbest());
   std::vector<std::string> output;
   output.reserve(lines.size() * nbest);

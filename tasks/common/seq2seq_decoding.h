@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/data/tokenizer.h"
 #include "core/decode/search.h"
 #include "core/task_registry.h"
 #include "tasks/common/trained_model.h"
@@ -37,6 +38,16 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const Decod
 // "INDEX ||| TEXT ||| SCORE" as fairseq and Moses write them). `input_name`
 // names the input in messages about bad lines, which go to `log`.
 absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
+                                                     const config::DecodeConfig& decode,
+                                                     const std::vector<std::string>& lines,
+                                                     const std::string& input_name,
+                                                     std::ostream* log);
+
+// The same with any model in memory (the one being trained, for validation
+// BLEU): `tokenizer` is its vocabulary and `max_length` the longest source
+// it takes in subwords (data.batching.max_length).
+absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
+                                                     const Tokenizer& tokenizer, int max_length,
                                                      const config::DecodeConfig& decode,
                                                      const std::vector<std::string>& lines,
                                                      const std::string& input_name,

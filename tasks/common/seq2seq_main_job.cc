@@ -17,30 +17,9 @@
 #include "tasks/common/trained_model.h"
 
 namespace tfm {
-namespace {
 
-// The first `limit` pairs of the config's test split.
-absl::Status ReadTestPairs(const config::DataConfig& data, int limit,
-                           std::vector<std::string>* sources,
-                           std::vector<std::string>* references) {
-  if (data.test().empty()) {
-    return absl::FailedPreconditionError(
-        "data.test: the main job scores the held-out split, and the config has none");
-  }
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(data.test(), "data.test"));
-  SentencePair pair;
-  while (static_cast<int>(sources->size()) < limit) {
-    TFM_ASSIGN_OR_RETURN(const bool more, reader->Next(&pair));
-    if (!more) break;
-    sources->push_back(pair.source);
-    references->push_back(pair.target);
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& binary) {
+absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& binary,
+                               const ValidationScorerFactory& make_scorer) {
   std::ostream& log = *context.log;
   const config::TaskConfig& config = context.config.config;
   const double minutes = context.time_limit == absl::InfiniteDuration()
@@ -55,7 +34,7 @@ absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& bi
   TaskContext train = context;
   train.mode = TaskMode::kTrain;
   train.time_limit = absl::Minutes(minutes);
-  TFM_RETURN_IF_ERROR(RunSeq2SeqTraining(train));
+  TFM_RETURN_IF_ERROR(RunSeq2SeqTraining(train, make_scorer));
 
   TFM_ASSIGN_OR_RETURN(const std::vector<CheckpointEntry> checkpoints,
                        ListCheckpoints(context.work_dir));
@@ -69,12 +48,16 @@ absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& bi
   }
 
   TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(context.work_dir, &log));
+  if (config.data().test().empty()) {
+    return absl::FailedPreconditionError(
+        "data.test: the main job scores the held-out split, and the config has none");
+  }
   std::vector<std::string> sources, references;
-  TFM_RETURN_IF_ERROR(
-      ReadTestPairs(config.data(), kMainJobTestSentences, &sources, &references));
+  TFM_RETURN_IF_ERROR(ReadCorpusPairs(config.data().test(), "data.test", kMainJobTestSentences,
+                                      &sources, &references));
   const config::DecodeConfig decode = DecodeSettings(trained.config, DecodeRequest{});
-  log << "\ntranslating " << sources.size() << " held-out sentences (beam "
-      << decode.beam_size() << ", alpha " << decode.length_penalty_alpha() << ")\n"
+  log << "\ntranslating " << sources.size() << " held-out sentences (beam " << decode.beam_size()
+      << ", alpha " << decode.length_penalty_alpha() << ")\n"
       << std::flush;
   const absl::Time start = absl::Now();
   TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses,
@@ -88,8 +71,8 @@ absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& bi
   log << absl::StrFormat("\n%d sentences translated in %.1f s\n", hypotheses.size(), seconds);
   log << bleu.Format() << "\n" << BleuSignature(1) << "\n\n";
   log << "the model is in " << trained.checkpoint_dir << "; use it with:\n"
-      << "  echo 'Open the file.' | bazel run -c opt " << binary << " -- translate --model="
-      << context.work_dir << "\n"
+      << "  echo 'Open the file.' | bazel run -c opt " << binary
+      << " -- translate --model=" << context.work_dir << "\n"
       << "  bazel run -c opt " << binary << " -- translate --model=" << context.work_dir
       << " --input=in.txt --output=out.txt [--beam=4 --alpha=0.6 --nbest=1]\n"
       << "  bazel run -c opt " << binary << " -- evaluate --model=" << context.work_dir

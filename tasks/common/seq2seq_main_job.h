@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "core/task_registry.h"
+#include "core/train/training_job.h"
 
 namespace tfm {
 
@@ -18,8 +19,10 @@ inline constexpr double kMainJobDefaultMinutes = 10;
 // bound on the minutes decoding adds to the run.
 inline constexpr int kMainJobTestSentences = 1000;
 
-// `binary` names the bazel target for the commands printed at the end.
-absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& binary);
+// `binary` names the bazel target for the commands printed at the end;
+// `make_scorer` is the task's validation score (may be empty).
+absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& binary,
+                               const ValidationScorerFactory& make_scorer);
 
 }  // namespace tfm
 

@@ -11,7 +11,7 @@ namespace tfm {
 namespace {
 
 absl::StatusOr<std::unique_ptr<TrainableModel>> MakeTransformer(const config::TaskConfig& config,
-                                                                 int vocab_size) {
+                                                                int vocab_size) {
   if (config.train().device() != "cpu") {
     return absl::UnimplementedError(absl::StrCat(
         "train.device: ", config.train().device(),
@@ -22,9 +22,9 @@ absl::StatusOr<std::unique_ptr<TrainableModel>> MakeTransformer(const config::Ta
   vocabulary.pad_id = config.data().tokenizer().pad_id();
   vocabulary.bos_id = config.data().tokenizer().bos_id();
   vocabulary.eos_id = config.data().tokenizer().eos_id();
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
-                       Transformer::Create(config.model(), vocabulary, Device::Cpu(),
-                                           config.train().seed()));
+  TFM_ASSIGN_OR_RETURN(
+      std::unique_ptr<Transformer> model,
+      Transformer::Create(config.model(), vocabulary, Device::Cpu(), config.train().seed()));
   return std::unique_ptr<TrainableModel>(std::move(model));
 }
 
@@ -34,8 +34,9 @@ bool IsTrainingCommand(TaskMode mode) {
   return mode == TaskMode::kTrain || mode == TaskMode::kAverage || mode == TaskMode::kPlot;
 }
 
-absl::Status RunSeq2SeqTraining(const TaskContext& context) {
-  return RunTrainingCommand(context, MakeTransformer);
+absl::Status RunSeq2SeqTraining(const TaskContext& context,
+                                const ValidationScorerFactory& make_scorer) {
+  return RunTrainingCommand(context, MakeTransformer, make_scorer);
 }
 
 }  // namespace tfm

@@ -6,13 +6,17 @@
 
 #include "absl/status/status.h"
 #include "core/task_registry.h"
+#include "core/train/training_job.h"
 
 namespace tfm {
 
 // True for the commands RunSeq2SeqTraining serves: train, average, plot.
 bool IsTrainingCommand(TaskMode mode);
 
-absl::Status RunSeq2SeqTraining(const TaskContext& context);
+// `make_scorer`: the task's validation score (translation: validation BLEU,
+// tasks/common/validation_bleu.h); may be empty.
+absl::Status RunSeq2SeqTraining(const TaskContext& context,
+                                const ValidationScorerFactory& make_scorer = nullptr);
 
 }  // namespace tfm
 

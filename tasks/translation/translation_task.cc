@@ -14,6 +14,7 @@
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/seq2seq_main_job.h"
 #include "tasks/common/seq2seq_training.h"
+#include "tasks/common/validation_bleu.h"
 
 namespace tfm {
 namespace {
@@ -41,24 +42,25 @@ absl::Status CheckCorpus(const LoadedConfig& loaded, const std::string& field,
   const std::string where = loaded.sources.Describe(field);
   switch (corpus.format()) {
     case config::CorpusConfig::GETTEXT_MO: {
-      const std::string root = ResolveDataPath(corpus.root().empty() ? "/usr/share/locale"
-                                                                      : corpus.root());
+      const std::string root =
+          ResolveDataPath(corpus.root().empty() ? "/usr/share/locale" : corpus.root());
       const int catalogs = CountCatalogs(root, corpus.target_lang());
       if (catalogs == 0) {
         return absl::NotFoundError(absl::StrCat(where, ": ", field, ": no .mo catalogs for '",
                                                 corpus.target_lang(), "' under ", root));
       }
-      if (log) *log << field << ": " << catalogs << " gettext catalogs in " << root << "/"
-                    << corpus.target_lang() << "/LC_MESSAGES\n";
+      if (log)
+        *log << field << ": " << catalogs << " gettext catalogs in " << root << "/"
+             << corpus.target_lang() << "/LC_MESSAGES\n";
       return absl::OkStatus();
     }
     case config::CorpusConfig::PLAIN_TEXT:
     case config::CorpusConfig::WMT_SGML:
       for (const std::string& path : {corpus.source_path(), corpus.target_path()}) {
         if (!IsFile(ResolveDataPath(path))) {
-          return absl::NotFoundError(absl::StrCat(
-              where, ": ", field, ": corpus file '", path,
-              "' not found (WMT14 data comes from tools/prepare_wmt14.sh)"));
+          return absl::NotFoundError(
+              absl::StrCat(where, ": ", field, ": corpus file '", path,
+                           "' not found (WMT14 data comes from tools/prepare_wmt14.sh)"));
         }
       }
       return absl::OkStatus();
@@ -78,11 +80,12 @@ class TranslationTask : public Task {
     if (context.mode == TaskMode::kValidate) return CheckData(context.config, context.log);
     if (context.mode == TaskMode::kRun) {
       TFM_RETURN_IF_ERROR(CheckData(context.config, context.log));
-      return RunSeq2SeqMainJob(context, absl::StrCat("//tasks:", context.program));
+      return RunSeq2SeqMainJob(context, absl::StrCat("//tasks:", context.program),
+                               MakeValidationBleu);
     }
     if (IsTrainingCommand(context.mode)) {
       if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(CheckData(context.config, nullptr));
-      return RunSeq2SeqTraining(context);
+      return RunSeq2SeqTraining(context, MakeValidationBleu);
     }
     return RunSeq2SeqDecoding(context);
   }
@@ -97,6 +100,25 @@ class TranslationTask : public Task {
     for (int i = 0; i < data.train_size(); ++i) {
       TFM_RETURN_IF_ERROR(
           CheckCorpus(loaded, absl::StrCat("data.train[", i, "]"), data.train(i), log));
+    }
+    return CheckBestMetric(loaded);
+  }
+
+  // Caught when the config loads, not after the tokenizer has trained.
+  static absl::Status CheckBestMetric(const LoadedConfig& loaded) {
+    const config::TaskConfig& config = loaded.config;
+    const std::string& metric = config.train().best_checkpoint_metric();
+    const std::string field = "train.best_checkpoint_metric";
+    const std::string where = absl::StrCat(loaded.sources.Describe(field), ": ", field, ": ");
+    if (metric != "auto" && metric != "loss" && metric != kValidationBleuName) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "\"", metric, "\" is not one of auto, loss, ", kValidationBleuName));
+    }
+    if (metric == kValidationBleuName &&
+        (config.train().validate_bleu_sentences() <= 0 || config.data().valid().empty())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, kValidationBleuName,
+                       " needs train.validate_bleu_sentences > 0 and a data.valid corpus"));
     }
     return absl::OkStatus();
   }

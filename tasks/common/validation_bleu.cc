@@ -1,0 +1,51 @@
+#include "tasks/common/validation_bleu.h"
+
+#include <string>
+#include <vector>
+
+#include "core/decode/incremental_model.h"
+#include "core/metrics/bleu.h"
+#include "core/status_macros.h"
+#include "core/train/training_data.h"
+#include "tasks/common/seq2seq_decoding.h"
+
+namespace tfm {
+
+absl::StatusOr<ValidationScorer> MakeValidationBleu(const config::TaskConfig& config,
+                                                    TrainableModel& model,
+                                                    const Tokenizer& tokenizer) {
+  ValidationScorer scorer;
+  scorer.name = kValidationBleuName;
+  const int sentences = config.train().validate_bleu_sentences();
+  if (sentences <= 0 || config.data().valid().empty()) return scorer;
+  auto* decoder = dynamic_cast<IncrementalModel*>(&model);
+  if (decoder == nullptr) {
+    return absl::InvalidArgumentError(
+        "train.validate_bleu_sentences: the model cannot decode (it is no IncrementalModel); "
+        "set it to 0");
+  }
+  // Read once: the same sentences at every validation, so scores compare.
+  std::vector<std::string> sources, references;
+  TFM_RETURN_IF_ERROR(
+      ReadCorpusPairs(config.data().valid(), "data.valid", sentences, &sources, &references));
+  if (sources.empty()) return scorer;
+  config::DecodeConfig decode = config.decode();
+  decode.set_strategy(config::DecodeConfig::GREEDY);
+  decode.clear_beam_size();
+  decode.set_nbest(1);
+  const int max_length = config.data().batching().max_length();
+  scorer.score = [decoder, &tokenizer, max_length, decode, sources = std::move(sources),
+                  references =
+                      std::move(references)](const TrainProgress&) -> absl::StatusOr<double> {
+    // Lines the model cannot take (over max_length) come back empty and
+    // count as such, silently: the same ones at every validation.
+    TFM_ASSIGN_OR_RETURN(
+        const std::vector<std::string> hypotheses,
+        DecodeLines(*decoder, tokenizer, max_length, decode, sources, "data.valid", nullptr));
+    TFM_ASSIGN_OR_RETURN(const BleuScore bleu, CorpusBleu(hypotheses, {references}));
+    return bleu.score;
+  };
+  return scorer;
+}
+
+}  // namespace tfm
