@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Creates the PyTorch venv that //benchmarks:ops_vs_torch compares against:
-# PyPI's torch (MKL, AVX2 kernels, oneDNN), a faster CPU peer than Debian's
-# python3-torch. Only that benchmark uses it; neither the engine nor
-# `bazel test` ever needs it. The Linux wheel pulls the CUDA packages too
+# Creates the venv of the benchmarks' peers: PyPI's torch (MKL, AVX2 kernels,
+# oneDNN), a faster CPU peer than Debian's python3-torch, for ops_vs_torch,
+# train_step and decode; and CTranslate2 for decode. Only the benchmarks use
+# it; neither the engine nor `bazel test` ever needs it. The Linux wheel pulls the CUDA packages too
 # (about 3 GB); they are unused here.
 #
 #   sudo tools/setup_bench.sh            # idempotent; re-running checks and exits
@@ -12,6 +12,7 @@ set -euo pipefail
 
 VENV="${VENV:-/opt/transformer-bench-venv}"
 TORCH_VERSION="2.15.0"
+CTRANSLATE2_VERSION="4.8.5"
 PYTHON=/usr/bin/python3
 
 if [[ "$(id -u)" -ne 0 && "${VENV}" == /opt/* ]]; then
@@ -42,11 +43,18 @@ if [[ "${installed}" != "${TORCH_VERSION}" ]] || ! "${VENV}/bin/python3" -c 'imp
   "${VENV}/bin/pip" install --upgrade pip
   "${VENV}/bin/pip" install "torch==${TORCH_VERSION}" numpy
 fi
+installed="$("${VENV}/bin/python3" -c 'import ctranslate2; print(ctranslate2.__version__)' \
+  2>/dev/null || true)"
+if [[ "${installed}" != "${CTRANSLATE2_VERSION}" ]]; then
+  "${VENV}/bin/pip" install "ctranslate2==${CTRANSLATE2_VERSION}"
+fi
 
 "${VENV}/bin/python3" - <<'PY'
 import re
+import ctranslate2
 import torch
 blas = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
 print(f"bench venv ready: torch {torch.__version__}, BLAS {blas.group(1) if blas else 'unknown'}, "
-      f"CPU capability {torch.backends.cpu.get_cpu_capability()}")
+      f"CPU capability {torch.backends.cpu.get_cpu_capability()}; "
+      f"ctranslate2 {ctranslate2.__version__}")
 PY

@@ -28,6 +28,14 @@ bool Better(const Candidate& a, const Candidate& b) {
   return a.token < b.token;
 }
 
+// A float below which a token's log-probability p certainly gives
+// row_log_prob + p < the heap top's, when `margin` = top - row_log_prob: a
+// relative 1e-6 below it, far more than the roundings of the double sum and
+// of the conversion to float.
+float RejectBelow(double margin) {
+  return static_cast<float>(margin - 1e-6 * (1.0 + std::abs(margin)));
+}
+
 // The best `count` extensions of rows [first, first + rows) into `out`,
 // best first. Rows with log-probability kDead are not live.
 void TopCandidates(const float* step_log_probs, int64_t vocab,
@@ -38,7 +46,15 @@ void TopCandidates(const float* step_log_probs, int64_t vocab,
   for (int row = first; row < first + rows; ++row) {
     if (row_log_probs[row] == kDead) continue;
     const float* p = step_log_probs + row * vocab;
+    // Once the heap is full, most tokens lose to its top; a float compare
+    // against a bound a little below the top's (row's share) rejects them
+    // before the exact comparison in double. Ties need no care: a later
+    // candidate with an equal log-probability has a larger (row, token).
+    float reject_below = static_cast<int>(heap.size()) == count
+                             ? RejectBelow(heap.front().log_prob - row_log_probs[row])
+                             : -std::numeric_limits<float>::infinity();
     for (int64_t token = 0; token < vocab; ++token) {
+      if (p[token] < reject_below) continue;
       const Candidate c{row_log_probs[row] + p[token], row, static_cast<int>(token)};
       if (std::isnan(c.log_prob)) continue;
       if (static_cast<int>(heap.size()) < count) {
@@ -48,6 +64,11 @@ void TopCandidates(const float* step_log_probs, int64_t vocab,
         std::pop_heap(heap.begin(), heap.end(), Better);
         heap.back() = c;
         std::push_heap(heap.begin(), heap.end(), Better);
+      } else {
+        continue;
+      }
+      if (static_cast<int>(heap.size()) == count) {
+        reject_below = RejectBelow(heap.front().log_prob - row_log_probs[row]);
       }
     }
   }

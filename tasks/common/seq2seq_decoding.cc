@@ -81,9 +81,8 @@ absl::Status RunDecode(const TaskContext& context) {
                                            input.lines, input_name, &std::cerr));
   TFM_RETURN_IF_ERROR(WriteOutput(request.output, output));
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  std::cerr << absl::StrFormat("decoded %d lines in %.1f s (%.1f lines/s)%s\n",
-                               input.lines.size(), seconds,
-                               seconds > 0 ? input.lines.size() / seconds : 0.0,
+  std::cerr << absl::StrFormat("decoded %d lines in %.1f s (%.1f lines/s)%s\n", input.lines.size(),
+                               seconds, seconds > 0 ? input.lines.size() / seconds : 0.0,
                                request.output.empty() ? "" : " into " + request.output);
   return absl::OkStatus();
 }
@@ -114,9 +113,8 @@ absl::Status RunEvaluate(const TaskContext& context) {
     out << "source:     " << source.lines[i] << "\nreference:  " << reference.lines[i]
         << "\ntranslated: " << hypotheses[i] << "\n\n";
   }
-  out << absl::StrFormat("%d sentences in %.1f s, %s, beam %d, alpha %.2f\n",
-                         hypotheses.size(), seconds,
-                         config::DecodeConfig::Strategy_Name(decode.strategy()),
+  out << absl::StrFormat("%d sentences in %.1f s, %s, beam %d, alpha %.2f\n", hypotheses.size(),
+                         seconds, config::DecodeConfig::Strategy_Name(decode.strategy()),
                          decode.beam_size(), decode.length_penalty_alpha());
   out << bleu.Format() << "\n" << BleuSignature(1) << "\n";
   if (!request.output.empty()) TFM_RETURN_IF_ERROR(WriteOutput(request.output, hypotheses));
@@ -129,8 +127,7 @@ bool IsDecodingCommand(TaskMode mode) {
   return mode == TaskMode::kDecode || mode == TaskMode::kEvaluate;
 }
 
-config::DecodeConfig DecodeSettings(const config::TaskConfig& saved,
-                                    const DecodeRequest& request) {
+config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const DecodeRequest& request) {
   config::DecodeConfig decode = saved.decode();
   if (request.beam > 0) {
     decode.set_beam_size(request.beam);
@@ -140,6 +137,34 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved,
   if (request.alpha >= 0) decode.set_length_penalty_alpha(request.alpha);
   if (request.nbest > 0) decode.set_nbest(request.nbest);
   return decode;
+}
+
+EncodedLines EncodeLines(const Tokenizer& tokenizer, int max_length,
+                         const std::vector<std::string>& lines, const std::string& input_name,
+                         std::ostream* log) {
+  EncodedLines encoded;
+  encoded.source_of.assign(lines.size(), -1);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    if (!IsValidUtf8(lines[i])) {
+      if (log)
+        *log << input_name << ":" << i + 1 << ": not valid UTF-8; its output line is left empty\n";
+      continue;
+    }
+    std::vector<int> ids = tokenizer.Encode(lines[i]);
+    if (ids.empty()) continue;          // Only spaces.
+    ids.push_back(tokenizer.eos_id());  // Sources end with eos, as in training.
+    if (static_cast<int>(ids.size()) > max_length) {
+      if (log)
+        *log << input_name << ":" << i + 1 << ": " << ids.size()
+             << " subwords, over the model's limit of " << max_length
+             << " (data.batching.max_length); its output line is left empty\n";
+      continue;
+    }
+    encoded.source_of[i] = static_cast<int>(encoded.sources.size());
+    encoded.sources.push_back(std::move(ids));
+  }
+  return encoded;
 }
 
 absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
@@ -158,27 +183,9 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
                                                      const std::vector<std::string>& lines,
                                                      const std::string& input_name,
                                                      std::ostream* log) {
-  // Lines to decode, and where each one's output goes.
-  std::vector<std::vector<int>> sources;
-  std::vector<int> source_of(lines.size(), -1);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].empty()) continue;
-    if (!IsValidUtf8(lines[i])) {
-      if (log) *log << input_name << ":" << i + 1 << ": not valid UTF-8; its output line is left empty\n";
-      continue;
-    }
-    std::vector<int> ids = tokenizer.Encode(lines[i]);
-    if (ids.empty()) continue;  // Only spaces.
-    ids.push_back(tokenizer.eos_id());  // Sources end with eos, as in training.
-    if (static_cast<int>(ids.size()) > max_length) {
-      if (log) *log << input_name << ":" << i + 1 << ": " << ids.size()
-                    << " subwords, over the model's limit of " << max_length
-                    << " (data.batching.max_length); its output line is left empty\n";
-      continue;
-    }
-    source_of[i] = static_cast<int>(sources.size());
-    sources.push_back(std::move(ids));
-  }
+  const EncodedLines encoded = EncodeLines(tokenizer, max_length, lines, input_name, log);
+  const std::vector<std::vector<int>>& sources = encoded.sources;
+  const std::vector<int>& source_of = encoded.source_of;
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search, CreateSearchStrategy(decode));
   TFM_ASSIGN_OR_RETURN(std::vector<NBestList> results, search->Search(model, sources));
   const int nbest = std::max(1, decode.nbest());

@@ -34,6 +34,19 @@ absl::Status RunSeq2SeqDecoding(const TaskContext& context);
 // The checkpoint's decode settings with the request's overrides.
 config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const DecodeRequest& request);
 
+// The sources a search takes (each line's subwords and eos, as in training)
+// and, per input line, its index among them or -1 for a line that gives an
+// empty output (empty, only spaces, not UTF-8 or too long: the last two are
+// reported on `log`).
+struct EncodedLines {
+  std::vector<std::vector<int>> sources;
+  std::vector<int> source_of;
+};
+// `max_length` counts subwords with the eos (data.batching.max_length).
+EncodedLines EncodeLines(const Tokenizer& tokenizer, int max_length,
+                         const std::vector<std::string>& lines, const std::string& input_name,
+                         std::ostream* log);
+
 // One output line per input line (n-best: `nbest` lines per input line,
 // "INDEX ||| TEXT ||| SCORE" as fairseq and Moses write them). `input_name`
 // names the input in messages about bad lines, which go to `log`.

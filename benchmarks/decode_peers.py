@@ -1,0 +1,414 @@
+"""Peers of //benchmarks:decode: CTranslate2 and a cached PyTorch beam search
+translating the same sources with the same weights as ours.
+
+Usage: decode_peers.py --checkpoint DIR --work DIR --encoder_layers N
+         --decoder_layers N --heads H --bos B --eos E --unk U --beam K
+         --alpha A --max_length_offset M --threads T --batch_size S
+         --warmup W --rows ROW[,ROW...]
+
+--work holds what the C++ side wrote: vocab.txt (our SentencePiece pieces, one
+a line, by id) and sources.txt (each source's ids, eos last, one a line).
+ROW is one of ct2_float32, ct2_int8, torch, with @1 (sentence by sentence)
+or @batch (--batch_size sentences at a time, sorted by length as ours does).
+Each row decodes the first W sources untimed, then every source once, timed;
+its outputs go to <work>/<row>.txt (ids, one line per source, in input order)
+and one line to stdout: row, batch size, seconds, outputs path and what ran,
+tab-separated. Messages go to stderr.
+
+The model is ours (checkpoint/model.safetensors, fairseq's parameter names):
+post-norm layers, ReLU, sinusoidal positions interleaved as in the paper
+(sin at even, cos at odd dimensions; given to CTranslate2 as a position
+table, since its built-in table puts all sines before all cosines), one
+embedding matrix for source, target and the output projection, scaled by
+sqrt(d_model), layer norm epsilon 1e-5.
+"""
+
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--work", required=True)
+    for name in ("encoder_layers", "decoder_layers", "heads", "bos", "eos", "unk", "beam",
+                 "max_length_offset", "threads", "batch_size", "warmup"):
+        p.add_argument("--" + name, type=int, required=True)
+    p.add_argument("--alpha", type=float, required=True)
+    p.add_argument("--rows", required=True)
+    return p.parse_args()
+
+
+ARGS = parse_args()
+for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[var] = str(ARGS.threads)
+# OpenMP workers that spin between loops lose their time slices when the
+# machine is shared (other builds): at batch 1 both peers ran 5 to 10 times
+# slower with the default policy than with passive waiting on the 2 busy
+# cores this was written on. Passive is their faster setting there; a caller
+# may still choose another.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+
+LAYER_NORM_EPS = 1e-5
+MAX_POSITIONS = 1024
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        header_size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(header_size))
+        data = f.read()
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", (name, info["dtype"])
+        begin, end = info["data_offsets"]
+        tensors[name] = np.frombuffer(data[begin:end], dtype=np.float32).reshape(info["shape"])
+    return tensors
+
+
+def position_table(length, d_model):
+    """The paper's table as ours computes it (double precision, then f32)."""
+    pos = np.arange(length, dtype=np.float64)[:, None]
+    i = np.arange(d_model)
+    angle = pos / np.power(10000.0, (2 * (i // 2)) / d_model)
+    return np.where(i % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32)
+
+
+def batches(sources, batch_size):
+    """Index lists: sorted by length (ties in input order), as ours batches."""
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    return [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+
+
+def timed(translate, sources):
+    """translate(sources) after translate(the first --warmup) untimed."""
+    translate(sources[:ARGS.warmup])
+    start = time.perf_counter()
+    outputs = translate(sources)
+    return outputs, time.perf_counter() - start
+
+
+# --- CTranslate2 --------------------------------------------------------------
+
+def ct2_model_dir(weights, pieces):
+    """Builds the model through CTranslate2's spec API, saved in float32 (int8
+    is the same model quantized when loaded with compute_type="int8")."""
+    import ctranslate2
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    out = os.path.join(ARGS.work, "ct2_model")
+    if os.path.exists(os.path.join(out, "model.bin")):
+        return out
+    relu = common_spec.Activation.RELU
+    encoder = transformer_spec.TransformerEncoderSpec(
+        ARGS.encoder_layers, ARGS.heads, pre_norm=False, activation=relu)
+    decoder = transformer_spec.TransformerDecoderSpec(
+        ARGS.decoder_layers, ARGS.heads, pre_norm=False, activation=relu)
+    spec = transformer_spec.TransformerSpec(encoder, decoder)
+    table = weights["encoder.embed_tokens.weight"]
+    positions = position_table(MAX_POSITIONS, table.shape[1])
+
+    def linear(spec_linear, prefixes):
+        spec_linear.weight = np.concatenate([weights[p + ".weight"] for p in prefixes])
+        spec_linear.bias = np.concatenate([weights[p + ".bias"] for p in prefixes])
+
+    def norm(spec_norm, prefix):
+        spec_norm.gamma = weights[prefix + ".weight"]
+        spec_norm.beta = weights[prefix + ".bias"]
+
+    def attention(spec_attention, prefix, self_attention):
+        p = prefix + "."
+        if self_attention:
+            linear(spec_attention.linear[0], [p + "q_proj", p + "k_proj", p + "v_proj"])
+        else:
+            linear(spec_attention.linear[0], [p + "q_proj"])
+            linear(spec_attention.linear[1], [p + "k_proj", p + "v_proj"])
+        linear(spec_attention.linear[-1], [p + "out_proj"])
+
+    def ffn(spec_ffn, prefix):
+        norm(spec_ffn.layer_norm, prefix + ".final_layer_norm")
+        linear(spec_ffn.linear_0, [prefix + ".fc1"])
+        linear(spec_ffn.linear_1, [prefix + ".fc2"])
+
+    encoder.embeddings[0].weight = table
+    encoder.position_encodings.encodings = positions
+    for i, layer in enumerate(encoder.layer):
+        prefix = "encoder.layers.%d" % i
+        attention(layer.self_attention, prefix + ".self_attn", True)
+        norm(layer.self_attention.layer_norm, prefix + ".self_attn_layer_norm")
+        ffn(layer.ffn, prefix)
+    decoder.embeddings.weight = table
+    decoder.position_encodings.encodings = positions
+    decoder.projection.weight = table
+    for i, layer in enumerate(decoder.layer):
+        prefix = "decoder.layers.%d" % i
+        attention(layer.self_attention, prefix + ".self_attn", True)
+        norm(layer.self_attention.layer_norm, prefix + ".self_attn_layer_norm")
+        attention(layer.attention, prefix + ".encoder_attn", False)
+        norm(layer.attention.layer_norm, prefix + ".encoder_attn_layer_norm")
+        ffn(layer.ffn, prefix)
+
+    spec.register_source_vocabulary(pieces)
+    spec.register_target_vocabulary(pieces)
+    spec.config.bos_token = pieces[ARGS.bos]
+    spec.config.eos_token = pieces[ARGS.eos]
+    spec.config.unk_token = pieces[ARGS.unk]
+    spec.config.decoder_start_token = pieces[ARGS.bos]
+    spec.config.add_source_eos = False  # Our sources carry their eos already.
+    spec.config.layer_norm_epsilon = LAYER_NORM_EPS
+    spec.validate()
+    spec.optimize(quantization="float32")
+    os.makedirs(out, exist_ok=True)
+    spec.save(out)
+    print("ctranslate2 %s: model built from the spec API in %s" % (ctranslate2.__version__, out),
+          file=sys.stderr)
+    return out
+
+
+def run_ct2(compute_type, batch_size, sources, weights, pieces):
+    import ctranslate2
+
+    translator = ctranslate2.Translator(ct2_model_dir(weights, pieces), device="cpu",
+                                        compute_type=compute_type, inter_threads=1,
+                                        intra_threads=ARGS.threads)
+    index = {piece: i for i, piece in enumerate(pieces)}
+
+    def translate(sources):
+        tokens = [[pieces[t] for t in s] for s in sources]
+        outputs = [None] * len(sources)
+        for members in batches(sources, batch_size):
+            # Its maximum length is per call: the longest member's, as ours
+            # allows each sentence its own (the cut almost never binds).
+            results = translator.translate_batch(
+                [tokens[i] for i in members], beam_size=ARGS.beam, length_penalty=ARGS.alpha,
+                min_decoding_length=0,  # Ours may end with eos at the first step.
+                max_decoding_length=max(len(sources[i]) for i in members) +
+                ARGS.max_length_offset)
+            for i, result in zip(members, results):
+                outputs[i] = [index[p] for p in result.hypotheses[0]]
+        return outputs
+
+    outputs, seconds = timed(translate, sources)
+    info = "ctranslate2 %s, compute type %s, inter_threads 1, intra_threads %d, " \
+           "OMP_WAIT_POLICY %s" % (ctranslate2.__version__, translator.compute_type, ARGS.threads,
+                                   os.environ["OMP_WAIT_POLICY"])
+    return outputs, seconds, info
+
+
+# --- PyTorch ------------------------------------------------------------------
+
+class TorchModel:
+    """Our Transformer in plain torch functions, for inference with caches."""
+
+    def __init__(self, weights, torch):
+        self.torch = torch
+        self.F = torch.nn.functional
+        self.w = {k: torch.from_numpy(v.copy()) for k, v in weights.items()}
+        self.table = self.w["encoder.embed_tokens.weight"]
+        self.d_model = self.table.shape[1]
+        self.heads = ARGS.heads
+        self.scale = math.sqrt(self.d_model)
+        self.positions = torch.from_numpy(position_table(MAX_POSITIONS, self.d_model))
+
+    def linear(self, x, name):
+        return self.F.linear(x, self.w[name + ".weight"], self.w[name + ".bias"])
+
+    def norm(self, x, name):
+        return self.F.layer_norm(x, (self.d_model,), self.w[name + ".weight"],
+                                 self.w[name + ".bias"], LAYER_NORM_EPS)
+
+    def split(self, x):  # [n, t, d] -> [n, h, t, d / h]
+        n, t, _ = x.shape
+        return x.view(n, t, self.heads, -1).transpose(1, 2)
+
+    def merge(self, x):  # [n, h, t, d / h] -> [n, t, d]
+        n, _, t, _ = x.shape
+        return x.transpose(1, 2).reshape(n, t, self.d_model)
+
+    def ffn(self, x, prefix):
+        h = self.F.relu(self.linear(x, prefix + ".fc1"))
+        return self.norm(x + self.linear(h, prefix + ".fc2"), prefix + ".final_layer_norm")
+
+    def encode(self, ids, mask):
+        """ids [n, L]; mask [n, 1, 1, L] True where a real token (or None)."""
+        x = self.F.embedding(ids, self.table) * self.scale + self.positions[:ids.shape[1]]
+        for i in range(ARGS.encoder_layers):
+            p = "encoder.layers.%d" % i
+            q, k, v = (self.split(self.linear(x, p + ".self_attn." + n))
+                       for n in ("q_proj", "k_proj", "v_proj"))
+            a = self.F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            x = self.norm(x + self.linear(self.merge(a), p + ".self_attn.out_proj"),
+                          p + ".self_attn_layer_norm")
+            x = self.ffn(x, p)
+        return x
+
+    def cross_keys_values(self, memory):
+        return [tuple(self.split(self.linear(memory, "decoder.layers.%d.encoder_attn.%s" % (i, n)))
+                      for n in ("k_proj", "v_proj"))
+                for i in range(ARGS.decoder_layers)]
+
+    def step(self, last, position, cache, cross, mask):
+        """last [rows] ids at `position`; cache: per layer [k, v] of the
+        earlier steps, extended here. Returns log-probabilities [rows, V]."""
+        x = (self.F.embedding(last, self.table) * self.scale + self.positions[position])[:, None]
+        for i in range(ARGS.decoder_layers):
+            p = "decoder.layers.%d" % i
+            q, k, v = (self.split(self.linear(x, p + ".self_attn." + n))
+                       for n in ("q_proj", "k_proj", "v_proj"))
+            if cache[i] is not None:
+                k = self.torch.cat([cache[i][0], k], 2)
+                v = self.torch.cat([cache[i][1], v], 2)
+            cache[i] = [k, v]
+            a = self.F.scaled_dot_product_attention(q, k, v)
+            x = self.norm(x + self.linear(self.merge(a), p + ".self_attn.out_proj"),
+                          p + ".self_attn_layer_norm")
+            q = self.split(self.linear(x, p + ".encoder_attn.q_proj"))
+            a = self.F.scaled_dot_product_attention(q, cross[i][0], cross[i][1], attn_mask=mask)
+            x = self.norm(x + self.linear(self.merge(a), p + ".encoder_attn.out_proj"),
+                          p + ".encoder_attn_layer_norm")
+            x = self.ffn(x, p)
+        return self.F.log_softmax(self.F.linear(x[:, 0], self.table), dim=-1)
+
+
+def length_penalty(steps):
+    return ((5.0 + steps) / 6.0) ** ARGS.alpha
+
+
+def torch_beam_search(model, sources):
+    """Ours (core/decode/beam_search.h) step for step: the best 2 * beam
+    extensions per sentence, an eos among the first beam finishes, a sentence
+    stops when beam hypotheses finished, when its best finished score beats
+    what any live one can reach, or at source length + max_length_offset."""
+    torch = model.torch
+    beam, eos = ARGS.beam, ARGS.eos
+    n = len(sources)
+    length = max(len(s) for s in sources)
+    ids = torch.zeros(n, length, dtype=torch.long)
+    for i, s in enumerate(sources):
+        ids[i, :len(s)] = torch.tensor(s)
+    lengths = torch.tensor([len(s) for s in sources])
+    mask = None
+    if int(lengths.min()) < length:
+        mask = (torch.arange(length)[None] < lengths[:, None])[:, None, None]
+    memory = model.encode(ids, mask)
+    # Each row of a sentence's beam sees the sentence's keys and values.
+    cross = [(k.repeat_interleave(beam, 0), v.repeat_interleave(beam, 0))
+             for k, v in model.cross_keys_values(memory)]
+    row_mask = None if mask is None else mask.repeat_interleave(beam, 0)
+    cache = [None] * ARGS.decoder_layers
+    active = list(range(n))
+    max_length = [len(s) + ARGS.max_length_offset for s in sources]
+    row_log_probs = torch.full((n * beam,), -math.inf)
+    row_log_probs[::beam] = 0.0
+    tokens = [[] for _ in range(n * beam)]
+    last = torch.full((n * beam,), ARGS.bos, dtype=torch.long)
+    finished = [[] for _ in range(n)]
+    step = 0
+    while active:
+        step += 1
+        log_probs = model.step(last, step - 1, cache, cross, row_mask)
+        vocab = log_probs.shape[1]
+        totals = (row_log_probs[:, None] + log_probs).view(len(active), beam * vocab)
+        values, indices = totals.topk(2 * beam, dim=1)
+        values, indices = values.tolist(), indices.tolist()
+        next_groups, next_rows, next_tokens, next_lp, next_last = [], [], [], [], []
+        for g, s in enumerate(active):
+            kept = []
+            done = finished[s]
+            for rank, (lp, index) in enumerate(zip(values[g], indices[g])):
+                if lp == -math.inf:
+                    break
+                row, token = g * beam + index // vocab, index % vocab
+                if token != eos:
+                    if len(kept) < beam:
+                        kept.append((lp, row, token))
+                elif rank < beam:
+                    done.append((lp / length_penalty(step), tokens[row]))
+            stop = not kept or len(done) >= beam
+            if not stop and step >= max_length[s]:
+                for lp, row, token in kept:
+                    done.append((lp / length_penalty(step), tokens[row] + [token]))
+                stop = True
+            elif not stop and done:
+                stop = max(d[0] for d in done) >= kept[0][0] / length_penalty(max_length[s])
+            if stop:
+                continue
+            next_groups.append(g)
+            for i in range(beam):
+                lp, row, token = kept[i] if i < len(kept) else (-math.inf, g * beam, eos)
+                next_rows.append(row)
+                next_tokens.append(tokens[row] + [token] if i < len(kept) else tokens[row])
+                next_lp.append(lp)
+                next_last.append(token)
+        if not next_groups:
+            break
+        rows = torch.tensor(next_rows)
+        cache = [[k.index_select(0, rows), v.index_select(0, rows)] for k, v in cache]
+        if len(next_groups) < len(active):  # Sentences left: their rows go.
+            kept_rows = torch.tensor([g * beam + i for g in next_groups for i in range(beam)])
+            cross = [(k.index_select(0, kept_rows), v.index_select(0, kept_rows))
+                     for k, v in cross]
+            if row_mask is not None:
+                row_mask = row_mask.index_select(0, kept_rows)
+        active = [active[g] for g in next_groups]
+        tokens = next_tokens
+        row_log_probs = torch.tensor(next_lp)
+        last = torch.tensor(next_last)
+    # Best score first, ties by fewer tokens then smaller ids (BetterHypothesis).
+    return [min(done, key=lambda d: (-d[0], len(d[1]), d[1]))[1] for done in finished]
+
+
+def run_torch(batch_size, sources, weights):
+    import torch
+
+    torch.set_num_threads(ARGS.threads)
+    model = TorchModel(weights, torch)
+
+    def translate(sources):
+        outputs = [None] * len(sources)
+        for members in batches(sources, batch_size):
+            for i, out in zip(members, torch_beam_search(model, [sources[i] for i in members])):
+                outputs[i] = out
+        return outputs
+
+    with torch.inference_mode():
+        outputs, seconds = timed(translate, sources)
+    info = "torch %s, fp32, eager, KV cache per layer (torch.cat per step, index_select on " \
+           "reorder), SDPA, threads %d, ISA %s, OMP_WAIT_POLICY %s" % (
+               torch.__version__, torch.get_num_threads(), torch.backends.cpu.get_cpu_capability(),
+               os.environ["OMP_WAIT_POLICY"])
+    return outputs, seconds, info
+
+
+def main():
+    weights = read_safetensors(os.path.join(ARGS.checkpoint, "model.safetensors"))
+    with open(os.path.join(ARGS.work, "vocab.txt"), encoding="utf-8") as f:
+        pieces = f.read().split("\n")[:weights["encoder.embed_tokens.weight"].shape[0]]
+    with open(os.path.join(ARGS.work, "sources.txt")) as f:
+        sources = [[int(t) for t in line.split()] for line in f.read().splitlines()]
+    for row in ARGS.rows.split(","):
+        peer, batching = row.split("@")
+        batch_size = 1 if batching == "1" else ARGS.batch_size
+        if peer.startswith("ct2_"):
+            outputs, seconds, info = run_ct2(peer[4:], batch_size, sources, weights, pieces)
+        elif peer == "torch":
+            outputs, seconds, info = run_torch(batch_size, sources, weights)
+        else:
+            raise SystemExit("unknown row " + row)
+        path = os.path.join(ARGS.work, row.replace("@", "_") + ".txt")
+        with open(path, "w") as f:
+            f.write("".join(" ".join(map(str, out)) + "\n" for out in outputs))
+        print("\t".join([row, str(batch_size), repr(seconds), path, info]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
