@@ -117,6 +117,9 @@ __global__ void __launch_bounds__(kThreads)
         prob *= DropoutMultiplier(p, ((bh * p.q_len + q0 + r) * p.k_len) + c0 + lane);
       }
       if (lane < kTile) s_p[r * lds + lane] = prob;
+      // Every lane has read row_max[r] before lane 0 overwrites it: shuffles
+      // order no shared-memory accesses (racecheck flagged this).
+      __syncwarp();
       if (lane == 0) {
         row_sum[r] = row_sum[r] * correction + sum;
         row_max[r] = new_max;
