@@ -110,7 +110,7 @@ std::string NvidiaSmiSummary() {
       "nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,"
       "clocks.max.mem,power.limit,persistence_mode,temperature.gpu --format=csv 2>/dev/null",
       "r");
-  if (pipe == nullptr) return "nvidia-smi: could not run";
+  if (pipe == nullptr) return "nvidia-smi: could not run\n";
   std::string text;
   char line[1024];
   while (fgets(line, sizeof(line), pipe) != nullptr) {
