@@ -7,7 +7,9 @@
 #include "core/rng.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
+#include "core/tensor_copy.h"
 #include "ops/adam/adam.h"
+#include "ops/adam/grad_norm.h"
 #include "ops/add/add.h"
 #include "ops/attention/attention.h"
 #include "ops/cross_entropy/cross_entropy.h"
@@ -21,6 +23,7 @@
 #include "ops/positional_encoding/positional_encoding.h"
 #include "ops/relu/relu.h"
 #include "ops/softmax/softmax.h"
+#include "tests/util/cuda_compare.h"
 
 namespace tfm {
 namespace bench {
@@ -31,19 +34,36 @@ constexpr double kF32 = sizeof(float);
 
 using testing::SumTolerance;
 
+// Where our side of a case runs: the device, and the dtype of its floating
+// inputs (f32, or bf16 on CUDA).
+struct Placement {
+  Device device = Device::Cpu();
+  DType dtype = DType::kF32;
+
+  double ElementBytes() const { return static_cast<double>(DTypeSize(dtype)); }
+};
+
 // A case's inputs under the names torch_ops.py reads. Uniform in [-1, 1):
 // values of the size activations and gradients have, so no kernel meets
 // denormals or overflow. Each tensor gets its own Philox stream, counted
 // from 1 in every preparation, so each preparation of a case (one per pass)
-// makes the same values.
+// makes the same values. Placed on `place`: the peer gets the values our
+// kernels see (rounded to bf16 where the case runs in bf16) as f32 .npy, so
+// both sides start from exactly the same numbers.
 class Inputs {
  public:
+  explicit Inputs(const Placement& place) : place_(place) {}
+
   absl::StatusOr<Tensor> Uniform(std::string name, const Shape& shape) {
     TFM_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(shape, DType::kF32));
     FillUniformCpu(PhiloxState{.seed = 2017, .stream = ++stream_}, -1.0f, 1.0f,
                    tensor.span<float>());
-    named_.push_back({std::move(name), tensor});
-    return tensor;
+    if (place_.dtype == DType::kF32) {
+      named_.push_back({std::move(name), tensor});
+      return OnDevice(tensor);
+    }
+    named_.push_back({std::move(name), testing::RoundedThrough(tensor, place_.dtype)});
+    return OnDevice(testing::HostAs(tensor, place_.dtype));
   }
 
   // Token ids spread over the whole vocabulary (a fixed-seed LCG: repeatable,
@@ -56,12 +76,19 @@ class Inputs {
       id = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(vocab));
     }
     named_.push_back({std::move(name), ids});
-    return ids;
+    return OnDevice(ids);
+  }
+
+  // A host tensor (unnamed: the peer makes its own) on the case's device.
+  absl::StatusOr<Tensor> OnDevice(const Tensor& host) const {
+    if (place_.device.is_cpu()) return host;
+    return CopyToDevice(host, place_.device);
   }
 
   Prepared Done(Run run) { return Prepared{std::move(named_), std::move(run)}; }
 
  private:
+  Placement place_;
   uint64_t stream_ = 0;
   std::vector<NamedTensor> named_;
 };
@@ -77,11 +104,13 @@ Run Returning(F call) {
 
 // x [rows, in] times weight [out, in]^T plus bias; rows = kTokens in
 // training, 1 for a decoding step (a matrix-vector product).
-void AddLinearCases(int64_t rows, int64_t in, int64_t out, std::vector<OpCase>* cases) {
+void AddLinearCases(const Placement& place, int64_t rows, int64_t in, int64_t out,
+                    std::vector<OpCase>* cases) {
+  const double elem = place.ElementBytes();  // Bytes of a floating element.
   const bool decode = rows == 1;
   const std::string shape = absl::StrFormat("%dx%d -> %d", rows, in, out);
   const double gemm_flops = 2.0 * rows * in * out;
-  const double io_bytes = kF32 * (rows * in + out * in + out + rows * out);
+  const double io_bytes = elem * (rows * in + out * in + out + rows * out);
   const std::string spec = absl::StrFormat(R"("op": "linear", "tokens": %d, "in": %d, "out": %d)",
                                            rows, in, out);
   cases->push_back(OpCase{
@@ -91,7 +120,7 @@ void AddLinearCases(int64_t rows, int64_t in, int64_t out, std::vector<OpCase>* 
       .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {rows, in}));
         TFM_ASSIGN_OR_RETURN(Tensor w, inputs.Uniform("w", {out, in}));
         TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {out}));
@@ -104,7 +133,7 @@ void AddLinearCases(int64_t rows, int64_t in, int64_t out, std::vector<OpCase>* 
       .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {rows, in}));
         TFM_ASSIGN_OR_RETURN(Tensor w, inputs.Uniform("w", {out, in}));
         TFM_RETURN_IF_ERROR(inputs.Uniform("b", {out}).status());
@@ -117,11 +146,12 @@ void AddLinearCases(int64_t rows, int64_t in, int64_t out, std::vector<OpCase>* 
 }
 
 // The unfused attention scores Q K^T of every head: a batched matmul.
-void AddMatMulCases(int64_t batch, std::vector<OpCase>* cases) {
+void AddMatMulCases(const Placement& place, int64_t batch, std::vector<OpCase>* cases) {
+  const double elem = place.ElementBytes();  // Bytes of a floating element.
   const int64_t n = kTokens / batch, bh = batch * kHeads;
   const std::string shape = absl::StrFormat("%dx%dx%d @ (%dx%dx%d)^T", bh, n, kDHead, bh, n, kDHead);
   const double flops = 2.0 * bh * n * n * kDHead;
-  const double io_bytes = kF32 * bh * (2 * n * kDHead + n * n);
+  const double io_bytes = elem * bh * (2 * n * kDHead + n * n);
   const std::string spec = absl::StrFormat(R"("op": "matmul_nt", "batch": %d, "n": %d, "d": %d)",
                                            bh, n, kDHead);
   cases->push_back(OpCase{
@@ -129,7 +159,7 @@ void AddMatMulCases(int64_t batch, std::vector<OpCase>* cases) {
       .bound = Bound::kGemm, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor a, inputs.Uniform("a", {bh, n, kDHead}));
         TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {bh, n, kDHead}));
         return inputs.Done(Returning([=] { return MatMul(a, b, false, true); }));
@@ -140,7 +170,7 @@ void AddMatMulCases(int64_t batch, std::vector<OpCase>* cases) {
       .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor a, inputs.Uniform("a", {bh, n, kDHead}));
         TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {bh, n, kDHead}));
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {bh, n, n}));
@@ -151,17 +181,18 @@ void AddMatMulCases(int64_t batch, std::vector<OpCase>* cases) {
       }});
 }
 
-void AddElementwiseCases(std::vector<OpCase>* cases) {
+void AddElementwiseCases(const Placement& place, std::vector<OpCase>* cases) {
+  const double elem = place.ElementBytes();  // Bytes of a floating element.
   const int64_t d = kDModel, elems = kTokens * d;
   const std::string shape = absl::StrFormat("%dx%d", kTokens, d);
   // The residual connection.
   cases->push_back(OpCase{
-      .op = "add_fwd", .shape = shape + " + " + shape, .bytes = 3 * kF32 * elems,
+      .op = "add_fwd", .shape = shape + " + " + shape, .bytes = 3 * elem * elems,
       .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrFormat(R"({"op": "add", "tokens": %d, "d": %d, "mode": "fwd"})",
                                     kTokens, d),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor a, inputs.Uniform("a", {kTokens, d}));
         TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {kTokens, d}));
         return inputs.Done(Returning([=] { return Add(a, b); }));
@@ -171,12 +202,12 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
   // only the bias gradient is timed.
   cases->push_back(OpCase{
       .op = "add_bwd", .shape = absl::StrFormat("%s + %d (bias)", shape, d),
-      .bytes = kF32 * (elems + d), .tokens = kTokens, .bound = Bound::kMemory,
+      .bytes = elem * (elems + d), .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrFormat(
           R"({"op": "add_bias", "tokens": %d, "d": %d, "mode": "bwd"})", kTokens, d),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_RETURN_IF_ERROR(inputs.Uniform("x", {kTokens, d}).status());
         TFM_ASSIGN_OR_RETURN(Tensor bias, inputs.Uniform("bias", {d}));
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, d}));
@@ -191,18 +222,18 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
   const std::string relu_spec =
       absl::StrFormat(R"("op": "relu", "tokens": %d, "d": %d)", kTokens, kDFF);
   cases->push_back(OpCase{
-      .op = "relu_fwd", .shape = ff_shape, .bytes = 2 * kF32 * ff_elems, .tokens = kTokens,
+      .op = "relu_fwd", .shape = ff_shape, .bytes = 2 * elem * ff_elems, .tokens = kTokens,
       .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", relu_spec, R"(, "mode": "fwd"})"),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, kDFF}));
         return inputs.Done(Returning([=] { return Relu(x); }));
       }});
   cases->push_back(OpCase{
-      .op = "relu_bwd", .shape = ff_shape, .bytes = 3 * kF32 * ff_elems, .tokens = kTokens,
+      .op = "relu_bwd", .shape = ff_shape, .bytes = 3 * elem * ff_elems, .tokens = kTokens,
       .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", relu_spec, R"(, "mode": "bwd"})"),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, kDFF}));
         TFM_ASSIGN_OR_RETURN(Tensor out, Relu(x));
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, kDFF}));
@@ -216,12 +247,12 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
   // Like torch, the forward keeps a mask for the backward (ours packs it in
   // one bit per element).
   cases->push_back(OpCase{
-      .op = "dropout_fwd", .shape = dropout_shape, .bytes = 2 * kF32 * elems,
+      .op = "dropout_fwd", .shape = dropout_shape, .bytes = 2 * elem * elems,
       .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrCat("{", dropout_spec, R"(, "mode": "fwd"})"),
       .check = Check::kDropoutPattern,
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, d}));
         return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
           TFM_ASSIGN_OR_RETURN(DropoutOutput out, DropoutWithMask(x, kDropoutP, state));
@@ -229,12 +260,12 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
         });
       }});
   cases->push_back(OpCase{
-      .op = "dropout_bwd", .shape = dropout_shape + " mask", .bytes = 2 * kF32 * elems,
+      .op = "dropout_bwd", .shape = dropout_shape + " mask", .bytes = 2 * elem * elems,
       .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrCat("{", dropout_spec, R"(, "mode": "bwd"})"),
       .check = Check::kDropoutPattern,
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, d}));
         TFM_ASSIGN_OR_RETURN(DropoutOutput forward, DropoutWithMask(x, kDropoutP, state));
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, d}));
@@ -245,26 +276,27 @@ void AddElementwiseCases(std::vector<OpCase>* cases) {
   // Regenerating the mask from the Philox state instead of keeping it: work
   // PyTorch never does, so it is held against our own mask row.
   cases->push_back(OpCase{
-      .op = "dropout_bwd", .shape = dropout_shape + " regenerate", .bytes = 2 * kF32 * elems,
+      .op = "dropout_bwd", .shape = dropout_shape + " regenerate", .bytes = 2 * elem * elems,
       .tokens = kTokens, .bound = Bound::kMemory,
       .own_baseline = "dropout_bwd " + dropout_shape + " mask",
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, d}));
         return inputs.Done(Returning([=] { return DropoutBackward(dout, kDropoutP, state); }));
       }});
 }
 
-void AddLayerNormCases(std::vector<OpCase>* cases) {
+void AddLayerNormCases(const Placement& place, std::vector<OpCase>* cases) {
+  const double elem = place.ElementBytes();  // Bytes of a floating element.
   const int64_t d = kDModel, elems = kTokens * d;
   const std::string shape = absl::StrFormat("%dx%d", kTokens, d);
   const std::string spec =
       absl::StrFormat(R"("op": "layer_norm", "tokens": %d, "d": %d)", kTokens, d);
   cases->push_back(OpCase{
-      .op = "layer_norm_fwd", .shape = shape, .bytes = 2 * kF32 * elems, .tokens = kTokens,
+      .op = "layer_norm_fwd", .shape = shape, .bytes = 2 * elem * elems, .tokens = kTokens,
       .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, d}));
         TFM_ASSIGN_OR_RETURN(Tensor gain, inputs.Uniform("gain", {d}));
         TFM_ASSIGN_OR_RETURN(Tensor bias, inputs.Uniform("bias", {d}));
@@ -274,11 +306,11 @@ void AddLayerNormCases(std::vector<OpCase>* cases) {
         });
       }});
   cases->push_back(OpCase{
-      .op = "layer_norm_bwd", .shape = shape, .bytes = 3 * kF32 * elems, .tokens = kTokens,
+      .op = "layer_norm_bwd", .shape = shape, .bytes = 3 * elem * elems, .tokens = kTokens,
       .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {kTokens, d}));
         TFM_ASSIGN_OR_RETURN(Tensor gain, inputs.Uniform("gain", {d}));
         TFM_ASSIGN_OR_RETURN(Tensor bias, inputs.Uniform("bias", {d}));
@@ -292,7 +324,9 @@ void AddLayerNormCases(std::vector<OpCase>* cases) {
       }});
 }
 
-void AddEmbeddingCases(const CaseOptions& options, std::vector<OpCase>* cases) {
+void AddEmbeddingCases(const Placement& place, const CaseOptions& options,
+                       std::vector<OpCase>* cases) {
+  const double elem = place.ElementBytes();  // Bytes of a floating element.
   const int64_t d = kDModel, vocab = options.vocab, batch = options.batch;
   const int64_t len = kTokens / batch;
   const float scale = std::sqrt(static_cast<float>(d));
@@ -300,22 +334,22 @@ void AddEmbeddingCases(const CaseOptions& options, std::vector<OpCase>* cases) {
   const std::string spec = absl::StrFormat(
       R"("op": "embedding", "batch": %d, "len": %d, "vocab": %d, "d": %d)", batch, len, vocab, d);
   cases->push_back(OpCase{
-      .op = "embedding_fwd", .shape = shape, .bytes = 2 * kF32 * kTokens * d, .tokens = kTokens,
+      .op = "embedding_fwd", .shape = shape, .bytes = 2 * elem * kTokens * d, .tokens = kTokens,
       .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor table, inputs.Uniform("table", {vocab, d}));
         TFM_ASSIGN_OR_RETURN(Tensor ids, inputs.Ids("ids", {batch, len}, vocab));
         return inputs.Done(Returning([=] { return Embedding(table, ids, scale); }));
       }});
   // The dense [vocab, d] gradient is written in full: that is the traffic.
   cases->push_back(OpCase{
-      .op = "embedding_bwd", .shape = shape, .bytes = kF32 * (kTokens * d + vocab * d),
+      .op = "embedding_bwd", .shape = shape, .bytes = elem * (kTokens * d + vocab * d),
       .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_RETURN_IF_ERROR(inputs.Uniform("table", {vocab, d}).status());
         TFM_ASSIGN_OR_RETURN(Tensor ids, inputs.Ids("ids", {batch, len}, vocab));
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {batch, len, d}));
@@ -324,18 +358,18 @@ void AddEmbeddingCases(const CaseOptions& options, std::vector<OpCase>* cases) {
       }});
   cases->push_back(OpCase{
       .op = "positional_encoding_fwd", .shape = absl::StrFormat("%dx%dx%d", batch, len, d),
-      .bytes = 2 * kF32 * kTokens * d, .tokens = kTokens, .bound = Bound::kMemory,
+      .bytes = 2 * elem * kTokens * d, .tokens = kTokens, .bound = Bound::kMemory,
       .torch_spec = absl::StrFormat(
           R"({"op": "positional_encoding", "batch": %d, "len": %d, "d": %d, "mode": "fwd"})",
           batch, len, d),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {batch, len, d}));
         return inputs.Done(Returning([=] { return AddPositionalEncoding(x); }));
       }});
 
   const double flops = 2.0 * kTokens * d * vocab;
-  const double io_bytes = kF32 * (kTokens * d + vocab * d + kTokens * vocab);
+  const double io_bytes = elem * (kTokens * d + vocab * d + kTokens * vocab);
   const std::string tied_shape = absl::StrFormat("%dx%d -> vocab %d", kTokens, d, vocab);
   const std::string tied_spec = absl::StrFormat(
       R"("op": "tied_projection", "tokens": %d, "vocab": %d, "d": %d)", kTokens, vocab, d);
@@ -345,7 +379,7 @@ void AddEmbeddingCases(const CaseOptions& options, std::vector<OpCase>* cases) {
       .torch_spec = absl::StrCat("{", tied_spec, R"(, "mode": "fwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor h, inputs.Uniform("h", {kTokens, d}));
         TFM_ASSIGN_OR_RETURN(Tensor table, inputs.Uniform("table", {vocab, d}));
         return inputs.Done(Returning([=] { return TiedProjection(h, table); }));
@@ -356,7 +390,7 @@ void AddEmbeddingCases(const CaseOptions& options, std::vector<OpCase>* cases) {
       .torch_spec = absl::StrCat("{", tied_spec, R"(, "mode": "bwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor h, inputs.Uniform("h", {kTokens, d}));
         TFM_ASSIGN_OR_RETURN(Tensor table, inputs.Uniform("table", {vocab, d}));
         TFM_ASSIGN_OR_RETURN(Tensor d_logits, inputs.Uniform("dout", {kTokens, vocab}));
@@ -370,7 +404,9 @@ void AddEmbeddingCases(const CaseOptions& options, std::vector<OpCase>* cases) {
 // Attention over all heads of `batch` sequences: `q_len` queries against n
 // keys. Training: batch = kTokens / n and q_len = n; a decoding step: batch
 // 1, one query against n cached keys (the single-query kernel).
-void AddAttentionCases(int64_t n, bool causal, bool decode, std::vector<OpCase>* cases) {
+void AddAttentionCases(const Placement& place, int64_t n, bool causal, bool decode,
+                       std::vector<OpCase>* cases) {
+  const double elem = place.ElementBytes();  // Bytes of a floating element.
   const int64_t batch = decode ? 1 : std::max<int64_t>(1, kTokens / n);
   const int64_t q_len = decode ? 1 : n;
   const Shape q_shape = {batch, kHeads, q_len, kDHead};
@@ -382,7 +418,7 @@ void AddAttentionCases(int64_t n, bool causal, bool decode, std::vector<OpCase>*
   // Q K^T and P V; backward recomputes P, then dV, dP, dQ, dK (2.5x the
   // forward, FlashAttention's accounting). A causal mask halves both.
   const double fwd_flops = 4.0 * batch * kHeads * q_len * n * kDHead * (causal ? 0.5 : 1.0);
-  const double io_bytes = kF32 * (2 * NumElements(q_shape) + 2 * NumElements(kv_shape));
+  const double io_bytes = elem * (2 * NumElements(q_shape) + 2 * NumElements(kv_shape));
   const std::string spec = absl::StrFormat(
       R"("op": "attention", "batch": %d, "heads": %d, "q_len": %d, "n": %d, "d": %d, )"
       R"("causal": %s)",
@@ -396,7 +432,7 @@ void AddAttentionCases(int64_t n, bool causal, bool decode, std::vector<OpCase>*
       .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor q, inputs.Uniform("q", q_shape));
         TFM_ASSIGN_OR_RETURN(Tensor k, inputs.Uniform("k", kv_shape));
         TFM_ASSIGN_OR_RETURN(Tensor v, inputs.Uniform("v", kv_shape));
@@ -411,7 +447,7 @@ void AddAttentionCases(int64_t n, bool causal, bool decode, std::vector<OpCase>*
       .tokens = batch * n, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwdbwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor q, inputs.Uniform("q", q_shape));
         TFM_ASSIGN_OR_RETURN(Tensor k, inputs.Uniform("k", kv_shape));
         TFM_ASSIGN_OR_RETURN(Tensor v, inputs.Uniform("v", kv_shape));
@@ -427,7 +463,8 @@ void AddAttentionCases(int64_t n, bool causal, bool decode, std::vector<OpCase>*
 }
 
 // The unfused attention's softmax over the scores of every head.
-void AddSoftmaxCases(int64_t batch, std::vector<OpCase>* cases) {
+void AddSoftmaxCases(const Placement& place, int64_t batch, std::vector<OpCase>* cases) {
+  const double elem = place.ElementBytes();  // Bytes of a floating element.
   const int64_t n = kTokens / batch;
   const Shape shape = {batch, kHeads, n, n};
   const double elems = static_cast<double>(NumElements(shape));
@@ -435,19 +472,19 @@ void AddSoftmaxCases(int64_t batch, std::vector<OpCase>* cases) {
   const std::string spec = absl::StrFormat(
       R"("op": "softmax", "shape": [%d, %d, %d, %d])", batch, kHeads, n, n);
   cases->push_back(OpCase{
-      .op = "softmax_fwd", .shape = text, .bytes = 2 * kF32 * elems, .tokens = kTokens,
+      .op = "softmax_fwd", .shape = text, .bytes = 2 * elem * elems, .tokens = kTokens,
       .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", shape));
         return inputs.Done(Returning([=] { return Softmax(x); }));
       }});
   cases->push_back(OpCase{
-      .op = "softmax_bwd", .shape = text, .bytes = 3 * kF32 * elems, .tokens = kTokens,
+      .op = "softmax_bwd", .shape = text, .bytes = 3 * elem * elems, .tokens = kTokens,
       .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", shape));
         TFM_ASSIGN_OR_RETURN(Tensor out, Softmax(x));
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", shape));
@@ -456,8 +493,9 @@ void AddSoftmaxCases(int64_t batch, std::vector<OpCase>* cases) {
 }
 
 // The loss over the tied projection's logits, label smoothing 0.1.
-void AddCrossEntropyCases(int64_t vocab, std::vector<OpCase>* cases) {
-  const double logits_bytes = kF32 * kTokens * vocab;
+void AddCrossEntropyCases(const Placement& place, int64_t vocab, std::vector<OpCase>* cases) {
+  const double elem = place.ElementBytes();  // Bytes of a floating element.
+  const double logits_bytes = elem * kTokens * vocab;
   const std::string shape = absl::StrFormat("%dx%d eps=0.1", kTokens, vocab);
   const std::string spec = absl::StrFormat(
       R"("op": "cross_entropy", "tokens": %d, "vocab": %d, "epsilon": 0.1)", kTokens, vocab);
@@ -467,7 +505,7 @@ void AddCrossEntropyCases(int64_t vocab, std::vector<OpCase>* cases) {
       .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor logits, inputs.Uniform("logits", {kTokens, vocab}));
         TFM_ASSIGN_OR_RETURN(Tensor targets, inputs.Ids("targets", {kTokens}, vocab));
         return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
@@ -481,12 +519,13 @@ void AddCrossEntropyCases(int64_t vocab, std::vector<OpCase>* cases) {
       .op = "cross_entropy_bwd", .shape = shape, .bytes = 2 * logits_bytes, .tokens = kTokens,
       .bound = Bound::kMemory, .torch_spec = absl::StrCat("{", spec, R"(, "mode": "bwd"})"),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor logits, inputs.Uniform("logits", {kTokens, vocab}));
         TFM_ASSIGN_OR_RETURN(Tensor targets, inputs.Ids("targets", {kTokens}, vocab));
         TFM_ASSIGN_OR_RETURN(CrossEntropyOutput fwd,
                              LabelSmoothedCrossEntropy(logits, targets, options));
-        TFM_ASSIGN_OR_RETURN(Tensor d_loss, Tensor::FromVector<float>({1.0f}, {}));
+        TFM_ASSIGN_OR_RETURN(Tensor one, Tensor::FromVector<float>({1.0f}, {}));
+        TFM_ASSIGN_OR_RETURN(Tensor d_loss, inputs.OnDevice(one));
         return inputs.Done(Returning([=] {
           return LabelSmoothedCrossEntropyBackward(logits, targets, fwd.lse, d_loss, options);
         }));
@@ -495,7 +534,7 @@ void AddCrossEntropyCases(int64_t vocab, std::vector<OpCase>* cases) {
 
 // One optimizer step over 16M parameters (a quarter of the base model's 65M),
 // from zero moments on both sides; the first call's parameters are compared.
-void AddAdamCase(std::vector<OpCase>* cases) {
+void AddAdamCase(const Placement& place, std::vector<OpCase>* cases) {
   constexpr int64_t kParams = int64_t{1} << 24;
   cases->push_back(OpCase{
       .op = "adam_step", .shape = absl::StrFormat("%d params", kParams),
@@ -503,11 +542,12 @@ void AddAdamCase(std::vector<OpCase>* cases) {
       .bound = Bound::kMemory,
       .torch_spec = absl::StrFormat(R"({"op": "adam", "params": %d, "mode": "fwd"})", kParams),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor param, inputs.Uniform("param", {kParams}));
         TFM_ASSIGN_OR_RETURN(Tensor grad, inputs.Uniform("grad", {kParams}));
-        TFM_ASSIGN_OR_RETURN(Tensor m, Tensor::Zeros({kParams}, DType::kF32));
-        TFM_ASSIGN_OR_RETURN(Tensor v, Tensor::Zeros({kParams}, DType::kF32));
+        TFM_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros({kParams}, DType::kF32));
+        TFM_ASSIGN_OR_RETURN(Tensor m, inputs.OnDevice(zeros));
+        TFM_ASSIGN_OR_RETURN(Tensor v, inputs.OnDevice(zeros));
         return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
           TFM_RETURN_IF_ERROR(AdamUpdate(param, grad, m, v, AdamOptions{.lr = 1e-4}));
           return std::vector<Tensor>{param};
@@ -515,28 +555,71 @@ void AddAdamCase(std::vector<OpCase>* cases) {
       }});
 }
 
+// The global gradient norm and clipping by it (torch.nn.utils'
+// get_total_norm and clip_grad_norm_) over 16M gradients in 64 tensors of
+// 256k. Clipping is checked on its first call (max_norm 1 is far below the
+// norm); the timed calls then find the norm at max_norm, as in a step that
+// needs no clipping: ours only measures (and waits for) the norm, torch also
+// multiplies by its clamped coefficient of 1. Bytes: one read, the least
+// either must do.
+void AddGradNormCases(const Placement& place, std::vector<OpCase>* cases) {
+  constexpr int64_t kTensors = 64, kEach = int64_t{1} << 18;
+  const std::string shape = absl::StrFormat("%d tensors x %d", kTensors, kEach);
+  for (const bool clip : {false, true}) {
+    cases->push_back(OpCase{
+        .op = clip ? "clip_grad_norm" : "grad_norm",
+        .shape = clip ? shape + " max_norm=1" : shape,
+        .bytes = place.ElementBytes() * kTensors * kEach, .bound = Bound::kMemory,
+        .torch_spec = absl::StrFormat(
+            R"({"op": "grad_norm", "tensors": %d, "clip": %s, "max_norm": 1.0, "mode": "step"})",
+            kTensors, clip ? "true" : "false"),
+        .tolerance = SumTolerance(),
+        .prepare = [=]() -> absl::StatusOr<Prepared> {
+          Inputs inputs(place);
+          TFM_ASSIGN_OR_RETURN(Tensor grads, inputs.Uniform("grads", {kTensors, kEach}));
+          std::vector<Tensor> parts;
+          for (int64_t i = 0; i < kTensors; ++i) {
+            TFM_ASSIGN_OR_RETURN(Tensor part, grads.Slice(i, i + 1));
+            parts.push_back(part);
+          }
+          return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
+            TFM_ASSIGN_OR_RETURN(double norm,
+                                 clip ? ClipGradNorm(parts, 1.0) : GlobalGradNorm(parts));
+            TFM_ASSIGN_OR_RETURN(Tensor norm_tensor,
+                                 Tensor::FromVector<float>({static_cast<float>(norm)}, {}));
+            if (!clip) return std::vector<Tensor>{norm_tensor};
+            return std::vector<Tensor>{norm_tensor, grads};
+          });
+        }});
+  }
+}
+
 }  // namespace
 
 std::vector<OpCase> BaseModelCases(const CaseOptions& options) {
+  const Placement place{options.device, options.dtype};
   std::vector<OpCase> cases;
-  AddLinearCases(kTokens, kDModel, kDFF, &cases);
-  AddLinearCases(kTokens, kDFF, kDModel, &cases);
-  AddMatMulCases(options.batch, &cases);
-  AddElementwiseCases(&cases);
-  AddLayerNormCases(&cases);
-  AddSoftmaxCases(options.batch, &cases);
-  AddEmbeddingCases(options, &cases);
-  AddCrossEntropyCases(options.vocab, &cases);
-  AddAdamCase(&cases);
-  for (int64_t n : options.attention_lengths) AddAttentionCases(n, false, false, &cases);
+  AddLinearCases(place, kTokens, kDModel, kDFF, &cases);
+  AddLinearCases(place, kTokens, kDFF, kDModel, &cases);
+  AddMatMulCases(place, options.batch, &cases);
+  AddElementwiseCases(place, &cases);
+  AddLayerNormCases(place, &cases);
+  AddSoftmaxCases(place, options.batch, &cases);
+  AddEmbeddingCases(place, options, &cases);
+  AddCrossEntropyCases(place, options.vocab, &cases);
+  // Adam keeps f32 parameters and moments whatever the model computes in.
+  if (options.dtype == DType::kF32) AddAdamCase(place, &cases);
+  if (options.grad_norm_cases) AddGradNormCases(place, &cases);
+  for (int64_t n : options.attention_lengths) AddAttentionCases(place, n, false, false, &cases);
   if (options.causal_attention_length > 0) {
-    AddAttentionCases(options.causal_attention_length, true, false, &cases);
+    AddAttentionCases(place, options.causal_attention_length, true, false, &cases);
   }
   // Batch-1 decoding: the FFN's two products at one row, self-attention of
   // one new token over its cache.
-  AddLinearCases(1, kDModel, kDFF, &cases);
-  AddLinearCases(1, kDFF, kDModel, &cases);
-  for (int64_t n : options.decode_cache_lengths) AddAttentionCases(n, false, true, &cases);
+  AddLinearCases(place, 1, kDModel, kDFF, &cases);
+  AddLinearCases(place, 1, kDFF, kDModel, &cases);
+  for (int64_t n : options.decode_cache_lengths) AddAttentionCases(place, n, false, true, &cases);
+  for (OpCase& c : cases) c.dtype = options.dtype;
   return cases;
 }
 
@@ -550,7 +633,7 @@ OpCase SgemmCase() {
                                     kSgemmM, kSgemmK, kSgemmN),
       .tolerance = SumTolerance(),
       .prepare = []() -> absl::StatusOr<Prepared> {
-        Inputs inputs;
+        Inputs inputs(Placement{});
         TFM_ASSIGN_OR_RETURN(Tensor a, inputs.Uniform("a", {kSgemmM, kSgemmK}));
         TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {kSgemmN, kSgemmK}));
         TFM_ASSIGN_OR_RETURN(Tensor c, Tensor::Empty({kSgemmM, kSgemmN}, DType::kF32));
@@ -559,6 +642,27 @@ OpCase SgemmCase() {
                   c.data<float>());
           return std::vector<Tensor>{c};
         });
+      }};
+}
+
+OpCase DeviceGemmCase(const CaseOptions& options) {
+  constexpr int64_t n = kDeviceGemmSize;
+  const Placement place{options.device, options.dtype};
+  return OpCase{
+      .op = "gemm",
+      .shape = absl::StrFormat("%dx%dx%d", n, n, n),
+      .flops = 2.0 * n * n * n,
+      .bytes = place.ElementBytes() * 3 * n * n,
+      .bound = Bound::kGemm,
+      .torch_spec = absl::StrFormat(R"({"op": "sgemm", "m": %d, "k": %d, "n": %d, "mode": "fwd"})",
+                                    n, n, n),
+      .tolerance = SumTolerance(),
+      .dtype = options.dtype,
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs(place);
+        TFM_ASSIGN_OR_RETURN(Tensor a, inputs.Uniform("a", {n, n}));
+        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {n, n}));
+        return inputs.Done(Returning([=] { return MatMul(a, b, false, true); }));
       }};
 }
 

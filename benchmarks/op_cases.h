@@ -45,6 +45,13 @@ struct CaseOptions {
   int64_t batch = 32;
   // Cached keys of the batch-1 decoding step's single-query attention rows.
   std::vector<int64_t> decode_cache_lengths = {64, 256, 1024};
+  // Where our side runs and the dtype of the floating inputs (bf16 only on
+  // CUDA; then the cases without a bf16 kernel, Adam, are left out). The
+  // peer gets the same values on the same kind of device.
+  Device device = Device::Cpu();
+  DType dtype = DType::kF32;
+  // Adds the gradient norm and clipping rows.
+  bool grad_norm_cases = false;
 };
 
 struct NamedTensor {
@@ -63,7 +70,7 @@ struct Prepared {
 
 // How our outputs are compared with PyTorch's before any timing.
 enum class Check {
-  kValues,          // Element-wise, with `tolerance`.
+  kValues,  // Element-wise, with `tolerance`.
   // Different random streams: each side's output must be 0 or
   // input / (1 - p) element-wise, dropping a fraction p (+-0.01) of them.
   kDropoutPattern,
@@ -85,8 +92,11 @@ struct OpCase {
   // own row it is compared with instead, outside the ratio table.
   std::string own_baseline;
   Check check = Check::kValues;
-  // The unit tests' bar for this op's outputs (see tests/util/torch_parity.h).
+  // The unit tests' bar for this op's f32 outputs (see
+  // tests/util/torch_parity.h); output_check.cc widens it for bf16 as the
+  // CUDA unit tests do.
   testing::Tolerance tolerance;
+  DType dtype = DType::kF32;  // Of the floating inputs and outputs.
   // Makes the inputs (the same values on every call); returns them and the
   // call to time.
   std::function<absl::StatusOr<Prepared>()> prepare;
@@ -99,6 +109,11 @@ std::vector<OpCase> BaseModelCases(const CaseOptions& options);
 // the first FFN matmul) straight through GemmCpu, for BLAS GFLOP/s.
 inline constexpr int64_t kSgemmM = 4096, kSgemmK = 512, kSgemmN = 2048;
 OpCase SgemmCase();
+
+// The GPU's counterpart: a square 8192 GEMM through MatMul on `options`'
+// device and dtype (cuBLASLt), against torch.mm: what a large GEMM reaches.
+inline constexpr int64_t kDeviceGemmSize = 8192;
+OpCase DeviceGemmCase(const CaseOptions& options);
 
 }  // namespace bench
 }  // namespace tfm

@@ -35,11 +35,15 @@ enum class Bound {
 // Which headline a row counts in.
 enum class RowGroup { kTraining, kDecode };
 
-// Median milliseconds of each pass over all cases (3 by default).
+// Milliseconds of each pass over all cases (3 by default): the CPU keeps
+// their median, the GPU (quiet, no neighbours) the fastest.
 struct PassTimes {
   std::vector<double> ms;
+  bool keep_fastest = false;
   double Median() const;
-  // (max - min) / median over the passes, 0 for one pass.
+  double Fastest() const;
+  double Kept() const { return keep_fastest ? Fastest() : Median(); }
+  // (max - min) / Kept() over the passes, 0 for one pass.
   double Spread() const;
 };
 
@@ -56,10 +60,14 @@ struct TableRow {
   bool outputs_match = true;
   // Of the FMA peak (kGemm) or of the copy bandwidth (kMemory); < 0: none.
   double peak_fraction = -1;
+  // For the GPU table: the dtype and the work of one call, for its rates.
+  std::string dtype;
+  double flops = 0;
+  double bytes = 0;
 
   // The faster of the two PyTorch allocators: we compare with its best.
   double TorchMs() const;
-  double Ratio() const { return TorchMs() / ours.Median(); }
+  double Ratio() const { return TorchMs() / ours.Kept(); }
 };
 
 // Geometric mean of torch/ours over the matching rows of `group`; 0 if none.
@@ -75,6 +83,13 @@ std::string GoalVerdict(const TableRow& row);
 // headlines: time-weighted and geomean for training rows, the attention
 // forward+backward geomean, and the decode rows' time-weighted ratio.
 std::string FormatTable(const std::vector<TableRow>& rows);
+
+// The GPU table: per row the dtype, times with spreads, our rate and
+// PyTorch's (TFLOP/s for GEMM rows, GB/s of minimal traffic for memory-bound
+// ones), the ratio and our fraction of the device's peak; then the
+// time-weighted and geomean ratios of the training rows, in all and per
+// dtype, and the decode rows'. No goals: the issue sets none per GPU op.
+std::string FormatDeviceTable(const std::vector<TableRow>& rows);
 
 }  // namespace bench
 }  // namespace tfm

@@ -49,6 +49,16 @@ TEST(PassTimesTest, MedianAndSpread) {
   EXPECT_DOUBLE_EQ(PassTimes{{4.0}}.Spread(), 0.0);
 }
 
+TEST(PassTimesTest, KeepsTheFastestWhenAsked) {
+  PassTimes t{{3.0, 1.0, 2.0}};
+  t.keep_fastest = true;
+  EXPECT_DOUBLE_EQ(t.Kept(), 1.0);
+  EXPECT_DOUBLE_EQ(t.Spread(), 2.0);  // (3 - 1) / 1.
+  TableRow row = Row("relu_fwd", RowGroup::kTraining, Bound::kMemory, {2.0, 1.0}, {4.0, 3.0});
+  row.ours.keep_fastest = row.torch.keep_fastest = true;
+  EXPECT_DOUBLE_EQ(row.Ratio(), 3.0);
+}
+
 TEST(TableRowTest, ComparesWithTheFasterTorchAllocator) {
   TableRow row = Row("relu_fwd", RowGroup::kTraining, Bound::kMemory, {1.0}, {8.0});
   EXPECT_DOUBLE_EQ(row.Ratio(), 8.0);
@@ -109,6 +119,32 @@ TEST(FormatTableTest, RowsThenHeadlines) {
   EXPECT_EQ(lines[4],
             "time-weighted torch/ours (training rows): 7.00 (goal >=1.15: PASS); geomean 4.00");
   EXPECT_EQ(lines[5], "geomean torch/ours (attention_fwdbwd): 8.00");
+}
+
+TEST(FormatDeviceTableTest, RatesRatiosAndHeadlinesPerDtype) {
+  std::vector<TableRow> rows = {
+      Row("linear_fwd", RowGroup::kTraining, Bound::kGemm, {2.0}, {4.0}, 0.5),
+      Row("relu_fwd", RowGroup::kTraining, Bound::kMemory, {1.0}, {1.0}, 0.9),
+      Row("add_fwd", RowGroup::kTraining, Bound::kMemory, {1.0}, {5.0}),
+  };
+  rows[0].dtype = "bf16";
+  rows[0].flops = 4e12;  // 2 ms: 2000 TF/s ours, 1000 torch.
+  rows[1].dtype = rows[2].dtype = "f32";
+  rows[1].bytes = 3e9;  // 1 ms: 3000 GB/s.
+  rows[2].outputs_match = false;
+  const std::vector<std::string> lines =
+      absl::StrSplit(FormatDeviceTable(rows), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 7);
+  EXPECT_THAT(lines[0], ::testing::MatchesRegex("op +dtype +shape +ours_ms +\\+- +torch_ms +\\+- "
+                                                "+ours +torch +torch/ours +peak"));
+  EXPECT_THAT(lines[1], ::testing::MatchesRegex(
+                            "linear_fwd +bf16 +s +2\\.000 +0% +4\\.000 +0% +2000\\.0 TF/s "
+                            "+1000\\.0 TF/s +2\\.00 +50%"));
+  EXPECT_THAT(lines[2], ::testing::HasSubstr("3000 GB/s     3000 GB/s"));
+  EXPECT_THAT(lines[3], ::testing::HasSubstr("mismatch"));
+  EXPECT_EQ(lines[4], "time-weighted torch/ours (training rows): 1.67; geomean 1.41");
+  EXPECT_EQ(lines[5], "time-weighted torch/ours (training rows, f32): 1.00; geomean 1.00");
+  EXPECT_EQ(lines[6], "time-weighted torch/ours (training rows, bf16): 2.00; geomean 2.00");
 }
 
 }  // namespace

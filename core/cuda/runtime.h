@@ -30,6 +30,19 @@ enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
 absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind);
 absl::Status Synchronize(int device);
 
+// What a benchmark reports about a GPU and derives its peaks from.
+struct DeviceInfo {
+  std::string name;             // "NVIDIA H100 80GB HBM3"
+  int compute_capability = 0;   // 90 for sm_90
+  int sm_count = 0;
+  int max_sm_clock_mhz = 0;     // The boost clock the device reports.
+  int max_memory_clock_mhz = 0;
+  int memory_bus_bits = 0;
+  size_t memory_bytes = 0;
+  int driver_api_version = 0;   // cudaDriverGetVersion: 13000 is CUDA 13.0.
+};
+absl::StatusOr<DeviceInfo> GetDeviceInfo(int device);
+
 // Versions of the libraries linked: "CUDA runtime 13000, cuBLAS 130000, ...".
 std::string LibraryVersions();
 

@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <string>
+#include <utility>
 
 #include "core/cuda/runtime.h"
 
@@ -67,6 +68,32 @@ absl::Status Synchronize(int device) {
   absl::Status status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
   if (!status.ok()) return status;
   return ToStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+absl::StatusOr<DeviceInfo> GetDeviceInfo(int device) {
+  cudaDeviceProp properties;
+  absl::Status status = ToStatus(cudaGetDeviceProperties(&properties, device),
+                                 "cudaGetDeviceProperties");
+  if (!status.ok()) return status;
+  DeviceInfo info;
+  info.name = properties.name;
+  info.compute_capability = 10 * properties.major + properties.minor;
+  info.memory_bytes = properties.totalGlobalMem;
+  // Clocks through attributes: CUDA 13 dropped them from cudaDeviceProp.
+  const std::pair<cudaDeviceAttr, int*> attributes[] = {
+      {cudaDevAttrMultiProcessorCount, &info.sm_count},
+      {cudaDevAttrClockRate, &info.max_sm_clock_mhz},
+      {cudaDevAttrMemoryClockRate, &info.max_memory_clock_mhz},
+      {cudaDevAttrGlobalMemoryBusWidth, &info.memory_bus_bits}};
+  for (const auto& [attribute, value] : attributes) {
+    status = ToStatus(cudaDeviceGetAttribute(value, attribute, device), "cudaDeviceGetAttribute");
+    if (!status.ok()) return status;
+  }
+  info.max_sm_clock_mhz /= 1000;  // Both clocks come in kHz.
+  info.max_memory_clock_mhz /= 1000;
+  status = ToStatus(cudaDriverGetVersion(&info.driver_api_version), "cudaDriverGetVersion");
+  if (!status.ok()) return status;
+  return info;
 }
 
 std::string LibraryVersions() {

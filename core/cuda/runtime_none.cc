@@ -19,6 +19,7 @@ absl::StatusOr<void*> Malloc(int, size_t) { return NoCuda(); }
 void Free(int, void*) {}
 absl::Status Memcpy(void*, const void*, size_t, CopyKind) { return NoCuda(); }
 absl::Status Synchronize(int) { return NoCuda(); }
+absl::StatusOr<DeviceInfo> GetDeviceInfo(int) { return NoCuda(); }
 std::string LibraryVersions() { return "built without CUDA"; }
 
 }  // namespace cuda
