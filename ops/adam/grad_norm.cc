@@ -6,6 +6,7 @@
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
+#include "ops/fill/fill.h"
 
 namespace tfm {
 namespace {
@@ -17,12 +18,27 @@ absl::Status ValidateFloating(const KernelContext& context) {
   return absl::OkStatus();
 }
 
+// Accumulating, so that a global norm over many tensors costs one read of
+// the total (one device synchronisation), not one per tensor: on an H100,
+// 64 reads back took 1.76 ms against PyTorch's 0.26 ms for the whole norm.
 TFM_REGISTER_OP(OpDef{
     .name = "sum_of_squares",
-    .inputs = {"x"},
-    .outputs = {"sum"},
-    .doc = "sum = sum of x^2 (f32 [], accumulated in double)",
-    .validate = ValidateFloating,
+    .inputs = {"x", "total"},
+    .outputs = {"total"},
+    .doc = "total += sum of x^2 (total: f32 [] on x's device; each x summed in double), in place",
+    .validate =
+        [](const KernelContext& context) {
+          TFM_RETURN_IF_ERROR(ValidateFloating(context));
+          const Tensor& total = context.input(1);
+          if (total.dtype() != DType::kF32 || total.rank() != 0) {
+            return context.Error("total must be an f32 scalar");
+          }
+          if (!(total.device() == context.input(0).device())) {
+            return context.Error("total must be on x's device");
+          }
+          return absl::OkStatus();
+        },
+    .in_place = {{0, 1}},
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -45,6 +61,16 @@ TFM_REGISTER_OP(OpDef{
 
 absl::StatusOr<double> GlobalGradNorm(absl::Span<const Tensor> grads) {
   double total = 0.0;
+  // One running total per run of gradients on the same device, read back
+  // (a synchronisation on a GPU) when the device changes and at the end.
+  Tensor device_total;
+  auto read_back = [&]() -> absl::Status {
+    if (!device_total.defined()) return absl::OkStatus();
+    TFM_ASSIGN_OR_RETURN(Tensor host, CopyToDevice(device_total, Device::Cpu()));
+    total += host.data<float>()[0];
+    device_total = Tensor();
+    return absl::OkStatus();
+  };
   for (const Tensor& grad : grads) {
     // Kernels are found by dtype: name an integer gradient instead of a
     // missing kernel.
@@ -52,10 +78,15 @@ absl::StatusOr<double> GlobalGradNorm(absl::Span<const Tensor> grads) {
       return absl::InvalidArgumentError(
           absl::StrCat("sum_of_squares: gradients must be floating, got ", grad.DebugString()));
     }
-    TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("sum_of_squares", {grad}));
-    TFM_ASSIGN_OR_RETURN(Tensor host, CopyToDevice(out[0], Device::Cpu()));
-    total += host.data<float>()[0];
+    if (device_total.defined() && !(device_total.device() == grad.device())) {
+      TFM_RETURN_IF_ERROR(read_back());
+    }
+    if (!device_total.defined()) {
+      TFM_ASSIGN_OR_RETURN(device_total, Fill({}, 0.0, DType::kF32, grad.device()));
+    }
+    TFM_RETURN_IF_ERROR(RunOp("sum_of_squares", {grad, device_total}).status());
   }
+  TFM_RETURN_IF_ERROR(read_back());
   return std::sqrt(total);
 }
 

@@ -1,4 +1,4 @@
-// CPU f32 kernels of sum_of_squares and scale_in_place. The sum is split into
+// CPU f32 kernels of sum_of_squares (accumulating) and scale_in_place. The sum is split into
 // fixed chunks added in order, so it does not depend on the thread count.
 #include <vector>
 
@@ -26,8 +26,10 @@ absl::Status SumOfSquaresCpu(KernelContext& context) {
   });
   double total = 0.0;
   for (double p : partial) total += p;
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {}, DType::kF32));
-  out->data<float>()[0] = static_cast<float>(total);
+  Tensor accumulator = context.in_place_input(1);
+  float* out = accumulator.data<float>();
+  out[0] = static_cast<float>(out[0] + total);
+  context.SetOutput(0, context.input(1));
   return absl::OkStatus();
 }
 

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(kThreads)
   double sum = 0.0;
   for (int64_t chunk = threadIdx.x; chunk < chunks; chunk += kThreads) sum += partial[chunk];
   sum = GroupReduce<kThreads>(sum, Sum(), &scratch);
-  if (threadIdx.x == 0) *total = static_cast<float>(sum);
+  if (threadIdx.x == 0) *total = static_cast<float>(static_cast<double>(*total) + sum);
 }
 
 struct Scale {

@@ -16,7 +16,7 @@ struct BFloat16;
 // Doubles of workspace that LaunchSumOfSquares needs for `count` elements.
 int64_t SumOfSquaresWorkspaceDoubles(int64_t count);
 
-// *sum (device f32) = sum of x^2 in double, in two levels with a fixed
+// *sum (device f32) += sum of x^2 in double, in two levels with a fixed
 // order (fixed chunks into `workspace`, then the chunks): the same bits on
 // every run.
 template <typename T>

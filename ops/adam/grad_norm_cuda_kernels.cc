@@ -16,15 +16,17 @@ absl::Status LaunchStatus(const KernelContext& context, const char* error) {
 template <typename T>
 absl::Status SumOfSquaresCuda(KernelContext& context) {
   const Tensor& x = context.input(0);
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {}, DType::kF32));
+  Tensor total = context.in_place_input(1);
   // Doubles, held as 8-byte integers.
   TFM_ASSIGN_OR_RETURN(Tensor workspace,
                        Tensor::Empty({SumOfSquaresWorkspaceDoubles(x.num_elements())}, DType::kI64,
                                      context.device(), context.stream()));
-  return LaunchStatus(context,
+  TFM_RETURN_IF_ERROR(LaunchStatus(context,
                       LaunchSumOfSquares<T>(x.data<T>(), x.num_elements(),
                                             reinterpret_cast<double*>(workspace.data<int64_t>()),
-                                            out->data<float>(), context.stream()));
+                                            total.data<float>(), context.stream())));
+  context.SetOutput(0, context.input(1));
+  return absl::OkStatus();
 }
 
 template <typename T>

@@ -7,6 +7,7 @@
 
 #include "core/op_registry.h"
 #include "gtest/gtest.h"
+#include "ops/fill/fill.h"
 #include "ops/random/random.h"
 #include "tests/util/cuda_compare.h"
 #include "tests/util/gpu.h"
@@ -48,9 +49,23 @@ TEST(GradNormTest, NonFiniteNormIsAnErrorWhenAsked) {
 }
 
 float SumOfSquares(const Tensor& x) {
-  absl::StatusOr<std::vector<Tensor>> out = RunOp("sum_of_squares", {x});
+  absl::StatusOr<Tensor> total = Fill({}, 0.0, DType::kF32, x.device());
+  EXPECT_TRUE(total.ok()) << total.status();
+  if (!total.ok()) return NAN;
+  absl::StatusOr<std::vector<Tensor>> out = RunOp("sum_of_squares", {x, *total});
   EXPECT_TRUE(out.ok()) << out.status();
   return out.ok() ? testing::HostF32(out->at(0)).data<float>()[0] : NAN;
+}
+
+TEST(GradNormTest, SumOfSquaresAccumulatesIntoTotal) {
+  const Tensor x = *Tensor::FromVector<float>({1.0f, -2.0f, 3.0f}, {3});
+  const Tensor total = *Tensor::FromVector<float>({2.5f}, {});
+  ASSERT_TRUE(RunOp("sum_of_squares", {x, total}).ok());
+  ASSERT_TRUE(RunOp("sum_of_squares", {x, total}).ok());
+  EXPECT_EQ(total.data<float>()[0], 2.5f + 2 * 14.0f);
+  const Tensor wrong = *Tensor::FromVector<float>({0.0f, 0.0f}, {2});
+  EXPECT_EQ(RunOp("sum_of_squares", {x, wrong}).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // sum_of_squares and scale_in_place on CUDA against the CPU, f32 and bf16
