@@ -48,6 +48,11 @@ class Communicator {
   // ("rank 1 (pid 4242 on gpu-b)"), or is empty.
   virtual int64_t Announce() = 0;
   virtual std::string Missing(int64_t collective) = 0;
+
+  // Ends every rank of the job now (MPI_Abort), after an error on this one
+  // that the others would otherwise only notice at their timeout. Returns
+  // only when this is the only rank.
+  virtual void Abort(int exit_code) = 0;
 };
 
 }  // namespace tfm

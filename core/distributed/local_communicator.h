@@ -21,6 +21,7 @@ class LocalCommunicator : public Communicator {
                          absl::Duration) override;
   int64_t Announce() override { return ++announced_; }
   std::string Missing(int64_t) override { return ""; }
+  void Abort(int) override {}
 
  private:
   int64_t announced_ = 0;

@@ -305,6 +305,8 @@ std::string MpiCommunicator::Missing(int64_t collective) {
   return state_->MissingLocked(collective);
 }
 
+void MpiCommunicator::Abort(int exit_code) { MPI_Abort(MPI_COMM_WORLD, exit_code); }
+
 absl::Status MpiCommunicator::BlockingAllReduceSum(Tensor& tensor) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   const int code =

@@ -37,6 +37,7 @@ class MpiCommunicator : public Communicator {
                          absl::Duration timeout) override;
   int64_t Announce() override;
   std::string Missing(int64_t collective) override;
+  void Abort(int exit_code) override;
 
   // The same all-reduce as MPI_Allreduce itself blocking, without the
   // arrival messages and the timeout: what benchmarks compare against.

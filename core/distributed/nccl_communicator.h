@@ -46,6 +46,7 @@ class NcclCommunicator : public Communicator {
                          absl::Duration timeout) override;
   int64_t Announce() override;
   std::string Missing(int64_t collective) override;
+  void Abort(int exit_code) override;  // ncclCommAbort, then the bootstrap's.
 
  private:
   struct State;

@@ -174,4 +174,10 @@ std::string NcclCommunicator::Missing(int64_t collective) {
   return state_->bootstrap->Missing(collective);
 }
 
+void NcclCommunicator::Abort(int exit_code) {
+  if (state_->comm != nullptr) ncclCommAbort(state_->comm);
+  state_->comm = nullptr;
+  state_->bootstrap->Abort(exit_code);
+}
+
 }  // namespace tfm

@@ -28,5 +28,6 @@ absl::Status NcclCommunicator::Broadcast(absl::Span<char>, int, absl::string_vie
 }
 int64_t NcclCommunicator::Announce() { return 0; }
 std::string NcclCommunicator::Missing(int64_t) { return ""; }
+void NcclCommunicator::Abort(int) {}
 
 }  // namespace tfm
