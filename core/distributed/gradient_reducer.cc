@@ -88,13 +88,14 @@ GradientReducer::~GradientReducer() {
   worker_.join();
 }
 
-void GradientReducer::BeginBackward(int64_t update, bool last) {
+void GradientReducer::BeginBackward(int64_t update, bool last, std::vector<Tensor> earlier) {
   if (watching_ && !calibrated_) {  // The pass before this one was the first.
     expected_ = counts_;
     calibrated_ = true;
   }
   watching_ = true;
   last_pass_ = last;
+  earlier_ = std::move(earlier);
   std::fill(counts_.begin(), counts_.end(), 0);
   for (Bucket& bucket : buckets_) bucket.pending = static_cast<int>(bucket.parameters.size());
   std::lock_guard<std::mutex> lock(mutex_);
@@ -138,6 +139,7 @@ absl::Status GradientReducer::Finish() {
     status = error_;
     error_ = absl::OkStatus();
   }
+  earlier_.clear();  // The worker is idle until the next pass.
   if (!late_.empty()) {
     const std::string name = late_;
     late_.clear();
@@ -174,7 +176,18 @@ absl::Status GradientReducer::Reduce(Bucket& bucket, int index, int64_t update) 
   size_t offset = 0;
   for (int i : bucket.parameters) {
     Tensor& grad = parameters_[i]->grad;
-    TFM_RETURN_IF_ERROR(CopyOnDevice(device, flat + offset, grad.raw_data(), grad.nbytes()));
+    if (earlier_.empty()) {
+      TFM_RETURN_IF_ERROR(CopyOnDevice(device, flat + offset, grad.raw_data(), grad.nbytes()));
+    } else {
+      if (!device.is_cpu() || !earlier_[i].device().is_cpu()) {
+        return absl::UnimplementedError(
+            "gradient reducer: several batches per rank and update are summed on the CPU only");
+      }
+      const float* before = earlier_[i].data<float>();
+      const float* now = grad.data<float>();
+      float* out = reinterpret_cast<float*>(flat + offset);
+      for (int64_t j = 0; j < grad.num_elements(); ++j) out[j] = before[j] + now[j];
+    }
     offset += grad.nbytes();
   }
   TFM_RETURN_IF_ERROR(communicator_->AllReduceSum(

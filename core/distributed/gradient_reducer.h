@@ -50,7 +50,11 @@ class GradientReducer {
 
   // Before each backward pass of `update` on this rank; `last`: this rank's
   // last pass of the update, whose finished buckets are reduced at once.
-  void BeginBackward(int64_t update, bool last);
+  // `earlier` (host gradients, one per parameter, or empty) is the sum of
+  // this rank's earlier passes, which the last pass's gradients (computed
+  // from zero) are added to before the all-reduce: each batch's gradient is
+  // formed on its own, as when each rank computes one batch.
+  void BeginBackward(int64_t update, bool last, std::vector<Tensor> earlier = {});
   // Reduces the buckets still waiting and returns once every gradient holds
   // the sum over the ranks.
   absl::Status Finish();
@@ -82,6 +86,7 @@ class GradientReducer {
   bool watching_ = false;      // A pass has begun since the last Finish.
   bool calibrated_ = false;
   bool last_pass_ = false;
+  std::vector<Tensor> earlier_;
   std::string late_;  // A parameter accumulated after its bucket was posted.
 
   // Shared with the worker.

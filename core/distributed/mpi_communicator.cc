@@ -98,6 +98,15 @@ struct MpiCommunicator::State {
                         identities[peer].host, ")");
   }
 
+  // The other ranks (the first 8), as suspects.
+  std::string Peers() const {
+    std::vector<std::string> peers;
+    for (int peer = 0; peer < size && peers.size() < 8; ++peer) {
+      if (peer != rank) peers.push_back(Describe(peer));
+    }
+    return absl::StrCat(absl::StrJoin(peers, ", "), size > 9 ? ", ..." : "");
+  }
+
   std::string MissingLocked(int64_t collective) {
     PollArrivals();
     std::vector<std::string> missing;
@@ -126,8 +135,9 @@ struct MpiCommunicator::State {
         return Fail(what, absl::StrCat(
                               "did not complete within ", absl::FormatDuration(limit), ": ",
                               missing.empty()
-                                  ? std::string("every rank reached it, so one died or hangs "
-                                                "inside it")
+                                  ? absl::StrCat("every rank reached it, so one of the others "
+                                                 "died or hangs inside it: ",
+                                                 Peers())
                                   : absl::StrCat(missing, " never reached it (dead or hung)"),
                               "; train.distributed_timeout_seconds sets the limit"));
       }

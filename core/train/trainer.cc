@@ -126,9 +126,30 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     context.seed = options_.seed;
     context.counter = first_counter + i;
     context.loss_scale = 1.0f / static_cast<float>(std::max<int64_t>(1, target_tokens));
-    if (reducer_) reducer_->BeginBackward(update, /*last=*/i + ranks >= batches.size());
+    const bool last = i + ranks >= batches.size();
+    // Each batch's gradient is formed from zero and then added to the sum
+    // of those before it, never accumulated into it: floating-point sums
+    // then associate as they do when each rank computes one batch, so one
+    // process with update_freq 2 and two ranks with one batch each give
+    // the same bits.
+    std::vector<Tensor> earlier;
+    if (i != rank) {
+      for (Parameter* p : parameters_) {
+        earlier.push_back(p->grad);
+        TFM_ASSIGN_OR_RETURN(p->grad, Tensor::Zeros(p->grad.shape(), DType::kF32));
+      }
+    }
+    const bool reducer_adds = reducer_ != nullptr && last;
+    if (reducer_) reducer_->BeginBackward(update, last, reducer_adds ? earlier : std::vector<Tensor>());
     TFM_ASSIGN_OR_RETURN(LossStats stats, model_->ForwardBackward(batches[i], context));
     result.stats += stats;
+    if (!earlier.empty() && !reducer_adds) {
+      for (size_t k = 0; k < parameters_.size(); ++k) {
+        const float* before = earlier[k].data<float>();
+        float* grad = parameters_[k]->grad.data<float>();
+        for (int64_t j = 0; j < earlier[k].num_elements(); ++j) grad[j] = before[j] + grad[j];
+      }
+    }
   }
   if (reducer_) {
     TFM_RETURN_IF_ERROR(reducer_->Finish());
