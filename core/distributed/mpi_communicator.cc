@@ -1,6 +1,7 @@
 #include "core/distributed/mpi_communicator.h"
 
 #include <mpi.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -116,10 +117,12 @@ struct MpiCommunicator::State {
     return absl::StrJoin(missing, ", ");
   }
 
-  // Polls `request` until it completes or `limit` passes. Spins for the
-  // first millisecond (a collective among ready ranks), then sleeps between
-  // polls so that a rank waiting for a slower one leaves the cores to the
-  // training threads.
+  // Polls `request` until it completes or `limit` passes. MPI moves a large
+  // message only while it is polled, so polling yields the core but never
+  // sleeps for the first 200 ms (sleeping 100 us between polls made the
+  // base model's all-reduce 4x slower: benchmarks/allreduce); past that, a
+  // rank is waiting for a slower one and sleeps between polls, leaving the
+  // cores to the training threads.
   absl::Status Wait(MPI_Request* request, int64_t collective, absl::string_view what,
                     absl::Duration limit) {
     const absl::Time start = absl::Now();
@@ -141,7 +144,11 @@ struct MpiCommunicator::State {
                                   : absl::StrCat(missing, " never reached it (dead or hung)"),
                               "; train.distributed_timeout_seconds sets the limit"));
       }
-      if (waited > absl::Milliseconds(1)) absl::SleepFor(absl::Microseconds(100));
+      if (waited > absl::Milliseconds(200)) {
+        absl::SleepFor(absl::Microseconds(100));
+      } else {
+        sched_yield();
+      }
     }
   }
 
