@@ -121,8 +121,8 @@ absl::Status Main() {
     buckets.push_back(tensor);
   }
   if (zero) {
-    std::printf("gradients: base model, %zu parameters (%.1f MiB f32) in %zu buckets of <= %d MiB "
-                "+ one parameter: %s MiB\n",
+    std::printf("gradients: base model, %zu parameters (%.1f MiB f32) in %zu buckets (each closed "
+                "once it holds >= %d MiB; the shared table alone): %s MiB\n",
                 total / 4, total / 1048576.0, buckets.size(), absl::GetFlag(FLAGS_bucket_mib),
                 absl::StrJoin(sizes, " ").c_str());
     std::printf("%-34s %10s %10s %12s %12s\n", "all-reduce of all buckets", "median ms", "min ms",
