@@ -83,8 +83,8 @@ TEST_F(NcclCommunicatorTest, TheReducerOverTheGpuLeavesWhatItLeavesOnTheHost) {
     gpu_pointers.push_back(&gpu[i]);
     host_pointers.push_back(&host[i]);
   }
-  auto on_gpu = GradientReducer::Create(nccl_.get(), gpu_pointers, /*bucket_bytes=*/8 << 20);
-  auto on_host = GradientReducer::Create(&bootstrap_, host_pointers, /*bucket_bytes=*/8 << 20);
+  auto on_gpu = GradientReducer::Create(nccl_.get(), gpu_pointers, /*bucket_bytes=*/2 << 20);
+  auto on_host = GradientReducer::Create(&bootstrap_, host_pointers, /*bucket_bytes=*/2 << 20);
   ASSERT_TRUE(on_gpu.ok() && on_host.ok()) << on_gpu.status() << on_host.status();
   ASSERT_GT((*on_gpu)->num_buckets(), 1);
   // Two updates: the second reduces buckets as the hooks report them final.
