@@ -131,7 +131,7 @@ absl::Status RunOurs(const Preset& preset) {
     }
     const absl::Time start = absl::Now();
     TFM_ASSIGN_OR_RETURN(Trainer::Gradients gradients,
-                         trainer.ComputeGradients({batch}, static_cast<uint64_t>(step)));
+                         trainer.ComputeGradients({batch}, static_cast<uint64_t>(step), step));
     TFM_RETURN_IF_ERROR(trainer.ApplyUpdate(step));
     if (step > 2) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
     loss = gradients.stats.loss / gradients.stats.target_tokens;

@@ -29,6 +29,10 @@ struct Parameter {
   std::string name;
   Tensor value;
   Tensor grad;
+  // Called by AccumulateGrad after each addition into `grad` (when set), so
+  // that data-parallel training (core/distributed/gradient_reducer.h) can
+  // sum a gradient across ranks while the backward pass goes on.
+  std::function<void()> on_grad_accumulated;
 };
 
 // How one forward pass runs. Dropout draws only from `rng` (never hidden

@@ -51,6 +51,7 @@ absl::StatusOr<Parameter> MakeParameter(const LayerArgs& args, absl::string_view
 absl::Status AccumulateGrad(Parameter& parameter, const Tensor& grad) {
   TFM_CHECK(grad.shape() == parameter.value.shape(), "gradient shaped unlike its parameter");
   TFM_ASSIGN_OR_RETURN(parameter.grad, Add(parameter.grad, grad));
+  if (parameter.on_grad_accumulated) parameter.on_grad_accumulated();
   return absl::OkStatus();
 }
 

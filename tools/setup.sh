@@ -15,6 +15,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev           # tests and benchmarks
   libopenblas-dev libopenblas0-pthread                 # the CPU BLAS
   zlib1g-dev
+  libopenmpi-dev openmpi-bin                           # data-parallel training (mpirun)
   python3 python3-venv python3-pip python3-torch python3-numpy  # parity peers
   gettext                                              # msgfmt, for .mo test files
 )
@@ -74,6 +75,7 @@ echo "  g++:      $(g++ -dumpfullversion)"
 echo "  protoc:   $(protoc --version)"
 echo "  abseil:   $(pkg-config --modversion absl_base)"
 echo "  openblas: $(pkg-config --modversion openblas)"
+echo "  open mpi: $(pkg-config --modversion ompi-c)"
 echo "  python:   $("$VENV/bin/python3" -c 'import sys, torch, sacrebleu; print(sys.version.split()[0], "torch", torch.__version__, "sacrebleu", sacrebleu.__version__)')"
 CUDA_PATH="${CUDA_PATH:-/usr/local/cuda}"
 if [[ -x "$CUDA_PATH/bin/nvcc" ]]; then

@@ -53,6 +53,7 @@ TrainerOptions TrainerOptions::FromConfig(const config::TrainConfig& train) {
   options.patience = train.patience();
   options.max_consecutive_nonfinite = train.max_consecutive_nonfinite();
   options.seed = train.seed();
+  options.distributed_timeout = absl::Seconds(train.distributed_timeout_seconds());
   return options;
 }
 
@@ -69,14 +70,16 @@ absl::StatusOr<bool> BestByScore(const config::TrainConfig& train, const Validat
 }
 
 Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, TokenBatcher* batcher,
-                 std::vector<Batch> valid, TrainerOptions options, TrainerHooks hooks)
+                 std::vector<Batch> valid, TrainerOptions options, TrainerHooks hooks,
+                 Communicator* communicator)
     : model_(model),
       optimizer_(optimizer),
       batcher_(batcher),
       valid_(std::move(valid)),
       options_(std::move(options)),
       hooks_(std::move(hooks)),
-      parameters_(model->Parameters()) {}
+      parameters_(model->Parameters()),
+      communicator_(communicator != nullptr ? communicator : &single_process_) {}
 
 absl::Status Trainer::ZeroGradients() {
   for (Parameter* p : parameters_) {
@@ -103,22 +106,60 @@ absl::StatusOr<std::vector<Batch>> Trainer::NextBatches() {
 }
 
 absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<Batch>& batches,
-                                                             uint64_t first_counter) {
+                                                             uint64_t first_counter,
+                                                             int64_t update) {
   TFM_RETURN_IF_ERROR(ZeroGradients());
-  // The objective is the mean over the update's target tokens: known before
-  // the first forward pass, so each backward scales its own gradient and no
-  // extra pass over the gradients is needed.
+  // The objective is the mean over the update's target tokens (on all
+  // ranks: every rank has read every batch): known before the first forward
+  // pass, so each backward scales its own gradient and no extra pass over
+  // the gradients is needed.
   int64_t target_tokens = 0;
   for (const Batch& batch : batches) target_tokens += batch.target_tokens();
+  const size_t rank = communicator_->rank(), ranks = communicator_->size();
+  if (ranks > 1 && reducer_ == nullptr) {
+    TFM_ASSIGN_OR_RETURN(reducer_, GradientReducer::Create(communicator_, parameters_));
+  }
   Gradients result;
-  for (size_t i = 0; i < batches.size(); ++i) {
+  for (size_t i = rank; i < batches.size(); i += ranks) {
     StepContext context;
     context.training = true;
     context.seed = options_.seed;
     context.counter = first_counter + i;
     context.loss_scale = 1.0f / static_cast<float>(std::max<int64_t>(1, target_tokens));
+    const bool last = i + ranks >= batches.size();
+    // Each batch's gradient is formed from zero and then added to the sum
+    // of those before it, never accumulated into it: floating-point sums
+    // then associate as they do when each rank computes one batch, so one
+    // process with update_freq 2 and two ranks with one batch each give
+    // the same bits.
+    std::vector<Tensor> earlier;
+    if (i != rank) {
+      for (Parameter* p : parameters_) {
+        earlier.push_back(p->grad);
+        TFM_ASSIGN_OR_RETURN(p->grad, Tensor::Zeros(p->grad.shape(), DType::kF32));
+      }
+    }
+    const bool reducer_adds = reducer_ != nullptr && last;
+    if (reducer_) reducer_->BeginBackward(update, last, reducer_adds ? earlier : std::vector<Tensor>());
     TFM_ASSIGN_OR_RETURN(LossStats stats, model_->ForwardBackward(batches[i], context));
     result.stats += stats;
+    if (!earlier.empty() && !reducer_adds) {
+      for (size_t k = 0; k < parameters_.size(); ++k) {
+        const float* before = earlier[k].data<float>();
+        float* grad = parameters_[k]->grad.data<float>();
+        for (int64_t j = 0; j < earlier[k].num_elements(); ++j) grad[j] = before[j] + grad[j];
+      }
+    }
+  }
+  if (reducer_) {
+    TFM_RETURN_IF_ERROR(reducer_->Finish());
+    double sums[] = {result.stats.loss, result.stats.nll,
+                     static_cast<double>(result.stats.source_tokens),
+                     static_cast<double>(result.stats.target_tokens)};
+    TFM_RETURN_IF_ERROR(
+        communicator_->AllReduceSum(sums, absl::StrCat("loss sums (update ", update, ")")));
+    result.stats = LossStats{sums[0], sums[1], static_cast<int64_t>(sums[2]),
+                             static_cast<int64_t>(sums[3])};
   }
   std::vector<Tensor> grads;
   for (Parameter* p : parameters_) grads.push_back(p->grad);
@@ -153,6 +194,57 @@ absl::StatusOr<ValidationLog> Trainer::Validate(const TrainProgress& progress) {
   return log;
 }
 
+absl::StatusOr<Trainer::Agreement> Trainer::Agree(Agreement rank_zero_view, int64_t update) {
+  const bool zero = communicator_->rank() == 0;
+  double flags[] = {StopSignalReceived() != 0 ? 1.0 : 0.0,
+                    zero && rank_zero_view.time_up ? 1.0 : 0.0,
+                    zero && rank_zero_view.validate_by_time ? 1.0 : 0.0,
+                    zero && rank_zero_view.checkpoint_due ? 1.0 : 0.0};
+  TFM_RETURN_IF_ERROR(communicator_->AllReduceSum(
+      flags, absl::StrCat("the ranks' agreement before update ", update)));
+  return Agreement{flags[0] > 0, flags[1] > 0, flags[2] > 0, flags[3] > 0};
+}
+
+absl::StatusOr<ValidationLog> Trainer::ValidateOnRankZero(const TrainProgress& progress) {
+  if (communicator_->size() == 1) return Validate(progress);
+  absl::StatusOr<ValidationLog> log = ValidationLog();
+  if (communicator_->rank() == 0) log = Validate(progress);
+  const ValidationLog figures = log.ok() ? *log : ValidationLog();
+  double sent[] = {log.ok() ? 1.0 : 0.0, figures.loss, figures.nll, figures.ppl,
+                   figures.score.has_value() ? 1.0 : 0.0, figures.score.value_or(0)};
+  TFM_RETURN_IF_ERROR(communicator_->Broadcast(
+      absl::Span<char>(reinterpret_cast<char*>(sent), sizeof(sent)), 0,
+      absl::StrCat("rank 0's validation at update ", progress.update),
+      options_.distributed_timeout));
+  if (!log.ok()) return log.status();
+  if (sent[0] == 0) {
+    return absl::InternalError(absl::StrCat("rank 0's validation at update ", progress.update,
+                                            " failed (its output says why)"));
+  }
+  ValidationLog received;
+  received.epoch = batcher_->position().epoch + 1;
+  received.update = progress.update;
+  received.loss = sent[1];
+  received.nll = sent[2];
+  received.ppl = sent[3];
+  if (sent[4] > 0) received.score = sent[5];
+  return received;
+}
+
+absl::Status Trainer::SaveEverywhere(const TrainProgress& progress, bool best) {
+  const absl::Status status = hooks_.save_checkpoint(progress, best);
+  if (communicator_->size() == 1) return status;
+  double failed[] = {status.ok() ? 0.0 : 1.0};
+  TFM_RETURN_IF_ERROR(communicator_->AllReduceSum(
+      failed, absl::StrCat("the checkpoint at update ", progress.update)));
+  TFM_RETURN_IF_ERROR(status);
+  if (failed[0] > 0) {
+    return absl::InternalError(absl::StrCat("the checkpoint at update ", progress.update,
+                                            " failed on rank 0 (its output says why)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
   if (!hooks_.save_checkpoint) {
     return absl::InvalidArgumentError("trainer: no save_checkpoint hook");
@@ -163,6 +255,14 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
   if (options_.update_freq < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("trainer: update_freq ", options_.update_freq, " must be >= 1"));
+  }
+  if (options_.update_freq < communicator_->size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trainer: train.update_freq ", options_.update_freq, " is smaller than the ",
+        communicator_->size(), " ranks: each update's update_freq batches are shared out "
+        "among the ranks, so rank ", communicator_->size() - 1,
+        " would have none; set --set=train.update_freq=", communicator_->size(),
+        " (or a multiple) and max_*_tokens for the batch one rank computes at a time"));
   }
   batcher_->Seek(progress->data);
   const absl::Time run_start = absl::Now();
@@ -193,35 +293,35 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     log.skipped_updates = p.skipped_updates;
     return log;
   };
-  // Progress as it stood before the update in flight: what a checkpoint
-  // written at a stop records, so that the update is redone on resume.
+  // The progress with this run's training time added.
   const auto save = [&](bool best) {
     TrainProgress saved = *progress;
     saved.train_seconds = elapsed();
-    return hooks_.save_checkpoint(saved, best);
+    return SaveEverywhere(saved, best);
   };
 
   StopReason reason = StopReason::kMaxUpdates;
   while (progress->update < options_.max_updates) {
-    if (StopSignalReceived() != 0) {
+    Agreement clock;  // Rank 0's view; the others' is ignored.
+    clock.time_up = absl::Now() - run_start >= options_.time_limit;
+    clock.validate_by_time = options_.validate_every_time > absl::ZeroDuration() &&
+                             absl::Now() - last_validation >= options_.validate_every_time;
+    clock.checkpoint_due = checkpoints.Due(progress->update + 1, elapsed());
+    TFM_ASSIGN_OR_RETURN(const Agreement agreed, Agree(clock, progress->update + 1));
+    if (agreed.stop_signal) {
       reason = StopReason::kSignal;
       break;
     }
-    if (absl::Now() - run_start >= options_.time_limit) {
+    if (agreed.time_up) {
       reason = StopReason::kTimeLimit;
       break;
     }
-    TrainProgress before = *progress;
     const absl::Time update_start = absl::Now();
     TFM_ASSIGN_OR_RETURN(const std::vector<Batch> batches, NextBatches());
     TFM_ASSIGN_OR_RETURN(const Gradients gradients,
-                         ComputeGradients(batches, static_cast<uint64_t>(progress->batches)));
+                         ComputeGradients(batches, static_cast<uint64_t>(progress->batches),
+                                          progress->update + 1));
     progress->batches += static_cast<int64_t>(batches.size());
-    if (StopSignalReceived() != 0) {  // Mid-update: drop it, redo it on resume.
-      *progress = before;
-      reason = StopReason::kSignal;
-      break;
-    }
     const LossStats& stats = gradients.stats;
     const double gnorm = gradients.gnorm;
     if (!std::isfinite(stats.loss) || !std::isfinite(gnorm)) {
@@ -260,10 +360,9 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     const bool validate_now =
         !valid_.empty() &&
         ((options_.validate_every > 0 && progress->update % options_.validate_every == 0) ||
-         (options_.validate_every_time > absl::ZeroDuration() &&
-          absl::Now() - last_validation >= options_.validate_every_time));
+         agreed.validate_by_time);
     if (validate_now) {
-      TFM_ASSIGN_OR_RETURN(ValidationLog log, Validate(*progress));
+      TFM_ASSIGN_OR_RETURN(ValidationLog log, ValidateOnRankZero(*progress));
       last_validation = absl::Now();
       // Both bests are kept (a resumed run may choose the other metric);
       // the chosen one makes the checkpoint best and resets patience. A NaN
@@ -281,7 +380,7 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
       }
       if (hooks_.on_validation) hooks_.on_validation(log);
     }
-    if (best || checkpoints.Due(progress->update, elapsed())) {
+    if (best || agreed.checkpoint_due) {
       TFM_RETURN_IF_ERROR(save(best));
       checkpoints.MarkSaved(progress->update, elapsed());
     }

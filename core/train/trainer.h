@@ -9,6 +9,18 @@
 // TrainProgress (the batcher's position, the update and batch counters that
 // key dropout), which a checkpoint saves beside the weights and the
 // optimizer moments. Training 2N updates equals N, save, load, N more.
+//
+// Data parallelism (core/distributed): every rank reads the whole batch
+// stream and takes its share of each update's update_freq batches (batch i
+// of the update goes to rank i mod ranks, with the dropout counter it has
+// in a single process); the loss is scaled by the update's target tokens
+// over all ranks, and the gradients are summed across ranks in buckets while
+// backward runs. So N ranks update the weights exactly as one process does
+// with the same update_freq, and a checkpoint's data position means the
+// same on any number of ranks. Decisions taken by the clock (time limit,
+// validation and checkpoints by minutes) are rank 0's, and a stop signal on
+// any rank stops all, agreed at the start of each update; rank 0 alone
+// validates (the others receive its figures) and writes through the hooks.
 #ifndef TFM_CORE_TRAIN_TRAINER_H_
 #define TFM_CORE_TRAIN_TRAINER_H_
 
@@ -25,6 +37,9 @@
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
 #include "core/data/token_batcher.h"
+#include "core/distributed/communicator.h"
+#include "core/distributed/gradient_reducer.h"
+#include "core/distributed/local_communicator.h"
 #include "core/train/adam_optimizer.h"
 #include "core/trainable_model.h"
 
@@ -118,6 +133,8 @@ struct TrainerOptions {
   bool best_by_score = false;
   int max_consecutive_nonfinite = 10;
   uint64_t seed = 1;
+  // Bounds each wait for other ranks (see core/distributed/communicator.h).
+  absl::Duration distributed_timeout = absl::Minutes(10);
 
   // best_by_score stays false: it depends on the task's scorer (see
   // BestByScore).
@@ -133,9 +150,11 @@ absl::StatusOr<bool> BestByScore(const config::TrainConfig& train, const Validat
 class Trainer {
  public:
   // None of the pointers is owned; all must outlive the trainer. `valid`
-  // may be empty (no validation).
+  // may be empty (no validation). Without a communicator the trainer is
+  // the only rank.
   Trainer(TrainableModel* model, AdamOptimizer* optimizer, TokenBatcher* batcher,
-          std::vector<Batch> valid, TrainerOptions options, TrainerHooks hooks);
+          std::vector<Batch> valid, TrainerOptions options, TrainerHooks hooks,
+          Communicator* communicator = nullptr);
 
   // Trains from `progress` (a fresh TrainProgress or one restored from a
   // checkpoint, whose weights and moments are already loaded) until a stop
@@ -150,20 +169,34 @@ class Trainer {
 
   // One update's work, also timed on its own by //benchmarks:train_step:
   // the gradients of the mean loss over `batches` (their dropout counters
-  // first_counter, first_counter + 1, ...) in the parameters, and then the
+  // first_counter, first_counter + 1, ...; this rank computes its share and
+  // the sum over the ranks lands in every rank's parameters), and then the
   // clipped Adam step numbered `update`.
   struct Gradients {
-    LossStats stats;
+    LossStats stats;   // Over all ranks.
     double gnorm = 0;  // Global norm before clipping.
   };
   absl::StatusOr<Gradients> ComputeGradients(const std::vector<Batch>& batches,
-                                             uint64_t first_counter);
+                                             uint64_t first_counter, int64_t update);
   absl::Status ApplyUpdate(int64_t update);
 
  private:
   // The next update_freq batches, across an epoch's end.
   absl::StatusOr<std::vector<Batch>> NextBatches();
   absl::Status ZeroGradients();
+  // What the ranks agree on before an update (see the class comment).
+  struct Agreement {
+    bool stop_signal = false;
+    bool time_up = false;
+    bool validate_by_time = false;
+    bool checkpoint_due = false;
+  };
+  absl::StatusOr<Agreement> Agree(Agreement rank_zero_view, int64_t update);
+  // Rank 0 validates; every rank returns its figures.
+  absl::StatusOr<ValidationLog> ValidateOnRankZero(const TrainProgress& progress);
+  // Writes a checkpoint through the hook; fails on every rank if it failed
+  // on one.
+  absl::Status SaveEverywhere(const TrainProgress& progress, bool best);
 
   TrainableModel* model_;
   AdamOptimizer* optimizer_;
@@ -172,6 +205,9 @@ class Trainer {
   TrainerOptions options_;
   TrainerHooks hooks_;
   std::vector<Parameter*> parameters_;
+  LocalCommunicator single_process_;
+  Communicator* communicator_;
+  std::unique_ptr<GradientReducer> reducer_;  // With more than one rank.
 };
 
 }  // namespace tfm

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -11,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/data/file_io.h"
+#include "core/distributed/broadcast.h"
+#include "core/distributed/launch.h"
 #include "core/environment_report.h"
 #include "core/status_macros.h"
 #include "core/train/adam_optimizer.h"
@@ -125,38 +128,62 @@ MetricRow TensorBoardValidationRow(MetricRow row) {
 
 }  // namespace
 
-absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_model,
-                         const ValidationScorerFactory& make_scorer) {
+namespace {
+
+// One rank's part of RunTraining. Rank 0 alone touches the work directory
+// (checkpoints, vocabulary, logs) and hands the others what they need from
+// it (the vocabulary, the weights, moments and progress it resumes from), so
+// the ranks need no shared file system.
+absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_model,
+                         const ValidationScorerFactory& make_scorer, Communicator& communicator) {
   const config::TaskConfig& config = context.config.config;
   const std::string& work_dir = context.work_dir;
-  std::ostream& log = context.log != nullptr ? *context.log : std::cout;
-  TFM_RETURN_IF_ERROR(MakeDirectories(work_dir));
+  const bool rank_zero = communicator.rank() == 0;
+  std::ostream discard(nullptr);
+  std::ostream& log =
+      !rank_zero ? discard : context.log != nullptr ? *context.log : std::cout;
+  const absl::Duration timeout = absl::Seconds(config.train().distributed_timeout_seconds());
+  if (rank_zero) TFM_RETURN_IF_ERROR(MakeDirectories(work_dir));
   for (const auto& [label, text] : EnvironmentReport()) log << label << ": " << text << "\n";
-
-  TFM_ASSIGN_OR_RETURN(std::optional<Resume> resume, FindResume(work_dir, config));
-  const std::string tokenizer_path = Join(work_dir, config.data().tokenizer().model_path());
-  std::optional<Tokenizer> tokenizer;
-  if (resume) {
-    // The checkpoint's vocabulary is the one its weights were trained with;
-    // a different tokenizer file in the work directory is an error, not a
-    // silent switch.
-    struct stat info;
-    if (stat(tokenizer_path.c_str(), &info) == 0) {
-      TFM_ASSIGN_OR_RETURN(Tokenizer on_disk, Tokenizer::Load(tokenizer_path));
-      TFM_RETURN_IF_ERROR(CheckVocabularyMatches(resume->checkpoint.vocabulary, resume->path,
-                                                 on_disk.model(), tokenizer_path));
-    }
-    TFM_ASSIGN_OR_RETURN(tokenizer, Tokenizer::FromModel(resume->checkpoint.vocabulary));
-  } else {
-    TFM_ASSIGN_OR_RETURN(tokenizer, LoadOrTrainTokenizer(config.data(), work_dir, &log));
+  if (communicator.size() > 1) {
+    log << "ranks: " << communicator.size() << " (" << communicator.name() << "), each taking "
+        << "its share of the " << config.train().update_freq() << " batches of an update\n";
   }
 
+  std::optional<Resume> resume;
+  std::string vocabulary;
+  if (rank_zero) {
+    TFM_ASSIGN_OR_RETURN(resume, FindResume(work_dir, config));
+    const std::string tokenizer_path = Join(work_dir, config.data().tokenizer().model_path());
+    std::optional<Tokenizer> tokenizer;
+    if (resume) {
+      // The checkpoint's vocabulary is the one its weights were trained
+      // with; a different tokenizer file in the work directory is an error,
+      // not a silent switch.
+      struct stat info;
+      if (stat(tokenizer_path.c_str(), &info) == 0) {
+        TFM_ASSIGN_OR_RETURN(Tokenizer on_disk, Tokenizer::Load(tokenizer_path));
+        TFM_RETURN_IF_ERROR(CheckVocabularyMatches(resume->checkpoint.vocabulary, resume->path,
+                                                   on_disk.model(), tokenizer_path));
+      }
+      vocabulary = resume->checkpoint.vocabulary;
+    } else {
+      TFM_ASSIGN_OR_RETURN(tokenizer, LoadOrTrainTokenizer(config.data(), work_dir, &log));
+      vocabulary = tokenizer->model();
+    }
+  }
+  // No timeout: rank 0 may first train the vocabulary for a long time (a
+  // rank 0 that dies meanwhile is reported by mpirun).
+  TFM_RETURN_IF_ERROR(BroadcastString(communicator, 0, "the vocabulary",
+                                      absl::InfiniteDuration(), &vocabulary));
+  TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromModel(vocabulary));
+
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
-                       make_model(config, tokenizer->vocab_size()));
+                       make_model(config, tokenizer.vocab_size()));
   int64_t parameter_count = 0;
   for (Parameter* p : model->Parameters()) parameter_count += p->value.num_elements();
   log << absl::StrFormat("model: %d parameters (%.1fM), vocabulary %d\n", parameter_count,
-                         parameter_count / 1e6, tokenizer->vocab_size());
+                         parameter_count / 1e6, tokenizer.vocab_size());
 
   TFM_ASSIGN_OR_RETURN(
       const InverseSqrtSchedule schedule,
@@ -165,21 +192,36 @@ absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_mo
   TFM_ASSIGN_OR_RETURN(AdamOptimizer optimizer,
                        AdamOptimizer::Create(model->Parameters(), config.train().adam(), schedule));
   TrainProgress progress;
+  NamedTensors weights = ModelTensors(*model);
+  NamedTensors moments = optimizer.State();
   if (resume) {
-    NamedTensors weights = ModelTensors(*model);
     TFM_RETURN_IF_ERROR(AssignTensors(resume->checkpoint.model, resume->path, &weights));
-    NamedTensors moments = optimizer.State();
     TFM_RETURN_IF_ERROR(AssignTensors(resume->checkpoint.optimizer, resume->path, &moments));
     progress = FromState(resume->checkpoint.state);
     log << "resuming from " << resume->path << " at update " << progress.update << "\n";
   }
+  if (communicator.size() > 1) {
+    std::string state = ToState(progress, config.train().seed()).SerializeAsString();
+    TFM_RETURN_IF_ERROR(BroadcastString(communicator, 0, "the training state", timeout, &state));
+    train::TrainingState parsed;
+    if (!parsed.ParseFromString(state)) {
+      return absl::DataLossError("the training state broadcast by rank 0 does not parse");
+    }
+    progress = FromState(parsed);
+    std::vector<Tensor> tensors;
+    for (auto* named : {&weights, &moments}) {
+      for (auto& [name, tensor] : *named) tensors.push_back(tensor);
+    }
+    TFM_RETURN_IF_ERROR(
+        BroadcastTensors(communicator, 0, "the weights and moments", timeout, tensors));
+  }
 
-  std::unique_ptr<TokenBatcher> batcher = MakeTrainingBatcher(config.data(), *tokenizer);
-  TFM_ASSIGN_OR_RETURN(std::vector<Batch> valid, LoadValidationBatches(config.data(), *tokenizer));
+  std::unique_ptr<TokenBatcher> batcher = MakeTrainingBatcher(config.data(), tokenizer);
+  TFM_ASSIGN_OR_RETURN(std::vector<Batch> valid, LoadValidationBatches(config.data(), tokenizer));
   log << "data: " << valid.size() << " validation batches\n" << std::flush;
   ValidationScorer scorer;
   if (make_scorer && !valid.empty()) {
-    TFM_ASSIGN_OR_RETURN(scorer, make_scorer(config, *model, *tokenizer));
+    TFM_ASSIGN_OR_RETURN(scorer, make_scorer(config, *model, tokenizer));
   }
   TrainerOptions options = TrainerOptions::FromConfig(config.train());
   TFM_ASSIGN_OR_RETURN(options.best_by_score, BestByScore(config.train(), scorer));
@@ -190,72 +232,101 @@ absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_mo
   }
   const std::string score_name = scorer.score ? scorer.name : "";
 
-  TFM_ASSIGN_OR_RETURN(MetricsCsvWriter csv,
-                       MetricsCsvWriter::Open(Join(work_dir, kMetricsCsv),
-                                              MetricColumns(score_name), progress.update));
-  TFM_ASSIGN_OR_RETURN(TensorBoardWriter tensorboard,
-                       TensorBoardWriter::Create(Join(work_dir, kTensorBoardDir)));
-  ProgressReporter reporter =
-      ProgressReporter::ForStderr(options.max_updates, std::max<int64_t>(1, options.log_every));
+  // Rank 0's files and console; the other ranks' hooks do nothing.
+  std::optional<MetricsCsvWriter> csv;
+  std::optional<TensorBoardWriter> tensorboard;
+  std::optional<ProgressReporter> reporter;
   absl::Status log_status;  // The first failure to write a log; ends the run.
-
   TrainerHooks hooks;
-  hooks.on_update = [&](const TrainProgress& p, const UpdateLog& update) {
-    // Log updates get the window's averages below; the others only move the bar.
-    if (options.log_every <= 0 || p.update % options.log_every != 0) {
-      reporter.Update(ToMetrics(update));
-    }
-  };
-  hooks.on_update_log = [&](const UpdateLog& window) {
-    const TrainingMetrics metrics = ToMetrics(window);
-    reporter.Update(metrics);
-    log_status.Update(csv.Append(ToRow(metrics)));
-    log_status.Update(tensorboard.AddScalars(metrics.update, ToRow(metrics), "train/"));
-  };
-  hooks.on_validation = [&](const ValidationLog& v) {
-    ValidationMetrics metrics;
-    metrics.epoch = v.epoch;
-    metrics.update = v.update;
-    metrics.loss = v.loss;
-    metrics.nll = v.nll;
-    metrics.score_name = score_name;
-    metrics.score = v.score;
-    reporter.Message(FormatValidationLine(metrics) + (v.best ? " | best" : ""));
-    log_status.Update(csv.Append(ToRow(metrics)));
-    log_status.Update(
-        tensorboard.AddScalars(metrics.update, TensorBoardValidationRow(ToRow(metrics)), "valid/"));
-  };
-  hooks.save_checkpoint = [&](const TrainProgress& p, bool best) -> absl::Status {
-    TFM_RETURN_IF_ERROR(log_status);
-    Checkpoint checkpoint;
-    checkpoint.model = ModelTensors(*model);
-    checkpoint.optimizer = optimizer.State();
-    checkpoint.state = ToState(p, config.train().seed());
-    checkpoint.config = config;
-    checkpoint.vocabulary = tokenizer->model();
-    TFM_ASSIGN_OR_RETURN(const std::string path, WriteCheckpoint(work_dir, checkpoint));
-    if (best) TFM_RETURN_IF_ERROR(WriteCheckpointTo(Join(work_dir, kBestCheckpoint), checkpoint));
-    TFM_RETURN_IF_ERROR(PruneCheckpoints(work_dir, KeepLast(config.train())));
-    reporter.Message(absl::StrCat("checkpoint ", path, best ? " (best)" : ""));
-    return absl::OkStatus();
-  };
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  if (rank_zero) {
+    TFM_ASSIGN_OR_RETURN(MetricsCsvWriter opened_csv,
+                         MetricsCsvWriter::Open(Join(work_dir, kMetricsCsv),
+                                                MetricColumns(score_name), progress.update));
+    csv.emplace(std::move(opened_csv));
+    TFM_ASSIGN_OR_RETURN(TensorBoardWriter opened_tensorboard,
+                         TensorBoardWriter::Create(Join(work_dir, kTensorBoardDir)));
+    tensorboard.emplace(std::move(opened_tensorboard));
+    reporter.emplace(ProgressReporter::ForStderr(options.max_updates,
+                                                 std::max<int64_t>(1, options.log_every)));
+    hooks.on_update = [&](const TrainProgress& p, const UpdateLog& update) {
+      // Log updates get the window's averages below; the others only move the bar.
+      if (options.log_every <= 0 || p.update % options.log_every != 0) {
+        reporter->Update(ToMetrics(update));
+      }
+    };
+    hooks.on_update_log = [&](const UpdateLog& window) {
+      const TrainingMetrics metrics = ToMetrics(window);
+      reporter->Update(metrics);
+      log_status.Update(csv->Append(ToRow(metrics)));
+      log_status.Update(tensorboard->AddScalars(metrics.update, ToRow(metrics), "train/"));
+    };
+    hooks.on_validation = [&](const ValidationLog& v) {
+      ValidationMetrics metrics;
+      metrics.epoch = v.epoch;
+      metrics.update = v.update;
+      metrics.loss = v.loss;
+      metrics.nll = v.nll;
+      metrics.score_name = score_name;
+      metrics.score = v.score;
+      reporter->Message(FormatValidationLine(metrics) + (v.best ? " | best" : ""));
+      log_status.Update(csv->Append(ToRow(metrics)));
+      log_status.Update(tensorboard->AddScalars(
+          metrics.update, TensorBoardValidationRow(ToRow(metrics)), "valid/"));
+    };
+    hooks.save_checkpoint = [&](const TrainProgress& p, bool best) -> absl::Status {
+      TFM_RETURN_IF_ERROR(log_status);
+      Checkpoint checkpoint;
+      checkpoint.model = ModelTensors(*model);
+      checkpoint.optimizer = optimizer.State();
+      checkpoint.state = ToState(p, config.train().seed());
+      checkpoint.config = config;
+      checkpoint.vocabulary = tokenizer.model();
+      TFM_ASSIGN_OR_RETURN(const std::string path, WriteCheckpoint(work_dir, checkpoint));
+      if (best) {
+        TFM_RETURN_IF_ERROR(WriteCheckpointTo(Join(work_dir, kBestCheckpoint), checkpoint));
+      }
+      TFM_RETURN_IF_ERROR(PruneCheckpoints(work_dir, KeepLast(config.train())));
+      reporter->Message(absl::StrCat("checkpoint ", path, best ? " (best)" : ""));
+      return absl::OkStatus();
+    };
+  }
 
   TrainerOptions run_options = options;
   run_options.time_limit = context.time_limit;
   hooks.validation_score = std::move(scorer);
   Trainer trainer(model.get(), &optimizer, batcher.get(), std::move(valid), run_options,
-                  std::move(hooks));
+                  std::move(hooks), &communicator);
   InstallStopSignalHandlers();
   absl::StatusOr<StopReason> reason = trainer.Run(&progress);
-  reporter.Finish();
+  if (reporter) reporter->Finish();
   TFM_RETURN_IF_ERROR(reason.status());
   TFM_RETURN_IF_ERROR(log_status);
   log << "stopped at update " << progress.update << ": " << StopReasonName(*reason) << "\n";
+  if (!rank_zero) return absl::OkStatus();
   // A run too short to log anything has nothing to plot; that is no error.
   const absl::Status plotted =
       WritePlotSvg(Join(work_dir, kMetricsCsv), Join(work_dir, kMetricsSvg));
   log << "plot: " << (plotted.ok() ? Join(work_dir, kMetricsSvg) : plotted.ToString()) << "\n";
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_model,
+                         const ValidationScorerFactory& make_scorer) {
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> communicator,
+                       ConnectRanks(absl::Seconds(
+                           context.config.config.train().distributed_timeout_seconds())));
+  const absl::Status status = TrainOnRank(context, make_model, make_scorer, *communicator);
+  if (!status.ok() && communicator->size() > 1) {
+    // The other ranks would wait for this one until their timeout: end
+    // them all now, saying why first.
+    std::fprintf(stderr, "rank %d: %s\n", communicator->rank(), status.ToString().c_str());
+    std::fflush(stderr);
+    communicator->Abort(1);
+  }
+  return status;
 }
 
 absl::Status RunAveraging(const TaskContext& context) {
