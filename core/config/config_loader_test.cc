@@ -23,7 +23,8 @@ TEST(ConfigLoaderTest, EveryPresetParsesAndValidates) {
         "tasks/translation/configs/enfr_base.pbtxt", "tasks/translation/configs/enfr_big.pbtxt",
         "tasks/translation/configs/ende_gettext.pbtxt",
         "tasks/translation/configs/enfr_gettext.pbtxt",
-        "tasks/parsing/configs/wsj_parsing.pbtxt"}) {
+        "tasks/parsing/configs/wsj_parsing.pbtxt",
+        "tasks/parsing/configs/wsj_sample_cpu.pbtxt"}) {
     absl::StatusOr<LoadedConfig> loaded = LoadTaskConfig(testing::RunfilePath(preset), {});
     EXPECT_TRUE(loaded.ok()) << preset << ": " << loaded.status();
   }
@@ -53,6 +54,16 @@ TEST(ConfigLoaderTest, PresetsHoldThePapersSettings) {
   EXPECT_EQ(parsing.config.decode().beam_size(), 21);
   EXPECT_FLOAT_EQ(parsing.config.decode().length_penalty_alpha(), 0.3f);
   EXPECT_EQ(parsing.config.decode().max_length_offset(), 300);
+  // The CPU preset decodes as the paper does, on the document split.
+  const LoadedConfig sample =
+      *LoadTaskConfig(testing::RunfilePath("tasks/parsing/configs/wsj_sample_cpu.pbtxt"), {});
+  EXPECT_EQ(sample.config.decode().beam_size(), 21);
+  EXPECT_FLOAT_EQ(sample.config.decode().length_penalty_alpha(), 0.3f);
+  EXPECT_EQ(sample.config.decode().max_length_offset(), 300);
+  EXPECT_EQ(sample.config.data().train(0).last_document(), 169);
+  EXPECT_EQ(sample.config.data().valid(0).first_document(), 170);
+  EXPECT_EQ(sample.config.data().test(0).first_document(), 180);
+  EXPECT_EQ(sample.config.data().test(0).last_document(), 189);
 }
 
 TEST(ConfigLoaderTest, DefaultsAreThePapersBaseModel) {

@@ -5,6 +5,7 @@
 #include "core/data/aligned_text_reader.h"
 #include "core/data/corpus_split.h"
 #include "core/data/gettext_corpus.h"
+#include "core/data/ptb_corpus.h"
 #include "core/data/wmt_sgml_reader.h"
 #include "core/paths.h"
 
@@ -36,11 +37,19 @@ absl::StatusOr<std::unique_ptr<PairReader>> OpenFormat(const config::CorpusConfi
           corpus.has_root() ? ResolveDataPath(corpus.root()) : kDefaultLocaleRoot,
                                        corpus.source_lang(), corpus.target_lang(),
                                        max_sentence_bytes);
+    case config::CorpusConfig::PTB_MRG: {
+      if (corpus.root().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("corpus ", name, ": root (the treebank directory) is required"));
+      }
+      auto files = PtbCorpusFiles(corpus, ResolveDataPath(corpus.root()));
+      if (!files.ok()) return files.status();
+      return OpenPtbCorpus(*std::move(files));
+    }
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("corpus ", name, ": format ",
-                       config::CorpusConfig::Format_Name(corpus.format()),
-                       " is not a translation corpus"));
+                       config::CorpusConfig::Format_Name(corpus.format()), " is not supported"));
   }
 }
 

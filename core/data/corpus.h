@@ -17,7 +17,8 @@ namespace tfm {
 inline constexpr char kDefaultLocaleRoot[] = "/usr/share/locale";
 
 // PLAIN_TEXT and WMT_SGML read source_path and target_path; GETTEXT_MO reads
-// root, source_lang and target_lang. A split other than ALL keeps the pairs
+// root, source_lang and target_lang; PTB_MRG reads root and the document
+// range (ptb_corpus.h). A split other than ALL keeps the pairs
 // whose source hashes into it (corpus_split.h). Missing fields and
 // unsupported formats are InvalidArgument naming the corpus.
 absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpus(

@@ -56,7 +56,8 @@ void TopCandidates(const float* step_log_probs, int64_t vocab,
     for (int64_t token = 0; token < vocab; ++token) {
       if (p[token] < reject_below) continue;
       const Candidate c{row_log_probs[row] + p[token], row, static_cast<int>(token)};
-      if (std::isnan(c.log_prob)) continue;
+      // NaN, or -infinity: a token the constraint forbids.
+      if (!(c.log_prob > kDead)) continue;
       if (static_cast<int>(heap.size()) < count) {
         heap.push_back(c);
         std::push_heap(heap.begin(), heap.end(), Better);
@@ -92,9 +93,11 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
   std::vector<int> active(batch.size), last(rows, vocabulary.bos_id);
   std::vector<double> log_probs(rows, kDead);
   std::vector<std::vector<int>> tokens(rows);
+  ConstraintRows constraint(options_.constraint);
   for (int s = 0; s < batch.size; ++s) {
     active[s] = s;
     log_probs[s * beam] = 0.0;
+    constraint.Start(s * beam, SourceOf(batch, s), MaxLength(batch.lengths[s]));
   }
   std::vector<NBestList> finished(batch.size);
 
@@ -112,6 +115,9 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
     for (size_t group = 0; group < active.size(); ++group) {
       const int s = active[group];
       const int first = static_cast<int>(group) * beam;
+      for (int row = first; row < first + beam; ++row) {
+        if (log_probs[row] != kDead) constraint.Mask(row, step_log_probs.data<float>() + row * vocab);
+      }
       TopCandidates(step_log_probs.data<float>(), vocab, log_probs, first, beam, 2 * beam, heap,
                     candidates);
       NBestList& done = finished[s];
@@ -153,6 +159,7 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
         if (next_tokens.size() <= slot) next_tokens.emplace_back();
         next_tokens[slot].assign(tokens[c.row].begin(), tokens[c.row].end());
         if (live) next_tokens[slot].push_back(c.token);
+        constraint.Extend(static_cast<int>(slot), c.row, live ? c.token : -1);
         next_rows.push_back(c.row);
         next_last.push_back(c.token);
         next_log_probs.push_back(c.log_prob);
@@ -167,6 +174,7 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
     std::swap(last, next_last);
     std::swap(log_probs, next_log_probs);
     std::swap(tokens, next_tokens);
+    constraint.Swap();
   }
   for (NBestList& list : finished) {
     std::sort(list.begin(), list.end(), BetterHypothesis);

@@ -19,7 +19,11 @@ absl::StatusOr<std::vector<NBestList>> GreedySearch::SearchBatch(IncrementalMode
   std::vector<double> log_probs(batch.size, 0.0);
   // Row r of the state decodes sentence active[r].
   std::vector<int> active(batch.size), last(batch.size, vocabulary.bos_id);
-  for (int s = 0; s < batch.size; ++s) active[s] = s;
+  ConstraintRows constraint(options_.constraint);
+  for (int s = 0; s < batch.size; ++s) {
+    active[s] = s;
+    constraint.Start(s, SourceOf(batch, s), MaxLength(batch.lengths[s]));
+  }
   std::vector<int> next_active, next_last, kept_rows;
   for (int step = 1; !active.empty(); ++step) {
     TFM_ASSIGN_OR_RETURN(Tensor step_log_probs, model.Step(*state, last));
@@ -29,7 +33,8 @@ absl::StatusOr<std::vector<NBestList>> GreedySearch::SearchBatch(IncrementalMode
     kept_rows.clear();
     for (size_t r = 0; r < active.size(); ++r) {
       const int s = active[r];
-      const float* row = step_log_probs.data<float>() + r * vocab;
+      float* row = step_log_probs.data<float>() + r * vocab;
+      constraint.Mask(static_cast<int>(r), row);
       const int best = static_cast<int>(std::max_element(row, row + vocab) - row);
       log_probs[s] += row[best];
       if (best == vocabulary.eos_id) {
@@ -41,6 +46,7 @@ absl::StatusOr<std::vector<NBestList>> GreedySearch::SearchBatch(IncrementalMode
         results[s] = {Finish(std::move(tokens[s]), log_probs[s], step, /*ended=*/false)};
         continue;
       }
+      constraint.Extend(static_cast<int>(kept_rows.size()), static_cast<int>(r), best);
       kept_rows.push_back(static_cast<int>(r));
       next_active.push_back(s);
       next_last.push_back(best);
@@ -51,6 +57,7 @@ absl::StatusOr<std::vector<NBestList>> GreedySearch::SearchBatch(IncrementalMode
     }
     std::swap(active, next_active);
     std::swap(last, next_last);
+    constraint.Swap();
   }
   return results;
 }

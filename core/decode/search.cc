@@ -70,8 +70,9 @@ absl::StatusOr<std::vector<NBestList>> SearchStrategy::Search(
 }
 
 absl::StatusOr<std::unique_ptr<SearchStrategy>> CreateSearchStrategy(
-    const config::DecodeConfig& decode) {
-  const SearchOptions options = SearchOptions::FromConfig(decode);
+    const config::DecodeConfig& decode, const DecodingConstraint* constraint) {
+  SearchOptions options = SearchOptions::FromConfig(decode);
+  options.constraint = constraint;
   if (options.beam_size < 1 || options.nbest < 1 || options.nbest > options.beam_size ||
       options.batch_size < 1 || options.max_length_offset < 0 ||
       !(options.length_penalty_alpha >= 0)) {

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/config/task_config.pb.h"
+#include "core/decode/decoding_constraint.h"
 #include "core/decode/incremental_model.h"
 
 namespace tfm {
@@ -43,6 +44,9 @@ struct SearchOptions {
   int max_length_offset = 50;
   int batch_size = 64;  // Sentences per batch.
   int nbest = 1;        // Hypotheses returned per sentence (<= beam_size).
+  // Consulted at every step for the tokens each hypothesis may take (not
+  // owned; null: any token).
+  const DecodingConstraint* constraint = nullptr;
 
   // The config's decode section.
   static SearchOptions FromConfig(const config::DecodeConfig& decode);
@@ -71,14 +75,20 @@ class SearchStrategy {
  protected:
   // Steps allowed for a source of `length` tokens.
   int MaxLength(int length) const { return length + options_.max_length_offset; }
+  // Row `row` of `batch` (its ids without padding).
+  static absl::Span<const int> SourceOf(const SourceBatch& batch, int row) {
+    return absl::MakeConstSpan(batch.ids.data() + static_cast<size_t>(row) * batch.length,
+                               batch.lengths[row]);
+  }
   Hypothesis Finish(std::vector<int> tokens, double log_prob, int steps, bool ended) const;
 
   SearchOptions options_;
 };
 
-// The strategy the decode section names, with its options.
+// The strategy the decode section names, with its options; `constraint`
+// (may be null) must outlive it.
 absl::StatusOr<std::unique_ptr<SearchStrategy>> CreateSearchStrategy(
-    const config::DecodeConfig& decode);
+    const config::DecodeConfig& decode, const DecodingConstraint* constraint = nullptr);
 
 }  // namespace tfm
 

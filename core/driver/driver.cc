@@ -40,7 +40,8 @@ ABSL_FLAG(std::string, model, "",
 ABSL_FLAG(std::string, input, "", "decode: input file, one sentence a line (default: stdin)");
 ABSL_FLAG(std::string, output, "", "decode/evaluate: output file (default: stdout)");
 ABSL_FLAG(std::string, src, "", "evaluate: source sentences (plain or .gz)");
-ABSL_FLAG(std::string, ref, "", "evaluate: reference translations (plain or .gz)");
+ABSL_FLAG(std::string, ref, "",
+          "evaluate: references (plain or .gz): translations, or gold trees one a line");
 ABSL_FLAG(int, beam, 0, "decode/evaluate: beam size (1: greedy; 0: the model's config)");
 ABSL_FLAG(double, alpha, -1, "decode/evaluate: length penalty alpha (< 0: the model's config)");
 ABSL_FLAG(int, nbest, 0, "decode: hypotheses per line (0: the model's config)");

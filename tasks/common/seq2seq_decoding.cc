@@ -20,12 +20,9 @@ namespace {
 // Lines longer than this many bytes are bad input, not something to decode.
 constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
 
-struct InputLines {
-  std::vector<std::string> lines;
-  std::vector<bool> too_long;  // Over kMaxLineBytes: kept cut, reported.
-};
+}  // namespace
 
-absl::StatusOr<InputLines> ReadInput(const std::string& path) {
+absl::StatusOr<InputLines> ReadInputLines(const std::string& path) {
   InputLines input;
   if (path.empty()) {
     std::string line;
@@ -48,7 +45,7 @@ absl::StatusOr<InputLines> ReadInput(const std::string& path) {
   return input;
 }
 
-absl::Status WriteOutput(const std::string& path, const std::vector<std::string>& lines) {
+absl::Status WriteOutputLines(const std::string& path, const std::vector<std::string>& lines) {
   std::string text = absl::StrJoin(lines, "\n");
   if (!lines.empty()) text += "\n";
   if (path.empty()) {
@@ -58,13 +55,13 @@ absl::Status WriteOutput(const std::string& path, const std::vector<std::string>
   return WriteFileAtomically(path, text);
 }
 
-absl::Status RunDecode(const TaskContext& context) {
+absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& hooks) {
   const DecodeRequest& request = context.decode;
   if (request.model.empty()) {
     return absl::InvalidArgumentError("decode needs --model=DIR (a work directory of `train`)");
   }
   TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(request.model, &std::cerr));
-  TFM_ASSIGN_OR_RETURN(InputLines input, ReadInput(request.input));
+  TFM_ASSIGN_OR_RETURN(InputLines input, ReadInputLines(request.input));
   const std::string input_name = request.input.empty() ? "<stdin>" : request.input;
   const absl::Time start = absl::Now();
   std::vector<std::string> output;
@@ -78,14 +75,16 @@ absl::Status RunDecode(const TaskContext& context) {
     }
   }
   TFM_ASSIGN_OR_RETURN(output, DecodeLines(trained, DecodeSettings(trained.config, request),
-                                           input.lines, input_name, &std::cerr));
-  TFM_RETURN_IF_ERROR(WriteOutput(request.output, output));
+                                           input.lines, input_name, &std::cerr, hooks));
+  TFM_RETURN_IF_ERROR(WriteOutputLines(request.output, output));
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::cerr << absl::StrFormat("decoded %d lines in %.1f s (%.1f lines/s)%s\n", input.lines.size(),
                                seconds, seconds > 0 ? input.lines.size() / seconds : 0.0,
                                request.output.empty() ? "" : " into " + request.output);
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status RunEvaluate(const TaskContext& context) {
   const DecodeRequest& request = context.decode;
@@ -94,8 +93,8 @@ absl::Status RunEvaluate(const TaskContext& context) {
         "evaluate needs --model=DIR --src=FILE --ref=FILE (plain or .gz, one sentence a line)");
   }
   TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(request.model, context.log));
-  TFM_ASSIGN_OR_RETURN(InputLines source, ReadInput(request.source));
-  TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInput(request.reference));
+  TFM_ASSIGN_OR_RETURN(InputLines source, ReadInputLines(request.source));
+  TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInputLines(request.reference));
   if (source.lines.size() != reference.lines.size()) {
     return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
                                                    " lines but ", request.reference, " has ",
@@ -117,7 +116,7 @@ absl::Status RunEvaluate(const TaskContext& context) {
                          seconds, config::DecodeConfig::Strategy_Name(decode.strategy()),
                          decode.beam_size(), decode.length_penalty_alpha());
   out << bleu.Format() << "\n" << BleuSignature(1) << "\n";
-  if (!request.output.empty()) TFM_RETURN_IF_ERROR(WriteOutput(request.output, hypotheses));
+  if (!request.output.empty()) TFM_RETURN_IF_ERROR(WriteOutputLines(request.output, hypotheses));
   return absl::OkStatus();
 }
 
@@ -171,10 +170,11 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
                                                      const config::DecodeConfig& decode,
                                                      const std::vector<std::string>& lines,
                                                      const std::string& input_name,
-                                                     std::ostream* log) {
+                                                     std::ostream* log,
+                                                     const DecodingHooks& hooks) {
   return DecodeLines(*trained.model, trained.tokenizer,
                      trained.config.data().batching().max_length(), decode, lines, input_name,
-                     log);
+                     log, hooks);
 }
 
 absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
@@ -182,12 +182,23 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
                                                      const config::DecodeConfig& decode,
                                                      const std::vector<std::string>& lines,
                                                      const std::string& input_name,
-                                                     std::ostream* log) {
+                                                     std::ostream* log,
+                                                     const DecodingHooks& hooks) {
   const EncodedLines encoded = EncodeLines(tokenizer, max_length, lines, input_name, log);
   const std::vector<std::vector<int>>& sources = encoded.sources;
   const std::vector<int>& source_of = encoded.source_of;
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search, CreateSearchStrategy(decode));
+  std::unique_ptr<DecodingConstraint> constraint;
+  if (hooks.constraint) {
+    TFM_ASSIGN_OR_RETURN(constraint, hooks.constraint(tokenizer));
+  }
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search,
+                       CreateSearchStrategy(decode, constraint.get()));
   TFM_ASSIGN_OR_RETURN(std::vector<NBestList> results, search->Search(model, sources));
+  // The line written for hypothesis `tokens` of input line i.
+  const auto output_line = [&](size_t i, const std::vector<int>& tokens) -> absl::StatusOr<std::string> {
+    TFM_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(tokens));
+    return hooks.format ? hooks.format(lines[i], text) : text;
+  };
   const int nbest = std::max(1, decode.nbest());
   std::vector<std::string> output;
   output.reserve(lines.size() * nbest);
@@ -195,7 +206,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
     if (nbest == 1) {
       std::string text;
       if (source_of[i] >= 0 && !results[source_of[i]].empty()) {
-        TFM_ASSIGN_OR_RETURN(text, tokenizer.Decode(results[source_of[i]].front().tokens));
+        TFM_ASSIGN_OR_RETURN(text, output_line(i, results[source_of[i]].front().tokens));
       }
       output.push_back(std::move(text));
       continue;
@@ -205,7 +216,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
       continue;
     }
     for (const Hypothesis& hypothesis : results[source_of[i]]) {
-      TFM_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(hypothesis.tokens));
+      TFM_ASSIGN_OR_RETURN(std::string text, output_line(i, hypothesis.tokens));
       output.push_back(absl::StrFormat("%d ||| %s ||| %.4f", i, text, hypothesis.score));
     }
   }
@@ -213,7 +224,8 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
 }
 
 absl::Status RunSeq2SeqDecoding(const TaskContext& context) {
-  return context.mode == TaskMode::kEvaluate ? RunEvaluate(context) : RunDecode(context);
+  return context.mode == TaskMode::kEvaluate ? RunEvaluate(context)
+                                             : RunDecodeCommand(context, DecodingHooks{});
 }
 
 }  // namespace tfm

@@ -13,6 +13,8 @@
 #ifndef TFM_TASKS_COMMON_SEQ2SEQ_DECODING_H_
 #define TFM_TASKS_COMMON_SEQ2SEQ_DECODING_H_
 
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/data/tokenizer.h"
+#include "core/decode/decoding_constraint.h"
 #include "core/decode/search.h"
 #include "core/task_registry.h"
 #include "tasks/common/trained_model.h"
@@ -29,7 +32,31 @@ namespace tfm {
 // True for the commands RunSeq2SeqDecoding serves: decode and evaluate.
 bool IsDecodingCommand(TaskMode mode);
 
+// What a task adds to decoding (translation: nothing). `constraint` makes
+// the search's constraint for a model's vocabulary; `format` turns an
+// output's text into the line written, given its input line (parsing: the
+// tree over the line's words). Either may be empty.
+struct DecodingHooks {
+  std::function<absl::StatusOr<std::unique_ptr<DecodingConstraint>>(const Tokenizer&)> constraint;
+  std::function<std::string(const std::string& input_line, const std::string& text)> format;
+};
+
+// decode and evaluate (BLEU).
 absl::Status RunSeq2SeqDecoding(const TaskContext& context);
+
+// The decode command alone, with a task's hooks.
+absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& hooks);
+
+// The lines of `path` (standard input when empty), each at most 1 MiB: the
+// part of a longer line is kept, and too_long says so.
+struct InputLines {
+  std::vector<std::string> lines;
+  std::vector<bool> too_long;
+};
+absl::StatusOr<InputLines> ReadInputLines(const std::string& path);
+
+// `lines` to `path` atomically (standard output when empty).
+absl::Status WriteOutputLines(const std::string& path, const std::vector<std::string>& lines);
 
 // The checkpoint's decode settings with the request's overrides.
 config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const DecodeRequest& request);
@@ -54,7 +81,8 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
                                                      const config::DecodeConfig& decode,
                                                      const std::vector<std::string>& lines,
                                                      const std::string& input_name,
-                                                     std::ostream* log);
+                                                     std::ostream* log,
+                                                     const DecodingHooks& hooks = {});
 
 // The same with any model in memory (the one being trained, for validation
 // BLEU): `tokenizer` is its vocabulary and `max_length` the longest source
@@ -64,7 +92,8 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
                                                      const config::DecodeConfig& decode,
                                                      const std::vector<std::string>& lines,
                                                      const std::string& input_name,
-                                                     std::ostream* log);
+                                                     std::ostream* log,
+                                                     const DecodingHooks& hooks = {});
 
 }  // namespace tfm
 

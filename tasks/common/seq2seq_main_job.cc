@@ -18,8 +18,43 @@
 
 namespace tfm {
 
+HeldOutEvaluation TranslationHeldOut() {
+  HeldOutEvaluation held_out;
+  held_out.command = "translate";
+  held_out.example_input = "Open the file.";
+  held_out.run = [](TrainedModel& trained, const TaskContext& context,
+                    std::ostream& log) -> absl::StatusOr<std::string> {
+    const config::TaskConfig& config = context.config.config;
+    if (config.data().test().empty()) {
+      return absl::FailedPreconditionError(
+          "data.test: the main job scores the held-out split, and the config has none");
+    }
+    std::vector<std::string> sources, references;
+    TFM_RETURN_IF_ERROR(ReadCorpusPairs(config.data().test(), "data.test", kMainJobTestSentences,
+                                        &sources, &references));
+    const config::DecodeConfig decode = DecodeSettings(trained.config, DecodeRequest{});
+    log << "\ntranslating " << sources.size() << " held-out sentences (beam "
+        << decode.beam_size() << ", alpha " << decode.length_penalty_alpha() << ")\n"
+        << std::flush;
+    const absl::Time start = absl::Now();
+    TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses,
+                         DecodeLines(trained, decode, sources, "data.test", &log));
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    TFM_ASSIGN_OR_RETURN(const BleuScore bleu, CorpusBleu(hypotheses, {references}));
+    for (size_t i = 0; i < hypotheses.size() && i < 5; ++i) {
+      log << "\nsource:     " << sources[i] << "\nreference:  " << references[i]
+          << "\ntranslated: " << hypotheses[i] << "\n";
+    }
+    log << absl::StrFormat("\n%d sentences translated in %.1f s\n", hypotheses.size(), seconds);
+    log << bleu.Format() << "\n" << BleuSignature(1) << "\n";
+    return std::string("--src=SRC --ref=REF");
+  };
+  return held_out;
+}
+
 absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& binary,
-                               const ValidationScorerFactory& make_scorer) {
+                               const ValidationScorerFactory& make_scorer,
+                               const HeldOutEvaluation& held_out) {
   std::ostream& log = *context.log;
   const config::TaskConfig& config = context.config.config;
   const double minutes = context.time_limit == absl::InfiniteDuration()
@@ -27,9 +62,9 @@ absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& bi
                              : absl::ToDoubleMinutes(context.time_limit);
   log << absl::StrFormat(
       "main job (%s): train for %.0f minutes (--minutes=N to change), average the last "
-      "checkpoints, then translate and score up to %d held-out sentences (a few minutes "
-      "more); work directory %s\n\n",
-      config.name(), minutes, kMainJobTestSentences, context.work_dir);
+      "checkpoints, then %s and score up to %d held-out sentences (a few minutes more); work "
+      "directory %s\n\n",
+      config.name(), minutes, held_out.command, kMainJobTestSentences, context.work_dir);
 
   TaskContext train = context;
   train.mode = TaskMode::kTrain;
@@ -48,36 +83,18 @@ absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& bi
   }
 
   TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(context.work_dir, &log));
-  if (config.data().test().empty()) {
-    return absl::FailedPreconditionError(
-        "data.test: the main job scores the held-out split, and the config has none");
-  }
-  std::vector<std::string> sources, references;
-  TFM_RETURN_IF_ERROR(ReadCorpusPairs(config.data().test(), "data.test", kMainJobTestSentences,
-                                      &sources, &references));
+  TFM_ASSIGN_OR_RETURN(const std::string evaluate_args, held_out.run(trained, context, log));
   const config::DecodeConfig decode = DecodeSettings(trained.config, DecodeRequest{});
-  log << "\ntranslating " << sources.size() << " held-out sentences (beam " << decode.beam_size()
-      << ", alpha " << decode.length_penalty_alpha() << ")\n"
-      << std::flush;
-  const absl::Time start = absl::Now();
-  TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses,
-                       DecodeLines(trained, decode, sources, "data.test", &log));
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  TFM_ASSIGN_OR_RETURN(const BleuScore bleu, CorpusBleu(hypotheses, {references}));
-  for (size_t i = 0; i < hypotheses.size() && i < 5; ++i) {
-    log << "\nsource:     " << sources[i] << "\nreference:  " << references[i]
-        << "\ntranslated: " << hypotheses[i] << "\n";
-  }
-  log << absl::StrFormat("\n%d sentences translated in %.1f s\n", hypotheses.size(), seconds);
-  log << bleu.Format() << "\n" << BleuSignature(1) << "\n\n";
-  log << "the model is in " << trained.checkpoint_dir << "; use it with:\n"
-      << "  echo 'Open the file.' | bazel run -c opt " << binary
-      << " -- translate --model=" << context.work_dir << "\n"
-      << "  bazel run -c opt " << binary << " -- translate --model=" << context.work_dir
-      << " --input=in.txt --output=out.txt [--beam=4 --alpha=0.6 --nbest=1]\n"
-      << "  bazel run -c opt " << binary << " -- evaluate --model=" << context.work_dir
-      << " --src=SRC --ref=REF\n"
-      << "  bazel run -c opt " << binary << " -- train --workdir=" << context.work_dir
+  const std::string command = absl::StrCat(held_out.command, " --model=", context.work_dir);
+  log << "\nthe model is in " << trained.checkpoint_dir << "; use it with:\n"
+      << "  echo '" << held_out.example_input << "' | bazel run " << binary << " -- " << command
+      << "\n"
+      << "  bazel run " << binary << " -- " << command
+      << absl::StrFormat(" --input=in.txt --output=out.txt [--beam=%d --alpha=%g --nbest=1]\n",
+                         decode.beam_size(), decode.length_penalty_alpha())
+      << "  bazel run " << binary << " -- evaluate --model=" << context.work_dir << " "
+      << evaluate_args << "\n"
+      << "  bazel run " << binary << " -- train --workdir=" << context.work_dir
       << " --minutes=30   # trains on from the last checkpoint\n";
   return absl::OkStatus();
 }

@@ -1,15 +1,22 @@
 // What a task binary does with no command: the whole path a new user wants
 // to see on the embedded default, in one run. Train the config's model for
 // a time budget (--minutes, default 10; resuming when the work directory
-// holds a checkpoint), average the last checkpoints, translate the held-out
-// split (data.test) and score it (BLEU with sacreBLEU's signature), show
-// examples beside their references, and say how to use the saved model.
+// holds a checkpoint), average the last checkpoints, decode the held-out
+// split (data.test) and score it (translation: BLEU with sacreBLEU's
+// signature; parsing: EVALB F1), show examples beside their references, and
+// say how to use the saved model.
 #ifndef TFM_TASKS_COMMON_SEQ2SEQ_MAIN_JOB_H_
 #define TFM_TASKS_COMMON_SEQ2SEQ_MAIN_JOB_H_
 
+#include <functional>
+#include <ostream>
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/task_registry.h"
 #include "core/train/training_job.h"
+#include "tasks/common/trained_model.h"
 
 namespace tfm {
 
@@ -19,10 +26,27 @@ inline constexpr double kMainJobDefaultMinutes = 10;
 // bound on the minutes decoding adds to the run.
 inline constexpr int kMainJobTestSentences = 1000;
 
+// The task's part: decoding and scoring the held-out split.
+struct HeldOutEvaluation {
+  std::string command;        // The decode command's name: "translate", "parse".
+  std::string example_input;  // A line to decode in the printed example.
+  // Decodes and scores the config's held-out split with `trained`, writing
+  // examples and the score line to `log`; returns the arguments of an
+  // evaluate command that scores the same ("--src=... --ref=...").
+  std::function<absl::StatusOr<std::string>(TrainedModel& trained, const TaskContext& context,
+                                            std::ostream& log)>
+      run;
+};
+
+// Translation's: BLEU with sacreBLEU's signature on the first
+// kMainJobTestSentences pairs of data.test.
+HeldOutEvaluation TranslationHeldOut();
+
 // `binary` names the bazel target for the commands printed at the end;
 // `make_scorer` is the task's validation score (may be empty).
 absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& binary,
-                               const ValidationScorerFactory& make_scorer);
+                               const ValidationScorerFactory& make_scorer,
+                               const HeldOutEvaluation& held_out);
 
 }  // namespace tfm
 

@@ -1,5 +1,6 @@
 // English constituency parsing as translation into linearised trees (paper,
-// section 6.3): checks its treebank and settings.
+// section 6.3): checks its treebanks, trains, parses with tree-constrained
+// search (parse) and scores with EVALB's F1 (evaluate, the main job).
 #include <sys/stat.h>
 
 #include <memory>
@@ -7,7 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
+#include "tasks/common/seq2seq_main_job.h"
 #include "tasks/common/seq2seq_training.h"
+#include "tasks/parsing/parse_evaluation.h"
+#include "tasks/parsing/tree_decoding.h"
 
 namespace tfm {
 namespace {
@@ -20,9 +24,33 @@ class ParsingTask : public Task {
       return absl::InvalidArgumentError(
           absl::StrCat(loaded.sources.file(), ": data.train: parsing needs a treebank"));
     }
-    for (int i = 0; i < data.train_size(); ++i) {
-      const std::string field = absl::StrCat("data.train[", i, "]");
-      const config::CorpusConfig& corpus = data.train(i);
+    TFM_RETURN_IF_ERROR(CheckTreebanks(loaded, "data.train", data.train()));
+    TFM_RETURN_IF_ERROR(CheckTreebanks(loaded, "data.valid", data.valid()));
+    return CheckTreebanks(loaded, "data.test", data.test());
+  }
+
+  absl::Status Run(const TaskContext& context) override {
+    if (context.mode == TaskMode::kValidate) return Validate(context.config);
+    if (context.mode == TaskMode::kRun) {
+      TFM_RETURN_IF_ERROR(Validate(context.config));
+      return RunSeq2SeqMainJob(context, absl::StrCat("//tasks:", context.program),
+                               /*make_scorer=*/nullptr, ParsingHeldOut());
+    }
+    if (IsTrainingCommand(context.mode)) {
+      if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(Validate(context.config));
+      return RunSeq2SeqTraining(context);
+    }
+    if (context.mode == TaskMode::kEvaluate) return RunParseEvaluation(context);
+    return RunDecodeCommand(context, TreeDecodingHooks());
+  }
+
+ private:
+  static absl::Status CheckTreebanks(
+      const LoadedConfig& loaded, const std::string& name,
+      const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora) {
+    for (int i = 0; i < corpora.size(); ++i) {
+      const std::string field = absl::StrCat(name, "[", i, "]");
+      const config::CorpusConfig& corpus = corpora.Get(i);
       if (corpus.format() != config::CorpusConfig::PTB_MRG) {
         return absl::InvalidArgumentError(absl::StrCat(
             loaded.sources.Describe(field), ": ", field, ": parsing reads PTB_MRG treebanks"));
@@ -36,26 +64,6 @@ class ParsingTask : public Task {
       }
     }
     return absl::OkStatus();
-  }
-
-  absl::Status Run(const TaskContext& context) override {
-    if (context.mode == TaskMode::kValidate) return Validate(context.config);
-    if (context.mode == TaskMode::kRun) {
-      // Training runs here; decoding trees (well-formed over the input words)
-      // and F1 do not yet, so the main job stops at validation and says so.
-      TFM_RETURN_IF_ERROR(Validate(context.config));
-      if (context.log) {
-        *context.log << "parsing: config valid; `train` trains it. Tree decoding and F1 (the "
-                        "rest of this task's main job) are not in this build yet.\n";
-      }
-      return absl::OkStatus();
-    }
-    if (IsTrainingCommand(context.mode)) {
-      if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(Validate(context.config));
-      return RunSeq2SeqTraining(context);
-    }
-    return absl::UnimplementedError(
-        "parsing: decode and evaluate need tree-constrained decoding, not in this build yet");
   }
 };
 

@@ -81,7 +81,7 @@ class TranslationTask : public Task {
     if (context.mode == TaskMode::kRun) {
       TFM_RETURN_IF_ERROR(CheckData(context.config, context.log));
       return RunSeq2SeqMainJob(context, absl::StrCat("//tasks:", context.program),
-                               MakeValidationBleu);
+                               MakeValidationBleu, TranslationHeldOut());
     }
     if (IsTrainingCommand(context.mode)) {
       if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(CheckData(context.config, nullptr));

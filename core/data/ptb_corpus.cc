@@ -1,0 +1,100 @@
+#include "core/data/ptb_corpus.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/data/linearize.h"
+#include "core/data/ptb_reader.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+// The document number of "wsj_NNNN.mrg", or -1.
+int DocumentNumber(const std::string& name) {
+  constexpr char kPrefix[] = "wsj_", kSuffix[] = ".mrg";
+  if (name.size() != 12 || name.compare(0, 4, kPrefix) != 0 || name.compare(8, 4, kSuffix) != 0) {
+    return -1;
+  }
+  int number = 0;
+  for (size_t i = 4; i < 8; ++i) {
+    if (!absl::ascii_isdigit(name[i])) return -1;
+    number = number * 10 + (name[i] - '0');
+  }
+  return number;
+}
+
+class PtbCorpusReader : public PairReader {
+ public:
+  explicit PtbCorpusReader(std::unique_ptr<PtbReader> trees) : trees_(std::move(trees)) {}
+
+  absl::StatusOr<bool> Next(SentencePair* pair) override {
+    Tree tree;
+    if (!trees_->Next(&tree)) {
+      TFM_RETURN_IF_ERROR(trees_->status());
+      return false;
+    }
+    pair->source = absl::StrJoin(TreeWords(tree), " ");
+    pair->target = absl::StrJoin(Linearize(tree), " ");
+    return true;
+  }
+
+  const SkipReport& skips() const override { return trees_->skips(); }
+
+ private:
+  std::unique_ptr<PtbReader> trees_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> PtbCorpusFiles(const config::CorpusConfig& corpus,
+                                                        const std::string& root) {
+  const std::string name = corpus.has_name() ? corpus.name() : "(unnamed)";
+  std::vector<std::pair<int, std::string>> found;
+  std::error_code error;
+  // The root itself, then its section folders.
+  std::vector<std::filesystem::path> folders = {root};
+  for (std::filesystem::directory_iterator it(root, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string folder = it->path().filename().string();
+    if (folder.size() == 2 && absl::ascii_isdigit(folder[0]) && absl::ascii_isdigit(folder[1]) &&
+        it->is_directory()) {
+      folders.push_back(it->path());
+    }
+  }
+  if (error) {
+    return absl::NotFoundError(
+        absl::StrCat("corpus ", name, ": cannot read treebank directory '", root, "'"));
+  }
+  for (const std::filesystem::path& folder : folders) {
+    for (std::filesystem::directory_iterator it(folder, error), end; !error && it != end;
+         it.increment(error)) {
+      const int number = DocumentNumber(it->path().filename().string());
+      if (number >= corpus.first_document() && number <= corpus.last_document()) {
+        found.emplace_back(number, it->path().string());
+      }
+    }
+  }
+  if (found.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "corpus ", name, ": no wsj_NNNN.mrg files with NNNN in ", corpus.first_document(), "..",
+        corpus.last_document(), " under '", root, "' or its section folders"));
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> files;
+  for (auto& [number, path] : found) files.push_back(std::move(path));
+  return files;
+}
+
+absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(std::vector<std::string> files) {
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PtbReader> trees, PtbReader::Open(std::move(files)));
+  return std::unique_ptr<PairReader>(std::make_unique<PtbCorpusReader>(std::move(trees)));
+}
+
+}  // namespace tfm

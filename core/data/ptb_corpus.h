@@ -1,0 +1,31 @@
+// A treebank as a parsing corpus (Vinyals et al. 2015; the paper, section
+// 6.3): each tree, cleaned as parsers are evaluated (NormalizePtbTree),
+// becomes the pair (its words joined by spaces, its linearised tree as
+// linearize.h writes it).
+#ifndef TFM_CORE_DATA_PTB_CORPUS_H_
+#define TFM_CORE_DATA_PTB_CORPUS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/config/task_config.pb.h"
+#include "core/data/pair_reader.h"
+
+namespace tfm {
+
+// The .mrg files of a PTB_MRG corpus (`root` already resolved), in document
+// order: wsj_NNNN.mrg in root or in its two-digit section folders, with NNNN
+// in first_document..last_document. A root that cannot be read, or that
+// holds no such file, is NotFound naming the corpus and root.
+absl::StatusOr<std::vector<std::string>> PtbCorpusFiles(const config::CorpusConfig& corpus,
+                                                        const std::string& root);
+
+// Pairs (words, linearised tree) of every well-formed tree in `files`;
+// malformed trees are skipped and counted.
+absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(std::vector<std::string> files);
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_DATA_PTB_CORPUS_H_

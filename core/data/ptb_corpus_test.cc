@@ -1,0 +1,113 @@
+#include "core/data/ptb_corpus.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "core/data/corpus.h"
+#include "core/data/linearize.h"
+#include "core/data/tree.h"
+#include "gtest/gtest.h"
+#include "tests/util/peer_python.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::SharedDataPath;
+using ::tfm::testing::WriteTempFile;
+
+config::CorpusConfig Corpus(const std::string& root, int first, int last) {
+  config::CorpusConfig corpus;
+  corpus.set_name("wsj");
+  corpus.set_format(config::CorpusConfig::PTB_MRG);
+  corpus.set_root(root);
+  corpus.set_first_document(first);
+  corpus.set_last_document(last);
+  return corpus;
+}
+
+std::vector<SentencePair> ReadAll(const config::CorpusConfig& corpus) {
+  auto reader = OpenCorpus(corpus);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  std::vector<SentencePair> pairs;
+  if (!reader.ok()) return pairs;
+  SentencePair pair;
+  while (true) {
+    absl::StatusOr<bool> more = (*reader)->Next(&pair);
+    EXPECT_TRUE(more.ok()) << more.status();
+    if (!more.ok() || !*more) return pairs;
+    pairs.push_back(pair);
+  }
+}
+
+TEST(PtbCorpusTest, PairsWordsWithLinearisedTrees) {
+  const std::string root = SharedDataPath("ptb_sample");
+  const std::vector<SentencePair> pairs = ReadAll(Corpus(root, 1, 1));
+  ASSERT_EQ(pairs.size(), 2u);  // wsj_0001 holds two sentences.
+  EXPECT_EQ(pairs[0].source,
+            "Pierre Vinken , 61 years old , will join the board as a nonexecutive director Nov. "
+            "29 .");
+  // Function tags stripped (NP-SBJ, PP-CLR, NP-TMP), punctuation kept as tags.
+  EXPECT_EQ(pairs[0].target,
+            "(S (NP (NP XX XX )NP , (ADJP (NP XX XX )NP XX )ADJP , )NP (VP XX (VP XX (NP XX XX )NP "
+            "(PP XX (NP XX XX XX )NP )PP (NP XX XX )NP )VP )VP . )S");
+  // The target spells a tree over the source's words.
+  const std::vector<std::string> words = absl::StrSplit(pairs[1].source, ' ');
+  const std::vector<std::string> tokens = absl::StrSplit(pairs[1].target, ' ');
+  EXPECT_EQ(TreeWords(Delinearize(tokens, words)), words);
+}
+
+TEST(PtbCorpusTest, DocumentRangesSplitTheSample) {
+  const std::string root = SharedDataPath("ptb_sample");
+  auto train = PtbCorpusFiles(Corpus(root, 1, 169), root);
+  auto test = PtbCorpusFiles(Corpus(root, 180, 189), root);
+  ASSERT_TRUE(train.ok() && test.ok());
+  EXPECT_EQ(train->front(), root + "/wsj_0001.mrg");
+  EXPECT_EQ(train->back(), root + "/wsj_0169.mrg");
+  EXPECT_EQ(test->size(), 10u);
+  EXPECT_EQ(test->front(), root + "/wsj_0180.mrg");
+  // Every sentence of the range, and no other: counted from the files'
+  // top-level brackets.
+  int64_t trees = 0;
+  for (const std::string& path : *test) {
+    absl::StatusOr<std::string> count = testing::RunPeerPython(R"(
+import sys
+depth = trees = 0
+for c in open(sys.argv[1]).read():
+    if c == '(':
+        trees += depth == 0
+        depth += 1
+    elif c == ')':
+        depth -= 1
+print(trees)
+)", {path});
+    ASSERT_TRUE(count.ok()) << count.status();
+    trees += std::stoll(*count);
+  }
+  EXPECT_EQ(static_cast<int64_t>(ReadAll(Corpus(root, 180, 189)).size()), trees);
+}
+
+TEST(PtbCorpusTest, FindsSectionFoldersAndNamesWhatIsMissing) {
+  const std::string root = std::string(std::getenv("TEST_TMPDIR")) + "/treebank";
+  for (const char* file : {"02/wsj_0201.mrg", "02/wsj_0200.mrg", "23/wsj_2300.mrg", "wsj_0005.mrg",
+                           "02/notes.txt", "wsj_02.mrg"}) {
+    std::filesystem::create_directories(std::filesystem::path(root + "/" + file).parent_path());
+    WriteTempFile(std::string("treebank/") + file, "( (S (NN x)) )\n");
+  }
+  auto files = PtbCorpusFiles(Corpus(root, 5, 299), root);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(*files, (std::vector<std::string>{root + "/wsj_0005.mrg", root + "/02/wsj_0200.mrg",
+                                              root + "/02/wsj_0201.mrg"}));
+  auto none = PtbCorpusFiles(Corpus(root, 2400, 2499), root);
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(absl::StrContains(none.status().message(), "2400..2499")) << none.status();
+  auto missing = OpenCorpus(Corpus(root + "/nowhere", 0, 9999));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), root + "/nowhere"));
+}
+
+}  // namespace
+}  // namespace tfm

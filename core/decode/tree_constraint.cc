@@ -1,0 +1,277 @@
+#include "core/decode/tree_constraint.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace tfm {
+namespace {
+
+// SentencePiece's word-boundary mark, U+2581.
+constexpr absl::string_view kWordMark = "\xE2\x96\x81";
+
+// Far above any length, yet sums and small multiples stay in range.
+constexpr int64_t kNoCompletion = int64_t{1} << 40;
+
+// Where the text spelled so far stands within a token.
+enum Lex : int32_t {
+  kBegin,        // Nothing written yet.
+  kTokenStart,   // A lone "▁": a token starts, nothing of it yet.
+  kOpenNoLabel,  // "(" without a label yet.
+  kComplete,     // A whole token (open with a label, close, or leaf).
+};
+
+enum Flags : int32_t {
+  kHasWord = 1,     // The innermost open constituent covers a word.
+  kStarted = 2,     // The root has opened.
+  kLengthRule = 4,  // The tree must fit in max_length.
+  kOff = 8,         // A source without words: nothing is constrained.
+};
+
+bool HasBracket(absl::string_view text) {
+  return text.find_first_of("()") != absl::string_view::npos;
+}
+
+TreeConstraint::PieceClass Classify(absl::string_view piece) {
+  const bool space = absl::ConsumePrefix(&piece, kWordMark);
+  if (absl::StrContains(piece, kWordMark)) return TreeConstraint::kNever;
+  if (piece.empty()) return space ? TreeConstraint::kSpace : TreeConstraint::kNever;
+  const absl::string_view rest = piece.substr(1);
+  if (HasBracket(rest)) return TreeConstraint::kNever;
+  if (piece[0] == '(') {
+    if (space) return rest.empty() ? TreeConstraint::kOpenBare : TreeConstraint::kOpenLabeled;
+    return rest.empty() ? TreeConstraint::kContinueOpenBare : TreeConstraint::kContinueOpenLabeled;
+  }
+  if (piece[0] == ')') return space ? TreeConstraint::kClose : TreeConstraint::kContinueClose;
+  return space ? TreeConstraint::kLeaf : TreeConstraint::kContinueText;
+}
+
+}  // namespace
+
+struct TreeConstraint::State {
+  int32_t values[kStateSize];
+
+  explicit State(const int32_t* from) { std::copy(from, from + kStateSize, values); }
+  int32_t& operator[](int i) { return values[i]; }
+  int32_t operator[](int i) const { return values[i]; }
+  bool flag(int32_t f) const { return (values[kFlags] & f) != 0; }
+  void set_flag(int32_t f, bool on) { values[kFlags] = on ? values[kFlags] | f : values[kFlags] & ~f; }
+};
+
+absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
+    const std::vector<std::string>& pieces, int eos_id, const std::vector<int>& never_ids) {
+  const int size = static_cast<int>(pieces.size());
+  if (eos_id < 0 || eos_id >= size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tree constraint: eos id ", eos_id, " outside a vocabulary of ", size));
+  }
+  std::unique_ptr<TreeConstraint> constraint(new TreeConstraint());
+  constraint->eos_id_ = eos_id;
+  constraint->class_of_.resize(size);
+  constraint->starts_word_.resize(size);
+  bool have[kNumClasses] = {};
+  for (int id = 0; id < size; ++id) {
+    PieceClass piece_class = Classify(pieces[id]);
+    if (id == eos_id) piece_class = kEnd;
+    if (std::find(never_ids.begin(), never_ids.end(), id) != never_ids.end()) piece_class = kNever;
+    constraint->class_of_[id] = piece_class;
+    constraint->starts_word_[id] = piece_class != kNever && absl::StartsWith(pieces[id], kWordMark);
+    have[piece_class] = true;
+  }
+  // One piece when the vocabulary has it, else the parts it is spelled in.
+  const auto one = [&](PieceClass c) { return have[c] ? int64_t{1} : kNoCompletion; };
+  TreeConstraint& c = *constraint;
+  c.label_cost_ = one(kContinueText);
+  c.leaf_after_space_ = one(kContinueText);
+  c.close_after_space_ = one(kContinueClose);
+  c.open_after_space_ = std::min(one(kContinueOpenLabeled), one(kContinueOpenBare) + c.label_cost_);
+  c.leaf_cost_ = std::min(one(kLeaf), one(kSpace) + c.leaf_after_space_);
+  c.close_cost_ = std::min(one(kClose), one(kSpace) + c.close_after_space_);
+  c.open_cost_ = std::min({one(kOpenLabeled), one(kOpenBare) + c.label_cost_,
+                           one(kSpace) + c.open_after_space_});
+  if (c.leaf_cost_ >= kNoCompletion || c.close_cost_ >= kNoCompletion ||
+      c.open_cost_ >= kNoCompletion) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tree constraint: the vocabulary of ", size,
+        " pieces cannot spell linearised trees (it needs pieces for an open \"(LABEL\", a close "
+        "\")LABEL\" and a leaf \"XX\", whole or in parts)"));
+  }
+  return constraint;
+}
+
+int TreeConstraint::CountWords(absl::Span<const int> source) const {
+  int words = 0;
+  for (int id : source) {
+    if (id >= 0 && id < static_cast<int>(starts_word_.size()) && starts_word_[id]) ++words;
+  }
+  return words;
+}
+
+void TreeConstraint::Start(absl::Span<const int> source, int max_length, int32_t* values) const {
+  std::fill(values, values + kStateSize, 0);
+  values[kLex] = kBegin;
+  values[kWords] = CountWords(source);
+  values[kMaxLength] = max_length;
+  State state(values);
+  if (state[kWords] == 0) {
+    state.set_flag(kOff, true);
+  } else if (CompletionCost(state) <= max_length) {
+    state.set_flag(kLengthRule, true);
+  }
+  std::copy(state.values, state.values + kStateSize, values);
+}
+
+bool TreeConstraint::Apply(PieceClass piece_class, State& state) const {
+  enum Event { kNone, kOpens, kCloses, kLeafs };
+  const int32_t lex = state[kLex];
+  const bool boundary = lex == kBegin || lex == kComplete;
+  int32_t next = kComplete;
+  Event event = kNone;
+  switch (piece_class) {
+    case kSpace:
+      if (!boundary) return false;
+      next = kTokenStart;
+      break;
+    case kOpenBare:
+    case kOpenLabeled:
+      if (!boundary) return false;
+      next = piece_class == kOpenBare ? kOpenNoLabel : kComplete;
+      event = kOpens;
+      break;
+    case kClose:
+    case kLeaf:
+      if (!boundary) return false;
+      event = piece_class == kClose ? kCloses : kLeafs;
+      break;
+    case kContinueOpenBare:
+    case kContinueOpenLabeled:
+      if (lex != kTokenStart) return false;
+      next = piece_class == kContinueOpenBare ? kOpenNoLabel : kComplete;
+      event = kOpens;
+      break;
+    case kContinueClose:
+      if (lex != kTokenStart) return false;
+      event = kCloses;
+      break;
+    case kContinueText:
+      if (lex == kBegin) return false;
+      if (lex == kTokenStart) event = kLeafs;  // Else more of the token's text.
+      break;
+    case kEnd:
+      return lex == kComplete && state.flag(kStarted) && state[kDepth] == 0 &&
+             state[kLeaves] == state[kWords];
+    default:
+      return false;
+  }
+  const int32_t depth = state[kDepth];
+  const bool word_left = state[kLeaves] < state[kWords];
+  switch (event) {
+    case kOpens:
+      if (depth >= kMaxDepth) return false;
+      if (depth == 0 ? state.flag(kStarted) : !word_left) return false;
+      state[kDepth] = depth + 1;
+      state.set_flag(kStarted, true);
+      state.set_flag(kHasWord, false);
+      break;
+    case kCloses:
+      if (depth == 0 || !state.flag(kHasWord) || (depth == 1 && word_left)) return false;
+      state[kDepth] = depth - 1;
+      state.set_flag(kHasWord, true);  // The parent now covers the closed child's words.
+      break;
+    case kLeafs:
+      if (depth == 0 || !word_left) return false;
+      ++state[kLeaves];
+      state.set_flag(kHasWord, true);
+      break;
+    case kNone:
+      break;
+  }
+  state[kLex] = next;
+  ++state[kTaken];
+  return true;
+}
+
+int64_t TreeConstraint::CompletionCost(const State& state) const {
+  const int64_t left = state[kWords] - state[kLeaves];
+  const int64_t depth = state[kDepth];
+  const int32_t lex = state[kLex];
+  if (!state.flag(kStarted)) {
+    // The root still to open, over every word.
+    if (left < 1) return kNoCompletion;
+    const int64_t open = lex == kBegin        ? open_cost_
+                         : lex == kTokenStart ? open_after_space_
+                                              : kNoCompletion;
+    return open + left * leaf_cost_ + close_cost_ + 1;
+  }
+  // Then: the leaves left (each where the text stands), the closes, eos.
+  switch (lex) {
+    case kOpenNoLabel:
+      return label_cost_ + left * leaf_cost_ + depth * close_cost_ + 1;
+    case kComplete:
+      if (depth == 0) return left == 0 ? 1 : kNoCompletion;
+      return left * leaf_cost_ + depth * close_cost_ + 1;
+    case kTokenStart: {
+      // The started token must become a leaf or a close.
+      int64_t best = kNoCompletion;
+      if (depth >= 1 && left >= 1) {
+        best = leaf_after_space_ + (left - 1) * leaf_cost_ + depth * close_cost_ + 1;
+      }
+      if (depth >= 1 && state.flag(kHasWord) && (depth > 1 || left == 0)) {
+        best = std::min(best, close_after_space_ + left * leaf_cost_ + (depth - 1) * close_cost_ + 1);
+      }
+      return best;
+    }
+    default:
+      return kNoCompletion;
+  }
+}
+
+std::array<bool, TreeConstraint::kNumClasses> TreeConstraint::AllowedClasses(
+    const int32_t* values) const {
+  std::array<bool, kNumClasses> allowed{};
+  const State state(values);
+  for (int c = 0; c < kNumClasses; ++c) {
+    const PieceClass piece_class = static_cast<PieceClass>(c);
+    if (state.flag(kOff)) {
+      allowed[c] = piece_class != kNever;
+      continue;
+    }
+    State next = state;
+    if (!Apply(piece_class, next)) continue;
+    if (piece_class == kEnd) {
+      allowed[c] = true;
+      continue;
+    }
+    // Never into a dead end; with the length rule, the tree still fits.
+    const int64_t cost = CompletionCost(next);
+    allowed[c] = cost < kNoCompletion &&
+                 (!next.flag(kLengthRule) || next[kTaken] + cost <= next[kMaxLength]);
+  }
+  return allowed;
+}
+
+void TreeConstraint::Mask(const int32_t* state, float* log_probs) const {
+  const std::array<bool, kNumClasses> allowed = AllowedClasses(state);
+  const size_t size = class_of_.size();
+  for (size_t token = 0; token < size; ++token) {
+    if (!allowed[class_of_[token]]) log_probs[token] = -std::numeric_limits<float>::infinity();
+  }
+}
+
+bool TreeConstraint::Allows(const int32_t* state, int token) const {
+  if (token < 0 || token >= static_cast<int>(class_of_.size())) return false;
+  return AllowedClasses(state)[class_of_[token]];
+}
+
+void TreeConstraint::Advance(int token, int32_t* values) const {
+  State state(values);
+  if (state.flag(kOff) || token < 0 || token >= static_cast<int>(class_of_.size())) return;
+  Apply(static_cast<PieceClass>(class_of_[token]), state);
+  std::copy(state.values, state.values + kStateSize, values);
+}
+
+}  // namespace tfm

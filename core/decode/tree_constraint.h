@@ -1,0 +1,109 @@
+// Tree-constrained decoding for parsing as translation: every output spells
+// a well-formed linearised tree (core/data/linearize.h: "(S (NP XX )NP (VP
+// XX )VP . )S") with exactly one leaf per source word.
+//
+// The model writes SentencePiece pieces, not tree tokens: a piece that
+// starts with "▁" starts a space-separated token, any other piece continues
+// the current one, so a rare bracket may come in parts ("▁(" "WH" "ADJP").
+// The constraint follows the text the pieces spell, in which a token is an
+// open ("(" and a label), a close (")" and any label: Delinearize closes the
+// innermost constituent whatever it says) or a leaf (any other text without
+// brackets), and allows a piece only when, after it,
+//  - the first token opens the root, and nothing but eos follows its close;
+//  - a close closes an open constituent that already covers a word, and
+//    the root closes only over every word;
+//  - a leaf is inside the root and leaves do not outnumber the words; an
+//    open leaves a word for the new constituent;
+//  - the tree can still be completed within the hypothesis's maximum
+//    length (the shortest completion, from the vocabulary's cheapest
+//    pieces for a leaf and a close, still fits),
+// and eos only when the root has closed over exactly the source's words.
+// Words are counted in the source as the pieces that start with "▁"
+// (SentencePiece starts every whitespace-separated word with one).
+//
+// A source whose tree cannot fit in its maximum length at all (a tiny
+// max_length_offset) keeps the bracket rules without the length rule and
+// may be cut at the maximum length; Delinearize repairs what the search
+// returns in every case.
+#ifndef TFM_CORE_DECODE_TREE_CONSTRAINT_H_
+#define TFM_CORE_DECODE_TREE_CONSTRAINT_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/decode/decoding_constraint.h"
+
+namespace tfm {
+
+class TreeConstraint : public DecodingConstraint {
+ public:
+  // `pieces[id]` is the vocabulary's piece for id. `eos_id` ends outputs;
+  // `never_ids` (pad, unk, bos) are never allowed. Fails when the pieces
+  // cannot spell an open, a close and a leaf.
+  static absl::StatusOr<std::unique_ptr<TreeConstraint>> Create(
+      const std::vector<std::string>& pieces, int eos_id, const std::vector<int>& never_ids);
+
+  int state_size() const override { return kStateSize; }
+  void Start(absl::Span<const int> source, int max_length, int32_t* state) const override;
+  void Mask(const int32_t* state, float* log_probs) const override;
+  void Advance(int token, int32_t* state) const override;
+
+  // Whether `token` is allowed after `state` (what Mask leaves finite).
+  bool Allows(const int32_t* state, int token) const;
+
+  // Words the constraint counts in `source`.
+  int CountWords(absl::Span<const int> source) const;
+
+  // Deeper nesting is never allowed: Delinearize (and every recursive tree
+  // function) keeps it, core/data/tree.h's kMaxTreeDepth being 500.
+  static constexpr int kMaxDepth = 400;
+
+  // What a piece does to the text, by what it starts with.
+  enum PieceClass : uint8_t {
+    kNever,            // Special, or brackets inside a token.
+    kSpace,            // "▁" alone: a token starts, its text follows.
+    kOpenBare,         // "▁(": an open whose label follows.
+    kOpenLabeled,      // "▁(NP"
+    kClose,            // "▁)" or "▁)NP"
+    kLeaf,             // "▁XX", "▁."
+    kContinueOpenBare,     // "(" after "▁".
+    kContinueOpenLabeled,  // "(NP" after "▁".
+    kContinueClose,        // ")NP" after "▁".
+    kContinueText,         // Text without brackets: a leaf after "▁", else
+                           // more of the current token's label or leaf.
+    kEnd,                  // eos.
+    kNumClasses,
+  };
+
+ private:
+  // State values: what the text spelled so far leaves open.
+  enum StateIndex { kLex, kDepth, kLeaves, kWords, kFlags, kTaken, kMaxLength, kStateSize };
+
+  struct State;
+
+  TreeConstraint() = default;
+
+  // Applies `piece_class` to `state`; false when the rules forbid it.
+  bool Apply(PieceClass piece_class, State& state) const;
+  // Pieces, eos included, of the shortest completion of `state` (a large
+  // number when there is none).
+  int64_t CompletionCost(const State& state) const;
+  std::array<bool, kNumClasses> AllowedClasses(const int32_t* values) const;
+
+  std::vector<uint8_t> class_of_;  // By id.
+  std::vector<bool> starts_word_;  // By id: the piece starts with "▁".
+  int eos_id_ = 0;
+  // Pieces of the cheapest way to spell a whole token from a token
+  // boundary, and to finish one from a lone "▁" or a bare "(".
+  int64_t leaf_cost_ = 0, close_cost_ = 0, open_cost_ = 0;
+  int64_t leaf_after_space_ = 0, close_after_space_ = 0, open_after_space_ = 0;
+  int64_t label_cost_ = 0;
+};
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_DECODE_TREE_CONSTRAINT_H_

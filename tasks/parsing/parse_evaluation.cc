@@ -1,0 +1,166 @@
+#include "tasks/parsing/parse_evaluation.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "core/data/file_io.h"
+#include "core/data/ptb_corpus.h"
+#include "core/data/ptb_reader.h"
+#include "core/data/tree.h"
+#include "core/paths.h"
+#include "core/status_macros.h"
+#include "tasks/common/seq2seq_decoding.h"
+#include "tasks/parsing/tree_decoding.h"
+
+namespace tfm {
+namespace {
+
+// Parses `sentences` and scores them against `gold_lines`, printing
+// examples and the summary to `log`.
+absl::Status ParseAndScore(TrainedModel& trained, const config::DecodeConfig& decode,
+                           const std::vector<std::string>& sentences,
+                           const std::vector<std::string>& gold_lines,
+                           const std::string& source_name, const std::string& gold_name,
+                           std::ostream& log, std::vector<std::string>* parses) {
+  log << "parsing " << sentences.size() << " sentences ("
+      << config::DecodeConfig::Strategy_Name(decode.strategy()) << ", beam "
+      << decode.beam_size() << ", alpha " << decode.length_penalty_alpha()
+      << ", maximum length input + " << decode.max_length_offset() << ")\n"
+      << std::flush;
+  const absl::Time start = absl::Now();
+  TFM_ASSIGN_OR_RETURN(*parses, DecodeLines(trained, decode, sentences, source_name, &log,
+                                            TreeDecodingHooks()));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const EvalbScorer scorer = ScoreParses(*parses, gold_lines, sentences, gold_name, &log);
+  for (size_t i = 0; i < parses->size() && i < 5; ++i) {
+    log << "\nsentence:   " << sentences[i] << "\nreference:  " << gold_lines[i]
+        << "\nparsed:     " << (*parses)[i] << "\n";
+  }
+  log << absl::StrFormat("\n%d sentences parsed in %.1f s\n\n", parses->size(), seconds)
+      << scorer.Format();
+  return absl::OkStatus();
+}
+
+// Leaves left to right, for retagging.
+void CollectLeaves(Tree& tree, std::vector<Tree*>* leaves) {
+  if (tree.is_leaf()) {
+    leaves->push_back(&tree);
+    return;
+  }
+  for (Tree& child : tree.children) CollectLeaves(child, leaves);
+}
+
+}  // namespace
+
+void TakeGoldTags(const Tree& gold, Tree* test) {
+  std::vector<std::string> tags;
+  const std::vector<std::string> all_tags = TreeTags(gold);
+  for (const std::string& tag : all_tags) {
+    if (tag != "-NONE-") tags.push_back(tag);
+  }
+  std::vector<Tree*> leaves;
+  CollectLeaves(*test, &leaves);
+  if (leaves.size() != tags.size()) return;
+  for (size_t i = 0; i < leaves.size(); ++i) leaves[i]->label = tags[i];
+}
+
+EvalbScorer ScoreParses(const std::vector<std::string>& parses,
+                        const std::vector<std::string>& gold_lines,
+                        const std::vector<std::string>& sentences, const std::string& gold_name,
+                        std::ostream* log) {
+  EvalbScorer scorer;
+  for (size_t i = 0; i < gold_lines.size(); ++i) {
+    absl::StatusOr<Tree> gold = ParseBracketedTree(gold_lines[i]);
+    if (!gold.ok()) {
+      if (log) {
+        *log << gold_name << ":" << i + 1 << ": " << gold.status().message()
+             << "; counted as an EVALB error sentence\n";
+      }
+      const int length = i < sentences.size() ? static_cast<int>(InputWords(sentences[i]).size())
+                                              : 0;
+      scorer.Add(EvalbErrorSentence(length, std::string(gold.status().message())));
+      continue;
+    }
+    if (i >= parses.size() || parses[i].empty()) {
+      scorer.Add(EvalbSkipSentence(EvalbLength(*gold)));
+      continue;
+    }
+    absl::StatusOr<Tree> test = ParseBracketedTree(parses[i]);
+    if (test.ok()) TakeGoldTags(*gold, &*test);
+    scorer.Add(test.ok() ? EvalbScoreTrees(*gold, *test)
+                         : EvalbErrorSentence(EvalbLength(*gold),
+                                              std::string(test.status().message())));
+  }
+  return scorer;
+}
+
+absl::Status RunParseEvaluation(const TaskContext& context) {
+  const DecodeRequest& request = context.decode;
+  if (request.model.empty() || request.source.empty() || request.reference.empty()) {
+    return absl::InvalidArgumentError(
+        "evaluate needs --model=DIR --src=FILE --ref=FILE (sentences, one a line, words "
+        "separated by spaces; their gold trees, one bracketed tree a line)");
+  }
+  TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(request.model, context.log));
+  TFM_ASSIGN_OR_RETURN(InputLines source, ReadInputLines(request.source));
+  TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInputLines(request.reference));
+  if (source.lines.size() != reference.lines.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
+                                                   " lines but ", request.reference, " has ",
+                                                   reference.lines.size()));
+  }
+  config::DecodeConfig decode = DecodeSettings(trained.config, request);
+  decode.set_nbest(1);
+  std::vector<std::string> parses;
+  TFM_RETURN_IF_ERROR(ParseAndScore(trained, decode, source.lines, reference.lines,
+                                    request.source, request.reference, *context.log, &parses));
+  if (!request.output.empty()) TFM_RETURN_IF_ERROR(WriteOutputLines(request.output, parses));
+  return absl::OkStatus();
+}
+
+HeldOutEvaluation ParsingHeldOut() {
+  HeldOutEvaluation held_out;
+  held_out.command = "parse";
+  held_out.example_input = "The dog saw a cat .";
+  held_out.run = [](TrainedModel& trained, const TaskContext& context,
+                    std::ostream& log) -> absl::StatusOr<std::string> {
+    const config::DataConfig& data = context.config.config.data();
+    if (data.test().empty()) {
+      return absl::FailedPreconditionError(
+          "data.test: the main job scores the held-out treebank, and the config has none");
+    }
+    std::vector<std::string> files;
+    for (const config::CorpusConfig& corpus : data.test()) {
+      TFM_ASSIGN_OR_RETURN(std::vector<std::string> more,
+                           PtbCorpusFiles(corpus, ResolveDataPath(corpus.root())));
+      files.insert(files.end(), more.begin(), more.end());
+    }
+    TFM_ASSIGN_OR_RETURN(std::unique_ptr<PtbReader> reader, PtbReader::Open(files));
+    std::vector<std::string> sentences, gold_lines;
+    Tree tree;
+    while (static_cast<int>(sentences.size()) < kMainJobTestSentences && reader->Next(&tree)) {
+      sentences.push_back(absl::StrJoin(TreeWords(tree), " "));
+      gold_lines.push_back(FormatTree(tree));
+    }
+    TFM_RETURN_IF_ERROR(reader->status());
+    const std::string words_path = absl::StrCat(context.work_dir, "/test.words");
+    const std::string trees_path = absl::StrCat(context.work_dir, "/test.trees");
+    TFM_RETURN_IF_ERROR(WriteOutputLines(words_path, sentences));
+    TFM_RETURN_IF_ERROR(WriteOutputLines(trees_path, gold_lines));
+    log << "\nheld-out treebank: " << sentences.size() << " trees of " << files.size()
+        << " files (" << files.front() << " ..), written as " << words_path << " and "
+        << trees_path << "\n";
+    std::vector<std::string> parses;
+    TFM_RETURN_IF_ERROR(ParseAndScore(trained, DecodeSettings(trained.config, DecodeRequest{}),
+                                      sentences, gold_lines, words_path, trees_path, log,
+                                      &parses));
+    return absl::StrCat("--src=", words_path, " --ref=", trees_path);
+  };
+  return held_out;
+}
+
+}  // namespace tfm

@@ -1,0 +1,51 @@
+// Scoring parses with EVALB's COLLINS.prm conventions (core/metrics/evalb.h)
+// and parsing's evaluate command and main-job step:
+//   evaluate --model=DIR --src=FILE --ref=FILE: FILE of sentences (words
+//     separated by spaces) and FILE of their gold trees, one bracketed tree a
+//     line; prints examples, EVALB's summary and "F1 = ...".
+// The model predicts brackets, not part-of-speech tags (leaves are XX, or
+// the punctuation tag it guessed): before scoring, a parse's leaves take the
+// gold tree's tags. EVALB uses tags only to delete punctuation, so brackets
+// are then counted over the same words in both trees, as for a parser given
+// gold tags; EVALB's tagging accuracy is meaningless here.
+//
+// A reference line that is not a tree (unbalanced brackets, text outside
+// them, empty) is reported as FILE:LINE with what is wrong and counted as an
+// EVALB error sentence; every other line is still parsed and scored.
+#ifndef TFM_TASKS_PARSING_PARSE_EVALUATION_H_
+#define TFM_TASKS_PARSING_PARSE_EVALUATION_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/data/tree.h"
+#include "core/metrics/evalb.h"
+#include "core/task_registry.h"
+#include "tasks/common/seq2seq_main_job.h"
+
+namespace tfm {
+
+// Gives `test`'s leaves the tags of `gold`'s leaves other than -NONE-,
+// when they are as many (else leaves `test` as it is).
+void TakeGoldTags(const Tree& gold, Tree* test);
+
+// Scores `parses[i]` (a bracketed tree, or empty where the sentence was not
+// parsed: an EVALB skip) against `gold_lines[i]`; `gold_name` names the gold
+// file in messages on `log`. `sentences[i]` gives an unreadable gold line's
+// length for EVALB's cut-off.
+EvalbScorer ScoreParses(const std::vector<std::string>& parses,
+                        const std::vector<std::string>& gold_lines,
+                        const std::vector<std::string>& sentences, const std::string& gold_name,
+                        std::ostream* log);
+
+absl::Status RunParseEvaluation(const TaskContext& context);
+
+// The main job's: parse the trees of data.test (their words), write
+// WORK_DIR/test.words and test.trees, and print F1 against the trees.
+HeldOutEvaluation ParsingHeldOut();
+
+}  // namespace tfm
+
+#endif  // TFM_TASKS_PARSING_PARSE_EVALUATION_H_

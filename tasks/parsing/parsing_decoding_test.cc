@@ -1,0 +1,255 @@
+// Parsing's commands on a small random Transformer saved as training saves
+// it, with a vocabulary trained on treebank pairs: tree-constrained outputs
+// are trees over exactly each line's words whatever the model says, bad
+// lines keep their place, and evaluate scores with EVALB, reporting a gold
+// file's bad lines by number. F1 itself is checked on trees with known
+// bracket counts.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/data/corpus.h"
+#include "core/data/file_io.h"
+#include "core/data/linearize.h"
+#include "core/data/tree.h"
+#include "core/train/checkpoint.h"
+#include "gtest/gtest.h"
+#include "tasks/common/seq2seq_decoding.h"
+#include "tasks/common/trained_model.h"
+#include "tasks/parsing/parse_evaluation.h"
+#include "tasks/parsing/tree_decoding.h"
+#include "tests/util/peer_python.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::SharedDataPath;
+
+// Sentences of the sample (wsj_0001, wsj_0002) and their gold trees.
+const std::vector<std::string>& Sentences() {
+  static const auto* sentences = new std::vector<std::string>{
+      "Mr. Vinken is chairman of Elsevier N.V. , the Dutch publishing group .",
+      "Rudolph Agnew , 55 years old and former chairman of Consolidated Gold Fields PLC , was "
+      "named a nonexecutive director of this British industrial conglomerate .",
+      "Pierre Vinken , 61 years old , will join the board as a nonexecutive director Nov. 29 ."};
+  return *sentences;
+}
+
+class ParsingDecodingTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    work_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_work"));
+    config::TaskConfig config;
+    config.set_task("parsing");
+    config::TokenizerConfig& tokenizer_config = *config.mutable_data()->mutable_tokenizer();
+    tokenizer_config.set_vocab_size(400);
+    tokenizer_config.set_seed(3);
+    config.mutable_data()->mutable_batching()->set_max_length(256);
+    config::ModelConfig& model = *config.mutable_model();
+    model.set_num_encoder_layers(1);
+    model.set_num_decoder_layers(1);
+    model.set_d_model(32);
+    model.set_d_ff(64);
+    model.set_num_heads(4);
+    model.set_d_k(8);
+    model.set_d_v(8);
+    config.mutable_decode()->set_beam_size(3);
+    config.mutable_decode()->set_length_penalty_alpha(0.3);
+    config.mutable_decode()->set_max_length_offset(40);
+    config::CorpusConfig corpus;
+    corpus.set_format(config::CorpusConfig::PTB_MRG);
+    corpus.set_root(SharedDataPath("ptb_sample"));
+    corpus.set_last_document(20);
+    absl::StatusOr<std::unique_ptr<PairReader>> pairs = OpenCorpus(corpus);
+    ASSERT_TRUE(pairs.ok()) << pairs.status();
+    absl::StatusOr<Tokenizer> tokenizer = Tokenizer::TrainOnPairs(tokenizer_config, pairs->get());
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    VocabularySpec vocabulary{tokenizer->vocab_size(), tokenizer->pad_id(), tokenizer->bos_id(),
+                              tokenizer->eos_id()};
+    absl::StatusOr<std::unique_ptr<Transformer>> transformer =
+        Transformer::Create(model, vocabulary, Device::Cpu(), /*init_seed=*/5);
+    ASSERT_TRUE(transformer.ok()) << transformer.status();
+    Checkpoint checkpoint;
+    for (Parameter* parameter : (*transformer)->Parameters()) {
+      checkpoint.model.emplace_back(parameter->name, parameter->value);
+    }
+    checkpoint.state.set_update(1);
+    checkpoint.config = config;
+    checkpoint.vocabulary = tokenizer->model();
+    ASSERT_TRUE(WriteCheckpoint(*work_dir_, checkpoint).ok());
+  }
+
+  static TrainedModel Load() {
+    absl::StatusOr<TrainedModel> trained = LoadTrainedModel(*work_dir_, nullptr);
+    EXPECT_TRUE(trained.ok()) << trained.status();
+    return *std::move(trained);
+  }
+
+  static std::string Path(const std::string& name) {
+    return absl::StrCat(::testing::TempDir(), "/", name);
+  }
+
+  static std::string* work_dir_;
+};
+
+std::string* ParsingDecodingTest::work_dir_ = nullptr;
+
+// Tokens whose opens and closes pair up into one root over `words` leaves,
+// with no constituent left without a word: what Delinearize keeps as it is
+// (closes relabelled after their opens).
+void ExpectCleanLinearisation(const std::string& text, const std::string& line) {
+  const std::vector<std::string> tokens = absl::StrSplit(text, ' ', absl::SkipEmpty());
+  const std::vector<std::string> words = InputWords(line);
+  const Tree tree = Delinearize(tokens, words);
+  EXPECT_NE(tree.label, kRepairRootLabel) << text;
+  EXPECT_EQ(TreeWords(tree), words) << text;
+  std::vector<std::string> relabelled, open;
+  for (const std::string& token : tokens) {
+    if (token[0] == '(') open.push_back(token.substr(1));
+    if (token[0] != ')') {
+      relabelled.push_back(token);
+    } else {
+      ASSERT_FALSE(open.empty()) << text;
+      relabelled.push_back(")" + open.back());
+      open.pop_back();
+    }
+  }
+  EXPECT_EQ(Linearize(tree, LeafStyle::kPosTag), relabelled) << "repaired: " << text;
+}
+
+TEST_F(ParsingDecodingTest, ConstrainedOutputsOfARandomModelAreTreesOverTheWords) {
+  TrainedModel trained = Load();
+  DecodingHooks constraint_only = TreeDecodingHooks();
+  constraint_only.format = nullptr;  // The linearised text itself.
+  for (int beam : {1, 3}) {
+    DecodeRequest request;
+    request.beam = beam;
+    const config::DecodeConfig decode = DecodeSettings(trained.config, request);
+    absl::StatusOr<std::vector<std::string>> texts =
+        DecodeLines(trained, decode, Sentences(), "in", nullptr, constraint_only);
+    ASSERT_TRUE(texts.ok()) << texts.status();
+    ASSERT_EQ(texts->size(), Sentences().size());
+    for (size_t i = 0; i < texts->size(); ++i) {
+      ExpectCleanLinearisation((*texts)[i], Sentences()[i]);
+    }
+  }
+  // Unconstrained, the same model writes no trees at all.
+  DecodingHooks format_only = TreeDecodingHooks();
+  format_only.constraint = nullptr;
+  format_only.format = nullptr;
+  absl::StatusOr<std::vector<std::string>> free =
+      DecodeLines(trained, trained.config.decode(), Sentences(), "in", nullptr, format_only);
+  ASSERT_TRUE(free.ok());
+  const std::vector<std::string> tokens = absl::StrSplit((*free)[0], ' ', absl::SkipEmpty());
+  EXPECT_EQ(Delinearize(tokens, InputWords(Sentences()[0])).label, kRepairRootLabel) << (*free)[0];
+}
+
+TEST_F(ParsingDecodingTest, ParseCommandWritesOneTreeLinePerInputLine) {
+  const std::string input = Path("parse_in.txt"), output = Path("parse_out.txt");
+  const std::vector<std::string> lines = {Sentences()[0], "", "bad \xff bytes", "a ( b )",
+                                          Sentences()[2]};
+  ASSERT_TRUE(WriteFileAtomically(input, absl::StrJoin(lines, "\n") + "\n").ok());
+  TaskContext context;
+  context.mode = TaskMode::kDecode;
+  context.decode.model = *work_dir_;
+  context.decode.input = input;
+  context.decode.output = output;
+  ASSERT_TRUE(RunDecodeCommand(context, TreeDecodingHooks()).ok());
+  absl::StatusOr<std::string> written = ReadFileToString(output);
+  ASSERT_TRUE(written.ok());
+  const std::vector<std::string> out = absl::StrSplit(*written, '\n');
+  ASSERT_EQ(out.size(), lines.size() + 1);  // The last line ends with '\n'.
+  EXPECT_EQ(out[1], "");
+  EXPECT_EQ(out[2], "");
+  for (int i : {0, 3, 4}) {
+    absl::StatusOr<Tree> tree = ParseBracketedTree(out[i]);
+    ASSERT_TRUE(tree.ok()) << out[i];
+    EXPECT_EQ(TreeWords(*tree), InputWords(lines[i])) << out[i];
+  }
+  EXPECT_EQ(InputWords("a ( b )"), (std::vector<std::string>{"a", "-LRB-", "b", "-RRB-"}));
+}
+
+TEST_F(ParsingDecodingTest, EvaluateReportsBadGoldLinesAndScoresTheRest) {
+  const std::string source = Path("eval.words"), reference = Path("eval.trees");
+  const std::string output = Path("eval.out");
+  std::vector<std::string> gold_lines;
+  config::CorpusConfig corpus;
+  corpus.set_format(config::CorpusConfig::PTB_MRG);
+  corpus.set_root(SharedDataPath("ptb_sample"));
+  corpus.set_last_document(2);
+  absl::StatusOr<std::unique_ptr<PairReader>> pairs = OpenCorpus(corpus);
+  ASSERT_TRUE(pairs.ok());
+  std::vector<std::string> sentences;
+  SentencePair pair;
+  while (*(*pairs)->Next(&pair)) {
+    sentences.push_back(pair.source);
+    const std::vector<std::string> tokens = absl::StrSplit(pair.target, ' ');
+    gold_lines.push_back(FormatTree(Delinearize(tokens, absl::StrSplit(pair.source, ' '))));
+  }
+  ASSERT_EQ(sentences.size(), 3u);
+  gold_lines[1].pop_back();  // Unbalanced.
+  ASSERT_TRUE(WriteFileAtomically(source, absl::StrJoin(sentences, "\n") + "\n").ok());
+  ASSERT_TRUE(WriteFileAtomically(reference, absl::StrJoin(gold_lines, "\n") + "\n").ok());
+  TaskContext context;
+  context.mode = TaskMode::kEvaluate;
+  std::ostringstream log;
+  context.log = &log;
+  context.decode.model = *work_dir_;
+  context.decode.source = source;
+  context.decode.reference = reference;
+  context.decode.output = output;
+  ASSERT_TRUE(RunParseEvaluation(context).ok()) << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), reference + ":2: malformed tree")) << log.str();
+  EXPECT_FALSE(absl::StrContains(log.str(), reference + ":1:")) << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "Number of Error sentence  =      1")) << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "Number of Valid sentence  =      2")) << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "\nF1 = ")) << log.str();
+  absl::StatusOr<std::string> parsed = ReadFileToString(output);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(*parsed, '\n', absl::SkipEmpty())).size(), 3u);
+
+  // Mismatched files are an error naming both.
+  context.decode.reference = source + ".none";
+  ASSERT_TRUE(WriteFileAtomically(context.decode.reference, "(S (XX a))\n").ok());
+  const absl::Status mismatch = RunParseEvaluation(context);
+  EXPECT_TRUE(absl::StrContains(mismatch.message(), source)) << mismatch;
+}
+
+TEST(ScoreParsesTest, F1OfKnownTrees) {
+  // Gold: S(0,4) NP(0,2) VP(2,4) NP(3,4) over "The dog chased cats ." (the
+  // final "." deleted). Parse 1 finds S, VP and NP(3,4) but a wrong NP(0,1):
+  // 3 of its 4 brackets match; parse 2 matches all 3; line 3 of the gold
+  // file is unbalanced. Its "." is tagged XX, as a
+  // model that predicts no tags writes it: the gold tags decide deletion.
+  const std::vector<std::string> gold = {
+      "(S (NP (DT The) (NN dog)) (VP (VBD chased) (NP (NNS cats))) (. .))",
+      "(S (NP (PRP It)) (VP (VBD rained)) (. .))",
+      "(S (NP (PRP It)) (VP (VBD rained) (. .)"};
+  const std::vector<std::string> sentences = {"The dog chased cats .", "It rained .",
+                                              "It rained ."};
+  const std::vector<std::string> parses = {
+      "(S (NP (XX The)) (XX dog) (VP (XX chased) (NP (XX cats))) (XX .))",
+      "(S (NP (XX It)) (VP (XX rained)) (. .))", "(S (XX It) (XX rained) (. .))"};
+  std::ostringstream log;
+  const EvalbScorer scorer = ScoreParses(parses, gold, sentences, "gold.txt", &log);
+  const EvalbTotals& all = scorer.all();
+  EXPECT_EQ(all.sentences, 3);
+  EXPECT_EQ(all.error_sentences, 1);
+  EXPECT_EQ(all.gold_brackets, 4 + 3);
+  EXPECT_EQ(all.test_brackets, 4 + 3);
+  EXPECT_EQ(all.matched, 3 + 3);
+  EXPECT_NEAR(all.f1(), 100.0 * 6 / 7, 1e-9);
+  EXPECT_TRUE(absl::StrContains(log.str(), "gold.txt:3: malformed tree")) << log.str();
+  // An empty parse is an EVALB skip sentence.
+  const EvalbScorer skipped = ScoreParses({"", parses[1]}, {gold[0], gold[1]}, sentences, "g",
+                                          nullptr);
+  EXPECT_EQ(skipped.all().skip_sentences, 1);
+  EXPECT_NEAR(skipped.all().f1(), 100.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,38 @@
+// Parsing's decoding: tree-constrained search (core/decode/tree_constraint.h)
+// and, for every output, the tree over the input line's words in Penn
+// Treebank brackets, "(S (NP (XX John)) (VP (XX sleeps)) (. .))": leaves are
+// tagged XX, or with the punctuation tag the model predicted (EVALB deletes
+// those words by tag). Delinearize rebuilds the tree and would repair an
+// output that is not one (only possible where a source's tree cannot fit in
+// its maximum length); input words that contain brackets are written as
+// -LRB- and -RRB-, as in the treebank, so every line reads back.
+#ifndef TFM_TASKS_PARSING_TREE_DECODING_H_
+#define TFM_TASKS_PARSING_TREE_DECODING_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/data/tokenizer.h"
+#include "core/decode/decoding_constraint.h"
+#include "tasks/common/seq2seq_decoding.h"
+
+namespace tfm {
+
+// The words of an input line: split at spaces and tabs.
+std::vector<std::string> InputWords(const std::string& line);
+
+// The bracketed tree over `line`'s words that `linearised` (decoded text)
+// spells.
+std::string TreeLine(const std::string& line, const std::string& linearised);
+
+// A TreeConstraint over `tokenizer`'s pieces (pad, unk and bos never).
+absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(const Tokenizer& tokenizer);
+
+// The constraint and TreeLine, for DecodeLines and the parse command.
+DecodingHooks TreeDecodingHooks();
+
+}  // namespace tfm
+
+#endif  // TFM_TASKS_PARSING_TREE_DECODING_H_
