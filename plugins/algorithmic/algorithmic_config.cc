@@ -5,18 +5,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/config/config_extensions.h"
+#include "core/status_macros.h"
 
 namespace algorithmic {
 namespace {
 
 constexpr char kExample[] =
     "extensions { [type.googleapis.com/algorithmic.AlgorithmicConfig] { problem: REVERSE } }";
-
-// The full message name in an Any's type URL ("type.googleapis.com/a.B").
-std::string TypeName(const google::protobuf::Any& any) {
-  const std::string& url = any.type_url();
-  return url.substr(url.rfind('/') + 1);
-}
 
 std::vector<std::string> Problems(const AlgorithmicConfig& config, const tfm::LoadedConfig& loaded) {
   std::vector<std::string> problems;
@@ -53,36 +49,9 @@ int MaxSourceSymbols(const AlgorithmicConfig& config) {
 }
 
 absl::StatusOr<AlgorithmicConfig> ReadAlgorithmicConfig(const tfm::LoadedConfig& loaded) {
-  const std::string ours = AlgorithmicConfig::descriptor()->full_name();
-  const auto& extensions = loaded.config.extensions();
-  int found = -1;
-  std::vector<std::string> others;
-  for (int i = 0; i < extensions.size(); ++i) {
-    const std::string field = absl::StrCat("extensions[", i, "]");
-    if (TypeName(extensions[i]) != ours) {
-      others.push_back(absl::StrCat(loaded.sources.Describe(field), ": ", field, " holds ",
-                                    TypeName(extensions[i])));
-      continue;
-    }
-    if (found >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          loaded.sources.Describe(field), ": ", field, ": a second ", ours,
-          " (the first is extensions[", found, "]); give one"));
-    }
-    found = i;
-  }
-  if (found < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        loaded.sources.file(), ": the algorithmic task needs its settings, an ", ours,
-        " in `extensions`, e.g. ", kExample,
-        others.empty() ? "" : absl::StrCat("; found only: ", absl::StrJoin(others, "; "))));
-  }
-  const std::string field = absl::StrCat("extensions[", found, "]");
-  const std::string where = absl::StrCat(loaded.sources.Describe(field), ": ", field, " (", ours, ")");
   AlgorithmicConfig config;
-  if (!extensions[found].UnpackTo(&config)) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": does not parse"));
-  }
+  TFM_ASSIGN_OR_RETURN(const std::string where,
+                       tfm::ReadConfigExtension(loaded, kExample, &config));
   const std::vector<std::string> problems = Problems(config, loaded);
   if (!problems.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", absl::StrJoin(problems, "; ")));

@@ -99,8 +99,9 @@ TEST_F(AlgorithmicPluginTest, APresetNamingAnUnknownTaskSaysSo) {
 TEST_F(AlgorithmicPluginTest, AMissingConfigMessageIsNamed) {
   const absl::Status status = Drive(ConfigWith("missing.pbtxt", ""), "validate");
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()), HasSubstr("missing.pbtxt: the algorithmic task needs its "
-                                          "settings, an algorithmic.AlgorithmicConfig"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("missing.pbtxt: task 'algorithmic' needs its "
+                                          "settings: an extension of type "
+                                          "algorithmic.AlgorithmicConfig, e.g. extensions {"));
 }
 
 TEST_F(AlgorithmicPluginTest, AnotherMessageInExtensionsIsNamed) {
