@@ -196,7 +196,9 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   if (mode != TaskMode::kValidate) TFM_RETURN_IF_ERROR(CheckConfigRunsHere(loaded));
   if (mode == TaskMode::kValidate) {
     std::string text;
-    google::protobuf::TextFormat::PrintToString(loaded.config, &text);
+    google::protobuf::TextFormat::Printer printer;
+    printer.SetExpandAny(true);  // A plugin's settings as text, as written.
+    printer.PrintToString(loaded.config, &text);
     out << "# " << options.config << " is valid (task '" << loaded.config.task() << "')\n" << text;
   }
   TaskContext context;

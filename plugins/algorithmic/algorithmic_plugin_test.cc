@@ -1,6 +1,7 @@
 // The algorithmic plugin in the engine: loading it (and refusing a plugin
 // whose task name is taken), its config errors, and the whole path a user
 // takes through the generic driver: train `reverse`, translate, evaluate.
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -71,6 +72,25 @@ TEST_F(AlgorithmicPluginTest, RegistersItsTaskOnly) {
     EXPECT_TRUE(Drive(config, "validate", &out).ok()) << config;
     EXPECT_THAT(out, HasSubstr(absl::StrCat("problem: ", absl::AsciiStrToUpper(problem))));
   }
+}
+
+// The generic driver binary links the engine statically: every engine
+// symbol the plugin uses must be in it (test binaries link shared
+// libraries, which would hide a missing one).
+TEST_F(AlgorithmicPluginTest, TheDriverBinaryLoadsItAndPrintsItsSettings) {
+  const std::string command = absl::StrCat(
+      testing::RunfilePath("tools/transformer"), " --plugin=", testing::RunfilePath(kPlugin),
+      " validate --config=", testing::RunfilePath("plugins/algorithmic/configs/sort.pbtxt"),
+      " 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[4096];
+  while (size_t read = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, read);
+  EXPECT_EQ(pclose(pipe), 0) << out;
+  EXPECT_THAT(out, HasSubstr("libalgorithmic_plugin.so: task:algorithmic"));
+  EXPECT_THAT(out, HasSubstr("[type.googleapis.com/algorithmic.AlgorithmicConfig] {"));
+  EXPECT_THAT(out, HasSubstr("problem: SORT"));
 }
 
 TEST_F(AlgorithmicPluginTest, ATakenTaskNameIsRefusedAndLeavesNoTrace) {
