@@ -28,12 +28,6 @@ using ::tfm::TaskContext;
 using ::tfm::TaskMode;
 using ::tfm::config::CorpusConfig;
 
-// Subword pieces that make every symbol one piece: pad, unk, bos and eos,
-// the characters (the symbols and SentencePiece's word mark) and one merge
-// "word mark + symbol" per symbol, after which BPE has nothing left to
-// merge. So the model sees one token per digit, whatever the seed.
-int VocabularySize(const AlgorithmicConfig& config) { return 4 + 1 + 2 * SymbolCount(config); }
-
 // The data section the task fills in; a preset must leave it to the task.
 absl::Status CheckNoCorpora(const LoadedConfig& loaded) {
   const tfm::config::DataConfig& data = loaded.config.data();

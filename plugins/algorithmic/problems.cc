@@ -114,4 +114,6 @@ int SymbolCount(const AlgorithmicConfig& config) {
   return config.base() + (config.problem() == AlgorithmicConfig::ADD ? 1 : 0);
 }
 
+int VocabularySize(const AlgorithmicConfig& config) { return 4 + 1 + 2 * SymbolCount(config); }
+
 }  // namespace algorithmic

@@ -33,6 +33,12 @@ std::string Solve(const AlgorithmicConfig& config, const std::string& source);
 // "+" for ADD.
 int SymbolCount(const AlgorithmicConfig& config);
 
+// The SentencePiece BPE vocabulary size that makes every symbol one piece:
+// pad, unk, bos and eos, the characters (the symbols and the word mark "▁")
+// and one merge "▁ + symbol" per symbol, after which BPE has nothing left
+// to merge. So the model sees one token per symbol, whatever the seed.
+int VocabularySize(const AlgorithmicConfig& config);
+
 }  // namespace algorithmic
 
 #endif  // TFM_PLUGINS_ALGORITHMIC_PROBLEMS_H_
