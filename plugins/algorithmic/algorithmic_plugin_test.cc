@@ -171,16 +171,18 @@ TEST_F(AlgorithmicPluginTest, CorporaInThePresetAreRefused) {
               HasSubstr("corpora.pbtxt:4: data.train: the algorithmic task generates its data"));
 }
 
-// The preset's model learns to reverse digit sequences within a minute:
-// train (capped by --minutes=1 and the preset's update budget), then
-// evaluate the generated test set and translate a line of the user's.
+// The small preset learns to reverse digit sequences within a minute:
+// train (its 600 updates, capped by --minutes=1), then evaluate the
+// generated test split and translate lines of the user's.
 TEST_F(AlgorithmicPluginTest, LearnsToReverse) {
-  const std::string config = testing::RunfilePath("plugins/algorithmic/configs/reverse.pbtxt");
+  const std::string config =
+      testing::RunfilePath("plugins/algorithmic/configs/reverse_small.pbtxt");
   const std::string work_dir = ::testing::TempDir() + "/reverse_work";
   std::string out;
   const absl::Status trained = Drive(config, "train", &out, {}, work_dir);
   ASSERT_TRUE(trained.ok()) << trained << "\n" << out;
   EXPECT_THAT(out, HasSubstr("validation: loss and accuracy"));
+  EXPECT_THAT(out, HasSubstr("stopped at update 600: reached max_steps"));  // Within the minute.
 
   DecodeRequest evaluate;
   evaluate.model = work_dir;
