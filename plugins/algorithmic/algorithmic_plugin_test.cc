@@ -172,7 +172,7 @@ TEST_F(AlgorithmicPluginTest, CorporaInThePresetAreRefused) {
 }
 
 // The small preset learns to reverse digit sequences within a minute:
-// train (its 600 updates, capped by --minutes=1), then evaluate the
+// train (its 400 updates, capped by --minutes=1), then evaluate the
 // generated test split and translate lines of the user's.
 TEST_F(AlgorithmicPluginTest, LearnsToReverse) {
   const std::string config =
@@ -182,7 +182,7 @@ TEST_F(AlgorithmicPluginTest, LearnsToReverse) {
   const absl::Status trained = Drive(config, "train", &out, {}, work_dir);
   ASSERT_TRUE(trained.ok()) << trained << "\n" << out;
   EXPECT_THAT(out, HasSubstr("validation: loss and accuracy"));
-  EXPECT_THAT(out, HasSubstr("stopped at update 600: reached max_steps"));  // Within the minute.
+  EXPECT_THAT(out, HasSubstr("stopped at update 400: reached max_steps"));  // Within the minute.
 
   DecodeRequest evaluate;
   evaluate.model = work_dir;
