@@ -181,12 +181,24 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   }
   TFM_ASSIGN_OR_RETURN(TaskMode mode, ParseMode(options.mode));
   TFM_ASSIGN_OR_RETURN(LoadedConfig loaded, LoadTaskConfig(options.config, options.overrides));
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Task> task, CreateTask(loaded.config.task()));
+  absl::StatusOr<std::unique_ptr<Task>> created = CreateTask(loaded.config.task());
+  if (!created.ok()) {
+    // Most often a plugin's task whose library was not loaded.
+    return absl::Status(created.status().code(),
+                        absl::StrCat(loaded.sources.Describe("task"), ": task: ",
+                                     created.status().message(),
+                                     plugins.empty() ? "; a plugin's task needs its library: "
+                                                       "--plugin=PATH/libNAME.so"
+                                                     : ""));
+  }
+  std::unique_ptr<Task> task = *std::move(created);
   TFM_RETURN_IF_ERROR(task->Validate(loaded));
   if (mode != TaskMode::kValidate) TFM_RETURN_IF_ERROR(CheckConfigRunsHere(loaded));
   if (mode == TaskMode::kValidate) {
     std::string text;
-    google::protobuf::TextFormat::PrintToString(loaded.config, &text);
+    google::protobuf::TextFormat::Printer printer;
+    printer.SetExpandAny(true);  // A plugin's settings as text, as written.
+    printer.PrintToString(loaded.config, &text);
     out << "# " << options.config << " is valid (task '" << loaded.config.task() << "')\n" << text;
   }
   TaskContext context;

@@ -11,7 +11,6 @@
 #include "core/data/file_io.h"
 #include "core/data/line_reader.h"
 #include "core/data/utf8.h"
-#include "core/metrics/bleu.h"
 #include "core/status_macros.h"
 
 namespace tfm {
@@ -84,9 +83,8 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
   return absl::OkStatus();
 }
 
-namespace {
-
-absl::Status RunEvaluate(const TaskContext& context) {
+absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& metric,
+                                const DecodingHooks& hooks) {
   const DecodeRequest& request = context.decode;
   if (request.model.empty() || request.source.empty() || request.reference.empty()) {
     return absl::InvalidArgumentError(
@@ -104,23 +102,22 @@ absl::Status RunEvaluate(const TaskContext& context) {
   decode.set_nbest(1);
   const absl::Time start = absl::Now();
   TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses,
-                       DecodeLines(trained, decode, source.lines, request.source, context.log));
+                       DecodeLines(trained, decode, source.lines, request.source, context.log,
+                                   hooks));
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  TFM_ASSIGN_OR_RETURN(BleuScore bleu, CorpusBleu(hypotheses, {reference.lines}));
+  TFM_ASSIGN_OR_RETURN(const CorpusScore score, metric.score(hypotheses, reference.lines));
   std::ostream& out = *context.log;
   for (size_t i = 0; i < hypotheses.size() && i < 5; ++i) {
     out << "source:     " << source.lines[i] << "\nreference:  " << reference.lines[i]
-        << "\ntranslated: " << hypotheses[i] << "\n\n";
+        << "\ndecoded:    " << hypotheses[i] << "\n\n";
   }
   out << absl::StrFormat("%d sentences in %.1f s, %s, beam %d, alpha %.2f\n", hypotheses.size(),
                          seconds, config::DecodeConfig::Strategy_Name(decode.strategy()),
                          decode.beam_size(), decode.length_penalty_alpha());
-  out << bleu.Format() << "\n" << BleuSignature(1) << "\n";
+  out << score.report << "\n";
   if (!request.output.empty()) TFM_RETURN_IF_ERROR(WriteOutputLines(request.output, hypotheses));
   return absl::OkStatus();
 }
-
-}  // namespace
 
 bool IsDecodingCommand(TaskMode mode) {
   return mode == TaskMode::kDecode || mode == TaskMode::kEvaluate;
@@ -224,7 +221,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
 }
 
 absl::Status RunSeq2SeqDecoding(const TaskContext& context) {
-  return context.mode == TaskMode::kEvaluate ? RunEvaluate(context)
+  return context.mode == TaskMode::kEvaluate ? RunEvaluateCommand(context, BleuMetric())
                                              : RunDecodeCommand(context, DecodingHooks{});
 }
 

@@ -25,6 +25,7 @@
 #include "core/decode/decoding_constraint.h"
 #include "core/decode/search.h"
 #include "core/task_registry.h"
+#include "tasks/common/corpus_metric.h"
 #include "tasks/common/trained_model.h"
 
 namespace tfm {
@@ -46,6 +47,10 @@ absl::Status RunSeq2SeqDecoding(const TaskContext& context);
 
 // The decode command alone, with a task's hooks.
 absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& hooks);
+
+// The evaluate command alone (--model --src --ref), scored with `metric`.
+absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& metric,
+                                const DecodingHooks& hooks = {});
 
 // The lines of `path` (standard input when empty), each at most 1 MiB: the
 // part of a longer line is kept, and too_long says so.

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "core/metrics/bleu.h"
 #include "core/status_macros.h"
 #include "core/train/checkpoint_directory.h"
 #include "core/train/training_data.h"
@@ -18,12 +17,13 @@
 
 namespace tfm {
 
-HeldOutEvaluation TranslationHeldOut() {
+HeldOutEvaluation CorpusHeldOut(CorpusMetric metric, std::string command,
+                                std::string example_input) {
   HeldOutEvaluation held_out;
-  held_out.command = "translate";
-  held_out.example_input = "Open the file.";
-  held_out.run = [](TrainedModel& trained, const TaskContext& context,
-                    std::ostream& log) -> absl::StatusOr<std::string> {
+  held_out.command = std::move(command);
+  held_out.example_input = std::move(example_input);
+  held_out.run = [metric = std::move(metric)](TrainedModel& trained, const TaskContext& context,
+                                              std::ostream& log) -> absl::StatusOr<std::string> {
     const config::TaskConfig& config = context.config.config;
     if (config.data().test().empty()) {
       return absl::FailedPreconditionError(
@@ -33,23 +33,27 @@ HeldOutEvaluation TranslationHeldOut() {
     TFM_RETURN_IF_ERROR(ReadCorpusPairs(config.data().test(), "data.test", kMainJobTestSentences,
                                         &sources, &references));
     const config::DecodeConfig decode = DecodeSettings(trained.config, DecodeRequest{});
-    log << "\ntranslating " << sources.size() << " held-out sentences (beam "
+    log << "\ndecoding " << sources.size() << " held-out sentences (beam "
         << decode.beam_size() << ", alpha " << decode.length_penalty_alpha() << ")\n"
         << std::flush;
     const absl::Time start = absl::Now();
     TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses,
                          DecodeLines(trained, decode, sources, "data.test", &log));
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    TFM_ASSIGN_OR_RETURN(const BleuScore bleu, CorpusBleu(hypotheses, {references}));
+    TFM_ASSIGN_OR_RETURN(const CorpusScore score, metric.score(hypotheses, references));
     for (size_t i = 0; i < hypotheses.size() && i < 5; ++i) {
       log << "\nsource:     " << sources[i] << "\nreference:  " << references[i]
-          << "\ntranslated: " << hypotheses[i] << "\n";
+          << "\ndecoded:    " << hypotheses[i] << "\n";
     }
-    log << absl::StrFormat("\n%d sentences translated in %.1f s\n", hypotheses.size(), seconds);
-    log << bleu.Format() << "\n" << BleuSignature(1) << "\n";
+    log << absl::StrFormat("\n%d sentences decoded in %.1f s\n", hypotheses.size(), seconds);
+    log << score.report << "\n";
     return std::string("--src=SRC --ref=REF");
   };
   return held_out;
+}
+
+HeldOutEvaluation TranslationHeldOut() {
+  return CorpusHeldOut(BleuMetric(), "translate", "Open the file.");
 }
 
 absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& binary,

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "core/task_registry.h"
 #include "core/train/training_job.h"
+#include "tasks/common/corpus_metric.h"
 #include "tasks/common/trained_model.h"
 
 namespace tfm {
@@ -38,8 +39,13 @@ struct HeldOutEvaluation {
       run;
 };
 
-// Translation's: BLEU with sacreBLEU's signature on the first
-// kMainJobTestSentences pairs of data.test.
+// Decodes the first kMainJobTestSentences pairs of data.test with the
+// checkpoint's decode settings and scores them with `metric`; `command` and
+// `example_input` as in HeldOutEvaluation.
+HeldOutEvaluation CorpusHeldOut(CorpusMetric metric, std::string command,
+                                std::string example_input);
+
+// Translation's: BLEU with sacreBLEU's signature.
 HeldOutEvaluation TranslationHeldOut();
 
 // `binary` names the bazel target for the commands printed at the end;

@@ -4,18 +4,19 @@
 #include <vector>
 
 #include "core/decode/incremental_model.h"
-#include "core/metrics/bleu.h"
 #include "core/status_macros.h"
 #include "core/train/training_data.h"
 #include "tasks/common/seq2seq_decoding.h"
 
 namespace tfm {
 
-absl::StatusOr<ValidationScorer> MakeValidationBleu(const config::TaskConfig& config,
-                                                    TrainableModel& model,
-                                                    const Tokenizer& tokenizer) {
+namespace {
+
+absl::StatusOr<ValidationScorer> MakeScorer(const CorpusMetric& metric,
+                                            const config::TaskConfig& config,
+                                            TrainableModel& model, const Tokenizer& tokenizer) {
   ValidationScorer scorer;
-  scorer.name = kValidationBleuName;
+  scorer.name = metric.name;
   const int sentences = config.train().validate_bleu_sentences();
   if (sentences <= 0 || config.data().valid().empty()) return scorer;
   auto* decoder = dynamic_cast<IncrementalModel*>(&model);
@@ -34,7 +35,7 @@ absl::StatusOr<ValidationScorer> MakeValidationBleu(const config::TaskConfig& co
   decode.clear_beam_size();
   decode.set_nbest(1);
   const int max_length = config.data().batching().max_length();
-  scorer.score = [decoder, &tokenizer, max_length, decode, sources = std::move(sources),
+  scorer.score = [decoder, &tokenizer, max_length, decode, metric, sources = std::move(sources),
                   references =
                       std::move(references)](const TrainProgress&) -> absl::StatusOr<double> {
     // Lines the model cannot take (over max_length) come back empty and
@@ -42,10 +43,25 @@ absl::StatusOr<ValidationScorer> MakeValidationBleu(const config::TaskConfig& co
     TFM_ASSIGN_OR_RETURN(
         const std::vector<std::string> hypotheses,
         DecodeLines(*decoder, tokenizer, max_length, decode, sources, "data.valid", nullptr));
-    TFM_ASSIGN_OR_RETURN(const BleuScore bleu, CorpusBleu(hypotheses, {references}));
-    return bleu.score;
+    TFM_ASSIGN_OR_RETURN(const CorpusScore score, metric.score(hypotheses, references));
+    return score.value;
   };
   return scorer;
+}
+
+}  // namespace
+
+ValidationScorerFactory MakeValidationScorer(CorpusMetric metric) {
+  return [metric = std::move(metric)](const config::TaskConfig& config, TrainableModel& model,
+                                      const Tokenizer& tokenizer) {
+    return MakeScorer(metric, config, model, tokenizer);
+  };
+}
+
+absl::StatusOr<ValidationScorer> MakeValidationBleu(const config::TaskConfig& config,
+                                                    TrainableModel& model,
+                                                    const Tokenizer& tokenizer) {
+  return MakeScorer(BleuMetric(), config, model, tokenizer);
 }
 
 }  // namespace tfm

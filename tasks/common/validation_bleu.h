@@ -12,7 +12,9 @@
 #include "core/config/task_config.pb.h"
 #include "core/data/tokenizer.h"
 #include "core/train/trainer.h"
+#include "core/train/training_job.h"
 #include "core/trainable_model.h"
+#include "tasks/common/corpus_metric.h"
 
 namespace tfm {
 
@@ -29,6 +31,10 @@ inline constexpr char kValidationBleuName[] = "bleu";
 absl::StatusOr<ValidationScorer> MakeValidationBleu(const config::TaskConfig& config,
                                                     TrainableModel& model,
                                                     const Tokenizer& tokenizer);
+
+// The same with any task's metric (the scorer takes the metric's name):
+// the first train.validate_bleu_sentences of data.valid, decoded greedily.
+ValidationScorerFactory MakeValidationScorer(CorpusMetric metric);
 
 }  // namespace tfm
 
