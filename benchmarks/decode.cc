@@ -42,6 +42,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/cpu_features.h"
 #include "core/data/line_reader.h"
 #include "core/decode/search.h"
 #include "core/environment_report.h"
@@ -51,6 +52,7 @@
 #include "core/thread_pool.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
+#include "tests/util/shell_quote.h"
 #include "tools/cpp/runfiles/runfiles.h"
 
 ABSL_FLAG(std::string, model, "work/m30k",
@@ -93,22 +95,10 @@ struct Row {
   double TokensPerSecond() const { return Tokens() / seconds; }
 };
 
-std::string ShellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
+using ::tfm::testing::ShellQuote;
 
-std::string CpuModel() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (absl::StartsWith(line, "model name")) {
-      return std::string(absl::StripAsciiWhitespace(line.substr(line.find(':') + 1)));
-    }
-  }
-  return "unknown";
-}
+// The CPU's brand string from CPUID (what /proc/cpuinfo calls "model name").
+const std::string& CpuModel() { return HostCpuFeatures().brand; }
 
 absl::StatusOr<std::vector<std::string>> ReadLines(const std::string& path, int max_lines) {
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> reader, LineReader::Open(path, 1 << 20));

@@ -50,6 +50,7 @@
 #include "ops/matmul/gemm_cpu.h"
 #include "tests/util/cuda_compare.h"
 #include "tests/util/npy.h"
+#include "tests/util/shell_quote.h"
 #include "tools/cpp/runfiles/runfiles.h"
 
 ABSL_FLAG(int, threads, static_cast<int>(std::thread::hardware_concurrency()),
@@ -131,22 +132,10 @@ absl::StatusOr<double> TimeDeviceMs(const Run& body, const Device& device) {
   return Seconds(Clock::now() - start) / reps * 1e3;
 }
 
-std::string ShellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
+using ::tfm::testing::ShellQuote;
 
-std::string CpuModel() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (absl::StartsWith(line, "model name")) {
-      return std::string(absl::StripAsciiWhitespace(line.substr(line.find(':') + 1)));
-    }
-  }
-  return "unknown";
-}
+// The CPU's brand string from CPUID (what /proc/cpuinfo calls "model name").
+const std::string& CpuModel() { return HostCpuFeatures().brand; }
 
 // --torch_script, else torch_ops.py in the runfiles directory (a bundle on
 // the GPU machine keeps it, but its MANIFEST names this machine's paths),
