@@ -131,8 +131,8 @@ class MultiHeadAttention : public Layer {
     if (self_attention_) {
       TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(x));
       TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Forward(x));
-      TFM_ASSIGN_OR_RETURN(k, SplitHeads(k, heads_));
-      TFM_ASSIGN_OR_RETURN(v, SplitHeads(v, heads_));
+      TFM_ASSIGN_OR_RETURN(k, StepHeads(k));
+      TFM_ASSIGN_OR_RETURN(v, StepHeads(v));
       if (entry == nullptr) {
         TFM_ASSIGN_OR_RETURN(Tensor keys,
                              Tensor::Empty({cache.rows(), heads_, cache.capacity(), k.dim(3)},
@@ -144,7 +144,7 @@ class MultiHeadAttention : public Layer {
       }
       TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[0], k, cache.position()));
       TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[1], v, cache.position()));
-      TFM_ASSIGN_OR_RETURN(q, SplitHeads(q, heads_));
+      TFM_ASSIGN_OR_RETURN(q, StepHeads(q));
       options.key_lengths = cache.key_lengths();
     } else {
       if (entry == nullptr) {
@@ -156,16 +156,27 @@ class MultiHeadAttention : public Layer {
         entry = &cache.Store(this, {DecodingCache::Indexing::kSentence, {k, v}});
       }
       TFM_ASSIGN_OR_RETURN(q, q.Reshape({cache.sentences(), cache.rows_per_sentence(), q.dim(2)}));
-      TFM_ASSIGN_OR_RETURN(q, SplitHeads(q, heads_));
+      TFM_ASSIGN_OR_RETURN(q, StepHeads(q));
       options.key_lengths = inputs.back();
     }
     TFM_ASSIGN_OR_RETURN(
         AttentionOutput attention,
         ScaledDotProductAttention(q, entry->tensors[0], entry->tensors[1], options));
-    TFM_ASSIGN_OR_RETURN(Tensor merged, MergeHeads(attention.out));
+    const Tensor& out = attention.out;  // [batch, heads, q_len, d_v]
+    TFM_ASSIGN_OR_RETURN(Tensor merged, out.dim(2) == 1 ? out.Reshape({cache.rows(), 1, heads_ * out.dim(3)})
+                                                        : MergeHeads(out));
     TFM_ASSIGN_OR_RETURN(merged, merged.Reshape({cache.rows(), 1, merged.dim(2)}));
     TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Forward(merged));
     return std::vector<Tensor>{y};
+  }
+
+  // split_heads of a step's [batch, len, h d] projection: with one position
+  // per batch entry, [batch, h, 1, d] is the same memory, so a reshape
+  // (no copy) serves; several rows of a sentence querying together
+  // (encoder-decoder attention in a beam) need the real transpose.
+  absl::StatusOr<Tensor> StepHeads(const Tensor& x) const {
+    if (x.dim(1) != 1) return SplitHeads(x, heads_);
+    return x.Reshape({x.dim(0), heads_, 1, x.dim(2) / heads_});
   }
 
   bool self_attention_ = false;

@@ -82,7 +82,8 @@ class Transformer : public TrainableModel, public IncrementalModel {
                                                       int rows_per_sentence,
                                                       int max_steps) override;
   absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) override;
-  absl::Status Reorder(DecoderState& state, absl::Span<const int> rows) override;
+  absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
+                       int rows_per_sentence) override;
 
  private:
   struct BatchTensors;

@@ -116,10 +116,11 @@ absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const in
   return CopyToDevice(log_probs, Device::Cpu());
 }
 
-absl::Status Transformer::Reorder(DecoderState& base, absl::Span<const int> rows) {
+absl::Status Transformer::Reorder(DecoderState& base, absl::Span<const int> rows,
+                                  int rows_per_sentence) {
   TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
   const int64_t sentences = state->cache.sentences();
-  TFM_ASSIGN_OR_RETURN(std::vector<int32_t> kept, state->cache.Reorder(rows));
+  TFM_ASSIGN_OR_RETURN(std::vector<int32_t> kept, state->cache.Reorder(rows, rows_per_sentence));
   if (IsIdentity(kept, sentences)) return absl::OkStatus();
   // Sentences left: their memory and lengths follow (a copy once per
   // finished sentence, not per step).

@@ -148,22 +148,23 @@ TEST(TransformerDecodingTest, StepsEqualTheWholeSequenceForward) {
   }
 }
 
-// Reordering mid-way (beam reordering within sentences, then a sentence
-// leaving) continues exactly as decoding the reordered rows from scratch.
+// Reordering mid-way (one row per sentence widened to two as a beam search
+// does after its first step, beam reordering within sentences, then a
+// sentence leaving) continues exactly as decoding the reordered rows from
+// scratch.
 TEST(TransformerDecodingTest, ReorderingEqualsDecodingTheReorderedRows) {
   for (const config::ModelConfig& variant : {Variants()[0], Variants()[1]}) {
     std::unique_ptr<Transformer> model = Build(variant);
     ASSERT_NE(model, nullptr);
     const std::vector<std::vector<int>> sources = {Ids(6, 4), Ids(3, 5)};
-    // Row r's tokens over 12 steps; rows 0, 1 translate source 0, rows 2, 3 source 1.
-    std::vector<std::vector<int>> tokens;
-    for (int r = 0; r < 4; ++r) tokens.push_back(Ids(12, 20 + r));
+    // Row r's next tokens (over 12 steps): one row per source first.
+    std::vector<std::vector<int>> tokens = {Ids(12, 20), Ids(12, 22)};
     absl::StatusOr<std::unique_ptr<DecoderState>> state =
-        model->Start(PadSources(Pointers(sources), kPad), /*rows_per_sentence=*/2, 12);
+        model->Start(PadSources(Pointers(sources), kPad), /*rows_per_sentence=*/1, 12);
     ASSERT_TRUE(state.ok()) << state.status();
     // What each current row has decoded, and which source it reads.
-    std::vector<std::vector<int>> prefixes(4);
-    std::vector<int> row_source = {0, 0, 1, 1};
+    std::vector<std::vector<int>> prefixes(2);
+    std::vector<int> row_source = {0, 1};
     const auto run = [&](int steps) {
       for (int k = 0; k < steps; ++k) {
         std::vector<int> last;
@@ -188,21 +189,30 @@ TEST(TransformerDecodingTest, ReorderingEqualsDecodingTheReorderedRows) {
         }
       }
     };
-    run(3);
+    run(2);
+    // Widened: rows 0, 1 continue source 0's row, rows 2, 3 source 1's, each
+    // pair then apart.
+    ASSERT_TRUE(model->Reorder(**state, {0, 0, 1, 1}, /*rows_per_sentence=*/2).ok());
+    EXPECT_EQ((*state)->rows(), 4);
+    prefixes = {prefixes[0], prefixes[0], prefixes[1], prefixes[1]};
+    tokens = {Ids(12, 20), Ids(12, 21), Ids(12, 22), Ids(12, 23)};
+    row_source = {0, 0, 1, 1};
+    run(2);
     // Beam reordering: row 1 twice for sentence 0, rows 3 and 2 swapped.
-    ASSERT_TRUE(model->Reorder(**state, {1, 1, 3, 2}).ok());
+    ASSERT_TRUE(model->Reorder(**state, {1, 1, 3, 2}, 2).ok());
     prefixes = {prefixes[1], prefixes[1], prefixes[3], prefixes[2]};
     tokens = {tokens[1], tokens[0], tokens[3], tokens[2]};
     run(4);
     // Sentence 0 finishes; sentence 1 continues with its rows swapped back.
-    ASSERT_TRUE(model->Reorder(**state, {3, 2}).ok());
+    ASSERT_TRUE(model->Reorder(**state, {3, 2}, 2).ok());
     EXPECT_EQ((*state)->rows(), 2);
     prefixes = {prefixes[3], prefixes[2]};
     tokens = {tokens[3], tokens[2]};
     row_source = {1, 1};
-    run(4);
-    // Groups must not mix sentences.
-    EXPECT_EQ(model->Reorder(**state, {0}).code(), absl::StatusCode::kInvalidArgument);
+    run(3);
+    // Groups must not mix sentences, nor leave a partial group.
+    EXPECT_EQ(model->Reorder(**state, {0, 1, 1}, 2).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(model->Reorder(**state, {0}, 2).code(), absl::StatusCode::kInvalidArgument);
   }
 }
 

@@ -85,19 +85,22 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
   const int beam = options_.beam_size;
   int max_steps = 0;
   for (int length : batch.lengths) max_steps = std::max(max_steps, MaxLength(length));
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<DecoderState> state, model.Start(batch, beam, max_steps));
+  // The first step runs one row per sentence: every hypothesis of a
+  // sentence is still the empty one, so `beam` rows would compute the same
+  // distribution beam times. The first reorder widens each sentence to the
+  // beam (CTranslate2 does the same).
+  int width = 1;
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<DecoderState> state, model.Start(batch, width, max_steps));
 
-  // Live hypotheses, one per state row: group g of `beam` rows belongs to
-  // sentence active[g]. Only the first row of each group starts live.
-  const int rows = batch.size * beam;
-  std::vector<int> active(batch.size), last(rows, vocabulary.bos_id);
-  std::vector<double> log_probs(rows, kDead);
-  std::vector<std::vector<int>> tokens(rows);
+  // Live hypotheses, one per state row: group g of `width` rows belongs to
+  // sentence active[g]. Rows of a group past its live hypotheses are dead.
+  std::vector<int> active(batch.size), last(batch.size, vocabulary.bos_id);
+  std::vector<double> log_probs(batch.size, 0.0);
+  std::vector<std::vector<int>> tokens(batch.size);
   ConstraintRows constraint(options_.constraint);
   for (int s = 0; s < batch.size; ++s) {
     active[s] = s;
-    log_probs[s * beam] = 0.0;
-    constraint.Start(s * beam, SourceOf(batch, s), MaxLength(batch.lengths[s]));
+    constraint.Start(s, SourceOf(batch, s), MaxLength(batch.lengths[s]));
   }
   std::vector<NBestList> finished(batch.size);
 
@@ -114,11 +117,11 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
     next_log_probs.clear();
     for (size_t group = 0; group < active.size(); ++group) {
       const int s = active[group];
-      const int first = static_cast<int>(group) * beam;
-      for (int row = first; row < first + beam; ++row) {
+      const int first = static_cast<int>(group) * width;
+      for (int row = first; row < first + width; ++row) {
         if (log_probs[row] != kDead) constraint.Mask(row, step_log_probs.data<float>() + row * vocab);
       }
-      TopCandidates(step_log_probs.data<float>(), vocab, log_probs, first, beam, 2 * beam, heap,
+      TopCandidates(step_log_probs.data<float>(), vocab, log_probs, first, width, 2 * beam, heap,
                     candidates);
       NBestList& done = finished[s];
       kept.clear();
@@ -167,8 +170,9 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
     }
     if (next_active.empty()) break;
     next_tokens.resize(next_rows.size());
-    if (!IsIdentity(next_rows, static_cast<int64_t>(last.size()))) {
-      TFM_RETURN_IF_ERROR(model.Reorder(*state, next_rows));
+    if (width != beam || !IsIdentity(next_rows, static_cast<int64_t>(last.size()))) {
+      TFM_RETURN_IF_ERROR(model.Reorder(*state, next_rows, beam));
+      width = beam;
     }
     std::swap(active, next_active);
     std::swap(last, next_last);

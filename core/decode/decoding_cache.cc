@@ -69,9 +69,10 @@ absl::Status DecodingCache::BeginStep() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int> rows) {
-  const int64_t group = rows_per_sentence_;
-  if (rows.empty() || static_cast<int64_t>(rows.size()) % group != 0) {
+absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int> rows,
+                                                            int64_t rows_per_sentence) {
+  const int64_t group = rows_per_sentence;
+  if (group < 1 || rows.empty() || static_cast<int64_t>(rows.size()) % group != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("reordering to ", rows.size(), " rows: need a positive multiple of ", group));
   }
@@ -81,7 +82,7 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
       return absl::InvalidArgumentError(
           absl::StrCat("row ", rows[i], " is not one of the state's ", this->rows(), " rows"));
     }
-    const int32_t sentence = static_cast<int32_t>(rows[i] / group);
+    const int32_t sentence = static_cast<int32_t>(rows[i] / rows_per_sentence_);
     if (i % group == 0) {
       sentence_ids[i / group] = sentence;
     } else if (sentence != sentence_ids[i / group]) {
@@ -99,6 +100,7 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
     TFM_RETURN_IF_ERROR(GatherEntries(entries_, Indexing::kSentence, sentence_ids, 0, 0, device_));
   }
   sentences_ = static_cast<int64_t>(sentence_ids.size());
+  rows_per_sentence_ = group;
   return sentence_ids;
 }
 

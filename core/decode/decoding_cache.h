@@ -68,10 +68,12 @@ class DecodingCache {
   absl::Status BeginStep();
   void EndStep() { ++position_; }
 
-  // Keeps rows `rows` in that order (new row i is old row rows[i]); each
-  // group of rows_per_sentence() new rows must come from one sentence.
+  // Keeps rows `rows` in that order (new row i is old row rows[i]), which
+  // come in groups of `rows_per_sentence` (the new rows_per_sentence(); a
+  // beam widens from 1 after its first step), each group from one sentence.
   // Returns the kept sentences' old indices, in their new order.
-  absl::StatusOr<std::vector<int32_t>> Reorder(absl::Span<const int> rows);
+  absl::StatusOr<std::vector<int32_t>> Reorder(absl::Span<const int> rows,
+                                               int64_t rows_per_sentence);
 
  private:
   int64_t sentences_, rows_per_sentence_, max_steps_;

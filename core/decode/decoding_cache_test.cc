@@ -49,7 +49,7 @@ TEST(DecodingCacheTest, GrowsAndFollowsRowsAndSentences) {
   }
   EXPECT_GE(cache.capacity(), steps);
   // Keep sentence 2 (rows 5, 4) then sentence 0 (rows 0, 0).
-  absl::StatusOr<std::vector<int32_t>> sentences = cache.Reorder({5, 4, 0, 0});
+  absl::StatusOr<std::vector<int32_t>> sentences = cache.Reorder({5, 4, 0, 0}, 2);
   ASSERT_TRUE(sentences.ok()) << sentences.status();
   EXPECT_EQ(*sentences, std::vector<int32_t>({2, 0}));
   EXPECT_EQ(cache.rows(), 4);
@@ -63,12 +63,38 @@ TEST(DecodingCacheTest, GrowsAndFollowsRowsAndSentences) {
   EXPECT_EQ(cache.Find(&owner.sentence_key_)->tensors[0].ToVector<float>(),
             std::vector<float>({2, 0}));
   // Groups must not mix sentences; steps stop at max_steps.
-  EXPECT_EQ(cache.Reorder({0, 2}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(cache.Reorder({0}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache.Reorder({0, 2}, 2).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache.Reorder({0}, 2).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache.Reorder({0, 1}, 0).status().code(), absl::StatusCode::kInvalidArgument);
   DecodingCache short_cache(1, 1, /*max_steps=*/1, Device::Cpu());
   ASSERT_TRUE(short_cache.BeginStep().ok());
   short_cache.EndStep();
   EXPECT_EQ(short_cache.BeginStep().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A beam's first step runs one row per sentence; the first reorder widens
+// each sentence to its beam, copying the row's positions to each new row.
+TEST(DecodingCacheTest, WidensOneRowPerSentenceToABeam) {
+  DecodingCache cache(/*sentences=*/2, /*rows_per_sentence=*/1, /*max_steps=*/8, Device::Cpu());
+  Owner owner;
+  ASSERT_TRUE(cache.BeginStep().ok());
+  ASSERT_TRUE(owner.Step(cache).ok());
+  cache.EndStep();
+  absl::StatusOr<std::vector<int32_t>> sentences = cache.Reorder({1, 1, 1, 0, 0, 0}, 3);
+  ASSERT_TRUE(sentences.ok()) << sentences.status();
+  EXPECT_EQ(*sentences, std::vector<int32_t>({1, 0}));
+  EXPECT_EQ(cache.rows_per_sentence(), 3);
+  EXPECT_EQ(cache.rows(), 6);
+  ASSERT_TRUE(cache.BeginStep().ok());
+  EXPECT_EQ(cache.key_lengths().ToVector<int32_t>(), std::vector<int32_t>(6, 2));
+  ASSERT_TRUE(owner.Step(cache).ok());
+  cache.EndStep();
+  const Tensor& rows = cache.Find(&owner.row_key_)->tensors[0];
+  const std::vector<int> first = {1, 1, 1, 0, 0, 0};
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(rows.data<float>()[r * cache.capacity() + 0], 100 * first[r]) << r;
+    EXPECT_EQ(rows.data<float>()[r * cache.capacity() + 1], 100 * r + 1) << r;
+  }
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ absl::StatusOr<std::vector<NBestList>> GreedySearch::SearchBatch(IncrementalMode
     }
     if (next_active.empty()) break;
     if (!IsIdentity(kept_rows, static_cast<int64_t>(active.size()))) {
-      TFM_RETURN_IF_ERROR(model.Reorder(*state, kept_rows));
+      TFM_RETURN_IF_ERROR(model.Reorder(*state, kept_rows, /*rows_per_sentence=*/1));
     }
     std::swap(active, next_active);
     std::swap(last, next_last);

@@ -69,10 +69,14 @@ class IncrementalModel {
   virtual absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) = 0;
 
   // Keeps the rows `rows` in that order: new row i continues old row
-  // rows[i] (beam reordering; rows may repeat or be left out). Each group
-  // of rows_per_sentence consecutive new rows must come from one sentence;
-  // sentences left out are finished and dropped.
-  virtual absl::Status Reorder(DecoderState& state, absl::Span<const int> rows) = 0;
+  // rows[i] (beam reordering; rows may repeat or be left out). The new rows
+  // come in groups of `rows_per_sentence` consecutive rows, each group from
+  // one sentence; sentences left out are finished and dropped. The group
+  // size may change: a beam search runs its first step on one row per
+  // sentence (every hypothesis of a sentence is still the empty one) and
+  // then widens each sentence to its beam.
+  virtual absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
+                               int rows_per_sentence) = 0;
 };
 
 }  // namespace tfm

@@ -110,15 +110,18 @@ class ScriptedModel : public IncrementalModel {
     return Tensor::FromVector<float>(out, {state.rows(), vocab_});
   }
 
-  absl::Status Reorder(DecoderState& base, absl::Span<const int> rows) override {
+  absl::Status Reorder(DecoderState& base, absl::Span<const int> rows,
+                       int rows_per_sentence) override {
     State& state = static_cast<State&>(base);
     std::vector<int> sentences;
     std::vector<std::vector<int>> prefixes;
+    EXPECT_EQ(rows.size() % rows_per_sentence, 0u);
     for (size_t i = 0; i < rows.size(); ++i) {
       sentences.push_back(state.row_sentence[rows[i]]);
       prefixes.push_back(state.prefixes[rows[i]]);
-      EXPECT_EQ(sentences.back(), sentences[i - i % state.rows_per_sentence]);
+      EXPECT_EQ(sentences.back(), sentences[i - i % rows_per_sentence]);
     }
+    state.rows_per_sentence = rows_per_sentence;
     state.row_sentence = sentences;
     state.prefixes = prefixes;
     return absl::OkStatus();

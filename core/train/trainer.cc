@@ -266,7 +266,10 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
   }
   batcher_->Seek(progress->data);
   const absl::Time run_start = absl::Now();
-  absl::Time last_validation = run_start;
+  // Validations by time fall on multiples of the interval since the run
+  // began (8, 16, 24 ... minutes), not an interval after the previous one
+  // ended, so curves of runs line up with each other and with a peer's.
+  absl::Time next_validation = run_start + options_.validate_every_time;
   CheckpointSchedule checkpoints(options_.checkpoint_every,
                                  absl::ToDoubleMinutes(options_.checkpoint_every_time),
                                  progress->update, progress->train_seconds);
@@ -305,7 +308,7 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     Agreement clock;  // Rank 0's view; the others' is ignored.
     clock.time_up = absl::Now() - run_start >= options_.time_limit;
     clock.validate_by_time = options_.validate_every_time > absl::ZeroDuration() &&
-                             absl::Now() - last_validation >= options_.validate_every_time;
+                             absl::Now() >= next_validation;
     clock.checkpoint_due = checkpoints.Due(progress->update + 1, elapsed());
     TFM_ASSIGN_OR_RETURN(const Agreement agreed, Agree(clock, progress->update + 1));
     if (agreed.stop_signal) {
@@ -363,7 +366,9 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
          agreed.validate_by_time);
     if (validate_now) {
       TFM_ASSIGN_OR_RETURN(ValidationLog log, ValidateOnRankZero(*progress));
-      last_validation = absl::Now();
+      if (agreed.validate_by_time) {
+        while (next_validation <= absl::Now()) next_validation += options_.validate_every_time;
+      }
       // Both bests are kept (a resumed run may choose the other metric);
       // the chosen one makes the checkpoint best and resets patience. A NaN
       // score or loss is never a new best.
