@@ -24,6 +24,9 @@ class Dense {
   // Adds dW and db into the gradients; returns dx.
   absl::StatusOr<Tensor> Backward(const Tensor& dout);
 
+  const Tensor& weight() const { return weight_.value; }
+  const Tensor& bias() const { return bias_.value; }
+
   void AppendParameters(std::vector<Parameter*>& out) {
     out.push_back(&weight_);
     out.push_back(&bias_);

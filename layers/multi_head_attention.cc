@@ -29,6 +29,7 @@
 #include "ops/add/add.h"
 #include "ops/attention/attention.h"
 #include "ops/kv_cache/kv_cache.h"
+#include "ops/linear/linear.h"
 #include "ops/split_heads/split_heads.h"
 
 namespace tfm {
@@ -125,28 +126,46 @@ class MultiHeadAttention : public Layer {
                                                      cache.rows(), ", 1, d_model], got ",
                                                      x.DebugString()));
     }
-    TFM_ASSIGN_OR_RETURN(Tensor q, q_proj_.Forward(x));
     AttentionOptions options;
     DecodingCache::Entry* entry = cache.Find(this);
+    Tensor q;
     if (self_attention_) {
-      TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(x));
-      TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Forward(x));
-      TFM_ASSIGN_OR_RETURN(k, StepHeads(k));
-      TFM_ASSIGN_OR_RETURN(v, StepHeads(v));
       if (entry == nullptr) {
-        TFM_ASSIGN_OR_RETURN(Tensor keys,
-                             Tensor::Empty({cache.rows(), heads_, cache.capacity(), k.dim(3)},
-                                           DType::kF32, x.device()));
-        TFM_ASSIGN_OR_RETURN(Tensor values,
-                             Tensor::Empty({cache.rows(), heads_, cache.capacity(), v.dim(3)},
-                                           DType::kF32, x.device()));
+        TFM_ASSIGN_OR_RETURN(Tensor keys, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
+                                                         k_proj_.weight().dim(0) / heads_},
+                                                        DType::kF32, x.device()));
+        TFM_ASSIGN_OR_RETURN(Tensor values, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
+                                                           v_proj_.weight().dim(0) / heads_},
+                                                          DType::kF32, x.device()));
         entry = &cache.Store(this, {DecodingCache::Indexing::kRow, {keys, values}});
+        TFM_RETURN_IF_ERROR(FuseProjections(cache));
       }
-      TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[0], k, cache.position()));
-      TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[1], v, cache.position()));
-      TFM_ASSIGN_OR_RETURN(q, StepHeads(q));
+      // Under the q projection's address: the layer's second entry.
+      const DecodingCache::Entry* fused = cache.Find(&q_proj_);
+      if (fused != nullptr) {
+        // One product for the step's queries, keys and values: [rows, 1,
+        // 3 h d] is [rows, 3 h, 1, d]; keys and values go to their caches
+        // from their thirds, the queries are copied out of theirs.
+        TFM_ASSIGN_OR_RETURN(Tensor qkv, Linear(x, fused->tensors[0], fused->tensors[1]));
+        TFM_ASSIGN_OR_RETURN(qkv, qkv.Reshape({x.dim(0), 3 * heads_, 1, qkv.dim(2) / (3 * heads_)}));
+        TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[0], qkv, cache.position(), heads_));
+        TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[1], qkv, cache.position(), 2 * heads_));
+        TFM_ASSIGN_OR_RETURN(q, Tensor::Empty({x.dim(0), heads_, 1, qkv.dim(3)}, DType::kF32,
+                                              x.device()));
+        TFM_RETURN_IF_ERROR(KvCacheWrite(q, qkv, 0, 0));
+      } else {
+        TFM_ASSIGN_OR_RETURN(q, q_proj_.Forward(x));
+        TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(x));
+        TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Forward(x));
+        TFM_ASSIGN_OR_RETURN(k, StepHeads(k));
+        TFM_ASSIGN_OR_RETURN(v, StepHeads(v));
+        TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[0], k, cache.position()));
+        TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[1], v, cache.position()));
+        TFM_ASSIGN_OR_RETURN(q, StepHeads(q));
+      }
       options.key_lengths = cache.key_lengths();
     } else {
+      TFM_ASSIGN_OR_RETURN(q, q_proj_.Forward(x));
       if (entry == nullptr) {
         const Tensor& memory = inputs[1];
         TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(memory));
@@ -177,6 +196,37 @@ class MultiHeadAttention : public Layer {
   absl::StatusOr<Tensor> StepHeads(const Tensor& x) const {
     if (x.dim(1) != 1) return SplitHeads(x, heads_);
     return x.Reshape({x.dim(0), heads_, 1, x.dim(2) / heads_});
+  }
+
+  // Stores (under &q_proj_, shared by every row) the q, k and v projections
+  // stacked into one [3 h d, d_model] weight and [3 h d] bias, made once per
+  // search so that a model trained between searches never decodes with
+  // stale copies, when queries, keys and values have one head size and f32
+  // weights; otherwise there is no such entry and a step runs three
+  // products. The stacking writes each [h d, d_model] weight as positions of
+  // a one-row "cache", which works on every device.
+  absl::Status FuseProjections(DecodingCache& cache) const {
+    const Tensor& wq = q_proj_.weight();
+    const Tensor& wk = k_proj_.weight();
+    const Tensor& wv = v_proj_.weight();
+    if (wq.dim(0) != wk.dim(0) || wk.dim(0) != wv.dim(0) || wq.dtype() != DType::kF32 ||
+        wk.dtype() != DType::kF32 || wv.dtype() != DType::kF32) {
+      return absl::OkStatus();
+    }
+    const int64_t out = wq.dim(0), in = wq.dim(1);
+    TFM_ASSIGN_OR_RETURN(Tensor weight, Tensor::Empty({1, 1, 3 * out, in}, DType::kF32, wq.device()));
+    TFM_ASSIGN_OR_RETURN(Tensor bias, Tensor::Empty({1, 1, 3 * out, 1}, DType::kF32, wq.device()));
+    const Dense* projections[3] = {&q_proj_, &k_proj_, &v_proj_};
+    for (int i = 0; i < 3; ++i) {
+      TFM_ASSIGN_OR_RETURN(Tensor w, projections[i]->weight().Reshape({1, 1, out, in}));
+      TFM_ASSIGN_OR_RETURN(Tensor b, projections[i]->bias().Reshape({1, 1, out, 1}));
+      TFM_RETURN_IF_ERROR(KvCacheWrite(weight, w, i * out));
+      TFM_RETURN_IF_ERROR(KvCacheWrite(bias, b, i * out));
+    }
+    TFM_ASSIGN_OR_RETURN(weight, weight.Reshape({3 * out, in}));
+    TFM_ASSIGN_OR_RETURN(bias, bias.Reshape({3 * out}));
+    cache.Store(&q_proj_, {DecodingCache::Indexing::kShared, {weight, bias}});
+    return absl::OkStatus();
   }
 
   bool self_attention_ = false;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/status_macros.h"
+#include "core/thread_pool.h"
 
 namespace tfm {
 namespace {
@@ -104,7 +105,9 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
   }
   std::vector<NBestList> finished(batch.size);
 
-  std::vector<Candidate> heap, candidates, kept;
+  // Per group: its candidates and the heap that found them (reused).
+  std::vector<std::vector<Candidate>> group_candidates, group_heaps;
+  std::vector<Candidate> kept;
   std::vector<int> next_active, next_last, next_rows;
   std::vector<double> next_log_probs;
   std::vector<std::vector<int>> next_tokens;
@@ -115,14 +118,28 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
     next_last.clear();
     next_rows.clear();
     next_log_probs.clear();
-    for (size_t group = 0; group < active.size(); ++group) {
-      const int s = active[group];
-      const int first = static_cast<int>(group) * width;
-      for (int row = first; row < first + width; ++row) {
-        if (log_probs[row] != kDead) constraint.Mask(row, step_log_probs.data<float>() + row * vocab);
+    // Each group's best 2 * beam extensions, groups spread over the threads:
+    // a scan of every row's vocabulary, as long as a log-softmax.
+    const int groups = static_cast<int>(active.size());
+    if (static_cast<int>(group_candidates.size()) < groups) {
+      group_candidates.resize(groups);
+      group_heaps.resize(groups);
+    }
+    float* const step_data = step_log_probs.data<float>();
+    ThreadPool::Default()->ParallelFor(groups, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t group = begin; group < end; ++group) {
+        const int first = static_cast<int>(group) * width;
+        for (int row = first; row < first + width; ++row) {
+          if (log_probs[row] != kDead) constraint.Mask(row, step_data + row * vocab);
+        }
+        TopCandidates(step_data, vocab, log_probs, first, width, 2 * beam, group_heaps[group],
+                      group_candidates[group]);
       }
-      TopCandidates(step_log_probs.data<float>(), vocab, log_probs, first, width, 2 * beam, heap,
-                    candidates);
+    });
+    for (int group = 0; group < groups; ++group) {
+      const int s = active[group];
+      const int first = group * width;
+      const std::vector<Candidate>& candidates = group_candidates[group];
       NBestList& done = finished[s];
       kept.clear();
       for (size_t i = 0; i < candidates.size(); ++i) {

@@ -34,6 +34,9 @@ class DecodingCache {
     kRow,
     // [sentences, a, b, c]: whole, computed once.
     kSentence,
+    // Anything shared by every row (e.g. weights rearranged for decoding):
+    // never reordered.
+    kShared,
   };
   struct Entry {
     Indexing indexing = Indexing::kRow;

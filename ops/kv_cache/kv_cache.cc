@@ -22,9 +22,12 @@ absl::Status ValidateWrite(const KernelContext& context) {
   const Tensor& cache = context.input(0);
   const Tensor& x = context.input(1);
   TFM_RETURN_IF_ERROR(ValidateCache(context, cache));
+  TFM_ASSIGN_OR_RETURN(const int64_t first_head, context.attrs().GetOr<int64_t>("first_head", 0));
   if (x.rank() != 4 || x.dtype() != cache.dtype() || x.dim(0) != cache.dim(0) ||
-      x.dim(1) != cache.dim(1) || x.dim(3) != cache.dim(3)) {
-    return context.Error("x must be [rows, heads, n, d] of the cache's rows, heads, d and dtype");
+      x.dim(3) != cache.dim(3) || first_head < 0 || first_head + cache.dim(1) > x.dim(1)) {
+    return context.Error(absl::StrCat(
+        "x must be [rows, heads, n, d] of the cache's rows, d and dtype with heads first_head (",
+        first_head, ") .. first_head + the cache's heads - 1"));
   }
   TFM_ASSIGN_OR_RETURN(int64_t position, context.attrs().Get<int64_t>("position"));
   if (position < 0 || position + x.dim(2) > cache.dim(2)) {
@@ -52,8 +55,9 @@ TFM_REGISTER_OP(OpDef{
     .name = "kv_cache_write",
     .inputs = {"cache", "x"},
     .outputs = {"cache"},
-    .attrs = {"position"},
-    .doc = "cache[:, :, position:position + n] = x, in place",
+    .attrs = {"position", "first_head"},
+    .doc = "cache[:, :, position:position + n] = x[:, first_head:first_head + cache heads], in "
+           "place (first_head optional, 0)",
     .validate = ValidateWrite,
     .in_place = {{0, 0}},
 });
@@ -70,9 +74,11 @@ TFM_REGISTER_OP(OpDef{
 
 }  // namespace
 
-absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position) {
+absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position,
+                          int64_t first_head) {
   Attrs attrs;
   attrs.Set("position", position);
+  if (first_head != 0) attrs.Set("first_head", first_head);
   return RunOp("kv_cache_write", {cache, x}, attrs).status();
 }
 

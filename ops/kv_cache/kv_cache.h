@@ -20,9 +20,13 @@
 
 namespace tfm {
 
-// cache[:, :, position + i, :] = x[:, :, i, :] for x [rows, heads, n, d],
-// in place; position + n must not exceed the capacity.
-absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position);
+// cache[:, h, position + i, :] = x[:, first_head + h, i, :] for x [rows,
+// x_heads, n, d], in place; position + n must not exceed the capacity, and x
+// has at least first_head + the cache's heads. x with more heads than the
+// cache is a fused projection ([rows, 3 heads, 1, d] of queries, keys and
+// values) whose keys and values go to their caches without a split copy.
+absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position,
+                          int64_t first_head = 0);
 
 // A new cache [rows.size, heads, capacity, d] whose row i holds positions
 // 0 .. length - 1 of cache row rows[i] (i32 ids in [0, cache rows)); later

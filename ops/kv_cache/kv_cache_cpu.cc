@@ -19,16 +19,19 @@ absl::Status KvCacheWriteCpu(KernelContext& context) {
   Tensor cache = context.in_place_input(0);
   const Tensor& x = context.input(1);
   TFM_ASSIGN_OR_RETURN(const int64_t position, context.attrs().Get<int64_t>("position"));
+  TFM_ASSIGN_OR_RETURN(const int64_t first_head, context.attrs().GetOr<int64_t>("first_head", 0));
   const int64_t capacity = cache.dim(2), n = x.dim(2), d = x.dim(3);
+  const int64_t heads = cache.dim(1), x_heads = x.dim(1);
   float* dst = cache.data<float>();
   const float* src = x.data<float>();
-  context.thread_pool()->ParallelFor(x.dim(0) * x.dim(1), Grain(n * d),
-                                     [&](int64_t begin, int64_t end) {
-                                       for (int64_t head = begin; head < end; ++head) {
-                                         std::memcpy(dst + (head * capacity + position) * d,
-                                                     src + head * n * d, n * d * sizeof(float));
-                                       }
-                                     });
+  context.thread_pool()->ParallelFor(
+      cache.dim(0) * heads, Grain(n * d), [&](int64_t begin, int64_t end) {
+        for (int64_t slice = begin; slice < end; ++slice) {
+          const int64_t source = slice / heads * x_heads + first_head + slice % heads;
+          std::memcpy(dst + (slice * capacity + position) * d, src + source * n * d,
+                      n * d * sizeof(float));
+        }
+      });
   context.SetOutput(0, cache);
   return absl::OkStatus();
 }

@@ -21,10 +21,13 @@ struct SegmentCopy {
   int64_t words;
   int64_t source_stride;  // Words from one source segment to the next.
   int64_t target_stride;
-  // Source segment of target segment s: s, or with rows (a gather of cache
-  // rows of `heads` slices each) rows[s / heads] * heads + s % heads.
+  // Source segment of target segment s (row s / heads, head s % heads):
+  // row * source_heads + s % heads, row being s / heads or, with rows (a
+  // gather of cache rows), rows[s / heads]. A write from x with more heads
+  // than the cache (source_heads > heads) starts at x's first head to copy.
   const int32_t* rows;
   int64_t heads;
+  int64_t source_heads;
 };
 
 template <typename Word>
@@ -33,10 +36,9 @@ __global__ void CopySegmentsKernel(const Word* source, Word* target, SegmentCopy
   for (int64_t u = GlobalThread(); u < total; u += GridThreads()) {
     const int64_t segment = u / copy.words;
     const int64_t word = u - segment * copy.words;
-    const int64_t source_segment =
-        copy.rows == nullptr ? segment
-                             : static_cast<int64_t>(copy.rows[segment / copy.heads]) * copy.heads +
-                                   segment % copy.heads;
+    const int64_t row = copy.rows == nullptr ? segment / copy.heads
+                                             : static_cast<int64_t>(copy.rows[segment / copy.heads]);
+    const int64_t source_segment = row * copy.source_heads + segment % copy.heads;
     target[segment * copy.target_stride + word] =
         source[source_segment * copy.source_stride + word];
   }
@@ -71,13 +73,14 @@ const char* CopySegments(const void* source, void* target, const SegmentCopy& co
 
 }  // namespace
 
-const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t heads_total, int64_t capacity,
-                               int64_t n, int64_t position, int64_t row_bytes,
-                               StreamHandle stream) {
-  return CopySegments(
-      x, static_cast<char*>(cache) + position * row_bytes,
-      SegmentCopy{heads_total, n * row_bytes, n * row_bytes, capacity * row_bytes, nullptr, 1},
-      stream);
+const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t rows, int64_t heads,
+                               int64_t x_heads, int64_t first_head, int64_t capacity, int64_t n,
+                               int64_t position, int64_t row_bytes, StreamHandle stream) {
+  return CopySegments(static_cast<const char*>(x) + first_head * n * row_bytes,
+                      static_cast<char*>(cache) + position * row_bytes,
+                      SegmentCopy{rows * heads, n * row_bytes, n * row_bytes, capacity * row_bytes,
+                                  nullptr, heads, x_heads},
+                      stream);
 }
 
 const char* FindBadCacheRow(const int32_t* rows, int64_t count, int64_t cache_rows, void* scratch,
@@ -92,7 +95,7 @@ const char* LaunchKvCacheGather(const void* cache, const int32_t* rows, void* ou
                                 int64_t length, int64_t row_bytes, StreamHandle stream) {
   return CopySegments(cache, out,
                       SegmentCopy{count * heads, length * row_bytes, source_capacity * row_bytes,
-                                  capacity * row_bytes, rows, heads},
+                                  capacity * row_bytes, rows, heads, heads},
                       stream);
 }
 

@@ -9,11 +9,12 @@
 
 namespace tfm {
 
-// cache[s, position + t, :] = x[s, t, :] for the `heads_total` (row, head)
-// slices s of x [heads_total, n, d] and cache [heads_total, capacity, d];
-// `row_bytes` = d * element size.
-const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t heads_total, int64_t capacity,
-                               int64_t n, int64_t position, int64_t row_bytes, StreamHandle stream);
+// cache[r, h, position + t, :] = x[r, first_head + h, t, :] for cache [rows,
+// heads, capacity, d] and x [rows, x_heads, n, d]; `row_bytes` = d * element
+// size.
+const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t rows, int64_t heads,
+                               int64_t x_heads, int64_t first_head, int64_t capacity, int64_t n,
+                               int64_t position, int64_t row_bytes, StreamHandle stream);
 
 // The first i < count with rows[i] outside [0, cache_rows), with that row,
 // or *position = -1. `scratch`: 8 bytes of device memory. Waits for the

@@ -18,10 +18,11 @@ absl::Status KvCacheWriteCuda(KernelContext& context) {
   Tensor cache = context.in_place_input(0);
   const Tensor& x = context.input(1);
   TFM_ASSIGN_OR_RETURN(const int64_t position, context.attrs().Get<int64_t>("position"));
+  TFM_ASSIGN_OR_RETURN(const int64_t first_head, context.attrs().GetOr<int64_t>("first_head", 0));
   TFM_RETURN_IF_ERROR(LaunchStatus(
-      context,
-      LaunchKvCacheWrite(cache.raw_data(), x.raw_data(), x.dim(0) * x.dim(1), cache.dim(2),
-                         x.dim(2), position, x.dim(3) * DTypeSize(x.dtype()), context.stream())));
+      context, LaunchKvCacheWrite(cache.raw_data(), x.raw_data(), cache.dim(0), cache.dim(1),
+                                  x.dim(1), first_head, cache.dim(2), x.dim(2), position,
+                                  x.dim(3) * DTypeSize(x.dtype()), context.stream())));
   context.SetOutput(0, cache);
   return absl::OkStatus();
 }

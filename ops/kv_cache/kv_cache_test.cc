@@ -53,6 +53,31 @@ TEST(KvCacheTest, WritesStepsInPlaceAndGathersWrittenPrefixes) {
         }
 }
 
+// A fused projection [rows, 3 heads, 1, d] (queries, keys, values of a
+// decoding step): each third goes to its own cache by first_head.
+TEST(KvCacheTest, WritesAHeadRangeOfAWiderX) {
+  const int64_t rows = 2, heads = 3, capacity = 4, d = 5;
+  const Tensor fused = Numbered(rows, 3 * heads, 1, d, 0);
+  for (const int64_t first_head : {int64_t{0}, heads, 2 * heads}) {
+    const Tensor cache = *Tensor::Zeros({rows, heads, capacity, d}, DType::kF32);
+    ASSERT_TRUE(KvCacheWrite(cache, fused, /*position=*/2, first_head).ok());
+    const float* c = cache.data<float>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < capacity; ++t)
+          for (int64_t i = 0; i < d; ++i) {
+            // Code(r, first_head + h, 0, i): the fused row's head, at position 2.
+            const float expected = t == 2 ? Code(r, first_head + h, 0, i) : 0.0f;
+            ASSERT_EQ(c[((r * heads + h) * capacity + t) * d + i], expected)
+                << first_head << " " << r << h << t << i;
+          }
+  }
+  const Tensor cache = *Tensor::Zeros({rows, heads, capacity, d}, DType::kF32);
+  EXPECT_EQ(KvCacheWrite(cache, fused, 0, 2 * heads + 1).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheWrite(cache, fused, 0, -1).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(KvCacheTest, RejectsWhatDoesNotFit) {
   const Tensor cache = *Tensor::Zeros({2, 1, 3, 4}, DType::kF32);
   EXPECT_EQ(KvCacheWrite(cache, Numbered(2, 1, 2, 4), 2).code(),
@@ -107,6 +132,14 @@ TEST(KvCacheTest, CudaMatchesCpu) {
         EXPECT_EQ(HostF32(cache_gpu).ToVector<float>(), cache.ToVector<float>())
             << "position " << step.position << " n " << step.n;
       }
+      // The keys' third of a fused [rows, 3 heads, 1, d] step.
+      const Tensor fused = RoundedThrough(
+          *RandomUniform({c.rows, 3 * c.heads, 1, c.d}, {4, stream++, 0}, -1.0f, 1.0f), dtype);
+      ASSERT_TRUE(KvCacheWrite(cache, fused, 0, c.heads).ok());
+      const absl::Status fused_status =
+          KvCacheWrite(cache_gpu, OnCuda(HostAs(fused, dtype)), 0, c.heads);
+      ASSERT_TRUE(fused_status.ok()) << fused_status;
+      EXPECT_EQ(HostF32(cache_gpu).ToVector<float>(), cache.ToVector<float>()) << "first_head";
       const std::vector<int32_t> ids = {static_cast<int32_t>(c.rows - 1), 0,
                                         static_cast<int32_t>(c.rows - 1)};
       const Tensor ids_cpu = *Tensor::FromVector<int32_t>(ids, {3});
