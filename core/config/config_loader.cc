@@ -232,4 +232,36 @@ absl::StatusOr<LoadedConfig> LoadTaskConfig(const std::string& path,
   return loaded;
 }
 
+void RelocateCorpora(const std::string& dir, LoadedConfig* loaded) {
+  if (dir.empty()) return;
+  const std::string where = absl::StrCat("--data=", dir);
+  const auto in_dir = [&](const std::string& path) {
+    const size_t slash = path.rfind('/');
+    return absl::StrCat(dir, "/", slash == std::string::npos ? path : path.substr(slash + 1));
+  };
+  const auto relocate = [&](const std::string& section,
+                            google::protobuf::RepeatedPtrField<config::CorpusConfig>* corpora) {
+    for (int i = 0; i < corpora->size(); ++i) {
+      config::CorpusConfig& corpus = (*corpora)[i];
+      const std::string prefix = absl::StrCat("data.", section, "[", i, "].");
+      if (corpus.has_root()) {
+        corpus.set_root(dir);
+        loaded->sources.Set(prefix + "root", where);
+      }
+      if (corpus.has_source_path()) {
+        corpus.set_source_path(in_dir(corpus.source_path()));
+        loaded->sources.Set(prefix + "source_path", where);
+      }
+      if (corpus.has_target_path()) {
+        corpus.set_target_path(in_dir(corpus.target_path()));
+        loaded->sources.Set(prefix + "target_path", where);
+      }
+    }
+  };
+  config::DataConfig* data = loaded->config.mutable_data();
+  relocate("train", data->mutable_train());
+  relocate("valid", data->mutable_valid());
+  relocate("test", data->mutable_test());
+}
+
 }  // namespace tfm

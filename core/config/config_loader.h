@@ -52,6 +52,14 @@ absl::StatusOr<LoadedConfig> LoadTaskConfigFile(const std::string& path);
 // fields that exist at that level.
 absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded);
 
+// --data=DIR: every corpus of data.train, data.valid and data.test is read
+// from `dir` instead of where the config says: a PTB or gettext root becomes
+// dir, source and target files keep their names in dir (the layout of the
+// preset's data folder, e.g. ../shared/data/multi30k or ptb_sample, moved).
+// Each changed field's origin becomes "--data=DIR" for error messages. An
+// empty dir changes nothing.
+void RelocateCorpora(const std::string& dir, LoadedConfig* loaded);
+
 // Semantic checks beyond the schema (positive sizes, d_model divisible by the
 // heads, probabilities in [0, 1), ...). Errors name where the field was set.
 absl::Status ValidateTaskConfig(const LoadedConfig& loaded);

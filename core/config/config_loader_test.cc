@@ -23,6 +23,8 @@ TEST(ConfigLoaderTest, EveryPresetParsesAndValidates) {
         "tasks/translation/configs/enfr_base.pbtxt", "tasks/translation/configs/enfr_big.pbtxt",
         "tasks/translation/configs/ende_gettext.pbtxt",
         "tasks/translation/configs/enfr_gettext.pbtxt",
+        "tasks/translation/configs/multi30k_ende_small.pbtxt",
+        "tasks/translation/configs/multi30k_enfr_small.pbtxt",
         "tasks/parsing/configs/wsj_parsing.pbtxt",
         "tasks/parsing/configs/wsj_sample_cpu.pbtxt"}) {
     absl::StatusOr<LoadedConfig> loaded = LoadTaskConfig(testing::RunfilePath(preset), {});
@@ -122,6 +124,34 @@ TEST(ConfigLoaderTest, OverridesSetScalarsNestedAndRepeatedFields) {
   EXPECT_EQ(loaded.config.data().train(0).source_path(), "/x/y z.en");
   EXPECT_EQ(loaded.config.data().train(1).name(), "second");
   EXPECT_EQ(loaded.sources.Describe("train.warmup_steps"), "--set=train.warmup_steps=8000");
+}
+
+// --data=DIR: file corpora keep their names in DIR, treebank and catalog
+// roots become DIR, unset fields stay unset, and errors name --data.
+TEST(ConfigLoaderTest, DataFolderRelocatesEveryCorpus) {
+  LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\n"
+      "data {\n"
+      "  train { format: PLAIN_TEXT source_path: \"../shared/data/multi30k/train.en.gz\"\n"
+      "          target_path: \"../shared/data/multi30k/train.de.gz\" }\n"
+      "  valid { format: PTB_MRG root: \"../shared/data/ptb_sample\" }\n"
+      "  test { format: PLAIN_TEXT source_path: \"test.en\" target_path: \"test.de\" }\n"
+      "}\n",
+      "m.pbtxt");
+  RelocateCorpora("/data/copy", &loaded);
+  const config::DataConfig& data = loaded.config.data();
+  EXPECT_EQ(data.train(0).source_path(), "/data/copy/train.en.gz");
+  EXPECT_EQ(data.train(0).target_path(), "/data/copy/train.de.gz");
+  EXPECT_FALSE(data.train(0).has_root());
+  EXPECT_EQ(data.valid(0).root(), "/data/copy");
+  EXPECT_FALSE(data.valid(0).has_source_path());
+  EXPECT_EQ(data.test(0).source_path(), "/data/copy/test.en");
+  EXPECT_EQ(loaded.sources.Describe("data.valid[0].root"), "--data=/data/copy");
+  EXPECT_EQ(loaded.sources.Describe("data.test[0].target_path"), "--data=/data/copy");
+  // No folder: nothing moves.
+  LoadedConfig unchanged = loaded;
+  RelocateCorpora("", &unchanged);
+  EXPECT_EQ(unchanged.config.data().test(0).source_path(), "/data/copy/test.en");
 }
 
 TEST(ConfigLoaderTest, BadOverridesExplainThemselves) {

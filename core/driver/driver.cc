@@ -30,6 +30,10 @@ ABSL_FLAG(std::string, mode, "",
           "run | validate | train | average | plot | translate (parse, decode) | evaluate (or give "
           "it as the first "
           "argument; default: run for task binaries, validate for the generic driver)");
+ABSL_FLAG(std::string, data, "",
+          "read every corpus of the config from this folder instead (a treebank or catalog "
+          "root, or the folder of the source and target files: e.g. a copy of "
+          "../shared/data/multi30k or ptb_sample)");
 ABSL_FLAG(std::string, workdir, "",
           "work directory for checkpoints, logs and the tokenizer (default: data.work_dir)");
 ABSL_FLAG(double, minutes, 0, "train: stop after this many minutes (0: no limit)");
@@ -181,6 +185,7 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   }
   TFM_ASSIGN_OR_RETURN(TaskMode mode, ParseMode(options.mode));
   TFM_ASSIGN_OR_RETURN(LoadedConfig loaded, LoadTaskConfig(options.config, options.overrides));
+  RelocateCorpora(options.data_dir, &loaded);
   absl::StatusOr<std::unique_ptr<Task>> created = CreateTask(loaded.config.task());
   if (!created.ok()) {
     // Most often a plugin's task whose library was not loaded.
@@ -221,7 +226,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "Transformer engine driver. A task binary with no COMMAND runs its main job: train "
       "(--minutes, default 10), average, translate and score the held-out split.\n"
       "  --list                       list registered ops, layers and tasks\n"
-      "  [COMMAND] --config=FILE_OR_PRESET [--set=a.b=v] [--workdir=DIR]\n"
+      "  [COMMAND] --config=FILE_OR_PRESET [--set=a.b=v] [--workdir=DIR] [--data=DIR]\n"
       "      COMMAND: run | validate | train [--minutes=N] | average [--last=N] | plot\n"
       "             | translate (parse) --model=DIR [--input=F] [--output=F] [--beam=K] "
       "[--alpha=A] "
@@ -256,6 +261,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   for (std::string& plugin : options.plugins) plugin = ResolveUserPath(plugin);
   options.list = absl::GetFlag(FLAGS_list);
   options.work_dir = ResolveUserPath(absl::GetFlag(FLAGS_workdir));
+  options.data_dir = ResolveUserPath(absl::GetFlag(FLAGS_data));
   options.minutes = absl::GetFlag(FLAGS_minutes);
   options.average_last = absl::GetFlag(FLAGS_last);
   options.decode.model = ResolveUserPath(absl::GetFlag(FLAGS_model));

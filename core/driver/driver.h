@@ -20,6 +20,7 @@ struct DriverOptions {
   std::string mode = "validate";       // The command, or --mode=.
   bool list = false;                   // --list.
   std::string work_dir;                // --workdir=DIR (default: data.work_dir).
+  std::string data_dir;                // --data=DIR: corpora from there (empty: the config's).
   double minutes = 0;                  // --minutes=N: train's time limit (0: none).
   int average_last = 0;                // --last=N: average's checkpoint count.
   DecodeRequest decode;                // --model, --input, --output, --src, --ref, ...

@@ -6,8 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/data/file_io.h"
+#include "core/data/linearize.h"
 #include "core/data/ptb_corpus.h"
 #include "core/data/ptb_reader.h"
 #include "core/data/tree.h"
@@ -161,6 +163,40 @@ HeldOutEvaluation ParsingHeldOut() {
     return absl::StrCat("--src=", words_path, " --ref=", trees_path);
   };
   return held_out;
+}
+
+CorpusMetric LinearizedParseF1() {
+  CorpusMetric metric;
+  metric.name = "f1";
+  metric.score = [](const std::vector<std::string>& hypotheses,
+                    const std::vector<std::string>& references) -> absl::StatusOr<CorpusScore> {
+    if (hypotheses.size() != references.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(hypotheses.size(), " parses for ",
+                                                     references.size(), " reference trees"));
+    }
+    EvalbScorer scorer;
+    for (size_t i = 0; i < references.size(); ++i) {
+      const std::vector<std::string> gold_tokens = absl::StrSplit(
+          references[i], ' ', absl::SkipEmpty());
+      std::vector<std::string> words;
+      for (const std::string& token : gold_tokens) {
+        if (token[0] != '(' && token[0] != ')') words.push_back(absl::StrCat("w", words.size()));
+      }
+      const Tree gold = Delinearize(gold_tokens, words);
+      if (hypotheses[i].empty()) {
+        scorer.Add(EvalbSkipSentence(EvalbLength(gold)));
+        continue;
+      }
+      Tree test = Delinearize(absl::StrSplit(hypotheses[i], ' ', absl::SkipEmpty()), words);
+      TakeGoldTags(gold, &test);
+      scorer.Add(EvalbScoreTrees(gold, test));
+    }
+    CorpusScore score;
+    score.value = scorer.all().f1();
+    score.report = absl::StrFormat("F1 = %.2f", score.value);
+    return score;
+  };
+  return metric;
 }
 
 }  // namespace tfm

@@ -251,5 +251,33 @@ TEST(ScoreParsesTest, F1OfKnownTrees) {
   EXPECT_NEAR(skipped.all().f1(), 100.0, 1e-9);
 }
 
+// Validation's F1 works on linearised trees: the same counts as
+// F1OfKnownTrees, with the references linearised from the gold trees.
+TEST(ScoreParsesTest, ValidationF1OfLinearisedTrees) {
+  std::vector<std::string> references;
+  for (const char* gold : {"(S (NP (DT The) (NN dog)) (VP (VBD chased) (NP (NNS cats))) (. .))",
+                           "(S (NP (PRP It)) (VP (VBD rained)) (. .))"}) {
+    absl::StatusOr<Tree> tree = ParseBracketedTree(gold);
+    ASSERT_TRUE(tree.ok()) << tree.status();
+    references.push_back(absl::StrJoin(Linearize(*tree), " "));
+  }
+  ASSERT_EQ(references[1], "(S (NP XX )NP (VP XX )VP . )S");
+  const CorpusMetric metric = LinearizedParseF1();
+  EXPECT_EQ(metric.name, "f1");
+  // Parse 1: a wrong NP(0, 1), the "." written as XX (the reference's tag
+  // deletes it); parse 2 exact.
+  absl::StatusOr<CorpusScore> score =
+      metric.score({"(S (NP XX )NP XX (VP XX (NP XX )NP )VP XX )S", references[1]}, references);
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_NEAR(score->value, 100.0 * 6 / 7, 1e-9);
+  EXPECT_EQ(score->report, "F1 = 85.71");
+  // An empty output is a skip; a broken one is repaired, not an error (VP
+  // and S never closed: S, NP, VP still match).
+  score = metric.score({"", "(S (NP XX )NP (VP XX ."}, references);
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_NEAR(score->value, 100.0, 1e-9);
+  EXPECT_FALSE(metric.score({"(S XX )S"}, references).ok());
+}
+
 }  // namespace
 }  // namespace tfm

@@ -10,6 +10,7 @@
 #include "core/task_registry.h"
 #include "tasks/common/seq2seq_main_job.h"
 #include "tasks/common/seq2seq_training.h"
+#include "tasks/common/validation_bleu.h"
 #include "tasks/parsing/parse_evaluation.h"
 #include "tasks/parsing/tree_decoding.h"
 
@@ -34,11 +35,11 @@ class ParsingTask : public Task {
     if (context.mode == TaskMode::kRun) {
       TFM_RETURN_IF_ERROR(Validate(context.config));
       return RunSeq2SeqMainJob(context, absl::StrCat("//tasks:", context.program),
-                               /*make_scorer=*/nullptr, ParsingHeldOut());
+                               MakeValidationScorer(LinearizedParseF1()), ParsingHeldOut());
     }
     if (IsTrainingCommand(context.mode)) {
       if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(Validate(context.config));
-      return RunSeq2SeqTraining(context);
+      return RunSeq2SeqTraining(context, MakeValidationScorer(LinearizedParseF1()));
     }
     if (context.mode == TaskMode::kEvaluate) return RunParseEvaluation(context);
     return RunDecodeCommand(context, TreeDecodingHooks());
