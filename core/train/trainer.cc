@@ -365,7 +365,9 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
         ((options_.validate_every > 0 && progress->update % options_.validate_every == 0) ||
          agreed.validate_by_time);
     if (validate_now) {
+      const double validation_began = elapsed();
       TFM_ASSIGN_OR_RETURN(ValidationLog log, ValidateOnRankZero(*progress));
+      log.elapsed_seconds = validation_began;
       if (agreed.validate_by_time) {
         while (next_validation <= absl::Now()) next_validation += options_.validate_every_time;
       }

@@ -85,6 +85,9 @@ struct ValidationLog {
   double ppl = 0;
   std::optional<double> score;  // The task's score (BLEU), when it has one.
   bool best = false;            // A new best by the chosen metric.
+  // Training time when the validation began (across resumes): the x of a
+  // score-against-time curve.
+  double elapsed_seconds = 0;
 };
 
 // A task's own measure of the model at a validation, higher is better: BLEU

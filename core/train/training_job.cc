@@ -267,6 +267,7 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
       metrics.update = v.update;
       metrics.loss = v.loss;
       metrics.nll = v.nll;
+      metrics.elapsed_seconds = v.elapsed_seconds;
       metrics.score_name = score_name;
       metrics.score = v.score;
       reporter->Message(FormatValidationLine(metrics) + (v.best ? " | best" : ""));

@@ -58,6 +58,7 @@ std::string FormatValidationLine(const ValidationMetrics& m) {
       absl::StrFormat("valid | epoch %d | update %d | loss %.4g | nll %.4g | ppl %.4g", m.epoch,
                       m.update, m.loss, m.nll, m.perplexity());
   if (m.score.has_value()) absl::StrAppendFormat(&line, " | %s %.2f", m.score_name, *m.score);
+  absl::StrAppend(&line, " | elapsed ", FormatDuration(m.elapsed_seconds));
   return line;
 }
 

@@ -38,12 +38,14 @@ TEST(TrainingMetricsTest, ValidationLine) {
   v.update = 1000;
   v.loss = 4.1;
   v.nll = std::log(40.0);
+  v.elapsed_seconds = 480.4;
   EXPECT_EQ(FormatValidationLine(v),
-            "valid | epoch 2 | update 1000 | loss 4.1 | nll 3.689 | ppl 40");
+            "valid | epoch 2 | update 1000 | loss 4.1 | nll 3.689 | ppl 40 | elapsed 0:08:00");
   v.score_name = "bleu";
   v.score = 23.4149;
   EXPECT_EQ(FormatValidationLine(v),
-            "valid | epoch 2 | update 1000 | loss 4.1 | nll 3.689 | ppl 40 | bleu 23.41");
+            "valid | epoch 2 | update 1000 | loss 4.1 | nll 3.689 | ppl 40 | bleu 23.41 | "
+            "elapsed 0:08:00");
 }
 
 TEST(TrainingMetricsTest, RowsUseOnlyKnownColumns) {
