@@ -181,9 +181,7 @@ class MultiHeadAttention : public Layer {
     TFM_ASSIGN_OR_RETURN(
         AttentionOutput attention,
         ScaledDotProductAttention(q, entry->tensors[0], entry->tensors[1], options));
-    const Tensor& out = attention.out;  // [batch, heads, q_len, d_v]
-    TFM_ASSIGN_OR_RETURN(Tensor merged, out.dim(2) == 1 ? out.Reshape({cache.rows(), 1, heads_ * out.dim(3)})
-                                                        : MergeHeads(out));
+    TFM_ASSIGN_OR_RETURN(Tensor merged, StepMergeHeads(attention.out));
     TFM_ASSIGN_OR_RETURN(merged, merged.Reshape({cache.rows(), 1, merged.dim(2)}));
     TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Forward(merged));
     return std::vector<Tensor>{y};
@@ -196,6 +194,13 @@ class MultiHeadAttention : public Layer {
   absl::StatusOr<Tensor> StepHeads(const Tensor& x) const {
     if (x.dim(1) != 1) return SplitHeads(x, heads_);
     return x.Reshape({x.dim(0), heads_, 1, x.dim(2) / heads_});
+  }
+
+  // merge_heads of a step's [batch, h, len, d] attention output, the inverse
+  // of StepHeads: a reshape for one position per batch entry.
+  absl::StatusOr<Tensor> StepMergeHeads(const Tensor& out) const {
+    if (out.dim(2) != 1) return MergeHeads(out);
+    return out.Reshape({out.dim(0), 1, heads_ * out.dim(3)});
   }
 
   // Stores (under &q_proj_, shared by every row) the q, k and v projections
