@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<PairReader>> OpenFormat(const config::CorpusConfi
       }
       auto files = PtbCorpusFiles(corpus, ResolveDataPath(corpus.root()));
       if (!files.ok()) return files.status();
-      return OpenPtbCorpus(*std::move(files));
+      return OpenPtbCorpus(*std::move(files), TreeLeafStyle(corpus.tree_leaves()));
     }
     default:
       return absl::InvalidArgumentError(

@@ -2,19 +2,30 @@
 
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace tfm {
 namespace {
 
-void AppendTokens(const Tree& tree, LeafStyle style, std::vector<std::string>* out) {
+void AppendTokens(const Tree& tree, LeafStyle style, std::vector<std::string>* out,
+                  int* leaves) {
   if (tree.is_leaf()) {
+    const int index = (*leaves)++;
+    if (style == LeafStyle::kWord) {
+      out->push_back(tree.word);
+      return;
+    }
+    if (style == LeafStyle::kIndexed) {
+      out->push_back(IndexedLeaf(index));
+      return;
+    }
     const bool keep_tag = style == LeafStyle::kPosTag || IsEvalbPunctuationTag(tree.label);
     out->push_back(keep_tag ? tree.label : kLeafPlaceholder);
     return;
   }
   out->push_back(absl::StrCat("(", tree.label));
-  for (const Tree& child : tree.children) AppendTokens(child, style, out);
+  for (const Tree& child : tree.children) AppendTokens(child, style, out, leaves);
   out->push_back(absl::StrCat(")", tree.label));
 }
 
@@ -32,14 +43,25 @@ bool IsEvalbPunctuationTag(const std::string& tag) {
   return tag == "," || tag == "." || tag == ":" || tag == "``" || tag == "''";
 }
 
+std::string IndexedLeaf(int index) { return absl::StrCat(kLeafPlaceholder, index); }
+
+std::string PunctuationTagOrPlaceholder(const std::string& word) {
+  static const auto* const kTags = new absl::flat_hash_map<std::string, std::string>{
+      {",", ","},  {".", "."},   {"?", "."},   {"!", "."},    {":", ":"}, {";", ":"},
+      {"--", ":"}, {"...", ":"}, {"-", ":"},   {"``", "``"},  {"`", "``"}, {"''", "''"}};
+  const auto it = kTags->find(word);
+  return it == kTags->end() ? kLeafPlaceholder : it->second;
+}
+
 std::vector<std::string> Linearize(const Tree& tree, LeafStyle style) {
   std::vector<std::string> tokens;
-  AppendTokens(tree, style, &tokens);
+  int leaves = 0;
+  AppendTokens(tree, style, &tokens, &leaves);
   return tokens;
 }
 
 Tree Delinearize(const std::vector<std::string>& tokens, const std::vector<std::string>& words,
-                 const std::vector<std::string>* tags) {
+                 const std::vector<std::string>* tags, LeafStyle style) {
   const bool use_tags = tags != nullptr && tags->size() == words.size();
   // open[0] collects the top-level pieces; it is never closed by a token.
   std::vector<Tree> open(1);
@@ -65,7 +87,8 @@ Tree Delinearize(const std::vector<std::string>& tokens, const std::vector<std::
     } else if (token[0] == ')') {
       if (open.size() > 1) CloseInnermost(&open);
     } else if (next_word < words.size()) {
-      add_leaf(token);
+      const bool tagless = style == LeafStyle::kWord || style == LeafStyle::kIndexed;
+      add_leaf(tagless ? PunctuationTagOrPlaceholder(words[next_word]) : token);
     }
   }
   while (open.size() > 1) CloseInnermost(&open);

@@ -12,7 +12,19 @@
 // predicts them, and a predicted tree deletes the same words as the gold one
 // under EVALB (a word tagged XX where gold has "." would make EVALB reject
 // the sentence as a length mismatch). LeafStyle::kPosTag writes every tag
-// instead. Words never appear: the decoder gets them from the input.
+// instead. LeafStyle::kWord writes the word itself,
+//
+//   (S (NP John )NP (VP has (NP a dog )NP )VP . )S
+//
+// which the parser copies from its input (tree_constraint.h): its decoder
+// then sees which word it is at instead of counting leaves. LeafStyle::
+// kIndexed numbers the placeholders from 0,
+//
+//   (S (NP XX0 )NP (VP XX1 (NP XX2 XX3 )NP )VP XX4 )S
+//
+// (punctuation too), which the parser is forced to write in order: the
+// decoder's input then says which word it is at, and leaf i attends to
+// source position i without having to count.
 #ifndef TFM_CORE_DATA_LINEARIZE_H_
 #define TFM_CORE_DATA_LINEARIZE_H_
 
@@ -29,7 +41,15 @@ inline constexpr char kLeafPlaceholder[] = "XX";
 // one constituent over all words; EVALB (COLLINS.prm) ignores it.
 inline constexpr char kRepairRootLabel[] = "TOP";
 
-enum class LeafStyle { kPlaceholder, kPosTag };
+enum class LeafStyle { kPlaceholder, kPosTag, kWord, kIndexed };
+
+// Leaf `index`'s token under LeafStyle::kIndexed: "XX0", "XX1", ...
+std::string IndexedLeaf(int index);
+
+// The tag EVALB's COLLINS.prm deletes for a punctuation word as the Penn
+// Treebank writes it (",", ".", "?", ";", "--", "``", "''" ...), else
+// kLeafPlaceholder: the tags of word leaves, which carry no tag.
+std::string PunctuationTagOrPlaceholder(const std::string& word);
 
 // Whether `tag` is punctuation that EVALB's COLLINS.prm deletes.
 bool IsEvalbPunctuationTag(const std::string& tag);
@@ -48,10 +68,12 @@ std::vector<std::string> Linearize(const Tree& tree, LeafStyle style = LeafStyle
 //    empty) are ignored;
 //  - unless the result is a single constituent, everything is put under a
 //    root labeled kRepairRootLabel (with no words at all, an empty one).
-// Leaf tags are the leaf tokens, or `tags[i]` for word i when `tags` is
-// given with one tag per word (e.g. gold or tagger tags for evaluation).
+// Leaf tags are the leaf tokens (for kWord and kIndexed leaves, the word's
+// PunctuationTagOrPlaceholder), or `tags[i]` for word i when `tags` is given
+// with one tag per word (e.g. gold or tagger tags for evaluation).
 Tree Delinearize(const std::vector<std::string>& tokens, const std::vector<std::string>& words,
-                 const std::vector<std::string>* tags = nullptr);
+                 const std::vector<std::string>* tags = nullptr,
+                 LeafStyle style = LeafStyle::kPlaceholder);
 
 }  // namespace tfm
 

@@ -37,6 +37,46 @@ TEST(LinearizeTest, VinyalsFormat) {
   EXPECT_EQ(Delinearize(Linearize(tree), kWords, &tags), tree);
 }
 
+TEST(LinearizeTest, WordLeaves) {
+  const Tree tree = Parse("(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))");
+  EXPECT_EQ(absl::StrJoin(Linearize(tree, LeafStyle::kWord), " "),
+            "(S (NP John )NP (VP has (NP a dog )NP )VP . )S");
+  // Back: the words come from the word list; a word leaf carries no tag but
+  // the punctuation tag EVALB deletes by.
+  EXPECT_EQ(FormatTree(Delinearize(Linearize(tree, LeafStyle::kWord), kWords, nullptr,
+                                   LeafStyle::kWord)),
+            "(S (NP (XX John)) (VP (XX has) (NP (XX a) (XX dog))) (. .))");
+  const std::vector<std::string> tags = TreeTags(tree);
+  EXPECT_EQ(Delinearize(Linearize(tree, LeafStyle::kWord), kWords, &tags, LeafStyle::kWord), tree);
+  // A word that reads as a tag ("NN") is still a word.
+  EXPECT_EQ(FormatTree(Delinearize(Tokens("(S NN )S"), {"NN"}, nullptr, LeafStyle::kWord)),
+            "(S (XX NN))");
+}
+
+TEST(LinearizeTest, IndexedLeaves) {
+  const Tree tree = Parse("(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))");
+  EXPECT_EQ(absl::StrJoin(Linearize(tree, LeafStyle::kIndexed), " "),
+            "(S (NP XX0 )NP (VP XX1 (NP XX2 XX3 )NP )VP XX4 )S");
+  // The numbers are not read back: leaves take the words in order.
+  EXPECT_EQ(FormatTree(Delinearize(Tokens("(S (NP XX7 )NP (VP XX0 (NP XX2 XX3 )NP )VP XX4 )S"),
+                                   kWords, nullptr, LeafStyle::kIndexed)),
+            "(S (NP (XX John)) (VP (XX has) (NP (XX a) (XX dog))) (. .))");
+  const std::vector<std::string> tags = TreeTags(tree);
+  EXPECT_EQ(Delinearize(Linearize(tree, LeafStyle::kIndexed), kWords, &tags, LeafStyle::kIndexed),
+            tree);
+}
+
+TEST(LinearizeTest, PunctuationWordsGetTheTagsEvalbDeletes) {
+  for (const char* word : {",", ".", "?", "!", ":", ";", "--", "...", "``", "''"}) {
+    EXPECT_TRUE(IsEvalbPunctuationTag(PunctuationTagOrPlaceholder(word))) << word;
+  }
+  EXPECT_EQ(PunctuationTagOrPlaceholder("?"), ".");
+  EXPECT_EQ(PunctuationTagOrPlaceholder(";"), ":");
+  for (const char* word : {"dog", "'s", "'", "-LRB-", "$", "#", "NN", "XX"}) {
+    EXPECT_EQ(PunctuationTagOrPlaceholder(word), kLeafPlaceholder) << word;
+  }
+}
+
 TEST(LinearizeTest, RepairsBadPredictions) {
   const std::pair<const char*, const char*> cases[] = {
       // Too few leaves: the missing words join the root.

@@ -32,7 +32,8 @@ int DocumentNumber(const std::string& name) {
 
 class PtbCorpusReader : public PairReader {
  public:
-  explicit PtbCorpusReader(std::unique_ptr<PtbReader> trees) : trees_(std::move(trees)) {}
+  PtbCorpusReader(std::unique_ptr<PtbReader> trees, LeafStyle leaves)
+      : trees_(std::move(trees)), leaves_(leaves) {}
 
   absl::StatusOr<bool> Next(SentencePair* pair) override {
     Tree tree;
@@ -41,7 +42,7 @@ class PtbCorpusReader : public PairReader {
       return false;
     }
     pair->source = absl::StrJoin(TreeWords(tree), " ");
-    pair->target = absl::StrJoin(Linearize(tree), " ");
+    pair->target = absl::StrJoin(Linearize(tree, leaves_), " ");
     return true;
   }
 
@@ -49,6 +50,7 @@ class PtbCorpusReader : public PairReader {
 
  private:
   std::unique_ptr<PtbReader> trees_;
+  LeafStyle leaves_;
 };
 
 }  // namespace
@@ -92,9 +94,21 @@ absl::StatusOr<std::vector<std::string>> PtbCorpusFiles(const config::CorpusConf
   return files;
 }
 
-absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(std::vector<std::string> files) {
+LeafStyle TreeLeafStyle(config::CorpusConfig::TreeLeaves leaves) {
+  switch (leaves) {
+    case config::CorpusConfig::WORDS:
+      return LeafStyle::kWord;
+    case config::CorpusConfig::INDEXED:
+      return LeafStyle::kIndexed;
+    default:
+      return LeafStyle::kPlaceholder;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(std::vector<std::string> files,
+                                                          LeafStyle leaves) {
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<PtbReader> trees, PtbReader::Open(std::move(files)));
-  return std::unique_ptr<PairReader>(std::make_unique<PtbCorpusReader>(std::move(trees)));
+  return std::unique_ptr<PairReader>(std::make_unique<PtbCorpusReader>(std::move(trees), leaves));
 }
 
 }  // namespace tfm

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
+#include "core/data/linearize.h"
 #include "core/data/pair_reader.h"
 
 namespace tfm {
@@ -22,9 +23,13 @@ namespace tfm {
 absl::StatusOr<std::vector<std::string>> PtbCorpusFiles(const config::CorpusConfig& corpus,
                                                         const std::string& root);
 
-// Pairs (words, linearised tree) of every well-formed tree in `files`;
-// malformed trees are skipped and counted.
-absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(std::vector<std::string> files);
+// The linearisation's leaf style a corpus's tree_leaves asks for.
+LeafStyle TreeLeafStyle(config::CorpusConfig::TreeLeaves leaves);
+
+// Pairs (words, linearised tree with `leaves`) of every well-formed tree in
+// `files`; malformed trees are skipped and counted.
+absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(
+    std::vector<std::string> files, LeafStyle leaves = LeafStyle::kPlaceholder);
 
 }  // namespace tfm
 

@@ -60,6 +60,25 @@ TEST(PtbCorpusTest, PairsWordsWithLinearisedTrees) {
   EXPECT_EQ(TreeWords(Delinearize(tokens, words)), words);
 }
 
+TEST(PtbCorpusTest, WordLeavesWriteTheWordsThemselves) {
+  const std::string root = SharedDataPath("ptb_sample");
+  config::CorpusConfig corpus = Corpus(root, 1, 1);
+  corpus.set_tree_leaves(config::CorpusConfig::WORDS);
+  const std::vector<SentencePair> pairs = ReadAll(corpus);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0].target,
+            "(S (NP (NP Pierre Vinken )NP , (ADJP (NP 61 years )NP old )ADJP , )NP (VP will (VP "
+            "join (NP the board )NP (PP as (NP a nonexecutive director )NP )PP (NP Nov. 29 )NP )VP "
+            ")VP . )S");
+  // The same trees as with placeholders, leaves aside.
+  const std::vector<SentencePair> placeholders = ReadAll(Corpus(root, 1, 1));
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const std::vector<std::string> words = absl::StrSplit(pairs[i].source, ' ');
+    EXPECT_EQ(Delinearize(absl::StrSplit(pairs[i].target, ' '), words, nullptr, LeafStyle::kWord),
+              Delinearize(absl::StrSplit(placeholders[i].target, ' '), words));
+  }
+}
+
 TEST(PtbCorpusTest, DocumentRangesSplitTheSample) {
   const std::string root = SharedDataPath("ptb_sample");
   auto train = PtbCorpusFiles(Corpus(root, 1, 169), root);

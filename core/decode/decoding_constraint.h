@@ -30,15 +30,18 @@ class DecodingConstraint {
   // Sets log_probs[token] to -infinity for every token (of the model's
   // vocabulary, in the order of its ids) the hypothesis may not take next.
   // At least one token stays allowed while the hypothesis has not ended.
-  virtual void Mask(const int32_t* state, float* log_probs) const = 0;
+  // `source` is the one Start saw (a parser copies words from it).
+  virtual void Mask(const int32_t* state, absl::Span<const int> source,
+                    float* log_probs) const = 0;
 
   // The state after the hypothesis takes `token` (one Mask allowed).
-  virtual void Advance(int token, int32_t* state) const = 0;
+  virtual void Advance(int token, absl::Span<const int> source, int32_t* state) const = 0;
 };
 
-// The constraint states of a search's rows, current and next; with no
-// constraint every call does nothing. Buffers grow to the batch's rows once
-// and are reused from then on.
+// The constraint states of a search's rows, current and next, with the
+// source each row's hypothesis translates (a span of the search's batch,
+// which outlives the search); with no constraint every call does nothing.
+// Buffers grow to the batch's rows once and are reused from then on.
 class ConstraintRows {
  public:
   explicit ConstraintRows(const DecodingConstraint* constraint)
@@ -51,14 +54,21 @@ class ConstraintRows {
   // with no token, for rows that are dead).
   void Extend(int slot, int from, int token);
   // The next rows become the current ones.
-  void Swap() { current_.swap(next_); }
+  void Swap() {
+    current_.swap(next_);
+    current_sources_.swap(next_sources_);
+  }
 
  private:
-  static void Reserve(std::vector<int32_t>& states, size_t values);
+  template <typename T>
+  static void Reserve(std::vector<T>& values, size_t size) {
+    if (values.size() < size) values.resize(size);
+  }
 
   const DecodingConstraint* constraint_;
   int size_;
   std::vector<int32_t> current_, next_;
+  std::vector<absl::Span<const int>> current_sources_, next_sources_;
 };
 
 }  // namespace tfm

@@ -23,7 +23,11 @@ enum Lex : int32_t {
   kTokenStart,   // A lone "▁": a token starts, nothing of it yet.
   kOpenNoLabel,  // "(" without a label yet.
   kComplete,     // A whole token (open with a label, close, or leaf).
+  kInWord,       // Copy mode: a copied word with pieces still to come.
+  kWordDone,     // Copy mode: a whole copied word (no text may extend it).
 };
+
+bool AtBoundary(int32_t lex) { return lex == kBegin || lex == kComplete || lex == kWordDone; }
 
 enum Flags : int32_t {
   kHasWord = 1,     // The innermost open constituent covers a word.
@@ -47,7 +51,9 @@ TreeConstraint::PieceClass Classify(absl::string_view piece) {
     return rest.empty() ? TreeConstraint::kContinueOpenBare : TreeConstraint::kContinueOpenLabeled;
   }
   if (piece[0] == ')') return space ? TreeConstraint::kClose : TreeConstraint::kContinueClose;
-  return space ? TreeConstraint::kLeaf : TreeConstraint::kContinueText;
+  if (space) return TreeConstraint::kLeaf;
+  const bool capitals = std::all_of(piece.begin(), piece.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+  return capitals ? TreeConstraint::kContinueLabel : TreeConstraint::kContinueText;
 }
 
 }  // namespace
@@ -63,7 +69,8 @@ struct TreeConstraint::State {
 };
 
 absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
-    const std::vector<std::string>& pieces, int eos_id, const std::vector<int>& never_ids) {
+    const std::vector<std::string>& pieces, int eos_id, const std::vector<int>& never_ids,
+    LeafRule leaves) {
   const int size = static_cast<int>(pieces.size());
   if (eos_id < 0 || eos_id >= size) {
     return absl::InvalidArgumentError(
@@ -71,6 +78,26 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
   }
   std::unique_ptr<TreeConstraint> constraint(new TreeConstraint());
   constraint->eos_id_ = eos_id;
+  const bool copy_words = leaves.kind != LeafRule::kChosen;
+  constraint->leaf_kind_ = leaves.kind;
+  constraint->copy_words_ = copy_words;
+  constraint->spelled_before_.assign(1, 0);
+  for (const std::vector<int>& spelling : leaves.spellings) {
+    if (spelling.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tree constraint: leaf ", constraint->spellings_.size(),
+                       " has an empty spelling"));
+    }
+    for (int id : spelling) {
+      if (id < 0 || id >= size) {
+        return absl::InvalidArgumentError(absl::StrCat("tree constraint: leaf spelling id ", id,
+                                                       " outside a vocabulary of ", size));
+      }
+    }
+    constraint->spelled_before_.push_back(constraint->spelled_before_.back() +
+                                          static_cast<int64_t>(spelling.size()));
+    constraint->spellings_.push_back(spelling);
+  }
   constraint->class_of_.resize(size);
   constraint->starts_word_.resize(size);
   bool have[kNumClasses] = {};
@@ -79,22 +106,38 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
     if (id == eos_id) piece_class = kEnd;
     if (std::find(never_ids.begin(), never_ids.end(), id) != never_ids.end()) piece_class = kNever;
     constraint->class_of_[id] = piece_class;
-    constraint->starts_word_[id] = piece_class != kNever && absl::StartsWith(pieces[id], kWordMark);
+    // Copied words may hold any text, brackets included: every piece that
+    // starts with "▁" starts one.
+    const bool special = id == eos_id || std::find(never_ids.begin(), never_ids.end(), id) !=
+                                             never_ids.end();
+    constraint->starts_word_[id] = (copy_words ? !special : piece_class != kNever) &&
+                                   absl::StartsWith(pieces[id], kWordMark);
     have[piece_class] = true;
   }
   // One piece when the vocabulary has it, else the parts it is spelled in.
   const auto one = [&](PieceClass c) { return have[c] ? int64_t{1} : kNoCompletion; };
   TreeConstraint& c = *constraint;
-  c.label_cost_ = one(kContinueText);
-  c.leaf_after_space_ = one(kContinueText);
+  c.label_cost_ = std::min(one(kContinueText), one(kContinueLabel));
+  c.leaf_after_space_ = c.label_cost_;
   c.close_after_space_ = one(kContinueClose);
   c.open_after_space_ = std::min(one(kContinueOpenLabeled), one(kContinueOpenBare) + c.label_cost_);
   c.leaf_cost_ = std::min(one(kLeaf), one(kSpace) + c.leaf_after_space_);
   c.close_cost_ = std::min(one(kClose), one(kSpace) + c.close_after_space_);
   c.open_cost_ = std::min({one(kOpenLabeled), one(kOpenBare) + c.label_cost_,
                            one(kSpace) + c.open_after_space_});
-  if (c.leaf_cost_ >= kNoCompletion || c.close_cost_ >= kNoCompletion ||
-      c.open_cost_ >= kNoCompletion) {
+  if (copy_words) {
+    // Brackets only as "▁(NP", "▁(" "NP", "▁)" ["NP"].
+    if (!have[kClose] || !(have[kOpenLabeled] || (have[kOpenBare] && have[kContinueLabel]))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tree constraint: the vocabulary of ", size,
+          " pieces cannot write brackets as forced-leaf trees need them (\"▁(NP\" or \"▁(\" and "
+          "a capitalised label \"NP\", and \"▁)\")"));
+    }
+    c.label_cost_ = one(kContinueLabel);
+    c.close_cost_ = 1;
+    c.open_cost_ = std::min(one(kOpenLabeled), one(kOpenBare) + c.label_cost_);
+  } else if (c.leaf_cost_ >= kNoCompletion || c.close_cost_ >= kNoCompletion ||
+             c.open_cost_ >= kNoCompletion) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tree constraint: the vocabulary of ", size,
         " pieces cannot spell linearised trees (it needs pieces for an open \"(LABEL\", a close "
@@ -106,7 +149,7 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
 int TreeConstraint::CountWords(absl::Span<const int> source) const {
   int words = 0;
   for (int id : source) {
-    if (id >= 0 && id < static_cast<int>(starts_word_.size()) && starts_word_[id]) ++words;
+    if (StartsWord(id)) ++words;
   }
   return words;
 }
@@ -116,8 +159,16 @@ void TreeConstraint::Start(absl::Span<const int> source, int max_length, int32_t
   values[kLex] = kBegin;
   values[kWords] = CountWords(source);
   values[kMaxLength] = max_length;
+  // The words run from the first piece that starts one to the eos.
+  int end = static_cast<int>(source.size());
+  if (end > 0 && source[end - 1] == eos_id_) --end;
+  int cursor = 0;
+  while (cursor < end && !StartsWord(source[cursor])) ++cursor;
+  values[kCursor] = leaf_kind_ == LeafRule::kSpelled ? 0 : cursor;
+  values[kWordsEnd] = end;
   State state(values);
-  if (state[kWords] == 0) {
+  if (state[kWords] == 0 ||
+      (leaf_kind_ == LeafRule::kSpelled && state[kWords] >= static_cast<int>(spelled_before_.size()))) {
     state.set_flag(kOff, true);
   } else if (CompletionCost(state) <= max_length) {
     state.set_flag(kLengthRule, true);
@@ -127,8 +178,15 @@ void TreeConstraint::Start(absl::Span<const int> source, int max_length, int32_t
 
 bool TreeConstraint::Apply(PieceClass piece_class, State& state) const {
   enum Event { kNone, kOpens, kCloses, kLeafs };
+  // Forced leaves: the model writes brackets, their capitalised labels and
+  // eos; the leaves come from ApplyCopy. (Text that is no label is where a
+  // model still learning to copy would put the word it wants: "(NP" "ing".)
+  if (copy_words_ && piece_class != kOpenLabeled && piece_class != kOpenBare &&
+      piece_class != kClose && piece_class != kContinueLabel && piece_class != kEnd) {
+    return false;
+  }
   const int32_t lex = state[kLex];
-  const bool boundary = lex == kBegin || lex == kComplete;
+  const bool boundary = AtBoundary(lex);
   int32_t next = kComplete;
   Event event = kNone;
   switch (piece_class) {
@@ -158,11 +216,12 @@ bool TreeConstraint::Apply(PieceClass piece_class, State& state) const {
       event = kCloses;
       break;
     case kContinueText:
-      if (lex == kBegin) return false;
+    case kContinueLabel:
+      if (lex == kBegin || lex == kWordDone) return false;
       if (lex == kTokenStart) event = kLeafs;  // Else more of the token's text.
       break;
     case kEnd:
-      return lex == kComplete && state.flag(kStarted) && state[kDepth] == 0 &&
+      return (lex == kComplete || lex == kWordDone) && state.flag(kStarted) && state[kDepth] == 0 &&
              state[kLeaves] == state[kWords];
     default:
       return false;
@@ -183,7 +242,7 @@ bool TreeConstraint::Apply(PieceClass piece_class, State& state) const {
       state.set_flag(kHasWord, true);  // The parent now covers the closed child's words.
       break;
     case kLeafs:
-      if (depth == 0 || !word_left) return false;
+      if (copy_words_ || depth == 0 || !word_left) return false;  // Copies come from ApplyCopy.
       ++state[kLeaves];
       state.set_flag(kHasWord, true);
       break;
@@ -195,39 +254,100 @@ bool TreeConstraint::Apply(PieceClass piece_class, State& state) const {
   return true;
 }
 
+int64_t TreeConstraint::LeavesCost(const State& state) const {
+  if (leaf_kind_ == LeafRule::kSourceWords) return state[kWordsEnd] - state[kCursor];
+  if (leaf_kind_ == LeafRule::kSpelled) {
+    // The current leaf's pieces left, then the leaves still to start.
+    const int32_t leaves = state[kLeaves];
+    int64_t pieces = spelled_before_[state[kWords]] - spelled_before_[leaves];
+    if (state[kLex] == kInWord) pieces += static_cast<int64_t>(spellings_[leaves - 1].size()) - state[kCursor];
+    return pieces;
+  }
+  return int64_t{state[kWords] - state[kLeaves]} * leaf_cost_;
+}
+
 int64_t TreeConstraint::CompletionCost(const State& state) const {
   const int64_t left = state[kWords] - state[kLeaves];
   const int64_t depth = state[kDepth];
   const int32_t lex = state[kLex];
+  const int64_t leaves = LeavesCost(state);
   if (!state.flag(kStarted)) {
     // The root still to open, over every word.
     if (left < 1) return kNoCompletion;
     const int64_t open = lex == kBegin        ? open_cost_
                          : lex == kTokenStart ? open_after_space_
                                               : kNoCompletion;
-    return open + left * leaf_cost_ + close_cost_ + 1;
+    return open + leaves + close_cost_ + 1;
   }
   // Then: the leaves left (each where the text stands), the closes, eos.
   switch (lex) {
     case kOpenNoLabel:
-      return label_cost_ + left * leaf_cost_ + depth * close_cost_ + 1;
+      return label_cost_ + leaves + depth * close_cost_ + 1;
     case kComplete:
+    case kWordDone:
+    case kInWord:  // The copied word's pieces left are among the leaves'.
       if (depth == 0) return left == 0 ? 1 : kNoCompletion;
-      return left * leaf_cost_ + depth * close_cost_ + 1;
+      return leaves + depth * close_cost_ + 1;
     case kTokenStart: {
-      // The started token must become a leaf or a close.
+      // The started token must become a leaf (not in copy mode), a close
+      // or an open.
       int64_t best = kNoCompletion;
-      if (depth >= 1 && left >= 1) {
+      if (!copy_words_ && depth >= 1 && left >= 1) {
         best = leaf_after_space_ + (left - 1) * leaf_cost_ + depth * close_cost_ + 1;
       }
       if (depth >= 1 && state.flag(kHasWord) && (depth > 1 || left == 0)) {
-        best = std::min(best, close_after_space_ + left * leaf_cost_ + (depth - 1) * close_cost_ + 1);
+        best = std::min(best, close_after_space_ + leaves + (depth - 1) * close_cost_ + 1);
+      }
+      if (depth >= 1 && depth < kMaxDepth && left >= 1) {
+        best = std::min(best, open_after_space_ + leaves + (depth + 1) * close_cost_ + 1);
       }
       return best;
     }
     default:
       return kNoCompletion;
   }
+}
+
+bool TreeConstraint::CopyAllowed(const State& state) const {
+  if (!copy_words_ || state.flag(kOff)) return false;
+  if (state[kLex] == kInWord) return true;
+  if (leaf_kind_ == LeafRule::kSourceWords && state[kCursor] >= state[kWordsEnd]) return false;
+  if (!AtBoundary(state[kLex]) || state[kDepth] == 0 || state[kLeaves] >= state[kWords]) {
+    return false;
+  }
+  if (!state.flag(kLengthRule)) return true;
+  // After its first piece, the rest of the words, the closes and eos must
+  // still fit (the cost counts the source's pieces, however they split).
+  State next = state;
+  ++next[kTaken];
+  ++next[kCursor];
+  ++next[kLeaves];
+  next[kLex] = kInWord;
+  next.set_flag(kHasWord, true);
+  return next[kTaken] + CompletionCost(next) <= next[kMaxLength];
+}
+
+int TreeConstraint::ForcedPiece(const State& state, absl::Span<const int> source) const {
+  if (leaf_kind_ == LeafRule::kSourceWords) return source[state[kCursor]];
+  const int32_t leaf = state[kLex] == kInWord ? state[kLeaves] - 1 : state[kLeaves];
+  return spellings_[leaf][state[kCursor]];
+}
+
+void TreeConstraint::ApplyCopy(absl::Span<const int> source, State& state) const {
+  if (state[kLex] != kInWord) {
+    ++state[kLeaves];
+    state.set_flag(kHasWord, true);
+  }
+  const int32_t next = ++state[kCursor];
+  if (leaf_kind_ == LeafRule::kSourceWords) {
+    state[kLex] = next < state[kWordsEnd] && !StartsWord(source[next]) ? kInWord : kWordDone;
+  } else if (next < static_cast<int32_t>(spellings_[state[kLeaves] - 1].size())) {
+    state[kLex] = kInWord;
+  } else {
+    state[kLex] = kWordDone;
+    state[kCursor] = 0;
+  }
+  ++state[kTaken];
 }
 
 std::array<bool, TreeConstraint::kNumClasses> TreeConstraint::AllowedClasses(
@@ -254,23 +374,41 @@ std::array<bool, TreeConstraint::kNumClasses> TreeConstraint::AllowedClasses(
   return allowed;
 }
 
-void TreeConstraint::Mask(const int32_t* state, float* log_probs) const {
-  const std::array<bool, kNumClasses> allowed = AllowedClasses(state);
+void TreeConstraint::Mask(const int32_t* values, absl::Span<const int> source,
+                          float* log_probs) const {
+  const State state(values);
+  const bool copy = CopyAllowed(state);
+  const int copied = copy ? ForcedPiece(state, source) : -1;
+  const float copied_log_prob = copy ? log_probs[copied] : 0.0f;
+  constexpr float kForbidden = -std::numeric_limits<float>::infinity();
   const size_t size = class_of_.size();
-  for (size_t token = 0; token < size; ++token) {
-    if (!allowed[class_of_[token]]) log_probs[token] = -std::numeric_limits<float>::infinity();
+  if (copy && state[kLex] == kInWord) {
+    std::fill(log_probs, log_probs + size, kForbidden);
+  } else {
+    const std::array<bool, kNumClasses> allowed = AllowedClasses(values);
+    for (size_t token = 0; token < size; ++token) {
+      if (!allowed[class_of_[token]]) log_probs[token] = kForbidden;
+    }
   }
+  if (copy) log_probs[copied] = copied_log_prob;
 }
 
-bool TreeConstraint::Allows(const int32_t* state, int token) const {
+bool TreeConstraint::Allows(const int32_t* values, absl::Span<const int> source, int token) const {
   if (token < 0 || token >= static_cast<int>(class_of_.size())) return false;
-  return AllowedClasses(state)[class_of_[token]];
+  const State state(values);
+  if (CopyAllowed(state) && token == ForcedPiece(state, source)) return true;
+  if (copy_words_ && state[kLex] == kInWord) return false;
+  return AllowedClasses(values)[class_of_[token]];
 }
 
-void TreeConstraint::Advance(int token, int32_t* values) const {
+void TreeConstraint::Advance(int token, absl::Span<const int> source, int32_t* values) const {
   State state(values);
   if (state.flag(kOff) || token < 0 || token >= static_cast<int>(class_of_.size())) return;
-  Apply(static_cast<PieceClass>(class_of_[token]), state);
+  if (CopyAllowed(state) && token == ForcedPiece(state, source)) {
+    ApplyCopy(source, state);
+  } else if (state[kLex] != kInWord) {
+    Apply(static_cast<PieceClass>(class_of_[token]), state);
+  }
   std::copy(state.values, state.values + kStateSize, values);
 }
 

@@ -2,6 +2,17 @@
 // a well-formed linearised tree (core/data/linearize.h: "(S (NP XX )NP (VP
 // XX )VP . )S") with exactly one leaf per source word.
 //
+// With copied words (LeafStyle::kWord: "(S (NP John )NP (VP sleeps )VP
+// )S") a leaf is not chosen by the model: wherever a leaf may come, the one
+// allowed is the next source word, spelled in exactly the source's pieces,
+// and no other leaf text is. With numbered leaves (LeafStyle::kIndexed:
+// "(S (NP XX0 )NP (VP XX1 )VP )S") leaf i is forced to the pieces of its
+// spelling "XXi" the same way. The model then only decides where brackets
+// go: "▁(" or "▁)" and a label in capital letters ("NP"; SentencePiece
+// splits brackets from letters), or a whole "▁(NP". Text that is not a
+// label (a piece of a word the model would rather write) never extends a
+// bracket.
+//
 // The model writes SentencePiece pieces, not tree tokens: a piece that
 // starts with "▁" starts a space-separated token, any other piece continues
 // the current one, so a rare bracket may come in parts ("▁(" "WH" "ADJP").
@@ -39,21 +50,35 @@
 
 namespace tfm {
 
+// Who writes the leaves.
+struct LeafRule {
+  enum Kind {
+    kChosen,       // The model, from leaf pieces ("XX", "."): LeafStyle::kPlaceholder.
+    kSourceWords,  // Copies of the source's words: LeafStyle::kWord.
+    kSpelled,      // spellings[i] for leaf i: LeafStyle::kIndexed. A source
+                   // with more words than spellings is not constrained.
+  };
+  Kind kind = kChosen;
+  std::vector<std::vector<int>> spellings;
+};
+
 class TreeConstraint : public DecodingConstraint {
  public:
   // `pieces[id]` is the vocabulary's piece for id. `eos_id` ends outputs;
-  // `never_ids` (pad, unk, bos) are never allowed. Fails when the pieces
-  // cannot spell an open, a close and a leaf.
+  // `never_ids` (pad, unk, bos) are never allowed, except as a forced leaf
+  // piece. `leaves` says who writes the leaves (above). Fails when the
+  // pieces cannot spell an open, a close and a leaf.
   static absl::StatusOr<std::unique_ptr<TreeConstraint>> Create(
-      const std::vector<std::string>& pieces, int eos_id, const std::vector<int>& never_ids);
+      const std::vector<std::string>& pieces, int eos_id, const std::vector<int>& never_ids,
+      LeafRule leaves = {});
 
   int state_size() const override { return kStateSize; }
   void Start(absl::Span<const int> source, int max_length, int32_t* state) const override;
-  void Mask(const int32_t* state, float* log_probs) const override;
-  void Advance(int token, int32_t* state) const override;
+  void Mask(const int32_t* state, absl::Span<const int> source, float* log_probs) const override;
+  void Advance(int token, absl::Span<const int> source, int32_t* state) const override;
 
   // Whether `token` is allowed after `state` (what Mask leaves finite).
-  bool Allows(const int32_t* state, int token) const;
+  bool Allows(const int32_t* state, absl::Span<const int> source, int token) const;
 
   // Words the constraint counts in `source`.
   int CountWords(absl::Span<const int> source) const;
@@ -75,13 +100,21 @@ class TreeConstraint : public DecodingConstraint {
     kContinueClose,        // ")NP" after "▁".
     kContinueText,         // Text without brackets: a leaf after "▁", else
                            // more of the current token's label or leaf.
+    kContinueLabel,        // The same, all capital letters ("NP", "XX"):
+                           // with forced leaves, the only text the model
+                           // writes, and only as a bracket's label.
     kEnd,                  // eos.
     kNumClasses,
   };
 
  private:
   // State values: what the text spelled so far leaves open.
-  enum StateIndex { kLex, kDepth, kLeaves, kWords, kFlags, kTaken, kMaxLength, kStateSize };
+  // kCursor: the source piece a copied leaf takes next (kSourceWords), or
+  // the piece of the current leaf's spelling (kSpelled); kWordsEnd: where
+  // the source's words end (its eos).
+  enum StateIndex {
+    kLex, kDepth, kLeaves, kWords, kFlags, kTaken, kMaxLength, kCursor, kWordsEnd, kStateSize
+  };
 
   struct State;
 
@@ -89,6 +122,16 @@ class TreeConstraint : public DecodingConstraint {
 
   // Applies `piece_class` to `state`; false when the rules forbid it.
   bool Apply(PieceClass piece_class, State& state) const;
+  // Forced leaves: whether the next forced piece may come now (it starts or
+  // continues a leaf), which it is, and taking it.
+  bool CopyAllowed(const State& state) const;
+  int ForcedPiece(const State& state, absl::Span<const int> source) const;
+  void ApplyCopy(absl::Span<const int> source, State& state) const;
+  // Pieces of the leaves still to come.
+  int64_t LeavesCost(const State& state) const;
+  bool StartsWord(int id) const {
+    return id >= 0 && id < static_cast<int>(starts_word_.size()) && starts_word_[id];
+  }
   // Pieces, eos included, of the shortest completion of `state` (a large
   // number when there is none).
   int64_t CompletionCost(const State& state) const;
@@ -97,6 +140,10 @@ class TreeConstraint : public DecodingConstraint {
   std::vector<uint8_t> class_of_;  // By id.
   std::vector<bool> starts_word_;  // By id: the piece starts with "▁".
   int eos_id_ = 0;
+  LeafRule::Kind leaf_kind_ = LeafRule::kChosen;
+  bool copy_words_ = false;  // Leaves are forced (kSourceWords or kSpelled).
+  std::vector<std::vector<int>> spellings_;
+  std::vector<int64_t> spelled_before_;  // [i]: pieces of spellings 0..i-1.
   // Pieces of the cheapest way to spell a whole token from a token
   // boundary, and to finish one from a lone "▁" or a bare "(".
   int64_t leaf_cost_ = 0, close_cost_ = 0, open_cost_ = 0;

@@ -4,6 +4,8 @@
 // here by an independent reading of the text the pieces spell.
 #include "core/decode/tree_constraint.h"
 
+#include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,17 +32,19 @@ const std::vector<std::string>& Pieces() {
       "<pad>", "<s>", "</s>", "<unk>",                          // 0-3
       "▁(S", "▁(NP", "▁(VP", "▁)S", "▁)NP", "▁)VP", "▁XX", "▁.",  // 4-11
       "▁(", "PP", "▁)", "▁", "(", "(ADJP", ")PP", "XX", "s",      // 12-20
-      "▁the", "▁dog", "▁ba(d", "▁x▁y", ")",                       // 21-25
+      "▁the", "▁dog", "▁ba(d", "▁x▁y", ")", "ing",                // 21-26
   };
   return *pieces;
 }
 constexpr int kUnk = 3, kOpenS = 4, kOpenNp = 5, kCloseS = 7, kCloseNp = 8, kLeafXx = 10;
 constexpr int kOpenBare = 12, kLabelPp = 13, kSpace = 15, kParen = 16, kTextS = 20, kThe = 21,
-              kDog = 22, kBad = 23, kTwoWords = 24;
+              kDog = 22, kBad = 23, kTwoWords = 24, kIng = 26;
 
-std::unique_ptr<TreeConstraint> MakeConstraint() {
+std::unique_ptr<TreeConstraint> MakeConstraint(bool copy_words = false) {
+  LeafRule leaves;
+  if (copy_words) leaves.kind = LeafRule::kSourceWords;
   absl::StatusOr<std::unique_ptr<TreeConstraint>> constraint =
-      TreeConstraint::Create(Pieces(), kEos, {kPad, kBos, kUnk});
+      TreeConstraint::Create(Pieces(), kEos, {kPad, kBos, kUnk}, leaves);
   EXPECT_TRUE(constraint.ok()) << constraint.status();
   return *std::move(constraint);
 }
@@ -103,8 +107,20 @@ std::vector<std::vector<int>> Sources() {
           {kThe, kThe, kThe, kThe, kThe, kThe, kThe, kThe, kThe, kThe, kThe, kEos}};  // 11
 }
 
+// The leaves of linearised `text`, joined by spaces.
+std::string Leaves(const std::string& text) {
+  std::vector<std::string> leaves;
+  for (const std::string& token : std::vector<std::string>(absl::StrSplit(text, ' '))) {
+    if (!token.empty() && token[0] != '(' && token[0] != ')') leaves.push_back(token);
+  }
+  return absl::StrJoin(leaves, " ");
+}
+
+// With `expected_leaves`, the leaves must also be what it gives for the
+// source.
 void ExpectTrees(SearchStrategy& search, ScriptedModel& model, const TreeConstraint& constraint,
-                 bool must_end) {
+                 bool must_end,
+                 std::function<std::string(const std::vector<int>&)> expected_leaves = nullptr) {
   const std::vector<std::vector<int>> sources = Sources();
   absl::StatusOr<std::vector<NBestList>> results = search.Search(model, sources);
   ASSERT_TRUE(results.ok()) << results.status();
@@ -116,6 +132,9 @@ void ExpectTrees(SearchStrategy& search, ScriptedModel& model, const TreeConstra
       EXPECT_TRUE(h.ended) << Spell(h.tokens);
       EXPECT_EQ(TreeProblem(Spell(h.tokens), words), "")
           << "source " << s << ": " << Spell(h.tokens);
+      if (expected_leaves) {
+        EXPECT_EQ(Leaves(Spell(h.tokens)), expected_leaves(sources[s])) << "source " << s;
+      }
     }
   }
 }
@@ -157,6 +176,95 @@ TEST(TreeConstraintTest, RandomModelsGiveWellFormedTreesOverTheWords) {
   }
 }
 
+TEST(TreeConstraintTest, CopiedWordsGiveWellFormedTreesOverTheSourceWords) {
+  const auto constraint = MakeConstraint(/*copy_words=*/true);
+  const int vocab = static_cast<int>(Pieces().size());
+  for (double eos_shift : {0.0, 20.0, -20.0}) {
+    ScriptedModel model(vocab, /*eos_bias=*/0.3, eos_shift);
+    for (int offset : {300, 8, 2}) {  // 2: exactly the shortest tree fits.
+      SCOPED_TRACE(::testing::Message() << "eos shift " << eos_shift << ", offset " << offset);
+      GreedySearch greedy(Options(1, offset, constraint.get()));
+      ExpectTrees(greedy, model, *constraint, /*must_end=*/true, Spell);
+      for (int beam : {3, 6}) {
+        BeamSearch search(Options(beam, offset, constraint.get()));
+        ExpectTrees(search, model, *constraint, /*must_end=*/true, Spell);
+      }
+    }
+  }
+}
+
+// Leaf i spelled as kSpellings[i % 3]: whole, in two pieces, in two words'
+// pieces glued ("theing").
+std::vector<std::vector<int>> Spellings(int count) {
+  const std::vector<std::vector<int>> kinds = {{kLeafXx}, {kSpace, 19}, {kThe, kIng}};
+  std::vector<std::vector<int>> spellings;
+  for (int i = 0; i < count; ++i) spellings.push_back(kinds[i % 3]);
+  return spellings;
+}
+
+std::unique_ptr<TreeConstraint> MakeSpelledConstraint(int spellings) {
+  LeafRule leaves;
+  leaves.kind = LeafRule::kSpelled;
+  leaves.spellings = Spellings(spellings);
+  absl::StatusOr<std::unique_ptr<TreeConstraint>> constraint =
+      TreeConstraint::Create(Pieces(), kEos, {kPad, kBos, kUnk}, leaves);
+  EXPECT_TRUE(constraint.ok()) << constraint.status();
+  return *std::move(constraint);
+}
+
+TEST(TreeConstraintTest, SpelledLeavesComeInOrderWhateverTheModelSays) {
+  const auto constraint = MakeSpelledConstraint(12);
+  const auto expected = [&](const std::vector<int>& source) {
+    std::vector<int> pieces;
+    const std::vector<std::vector<int>> spellings = Spellings(constraint->CountWords(source));
+    for (const std::vector<int>& spelling : spellings) {
+      pieces.insert(pieces.end(), spelling.begin(), spelling.end());
+    }
+    return Spell(pieces);
+  };
+  const int vocab = static_cast<int>(Pieces().size());
+  for (double eos_shift : {0.0, 20.0, -20.0}) {
+    ScriptedModel model(vocab, /*eos_bias=*/0.3, eos_shift);
+    for (int offset : {300, 20}) {  // Spellings may be longer than words.
+      SCOPED_TRACE(::testing::Message() << "eos shift " << eos_shift << ", offset " << offset);
+      GreedySearch greedy(Options(1, offset, constraint.get()));
+      ExpectTrees(greedy, model, *constraint, /*must_end=*/true, expected);
+      for (int beam : {3, 6}) {
+        BeamSearch search(Options(beam, offset, constraint.get()));
+        ExpectTrees(search, model, *constraint, /*must_end=*/true, expected);
+      }
+    }
+  }
+}
+
+TEST(TreeConstraintTest, SourcesWithMoreWordsThanSpellingsAreNotConstrained) {
+  const auto constraint = MakeSpelledConstraint(2);
+  ScriptedModel model(static_cast<int>(Pieces().size()), /*eos_bias=*/0.3);
+  GreedySearch greedy(Options(1, 20, constraint.get()));
+  // Two words: constrained; three: anything but the never pieces.
+  const auto results = greedy.Search(model, {{kThe, kDog, kEos}, {kThe, kDog, kThe, kEos}});
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ(TreeProblem(Spell((*results)[0][0].tokens), 2), "");
+  // The three-word source decodes as under a constraint that only forbids
+  // the never pieces.
+  class NeverOnly : public DecodingConstraint {
+   public:
+    int state_size() const override { return 1; }
+    void Start(absl::Span<const int>, int, int32_t*) const override {}
+    void Mask(const int32_t*, absl::Span<const int>, float* log_probs) const override {
+      for (int never : {kPad, kBos, kUnk}) log_probs[never] = -INFINITY;
+    }
+    void Advance(int, absl::Span<const int>, int32_t*) const override {}
+  } never_only;
+  SearchOptions options = Options(1, 20, nullptr);
+  options.constraint = &never_only;
+  GreedySearch unconstrained_search(options);
+  const auto unconstrained = unconstrained_search.Search(model, {{kThe, kDog, kThe, kEos}});
+  ASSERT_TRUE(unconstrained.ok());
+  EXPECT_EQ((*results)[1][0].tokens, (*unconstrained)[0][0].tokens);
+  EXPECT_NE(TreeProblem(Spell((*results)[1][0].tokens), 3), "");
+}
+
 TEST(TreeConstraintTest, TooShortALimitKeepsTheBracketRules) {
   const auto constraint = MakeConstraint();
   ScriptedModel model(static_cast<int>(Pieces().size()), /*eos_bias=*/0.3);
@@ -182,17 +290,25 @@ TEST(TreeConstraintTest, BeamOfOneIsGreedyUnderTheConstraint) {
 class Walk {
  public:
   Walk(const TreeConstraint& constraint, const std::vector<int>& source, int max_length)
-      : constraint_(constraint), state_(constraint.state_size()) {
-    constraint.Start(source, max_length, state_.data());
+      : constraint_(constraint), source_(source), state_(constraint.state_size()) {
+    constraint.Start(source_, max_length, state_.data());
   }
-  bool Allows(int token) const { return constraint_.Allows(state_.data(), token); }
+  bool Allows(int token) const {
+    // Mask must agree with Allows.
+    std::vector<float> log_probs(Pieces().size(), -1.0f);
+    constraint_.Mask(state_.data(), source_, log_probs.data());
+    const bool allows = constraint_.Allows(state_.data(), source_, token);
+    EXPECT_EQ(allows, std::isfinite(log_probs[token])) << Pieces()[token];
+    return allows;
+  }
   void Take(int token) {
     ASSERT_TRUE(Allows(token)) << Pieces()[token];
-    constraint_.Advance(token, state_.data());
+    constraint_.Advance(token, source_, state_.data());
   }
 
  private:
   const TreeConstraint& constraint_;
+  std::vector<int> source_;
   std::vector<int32_t> state_;
 };
 
@@ -258,6 +374,48 @@ TEST(TreeConstraintTest, LeavesRoomToFinishWithinTheMaximumLength) {
   walk.Take(19);
   EXPECT_FALSE(walk.Allows(kSpace));   // "▁" ")PP" "▁)S" and eos: 7.
   EXPECT_TRUE(walk.Allows(kCloseS));
+}
+
+TEST(TreeConstraintTest, CopiesTheNextSourceWordPieceByPiece) {
+  const auto constraint = MakeConstraint(/*copy_words=*/true);
+  const std::vector<int> source = {kThe, kDog, kIng, kEos};  // "the doging"
+  Walk walk(*constraint, source, 100);
+  EXPECT_FALSE(walk.Allows(kThe));      // A leaf outside the root.
+  walk.Take(kOpenS);
+  EXPECT_FALSE(walk.Allows(kLeafXx));   // No leaf but the next word...
+  EXPECT_FALSE(walk.Allows(kDog));      // ...which is "the".
+  EXPECT_FALSE(walk.Allows(kCloseS));
+  walk.Take(kThe);
+  EXPECT_FALSE(walk.Allows(kTextS));    // "the" is whole: nothing extends it.
+  EXPECT_FALSE(walk.Allows(kIng));
+  walk.Take(kOpenNp);
+  walk.Take(kDog);
+  for (int token : {kCloseNp, kOpenNp, kDog, kTextS, kEos}) {
+    EXPECT_FALSE(walk.Allows(token)) << Pieces()[token];  // "dog" goes on: "ing".
+  }
+  walk.Take(kIng);
+  EXPECT_FALSE(walk.Allows(kThe));      // Every word is copied.
+  EXPECT_FALSE(walk.Allows(kEos));
+  walk.Take(kCloseNp);
+  walk.Take(kCloseS);
+  EXPECT_TRUE(walk.Allows(kEos));
+}
+
+TEST(TreeConstraintTest, CopiedWordsCountTheirPiecesAgainstTheMaximumLength) {
+  const auto constraint = MakeConstraint(/*copy_words=*/true);
+  const std::vector<int> source = {kThe, kDog, kIng, kEos};
+  // "(S the dog ing )S" and eos: 6 steps.
+  Walk tight(*constraint, source, 6);
+  tight.Take(kOpenS);
+  EXPECT_FALSE(tight.Allows(kOpenNp));  // 8 > 6.
+  tight.Take(kThe);
+  tight.Take(kDog);
+  tight.Take(kIng);
+  tight.Take(kCloseS);
+  EXPECT_TRUE(tight.Allows(kEos));
+  Walk roomy(*constraint, source, 8);
+  roomy.Take(kOpenS);
+  EXPECT_TRUE(roomy.Allows(kOpenNp));   // "(S (NP the dog ing )NP )S" and eos: 8.
 }
 
 TEST(TreeConstraintTest, VocabularyThatCannotSpellATreeIsAnError) {

@@ -169,24 +169,30 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
                                                      const std::string& input_name,
                                                      std::ostream* log,
                                                      const DecodingHooks& hooks) {
-  return DecodeLines(*trained.model, trained.tokenizer,
-                     trained.config.data().batching().max_length(), decode, lines, input_name,
+  return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines, input_name,
                      log, hooks);
 }
 
 absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
-                                                     const Tokenizer& tokenizer, int max_length,
+                                                     const Tokenizer& tokenizer,
+                                                     const config::TaskConfig& config,
                                                      const config::DecodeConfig& decode,
                                                      const std::vector<std::string>& lines,
                                                      const std::string& input_name,
                                                      std::ostream* log,
                                                      const DecodingHooks& hooks) {
-  const EncodedLines encoded = EncodeLines(tokenizer, max_length, lines, input_name, log);
+  std::vector<std::string> prepared;
+  if (hooks.prepare) {
+    prepared.reserve(lines.size());
+    for (const std::string& line : lines) prepared.push_back(hooks.prepare(line));
+  }
+  const EncodedLines encoded = EncodeLines(tokenizer, config.data().batching().max_length(),
+                                           hooks.prepare ? prepared : lines, input_name, log);
   const std::vector<std::vector<int>>& sources = encoded.sources;
   const std::vector<int>& source_of = encoded.source_of;
   std::unique_ptr<DecodingConstraint> constraint;
   if (hooks.constraint) {
-    TFM_ASSIGN_OR_RETURN(constraint, hooks.constraint(tokenizer));
+    TFM_ASSIGN_OR_RETURN(constraint, hooks.constraint(config, tokenizer));
   }
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search,
                        CreateSearchStrategy(decode, constraint.get()));
@@ -194,7 +200,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
   // The line written for hypothesis `tokens` of input line i.
   const auto output_line = [&](size_t i, const std::vector<int>& tokens) -> absl::StatusOr<std::string> {
     TFM_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(tokens));
-    return hooks.format ? hooks.format(lines[i], text) : text;
+    return hooks.format ? hooks.format(config, lines[i], text) : text;
   };
   const int nbest = std::max(1, decode.nbest());
   std::vector<std::string> output;

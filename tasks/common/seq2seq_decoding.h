@@ -33,13 +33,20 @@ namespace tfm {
 // True for the commands RunSeq2SeqDecoding serves: decode and evaluate.
 bool IsDecodingCommand(TaskMode mode);
 
-// What a task adds to decoding (translation: nothing). `constraint` makes
-// the search's constraint for a model's vocabulary; `format` turns an
-// output's text into the line written, given its input line (parsing: the
-// tree over the line's words). Either may be empty.
+// What a task adds to decoding (translation: nothing), each given the
+// model's config. `prepare` turns an input line into the text the model
+// reads (parsing: its words, brackets written as the treebank does);
+// `constraint` makes the search's constraint for the model's vocabulary;
+// `format` turns an output's text into the line written, given its input
+// line (parsing: the tree over the line's words). Any may be empty.
 struct DecodingHooks {
-  std::function<absl::StatusOr<std::unique_ptr<DecodingConstraint>>(const Tokenizer&)> constraint;
-  std::function<std::string(const std::string& input_line, const std::string& text)> format;
+  std::function<std::string(const std::string& input_line)> prepare;
+  std::function<absl::StatusOr<std::unique_ptr<DecodingConstraint>>(const config::TaskConfig&,
+                                                                     const Tokenizer&)>
+      constraint;
+  std::function<std::string(const config::TaskConfig&, const std::string& input_line,
+                            const std::string& text)>
+      format;
 };
 
 // decode and evaluate (BLEU).
@@ -90,10 +97,11 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
                                                      const DecodingHooks& hooks = {});
 
 // The same with any model in memory (the one being trained, for validation
-// BLEU): `tokenizer` is its vocabulary and `max_length` the longest source
-// it takes in subwords (data.batching.max_length).
+// BLEU): `tokenizer` is its vocabulary and `config` its config (the longest
+// source it takes is data.batching.max_length subwords).
 absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
-                                                     const Tokenizer& tokenizer, int max_length,
+                                                     const Tokenizer& tokenizer,
+                                                     const config::TaskConfig& config,
                                                      const config::DecodeConfig& decode,
                                                      const std::vector<std::string>& lines,
                                                      const std::string& input_name,

@@ -13,6 +13,7 @@ namespace tfm {
 namespace {
 
 absl::StatusOr<ValidationScorer> MakeScorer(const CorpusMetric& metric,
+                                            const DecodingHooks& hooks,
                                             const config::TaskConfig& config,
                                             TrainableModel& model, const Tokenizer& tokenizer) {
   ValidationScorer scorer;
@@ -34,15 +35,14 @@ absl::StatusOr<ValidationScorer> MakeScorer(const CorpusMetric& metric,
   decode.set_strategy(config::DecodeConfig::GREEDY);
   decode.clear_beam_size();
   decode.set_nbest(1);
-  const int max_length = config.data().batching().max_length();
-  scorer.score = [decoder, &tokenizer, max_length, decode, metric, sources = std::move(sources),
+  scorer.score = [decoder, &tokenizer, config, decode, metric, hooks, sources = std::move(sources),
                   references =
                       std::move(references)](const TrainProgress&) -> absl::StatusOr<double> {
     // Lines the model cannot take (over max_length) come back empty and
     // count as such, silently: the same ones at every validation.
     TFM_ASSIGN_OR_RETURN(
         const std::vector<std::string> hypotheses,
-        DecodeLines(*decoder, tokenizer, max_length, decode, sources, "data.valid", nullptr));
+        DecodeLines(*decoder, tokenizer, config, decode, sources, "data.valid", nullptr, hooks));
     TFM_ASSIGN_OR_RETURN(const CorpusScore score, metric.score(hypotheses, references));
     return score.value;
   };
@@ -51,17 +51,16 @@ absl::StatusOr<ValidationScorer> MakeScorer(const CorpusMetric& metric,
 
 }  // namespace
 
-ValidationScorerFactory MakeValidationScorer(CorpusMetric metric) {
-  return [metric = std::move(metric)](const config::TaskConfig& config, TrainableModel& model,
-                                      const Tokenizer& tokenizer) {
-    return MakeScorer(metric, config, model, tokenizer);
-  };
+ValidationScorerFactory MakeValidationScorer(CorpusMetric metric, DecodingHooks hooks) {
+  return [metric = std::move(metric), hooks = std::move(hooks)](
+             const config::TaskConfig& config, TrainableModel& model,
+             const Tokenizer& tokenizer) { return MakeScorer(metric, hooks, config, model, tokenizer); };
 }
 
 absl::StatusOr<ValidationScorer> MakeValidationBleu(const config::TaskConfig& config,
                                                     TrainableModel& model,
                                                     const Tokenizer& tokenizer) {
-  return MakeScorer(BleuMetric(), config, model, tokenizer);
+  return MakeScorer(BleuMetric(), DecodingHooks{}, config, model, tokenizer);
 }
 
 }  // namespace tfm

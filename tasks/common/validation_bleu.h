@@ -15,6 +15,7 @@
 #include "core/train/training_job.h"
 #include "core/trainable_model.h"
 #include "tasks/common/corpus_metric.h"
+#include "tasks/common/seq2seq_decoding.h"
 
 namespace tfm {
 
@@ -33,8 +34,9 @@ absl::StatusOr<ValidationScorer> MakeValidationBleu(const config::TaskConfig& co
                                                     const Tokenizer& tokenizer);
 
 // The same with any task's metric (the scorer takes the metric's name):
-// the first train.validate_bleu_sentences of data.valid, decoded greedily.
-ValidationScorerFactory MakeValidationScorer(CorpusMetric metric);
+// the first train.validate_bleu_sentences of data.valid, decoded greedily
+// with the task's `hooks` (parsing: its tree constraint).
+ValidationScorerFactory MakeValidationScorer(CorpusMetric metric, DecodingHooks hooks = {});
 
 }  // namespace tfm
 

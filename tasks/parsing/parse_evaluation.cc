@@ -165,10 +165,10 @@ HeldOutEvaluation ParsingHeldOut() {
   return held_out;
 }
 
-CorpusMetric LinearizedParseF1() {
+CorpusMetric LinearizedParseF1(LeafStyle style) {
   CorpusMetric metric;
   metric.name = "f1";
-  metric.score = [](const std::vector<std::string>& hypotheses,
+  metric.score = [style](const std::vector<std::string>& hypotheses,
                     const std::vector<std::string>& references) -> absl::StatusOr<CorpusScore> {
     if (hypotheses.size() != references.size()) {
       return absl::InvalidArgumentError(absl::StrCat(hypotheses.size(), " parses for ",
@@ -182,12 +182,13 @@ CorpusMetric LinearizedParseF1() {
       for (const std::string& token : gold_tokens) {
         if (token[0] != '(' && token[0] != ')') words.push_back(absl::StrCat("w", words.size()));
       }
-      const Tree gold = Delinearize(gold_tokens, words);
+      const Tree gold = Delinearize(gold_tokens, words, nullptr, style);
       if (hypotheses[i].empty()) {
         scorer.Add(EvalbSkipSentence(EvalbLength(gold)));
         continue;
       }
-      Tree test = Delinearize(absl::StrSplit(hypotheses[i], ' ', absl::SkipEmpty()), words);
+      Tree test = Delinearize(absl::StrSplit(hypotheses[i], ' ', absl::SkipEmpty()), words,
+                              nullptr, style);
       TakeGoldTags(gold, &test);
       scorer.Add(EvalbScoreTrees(gold, test));
     }

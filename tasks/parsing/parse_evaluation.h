@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/data/linearize.h"
 #include "core/data/tree.h"
 #include "core/metrics/evalb.h"
 #include "core/task_registry.h"
@@ -44,13 +45,14 @@ EvalbScorer ScoreParses(const std::vector<std::string>& parses,
 absl::Status RunParseEvaluation(const TaskContext& context);
 
 // Validation F1 during training (train.validate_bleu_sentences lines of
-// data.valid, decoded greedily): hypotheses and references are linearised
-// trees (core/data/linearize.h). Both are rebuilt with Delinearize over
+// data.valid, decoded greedily under the tree constraint): hypotheses and
+// references are linearised trees with leaves in `style`
+// (core/data/linearize.h). Both are rebuilt with Delinearize over
 // stand-in words, as many as the reference has leaves (EVALB counts spans,
 // not words), the hypothesis takes the reference's leaf tags (punctuation
 // is then deleted from both alike) and EVALB's F1 over all lines is the
 // score, named "f1": checkpoint_best and patience follow it.
-CorpusMetric LinearizedParseF1();
+CorpusMetric LinearizedParseF1(LeafStyle style = LeafStyle::kPlaceholder);
 
 // The main job's: parse the trees of data.test (their words), write
 // WORK_DIR/test.words and test.trees, and print F1 against the trees.

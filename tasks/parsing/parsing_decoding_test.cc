@@ -43,6 +43,16 @@ class ParsingDecodingTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     work_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_work"));
+    words_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_words"));
+    indexed_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_indexed"));
+    WriteRandomModel(*work_dir_, config::CorpusConfig::PLACEHOLDERS);
+    WriteRandomModel(*words_dir_, config::CorpusConfig::WORDS);
+    WriteRandomModel(*indexed_dir_, config::CorpusConfig::INDEXED);
+  }
+
+  // A random model saved in `dir`, its vocabulary trained on pairs whose
+  // trees write their leaves as `leaves` says.
+  static void WriteRandomModel(const std::string& dir, config::CorpusConfig::TreeLeaves leaves) {
     config::TaskConfig config;
     config.set_task("parsing");
     config::TokenizerConfig& tokenizer_config = *config.mutable_data()->mutable_tokenizer();
@@ -64,6 +74,8 @@ class ParsingDecodingTest : public ::testing::Test {
     corpus.set_format(config::CorpusConfig::PTB_MRG);
     corpus.set_root(SharedDataPath("ptb_sample"));
     corpus.set_last_document(20);
+    corpus.set_tree_leaves(leaves);
+    *config.mutable_data()->add_train() = corpus;
     absl::StatusOr<std::unique_ptr<PairReader>> pairs = OpenCorpus(corpus);
     ASSERT_TRUE(pairs.ok()) << pairs.status();
     absl::StatusOr<Tokenizer> tokenizer = Tokenizer::TrainOnPairs(tokenizer_config, pairs->get());
@@ -80,11 +92,11 @@ class ParsingDecodingTest : public ::testing::Test {
     checkpoint.state.set_update(1);
     checkpoint.config = config;
     checkpoint.vocabulary = tokenizer->model();
-    ASSERT_TRUE(WriteCheckpoint(*work_dir_, checkpoint).ok());
+    ASSERT_TRUE(WriteCheckpoint(dir, checkpoint).ok());
   }
 
-  static TrainedModel Load() {
-    absl::StatusOr<TrainedModel> trained = LoadTrainedModel(*work_dir_, nullptr);
+  static TrainedModel Load(const std::string* dir = work_dir_) {
+    absl::StatusOr<TrainedModel> trained = LoadTrainedModel(*dir, nullptr);
     EXPECT_TRUE(trained.ok()) << trained.status();
     return *std::move(trained);
   }
@@ -94,9 +106,13 @@ class ParsingDecodingTest : public ::testing::Test {
   }
 
   static std::string* work_dir_;
+  static std::string* words_dir_;
+  static std::string* indexed_dir_;
 };
 
 std::string* ParsingDecodingTest::work_dir_ = nullptr;
+std::string* ParsingDecodingTest::words_dir_ = nullptr;
+std::string* ParsingDecodingTest::indexed_dir_ = nullptr;
 
 // Tokens whose opens and closes pair up into one root over `words` leaves,
 // with no constituent left without a word: what Delinearize keeps as it is
@@ -146,6 +162,57 @@ TEST_F(ParsingDecodingTest, ConstrainedOutputsOfARandomModelAreTreesOverTheWords
   ASSERT_TRUE(free.ok());
   const std::vector<std::string> tokens = absl::StrSplit((*free)[0], ' ', absl::SkipEmpty());
   EXPECT_EQ(Delinearize(tokens, InputWords(Sentences()[0])).label, kRepairRootLabel) << (*free)[0];
+}
+
+// The leaves a constrained output must have for `line`.
+using ExpectedLeaves = std::vector<std::string> (*)(const std::string& line);
+
+void ExpectForcedLeaves(TrainedModel& trained, ExpectedLeaves expected_leaves) {
+  std::vector<std::string> lines = Sentences();
+  lines.push_back("a ( b ) c");  // Brackets reach the model as -LRB- -RRB-.
+  DecodingHooks constraint_only = TreeDecodingHooks();
+  constraint_only.format = nullptr;
+  for (int beam : {1, 3}) {
+    DecodeRequest request;
+    request.beam = beam;
+    const config::DecodeConfig decode = DecodeSettings(trained.config, request);
+    absl::StatusOr<std::vector<std::string>> texts =
+        DecodeLines(trained, decode, lines, "in", nullptr, constraint_only);
+    ASSERT_TRUE(texts.ok()) << texts.status();
+    ASSERT_EQ(texts->size(), lines.size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      std::vector<std::string> leaves;
+      for (absl::string_view token : absl::StrSplit((*texts)[i], ' ', absl::SkipEmpty())) {
+        if (token[0] != '(' && token[0] != ')') leaves.emplace_back(token);
+      }
+      EXPECT_EQ(leaves, expected_leaves(lines[i])) << (*texts)[i];
+    }
+    absl::StatusOr<std::vector<std::string>> trees =
+        DecodeLines(trained, decode, lines, "in", nullptr, TreeDecodingHooks());
+    ASSERT_TRUE(trees.ok()) << trees.status();
+    for (size_t i = 0; i < lines.size(); ++i) {
+      absl::StatusOr<Tree> tree = ParseBracketedTree((*trees)[i]);
+      ASSERT_TRUE(tree.ok()) << (*trees)[i];
+      EXPECT_EQ(TreeWords(*tree), InputWords(lines[i]));
+      EXPECT_NE(tree->label, kRepairRootLabel) << (*trees)[i];
+    }
+  }
+}
+
+TEST_F(ParsingDecodingTest, WordLeafModelsCopyTheInputWordsAsLeaves) {
+  TrainedModel trained = Load(words_dir_);
+  ASSERT_EQ(ConfigLeafStyle(trained.config), LeafStyle::kWord);
+  ExpectForcedLeaves(trained, InputWords);
+}
+
+TEST_F(ParsingDecodingTest, IndexedLeafModelsNumberTheirLeavesInOrder) {
+  TrainedModel trained = Load(indexed_dir_);
+  ASSERT_EQ(ConfigLeafStyle(trained.config), LeafStyle::kIndexed);
+  ExpectForcedLeaves(trained, [](const std::string& line) {
+    std::vector<std::string> leaves;
+    for (size_t i = 0; i < InputWords(line).size(); ++i) leaves.push_back(IndexedLeaf(i));
+    return leaves;
+  });
 }
 
 TEST_F(ParsingDecodingTest, ParseCommandWritesOneTreeLinePerInputLine) {

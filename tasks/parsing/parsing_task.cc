@@ -27,7 +27,8 @@ class ParsingTask : public Task {
     }
     TFM_RETURN_IF_ERROR(CheckTreebanks(loaded, "data.train", data.train()));
     TFM_RETURN_IF_ERROR(CheckTreebanks(loaded, "data.valid", data.valid()));
-    return CheckTreebanks(loaded, "data.test", data.test());
+    TFM_RETURN_IF_ERROR(CheckTreebanks(loaded, "data.test", data.test()));
+    return CheckLeafStyles(loaded);
   }
 
   absl::Status Run(const TaskContext& context) override {
@@ -35,17 +36,47 @@ class ParsingTask : public Task {
     if (context.mode == TaskMode::kRun) {
       TFM_RETURN_IF_ERROR(Validate(context.config));
       return RunSeq2SeqMainJob(context, absl::StrCat("//tasks:", context.program),
-                               MakeValidationScorer(LinearizedParseF1()), ParsingHeldOut());
+                               ValidationF1(context.config.config), ParsingHeldOut());
     }
     if (IsTrainingCommand(context.mode)) {
       if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(Validate(context.config));
-      return RunSeq2SeqTraining(context, MakeValidationScorer(LinearizedParseF1()));
+      return RunSeq2SeqTraining(context, ValidationF1(context.config.config));
     }
     if (context.mode == TaskMode::kEvaluate) return RunParseEvaluation(context);
     return RunDecodeCommand(context, TreeDecodingHooks());
   }
 
  private:
+  // EVALB F1 of greedy, tree-constrained parses of the validation trees,
+  // read in the config's leaf style.
+  static ValidationScorerFactory ValidationF1(const config::TaskConfig& config) {
+    DecodingHooks hooks = TreeDecodingHooks();
+    hooks.format = nullptr;  // The metric reads linearised trees.
+    return MakeValidationScorer(LinearizedParseF1(ConfigLeafStyle(config)), std::move(hooks));
+  }
+
+  // One leaf style for every treebank: the model is trained and decodes in
+  // one.
+  static absl::Status CheckLeafStyles(const LoadedConfig& loaded) {
+    const config::DataConfig& data = loaded.config.data();
+    const auto style = data.train(0).tree_leaves();
+    for (const auto* corpora : {&data.train(), &data.valid(), &data.test()}) {
+      const std::string name = corpora == &data.train()   ? "data.train"
+                               : corpora == &data.valid() ? "data.valid"
+                                                          : "data.test";
+      for (int i = 0; i < corpora->size(); ++i) {
+        if (corpora->Get(i).tree_leaves() == style) continue;
+        const std::string field = absl::StrCat(name, "[", i, "].tree_leaves");
+        return absl::InvalidArgumentError(absl::StrCat(
+            loaded.sources.Describe(field), ": ", field, ": ",
+            config::CorpusConfig::TreeLeaves_Name(corpora->Get(i).tree_leaves()),
+            ", but data.train[0] has ", config::CorpusConfig::TreeLeaves_Name(style),
+            " (every treebank of a config writes its leaves alike)"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   static absl::Status CheckTreebanks(
       const LoadedConfig& loaded, const std::string& name,
       const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora) {

@@ -1,8 +1,10 @@
 #include "tasks/parsing/tree_decoding.h"
 
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "core/data/linearize.h"
+#include "core/data/ptb_corpus.h"
 #include "core/data/tree.h"
 #include "core/decode/tree_constraint.h"
 #include "core/status_macros.h"
@@ -17,26 +19,48 @@ std::vector<std::string> InputWords(const std::string& line) {
   return words;
 }
 
-std::string TreeLine(const std::string& line, const std::string& linearised) {
-  const std::vector<std::string> tokens =
-      absl::StrSplit(linearised, ' ', absl::SkipEmpty());
-  return FormatTree(Delinearize(tokens, InputWords(line)));
+LeafStyle ConfigLeafStyle(const config::TaskConfig& config) {
+  const config::DataConfig& data = config.data();
+  return data.train().empty() ? LeafStyle::kPlaceholder
+                              : TreeLeafStyle(data.train(0).tree_leaves());
 }
 
-absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(const Tokenizer& tokenizer) {
+std::string TreeLine(const std::string& line, const std::string& linearised, LeafStyle style) {
+  const std::vector<std::string> tokens =
+      absl::StrSplit(linearised, ' ', absl::SkipEmpty());
+  return FormatTree(Delinearize(tokens, InputWords(line), nullptr, style));
+}
+
+absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(const Tokenizer& tokenizer,
+                                                                        LeafStyle style) {
   std::vector<std::string> pieces(tokenizer.vocab_size());
   for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces[id] = tokenizer.IdToPiece(id);
+  LeafRule leaves;
+  if (style == LeafStyle::kWord) leaves.kind = LeafRule::kSourceWords;
+  if (style == LeafStyle::kIndexed) {
+    // Sources hold at most max_length pieces, so fewer words than this.
+    constexpr int kMaxLeaves = 1024;
+    leaves.kind = LeafRule::kSpelled;
+    for (int i = 0; i < kMaxLeaves; ++i) leaves.spellings.push_back(tokenizer.Encode(IndexedLeaf(i)));
+  }
   TFM_ASSIGN_OR_RETURN(
       std::unique_ptr<TreeConstraint> constraint,
       TreeConstraint::Create(pieces, tokenizer.eos_id(),
-                             {tokenizer.pad_id(), tokenizer.unk_id(), tokenizer.bos_id()}));
+                             {tokenizer.pad_id(), tokenizer.unk_id(), tokenizer.bos_id()},
+                             std::move(leaves)));
   return std::unique_ptr<DecodingConstraint>(std::move(constraint));
 }
 
 DecodingHooks TreeDecodingHooks() {
   DecodingHooks hooks;
-  hooks.constraint = MakeTreeConstraint;
-  hooks.format = TreeLine;
+  hooks.prepare = [](const std::string& line) { return absl::StrJoin(InputWords(line), " "); };
+  hooks.constraint = [](const config::TaskConfig& config, const Tokenizer& tokenizer) {
+    return MakeTreeConstraint(tokenizer, ConfigLeafStyle(config));
+  };
+  hooks.format = [](const config::TaskConfig& config, const std::string& line,
+                    const std::string& text) {
+    return TreeLine(line, text, ConfigLeafStyle(config));
+  };
   return hooks;
 }
 

@@ -1,8 +1,8 @@
 // Parsing's decoding: tree-constrained search (core/decode/tree_constraint.h)
 // and, for every output, the tree over the input line's words in Penn
 // Treebank brackets, "(S (NP (XX John)) (VP (XX sleeps)) (. .))": leaves are
-// tagged XX, or with the punctuation tag the model predicted (EVALB deletes
-// those words by tag). Delinearize rebuilds the tree and would repair an
+// tagged XX, or with the punctuation tag the model predicted or, for copied
+// words, the word's punctuation tag (EVALB deletes those words by tag). Delinearize rebuilds the tree and would repair an
 // output that is not one (only possible where a source's tree cannot fit in
 // its maximum length); input words that contain brackets are written as
 // -LRB- and -RRB-, as in the treebank, so every line reads back.
@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/config/task_config.pb.h"
+#include "core/data/linearize.h"
 #include "core/data/tokenizer.h"
 #include "core/decode/decoding_constraint.h"
 #include "tasks/common/seq2seq_decoding.h"
@@ -23,14 +25,23 @@ namespace tfm {
 // The words of an input line: split at spaces and tabs.
 std::vector<std::string> InputWords(const std::string& line);
 
-// The bracketed tree over `line`'s words that `linearised` (decoded text)
-// spells.
-std::string TreeLine(const std::string& line, const std::string& linearised);
+// The leaf style of a parsing config's linearised trees (its first
+// training treebank's tree_leaves; ParsingTask checks that they all agree).
+LeafStyle ConfigLeafStyle(const config::TaskConfig& config);
 
-// A TreeConstraint over `tokenizer`'s pieces (pad, unk and bos never).
-absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(const Tokenizer& tokenizer);
+// The bracketed tree over `line`'s words that `linearised` (decoded text,
+// leaves in `style`) spells.
+std::string TreeLine(const std::string& line, const std::string& linearised, LeafStyle style);
 
-// The constraint and TreeLine, for DecodeLines and the parse command.
+// A TreeConstraint over `tokenizer`'s pieces (pad, unk and bos never),
+// copying the source's words as leaves for LeafStyle::kWord and forcing
+// "XX0", "XX1", ... for LeafStyle::kIndexed.
+absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(const Tokenizer& tokenizer,
+                                                                        LeafStyle style);
+
+// The input's words as the model reads them (brackets as -LRB- -RRB-), the
+// constraint and TreeLine, in the model's leaf style, for DecodeLines and
+// the parse command.
 DecodingHooks TreeDecodingHooks();
 
 }  // namespace tfm

@@ -1,0 +1,55 @@
+// The parsing task's own config checks: treebank corpora only, and one leaf
+// style for every treebank (the model trains and decodes in one).
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/task_registry.h"
+#include "gtest/gtest.h"
+#include "tests/util/peer_python.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::SharedDataPath;
+
+config::CorpusConfig Treebank(int first, int last, config::CorpusConfig::TreeLeaves leaves) {
+  config::CorpusConfig corpus;
+  corpus.set_format(config::CorpusConfig::PTB_MRG);
+  corpus.set_root(SharedDataPath("ptb_sample"));
+  corpus.set_first_document(first);
+  corpus.set_last_document(last);
+  corpus.set_tree_leaves(leaves);
+  return corpus;
+}
+
+absl::Status ValidateParsing(const config::TaskConfig& config) {
+  absl::StatusOr<std::unique_ptr<Task>> task = CreateTask("parsing");
+  if (!task.ok()) return task.status();
+  LoadedConfig loaded;
+  loaded.config = config;
+  loaded.sources.set_file("wsj_test.pbtxt");
+  return (*task)->Validate(loaded);
+}
+
+TEST(ParsingTaskTest, EveryTreebankWritesItsLeavesAlike) {
+  config::TaskConfig config;
+  config.set_task("parsing");
+  config::DataConfig& data = *config.mutable_data();
+  *data.add_train() = Treebank(1, 169, config::CorpusConfig::WORDS);
+  *data.add_valid() = Treebank(170, 179, config::CorpusConfig::WORDS);
+  *data.add_test() = Treebank(180, 189, config::CorpusConfig::WORDS);
+  EXPECT_TRUE(ValidateParsing(config).ok()) << ValidateParsing(config);
+
+  data.mutable_valid(0)->clear_tree_leaves();  // PLACEHOLDERS.
+  const absl::Status mixed = ValidateParsing(config);
+  EXPECT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.message().find("wsj_test.pbtxt"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.message().find("data.valid[0].tree_leaves: PLACEHOLDERS, but data.train[0] "
+                                 "has WORDS"),
+            std::string::npos)
+      << mixed;
+}
+
+}  // namespace
+}  // namespace tfm
