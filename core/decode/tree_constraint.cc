@@ -23,8 +23,8 @@ enum Lex : int32_t {
   kTokenStart,   // A lone "▁": a token starts, nothing of it yet.
   kOpenNoLabel,  // "(" without a label yet.
   kComplete,     // A whole token (open with a label, close, or leaf).
-  kInWord,       // Copy mode: a copied word with pieces still to come.
-  kWordDone,     // Copy mode: a whole copied word (no text may extend it).
+  kInWord,       // Forced leaves: a leaf with pieces still to come.
+  kWordDone,     // Forced leaves: a whole leaf (no text may extend it).
 };
 
 bool AtBoundary(int32_t lex) { return lex == kBegin || lex == kComplete || lex == kWordDone; }
@@ -78,9 +78,9 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
   }
   std::unique_ptr<TreeConstraint> constraint(new TreeConstraint());
   constraint->eos_id_ = eos_id;
-  const bool copy_words = leaves.kind != LeafRule::kChosen;
+  const bool forced_leaves = leaves.kind != LeafRule::kChosen;
   constraint->leaf_kind_ = leaves.kind;
-  constraint->copy_words_ = copy_words;
+  constraint->forced_leaves_ = forced_leaves;
   constraint->spelled_before_.assign(1, 0);
   for (const std::vector<int>& spelling : leaves.spellings) {
     if (spelling.empty()) {
@@ -103,14 +103,14 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
   bool have[kNumClasses] = {};
   for (int id = 0; id < size; ++id) {
     PieceClass piece_class = Classify(pieces[id]);
+    const bool never = std::find(never_ids.begin(), never_ids.end(), id) != never_ids.end();
     if (id == eos_id) piece_class = kEnd;
-    if (std::find(never_ids.begin(), never_ids.end(), id) != never_ids.end()) piece_class = kNever;
+    if (never) piece_class = kNever;
     constraint->class_of_[id] = piece_class;
-    // Copied words may hold any text, brackets included: every piece that
-    // starts with "▁" starts one.
-    const bool special = id == eos_id || std::find(never_ids.begin(), never_ids.end(), id) !=
-                                             never_ids.end();
-    constraint->starts_word_[id] = (copy_words ? !special : piece_class != kNever) &&
+    // With forced leaves, source words may hold any text, brackets included:
+    // every piece that starts with "▁" starts one.
+    const bool special = id == eos_id || never;
+    constraint->starts_word_[id] = (forced_leaves ? !special : piece_class != kNever) &&
                                    absl::StartsWith(pieces[id], kWordMark);
     have[piece_class] = true;
   }
@@ -125,7 +125,7 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
   c.close_cost_ = std::min(one(kClose), one(kSpace) + c.close_after_space_);
   c.open_cost_ = std::min({one(kOpenLabeled), one(kOpenBare) + c.label_cost_,
                            one(kSpace) + c.open_after_space_});
-  if (copy_words) {
+  if (forced_leaves) {
     // Brackets only as "▁(NP", "▁(" "NP", "▁)" ["NP"].
     if (!have[kClose] || !(have[kOpenLabeled] || (have[kOpenBare] && have[kContinueLabel]))) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -181,7 +181,7 @@ bool TreeConstraint::Apply(PieceClass piece_class, State& state) const {
   // Forced leaves: the model writes brackets, their capitalised labels and
   // eos; the leaves come from ApplyCopy. (Text that is no label is where a
   // model still learning to copy would put the word it wants: "(NP" "ing".)
-  if (copy_words_ && piece_class != kOpenLabeled && piece_class != kOpenBare &&
+  if (forced_leaves_ && piece_class != kOpenLabeled && piece_class != kOpenBare &&
       piece_class != kClose && piece_class != kContinueLabel && piece_class != kEnd) {
     return false;
   }
@@ -242,7 +242,7 @@ bool TreeConstraint::Apply(PieceClass piece_class, State& state) const {
       state.set_flag(kHasWord, true);  // The parent now covers the closed child's words.
       break;
     case kLeafs:
-      if (copy_words_ || depth == 0 || !word_left) return false;  // Copies come from ApplyCopy.
+      if (forced_leaves_ || depth == 0 || !word_left) return false;  // Copies come from ApplyCopy.
       ++state[kLeaves];
       state.set_flag(kHasWord, true);
       break;
@@ -289,10 +289,10 @@ int64_t TreeConstraint::CompletionCost(const State& state) const {
       if (depth == 0) return left == 0 ? 1 : kNoCompletion;
       return leaves + depth * close_cost_ + 1;
     case kTokenStart: {
-      // The started token must become a leaf (not in copy mode), a close
+      // The started token must become a leaf (unless leaves are forced), a close
       // or an open.
       int64_t best = kNoCompletion;
-      if (!copy_words_ && depth >= 1 && left >= 1) {
+      if (!forced_leaves_ && depth >= 1 && left >= 1) {
         best = leaf_after_space_ + (left - 1) * leaf_cost_ + depth * close_cost_ + 1;
       }
       if (depth >= 1 && state.flag(kHasWord) && (depth > 1 || left == 0)) {
@@ -309,7 +309,7 @@ int64_t TreeConstraint::CompletionCost(const State& state) const {
 }
 
 bool TreeConstraint::CopyAllowed(const State& state) const {
-  if (!copy_words_ || state.flag(kOff)) return false;
+  if (!forced_leaves_ || state.flag(kOff)) return false;
   if (state[kLex] == kInWord) return true;
   if (leaf_kind_ == LeafRule::kSourceWords && state[kCursor] >= state[kWordsEnd]) return false;
   if (!AtBoundary(state[kLex]) || state[kDepth] == 0 || state[kLeaves] >= state[kWords]) {
@@ -397,7 +397,7 @@ bool TreeConstraint::Allows(const int32_t* values, absl::Span<const int> source,
   if (token < 0 || token >= static_cast<int>(class_of_.size())) return false;
   const State state(values);
   if (CopyAllowed(state) && token == ForcedPiece(state, source)) return true;
-  if (copy_words_ && state[kLex] == kInWord) return false;
+  if (forced_leaves_ && state[kLex] == kInWord) return false;
   return AllowedClasses(values)[class_of_[token]];
 }
 

@@ -141,7 +141,7 @@ class TreeConstraint : public DecodingConstraint {
   std::vector<bool> starts_word_;  // By id: the piece starts with "▁".
   int eos_id_ = 0;
   LeafRule::Kind leaf_kind_ = LeafRule::kChosen;
-  bool copy_words_ = false;  // Leaves are forced (kSourceWords or kSpelled).
+  bool forced_leaves_ = false;  // Leaves are forced (kSourceWords or kSpelled).
   std::vector<std::vector<int>> spellings_;
   std::vector<int64_t> spelled_before_;  // [i]: pieces of spellings 0..i-1.
   // Pieces of the cheapest way to spell a whole token from a token
