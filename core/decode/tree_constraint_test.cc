@@ -150,6 +150,27 @@ SearchOptions Options(int beam, int offset, const TreeConstraint* constraint) {
   return options;
 }
 
+// ExpectTrees for greedy search and beams 3 and 6 under random models,
+// with eos shifts that make a model want to end at once or never, at each
+// of `offsets` (maximum length = source + offset).
+void ExpectTreesUnderRandomModels(
+    const TreeConstraint& constraint, const std::vector<int>& offsets,
+    std::function<std::string(const std::vector<int>&)> expected_leaves = nullptr) {
+  const int vocab = static_cast<int>(Pieces().size());
+  for (double eos_shift : {0.0, 20.0, -20.0}) {
+    ScriptedModel model(vocab, /*eos_bias=*/0.3, eos_shift);
+    for (int offset : offsets) {
+      SCOPED_TRACE(::testing::Message() << "eos shift " << eos_shift << ", offset " << offset);
+      GreedySearch greedy(Options(1, offset, &constraint));
+      ExpectTrees(greedy, model, constraint, /*must_end=*/true, expected_leaves);
+      for (int beam : {3, 6}) {
+        BeamSearch search(Options(beam, offset, &constraint));
+        ExpectTrees(search, model, constraint, /*must_end=*/true, expected_leaves);
+      }
+    }
+  }
+}
+
 TEST(TreeConstraintTest, CountsWordsAsPiecesThatStartOne) {
   const auto constraint = MakeConstraint();
   const std::vector<int> expected = {2, 1, 6, 2, 11};
@@ -160,37 +181,12 @@ TEST(TreeConstraintTest, CountsWordsAsPiecesThatStartOne) {
 
 TEST(TreeConstraintTest, RandomModelsGiveWellFormedTreesOverTheWords) {
   const auto constraint = MakeConstraint();
-  const int vocab = static_cast<int>(Pieces().size());
-  // eos shifts: a model that wants to end at once, one that never wants to.
-  for (double eos_shift : {0.0, 20.0, -20.0}) {
-    ScriptedModel model(vocab, /*eos_bias=*/0.3, eos_shift);
-    for (int offset : {300, 8, 2}) {  // 2: exactly the shortest tree fits.
-      SCOPED_TRACE(::testing::Message() << "eos shift " << eos_shift << ", offset " << offset);
-      GreedySearch greedy(Options(1, offset, constraint.get()));
-      ExpectTrees(greedy, model, *constraint, /*must_end=*/true);
-      for (int beam : {3, 6}) {
-        BeamSearch search(Options(beam, offset, constraint.get()));
-        ExpectTrees(search, model, *constraint, /*must_end=*/true);
-      }
-    }
-  }
+  ExpectTreesUnderRandomModels(*constraint, {300, 8, 2});  // 2: exactly the shortest tree fits.
 }
 
 TEST(TreeConstraintTest, CopiedWordsGiveWellFormedTreesOverTheSourceWords) {
   const auto constraint = MakeConstraint(/*copy_words=*/true);
-  const int vocab = static_cast<int>(Pieces().size());
-  for (double eos_shift : {0.0, 20.0, -20.0}) {
-    ScriptedModel model(vocab, /*eos_bias=*/0.3, eos_shift);
-    for (int offset : {300, 8, 2}) {  // 2: exactly the shortest tree fits.
-      SCOPED_TRACE(::testing::Message() << "eos shift " << eos_shift << ", offset " << offset);
-      GreedySearch greedy(Options(1, offset, constraint.get()));
-      ExpectTrees(greedy, model, *constraint, /*must_end=*/true, Spell);
-      for (int beam : {3, 6}) {
-        BeamSearch search(Options(beam, offset, constraint.get()));
-        ExpectTrees(search, model, *constraint, /*must_end=*/true, Spell);
-      }
-    }
-  }
+  ExpectTreesUnderRandomModels(*constraint, {300, 8, 2}, Spell);
 }
 
 // Leaf i spelled as kSpellings[i % 3]: whole, in two pieces, in two words'
@@ -222,19 +218,8 @@ TEST(TreeConstraintTest, SpelledLeavesComeInOrderWhateverTheModelSays) {
     }
     return Spell(pieces);
   };
-  const int vocab = static_cast<int>(Pieces().size());
-  for (double eos_shift : {0.0, 20.0, -20.0}) {
-    ScriptedModel model(vocab, /*eos_bias=*/0.3, eos_shift);
-    for (int offset : {300, 20}) {  // Spellings may be longer than words.
-      SCOPED_TRACE(::testing::Message() << "eos shift " << eos_shift << ", offset " << offset);
-      GreedySearch greedy(Options(1, offset, constraint.get()));
-      ExpectTrees(greedy, model, *constraint, /*must_end=*/true, expected);
-      for (int beam : {3, 6}) {
-        BeamSearch search(Options(beam, offset, constraint.get()));
-        ExpectTrees(search, model, *constraint, /*must_end=*/true, expected);
-      }
-    }
-  }
+  // Spellings may be longer than words: no offset of 2.
+  ExpectTreesUnderRandomModels(*constraint, {300, 20}, expected);
 }
 
 TEST(TreeConstraintTest, SourcesWithMoreWordsThanSpellingsAreNotConstrained) {
