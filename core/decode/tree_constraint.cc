@@ -308,7 +308,7 @@ int64_t TreeConstraint::CompletionCost(const State& state) const {
   }
 }
 
-bool TreeConstraint::CopyAllowed(const State& state) const {
+bool TreeConstraint::CopyAllowed(const State& state, absl::Span<const int> source) const {
   if (!forced_leaves_ || state.flag(kOff)) return false;
   if (state[kLex] == kInWord) return true;
   if (leaf_kind_ == LeafRule::kSourceWords && state[kCursor] >= state[kWordsEnd]) return false;
@@ -316,14 +316,10 @@ bool TreeConstraint::CopyAllowed(const State& state) const {
     return false;
   }
   if (!state.flag(kLengthRule)) return true;
-  // After its first piece, the rest of the words, the closes and eos must
-  // still fit (the cost counts the source's pieces, however they split).
+  // After its first piece, the rest of the leaves, the closes and eos must
+  // still fit.
   State next = state;
-  ++next[kTaken];
-  ++next[kCursor];
-  ++next[kLeaves];
-  next[kLex] = kInWord;
-  next.set_flag(kHasWord, true);
+  ApplyCopy(source, next);
   return next[kTaken] + CompletionCost(next) <= next[kMaxLength];
 }
 
@@ -377,7 +373,7 @@ std::array<bool, TreeConstraint::kNumClasses> TreeConstraint::AllowedClasses(
 void TreeConstraint::Mask(const int32_t* values, absl::Span<const int> source,
                           float* log_probs) const {
   const State state(values);
-  const bool copy = CopyAllowed(state);
+  const bool copy = CopyAllowed(state, source);
   const int copied = copy ? ForcedPiece(state, source) : -1;
   const float copied_log_prob = copy ? log_probs[copied] : 0.0f;
   constexpr float kForbidden = -std::numeric_limits<float>::infinity();
@@ -396,7 +392,7 @@ void TreeConstraint::Mask(const int32_t* values, absl::Span<const int> source,
 bool TreeConstraint::Allows(const int32_t* values, absl::Span<const int> source, int token) const {
   if (token < 0 || token >= static_cast<int>(class_of_.size())) return false;
   const State state(values);
-  if (CopyAllowed(state) && token == ForcedPiece(state, source)) return true;
+  if (CopyAllowed(state, source) && token == ForcedPiece(state, source)) return true;
   if (forced_leaves_ && state[kLex] == kInWord) return false;
   return AllowedClasses(values)[class_of_[token]];
 }
@@ -404,7 +400,7 @@ bool TreeConstraint::Allows(const int32_t* values, absl::Span<const int> source,
 void TreeConstraint::Advance(int token, absl::Span<const int> source, int32_t* values) const {
   State state(values);
   if (state.flag(kOff) || token < 0 || token >= static_cast<int>(class_of_.size())) return;
-  if (CopyAllowed(state) && token == ForcedPiece(state, source)) {
+  if (CopyAllowed(state, source) && token == ForcedPiece(state, source)) {
     ApplyCopy(source, state);
   } else if (state[kLex] != kInWord) {
     Apply(static_cast<PieceClass>(class_of_[token]), state);

@@ -124,7 +124,7 @@ class TreeConstraint : public DecodingConstraint {
   bool Apply(PieceClass piece_class, State& state) const;
   // Forced leaves: whether the next forced piece may come now (it starts or
   // continues a leaf), which it is, and taking it.
-  bool CopyAllowed(const State& state) const;
+  bool CopyAllowed(const State& state, absl::Span<const int> source) const;
   int ForcedPiece(const State& state, absl::Span<const int> source) const;
   void ApplyCopy(absl::Span<const int> source, State& state) const;
   // Pieces of the leaves still to come.
