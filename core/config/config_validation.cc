@@ -148,6 +148,7 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
   problems.RequireNonNegative("train.validate_every_steps", train.validate_every_steps());
   problems.RequireNonNegative("train.validate_bleu_sentences", train.validate_bleu_sentences());
   problems.RequireNonEmpty("train.best_checkpoint_metric", train.best_checkpoint_metric());
+  problems.RequireProbability("train.cooldown_fraction", train.cooldown_fraction());
   if (train.average_last_checkpoints() > 1 && train.checkpoint_every_minutes() <= 0 &&
       train.checkpoint_every_steps() <= 0) {
     problems.Add("train.average_last_checkpoints",

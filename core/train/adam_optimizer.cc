@@ -24,9 +24,9 @@ absl::StatusOr<AdamOptimizer> AdamOptimizer::Create(std::vector<Parameter*> para
   return optimizer;
 }
 
-absl::Status AdamOptimizer::Step(int64_t update) {
+absl::Status AdamOptimizer::Step(int64_t update, double lr_factor) {
   AdamOptions options;
-  options.lr = schedule_.LearningRate(update);
+  options.lr = LearningRate(update, lr_factor);
   options.beta1 = adam_.beta1();
   options.beta2 = adam_.beta2();
   options.eps = adam_.epsilon();

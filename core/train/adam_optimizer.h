@@ -23,10 +23,14 @@ class AdamOptimizer {
                                               const InverseSqrtSchedule& schedule);
 
   // Applies the update numbered `update` (1 for the first: the bias
-  // corrections and the schedule count from 1) with the current gradients.
-  absl::Status Step(int64_t update);
+  // corrections and the schedule count from 1) with the current gradients,
+  // at the schedule's rate times `lr_factor` (a cooldown's, see
+  // CooldownFactor).
+  absl::Status Step(int64_t update, double lr_factor = 1.0);
 
-  double LearningRate(int64_t update) const { return schedule_.LearningRate(update); }
+  double LearningRate(int64_t update, double lr_factor = 1.0) const {
+    return schedule_.LearningRate(update) * lr_factor;
+  }
 
   // The moments as named tensors ("<param>.exp_avg", "<param>.exp_avg_sq",
   // torch.optim.Adam's names), sharing storage: writing into them (a

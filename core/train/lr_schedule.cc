@@ -25,4 +25,9 @@ double InverseSqrtSchedule::LearningRate(int64_t step) const {
   return factor_ * std::min(1.0 / std::sqrt(s), s * warmup_factor_);
 }
 
+double CooldownFactor(double fraction, double progress) {
+  if (fraction <= 0) return 1.0;
+  return std::clamp((1.0 - progress) / fraction, 0.0, 1.0);
+}
+
 }  // namespace tfm

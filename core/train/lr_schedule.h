@@ -30,6 +30,12 @@ class InverseSqrtSchedule {
   double warmup_factor_;  // warmup^-1.5
 };
 
+// The factor of a budgeted run's cooldown (train.cooldown_fraction): 1 until
+// `progress` (the fraction of the run done, in [0, 1]) reaches
+// 1 - `fraction`, then falling linearly to 0 at progress 1. `fraction` 0:
+// always 1.
+double CooldownFactor(double fraction, double progress);
+
 }  // namespace tfm
 
 #endif  // TFM_CORE_TRAIN_LR_SCHEDULE_H_

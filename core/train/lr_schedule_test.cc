@@ -27,5 +27,15 @@ TEST(InverseSqrtScheduleTest, RejectsBadSettings) {
   EXPECT_FALSE(InverseSqrtSchedule::Create(512, 4000, -1.0).ok());
 }
 
+TEST(CooldownFactorTest, OneUntilTheLastFractionThenLinearToZero) {
+  EXPECT_EQ(CooldownFactor(0.0, 0.99), 1.0);  // No cooldown.
+  EXPECT_EQ(CooldownFactor(0.25, 0.0), 1.0);
+  EXPECT_EQ(CooldownFactor(0.25, 0.75), 1.0);
+  EXPECT_DOUBLE_EQ(CooldownFactor(0.25, 0.875), 0.5);
+  EXPECT_DOUBLE_EQ(CooldownFactor(0.25, 0.8125), 0.75);
+  EXPECT_EQ(CooldownFactor(0.25, 1.0), 0.0);
+  EXPECT_EQ(CooldownFactor(0.25, 1.5), 0.0);  // A run past its budget.
+}
+
 }  // namespace
 }  // namespace tfm

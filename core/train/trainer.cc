@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "core/train/checkpoint_schedule.h"
+#include "core/train/lr_schedule.h"
 #include "core/train/stop_signal.h"
 #include "ops/adam/grad_norm.h"
 
@@ -53,6 +54,7 @@ TrainerOptions TrainerOptions::FromConfig(const config::TrainConfig& train) {
   options.patience = train.patience();
   options.max_consecutive_nonfinite = train.max_consecutive_nonfinite();
   options.seed = train.seed();
+  options.cooldown_fraction = train.cooldown_fraction();
   options.distributed_timeout = absl::Seconds(train.distributed_timeout_seconds());
   return options;
 }
@@ -167,13 +169,13 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
   return result;
 }
 
-absl::Status Trainer::ApplyUpdate(int64_t update) {
+absl::Status Trainer::ApplyUpdate(int64_t update, double lr_factor) {
   if (options_.clip_norm > 0) {
     std::vector<Tensor> grads;
     for (Parameter* p : parameters_) grads.push_back(p->grad);
     TFM_RETURN_IF_ERROR(ClipGradNorm(grads, options_.clip_norm).status());
   }
-  return optimizer_->Step(update);
+  return optimizer_->Step(update, lr_factor);
 }
 
 absl::StatusOr<ValidationLog> Trainer::Validate(const TrainProgress& progress) {
@@ -199,10 +201,11 @@ absl::StatusOr<Trainer::Agreement> Trainer::Agree(Agreement rank_zero_view, int6
   double flags[] = {StopSignalReceived() != 0 ? 1.0 : 0.0,
                     zero && rank_zero_view.time_up ? 1.0 : 0.0,
                     zero && rank_zero_view.validate_by_time ? 1.0 : 0.0,
-                    zero && rank_zero_view.checkpoint_due ? 1.0 : 0.0};
+                    zero && rank_zero_view.checkpoint_due ? 1.0 : 0.0,
+                    zero ? rank_zero_view.lr_factor : 0.0};
   TFM_RETURN_IF_ERROR(communicator_->AllReduceSum(
       flags, absl::StrCat("the ranks' agreement before update ", update)));
-  return Agreement{flags[0] > 0, flags[1] > 0, flags[2] > 0, flags[3] > 0};
+  return Agreement{flags[0] > 0, flags[1] > 0, flags[2] > 0, flags[3] > 0, flags[4]};
 }
 
 absl::StatusOr<ValidationLog> Trainer::ValidateOnRankZero(const TrainProgress& progress) {
@@ -275,6 +278,18 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
                                  progress->update, progress->train_seconds);
   Window window;
   double last_gnorm = 0;
+  double lr_factor = 1.0;  // The cooldown's at the last update.
+  // How much of the run is done, by its time limit or its updates, whichever
+  // is further on: the cooldown's clock.
+  const auto run_done = [&] {
+    double done =
+        static_cast<double>(progress->update) / std::max<int64_t>(1, options_.max_updates);
+    if (options_.time_limit != absl::InfiniteDuration() &&
+        options_.time_limit > absl::ZeroDuration()) {
+      done = std::max(done, absl::FDivDuration(absl::Now() - run_start, options_.time_limit));
+    }
+    return done;
+  };
   const auto elapsed = [&] {
     return progress->train_seconds + absl::ToDoubleSeconds(absl::Now() - run_start);
   };
@@ -288,7 +303,7 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     log.loss = PerToken(stats.loss, stats.target_tokens);
     log.nll = PerToken(stats.nll, stats.target_tokens);
     log.ppl = std::exp(log.nll);
-    log.lr = optimizer_->LearningRate(p.update);
+    log.lr = optimizer_->LearningRate(p.update, lr_factor);
     log.gnorm = gnorm;
     log.source_tokens_per_second = stats.source_tokens / seconds;
     log.target_tokens_per_second = stats.target_tokens / seconds;
@@ -310,6 +325,7 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     clock.validate_by_time = options_.validate_every_time > absl::ZeroDuration() &&
                              absl::Now() >= next_validation;
     clock.checkpoint_due = checkpoints.Due(progress->update + 1, elapsed());
+    clock.lr_factor = CooldownFactor(options_.cooldown_fraction, run_done());
     TFM_ASSIGN_OR_RETURN(const Agreement agreed, Agree(clock, progress->update + 1));
     if (agreed.stop_signal) {
       reason = StopReason::kSignal;
@@ -344,7 +360,8 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
       continue;
     }
     progress->consecutive_nonfinite = 0;
-    TFM_RETURN_IF_ERROR(ApplyUpdate(progress->update + 1));
+    lr_factor = agreed.lr_factor;
+    TFM_RETURN_IF_ERROR(ApplyUpdate(progress->update + 1, lr_factor));
     ++progress->update;
     progress->data = batcher_->position();
     last_gnorm = gnorm;

@@ -136,6 +136,9 @@ struct TrainerOptions {
   bool best_by_score = false;
   int max_consecutive_nonfinite = 10;
   uint64_t seed = 1;
+  // The last fraction of the run over which the rate falls to 0 (0: none;
+  // train.cooldown_fraction).
+  double cooldown_fraction = 0;
   // Bounds each wait for other ranks (see core/distributed/communicator.h).
   absl::Duration distributed_timeout = absl::Minutes(10);
 
@@ -181,7 +184,7 @@ class Trainer {
   };
   absl::StatusOr<Gradients> ComputeGradients(const std::vector<Batch>& batches,
                                              uint64_t first_counter, int64_t update);
-  absl::Status ApplyUpdate(int64_t update);
+  absl::Status ApplyUpdate(int64_t update, double lr_factor);
 
  private:
   // The next update_freq batches, across an epoch's end.
@@ -193,6 +196,7 @@ class Trainer {
     bool time_up = false;
     bool validate_by_time = false;
     bool checkpoint_due = false;
+    double lr_factor = 1.0;  // The cooldown's, from rank 0's clock.
   };
   absl::StatusOr<Agreement> Agree(Agreement rank_zero_view, int64_t update);
   // Rank 0 validates; every rank returns its figures.

@@ -163,6 +163,36 @@ TEST(TrainerTest, ValidationLossFallsAndLogsCarryTheFigures) {
   EXPECT_GE(saves, 2);  // Best validations and the final one.
 }
 
+TEST(TrainerTest, CooldownScalesTheRateOverTheRunsLastFraction) {
+  config::TrainConfig train = SmallTraining();
+  train.set_cooldown_fraction(0.5);
+  TrainingRun run(train);
+  std::vector<UpdateLog> logs;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  hooks.on_update = [&](const TrainProgress&, const UpdateLog& log) { logs.push_back(log); };
+  TrainProgress progress;
+  ASSERT_EQ(*run.MakeTrainer(train, hooks)->Run(&progress), StopReason::kMaxUpdates);
+  ASSERT_EQ(logs.size(), 40u);
+  // Update u is taken with u - 1 of the 40 done: the paper's rate through
+  // update 21, then (1 - (u - 1) / 40) / 0.5 of it, falling by 0.05 an update.
+  for (const UpdateLog& log : logs) {
+    const double done = (log.update - 1) / 40.0;
+    const double factor = done <= 0.5 ? 1.0 : (1.0 - done) / 0.5;
+    EXPECT_NEAR(log.lr, run.optimizer->LearningRate(log.update) * factor, 1e-12)
+        << "update " << log.update;
+  }
+  EXPECT_NEAR(logs.back().lr, 0.05 * run.optimizer->LearningRate(40), 1e-12);
+
+  // The same run without the cooldown moves the weights further in its
+  // last updates: the cooldown reached the optimizer, not just the log.
+  config::TrainConfig plain = SmallTraining();
+  TrainingRun plain_run(plain);
+  TrainProgress plain_progress;
+  ASSERT_EQ(*plain_run.MakeTrainer(plain, hooks)->Run(&plain_progress), StopReason::kMaxUpdates);
+  EXPECT_NE(WeightSum(plain_run.model), WeightSum(run.model));
+}
+
 // 2N updates in one run equal N, a checkpoint, a fresh process state, N more.
 TEST(TrainerTest, ResumeIsExact) {
   config::TrainConfig train = SmallTraining();
