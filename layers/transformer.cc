@@ -7,7 +7,9 @@
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "layers/parameter_init.h"
+#include "ops/add/add.h"
 #include "ops/cross_entropy/cross_entropy.h"
+#include "ops/embedding/embedding.h"
 #include "ops/embedding/tied_projection.h"
 #include "ops/fill/fill.h"
 #include "ops/softmax/softmax.h"
@@ -20,6 +22,9 @@ struct Transformer::BatchTensors {
   Tensor source_lengths;  // [batch]
   Tensor decoder_input;   // [batch, target_length]: bos, then the target shifted right.
   Tensor targets;         // [batch * target_length]
+  // model.decoder_leaf_alignment: [batch, target_length] rows of the
+  // encoder output flattened to [batch * source_length, d_model].
+  Tensor aligned_rows;
 };
 
 // What the loss's backward needs from a forward pass.
@@ -66,6 +71,14 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const config::M
         absl::StrCat("vocabulary of ", vocabulary.size, " with pad id ", vocabulary.pad_id,
                      ", bos id ", vocabulary.bos_id, " and eos id ", vocabulary.eos_id,
                      ": the ids must be in the vocabulary"));
+  }
+  const int64_t table_ids = static_cast<int64_t>(vocabulary.leaf_alignment.starts_leaf.size());
+  if (model.decoder_leaf_alignment() &&
+      (table_ids != vocabulary.size ||
+       vocabulary.leaf_alignment.starts_word.size() != vocabulary.leaf_alignment.starts_leaf.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.decoder_leaf_alignment needs to know which of the vocabulary's ", vocabulary.size,
+        " pieces start a leaf or a word; the model was built with tables for ", table_ids));
   }
   std::unique_ptr<Transformer> transformer(new Transformer());
   transformer->model_ = model;
@@ -121,6 +134,13 @@ absl::StatusOr<Transformer::BatchTensors> Transformer::ToTensors(const Batch& ba
   TFM_ASSIGN_OR_RETURN(
       tensors.targets,
       Int32OnDevice(batch.target, {static_cast<int64_t>(rows) * target_length}, device_));
+  if (model_.decoder_leaf_alignment()) {
+    TFM_ASSIGN_OR_RETURN(
+        tensors.aligned_rows,
+        Int32OnDevice(BatchLeafAlignment(batch.source, batch.source_length, batch.source_lengths,
+                                         decoder_input, target_length, vocabulary_.leaf_alignment),
+                      {rows, target_length}, device_));
+  }
   return tensors;
 }
 
@@ -133,6 +153,14 @@ absl::StatusOr<Tensor> Transformer::DecoderOutput(ForwardContext& context,
   TFM_ASSIGN_OR_RETURN(
       std::vector<Tensor> target,
       target_embedding_->Forward(context, {TargetTable().value, tensors.decoder_input}));
+  aligned_rows_ = tensors.aligned_rows;
+  if (aligned_rows_.defined()) {
+    memory_shape_ = memory[0].shape();
+    TFM_ASSIGN_OR_RETURN(
+        Tensor flat, memory[0].Reshape({memory_shape_[0] * memory_shape_[1], memory_shape_[2]}));
+    TFM_ASSIGN_OR_RETURN(Tensor aligned, Embedding(flat, aligned_rows_));
+    TFM_ASSIGN_OR_RETURN(target[0], Add(target[0], aligned));
+  }
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> decoded,
                        decoder_->Forward(context, {target[0], memory[0], tensors.source_lengths}));
   return decoded[0].Reshape({tensors.targets.dim(0), model_.d_model()});
@@ -184,6 +212,15 @@ absl::StatusOr<LossStats> Transformer::ForwardBackward(const Batch& batch,
   TFM_ASSIGN_OR_RETURN(Tensor d_decoded,
                        projection.dh.Reshape({batch.size, batch.target_length, model_.d_model()}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> decoder_grads, decoder_->Backward({d_decoded}));
+  if (aligned_rows_.defined()) {
+    // The encoder rows added to the decoder inputs take their gradient too.
+    TFM_ASSIGN_OR_RETURN(Tensor d_rows,
+                         EmbeddingBackward(aligned_rows_, decoder_grads[0],
+                                           memory_shape_[0] * memory_shape_[1]));
+    TFM_ASSIGN_OR_RETURN(d_rows, d_rows.Reshape(memory_shape_));
+    TFM_ASSIGN_OR_RETURN(decoder_grads[1], Add(decoder_grads[1], d_rows));
+    aligned_rows_ = Tensor();
+  }
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target_grads,
                        target_embedding_->Backward({decoder_grads[0]}));
   TFM_RETURN_IF_ERROR(AccumulateGrad(target_table, target_grads[0]));

@@ -36,6 +36,7 @@
 #include "core/device.h"
 #include "core/layer_registry.h"
 #include "core/trainable_model.h"
+#include "layers/leaf_alignment.h"
 
 namespace tfm {
 
@@ -45,6 +46,9 @@ struct VocabularySpec {
   int pad_id = 0;  // Batch padding; targets equal to it carry no loss.
   int bos_id = 2;  // First decoder input.
   int eos_id = 3;  // Ends a target; a search stops a hypothesis there.
+  // Which pieces start a leaf or a word: needed (one entry per id) with
+  // model.decoder_leaf_alignment, unused without.
+  LeafAlignmentTables leaf_alignment;
 };
 
 // StepContext and LossStats come from core/trainable_model.h: the trainer
@@ -102,6 +106,11 @@ class Transformer : public TrainableModel, public IncrementalModel {
   Parameter source_table_;                 // encoder.embed_tokens.weight
   std::optional<Parameter> target_table_;  // decoder.embed_tokens.weight, unshared only.
   std::unique_ptr<Layer> source_embedding_, target_embedding_, encoder_, decoder_;
+  // model.decoder_leaf_alignment: the last forward's rows of the flattened
+  // encoder output added to the decoder inputs, and that output's shape,
+  // for the backward.
+  Tensor aligned_rows_;
+  Shape memory_shape_;
 };
 
 }  // namespace tfm

@@ -1,7 +1,8 @@
 // Incremental decoding against the whole-sequence forward: every step's
 // log-probabilities must equal those of LogProbabilities at the same
 // position, for each model variant (post- and pre-norm, sinusoidal and
-// learned positions, shared and separate tables), for beams of rows per
+// learned positions, shared and separate tables, decoder inputs aligned to
+// the leaves), for beams of rows per
 // sentence, after reordering, and whatever the source padding.
 #include <cmath>
 #include <memory>
@@ -32,16 +33,26 @@ config::ModelConfig TinyModel() {
 }
 
 std::vector<config::ModelConfig> Variants() {
-  std::vector<config::ModelConfig> variants(4, TinyModel());
+  std::vector<config::ModelConfig> variants(5, TinyModel());
   variants[1].set_norm_position(config::ModelConfig::PRE);
   variants[2].set_positional_encoding(config::ModelConfig::LEARNED);
   variants[3].set_share_embeddings(false);
+  variants[4].set_decoder_leaf_alignment(true);
   return variants;
 }
 
 std::unique_ptr<Transformer> Build(const config::ModelConfig& model) {
+  VocabularySpec vocabulary{kVocab, kPad, kBos, kEos};
+  if (model.decoder_leaf_alignment()) {
+    // Every second id starts a word, every third a leaf: the steps' leaf
+    // counts and word positions move at different places in each row.
+    for (int id = 0; id < kVocab; ++id) {
+      vocabulary.leaf_alignment.starts_word.push_back(id % 2 == 0);
+      vocabulary.leaf_alignment.starts_leaf.push_back(id % 3 == 0);
+    }
+  }
   absl::StatusOr<std::unique_ptr<Transformer>> transformer =
-      Transformer::Create(model, VocabularySpec{kVocab, kPad, kBos, kEos}, Device::Cpu(), 7);
+      Transformer::Create(model, vocabulary, Device::Cpu(), 7);
   EXPECT_TRUE(transformer.ok()) << transformer.status();
   return transformer.ok() ? *std::move(transformer) : nullptr;
 }
@@ -153,7 +164,7 @@ TEST(TransformerDecodingTest, StepsEqualTheWholeSequenceForward) {
 // sentence leaving) continues exactly as decoding the reordered rows from
 // scratch.
 TEST(TransformerDecodingTest, ReorderingEqualsDecodingTheReorderedRows) {
-  for (const config::ModelConfig& variant : {Variants()[0], Variants()[1]}) {
+  for (const config::ModelConfig& variant : {Variants()[0], Variants()[1], Variants()[4]}) {
     std::unique_ptr<Transformer> model = Build(variant);
     ASSERT_NE(model, nullptr);
     const std::vector<std::vector<int>> sources = {Ids(6, 4), Ids(3, 5)};
@@ -214,6 +225,29 @@ TEST(TransformerDecodingTest, ReorderingEqualsDecodingTheReorderedRows) {
     EXPECT_EQ(model->Reorder(**state, {0, 1, 1}, 2).code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(model->Reorder(**state, {0}, 2).code(), absl::StatusCode::kInvalidArgument);
   }
+}
+
+// The aligned variant has the same parameters (same seed, none added), so
+// any difference is the encoder rows its decoder inputs take.
+TEST(TransformerDecodingTest, LeafAlignmentChangesWhatTheDecoderSees) {
+  std::unique_ptr<Transformer> plain = Build(Variants()[0]);
+  std::unique_ptr<Transformer> aligned = Build(Variants()[4]);
+  ASSERT_NE(plain, nullptr);
+  ASSERT_NE(aligned, nullptr);
+  const Batch batch = FullBatch({Ids(7, 3)}, {Ids(9, 4)});
+  const std::vector<float> a = plain->LogProbabilities(batch)->ToVector<float>();
+  const std::vector<float> b = aligned->LogProbabilities(batch)->ToVector<float>();
+  ASSERT_EQ(a.size(), b.size());
+  double difference = 0;
+  for (size_t i = 0; i < a.size(); ++i) difference = std::max<double>(difference, std::abs(a[i] - b[i]));
+  EXPECT_GT(difference, 1e-3);
+  // Without the tables the aligned model cannot be built.
+  config::ModelConfig model = TinyModel();
+  model.set_decoder_leaf_alignment(true);
+  EXPECT_EQ(Transformer::Create(model, VocabularySpec{kVocab, kPad, kBos, kEos}, Device::Cpu(), 7)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TransformerDecodingTest, RejectsBadInputs) {

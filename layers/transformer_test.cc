@@ -194,6 +194,50 @@ TEST(TransformerTest, DropoutDependsOnlyOnSeedAndCounter) {
   EXPECT_NE(eval, a);
 }
 
+// model.decoder_leaf_alignment adds encoder rows to the decoder inputs: the
+// gradient of every encoder parameter must carry that path too. Central
+// differences of the loss (no dropout) against ForwardBackward's gradient
+// for the encoder's last LayerNorm and a few embedding entries.
+TEST(TransformerTest, LeafAlignmentGradientsMatchCentralDifferences) {
+  config::ModelConfig model = TinyModel();
+  model.set_dropout(0);
+  model.set_attention_dropout(0);
+  model.set_decoder_leaf_alignment(true);
+  VocabularySpec vocabulary{kVocab, kPad, kBos};
+  for (int id = 0; id < kVocab; ++id) {
+    vocabulary.leaf_alignment.starts_word.push_back(id % 2 == 0);
+    vocabulary.leaf_alignment.starts_leaf.push_back(id % 3 == 0);
+  }
+  absl::StatusOr<std::unique_ptr<Transformer>> transformer =
+      Transformer::Create(model, vocabulary, Device::Cpu(), 42);
+  ASSERT_TRUE(transformer.ok()) << transformer.status();
+  const Batch batch = MakeBatch(kExamples, /*extra_padding=*/1);
+  ASSERT_TRUE((*transformer)->ForwardBackward(batch, {.training = false, .seed = 1}).ok());
+  int checked = 0;
+  for (Parameter* p : (*transformer)->Parameters()) {
+    const bool norm = p->name == "encoder.layers.1.final_layer_norm.bias" ||
+                      p->name == "encoder.layers.1.final_layer_norm.weight";
+    if (!norm && p->name != "encoder.embed_tokens.weight") continue;
+    float* values = p->value.data<float>();
+    const std::vector<float> grad = p->grad.ToVector<float>();
+    const int64_t count = norm ? p->value.num_elements() : 40;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t at = norm ? i : 16 * 5 + i;  // Rows 5 and 6 of the table.
+      const float saved = values[at];
+      const double h = 1e-3;
+      values[at] = saved + h;
+      const double up = (*transformer)->Evaluate(batch)->loss;
+      values[at] = saved - h;
+      const double down = (*transformer)->Evaluate(batch)->loss;
+      values[at] = saved;
+      const double numeric = (up - down) / (2 * h);
+      EXPECT_NEAR(grad[at], numeric, 2e-3 + 0.02 * std::abs(numeric)) << p->name << "[" << at << "]";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 16 + 16 + 40);
+}
+
 // More padding columns change neither the loss nor a gradient.
 TEST(TransformerTest, PaddingChangesNothing) {
   std::unique_ptr<Transformer> transformer = TinyTransformer();

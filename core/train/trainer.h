@@ -184,7 +184,7 @@ class Trainer {
   };
   absl::StatusOr<Gradients> ComputeGradients(const std::vector<Batch>& batches,
                                              uint64_t first_counter, int64_t update);
-  absl::Status ApplyUpdate(int64_t update, double lr_factor);
+  absl::Status ApplyUpdate(int64_t update, double lr_factor = 1.0);
 
  private:
   // The next update_freq batches, across an epoch's end.

@@ -179,7 +179,7 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromModel(vocabulary));
 
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
-                       make_model(config, tokenizer.vocab_size()));
+                       make_model(config, tokenizer));
   int64_t parameter_count = 0;
   for (Parameter* p : model->Parameters()) parameter_count += p->value.num_elements();
   log << absl::StrFormat("model: %d parameters (%.1fM), vocabulary %d\n", parameter_count,

@@ -24,8 +24,10 @@
 
 namespace tfm {
 
+// The model for `config` over `tokenizer`'s vocabulary (its size, special
+// ids and, for some models, its pieces).
 using ModelFactory = std::function<absl::StatusOr<std::unique_ptr<TrainableModel>>(
-    const config::TaskConfig& config, int vocab_size)>;
+    const config::TaskConfig& config, const Tokenizer& tokenizer)>;
 
 // A task's validation score for `model`, the model being trained (made by
 // the task's ModelFactory), with `tokenizer`; both outlive the scorer. A

@@ -48,10 +48,11 @@ TaskContext ToyContext(const std::string& data_dir, const std::string& work_dir,
 }
 
 ModelFactory Bigram() {
-  return
-      [](const config::TaskConfig&, int vocab) -> absl::StatusOr<std::unique_ptr<TrainableModel>> {
-        return std::unique_ptr<TrainableModel>(new testing::BigramModel(vocab, /*bos=*/2));
-      };
+  return [](const config::TaskConfig&,
+            const Tokenizer& tokenizer) -> absl::StatusOr<std::unique_ptr<TrainableModel>> {
+    return std::unique_ptr<TrainableModel>(
+        new testing::BigramModel(tokenizer.vocab_size(), /*bos=*/2));
+  };
 }
 
 // A validation score of the weights (so that exact resume covers it too),

@@ -6,25 +6,21 @@
 #include "core/status_macros.h"
 #include "core/train/training_job.h"
 #include "layers/transformer.h"
+#include "tasks/common/trained_model.h"
 
 namespace tfm {
 namespace {
 
 absl::StatusOr<std::unique_ptr<TrainableModel>> MakeTransformer(const config::TaskConfig& config,
-                                                                int vocab_size) {
+                                                                const Tokenizer& tokenizer) {
   if (config.train().device() != "cpu") {
     return absl::UnimplementedError(absl::StrCat(
         "train.device: ", config.train().device(),
         ": this build trains on the CPU (CUDA training arrives with the CUDA kernels)"));
   }
-  VocabularySpec vocabulary;
-  vocabulary.size = vocab_size;
-  vocabulary.pad_id = config.data().tokenizer().pad_id();
-  vocabulary.bos_id = config.data().tokenizer().bos_id();
-  vocabulary.eos_id = config.data().tokenizer().eos_id();
-  TFM_ASSIGN_OR_RETURN(
-      std::unique_ptr<Transformer> model,
-      Transformer::Create(config.model(), vocabulary, Device::Cpu(), config.train().seed()));
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
+                       Transformer::Create(config.model(), ModelVocabulary(config.model(), tokenizer),
+                                           Device::Cpu(), config.train().seed()));
   return std::unique_ptr<TrainableModel>(std::move(model));
 }
 

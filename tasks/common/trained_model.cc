@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -52,6 +53,20 @@ absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostre
 
 }  // namespace
 
+VocabularySpec ModelVocabulary(const config::ModelConfig& model, const Tokenizer& tokenizer) {
+  VocabularySpec vocabulary;
+  vocabulary.size = tokenizer.vocab_size();
+  vocabulary.pad_id = tokenizer.pad_id();
+  vocabulary.bos_id = tokenizer.bos_id();
+  vocabulary.eos_id = tokenizer.eos_id();
+  if (model.decoder_leaf_alignment()) {
+    std::vector<std::string> pieces(tokenizer.vocab_size());
+    for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces[id] = tokenizer.IdToPiece(id);
+    vocabulary.leaf_alignment = LeafAlignmentTables::FromPieces(pieces);
+  }
+  return vocabulary;
+}
+
 absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, std::ostream* log) {
   TFM_ASSIGN_OR_RETURN(const std::string dir, ChooseCheckpoint(path, log));
   TFM_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(dir, CheckpointParts::kDecoding));
@@ -60,14 +75,11 @@ absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, std::ostr
     return absl::DataLossError(
         absl::StrCat(dir, "/", kVocabularyFile, ": ", tokenizer.status().message()));
   }
-  VocabularySpec vocabulary;
-  vocabulary.size = tokenizer->vocab_size();
-  vocabulary.pad_id = tokenizer->pad_id();
-  vocabulary.bos_id = tokenizer->bos_id();
-  vocabulary.eos_id = tokenizer->eos_id();
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
-                       Transformer::Create(checkpoint.config.model(), vocabulary, Device::Cpu(),
-                                           /*init_seed=*/0));
+  TFM_ASSIGN_OR_RETURN(
+      std::unique_ptr<Transformer> model,
+      Transformer::Create(checkpoint.config.model(),
+                          ModelVocabulary(checkpoint.config.model(), *tokenizer), Device::Cpu(),
+                          /*init_seed=*/0));
   NamedTensors parameters;
   for (Parameter* parameter : model->Parameters()) {
     parameters.emplace_back(parameter->name, parameter->value);  // Shares the buffer.

@@ -22,6 +22,11 @@ struct TrainedModel {
   std::unique_ptr<Transformer> model;
 };
 
+// What a Transformer needs of `tokenizer`'s vocabulary for `model` (which
+// pieces start a leaf or a word only with model.decoder_leaf_alignment); the
+// model being trained and the one loaded to decode take it from here alike.
+VocabularySpec ModelVocabulary(const config::ModelConfig& model, const Tokenizer& tokenizer);
+
 // `path` is a checkpoint directory, or a work directory, in which case the
 // averaged checkpoint, else the best by validation, else the latest is used
 // (the choice is written to `log`). Errors name the path and what is wrong:

@@ -1,0 +1,54 @@
+#include "layers/leaf_alignment.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
+
+namespace tfm {
+namespace {
+
+constexpr absl::string_view kWordStart = "\xE2\x96\x81";  // "▁", U+2581.
+
+}  // namespace
+
+LeafAlignmentTables LeafAlignmentTables::FromPieces(const std::vector<std::string>& pieces) {
+  LeafAlignmentTables tables;
+  tables.starts_leaf.assign(pieces.size(), 0);
+  tables.starts_word.assign(pieces.size(), 0);
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    absl::string_view piece = pieces[id];
+    if (!absl::StartsWith(piece, kWordStart)) continue;
+    piece.remove_prefix(kWordStart.size());
+    tables.starts_word[id] = 1;
+    tables.starts_leaf[id] = !piece.empty() && piece[0] != '(' && piece[0] != ')';
+  }
+  return tables;
+}
+
+std::vector<int32_t> WordStarts(absl::Span<const int> source, const LeafAlignmentTables& tables) {
+  std::vector<int32_t> starts;
+  for (size_t i = 0; i < source.size(); ++i) {
+    if (tables.StartsWord(source[i])) starts.push_back(static_cast<int32_t>(i));
+  }
+  return starts;
+}
+
+std::vector<int32_t> BatchLeafAlignment(absl::Span<const int> sources, int source_length,
+                                        absl::Span<const int> source_lengths,
+                                        absl::Span<const int32_t> decoder_inputs,
+                                        int target_length, const LeafAlignmentTables& tables) {
+  const size_t rows = source_lengths.size();
+  std::vector<int32_t> aligned(rows * target_length);
+  for (size_t r = 0; r < rows; ++r) {
+    const std::vector<int32_t> starts =
+        WordStarts(sources.subspan(r * source_length, source_lengths[r]), tables);
+    int64_t leaves = 0;
+    for (int t = 0; t < target_length; ++t) {
+      leaves += tables.StartsLeaf(decoder_inputs[r * target_length + t]);
+      aligned[r * target_length + t] = static_cast<int32_t>(r * source_length) +
+                                       AlignedPosition(starts, leaves, source_lengths[r]);
+    }
+  }
+  return aligned;
+}
+
+}  // namespace tfm
