@@ -1,25 +1,19 @@
 #include "layers/leaf_alignment.h"
 
-#include "absl/strings/match.h"
-#include "absl/strings/string_view.h"
+#include "core/decode/tree_constraint.h"
 
 namespace tfm {
-namespace {
-
-constexpr absl::string_view kWordStart = "\xE2\x96\x81";  // "▁", U+2581.
-
-}  // namespace
 
 LeafAlignmentTables LeafAlignmentTables::FromPieces(const std::vector<std::string>& pieces) {
   LeafAlignmentTables tables;
   tables.starts_leaf.assign(pieces.size(), 0);
   tables.starts_word.assign(pieces.size(), 0);
   for (size_t id = 0; id < pieces.size(); ++id) {
-    absl::string_view piece = pieces[id];
-    if (!absl::StartsWith(piece, kWordStart)) continue;
-    piece.remove_prefix(kWordStart.size());
-    tables.starts_word[id] = 1;
-    tables.starts_leaf[id] = !piece.empty() && piece[0] != '(' && piece[0] != ')';
+    // The tree constraint's own reading of the piece: the leaves and words
+    // counted here are those it makes the output's leaves match.
+    const TreeConstraint::PieceClass piece_class = TreeConstraint::ClassifyPiece(pieces[id]);
+    tables.starts_leaf[id] = piece_class == TreeConstraint::kLeaf;
+    tables.starts_word[id] = TreeConstraint::StartsToken(piece_class);
   }
   return tables;
 }

@@ -21,10 +21,11 @@ struct LeafAlignmentTables {
   std::vector<uint8_t> starts_leaf;
   std::vector<uint8_t> starts_word;
 
-  // From the vocabulary's pieces (piece `id` = pieces[id]): a word starts at
-  // a piece beginning with "▁" (SentencePiece starts every whitespace-
-  // separated word with one); a leaf at a piece "▁" + text whose text is no
-  // bracket ("▁XX", "▁.", "▁John"; not "▁", "▁(NP", "▁)").
+  // From the vocabulary's pieces (piece `id` = pieces[id]), read as the
+  // tree constraint reads them (TreeConstraint::ClassifyPiece): a word
+  // starts at a piece beginning with "▁" (SentencePiece starts every
+  // whitespace-separated word with one); a leaf at a piece "▁" + text without
+  // brackets ("▁XX", "▁.", "▁John"; not "▁", "▁(NP", "▁)", "▁a)b").
   static LeafAlignmentTables FromPieces(const std::vector<std::string>& pieces);
 
   bool StartsLeaf(int id) const { return Lookup(starts_leaf, id); }

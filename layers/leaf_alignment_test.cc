@@ -3,15 +3,18 @@
 #include <string>
 #include <vector>
 
+#include "core/decode/tree_constraint.h"
 #include "gtest/gtest.h"
 
 namespace tfm {
 namespace {
 
-// ids:              0        1      2       3       4        5      6       7      8     9
+// ids: <pad> 0, <s> 1, </s> 2, ▁( 3, ▁(NP 4, NP 5, ▁) 6, ▁XX 7, ▁. 8, ▁ 9,
+// ohn 10, ▁John 11, ( 12, )NP 13, ▁a)b 14 (a bracket inside: no piece the
+// tree constraint allows, so neither a leaf nor a word).
 const std::vector<std::string> kPieces = {"<pad>", "<s>", "</s>", "\u2581(", "\u2581(NP", "NP",
                                           "\u2581)", "\u2581XX", "\u2581.", "\u2581", "ohn",
-                                          "\u2581John", "(", ")NP"};
+                                          "\u2581John", "(", ")NP", "\u2581a)b"};
 
 TEST(LeafAlignmentTest, TablesFromPiecesTellLeavesFromBracketsAndWordsFromContinuations) {
   const LeafAlignmentTables tables = LeafAlignmentTables::FromPieces(kPieces);
@@ -24,6 +27,13 @@ TEST(LeafAlignmentTest, TablesFromPiecesTellLeavesFromBracketsAndWordsFromContin
   EXPECT_EQ(words, std::vector<int>({3, 4, 6, 7, 8, 9, 11}));
   EXPECT_FALSE(tables.StartsLeaf(-1));
   EXPECT_FALSE(tables.StartsWord(100));
+  // The words are those the tree constraint gives a leaf each.
+  absl::StatusOr<std::unique_ptr<TreeConstraint>> constraint =
+      TreeConstraint::Create(kPieces, /*eos_id=*/2, /*never_ids=*/{0, 1});
+  ASSERT_TRUE(constraint.ok()) << constraint.status();
+  const std::vector<int> source = {11, 9, 10, 14, 8, 4, 2};
+  EXPECT_EQ(WordStarts(source, tables).size(), (*constraint)->CountWords(source));
+  EXPECT_EQ(WordStarts(source, tables), std::vector<int32_t>({0, 1, 4, 5}));
 }
 
 TEST(LeafAlignmentTest, BatchPositionsFollowTheLeavesDecodedSoFar) {

@@ -40,7 +40,9 @@ bool HasBracket(absl::string_view text) {
   return text.find_first_of("()") != absl::string_view::npos;
 }
 
-TreeConstraint::PieceClass Classify(absl::string_view piece) {
+}  // namespace
+
+TreeConstraint::PieceClass TreeConstraint::ClassifyPiece(absl::string_view piece) {
   const bool space = absl::ConsumePrefix(&piece, kWordMark);
   if (absl::StrContains(piece, kWordMark)) return TreeConstraint::kNever;
   if (piece.empty()) return space ? TreeConstraint::kSpace : TreeConstraint::kNever;
@@ -55,8 +57,6 @@ TreeConstraint::PieceClass Classify(absl::string_view piece) {
   const bool capitals = std::all_of(piece.begin(), piece.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
   return capitals ? TreeConstraint::kContinueLabel : TreeConstraint::kContinueText;
 }
-
-}  // namespace
 
 struct TreeConstraint::State {
   int32_t values[kStateSize];
@@ -102,7 +102,7 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
   constraint->starts_word_.resize(size);
   bool have[kNumClasses] = {};
   for (int id = 0; id < size; ++id) {
-    PieceClass piece_class = Classify(pieces[id]);
+    PieceClass piece_class = ClassifyPiece(pieces[id]);
     const bool never = std::find(never_ids.begin(), never_ids.end(), id) != never_ids.end();
     if (id == eos_id) piece_class = kEnd;
     if (never) piece_class = kNever;
@@ -110,8 +110,9 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
     // With forced leaves, source words may hold any text, brackets included:
     // every piece that starts with "▁" starts one.
     const bool special = id == eos_id || never;
-    constraint->starts_word_[id] = (forced_leaves ? !special : piece_class != kNever) &&
-                                   absl::StartsWith(pieces[id], kWordMark);
+    constraint->starts_word_[id] = forced_leaves
+                                       ? !special && absl::StartsWith(pieces[id], kWordMark)
+                                       : StartsToken(piece_class);
     have[piece_class] = true;
   }
   // One piece when the vocabulary has it, else the parts it is spelled in.

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/decode/decoding_constraint.h"
 
 namespace tfm {
@@ -106,6 +107,16 @@ class TreeConstraint : public DecodingConstraint {
     kEnd,                  // eos.
     kNumClasses,
   };
+  // A piece's class by its text alone (never kEnd: eos and the never ids
+  // are set apart by id). Also what model.decoder_leaf_alignment counts
+  // leaves and words by (layers/leaf_alignment.h), so the two agree.
+  static PieceClass ClassifyPiece(absl::string_view piece);
+  // Whether a piece of this class starts a space-separated token ("▁..."):
+  // a source word, with leaves chosen by the model.
+  static bool StartsToken(PieceClass piece_class) {
+    return piece_class == kSpace || piece_class == kOpenBare || piece_class == kOpenLabeled ||
+           piece_class == kClose || piece_class == kLeaf;
+  }
 
  private:
   // State values: what the text spelled so far leaves open.
