@@ -156,14 +156,19 @@ absl::StatusOr<Tensor> Transformer::DecoderOutput(ForwardContext& context,
   aligned_rows_ = tensors.aligned_rows;
   if (aligned_rows_.defined()) {
     memory_shape_ = memory[0].shape();
-    TFM_ASSIGN_OR_RETURN(
-        Tensor flat, memory[0].Reshape({memory_shape_[0] * memory_shape_[1], memory_shape_[2]}));
-    TFM_ASSIGN_OR_RETURN(Tensor aligned, Embedding(flat, aligned_rows_));
-    TFM_ASSIGN_OR_RETURN(target[0], Add(target[0], aligned));
+    TFM_ASSIGN_OR_RETURN(target[0], AddMemoryRows(target[0], memory[0], aligned_rows_));
   }
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> decoded,
                        decoder_->Forward(context, {target[0], memory[0], tensors.source_lengths}));
   return decoded[0].Reshape({tensors.targets.dim(0), model_.d_model()});
+}
+
+absl::StatusOr<Tensor> Transformer::AddMemoryRows(const Tensor& x, const Tensor& memory,
+                                                  const Tensor& rows) {
+  TFM_ASSIGN_OR_RETURN(Tensor flat,
+                       memory.Reshape({memory.dim(0) * memory.dim(1), memory.dim(2)}));
+  TFM_ASSIGN_OR_RETURN(Tensor picked, Embedding(flat, rows));
+  return Add(x, picked);
 }
 
 absl::StatusOr<Tensor> Transformer::LogProbabilities(const Batch& batch) {

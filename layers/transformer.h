@@ -97,6 +97,11 @@ class Transformer : public TrainableModel, public IncrementalModel {
   absl::StatusOr<ForwardResult> Forward(ForwardContext& context, const Batch& batch);
   // The decoder's output [batch * target_length, d_model] for `tensors`.
   absl::StatusOr<Tensor> DecoderOutput(ForwardContext& context, const BatchTensors& tensors);
+  // model.decoder_leaf_alignment: `x` plus the rows `rows` (any shape, i32)
+  // of `memory` [sentences, source_length, d_model] flattened to
+  // [sentences * source_length, d_model]; rows.shape + [d_model] = x's.
+  static absl::StatusOr<Tensor> AddMemoryRows(const Tensor& x, const Tensor& memory,
+                                              const Tensor& rows);
   // The table the target embedding and the output projection use.
   Parameter& TargetTable() { return target_table_ ? *target_table_ : source_table_; }
 

@@ -13,8 +13,6 @@
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "layers/transformer.h"
-#include "ops/add/add.h"
-#include "ops/embedding/embedding.h"
 #include "ops/embedding/tied_projection.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/softmax/softmax.h"
@@ -125,7 +123,7 @@ absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const in
     // As in training (BatchLeafAlignment): the row's leaves counted over its
     // inputs up to this one pick the memory row added to it.
     const int64_t per_sentence = state->cache.rows_per_sentence();
-    const int64_t columns = state->memory.dim(1), width = state->memory.dim(2);
+    const int64_t columns = state->memory.dim(1);
     state->aligned_rows.resize(rows);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t s = r / per_sentence;
@@ -134,10 +132,7 @@ absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const in
           s * columns + AlignedPosition(state->word_starts[s], state->leaves[r], state->lengths[s]));
     }
     TFM_ASSIGN_OR_RETURN(Tensor aligned_ids, Int32OnDevice(state->aligned_rows, {rows, 1}, device_));
-    TFM_ASSIGN_OR_RETURN(Tensor flat,
-                         state->memory.Reshape({state->memory.dim(0) * columns, width}));
-    TFM_ASSIGN_OR_RETURN(Tensor aligned, Embedding(flat, aligned_ids));
-    TFM_ASSIGN_OR_RETURN(target[0], Add(target[0], aligned));
+    TFM_ASSIGN_OR_RETURN(target[0], AddMemoryRows(target[0], state->memory, aligned_ids));
   }
   TFM_ASSIGN_OR_RETURN(
       std::vector<Tensor> decoded,
