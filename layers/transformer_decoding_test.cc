@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "layers/leaf_alignment_testing.h"
 #include "layers/transformer.h"
 
 namespace tfm {
@@ -43,14 +44,7 @@ std::vector<config::ModelConfig> Variants() {
 
 std::unique_ptr<Transformer> Build(const config::ModelConfig& model) {
   VocabularySpec vocabulary{kVocab, kPad, kBos, kEos};
-  if (model.decoder_leaf_alignment()) {
-    // Every second id starts a word, every third a leaf: the steps' leaf
-    // counts and word positions move at different places in each row.
-    for (int id = 0; id < kVocab; ++id) {
-      vocabulary.leaf_alignment.starts_word.push_back(id % 2 == 0);
-      vocabulary.leaf_alignment.starts_leaf.push_back(id % 3 == 0);
-    }
-  }
+  if (model.decoder_leaf_alignment()) vocabulary.leaf_alignment = SyntheticLeafAlignment(kVocab);
   absl::StatusOr<std::unique_ptr<Transformer>> transformer =
       Transformer::Create(model, vocabulary, Device::Cpu(), 7);
   EXPECT_TRUE(transformer.ok()) << transformer.status();

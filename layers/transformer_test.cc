@@ -13,6 +13,7 @@
 #include "core/config/config_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "layers/leaf_alignment_testing.h"
 #include "tests/util/peer_python.h"
 
 namespace tfm {
@@ -204,10 +205,7 @@ TEST(TransformerTest, LeafAlignmentGradientsMatchCentralDifferences) {
   model.set_attention_dropout(0);
   model.set_decoder_leaf_alignment(true);
   VocabularySpec vocabulary{kVocab, kPad, kBos};
-  for (int id = 0; id < kVocab; ++id) {
-    vocabulary.leaf_alignment.starts_word.push_back(id % 2 == 0);
-    vocabulary.leaf_alignment.starts_leaf.push_back(id % 3 == 0);
-  }
+  vocabulary.leaf_alignment = SyntheticLeafAlignment(kVocab);
   absl::StatusOr<std::unique_ptr<Transformer>> transformer =
       Transformer::Create(model, vocabulary, Device::Cpu(), 42);
   ASSERT_TRUE(transformer.ok()) << transformer.status();
