@@ -26,6 +26,7 @@ struct DecodeRequest {
   std::string output;     // --output (empty: standard output).
   std::string source;     // --src: evaluate's sources.
   std::string reference;  // --ref: evaluate's references.
+  std::string split;      // --split: evaluate the model's own valid or test split instead.
   int beam = 0;           // --beam (0: the checkpoint's decode section).
   double alpha = -1;      // --alpha (< 0: the checkpoint's).
   int nbest = 0;          // --nbest (0: the checkpoint's).

@@ -100,6 +100,8 @@ LeafStyle TreeLeafStyle(config::CorpusConfig::TreeLeaves leaves) {
       return LeafStyle::kWord;
     case config::CorpusConfig::INDEXED:
       return LeafStyle::kIndexed;
+    case config::CorpusConfig::POS_TAGS:
+      return LeafStyle::kPosTag;
     default:
       return LeafStyle::kPlaceholder;
   }

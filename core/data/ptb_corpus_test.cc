@@ -79,6 +79,27 @@ TEST(PtbCorpusTest, WordLeavesWriteTheWordsThemselves) {
   }
 }
 
+TEST(PtbCorpusTest, PosTagLeavesWriteEveryTag) {
+  const std::string root = SharedDataPath("ptb_sample");
+  config::CorpusConfig corpus = Corpus(root, 1, 1);
+  corpus.set_tree_leaves(config::CorpusConfig::POS_TAGS);
+  const std::vector<SentencePair> pairs = ReadAll(corpus);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0].target,
+            "(S (NP (NP NNP NNP )NP , (ADJP (NP CD NNS )NP JJ )ADJP , )NP (VP MD (VP VB (NP DT NN "
+            ")NP (PP IN (NP DT JJ NN )NP )PP (NP NNP CD )NP )VP )VP . )S");
+  // Back to a tree: the same brackets as with placeholders, tagged.
+  const std::vector<SentencePair> placeholders = ReadAll(Corpus(root, 1, 1));
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const std::vector<std::string> words = absl::StrSplit(pairs[i].source, ' ');
+    const Tree tagged =
+        Delinearize(absl::StrSplit(pairs[i].target, ' '), words, nullptr, LeafStyle::kPosTag);
+    EXPECT_EQ(TreeWords(tagged), words);
+    EXPECT_EQ(Linearize(tagged, LeafStyle::kPlaceholder),
+              static_cast<std::vector<std::string>>(absl::StrSplit(placeholders[i].target, ' ')));
+  }
+}
+
 TEST(PtbCorpusTest, DocumentRangesSplitTheSample) {
   const std::string root = SharedDataPath("ptb_sample");
   auto train = PtbCorpusFiles(Corpus(root, 1, 169), root);

@@ -46,6 +46,9 @@ ABSL_FLAG(std::string, output, "", "decode/evaluate: output file (default: stdou
 ABSL_FLAG(std::string, src, "", "evaluate: source sentences (plain or .gz)");
 ABSL_FLAG(std::string, ref, "",
           "evaluate: references (plain or .gz): translations, or gold trees one a line");
+ABSL_FLAG(std::string, split, "",
+          "evaluate: instead of --src/--ref, the model's own held-out split, valid or test (the "
+          "data.valid or data.test its saved config names, as fairseq's --gen-subset)");
 ABSL_FLAG(int, beam, 0, "decode/evaluate: beam size (1: greedy; 0: the model's config)");
 ABSL_FLAG(double, alpha, -1, "decode/evaluate: length penalty alpha (< 0: the model's config)");
 ABSL_FLAG(int, nbest, 0, "decode: hypotheses per line (0: the model's config)");
@@ -231,7 +234,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "             | translate (parse) --model=DIR [--input=F] [--output=F] [--beam=K] "
       "[--alpha=A] "
       "[--nbest=N]\n"
-      "             | evaluate --model=DIR --src=F --ref=F [--beam=K] [--alpha=A]\n"
+      "             | evaluate --model=DIR (--src=F --ref=F | --split=valid|test) [--beam=K] "
+      "[--alpha=A]\n"
       "  --plugin=LIB.so              load a plugin first (repeatable)");
   // --help lists the driver's own flags (absl's default only shows flags
   // defined in a file named like the binary, and there are none).
@@ -269,6 +273,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   options.decode.output = ResolveUserPath(absl::GetFlag(FLAGS_output));
   options.decode.source = ResolveUserPath(absl::GetFlag(FLAGS_src));
   options.decode.reference = ResolveUserPath(absl::GetFlag(FLAGS_ref));
+  options.decode.split = absl::GetFlag(FLAGS_split);
   options.decode.beam = absl::GetFlag(FLAGS_beam);
   options.decode.alpha = absl::GetFlag(FLAGS_alpha);
   options.decode.nbest = absl::GetFlag(FLAGS_nbest);

@@ -1,6 +1,7 @@
 #include "tasks/common/seq2seq_decoding.h"
 
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "core/data/line_reader.h"
 #include "core/data/utf8.h"
 #include "core/status_macros.h"
+#include "core/train/training_data.h"
 
 namespace tfm {
 namespace {
@@ -83,32 +85,77 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
   return absl::OkStatus();
 }
 
+absl::Status CheckEvaluateRequest(const DecodeRequest& request, const std::string& inputs) {
+  const std::string usage = absl::StrCat(
+      "evaluate needs --model=DIR and either --src=FILE --ref=FILE (", inputs,
+      ") or --split=valid|test (the model's own held-out split)");
+  const bool files = !request.source.empty() || !request.reference.empty();
+  if (request.model.empty()) return absl::InvalidArgumentError(usage);
+  if (!request.split.empty()) {
+    if (files) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--split=", request.split, " and --src/--ref: give one or the other; ",
+                       usage));
+    }
+    if (request.split != "valid" && request.split != "test") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--split=", request.split, ": expected valid or test"));
+    }
+    return absl::OkStatus();
+  }
+  if (request.source.empty() || request.reference.empty()) {
+    return absl::InvalidArgumentError(usage);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvaluationSplit> SplitCorpora(const TrainedModel& trained,
+                                             const std::string& split) {
+  EvaluationSplit found;
+  found.field = absl::StrCat("data.", split);
+  found.corpora = split == "valid" ? &trained.config.data().valid() : &trained.config.data().test();
+  if (found.corpora->empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--split=", split, ": the config saved with ", trained.checkpoint_dir,
+                     " has no ", found.field, "; give --src=FILE --ref=FILE instead"));
+  }
+  return found;
+}
+
 absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& metric,
                                 const DecodingHooks& hooks) {
   const DecodeRequest& request = context.decode;
-  if (request.model.empty() || request.source.empty() || request.reference.empty()) {
-    return absl::InvalidArgumentError(
-        "evaluate needs --model=DIR --src=FILE --ref=FILE (plain or .gz, one sentence a line)");
-  }
+  TFM_RETURN_IF_ERROR(
+      CheckEvaluateRequest(request, "plain or .gz, one sentence a line, and its references"));
   TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(request.model, context.log));
-  TFM_ASSIGN_OR_RETURN(InputLines source, ReadInputLines(request.source));
-  TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInputLines(request.reference));
-  if (source.lines.size() != reference.lines.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
-                                                   " lines but ", request.reference, " has ",
-                                                   reference.lines.size()));
+  std::vector<std::string> sources, references;
+  std::string source_name = request.source;
+  if (!request.split.empty()) {
+    TFM_ASSIGN_OR_RETURN(const EvaluationSplit split, SplitCorpora(trained, request.split));
+    TFM_RETURN_IF_ERROR(ReadCorpusPairs(*split.corpora, split.field,
+                                        std::numeric_limits<int>::max(), &sources, &references));
+    source_name = split.field;
+  } else {
+    TFM_ASSIGN_OR_RETURN(InputLines source, ReadInputLines(request.source));
+    TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInputLines(request.reference));
+    if (source.lines.size() != reference.lines.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
+                                                     " lines but ", request.reference, " has ",
+                                                     reference.lines.size()));
+    }
+    sources = std::move(source.lines);
+    references = std::move(reference.lines);
   }
   config::DecodeConfig decode = DecodeSettings(trained.config, request);
   decode.set_nbest(1);
   const absl::Time start = absl::Now();
   TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses,
-                       DecodeLines(trained, decode, source.lines, request.source, context.log,
-                                   hooks));
+                       DecodeLines(trained, decode, sources, source_name, context.log, hooks));
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  TFM_ASSIGN_OR_RETURN(const CorpusScore score, metric.score(hypotheses, reference.lines));
+  TFM_ASSIGN_OR_RETURN(const CorpusScore score, metric.score(hypotheses, references));
   std::ostream& out = *context.log;
   for (size_t i = 0; i < hypotheses.size() && i < 5; ++i) {
-    out << "source:     " << source.lines[i] << "\nreference:  " << reference.lines[i]
+    out << "source:     " << sources[i] << "\nreference:  " << references[i]
         << "\ndecoded:    " << hypotheses[i] << "\n\n";
   }
   out << absl::StrFormat("%d sentences in %.1f s, %s, beam %d, alpha %.2f\n", hypotheses.size(),

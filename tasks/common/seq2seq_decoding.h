@@ -55,9 +55,25 @@ absl::Status RunSeq2SeqDecoding(const TaskContext& context);
 // The decode command alone, with a task's hooks.
 absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& hooks);
 
-// The evaluate command alone (--model --src --ref), scored with `metric`.
+// The evaluate command alone (--model, and --src --ref or --split), scored
+// with `metric`.
 absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& metric,
                                 const DecodingHooks& hooks = {});
+
+// Checks evaluate's flags before anything is loaded: --model, and either
+// both --src and --ref or --split alone. `inputs` says what --src and --ref
+// hold, for the message.
+absl::Status CheckEvaluateRequest(const DecodeRequest& request, const std::string& inputs);
+
+// --split's corpora: data.valid or data.test of the model's saved config
+// (the data it was trained beside, whatever --config says), and the field's
+// name for messages. Errors name the split and the checkpoint.
+struct EvaluationSplit {
+  const google::protobuf::RepeatedPtrField<config::CorpusConfig>* corpora = nullptr;
+  std::string field;  // "data.valid" or "data.test".
+};
+absl::StatusOr<EvaluationSplit> SplitCorpora(const TrainedModel& trained,
+                                             const std::string& split);
 
 // The lines of `path` (standard input when empty), each at most 1 MiB: the
 // part of a longer line is kept, and too_long says so.

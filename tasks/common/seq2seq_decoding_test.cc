@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -45,6 +46,22 @@ class Seq2SeqDecodingTest : public ::testing::Test {
     model.set_d_k(8);
     model.set_d_v(8);
     config.mutable_decode()->set_max_length_offset(10);
+    // A held-out split of three pairs for evaluate --split.
+    valid_source_ = new std::string(absl::StrCat(::testing::TempDir(), "/valid.en"));
+    valid_target_ = new std::string(absl::StrCat(::testing::TempDir(), "/valid.de"));
+    ASSERT_TRUE(WriteFileAtomically(*valid_source_,
+                                    "A man rides a bike.\nTwo dogs play in the snow.\nPeople "
+                                    "walk down the street.\n")
+                    .ok());
+    ASSERT_TRUE(WriteFileAtomically(*valid_target_,
+                                    "Ein Mann fährt Fahrrad.\nZwei Hunde spielen im Schnee.\n"
+                                    "Leute gehen die Straße entlang.\n")
+                    .ok());
+    config::CorpusConfig& valid = *config.mutable_data()->add_valid();
+    valid.set_name("three_pairs");
+    valid.set_format(config::CorpusConfig::PLAIN_TEXT);
+    valid.set_source_path(*valid_source_);
+    valid.set_target_path(*valid_target_);
     absl::StatusOr<Tokenizer> tokenizer = Tokenizer::TrainOnFiles(
         tokenizer_config,
         {SharedDataPath("multi30k/val.en.gz"), SharedDataPath("multi30k/val.de.gz")});
@@ -74,10 +91,14 @@ class Seq2SeqDecodingTest : public ::testing::Test {
 
   static std::string* work_dir_;
   static std::string* checkpoint_dir_;
+  static std::string* valid_source_;
+  static std::string* valid_target_;
 };
 
 std::string* Seq2SeqDecodingTest::work_dir_ = nullptr;
 std::string* Seq2SeqDecodingTest::checkpoint_dir_ = nullptr;
+std::string* Seq2SeqDecodingTest::valid_source_ = nullptr;
+std::string* Seq2SeqDecodingTest::valid_target_ = nullptr;
 
 TEST_F(Seq2SeqDecodingTest, WorkDirectoryAndCheckpointGiveTheSameModel) {
   TrainedModel from_work_dir = Load();
@@ -147,6 +168,57 @@ TEST_F(Seq2SeqDecodingTest, BadLinesKeepTheirPlaceAndAreReported) {
     ASSERT_TRUE(alone.ok()) << alone.status();
     EXPECT_EQ(alone->front(), (*out)[i]) << lines[i];
   }
+}
+
+// evaluate --split=valid decodes the pairs the model's saved config names
+// as data.valid, exactly as --src/--ref of the same files would; flags that
+// do not fit together, and a split the config lacks, are named.
+TEST_F(Seq2SeqDecodingTest, EvaluateSplitReadsTheModelsOwnHeldOutPairs) {
+  TaskContext context;
+  std::ostringstream log;
+  context.log = &log;
+  context.decode.model = *work_dir_;
+  context.decode.split = "valid";
+  context.decode.output = absl::StrCat(::testing::TempDir(), "/split.out");
+  absl::Status status = RunEvaluateCommand(context, BleuMetric());
+  ASSERT_TRUE(status.ok()) << status;
+  context.decode.split.clear();
+  context.decode.source = *valid_source_;
+  context.decode.reference = *valid_target_;
+  context.decode.output = absl::StrCat(::testing::TempDir(), "/files.out");
+  status = RunEvaluateCommand(context, BleuMetric());
+  ASSERT_TRUE(status.ok()) << status;
+  absl::StatusOr<std::string> from_split =
+      ReadFileToString(absl::StrCat(::testing::TempDir(), "/split.out"));
+  absl::StatusOr<std::string> from_files = ReadFileToString(context.decode.output);
+  ASSERT_TRUE(from_split.ok() && from_files.ok());
+  EXPECT_EQ(*from_split, *from_files);
+  EXPECT_EQ(std::count(from_split->begin(), from_split->end(), '\n'), 3);
+  const std::string report = log.str();
+  // Both runs decoded the three pairs.
+  const size_t first = report.find("3 sentences in");
+  ASSERT_NE(first, std::string::npos) << report;
+  EXPECT_NE(report.find("3 sentences in", first + 1), std::string::npos) << report;
+  EXPECT_NE(report.find("reference:  Zwei Hunde spielen im Schnee."), std::string::npos) << report;
+
+  context.decode.split = "valid";  // With --src and --ref still given.
+  status = RunEvaluateCommand(context, BleuMetric());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(status.message(), "one or the other")) << status;
+  context.decode.source.clear();
+  context.decode.reference.clear();
+  context.decode.split = "train";
+  status = RunEvaluateCommand(context, BleuMetric());
+  EXPECT_TRUE(absl::StrContains(status.message(), "--split=train: expected valid or test"))
+      << status;
+  context.decode.split = "test";
+  status = RunEvaluateCommand(context, BleuMetric());
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(status.message(), "has no data.test")) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), *checkpoint_dir_)) << status;
+  context.decode.split.clear();
+  status = RunEvaluateCommand(context, BleuMetric());
+  EXPECT_TRUE(absl::StrContains(status.message(), "--split=valid|test")) << status;
 }
 
 TEST_F(Seq2SeqDecodingTest, NBestGivesSortedScoresPerLine) {

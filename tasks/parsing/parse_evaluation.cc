@@ -1,5 +1,6 @@
 #include "tasks/parsing/parse_evaluation.h"
 
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -102,26 +103,56 @@ EvalbScorer ScoreParses(const std::vector<std::string>& parses,
 
 absl::Status RunParseEvaluation(const TaskContext& context) {
   const DecodeRequest& request = context.decode;
-  if (request.model.empty() || request.source.empty() || request.reference.empty()) {
-    return absl::InvalidArgumentError(
-        "evaluate needs --model=DIR --src=FILE --ref=FILE (sentences, one a line, words "
-        "separated by spaces; their gold trees, one bracketed tree a line)");
-  }
+  TFM_RETURN_IF_ERROR(CheckEvaluateRequest(
+      request, "sentences, one a line, words separated by spaces; their gold trees, one "
+               "bracketed tree a line"));
   TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(request.model, context.log));
-  TFM_ASSIGN_OR_RETURN(InputLines source, ReadInputLines(request.source));
-  TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInputLines(request.reference));
-  if (source.lines.size() != reference.lines.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
-                                                   " lines but ", request.reference, " has ",
-                                                   reference.lines.size()));
+  std::vector<std::string> sentences, gold_lines;
+  std::string source_name = request.source, gold_name = request.reference;
+  if (!request.split.empty()) {
+    TFM_ASSIGN_OR_RETURN(const EvaluationSplit split, SplitCorpora(trained, request.split));
+    std::vector<std::string> files;
+    TFM_RETURN_IF_ERROR(ReadTreebankSentences(*split.corpora, std::numeric_limits<int>::max(),
+                                              &sentences, &gold_lines, &files));
+    *context.log << split.field << ": " << sentences.size() << " trees of " << files.size()
+                 << " files\n";
+    source_name = gold_name = split.field;
+  } else {
+    TFM_ASSIGN_OR_RETURN(InputLines source, ReadInputLines(request.source));
+    TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInputLines(request.reference));
+    if (source.lines.size() != reference.lines.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
+                                                     " lines but ", request.reference, " has ",
+                                                     reference.lines.size()));
+    }
+    sentences = std::move(source.lines);
+    gold_lines = std::move(reference.lines);
   }
   config::DecodeConfig decode = DecodeSettings(trained.config, request);
   decode.set_nbest(1);
   std::vector<std::string> parses;
-  TFM_RETURN_IF_ERROR(ParseAndScore(trained, decode, source.lines, reference.lines,
-                                    request.source, request.reference, *context.log, &parses));
+  TFM_RETURN_IF_ERROR(ParseAndScore(trained, decode, sentences, gold_lines, source_name, gold_name,
+                                    *context.log, &parses));
   if (!request.output.empty()) TFM_RETURN_IF_ERROR(WriteOutputLines(request.output, parses));
   return absl::OkStatus();
+}
+
+absl::Status ReadTreebankSentences(
+    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora, int limit,
+    std::vector<std::string>* sentences, std::vector<std::string>* gold_lines,
+    std::vector<std::string>* files) {
+  for (const config::CorpusConfig& corpus : corpora) {
+    TFM_ASSIGN_OR_RETURN(std::vector<std::string> more,
+                         PtbCorpusFiles(corpus, ResolveDataPath(corpus.root())));
+    files->insert(files->end(), more.begin(), more.end());
+  }
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PtbReader> reader, PtbReader::Open(*files));
+  Tree tree;
+  while (static_cast<int>(sentences->size()) < limit && reader->Next(&tree)) {
+    sentences->push_back(absl::StrJoin(TreeWords(tree), " "));
+    gold_lines->push_back(FormatTree(tree));
+  }
+  return reader->status();
 }
 
 HeldOutEvaluation ParsingHeldOut() {
@@ -135,20 +166,9 @@ HeldOutEvaluation ParsingHeldOut() {
       return absl::FailedPreconditionError(
           "data.test: the main job scores the held-out treebank, and the config has none");
     }
-    std::vector<std::string> files;
-    for (const config::CorpusConfig& corpus : data.test()) {
-      TFM_ASSIGN_OR_RETURN(std::vector<std::string> more,
-                           PtbCorpusFiles(corpus, ResolveDataPath(corpus.root())));
-      files.insert(files.end(), more.begin(), more.end());
-    }
-    TFM_ASSIGN_OR_RETURN(std::unique_ptr<PtbReader> reader, PtbReader::Open(files));
-    std::vector<std::string> sentences, gold_lines;
-    Tree tree;
-    while (static_cast<int>(sentences.size()) < kMainJobTestSentences && reader->Next(&tree)) {
-      sentences.push_back(absl::StrJoin(TreeWords(tree), " "));
-      gold_lines.push_back(FormatTree(tree));
-    }
-    TFM_RETURN_IF_ERROR(reader->status());
+    std::vector<std::string> files, sentences, gold_lines;
+    TFM_RETURN_IF_ERROR(ReadTreebankSentences(data.test(), kMainJobTestSentences, &sentences,
+                                              &gold_lines, &files));
     const std::string words_path = absl::StrCat(context.work_dir, "/test.words");
     const std::string trees_path = absl::StrCat(context.work_dir, "/test.trees");
     TFM_RETURN_IF_ERROR(WriteOutputLines(words_path, sentences));

@@ -2,7 +2,8 @@
 // and parsing's evaluate command and main-job step:
 //   evaluate --model=DIR --src=FILE --ref=FILE: FILE of sentences (words
 //     separated by spaces) and FILE of their gold trees, one bracketed tree a
-//     line; prints examples, EVALB's summary and "F1 = ...".
+//     line; or --split=valid|test: the model's own held-out treebank; prints
+//     examples, EVALB's summary and "F1 = ...".
 // The model predicts brackets, not part-of-speech tags (leaves are XX, or
 // the punctuation tag it guessed): before scoring, a parse's leaves take the
 // gold tree's tags. EVALB uses tags only to delete punctuation, so brackets
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/config/task_config.pb.h"
 #include "core/data/linearize.h"
 #include "core/data/tree.h"
 #include "core/metrics/evalb.h"
@@ -42,7 +44,18 @@ EvalbScorer ScoreParses(const std::vector<std::string>& parses,
                         const std::vector<std::string>& sentences, const std::string& gold_name,
                         std::ostream* log);
 
+// evaluate: --src/--ref files, or --split=valid|test's treebank files of the
+// model's saved config, read as ReadTreebankSentences does.
 absl::Status RunParseEvaluation(const TaskContext& context);
+
+// The sentences (words separated by spaces) and gold trees (one bracketed
+// tree a line, as PtbReader reads them) of `corpora`'s treebank files in
+// order, at most `limit`; `files` gets the files read. The main job's
+// test.words and test.trees, and evaluate --split, come from here.
+absl::Status ReadTreebankSentences(
+    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora, int limit,
+    std::vector<std::string>* sentences, std::vector<std::string>* gold_lines,
+    std::vector<std::string>* files);
 
 // Validation F1 during training (train.validate_bleu_sentences lines of
 // data.valid, decoded greedily under the tree constraint): hypotheses and

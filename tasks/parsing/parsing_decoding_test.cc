@@ -4,6 +4,7 @@
 // lines keep their place, and evaluate scores with EVALB, reporting a gold
 // file's bad lines by number. F1 itself is checked on trees with known
 // bracket counts.
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -45,9 +46,11 @@ class ParsingDecodingTest : public ::testing::Test {
     work_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_work"));
     words_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_words"));
     indexed_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_indexed"));
+    tagged_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_tagged"));
     WriteRandomModel(*work_dir_, config::CorpusConfig::PLACEHOLDERS);
     WriteRandomModel(*words_dir_, config::CorpusConfig::WORDS);
     WriteRandomModel(*indexed_dir_, config::CorpusConfig::INDEXED);
+    WriteRandomModel(*tagged_dir_, config::CorpusConfig::POS_TAGS);
   }
 
   // A random model saved in `dir`, its vocabulary trained on pairs whose
@@ -76,6 +79,11 @@ class ParsingDecodingTest : public ::testing::Test {
     corpus.set_last_document(20);
     corpus.set_tree_leaves(leaves);
     *config.mutable_data()->add_train() = corpus;
+    // wsj_0001-0002, three trees: what evaluate --split=valid reads.
+    config::CorpusConfig& valid = *config.mutable_data()->add_valid();
+    valid = corpus;
+    valid.set_first_document(1);
+    valid.set_last_document(2);
     absl::StatusOr<std::unique_ptr<PairReader>> pairs = OpenCorpus(corpus);
     ASSERT_TRUE(pairs.ok()) << pairs.status();
     absl::StatusOr<Tokenizer> tokenizer = Tokenizer::TrainOnPairs(tokenizer_config, pairs->get());
@@ -108,11 +116,13 @@ class ParsingDecodingTest : public ::testing::Test {
   static std::string* work_dir_;
   static std::string* words_dir_;
   static std::string* indexed_dir_;
+  static std::string* tagged_dir_;
 };
 
 std::string* ParsingDecodingTest::work_dir_ = nullptr;
 std::string* ParsingDecodingTest::words_dir_ = nullptr;
 std::string* ParsingDecodingTest::indexed_dir_ = nullptr;
+std::string* ParsingDecodingTest::tagged_dir_ = nullptr;
 
 // Tokens whose opens and closes pair up into one root over `words` leaves,
 // with no constituent left without a word: what Delinearize keeps as it is
@@ -215,6 +225,34 @@ TEST_F(ParsingDecodingTest, IndexedLeafModelsNumberTheirLeavesInOrder) {
   });
 }
 
+// With POS_TAGS the model writes each leaf as a tag of its choosing: the
+// constrained output is a tree over the words, and the parse keeps the
+// tags it wrote, in order.
+TEST_F(ParsingDecodingTest, PosTagModelsWriteTaggedTrees) {
+  TrainedModel trained = Load(tagged_dir_);
+  ASSERT_EQ(ConfigLeafStyle(trained.config), LeafStyle::kPosTag);
+  DecodingHooks constraint_only = TreeDecodingHooks();
+  constraint_only.format = nullptr;
+  const config::DecodeConfig decode = trained.config.decode();
+  absl::StatusOr<std::vector<std::string>> texts =
+      DecodeLines(trained, decode, Sentences(), "in", nullptr, constraint_only);
+  absl::StatusOr<std::vector<std::string>> trees =
+      DecodeLines(trained, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
+  ASSERT_TRUE(texts.ok() && trees.ok());
+  ASSERT_EQ(trees->size(), Sentences().size());
+  for (size_t i = 0; i < Sentences().size(); ++i) {
+    ExpectCleanLinearisation((*texts)[i], Sentences()[i]);
+    std::vector<std::string> leaves;
+    for (absl::string_view token : absl::StrSplit((*texts)[i], ' ', absl::SkipEmpty())) {
+      if (token[0] != '(' && token[0] != ')') leaves.emplace_back(token);
+    }
+    absl::StatusOr<Tree> tree = ParseBracketedTree((*trees)[i]);
+    ASSERT_TRUE(tree.ok()) << (*trees)[i];
+    EXPECT_EQ(TreeWords(*tree), InputWords(Sentences()[i])) << (*trees)[i];
+    EXPECT_EQ(TreeTags(*tree), leaves) << (*texts)[i] << " -> " << (*trees)[i];
+  }
+}
+
 TEST_F(ParsingDecodingTest, ParseCommandWritesOneTreeLinePerInputLine) {
   const std::string input = Path("parse_in.txt"), output = Path("parse_out.txt");
   const std::vector<std::string> lines = {Sentences()[0], "", "bad \xff bytes", "a ( b )",
@@ -284,6 +322,50 @@ TEST_F(ParsingDecodingTest, EvaluateReportsBadGoldLinesAndScoresTheRest) {
   ASSERT_TRUE(WriteFileAtomically(context.decode.reference, "(S (XX a))\n").ok());
   const absl::Status mismatch = RunParseEvaluation(context);
   EXPECT_TRUE(absl::StrContains(mismatch.message(), source)) << mismatch;
+}
+
+// evaluate --split=valid parses the treebank files that the model's saved
+// config names as data.valid, exactly as --src/--ref of the words and trees
+// read from them (what the main job writes for data.test) would.
+TEST_F(ParsingDecodingTest, EvaluateSplitParsesTheModelsOwnHeldOutTreebank) {
+  TrainedModel trained = Load();
+  std::vector<std::string> sentences, gold_lines, files;
+  ASSERT_TRUE(ReadTreebankSentences(trained.config.data().valid(), 1000, &sentences, &gold_lines,
+                                    &files)
+                  .ok());
+  ASSERT_EQ(files.size(), 2u);
+  ASSERT_EQ(sentences.size(), 3u);
+  EXPECT_TRUE(absl::StartsWith(sentences[0], "Pierre Vinken , 61 years old")) << sentences[0];
+  EXPECT_TRUE(absl::StartsWith(gold_lines[0], "(S (NP (NP (NNP Pierre) (NNP Vinken))")) << gold_lines[0];
+  const std::string source = Path("split.words"), reference = Path("split.trees");
+  ASSERT_TRUE(WriteFileAtomically(source, absl::StrJoin(sentences, "\n") + "\n").ok());
+  ASSERT_TRUE(WriteFileAtomically(reference, absl::StrJoin(gold_lines, "\n") + "\n").ok());
+
+  TaskContext context;
+  context.mode = TaskMode::kEvaluate;
+  std::ostringstream log;
+  context.log = &log;
+  context.decode.model = *work_dir_;
+  context.decode.source = source;
+  context.decode.reference = reference;
+  context.decode.output = Path("split_files.out");
+  ASSERT_TRUE(RunParseEvaluation(context).ok()) << log.str();
+  context.decode.source.clear();
+  context.decode.reference.clear();
+  context.decode.split = "valid";
+  context.decode.output = Path("split_valid.out");
+  ASSERT_TRUE(RunParseEvaluation(context).ok()) << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "data.valid: 3 trees of 2 files")) << log.str();
+  absl::StatusOr<std::string> from_files = ReadFileToString(Path("split_files.out"));
+  absl::StatusOr<std::string> from_split = ReadFileToString(Path("split_valid.out"));
+  ASSERT_TRUE(from_files.ok() && from_split.ok());
+  EXPECT_EQ(*from_split, *from_files);
+  EXPECT_EQ(std::count(from_split->begin(), from_split->end(), '\n'), 3);
+
+  context.decode.split = "test";  // The config has none.
+  const absl::Status missing = RunParseEvaluation(context);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(missing.message(), "has no data.test")) << missing;
 }
 
 TEST(ScoreParsesTest, F1OfKnownTrees) {
