@@ -43,6 +43,13 @@ std::vector<SentencePair> ReadAll(const config::CorpusConfig& corpus) {
   }
 }
 
+// wsj_0001's two pairs with leaves written as `leaves` says.
+std::vector<SentencePair> FirstDocument(config::CorpusConfig::TreeLeaves leaves) {
+  config::CorpusConfig corpus = Corpus(SharedDataPath("ptb_sample"), 1, 1);
+  corpus.set_tree_leaves(leaves);
+  return ReadAll(corpus);
+}
+
 TEST(PtbCorpusTest, PairsWordsWithLinearisedTrees) {
   const std::string root = SharedDataPath("ptb_sample");
   const std::vector<SentencePair> pairs = ReadAll(Corpus(root, 1, 1));
@@ -61,17 +68,14 @@ TEST(PtbCorpusTest, PairsWordsWithLinearisedTrees) {
 }
 
 TEST(PtbCorpusTest, WordLeavesWriteTheWordsThemselves) {
-  const std::string root = SharedDataPath("ptb_sample");
-  config::CorpusConfig corpus = Corpus(root, 1, 1);
-  corpus.set_tree_leaves(config::CorpusConfig::WORDS);
-  const std::vector<SentencePair> pairs = ReadAll(corpus);
+  const std::vector<SentencePair> pairs = FirstDocument(config::CorpusConfig::WORDS);
   ASSERT_EQ(pairs.size(), 2u);
   EXPECT_EQ(pairs[0].target,
             "(S (NP (NP Pierre Vinken )NP , (ADJP (NP 61 years )NP old )ADJP , )NP (VP will (VP "
             "join (NP the board )NP (PP as (NP a nonexecutive director )NP )PP (NP Nov. 29 )NP )VP "
             ")VP . )S");
   // The same trees as with placeholders, leaves aside.
-  const std::vector<SentencePair> placeholders = ReadAll(Corpus(root, 1, 1));
+  const std::vector<SentencePair> placeholders = FirstDocument(config::CorpusConfig::PLACEHOLDERS);
   for (size_t i = 0; i < pairs.size(); ++i) {
     const std::vector<std::string> words = absl::StrSplit(pairs[i].source, ' ');
     EXPECT_EQ(Delinearize(absl::StrSplit(pairs[i].target, ' '), words, nullptr, LeafStyle::kWord),
@@ -80,16 +84,13 @@ TEST(PtbCorpusTest, WordLeavesWriteTheWordsThemselves) {
 }
 
 TEST(PtbCorpusTest, PosTagLeavesWriteEveryTag) {
-  const std::string root = SharedDataPath("ptb_sample");
-  config::CorpusConfig corpus = Corpus(root, 1, 1);
-  corpus.set_tree_leaves(config::CorpusConfig::POS_TAGS);
-  const std::vector<SentencePair> pairs = ReadAll(corpus);
+  const std::vector<SentencePair> pairs = FirstDocument(config::CorpusConfig::POS_TAGS);
   ASSERT_EQ(pairs.size(), 2u);
   EXPECT_EQ(pairs[0].target,
             "(S (NP (NP NNP NNP )NP , (ADJP (NP CD NNS )NP JJ )ADJP , )NP (VP MD (VP VB (NP DT NN "
             ")NP (PP IN (NP DT JJ NN )NP )PP (NP NNP CD )NP )VP )VP . )S");
   // Back to a tree: the same brackets as with placeholders, tagged.
-  const std::vector<SentencePair> placeholders = ReadAll(Corpus(root, 1, 1));
+  const std::vector<SentencePair> placeholders = FirstDocument(config::CorpusConfig::PLACEHOLDERS);
   for (size_t i = 0; i < pairs.size(); ++i) {
     const std::vector<std::string> words = absl::StrSplit(pairs[i].source, ' ');
     const Tree tagged =

@@ -109,6 +109,20 @@ absl::Status CheckEvaluateRequest(const DecodeRequest& request, const std::strin
   return absl::OkStatus();
 }
 
+absl::Status ReadEvaluationFiles(const DecodeRequest& request, std::vector<std::string>* sources,
+                                 std::vector<std::string>* references) {
+  TFM_ASSIGN_OR_RETURN(InputLines source, ReadInputLines(request.source));
+  TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInputLines(request.reference));
+  if (source.lines.size() != reference.lines.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
+                                                   " lines but ", request.reference, " has ",
+                                                   reference.lines.size()));
+  }
+  *sources = std::move(source.lines);
+  *references = std::move(reference.lines);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<EvaluationSplit> SplitCorpora(const TrainedModel& trained,
                                              const std::string& split) {
   EvaluationSplit found;
@@ -136,15 +150,7 @@ absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& 
                                         std::numeric_limits<int>::max(), &sources, &references));
     source_name = split.field;
   } else {
-    TFM_ASSIGN_OR_RETURN(InputLines source, ReadInputLines(request.source));
-    TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInputLines(request.reference));
-    if (source.lines.size() != reference.lines.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
-                                                     " lines but ", request.reference, " has ",
-                                                     reference.lines.size()));
-    }
-    sources = std::move(source.lines);
-    references = std::move(reference.lines);
+    TFM_RETURN_IF_ERROR(ReadEvaluationFiles(request, &sources, &references));
   }
   config::DecodeConfig decode = DecodeSettings(trained.config, request);
   decode.set_nbest(1);

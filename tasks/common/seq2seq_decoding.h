@@ -65,6 +65,10 @@ absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& 
 // hold, for the message.
 absl::Status CheckEvaluateRequest(const DecodeRequest& request, const std::string& inputs);
 
+// evaluate's --src and --ref files, which must have as many lines.
+absl::Status ReadEvaluationFiles(const DecodeRequest& request, std::vector<std::string>* sources,
+                                 std::vector<std::string>* references);
+
 // --split's corpora: data.valid or data.test of the model's saved config
 // (the data it was trained beside, whatever --config says), and the field's
 // name for messages. Errors name the split and the checkpoint.

@@ -118,15 +118,7 @@ absl::Status RunParseEvaluation(const TaskContext& context) {
                  << " files\n";
     source_name = gold_name = split.field;
   } else {
-    TFM_ASSIGN_OR_RETURN(InputLines source, ReadInputLines(request.source));
-    TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInputLines(request.reference));
-    if (source.lines.size() != reference.lines.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
-                                                     " lines but ", request.reference, " has ",
-                                                     reference.lines.size()));
-    }
-    sentences = std::move(source.lines);
-    gold_lines = std::move(reference.lines);
+    TFM_RETURN_IF_ERROR(ReadEvaluationFiles(request, &sentences, &gold_lines));
   }
   config::DecodeConfig decode = DecodeSettings(trained.config, request);
   decode.set_nbest(1);

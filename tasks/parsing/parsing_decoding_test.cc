@@ -113,6 +113,20 @@ class ParsingDecodingTest : public ::testing::Test {
     return absl::StrCat(::testing::TempDir(), "/", name);
   }
 
+  // evaluate of the placeholder model on `source` and `reference`, its
+  // parses to `output`, its report to `log`.
+  static TaskContext EvaluateContext(const std::string& source, const std::string& reference,
+                                     const std::string& output, std::ostream* log) {
+    TaskContext context;
+    context.mode = TaskMode::kEvaluate;
+    context.log = log;
+    context.decode.model = *work_dir_;
+    context.decode.source = source;
+    context.decode.reference = reference;
+    context.decode.output = output;
+    return context;
+  }
+
   static std::string* work_dir_;
   static std::string* words_dir_;
   static std::string* indexed_dir_;
@@ -299,14 +313,8 @@ TEST_F(ParsingDecodingTest, EvaluateReportsBadGoldLinesAndScoresTheRest) {
   gold_lines[1].pop_back();  // Unbalanced.
   ASSERT_TRUE(WriteFileAtomically(source, absl::StrJoin(sentences, "\n") + "\n").ok());
   ASSERT_TRUE(WriteFileAtomically(reference, absl::StrJoin(gold_lines, "\n") + "\n").ok());
-  TaskContext context;
-  context.mode = TaskMode::kEvaluate;
   std::ostringstream log;
-  context.log = &log;
-  context.decode.model = *work_dir_;
-  context.decode.source = source;
-  context.decode.reference = reference;
-  context.decode.output = output;
+  TaskContext context = EvaluateContext(source, reference, output, &log);
   ASSERT_TRUE(RunParseEvaluation(context).ok()) << log.str();
   EXPECT_TRUE(absl::StrContains(log.str(), reference + ":2: malformed tree")) << log.str();
   EXPECT_FALSE(absl::StrContains(log.str(), reference + ":1:")) << log.str();
@@ -336,19 +344,14 @@ TEST_F(ParsingDecodingTest, EvaluateSplitParsesTheModelsOwnHeldOutTreebank) {
   ASSERT_EQ(files.size(), 2u);
   ASSERT_EQ(sentences.size(), 3u);
   EXPECT_TRUE(absl::StartsWith(sentences[0], "Pierre Vinken , 61 years old")) << sentences[0];
-  EXPECT_TRUE(absl::StartsWith(gold_lines[0], "(S (NP (NP (NNP Pierre) (NNP Vinken))")) << gold_lines[0];
+  EXPECT_TRUE(absl::StartsWith(gold_lines[0], "(S (NP (NP (NNP Pierre) (NNP Vinken))"))
+      << gold_lines[0];
   const std::string source = Path("split.words"), reference = Path("split.trees");
   ASSERT_TRUE(WriteFileAtomically(source, absl::StrJoin(sentences, "\n") + "\n").ok());
   ASSERT_TRUE(WriteFileAtomically(reference, absl::StrJoin(gold_lines, "\n") + "\n").ok());
 
-  TaskContext context;
-  context.mode = TaskMode::kEvaluate;
   std::ostringstream log;
-  context.log = &log;
-  context.decode.model = *work_dir_;
-  context.decode.source = source;
-  context.decode.reference = reference;
-  context.decode.output = Path("split_files.out");
+  TaskContext context = EvaluateContext(source, reference, Path("split_files.out"), &log);
   ASSERT_TRUE(RunParseEvaluation(context).ok()) << log.str();
   context.decode.source.clear();
   context.decode.reference.clear();
