@@ -45,6 +45,11 @@ absl::Status ParseAndScore(TrainedModel& trained, const config::DecodeConfig& de
   }
   log << absl::StrFormat("\n%d sentences parsed in %.1f s\n\n", parses->size(), seconds)
       << scorer.Format();
+  if (ConfigLeafStyle(trained.config) == LeafStyle::kPosTag) {
+    const TagAccuracy tags = ModelTagAccuracy(*parses, gold_lines);
+    log << absl::StrFormat("Tagging accuracy (the model's tags) = %.2f (%d words)\n",
+                           tags.percent(), tags.words);
+  }
   return absl::OkStatus();
 }
 
@@ -69,6 +74,25 @@ void TakeGoldTags(const Tree& gold, Tree* test) {
   CollectLeaves(*test, &leaves);
   if (leaves.size() != tags.size()) return;
   for (size_t i = 0; i < leaves.size(); ++i) leaves[i]->label = tags[i];
+}
+
+TagAccuracy ModelTagAccuracy(const std::vector<std::string>& parses,
+                             const std::vector<std::string>& gold_lines) {
+  TagAccuracy accuracy;
+  for (size_t i = 0; i < gold_lines.size() && i < parses.size(); ++i) {
+    absl::StatusOr<Tree> gold = ParseBracketedTree(gold_lines[i]);
+    absl::StatusOr<Tree> test = ParseBracketedTree(parses[i]);
+    if (!gold.ok() || !test.ok()) continue;
+    std::vector<std::string> gold_tags;
+    for (std::string& tag : TreeTags(*gold)) {
+      if (tag != "-NONE-") gold_tags.push_back(std::move(tag));
+    }
+    const std::vector<std::string> test_tags = TreeTags(*test);
+    if (test_tags.size() != gold_tags.size()) continue;
+    accuracy.words += static_cast<int64_t>(gold_tags.size());
+    for (size_t w = 0; w < gold_tags.size(); ++w) accuracy.correct += test_tags[w] == gold_tags[w];
+  }
+  return accuracy;
 }
 
 EvalbScorer ScoreParses(const std::vector<std::string>& parses,

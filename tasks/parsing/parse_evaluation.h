@@ -4,11 +4,12 @@
 //     separated by spaces) and FILE of their gold trees, one bracketed tree a
 //     line; or --split=valid|test: the model's own held-out treebank; prints
 //     examples, EVALB's summary and "F1 = ...".
-// The model predicts brackets, not part-of-speech tags (leaves are XX, or
-// the punctuation tag it guessed): before scoring, a parse's leaves take the
-// gold tree's tags. EVALB uses tags only to delete punctuation, so brackets
-// are then counted over the same words in both trees, as for a parser given
-// gold tags; EVALB's tagging accuracy is meaningless here.
+// Before scoring, a parse's leaves take the gold tree's tags (a placeholder
+// model's leaves are XX, or the punctuation tag it guessed). EVALB uses tags
+// only to delete punctuation, so brackets are then counted over the same
+// words in both trees, as for a parser given gold tags, and EVALB's tagging
+// accuracy is meaningless here; a model that writes tags (POS_TAGS) gets
+// its own tagging accuracy printed beside (ModelTagAccuracy).
 //
 // A reference line that is not a tree (unbalanced brackets, text outside
 // them, empty) is reported as FILE:LINE with what is wrong and counted as an
@@ -16,6 +17,7 @@
 #ifndef TFM_TASKS_PARSING_PARSE_EVALUATION_H_
 #define TFM_TASKS_PARSING_PARSE_EVALUATION_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -47,6 +49,17 @@ EvalbScorer ScoreParses(const std::vector<std::string>& parses,
 // evaluate: --src/--ref files, or --split=valid|test's treebank files of the
 // model's saved config, read as ReadTreebankSentences does.
 absl::Status RunParseEvaluation(const TaskContext& context);
+
+// The model's own part-of-speech tags (tree_leaves: POS_TAGS) against the
+// gold ones, before scoring gives its leaves the gold tags: words other
+// than -NONE-, over the parses that read as trees with as many leaves.
+struct TagAccuracy {
+  int64_t words = 0;
+  int64_t correct = 0;
+  double percent() const { return words > 0 ? 100.0 * correct / words : 0.0; }
+};
+TagAccuracy ModelTagAccuracy(const std::vector<std::string>& parses,
+                             const std::vector<std::string>& gold_lines);
 
 // The sentences (words separated by spaces) and gold trees (one bracketed
 // tree a line, as PtbReader reads them) of `corpora`'s treebank files in

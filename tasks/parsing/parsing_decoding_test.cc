@@ -265,6 +265,15 @@ TEST_F(ParsingDecodingTest, PosTagModelsWriteTaggedTrees) {
     EXPECT_EQ(TreeWords(*tree), InputWords(Sentences()[i])) << (*trees)[i];
     EXPECT_EQ(TreeTags(*tree), leaves) << (*texts)[i] << " -> " << (*trees)[i];
   }
+  // evaluate prints the accuracy of the tags it wrote beside EVALB's.
+  TaskContext context;
+  context.mode = TaskMode::kEvaluate;
+  std::ostringstream log;
+  context.log = &log;
+  context.decode.model = *tagged_dir_;
+  context.decode.split = "valid";
+  ASSERT_TRUE(RunParseEvaluation(context).ok()) << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "Tagging accuracy (the model's tags) = ")) << log.str();
 }
 
 TEST_F(ParsingDecodingTest, ParseCommandWritesOneTreeLinePerInputLine) {
@@ -359,6 +368,7 @@ TEST_F(ParsingDecodingTest, EvaluateSplitParsesTheModelsOwnHeldOutTreebank) {
   context.decode.output = Path("split_valid.out");
   ASSERT_TRUE(RunParseEvaluation(context).ok()) << log.str();
   EXPECT_TRUE(absl::StrContains(log.str(), "data.valid: 3 trees of 2 files")) << log.str();
+  EXPECT_FALSE(absl::StrContains(log.str(), "the model's tags")) << log.str();  // Placeholders.
   absl::StatusOr<std::string> from_files = ReadFileToString(Path("split_files.out"));
   absl::StatusOr<std::string> from_split = ReadFileToString(Path("split_valid.out"));
   ASSERT_TRUE(from_files.ok() && from_split.ok());
@@ -369,6 +379,25 @@ TEST_F(ParsingDecodingTest, EvaluateSplitParsesTheModelsOwnHeldOutTreebank) {
   const absl::Status missing = RunParseEvaluation(context);
   EXPECT_EQ(missing.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(absl::StrContains(missing.message(), "has no data.test")) << missing;
+}
+
+// The model's own tags against gold, words aligned; empty elements are not
+// words, and parses that are no tree or have other leaves are left out.
+TEST(ScoreParsesTest, ModelTagAccuracyCountsTheWordsOfComparableParses) {
+  const std::vector<std::string> gold = {
+      "(S (NP (DT The) (NN dog)) (VP (VBD barked) (NP (-NONE- *T*))) (. .))",
+      "(S (NP (PRP It)) (VP (VBZ works)))",
+      "(S (NP (PRP It)) (VP (VBZ works)))",
+      "(S (NP (NNS Cats)) (VP (VBP sleep)))"};
+  const std::vector<std::string> parses = {
+      "(S (NP (DT The) (VB dog)) (VP (VBD barked)) (. .))",  // 3 of 4.
+      "(S (NP (PRP It) (VBZ works)",                         // Not a tree.
+      "(S (XX It))",                                         // One leaf short.
+      "(S (NP (NNS Cats)) (VP (VBZ sleep)))"};               // 1 of 2.
+  const TagAccuracy accuracy = ModelTagAccuracy(parses, gold);
+  EXPECT_EQ(accuracy.words, 6);
+  EXPECT_EQ(accuracy.correct, 4);
+  EXPECT_NEAR(accuracy.percent(), 66.67, 0.01);
 }
 
 TEST(ScoreParsesTest, F1OfKnownTrees) {
