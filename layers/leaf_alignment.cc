@@ -1,5 +1,7 @@
 #include "layers/leaf_alignment.h"
 
+#include <algorithm>
+
 #include "core/decode/tree_constraint.h"
 
 namespace tfm {
@@ -26,6 +28,18 @@ std::vector<int32_t> WordStarts(absl::Span<const int> source, const LeafAlignmen
   return starts;
 }
 
+std::vector<int32_t> WordAnchors(absl::Span<const int> source, const LeafAlignmentTables& tables) {
+  std::vector<int32_t> anchors = WordStarts(source, tables);
+  if (!tables.last_piece) return anchors;
+  // The eos is the source's last piece; the last word ends before it.
+  const int32_t eos = static_cast<int32_t>(source.size()) - 1;
+  for (size_t k = 0; k < anchors.size(); ++k) {
+    const int32_t next = k + 1 < anchors.size() ? anchors[k + 1] : eos;
+    anchors[k] = std::max(anchors[k], next - 1);
+  }
+  return anchors;
+}
+
 std::vector<int32_t> BatchLeafAlignment(absl::Span<const int> sources, int source_length,
                                         absl::Span<const int> source_lengths,
                                         absl::Span<const int32_t> decoder_inputs,
@@ -34,7 +48,7 @@ std::vector<int32_t> BatchLeafAlignment(absl::Span<const int> sources, int sourc
   std::vector<int32_t> aligned(rows * target_length);
   for (size_t r = 0; r < rows; ++r) {
     const std::vector<int32_t> starts =
-        WordStarts(sources.subspan(r * source_length, source_lengths[r]), tables);
+        WordAnchors(sources.subspan(r * source_length, source_lengths[r]), tables);
     int64_t leaves = 0;
     for (int t = 0; t < target_length; ++t) {
       leaves += tables.StartsLeaf(decoder_inputs[r * target_length + t]);

@@ -1,9 +1,10 @@
 // model.decoder_leaf_alignment (core/config/task_config.proto): where each
 // decoder input of a linearised tree stands in its source. After k leaves
 // the next leaf is word k's, so the decoder input there also gets the
-// encoder's output at word k's first piece (at the source's last position,
-// its eos, once every word has its leaf). The training batch and the
-// decoding steps both take their positions from here, so the two agree.
+// encoder's output at word k's first piece, or its last (at the source's
+// last position, its eos, once every word has its leaf). The training batch
+// and the decoding steps both take their positions from here, so the two
+// agree.
 #ifndef TFM_LAYERS_LEAF_ALIGNMENT_H_
 #define TFM_LAYERS_LEAF_ALIGNMENT_H_
 
@@ -28,6 +29,10 @@ struct LeafAlignmentTables {
   // brackets ("▁XX", "▁.", "▁John"; not "▁", "▁(NP", "▁)", "▁a)b").
   static LeafAlignmentTables FromPieces(const std::vector<std::string>& pieces);
 
+  // model.decoder_leaf_alignment_last_piece: anchor each word at its last
+  // piece (WordAnchors).
+  bool last_piece = false;
+
   bool StartsLeaf(int id) const { return Lookup(starts_leaf, id); }
   bool StartsWord(int id) const { return Lookup(starts_word, id); }
 
@@ -41,8 +46,14 @@ struct LeafAlignmentTables {
 // ids, eos included, no padding).
 std::vector<int32_t> WordStarts(absl::Span<const int> source, const LeafAlignmentTables& tables);
 
+// Where each word of `source` (eos last) is read: its first piece, or its
+// last with tables.last_piece (the piece before the next word's start, or
+// before the eos).
+std::vector<int32_t> WordAnchors(absl::Span<const int> source, const LeafAlignmentTables& tables);
+
 // The source position a decoder input stands at after `leaves` leaves:
-// word_starts[leaves], or `source_length` - 1 (the eos) past the last word.
+// word_starts[leaves] (any word anchors), or `source_length` - 1 (the eos)
+// past the last word.
 inline int32_t AlignedPosition(absl::Span<const int32_t> word_starts, int64_t leaves,
                                int source_length) {
   return leaves < static_cast<int64_t>(word_starts.size()) ? word_starts[leaves]

@@ -34,6 +34,11 @@ TEST(LeafAlignmentTest, TablesFromPiecesTellLeavesFromBracketsAndWordsFromContin
   const std::vector<int> source = {11, 9, 10, 14, 8, 4, 2};
   EXPECT_EQ(WordStarts(source, tables).size(), (*constraint)->CountWords(source));
   EXPECT_EQ(WordStarts(source, tables), std::vector<int32_t>({0, 1, 4, 5}));
+  EXPECT_EQ(WordAnchors(source, tables), WordStarts(source, tables));
+  // Last pieces: word 1 is pieces 1-3, the last word ends before the eos.
+  LeafAlignmentTables last = tables;
+  last.last_piece = true;
+  EXPECT_EQ(WordAnchors(source, last), std::vector<int32_t>({0, 3, 4, 5}));
 }
 
 TEST(LeafAlignmentTest, BatchPositionsFollowTheLeavesDecodedSoFar) {

@@ -91,7 +91,7 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   if (model_.decoder_leaf_alignment()) {
     const absl::Span<const int> all_ids(sources.ids);
     for (int s = 0; s < sources.size; ++s) {
-      state->word_starts.push_back(WordStarts(
+      state->word_starts.push_back(WordAnchors(
           all_ids.subspan(static_cast<size_t>(s) * sources.length, sources.lengths[s]),
           vocabulary_.leaf_alignment));
     }

@@ -63,6 +63,7 @@ VocabularySpec ModelVocabulary(const config::ModelConfig& model, const Tokenizer
     std::vector<std::string> pieces(tokenizer.vocab_size());
     for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces[id] = tokenizer.IdToPiece(id);
     vocabulary.leaf_alignment = LeafAlignmentTables::FromPieces(pieces);
+    vocabulary.leaf_alignment.last_piece = model.decoder_leaf_alignment_last_piece();
   }
   return vocabulary;
 }
