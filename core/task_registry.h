@@ -30,6 +30,7 @@ struct DecodeRequest {
   int beam = 0;           // --beam (0: the checkpoint's decode section).
   double alpha = -1;      // --alpha (< 0: the checkpoint's).
   int nbest = 0;          // --nbest (0: the checkpoint's).
+  int tag_dictionary = -1;  // --tag_dictionary (< 0: the checkpoint's).
 };
 
 struct TaskContext {

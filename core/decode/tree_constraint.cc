@@ -34,6 +34,8 @@ enum Flags : int32_t {
   kStarted = 2,     // The root has opened.
   kLengthRule = 4,  // The tree must fit in max_length.
   kOff = 8,         // A source without words: nothing is constrained.
+  kTagged = 16,     // The last piece was a whole leaf from the tag dictionary:
+                    // no text may extend it.
 };
 
 bool HasBracket(absl::string_view text) {
@@ -97,6 +99,25 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
     constraint->spelled_before_.push_back(constraint->spelled_before_.back() +
                                           static_cast<int64_t>(spelling.size()));
     constraint->spellings_.push_back(spelling);
+  }
+  for (const auto& [word, starts] : leaves.leaf_starts_by_word) {
+    if (leaves.kind != LeafRule::kChosen) {
+      return absl::InvalidArgumentError(
+          "tree constraint: a tag dictionary is for leaves the model chooses");
+    }
+    std::vector<int> sorted = starts;
+    std::sort(sorted.begin(), sorted.end());
+    for (int id : sorted) {
+      if (id < 0 || id >= size || id == eos_id ||
+          ClassifyPiece(pieces[id]) != kLeaf ||
+          std::find(never_ids.begin(), never_ids.end(), id) != never_ids.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tree constraint: tag dictionary piece id ", id,
+            " is not a whole leaf piece of a vocabulary of ", size));
+      }
+    }
+    if (word.empty() || sorted.empty()) continue;
+    constraint->leaf_starts_[word] = std::move(sorted);
   }
   constraint->class_of_.resize(size);
   constraint->starts_word_.resize(size);
@@ -371,6 +392,33 @@ std::array<bool, TreeConstraint::kNumClasses> TreeConstraint::AllowedClasses(
   return allowed;
 }
 
+const std::vector<int>* TreeConstraint::LeafStarts(const State& state,
+                                                   absl::Span<const int> source) const {
+  if (leaf_starts_.empty() || forced_leaves_ || state.flag(kOff)) return nullptr;
+  // Word state[kLeaves] runs from its starting piece to the next word's.
+  const int end = std::min(static_cast<int>(source.size()), state[kWordsEnd]);
+  int words = -1, begin = -1;
+  for (int i = 0; i < end; ++i) {
+    if (!StartsWord(source[i])) continue;
+    if (begin >= 0) return Lookup(source.subspan(begin, i - begin));
+    if (++words == state[kLeaves]) begin = i;
+  }
+  return begin >= 0 ? Lookup(source.subspan(begin, end - begin)) : nullptr;
+}
+
+bool TreeConstraint::TagForbids(const std::vector<int>* starts, const State& state,
+                                int token) const {
+  const int piece_class = class_of_[token];
+  // A tag is one whole piece: nothing extends it ...
+  if (state.flag(kTagged) && (piece_class == kContinueText || piece_class == kContinueLabel)) {
+    return true;
+  }
+  if (starts == nullptr) return false;
+  // ... and it is one of the word's (a lone "▁" could start a leaf in parts).
+  if (piece_class == kSpace) return true;
+  return piece_class == kLeaf && !std::binary_search(starts->begin(), starts->end(), token);
+}
+
 void TreeConstraint::Mask(const int32_t* values, absl::Span<const int> source,
                           float* log_probs) const {
   const State state(values);
@@ -386,6 +434,12 @@ void TreeConstraint::Mask(const int32_t* values, absl::Span<const int> source,
     for (size_t token = 0; token < size; ++token) {
       if (!allowed[class_of_[token]]) log_probs[token] = kForbidden;
     }
+    const std::vector<int>* starts = allowed[kLeaf] ? LeafStarts(state, source) : nullptr;
+    if (starts != nullptr || state.flag(kTagged)) {
+      for (size_t token = 0; token < size; ++token) {
+        if (TagForbids(starts, state, static_cast<int>(token))) log_probs[token] = kForbidden;
+      }
+    }
   }
   if (copy) log_probs[copied] = copied_log_prob;
 }
@@ -395,7 +449,9 @@ bool TreeConstraint::Allows(const int32_t* values, absl::Span<const int> source,
   const State state(values);
   if (CopyAllowed(state, source) && token == ForcedPiece(state, source)) return true;
   if (forced_leaves_ && state[kLex] == kInWord) return false;
-  return AllowedClasses(values)[class_of_[token]];
+  const std::array<bool, kNumClasses> allowed = AllowedClasses(values);
+  if (!allowed[class_of_[token]]) return false;
+  return !TagForbids(allowed[kLeaf] ? LeafStarts(state, source) : nullptr, state, token);
 }
 
 void TreeConstraint::Advance(int token, absl::Span<const int> source, int32_t* values) const {
@@ -404,7 +460,9 @@ void TreeConstraint::Advance(int token, absl::Span<const int> source, int32_t* v
   if (CopyAllowed(state, source) && token == ForcedPiece(state, source)) {
     ApplyCopy(source, state);
   } else if (state[kLex] != kInWord) {
-    Apply(static_cast<PieceClass>(class_of_[token]), state);
+    const PieceClass piece_class = static_cast<PieceClass>(class_of_[token]);
+    const bool tagged = piece_class == kLeaf && LeafStarts(state, source) != nullptr;
+    if (Apply(piece_class, state)) state.set_flag(kTagged, tagged);
   }
   std::copy(state.values, state.values + kStateSize, values);
 }

@@ -29,6 +29,8 @@
 //    length (the shortest completion, from the vocabulary's cheapest
 //    pieces for a leaf and a close, still fits),
 // and eos only when the root has closed over exactly the source's words.
+// With a tag dictionary (LeafRule::leaf_starts_by_word: leaves that are
+// part-of-speech tags), a listed word's leaf is also one of its tags.
 // Words are counted in the source as the pieces that start with "▁"
 // (SentencePiece starts every whitespace-separated word with one).
 //
@@ -43,10 +45,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/decode/decoding_constraint.h"
 
 namespace tfm {
@@ -61,6 +67,11 @@ struct LeafRule {
   };
   Kind kind = kChosen;
   std::vector<std::vector<int>> spellings;
+  // kChosen only, a tag dictionary (leaves that are part-of-speech tags): a
+  // source word spelled in exactly the pieces `first` takes a leaf that
+  // starts with one of the pieces `second`, each a whole leaf piece ("▁NN"),
+  // not a lone "▁". Words not listed take any leaf.
+  std::vector<std::pair<std::vector<int>, std::vector<int>>> leaf_starts_by_word;
 };
 
 class TreeConstraint : public DecodingConstraint {
@@ -147,6 +158,30 @@ class TreeConstraint : public DecodingConstraint {
   // number when there is none).
   int64_t CompletionCost(const State& state) const;
   std::array<bool, kNumClasses> AllowedClasses(const int32_t* values) const;
+  // The leaf pieces the next leaf may start with (sorted), or null when the
+  // word it is for is not in the tag dictionary (or there is none).
+  const std::vector<int>* LeafStarts(const State& state, absl::Span<const int> source) const;
+  // Whether the tag dictionary forbids `token` after `state`, given the
+  // next leaf's allowed pieces `starts` (null: the word is not listed, or
+  // no leaf may come next).
+  bool TagForbids(const std::vector<int>* starts, const State& state, int token) const;
+  const std::vector<int>* Lookup(absl::Span<const int> word) const {
+    const auto found = leaf_starts_.find(word);
+    return found == leaf_starts_.end() ? nullptr : &found->second;
+  }
+
+  // Words by their pieces, looked up by a span of the source (no copy).
+  struct PiecesHash {
+    using is_transparent = void;
+    size_t operator()(absl::Span<const int> pieces) const {
+      return absl::Hash<absl::Span<const int>>()(pieces);
+    }
+  };
+  struct PiecesEqual {
+    using is_transparent = void;
+    bool operator()(absl::Span<const int> a, absl::Span<const int> b) const { return a == b; }
+  };
+  absl::flat_hash_map<std::vector<int>, std::vector<int>, PiecesHash, PiecesEqual> leaf_starts_;
 
   std::vector<uint8_t> class_of_;  // By id.
   std::vector<bool> starts_word_;  // By id: the piece starts with "▁".

@@ -52,6 +52,9 @@ ABSL_FLAG(std::string, split, "",
 ABSL_FLAG(int, beam, 0, "decode/evaluate: beam size (1: greedy; 0: the model's config)");
 ABSL_FLAG(double, alpha, -1, "decode/evaluate: length penalty alpha (< 0: the model's config)");
 ABSL_FLAG(int, nbest, 0, "decode: hypotheses per line (0: the model's config)");
+ABSL_FLAG(int, tag_dictionary, -1,
+          "parse/evaluate (models that write tags): words seen this often in training take only "
+          "their training tags (0: off; < 0: the model's decode.tag_dictionary_min_count)");
 ABSL_FLAG(bool, list, false, "list registered ops, kernels, layers and tasks, then exit");
 // Declared for --help only: ExtractRepeatedFlags consumes them before parsing.
 ABSL_FLAG(std::string, plugin, "", "shared library to load (repeatable)");
@@ -236,6 +239,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "[--nbest=N]\n"
       "             | evaluate --model=DIR (--src=F --ref=F | --split=valid|test) [--beam=K] "
       "[--alpha=A]\n"
+      "      parsing: parse and evaluate also take [--tag_dictionary=N]\n"
       "  --plugin=LIB.so              load a plugin first (repeatable)");
   // --help lists the driver's own flags (absl's default only shows flags
   // defined in a file named like the binary, and there are none).
@@ -277,6 +281,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   options.decode.beam = absl::GetFlag(FLAGS_beam);
   options.decode.alpha = absl::GetFlag(FLAGS_alpha);
   options.decode.nbest = absl::GetFlag(FLAGS_nbest);
+  options.decode.tag_dictionary = absl::GetFlag(FLAGS_tag_dictionary);
   absl::Status status = RunDriver(options, std::cout);
   if (!status.ok()) {
     std::cerr << "error: " << status.message() << "\n";

@@ -185,6 +185,7 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const Decod
   }
   if (request.alpha >= 0) decode.set_length_penalty_alpha(request.alpha);
   if (request.nbest > 0) decode.set_nbest(request.nbest);
+  if (request.tag_dictionary >= 0) decode.set_tag_dictionary_min_count(request.tag_dictionary);
   return decode;
 }
 
@@ -245,7 +246,10 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
   const std::vector<int>& source_of = encoded.source_of;
   std::unique_ptr<DecodingConstraint> constraint;
   if (hooks.constraint) {
-    TFM_ASSIGN_OR_RETURN(constraint, hooks.constraint(config, tokenizer));
+    // The constraint follows the decode settings asked for, not the saved ones.
+    config::TaskConfig settings = config;
+    *settings.mutable_decode() = decode;
+    TFM_ASSIGN_OR_RETURN(constraint, hooks.constraint(settings, tokenizer));
   }
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search,
                        CreateSearchStrategy(decode, constraint.get()));

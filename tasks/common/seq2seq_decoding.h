@@ -36,7 +36,8 @@ bool IsDecodingCommand(TaskMode mode);
 // What a task adds to decoding (translation: nothing), each given the
 // model's config. `prepare` turns an input line into the text the model
 // reads (parsing: its words, brackets written as the treebank does);
-// `constraint` makes the search's constraint for the model's vocabulary;
+// `constraint` makes the search's constraint for the model's vocabulary
+// (given the model's config with the decode settings in use);
 // `format` turns an output's text into the line written, given its input
 // line (parsing: the tree over the line's words). Any may be empty.
 struct DecodingHooks {

@@ -17,6 +17,7 @@
 #include "core/paths.h"
 #include "core/status_macros.h"
 #include "tasks/common/seq2seq_decoding.h"
+#include "tasks/parsing/tag_dictionary.h"
 #include "tasks/parsing/tree_decoding.h"
 
 namespace tfm {
@@ -157,11 +158,8 @@ absl::Status ReadTreebankSentences(
     const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora, int limit,
     std::vector<std::string>* sentences, std::vector<std::string>* gold_lines,
     std::vector<std::string>* files) {
-  for (const config::CorpusConfig& corpus : corpora) {
-    TFM_ASSIGN_OR_RETURN(std::vector<std::string> more,
-                         PtbCorpusFiles(corpus, ResolveDataPath(corpus.root())));
-    files->insert(files->end(), more.begin(), more.end());
-  }
+  TFM_ASSIGN_OR_RETURN(std::vector<std::string> more, TreebankFiles(corpora));
+  files->insert(files->end(), more.begin(), more.end());
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<PtbReader> reader, PtbReader::Open(*files));
   Tree tree;
   while (static_cast<int>(sentences->size()) < limit && reader->Next(&tree)) {

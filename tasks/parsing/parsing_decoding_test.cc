@@ -22,6 +22,7 @@
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
 #include "tasks/parsing/parse_evaluation.h"
+#include "tasks/parsing/tag_dictionary.h"
 #include "tasks/parsing/tree_decoding.h"
 #include "tests/util/peer_python.h"
 
@@ -274,6 +275,58 @@ TEST_F(ParsingDecodingTest, PosTagModelsWriteTaggedTrees) {
   context.decode.split = "valid";
   ASSERT_TRUE(RunParseEvaluation(context).ok()) << log.str();
   EXPECT_TRUE(absl::StrContains(log.str(), "Tagging accuracy (the model's tags) = ")) << log.str();
+}
+
+TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags) {
+  TrainedModel trained = Load(tagged_dir_);
+  absl::StatusOr<TagCounts> counts = ReadTagCounts(trained.config.data().train());
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  // Every word of the training trees is counted once.
+  std::vector<std::string> sentences, gold_lines, files;
+  ASSERT_TRUE(ReadTreebankSentences(trained.config.data().train(), 1 << 30, &sentences,
+                                    &gold_lines, &files)
+                  .ok());
+  int64_t words = 0, counted = 0;
+  for (const std::string& sentence : sentences) words += InputWords(sentence).size();
+  for (const auto& [word, tags] : *counts) {
+    for (const auto& [tag, count] : tags) counted += count;
+  }
+  EXPECT_EQ(counted, words);
+  EXPECT_GT((*counts)["the"]["DT"], (*counts)["the"]["NN"]);  // English.
+  // The sample's first sentences are training sentences: with the
+  // dictionary every listed word's leaf is one of its training tags; the
+  // random model without it writes others.
+  const auto listed = LeafStartsByWord(*counts, trained.tokenizer, 1);
+  const auto is_listed = [&](const std::string& word) {
+    const std::vector<int> pieces = trained.tokenizer.Encode(word);
+    for (const auto& entry : listed) {
+      if (entry.first == pieces) return true;
+    }
+    return false;
+  };
+  const auto foreign_tags = [&](const config::DecodeConfig& decode) {
+    absl::StatusOr<std::vector<std::string>> trees =
+        DecodeLines(trained, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
+    EXPECT_TRUE(trees.ok()) << trees.status();
+    int foreign = 0, checked = 0;
+    for (const std::string& line : *trees) {
+      absl::StatusOr<Tree> tree = ParseBracketedTree(line);
+      EXPECT_TRUE(tree.ok()) << line;
+      if (!tree.ok()) continue;
+      const std::vector<std::string> tree_words = TreeWords(*tree), tags = TreeTags(*tree);
+      for (size_t w = 0; w < tree_words.size(); ++w) {
+        if (!is_listed(tree_words[w])) continue;
+        ++checked;
+        if ((*counts)[tree_words[w]].count(tags[w]) == 0) ++foreign;
+      }
+    }
+    EXPECT_GT(checked, 20);
+    return foreign;
+  };
+  config::DecodeConfig decode = trained.config.decode();
+  EXPECT_GT(foreign_tags(decode), 0);
+  decode.set_tag_dictionary_min_count(1);
+  EXPECT_EQ(foreign_tags(decode), 0);
 }
 
 TEST_F(ParsingDecodingTest, ParseCommandWritesOneTreeLinePerInputLine) {

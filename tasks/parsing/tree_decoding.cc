@@ -1,5 +1,9 @@
 #include "tasks/parsing/tree_decoding.h"
 
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -8,6 +12,7 @@
 #include "core/data/tree.h"
 #include "core/decode/tree_constraint.h"
 #include "core/status_macros.h"
+#include "tasks/parsing/tag_dictionary.h"
 
 namespace tfm {
 
@@ -31,11 +36,13 @@ std::string TreeLine(const std::string& line, const std::string& linearised, Lea
   return FormatTree(Delinearize(tokens, InputWords(line), nullptr, style));
 }
 
-absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(const Tokenizer& tokenizer,
-                                                                        LeafStyle style) {
+absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(
+    const Tokenizer& tokenizer, LeafStyle style,
+    std::vector<std::pair<std::vector<int>, std::vector<int>>> leaf_starts_by_word) {
   std::vector<std::string> pieces(tokenizer.vocab_size());
   for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces[id] = tokenizer.IdToPiece(id);
   LeafRule leaves;
+  leaves.leaf_starts_by_word = std::move(leaf_starts_by_word);
   if (style == LeafStyle::kWord) leaves.kind = LeafRule::kSourceWords;
   if (style == LeafStyle::kIndexed) {
     // Sources hold at most max_length pieces, so fewer words than this.
@@ -54,8 +61,28 @@ absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(const Tok
 DecodingHooks TreeDecodingHooks() {
   DecodingHooks hooks;
   hooks.prepare = [](const std::string& line) { return absl::StrJoin(InputWords(line), " "); };
-  hooks.constraint = [](const config::TaskConfig& config, const Tokenizer& tokenizer) {
-    return MakeTreeConstraint(tokenizer, ConfigLeafStyle(config));
+  // The training treebank's tags, read once (validation makes a constraint
+  // at every validation).
+  auto tag_counts = std::make_shared<std::optional<TagCounts>>();
+  hooks.constraint = [tag_counts](const config::TaskConfig& config,
+                                  const Tokenizer& tokenizer)
+      -> absl::StatusOr<std::unique_ptr<DecodingConstraint>> {
+    const LeafStyle style = ConfigLeafStyle(config);
+    const int min_count = config.decode().tag_dictionary_min_count();
+    if (style != LeafStyle::kPosTag || min_count <= 0) return MakeTreeConstraint(tokenizer, style);
+    if (!tag_counts->has_value()) {
+      absl::StatusOr<TagCounts> counts = ReadTagCounts(config.data().train());
+      if (!counts.ok()) {
+        return absl::Status(
+            counts.status().code(),
+            absl::StrCat("decode.tag_dictionary_min_count reads the model's training treebank "
+                         "(data.train): ",
+                         counts.status().message()));
+      }
+      *tag_counts = *std::move(counts);
+    }
+    return MakeTreeConstraint(tokenizer, style,
+                              LeafStartsByWord(**tag_counts, tokenizer, min_count));
   };
   hooks.format = [](const config::TaskConfig& config, const std::string& line,
                     const std::string& text) {

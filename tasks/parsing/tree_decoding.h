@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,13 +36,16 @@ std::string TreeLine(const std::string& line, const std::string& linearised, Lea
 
 // A TreeConstraint over `tokenizer`'s pieces (pad, unk and bos never),
 // copying the source's words as leaves for LeafStyle::kWord and forcing
-// "XX0", "XX1", ... for LeafStyle::kIndexed.
-absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(const Tokenizer& tokenizer,
-                                                                        LeafStyle style);
+// "XX0", "XX1", ... for LeafStyle::kIndexed; `leaf_starts_by_word` is its
+// tag dictionary (LeafStyle::kPosTag; tag_dictionary.h).
+absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(
+    const Tokenizer& tokenizer, LeafStyle style,
+    std::vector<std::pair<std::vector<int>, std::vector<int>>> leaf_starts_by_word = {});
 
 // The input's words as the model reads them (brackets as -LRB- -RRB-), the
 // constraint and TreeLine, in the model's leaf style, for DecodeLines and
-// the parse command.
+// the parse command. With decode.tag_dictionary_min_count the constraint
+// reads the model's training treebank once (the first time it is made).
 DecodingHooks TreeDecodingHooks();
 
 }  // namespace tfm

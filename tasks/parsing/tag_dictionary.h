@@ -1,0 +1,46 @@
+// decode.tag_dictionary_min_count: the part-of-speech tags each word had in
+// the training treebank, as the tree constraint's tag dictionary
+// (core/decode/tree_constraint.h, LeafRule::leaf_starts_by_word). A model
+// that writes tags as leaves (tree_leaves: POS_TAGS) otherwise tags a word
+// from the brackets around it as much as from the word: "(NP (NNP Genetics)
+// (NNP Institute) (CC and) (NNP is) ..." — with the dictionary "is" can only
+// be VBZ (or whatever else it was in training), and the search looks for
+// the brackets that fit.
+#ifndef TFM_TASKS_PARSING_TAG_DICTIONARY_H_
+#define TFM_TASKS_PARSING_TAG_DICTIONARY_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/config/task_config.pb.h"
+#include "core/data/tokenizer.h"
+
+namespace tfm {
+
+// The .mrg files of `corpora` (PTB_MRG treebanks; roots resolved as data
+// paths), in order.
+absl::StatusOr<std::vector<std::string>> TreebankFiles(
+    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora);
+
+// Word -> tag -> occurrences.
+using TagCounts = std::map<std::string, std::map<std::string, int64_t>>;
+
+// The tags of every word of `corpora` (PTB_MRG treebanks, cleaned as
+// training reads them: no -NONE- leaves). Errors name the corpus and file.
+absl::StatusOr<TagCounts> ReadTagCounts(
+    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora);
+
+// The constraint's dictionary for `tokenizer`: each word seen at least
+// `min_count` times, spelled in its source pieces, with the leaf piece of
+// each of its tags. A word with a tag that is not one whole leaf piece of
+// the vocabulary is left out (it takes any leaf).
+std::vector<std::pair<std::vector<int>, std::vector<int>>> LeafStartsByWord(
+    const TagCounts& counts, const Tokenizer& tokenizer, int64_t min_count);
+
+}  // namespace tfm
+
+#endif  // TFM_TASKS_PARSING_TAG_DICTIONARY_H_
