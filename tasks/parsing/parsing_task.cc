@@ -74,6 +74,14 @@ class ParsingTask : public Task {
             " (every treebank of a config writes its leaves alike)"));
       }
     }
+    if (loaded.config.decode().tag_dictionary_min_count() > 0 &&
+        style != config::CorpusConfig::POS_TAGS) {
+      const std::string field = "decode.tag_dictionary_min_count";
+      return absl::InvalidArgumentError(absl::StrCat(
+          loaded.sources.Describe(field), ": ", field,
+          ": a tag dictionary is for trees whose leaves are tags (tree_leaves: POS_TAGS), and "
+          "data.train[0] has ", config::CorpusConfig::TreeLeaves_Name(style)));
+    }
     return absl::OkStatus();
   }
 

@@ -1,5 +1,6 @@
 // The parsing task's own config checks: treebank corpora only, and one leaf
-// style for every treebank (the model trains and decodes in one).
+// style for every treebank (the model trains and decodes in one), and a tag
+// dictionary only for trees whose leaves are tags.
 #include <memory>
 #include <string>
 
@@ -49,6 +50,23 @@ TEST(ParsingTaskTest, EveryTreebankWritesItsLeavesAlike) {
                                  "has WORDS"),
             std::string::npos)
       << mixed;
+}
+
+TEST(ParsingTaskTest, TagDictionaryNeedsTreesWhoseLeavesAreTags) {
+  config::TaskConfig config;
+  config.set_task("parsing");
+  *config.mutable_data()->add_train() = Treebank(1, 169, config::CorpusConfig::POS_TAGS);
+  config.mutable_decode()->set_tag_dictionary_min_count(5);
+  EXPECT_TRUE(ValidateParsing(config).ok()) << ValidateParsing(config);
+
+  config.mutable_data()->mutable_train(0)->set_tree_leaves(config::CorpusConfig::PLACEHOLDERS);
+  const absl::Status status = ValidateParsing(config);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("decode.tag_dictionary_min_count: a tag dictionary is for "
+                                  "trees whose leaves are tags"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("PLACEHOLDERS"), std::string::npos) << status;
 }
 
 }  // namespace

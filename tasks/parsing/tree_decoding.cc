@@ -76,7 +76,7 @@ DecodingHooks TreeDecodingHooks() {
         return absl::Status(
             counts.status().code(),
             absl::StrCat("decode.tag_dictionary_min_count reads the model's training treebank "
-                         "(data.train): ",
+                         "(data.train; --tag_dictionary=0 parses without it): ",
                          counts.status().message()));
       }
       *tag_counts = *std::move(counts);
