@@ -386,7 +386,13 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
       TFM_ASSIGN_OR_RETURN(ValidationLog log, ValidateOnRankZero(*progress));
       log.elapsed_seconds = validation_began;
       if (agreed.validate_by_time) {
-        while (next_validation <= absl::Now()) next_validation += options_.validate_every_time;
+        // The next time on the grid (4, 8, 12 ... minutes into the run) that
+        // leaves at least half an interval of training: a validation slower
+        // than the interval (an untrained parser writes to the length limit,
+        // a busy machine) would otherwise leave no time to train between.
+        while (next_validation <= absl::Now() + options_.validate_every_time / 2) {
+          next_validation += options_.validate_every_time;
+        }
       }
       // Both bests are kept (a resumed run may choose the other metric);
       // the chosen one makes the checkpoint best and resets patience. A NaN
