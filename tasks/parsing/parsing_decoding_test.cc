@@ -327,6 +327,9 @@ TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags
   EXPECT_GT(foreign_tags(decode), 0);
   decode.set_tag_dictionary_min_count(1);
   EXPECT_EQ(foreign_tags(decode), 0);
+  // Greedy search goes without it.
+  decode.set_strategy(config::DecodeConfig::GREEDY);
+  EXPECT_GT(foreign_tags(decode), 0);
 }
 
 TEST_F(ParsingDecodingTest, ParseCommandWritesOneTreeLinePerInputLine) {

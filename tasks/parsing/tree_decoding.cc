@@ -68,7 +68,12 @@ DecodingHooks TreeDecodingHooks() {
                                   const Tokenizer& tokenizer)
       -> absl::StatusOr<std::unique_ptr<DecodingConstraint>> {
     const LeafStyle style = ConfigLeafStyle(config);
-    const int min_count = config.decode().tag_dictionary_min_count();
+    // Beam search only: greedy search under the dictionary has no second
+    // path when a word's tag does not fit the brackets it opened (the
+    // 10-minute preset model's validation F1: 37.66 with it, 61.76 without).
+    const int min_count = config.decode().strategy() == config::DecodeConfig::GREEDY
+                              ? 0
+                              : config.decode().tag_dictionary_min_count();
     if (style != LeafStyle::kPosTag || min_count <= 0) return MakeTreeConstraint(tokenizer, style);
     if (!tag_counts->has_value()) {
       absl::StatusOr<TagCounts> counts = ReadTagCounts(config.data().train());

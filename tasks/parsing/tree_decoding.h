@@ -44,8 +44,9 @@ absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(
 
 // The input's words as the model reads them (brackets as -LRB- -RRB-), the
 // constraint and TreeLine, in the model's leaf style, for DecodeLines and
-// the parse command. With decode.tag_dictionary_min_count the constraint
-// reads the model's training treebank once (the first time it is made).
+// the parse command. With decode.tag_dictionary_min_count and beam search
+// the constraint reads the model's training treebank once (the first time
+// it is made); greedy search goes without the dictionary.
 DecodingHooks TreeDecodingHooks();
 
 }  // namespace tfm
