@@ -17,7 +17,6 @@
 #include "core/paths.h"
 #include "core/status_macros.h"
 #include "tasks/common/seq2seq_decoding.h"
-#include "tasks/parsing/tag_dictionary.h"
 #include "tasks/parsing/tree_decoding.h"
 
 namespace tfm {
@@ -152,6 +151,17 @@ absl::Status RunParseEvaluation(const TaskContext& context) {
                                     *context.log, &parses));
   if (!request.output.empty()) TFM_RETURN_IF_ERROR(WriteOutputLines(request.output, parses));
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> TreebankFiles(
+    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora) {
+  std::vector<std::string> files;
+  for (const config::CorpusConfig& corpus : corpora) {
+    TFM_ASSIGN_OR_RETURN(std::vector<std::string> more,
+                         PtbCorpusFiles(corpus, ResolveDataPath(corpus.root())));
+    files.insert(files.end(), more.begin(), more.end());
+  }
+  return files;
 }
 
 absl::Status ReadTreebankSentences(

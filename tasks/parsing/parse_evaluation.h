@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/linearize.h"
 #include "core/data/tree.h"
@@ -60,6 +61,11 @@ struct TagAccuracy {
 };
 TagAccuracy ModelTagAccuracy(const std::vector<std::string>& parses,
                              const std::vector<std::string>& gold_lines);
+
+// The .mrg files of `corpora` (PTB_MRG treebanks; roots resolved as data
+// paths), in order.
+absl::StatusOr<std::vector<std::string>> TreebankFiles(
+    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora);
 
 // The sentences (words separated by spaces) and gold trees (one bracketed
 // tree a line, as PtbReader reads them) of `corpora`'s treebank files in

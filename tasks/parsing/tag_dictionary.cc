@@ -2,25 +2,13 @@
 
 #include <memory>
 
-#include "core/data/ptb_corpus.h"
 #include "core/data/ptb_reader.h"
 #include "core/data/tree.h"
 #include "core/decode/tree_constraint.h"
-#include "core/paths.h"
 #include "core/status_macros.h"
+#include "tasks/parsing/parse_evaluation.h"
 
 namespace tfm {
-
-absl::StatusOr<std::vector<std::string>> TreebankFiles(
-    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora) {
-  std::vector<std::string> files;
-  for (const config::CorpusConfig& corpus : corpora) {
-    TFM_ASSIGN_OR_RETURN(std::vector<std::string> more,
-                         PtbCorpusFiles(corpus, ResolveDataPath(corpus.root())));
-    files.insert(files.end(), more.begin(), more.end());
-  }
-  return files;
-}
 
 absl::StatusOr<TagCounts> ReadTagCounts(
     const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora) {

@@ -21,11 +21,6 @@
 
 namespace tfm {
 
-// The .mrg files of `corpora` (PTB_MRG treebanks; roots resolved as data
-// paths), in order.
-absl::StatusOr<std::vector<std::string>> TreebankFiles(
-    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora);
-
 // Word -> tag -> occurrences.
 using TagCounts = std::map<std::string, std::map<std::string, int64_t>>;
 
