@@ -18,6 +18,7 @@
 #include "ops/embedding/tied_projection.h"
 #include "ops/layer_norm/layer_norm.h"
 #include "ops/linear/linear.h"
+#include "ops/packed_linear/packed_linear.h"
 #include "ops/matmul/gemm_cpu.h"
 #include "ops/matmul/matmul.h"
 #include "ops/positional_encoding/positional_encoding.h"
@@ -283,6 +284,47 @@ void AddElementwiseCases(const Placement& place, std::vector<OpCase>* cases) {
         Inputs inputs(place);
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {kTokens, d}));
         return inputs.Done(Returning([=] { return DropoutBackward(dout, kDropoutP, state); }));
+      }});
+}
+
+// A batched beam search's step: kBeamRows rows (32 sentences x beam 4)
+// through a decoder product, by linear (OpenBLAS, which packs the weight at
+// every call) and by packed_linear (the weight packed once per search, as
+// DecodingLinear does; CPU f32 only, held against the linear row).
+void AddBeamStepLinearCases(const Placement& place, int64_t in, int64_t out,
+                            std::vector<OpCase>* cases) {
+  const int64_t rows = kBeamRows;
+  const double elem = place.ElementBytes();
+  const std::string shape = absl::StrFormat("%dx%d -> %d", rows, in, out);
+  const double flops = 2.0 * rows * in * out;
+  const double io_bytes = elem * (rows * in + out * in + out + rows * out);
+  cases->push_back(OpCase{
+      .op = "linear_fwd", .shape = shape, .flops = flops, .bytes = io_bytes, .tokens = rows,
+      .bound = Bound::kGemm, .group = RowGroup::kDecode,
+      .torch_spec = absl::StrFormat(
+          R"({"op": "linear", "tokens": %d, "in": %d, "out": %d, "mode": "fwd"})", rows, in,
+          out),
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs(place);
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {rows, in}));
+        TFM_ASSIGN_OR_RETURN(Tensor w, inputs.Uniform("w", {out, in}));
+        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {out}));
+        return inputs.Done(Returning([=] { return Linear(x, w, b); }));
+      }});
+  if (!place.device.is_cpu() || place.dtype != DType::kF32) return;
+  cases->push_back(OpCase{
+      .op = "packed_linear_fwd", .shape = shape, .flops = flops, .bytes = io_bytes,
+      .tokens = rows, .bound = Bound::kGemm, .group = RowGroup::kDecode,
+      .own_baseline = "linear_fwd " + shape,
+      .tolerance = SumTolerance(),
+      .prepare = [=]() -> absl::StatusOr<Prepared> {
+        Inputs inputs(place);
+        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {rows, in}));
+        TFM_ASSIGN_OR_RETURN(Tensor w, inputs.Uniform("w", {out, in}));
+        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {out}));
+        TFM_ASSIGN_OR_RETURN(Tensor packed, PackLinearWeight(w));
+        return inputs.Done(Returning([=] { return PackedLinear(x, packed, out, b); }));
       }});
 }
 
@@ -619,6 +661,10 @@ std::vector<OpCase> BaseModelCases(const CaseOptions& options) {
   AddLinearCases(place, 1, kDModel, kDFF, &cases);
   AddLinearCases(place, 1, kDFF, kDModel, &cases);
   for (int64_t n : options.decode_cache_lengths) AddAttentionCases(place, n, false, true, &cases);
+  // Batched beam search: the fused q/k/v product and the FFN's two.
+  AddBeamStepLinearCases(place, kDModel, 3 * kDModel, &cases);
+  AddBeamStepLinearCases(place, kDModel, kDFF, &cases);
+  AddBeamStepLinearCases(place, kDFF, kDModel, &cases);
   for (OpCase& c : cases) c.dtype = options.dtype;
   return cases;
 }

@@ -31,6 +31,8 @@ inline constexpr int64_t kDHead = kDModel / kHeads;
 // A training batch holds about 4096 tokens (the paper's 25000 per step are
 // spread over 8 GPUs; 4k is what one device sees).
 inline constexpr int64_t kTokens = 4096;
+// Decoder rows of a batched beam search step: 32 sentences x beam 4.
+inline constexpr int64_t kBeamRows = 128;
 // The paper's P_drop for the base model.
 inline constexpr double kDropoutP = 0.1;
 

@@ -22,6 +22,10 @@ absl::StatusOr<Tensor> Dense::Forward(const Tensor& x) {
   return Linear(x, weight_.value, bias_.value);
 }
 
+absl::StatusOr<Tensor> Dense::Step(DecodingCache& cache, const Tensor& x) const {
+  return DecodingLinear(cache, &weight_.value, x, weight_.value, bias_.value);
+}
+
 absl::StatusOr<Tensor> Dense::Backward(const Tensor& dout) {
   TFM_ASSIGN_OR_RETURN(LinearGrads grads, LinearBackward(dout, x_, weight_.value));
   TFM_RETURN_IF_ERROR(AccumulateGrad(weight_, grads.dweight));

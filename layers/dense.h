@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/decode/decoding_cache.h"
 #include "core/layer_registry.h"
 #include "core/tensor.h"
 
@@ -21,6 +22,9 @@ class Dense {
 
   // x [..., in] -> [..., out]; keeps x.
   absl::StatusOr<Tensor> Forward(const Tensor& x);
+  // The same map in a decoding step (DecodingLinear: the weight packed once
+  // per search on the CPU); keeps nothing.
+  absl::StatusOr<Tensor> Step(DecodingCache& cache, const Tensor& x) const;
   // Adds dW and db into the gradients; returns dx.
   absl::StatusOr<Tensor> Backward(const Tensor& dout);
 

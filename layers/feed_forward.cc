@@ -27,6 +27,12 @@ class FeedForward : public Layer {
   absl::StatusOr<std::vector<Tensor>> Forward(ForwardContext& context,
                                               absl::Span<const Tensor> inputs) override {
     if (inputs.size() != 1) return absl::InvalidArgumentError("feed_forward takes {x}");
+    if (context.cache != nullptr) {  // A decoding step: no dropout, nothing kept.
+      TFM_ASSIGN_OR_RETURN(Tensor hidden, fc1_.Step(*context.cache, inputs[0]));
+      TFM_ASSIGN_OR_RETURN(hidden, Relu(hidden));
+      TFM_ASSIGN_OR_RETURN(Tensor y, fc2_.Step(*context.cache, hidden));
+      return std::vector<Tensor>{y};
+    }
     TFM_ASSIGN_OR_RETURN(Tensor hidden, fc1_.Forward(inputs[0]));
     TFM_ASSIGN_OR_RETURN(activated_, Relu(hidden));
     TFM_ASSIGN_OR_RETURN(Tensor dropped, relu_dropout_.Forward(context, activated_));

@@ -138,15 +138,19 @@ class MultiHeadAttention : public Layer {
                                                            v_proj_.weight().dim(0) / heads_},
                                                           DType::kF32, x.device()));
         entry = &cache.Store(this, {DecodingCache::Indexing::kRow, {keys, values}});
-        TFM_RETURN_IF_ERROR(FuseProjections(cache));
+        // Once per search: the batches of a search share it (and the packed
+        // weight kept under its tensor's address).
+        if (cache.Find(&q_proj_) == nullptr) TFM_RETURN_IF_ERROR(FuseProjections(cache));
       }
       // Under the q projection's address: the layer's second entry.
       const DecodingCache::Entry* fused = cache.Find(&q_proj_);
       if (fused != nullptr) {
-        // One product for the step's queries, keys and values: [rows, 1,
-        // 3 h d] is [rows, 3 h, 1, d]; keys and values go to their caches
-        // from their thirds, the queries are copied out of theirs.
-        TFM_ASSIGN_OR_RETURN(Tensor qkv, Linear(x, fused->tensors[0], fused->tensors[1]));
+        // One product for the step's queries, keys and values (its packed
+        // weight kept under the stacked weight's tensor): [rows, 1, 3 h d]
+        // is [rows, 3 h, 1, d]; keys and values go to their caches from
+        // their thirds, the queries are copied out of theirs.
+        TFM_ASSIGN_OR_RETURN(Tensor qkv, DecodingLinear(cache, &fused->tensors[0], x,
+                                                        fused->tensors[0], fused->tensors[1]));
         TFM_ASSIGN_OR_RETURN(qkv, qkv.Reshape({x.dim(0), 3 * heads_, 1, qkv.dim(2) / (3 * heads_)}));
         TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[0], qkv, cache.position(), heads_));
         TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[1], qkv, cache.position(), 2 * heads_));
@@ -154,9 +158,9 @@ class MultiHeadAttention : public Layer {
                                               x.device()));
         TFM_RETURN_IF_ERROR(KvCacheWrite(q, qkv, 0, 0));
       } else {
-        TFM_ASSIGN_OR_RETURN(q, q_proj_.Forward(x));
-        TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(x));
-        TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Forward(x));
+        TFM_ASSIGN_OR_RETURN(q, q_proj_.Step(cache, x));
+        TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Step(cache, x));
+        TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Step(cache, x));
         TFM_ASSIGN_OR_RETURN(k, StepHeads(k));
         TFM_ASSIGN_OR_RETURN(v, StepHeads(v));
         TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[0], k, cache.position()));
@@ -165,7 +169,7 @@ class MultiHeadAttention : public Layer {
       }
       options.key_lengths = cache.key_lengths();
     } else {
-      TFM_ASSIGN_OR_RETURN(q, q_proj_.Forward(x));
+      TFM_ASSIGN_OR_RETURN(q, q_proj_.Step(cache, x));
       if (entry == nullptr) {
         const Tensor& memory = inputs[1];
         TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(memory));
@@ -183,7 +187,7 @@ class MultiHeadAttention : public Layer {
         ScaledDotProductAttention(q, entry->tensors[0], entry->tensors[1], options));
     TFM_ASSIGN_OR_RETURN(Tensor merged, StepMergeHeads(attention.out));
     TFM_ASSIGN_OR_RETURN(merged, merged.Reshape({cache.rows(), 1, merged.dim(2)}));
-    TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Forward(merged));
+    TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Step(cache, merged));
     return std::vector<Tensor>{y};
   }
 
@@ -203,12 +207,12 @@ class MultiHeadAttention : public Layer {
     return out.Reshape({out.dim(0), 1, heads_ * out.dim(3)});
   }
 
-  // Stores (under &q_proj_, shared by every row) the q, k and v projections
-  // stacked into one [3 h d, d_model] weight and [3 h d] bias, made once per
-  // search so that a model trained between searches never decodes with
-  // stale copies, when queries, keys and values have one head size and f32
-  // weights; otherwise there is no such entry and a step runs three
-  // products. The stacking writes each [h d, d_model] weight as positions of
+  // Stores (under &q_proj_, shared by every row and every batch of a
+  // search) the q, k and v projections stacked into one [3 h d, d_model]
+  // weight and [3 h d] bias, made once per search so that a model trained
+  // between searches never decodes with stale copies, when queries, keys and
+  // values have one head size and f32 weights; otherwise there is no such
+  // entry and a step runs three products. The stacking writes each [h d, d_model] weight as positions of
   // a one-row "cache", which works on every device.
   absl::Status FuseProjections(DecodingCache& cache) const {
     const Tensor& wq = q_proj_.weight();

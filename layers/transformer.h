@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
+#include "core/decode/decoding_cache.h"
 #include "core/decode/incremental_model.h"
 #include "core/device.h"
 #include "core/layer_registry.h"
@@ -82,6 +83,8 @@ class Transformer : public TrainableModel, public IncrementalModel {
 
   // IncrementalModel (layers/transformer_decoding.cc).
   DecodingVocabulary vocabulary() const override;
+  void BeginSearch() override;
+  void EndSearch() override;
   absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
                                                       int rows_per_sentence,
                                                       int max_steps) override;
@@ -116,6 +119,9 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // for the backward.
   Tensor aligned_rows_;
   Shape memory_shape_;
+  // Between BeginSearch and EndSearch: the decoding caches' shared entries
+  // (weights packed for decoding), made once for all of a search's batches.
+  std::shared_ptr<DecodingCache::SharedEntries> search_entries_;
 };
 
 }  // namespace tfm

@@ -13,7 +13,6 @@
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "layers/transformer.h"
-#include "ops/embedding/tied_projection.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/softmax/softmax.h"
 
@@ -23,8 +22,9 @@ namespace {
 class TransformerState : public DecoderState {
  public:
   TransformerState(const Transformer* model, int64_t sentences, int64_t rows_per_sentence,
-                   int64_t max_steps, const Device& device)
-      : model(model), cache(sentences, rows_per_sentence, max_steps, device) {}
+                   int64_t max_steps, const Device& device,
+                   std::shared_ptr<DecodingCache::SharedEntries> shared)
+      : model(model), cache(sentences, rows_per_sentence, max_steps, device, std::move(shared)) {}
 
   int rows() const override { return static_cast<int>(cache.rows()); }
 
@@ -71,12 +71,18 @@ DecodingVocabulary Transformer::vocabulary() const {
   return {vocabulary_.size, vocabulary_.pad_id, vocabulary_.bos_id, vocabulary_.eos_id};
 }
 
+void Transformer::BeginSearch() {
+  search_entries_ = std::make_shared<DecodingCache::SharedEntries>();
+}
+
+void Transformer::EndSearch() { search_entries_.reset(); }
+
 absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBatch& sources,
                                                                  int rows_per_sentence,
                                                                  int max_steps) {
   TFM_RETURN_IF_ERROR(CheckSources(sources, rows_per_sentence, max_steps));
-  auto state =
-      std::make_unique<TransformerState>(this, sources.size, rows_per_sentence, max_steps, device_);
+  auto state = std::make_unique<TransformerState>(this, sources.size, rows_per_sentence,
+                                                  max_steps, device_, search_entries_);
   TFM_ASSIGN_OR_RETURN(Tensor ids,
                        Int32OnDevice(sources.ids, {sources.size, sources.length}, device_));
   state->lengths.assign(sources.lengths.begin(), sources.lengths.end());
@@ -138,7 +144,9 @@ absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const in
       std::vector<Tensor> decoded,
       decoder_->Forward(context, {target[0], state->memory, state->memory_lengths}));
   TFM_ASSIGN_OR_RETURN(Tensor hidden, decoded[0].Reshape({rows, model_.d_model()}));
-  TFM_ASSIGN_OR_RETURN(Tensor logits, TiedProjection(hidden, table));
+  // The tied projection: hidden E^T.
+  TFM_ASSIGN_OR_RETURN(Tensor logits,
+                       DecodingLinear(state->cache, &TargetTable().value, hidden, table));
   TFM_ASSIGN_OR_RETURN(Tensor log_probs, LogSoftmax(logits));
   state->cache.EndStep();
   if (device_.is_cpu()) return log_probs;

@@ -8,6 +8,8 @@
 #include "core/tensor_copy.h"
 #include "ops/fill/fill.h"
 #include "ops/kv_cache/kv_cache.h"
+#include "ops/linear/linear.h"
+#include "ops/packed_linear/packed_linear.h"
 
 namespace tfm {
 namespace {
@@ -36,19 +38,23 @@ absl::Status GatherEntries(absl::node_hash_map<const void*, DecodingCache::Entry
 }  // namespace
 
 DecodingCache::DecodingCache(int64_t sentences, int64_t rows_per_sentence, int64_t max_steps,
-                             const Device& device)
+                             const Device& device, std::shared_ptr<SharedEntries> shared)
     : sentences_(sentences),
       rows_per_sentence_(rows_per_sentence),
       max_steps_(max_steps),
       capacity_(std::min(max_steps, kInitialCapacity)),
-      device_(device) {}
+      device_(device),
+      shared_(shared != nullptr ? std::move(shared) : std::make_shared<SharedEntries>()) {}
 
 DecodingCache::Entry* DecodingCache::Find(const void* owner) {
   auto it = entries_.find(owner);
-  return it == entries_.end() ? nullptr : &it->second;
+  if (it != entries_.end()) return &it->second;
+  it = shared_->find(owner);
+  return it == shared_->end() ? nullptr : &it->second;
 }
 
 DecodingCache::Entry& DecodingCache::Store(const void* owner, Entry entry) {
+  if (entry.indexing == Indexing::kShared) return (*shared_)[owner] = std::move(entry);
   return entries_[owner] = std::move(entry);
 }
 
@@ -102,6 +108,17 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
   sentences_ = static_cast<int64_t>(sentence_ids.size());
   rows_per_sentence_ = group;
   return sentence_ids;
+}
+
+absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
+                                      const Tensor& weight, const std::optional<Tensor>& bias) {
+  if (!PackedLinearSupported(weight) || x.dtype() != DType::kF32) return Linear(x, weight, bias);
+  const DecodingCache::Entry* packed = cache.Find(owner);
+  if (packed == nullptr) {
+    TFM_ASSIGN_OR_RETURN(Tensor panels, PackLinearWeight(weight));
+    packed = &cache.Store(owner, {DecodingCache::Indexing::kShared, {panels}});
+  }
+  return PackedLinear(x, packed->tensors[0], weight.dim(0), bias);
 }
 
 }  // namespace tfm

@@ -10,10 +10,15 @@
 // follow their rows when a search reorders them; per-sentence entries
 // (encoder-decoder keys and values, computed once per sentence and layer)
 // follow their sentences, so they are copied only when a sentence leaves.
+// Shared entries (weights laid out for decoding) are made once per search:
+// the caches of a search's batches share them (SharedEntries), since a
+// model's weights do not change while it searches.
 #ifndef TFM_CORE_DECODE_DECODING_CACHE_H_
 #define TFM_CORE_DECODE_DECODING_CACHE_H_
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
@@ -42,10 +47,13 @@ class DecodingCache {
     Indexing indexing = Indexing::kRow;
     std::vector<Tensor> tensors;
   };
+  // The kShared entries, which the caches of one search's batches may share.
+  using SharedEntries = absl::node_hash_map<const void*, Entry>;
 
-  // For a search of at most `max_steps` steps.
+  // For a search of at most `max_steps` steps, with the kShared entries in
+  // `shared` (null: the cache's own).
   DecodingCache(int64_t sentences, int64_t rows_per_sentence, int64_t max_steps,
-                const Device& device);
+                const Device& device, std::shared_ptr<SharedEntries> shared = nullptr);
 
   int64_t sentences() const { return sentences_; }
   int64_t rows_per_sentence() const { return rows_per_sentence_; }
@@ -63,7 +71,8 @@ class DecodingCache {
   // The entry `owner` stored, or nullptr.
   Entry* Find(const void* owner);
   // Entries stay where they are until the cache goes (pointers and
-  // references to them remain valid across Store calls).
+  // references to them remain valid across Store calls); kShared ones go to
+  // the shared entries.
   Entry& Store(const void* owner, Entry entry);
 
   // Around each step of the model: BeginStep grows full per-row entries and
@@ -84,7 +93,18 @@ class DecodingCache {
   Device device_;
   Tensor key_lengths_;
   absl::node_hash_map<const void*, Entry> entries_;
+  std::shared_ptr<SharedEntries> shared_;
 };
+
+// x W^T + b in a decoding step (x [rows, ..., in], weight [out, in], bias
+// [out] or none). On the CPU in f32, through the weight packed for
+// packed_linear (ops/packed_linear) once per search, kept as a shared entry
+// under `owner`: the address of the long-lived Tensor object that holds the
+// weight (a Parameter's value, a shared entry's tensor), which no layer
+// uses as its own key. Elsewhere Linear.
+absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
+                                      const Tensor& weight,
+                                      const std::optional<Tensor>& bias = std::nullopt);
 
 }  // namespace tfm
 

@@ -4,6 +4,8 @@
 
 #include "gtest/gtest.h"
 #include "ops/kv_cache/kv_cache.h"
+#include "ops/linear/linear.h"
+#include "ops/random/random.h"
 
 namespace tfm {
 namespace {
@@ -95,6 +97,46 @@ TEST(DecodingCacheTest, WidensOneRowPerSentenceToABeam) {
     EXPECT_EQ(rows.data<float>()[r * cache.capacity() + 0], 100 * first[r]) << r;
     EXPECT_EQ(rows.data<float>()[r * cache.capacity() + 1], 100 * r + 1) << r;
   }
+}
+
+// The caches of one search's batches share their kShared entries (weights
+// laid out once per search), never their per-row or per-sentence ones.
+TEST(DecodingCacheTest, CachesOfOneSearchShareOnlySharedEntries) {
+  auto shared = std::make_shared<DecodingCache::SharedEntries>();
+  DecodingCache first(2, 1, 10, Device::Cpu(), shared), second(3, 1, 10, Device::Cpu(), shared);
+  DecodingCache alone(2, 1, 10, Device::Cpu());
+  char weights_key = 0, rows_key = 0;
+  first.Store(&weights_key,
+              {DecodingCache::Indexing::kShared, {*Tensor::Zeros({4}, DType::kF32)}});
+  first.Store(&rows_key,
+              {DecodingCache::Indexing::kRow, {*Tensor::Zeros({2, 1, 10, 1}, DType::kF32)}});
+  ASSERT_NE(second.Find(&weights_key), nullptr);
+  EXPECT_EQ(second.Find(&weights_key), first.Find(&weights_key));
+  EXPECT_EQ(second.Find(&rows_key), nullptr);
+  EXPECT_EQ(alone.Find(&weights_key), nullptr);
+  EXPECT_EQ(shared->size(), 1u);
+}
+
+// DecodingLinear is Linear (to float rounding), its weight packed once
+// under the owner's key and reused by the next step and the next batch.
+TEST(DecodingCacheTest, DecodingLinearPacksTheWeightOncePerSearch) {
+  const Tensor w = *RandomUniform({40, 24}, PhiloxState{3, 1, 0}, -1.0f, 1.0f);
+  const Tensor b = *RandomUniform({40}, PhiloxState{3, 2, 0}, -1.0f, 1.0f);
+  const Tensor x = *RandomUniform({6, 1, 24}, PhiloxState{3, 3, 0}, -1.0f, 1.0f);
+  auto shared = std::make_shared<DecodingCache::SharedEntries>();
+  DecodingCache batch1(6, 1, 10, Device::Cpu(), shared), batch2(6, 1, 10, Device::Cpu(), shared);
+  const std::vector<float> want = Linear(x, w, b)->ToVector<float>();
+  for (DecodingCache* cache : {&batch1, &batch1, &batch2}) {
+    absl::StatusOr<Tensor> y = DecodingLinear(*cache, &w, x, w, b);
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->shape(), (Shape{6, 1, 40}));
+    const std::vector<float> got = y->ToVector<float>();
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5f) << i;
+  }
+  ASSERT_EQ(shared->size(), 1u);
+  const DecodingCache::Entry* packed = batch2.Find(&w);
+  ASSERT_NE(packed, nullptr);
+  EXPECT_EQ(packed->tensors[0].dim(1), 24);  // [panels, in, width].
 }
 
 }  // namespace

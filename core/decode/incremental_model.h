@@ -55,6 +55,15 @@ class IncrementalModel {
 
   virtual DecodingVocabulary vocabulary() const = 0;
 
+  // A search of many batches (SearchStrategy::Search) calls BeginSearch
+  // before its first Start and EndSearch after its last state is gone. The
+  // model's weights do not change in between, so a model may prepare what
+  // every batch's state shares (weights laid out for decoding) once, at its
+  // first use after BeginSearch, and drop it at EndSearch; without the pair
+  // (a lone SearchBatch) each state prepares its own. Default: nothing.
+  virtual void BeginSearch() {}
+  virtual void EndSearch() {}
+
   // Encodes `sources` (every length >= 1) once and returns a state of
   // sources.size * rows_per_sentence decoder rows, row r decoding sentence
   // r / rows_per_sentence (a beam of that many hypotheses per sentence),

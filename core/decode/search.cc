@@ -5,6 +5,7 @@
 #include <numeric>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/decode/beam_search.h"
 #include "core/decode/greedy_search.h"
@@ -57,6 +58,9 @@ absl::StatusOr<std::vector<NBestList>> SearchStrategy::Search(
                    [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
   const int pad_id = model.vocabulary().pad_id;
   const size_t batch_size = static_cast<size_t>(std::max(1, options_.batch_size));
+  // EndSearch on every way out, errors included.
+  model.BeginSearch();
+  const absl::Cleanup end_search = [&model] { model.EndSearch(); };
   std::vector<const std::vector<int>*> members;
   for (size_t begin = 0; begin < order.size(); begin += batch_size) {
     const size_t end = std::min(order.size(), begin + batch_size);
