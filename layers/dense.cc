@@ -22,8 +22,8 @@ absl::StatusOr<Tensor> Dense::Forward(const Tensor& x) {
   return Linear(x, weight_.value, bias_.value);
 }
 
-absl::StatusOr<Tensor> Dense::Step(DecodingCache& cache, const Tensor& x) const {
-  return DecodingLinear(cache, &weight_.value, x, weight_.value, bias_.value);
+absl::StatusOr<Tensor> Dense::Step(DecodingCache& cache, const Tensor& x, bool relu) const {
+  return DecodingLinear(cache, &weight_.value, x, weight_.value, bias_.value, relu);
 }
 
 absl::StatusOr<Tensor> Dense::Backward(const Tensor& dout) {

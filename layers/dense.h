@@ -23,8 +23,8 @@ class Dense {
   // x [..., in] -> [..., out]; keeps x.
   absl::StatusOr<Tensor> Forward(const Tensor& x);
   // The same map in a decoding step (DecodingLinear: the weight packed once
-  // per search on the CPU); keeps nothing.
-  absl::StatusOr<Tensor> Step(DecodingCache& cache, const Tensor& x) const;
+  // per search on the CPU), with `relu` max(0, .) of it; keeps nothing.
+  absl::StatusOr<Tensor> Step(DecodingCache& cache, const Tensor& x, bool relu = false) const;
   // Adds dW and db into the gradients; returns dx.
   absl::StatusOr<Tensor> Backward(const Tensor& dout);
 

@@ -28,8 +28,7 @@ class FeedForward : public Layer {
                                               absl::Span<const Tensor> inputs) override {
     if (inputs.size() != 1) return absl::InvalidArgumentError("feed_forward takes {x}");
     if (context.cache != nullptr) {  // A decoding step: no dropout, nothing kept.
-      TFM_ASSIGN_OR_RETURN(Tensor hidden, fc1_.Step(*context.cache, inputs[0]));
-      TFM_ASSIGN_OR_RETURN(hidden, Relu(hidden));
+      TFM_ASSIGN_OR_RETURN(Tensor hidden, fc1_.Step(*context.cache, inputs[0], /*relu=*/true));
       TFM_ASSIGN_OR_RETURN(Tensor y, fc2_.Step(*context.cache, hidden));
       return std::vector<Tensor>{y};
     }

@@ -10,6 +10,7 @@
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
 #include "ops/packed_linear/packed_linear.h"
+#include "ops/relu/relu.h"
 
 namespace tfm {
 namespace {
@@ -111,14 +112,19 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
 }
 
 absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
-                                      const Tensor& weight, const std::optional<Tensor>& bias) {
-  if (!PackedLinearSupported(weight) || x.dtype() != DType::kF32) return Linear(x, weight, bias);
+                                      const Tensor& weight, const std::optional<Tensor>& bias,
+                                      bool relu) {
+  if (!PackedLinearSupported(weight) || x.dtype() != DType::kF32) {
+    TFM_ASSIGN_OR_RETURN(Tensor y, Linear(x, weight, bias));
+    if (!relu) return y;
+    return Relu(y);
+  }
   const DecodingCache::Entry* packed = cache.Find(owner);
   if (packed == nullptr) {
     TFM_ASSIGN_OR_RETURN(Tensor panels, PackLinearWeight(weight));
     packed = &cache.Store(owner, {DecodingCache::Indexing::kShared, {panels}});
   }
-  return PackedLinear(x, packed->tensors[0], weight.dim(0), bias);
+  return PackedLinear(x, packed->tensors[0], weight.dim(0), bias, relu);
 }
 
 }  // namespace tfm

@@ -101,10 +101,11 @@ class DecodingCache {
 // packed_linear (ops/packed_linear) once per search, kept as a shared entry
 // under `owner`: the address of the long-lived Tensor object that holds the
 // weight (a Parameter's value, a shared entry's tensor), which no layer
-// uses as its own key. Elsewhere Linear.
+// uses as its own key. Elsewhere Linear. With `relu`, max(0, x W^T + b).
 absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
                                       const Tensor& weight,
-                                      const std::optional<Tensor>& bias = std::nullopt);
+                                      const std::optional<Tensor>& bias = std::nullopt,
+                                      bool relu = false);
 
 }  // namespace tfm
 

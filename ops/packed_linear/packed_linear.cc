@@ -19,6 +19,7 @@ absl::Status ValidatePackedLinear(const KernelContext& context) {
   const Tensor& x = context.input(0);
   const Tensor& packed = context.input(1);
   TFM_ASSIGN_OR_RETURN(const int64_t out, context.attrs().Get<int64_t>("out_features"));
+  TFM_RETURN_IF_ERROR(context.attrs().GetOr<bool>("relu", false).status());
   if (x.dtype() != DType::kF32 || packed.dtype() != DType::kF32 || x.rank() < 1 ||
       packed.rank() != 3 || x.dim(-1) != packed.dim(1)) {
     return context.Error("x must be [..., in] and packed [panels, in, width], both f32");
@@ -50,8 +51,8 @@ TFM_REGISTER_OP(OpDef{
     .name = "packed_linear",
     .inputs = {"x", "packed", "bias"},
     .outputs = {"out"},
-    .attrs = {"out_features"},
-    .doc = "x W^T + b with W packed by pack_linear_weight",
+    .attrs = {"out_features", "relu"},
+    .doc = "x W^T + b with W packed by pack_linear_weight (relu: then max(0, .))",
     .validate = ValidatePackedLinear,
 });
 
@@ -59,8 +60,8 @@ TFM_REGISTER_OP(OpDef{
     .name = "packed_linear_no_bias",
     .inputs = {"x", "packed"},
     .outputs = {"out"},
-    .attrs = {"out_features"},
-    .doc = "x W^T with W packed by pack_linear_weight",
+    .attrs = {"out_features", "relu"},
+    .doc = "x W^T with W packed by pack_linear_weight (relu: then max(0, .))",
     .validate = ValidatePackedLinear,
 });
 
@@ -77,9 +78,10 @@ absl::StatusOr<Tensor> PackLinearWeight(const Tensor& weight) {
 }
 
 absl::StatusOr<Tensor> PackedLinear(const Tensor& x, const Tensor& packed, int64_t out_features,
-                                    const std::optional<Tensor>& bias) {
+                                    const std::optional<Tensor>& bias, bool relu) {
   Attrs attrs;
   attrs.Set("out_features", out_features);
+  if (relu) attrs.Set("relu", true);
   if (bias.has_value()) {
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                          RunOp("packed_linear", {x, packed, *bias}, attrs));

@@ -37,8 +37,11 @@ absl::StatusOr<Tensor> PackLinearWeight(const Tensor& weight);
 
 // x [..., in] -> [..., out_features] = x W^T + bias for `packed` =
 // PackLinearWeight(W) with W [out_features, in]; bias [out_features] or none.
+// With `relu`, max(0, x W^T + bias) (the feed-forward's first product: no
+// second pass over its output).
 absl::StatusOr<Tensor> PackedLinear(const Tensor& x, const Tensor& packed, int64_t out_features,
-                                    const std::optional<Tensor>& bias = std::nullopt);
+                                    const std::optional<Tensor>& bias = std::nullopt,
+                                    bool relu = false);
 
 }  // namespace tfm
 

@@ -31,12 +31,12 @@ constexpr int kRows = 6;
 // Below this many multiply-adds a product runs on one thread (as GemmCpu).
 constexpr int64_t kSplitWork = int64_t{1} << 17;
 
-// Rows [0, R) of y (leading dimension `out`) over panels [first, last):
-// whole panels straight into y, the last partial one through a block on the
-// stack; then the bias.
+// Rows [0, R) of y (leading dimension `out`) in one panel: a whole panel
+// straight into y, the last partial one through a block on the stack; then
+// the bias and the ReLU.
 template <int R>
-void RowBlock(const float* x, int64_t in, const float* packed, const float* bias, int64_t out,
-              int64_t panel, float* y) {
+void RowBlock(const float* x, int64_t in, const float* packed, const float* bias, bool relu,
+              int64_t out, int64_t panel, float* y) {
   const int64_t column = panel * kWidth;
   const int64_t columns = std::min(kWidth, out - column);
   const float* b = packed + panel * in * kWidth;
@@ -53,18 +53,21 @@ void RowBlock(const float* x, int64_t in, const float* packed, const float* bias
     } else if (!whole) {
       std::memcpy(row, from, columns * sizeof(float));
     }
+    if (relu) {
+      for (int64_t j = 0; j < columns; ++j) row[j] = std::max(row[j], 0.0f);
+    }
   }
 }
 
 // The last rows - rows % kRows rows: R = rest, found by recursion over R.
 template <int R>
 void RestBlock(int rest, const float* x, int64_t in, const float* packed, const float* bias,
-               int64_t out, int64_t panel, float* y) {
+               bool relu, int64_t out, int64_t panel, float* y) {
   if constexpr (R > 0) {
     if (rest == R) {
-      RowBlock<R>(x, in, packed, bias, out, panel, y);
+      RowBlock<R>(x, in, packed, bias, relu, out, panel, y);
     } else {
-      RestBlock<R - 1>(rest, x, in, packed, bias, out, panel, y);
+      RestBlock<R - 1>(rest, x, in, packed, bias, relu, out, panel, y);
     }
   }
 }
@@ -100,6 +103,7 @@ absl::Status PackedLinearCpu(KernelContext& context) {
                                       " (pack_linear_weight in this process)"));
   }
   TFM_ASSIGN_OR_RETURN(const int64_t out, context.attrs().Get<int64_t>("out_features"));
+  TFM_ASSIGN_OR_RETURN(const bool relu, context.attrs().GetOr<bool>("relu", false));
   const int64_t in = packed.dim(1), panels = packed.dim(0), rows = NumRows(x.shape());
   Shape shape = x.shape();
   shape.back() = out;
@@ -119,11 +123,11 @@ absl::Status PackedLinearCpu(KernelContext& context) {
     for (int64_t panel = first; panel < last; ++panel) {
       int64_t r = 0;
       for (; r + kRows <= rows; r += kRows) {
-        RowBlock<kRows>(a + r * in, in, b, bias, out, panel, c + r * out);
+        RowBlock<kRows>(a + r * in, in, b, bias, relu, out, panel, c + r * out);
       }
       if (r < rows) {
-        RestBlock<kRows - 1>(static_cast<int>(rows - r), a + r * in, in, b, bias, out, panel,
-                             c + r * out);
+        RestBlock<kRows - 1>(static_cast<int>(rows - r), a + r * in, in, b, bias, relu, out,
+                             panel, c + r * out);
       }
     }
   });

@@ -1,6 +1,8 @@
 #include "ops/packed_linear/packed_linear.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -74,6 +76,27 @@ TEST(PackedLinearTest, KeepsLeadingAxesAndAgreesWithLinear) {
   EXPECT_EQ(y.shape(), (Shape{4, 3, 1, 96}));
   const std::vector<float> got = y.ToVector<float>(), want = Linear(x, w, b)->ToVector<float>();
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
+}
+
+// relu = the product's max(0, .), bit for bit (bias or not, whole and
+// partial panels), negatives included before clamping.
+TEST(PackedLinearTest, ReluClampsTheProduct) {
+  for (int64_t out : {32, 45}) {
+    const Tensor x = Random({13, 20}, 1), w = Random({out, 20}, 2), b = Random({out}, 3);
+    const Tensor packed = *PackLinearWeight(w);
+    for (bool with_bias : {true, false}) {
+      const std::optional<Tensor> bias = with_bias ? std::optional<Tensor>(b) : std::nullopt;
+      const std::vector<float> plain = PackedLinear(x, packed, out, bias)->ToVector<float>();
+      const std::vector<float> clamped =
+          PackedLinear(x, packed, out, bias, /*relu=*/true)->ToVector<float>();
+      int negatives = 0;
+      for (size_t i = 0; i < plain.size(); ++i) {
+        negatives += plain[i] < 0;
+        ASSERT_EQ(clamped[i], std::max(plain[i], 0.0f)) << out << " " << i;
+      }
+      EXPECT_GT(negatives, 0);
+    }
+  }
 }
 
 // A row's outputs are the same bits whatever rows share its product: what
