@@ -16,7 +16,10 @@
 // are compared with ours (identical lines counted; float reordering makes a
 // few differ, many means a wrong conversion and stops the run). Every row
 // first decodes --warmup sentences untimed; with --passes=N every row runs
-// N times, in turn, and keeps its fastest time.
+// N times, in turn, and keeps its fastest time. Each peer runs in its own
+// process once per OpenMP wait policy of --peer_wait_policies (PASSIVE and
+// ACTIVE: which is faster depends on the library and the machine) and each
+// of its rows keeps the fastest.
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,7 +34,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/algorithm/container.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/ascii.h"
@@ -72,6 +74,9 @@ ABSL_FLAG(std::string, peer_python, "/opt/transformer-bench-venv/bin/python3",
 ABSL_FLAG(double, max_disagreement, 0.2,
           "Stop if more than this share of a float32 peer's lines differ from ours");
 ABSL_FLAG(int, passes, 1, "Passes over the timed rows; each row keeps its fastest");
+ABSL_FLAG(std::string, peer_wait_policies, "PASSIVE,ACTIVE",
+          "OMP_WAIT_POLICY values each peer is timed under, one process each ('default': the "
+          "library's own); each peer row keeps its fastest");
 ABSL_FLAG(bool, profile_ops, false,
           "Print where our rows' time goes, op by op (also with TFM_PROFILE_OPS=1)");
 
@@ -292,32 +297,39 @@ absl::Status Main(const char* argv0) {
     }
   }
 
-  // The timed rows: ours, then each peer, at batch 1 and batched; with
-  // several passes each row keeps its fastest (load from other jobs comes
-  // and goes, and rows run one after another).
-  std::vector<std::string> timed_rows;
-  for (const std::string& peer : peers) {
-    timed_rows.push_back(peer + "@1");
-    timed_rows.push_back(peer + "@batch");
-  }
+  // The timed rows: ours, then each peer, at batch 1 and batched. Each
+  // peer runs in its own process per OpenMP wait policy (so no library's
+  // spinning workers run beside another's rows), and every row keeps its
+  // fastest time over the policies and the passes (load from other jobs
+  // comes and goes, and rows run one after another).
+  const std::vector<std::string> policies =
+      absl::StrSplit(absl::GetFlag(FLAGS_peer_wait_policies), ',', absl::SkipEmpty());
+  if (policies.empty()) return absl::InvalidArgumentError("--peer_wait_policies is empty");
   std::vector<Row> rows;
+  const auto keep_fastest = [&rows](Row row) {
+    for (Row& kept : rows) {
+      if (kept.side == row.side && kept.batch_size == row.batch_size) {
+        if (row.seconds < kept.seconds) kept = std::move(row);
+        return;
+      }
+    }
+    rows.push_back(std::move(row));
+  };
   for (int pass = 0; pass < std::max(1, absl::GetFlag(FLAGS_passes)); ++pass) {
-    std::vector<Row> pass_rows;
     for (int size : {1, batch_size}) {
       TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(trained, decode, size, sources));
-      pass_rows.push_back(std::move(ours));
+      keep_fastest(std::move(ours));
     }
-    if (!timed_rows.empty()) {
-      TFM_ASSIGN_OR_RETURN(std::vector<Row> peer_rows,
-                           RunPeers(peer_command, absl::StrJoin(timed_rows, ",")));
-      for (Row& row : peer_rows) pass_rows.push_back(std::move(row));
-    }
-    if (rows.empty()) {
-      rows = std::move(pass_rows);
-      continue;
-    }
-    for (size_t i = 0; i < rows.size() && i < pass_rows.size(); ++i) {
-      rows[i].seconds = std::min(rows[i].seconds, pass_rows[i].seconds);
+    for (const std::string& peer : peers) {
+      for (const std::string& policy : policies) {
+        const std::string environment =
+            policy == "default" ? "env -u OMP_WAIT_POLICY "
+                                : absl::StrCat("env OMP_WAIT_POLICY=", ShellQuote(policy), " ");
+        TFM_ASSIGN_OR_RETURN(std::vector<Row> peer_rows,
+                             RunPeers(environment + peer_command,
+                                      absl::StrCat(peer, "@1,", peer, "@batch")));
+        for (Row& row : peer_rows) keep_fastest(std::move(row));
+      }
     }
   }
   std::filesystem::remove_all(work);
@@ -331,11 +343,10 @@ absl::Status Main(const char* argv0) {
       "ours threads: ThreadPool %d; allocator: caching (blocks >= 1 MiB kept) over glibc "
       "malloc; fp32\n",
       ThreadPool::Default()->num_threads());
-  std::vector<std::string> infos;
+  // Each peer row's settings (its fastest wait policy may differ by batch).
   for (const Row& row : rows) {
-    if (row.info.empty() || absl::c_linear_search(infos, row.info)) continue;
-    infos.push_back(row.info);
-    std::cout << row.side << ": " << row.info << "\n";
+    if (row.info.empty()) continue;
+    std::cout << row.side << " at batch " << row.batch_size << ": " << row.info << "\n";
   }
 
   std::cout << absl::StrFormat("\n%-12s %6s %9s %9s %10s %10s %s\n", "row", "batch", "seconds",

@@ -47,12 +47,13 @@ def parse_args():
 ARGS = parse_args()
 for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[var] = str(ARGS.threads)
-# OpenMP workers that spin between loops lose their time slices when the
-# machine is shared (other builds): at batch 1 both peers ran 5 to 10 times
-# slower with the default policy than with passive waiting on the 2 busy
-# cores this was written on. Passive is their faster setting there; a caller
-# may still choose another.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OMP_WAIT_POLICY comes from the caller (benchmarks/decode.cc tries each
+# peer under several and keeps its fastest): which one is faster depends on
+# the library and the machine. On a quiet AMD EPYC (family 25) CTranslate2
+# decoded 5 times faster at batch 1 with spinning workers (ACTIVE) than with
+# PASSIVE; PyTorch was faster with PASSIVE; on 2 cores shared with builds
+# both ran 5 to 10 times slower spinning.
+WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY", "library default")
 
 import numpy as np  # noqa: E402
 
@@ -200,7 +201,7 @@ def run_ct2(compute_type, batch_size, sources, weights, pieces):
     outputs, seconds = timed(translate, sources)
     info = "ctranslate2 %s, compute type %s, inter_threads 1, intra_threads %d, " \
            "OMP_WAIT_POLICY %s" % (ctranslate2.__version__, translator.compute_type, ARGS.threads,
-                                   os.environ["OMP_WAIT_POLICY"])
+                                   WAIT_POLICY)
     return outputs, seconds, info
 
 
@@ -385,7 +386,7 @@ def run_torch(batch_size, sources, weights):
     info = "torch %s, fp32, eager, KV cache per layer (torch.cat per step, index_select on " \
            "reorder), SDPA, threads %d, ISA %s, OMP_WAIT_POLICY %s" % (
                torch.__version__, torch.get_num_threads(), torch.backends.cpu.get_cpu_capability(),
-               os.environ["OMP_WAIT_POLICY"])
+               WAIT_POLICY)
     return outputs, seconds, info
 
 

@@ -120,7 +120,8 @@ class Transformer : public TrainableModel, public IncrementalModel {
   Tensor aligned_rows_;
   Shape memory_shape_;
   // Between BeginSearch and EndSearch: the decoding caches' shared entries
-  // (weights packed for decoding), made once for all of a search's batches.
+  // (weights packed for decoding), made once for all of a search's batches
+  // (a model runs one search at a time; a state keeps its entries alive).
   std::shared_ptr<DecodingCache::SharedEntries> search_entries_;
 };
 

@@ -59,7 +59,8 @@ void RowBlock(const float* x, int64_t in, const float* packed, const float* bias
   }
 }
 
-// The last rows - rows % kRows rows: R = rest, found by recursion over R.
+// The block of the last rows % kRows rows: RowBlock<rest>, its row count
+// found by recursion over R (a template argument must be a constant).
 template <int R>
 void RestBlock(int rest, const float* x, int64_t in, const float* packed, const float* bias,
                bool relu, int64_t out, int64_t panel, float* y) {
