@@ -103,12 +103,28 @@ Run Returning(F call) {
   };
 }
 
+// A linear case's operands x [rows, in], w [out, in] and b [out], drawn
+// in that order (the names torch_ops.py reads).
+struct LinearOperands {
+  Tensor x, w, b;
+};
+
+absl::StatusOr<LinearOperands> DrawLinearOperands(Inputs& inputs, int64_t rows, int64_t in,
+                                                  int64_t out) {
+  LinearOperands operands;
+  TFM_ASSIGN_OR_RETURN(operands.x, inputs.Uniform("x", {rows, in}));
+  TFM_ASSIGN_OR_RETURN(operands.w, inputs.Uniform("w", {out, in}));
+  TFM_ASSIGN_OR_RETURN(operands.b, inputs.Uniform("b", {out}));
+  return operands;
+}
+
 // x [rows, in] times weight [out, in]^T plus bias; rows = kTokens in
-// training, 1 for a decoding step (a matrix-vector product).
+// training (forward and backward), 1 (a matrix-vector product) or
+// kBeamRows for a decoding step (`group` kDecode: forward only).
 void AddLinearCases(const Placement& place, int64_t rows, int64_t in, int64_t out,
-                    std::vector<OpCase>* cases) {
+                    RowGroup group, std::vector<OpCase>* cases) {
   const double elem = place.ElementBytes();  // Bytes of a floating element.
-  const bool decode = rows == 1;
+  const bool decode = group == RowGroup::kDecode;
   const std::string shape = absl::StrFormat("%dx%d -> %d", rows, in, out);
   const double gemm_flops = 2.0 * rows * in * out;
   const double io_bytes = elem * (rows * in + out * in + out + rows * out);
@@ -116,16 +132,13 @@ void AddLinearCases(const Placement& place, int64_t rows, int64_t in, int64_t ou
                                            rows, in, out);
   cases->push_back(OpCase{
       .op = "linear_fwd", .shape = shape, .flops = gemm_flops, .bytes = io_bytes,
-      .tokens = rows, .bound = decode ? Bound::kMemory : Bound::kGemm,
-      .group = decode ? RowGroup::kDecode : RowGroup::kTraining,
+      .tokens = rows, .bound = rows == 1 ? Bound::kMemory : Bound::kGemm, .group = group,
       .torch_spec = absl::StrCat("{", spec, R"(, "mode": "fwd"})"),
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
         Inputs inputs(place);
-        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {rows, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor w, inputs.Uniform("w", {out, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {out}));
-        return inputs.Done(Returning([=] { return Linear(x, w, b); }));
+        TFM_ASSIGN_OR_RETURN(const LinearOperands o, DrawLinearOperands(inputs, rows, in, out));
+        return inputs.Done(Returning([=] { return Linear(o.x, o.w, o.b); }));
       }});
   if (decode) return;  // A decoding step has no backward.
   cases->push_back(OpCase{
@@ -135,12 +148,10 @@ void AddLinearCases(const Placement& place, int64_t rows, int64_t in, int64_t ou
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
         Inputs inputs(place);
-        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {rows, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor w, inputs.Uniform("w", {out, in}));
-        TFM_RETURN_IF_ERROR(inputs.Uniform("b", {out}).status());
+        TFM_ASSIGN_OR_RETURN(const LinearOperands o, DrawLinearOperands(inputs, rows, in, out));
         TFM_ASSIGN_OR_RETURN(Tensor dout, inputs.Uniform("dout", {rows, out}));
         return inputs.Done([=]() -> absl::StatusOr<std::vector<Tensor>> {
-          TFM_ASSIGN_OR_RETURN(LinearGrads g, LinearBackward(dout, x, w));
+          TFM_ASSIGN_OR_RETURN(LinearGrads g, LinearBackward(dout, o.x, o.w));
           return std::vector<Tensor>{g.dx, g.dweight, g.dbias};
         });
       }});
@@ -294,25 +305,11 @@ void AddElementwiseCases(const Placement& place, std::vector<OpCase>* cases) {
 void AddBeamStepLinearCases(const Placement& place, int64_t in, int64_t out,
                             std::vector<OpCase>* cases) {
   const int64_t rows = kBeamRows;
-  const double elem = place.ElementBytes();
+  AddLinearCases(place, rows, in, out, RowGroup::kDecode, cases);
+  if (!place.device.is_cpu() || place.dtype != DType::kF32) return;
   const std::string shape = absl::StrFormat("%dx%d -> %d", rows, in, out);
   const double flops = 2.0 * rows * in * out;
-  const double io_bytes = elem * (rows * in + out * in + out + rows * out);
-  cases->push_back(OpCase{
-      .op = "linear_fwd", .shape = shape, .flops = flops, .bytes = io_bytes, .tokens = rows,
-      .bound = Bound::kGemm, .group = RowGroup::kDecode,
-      .torch_spec = absl::StrFormat(
-          R"({"op": "linear", "tokens": %d, "in": %d, "out": %d, "mode": "fwd"})", rows, in,
-          out),
-      .tolerance = SumTolerance(),
-      .prepare = [=]() -> absl::StatusOr<Prepared> {
-        Inputs inputs(place);
-        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {rows, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor w, inputs.Uniform("w", {out, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {out}));
-        return inputs.Done(Returning([=] { return Linear(x, w, b); }));
-      }});
-  if (!place.device.is_cpu() || place.dtype != DType::kF32) return;
+  const double io_bytes = kF32 * (rows * in + out * in + out + rows * out);
   cases->push_back(OpCase{
       .op = "packed_linear_fwd", .shape = shape, .flops = flops, .bytes = io_bytes,
       .tokens = rows, .bound = Bound::kGemm, .group = RowGroup::kDecode,
@@ -320,11 +317,9 @@ void AddBeamStepLinearCases(const Placement& place, int64_t in, int64_t out,
       .tolerance = SumTolerance(),
       .prepare = [=]() -> absl::StatusOr<Prepared> {
         Inputs inputs(place);
-        TFM_ASSIGN_OR_RETURN(Tensor x, inputs.Uniform("x", {rows, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor w, inputs.Uniform("w", {out, in}));
-        TFM_ASSIGN_OR_RETURN(Tensor b, inputs.Uniform("b", {out}));
-        TFM_ASSIGN_OR_RETURN(Tensor packed, PackLinearWeight(w));
-        return inputs.Done(Returning([=] { return PackedLinear(x, packed, out, b); }));
+        TFM_ASSIGN_OR_RETURN(const LinearOperands o, DrawLinearOperands(inputs, rows, in, out));
+        TFM_ASSIGN_OR_RETURN(Tensor packed, PackLinearWeight(o.w));
+        return inputs.Done(Returning([=] { return PackedLinear(o.x, packed, out, o.b); }));
       }});
 }
 
@@ -641,8 +636,8 @@ void AddGradNormCases(const Placement& place, std::vector<OpCase>* cases) {
 std::vector<OpCase> BaseModelCases(const CaseOptions& options) {
   const Placement place{options.device, options.dtype};
   std::vector<OpCase> cases;
-  AddLinearCases(place, kTokens, kDModel, kDFF, &cases);
-  AddLinearCases(place, kTokens, kDFF, kDModel, &cases);
+  AddLinearCases(place, kTokens, kDModel, kDFF, RowGroup::kTraining, &cases);
+  AddLinearCases(place, kTokens, kDFF, kDModel, RowGroup::kTraining, &cases);
   AddMatMulCases(place, options.batch, &cases);
   AddElementwiseCases(place, &cases);
   AddLayerNormCases(place, &cases);
@@ -658,8 +653,8 @@ std::vector<OpCase> BaseModelCases(const CaseOptions& options) {
   }
   // Batch-1 decoding: the FFN's two products at one row, self-attention of
   // one new token over its cache.
-  AddLinearCases(place, 1, kDModel, kDFF, &cases);
-  AddLinearCases(place, 1, kDFF, kDModel, &cases);
+  AddLinearCases(place, 1, kDModel, kDFF, RowGroup::kDecode, &cases);
+  AddLinearCases(place, 1, kDFF, kDModel, RowGroup::kDecode, &cases);
   for (int64_t n : options.decode_cache_lengths) AddAttentionCases(place, n, false, true, &cases);
   // Batched beam search: the fused q/k/v product and the FFN's two.
   AddBeamStepLinearCases(place, kDModel, 3 * kDModel, &cases);
