@@ -212,8 +212,9 @@ class MultiHeadAttention : public Layer {
   // weight and [3 h d] bias, made once per search so that a model trained
   // between searches never decodes with stale copies, when queries, keys and
   // values have one head size and f32 weights; otherwise there is no such
-  // entry and a step runs three products. The stacking writes each [h d, d_model] weight as positions of
-  // a one-row "cache", which works on every device.
+  // entry and a step runs three products. The stacking writes each [h d,
+  // d_model] weight as positions of a one-row "cache", which works on every
+  // device.
   absl::Status FuseProjections(DecodingCache& cache) const {
     const Tensor& wq = q_proj_.weight();
     const Tensor& wk = k_proj_.weight();

@@ -11,6 +11,7 @@
 #define TFM_OPS_CPU_MATH_REGISTER_PRODUCT_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/vec.h"
@@ -69,6 +70,20 @@ inline void RowBlock(int64_t n, int64_t depth, const float* a, int64_t a_row, in
   }
 }
 
+// f(std::integral_constant<int, rows>{}) for 1 <= rows <= kMax: a row count
+// known at run time (the rows left after whole blocks) as the template
+// argument a register block needs, found by recursion over kMax.
+template <int kMax, typename F>
+inline void WithRowCount(int rows, F&& f) {
+  if constexpr (kMax >= 1) {
+    if (rows == kMax) {
+      f(std::integral_constant<int, kMax>{});
+    } else {
+      WithRowCount<kMax - 1>(rows, f);
+    }
+  }
+}
+
 // C[m x n] (+)= A(m x depth) B(depth x n) for n a multiple of 16, A as in
 // MicroKernel, B row-major with leading dimension ldb, C with ldc. Row
 // blocks outside, column strips inside: a block's R rows of A stay in L1
@@ -81,27 +96,11 @@ void TileProduct(int64_t m, int64_t n, int64_t depth, const float* a, int64_t a_
   for (; i + kRows <= m; i += kRows) {
     RowBlock<kRows, kAccumulate>(n, depth, a + i * a_row, a_row, a_step, b, ldb, c + i * ldc, ldc);
   }
-  const int64_t rest = m - i;
-  if (rest == 0) return;
-  const float* a_rest = a + i * a_row;
-  float* c_rest = c + i * ldc;
-  switch (rest) {
-    case 1:
-      RowBlock<1, kAccumulate>(n, depth, a_rest, a_row, a_step, b, ldb, c_rest, ldc);
-      break;
-    case 2:
-      RowBlock<2, kAccumulate>(n, depth, a_rest, a_row, a_step, b, ldb, c_rest, ldc);
-      break;
-    case 3:
-      RowBlock<3, kAccumulate>(n, depth, a_rest, a_row, a_step, b, ldb, c_rest, ldc);
-      break;
-    case 4:
-      RowBlock<4, kAccumulate>(n, depth, a_rest, a_row, a_step, b, ldb, c_rest, ldc);
-      break;
-    default:
-      RowBlock<5, kAccumulate>(n, depth, a_rest, a_row, a_step, b, ldb, c_rest, ldc);
-      break;
-  }
+  if (i == m) return;
+  WithRowCount<kRows - 1>(static_cast<int>(m - i), [&](auto rest) {
+    RowBlock<decltype(rest)::value, kAccumulate>(n, depth, a + i * a_row, a_row, a_step, b, ldb,
+                                                 c + i * ldc, ldc);
+  });
 }
 
 }  // namespace register_product

@@ -11,10 +11,6 @@
 namespace tfm {
 namespace {
 
-// Below this many multiply-adds (~5 us on one core) a product is not split:
-// the hand-off to the pool would cost a noticeable part of it.
-constexpr int64_t kSplitWork = int64_t{1} << 17;
-
 // Panels are cut at multiples of this many rows or columns, so that each
 // stays a whole number of the BLAS kernels' register tiles.
 constexpr int64_t kPanelAlign = 16;
@@ -64,7 +60,7 @@ void GemmCpu(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const 
   const int threads = pool->num_threads();
   const bool split_rows = m >= n;
   const int64_t extent = split_rows ? m : n;
-  if (threads == 1 || m * n * k < kSplitWork || extent < 2 * kPanelAlign) {
+  if (threads == 1 || m * n * k < kGemmSplitWork || extent < 2 * kPanelAlign) {
     Product(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -93,7 +89,7 @@ void ForEachGemmBatch(int64_t batch, int64_t work,
   // large; small products are never worth splitting anyway. Inside the pool's
   // chunks GemmCpu runs single-threaded (nested loops run inline).
   const bool spread = batch > 1 && threads > 1 &&
-                      (work < kSplitWork || batch % threads == 0 || batch >= 4 * threads);
+                      (work < kGemmSplitWork || batch % threads == 0 || batch >= 4 * threads);
   if (spread) {
     pool->ParallelFor(batch, 1, fn);
   } else {

@@ -18,6 +18,11 @@
 
 namespace tfm {
 
+// Below this many multiply-adds (~5 us on one core) a product is not split
+// between threads: the hand-off to the pool would cost a noticeable part of
+// it. GemmCpu's rule, and packed_linear's.
+inline constexpr int64_t kGemmSplitWork = int64_t{1} << 17;
+
 // C[m, n] = op(A) op(B) + beta * C, where op(A) is [m, k] and op(B) is
 // [k, n]; A is stored [m, k] (or [k, m] if trans_a), B [k, n] (or [n, k] if
 // trans_b), all dense row-major. beta == 0 ignores C's old contents (NaNs

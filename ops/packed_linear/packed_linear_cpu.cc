@@ -10,6 +10,7 @@
 #include "ops/cpu_math/isa_dispatch.h"
 #include "ops/cpu_math/register_product.h"
 #include "ops/cpu_math/vec.h"
+#include "ops/matmul/gemm_cpu.h"
 #include "ops/packed_linear/packed_linear.h"
 
 TFM_ISA_BEGIN
@@ -27,9 +28,6 @@ constexpr int kRows = 12;
 #else
 constexpr int kRows = 6;
 #endif
-
-// Below this many multiply-adds a product runs on one thread (as GemmCpu).
-constexpr int64_t kSplitWork = int64_t{1} << 17;
 
 // Rows [0, R) of y (leading dimension `out`) in one panel: a whole panel
 // straight into y, the last partial one through a block on the stack; then
@@ -55,20 +53,6 @@ void RowBlock(const float* x, int64_t in, const float* packed, const float* bias
     }
     if (relu) {
       for (int64_t j = 0; j < columns; ++j) row[j] = std::max(row[j], 0.0f);
-    }
-  }
-}
-
-// The block of the last rows % kRows rows: RowBlock<rest>, its row count
-// found by recursion over R (a template argument must be a constant).
-template <int R>
-void RestBlock(int rest, const float* x, int64_t in, const float* packed, const float* bias,
-               bool relu, int64_t out, int64_t panel, float* y) {
-  if constexpr (R > 0) {
-    if (rest == R) {
-      RowBlock<R>(x, in, packed, bias, relu, out, panel, y);
-    } else {
-      RestBlock<R - 1>(rest, x, in, packed, bias, relu, out, panel, y);
     }
   }
 }
@@ -119,17 +103,18 @@ absl::Status PackedLinearCpu(KernelContext& context) {
   // outside, row blocks inside: a panel (in x width floats, 32 KiB at in =
   // 256 with AVX-512) stays in cache while every row block reads it.
   const int64_t panel_work = rows * in * kWidth;
-  const int64_t grain = std::max<int64_t>(1, kSplitWork / std::max<int64_t>(1, panel_work));
+  const int64_t grain =
+      std::max<int64_t>(1, kGemmSplitWork / std::max<int64_t>(1, panel_work));
   context.thread_pool()->ParallelFor(panels, grain, [&](int64_t first, int64_t last) {
     for (int64_t panel = first; panel < last; ++panel) {
       int64_t r = 0;
       for (; r + kRows <= rows; r += kRows) {
         RowBlock<kRows>(a + r * in, in, b, bias, relu, out, panel, c + r * out);
       }
-      if (r < rows) {
-        RestBlock<kRows - 1>(static_cast<int>(rows - r), a + r * in, in, b, bias, relu, out,
-                             panel, c + r * out);
-      }
+      if (r == rows) continue;
+      register_product::WithRowCount<kRows - 1>(static_cast<int>(rows - r), [&](auto rest) {
+        RowBlock<decltype(rest)::value>(a + r * in, in, b, bias, relu, out, panel, c + r * out);
+      });
     }
   });
   return absl::OkStatus();
