@@ -15,8 +15,8 @@ TFM_ISA_BEGIN
 namespace attention_cpu {
 
 void Forward(const Problem& problem, float* out, float* lse) {
-  if (problem.params.q_len == 1) {  // A decoding step: matrix-vector work, no tiles.
-    ForwardSingleQuery(problem, out, lse);
+  if (problem.params.q_len <= kMaxRowwiseQueries) {  // Decoding: matrix-vector work.
+    ForwardRowwise(problem, out, lse);
     return;
   }
   if (UsePackedKernels(problem.params)) {

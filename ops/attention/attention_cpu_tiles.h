@@ -105,8 +105,12 @@ void ParallelTasks(int64_t count, int64_t scratch_floats, const Fn& fn) {
 // out [batch, heads, q_len, d_v] and lse [batch, heads, q_len].
 void Forward(const Problem& problem, float* out, float* lse);
 
-// Forward's whole job when q_len == 1 (attention_cpu_single_query.cc).
-void ForwardSingleQuery(const Problem& problem, float* out, float* lse);
+// Forward's whole job when q_len <= kMaxRowwiseQueries: row by row, two
+// matrix-vector passes each (attention_cpu_rowwise.cc). Up to a beam's
+// width of rows, re-reading a head's K and V per row (from L1 or L2) costs
+// less than a tile's setup.
+constexpr int64_t kMaxRowwiseQueries = 8;
+void ForwardRowwise(const Problem& problem, float* out, float* lse);
 
 // dq, dk, dv shaped like q, k, v.
 void Backward(const Problem& problem, const float* out, const float* lse, const float* d_out,

@@ -215,32 +215,36 @@ TEST(AttentionTest, TorchParityBlasFallback) {
                      .dropout = 0.3f});
 }
 
-// [batch, heads, 1, d] -> [batch, heads, 2, d] with the row repeated.
-Tensor QueryTwice(const Tensor& q, int64_t d) {
-  std::vector<float> twice;
+// Query rows past the row-by-row kernel's: the tile loops take them.
+constexpr int kTiledCopies = 9;
+
+// [batch, heads, 1, d] -> [batch, heads, kTiledCopies, d], the row repeated.
+Tensor QueryRepeated(const Tensor& q, int64_t d) {
+  std::vector<float> copies;
   for (int64_t i = 0; i < q.num_elements(); i += d) {
-    for (int copy = 0; copy < 2; ++copy) {
-      twice.insert(twice.end(), q.data<float>() + i, q.data<float>() + i + d);
+    for (int copy = 0; copy < kTiledCopies; ++copy) {
+      copies.insert(copies.end(), q.data<float>() + i, q.data<float>() + i + d);
     }
   }
   Shape shape = q.shape();
-  shape[2] = 2;
-  return *Tensor::FromVector<float>(twice, shape);
+  shape[2] = kTiledCopies;
+  return *Tensor::FromVector<float>(copies, shape);
 }
 
-// The first of each pair of `row`-float rows of `t`, as a tensor of `shape`.
-Tensor FirstOfPairs(const Tensor& t, const Shape& shape, int64_t row) {
+// The first of each kTiledCopies `row`-float rows of `t`, as a tensor of
+// `shape`.
+Tensor FirstOfCopies(const Tensor& t, const Shape& shape, int64_t row) {
   std::vector<float> first;
-  for (int64_t i = 0; i < t.num_elements(); i += 2 * row) {
+  for (int64_t i = 0; i < t.num_elements(); i += kTiledCopies * row) {
     first.insert(first.end(), t.data<float>() + i, t.data<float>() + i + row);
   }
   return *Tensor::FromVector<float>(first, shape);
 }
 
 // One query per head (a decoding step over n cached keys) runs on the
-// single-query kernel (attention_cpu_single_query.cc). Its output must equal
-// the general tile loops', which a query length of 2 (the same query twice)
-// still takes, and PyTorch's; n covers a lone key, partial 4-key blocks,
+// row-by-row kernel (attention_cpu_rowwise.cc). Its output must equal the
+// general tile loops', which 9 query rows (the same query repeated) still
+// take, and PyTorch's; n covers a lone key, partial 4-key blocks,
 // whole tiles and a long cache, with and without a key mask (a padding mask
 // under a causal flag, which leaves one query every cached key). 16 heads x
 // 1024 keys is past the kernel's threading threshold.
@@ -262,12 +266,33 @@ TEST(AttentionTest, SingleQueryMatchesTileLoopsAndTorch) {
       AttentionOptions options = OptionsFor(c);
       options.causal = false;  // Two equal query rows must see the same keys.
       const AttentionOutput single = *ScaledDotProductAttention(q, k, v, options);
-      const AttentionOutput tiled = *ScaledDotProductAttention(QueryTwice(q, c.d_k), k, v, options);
-      EXPECT_TRUE(AllClose(single.out, FirstOfPairs(tiled.out, single.out.shape(), c.d_v)));
-      EXPECT_TRUE(AllClose(single.lse, FirstOfPairs(tiled.lse, single.lse.shape(), 1)));
+      const AttentionOutput tiled =
+          *ScaledDotProductAttention(QueryRepeated(q, c.d_k), k, v, options);
+      EXPECT_TRUE(AllClose(single.out, FirstOfCopies(tiled.out, single.out.shape(), c.d_v)));
+      EXPECT_TRUE(AllClose(single.lse, FirstOfCopies(tiled.lse, single.lse.shape(), 1)));
       ExpectTorchParity(c);
     }
   }
+}
+
+// A beam's rows against their sentence's keys (2 .. 8 query rows per head)
+// take the row-by-row kernel too: each row its own causal prefix and the
+// item's key mask, forward, backward and dropout as PyTorch computes them.
+// No lone key here: softmax over one key is constant, so dK is exactly 0
+// and only rounding is left, summed over the rows past the 1e-6 tolerance
+// (SingleQueryMatchesTileLoopsAndTorch covers one key).
+TEST(AttentionTest, FewQueryRowsMatchTorch) {
+  for (int64_t q_len : {2, 4, 8}) {
+    for (int64_t n : {2, 7, 64, 257}) {
+      for (bool causal : {false, true}) {
+        if (causal && n < q_len) continue;  // A causal query row would see no key.
+        ExpectTorchParity({.batch = 2, .heads = 3, .q_len = q_len, .k_len = n, .d_k = 64,
+                           .d_v = 64, .causal = causal, .key_lengths = {n, n / 2 + 1}});
+      }
+    }
+  }
+  ExpectTorchParity({.batch = 2, .heads = 2, .q_len = 4, .k_len = 33, .d_k = 24, .d_v = 40,
+                     .key_lengths = {33, 20}, .dropout = 0.3f});
 }
 
 // The same query with dropout: the kernel draws the documented stream

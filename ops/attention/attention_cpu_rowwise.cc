@@ -1,10 +1,12 @@
-// Forward for one query row per head (q_len == 1): a decoder step at batch 1
-// against its KV cache. The tile loops would spend a 64-row query tile and a
-// BLAS call per key tile on one row; here each head is two matrix-vector
-// passes instead: one over K (scores, with their max on the way) and one
-// over V (the probability-weighted sum), with the exponentials in between
-// taken over a scores row that stays in L1. Same masks, dropout layout, lse
-// and empty-row convention as the tile loops (attention.h).
+// Forward for a few query rows per head (q_len <= kMaxRowwiseQueries): a
+// decoder step against its KV cache (one row), or a beam's rows against
+// their sentence's encoder output (the beam's width). The tile loops would
+// spend a 64-row query tile, and the packed kernels a transposed copy of K,
+// on a handful of rows; here each query row is two matrix-vector passes
+// instead: one over K (scores, with their max on the way) and one over V
+// (the probability-weighted sum), with the exponentials in between taken
+// over a scores row that stays in L1. Same masks, dropout layout, lse and
+// empty-row convention as the tile loops (attention.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -86,18 +88,19 @@ void WeightedRowSum(const float* weights, const float* v, int64_t n, int64_t d, 
   }
 }
 
-// One head: out [d_v] and lse for the query of head bh. `scores` holds
-// k_len floats, `multipliers` too when there is dropout.
-void AttendOneHead(const Problem& problem, int64_t bh, float* scores, float* multipliers,
-                   float* out, float* lse) {
+// Query row `row` = bh * q_len + i (row i of head bh): out [d_v] and lse.
+// `scores` holds k_len floats, `multipliers` too when there is dropout.
+void AttendOneRow(const Problem& problem, int64_t row, float* scores, float* multipliers,
+                  float* out, float* lse) {
   const AttentionParams& p = problem.params;
+  const int64_t bh = row / p.q_len, i = row % p.q_len;
   const int64_t b = bh / p.heads;
-  // The causal mask lets the one query see every cached key; only the key
-  // mask ends the row early.
-  const int64_t end = problem.RowKeyEnd(b, 0);
-  ScaledScores(problem.q + bh * p.d_k, problem.k + bh * p.k_len * p.d_k, end, p.d_k, p.scale,
+  // Keys past the row's end are masked (padding, or causally later); the
+  // mask below removes any others.
+  const int64_t end = problem.RowKeyEnd(b, i);
+  ScaledScores(problem.q + row * p.d_k, problem.k + bh * p.k_len * p.d_k, end, p.d_k, p.scale,
                scores);
-  MaskScores(problem, b, 0, 1, 0, end, scores, end);
+  MaskScores(problem, b, i, 1, 0, end, scores, end);
   const float max = simd::Max(scores, end);
   if (max == kNegInf) {  // No visible key (also end == 0): zero out, lse -inf.
     std::memset(out, 0, p.d_v * sizeof(float));
@@ -108,7 +111,7 @@ void AttendOneHead(const Problem& problem, int64_t bh, float* scores, float* mul
   // Dropout drops probabilities after normalisation (the sum counts every
   // key), exactly as in the tile loops.
   if (p.dropout > 0.0f) {
-    DropoutMultipliers(p, bh * p.k_len, end, multipliers);
+    DropoutMultipliers(p, row * p.k_len, end, multipliers);
     for (int64_t j = 0; j < end; ++j) scores[j] *= multipliers[j];
   }
   WeightedRowSum(scores, problem.v + bh * p.k_len * p.d_v, end, p.d_v, out);
@@ -118,24 +121,25 @@ void AttendOneHead(const Problem& problem, int64_t bh, float* scores, float* mul
 
 }  // namespace
 
-void ForwardSingleQuery(const Problem& problem, float* out, float* lse) {
+void ForwardRowwise(const Problem& problem, float* out, float* lse) {
   const AttentionParams& p = problem.params;
-  TFM_CHECK(p.q_len == 1, "ForwardSingleQuery takes one query row per head");
-  const int64_t heads_total = p.batch * p.heads;
+  TFM_CHECK(p.q_len >= 1 && p.q_len <= kMaxRowwiseQueries,
+            "ForwardRowwise takes 1 .. kMaxRowwiseQueries query rows per head");
+  const int64_t rows_total = p.batch * p.heads * p.q_len;
   const int64_t scratch = p.dropout > 0.0f ? 2 * p.k_len : p.k_len;
   const auto run = [&](int64_t begin, int64_t end) {
     std::vector<float> buffer(std::max<int64_t>(scratch, 1));
-    for (int64_t bh = begin; bh < end; ++bh) {
-      AttendOneHead(problem, bh, buffer.data(), buffer.data() + p.k_len, out + bh * p.d_v,
-                    lse + bh);
+    for (int64_t row = begin; row < end; ++row) {
+      AttendOneRow(problem, row, buffer.data(), buffer.data() + p.k_len, out + row * p.d_v,
+                   lse + row);
     }
   };
   ThreadPool* pool = ThreadPool::Default();
-  if (heads_total * p.k_len * (p.d_k + p.d_v) < kMinParallelFloats || pool->num_threads() == 1) {
-    run(0, heads_total);
+  if (rows_total * p.k_len * (p.d_k + p.d_v) < kMinParallelFloats || pool->num_threads() == 1) {
+    run(0, rows_total);
     return;
   }
-  pool->ParallelFor(heads_total, 1, run);
+  pool->ParallelFor(rows_total, 1, run);
 }
 
 }  // namespace attention_cpu
