@@ -15,7 +15,9 @@ TFM_ISA_BEGIN
 namespace attention_cpu {
 
 void Forward(const Problem& problem, float* out, float* lse) {
-  if (problem.params.q_len <= kMaxRowwiseQueries) {  // Decoding: matrix-vector work.
+  // Decoding: matrix-vector work. No query rows stay with the tile loops,
+  // which do nothing for them.
+  if (problem.params.q_len >= 1 && problem.params.q_len <= kMaxRowwiseQueries) {
     ForwardRowwise(problem, out, lse);
     return;
   }

@@ -264,7 +264,7 @@ TEST(AttentionTest, SingleQueryMatchesTileLoopsAndTorch) {
       const Tensor k = Normal({c.batch, c.heads, n, c.d_k}, 2);
       const Tensor v = Normal({c.batch, c.heads, n, c.d_v}, 3);
       AttentionOptions options = OptionsFor(c);
-      options.causal = false;  // Two equal query rows must see the same keys.
+      options.causal = false;  // Equal query rows must see the same keys.
       const AttentionOutput single = *ScaledDotProductAttention(q, k, v, options);
       const AttentionOutput tiled =
           *ScaledDotProductAttention(QueryRepeated(q, c.d_k), k, v, options);
