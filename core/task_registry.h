@@ -31,6 +31,7 @@ struct DecodeRequest {
   double alpha = -1;      // --alpha (< 0: the checkpoint's).
   int nbest = 0;          // --nbest (0: the checkpoint's).
   int tag_dictionary = -1;  // --tag_dictionary (< 0: the checkpoint's).
+  int open_class_tags = -1;  // --open_class_tags: 0 or 1 (< 0: the checkpoint's).
 };
 
 struct TaskContext {

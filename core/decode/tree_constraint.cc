@@ -7,6 +7,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/status_macros.h"
 
 namespace tfm {
 namespace {
@@ -100,13 +101,15 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
                                           static_cast<int64_t>(spelling.size()));
     constraint->spellings_.push_back(spelling);
   }
-  for (const auto& [word, starts] : leaves.leaf_starts_by_word) {
+  // A dictionary's leaf starts, sorted, each a whole leaf piece.
+  const auto checked_starts = [&](const std::vector<int>& starts) -> absl::StatusOr<std::vector<int>> {
     if (leaves.kind != LeafRule::kChosen) {
       return absl::InvalidArgumentError(
           "tree constraint: a tag dictionary is for leaves the model chooses");
     }
     std::vector<int> sorted = starts;
     std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
     for (int id : sorted) {
       if (id < 0 || id >= size || id == eos_id ||
           ClassifyPiece(pieces[id]) != kLeaf ||
@@ -116,8 +119,15 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
             " is not a whole leaf piece of a vocabulary of ", size));
       }
     }
+    return sorted;
+  };
+  for (const auto& [word, starts] : leaves.leaf_starts_by_word) {
+    TFM_ASSIGN_OR_RETURN(std::vector<int> sorted, checked_starts(starts));
     if (word.empty() || sorted.empty()) continue;
     constraint->leaf_starts_[word] = std::move(sorted);
+  }
+  if (!leaves.unlisted_leaf_starts.empty()) {
+    TFM_ASSIGN_OR_RETURN(constraint->unlisted_starts_, checked_starts(leaves.unlisted_leaf_starts));
   }
   constraint->class_of_.resize(size);
   constraint->starts_word_.resize(size);
@@ -394,7 +404,9 @@ std::array<bool, TreeConstraint::kNumClasses> TreeConstraint::AllowedClasses(
 
 const std::vector<int>* TreeConstraint::LeafStarts(const State& state,
                                                    absl::Span<const int> source) const {
-  if (leaf_starts_.empty() || forced_leaves_ || state.flag(kOff)) return nullptr;
+  if ((leaf_starts_.empty() && unlisted_starts_.empty()) || forced_leaves_ || state.flag(kOff)) {
+    return nullptr;
+  }
   // Word state[kLeaves] runs from its starting piece to the next word's.
   const int end = std::min(static_cast<int>(source.size()), state[kWordsEnd]);
   int words = -1, begin = -1;

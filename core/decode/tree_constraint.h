@@ -70,8 +70,12 @@ struct LeafRule {
   // kChosen only, a tag dictionary (leaves that are part-of-speech tags): a
   // source word spelled in exactly the pieces `first` takes a leaf that
   // starts with one of the pieces `second`, each a whole leaf piece ("▁NN"),
-  // not a lone "▁". Words not listed take any leaf.
+  // not a lone "▁". Words not listed take a leaf that starts with one of
+  // `unlisted_leaf_starts` (the open-class tags: a word never seen in
+  // training is a noun, a name, a number, ..., not a determiner), or any
+  // leaf when that is empty.
   std::vector<std::pair<std::vector<int>, std::vector<int>>> leaf_starts_by_word;
+  std::vector<int> unlisted_leaf_starts;
 };
 
 class TreeConstraint : public DecodingConstraint {
@@ -159,7 +163,8 @@ class TreeConstraint : public DecodingConstraint {
   int64_t CompletionCost(const State& state) const;
   std::array<bool, kNumClasses> AllowedClasses(const int32_t* values) const;
   // The leaf pieces the next leaf may start with (sorted), or null when the
-  // word it is for is not in the tag dictionary (or there is none).
+  // word it is for may take any leaf (no tag dictionary, or the word is not
+  // listed and unlisted words are free).
   const std::vector<int>* LeafStarts(const State& state, absl::Span<const int> source) const;
   // Whether the tag dictionary forbids `token` after `state`, given the
   // next leaf's allowed pieces `starts` (null: the word is not listed, or
@@ -167,7 +172,8 @@ class TreeConstraint : public DecodingConstraint {
   bool TagForbids(const std::vector<int>* starts, const State& state, int token) const;
   const std::vector<int>* Lookup(absl::Span<const int> word) const {
     const auto found = leaf_starts_.find(word);
-    return found == leaf_starts_.end() ? nullptr : &found->second;
+    if (found != leaf_starts_.end()) return &found->second;
+    return unlisted_starts_.empty() ? nullptr : &unlisted_starts_;
   }
 
   // Words by their pieces, looked up by a span of the source (no copy).
@@ -182,6 +188,7 @@ class TreeConstraint : public DecodingConstraint {
     bool operator()(absl::Span<const int> a, absl::Span<const int> b) const { return a == b; }
   };
   absl::flat_hash_map<std::vector<int>, std::vector<int>, PiecesHash, PiecesEqual> leaf_starts_;
+  std::vector<int> unlisted_starts_;  // Sorted; empty: unlisted words are free.
 
   std::vector<uint8_t> class_of_;  // By id.
   std::vector<bool> starts_word_;  // By id: the piece starts with "▁".

@@ -482,6 +482,51 @@ TEST(TreeConstraintTest, TagDictionaryLeavesOtherWordsFree) {
   EXPECT_EQ((*a)[0][0].tokens, (*b)[0][0].tokens);
 }
 
+TEST(TreeConstraintTest, UnlistedLeafStartsBindWordsNotListed) {
+  // The open classes: an unlisted word ("dog" + "s", "the" + "s") takes
+  // only "." here, while "the" keeps its own "XX".
+  constexpr int kDot = 11;
+  LeafRule leaves;
+  leaves.leaf_starts_by_word = {{{kThe}, {kLeafXx}}};
+  leaves.unlisted_leaf_starts = {kDot};
+  absl::StatusOr<std::unique_ptr<TreeConstraint>> constraint =
+      TreeConstraint::Create(Pieces(), kEos, {kPad, kBos, kUnk}, leaves);
+  ASSERT_TRUE(constraint.ok()) << constraint.status();
+  const std::vector<std::vector<int>> sources = {
+      {kDog, kTextS, kEos}, {kThe, kDog, kTextS, kEos}, {kThe, kTextS, kThe, kEos}};
+  int unlisted = 0;
+  for (double eos_shift : {0.0, 20.0}) {
+    ScriptedModel model(static_cast<int>(Pieces().size()), /*eos_bias=*/0.3, eos_shift);
+    for (int beam : {2, 4}) {
+      BeamSearch search(Options(beam, 300, constraint->get()));
+      absl::StatusOr<std::vector<NBestList>> results = search.Search(model, sources);
+      ASSERT_TRUE(results.ok()) << results.status();
+      for (size_t s = 0; s < sources.size(); ++s) {
+        const std::vector<std::string> words = WordsOf(sources[s]);
+        for (const Hypothesis& h : (*results)[s]) {
+          const std::string text = Spell(h.tokens);
+          ASSERT_EQ(TreeProblem(text, static_cast<int>(words.size())), "") << text;
+          const std::vector<std::string> leaves_of = absl::StrSplit(Leaves(text), ' ');
+          ASSERT_EQ(leaves_of.size(), words.size()) << text;
+          for (size_t w = 0; w < words.size(); ++w) {
+            if (words[w] == "▁the") {
+              EXPECT_EQ(leaves_of[w], "XX") << text;
+            } else {
+              EXPECT_EQ(leaves_of[w], ".") << words[w] << " in " << text;
+              ++unlisted;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(unlisted, 10);
+  // And they are checked like the dictionary's own pieces.
+  leaves.unlisted_leaf_starts = {kOpenNp};
+  const auto bad = TreeConstraint::Create(Pieces(), kEos, {kPad, kBos, kUnk}, leaves);
+  EXPECT_FALSE(bad.ok());
+}
+
 TEST(TreeConstraintTest, TagDictionaryOfPiecesThatAreNoLeafIsAnError) {
   LeafRule leaves;
   leaves.leaf_starts_by_word = {{{kThe}, {kOpenNp}}};

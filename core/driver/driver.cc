@@ -55,6 +55,10 @@ ABSL_FLAG(int, nbest, 0, "decode: hypotheses per line (0: the model's config)");
 ABSL_FLAG(int, tag_dictionary, -1,
           "parse/evaluate (models that write tags): words seen this often in training take only "
           "their training tags (0: off; < 0: the model's decode.tag_dictionary_min_count)");
+ABSL_FLAG(int, open_class_tags, -1,
+          "parse/evaluate, with the tag dictionary: rarer and unseen words take open-class tags "
+          "(or their own) only (1: on; 0: off; < 0: the model's "
+          "decode.tag_dictionary_open_class)");
 ABSL_FLAG(bool, list, false, "list registered ops, kernels, layers and tasks, then exit");
 // Declared for --help only: ExtractRepeatedFlags consumes them before parsing.
 ABSL_FLAG(std::string, plugin, "", "shared library to load (repeatable)");
@@ -239,7 +243,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "[--nbest=N]\n"
       "             | evaluate --model=DIR (--src=F --ref=F | --split=valid|test) [--beam=K] "
       "[--alpha=A]\n"
-      "      parsing: parse and evaluate also take [--tag_dictionary=N]\n"
+      "      parsing: parse and evaluate also take [--tag_dictionary=N] [--open_class_tags=0|1]\n"
       "  --plugin=LIB.so              load a plugin first (repeatable)");
   // --help lists the driver's own flags (absl's default only shows flags
   // defined in a file named like the binary, and there are none).
@@ -282,6 +286,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   options.decode.alpha = absl::GetFlag(FLAGS_alpha);
   options.decode.nbest = absl::GetFlag(FLAGS_nbest);
   options.decode.tag_dictionary = absl::GetFlag(FLAGS_tag_dictionary);
+  options.decode.open_class_tags = absl::GetFlag(FLAGS_open_class_tags);
   absl::Status status = RunDriver(options, std::cout);
   if (!status.ok()) {
     std::cerr << "error: " << status.message() << "\n";

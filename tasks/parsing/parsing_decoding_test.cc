@@ -5,10 +5,12 @@
 // file's bad lines by number. F1 itself is checked on trees with known
 // bracket counts.
 #include <algorithm>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -296,7 +298,8 @@ TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags
   // The sample's first sentences are training sentences: with the
   // dictionary every listed word's leaf is one of its training tags; the
   // random model without it writes others.
-  const auto listed = LeafStartsByWord(*counts, trained.tokenizer, 1);
+  const auto listed =
+      MakeLeafTagDictionary(*counts, trained.tokenizer, 1, /*open_class=*/false).leaf_starts_by_word;
   const auto is_listed = [&](const std::string& word) {
     const std::vector<int> pieces = trained.tokenizer.Encode(word);
     for (const auto& entry : listed) {
@@ -330,6 +333,54 @@ TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags
   // Greedy search goes without it.
   decode.set_strategy(config::DecodeConfig::GREEDY);
   EXPECT_GT(foreign_tags(decode), 0);
+}
+
+TEST_F(ParsingDecodingTest, OpenClassTagsBindUnseenWords) {
+  TrainedModel trained = Load(tagged_dir_);
+  absl::StatusOr<TagCounts> counts = ReadTagCounts(trained.config.data().train());
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  const std::vector<std::string> open_list = OpenClassTags(*counts);
+  const std::set<std::string> open(open_list.begin(), open_list.end());
+  // Words seen once are nouns, names, numbers, ...; never determiners,
+  // conjunctions or punctuation.
+  for (const char* tag : {"NN", "NNP", "NNS", "CD", "JJ"}) EXPECT_EQ(open.count(tag), 1) << tag;
+  for (const char* tag : {"DT", ",", ".", "CC", "TO", "PRP"}) EXPECT_EQ(open.count(tag), 0) << tag;
+  // Made-up words among known ones: with the open classes each unseen word
+  // is tagged with one of them; the random model without them tags some
+  // otherwise.
+  const std::vector<std::string> lines = {
+      "Zorblax quibbled the vexing snarfles of Grommetville .",
+      "The blivets , 12,345 grommets and a frabjous wug frobbed .",
+      "Snarky plonks zeebed quonkily over the glorp ."};
+  const auto unseen = [&](std::string word) {
+    if (counts->count(word) > 0) return false;
+    word[0] = absl::ascii_tolower(static_cast<unsigned char>(word[0]));
+    return counts->count(word) == 0;
+  };
+  const auto closed_tags = [&](bool open_class) {
+    config::DecodeConfig decode = trained.config.decode();
+    decode.set_tag_dictionary_min_count(5);
+    decode.set_tag_dictionary_open_class(open_class);
+    absl::StatusOr<std::vector<std::string>> trees =
+        DecodeLines(trained, decode, lines, "in", nullptr, TreeDecodingHooks());
+    EXPECT_TRUE(trees.ok()) << trees.status();
+    int closed = 0, checked = 0;
+    for (const std::string& line : *trees) {
+      absl::StatusOr<Tree> tree = ParseBracketedTree(line);
+      EXPECT_TRUE(tree.ok()) << line;
+      if (!tree.ok()) continue;
+      const std::vector<std::string> words = TreeWords(*tree), tags = TreeTags(*tree);
+      for (size_t w = 0; w < words.size(); ++w) {
+        if (!unseen(words[w])) continue;
+        ++checked;
+        if (open.count(tags[w]) == 0) ++closed;
+      }
+    }
+    EXPECT_GE(checked, 12);
+    return closed;
+  };
+  EXPECT_EQ(closed_tags(true), 0);
+  EXPECT_GT(closed_tags(false), 0);
 }
 
 TEST_F(ParsingDecodingTest, ParseCommandWritesOneTreeLinePerInputLine) {

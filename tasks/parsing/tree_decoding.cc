@@ -37,12 +37,12 @@ std::string TreeLine(const std::string& line, const std::string& linearised, Lea
 }
 
 absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(
-    const Tokenizer& tokenizer, LeafStyle style,
-    std::vector<std::pair<std::vector<int>, std::vector<int>>> leaf_starts_by_word) {
+    const Tokenizer& tokenizer, LeafStyle style, LeafTagDictionary tags) {
   std::vector<std::string> pieces(tokenizer.vocab_size());
   for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces[id] = tokenizer.IdToPiece(id);
   LeafRule leaves;
-  leaves.leaf_starts_by_word = std::move(leaf_starts_by_word);
+  leaves.leaf_starts_by_word = std::move(tags.leaf_starts_by_word);
+  leaves.unlisted_leaf_starts = std::move(tags.unlisted_leaf_starts);
   if (style == LeafStyle::kWord) leaves.kind = LeafRule::kSourceWords;
   if (style == LeafStyle::kIndexed) {
     // Sources hold at most max_length pieces, so fewer words than this.
@@ -87,7 +87,8 @@ DecodingHooks TreeDecodingHooks() {
       *tag_counts = *std::move(counts);
     }
     return MakeTreeConstraint(tokenizer, style,
-                              LeafStartsByWord(**tag_counts, tokenizer, min_count));
+                              MakeLeafTagDictionary(**tag_counts, tokenizer, min_count,
+                                                    config.decode().tag_dictionary_open_class()));
   };
   hooks.format = [](const config::TaskConfig& config, const std::string& line,
                     const std::string& text) {

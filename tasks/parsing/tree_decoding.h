@@ -20,6 +20,7 @@
 #include "core/data/tokenizer.h"
 #include "core/decode/decoding_constraint.h"
 #include "tasks/common/seq2seq_decoding.h"
+#include "tasks/parsing/tag_dictionary.h"
 
 namespace tfm {
 
@@ -36,11 +37,10 @@ std::string TreeLine(const std::string& line, const std::string& linearised, Lea
 
 // A TreeConstraint over `tokenizer`'s pieces (pad, unk and bos never),
 // copying the source's words as leaves for LeafStyle::kWord and forcing
-// "XX0", "XX1", ... for LeafStyle::kIndexed; `leaf_starts_by_word` is its
-// tag dictionary (LeafStyle::kPosTag; tag_dictionary.h).
+// "XX0", "XX1", ... for LeafStyle::kIndexed; `tags` is its tag dictionary
+// (LeafStyle::kPosTag; tag_dictionary.h).
 absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(
-    const Tokenizer& tokenizer, LeafStyle style,
-    std::vector<std::pair<std::vector<int>, std::vector<int>>> leaf_starts_by_word = {});
+    const Tokenizer& tokenizer, LeafStyle style, LeafTagDictionary tags = {});
 
 // The input's words as the model reads them (brackets as -LRB- -RRB-), the
 // constraint and TreeLine, in the model's leaf style, for DecodeLines and
