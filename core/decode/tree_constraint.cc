@@ -123,7 +123,7 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
   };
   for (const auto& [word, starts] : leaves.leaf_starts_by_word) {
     TFM_ASSIGN_OR_RETURN(std::vector<int> sorted, checked_starts(starts));
-    if (word.empty() || sorted.empty()) continue;
+    if (word.empty()) continue;
     constraint->leaf_starts_[word] = std::move(sorted);
   }
   if (!leaves.unlisted_leaf_starts.empty()) {

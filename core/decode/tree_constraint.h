@@ -70,10 +70,11 @@ struct LeafRule {
   // kChosen only, a tag dictionary (leaves that are part-of-speech tags): a
   // source word spelled in exactly the pieces `first` takes a leaf that
   // starts with one of the pieces `second`, each a whole leaf piece ("▁NN"),
-  // not a lone "▁". Words not listed take a leaf that starts with one of
-  // `unlisted_leaf_starts` (the open-class tags: a word never seen in
-  // training is a noun, a name, a number, ..., not a determiner), or any
-  // leaf when that is empty.
+  // not a lone "▁"; an entry with no pieces leaves its word free (its tags
+  // are spelled in several pieces). Words not listed take a leaf that
+  // starts with one of `unlisted_leaf_starts` (the open-class tags: a word
+  // never seen in training is a noun, a name, a number, ..., not a
+  // determiner), or any leaf when that is empty.
   std::vector<std::pair<std::vector<int>, std::vector<int>>> leaf_starts_by_word;
   std::vector<int> unlisted_leaf_starts;
 };
@@ -172,7 +173,7 @@ class TreeConstraint : public DecodingConstraint {
   bool TagForbids(const std::vector<int>* starts, const State& state, int token) const;
   const std::vector<int>* Lookup(absl::Span<const int> word) const {
     const auto found = leaf_starts_.find(word);
-    if (found != leaf_starts_.end()) return &found->second;
+    if (found != leaf_starts_.end()) return found->second.empty() ? nullptr : &found->second;
     return unlisted_starts_.empty() ? nullptr : &unlisted_starts_;
   }
 

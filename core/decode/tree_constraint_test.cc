@@ -521,6 +521,22 @@ TEST(TreeConstraintTest, UnlistedLeafStartsBindWordsNotListed) {
     }
   }
   EXPECT_GT(unlisted, 10);
+  // An entry with no pieces keeps its word free: "dog" takes the leaf the
+  // model prefers, as without any dictionary.
+  LeafRule free_dog = leaves;
+  free_dog.leaf_starts_by_word.push_back({{kDog}, {}});
+  const auto with_free = TreeConstraint::Create(Pieces(), kEos, {kPad, kBos, kUnk}, free_dog);
+  ASSERT_TRUE(with_free.ok()) << with_free.status();
+  const auto plain = MakeConstraint();
+  ScriptedModel model(static_cast<int>(Pieces().size()), /*eos_bias=*/0.3);
+  GreedySearch free_search(Options(1, 300, with_free->get()));
+  GreedySearch plain_search(Options(1, 300, plain.get()));
+  const std::vector<std::vector<int>> dog = {{kDog, kEos}};
+  const auto a = free_search.Search(model, dog);
+  const auto b = plain_search.Search(model, dog);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*a)[0][0].tokens, (*b)[0][0].tokens);
+  EXPECT_NE(Leaves(Spell((*b)[0][0].tokens)), ".");  // Else the check proves nothing.
   // And they are checked like the dictionary's own pieces.
   leaves.unlisted_leaf_starts = {kOpenNp};
   const auto bad = TreeConstraint::Create(Pieces(), kEos, {kPad, kBos, kUnk}, leaves);

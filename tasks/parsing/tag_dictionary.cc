@@ -87,45 +87,57 @@ LeafTagDictionary MakeLeafTagDictionary(const TagCounts& counts, const Tokenizer
                                               ids[0])) == TreeConstraint::kLeaf;
     return leaf_piece[tag] = whole ? ids[0] : -1;
   };
-  // The leaf pieces of `tags`, or empty when one has no whole piece.
-  const auto pieces_of = [&](const std::set<std::string>& tags) {
+  // The leaf pieces a word seen with `seen` (tag -> occurrences) may take:
+  // those of its tags that are one whole piece, and those of `extra` (the
+  // open classes). Empty (the word stays free) where tags the vocabulary
+  // spells in several pieces ("PRP$": "▁PRP" "$"; the constraint holds a
+  // word to whole pieces only) are more than kMaxUnspelledShare of `seen`:
+  // "its" stays free, while "a" loses the one LS it had beside ~1,000 DT.
+  const auto leaf_pieces = [&](const std::map<std::string, int64_t>& seen,
+                               const std::set<std::string>& extra) {
+    int64_t total = 0, unspelled = 0;
     std::vector<int> pieces;
-    for (const std::string& tag : tags) {
+    for (const auto& [tag, count] : seen) {
+      total += count;
       const int piece = piece_of(tag);
-      if (piece < 0) return std::vector<int>();
-      pieces.push_back(piece);
+      if (piece < 0) {
+        unspelled += count;
+      } else {
+        pieces.push_back(piece);
+      }
     }
+    if (unspelled > kMaxUnspelledShare * static_cast<double>(total)) return std::vector<int>();
+    for (const std::string& tag : extra) {
+      const int piece = piece_of(tag);
+      if (piece >= 0) pieces.push_back(piece);
+    }
+    std::sort(pieces.begin(), pieces.end());
+    pieces.erase(std::unique(pieces.begin(), pieces.end()), pieces.end());
     return pieces;
   };
   const auto tags_of = [&](const std::string& word) {
-    std::set<std::string> tags;
     const auto found = counts.find(word);
-    if (found != counts.end()) {
-      for (const auto& [tag, count] : found->second) tags.insert(tag);
-    }
-    return tags;
+    return found == counts.end() ? std::map<std::string, int64_t>() : found->second;
   };
   LeafTagDictionary dictionary;
   std::set<std::string> open_tags;
   if (open_class) {
     for (const std::string& tag : OpenClassTags(counts)) open_tags.insert(tag);
-    dictionary.unlisted_leaf_starts = pieces_of(open_tags);
+    dictionary.unlisted_leaf_starts = leaf_pieces({}, open_tags);
     // Without whole pieces for the open classes, unlisted words stay free.
     if (dictionary.unlisted_leaf_starts.empty()) open_tags.clear();
   }
-  const auto add = [&](const std::string& word, const std::set<std::string>& tags) {
-    std::vector<int> pieces = pieces_of(tags);
-    if (!pieces.empty()) dictionary.leaf_starts_by_word.emplace_back(tokenizer.Encode(word),
-                                                                      std::move(pieces));
+  // An entry with no pieces keeps its word free (LeafRule).
+  const auto add = [&](const std::string& word, std::vector<int> pieces) {
+    dictionary.leaf_starts_by_word.emplace_back(tokenizer.Encode(word), std::move(pieces));
   };
   for (const auto& [word, tags] : counts) {
     if (Occurrences(tags) >= min_count) {
-      add(word, tags_of(word));
+      add(word, leaf_pieces(tags, {}));
     } else if (!open_tags.empty()) {
-      std::set<std::string> allowed = open_tags;
-      for (const std::string& tag : tags_of(word)) allowed.insert(tag);
-      for (const std::string& tag : tags_of(OtherCase(word))) allowed.insert(tag);
-      add(word, allowed);
+      std::map<std::string, int64_t> seen = tags;
+      for (const auto& [tag, count] : tags_of(OtherCase(word))) seen[tag] += count;
+      add(word, leaf_pieces(seen, open_tags));
     }
   }
   if (!open_tags.empty()) {
@@ -134,9 +146,7 @@ LeafTagDictionary MakeLeafTagDictionary(const TagCounts& counts, const Tokenizer
     for (const auto& [word, tags] : counts) {
       const std::string other = OtherCase(word);
       if (other == word || counts.count(other) > 0) continue;
-      std::set<std::string> allowed = open_tags;
-      for (const std::string& tag : tags_of(word)) allowed.insert(tag);
-      add(other, allowed);
+      add(other, leaf_pieces(tags, open_tags));
     }
   }
   return dictionary;

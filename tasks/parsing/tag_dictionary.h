@@ -32,8 +32,9 @@ absl::StatusOr<TagCounts> ReadTagCounts(
 // The constraint's dictionary for `tokenizer` (LeafRule's
 // leaf_starts_by_word and unlisted_leaf_starts): each word seen at least
 // `min_count` times, spelled in its source pieces, with the leaf piece of
-// each of its tags. A word with a tag that is not one whole leaf piece of
-// the vocabulary is left out (it takes any leaf).
+// each of its tags. Tags that are not one whole leaf piece of the vocabulary
+// cannot be held to: a word loses them where they are at most
+// kMaxUnspelledShare of its occurrences, else it takes any leaf.
 //
 // With `open_class`, rarer words are listed too, with their own tags, their
 // other-case spelling's ("The" / "the": a sentence's first word) and the
@@ -49,6 +50,7 @@ struct LeafTagDictionary {
   std::vector<int> unlisted_leaf_starts;
 };
 inline constexpr double kOpenClassMinShare = 0.005;
+inline constexpr double kMaxUnspelledShare = 0.05;
 LeafTagDictionary MakeLeafTagDictionary(const TagCounts& counts, const Tokenizer& tokenizer,
                                         int64_t min_count, bool open_class);
 
