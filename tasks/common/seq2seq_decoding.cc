@@ -252,7 +252,8 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
     // The constraint follows the decode settings asked for, not the saved ones.
     config::TaskConfig settings = config;
     *settings.mutable_decode() = decode;
-    TFM_ASSIGN_OR_RETURN(constraint, hooks.constraint(settings, tokenizer));
+    TFM_ASSIGN_OR_RETURN(constraint,
+                         hooks.constraint(settings, tokenizer, hooks.prepare ? prepared : lines));
   }
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search,
                        CreateSearchStrategy(decode, constraint.get()));

@@ -37,13 +37,15 @@ bool IsDecodingCommand(TaskMode mode);
 // model's config. `prepare` turns an input line into the text the model
 // reads (parsing: its words, brackets written as the treebank does);
 // `constraint` makes the search's constraint for the model's vocabulary
-// (given the model's config with the decode settings in use);
+// (given the model's config with the decode settings in use, and the
+// prepared lines it will decode: parsing's tag dictionary lists their
+// unseen words by shape);
 // `format` turns an output's text into the line written, given its input
 // line (parsing: the tree over the line's words). Any may be empty.
 struct DecodingHooks {
   std::function<std::string(const std::string& input_line)> prepare;
-  std::function<absl::StatusOr<std::unique_ptr<DecodingConstraint>>(const config::TaskConfig&,
-                                                                     const Tokenizer&)>
+  std::function<absl::StatusOr<std::unique_ptr<DecodingConstraint>>(
+      const config::TaskConfig&, const Tokenizer&, const std::vector<std::string>& inputs)>
       constraint;
   std::function<std::string(const config::TaskConfig&, const std::string& input_line,
                             const std::string& text)>

@@ -335,7 +335,7 @@ TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags
   EXPECT_GT(foreign_tags(decode), 0);
 }
 
-TEST_F(ParsingDecodingTest, OpenClassTagsBindUnseenWords) {
+TEST_F(ParsingDecodingTest, OpenClassAndShapeTagsBindUnseenWords) {
   TrainedModel trained = Load(tagged_dir_);
   absl::StatusOr<TagCounts> counts = ReadTagCounts(trained.config.data().train());
   ASSERT_TRUE(counts.ok()) << counts.status();
@@ -357,6 +357,15 @@ TEST_F(ParsingDecodingTest, OpenClassTagsBindUnseenWords) {
     word[0] = absl::ascii_tolower(static_cast<unsigned char>(word[0]));
     return counts->count(word) == 0;
   };
+  const ShapeTags shapes(*counts);
+  // Unseen words take their shape's tags: numbers are CD, "-ed" words in
+  // lower case are verbs or adjectives, not names.
+  EXPECT_EQ(shapes.Of("4,567").count("CD"), 1);
+  EXPECT_EQ(shapes.Of("4,567").count("NNP"), 0);
+  const std::set<std::string> ed = shapes.Of("frobbled");
+  EXPECT_TRUE(ed.count("VBN") == 1 || ed.count("VBD") == 1) << absl::StrJoin(ed, " ");
+  EXPECT_EQ(ed.count("NNP"), 0) << absl::StrJoin(ed, " ");
+  EXPECT_EQ(shapes.Of("Zorblax").count("NNP"), 1);
   const auto closed_tags = [&](bool open_class) {
     config::DecodeConfig decode = trained.config.decode();
     decode.set_tag_dictionary_min_count(5);
@@ -373,7 +382,9 @@ TEST_F(ParsingDecodingTest, OpenClassTagsBindUnseenWords) {
       for (size_t w = 0; w < words.size(); ++w) {
         if (!unseen(words[w])) continue;
         ++checked;
-        if (open.count(tags[w]) == 0) ++closed;
+        // Its shape's tags where they are known, else the open classes.
+        const std::set<std::string> by_shape = shapes.Of(words[w]);
+        if ((by_shape.empty() ? open : by_shape).count(tags[w]) == 0) ++closed;
       }
     }
     EXPECT_GE(checked, 12);

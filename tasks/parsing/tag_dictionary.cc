@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "core/data/ptb_reader.h"
 #include "core/data/tree.h"
 #include "core/decode/tree_constraint.h"
@@ -48,7 +49,58 @@ std::string OtherCase(const std::string& word) {
   return other;
 }
 
+// A word's signatures, most specific first: shape and 3-, 2- and 1-letter
+// ending, then the shape alone.
+std::vector<std::string> Signatures(const std::string& word) {
+  std::string shape;
+  const unsigned char first = word.empty() ? 0 : static_cast<unsigned char>(word[0]);
+  if (std::any_of(word.begin(), word.end(),
+                  [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); })) {
+    shape = "digit";
+  } else if (absl::ascii_isupper(first)) {
+    shape = "capital";
+  } else if (absl::ascii_islower(first)) {
+    shape = "lower";
+  } else {
+    shape = "other";
+  }
+  if (word.find('-') != std::string::npos) shape += "-hyphen";
+  const std::string lower = absl::AsciiStrToLower(word);
+  std::vector<std::string> signatures;
+  for (size_t letters : {3, 2, 1}) {
+    if (lower.size() > letters) {
+      signatures.push_back(absl::StrCat(shape, ":", lower.substr(lower.size() - letters)));
+    }
+  }
+  signatures.push_back(shape);
+  return signatures;
+}
+
 }  // namespace
+
+ShapeTags::ShapeTags(const TagCounts& counts) {
+  for (const auto& [word, tags] : counts) {
+    if (Occurrences(tags) > 2) continue;
+    for (const std::string& signature : Signatures(word)) {
+      for (const auto& [tag, count] : tags) tags_by_signature_[signature][tag] += count;
+    }
+  }
+}
+
+std::set<std::string> ShapeTags::Of(const std::string& word) const {
+  for (const std::string& signature : Signatures(word)) {
+    const auto found = tags_by_signature_.find(signature);
+    if (found == tags_by_signature_.end()) continue;
+    const int64_t words = Occurrences(found->second);
+    if (words < kShapeMinWords) continue;
+    std::set<std::string> tags;
+    for (const auto& [tag, count] : found->second) {
+      if (count >= kShapeMinShare * static_cast<double>(words)) tags.insert(tag);
+    }
+    return tags;
+  }
+  return {};
+}
 
 std::vector<std::string> OpenClassTags(const TagCounts& counts) {
   std::map<std::string, int64_t> once;  // Tag -> words seen once that took it.
@@ -76,7 +128,8 @@ std::vector<std::string> OpenClassTags(const TagCounts& counts) {
 }
 
 LeafTagDictionary MakeLeafTagDictionary(const TagCounts& counts, const Tokenizer& tokenizer,
-                                        int64_t min_count, bool open_class) {
+                                        int64_t min_count, bool open_class,
+                                        const std::set<std::string>& input_words) {
   // A tag's leaf piece, or -1 where the vocabulary spells it in several.
   std::map<std::string, int> leaf_piece;
   const auto piece_of = [&](const std::string& tag) {
@@ -147,6 +200,15 @@ LeafTagDictionary MakeLeafTagDictionary(const TagCounts& counts, const Tokenizer
       const std::string other = OtherCase(word);
       if (other == word || counts.count(other) > 0) continue;
       add(other, leaf_pieces(tags, open_tags));
+    }
+    // The input's unseen words by their shape.
+    const ShapeTags shape_tags(counts);
+    for (const std::string& word : input_words) {
+      if (counts.count(word) > 0 || counts.count(OtherCase(word)) > 0) continue;
+      const std::set<std::string> tags = shape_tags.Of(word);
+      if (tags.empty()) continue;
+      std::vector<int> pieces = leaf_pieces({}, tags);
+      if (!pieces.empty()) add(word, std::move(pieces));
     }
   }
   return dictionary;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,7 +45,8 @@ absl::StatusOr<TagCounts> ReadTagCounts(
 // first letter), each at least kOpenClassMinShare of them: on
 // wsj_0001-0169 NNP, NN, JJ, NNS, CD, VBG, VBN, VB, VBD, VBZ, RB, VBP and
 // NNPS; the stray IN, FW, DT ... of a few odd words (0.11% and less) are
-// not.
+// not. Words of `input_words` (the lines to decode) never seen in either
+// case are listed with their ShapeTags where it has some.
 struct LeafTagDictionary {
   std::vector<std::pair<std::vector<int>, std::vector<int>>> leaf_starts_by_word;
   std::vector<int> unlisted_leaf_starts;
@@ -52,7 +54,28 @@ struct LeafTagDictionary {
 inline constexpr double kOpenClassMinShare = 0.005;
 inline constexpr double kMaxUnspelledShare = 0.05;
 LeafTagDictionary MakeLeafTagDictionary(const TagCounts& counts, const Tokenizer& tokenizer,
-                                        int64_t min_count, bool open_class);
+                                        int64_t min_count, bool open_class,
+                                        const std::set<std::string>& input_words = {});
+
+// The tags a word never seen in training may take by its shape (digits,
+// capital, lower case or other first letter; a hyphen or not) and its
+// ending, as parsers' unknown-word classes: those that rare training words
+// (seen at most twice) of its shape and longest shared ending (3, 2 or 1
+// letters, then the shape alone) took, each at least kShapeMinShare of
+// them, at the first of those levels with kShapeMinWords such words.
+// "-ed" in lower case gives VBN, VBD, JJ, ..., never NNP. Empty when no
+// level has as many.
+class ShapeTags {
+ public:
+  explicit ShapeTags(const TagCounts& counts);
+  std::set<std::string> Of(const std::string& word) const;
+
+ private:
+  // Signature -> tag -> rare words.
+  std::map<std::string, std::map<std::string, int64_t>> tags_by_signature_;
+};
+inline constexpr int64_t kShapeMinWords = 20;
+inline constexpr double kShapeMinShare = 0.02;
 
 // The open-class tags of `counts` (above), most frequent first.
 std::vector<std::string> OpenClassTags(const TagCounts& counts);

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -64,8 +65,8 @@ DecodingHooks TreeDecodingHooks() {
   // The training treebank's tags, read once (validation makes a constraint
   // at every validation).
   auto tag_counts = std::make_shared<std::optional<TagCounts>>();
-  hooks.constraint = [tag_counts](const config::TaskConfig& config,
-                                  const Tokenizer& tokenizer)
+  hooks.constraint = [tag_counts](const config::TaskConfig& config, const Tokenizer& tokenizer,
+                                  const std::vector<std::string>& inputs)
       -> absl::StatusOr<std::unique_ptr<DecodingConstraint>> {
     const LeafStyle style = ConfigLeafStyle(config);
     // Beam search only: greedy search under the dictionary has no second
@@ -86,9 +87,16 @@ DecodingHooks TreeDecodingHooks() {
       }
       *tag_counts = *std::move(counts);
     }
-    return MakeTreeConstraint(tokenizer, style,
-                              MakeLeafTagDictionary(**tag_counts, tokenizer, min_count,
-                                                    config.decode().tag_dictionary_open_class()));
+    std::set<std::string> input_words;
+    for (const std::string& line : inputs) {
+      for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+        input_words.emplace(word);
+      }
+    }
+    return MakeTreeConstraint(
+        tokenizer, style,
+        MakeLeafTagDictionary(**tag_counts, tokenizer, min_count,
+                              config.decode().tag_dictionary_open_class(), input_words));
   };
   hooks.format = [](const config::TaskConfig& config, const std::string& line,
                     const std::string& text) {
