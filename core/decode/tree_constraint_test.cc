@@ -429,6 +429,28 @@ std::vector<std::string> WordsOf(const std::vector<int>& source) {
   return words;
 }
 
+// Searches `sources` with `strategy`, checks that every hypothesis is a
+// tree with one leaf per word, and calls `check(word, leaf, text)` for each
+// of its words.
+void ForEachLeaf(
+    SearchStrategy& strategy, IncrementalModel& model,
+    const std::vector<std::vector<int>>& sources,
+    const std::function<void(const std::string&, const std::string&, const std::string&)>&
+        check) {
+  absl::StatusOr<std::vector<NBestList>> results = strategy.Search(model, sources);
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (size_t s = 0; s < sources.size(); ++s) {
+    const std::vector<std::string> words = WordsOf(sources[s]);
+    for (const Hypothesis& h : (*results)[s]) {
+      const std::string text = Spell(h.tokens);
+      ASSERT_EQ(TreeProblem(text, static_cast<int>(words.size())), "") << text;
+      const std::vector<std::string> leaves = absl::StrSplit(Leaves(text), ' ');
+      ASSERT_EQ(leaves.size(), words.size()) << text;
+      for (size_t w = 0; w < words.size(); ++w) check(words[w], leaves[w], text);
+    }
+  }
+}
+
 TEST(TreeConstraintTest, TagDictionaryGivesListedWordsOnlyTheirLeaves) {
   const auto constraint = MakeTaggedConstraint();
   const int vocab = static_cast<int>(Pieces().size());
@@ -440,28 +462,17 @@ TEST(TreeConstraintTest, TagDictionaryGivesListedWordsOnlyTheirLeaves) {
       BeamSearch search(Options(beam, 300, constraint.get()));
       GreedySearch greedy(Options(1, 300, constraint.get()));
       SearchStrategy& strategy = beam == 1 ? static_cast<SearchStrategy&>(greedy) : search;
-      const std::vector<std::vector<int>> sources = Sources();
-      absl::StatusOr<std::vector<NBestList>> results = strategy.Search(model, sources);
-      ASSERT_TRUE(results.ok()) << results.status();
-      for (size_t s = 0; s < sources.size(); ++s) {
-        const std::vector<std::string> words = WordsOf(sources[s]);
-        for (const Hypothesis& h : (*results)[s]) {
-          const std::string text = Spell(h.tokens);
-          ASSERT_EQ(TreeProblem(text, static_cast<int>(words.size())), "") << text;
-          const std::vector<std::string> leaves = absl::StrSplit(Leaves(text), ' ');
-          ASSERT_EQ(leaves.size(), words.size()) << text;
-          for (size_t w = 0; w < words.size(); ++w) {
-            if (words[w] == "▁the") {
-              EXPECT_EQ(leaves[w], "XX") << text;
-            } else if (words[w] == "▁dog") {
-              EXPECT_TRUE(leaves[w] == "." || leaves[w] == "the") << leaves[w] << " in " << text;
-            } else {
-              continue;
-            }
-            ++listed;
-          }
-        }
-      }
+      ForEachLeaf(strategy, model, Sources(),
+                  [&](const std::string& word, const std::string& leaf, const std::string& text) {
+                    if (word == "▁the") {
+                      EXPECT_EQ(leaf, "XX") << text;
+                    } else if (word == "▁dog") {
+                      EXPECT_TRUE(leaf == "." || leaf == "the") << leaf << " in " << text;
+                    } else {
+                      return;
+                    }
+                    ++listed;
+                  });
     }
   }
   EXPECT_GT(listed, 100);
@@ -499,25 +510,15 @@ TEST(TreeConstraintTest, UnlistedLeafStartsBindWordsNotListed) {
     ScriptedModel model(static_cast<int>(Pieces().size()), /*eos_bias=*/0.3, eos_shift);
     for (int beam : {2, 4}) {
       BeamSearch search(Options(beam, 300, constraint->get()));
-      absl::StatusOr<std::vector<NBestList>> results = search.Search(model, sources);
-      ASSERT_TRUE(results.ok()) << results.status();
-      for (size_t s = 0; s < sources.size(); ++s) {
-        const std::vector<std::string> words = WordsOf(sources[s]);
-        for (const Hypothesis& h : (*results)[s]) {
-          const std::string text = Spell(h.tokens);
-          ASSERT_EQ(TreeProblem(text, static_cast<int>(words.size())), "") << text;
-          const std::vector<std::string> leaves_of = absl::StrSplit(Leaves(text), ' ');
-          ASSERT_EQ(leaves_of.size(), words.size()) << text;
-          for (size_t w = 0; w < words.size(); ++w) {
-            if (words[w] == "▁the") {
-              EXPECT_EQ(leaves_of[w], "XX") << text;
-            } else {
-              EXPECT_EQ(leaves_of[w], ".") << words[w] << " in " << text;
-              ++unlisted;
-            }
-          }
-        }
-      }
+      ForEachLeaf(search, model, sources,
+                  [&](const std::string& word, const std::string& leaf, const std::string& text) {
+                    if (word == "▁the") {
+                      EXPECT_EQ(leaf, "XX") << text;
+                    } else {
+                      EXPECT_EQ(leaf, ".") << word << " in " << text;
+                      ++unlisted;
+                    }
+                  });
     }
   }
   EXPECT_GT(unlisted, 10);

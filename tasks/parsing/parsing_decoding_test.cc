@@ -279,6 +279,28 @@ TEST_F(ParsingDecodingTest, PosTagModelsWriteTaggedTrees) {
   EXPECT_TRUE(absl::StrContains(log.str(), "Tagging accuracy (the model's tags) = ")) << log.str();
 }
 
+// (word, tag) of every leaf of the trees `trained` parses `lines` into
+// under `decode`.
+std::vector<std::pair<std::string, std::string>> ParsedTags(
+    TrainedModel& trained, const config::DecodeConfig& decode,
+    const std::vector<std::string>& lines) {
+  std::vector<std::pair<std::string, std::string>> tagged;
+  absl::StatusOr<std::vector<std::string>> trees =
+      DecodeLines(trained, decode, lines, "in", nullptr, TreeDecodingHooks());
+  EXPECT_TRUE(trees.ok()) << trees.status();
+  if (!trees.ok()) return tagged;
+  for (const std::string& line : *trees) {
+    absl::StatusOr<Tree> tree = ParseBracketedTree(line);
+    EXPECT_TRUE(tree.ok()) << line;
+    if (!tree.ok()) continue;
+    const std::vector<std::string> words = TreeWords(*tree), tags = TreeTags(*tree);
+    for (size_t w = 0; w < words.size() && w < tags.size(); ++w) {
+      tagged.emplace_back(words[w], tags[w]);
+    }
+  }
+  return tagged;
+}
+
 TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags) {
   TrainedModel trained = Load(tagged_dir_);
   absl::StatusOr<TagCounts> counts = ReadTagCounts(trained.config.data().train());
@@ -308,20 +330,11 @@ TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags
     return false;
   };
   const auto foreign_tags = [&](const config::DecodeConfig& decode) {
-    absl::StatusOr<std::vector<std::string>> trees =
-        DecodeLines(trained, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
-    EXPECT_TRUE(trees.ok()) << trees.status();
     int foreign = 0, checked = 0;
-    for (const std::string& line : *trees) {
-      absl::StatusOr<Tree> tree = ParseBracketedTree(line);
-      EXPECT_TRUE(tree.ok()) << line;
-      if (!tree.ok()) continue;
-      const std::vector<std::string> tree_words = TreeWords(*tree), tags = TreeTags(*tree);
-      for (size_t w = 0; w < tree_words.size(); ++w) {
-        if (!is_listed(tree_words[w])) continue;
-        ++checked;
-        if ((*counts)[tree_words[w]].count(tags[w]) == 0) ++foreign;
-      }
+    for (const auto& [word, tag] : ParsedTags(trained, decode, Sentences())) {
+      if (!is_listed(word)) continue;
+      ++checked;
+      if ((*counts)[word].count(tag) == 0) ++foreign;
     }
     EXPECT_GT(checked, 20);
     return foreign;
@@ -370,22 +383,13 @@ TEST_F(ParsingDecodingTest, OpenClassAndShapeTagsBindUnseenWords) {
     config::DecodeConfig decode = trained.config.decode();
     decode.set_tag_dictionary_min_count(5);
     decode.set_tag_dictionary_open_class(open_class);
-    absl::StatusOr<std::vector<std::string>> trees =
-        DecodeLines(trained, decode, lines, "in", nullptr, TreeDecodingHooks());
-    EXPECT_TRUE(trees.ok()) << trees.status();
     int closed = 0, checked = 0;
-    for (const std::string& line : *trees) {
-      absl::StatusOr<Tree> tree = ParseBracketedTree(line);
-      EXPECT_TRUE(tree.ok()) << line;
-      if (!tree.ok()) continue;
-      const std::vector<std::string> words = TreeWords(*tree), tags = TreeTags(*tree);
-      for (size_t w = 0; w < words.size(); ++w) {
-        if (!unseen(words[w])) continue;
-        ++checked;
-        // Its shape's tags where they are known, else the open classes.
-        const std::set<std::string> by_shape = shapes.Of(words[w]);
-        if ((by_shape.empty() ? open : by_shape).count(tags[w]) == 0) ++closed;
-      }
+    for (const auto& [word, tag] : ParsedTags(trained, decode, lines)) {
+      if (!unseen(word)) continue;
+      ++checked;
+      // Its shape's tags where they are known, else the open classes.
+      const std::set<std::string> by_shape = shapes.Of(word);
+      if ((by_shape.empty() ? open : by_shape).count(tag) == 0) ++closed;
     }
     EXPECT_GE(checked, 12);
     return closed;
