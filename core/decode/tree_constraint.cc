@@ -4,9 +4,9 @@
 #include <limits>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "core/status_macros.h"
 
 namespace tfm {
@@ -102,7 +102,8 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
     constraint->spellings_.push_back(spelling);
   }
   // A dictionary's leaf starts, sorted, each a whole leaf piece.
-  const auto checked_starts = [&](const std::vector<int>& starts) -> absl::StatusOr<std::vector<int>> {
+  const auto checked_starts =
+      [&](const std::vector<int>& starts) -> absl::StatusOr<std::vector<int>> {
     if (leaves.kind != LeafRule::kChosen) {
       return absl::InvalidArgumentError(
           "tree constraint: a tag dictionary is for leaves the model chooses");

@@ -433,10 +433,8 @@ std::vector<std::string> WordsOf(const std::vector<int>& source) {
 // tree with one leaf per word, and calls `check(word, leaf, text)` for each
 // of its words.
 void ForEachLeaf(
-    SearchStrategy& strategy, IncrementalModel& model,
-    const std::vector<std::vector<int>>& sources,
-    const std::function<void(const std::string&, const std::string&, const std::string&)>&
-        check) {
+    SearchStrategy& strategy, IncrementalModel& model, const std::vector<std::vector<int>>& sources,
+    const std::function<void(const std::string&, const std::string&, const std::string&)>& check) {
   absl::StatusOr<std::vector<NBestList>> results = strategy.Search(model, sources);
   ASSERT_TRUE(results.ok()) << results.status();
   for (size_t s = 0; s < sources.size(); ++s) {

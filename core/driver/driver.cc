@@ -56,8 +56,9 @@ ABSL_FLAG(int, tag_dictionary, -1,
           "parse/evaluate (models that write tags): words seen this often in training take only "
           "their training tags (0: off; < 0: the model's decode.tag_dictionary_min_count)");
 ABSL_FLAG(int, open_class_tags, -1,
-          "parse/evaluate, with the tag dictionary: rarer and unseen words take open-class tags "
-          "(or their own) only (1: on; 0: off; < 0: the model's "
+          "parse/evaluate, with the tag dictionary: rarer words take their own or open-class "
+          "tags only, unseen words those of rare training words of their shape and ending "
+          "(1: on; 0: off; < 0: the model's "
           "decode.tag_dictionary_open_class)");
 ABSL_FLAG(bool, list, false, "list registered ops, kernels, layers and tasks, then exit");
 // Declared for --help only: ExtractRepeatedFlags consumes them before parsing.

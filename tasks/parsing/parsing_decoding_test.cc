@@ -281,9 +281,9 @@ TEST_F(ParsingDecodingTest, PosTagModelsWriteTaggedTrees) {
 
 // (word, tag) of every leaf of the trees `trained` parses `lines` into
 // under `decode`.
-std::vector<std::pair<std::string, std::string>> ParsedTags(
-    TrainedModel& trained, const config::DecodeConfig& decode,
-    const std::vector<std::string>& lines) {
+std::vector<std::pair<std::string, std::string>> ParsedTags(TrainedModel& trained,
+                                                            const config::DecodeConfig& decode,
+                                                            const std::vector<std::string>& lines) {
   std::vector<std::pair<std::string, std::string>> tagged;
   absl::StatusOr<std::vector<std::string>> trees =
       DecodeLines(trained, decode, lines, "in", nullptr, TreeDecodingHooks());
@@ -320,8 +320,8 @@ TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags
   // The sample's first sentences are training sentences: with the
   // dictionary every listed word's leaf is one of its training tags; the
   // random model without it writes others.
-  const auto listed =
-      MakeLeafTagDictionary(*counts, trained.tokenizer, 1, /*open_class=*/false).leaf_starts_by_word;
+  const auto listed = MakeLeafTagDictionary(*counts, trained.tokenizer, 1, /*open_class=*/false)
+                          .leaf_starts_by_word;
   const auto is_listed = [&](const std::string& word) {
     const std::vector<int> pieces = trained.tokenizer.Encode(word);
     for (const auto& entry : listed) {

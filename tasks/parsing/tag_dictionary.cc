@@ -49,6 +49,20 @@ std::string OtherCase(const std::string& word) {
   return other;
 }
 
+// The tags of `word` and of its other-case spelling, together.
+std::map<std::string, int64_t> TagsInEitherCase(const TagCounts& counts, const std::string& word) {
+  std::map<std::string, int64_t> tags;
+  const std::string other = OtherCase(word);
+  for (const std::string& spelling : {word, other}) {
+    const auto found = counts.find(spelling);
+    if (found != counts.end()) {
+      for (const auto& [tag, count] : found->second) tags[tag] += count;
+    }
+    if (other == word) break;
+  }
+  return tags;
+}
+
 // A word's signatures, most specific first: shape and 3-, 2- and 1-letter
 // ending, then the shape alone.
 std::vector<std::string> Signatures(const std::string& word) {
@@ -105,13 +119,10 @@ std::set<std::string> ShapeTags::Of(const std::string& word) const {
 std::vector<std::string> OpenClassTags(const TagCounts& counts) {
   std::map<std::string, int64_t> once;  // Tag -> words seen once that took it.
   int64_t total = 0;
-  for (const auto& [word, tags] : counts) {
+  for (const auto& entry : counts) {
     // "Those" once at a sentence's start is not a rare word: "those" counts.
-    const std::string other = OtherCase(word);
-    const auto other_tags = other == word ? counts.end() : counts.find(other);
-    const int64_t seen =
-        Occurrences(tags) + (other_tags == counts.end() ? 0 : Occurrences(other_tags->second));
-    if (seen != 1) continue;
+    const std::map<std::string, int64_t> tags = TagsInEitherCase(counts, entry.first);
+    if (Occurrences(tags) != 1) continue;
     ++once[tags.begin()->first];
     ++total;
   }
@@ -168,10 +179,6 @@ LeafTagDictionary MakeLeafTagDictionary(const TagCounts& counts, const Tokenizer
     pieces.erase(std::unique(pieces.begin(), pieces.end()), pieces.end());
     return pieces;
   };
-  const auto tags_of = [&](const std::string& word) {
-    const auto found = counts.find(word);
-    return found == counts.end() ? std::map<std::string, int64_t>() : found->second;
-  };
   LeafTagDictionary dictionary;
   std::set<std::string> open_tags;
   if (open_class) {
@@ -188,9 +195,7 @@ LeafTagDictionary MakeLeafTagDictionary(const TagCounts& counts, const Tokenizer
     if (Occurrences(tags) >= min_count) {
       add(word, leaf_pieces(tags, {}));
     } else if (!open_tags.empty()) {
-      std::map<std::string, int64_t> seen = tags;
-      for (const auto& [tag, count] : tags_of(OtherCase(word))) seen[tag] += count;
-      add(word, leaf_pieces(seen, open_tags));
+      add(word, leaf_pieces(TagsInEitherCase(counts, word), open_tags));
     }
   }
   if (!open_tags.empty()) {
@@ -204,7 +209,7 @@ LeafTagDictionary MakeLeafTagDictionary(const TagCounts& counts, const Tokenizer
     // The input's unseen words by their shape.
     const ShapeTags shape_tags(counts);
     for (const std::string& word : input_words) {
-      if (counts.count(word) > 0 || counts.count(OtherCase(word)) > 0) continue;
+      if (!TagsInEitherCase(counts, word).empty()) continue;
       const std::set<std::string> tags = shape_tags.Of(word);
       if (tags.empty()) continue;
       std::vector<int> pieces = leaf_pieces({}, tags);

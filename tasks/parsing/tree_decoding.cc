@@ -37,8 +37,9 @@ std::string TreeLine(const std::string& line, const std::string& linearised, Lea
   return FormatTree(Delinearize(tokens, InputWords(line), nullptr, style));
 }
 
-absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(
-    const Tokenizer& tokenizer, LeafStyle style, LeafTagDictionary tags) {
+absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(const Tokenizer& tokenizer,
+                                                                       LeafStyle style,
+                                                                       LeafTagDictionary tags) {
   std::vector<std::string> pieces(tokenizer.vocab_size());
   for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces[id] = tokenizer.IdToPiece(id);
   LeafRule leaves;
