@@ -32,6 +32,9 @@ struct DecodeRequest {
   int nbest = 0;          // --nbest (0: the checkpoint's).
   int tag_dictionary = -1;  // --tag_dictionary (< 0: the checkpoint's).
   int open_class_tags = -1;  // --open_class_tags: 0 or 1 (< 0: the checkpoint's).
+  // --ensemble_combination: a config::DecodeConfig::EnsembleCombination
+  // (< 0: the checkpoint's).
+  int ensemble_combination = -1;
 };
 
 struct TaskContext {

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/config/config_loader.h"
 #include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
@@ -40,7 +41,12 @@ ABSL_FLAG(double, minutes, 0, "train: stop after this many minutes (0: no limit)
 ABSL_FLAG(int, last, 0, "average: how many of the latest checkpoints (0: from the config)");
 ABSL_FLAG(std::string, model, "",
           "decode/evaluate: a work directory of train (its averaged, else best, else latest "
-          "checkpoint) or a checkpoint directory");
+          "checkpoint) or a checkpoint directory; several separated by commas decode as one "
+          "ensemble (same task and vocabulary)");
+ABSL_FLAG(std::string, ensemble_combination, "",
+          "decode/evaluate with several --model paths: probability_mean or "
+          "log_probability_mean of the members' next-token distributions (empty: the first "
+          "model's decode.ensemble_combination)");
 ABSL_FLAG(std::string, input, "", "decode: input file, one sentence a line (default: stdin)");
 ABSL_FLAG(std::string, output, "", "decode/evaluate: output file (default: stdout)");
 ABSL_FLAG(std::string, src, "", "evaluate: source sentences (plain or .gz)");
@@ -242,6 +248,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "             | translate (parse) --model=DIR [--input=F] [--output=F] [--beam=K] "
       "[--alpha=A] "
       "[--nbest=N]\n"
+      "               (--model=A,B,... decodes with an ensemble: "
+      "[--ensemble_combination=probability_mean|log_probability_mean])\n"
       "             | evaluate --model=DIR (--src=F --ref=F | --split=valid|test) [--beam=K] "
       "[--alpha=A]\n"
       "      parsing: parse and evaluate also take [--tag_dictionary=N] [--open_class_tags=0|1]\n"
@@ -277,7 +285,21 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   options.data_dir = ResolveUserPath(absl::GetFlag(FLAGS_data));
   options.minutes = absl::GetFlag(FLAGS_minutes);
   options.average_last = absl::GetFlag(FLAGS_last);
-  options.decode.model = ResolveUserPath(absl::GetFlag(FLAGS_model));
+  // Each of an ensemble's paths is relative to where the command was run.
+  std::vector<std::string> model_paths =
+      absl::StrSplit(absl::GetFlag(FLAGS_model), ',', absl::SkipWhitespace());
+  for (std::string& path : model_paths) path = ResolveUserPath(path);
+  options.decode.model = absl::StrJoin(model_paths, ",");
+  const std::string combination = absl::GetFlag(FLAGS_ensemble_combination);
+  if (combination == "probability_mean") {
+    options.decode.ensemble_combination = config::DecodeConfig::PROBABILITY_MEAN;
+  } else if (combination == "log_probability_mean") {
+    options.decode.ensemble_combination = config::DecodeConfig::LOG_PROBABILITY_MEAN;
+  } else if (!combination.empty()) {
+    std::cerr << "error: --ensemble_combination=" << combination
+              << ": expected probability_mean or log_probability_mean\n";
+    return 1;
+  }
   options.decode.input = ResolveUserPath(absl::GetFlag(FLAGS_input));
   options.decode.output = ResolveUserPath(absl::GetFlag(FLAGS_output));
   options.decode.source = ResolveUserPath(absl::GetFlag(FLAGS_src));

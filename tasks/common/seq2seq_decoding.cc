@@ -189,6 +189,10 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const Decod
   if (request.open_class_tags >= 0) {
     decode.set_tag_dictionary_open_class(request.open_class_tags > 0);
   }
+  if (request.ensemble_combination >= 0) {
+    decode.set_ensemble_combination(
+        static_cast<config::DecodeConfig::EnsembleCombination>(request.ensemble_combination));
+  }
   return decode;
 }
 
@@ -226,8 +230,14 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
                                                      const std::string& input_name,
                                                      std::ostream* log,
                                                      const DecodingHooks& hooks) {
-  return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines, input_name,
-                     log, hooks);
+  if (trained.ensemble_size() == 1) {
+    return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines,
+                       input_name, log, hooks);
+  }
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<EnsembleModel> ensemble,
+                       trained.Decoder(decode.ensemble_combination()));
+  return DecodeLines(*ensemble, trained.tokenizer, trained.config, decode, lines, input_name, log,
+                     hooks);
 }
 
 absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,

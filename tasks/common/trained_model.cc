@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/status_macros.h"
 #include "core/train/checkpoint.h"
 #include "core/train/checkpoint_directory.h"
@@ -68,7 +69,18 @@ VocabularySpec ModelVocabulary(const config::ModelConfig& model, const Tokenizer
   return vocabulary;
 }
 
-absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, std::ostream* log) {
+namespace {
+
+// One checkpoint's config, vocabulary and weights.
+struct LoadedMember {
+  std::string dir;
+  config::TaskConfig config;
+  std::string vocabulary;  // The SentencePiece model's bytes.
+  Tokenizer tokenizer;
+  std::unique_ptr<Transformer> model;
+};
+
+absl::StatusOr<LoadedMember> LoadMember(const std::string& path, std::ostream* log) {
   TFM_ASSIGN_OR_RETURN(const std::string dir, ChooseCheckpoint(path, log));
   TFM_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(dir, CheckpointParts::kDecoding));
   absl::StatusOr<Tokenizer> tokenizer = Tokenizer::FromModel(checkpoint.vocabulary);
@@ -87,7 +99,67 @@ absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, std::ostr
   }
   TFM_RETURN_IF_ERROR(
       AssignTensors(checkpoint.model, absl::StrCat(dir, "/", kModelFile), &parameters));
-  return TrainedModel{dir, std::move(checkpoint.config), *std::move(tokenizer), std::move(model)};
+  return LoadedMember{dir, std::move(checkpoint.config), std::move(checkpoint.vocabulary),
+                      *std::move(tokenizer), std::move(model)};
+}
+
+// The leaves of the first treebank the model trained on (parsing's output
+// format), or -1 for other tasks.
+int TreeLeaves(const config::TaskConfig& config) {
+  if (config.data().train_size() == 0 || !config.data().train(0).has_tree_leaves()) return -1;
+  return config.data().train(0).tree_leaves();
+}
+
+// Why `member` cannot decode beside `first` in one ensemble, or OK.
+absl::Status CheckSameOutputs(const LoadedMember& first, const LoadedMember& member) {
+  const auto mismatch = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model: ", member.dir, " cannot decode in an ensemble with ", first.dir, ": ", what));
+  };
+  if (member.config.task() != first.config.task()) {
+    return mismatch(absl::StrCat("task '", member.config.task(), "' against '",
+                                 first.config.task(), "'"));
+  }
+  if (TreeLeaves(member.config) != TreeLeaves(first.config)) {
+    return mismatch("its trees have other leaves (data.train tree_leaves)");
+  }
+  if (member.vocabulary != first.vocabulary) {
+    return mismatch(absl::StrCat("another SentencePiece model (", kVocabularyFile,
+                                 " differs): the same ids would mean other pieces"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, std::ostream* log) {
+  std::vector<std::string> paths = absl::StrSplit(path, ',', absl::SkipWhitespace());
+  if (paths.empty()) paths.push_back(path);  // Let ChooseCheckpoint name the empty path.
+  std::vector<LoadedMember> members;
+  for (const std::string& member_path : paths) {
+    TFM_ASSIGN_OR_RETURN(LoadedMember member, LoadMember(member_path, log));
+    if (!members.empty()) TFM_RETURN_IF_ERROR(CheckSameOutputs(members.front(), member));
+    members.push_back(std::move(member));
+  }
+  LoadedMember& first = members.front();
+  TrainedModel trained{first.dir, std::move(first.config), std::move(first.tokenizer),
+                       std::move(first.model)};
+  for (size_t i = 1; i < members.size(); ++i) {
+    trained.other_checkpoint_dirs.push_back(members[i].dir);
+    trained.other_members.push_back(std::move(members[i].model));
+  }
+  if (log && paths.size() > 1) *log << "model: an ensemble of " << paths.size() << " models\n";
+  return trained;
+}
+
+absl::StatusOr<std::unique_ptr<EnsembleModel>> TrainedModel::Decoder(
+    config::DecodeConfig::EnsembleCombination combination) {
+  std::vector<IncrementalModel*> members = {model.get()};
+  for (const std::unique_ptr<Transformer>& member : other_members) members.push_back(member.get());
+  return EnsembleModel::Create(std::move(members),
+                               combination == config::DecodeConfig::LOG_PROBABILITY_MEAN
+                                   ? EnsembleCombination::kLogProbabilityMean
+                                   : EnsembleCombination::kProbabilityMean);
 }
 
 }  // namespace tfm

@@ -1,15 +1,20 @@
 // A trained model ready to decode: the Transformer with a checkpoint's
 // weights, the checkpoint's own config (its model section fixes the
 // architecture, whatever --config says) and its SentencePiece vocabulary.
+// Or an ensemble (--model=A,B,...): several checkpoints of one task and
+// one vocabulary, each with its own architecture, decoding as one
+// (core/decode/ensemble_model.h); the first gives the config and tokenizer.
 #ifndef TFM_TASKS_COMMON_TRAINED_MODEL_H_
 #define TFM_TASKS_COMMON_TRAINED_MODEL_H_
 
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
+#include "core/decode/ensemble_model.h"
 #include "core/data/tokenizer.h"
 #include "layers/transformer.h"
 
@@ -20,6 +25,15 @@ struct TrainedModel {
   config::TaskConfig config;   // As saved in it.
   Tokenizer tokenizer;
   std::unique_ptr<Transformer> model;
+  // The ensemble's other members, in --model's order (empty: one model).
+  std::vector<std::unique_ptr<Transformer>> other_members;
+  std::vector<std::string> other_checkpoint_dirs;
+
+  int ensemble_size() const { return 1 + static_cast<int>(other_members.size()); }
+  // What a search decodes with: `model`, or every member combined as
+  // `combination` says (the returned model points into this one).
+  absl::StatusOr<std::unique_ptr<EnsembleModel>> Decoder(
+      config::DecodeConfig::EnsembleCombination combination);
 };
 
 // What a Transformer needs of `tokenizer`'s vocabulary for `model` (which
@@ -31,7 +45,9 @@ VocabularySpec ModelVocabulary(const config::ModelConfig& model, const Tokenizer
 // averaged checkpoint, else the best by validation, else the latest is used
 // (the choice is written to `log`). Errors name the path and what is wrong:
 // not there, no checkpoint in it, corrupt files (with the file), or weights
-// that do not fit the saved config.
+// that do not fit the saved config. Several paths separated by commas load
+// an ensemble; a member whose task, tree leaves or SentencePiece model
+// differs from the first's is an error naming both.
 absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, std::ostream* log);
 
 }  // namespace tfm

@@ -50,19 +50,29 @@ class ParsingDecodingTest : public ::testing::Test {
     words_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_words"));
     indexed_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_indexed"));
     tagged_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_tagged"));
+    // Ensemble members beside tagged_dir_: other weights, the same
+    // vocabulary; and a vocabulary of other pieces.
+    tagged_other_weights_dir_ =
+        new std::string(absl::StrCat(::testing::TempDir(), "/parsing_tagged_seed9"));
+    tagged_other_vocabulary_dir_ =
+        new std::string(absl::StrCat(::testing::TempDir(), "/parsing_tagged_vocab380"));
     WriteRandomModel(*work_dir_, config::CorpusConfig::PLACEHOLDERS);
     WriteRandomModel(*words_dir_, config::CorpusConfig::WORDS);
     WriteRandomModel(*indexed_dir_, config::CorpusConfig::INDEXED);
     WriteRandomModel(*tagged_dir_, config::CorpusConfig::POS_TAGS);
+    WriteRandomModel(*tagged_other_weights_dir_, config::CorpusConfig::POS_TAGS, /*init_seed=*/9);
+    WriteRandomModel(*tagged_other_vocabulary_dir_, config::CorpusConfig::POS_TAGS,
+                     /*init_seed=*/5, /*vocab_size=*/380);
   }
 
   // A random model saved in `dir`, its vocabulary trained on pairs whose
   // trees write their leaves as `leaves` says.
-  static void WriteRandomModel(const std::string& dir, config::CorpusConfig::TreeLeaves leaves) {
+  static void WriteRandomModel(const std::string& dir, config::CorpusConfig::TreeLeaves leaves,
+                               int init_seed = 5, int vocab_size = 400) {
     config::TaskConfig config;
     config.set_task("parsing");
     config::TokenizerConfig& tokenizer_config = *config.mutable_data()->mutable_tokenizer();
-    tokenizer_config.set_vocab_size(400);
+    tokenizer_config.set_vocab_size(vocab_size);
     tokenizer_config.set_seed(3);
     config.mutable_data()->mutable_batching()->set_max_length(256);
     config::ModelConfig& model = *config.mutable_model();
@@ -94,7 +104,7 @@ class ParsingDecodingTest : public ::testing::Test {
     VocabularySpec vocabulary{tokenizer->vocab_size(), tokenizer->pad_id(), tokenizer->bos_id(),
                               tokenizer->eos_id()};
     absl::StatusOr<std::unique_ptr<Transformer>> transformer =
-        Transformer::Create(model, vocabulary, Device::Cpu(), /*init_seed=*/5);
+        Transformer::Create(model, vocabulary, Device::Cpu(), init_seed);
     ASSERT_TRUE(transformer.ok()) << transformer.status();
     Checkpoint checkpoint;
     for (Parameter* parameter : (*transformer)->Parameters()) {
@@ -134,12 +144,16 @@ class ParsingDecodingTest : public ::testing::Test {
   static std::string* words_dir_;
   static std::string* indexed_dir_;
   static std::string* tagged_dir_;
+  static std::string* tagged_other_weights_dir_;
+  static std::string* tagged_other_vocabulary_dir_;
 };
 
 std::string* ParsingDecodingTest::work_dir_ = nullptr;
 std::string* ParsingDecodingTest::words_dir_ = nullptr;
 std::string* ParsingDecodingTest::indexed_dir_ = nullptr;
 std::string* ParsingDecodingTest::tagged_dir_ = nullptr;
+std::string* ParsingDecodingTest::tagged_other_weights_dir_ = nullptr;
+std::string* ParsingDecodingTest::tagged_other_vocabulary_dir_ = nullptr;
 
 // Tokens whose opens and closes pair up into one root over `words` leaves,
 // with no constituent left without a word: what Delinearize keeps as it is
@@ -277,6 +291,68 @@ TEST_F(ParsingDecodingTest, PosTagModelsWriteTaggedTrees) {
   context.decode.split = "valid";
   ASSERT_TRUE(RunParseEvaluation(context).ok()) << log.str();
   EXPECT_TRUE(absl::StrContains(log.str(), "Tagging accuracy (the model's tags) = ")) << log.str();
+}
+
+// --model=A,B: an ensemble decodes through the same hooks (trees over the
+// words). A model beside itself under the mean of log-probabilities steps
+// exactly its own distributions, so it parses exactly as it does alone;
+// a member with other weights changes the n-best scores.
+TEST_F(ParsingDecodingTest, EnsemblesParseTreesAndAModelBesideItselfParsesAsAlone) {
+  TrainedModel alone = Load(tagged_dir_);
+  const std::string twice = absl::StrCat(*tagged_dir_, ",", *tagged_dir_);
+  TrainedModel doubled = Load(&twice);
+  const std::string pair = absl::StrCat(*tagged_dir_, ",", *tagged_other_weights_dir_);
+  TrainedModel ensemble = Load(&pair);
+  ASSERT_EQ(alone.ensemble_size(), 1);
+  ASSERT_EQ(doubled.ensemble_size(), 2);
+  ASSERT_EQ(ensemble.ensemble_size(), 2);
+  ASSERT_EQ(ensemble.other_checkpoint_dirs.size(), 1u);
+  EXPECT_TRUE(absl::StartsWith(ensemble.other_checkpoint_dirs[0], *tagged_other_weights_dir_))
+      << ensemble.other_checkpoint_dirs[0];
+  config::DecodeConfig decode = alone.config.decode();
+  decode.set_nbest(2);
+  decode.set_ensemble_combination(config::DecodeConfig::LOG_PROBABILITY_MEAN);
+  absl::StatusOr<std::vector<std::string>> single =
+      DecodeLines(alone, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
+  absl::StatusOr<std::vector<std::string>> same =
+      DecodeLines(doubled, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
+  ASSERT_TRUE(single.ok() && same.ok());
+  EXPECT_EQ(*single, *same);
+  for (auto combination :
+       {config::DecodeConfig::LOG_PROBABILITY_MEAN, config::DecodeConfig::PROBABILITY_MEAN}) {
+    decode.set_ensemble_combination(combination);
+    absl::StatusOr<std::vector<std::string>> both =
+        DecodeLines(ensemble, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
+    ASSERT_TRUE(both.ok()) << both.status();
+    ASSERT_EQ(both->size(), single->size());
+    EXPECT_NE(*both, *single) << "the second member changed no parse or score";
+    for (const std::string& line : *both) {
+      // "INDEX ||| TREE ||| SCORE"
+      const std::vector<std::string> fields = absl::StrSplit(line, " ||| ");
+      ASSERT_EQ(fields.size(), 3u) << line;
+      absl::StatusOr<Tree> tree = ParseBracketedTree(fields[1]);
+      ASSERT_TRUE(tree.ok()) << line;
+      EXPECT_EQ(TreeWords(*tree), InputWords(Sentences()[std::stoi(fields[0])])) << line;
+    }
+  }
+}
+
+TEST_F(ParsingDecodingTest, EnsembleMembersMustShareTaskLeavesAndVocabulary) {
+  const std::string other_vocabulary =
+      absl::StrCat(*tagged_dir_, ",", *tagged_other_vocabulary_dir_);
+  absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(other_vocabulary, nullptr);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(absl::StrContains(loaded.status().message(), *tagged_other_vocabulary_dir_))
+      << loaded.status();
+  EXPECT_TRUE(absl::StrContains(loaded.status().message(), "SentencePiece")) << loaded.status();
+  const std::string other_leaves = absl::StrCat(*tagged_dir_, ",", *work_dir_);
+  loaded = LoadTrainedModel(other_leaves, nullptr);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(absl::StrContains(loaded.status().message(), "tree_leaves")) << loaded.status();
+  const std::string missing = absl::StrCat(*tagged_dir_, ",", Path("no_such_model"));
+  loaded = LoadTrainedModel(missing, nullptr);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(absl::StrContains(loaded.status().message(), "no_such_model")) << loaded.status();
 }
 
 // (word, tag) of every leaf of the trees `trained` parses `lines` into
