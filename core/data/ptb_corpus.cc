@@ -107,6 +107,12 @@ LeafStyle TreeLeafStyle(config::CorpusConfig::TreeLeaves leaves) {
   }
 }
 
+LeafStyle ConfigLeafStyle(const config::TaskConfig& config) {
+  const config::DataConfig& data = config.data();
+  return data.train().empty() ? LeafStyle::kPlaceholder
+                              : TreeLeafStyle(data.train(0).tree_leaves());
+}
+
 absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(std::vector<std::string> files,
                                                           LeafStyle leaves) {
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<PtbReader> trees, PtbReader::Open(std::move(files)));

@@ -26,6 +26,11 @@ absl::StatusOr<std::vector<std::string>> PtbCorpusFiles(const config::CorpusConf
 // The linearisation's leaf style a corpus's tree_leaves asks for.
 LeafStyle TreeLeafStyle(config::CorpusConfig::TreeLeaves leaves);
 
+// The leaf style of a parsing config's linearised trees (its first
+// training treebank's tree_leaves; ParsingTask checks that they all agree).
+// Placeholders for a config without training corpora or tree_leaves.
+LeafStyle ConfigLeafStyle(const config::TaskConfig& config);
+
 // Pairs (words, linearised tree with `leaves`) of every well-formed tree in
 // `files`; malformed trees are skipped and counted.
 absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(

@@ -131,6 +131,20 @@ print(trees)
   EXPECT_EQ(static_cast<int64_t>(ReadAll(Corpus(root, 180, 189)).size()), trees);
 }
 
+// A config's leaf style is its first training treebank's; an unset
+// tree_leaves and an explicit PLACEHOLDERS are the same style (ensemble
+// members are compared by it).
+TEST(PtbCorpusTest, ConfigLeafStyleReadsTheFirstTrainingTreebank) {
+  config::TaskConfig config;
+  EXPECT_EQ(ConfigLeafStyle(config), LeafStyle::kPlaceholder);
+  config.mutable_data()->add_train();
+  EXPECT_EQ(ConfigLeafStyle(config), LeafStyle::kPlaceholder);
+  config.mutable_data()->mutable_train(0)->set_tree_leaves(config::CorpusConfig::PLACEHOLDERS);
+  EXPECT_EQ(ConfigLeafStyle(config), LeafStyle::kPlaceholder);
+  config.mutable_data()->mutable_train(0)->set_tree_leaves(config::CorpusConfig::POS_TAGS);
+  EXPECT_EQ(ConfigLeafStyle(config), LeafStyle::kPosTag);
+}
+
 TEST(PtbCorpusTest, FindsSectionFoldersAndNamesWhatIsMissing) {
   const std::string root = std::string(std::getenv("TEST_TMPDIR")) + "/treebank";
   for (const char* file : {"02/wsj_0201.mrg", "02/wsj_0200.mrg", "23/wsj_2300.mrg", "wsj_0005.mrg",

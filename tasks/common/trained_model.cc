@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/data/ptb_corpus.h"
 #include "core/status_macros.h"
 #include "core/train/checkpoint.h"
 #include "core/train/checkpoint_directory.h"
@@ -103,13 +104,6 @@ absl::StatusOr<LoadedMember> LoadMember(const std::string& path, std::ostream* l
                       *std::move(tokenizer), std::move(model)};
 }
 
-// The leaves of the first treebank the model trained on (parsing's output
-// format), or -1 for other tasks.
-int TreeLeaves(const config::TaskConfig& config) {
-  if (config.data().train_size() == 0 || !config.data().train(0).has_tree_leaves()) return -1;
-  return config.data().train(0).tree_leaves();
-}
-
 // Why `member` cannot decode beside `first` in one ensemble, or OK.
 absl::Status CheckSameOutputs(const LoadedMember& first, const LoadedMember& member) {
   const auto mismatch = [&](const std::string& what) {
@@ -120,7 +114,7 @@ absl::Status CheckSameOutputs(const LoadedMember& first, const LoadedMember& mem
     return mismatch(absl::StrCat("task '", member.config.task(), "' against '",
                                  first.config.task(), "'"));
   }
-  if (TreeLeaves(member.config) != TreeLeaves(first.config)) {
+  if (ConfigLeafStyle(member.config) != ConfigLeafStyle(first.config)) {
     return mismatch("its trees have other leaves (data.train tree_leaves)");
   }
   if (member.vocabulary != first.vocabulary) {

@@ -25,12 +25,6 @@ std::vector<std::string> InputWords(const std::string& line) {
   return words;
 }
 
-LeafStyle ConfigLeafStyle(const config::TaskConfig& config) {
-  const config::DataConfig& data = config.data();
-  return data.train().empty() ? LeafStyle::kPlaceholder
-                              : TreeLeafStyle(data.train(0).tree_leaves());
-}
-
 std::string TreeLine(const std::string& line, const std::string& linearised, LeafStyle style) {
   const std::vector<std::string> tokens =
       absl::StrSplit(linearised, ' ', absl::SkipEmpty());

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/linearize.h"
+#include "core/data/ptb_corpus.h"  // ConfigLeafStyle
 #include "core/data/tokenizer.h"
 #include "core/decode/decoding_constraint.h"
 #include "tasks/common/seq2seq_decoding.h"
@@ -26,10 +27,6 @@ namespace tfm {
 
 // The words of an input line: split at spaces and tabs.
 std::vector<std::string> InputWords(const std::string& line);
-
-// The leaf style of a parsing config's linearised trees (its first
-// training treebank's tree_leaves; ParsingTask checks that they all agree).
-LeafStyle ConfigLeafStyle(const config::TaskConfig& config);
 
 // The bracketed tree over `line`'s words that `linearised` (decoded text,
 // leaves in `style`) spells.
