@@ -44,7 +44,8 @@ absl::StatusOr<std::unique_ptr<PairReader>> OpenFormat(const config::CorpusConfi
       }
       auto files = PtbCorpusFiles(corpus, ResolveDataPath(corpus.root()));
       if (!files.ok()) return files.status();
-      return OpenPtbCorpus(*std::move(files), TreeLeafStyle(corpus.tree_leaves()));
+      return OpenPtbCorpus(*std::move(files), TreeLeafStyle(corpus.tree_leaves()),
+                           corpus.subtree_min_words());
     }
     default:
       return absl::InvalidArgumentError(

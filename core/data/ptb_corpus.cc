@@ -32,25 +32,60 @@ int DocumentNumber(const std::string& name) {
 
 class PtbCorpusReader : public PairReader {
  public:
-  PtbCorpusReader(std::unique_ptr<PtbReader> trees, LeafStyle leaves)
-      : trees_(std::move(trees)), leaves_(leaves) {}
+  PtbCorpusReader(std::unique_ptr<PtbReader> trees, LeafStyle leaves, int subtree_min_words)
+      : trees_(std::move(trees)), leaves_(leaves), subtree_min_words_(subtree_min_words) {}
 
   absl::StatusOr<bool> Next(SentencePair* pair) override {
+    if (next_subtree_ < subtrees_.size()) {
+      *pair = std::move(subtrees_[next_subtree_++]);
+      return true;
+    }
     Tree tree;
     if (!trees_->Next(&tree)) {
       TFM_RETURN_IF_ERROR(trees_->status());
       return false;
     }
-    pair->source = absl::StrJoin(TreeWords(tree), " ");
-    pair->target = absl::StrJoin(Linearize(tree, leaves_), " ");
+    *pair = MakePair(tree);
+    subtrees_.clear();
+    next_subtree_ = 0;
+    if (subtree_min_words_ > 0) {
+      for (const Tree& child : tree.children) AddSubtrees(child);
+    }
     return true;
   }
 
   const SkipReport& skips() const override { return trees_->skips(); }
 
  private:
+  SentencePair MakePair(const Tree& tree) const {
+    SentencePair pair;
+    pair.source = absl::StrJoin(TreeWords(tree), " ");
+    pair.target = absl::StrJoin(Linearize(tree, leaves_), " ");
+    return pair;
+  }
+
+  // `tree` and its constituents, in preorder; returns its word count.
+  // Part-of-speech leaves are words, not constituents.
+  int AddSubtrees(const Tree& tree) {
+    if (tree.is_leaf()) return 1;
+    const size_t slot = subtrees_.size();
+    subtrees_.emplace_back();
+    int words = 0;
+    for (const Tree& child : tree.children) words += AddSubtrees(child);
+    if (words >= subtree_min_words_) {
+      subtrees_[slot] = MakePair(tree);
+    } else {
+      // Too short, and so is everything under it.
+      subtrees_.resize(slot);
+    }
+    return words;
+  }
+
   std::unique_ptr<PtbReader> trees_;
   LeafStyle leaves_;
+  int subtree_min_words_;
+  std::vector<SentencePair> subtrees_;  // Of the last tree, not yet returned.
+  size_t next_subtree_ = 0;
 };
 
 }  // namespace
@@ -114,9 +149,11 @@ LeafStyle ConfigLeafStyle(const config::TaskConfig& config) {
 }
 
 absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(std::vector<std::string> files,
-                                                          LeafStyle leaves) {
+                                                          LeafStyle leaves,
+                                                          int subtree_min_words) {
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<PtbReader> trees, PtbReader::Open(std::move(files)));
-  return std::unique_ptr<PairReader>(std::make_unique<PtbCorpusReader>(std::move(trees), leaves));
+  return std::unique_ptr<PairReader>(
+      std::make_unique<PtbCorpusReader>(std::move(trees), leaves, subtree_min_words));
 }
 
 }  // namespace tfm

@@ -32,9 +32,13 @@ LeafStyle TreeLeafStyle(config::CorpusConfig::TreeLeaves leaves);
 LeafStyle ConfigLeafStyle(const config::TaskConfig& config);
 
 // Pairs (words, linearised tree with `leaves`) of every well-formed tree in
-// `files`; malformed trees are skipped and counted.
+// `files`; malformed trees are skipped and counted. With
+// `subtree_min_words` > 0, each tree is followed by the pairs of its
+// constituents below the root that span at least that many words, in
+// preorder (CorpusConfig.subtree_min_words).
 absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(
-    std::vector<std::string> files, LeafStyle leaves = LeafStyle::kPlaceholder);
+    std::vector<std::string> files, LeafStyle leaves = LeafStyle::kPlaceholder,
+    int subtree_min_words = 0);
 
 }  // namespace tfm
 

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -98,6 +99,50 @@ TEST(PtbCorpusTest, PosTagLeavesWriteEveryTag) {
     EXPECT_EQ(TreeWords(tagged), words);
     EXPECT_EQ(Linearize(tagged, LeafStyle::kPlaceholder),
               static_cast<std::vector<std::string>>(absl::StrSplit(placeholders[i].target, ' ')));
+  }
+}
+
+// subtree_min_words: each whole tree, then its constituents of at least
+// that many words below the root, in preorder.
+TEST(PtbCorpusTest, SubtreesFollowTheirTreeInPreorder) {
+  config::CorpusConfig corpus = Corpus(SharedDataPath("ptb_sample"), 1, 1);
+  const std::vector<SentencePair> whole = ReadAll(corpus);
+  corpus.set_subtree_min_words(3);
+  const std::vector<SentencePair> pairs = ReadAll(corpus);
+  ASSERT_EQ(whole.size(), 2u);
+  ASSERT_GT(pairs.size(), 7u);
+  EXPECT_EQ(pairs[0].source, whole[0].source);
+  EXPECT_EQ(pairs[0].target, whole[0].target);
+  // (S (NP (NP Pierre Vinken) , (ADJP (NP 61 years) old) ,) (VP will (VP
+  // join (NP the board) (PP as (NP a nonexecutive director)) (NP Nov. 29)))
+  // .): the two-word NPs are left out.
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"Pierre Vinken , 61 years old ,", "(NP (NP XX XX )NP , (ADJP (NP XX XX )NP XX )ADJP , )NP"},
+      {"61 years old", "(ADJP (NP XX XX )NP XX )ADJP"},
+      {"will join the board as a nonexecutive director Nov. 29",
+       "(VP XX (VP XX (NP XX XX )NP (PP XX (NP XX XX XX )NP )PP (NP XX XX )NP )VP )VP"},
+      {"join the board as a nonexecutive director Nov. 29",
+       "(VP XX (NP XX XX )NP (PP XX (NP XX XX XX )NP )PP (NP XX XX )NP )VP"},
+      {"as a nonexecutive director", "(PP XX (NP XX XX XX )NP )PP"},
+      {"a nonexecutive director", "(NP XX XX XX )NP"},
+  };
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(pairs[1 + i].source, expected[i].first) << i;
+    EXPECT_EQ(pairs[1 + i].target, expected[i].second) << i;
+  }
+  EXPECT_EQ(pairs[1 + expected.size()].source, whole[1].source);
+  // Every pair of the document: a tree over its own words, and the words of
+  // a subtree run inside its sentence's.
+  std::string sentence;
+  for (const SentencePair& pair : pairs) {
+    const std::vector<std::string> words = absl::StrSplit(pair.source, ' ');
+    EXPECT_EQ(TreeWords(Delinearize(absl::StrSplit(pair.target, ' '), words)), words);
+    EXPECT_GE(words.size(), 3u);
+    if (pair.source == whole[0].source || pair.source == whole[1].source) {
+      sentence = " " + pair.source + " ";
+    } else {
+      EXPECT_TRUE(absl::StrContains(sentence, " " + pair.source + " ")) << pair.source;
+    }
   }
 }
 

@@ -91,7 +91,12 @@ absl::StatusOr<Tokenizer> LoadOrTrainTokenizer(const config::DataConfig& data,
     return loaded;
   }
   TFM_RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(data.train(), "data.train"));
+  // Whole sentences only: subtrees repeat their words, and a vocabulary that
+  // does not depend on them lets models trained with and without them be
+  // ensembled.
+  google::protobuf::RepeatedPtrField<config::CorpusConfig> corpora = data.train();
+  for (config::CorpusConfig& corpus : corpora) corpus.clear_subtree_min_words();
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(corpora, "data.train"));
   if (log)
     *log << "tokenizer: training " << data.tokenizer().vocab_size() << " pieces on "
          << "data.train\n"

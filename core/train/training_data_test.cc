@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/train/training_testing.h"
 #include "gtest/gtest.h"
+#include "tests/util/peer_python.h"
 
 namespace tfm {
 namespace {
@@ -52,6 +53,44 @@ TEST(TrainingDataTest, BatchesDecodeBackToTheCorpus) {
   EXPECT_EQ(sources, (std::multiset<std::string>{"the cat sees the dog",
                                                  "the cat sees the cat",
                                                  "the cat sees the horse"}));
+}
+
+// Subtrees (CorpusConfig.subtree_min_words) are extra training pairs, and
+// the vocabulary is learned from whole sentences alone, so that parsers
+// trained with and without them share it (and can be ensembled).
+TEST(TrainingDataTest, SubtreesAddPairsButNotToTheVocabulary) {
+  const std::string dir = TempDir() + "/subtrees";
+  ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  config::DataConfig data;
+  config::CorpusConfig& corpus = *data.add_train();
+  corpus.set_name("wsj");
+  corpus.set_format(config::CorpusConfig::PTB_MRG);
+  corpus.set_root(testing::SharedDataPath("ptb_sample"));
+  corpus.set_first_document(1);
+  corpus.set_last_document(10);
+  data.mutable_tokenizer()->set_vocab_size(300);
+  data.mutable_batching()->set_max_length(1000);
+  config::DataConfig with_subtrees = data;
+  with_subtrees.mutable_train(0)->set_subtree_min_words(3);
+
+  absl::StatusOr<Tokenizer> plain = LoadOrTrainTokenizer(data, dir + "/plain", nullptr);
+  absl::StatusOr<Tokenizer> augmented =
+      LoadOrTrainTokenizer(with_subtrees, dir + "/subtrees", nullptr);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(augmented.ok()) << augmented.status();
+  EXPECT_EQ(augmented->model(), plain->model());
+
+  const auto rows = [&](const config::DataConfig& config) {
+    std::unique_ptr<TokenBatcher> batcher = MakeTrainingBatcher(config, *plain);
+    Batch batch;
+    int64_t count = 0;
+    while (*batcher->Next(&batch)) count += batch.size;
+    return count;
+  };
+  const int64_t sentences = rows(data);
+  EXPECT_GT(sentences, 50);
+  // Every sentence of more than a few words has phrases of three or more.
+  EXPECT_GT(rows(with_subtrees), 3 * sentences);
 }
 
 TEST(TrainingDataTest, MissingCorpusNamesTheField) {

@@ -95,6 +95,16 @@ class ParsingTask : public Task {
         return absl::InvalidArgumentError(absl::StrCat(
             loaded.sources.Describe(field), ": ", field, ": parsing reads PTB_MRG treebanks"));
       }
+      if (corpus.subtree_min_words() < 0 ||
+          (corpus.subtree_min_words() > 0 && name != "data.train")) {
+        const std::string subtree_field = absl::StrCat(field, ".subtree_min_words");
+        return absl::InvalidArgumentError(absl::StrCat(
+            loaded.sources.Describe(subtree_field), ": ", subtree_field, ": ",
+            corpus.subtree_min_words(),
+            corpus.subtree_min_words() < 0
+                ? " is negative (0 reads whole trees only)"
+                : ": subtrees are for training; validation and tests score whole sentences"));
+      }
       struct stat info;
       const std::string root = ResolveDataPath(corpus.root());
       if (stat(root.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {

@@ -69,5 +69,30 @@ TEST(ParsingTaskTest, TagDictionaryNeedsTreesWhoseLeavesAreTags) {
   EXPECT_NE(status.message().find("PLACEHOLDERS"), std::string::npos) << status;
 }
 
+TEST(ParsingTaskTest, SubtreesAreForTrainingTreebanksOnly) {
+  config::TaskConfig config;
+  config.set_task("parsing");
+  config::DataConfig& data = *config.mutable_data();
+  *data.add_train() = Treebank(1, 169, config::CorpusConfig::POS_TAGS);
+  *data.add_valid() = Treebank(170, 179, config::CorpusConfig::POS_TAGS);
+  data.mutable_train(0)->set_subtree_min_words(3);
+  EXPECT_TRUE(ValidateParsing(config).ok()) << ValidateParsing(config);
+
+  data.mutable_valid(0)->set_subtree_min_words(3);
+  const absl::Status valid = ValidateParsing(config);
+  EXPECT_FALSE(valid.ok());
+  EXPECT_NE(valid.message().find("data.valid[0].subtree_min_words: 3: subtrees are for training"),
+            std::string::npos)
+      << valid;
+
+  data.mutable_valid(0)->clear_subtree_min_words();
+  data.mutable_train(0)->set_subtree_min_words(-1);
+  const absl::Status negative = ValidateParsing(config);
+  EXPECT_FALSE(negative.ok());
+  EXPECT_NE(negative.message().find("data.train[0].subtree_min_words: -1 is negative"),
+            std::string::npos)
+      << negative;
+}
+
 }  // namespace
 }  // namespace tfm
