@@ -11,6 +11,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -168,6 +169,18 @@ absl::Status CheckpointWriter::AddDescription(const train::TrainingState& state,
   return AddFile(kVocabularyFile, vocabulary);
 }
 
+absl::Status CheckpointWriter::AddTaskFiles(const TaskFiles& files) {
+  for (const auto& [name, contents] : files) {
+    if (!absl::StartsWith(name, kTaskFilePrefix) || name.find('/') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "task file name '", name, "': it must start with '", kTaskFilePrefix,
+          "' and hold no '/'"));
+    }
+    TFM_RETURN_IF_ERROR(AddFile(name, contents));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> CheckpointWriter::Commit() {
   TFM_CHECK(!temp_dir_.empty(), "checkpoint already committed");
   train::Manifest manifest;
@@ -212,6 +225,7 @@ absl::Status WriteCheckpointTo(const std::string& dir, const Checkpoint& checkpo
   }
   TFM_RETURN_IF_ERROR(
       writer.AddDescription(checkpoint.state, checkpoint.config, checkpoint.vocabulary));
+  TFM_RETURN_IF_ERROR(writer.AddTaskFiles(checkpoint.task_files));
   return writer.Commit().status();
 }
 
@@ -255,6 +269,16 @@ absl::StatusOr<config::TaskConfig> ReadCheckpointConfig(const std::string& dir) 
   return ReadTextProto<config::TaskConfig>(JoinPath(dir, kConfigFile));
 }
 
+absl::StatusOr<TaskFiles> ReadCheckpointTaskFiles(const std::string& dir,
+                                                  const train::Manifest& manifest) {
+  TaskFiles files;
+  for (const train::Manifest::File& file : manifest.file()) {
+    if (!absl::StartsWith(file.name(), kTaskFilePrefix)) continue;
+    TFM_ASSIGN_OR_RETURN(files[file.name()], ReadFileToString(JoinPath(dir, file.name())));
+  }
+  return files;
+}
+
 absl::StatusOr<train::TrainingState> ReadCheckpointState(const std::string& dir) {
   return ReadTextProto<train::TrainingState>(JoinPath(dir, kStateFile));
 }
@@ -272,6 +296,7 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir, CheckpointPart
   TFM_ASSIGN_OR_RETURN(checkpoint.state, ReadCheckpointState(dir));
   TFM_ASSIGN_OR_RETURN(checkpoint.config, ReadCheckpointConfig(dir));
   TFM_ASSIGN_OR_RETURN(checkpoint.vocabulary, ReadFileToString(JoinPath(dir, kVocabularyFile)));
+  TFM_ASSIGN_OR_RETURN(checkpoint.task_files, ReadCheckpointTaskFiles(dir, manifest));
   return checkpoint;
 }
 

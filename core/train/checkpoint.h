@@ -30,6 +30,7 @@
 #include "core/config/task_config.pb.h"
 #include "core/train/checkpoint.pb.h"
 #include "core/train/safetensors.h"
+#include "core/train/task_files.h"
 
 namespace tfm {
 
@@ -46,6 +47,7 @@ struct Checkpoint {
   train::TrainingState state;
   config::TaskConfig config;
   std::string vocabulary;  // The SentencePiece model file's bytes.
+  TaskFiles task_files;  // task_files.h
 };
 
 // "checkpoint_000012345": zero-padded so names sort by update.
@@ -70,6 +72,9 @@ class CheckpointWriter {
   // The state, config and vocabulary files.
   absl::Status AddDescription(const train::TrainingState& state, const config::TaskConfig& config,
                               absl::string_view vocabulary);
+  // Each of `files`; a name without kTaskFilePrefix, or with a '/', is
+  // InvalidArgument.
+  absl::Status AddTaskFiles(const TaskFiles& files);
   // Returns the final directory.
   absl::StatusOr<std::string> Commit();
 
@@ -106,6 +111,9 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir,
 // checkpoint against the run's config before loading weights. `dir` must be
 // verified.
 absl::StatusOr<config::TaskConfig> ReadCheckpointConfig(const std::string& dir);
+// The task files `manifest` (the verified checkpoint's, in `dir`) lists.
+absl::StatusOr<TaskFiles> ReadCheckpointTaskFiles(const std::string& dir,
+                                                  const train::Manifest& manifest);
 absl::StatusOr<train::TrainingState> ReadCheckpointState(const std::string& dir);
 
 }  // namespace tfm

@@ -93,7 +93,9 @@ absl::Status AverageCheckpoints(const std::vector<std::string>& paths, const std
   // The newest (last) checkpoint's config, vocabulary and state describe
   // the result; every other must agree with them.
   const std::string& newest = paths.back();
-  TFM_RETURN_IF_ERROR(VerifyCheckpoint(newest).status());
+  TFM_ASSIGN_OR_RETURN(const train::Manifest newest_manifest, VerifyCheckpoint(newest));
+  TFM_ASSIGN_OR_RETURN(const TaskFiles task_files,
+                       ReadCheckpointTaskFiles(newest, newest_manifest));
   TFM_ASSIGN_OR_RETURN(config::TaskConfig config, ReadCheckpointConfig(newest));
   TFM_ASSIGN_OR_RETURN(train::TrainingState state, ReadCheckpointState(newest));
   TFM_ASSIGN_OR_RETURN(std::string vocabulary, ReadFileToString(PathIn(newest, kVocabularyFile)));
@@ -148,6 +150,7 @@ absl::Status AverageCheckpoints(const std::vector<std::string>& paths, const std
   state.clear_averaged_from();
   for (const std::string& path : paths) state.add_averaged_from(path);
   TFM_RETURN_IF_ERROR(writer.AddDescription(state, config, vocabulary));
+  TFM_RETURN_IF_ERROR(writer.AddTaskFiles(task_files));
   return writer.Commit().status();
 }
 

@@ -30,6 +30,7 @@ std::vector<std::string> WriteThree(const std::string& work_dir) {
         "decoder.scale",
         Tensor::FromVector<BFloat16>({BFloat16(seed), BFloat16(-seed)}, {2}).value());
     (*checkpoint.state.mutable_metrics())["loss"] = seed;
+    checkpoint.task_files["task_seed.txt"] = absl::StrCat(seed);
     paths.push_back(WriteCheckpoint(work_dir, checkpoint).value());
     update += 100;
   }
@@ -76,6 +77,8 @@ TEST(AverageCheckpointsTest, WeightsAreTheElementwiseMean) {
                                      averaged->state.averaged_from().end()),
             paths);
   EXPECT_EQ(averaged->vocabulary, inputs[2].vocabulary);
+  EXPECT_EQ(averaged->task_files, inputs[2].task_files);
+  EXPECT_EQ(averaged->task_files.at("task_seed.txt"), "7");
 }
 
 // The mean PyTorch computes from the same files (as fairseq's

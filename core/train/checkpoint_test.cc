@@ -66,6 +66,41 @@ TEST(CheckpointTest, RoundTripsEveryPart) {
   ExpectSameTensors(for_decoding->model, written.model);
 }
 
+// A task's files (parsing's tag counts) travel with the checkpoint, under
+// the same checksums as the rest.
+TEST(CheckpointTest, TaskFilesRoundTripUnderTheManifest) {
+  const std::string work_dir = FreshDirectory("task_files");
+  Checkpoint written = SampleCheckpoint(7);
+  written.task_files["task_tag_counts.tsv"] = "the\tDT\t5\nran\tVBD\t2\n";
+  written.task_files["task_empty"] = "";
+  absl::StatusOr<std::string> dir = WriteCheckpoint(work_dir, written);
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  absl::StatusOr<Checkpoint> read = ReadCheckpoint(*dir, CheckpointParts::kDecoding);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->task_files, written.task_files);
+
+  // Without task files, none are read.
+  absl::StatusOr<std::string> plain = WriteCheckpoint(work_dir, SampleCheckpoint(8));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(ReadCheckpoint(*plain)->task_files.empty());
+
+  // A damaged task file is caught like any other.
+  ASSERT_TRUE(WriteFileAtomically(*dir + "/task_tag_counts.tsv", "the\tDT\t9\nran\tVBD\t2\n").ok());
+  const absl::Status damaged = VerifyCheckpoint(*dir).status();
+  EXPECT_EQ(damaged.code(), absl::StatusCode::kDataLoss) << damaged;
+  EXPECT_THAT(std::string(damaged.message()), ::testing::HasSubstr("task_tag_counts.tsv"));
+
+  // A name that could clash with the checkpoint's own files is refused,
+  // and nothing is left behind.
+  Checkpoint clashing = SampleCheckpoint(9);
+  clashing.task_files["config.pbtxt"] = "x";
+  const absl::Status refused = WriteCheckpoint(work_dir, clashing).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("config.pbtxt"));
+  EXPECT_EQ(DirectoryNames(work_dir),
+            (std::vector<std::string>{"checkpoint_000000007", "checkpoint_000000008"}));
+}
+
 // Interop: PyTorch loads our model.safetensors as a state_dict.
 TEST(CheckpointTest, PyTorchLoadsTheModelFile) {
   const std::string work_dir = FreshDirectory("python");

@@ -135,7 +135,8 @@ namespace {
 // it (the vocabulary, the weights, moments and progress it resumes from), so
 // the ranks need no shared file system.
 absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_model,
-                         const ValidationScorerFactory& make_scorer, Communicator& communicator) {
+                         const ValidationScorerFactory& make_scorer,
+                         const TaskFilesFactory& make_task_files, Communicator& communicator) {
   const config::TaskConfig& config = context.config.config;
   const std::string& work_dir = context.work_dir;
   const bool rank_zero = communicator.rank() == 0;
@@ -152,6 +153,10 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
 
   std::optional<Resume> resume;
   std::string vocabulary;
+  TaskFiles task_files;  // Rank 0's, which alone writes checkpoints.
+  if (rank_zero && make_task_files) {
+    TFM_ASSIGN_OR_RETURN(task_files, make_task_files(config));
+  }
   if (rank_zero) {
     TFM_ASSIGN_OR_RETURN(resume, FindResume(work_dir, config));
     const std::string tokenizer_path = Join(work_dir, config.data().tokenizer().model_path());
@@ -283,6 +288,7 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
       checkpoint.state = ToState(p, config.train().seed());
       checkpoint.config = config;
       checkpoint.vocabulary = tokenizer.model();
+      checkpoint.task_files = task_files;
       TFM_ASSIGN_OR_RETURN(const std::string path, WriteCheckpoint(work_dir, checkpoint));
       if (best) {
         TFM_RETURN_IF_ERROR(WriteCheckpointTo(Join(work_dir, kBestCheckpoint), checkpoint));
@@ -315,11 +321,13 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
 }  // namespace
 
 absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_model,
-                         const ValidationScorerFactory& make_scorer) {
+                         const ValidationScorerFactory& make_scorer,
+                         const TaskFilesFactory& make_task_files) {
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> communicator,
                        ConnectRanks(absl::Seconds(
                            context.config.config.train().distributed_timeout_seconds())));
-  const absl::Status status = TrainOnRank(context, make_model, make_scorer, *communicator);
+  const absl::Status status =
+      TrainOnRank(context, make_model, make_scorer, make_task_files, *communicator);
   if (!status.ok() && communicator->size() > 1) {
     // The other ranks would wait for this one until their timeout: end
     // them all now, saying why first.
@@ -356,10 +364,11 @@ absl::Status RunPlot(const TaskContext& context) {
 }
 
 absl::Status RunTrainingCommand(const TaskContext& context, const ModelFactory& make_model,
-                                const ValidationScorerFactory& make_scorer) {
+                                const ValidationScorerFactory& make_scorer,
+                                const TaskFilesFactory& make_task_files) {
   switch (context.mode) {
     case TaskMode::kTrain:
-      return RunTraining(context, make_model, make_scorer);
+      return RunTraining(context, make_model, make_scorer, make_task_files);
     case TaskMode::kAverage:
       return RunAveraging(context);
     case TaskMode::kPlot:

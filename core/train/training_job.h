@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "core/data/tokenizer.h"
 #include "core/task_registry.h"
+#include "core/train/task_files.h"
 #include "core/train/trainer.h"
 #include "core/trainable_model.h"
 
@@ -36,15 +37,21 @@ using ModelFactory = std::function<absl::StatusOr<std::unique_ptr<TrainableModel
 using ValidationScorerFactory = std::function<absl::StatusOr<ValidationScorer>(
     const config::TaskConfig& config, TrainableModel& model, const Tokenizer& tokenizer)>;
 
+// The files a task keeps in every checkpoint for decoding (checkpoint.h's
+// TaskFiles), made once from the run's config when training starts.
+using TaskFilesFactory = std::function<absl::StatusOr<TaskFiles>(const config::TaskConfig& config)>;
+
 // Files of a work directory.
 inline constexpr char kMetricsCsv[] = "metrics.csv";
 inline constexpr char kMetricsSvg[] = "metrics.svg";
 inline constexpr char kTensorBoardDir[] = "tensorboard";
 inline constexpr char kBestCheckpoint[] = "checkpoint_best";
 
-// `make_scorer` may be empty: no validation score.
+// `make_scorer` may be empty: no validation score; `make_task_files` may
+// be empty: no task files.
 absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_model,
-                         const ValidationScorerFactory& make_scorer = nullptr);
+                         const ValidationScorerFactory& make_scorer = nullptr,
+                         const TaskFilesFactory& make_task_files = nullptr);
 
 // Averages the last N checkpoints (context.average_last, else
 // train.average_last_checkpoints) into <work_dir>/checkpoint_average.
@@ -55,7 +62,8 @@ absl::Status RunPlot(const TaskContext& context);
 
 // Dispatches train/average/plot; other modes are the task's own.
 absl::Status RunTrainingCommand(const TaskContext& context, const ModelFactory& make_model,
-                                const ValidationScorerFactory& make_scorer = nullptr);
+                                const ValidationScorerFactory& make_scorer = nullptr,
+                                const TaskFilesFactory& make_task_files = nullptr);
 
 }  // namespace tfm
 

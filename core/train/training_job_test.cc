@@ -158,6 +158,46 @@ TEST(TrainingJobTest, AverageAndPlotCommands) {
   EXPECT_NE(text.str().find("<svg"), std::string::npos);
 }
 
+// A task's files, made once from the config, are in every checkpoint the
+// run writes (the best too) and in their average.
+TEST(TrainingJobTest, TaskFilesGoInEveryCheckpoint) {
+  const std::string data = FreshDir("files_data"), work = FreshDir("files_work");
+  TaskContext context = ToyContext(data, work, 9);
+  std::ostringstream out;
+  context.log = &out;
+  int made = 0;
+  const TaskFilesFactory make_files = [&made](const config::TaskConfig& config)
+      -> absl::StatusOr<TaskFiles> {
+    ++made;
+    return TaskFiles{{"task_steps.txt", absl::StrCat(config.train().max_steps())}};
+  };
+  ASSERT_TRUE(RunTraining(context, Bigram(), FakeBleu(), make_files).ok()) << out.str();
+  EXPECT_EQ(made, 1);
+  context.mode = TaskMode::kAverage;
+  ASSERT_TRUE(RunTrainingCommand(context, Bigram()).ok()) << out.str();
+  absl::StatusOr<std::vector<CheckpointEntry>> kept = ListCheckpoints(work);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  std::vector<std::string> dirs = {work + "/" + kBestCheckpoint, work + "/checkpoint_average"};
+  for (const CheckpointEntry& entry : *kept) dirs.push_back(entry.path);
+  for (const std::string& dir : dirs) {
+    absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(dir, CheckpointParts::kDecoding);
+    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+    EXPECT_EQ(checkpoint->task_files, (TaskFiles{{"task_steps.txt", "9"}})) << dir;
+  }
+
+  // A factory's error stops the run before it trains, saying why.
+  const std::string failed = FreshDir("files_failed");
+  TaskContext failing = ToyContext(data, failed, 3);
+  failing.log = &out;
+  const absl::Status status = RunTraining(
+      failing, Bigram(), nullptr,
+      [](const config::TaskConfig&) -> absl::StatusOr<TaskFiles> {
+        return absl::NotFoundError("no treebank");
+      });
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_TRUE(ListCheckpoints(failed)->empty());
+}
+
 TEST(TrainingJobTest, ResumingWithAnotherModelOrVocabularyIsAnErrorNamingTheCheckpoint) {
   const std::string data = FreshDir("mismatch_data"), work = FreshDir("mismatch_work");
   ASSERT_TRUE(Train(ToyContext(data, work, 3)).ok());

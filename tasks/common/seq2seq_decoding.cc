@@ -230,14 +230,16 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
                                                      const std::string& input_name,
                                                      std::ostream* log,
                                                      const DecodingHooks& hooks) {
+  DecodingHooks with_files = hooks;
+  if (with_files.model_files.empty()) with_files.model_files = trained.task_files;
   if (trained.ensemble_size() == 1) {
     return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines,
-                       input_name, log, hooks);
+                       input_name, log, with_files);
   }
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<EnsembleModel> ensemble,
                        trained.Decoder(decode.ensemble_combination()));
   return DecodeLines(*ensemble, trained.tokenizer, trained.config, decode, lines, input_name, log,
-                     hooks);
+                     with_files);
 }
 
 absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
@@ -263,7 +265,8 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
     config::TaskConfig settings = config;
     *settings.mutable_decode() = decode;
     TFM_ASSIGN_OR_RETURN(constraint,
-                         hooks.constraint(settings, tokenizer, hooks.prepare ? prepared : lines));
+                         hooks.constraint(settings, tokenizer, hooks.prepare ? prepared : lines,
+                                          hooks.model_files));
   }
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search,
                        CreateSearchStrategy(decode, constraint.get()));

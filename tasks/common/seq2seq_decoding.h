@@ -25,6 +25,7 @@
 #include "core/decode/decoding_constraint.h"
 #include "core/decode/search.h"
 #include "core/task_registry.h"
+#include "core/train/task_files.h"
 #include "tasks/common/corpus_metric.h"
 #include "tasks/common/trained_model.h"
 
@@ -44,12 +45,18 @@ bool IsDecodingCommand(TaskMode mode);
 // line (parsing: the tree over the line's words). Any may be empty.
 struct DecodingHooks {
   std::function<std::string(const std::string& input_line)> prepare;
+  // `model_files`: the task files of the model's checkpoint (below).
   std::function<absl::StatusOr<std::unique_ptr<DecodingConstraint>>(
-      const config::TaskConfig&, const Tokenizer&, const std::vector<std::string>& inputs)>
+      const config::TaskConfig&, const Tokenizer&, const std::vector<std::string>& inputs,
+      const TaskFiles& model_files)>
       constraint;
   std::function<std::string(const config::TaskConfig&, const std::string& input_line,
                             const std::string& text)>
       format;
+  // What the checkpoint decoded with keeps for its task
+  // (core/train/checkpoint.h): DecodeLines with a TrainedModel sets them
+  // from it; empty for the model being trained.
+  TaskFiles model_files;
 };
 
 // decode and evaluate (BLEU).

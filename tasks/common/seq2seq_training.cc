@@ -31,8 +31,9 @@ bool IsTrainingCommand(TaskMode mode) {
 }
 
 absl::Status RunSeq2SeqTraining(const TaskContext& context,
-                                const ValidationScorerFactory& make_scorer) {
-  return RunTrainingCommand(context, MakeTransformer, make_scorer);
+                                const ValidationScorerFactory& make_scorer,
+                                const TaskFilesFactory& make_task_files) {
+  return RunTrainingCommand(context, MakeTransformer, make_scorer, make_task_files);
 }
 
 }  // namespace tfm

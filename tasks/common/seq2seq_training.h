@@ -14,9 +14,12 @@ namespace tfm {
 bool IsTrainingCommand(TaskMode mode);
 
 // `make_scorer`: the task's validation score (translation: validation BLEU,
-// tasks/common/validation_bleu.h); may be empty.
+// tasks/common/validation_bleu.h); may be empty. `make_task_files`: what
+// the task keeps in its checkpoints for decoding (parsing: its tag
+// dictionary); may be empty.
 absl::Status RunSeq2SeqTraining(const TaskContext& context,
-                                const ValidationScorerFactory& make_scorer = nullptr);
+                                const ValidationScorerFactory& make_scorer = nullptr,
+                                const TaskFilesFactory& make_task_files = nullptr);
 
 }  // namespace tfm
 

@@ -79,6 +79,7 @@ struct LoadedMember {
   std::string vocabulary;  // The SentencePiece model's bytes.
   Tokenizer tokenizer;
   std::unique_ptr<Transformer> model;
+  TaskFiles task_files;
 };
 
 absl::StatusOr<LoadedMember> LoadMember(const std::string& path, std::ostream* log) {
@@ -100,8 +101,12 @@ absl::StatusOr<LoadedMember> LoadMember(const std::string& path, std::ostream* l
   }
   TFM_RETURN_IF_ERROR(
       AssignTensors(checkpoint.model, absl::StrCat(dir, "/", kModelFile), &parameters));
-  return LoadedMember{dir, std::move(checkpoint.config), std::move(checkpoint.vocabulary),
-                      *std::move(tokenizer), std::move(model)};
+  return LoadedMember{dir,
+                      std::move(checkpoint.config),
+                      std::move(checkpoint.vocabulary),
+                      *std::move(tokenizer),
+                      std::move(model),
+                      std::move(checkpoint.task_files)};
 }
 
 // Why `member` cannot decode beside `first` in one ensemble, or OK.
@@ -137,7 +142,7 @@ absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, std::ostr
   }
   LoadedMember& first = members.front();
   TrainedModel trained{first.dir, std::move(first.config), std::move(first.tokenizer),
-                       std::move(first.model)};
+                       std::move(first.model), std::move(first.task_files)};
   for (size_t i = 1; i < members.size(); ++i) {
     trained.other_checkpoint_dirs.push_back(members[i].dir);
     trained.other_members.push_back(std::move(members[i].model));

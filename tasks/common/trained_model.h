@@ -16,6 +16,7 @@
 #include "core/config/task_config.pb.h"
 #include "core/decode/ensemble_model.h"
 #include "core/data/tokenizer.h"
+#include "core/train/task_files.h"
 #include "layers/transformer.h"
 
 namespace tfm {
@@ -25,6 +26,8 @@ struct TrainedModel {
   config::TaskConfig config;   // As saved in it.
   Tokenizer tokenizer;
   std::unique_ptr<Transformer> model;
+  // What the checkpoint keeps for its task (an ensemble's first member's).
+  TaskFiles task_files;
   // The ensemble's other members, in --model's order (empty: one model).
   std::vector<std::unique_ptr<Transformer>> other_members;
   std::vector<std::string> other_checkpoint_dirs;

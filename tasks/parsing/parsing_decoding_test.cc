@@ -424,6 +424,52 @@ TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags
   EXPECT_GT(foreign_tags(decode), 0);
 }
 
+// A parser's checkpoints keep its training tag counts (ParsingTaskFiles),
+// and the dictionary is made from them, not from the treebank, which a
+// machine parsing with the model may not have.
+TEST_F(ParsingDecodingTest, CheckpointTagCountsStandInForTheTreebank) {
+  TrainedModel trained = Load(tagged_dir_);
+  absl::StatusOr<TagCounts> counts = ReadTagCounts(trained.config.data().train());
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  absl::StatusOr<TaskFiles> files = ParsingTaskFiles(trained.config);
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->count(kTagCountsFile), 1u);
+  absl::StatusOr<TagCounts> saved = ParseTagCounts(files->at(kTagCountsFile), "saved");
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(*saved, *counts);
+  // Placeholder leaves have no tags to keep.
+  EXPECT_TRUE(ParsingTaskFiles(Load(work_dir_).config)->empty());
+
+  // Counts in which every training word is a noun, and a treebank that is
+  // gone: every word comes out NN.
+  TagCounts nouns;
+  for (const auto& [word, tags] : *counts) nouns[word]["NN"] = 5;
+  trained.task_files[kTagCountsFile] = FormatTagCounts(nouns);
+  trained.config.mutable_data()->mutable_train(0)->set_root(Path("no_treebank_here"));
+  config::DecodeConfig decode = trained.config.decode();
+  decode.set_tag_dictionary_min_count(1);
+  decode.set_tag_dictionary_open_class(false);
+  const auto tagged = ParsedTags(trained, decode, Sentences());
+  ASSERT_GT(tagged.size(), 20u);
+  for (const auto& [word, tag] : tagged) EXPECT_EQ(tag, "NN") << word;
+
+  // A damaged file names its line; without one the treebank is needed.
+  trained.task_files[kTagCountsFile] = "the\tDT\t3\nthe DT 3\n";
+  absl::StatusOr<std::vector<std::string>> bad =
+      DecodeLines(trained, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("the model's task_tag_counts.tsv:2: expected "
+                                        "word<TAB>tag<TAB>count"),
+            std::string::npos)
+      << bad.status();
+  trained.task_files.clear();
+  absl::StatusOr<std::vector<std::string>> missing =
+      DecodeLines(trained, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no_treebank_here"), std::string::npos)
+      << missing.status();
+}
+
 TEST_F(ParsingDecodingTest, OpenClassAndShapeTagsBindUnseenWords) {
   TrainedModel trained = Load(tagged_dir_);
   absl::StatusOr<TagCounts> counts = ReadTagCounts(trained.config.data().train());

@@ -40,7 +40,7 @@ class ParsingTask : public Task {
     }
     if (IsTrainingCommand(context.mode)) {
       if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(Validate(context.config));
-      return RunSeq2SeqTraining(context, ValidationF1(context.config.config));
+      return RunSeq2SeqTraining(context, ValidationF1(context.config.config), ParsingTaskFiles);
     }
     if (context.mode == TaskMode::kEvaluate) return RunParseEvaluation(context);
     return RunDecodeCommand(context, TreeDecodingHooks());

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/data/ptb_reader.h"
 #include "core/data/tree.h"
 #include "core/decode/tree_constraint.h"
@@ -26,6 +30,35 @@ absl::StatusOr<TagCounts> ReadTagCounts(
     for (size_t i = 0; i < words.size() && i < tags.size(); ++i) ++counts[words[i]][tags[i]];
   }
   TFM_RETURN_IF_ERROR(reader->status());
+  return counts;
+}
+
+std::string FormatTagCounts(const TagCounts& counts) {
+  std::string text;
+  for (const auto& [word, tags] : counts) {
+    for (const auto& [tag, count] : tags) {
+      absl::StrAppend(&text, word, "\t", tag, "\t", count, "\n");
+    }
+  }
+  return text;
+}
+
+absl::StatusOr<TagCounts> ParseTagCounts(absl::string_view text, const std::string& name) {
+  TagCounts counts;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    if (line.empty()) continue;
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, '\t');
+    int64_t count = 0;
+    if (fields.size() != 3 || fields[0].empty() || fields[1].empty() ||
+        !absl::SimpleAtoi(fields[2], &count) || count <= 0) {
+      return absl::DataLossError(absl::StrCat(
+          name, ":", line_number, ": expected word<TAB>tag<TAB>count (a positive count), got '",
+          line.substr(0, 80), "'"));
+    }
+    counts[std::string(fields[0])][std::string(fields[1])] += count;
+  }
   return counts;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/tokenizer.h"
 
@@ -29,6 +30,14 @@ using TagCounts = std::map<std::string, std::map<std::string, int64_t>>;
 // training reads them: no -NONE- leaves). Errors name the corpus and file.
 absl::StatusOr<TagCounts> ReadTagCounts(
     const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora);
+
+// The tag counts as a parser's checkpoint keeps them (a task file,
+// core/train/checkpoint.h), so that it parses with its dictionary where the
+// training treebank is not: one "word<TAB>tag<TAB>count" line each.
+inline constexpr char kTagCountsFile[] = "task_tag_counts.tsv";
+std::string FormatTagCounts(const TagCounts& counts);
+// Errors name `name`, the line and what is wrong with it.
+absl::StatusOr<TagCounts> ParseTagCounts(absl::string_view text, const std::string& name);
 
 // The constraint's dictionary for `tokenizer` (LeafRule's
 // leaf_starts_by_word and unlisted_leaf_starts): each word seen at least

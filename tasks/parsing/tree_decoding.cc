@@ -54,6 +54,28 @@ absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(const Tok
   return std::unique_ptr<DecodingConstraint>(std::move(constraint));
 }
 
+namespace {
+
+// The words of the lines to decode (the dictionary lists those never seen
+// in training by their shape).
+std::set<std::string> WordsOf(const std::vector<std::string>& lines) {
+  std::set<std::string> words;
+  for (const std::string& line : lines) {
+    for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+      words.emplace(word);
+    }
+  }
+  return words;
+}
+
+}  // namespace
+
+absl::StatusOr<TaskFiles> ParsingTaskFiles(const config::TaskConfig& config) {
+  if (ConfigLeafStyle(config) != LeafStyle::kPosTag) return TaskFiles{};
+  TFM_ASSIGN_OR_RETURN(const TagCounts counts, ReadTagCounts(config.data().train()));
+  return TaskFiles{{kTagCountsFile, FormatTagCounts(counts)}};
+}
+
 DecodingHooks TreeDecodingHooks() {
   DecodingHooks hooks;
   hooks.prepare = [](const std::string& line) { return absl::StrJoin(InputWords(line), " "); };
@@ -61,7 +83,8 @@ DecodingHooks TreeDecodingHooks() {
   // at every validation).
   auto tag_counts = std::make_shared<std::optional<TagCounts>>();
   hooks.constraint = [tag_counts](const config::TaskConfig& config, const Tokenizer& tokenizer,
-                                  const std::vector<std::string>& inputs)
+                                  const std::vector<std::string>& inputs,
+                                  const TaskFiles& model_files)
       -> absl::StatusOr<std::unique_ptr<DecodingConstraint>> {
     const LeafStyle style = ConfigLeafStyle(config);
     // Beam search only: greedy search under the dictionary has no second
@@ -71,6 +94,18 @@ DecodingHooks TreeDecodingHooks() {
                               ? 0
                               : config.decode().tag_dictionary_min_count();
     if (style != LeafStyle::kPosTag || min_count <= 0) return MakeTreeConstraint(tokenizer, style);
+    // The checkpoint's own counts, else (a model saved before checkpoints
+    // kept them, or the model being trained) the training treebank's.
+    const auto saved = model_files.find(kTagCountsFile);
+    if (saved != model_files.end()) {
+      TFM_ASSIGN_OR_RETURN(
+          const TagCounts counts,
+          ParseTagCounts(saved->second, absl::StrCat("the model's ", kTagCountsFile)));
+      return MakeTreeConstraint(
+          tokenizer, style,
+          MakeLeafTagDictionary(counts, tokenizer, min_count,
+                                config.decode().tag_dictionary_open_class(), WordsOf(inputs)));
+    }
     if (!tag_counts->has_value()) {
       absl::StatusOr<TagCounts> counts = ReadTagCounts(config.data().train());
       if (!counts.ok()) {
@@ -82,16 +117,10 @@ DecodingHooks TreeDecodingHooks() {
       }
       *tag_counts = *std::move(counts);
     }
-    std::set<std::string> input_words;
-    for (const std::string& line : inputs) {
-      for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
-        input_words.emplace(word);
-      }
-    }
     return MakeTreeConstraint(
         tokenizer, style,
         MakeLeafTagDictionary(**tag_counts, tokenizer, min_count,
-                              config.decode().tag_dictionary_open_class(), input_words));
+                              config.decode().tag_dictionary_open_class(), WordsOf(inputs)));
   };
   hooks.format = [](const config::TaskConfig& config, const std::string& line,
                     const std::string& text) {

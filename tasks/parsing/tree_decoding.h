@@ -42,9 +42,16 @@ absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(
 // The input's words as the model reads them (brackets as -LRB- -RRB-), the
 // constraint and TreeLine, in the model's leaf style, for DecodeLines and
 // the parse command. With decode.tag_dictionary_min_count and beam search
-// the constraint reads the model's training treebank once (the first time
-// it is made); greedy search goes without the dictionary.
+// the constraint's dictionary comes from the checkpoint's tag counts
+// (ParsingTaskFiles), else from the model's training treebank, read once
+// (the first time it is made); greedy search goes without the dictionary.
 DecodingHooks TreeDecodingHooks();
+
+// What a parser's checkpoints keep for decoding: with part-of-speech
+// leaves, the training treebank's tag counts (tag_dictionary.h's
+// kTagCountsFile), so that a model directory parses with its dictionary on
+// a machine without the treebank.
+absl::StatusOr<TaskFiles> ParsingTaskFiles(const config::TaskConfig& config);
 
 }  // namespace tfm
 
