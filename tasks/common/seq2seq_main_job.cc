@@ -58,7 +58,8 @@ HeldOutEvaluation TranslationHeldOut() {
 
 absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& binary,
                                const ValidationScorerFactory& make_scorer,
-                               const HeldOutEvaluation& held_out) {
+                               const HeldOutEvaluation& held_out,
+                               const TaskFilesFactory& make_task_files) {
   std::ostream& log = *context.log;
   const config::TaskConfig& config = context.config.config;
   const double minutes = context.time_limit == absl::InfiniteDuration()
@@ -73,7 +74,7 @@ absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& bi
   TaskContext train = context;
   train.mode = TaskMode::kTrain;
   train.time_limit = absl::Minutes(minutes);
-  TFM_RETURN_IF_ERROR(RunSeq2SeqTraining(train, make_scorer));
+  TFM_RETURN_IF_ERROR(RunSeq2SeqTraining(train, make_scorer, make_task_files));
 
   TFM_ASSIGN_OR_RETURN(const std::vector<CheckpointEntry> checkpoints,
                        ListCheckpoints(context.work_dir));

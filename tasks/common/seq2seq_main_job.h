@@ -49,10 +49,13 @@ HeldOutEvaluation CorpusHeldOut(CorpusMetric metric, std::string command,
 HeldOutEvaluation TranslationHeldOut();
 
 // `binary` names the bazel target for the commands printed at the end;
-// `make_scorer` is the task's validation score (may be empty).
+// `make_scorer` is the task's validation score (may be empty), and
+// `make_task_files` what its checkpoints keep for decoding (may be empty),
+// as the train command takes them (RunSeq2SeqTraining).
 absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& binary,
                                const ValidationScorerFactory& make_scorer,
-                               const HeldOutEvaluation& held_out);
+                               const HeldOutEvaluation& held_out,
+                               const TaskFilesFactory& make_task_files = nullptr);
 
 }  // namespace tfm
 

@@ -36,7 +36,8 @@ class ParsingTask : public Task {
     if (context.mode == TaskMode::kRun) {
       TFM_RETURN_IF_ERROR(Validate(context.config));
       return RunSeq2SeqMainJob(context, absl::StrCat("//tasks:", context.program),
-                               ValidationF1(context.config.config), ParsingHeldOut());
+                               ValidationF1(context.config.config), ParsingHeldOut(),
+                               ParsingTaskFiles);
     }
     if (IsTrainingCommand(context.mode)) {
       if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(Validate(context.config));

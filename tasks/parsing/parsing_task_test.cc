@@ -2,9 +2,12 @@
 // style for every treebank (the model trains and decodes in one), and a tag
 // dictionary only for trees whose leaves are tags.
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/data/file_io.h"
 #include "core/task_registry.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
@@ -92,6 +95,57 @@ TEST(ParsingTaskTest, SubtreesAreForTrainingTreebanksOnly) {
   EXPECT_NE(negative.message().find("data.train[0].subtree_min_words: -1 is negative"),
             std::string::npos)
       << negative;
+}
+
+// The main job trains as the train command does: its checkpoints, and the
+// average it parses the test trees with, keep the tag counts.
+TEST(ParsingTaskTest, MainJobCheckpointsKeepTheTagCounts) {
+  config::TaskConfig config;
+  config.set_task("parsing");
+  config.set_name("tiny");
+  config::DataConfig& data = *config.mutable_data();
+  *data.add_train() = Treebank(1, 4, config::CorpusConfig::POS_TAGS);
+  *data.add_valid() = Treebank(5, 5, config::CorpusConfig::POS_TAGS);
+  *data.add_test() = Treebank(6, 6, config::CorpusConfig::POS_TAGS);
+  data.mutable_tokenizer()->set_vocab_size(300);
+  data.mutable_batching()->set_max_length(400);
+  config::ModelConfig& model = *config.mutable_model();
+  model.set_num_encoder_layers(1);
+  model.set_num_decoder_layers(1);
+  model.set_d_model(16);
+  model.set_d_ff(32);
+  model.set_num_heads(2);
+  model.set_d_k(8);
+  model.set_d_v(8);
+  config::TrainConfig& train = *config.mutable_train();
+  train.set_max_steps(2);
+  train.set_checkpoint_every_steps(1);
+  train.set_validate_every_steps(0);
+  train.set_validate_every_minutes(0);
+  config::DecodeConfig& decode = *config.mutable_decode();
+  decode.set_beam_size(2);
+  decode.set_max_length_offset(20);
+  decode.set_tag_dictionary_min_count(1);
+
+  absl::StatusOr<std::unique_ptr<Task>> task = CreateTask("parsing");
+  ASSERT_TRUE(task.ok()) << task.status();
+  TaskContext context;
+  context.config.config = config;
+  context.config.sources.set_file("tiny.pbtxt");
+  context.mode = TaskMode::kRun;
+  context.work_dir = absl::StrCat(::testing::TempDir(), "/main_job");
+  context.time_limit = absl::Minutes(1);
+  context.program = "parse_wsj";
+  std::ostringstream log;
+  context.log = &log;
+  const absl::Status status = (*task)->Run(context);
+  ASSERT_TRUE(status.ok()) << status << "\n" << log.str();
+  for (const char* dir : {"checkpoint_000000002", "checkpoint_average"}) {
+    absl::StatusOr<std::string> counts =
+        ReadFileToString(absl::StrCat(context.work_dir, "/", dir, "/task_tag_counts.tsv"));
+    ASSERT_TRUE(counts.ok()) << dir << ": " << counts.status();
+    EXPECT_NE(counts->find("Vinken\tNNP\t"), std::string::npos) << dir;  // wsj_0001.
+  }
 }
 
 }  // namespace
