@@ -54,7 +54,7 @@ struct DecodingHooks {
                             const std::string& text)>
       format;
   // What the checkpoint decoded with keeps for its task
-  // (core/train/checkpoint.h): DecodeLines with a TrainedModel sets them
+  // (core/train/task_files.h): DecodeLines with a TrainedModel sets them
   // from it; empty for the model being trained.
   TaskFiles model_files;
 };

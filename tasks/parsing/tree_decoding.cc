@@ -96,17 +96,13 @@ DecodingHooks TreeDecodingHooks() {
     if (style != LeafStyle::kPosTag || min_count <= 0) return MakeTreeConstraint(tokenizer, style);
     // The checkpoint's own counts, else (a model saved before checkpoints
     // kept them, or the model being trained) the training treebank's.
+    std::optional<TagCounts> saved_counts;
     const auto saved = model_files.find(kTagCountsFile);
     if (saved != model_files.end()) {
       TFM_ASSIGN_OR_RETURN(
-          const TagCounts counts,
+          saved_counts,
           ParseTagCounts(saved->second, absl::StrCat("the model's ", kTagCountsFile)));
-      return MakeTreeConstraint(
-          tokenizer, style,
-          MakeLeafTagDictionary(counts, tokenizer, min_count,
-                                config.decode().tag_dictionary_open_class(), WordsOf(inputs)));
-    }
-    if (!tag_counts->has_value()) {
+    } else if (!tag_counts->has_value()) {
       absl::StatusOr<TagCounts> counts = ReadTagCounts(config.data().train());
       if (!counts.ok()) {
         return absl::Status(
@@ -117,9 +113,10 @@ DecodingHooks TreeDecodingHooks() {
       }
       *tag_counts = *std::move(counts);
     }
+    const TagCounts& counts = saved_counts.has_value() ? *saved_counts : **tag_counts;
     return MakeTreeConstraint(
         tokenizer, style,
-        MakeLeafTagDictionary(**tag_counts, tokenizer, min_count,
+        MakeLeafTagDictionary(counts, tokenizer, min_count,
                               config.decode().tag_dictionary_open_class(), WordsOf(inputs)));
   };
   hooks.format = [](const config::TaskConfig& config, const std::string& line,
