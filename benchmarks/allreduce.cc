@@ -1,6 +1,6 @@
 // The gradient all-reduce of data-parallel training on the base model
 // (ende_base: 63.1M parameters, the paper's 37k shared vocabulary), bucketed
-// as the trainer buckets it (core/distributed/gradient_reducer.h, 25 MiB):
+// as the trainer buckets it (runtime/distributed/gradient_reducer.h, 25 MiB):
 //
 //   mpirun --allow-run-as-root -np 2 bazel-bin/benchmarks/allreduce      # MPI, host memory
 //   bazel-bin/benchmarks/allreduce --device=cuda                         # NCCL, 1 GPU
@@ -26,10 +26,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/cuda/runtime.h"
-#include "core/distributed/gradient_reducer.h"
-#include "core/distributed/local_communicator.h"
-#include "core/distributed/mpi_communicator.h"
-#include "core/distributed/nccl_communicator.h"
+#include "runtime/distributed/gradient_reducer.h"
+#include "runtime/distributed/local_communicator.h"
+#include "runtime/distributed/mpi_communicator.h"
+#include "runtime/distributed/nccl_communicator.h"
 #include "core/environment_report.h"
 #include "core/status_macros.h"
 #include "layers/transformer.h"

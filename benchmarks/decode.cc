@@ -46,7 +46,7 @@
 #include "absl/time/clock.h"
 #include "core/cpu_features.h"
 #include "core/data/line_reader.h"
-#include "core/decode/search.h"
+#include "runtime/decode/search.h"
 #include "core/environment_report.h"
 #include "core/op_profile.h"
 #include "core/paths.h"

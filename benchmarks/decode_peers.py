@@ -285,7 +285,7 @@ def length_penalty(steps):
 
 
 def torch_beam_search(model, sources):
-    """Ours (core/decode/beam_search.h) step for step: the best 2 * beam
+    """Ours (runtime/decode/beam_search.h) step for step: the best 2 * beam
     extensions per sentence, an eos among the first beam finishes, a sentence
     stops when beam hypotheses finished, when its best finished score beats
     what any live one can reach, or at source length + max_length_offset."""

@@ -40,8 +40,8 @@
 #include "core/op_profile.h"
 #include "core/status_macros.h"
 #include "core/thread_pool.h"
-#include "core/train/adam_optimizer.h"
-#include "core/train/trainer.h"
+#include "runtime/train/adam_optimizer.h"
+#include "runtime/train/trainer.h"
 #include "layers/transformer.h"
 #include "tools/cpp/runfiles/runfiles.h"
 

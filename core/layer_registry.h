@@ -19,7 +19,7 @@
 
 namespace tfm {
 
-class DecodingCache;  // core/decode/decoding_cache.h
+class DecodingCache;  // layers/decoding_cache.h
 
 // A trainable tensor and its gradient, owned by a layer. `name` is its
 // state_dict key (e.g. "encoder.layers.0.self_attn.q_proj.weight").
@@ -30,7 +30,7 @@ struct Parameter {
   Tensor value;
   Tensor grad;
   // Called by AccumulateGrad after each addition into `grad` (when set), so
-  // that data-parallel training (core/distributed/gradient_reducer.h) can
+  // that data-parallel training (runtime/distributed/gradient_reducer.h) can
   // sum a gradient across ranks while the backward pass goes on.
   std::function<void()> on_grad_accumulated;
 };

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/decode/decoding_cache.h"
+#include "layers/decoding_cache.h"
 #include "core/layer_registry.h"
 #include "core/tensor.h"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/decode/decoding_cache.h"
+#include "layers/decoding_cache.h"
 #include "core/layer_registry.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"

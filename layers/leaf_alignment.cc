@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/decode/tree_constraint.h"
+#include "runtime/decode/tree_constraint.h"
 
 namespace tfm {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "core/decode/tree_constraint.h"
+#include "runtime/decode/tree_constraint.h"
 #include "gtest/gtest.h"
 
 namespace tfm {

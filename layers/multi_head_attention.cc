@@ -21,7 +21,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "core/decode/decoding_cache.h"
+#include "layers/decoding_cache.h"
 #include "core/layer_registry.h"
 #include "core/status_macros.h"
 #include "layers/dense.h"

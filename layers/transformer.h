@@ -16,9 +16,9 @@
 // micro-batches until ZeroGrads (pass loss_scale = 1 / tokens of the whole
 // step for a per-token mean).
 //
-// Decoding: the model implements core/decode/incremental_model.h (one token
+// Decoding: the model implements core/incremental_model.h (one token
 // per row and step against key/value caches, layers/transformer_decoding.cc)
-// for the search strategies of core/decode.
+// for the search strategies of runtime/decode.
 #ifndef TFM_LAYERS_TRANSFORMER_H_
 #define TFM_LAYERS_TRANSFORMER_H_
 
@@ -32,8 +32,8 @@
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
-#include "core/decode/decoding_cache.h"
-#include "core/decode/incremental_model.h"
+#include "layers/decoding_cache.h"
+#include "core/incremental_model.h"
 #include "core/device.h"
 #include "core/layer_registry.h"
 #include "core/trainable_model.h"

@@ -1,4 +1,4 @@
-// The Transformer as an IncrementalModel (core/decode/incremental_model.h):
+// The Transformer as an IncrementalModel (core/incremental_model.h):
 // the encoder runs once per batch; each step embeds one token per row at
 // the step's position and runs the decoder stack with a DecodingCache in the
 // ForwardContext, through which every attention layer keeps its keys and
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/decode/decoding_cache.h"
+#include "layers/decoding_cache.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "layers/transformer.h"

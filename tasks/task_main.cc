@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/driver/driver.h"
+#include "tasks/driver/driver.h"
 
 namespace {
 

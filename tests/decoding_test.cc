@@ -10,10 +10,10 @@
 #include <set>
 #include <vector>
 
-#include "core/decode/beam_search.h"
-#include "core/decode/greedy_search.h"
-#include "core/train/adam_optimizer.h"
-#include "core/train/lr_schedule.h"
+#include "runtime/decode/beam_search.h"
+#include "runtime/decode/greedy_search.h"
+#include "runtime/train/adam_optimizer.h"
+#include "runtime/train/lr_schedule.h"
 #include "gtest/gtest.h"
 #include "layers/transformer.h"
 

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "core/train/checkpoint.h"
+#include "runtime/train/checkpoint.h"
 #include "layers/transformer.h"
 #include "tests/util/torch_parity.h"
 

@@ -75,7 +75,7 @@ tfm_cc_test(
         ":lib${name}_plugin.so",
     ],
     deps = [
-        "//core/driver",
+        "//tasks/driver",
         "//layers",
         "//ops:all_ops",
         "//tasks:all_tasks",
@@ -188,7 +188,7 @@ cat >"$tmp/${name}_plugin_test.cc" <<EOF
 #include <sstream>
 #include <string>
 
-#include "core/driver/driver.h"
+#include "tasks/driver/driver.h"
 #include "core/plugin_loader.h"
 #include "core/task_registry.h"
 #include "gmock/gmock.h"

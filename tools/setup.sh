@@ -21,7 +21,7 @@ PACKAGES=(
 )
 # PyPI packages for test and benchmark peers only (never needed by the engine).
 # safetensors and tensorboard read back the trainer's checkpoints and event
-# files in core/train's interop tests.
+# files in runtime/train's interop tests.
 PYPI_PACKAGES=(sacrebleu==2.4.3 safetensors==0.4.5 tensorboard==2.18.0)
 
 SUDO=""

@@ -1,4 +1,4 @@
 // The generic driver: every built-in op, layer and task, plus plugins.
-#include "core/driver/driver.h"
+#include "tasks/driver/driver.h"
 
 int main(int argc, char** argv) { return tfm::DriverMain(argc, argv, ""); }

@@ -10,7 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "core/driver/driver.h"
+#include "tasks/driver/driver.h"
 #include "core/plugin_loader.h"
 #include "core/task_registry.h"
 #include "gmock/gmock.h"

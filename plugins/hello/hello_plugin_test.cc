@@ -4,7 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/driver/driver.h"
+#include "tasks/driver/driver.h"
 #include "core/plugin_loader.h"
 #include "core/task_registry.h"
 #include "gmock/gmock.h"

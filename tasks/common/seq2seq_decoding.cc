@@ -13,7 +13,7 @@
 #include "core/data/line_reader.h"
 #include "core/data/utf8.h"
 #include "core/status_macros.h"
-#include "core/train/training_data.h"
+#include "runtime/train/training_data.h"
 
 namespace tfm {
 namespace {

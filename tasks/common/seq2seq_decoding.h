@@ -22,10 +22,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/data/tokenizer.h"
-#include "core/decode/decoding_constraint.h"
-#include "core/decode/search.h"
+#include "runtime/decode/decoding_constraint.h"
+#include "runtime/decode/search.h"
 #include "core/task_registry.h"
-#include "core/train/task_files.h"
+#include "runtime/train/task_files.h"
 #include "tasks/common/corpus_metric.h"
 #include "tasks/common/trained_model.h"
 
@@ -54,7 +54,7 @@ struct DecodingHooks {
                             const std::string& text)>
       format;
   // What the checkpoint decoded with keeps for its task
-  // (core/train/task_files.h): DecodeLines with a TrainedModel sets them
+  // (runtime/train/task_files.h): DecodeLines with a TrainedModel sets them
   // from it; empty for the model being trained.
   TaskFiles model_files;
 };

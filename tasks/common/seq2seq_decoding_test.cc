@@ -1,6 +1,6 @@
 // The decode command's line handling and model loading, on a small random
 // Transformer saved as training saves it (checkpoint with config and
-// vocabulary). Search itself is tested in core/decode.
+// vocabulary). Search itself is tested in runtime/decode.
 #include "tasks/common/seq2seq_decoding.h"
 
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/data/file_io.h"
-#include "core/train/checkpoint.h"
+#include "runtime/train/checkpoint.h"
 #include "gtest/gtest.h"
 #include "tasks/common/trained_model.h"
 #include "tests/util/peer_python.h"

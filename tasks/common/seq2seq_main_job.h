@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/task_registry.h"
-#include "core/train/training_job.h"
+#include "runtime/train/training_job.h"
 #include "tasks/common/corpus_metric.h"
 #include "tasks/common/trained_model.h"
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "core/train/training_job.h"
+#include "runtime/train/training_job.h"
 #include "layers/transformer.h"
 #include "tasks/common/trained_model.h"
 

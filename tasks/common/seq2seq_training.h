@@ -1,12 +1,12 @@
 // Training commands shared by the sequence-to-sequence tasks (translation,
 // parsing): the paper's Transformer from the config's model section, trained
-// by core/train's job on the task's corpora.
+// by runtime/train's job on the task's corpora.
 #ifndef TFM_TASKS_COMMON_SEQ2SEQ_TRAINING_H_
 #define TFM_TASKS_COMMON_SEQ2SEQ_TRAINING_H_
 
 #include "absl/status/status.h"
 #include "core/task_registry.h"
-#include "core/train/training_job.h"
+#include "runtime/train/training_job.h"
 
 namespace tfm {
 

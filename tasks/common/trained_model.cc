@@ -9,10 +9,10 @@
 #include "absl/strings/str_split.h"
 #include "core/data/ptb_corpus.h"
 #include "core/status_macros.h"
-#include "core/train/checkpoint.h"
-#include "core/train/checkpoint_directory.h"
-#include "core/train/checkpoint_match.h"
-#include "core/train/training_job.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpoint_directory.h"
+#include "runtime/train/checkpoint_match.h"
+#include "runtime/train/training_job.h"
 
 namespace tfm {
 namespace {

@@ -3,7 +3,7 @@
 // architecture, whatever --config says) and its SentencePiece vocabulary.
 // Or an ensemble (--model=A,B,...): several checkpoints of one task and
 // one vocabulary, each with its own architecture, decoding as one
-// (core/decode/ensemble_model.h); the first gives the config and tokenizer.
+// (runtime/decode/ensemble_model.h); the first gives the config and tokenizer.
 #ifndef TFM_TASKS_COMMON_TRAINED_MODEL_H_
 #define TFM_TASKS_COMMON_TRAINED_MODEL_H_
 
@@ -14,9 +14,9 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
-#include "core/decode/ensemble_model.h"
+#include "runtime/decode/ensemble_model.h"
 #include "core/data/tokenizer.h"
-#include "core/train/task_files.h"
+#include "runtime/train/task_files.h"
 #include "layers/transformer.h"
 
 namespace tfm {

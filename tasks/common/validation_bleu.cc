@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "core/decode/incremental_model.h"
+#include "core/incremental_model.h"
 #include "core/status_macros.h"
-#include "core/train/training_data.h"
+#include "runtime/train/training_data.h"
 #include "tasks/common/seq2seq_decoding.h"
 
 namespace tfm {

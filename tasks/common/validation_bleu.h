@@ -11,8 +11,8 @@
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/tokenizer.h"
-#include "core/train/trainer.h"
-#include "core/train/training_job.h"
+#include "runtime/train/trainer.h"
+#include "runtime/train/training_job.h"
 #include "core/trainable_model.h"
 #include "tasks/common/corpus_metric.h"
 #include "tasks/common/seq2seq_decoding.h"
@@ -23,7 +23,7 @@ namespace tfm {
 // valid/bleu and the value of train.best_checkpoint_metric.
 inline constexpr char kValidationBleuName[] = "bleu";
 
-// A core/train/training_job.h ValidationScorerFactory. `model` must also be
+// A runtime/train/training_job.h ValidationScorerFactory. `model` must also be
 // an IncrementalModel (the Transformer is); it and `tokenizer` must outlive
 // the scorer. The scorer has no score function when
 // train.validate_bleu_sentences is 0 or data.valid has no sentences.

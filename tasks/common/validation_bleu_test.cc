@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
-#include "core/train/trainer.h"
-#include "core/train/training_data.h"
-#include "core/train/training_testing.h"
+#include "runtime/train/trainer.h"
+#include "runtime/train/training_data.h"
+#include "runtime/train/training_testing.h"
 #include "gtest/gtest.h"
 #include "layers/transformer.h"
 #include "tests/util/peer_python.h"

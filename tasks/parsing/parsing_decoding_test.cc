@@ -19,7 +19,7 @@
 #include "core/data/file_io.h"
 #include "core/data/linearize.h"
 #include "core/data/tree.h"
-#include "core/train/checkpoint.h"
+#include "runtime/train/checkpoint.h"
 #include "gtest/gtest.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"

@@ -12,7 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "core/data/ptb_reader.h"
 #include "core/data/tree.h"
-#include "core/decode/tree_constraint.h"
+#include "runtime/decode/tree_constraint.h"
 #include "core/status_macros.h"
 #include "tasks/parsing/parse_evaluation.h"
 

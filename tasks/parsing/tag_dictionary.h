@@ -1,6 +1,6 @@
 // decode.tag_dictionary_min_count: the part-of-speech tags each word had in
 // the training treebank, as the tree constraint's tag dictionary
-// (core/decode/tree_constraint.h, LeafRule::leaf_starts_by_word). A model
+// (runtime/decode/tree_constraint.h, LeafRule::leaf_starts_by_word). A model
 // that writes tags as leaves (tree_leaves: POS_TAGS) otherwise tags a word
 // from the brackets around it as much as from the word: "(NP (NNP Genetics)
 // (NNP Institute) (CC and) (NNP is) ..." — with the dictionary "is" can only
@@ -32,7 +32,7 @@ absl::StatusOr<TagCounts> ReadTagCounts(
     const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora);
 
 // The tag counts as a parser's checkpoint keeps them (a task file,
-// core/train/checkpoint.h), so that it parses with its dictionary where the
+// runtime/train/checkpoint.h), so that it parses with its dictionary where the
 // training treebank is not: one "word<TAB>tag<TAB>count" line each.
 inline constexpr char kTagCountsFile[] = "task_tag_counts.tsv";
 std::string FormatTagCounts(const TagCounts& counts);

@@ -11,7 +11,7 @@
 #include "core/data/linearize.h"
 #include "core/data/ptb_corpus.h"
 #include "core/data/tree.h"
-#include "core/decode/tree_constraint.h"
+#include "runtime/decode/tree_constraint.h"
 #include "core/status_macros.h"
 #include "tasks/parsing/tag_dictionary.h"
 

@@ -1,4 +1,4 @@
-// Parsing's decoding: tree-constrained search (core/decode/tree_constraint.h)
+// Parsing's decoding: tree-constrained search (runtime/decode/tree_constraint.h)
 // and, for every output, the tree over the input line's words in Penn
 // Treebank brackets, "(S (NP (XX John)) (VP (XX sleeps)) (. .))": leaves are
 // tagged XX, or with the punctuation tag the model predicted or, for copied
@@ -19,7 +19,7 @@
 #include "core/data/linearize.h"
 #include "core/data/ptb_corpus.h"  // ConfigLeafStyle
 #include "core/data/tokenizer.h"
-#include "core/decode/decoding_constraint.h"
+#include "runtime/decode/decoding_constraint.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/parsing/tag_dictionary.h"
 

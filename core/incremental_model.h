@@ -1,0 +1,93 @@
+// What a search strategy needs from a model: encode a batch of sentences
+// once, then decode one token per row and step, with the model keeping its
+// caches (self-attention keys and values of the earlier steps, the
+// encoder-decoder keys and values of each sentence) in an opaque state. The
+// Transformer (layers/) implements it; so can a plugin's model. Searches
+// (beam, greedy) own the hypotheses, never the model's internals.
+#ifndef TFM_CORE_INCREMENTAL_MODEL_H_
+#define TFM_CORE_INCREMENTAL_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+// Source sentences padded into a row-major matrix.
+struct SourceBatch {
+  int size = 0;              // Sentences.
+  int length = 0;            // Columns: at least the longest sentence.
+  std::vector<int> ids;      // size x length; padding past each length.
+  std::vector<int> lengths;  // Unpadded length of each sentence.
+};
+
+// `sentences` padded with `pad_id` to the longest plus `extra_columns`.
+SourceBatch PadSources(absl::Span<const std::vector<int>* const> sentences, int pad_id,
+                       int extra_columns = 0);
+
+// True when `indices` is 0, 1, .., n - 1 (a reorder that changes nothing).
+bool IsIdentity(absl::Span<const int> indices, int64_t n);
+
+// The ids a search needs.
+struct DecodingVocabulary {
+  int64_t size = 0;
+  int pad_id = 0;
+  int bos_id = 2;  // The first decoder input.
+  int eos_id = 3;  // Ends a hypothesis.
+};
+
+// A model's decoding state for one batch; only the model that made it can
+// use it.
+class DecoderState {
+ public:
+  virtual ~DecoderState() = default;
+  virtual int rows() const = 0;
+};
+
+class IncrementalModel {
+ public:
+  virtual ~IncrementalModel() = default;
+
+  virtual DecodingVocabulary vocabulary() const = 0;
+
+  // A search of many batches (SearchStrategy::Search) calls BeginSearch
+  // before its first Start and EndSearch after its last state is gone. The
+  // model's weights do not change in between, so a model may prepare what
+  // every batch's state shares (weights laid out for decoding) once, at its
+  // first use after BeginSearch, and drop it at EndSearch; without the pair
+  // (a lone SearchBatch) each state prepares its own. Default: nothing.
+  virtual void BeginSearch() {}
+  virtual void EndSearch() {}
+
+  // Encodes `sources` (every length >= 1) once and returns a state of
+  // sources.size * rows_per_sentence decoder rows, row r decoding sentence
+  // r / rows_per_sentence (a beam of that many hypotheses per sentence),
+  // good for up to `max_steps` steps. Inference only: no dropout.
+  virtual absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
+                                                              int rows_per_sentence,
+                                                              int max_steps) = 0;
+
+  // One step: `last_tokens` holds each row's latest token (bos at the first
+  // step). Returns log p(next token | row's tokens, source) as a host f32
+  // tensor [rows, vocabulary size], and extends the state by the tokens.
+  virtual absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) = 0;
+
+  // Keeps the rows `rows` in that order: new row i continues old row
+  // rows[i] (beam reordering; rows may repeat or be left out). The new rows
+  // come in groups of `rows_per_sentence` consecutive rows, each group from
+  // one sentence; sentences left out are finished and dropped. The group
+  // size may change: a beam search runs its first step on one row per
+  // sentence (every hypothesis of a sentence is still the empty one) and
+  // then widens each sentence to its beam.
+  virtual absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
+                               int rows_per_sentence) = 0;
+};
+
+}  // namespace tfm
+
+#endif  // TFM_CORE_INCREMENTAL_MODEL_H_

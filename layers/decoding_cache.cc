@@ -1,0 +1,130 @@
+#include "layers/decoding_cache.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/tensor_copy.h"
+#include "ops/fill/fill.h"
+#include "ops/kv_cache/kv_cache.h"
+#include "ops/linear/linear.h"
+#include "ops/packed_linear/packed_linear.h"
+#include "ops/relu/relu.h"
+
+namespace tfm {
+namespace {
+
+// Positions of a fresh cache: most outputs are short, and doubling keeps the
+// copies of growth below one full cache in total.
+constexpr int64_t kInitialCapacity = 16;
+
+// Every tensor of the entries with `indexing`, gathered by `ids`.
+absl::Status GatherEntries(absl::node_hash_map<const void*, DecodingCache::Entry>& entries,
+                           DecodingCache::Indexing indexing, const std::vector<int32_t>& ids,
+                           int64_t length, int64_t capacity, const Device& device) {
+  TFM_ASSIGN_OR_RETURN(Tensor id_tensor,
+                       Int32OnDevice(ids, {static_cast<int64_t>(ids.size())}, device));
+  for (auto& [owner, entry] : entries) {
+    if (entry.indexing != indexing) continue;
+    for (Tensor& tensor : entry.tensors) {
+      const int64_t keep = indexing == DecodingCache::Indexing::kRow ? length : tensor.dim(2);
+      const int64_t room = indexing == DecodingCache::Indexing::kRow ? capacity : tensor.dim(2);
+      TFM_ASSIGN_OR_RETURN(tensor, KvCacheGather(tensor, id_tensor, keep, room));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+DecodingCache::DecodingCache(int64_t sentences, int64_t rows_per_sentence, int64_t max_steps,
+                             const Device& device, std::shared_ptr<SharedEntries> shared)
+    : sentences_(sentences),
+      rows_per_sentence_(rows_per_sentence),
+      max_steps_(max_steps),
+      capacity_(std::min(max_steps, kInitialCapacity)),
+      device_(device),
+      shared_(shared != nullptr ? std::move(shared) : std::make_shared<SharedEntries>()) {}
+
+DecodingCache::Entry* DecodingCache::Find(const void* owner) {
+  auto it = entries_.find(owner);
+  if (it != entries_.end()) return &it->second;
+  it = shared_->find(owner);
+  return it == shared_->end() ? nullptr : &it->second;
+}
+
+DecodingCache::Entry& DecodingCache::Store(const void* owner, Entry entry) {
+  if (entry.indexing == Indexing::kShared) return (*shared_)[owner] = std::move(entry);
+  return entries_[owner] = std::move(entry);
+}
+
+absl::Status DecodingCache::BeginStep() {
+  if (position_ >= max_steps_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "decoding step ", position_ + 1, " exceeds the state's ", max_steps_, " steps"));
+  }
+  if (position_ == capacity_) {
+    capacity_ = std::min(max_steps_, 2 * capacity_);
+    std::vector<int32_t> all(rows());
+    for (int64_t r = 0; r < rows(); ++r) all[r] = static_cast<int32_t>(r);
+    TFM_RETURN_IF_ERROR(
+        GatherEntries(entries_, Indexing::kRow, all, position_, capacity_, device_));
+  }
+  TFM_ASSIGN_OR_RETURN(key_lengths_,
+                       Fill({rows()}, static_cast<double>(position_ + 1), DType::kI32, device_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int> rows,
+                                                            int64_t rows_per_sentence) {
+  const int64_t group = rows_per_sentence;
+  if (group < 1 || rows.empty() || static_cast<int64_t>(rows.size()) % group != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reordering to ", rows.size(), " rows: need a positive multiple of ", group));
+  }
+  std::vector<int32_t> row_ids(rows.size()), sentence_ids(rows.size() / group);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= this->rows()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("row ", rows[i], " is not one of the state's ", this->rows(), " rows"));
+    }
+    const int32_t sentence = static_cast<int32_t>(rows[i] / rows_per_sentence_);
+    if (i % group == 0) {
+      sentence_ids[i / group] = sentence;
+    } else if (sentence != sentence_ids[i / group]) {
+      return absl::InvalidArgumentError(absl::StrCat("new rows ", i - i % group, " .. ",
+                                                     i - i % group + group - 1, " mix sentences ",
+                                                     sentence_ids[i / group], " and ", sentence));
+    }
+    row_ids[i] = static_cast<int32_t>(rows[i]);
+  }
+  if (!IsIdentity(rows, this->rows())) {
+    TFM_RETURN_IF_ERROR(
+        GatherEntries(entries_, Indexing::kRow, row_ids, position_, capacity_, device_));
+  }
+  if (!IsIdentity(sentence_ids, sentences_)) {
+    TFM_RETURN_IF_ERROR(GatherEntries(entries_, Indexing::kSentence, sentence_ids, 0, 0, device_));
+  }
+  sentences_ = static_cast<int64_t>(sentence_ids.size());
+  rows_per_sentence_ = group;
+  return sentence_ids;
+}
+
+absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
+                                      const Tensor& weight, const std::optional<Tensor>& bias,
+                                      bool relu) {
+  if (!PackedLinearSupported(weight) || x.dtype() != DType::kF32) {
+    TFM_ASSIGN_OR_RETURN(Tensor y, Linear(x, weight, bias));
+    if (!relu) return y;
+    return Relu(y);
+  }
+  const DecodingCache::Entry* packed = cache.Find(owner);
+  if (packed == nullptr) {
+    TFM_ASSIGN_OR_RETURN(Tensor panels, PackLinearWeight(weight));
+    packed = &cache.Store(owner, {DecodingCache::Indexing::kShared, {panels}});
+  }
+  return PackedLinear(x, packed->tensors[0], weight.dim(0), bias, relu);
+}
+
+}  // namespace tfm

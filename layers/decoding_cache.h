@@ -1,0 +1,112 @@
+// What layers keep between the steps of incremental decoding: attention key
+// and value caches. A layer finds its entry under its own address (a layer
+// object is one place in the network), so the cache passes unchanged through
+// the stack, the decoder layers and the residual blocks inside
+// ForwardContext::cache, and a plugin's layer can keep its own entries.
+//
+// Rows and sentences: the decoder runs rows() hypotheses, rows_per_sentence()
+// consecutive rows per source sentence (row r decodes sentence
+// r / rows_per_sentence()). Per-row entries (self-attention keys and values)
+// follow their rows when a search reorders them; per-sentence entries
+// (encoder-decoder keys and values, computed once per sentence and layer)
+// follow their sentences, so they are copied only when a sentence leaves.
+// Shared entries (weights laid out for decoding) are made once per search:
+// the caches of a search's batches share them (SharedEntries), since a
+// model's weights do not change while it searches.
+#ifndef TFM_LAYERS_DECODING_CACHE_H_
+#define TFM_LAYERS_DECODING_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/container/node_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/incremental_model.h"
+#include "core/device.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+class DecodingCache {
+ public:
+  enum class Indexing {
+    // [rows, heads, capacity(), d]: positions 0 .. position() - 1 written
+    // (the current step's at position() during the step).
+    kRow,
+    // [sentences, a, b, c]: whole, computed once.
+    kSentence,
+    // Anything shared by every row (e.g. weights rearranged for decoding):
+    // never reordered.
+    kShared,
+  };
+  struct Entry {
+    Indexing indexing = Indexing::kRow;
+    std::vector<Tensor> tensors;
+  };
+  // The kShared entries, which the caches of one search's batches may share.
+  using SharedEntries = absl::node_hash_map<const void*, Entry>;
+
+  // For a search of at most `max_steps` steps, with the kShared entries in
+  // `shared` (null: the cache's own).
+  DecodingCache(int64_t sentences, int64_t rows_per_sentence, int64_t max_steps,
+                const Device& device, std::shared_ptr<SharedEntries> shared = nullptr);
+
+  int64_t sentences() const { return sentences_; }
+  int64_t rows_per_sentence() const { return rows_per_sentence_; }
+  int64_t rows() const { return sentences_ * rows_per_sentence_; }
+  // Tokens each row has decoded: the position of the current step's token.
+  int64_t position() const { return position_; }
+  // Positions that per-row entries hold now (grown by doubling, up to
+  // max_steps, so a short output never pays for the longest one allowed).
+  int64_t capacity() const { return capacity_; }
+  const Device& device() const { return device_; }
+  // [rows] i32, position() + 1 during a step: the self-attention keys that
+  // the step's query sees (the rest of the capacity is unwritten).
+  const Tensor& key_lengths() const { return key_lengths_; }
+
+  // The entry `owner` stored, or nullptr.
+  Entry* Find(const void* owner);
+  // Entries stay where they are until the cache goes (pointers and
+  // references to them remain valid across Store calls); kShared ones go to
+  // the shared entries.
+  Entry& Store(const void* owner, Entry entry);
+
+  // Around each step of the model: BeginStep grows full per-row entries and
+  // sets key_lengths(); EndStep counts the token.
+  absl::Status BeginStep();
+  void EndStep() { ++position_; }
+
+  // Keeps rows `rows` in that order (new row i is old row rows[i]), which
+  // come in groups of `rows_per_sentence` (the new rows_per_sentence(); a
+  // beam widens from 1 after its first step), each group from one sentence.
+  // Returns the kept sentences' old indices, in their new order.
+  absl::StatusOr<std::vector<int32_t>> Reorder(absl::Span<const int> rows,
+                                               int64_t rows_per_sentence);
+
+ private:
+  int64_t sentences_, rows_per_sentence_, max_steps_;
+  int64_t position_ = 0, capacity_;
+  Device device_;
+  Tensor key_lengths_;
+  absl::node_hash_map<const void*, Entry> entries_;
+  std::shared_ptr<SharedEntries> shared_;
+};
+
+// x W^T + b in a decoding step (x [rows, ..., in], weight [out, in], bias
+// [out] or none). On the CPU in f32, through the weight packed for
+// packed_linear (ops/packed_linear) once per search, kept as a shared entry
+// under `owner`: the address of the long-lived Tensor object that holds the
+// weight (a Parameter's value, a shared entry's tensor), which no layer
+// uses as its own key. Elsewhere Linear. With `relu`, max(0, x W^T + b).
+absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
+                                      const Tensor& weight,
+                                      const std::optional<Tensor>& bias = std::nullopt,
+                                      bool relu = false);
+
+}  // namespace tfm
+
+#endif  // TFM_LAYERS_DECODING_CACHE_H_

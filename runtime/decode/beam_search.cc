@@ -1,0 +1,207 @@
+#include "runtime/decode/beam_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <utility>
+
+#include "core/status_macros.h"
+#include "core/thread_pool.h"
+
+namespace tfm {
+namespace {
+
+constexpr double kDead = -std::numeric_limits<double>::infinity();
+
+// One extension of a live hypothesis: row's tokens + token.
+struct Candidate {
+  double log_prob;
+  int row;
+  int token;
+};
+
+// Best first; equal log-probabilities by row, then token, so that the
+// search is a function of the log-probabilities alone.
+bool Better(const Candidate& a, const Candidate& b) {
+  if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+  if (a.row != b.row) return a.row < b.row;
+  return a.token < b.token;
+}
+
+// A float below which a token's log-probability p certainly gives
+// row_log_prob + p < the heap top's, when `margin` = top - row_log_prob: a
+// relative 1e-6 below it, far more than the roundings of the double sum and
+// of the conversion to float.
+float RejectBelow(double margin) {
+  return static_cast<float>(margin - 1e-6 * (1.0 + std::abs(margin)));
+}
+
+// The best `count` extensions of rows [first, first + rows) into `out`,
+// best first. Rows with log-probability kDead are not live.
+void TopCandidates(const float* step_log_probs, int64_t vocab,
+                   const std::vector<double>& row_log_probs, int first, int rows, int count,
+                   std::vector<Candidate>& heap, std::vector<Candidate>& out) {
+  // A min-heap of the best seen so far: its top is the one to beat.
+  heap.clear();
+  for (int row = first; row < first + rows; ++row) {
+    if (row_log_probs[row] == kDead) continue;
+    const float* p = step_log_probs + row * vocab;
+    // Once the heap is full, most tokens lose to its top; a float compare
+    // against a bound a little below the top's (row's share) rejects them
+    // before the exact comparison in double. Ties need no care: a later
+    // candidate with an equal log-probability has a larger (row, token).
+    float reject_below = static_cast<int>(heap.size()) == count
+                             ? RejectBelow(heap.front().log_prob - row_log_probs[row])
+                             : -std::numeric_limits<float>::infinity();
+    for (int64_t token = 0; token < vocab; ++token) {
+      if (p[token] < reject_below) continue;
+      const Candidate c{row_log_probs[row] + p[token], row, static_cast<int>(token)};
+      // NaN, or -infinity: a token the constraint forbids.
+      if (!(c.log_prob > kDead)) continue;
+      if (static_cast<int>(heap.size()) < count) {
+        heap.push_back(c);
+        std::push_heap(heap.begin(), heap.end(), Better);
+      } else if (Better(c, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), Better);
+        heap.back() = c;
+        std::push_heap(heap.begin(), heap.end(), Better);
+      } else {
+        continue;
+      }
+      if (static_cast<int>(heap.size()) == count) {
+        reject_below = RejectBelow(heap.front().log_prob - row_log_probs[row]);
+      }
+    }
+  }
+  out.assign(heap.begin(), heap.end());
+  std::sort(out.begin(), out.end(), Better);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel& model,
+                                                               const SourceBatch& batch) {
+  const DecodingVocabulary vocabulary = model.vocabulary();
+  const int beam = options_.beam_size;
+  int max_steps = 0;
+  for (int length : batch.lengths) max_steps = std::max(max_steps, MaxLength(length));
+  // The first step runs one row per sentence: every hypothesis of a
+  // sentence is still the empty one, so `beam` rows would compute the same
+  // distribution beam times. The first reorder widens each sentence to the
+  // beam (CTranslate2 does the same).
+  int width = 1;
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<DecoderState> state, model.Start(batch, width, max_steps));
+
+  // Live hypotheses, one per state row: group g of `width` rows belongs to
+  // sentence active[g]. Rows of a group past its live hypotheses are dead.
+  std::vector<int> active(batch.size), last(batch.size, vocabulary.bos_id);
+  std::vector<double> log_probs(batch.size, 0.0);
+  std::vector<std::vector<int>> tokens(batch.size);
+  ConstraintRows constraint(options_.constraint);
+  for (int s = 0; s < batch.size; ++s) {
+    active[s] = s;
+    constraint.Start(s, SourceOf(batch, s), MaxLength(batch.lengths[s]));
+  }
+  std::vector<NBestList> finished(batch.size);
+
+  // Per group: its candidates and the heap that found them (reused).
+  std::vector<std::vector<Candidate>> group_candidates, group_heaps;
+  std::vector<Candidate> kept;
+  std::vector<int> next_active, next_last, next_rows;
+  std::vector<double> next_log_probs;
+  std::vector<std::vector<int>> next_tokens;
+  for (int step = 1; !active.empty(); ++step) {
+    TFM_ASSIGN_OR_RETURN(Tensor step_log_probs, model.Step(*state, last));
+    const int64_t vocab = step_log_probs.dim(1);
+    next_active.clear();
+    next_last.clear();
+    next_rows.clear();
+    next_log_probs.clear();
+    // Each group's best 2 * beam extensions, groups spread over the threads:
+    // a scan of every row's vocabulary, as long as a log-softmax.
+    const int groups = static_cast<int>(active.size());
+    if (static_cast<int>(group_candidates.size()) < groups) {
+      group_candidates.resize(groups);
+      group_heaps.resize(groups);
+    }
+    float* const step_data = step_log_probs.data<float>();
+    ThreadPool::Default()->ParallelFor(groups, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t group = begin; group < end; ++group) {
+        const int first = static_cast<int>(group) * width;
+        for (int row = first; row < first + width; ++row) {
+          if (log_probs[row] != kDead) constraint.Mask(row, step_data + row * vocab);
+        }
+        TopCandidates(step_data, vocab, log_probs, first, width, 2 * beam, group_heaps[group],
+                      group_candidates[group]);
+      }
+    });
+    for (int group = 0; group < groups; ++group) {
+      const int s = active[group];
+      const int first = group * width;
+      const std::vector<Candidate>& candidates = group_candidates[group];
+      NBestList& done = finished[s];
+      kept.clear();
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        const Candidate& c = candidates[i];
+        if (c.token != vocabulary.eos_id) {
+          if (static_cast<int>(kept.size()) < beam) kept.push_back(c);
+        } else if (static_cast<int>(i) < beam) {
+          done.push_back(Finish(tokens[c.row], c.log_prob, step, /*ended=*/true));
+        }
+      }
+      const int max_length = MaxLength(batch.lengths[s]);
+      bool stop = kept.empty() || static_cast<int>(done.size()) >= beam;
+      if (!stop && step >= max_length) {
+        for (const Candidate& c : kept) {
+          std::vector<int> cut = tokens[c.row];
+          cut.push_back(c.token);
+          done.push_back(Finish(std::move(cut), c.log_prob, step, /*ended=*/false));
+        }
+        stop = true;
+      } else if (!stop && static_cast<int>(done.size()) >= options_.nbest) {
+        std::nth_element(done.begin(), done.begin() + (options_.nbest - 1), done.end(),
+                         BetterHypothesis);
+        const double reachable =
+            kept.front().log_prob / LengthPenalty(max_length, options_.length_penalty_alpha);
+        stop = done[options_.nbest - 1].score >= reachable;
+      }
+      if (stop) continue;
+      next_active.push_back(s);
+      for (int i = 0; i < beam; ++i) {
+        // Fewer than `beam` extensions (a vocabulary smaller than the beam):
+        // the rest of the group are dead rows.
+        const bool live = i < static_cast<int>(kept.size());
+        const Candidate c = live ? kept[i] : Candidate{kDead, first, vocabulary.eos_id};
+        // Reuses the vectors of two steps ago: no allocation once they
+        // have grown to the output's length.
+        const size_t slot = next_rows.size();
+        if (next_tokens.size() <= slot) next_tokens.emplace_back();
+        next_tokens[slot].assign(tokens[c.row].begin(), tokens[c.row].end());
+        if (live) next_tokens[slot].push_back(c.token);
+        constraint.Extend(static_cast<int>(slot), c.row, live ? c.token : -1);
+        next_rows.push_back(c.row);
+        next_last.push_back(c.token);
+        next_log_probs.push_back(c.log_prob);
+      }
+    }
+    if (next_active.empty()) break;
+    next_tokens.resize(next_rows.size());
+    if (width != beam || !IsIdentity(next_rows, static_cast<int64_t>(last.size()))) {
+      TFM_RETURN_IF_ERROR(model.Reorder(*state, next_rows, beam));
+      width = beam;
+    }
+    std::swap(active, next_active);
+    std::swap(last, next_last);
+    std::swap(log_probs, next_log_probs);
+    std::swap(tokens, next_tokens);
+    constraint.Swap();
+  }
+  for (NBestList& list : finished) {
+    std::sort(list.begin(), list.end(), BetterHypothesis);
+    if (static_cast<int>(list.size()) > options_.nbest) list.resize(options_.nbest);
+  }
+  return finished;
+}
+
+}  // namespace tfm

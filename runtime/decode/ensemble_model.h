@@ -1,0 +1,65 @@
+// Several models decoding as one (an ensemble of independently trained
+// runs, as fairseq's --path a:b and Marian's --models give): every member
+// encodes the batch and steps its own caches, and each step's distribution
+// is the members' combined. Searches see one IncrementalModel, so beam and
+// greedy search, constraints and n-best lists work unchanged.
+//
+// The members must share one vocabulary (the same ids mean the same pieces);
+// the caller checks that (tasks/common/trained_model.cc compares the
+// SentencePiece models byte for byte).
+#ifndef TFM_RUNTIME_DECODE_ENSEMBLE_MODEL_H_
+#define TFM_RUNTIME_DECODE_ENSEMBLE_MODEL_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/incremental_model.h"
+
+namespace tfm {
+
+enum class EnsembleCombination {
+  // log((1/K) sum_k p_k): the mean of the members' probabilities (fairseq).
+  // A proper distribution; a token one member rules out keeps the others'.
+  kProbabilityMean,
+  // (1/K) sum_k log p_k: the mean of the log-probabilities (Marian, with
+  // equal weights), the log of an unnormalised geometric mean: a token any
+  // member finds unlikely is penalised hard.
+  kLogProbabilityMean,
+};
+
+class EnsembleModel : public IncrementalModel {
+ public:
+  // `members` (at least one, not owned, outliving this) must report the same
+  // vocabulary size and special ids; Create says which member differs.
+  static absl::StatusOr<std::unique_ptr<EnsembleModel>> Create(
+      std::vector<IncrementalModel*> members, EnsembleCombination combination);
+
+  int size() const { return static_cast<int>(members_.size()); }
+
+  DecodingVocabulary vocabulary() const override { return members_.front()->vocabulary(); }
+  void BeginSearch() override;
+  void EndSearch() override;
+  absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
+                                                      int rows_per_sentence,
+                                                      int max_steps) override;
+  absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) override;
+  absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
+                       int rows_per_sentence) override;
+
+ private:
+  EnsembleModel(std::vector<IncrementalModel*> members, EnsembleCombination combination)
+      : members_(std::move(members)), combination_(combination) {}
+
+  std::vector<IncrementalModel*> members_;
+  EnsembleCombination combination_;
+};
+
+// Combines the members' step outputs (host f32 [rows, vocab], all of one
+// shape) into `combined` (the same shape) elementwise. Exposed for tests.
+void CombineLogProbabilities(const std::vector<Tensor>& members, EnsembleCombination combination,
+                             Tensor* combined);
+
+}  // namespace tfm
+
+#endif  // TFM_RUNTIME_DECODE_ENSEMBLE_MODEL_H_

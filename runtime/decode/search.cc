@@ -1,0 +1,94 @@
+#include "runtime/decode/search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/decode/beam_search.h"
+#include "runtime/decode/greedy_search.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+
+bool BetterHypothesis(const Hypothesis& a, const Hypothesis& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (a.tokens.size() != b.tokens.size()) return a.tokens.size() < b.tokens.size();
+  return a.tokens < b.tokens;
+}
+
+SearchOptions SearchOptions::FromConfig(const config::DecodeConfig& decode) {
+  SearchOptions options;
+  options.beam_size = decode.strategy() == config::DecodeConfig::GREEDY ? 1 : decode.beam_size();
+  options.length_penalty_alpha = decode.length_penalty_alpha();
+  options.max_length_offset = decode.max_length_offset();
+  options.batch_size = decode.batch_size();
+  options.nbest = decode.nbest();
+  return options;
+}
+
+double LengthPenalty(int steps, double alpha) { return std::pow((5.0 + steps) / 6.0, alpha); }
+
+Hypothesis SearchStrategy::Finish(std::vector<int> tokens, double log_prob, int steps,
+                                  bool ended) const {
+  Hypothesis hypothesis;
+  hypothesis.tokens = std::move(tokens);
+  hypothesis.log_prob = log_prob;
+  hypothesis.score = log_prob / LengthPenalty(steps, options_.length_penalty_alpha);
+  hypothesis.ended = ended;
+  return hypothesis;
+}
+
+absl::StatusOr<std::vector<NBestList>> SearchStrategy::Search(
+    IncrementalModel& model, absl::Span<const std::vector<int>> sources) {
+  std::vector<NBestList> results(sources.size());
+  // Non-empty sources by length (ties in input order, so batches, and with
+  // them every result, are a function of the input alone).
+  std::vector<size_t> order;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i].empty()) {
+      results[i] = {Finish({}, 0.0, 0, /*ended=*/false)};
+    } else {
+      order.push_back(i);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
+  const int pad_id = model.vocabulary().pad_id;
+  const size_t batch_size = static_cast<size_t>(std::max(1, options_.batch_size));
+  // EndSearch on every way out, errors included.
+  model.BeginSearch();
+  const absl::Cleanup end_search = [&model] { model.EndSearch(); };
+  std::vector<const std::vector<int>*> members;
+  for (size_t begin = 0; begin < order.size(); begin += batch_size) {
+    const size_t end = std::min(order.size(), begin + batch_size);
+    members.clear();
+    for (size_t i = begin; i < end; ++i) members.push_back(&sources[order[i]]);
+    TFM_ASSIGN_OR_RETURN(std::vector<NBestList> batch_results,
+                         SearchBatch(model, PadSources(members, pad_id)));
+    for (size_t i = begin; i < end; ++i) results[order[i]] = std::move(batch_results[i - begin]);
+  }
+  return results;
+}
+
+absl::StatusOr<std::unique_ptr<SearchStrategy>> CreateSearchStrategy(
+    const config::DecodeConfig& decode, const DecodingConstraint* constraint) {
+  SearchOptions options = SearchOptions::FromConfig(decode);
+  options.constraint = constraint;
+  if (options.beam_size < 1 || options.nbest < 1 || options.nbest > options.beam_size ||
+      options.batch_size < 1 || options.max_length_offset < 0 ||
+      !(options.length_penalty_alpha >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "decode options: beam_size ", options.beam_size, ", nbest ", options.nbest,
+        " (1 .. beam_size; 1 for greedy), batch_size ", options.batch_size, ", max_length_offset ",
+        options.max_length_offset, ", length_penalty_alpha ", options.length_penalty_alpha));
+  }
+  if (decode.strategy() == config::DecodeConfig::GREEDY) {
+    return std::unique_ptr<SearchStrategy>(std::make_unique<GreedySearch>(options));
+  }
+  return std::unique_ptr<SearchStrategy>(std::make_unique<BeamSearch>(options));
+}
+
+}  // namespace tfm

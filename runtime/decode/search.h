@@ -1,0 +1,95 @@
+// Search strategies over an IncrementalModel: beam search (beam_search.h)
+// and greedy search (greedy_search.h), both decoding many sentences at once.
+// Sentences are sorted by length into batches (less padding, and the rows
+// of a batch finish at similar steps); results come back in input order.
+//
+// Lengths and scores: a hypothesis takes at most max_length = source length
+// + max_length_offset steps; it ends with eos (not part of its tokens) or is
+// cut at max_length. log_prob sums the log-probabilities of every step it
+// took (the eos included); score = log_prob / lp(steps) with GNMT's length
+// penalty lp(n) = ((5 + n) / 6)^alpha (Wu et al. 2016, eq. 14), which both
+// strategies report and beam search ranks by.
+#ifndef TFM_RUNTIME_DECODE_SEARCH_H_
+#define TFM_RUNTIME_DECODE_SEARCH_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/config/task_config.pb.h"
+#include "runtime/decode/decoding_constraint.h"
+#include "core/incremental_model.h"
+
+namespace tfm {
+
+struct Hypothesis {
+  std::vector<int> tokens;  // Without bos and eos.
+  double log_prob = 0;
+  double score = 0;    // log_prob / lp(steps).
+  bool ended = false;  // Ended with eos (else cut at the maximum length,
+                       // or the empty output of an empty source).
+};
+
+// Best first: by score, ties by fewer tokens then smaller ids (so results do
+// not depend on the order hypotheses finished in).
+bool BetterHypothesis(const Hypothesis& a, const Hypothesis& b);
+
+// A sentence's hypotheses, best first.
+using NBestList = std::vector<Hypothesis>;
+
+struct SearchOptions {
+  int beam_size = 4;
+  double length_penalty_alpha = 0.6;
+  int max_length_offset = 50;
+  int batch_size = 64;  // Sentences per batch.
+  int nbest = 1;        // Hypotheses returned per sentence (<= beam_size).
+  // Consulted at every step for the tokens each hypothesis may take (not
+  // owned; null: any token).
+  const DecodingConstraint* constraint = nullptr;
+
+  // The config's decode section.
+  static SearchOptions FromConfig(const config::DecodeConfig& decode);
+};
+
+// lp(steps) = ((5 + steps) / 6)^alpha.
+double LengthPenalty(int steps, double alpha);
+
+class SearchStrategy {
+ public:
+  explicit SearchStrategy(const SearchOptions& options) : options_(options) {}
+  virtual ~SearchStrategy() = default;
+
+  // The n-best list of each source (id sequences as the model was trained
+  // on), in input order. An empty source gives one empty hypothesis without
+  // running the model.
+  absl::StatusOr<std::vector<NBestList>> Search(IncrementalModel& model,
+                                                absl::Span<const std::vector<int>> sources);
+
+  // One batch as it is (every length >= 1): the n-best list of each row.
+  virtual absl::StatusOr<std::vector<NBestList>> SearchBatch(IncrementalModel& model,
+                                                             const SourceBatch& batch) = 0;
+
+  const SearchOptions& options() const { return options_; }
+
+ protected:
+  // Steps allowed for a source of `length` tokens.
+  int MaxLength(int length) const { return length + options_.max_length_offset; }
+  // Row `row` of `batch` (its ids without padding).
+  static absl::Span<const int> SourceOf(const SourceBatch& batch, int row) {
+    return absl::MakeConstSpan(batch.ids.data() + static_cast<size_t>(row) * batch.length,
+                               batch.lengths[row]);
+  }
+  Hypothesis Finish(std::vector<int> tokens, double log_prob, int steps, bool ended) const;
+
+  SearchOptions options_;
+};
+
+// The strategy the decode section names, with its options; `constraint`
+// (may be null) must outlive it.
+absl::StatusOr<std::unique_ptr<SearchStrategy>> CreateSearchStrategy(
+    const config::DecodeConfig& decode, const DecodingConstraint* constraint = nullptr);
+
+}  // namespace tfm
+
+#endif  // TFM_RUNTIME_DECODE_SEARCH_H_

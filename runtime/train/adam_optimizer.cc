@@ -1,0 +1,50 @@
+#include "runtime/train/adam_optimizer.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "ops/adam/adam.h"
+
+namespace tfm {
+
+absl::StatusOr<AdamOptimizer> AdamOptimizer::Create(std::vector<Parameter*> parameters,
+                                                    const config::AdamConfig& adam,
+                                                    const InverseSqrtSchedule& schedule) {
+  AdamOptimizer optimizer(std::move(parameters), adam, schedule);
+  for (const Parameter* p : optimizer.parameters_) {
+    if (p->value.shape() != p->grad.shape()) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter ", p->name, ": value ",
+                                                     p->value.DebugString(), " but gradient ",
+                                                     p->grad.DebugString()));
+    }
+    TFM_ASSIGN_OR_RETURN(Tensor m, Tensor::Zeros(p->value.shape(), p->value.dtype()));
+    TFM_ASSIGN_OR_RETURN(Tensor v, Tensor::Zeros(p->value.shape(), p->value.dtype()));
+    optimizer.exp_avg_.push_back(std::move(m));
+    optimizer.exp_avg_sq_.push_back(std::move(v));
+  }
+  return optimizer;
+}
+
+absl::Status AdamOptimizer::Step(int64_t update, double lr_factor) {
+  AdamOptions options;
+  options.lr = LearningRate(update, lr_factor);
+  options.beta1 = adam_.beta1();
+  options.beta2 = adam_.beta2();
+  options.eps = adam_.epsilon();
+  options.step = update;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    TFM_RETURN_IF_ERROR(AdamUpdate(parameters_[i]->value, parameters_[i]->grad, exp_avg_[i],
+                                   exp_avg_sq_[i], options));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::pair<std::string, Tensor>> AdamOptimizer::State() const {
+  std::vector<std::pair<std::string, Tensor>> state;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    state.emplace_back(parameters_[i]->name + ".exp_avg", exp_avg_[i]);
+    state.emplace_back(parameters_[i]->name + ".exp_avg_sq", exp_avg_sq_[i]);
+  }
+  return state;
+}
+
+}  // namespace tfm

@@ -1,0 +1,54 @@
+// Adam over a model's parameters with the paper's schedule (Vaswani et al.
+// 2017, 5.3): beta1 0.9, beta2 0.98, eps 1e-9, lr from InverseSqrtSchedule.
+// Holds the first and second moments, which checkpoints save and restore.
+#ifndef TFM_RUNTIME_TRAIN_ADAM_OPTIMIZER_H_
+#define TFM_RUNTIME_TRAIN_ADAM_OPTIMIZER_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/config/task_config.pb.h"
+#include "core/layer_registry.h"
+#include "runtime/train/lr_schedule.h"
+
+namespace tfm {
+
+class AdamOptimizer {
+ public:
+  // Zero moments for every parameter; `parameters` must outlive the optimizer.
+  static absl::StatusOr<AdamOptimizer> Create(std::vector<Parameter*> parameters,
+                                              const config::AdamConfig& adam,
+                                              const InverseSqrtSchedule& schedule);
+
+  // Applies the update numbered `update` (1 for the first: the bias
+  // corrections and the schedule count from 1) with the current gradients,
+  // at the schedule's rate times `lr_factor` (a cooldown's, see
+  // CooldownFactor).
+  absl::Status Step(int64_t update, double lr_factor = 1.0);
+
+  double LearningRate(int64_t update, double lr_factor = 1.0) const {
+    return schedule_.LearningRate(update) * lr_factor;
+  }
+
+  // The moments as named tensors ("<param>.exp_avg", "<param>.exp_avg_sq",
+  // torch.optim.Adam's names), sharing storage: writing into them (a
+  // checkpoint being loaded) restores the optimizer.
+  std::vector<std::pair<std::string, Tensor>> State() const;
+
+ private:
+  AdamOptimizer(std::vector<Parameter*> parameters, const config::AdamConfig& adam,
+                const InverseSqrtSchedule& schedule)
+      : parameters_(std::move(parameters)), adam_(adam), schedule_(schedule) {}
+
+  std::vector<Parameter*> parameters_;
+  config::AdamConfig adam_;
+  InverseSqrtSchedule schedule_;
+  std::vector<Tensor> exp_avg_;
+  std::vector<Tensor> exp_avg_sq_;
+};
+
+}  // namespace tfm
+
+#endif  // TFM_RUNTIME_TRAIN_ADAM_OPTIMIZER_H_

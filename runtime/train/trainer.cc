@@ -1,0 +1,426 @@
+#include "runtime/train/trainer.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "runtime/train/checkpoint_schedule.h"
+#include "runtime/train/lr_schedule.h"
+#include "runtime/train/stop_signal.h"
+#include "ops/adam/grad_norm.h"
+
+namespace tfm {
+namespace {
+
+double PerToken(double sum, int64_t tokens) { return tokens > 0 ? sum / tokens : 0.0; }
+
+// Running sums between two log lines.
+struct Window {
+  LossStats stats;
+  absl::Time start = absl::Now();
+  void Reset() {
+    stats = LossStats();
+    start = absl::Now();
+  }
+};
+
+}  // namespace
+
+const char* StopReasonName(StopReason reason) {
+  switch (reason) {
+    case StopReason::kMaxUpdates:
+      return "reached max_steps";
+    case StopReason::kTimeLimit:
+      return "reached the time limit";
+    case StopReason::kEarlyStopping:
+      return "early stopping (patience exhausted)";
+    case StopReason::kSignal:
+      return "stopped by a signal";
+  }
+  return "?";
+}
+
+TrainerOptions TrainerOptions::FromConfig(const config::TrainConfig& train) {
+  TrainerOptions options;
+  options.max_updates = train.max_steps();
+  options.update_freq = train.update_freq();
+  options.clip_norm = train.clip_norm();
+  options.log_every = train.log_every_steps();
+  options.validate_every = train.validate_every_steps();
+  options.validate_every_time = absl::Minutes(train.validate_every_minutes());
+  options.checkpoint_every = train.checkpoint_every_steps();
+  options.checkpoint_every_time = absl::Minutes(train.checkpoint_every_minutes());
+  options.patience = train.patience();
+  options.max_consecutive_nonfinite = train.max_consecutive_nonfinite();
+  options.seed = train.seed();
+  options.cooldown_fraction = train.cooldown_fraction();
+  options.distributed_timeout = absl::Seconds(train.distributed_timeout_seconds());
+  return options;
+}
+
+absl::StatusOr<bool> BestByScore(const config::TrainConfig& train, const ValidationScorer& scorer) {
+  const std::string& metric = train.best_checkpoint_metric();
+  const bool scored = static_cast<bool>(scorer.score);
+  if (metric == "auto") return scored;
+  if (metric == "loss") return false;
+  if (scored && metric == scorer.name) return true;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "train.best_checkpoint_metric: \"", metric, "\" is not a validation figure of this run: ",
+      scored ? absl::StrCat("\"loss\", \"", scorer.name, "\" or \"auto\"")
+             : "\"loss\" or \"auto\" (this run computes no validation score)"));
+}
+
+Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, TokenBatcher* batcher,
+                 std::vector<Batch> valid, TrainerOptions options, TrainerHooks hooks,
+                 Communicator* communicator)
+    : model_(model),
+      optimizer_(optimizer),
+      batcher_(batcher),
+      valid_(std::move(valid)),
+      options_(std::move(options)),
+      hooks_(std::move(hooks)),
+      parameters_(model->Parameters()),
+      communicator_(communicator != nullptr ? communicator : &single_process_) {}
+
+absl::Status Trainer::ZeroGradients() {
+  for (Parameter* p : parameters_) {
+    if (!p->grad.device().is_cpu()) {
+      return absl::UnimplementedError(absl::StrCat("trainer: parameter ", p->name, " is on ",
+                                                   p->grad.device().ToString(),
+                                                   "; this build trains on the CPU"));
+    }
+    std::memset(p->grad.raw_data(), 0, p->grad.nbytes());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Batch>> Trainer::NextBatches() {
+  std::vector<Batch> batches(options_.update_freq);
+  for (Batch& batch : batches) {
+    TFM_ASSIGN_OR_RETURN(bool more, batcher_->Next(&batch));
+    if (!more) {  // End of an epoch: the batcher starts the next one.
+      TFM_ASSIGN_OR_RETURN(more, batcher_->Next(&batch));
+      if (!more) return absl::FailedPreconditionError("trainer: the training corpus is empty");
+    }
+  }
+  return batches;
+}
+
+absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<Batch>& batches,
+                                                             uint64_t first_counter,
+                                                             int64_t update) {
+  TFM_RETURN_IF_ERROR(ZeroGradients());
+  // The objective is the mean over the update's target tokens (on all
+  // ranks: every rank has read every batch): known before the first forward
+  // pass, so each backward scales its own gradient and no extra pass over
+  // the gradients is needed.
+  int64_t target_tokens = 0;
+  for (const Batch& batch : batches) target_tokens += batch.target_tokens();
+  const size_t rank = communicator_->rank(), ranks = communicator_->size();
+  if (ranks > 1 && reducer_ == nullptr) {
+    TFM_ASSIGN_OR_RETURN(reducer_, GradientReducer::Create(communicator_, parameters_));
+  }
+  Gradients result;
+  for (size_t i = rank; i < batches.size(); i += ranks) {
+    StepContext context;
+    context.training = true;
+    context.seed = options_.seed;
+    context.counter = first_counter + i;
+    context.loss_scale = 1.0f / static_cast<float>(std::max<int64_t>(1, target_tokens));
+    const bool last = i + ranks >= batches.size();
+    // Each batch's gradient is formed from zero and then added to the sum
+    // of those before it, never accumulated into it: floating-point sums
+    // then associate as they do when each rank computes one batch, so one
+    // process with update_freq 2 and two ranks with one batch each give
+    // the same bits.
+    std::vector<Tensor> earlier;
+    if (i != rank) {
+      for (Parameter* p : parameters_) {
+        earlier.push_back(p->grad);
+        TFM_ASSIGN_OR_RETURN(p->grad, Tensor::Zeros(p->grad.shape(), DType::kF32));
+      }
+    }
+    const bool reducer_adds = reducer_ != nullptr && last;
+    if (reducer_) reducer_->BeginBackward(update, last, reducer_adds ? earlier : std::vector<Tensor>());
+    TFM_ASSIGN_OR_RETURN(LossStats stats, model_->ForwardBackward(batches[i], context));
+    result.stats += stats;
+    if (!earlier.empty() && !reducer_adds) {
+      for (size_t k = 0; k < parameters_.size(); ++k) {
+        const float* before = earlier[k].data<float>();
+        float* grad = parameters_[k]->grad.data<float>();
+        for (int64_t j = 0; j < earlier[k].num_elements(); ++j) grad[j] = before[j] + grad[j];
+      }
+    }
+  }
+  if (reducer_) {
+    TFM_RETURN_IF_ERROR(reducer_->Finish());
+    double sums[] = {result.stats.loss, result.stats.nll,
+                     static_cast<double>(result.stats.source_tokens),
+                     static_cast<double>(result.stats.target_tokens)};
+    TFM_RETURN_IF_ERROR(
+        communicator_->AllReduceSum(sums, absl::StrCat("loss sums (update ", update, ")")));
+    result.stats = LossStats{sums[0], sums[1], static_cast<int64_t>(sums[2]),
+                             static_cast<int64_t>(sums[3])};
+  }
+  std::vector<Tensor> grads;
+  for (Parameter* p : parameters_) grads.push_back(p->grad);
+  TFM_ASSIGN_OR_RETURN(result.gnorm, GlobalGradNorm(grads));
+  return result;
+}
+
+absl::Status Trainer::ApplyUpdate(int64_t update, double lr_factor) {
+  if (options_.clip_norm > 0) {
+    std::vector<Tensor> grads;
+    for (Parameter* p : parameters_) grads.push_back(p->grad);
+    TFM_RETURN_IF_ERROR(ClipGradNorm(grads, options_.clip_norm).status());
+  }
+  return optimizer_->Step(update, lr_factor);
+}
+
+absl::StatusOr<ValidationLog> Trainer::Validate(const TrainProgress& progress) {
+  LossStats total;
+  for (const Batch& batch : valid_) {
+    TFM_ASSIGN_OR_RETURN(LossStats stats, model_->Evaluate(batch));
+    total += stats;
+  }
+  ValidationLog log;
+  log.epoch = batcher_->position().epoch + 1;
+  log.update = progress.update;
+  log.loss = PerToken(total.loss, total.target_tokens);
+  log.nll = PerToken(total.nll, total.target_tokens);
+  log.ppl = std::exp(log.nll);
+  if (hooks_.validation_score.score) {
+    TFM_ASSIGN_OR_RETURN(log.score, hooks_.validation_score.score(progress));
+  }
+  return log;
+}
+
+absl::StatusOr<Trainer::Agreement> Trainer::Agree(Agreement rank_zero_view, int64_t update) {
+  const bool zero = communicator_->rank() == 0;
+  double flags[] = {StopSignalReceived() != 0 ? 1.0 : 0.0,
+                    zero && rank_zero_view.time_up ? 1.0 : 0.0,
+                    zero && rank_zero_view.validate_by_time ? 1.0 : 0.0,
+                    zero && rank_zero_view.checkpoint_due ? 1.0 : 0.0,
+                    zero ? rank_zero_view.lr_factor : 0.0};
+  TFM_RETURN_IF_ERROR(communicator_->AllReduceSum(
+      flags, absl::StrCat("the ranks' agreement before update ", update)));
+  return Agreement{flags[0] > 0, flags[1] > 0, flags[2] > 0, flags[3] > 0, flags[4]};
+}
+
+absl::StatusOr<ValidationLog> Trainer::ValidateOnRankZero(const TrainProgress& progress) {
+  if (communicator_->size() == 1) return Validate(progress);
+  absl::StatusOr<ValidationLog> log = ValidationLog();
+  if (communicator_->rank() == 0) log = Validate(progress);
+  const ValidationLog figures = log.ok() ? *log : ValidationLog();
+  double sent[] = {log.ok() ? 1.0 : 0.0, figures.loss, figures.nll, figures.ppl,
+                   figures.score.has_value() ? 1.0 : 0.0, figures.score.value_or(0)};
+  TFM_RETURN_IF_ERROR(communicator_->Broadcast(
+      absl::Span<char>(reinterpret_cast<char*>(sent), sizeof(sent)), 0,
+      absl::StrCat("rank 0's validation at update ", progress.update),
+      options_.distributed_timeout));
+  if (!log.ok()) return log.status();
+  if (sent[0] == 0) {
+    return absl::InternalError(absl::StrCat("rank 0's validation at update ", progress.update,
+                                            " failed (its output says why)"));
+  }
+  ValidationLog received;
+  received.epoch = batcher_->position().epoch + 1;
+  received.update = progress.update;
+  received.loss = sent[1];
+  received.nll = sent[2];
+  received.ppl = sent[3];
+  if (sent[4] > 0) received.score = sent[5];
+  return received;
+}
+
+absl::Status Trainer::SaveEverywhere(const TrainProgress& progress, bool best) {
+  const absl::Status status = hooks_.save_checkpoint(progress, best);
+  if (communicator_->size() == 1) return status;
+  double failed[] = {status.ok() ? 0.0 : 1.0};
+  TFM_RETURN_IF_ERROR(communicator_->AllReduceSum(
+      failed, absl::StrCat("the checkpoint at update ", progress.update)));
+  TFM_RETURN_IF_ERROR(status);
+  if (failed[0] > 0) {
+    return absl::InternalError(absl::StrCat("the checkpoint at update ", progress.update,
+                                            " failed on rank 0 (its output says why)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
+  if (!hooks_.save_checkpoint) {
+    return absl::InvalidArgumentError("trainer: no save_checkpoint hook");
+  }
+  if (options_.best_by_score && !hooks_.validation_score.score) {
+    return absl::InvalidArgumentError("trainer: best_by_score without a validation_score hook");
+  }
+  if (options_.update_freq < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer: update_freq ", options_.update_freq, " must be >= 1"));
+  }
+  if (options_.update_freq < communicator_->size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trainer: train.update_freq ", options_.update_freq, " is smaller than the ",
+        communicator_->size(), " ranks: each update's update_freq batches are shared out "
+        "among the ranks, so rank ", communicator_->size() - 1,
+        " would have none; set --set=train.update_freq=", communicator_->size(),
+        " (or a multiple) and max_*_tokens for the batch one rank computes at a time"));
+  }
+  batcher_->Seek(progress->data);
+  const absl::Time run_start = absl::Now();
+  // Validations by time fall on multiples of the interval since the run
+  // began (8, 16, 24 ... minutes), not an interval after the previous one
+  // ended, so curves of runs line up with each other and with a peer's.
+  absl::Time next_validation = run_start + options_.validate_every_time;
+  CheckpointSchedule checkpoints(options_.checkpoint_every,
+                                 absl::ToDoubleMinutes(options_.checkpoint_every_time),
+                                 progress->update, progress->train_seconds);
+  Window window;
+  double last_gnorm = 0;
+  double lr_factor = 1.0;  // The cooldown's at the last update.
+  // How much of the run is done, by its time limit or its updates, whichever
+  // is further on: the cooldown's clock.
+  const auto run_done = [&] {
+    double done =
+        static_cast<double>(progress->update) / std::max<int64_t>(1, options_.max_updates);
+    if (options_.time_limit != absl::InfiniteDuration() &&
+        options_.time_limit > absl::ZeroDuration()) {
+      done = std::max(done, absl::FDivDuration(absl::Now() - run_start, options_.time_limit));
+    }
+    return done;
+  };
+  const auto elapsed = [&] {
+    return progress->train_seconds + absl::ToDoubleSeconds(absl::Now() - run_start);
+  };
+  // The figures of the updates whose sums are `stats`, begun at `start`.
+  const auto MakeLog = [&](const LossStats& stats, absl::Time start, double gnorm,
+                           const TrainProgress& p) {
+    const double seconds = std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
+    UpdateLog log;
+    log.epoch = p.data.epoch + 1;
+    log.update = p.update;
+    log.loss = PerToken(stats.loss, stats.target_tokens);
+    log.nll = PerToken(stats.nll, stats.target_tokens);
+    log.ppl = std::exp(log.nll);
+    log.lr = optimizer_->LearningRate(p.update, lr_factor);
+    log.gnorm = gnorm;
+    log.source_tokens_per_second = stats.source_tokens / seconds;
+    log.target_tokens_per_second = stats.target_tokens / seconds;
+    log.elapsed_seconds = elapsed();
+    log.skipped_updates = p.skipped_updates;
+    return log;
+  };
+  // The progress with this run's training time added.
+  const auto save = [&](bool best) {
+    TrainProgress saved = *progress;
+    saved.train_seconds = elapsed();
+    return SaveEverywhere(saved, best);
+  };
+
+  StopReason reason = StopReason::kMaxUpdates;
+  while (progress->update < options_.max_updates) {
+    Agreement clock;  // Rank 0's view; the others' is ignored.
+    clock.time_up = absl::Now() - run_start >= options_.time_limit;
+    clock.validate_by_time = options_.validate_every_time > absl::ZeroDuration() &&
+                             absl::Now() >= next_validation;
+    clock.checkpoint_due = checkpoints.Due(progress->update + 1, elapsed());
+    clock.lr_factor = CooldownFactor(options_.cooldown_fraction, run_done());
+    TFM_ASSIGN_OR_RETURN(const Agreement agreed, Agree(clock, progress->update + 1));
+    if (agreed.stop_signal) {
+      reason = StopReason::kSignal;
+      break;
+    }
+    if (agreed.time_up) {
+      reason = StopReason::kTimeLimit;
+      break;
+    }
+    const absl::Time update_start = absl::Now();
+    TFM_ASSIGN_OR_RETURN(const std::vector<Batch> batches, NextBatches());
+    TFM_ASSIGN_OR_RETURN(const Gradients gradients,
+                         ComputeGradients(batches, static_cast<uint64_t>(progress->batches),
+                                          progress->update + 1));
+    progress->batches += static_cast<int64_t>(batches.size());
+    const LossStats& stats = gradients.stats;
+    const double gnorm = gradients.gnorm;
+    if (!std::isfinite(stats.loss) || !std::isfinite(gnorm)) {
+      ++progress->skipped_updates;
+      ++progress->consecutive_nonfinite;
+      progress->data = batcher_->position();
+      std::fprintf(stderr, "update %lld skipped: loss %g, gradient norm %g (%lld in a row)\n",
+                   static_cast<long long>(progress->update + 1), stats.loss, gnorm,
+                   static_cast<long long>(progress->consecutive_nonfinite));
+      if (progress->consecutive_nonfinite >= options_.max_consecutive_nonfinite) {
+        return absl::InternalError(absl::StrCat(
+            "training diverged: update ", progress->update + 1, " had loss ", stats.loss,
+            " and gradient norm ", gnorm, ", the ", progress->consecutive_nonfinite,
+            "th non-finite update in a row; no checkpoint was written after update ",
+            progress->update, " (lower the learning rate or raise warmup_steps)"));
+      }
+      continue;
+    }
+    progress->consecutive_nonfinite = 0;
+    lr_factor = agreed.lr_factor;
+    TFM_RETURN_IF_ERROR(ApplyUpdate(progress->update + 1, lr_factor));
+    ++progress->update;
+    progress->data = batcher_->position();
+    last_gnorm = gnorm;
+    window.stats += stats;
+    if (hooks_.on_update) {
+      hooks_.on_update(*progress, MakeLog(stats, update_start, gnorm, *progress));
+    }
+    if (options_.log_every > 0 && progress->update % options_.log_every == 0) {
+      if (hooks_.on_update_log) {
+        hooks_.on_update_log(MakeLog(window.stats, window.start, last_gnorm, *progress));
+      }
+      window.Reset();
+    }
+
+    bool best = false;
+    const bool validate_now =
+        !valid_.empty() &&
+        ((options_.validate_every > 0 && progress->update % options_.validate_every == 0) ||
+         agreed.validate_by_time);
+    if (validate_now) {
+      const double validation_began = elapsed();
+      TFM_ASSIGN_OR_RETURN(ValidationLog log, ValidateOnRankZero(*progress));
+      log.elapsed_seconds = validation_began;
+      if (agreed.validate_by_time) {
+        // The next time on the grid (4, 8, 12 ... minutes into the run) that
+        // leaves at least half an interval of training: a validation slower
+        // than the interval (an untrained parser writes to the length limit,
+        // a busy machine) would otherwise leave no time to train between.
+        while (next_validation <= absl::Now() + options_.validate_every_time / 2) {
+          next_validation += options_.validate_every_time;
+        }
+      }
+      // Both bests are kept (a resumed run may choose the other metric);
+      // the chosen one makes the checkpoint best and resets patience. A NaN
+      // score or loss is never a new best.
+      const bool best_loss = log.loss < progress->best_valid_loss;
+      const bool best_score = log.score.has_value() && *log.score > progress->best_valid_score;
+      if (best_loss) progress->best_valid_loss = log.loss;
+      if (best_score) progress->best_valid_score = *log.score;
+      best = options_.best_by_score ? best_score : best_loss;
+      log.best = best;
+      if (best) {
+        progress->validations_without_improvement = 0;
+      } else {
+        ++progress->validations_without_improvement;
+      }
+      if (hooks_.on_validation) hooks_.on_validation(log);
+    }
+    if (best || agreed.checkpoint_due) {
+      TFM_RETURN_IF_ERROR(save(best));
+      checkpoints.MarkSaved(progress->update, elapsed());
+    }
+    if (options_.patience > 0 && progress->validations_without_improvement >= options_.patience) {
+      reason = StopReason::kEarlyStopping;
+      break;
+    }
+  }
+  TFM_RETURN_IF_ERROR(save(false));
+  return reason;
+}
+
+}  // namespace tfm

@@ -1,0 +1,222 @@
+// The training loop: token-budget batches accumulated into updates, Adam with
+// the paper's schedule, skipping of non-finite updates, validation (the loss,
+// and a task's score such as BLEU) with the best checkpoint and early
+// stopping by either, and the points where checkpoints are due. What a checkpoint
+// holds and how it is written (runtime/train/checkpoint) and how progress is
+// logged are hooks, so the loop reads as the algorithm it is.
+//
+// Exact resume: everything random or ordered is a pure function of
+// TrainProgress (the batcher's position, the update and batch counters that
+// key dropout), which a checkpoint saves beside the weights and the
+// optimizer moments. Training 2N updates equals N, save, load, N more.
+//
+// Data parallelism (runtime/distributed): every rank reads the whole batch
+// stream and takes its share of each update's update_freq batches (batch i
+// of the update goes to rank i mod ranks, with the dropout counter it has
+// in a single process); the loss is scaled by the update's target tokens
+// over all ranks, and the gradients are summed across ranks in buckets while
+// backward runs. So N ranks update the weights exactly as one process does
+// with the same update_freq, and a checkpoint's data position means the
+// same on any number of ranks. Decisions taken by the clock (time limit,
+// validation and checkpoints by minutes) are rank 0's, and a stop signal on
+// any rank stops all, agreed at the start of each update; rank 0 alone
+// validates (the others receive its figures) and writes through the hooks.
+#ifndef TFM_RUNTIME_TRAIN_TRAINER_H_
+#define TFM_RUNTIME_TRAIN_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/config/task_config.pb.h"
+#include "core/data/batch.h"
+#include "core/data/token_batcher.h"
+#include "runtime/distributed/communicator.h"
+#include "runtime/distributed/gradient_reducer.h"
+#include "runtime/distributed/local_communicator.h"
+#include "runtime/train/adam_optimizer.h"
+#include "core/trainable_model.h"
+
+namespace tfm {
+
+// Everything besides weights and optimizer moments that a resumed run needs.
+struct TrainProgress {
+  int64_t update = 0;   // Updates applied (skipped ones not counted).
+  int64_t batches = 0;  // Batches consumed: the dropout counter.
+  BatchPosition data;   // The first batch of the next update.
+  int64_t skipped_updates = 0;
+  int64_t consecutive_nonfinite = 0;
+  double best_valid_loss = std::numeric_limits<double>::infinity();
+  // The highest ValidationScorer score so far.
+  double best_valid_score = -std::numeric_limits<double>::infinity();
+  // Validations since the last new best by the chosen metric
+  // (TrainerOptions::best_by_score): early stopping's count.
+  int64_t validations_without_improvement = 0;
+  double train_seconds = 0;  // Wall time spent training in earlier runs.
+};
+
+// One log line's figures (per token averages over the updates since the
+// last line).
+struct UpdateLog {
+  int64_t epoch = 0;
+  int64_t update = 0;
+  double loss = 0;  // Label-smoothed cross-entropy per target token (nats).
+  double nll = 0;   // Per target token (nats).
+  double ppl = 0;   // exp(nll).
+  double lr = 0;
+  double gnorm = 0;  // Global gradient norm before clipping (last update).
+  double source_tokens_per_second = 0;
+  double target_tokens_per_second = 0;
+  double elapsed_seconds = 0;
+  int64_t skipped_updates = 0;
+};
+
+struct ValidationLog {
+  int64_t epoch = 0;
+  int64_t update = 0;
+  double loss = 0;  // Per target token.
+  double nll = 0;
+  double ppl = 0;
+  std::optional<double> score;  // The task's score (BLEU), when it has one.
+  bool best = false;            // A new best by the chosen metric.
+  // Training time when the validation began (across resumes): the x of a
+  // score-against-time curve.
+  double elapsed_seconds = 0;
+};
+
+// A task's own measure of the model at a validation, higher is better: BLEU
+// for translation. The loss says how well the model predicts the
+// references one token at a time; the score says how good its own outputs
+// are, which is what the model is for.
+struct ValidationScorer {
+  // "bleu": the label in logs, the CSV column valid_<name>, and the value
+  // of train.best_checkpoint_metric that chooses it.
+  std::string name;
+  // Scores the model as it stands (dropout off). Must leave the training
+  // state alone (batcher position, dropout counters, weights), so that a
+  // run with the score trains exactly as one without it.
+  std::function<absl::StatusOr<double>(const TrainProgress&)> score;
+};
+
+// Why Run returned.
+enum class StopReason { kMaxUpdates, kTimeLimit, kEarlyStopping, kSignal };
+const char* StopReasonName(StopReason reason);
+
+struct TrainerHooks {
+  // Writes a checkpoint of the model, optimizer and `progress` (required).
+  std::function<absl::Status(const TrainProgress& progress, bool best)> save_checkpoint;
+  std::function<void(const UpdateLog&)> on_update_log;
+  std::function<void(const ValidationLog&)> on_validation;
+  // Called after every update with that update's own figures (progress
+  // bars, tests).
+  std::function<void(const TrainProgress&, const UpdateLog&)> on_update;
+  // Optional: called at each validation after the loss.
+  ValidationScorer validation_score;
+};
+
+struct TrainerOptions {
+  int64_t max_updates = 0;                               // Stop after this many updates in total.
+  absl::Duration time_limit = absl::InfiniteDuration();  // For this run.
+  int update_freq = 1;
+  double clip_norm = 0;
+  int64_t log_every = 100;
+  int64_t validate_every = 0;  // Updates; 0: never by count.
+  absl::Duration validate_every_time = absl::ZeroDuration();
+  int64_t checkpoint_every = 0;  // Updates; 0: never by count.
+  absl::Duration checkpoint_every_time = absl::ZeroDuration();
+  int patience = 0;
+  // "best" (checkpoint_best, patience) follows the validation score rather
+  // than the loss; needs TrainerHooks::validation_score.
+  bool best_by_score = false;
+  int max_consecutive_nonfinite = 10;
+  uint64_t seed = 1;
+  // The last fraction of the run over which the rate falls to 0 (0: none;
+  // train.cooldown_fraction).
+  double cooldown_fraction = 0;
+  // Bounds each wait for other ranks (see runtime/distributed/communicator.h).
+  absl::Duration distributed_timeout = absl::Minutes(10);
+
+  // best_by_score stays false: it depends on the task's scorer (see
+  // BestByScore).
+  static TrainerOptions FromConfig(const config::TrainConfig& train);
+};
+
+// train.best_checkpoint_metric resolved against the task's scorer (whose
+// score function is empty when the task has none or it is turned off):
+// true when "best" follows the score. "auto" picks the score when there is
+// one; "loss" never does; any other value must be the scorer's name.
+absl::StatusOr<bool> BestByScore(const config::TrainConfig& train, const ValidationScorer& scorer);
+
+class Trainer {
+ public:
+  // None of the pointers is owned; all must outlive the trainer. `valid`
+  // may be empty (no validation). Without a communicator the trainer is
+  // the only rank.
+  Trainer(TrainableModel* model, AdamOptimizer* optimizer, TokenBatcher* batcher,
+          std::vector<Batch> valid, TrainerOptions options, TrainerHooks hooks,
+          Communicator* communicator = nullptr);
+
+  // Trains from `progress` (a fresh TrainProgress or one restored from a
+  // checkpoint, whose weights and moments are already loaded) until a stop
+  // condition; writes a final checkpoint unless the run failed. Repeated
+  // non-finite updates are an error naming the update, with no checkpoint
+  // written after them.
+  absl::StatusOr<StopReason> Run(TrainProgress* progress);
+
+  // Validation loss over the whole validation set, and the task's score
+  // when there is a scorer.
+  absl::StatusOr<ValidationLog> Validate(const TrainProgress& progress);
+
+  // One update's work, also timed on its own by //benchmarks:train_step:
+  // the gradients of the mean loss over `batches` (their dropout counters
+  // first_counter, first_counter + 1, ...; this rank computes its share and
+  // the sum over the ranks lands in every rank's parameters), and then the
+  // clipped Adam step numbered `update`.
+  struct Gradients {
+    LossStats stats;   // Over all ranks.
+    double gnorm = 0;  // Global norm before clipping.
+  };
+  absl::StatusOr<Gradients> ComputeGradients(const std::vector<Batch>& batches,
+                                             uint64_t first_counter, int64_t update);
+  absl::Status ApplyUpdate(int64_t update, double lr_factor = 1.0);
+
+ private:
+  // The next update_freq batches, across an epoch's end.
+  absl::StatusOr<std::vector<Batch>> NextBatches();
+  absl::Status ZeroGradients();
+  // What the ranks agree on before an update (see the class comment).
+  struct Agreement {
+    bool stop_signal = false;
+    bool time_up = false;
+    bool validate_by_time = false;
+    bool checkpoint_due = false;
+    double lr_factor = 1.0;  // The cooldown's, from rank 0's clock.
+  };
+  absl::StatusOr<Agreement> Agree(Agreement rank_zero_view, int64_t update);
+  // Rank 0 validates; every rank returns its figures.
+  absl::StatusOr<ValidationLog> ValidateOnRankZero(const TrainProgress& progress);
+  // Writes a checkpoint through the hook; fails on every rank if it failed
+  // on one.
+  absl::Status SaveEverywhere(const TrainProgress& progress, bool best);
+
+  TrainableModel* model_;
+  AdamOptimizer* optimizer_;
+  TokenBatcher* batcher_;
+  std::vector<Batch> valid_;
+  TrainerOptions options_;
+  TrainerHooks hooks_;
+  std::vector<Parameter*> parameters_;
+  LocalCommunicator single_process_;
+  Communicator* communicator_;
+  std::unique_ptr<GradientReducer> reducer_;  // With more than one rank.
+};
+
+}  // namespace tfm
+
+#endif  // TFM_RUNTIME_TRAIN_TRAINER_H_

@@ -1,0 +1,459 @@
+#include "runtime/train/trainer.h"
+
+#include <signal.h>
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/philox.h"
+#include "runtime/train/stop_signal.h"
+#include "runtime/train/training_testing.h"
+#include "gtest/gtest.h"
+
+namespace tfm {
+namespace {
+
+constexpr int kPad = 0, kBos = 1, kEos = 2, kVocab = 12;
+using testing::BigramModel;
+
+// A corpus of digit strings whose target is the source counted up by one
+// ("3 4 5" -> "4 5 6"): a bigram model learns it.
+class CountingCorpus : public PairReader {
+ public:
+  explicit CountingCorpus(int pairs) : pairs_(pairs) {}
+  absl::StatusOr<bool> Next(SentencePair* pair) override {
+    if (next_ == pairs_) return false;
+    const int start = next_ % 5, length = 1 + (next_ * 7) % 4;
+    pair->source.clear();
+    pair->target.clear();
+    for (int i = 0; i < length; ++i) {
+      absl::StrAppend(&pair->source, i ? " " : "", start + i);
+      absl::StrAppend(&pair->target, i ? " " : "", start + i + 1);
+    }
+    ++next_;
+    return true;
+  }
+  const SkipReport& skips() const override { return skips_; }
+
+ private:
+  int pairs_;
+  int next_ = 0;
+  SkipReport skips_;
+};
+
+Example Encode(const SentencePair& pair) {
+  Example example;
+  for (auto side : {&pair.source, &pair.target}) {
+    std::vector<int>& ids = side == &pair.source ? example.source : example.target;
+    for (absl::string_view word : absl::StrSplit(*side, ' ')) ids.push_back(3 + (word[0] - '0'));
+    ids.push_back(kEos);
+  }
+  return example;
+}
+
+config::TrainConfig SmallTraining() {
+  config::TrainConfig train;
+  train.set_warmup_steps(10);
+  train.set_lr_scale(5.0);
+  train.set_max_steps(40);
+  train.set_log_every_steps(5);
+  train.set_validate_every_steps(10);
+  train.set_checkpoint_every_minutes(0);
+  train.set_update_freq(2);
+  return train;
+}
+
+// A model, its optimizer and its data, as a run (or a resumed run) builds them.
+struct TrainingRun {
+  explicit TrainingRun(const config::TrainConfig& train) {
+    config::BatchingConfig batching;
+    batching.set_max_source_tokens(12);
+    batching.set_max_target_tokens(12);
+    batching.set_shuffle_buffer(16);
+    batcher = std::make_unique<TokenBatcher>(
+        batching, [] { return std::unique_ptr<PairReader>(new CountingCorpus(40)); }, Encode, kPad);
+    optimizer = std::make_unique<AdamOptimizer>(*AdamOptimizer::Create(
+        model.Parameters(), train.adam(),
+        *InverseSqrtSchedule::Create(4, train.warmup_steps(), train.lr_scale())));
+    TokenBatcher valid_batcher(
+        batching, [] { return std::unique_ptr<PairReader>(new CountingCorpus(10)); }, Encode, kPad);
+    Batch batch;
+    while (*valid_batcher.Next(&batch)) valid.push_back(batch);
+  }
+
+  std::unique_ptr<Trainer> MakeTrainer(const config::TrainConfig& train, TrainerHooks hooks) {
+    return std::make_unique<Trainer>(&model, optimizer.get(), batcher.get(), valid,
+                                     TrainerOptions::FromConfig(train), std::move(hooks));
+  }
+
+  BigramModel model{kVocab, kBos};
+  std::unique_ptr<AdamOptimizer> optimizer;
+  std::unique_ptr<TokenBatcher> batcher;
+  std::vector<Batch> valid;
+};
+
+// What a checkpoint holds, kept in memory: weights, moments, progress.
+struct Snapshot {
+  std::vector<float> weights;
+  std::vector<std::vector<float>> moments;
+  TrainProgress progress;
+};
+
+Snapshot Take(TrainingRun& run, const TrainProgress& progress) {
+  Snapshot snapshot{run.model.Parameters()[0]->value.ToVector<float>(), {}, progress};
+  for (const auto& [name, tensor] : run.optimizer->State()) {
+    snapshot.moments.push_back(tensor.ToVector<float>());
+  }
+  return snapshot;
+}
+
+double WeightSum(BigramModel& model) {
+  double sum = 0;
+  for (float w : model.Parameters()[0]->value.ToVector<float>()) sum += w;
+  return sum;
+}
+
+void Restore(const Snapshot& snapshot, TrainingRun* run) {
+  std::copy(snapshot.weights.begin(), snapshot.weights.end(),
+            run->model.Parameters()[0]->value.data<float>());
+  auto state = run->optimizer->State();
+  for (size_t i = 0; i < state.size(); ++i) {
+    std::copy(snapshot.moments[i].begin(), snapshot.moments[i].end(),
+              state[i].second.data<float>());
+  }
+}
+
+TEST(TrainerTest, ValidationLossFallsAndLogsCarryTheFigures) {
+  const config::TrainConfig train = SmallTraining();
+  TrainingRun run(train);
+  std::vector<UpdateLog> logs;
+  std::vector<ValidationLog> validations;
+  int saves = 0;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [&](const TrainProgress&, bool) {
+    ++saves;
+    return absl::OkStatus();
+  };
+  hooks.on_update_log = [&](const UpdateLog& log) { logs.push_back(log); };
+  hooks.on_validation = [&](const ValidationLog& log) { validations.push_back(log); };
+  auto trainer = run.MakeTrainer(train, hooks);
+  const ValidationLog before = *trainer->Validate(TrainProgress());
+  EXPECT_NEAR(before.nll, std::log(kVocab), 1e-6);  // Zero weights: uniform.
+  TrainProgress progress;
+  ASSERT_EQ(*trainer->Run(&progress), StopReason::kMaxUpdates);
+  EXPECT_EQ(progress.update, 40);
+  EXPECT_EQ(progress.batches, 80);  // update_freq 2.
+  ASSERT_EQ(validations.size(), 4u);
+  // A bigram cannot guess a sentence's first token (it depends on the
+  // source), so the loss stays well above 0; it must still fall steadily.
+  EXPECT_LT(validations.back().loss, 0.6 * before.loss);
+  EXPECT_LT(validations.back().loss, validations.front().loss);
+  EXPECT_NEAR(validations.back().ppl, std::exp(validations.back().nll), 1e-9);
+  ASSERT_EQ(logs.size(), 8u);
+  EXPECT_EQ(logs[1].update, 10);
+  EXPECT_GT(logs[1].target_tokens_per_second, 0);
+  EXPECT_DOUBLE_EQ(logs[1].lr, run.optimizer->LearningRate(10));
+  EXPECT_GT(logs[1].gnorm, 0);
+  EXPECT_GE(saves, 2);  // Best validations and the final one.
+}
+
+TEST(TrainerTest, CooldownScalesTheRateOverTheRunsLastFraction) {
+  config::TrainConfig train = SmallTraining();
+  train.set_cooldown_fraction(0.5);
+  TrainingRun run(train);
+  std::vector<UpdateLog> logs;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  hooks.on_update = [&](const TrainProgress&, const UpdateLog& log) { logs.push_back(log); };
+  TrainProgress progress;
+  ASSERT_EQ(*run.MakeTrainer(train, hooks)->Run(&progress), StopReason::kMaxUpdates);
+  ASSERT_EQ(logs.size(), 40u);
+  // Update u is taken with u - 1 of the 40 done: the paper's rate through
+  // update 21, then (1 - (u - 1) / 40) / 0.5 of it, falling by 0.05 an update.
+  for (const UpdateLog& log : logs) {
+    const double done = (log.update - 1) / 40.0;
+    const double factor = done <= 0.5 ? 1.0 : (1.0 - done) / 0.5;
+    EXPECT_NEAR(log.lr, run.optimizer->LearningRate(log.update) * factor, 1e-12)
+        << "update " << log.update;
+  }
+  EXPECT_NEAR(logs.back().lr, 0.05 * run.optimizer->LearningRate(40), 1e-12);
+
+  // The same run without the cooldown moves the weights further in its
+  // last updates: the cooldown reached the optimizer, not just the log.
+  config::TrainConfig plain = SmallTraining();
+  TrainingRun plain_run(plain);
+  TrainProgress plain_progress;
+  ASSERT_EQ(*plain_run.MakeTrainer(plain, hooks)->Run(&plain_progress), StopReason::kMaxUpdates);
+  EXPECT_NE(WeightSum(plain_run.model), WeightSum(run.model));
+}
+
+// 2N updates in one run equal N, a checkpoint, a fresh process state, N more.
+TEST(TrainerTest, ResumeIsExact) {
+  config::TrainConfig train = SmallTraining();
+  train.set_max_steps(30);
+  std::vector<Snapshot> saved;
+  std::vector<double> straight_losses, resumed_losses;
+  std::vector<std::optional<double>> straight_scores, resumed_scores;
+  TrainerHooks hooks;
+  TrainingRun straight(train);
+  // A score of the weights, so that it too must come out the same.
+  BigramModel* scored = &straight.model;
+  hooks.validation_score.name = "bleu";
+  hooks.validation_score.score = [&](const TrainProgress&) -> absl::StatusOr<double> {
+    return std::fmod(WeightSum(*scored), 7.0);
+  };
+  hooks.on_validation = [&](const ValidationLog& log) { straight_scores.push_back(log.score); };
+  hooks.save_checkpoint = [&](const TrainProgress& p, bool) { return absl::OkStatus(); };
+  hooks.on_update_log = [&](const UpdateLog& log) { straight_losses.push_back(log.loss); };
+  TrainProgress straight_progress;
+  ASSERT_TRUE(straight.MakeTrainer(train, hooks)->Run(&straight_progress).ok());
+
+  train.set_max_steps(15);
+  TrainingRun first(train);
+  scored = &first.model;
+  hooks.on_validation = [&](const ValidationLog& log) { resumed_scores.push_back(log.score); };
+  hooks.save_checkpoint = [&](const TrainProgress& p, bool) {
+    saved.push_back(Take(first, p));
+    return absl::OkStatus();
+  };
+  hooks.on_update_log = [&](const UpdateLog& log) { resumed_losses.push_back(log.loss); };
+  TrainProgress progress;
+  ASSERT_TRUE(first.MakeTrainer(train, hooks)->Run(&progress).ok());
+  ASSERT_EQ(saved.back().progress.update, 15);
+
+  train.set_max_steps(30);
+  TrainingRun second(train);  // New model, optimizer and batcher: nothing carried over.
+  Restore(saved.back(), &second);
+  scored = &second.model;
+  hooks.save_checkpoint = [&](const TrainProgress&, bool) { return absl::OkStatus(); };
+  TrainProgress resumed = saved.back().progress;
+  ASSERT_TRUE(second.MakeTrainer(train, hooks)->Run(&resumed).ok());
+
+  EXPECT_EQ(resumed.update, straight_progress.update);
+  EXPECT_EQ(resumed.batches, straight_progress.batches);
+  EXPECT_EQ(resumed.data, straight_progress.data);
+  EXPECT_EQ(second.model.Parameters()[0]->value.ToVector<float>(),
+            straight.model.Parameters()[0]->value.ToVector<float>());
+  EXPECT_EQ(resumed_losses, straight_losses);
+  EXPECT_EQ(resumed_scores, straight_scores);
+  EXPECT_EQ(resumed.best_valid_score, straight_progress.best_valid_score);
+  EXPECT_EQ(resumed.validations_without_improvement,
+            straight_progress.validations_without_improvement);
+}
+
+TEST(TrainerTest, NonFiniteUpdatesAreSkippedAndRepeatedOnesStopTheRun) {
+  config::TrainConfig train = SmallTraining();
+  train.set_max_consecutive_nonfinite(3);
+  train.set_update_freq(1);
+  TrainingRun run(train);
+  run.model.nan_counters = {4};  // One bad batch: skipped, training goes on.
+  int saves = 0;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [&](const TrainProgress&, bool) {
+    ++saves;
+    return absl::OkStatus();
+  };
+  TrainProgress progress;
+  ASSERT_TRUE(run.MakeTrainer(train, hooks)->Run(&progress).ok());
+  EXPECT_EQ(progress.skipped_updates, 1);
+  EXPECT_EQ(progress.update, 40);
+  EXPECT_EQ(progress.batches, 41);
+
+  TrainingRun diverging(train);
+  diverging.model.nan_counters = {10, 11, 12};
+  saves = 0;
+  int saves_after_update_10 = 0;
+  hooks.save_checkpoint = [&](const TrainProgress& p, bool) {
+    if (p.update > 10) ++saves_after_update_10;
+    return absl::OkStatus();
+  };
+  TrainProgress diverged;
+  const absl::StatusOr<StopReason> result = diverging.MakeTrainer(train, hooks)->Run(&diverged);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(std::string(result.status().message()).find("update 11"), std::string::npos)
+      << result.status();
+  EXPECT_EQ(saves_after_update_10, 0);
+  EXPECT_EQ(diverged.update, 10);
+}
+
+TEST(TrainerTest, SignalStopsAtTheNextUpdateWithACheckpoint) {
+  const config::TrainConfig train = SmallTraining();
+  TrainingRun run(train);
+  InstallStopSignalHandlers();
+  std::vector<int64_t> saved_updates;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [&](const TrainProgress& p, bool) {
+    saved_updates.push_back(p.update);
+    return absl::OkStatus();
+  };
+  hooks.on_update = [&](const TrainProgress& p, const UpdateLog&) {
+    if (p.update == 7) raise(SIGTERM);
+  };
+  TrainProgress progress;
+  const absl::StatusOr<StopReason> reason = run.MakeTrainer(train, hooks)->Run(&progress);
+  ResetStopSignal();
+  InstallStopSignalHandlers();  // The handler resets itself to the default.
+  ASSERT_TRUE(reason.ok()) << reason.status();
+  EXPECT_EQ(*reason, StopReason::kSignal);
+  EXPECT_EQ(progress.update, 7);
+  ASSERT_FALSE(saved_updates.empty());
+  EXPECT_EQ(saved_updates.back(), 7);
+}
+
+TEST(TrainerTest, EarlyStoppingAfterPatienceValidationsWithoutImprovement) {
+  config::TrainConfig train = SmallTraining();
+  train.set_patience(2);
+  train.set_validate_every_steps(1);
+  TrainingRun run(train);
+  run.model.constant_validation = true;
+  TrainerHooks hooks;
+  std::vector<bool> saved_best;
+  hooks.save_checkpoint = [&](const TrainProgress&, bool best) {
+    saved_best.push_back(best);
+    return absl::OkStatus();
+  };
+  std::vector<ValidationLog> validations;
+  hooks.on_validation = [&](const ValidationLog& log) { validations.push_back(log); };
+  TrainProgress progress;
+  const absl::StatusOr<StopReason> reason = run.MakeTrainer(train, hooks)->Run(&progress);
+  ASSERT_TRUE(reason.ok()) << reason.status();
+  EXPECT_EQ(*reason, StopReason::kEarlyStopping);
+  ASSERT_EQ(validations.size(), 3u);  // The first is a new best, then two are not.
+  EXPECT_TRUE(validations[0].best);
+  EXPECT_FALSE(validations[1].best);
+  EXPECT_FALSE(validations[2].best);
+  EXPECT_EQ(progress.update, 3);
+  EXPECT_EQ(saved_best, (std::vector<bool>{true, false}));  // The best, then the final.
+}
+
+// A score hook that returns `scores` in turn, recording the updates it was
+// called at.
+ValidationScorer ScoreSequence(std::vector<double> scores, std::vector<int64_t>* calls) {
+  ValidationScorer scorer;
+  scorer.name = "bleu";
+  scorer.score = [scores, calls](const TrainProgress& p) -> absl::StatusOr<double> {
+    calls->push_back(p.update);
+    return scores[std::min(calls->size(), scores.size()) - 1];
+  };
+  return scorer;
+}
+
+// The loss and the score disagree on which validation is best; "best" and
+// checkpoint_best follow the score.
+TEST(TrainerTest, BestCheckpointFollowsTheScoreWhenChosen) {
+  config::TrainConfig train = SmallTraining();
+  TrainingRun run(train);
+  std::vector<int64_t> calls;
+  TrainerHooks hooks;
+  hooks.validation_score = ScoreSequence({10, 5, 15, 12}, &calls);
+  std::vector<int64_t> best_saves;
+  hooks.save_checkpoint = [&](const TrainProgress& p, bool best) {
+    if (best) best_saves.push_back(p.update);
+    return absl::OkStatus();
+  };
+  std::vector<ValidationLog> validations;
+  hooks.on_validation = [&](const ValidationLog& log) { validations.push_back(log); };
+  TrainerOptions options = TrainerOptions::FromConfig(train);
+  options.best_by_score = true;
+  Trainer trainer(&run.model, run.optimizer.get(), run.batcher.get(), run.valid, options, hooks);
+  TrainProgress progress;
+  ASSERT_EQ(*trainer.Run(&progress), StopReason::kMaxUpdates);
+  EXPECT_EQ(calls, (std::vector<int64_t>{10, 20, 30, 40}));  // Once per validation.
+  ASSERT_EQ(validations.size(), 4u);
+  // Update 20 has a better loss and a worse score, update 30 the reverse.
+  EXPECT_LT(validations[1].loss, validations[0].loss);
+  EXPECT_FALSE(validations[1].best);
+  EXPECT_GT(validations[2].loss, validations[1].loss);
+  EXPECT_TRUE(validations[2].best);
+  EXPECT_EQ(*validations[2].score, 15);
+  EXPECT_EQ(best_saves, (std::vector<int64_t>{10, 30}));
+  EXPECT_EQ(progress.best_valid_score, 15);
+  EXPECT_EQ(progress.best_valid_loss, validations.back().loss);  // Kept too.
+  EXPECT_EQ(progress.validations_without_improvement, 1);
+}
+
+TEST(TrainerTest, EarlyStoppingFollowsTheScoreWhenChosen) {
+  config::TrainConfig train = SmallTraining();
+  train.set_patience(2);
+  TrainingRun run(train);
+  std::vector<int64_t> calls;
+  TrainerHooks hooks;
+  hooks.validation_score = ScoreSequence({10, 9, 8}, &calls);
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  TrainerOptions options = TrainerOptions::FromConfig(train);
+  options.best_by_score = true;
+  TrainProgress progress;
+  Trainer trainer(&run.model, run.optimizer.get(), run.batcher.get(), run.valid, options, hooks);
+  EXPECT_EQ(*trainer.Run(&progress), StopReason::kEarlyStopping);  // The loss still falls.
+  EXPECT_EQ(progress.update, 30);
+
+  // By the loss (the default), the same scores stop nothing.
+  TrainingRun by_loss(train);
+  calls.clear();
+  progress = TrainProgress();
+  EXPECT_EQ(*by_loss.MakeTrainer(train, hooks)->Run(&progress), StopReason::kMaxUpdates);
+  EXPECT_EQ(progress.best_valid_score, 10);
+}
+
+// A resumed run compares against the best score its checkpoint saved.
+TEST(TrainerTest, ResumedRunKeepsTheBestScore) {
+  config::TrainConfig train = SmallTraining();
+  train.set_patience(3);
+  TrainingRun run(train);
+  std::vector<int64_t> calls;
+  TrainerHooks hooks;
+  hooks.validation_score = ScoreSequence({20, 25, 21}, &calls);
+  std::vector<bool> saved_best;
+  hooks.save_checkpoint = [&](const TrainProgress&, bool best) {
+    saved_best.push_back(best);
+    return absl::OkStatus();
+  };
+  TrainerOptions options = TrainerOptions::FromConfig(train);
+  options.best_by_score = true;
+  TrainProgress progress;
+  progress.best_valid_score = 30;  // As restored from a checkpoint.
+  progress.validations_without_improvement = 1;
+  Trainer trainer(&run.model, run.optimizer.get(), run.batcher.get(), run.valid, options, hooks);
+  EXPECT_EQ(*trainer.Run(&progress), StopReason::kEarlyStopping);
+  EXPECT_EQ(progress.update, 20);
+  EXPECT_EQ(progress.best_valid_score, 30);
+  EXPECT_EQ(saved_best, (std::vector<bool>{false}));  // Only the final checkpoint.
+}
+
+TEST(TrainerTest, BestMetricResolvesAgainstTheScorer) {
+  config::TrainConfig train;
+  std::vector<int64_t> calls;
+  const ValidationScorer bleu = ScoreSequence({1}, &calls);
+  ValidationScorer off = bleu;
+  off.score = nullptr;
+  EXPECT_TRUE(*BestByScore(train, bleu));  // "auto" by default.
+  EXPECT_FALSE(*BestByScore(train, off));
+  train.set_best_checkpoint_metric("loss");
+  EXPECT_FALSE(*BestByScore(train, bleu));
+  train.set_best_checkpoint_metric("bleu");
+  EXPECT_TRUE(*BestByScore(train, bleu));
+  const absl::StatusOr<bool> missing = BestByScore(train, off);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("\"bleu\""), absl::string_view::npos);
+  train.set_best_checkpoint_metric("f1");
+  EXPECT_FALSE(BestByScore(train, bleu).ok());
+
+  // The trainer refuses to follow a score it has no hook for.
+  TrainingRun run(SmallTraining());
+  TrainerOptions options = TrainerOptions::FromConfig(SmallTraining());
+  options.best_by_score = true;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  TrainProgress progress;
+  Trainer trainer(&run.model, run.optimizer.get(), run.batcher.get(), run.valid, options, hooks);
+  EXPECT_EQ(trainer.Run(&progress).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tfm

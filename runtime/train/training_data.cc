@@ -1,0 +1,136 @@
+#include "runtime/train/training_data.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/data/corpus.h"
+#include "core/data/file_io.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+// Reads several corpora back to back.
+class ConcatenatedCorpora : public PairReader {
+ public:
+  ConcatenatedCorpora(std::vector<config::CorpusConfig> corpora, std::string field)
+      : corpora_(std::move(corpora)), field_(std::move(field)) {}
+
+  absl::StatusOr<bool> Next(SentencePair* pair) override {
+    while (true) {
+      if (current_ == nullptr) {
+        if (next_ == corpora_.size()) return false;
+        absl::StatusOr<std::unique_ptr<PairReader>> opened = OpenCorpus(corpora_[next_]);
+        if (!opened.ok()) {
+          return absl::Status(opened.status().code(),
+                              absl::StrCat(field_, "[", next_, "]: ", opened.status().message()));
+        }
+        current_ = std::move(*opened);
+        ++next_;
+      }
+      TFM_ASSIGN_OR_RETURN(const bool more, current_->Next(pair));
+      if (more) return true;
+      skips_.Merge(current_->skips());
+      current_.reset();
+    }
+  }
+
+  const SkipReport& skips() const override { return skips_; }
+
+ private:
+  std::vector<config::CorpusConfig> corpora_;
+  std::string field_;
+  size_t next_ = 0;
+  std::unique_ptr<PairReader> current_;
+  SkipReport skips_;
+};
+
+bool Exists(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpora(
+    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora,
+    const std::string& field) {
+  if (corpora.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": no corpus"));
+  return std::unique_ptr<PairReader>(new ConcatenatedCorpora(
+      std::vector<config::CorpusConfig>(corpora.begin(), corpora.end()), field));
+}
+
+absl::Status ReadCorpusPairs(
+    const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora,
+    const std::string& field, int limit, std::vector<std::string>* sources,
+    std::vector<std::string>* targets) {
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(corpora, field));
+  SentencePair pair;
+  for (int read = 0; read < limit; ++read) {
+    TFM_ASSIGN_OR_RETURN(const bool more, reader->Next(&pair));
+    if (!more) break;
+    sources->push_back(std::move(pair.source));
+    targets->push_back(std::move(pair.target));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tokenizer> LoadOrTrainTokenizer(const config::DataConfig& data,
+                                               const std::string& work_dir, std::ostream* log) {
+  const std::string path = absl::StrCat(work_dir, "/", data.tokenizer().model_path());
+  if (Exists(path)) {
+    absl::StatusOr<Tokenizer> loaded = Tokenizer::Load(path);
+    if (!loaded.ok()) {
+      return absl::Status(loaded.status().code(),
+                          absl::StrCat(path, ": ", loaded.status().message()));
+    }
+    if (log) *log << "tokenizer: " << path << " (" << loaded->vocab_size() << " pieces)\n";
+    return loaded;
+  }
+  TFM_RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/'))));
+  // Whole sentences only: subtrees repeat their words, and a vocabulary that
+  // does not depend on them lets models trained with and without them be
+  // ensembled.
+  google::protobuf::RepeatedPtrField<config::CorpusConfig> corpora = data.train();
+  for (config::CorpusConfig& corpus : corpora) corpus.clear_subtree_min_words();
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(corpora, "data.train"));
+  if (log)
+    *log << "tokenizer: training " << data.tokenizer().vocab_size() << " pieces on "
+         << "data.train\n"
+         << std::flush;
+  TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer,
+                       Tokenizer::TrainOnPairs(data.tokenizer(), reader.get()));
+  TFM_RETURN_IF_ERROR(tokenizer.Save(path));
+  if (log) *log << "tokenizer: saved " << path << " (" << tokenizer.vocab_size() << " pieces)\n";
+  return tokenizer;
+}
+
+std::unique_ptr<TokenBatcher> MakeTrainingBatcher(const config::DataConfig& data,
+                                                  const Tokenizer& tokenizer) {
+  const auto corpora = data.train();
+  return std::make_unique<TokenBatcher>(
+      data.batching(), [corpora] { return OpenCorpora(corpora, "data.train"); },
+      TokenBatcher::Tokenize(tokenizer), tokenizer.pad_id());
+}
+
+absl::StatusOr<std::vector<Batch>> LoadValidationBatches(const config::DataConfig& data,
+                                                         const Tokenizer& tokenizer) {
+  std::vector<Batch> batches;
+  if (data.valid().empty()) return batches;
+  const auto corpora = data.valid();
+  TokenBatcher batcher(
+      data.batching(), [corpora] { return OpenCorpora(corpora, "data.valid"); },
+      TokenBatcher::Tokenize(tokenizer), tokenizer.pad_id());
+  Batch batch;
+  while (true) {
+    TFM_ASSIGN_OR_RETURN(const bool more, batcher.Next(&batch));
+    if (!more) break;
+    batches.push_back(batch);
+  }
+  return batches;
+}
+
+}  // namespace tfm

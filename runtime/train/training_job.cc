@@ -1,0 +1,381 @@
+#include "runtime/train/training_job.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <optional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/data/file_io.h"
+#include "runtime/distributed/broadcast.h"
+#include "runtime/distributed/launch.h"
+#include "core/environment_report.h"
+#include "core/status_macros.h"
+#include "runtime/train/adam_optimizer.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpoint_average.h"
+#include "runtime/train/checkpoint_directory.h"
+#include "runtime/train/checkpoint_match.h"
+#include "runtime/train/metrics_csv.h"
+#include "runtime/train/plot_svg.h"
+#include "runtime/train/progress_reporter.h"
+#include "runtime/train/stop_signal.h"
+#include "runtime/train/tensorboard_writer.h"
+#include "runtime/train/trainer.h"
+#include "runtime/train/training_data.h"
+#include "runtime/train/training_metrics.h"
+
+namespace tfm {
+namespace {
+
+std::string Join(const std::string& dir, const std::string& name) {
+  return absl::StrCat(dir, "/", name);
+}
+
+NamedTensors ModelTensors(TrainableModel& model) {
+  NamedTensors tensors;
+  for (Parameter* p : model.Parameters()) tensors.emplace_back(p->name, p->value);
+  return tensors;
+}
+
+train::TrainingState ToState(const TrainProgress& p, uint64_t seed) {
+  train::TrainingState state;
+  state.set_update(p.update);
+  state.set_epoch(p.data.epoch);
+  state.mutable_data_position()->set_epoch(p.data.epoch);
+  state.mutable_data_position()->set_pairs(p.data.pairs);
+  state.mutable_data_position()->set_batch(p.data.batch);
+  state.mutable_rng()->set_seed(seed);
+  state.mutable_rng()->set_offset(p.batches);
+  state.set_elapsed_seconds(p.train_seconds);
+  state.set_batches(p.batches);
+  state.set_skipped_updates(p.skipped_updates);
+  state.set_consecutive_nonfinite(p.consecutive_nonfinite);
+  state.set_best_valid_loss(p.best_valid_loss);
+  state.set_best_valid_score(p.best_valid_score);
+  state.set_validations_without_improvement(p.validations_without_improvement);
+  return state;
+}
+
+TrainProgress FromState(const train::TrainingState& state) {
+  TrainProgress p;
+  p.update = state.update();
+  p.batches = state.batches();
+  p.data.epoch = state.data_position().epoch();
+  p.data.pairs = state.data_position().pairs();
+  p.data.batch = state.data_position().batch();
+  p.skipped_updates = state.skipped_updates();
+  p.consecutive_nonfinite = state.consecutive_nonfinite();
+  if (state.has_best_valid_loss()) p.best_valid_loss = state.best_valid_loss();
+  if (state.has_best_valid_score()) p.best_valid_score = state.best_valid_score();
+  p.validations_without_improvement = state.validations_without_improvement();
+  p.train_seconds = state.elapsed_seconds();
+  return p;
+}
+
+TrainingMetrics ToMetrics(const UpdateLog& log) {
+  TrainingMetrics m;
+  m.epoch = log.epoch;
+  m.update = log.update;
+  m.loss = log.loss;
+  m.nll = log.nll;
+  m.learning_rate = log.lr;
+  m.gradient_norm = log.gnorm;
+  m.source_tokens_per_second = log.source_tokens_per_second;
+  m.target_tokens_per_second = log.target_tokens_per_second;
+  m.elapsed_seconds = log.elapsed_seconds;
+  return m;
+}
+
+int KeepLast(const config::TrainConfig& train) {
+  return train.keep_last_checkpoints() > 0
+             ? std::max(train.keep_last_checkpoints(), train.average_last_checkpoints())
+             : std::max(1, train.average_last_checkpoints());
+}
+
+// The checkpoint a run resumes from, if the work directory has one.
+struct Resume {
+  Checkpoint checkpoint;
+  std::string path;
+};
+
+absl::StatusOr<std::optional<Resume>> FindResume(const std::string& work_dir,
+                                                 const config::TaskConfig& config) {
+  absl::StatusOr<CheckpointEntry> latest = LatestCheckpoint(work_dir);
+  if (absl::IsNotFound(latest.status())) return std::optional<Resume>();
+  TFM_RETURN_IF_ERROR(latest.status());
+  TFM_ASSIGN_OR_RETURN(const config::TaskConfig saved, ReadCheckpointConfig(latest->path));
+  TFM_RETURN_IF_ERROR(CheckConfigMatches(saved, latest->path, config));
+  Resume resume;
+  resume.path = latest->path;
+  TFM_ASSIGN_OR_RETURN(resume.checkpoint, ReadCheckpoint(latest->path));
+  return std::optional<Resume>(std::move(resume));
+}
+
+// TensorBoard groups by the tag's prefix: valid/loss beside train/loss, not
+// valid/valid_loss.
+MetricRow TensorBoardValidationRow(MetricRow row) {
+  for (auto& [name, value] : row) {
+    if (absl::StartsWith(name, "valid_")) name = name.substr(6);
+  }
+  return row;
+}
+
+}  // namespace
+
+namespace {
+
+// One rank's part of RunTraining. Rank 0 alone touches the work directory
+// (checkpoints, vocabulary, logs) and hands the others what they need from
+// it (the vocabulary, the weights, moments and progress it resumes from), so
+// the ranks need no shared file system.
+absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_model,
+                         const ValidationScorerFactory& make_scorer,
+                         const TaskFilesFactory& make_task_files, Communicator& communicator) {
+  const config::TaskConfig& config = context.config.config;
+  const std::string& work_dir = context.work_dir;
+  const bool rank_zero = communicator.rank() == 0;
+  std::ostream discard(nullptr);
+  std::ostream& log =
+      !rank_zero ? discard : context.log != nullptr ? *context.log : std::cout;
+  const absl::Duration timeout = absl::Seconds(config.train().distributed_timeout_seconds());
+  if (rank_zero) TFM_RETURN_IF_ERROR(MakeDirectories(work_dir));
+  for (const auto& [label, text] : EnvironmentReport()) log << label << ": " << text << "\n";
+  if (communicator.size() > 1) {
+    log << "ranks: " << communicator.size() << " (" << communicator.name() << "), each taking "
+        << "its share of the " << config.train().update_freq() << " batches of an update\n";
+  }
+
+  std::optional<Resume> resume;
+  std::string vocabulary;
+  TaskFiles task_files;  // Rank 0's, which alone writes checkpoints.
+  if (rank_zero && make_task_files) {
+    TFM_ASSIGN_OR_RETURN(task_files, make_task_files(config));
+  }
+  if (rank_zero) {
+    TFM_ASSIGN_OR_RETURN(resume, FindResume(work_dir, config));
+    const std::string tokenizer_path = Join(work_dir, config.data().tokenizer().model_path());
+    std::optional<Tokenizer> tokenizer;
+    if (resume) {
+      // The checkpoint's vocabulary is the one its weights were trained
+      // with; a different tokenizer file in the work directory is an error,
+      // not a silent switch.
+      struct stat info;
+      if (stat(tokenizer_path.c_str(), &info) == 0) {
+        TFM_ASSIGN_OR_RETURN(Tokenizer on_disk, Tokenizer::Load(tokenizer_path));
+        TFM_RETURN_IF_ERROR(CheckVocabularyMatches(resume->checkpoint.vocabulary, resume->path,
+                                                   on_disk.model(), tokenizer_path));
+      }
+      vocabulary = resume->checkpoint.vocabulary;
+    } else {
+      TFM_ASSIGN_OR_RETURN(tokenizer, LoadOrTrainTokenizer(config.data(), work_dir, &log));
+      vocabulary = tokenizer->model();
+    }
+  }
+  // No timeout: rank 0 may first train the vocabulary for a long time (a
+  // rank 0 that dies meanwhile is reported by mpirun).
+  TFM_RETURN_IF_ERROR(BroadcastString(communicator, 0, "the vocabulary",
+                                      absl::InfiniteDuration(), &vocabulary));
+  TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromModel(vocabulary));
+
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
+                       make_model(config, tokenizer));
+  int64_t parameter_count = 0;
+  for (Parameter* p : model->Parameters()) parameter_count += p->value.num_elements();
+  log << absl::StrFormat("model: %d parameters (%.1fM), vocabulary %d\n", parameter_count,
+                         parameter_count / 1e6, tokenizer.vocab_size());
+
+  TFM_ASSIGN_OR_RETURN(
+      const InverseSqrtSchedule schedule,
+      InverseSqrtSchedule::Create(config.model().d_model(), config.train().warmup_steps(),
+                                  config.train().lr_scale()));
+  TFM_ASSIGN_OR_RETURN(AdamOptimizer optimizer,
+                       AdamOptimizer::Create(model->Parameters(), config.train().adam(), schedule));
+  TrainProgress progress;
+  NamedTensors weights = ModelTensors(*model);
+  NamedTensors moments = optimizer.State();
+  if (resume) {
+    TFM_RETURN_IF_ERROR(AssignTensors(resume->checkpoint.model, resume->path, &weights));
+    TFM_RETURN_IF_ERROR(AssignTensors(resume->checkpoint.optimizer, resume->path, &moments));
+    progress = FromState(resume->checkpoint.state);
+    log << "resuming from " << resume->path << " at update " << progress.update << "\n";
+  }
+  if (communicator.size() > 1) {
+    std::string state = ToState(progress, config.train().seed()).SerializeAsString();
+    TFM_RETURN_IF_ERROR(BroadcastString(communicator, 0, "the training state", timeout, &state));
+    train::TrainingState parsed;
+    if (!parsed.ParseFromString(state)) {
+      return absl::DataLossError("the training state broadcast by rank 0 does not parse");
+    }
+    progress = FromState(parsed);
+    std::vector<Tensor> tensors;
+    for (auto* named : {&weights, &moments}) {
+      for (auto& [name, tensor] : *named) tensors.push_back(tensor);
+    }
+    TFM_RETURN_IF_ERROR(
+        BroadcastTensors(communicator, 0, "the weights and moments", timeout, tensors));
+  }
+
+  std::unique_ptr<TokenBatcher> batcher = MakeTrainingBatcher(config.data(), tokenizer);
+  TFM_ASSIGN_OR_RETURN(std::vector<Batch> valid, LoadValidationBatches(config.data(), tokenizer));
+  log << "data: " << valid.size() << " validation batches\n" << std::flush;
+  ValidationScorer scorer;
+  if (make_scorer && !valid.empty()) {
+    TFM_ASSIGN_OR_RETURN(scorer, make_scorer(config, *model, tokenizer));
+  }
+  TrainerOptions options = TrainerOptions::FromConfig(config.train());
+  TFM_ASSIGN_OR_RETURN(options.best_by_score, BestByScore(config.train(), scorer));
+  if (!valid.empty()) {
+    log << "validation: loss" << (scorer.score ? absl::StrCat(" and ", scorer.name) : "")
+        << "; checkpoint_best and patience by "
+        << (options.best_by_score ? scorer.name : std::string("loss")) << "\n";
+  }
+  const std::string score_name = scorer.score ? scorer.name : "";
+
+  // Rank 0's files and console; the other ranks' hooks do nothing.
+  std::optional<MetricsCsvWriter> csv;
+  std::optional<TensorBoardWriter> tensorboard;
+  std::optional<ProgressReporter> reporter;
+  absl::Status log_status;  // The first failure to write a log; ends the run.
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  if (rank_zero) {
+    TFM_ASSIGN_OR_RETURN(MetricsCsvWriter opened_csv,
+                         MetricsCsvWriter::Open(Join(work_dir, kMetricsCsv),
+                                                MetricColumns(score_name), progress.update));
+    csv.emplace(std::move(opened_csv));
+    TFM_ASSIGN_OR_RETURN(TensorBoardWriter opened_tensorboard,
+                         TensorBoardWriter::Create(Join(work_dir, kTensorBoardDir)));
+    tensorboard.emplace(std::move(opened_tensorboard));
+    reporter.emplace(ProgressReporter::ForStderr(options.max_updates,
+                                                 std::max<int64_t>(1, options.log_every)));
+    hooks.on_update = [&](const TrainProgress& p, const UpdateLog& update) {
+      // Log updates get the window's averages below; the others only move the bar.
+      if (options.log_every <= 0 || p.update % options.log_every != 0) {
+        reporter->Update(ToMetrics(update));
+      }
+    };
+    hooks.on_update_log = [&](const UpdateLog& window) {
+      const TrainingMetrics metrics = ToMetrics(window);
+      reporter->Update(metrics);
+      log_status.Update(csv->Append(ToRow(metrics)));
+      log_status.Update(tensorboard->AddScalars(metrics.update, ToRow(metrics), "train/"));
+    };
+    hooks.on_validation = [&](const ValidationLog& v) {
+      ValidationMetrics metrics;
+      metrics.epoch = v.epoch;
+      metrics.update = v.update;
+      metrics.loss = v.loss;
+      metrics.nll = v.nll;
+      metrics.elapsed_seconds = v.elapsed_seconds;
+      metrics.score_name = score_name;
+      metrics.score = v.score;
+      reporter->Message(FormatValidationLine(metrics) + (v.best ? " | best" : ""));
+      log_status.Update(csv->Append(ToRow(metrics)));
+      log_status.Update(tensorboard->AddScalars(
+          metrics.update, TensorBoardValidationRow(ToRow(metrics)), "valid/"));
+    };
+    hooks.save_checkpoint = [&](const TrainProgress& p, bool best) -> absl::Status {
+      TFM_RETURN_IF_ERROR(log_status);
+      Checkpoint checkpoint;
+      checkpoint.model = ModelTensors(*model);
+      checkpoint.optimizer = optimizer.State();
+      checkpoint.state = ToState(p, config.train().seed());
+      checkpoint.config = config;
+      checkpoint.vocabulary = tokenizer.model();
+      checkpoint.task_files = task_files;
+      TFM_ASSIGN_OR_RETURN(const std::string path, WriteCheckpoint(work_dir, checkpoint));
+      if (best) {
+        TFM_RETURN_IF_ERROR(WriteCheckpointTo(Join(work_dir, kBestCheckpoint), checkpoint));
+      }
+      TFM_RETURN_IF_ERROR(PruneCheckpoints(work_dir, KeepLast(config.train())));
+      reporter->Message(absl::StrCat("checkpoint ", path, best ? " (best)" : ""));
+      return absl::OkStatus();
+    };
+  }
+
+  TrainerOptions run_options = options;
+  run_options.time_limit = context.time_limit;
+  hooks.validation_score = std::move(scorer);
+  Trainer trainer(model.get(), &optimizer, batcher.get(), std::move(valid), run_options,
+                  std::move(hooks), &communicator);
+  InstallStopSignalHandlers();
+  absl::StatusOr<StopReason> reason = trainer.Run(&progress);
+  if (reporter) reporter->Finish();
+  TFM_RETURN_IF_ERROR(reason.status());
+  TFM_RETURN_IF_ERROR(log_status);
+  log << "stopped at update " << progress.update << ": " << StopReasonName(*reason) << "\n";
+  if (!rank_zero) return absl::OkStatus();
+  // A run too short to log anything has nothing to plot; that is no error.
+  const absl::Status plotted =
+      WritePlotSvg(Join(work_dir, kMetricsCsv), Join(work_dir, kMetricsSvg));
+  log << "plot: " << (plotted.ok() ? Join(work_dir, kMetricsSvg) : plotted.ToString()) << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_model,
+                         const ValidationScorerFactory& make_scorer,
+                         const TaskFilesFactory& make_task_files) {
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> communicator,
+                       ConnectRanks(absl::Seconds(
+                           context.config.config.train().distributed_timeout_seconds())));
+  const absl::Status status =
+      TrainOnRank(context, make_model, make_scorer, make_task_files, *communicator);
+  if (!status.ok() && communicator->size() > 1) {
+    // The other ranks would wait for this one until their timeout: end
+    // them all now, saying why first.
+    std::fprintf(stderr, "rank %d: %s\n", communicator->rank(), status.ToString().c_str());
+    std::fflush(stderr);
+    communicator->Abort(1);
+  }
+  return status;
+}
+
+absl::Status RunAveraging(const TaskContext& context) {
+  const config::TrainConfig& train = context.config.config.train();
+  const int last =
+      context.average_last > 0 ? context.average_last : train.average_last_checkpoints();
+  TFM_ASSIGN_OR_RETURN(std::vector<CheckpointEntry> entries,
+                       LastCheckpoints(context.work_dir, last));
+  std::vector<std::string> paths;
+  for (const CheckpointEntry& entry : entries) paths.push_back(entry.path);
+  const std::string out = Join(context.work_dir, "checkpoint_average");
+  TFM_RETURN_IF_ERROR(AverageCheckpoints(paths, out));
+  if (context.log) {
+    *context.log << "averaged " << paths.size() << " checkpoints (updates "
+                 << entries.front().update << ".." << entries.back().update << ") into " << out
+                 << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunPlot(const TaskContext& context) {
+  const std::string svg = Join(context.work_dir, kMetricsSvg);
+  TFM_RETURN_IF_ERROR(WritePlotSvg(Join(context.work_dir, kMetricsCsv), svg));
+  if (context.log) *context.log << "wrote " << svg << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RunTrainingCommand(const TaskContext& context, const ModelFactory& make_model,
+                                const ValidationScorerFactory& make_scorer,
+                                const TaskFilesFactory& make_task_files) {
+  switch (context.mode) {
+    case TaskMode::kTrain:
+      return RunTraining(context, make_model, make_scorer, make_task_files);
+    case TaskMode::kAverage:
+      return RunAveraging(context);
+    case TaskMode::kPlot:
+      return RunPlot(context);
+    default:
+      return absl::InvalidArgumentError("not a training command");
+  }
+}
+
+}  // namespace tfm

@@ -1,0 +1,321 @@
+#include "tasks/driver/driver.h"
+
+#include <cstring>
+#include <iostream>
+#include <map>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/config/config_loader.h"
+#include "core/cpu_features.h"
+#include "core/cuda/runtime.h"
+#include "core/environment_report.h"
+#include "core/layer_registry.h"
+#include "core/op_registry.h"
+#include "core/paths.h"
+#include "core/plugin_loader.h"
+#include "core/status_macros.h"
+#include "core/task_registry.h"
+#include "google/protobuf/text_format.h"
+
+ABSL_FLAG(std::string, config, "",
+          "task config: a .pbtxt file or a preset name (ende_base, ende_gettext, ...); task "
+          "binaries default to their preset");
+ABSL_FLAG(std::string, mode, "",
+          "run | validate | train | average | plot | translate (parse, decode) | evaluate (or give "
+          "it as the first "
+          "argument; default: run for task binaries, validate for the generic driver)");
+ABSL_FLAG(std::string, data, "",
+          "read every corpus of the config from this folder instead (a treebank or catalog "
+          "root, or the folder of the source and target files: e.g. a copy of "
+          "../shared/data/multi30k or ptb_sample)");
+ABSL_FLAG(std::string, workdir, "",
+          "work directory for checkpoints, logs and the tokenizer (default: data.work_dir)");
+ABSL_FLAG(double, minutes, 0, "train: stop after this many minutes (0: no limit)");
+ABSL_FLAG(int, last, 0, "average: how many of the latest checkpoints (0: from the config)");
+ABSL_FLAG(std::string, model, "",
+          "decode/evaluate: a work directory of train (its averaged, else best, else latest "
+          "checkpoint) or a checkpoint directory; several separated by commas decode as one "
+          "ensemble (same task and vocabulary)");
+ABSL_FLAG(std::string, ensemble_combination, "",
+          "decode/evaluate with several --model paths: probability_mean or "
+          "log_probability_mean of the members' next-token distributions (empty: the first "
+          "model's decode.ensemble_combination)");
+ABSL_FLAG(std::string, input, "", "decode: input file, one sentence a line (default: stdin)");
+ABSL_FLAG(std::string, output, "", "decode/evaluate: output file (default: stdout)");
+ABSL_FLAG(std::string, src, "", "evaluate: source sentences (plain or .gz)");
+ABSL_FLAG(std::string, ref, "",
+          "evaluate: references (plain or .gz): translations, or gold trees one a line");
+ABSL_FLAG(std::string, split, "",
+          "evaluate: instead of --src/--ref, the model's own held-out split, valid or test (the "
+          "data.valid or data.test its saved config names, as fairseq's --gen-subset)");
+ABSL_FLAG(int, beam, 0, "decode/evaluate: beam size (1: greedy; 0: the model's config)");
+ABSL_FLAG(double, alpha, -1, "decode/evaluate: length penalty alpha (< 0: the model's config)");
+ABSL_FLAG(int, nbest, 0, "decode: hypotheses per line (0: the model's config)");
+ABSL_FLAG(int, tag_dictionary, -1,
+          "parse/evaluate (models that write tags): words seen this often in training take only "
+          "their training tags (0: off; < 0: the model's decode.tag_dictionary_min_count)");
+ABSL_FLAG(int, open_class_tags, -1,
+          "parse/evaluate, with the tag dictionary: rarer words take their own or open-class "
+          "tags only, unseen words those of rare training words of their shape and ending "
+          "(1: on; 0: off; < 0: the model's "
+          "decode.tag_dictionary_open_class)");
+ABSL_FLAG(bool, list, false, "list registered ops, kernels, layers and tasks, then exit");
+// Declared for --help only: ExtractRepeatedFlags consumes them before parsing.
+ABSL_FLAG(std::string, plugin, "", "shared library to load (repeatable)");
+ABSL_FLAG(std::string, set, "", "override one config field: section.field=value (repeatable)");
+
+namespace tfm {
+namespace {
+
+absl::StatusOr<TaskMode> ParseMode(const std::string& mode) {
+  static const auto* modes = new std::map<std::string, TaskMode>{
+      {"validate", TaskMode::kValidate},
+      {"train", TaskMode::kTrain},
+      {"average", TaskMode::kAverage},
+      {"plot", TaskMode::kPlot},
+      {"evaluate", TaskMode::kEvaluate},
+      {"decode", TaskMode::kDecode},
+      // What users of a translation or parsing task type: the same command.
+      {"translate", TaskMode::kDecode},
+      {"parse", TaskMode::kDecode},
+      {"run", TaskMode::kRun}};
+  auto it = modes->find(mode);
+  if (it == modes->end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown command '", mode,
+        "': expected run, validate, train, average, plot, translate (or parse, decode) or "
+        "evaluate"));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+std::string ResolvePreset(const std::string& config, const std::string& default_config) {
+  if (config.empty() || absl::EndsWith(config, ".pbtxt") || config.find('/') != std::string::npos) {
+    return ResolveUserPath(config);
+  }
+  // A bare name: a preset beside the default one, or in another task's
+  // configs folder (tasks/<task>/configs/<name>.pbtxt).
+  std::vector<std::string> candidates;
+  const size_t slash = default_config.rfind('/');
+  if (slash != std::string::npos) {
+    candidates.push_back(absl::StrCat(default_config.substr(0, slash + 1), config, ".pbtxt"));
+    const size_t tasks = default_config.rfind("/tasks/");
+    if (tasks != std::string::npos) {
+      for (const char* task : {"translation", "parsing"}) {
+        candidates.push_back(absl::StrCat(default_config.substr(0, tasks), "/tasks/", task,
+                                          "/configs/", config, ".pbtxt"));
+      }
+    }
+  }
+  for (const std::string& candidate : candidates) {
+    if (FILE* file = std::fopen(candidate.c_str(), "r")) {
+      std::fclose(file);
+      return candidate;
+    }
+  }
+  return ResolveUserPath(config);  // Let the loader name the missing file.
+}
+
+std::vector<char*> ExtractRepeatedFlags(int argc, char** argv, DriverOptions* options) {
+  const std::vector<std::pair<std::string, std::vector<std::string>*>> repeated = {
+      {"plugin", &options->plugins}, {"set", &options->overrides}};
+  // Consumes argv[*i] (and its value, for "--flag value") if it is one of the
+  // repeated flags.
+  auto take = [&](int* i) {
+    const std::string arg = argv[*i];
+    for (const auto& [flag, values] : repeated) {
+      for (const std::string& spelling : {"--" + flag, "-" + flag}) {
+        if (absl::StartsWith(arg, spelling + "=")) {
+          values->push_back(arg.substr(spelling.size() + 1));
+          return true;
+        }
+        if (arg == spelling && *i + 1 < argc) {
+          values->push_back(argv[++*i]);
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (i == 0 || !take(&i)) rest.push_back(argv[i]);
+  }
+  return rest;
+}
+
+void ListRegistered(std::ostream& out) {
+  // Kernels grouped under their op: "layer_norm  CPU/f32 CUDA/f16 ...".
+  std::map<std::string, std::vector<std::string>> kernels;
+  for (const std::string& name : KernelRegistry().Names()) {
+    const size_t slash = name.find('/');
+    kernels[name.substr(0, slash)].push_back(name.substr(slash + 1));
+  }
+  out << "ops:\n";
+  for (const std::string& op : OpRegistry().Names()) {
+    out << "  " << op << "  [" << absl::StrJoin(kernels[op], " ") << "]\n";
+  }
+  out << "layers:\n";
+  for (const std::string& layer : LayerRegistry().Names()) out << "  " << layer << "\n";
+  out << "tasks:\n";
+  for (const std::string& task : TaskRegistry().Names()) out << "  " << task << "\n";
+  // The CPU and its kernels' instruction set (TFM_CPU_ISA caps it), the BLAS
+  // kernels: what was chosen for this machine at run time.
+  for (const auto& [label, text] : EnvironmentReport()) out << label << ": " << text << "\n";
+  out << "cuda: ";
+  if (!cuda::BuiltWithCuda()) {
+    out << "not built\n";
+    return;
+  }
+  const int devices = cuda::DeviceCount();
+  out << devices << " device(s); " << cuda::LibraryVersions() << "\n";
+  for (int i = 0; i < devices; ++i) {
+    absl::StatusOr<std::string> name = cuda::DeviceName(i);
+    out << "  cuda:" << i << " " << (name.ok() ? *name : name.status().ToString()) << "\n";
+  }
+}
+
+absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
+  TFM_RETURN_IF_ERROR(RegistrationJournal::Get().Check());
+  TFM_ASSIGN_OR_RETURN(std::vector<LoadedPlugin> plugins, LoadPlugins(options.plugins));
+  for (const LoadedPlugin& plugin : plugins) {
+    out << "loaded plugin " << plugin.path << ": " << absl::StrJoin(plugin.registered, ", ")
+        << "\n";
+  }
+  if (options.list) {
+    ListRegistered(out);  // Also on a CPU we cannot run: it says why.
+    return absl::OkStatus();
+  }
+  // Before any kernel runs: a CPU without AVX2 gets this message, not SIGILL.
+  TFM_RETURN_IF_ERROR(CheckCpuSupported());
+  if (options.config.empty()) {
+    return absl::InvalidArgumentError("no config: pass --config=FILE.pbtxt (or --list)");
+  }
+  TFM_ASSIGN_OR_RETURN(TaskMode mode, ParseMode(options.mode));
+  TFM_ASSIGN_OR_RETURN(LoadedConfig loaded, LoadTaskConfig(options.config, options.overrides));
+  RelocateCorpora(options.data_dir, &loaded);
+  absl::StatusOr<std::unique_ptr<Task>> created = CreateTask(loaded.config.task());
+  if (!created.ok()) {
+    // Most often a plugin's task whose library was not loaded.
+    return absl::Status(created.status().code(),
+                        absl::StrCat(loaded.sources.Describe("task"), ": task: ",
+                                     created.status().message(),
+                                     plugins.empty() ? "; a plugin's task needs its library: "
+                                                       "--plugin=PATH/libNAME.so"
+                                                     : ""));
+  }
+  std::unique_ptr<Task> task = *std::move(created);
+  TFM_RETURN_IF_ERROR(task->Validate(loaded));
+  if (mode != TaskMode::kValidate) TFM_RETURN_IF_ERROR(CheckConfigRunsHere(loaded));
+  if (mode == TaskMode::kValidate) {
+    std::string text;
+    google::protobuf::TextFormat::Printer printer;
+    printer.SetExpandAny(true);  // A plugin's settings as text, as written.
+    printer.PrintToString(loaded.config, &text);
+    out << "# " << options.config << " is valid (task '" << loaded.config.task() << "')\n" << text;
+  }
+  TaskContext context;
+  context.config = std::move(loaded);
+  context.mode = mode;
+  context.log = &out;
+  context.work_dir = options.work_dir.empty()
+                         ? ResolveUserPath(context.config.config.data().work_dir())
+                         : options.work_dir;
+  context.time_limit =
+      options.minutes > 0 ? absl::Seconds(options.minutes * 60) : absl::InfiniteDuration();
+  context.average_last = options.average_last;
+  context.decode = options.decode;
+  context.program = options.program;
+  return task->Run(context);
+}
+
+int DriverMain(int argc, char** argv, const std::string& default_config) {
+  absl::SetProgramUsageMessage(
+      "Transformer engine driver. A task binary with no COMMAND runs its main job: train "
+      "(--minutes, default 10), average, translate and score the held-out split.\n"
+      "  --list                       list registered ops, layers and tasks\n"
+      "  [COMMAND] --config=FILE_OR_PRESET [--set=a.b=v] [--workdir=DIR] [--data=DIR]\n"
+      "      COMMAND: run | validate | train [--minutes=N] | average [--last=N] | plot\n"
+      "             | translate (parse) --model=DIR [--input=F] [--output=F] [--beam=K] "
+      "[--alpha=A] "
+      "[--nbest=N]\n"
+      "               (--model=A,B,... decodes with an ensemble: "
+      "[--ensemble_combination=probability_mean|log_probability_mean])\n"
+      "             | evaluate --model=DIR (--src=F --ref=F | --split=valid|test) [--beam=K] "
+      "[--alpha=A]\n"
+      "      parsing: parse and evaluate also take [--tag_dictionary=N] [--open_class_tags=0|1]\n"
+      "  --plugin=LIB.so              load a plugin first (repeatable)");
+  // --help lists the driver's own flags (absl's default only shows flags
+  // defined in a file named like the binary, and there are none).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "tasks/driver/");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
+  DriverOptions options;
+  std::vector<char*> rest = ExtractRepeatedFlags(argc, argv, &options);
+  const std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
+  if (positional.size() > 2) {
+    std::cerr << "error: one command expected, got '" << positional[1] << "' and '" << positional[2]
+              << "'\n";
+    return 1;
+  }
+  options.mode = positional.size() == 2 ? positional[1] : absl::GetFlag(FLAGS_mode);
+  // A task binary with no command runs its main job; the generic driver
+  // only validates.
+  if (options.mode.empty()) options.mode = default_config.empty() ? "validate" : "run";
+  options.program = argv[0];
+  options.program = options.program.substr(options.program.rfind('/') + 1);
+  options.config = ResolvePreset(absl::GetFlag(FLAGS_config), default_config);
+  if (options.config.empty()) options.config = default_config;
+  for (std::string& plugin : options.plugins) plugin = ResolveUserPath(plugin);
+  options.list = absl::GetFlag(FLAGS_list);
+  options.work_dir = ResolveUserPath(absl::GetFlag(FLAGS_workdir));
+  options.data_dir = ResolveUserPath(absl::GetFlag(FLAGS_data));
+  options.minutes = absl::GetFlag(FLAGS_minutes);
+  options.average_last = absl::GetFlag(FLAGS_last);
+  // Each of an ensemble's paths is relative to where the command was run.
+  std::vector<std::string> model_paths =
+      absl::StrSplit(absl::GetFlag(FLAGS_model), ',', absl::SkipWhitespace());
+  for (std::string& path : model_paths) path = ResolveUserPath(path);
+  options.decode.model = absl::StrJoin(model_paths, ",");
+  const std::string combination = absl::GetFlag(FLAGS_ensemble_combination);
+  if (combination == "probability_mean") {
+    options.decode.ensemble_combination = config::DecodeConfig::PROBABILITY_MEAN;
+  } else if (combination == "log_probability_mean") {
+    options.decode.ensemble_combination = config::DecodeConfig::LOG_PROBABILITY_MEAN;
+  } else if (!combination.empty()) {
+    std::cerr << "error: --ensemble_combination=" << combination
+              << ": expected probability_mean or log_probability_mean\n";
+    return 1;
+  }
+  options.decode.input = ResolveUserPath(absl::GetFlag(FLAGS_input));
+  options.decode.output = ResolveUserPath(absl::GetFlag(FLAGS_output));
+  options.decode.source = ResolveUserPath(absl::GetFlag(FLAGS_src));
+  options.decode.reference = ResolveUserPath(absl::GetFlag(FLAGS_ref));
+  options.decode.split = absl::GetFlag(FLAGS_split);
+  options.decode.beam = absl::GetFlag(FLAGS_beam);
+  options.decode.alpha = absl::GetFlag(FLAGS_alpha);
+  options.decode.nbest = absl::GetFlag(FLAGS_nbest);
+  options.decode.tag_dictionary = absl::GetFlag(FLAGS_tag_dictionary);
+  options.decode.open_class_tags = absl::GetFlag(FLAGS_open_class_tags);
+  absl::Status status = RunDriver(options, std::cout);
+  if (!status.ok()) {
+    std::cerr << "error: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace tfm

@@ -1,0 +1,52 @@
+// The command-line driver shared by //tools:transformer and the task
+// binaries (//tasks:translate_ende, ...): loads plugins, lists what is
+// registered, loads and validates a task config, and runs the task.
+#ifndef TFM_TASKS_DRIVER_DRIVER_H_
+#define TFM_TASKS_DRIVER_DRIVER_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/task_registry.h"
+
+namespace tfm {
+
+struct DriverOptions {
+  std::vector<std::string> plugins;    // --plugin=PATH, repeatable.
+  std::vector<std::string> overrides;  // --set=section.field=value, repeatable.
+  std::string config;                  // --config=PATH.
+  std::string mode = "validate";       // The command, or --mode=.
+  bool list = false;                   // --list.
+  std::string work_dir;                // --workdir=DIR (default: data.work_dir).
+  std::string data_dir;                // --data=DIR: corpora from there (empty: the config's).
+  double minutes = 0;                  // --minutes=N: train's time limit (0: none).
+  int average_last = 0;                // --last=N: average's checkpoint count.
+  DecodeRequest decode;                // --model, --input, --output, --src, --ref, ...
+  std::string program;                 // argv[0]'s base name.
+};
+
+// Takes every --plugin and --set out of argv (absl flags keep only the last
+// value of a flag; these two are repeatable) and returns the rest.
+std::vector<char*> ExtractRepeatedFlags(int argc, char** argv, DriverOptions* options);
+
+// The config file for --config=`config`: a path (taken relative to the
+// user's directory), or a bare preset name looked up beside `default_config`
+// and in every task's configs folder.
+std::string ResolvePreset(const std::string& config, const std::string& default_config);
+
+// Writes the registered ops (with their kernels), layers and tasks, and what
+// CUDA this binary has.
+void ListRegistered(std::ostream& out);
+
+// Runs the driver; messages go to `out`, errors are returned.
+absl::Status RunDriver(const DriverOptions& options, std::ostream& out);
+
+// main() for driver binaries. `default_config` is used when --config is not
+// given (the task binaries embed their preset).
+int DriverMain(int argc, char** argv, const std::string& default_config);
+
+}  // namespace tfm
+
+#endif  // TFM_TASKS_DRIVER_DRIVER_H_

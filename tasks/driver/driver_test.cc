@@ -1,0 +1,133 @@
+#include "tasks/driver/driver.h"
+
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "core/cpu_features.h"
+#include "gtest/gtest.h"
+#include "tests/util/peer_python.h"
+
+namespace tfm {
+namespace {
+
+TEST(DriverTest, RepeatedFlagsAreAllKept) {
+  std::vector<std::string> args = {"prog",  "--plugin=a.so", "--set=x.y=1",  "--config=c",
+                                   "--set", "x.z=2",         "-plugin=b.so", "--list"};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  DriverOptions options;
+  std::vector<char*> rest = ExtractRepeatedFlags(argv.size(), argv.data(), &options);
+  EXPECT_EQ(options.plugins, std::vector<std::string>({"a.so", "b.so"}));
+  EXPECT_EQ(options.overrides, std::vector<std::string>({"x.y=1", "x.z=2"}));
+  ASSERT_EQ(rest.size(), 3u);
+  EXPECT_STREQ(rest[1], "--config=c");
+  EXPECT_STREQ(rest[2], "--list");
+}
+
+TEST(DriverTest, ListShowsOpsWithKernelsAndTasks) {
+  DriverOptions options;
+  options.list = true;
+  std::ostringstream out;
+  ASSERT_TRUE(RunDriver(options, out).ok());
+  EXPECT_NE(out.str().find("  fill  [CPU/bf16 CPU/f16 CPU/f32 CPU/i32 CPU/i64"), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("tasks:\n  parsing\n  translation\n"), std::string::npos);
+  EXPECT_NE(out.str().find("cuda: "), std::string::npos);
+  // The kernels chosen for this machine: the CPU's ISA and the BLAS core.
+  EXPECT_NE(out.str().find("cpu: " + CpuSummary() + "\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("blas: OpenBLAS"), std::string::npos) << out.str();
+}
+
+TEST(DriverTest, ValidatesTheEmbeddedDefault) {
+  DriverOptions options;
+  options.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  options.overrides = {"train.warmup_steps=8000"};
+  std::ostringstream out;
+  absl::Status status = RunDriver(options, out);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_NE(out.str().find("is valid (task 'translation')"), std::string::npos);
+  EXPECT_NE(out.str().find("warmup_steps: 8000"), std::string::npos);
+  EXPECT_NE(out.str().find("gettext catalogs in /usr/share/locale/de/LC_MESSAGES"),
+            std::string::npos)
+      << out.str();
+}
+
+TEST(DriverTest, ErrorsAreClear) {
+  std::ostringstream out;
+  DriverOptions no_config;
+  EXPECT_NE(RunDriver(no_config, out).message().find("no config"), std::string::npos);
+
+  DriverOptions unknown_task;
+  unknown_task.config = testing::WriteTempFile("unknown_task.pbtxt", "task: \"summarization\"\n");
+  absl::Status status = RunDriver(unknown_task, out);
+  EXPECT_NE(status.message().find("unknown task 'summarization'; known tasks: parsing, "
+                                  "translation"),
+            std::string::npos)
+      << status;
+
+  DriverOptions missing_corpus;
+  missing_corpus.config = testing::RunfilePath("tasks/translation/configs/ende_base.pbtxt");
+  missing_corpus.overrides = {"data.train[0].source_path=/no/such/train.en"};
+  status = RunDriver(missing_corpus, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/no/such/train.en"), std::string::npos) << status;
+
+  DriverOptions bad_mode;
+  bad_mode.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  bad_mode.mode = "dance";
+  EXPECT_NE(RunDriver(bad_mode, out).message().find("unknown command 'dance'"), std::string::npos);
+
+  DriverOptions decode;  // Decoding needs a trained model, and says which flag.
+  decode.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  decode.mode = "decode";
+  status = RunDriver(decode, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("--model"), std::string::npos) << status;
+  decode.decode.model = "/no/such/model_dir";
+  status = RunDriver(decode, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/no/such/model_dir"), std::string::npos) << status;
+  decode.mode = "translate";  // The users' name for the same command.
+  status = RunDriver(decode, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/no/such/model_dir"), std::string::npos) << status;
+}
+
+// Translation knows its validation score: a metric it cannot compute is
+// caught when the config loads, naming the override.
+TEST(DriverTest, TranslationChecksTheBestCheckpointMetric) {
+  DriverOptions options;
+  options.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  std::ostringstream out;
+  for (const char* metric : {"auto", "loss", "bleu"}) {
+    options.overrides = {absl::StrCat("train.best_checkpoint_metric=", metric)};
+    EXPECT_TRUE(RunDriver(options, out).ok()) << metric;
+  }
+  options.overrides = {"train.best_checkpoint_metric=chrf"};
+  absl::Status status = RunDriver(options, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("--set=train.best_checkpoint_metric=chrf: "
+                                  "train.best_checkpoint_metric: \"chrf\" is not one of"),
+            std::string::npos)
+      << status;
+  options.overrides = {"train.best_checkpoint_metric=bleu", "train.validate_bleu_sentences=0"};
+  status = RunDriver(options, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("validate_bleu_sentences > 0"), std::string::npos) << status;
+}
+
+TEST(DriverTest, PresetNamesResolveBesideTheDefaultAndInEveryTask) {
+  const std::string default_config =
+      testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  const std::string configs = default_config.substr(0, default_config.rfind('/') + 1);
+  EXPECT_EQ(ResolvePreset("ende_base", default_config), configs + "ende_base.pbtxt");
+  const std::string parsing = ResolvePreset("wsj_parsing", default_config);
+  EXPECT_NE(parsing.find("/tasks/parsing/configs/wsj_parsing.pbtxt"), std::string::npos)
+      << parsing;
+  // Paths and unknown names are left to the loader, which names the file.
+  EXPECT_EQ(ResolvePreset("/abs/x.pbtxt", default_config), "/abs/x.pbtxt");
+  EXPECT_EQ(ResolvePreset("no_such_preset", default_config).find(configs), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tfm
