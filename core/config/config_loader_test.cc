@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/runtime.h"
 #include "gtest/gtest.h"
-#include "tests/util/peer_python.h"
 
 namespace tfm {
 namespace {
@@ -15,57 +14,6 @@ std::string WriteFile(const std::string& name, const std::string& text) {
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
   std::ofstream(path) << text;
   return path;
-}
-
-TEST(ConfigLoaderTest, EveryPresetParsesAndValidates) {
-  for (const std::string preset :
-       {"tasks/translation/configs/ende_base.pbtxt", "tasks/translation/configs/ende_big.pbtxt",
-        "tasks/translation/configs/enfr_base.pbtxt", "tasks/translation/configs/enfr_big.pbtxt",
-        "tasks/translation/configs/ende_gettext.pbtxt",
-        "tasks/translation/configs/enfr_gettext.pbtxt",
-        "tasks/translation/configs/multi30k_ende_small.pbtxt",
-        "tasks/translation/configs/multi30k_enfr_small.pbtxt",
-        "tasks/parsing/configs/wsj_parsing.pbtxt",
-        "tasks/parsing/configs/wsj_sample_cpu.pbtxt"}) {
-    absl::StatusOr<LoadedConfig> loaded = LoadTaskConfig(testing::RunfilePath(preset), {});
-    EXPECT_TRUE(loaded.ok()) << preset << ": " << loaded.status();
-  }
-}
-
-TEST(ConfigLoaderTest, PresetsHoldThePapersSettings) {
-  const LoadedConfig base =
-      *LoadTaskConfig(testing::RunfilePath("tasks/translation/configs/ende_base.pbtxt"), {});
-  const config::TaskConfig& c = base.config;
-  EXPECT_EQ(c.model().d_model(), 512);
-  EXPECT_EQ(c.model().num_heads(), 8);
-  EXPECT_FLOAT_EQ(c.model().dropout(), 0.1f);
-  EXPECT_FLOAT_EQ(c.train().adam().beta2(), 0.98f);
-  EXPECT_FLOAT_EQ(c.train().adam().epsilon(), 1e-9f);
-  EXPECT_EQ(c.decode().beam_size(), 4);
-  EXPECT_FLOAT_EQ(c.decode().length_penalty_alpha(), 0.6f);
-  const LoadedConfig big =
-      *LoadTaskConfig(testing::RunfilePath("tasks/translation/configs/ende_big.pbtxt"), {});
-  EXPECT_EQ(big.config.model().d_model(), 1024);
-  EXPECT_EQ(big.config.model().d_ff(), 4096);
-  EXPECT_EQ(big.config.model().num_heads(), 16);
-  EXPECT_FLOAT_EQ(big.config.model().dropout(), 0.3f);
-  EXPECT_EQ(big.config.train().average_last_checkpoints(), 20);
-  const LoadedConfig parsing =
-      *LoadTaskConfig(testing::RunfilePath("tasks/parsing/configs/wsj_parsing.pbtxt"), {});
-  EXPECT_EQ(parsing.config.model().num_encoder_layers(), 4);
-  EXPECT_EQ(parsing.config.decode().beam_size(), 21);
-  EXPECT_FLOAT_EQ(parsing.config.decode().length_penalty_alpha(), 0.3f);
-  EXPECT_EQ(parsing.config.decode().max_length_offset(), 300);
-  // The CPU preset decodes as the paper does, on the document split.
-  const LoadedConfig sample =
-      *LoadTaskConfig(testing::RunfilePath("tasks/parsing/configs/wsj_sample_cpu.pbtxt"), {});
-  EXPECT_EQ(sample.config.decode().beam_size(), 21);
-  EXPECT_FLOAT_EQ(sample.config.decode().length_penalty_alpha(), 0.3f);
-  EXPECT_EQ(sample.config.decode().max_length_offset(), 300);
-  EXPECT_EQ(sample.config.data().train(0).last_document(), 169);
-  EXPECT_EQ(sample.config.data().valid(0).first_document(), 170);
-  EXPECT_EQ(sample.config.data().test(0).first_document(), 180);
-  EXPECT_EQ(sample.config.data().test(0).last_document(), 189);
 }
 
 TEST(ConfigLoaderTest, DefaultsAreThePapersBaseModel) {

@@ -1,0 +1,89 @@
+// Every task's presets (tasks/*/configs/*.pbtxt, found on disk, so a new
+// preset is checked without being listed here) parse and validate, and the
+// paper's presets hold the paper's settings.
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/config/config_loader.h"
+#include "gtest/gtest.h"
+#include "tests/util/peer_python.h"
+
+namespace tfm {
+namespace {
+
+// Runfile-relative paths of every preset, sorted.
+std::vector<std::string> FindPresets() {
+  const std::filesystem::path tasks = testing::RunfilePath("tasks");
+  std::vector<std::string> presets;
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    const std::filesystem::path configs = task.path() / "configs";
+    if (!std::filesystem::is_directory(configs)) continue;
+    for (const auto& file : std::filesystem::directory_iterator(configs)) {
+      if (file.path().extension() != ".pbtxt") continue;
+      presets.push_back("tasks/" + task.path().filename().string() + "/configs/" +
+                        file.path().filename().string());
+    }
+  }
+  std::sort(presets.begin(), presets.end());
+  return presets;
+}
+
+// The preset, loaded and validated; a failure is the test's, naming it.
+LoadedConfig LoadPreset(const std::string& preset) {
+  absl::StatusOr<LoadedConfig> loaded = LoadTaskConfig(testing::RunfilePath(preset), {});
+  EXPECT_TRUE(loaded.ok()) << preset << ": " << loaded.status();
+  return loaded.ok() ? *std::move(loaded) : LoadedConfig{};
+}
+
+TEST(PresetsTest, EveryPresetParsesAndValidates) {
+  const std::vector<std::string> presets = FindPresets();
+  // The search must see the presets the README names, or it checks nothing.
+  for (const std::string expected :
+       {"tasks/translation/configs/ende_base.pbtxt", "tasks/translation/configs/ende_gettext.pbtxt",
+        "tasks/translation/configs/multi30k_ende_small.pbtxt",
+        "tasks/parsing/configs/wsj_parsing.pbtxt", "tasks/parsing/configs/wsj_sample_cpu.pbtxt"}) {
+    EXPECT_NE(std::find(presets.begin(), presets.end(), expected), presets.end())
+        << expected << " not found under " << testing::RunfilePath("tasks");
+  }
+  for (const std::string& preset : presets) LoadPreset(preset);
+}
+
+TEST(PresetsTest, PresetsHoldThePapersSettings) {
+  const LoadedConfig base = LoadPreset("tasks/translation/configs/ende_base.pbtxt");
+  const config::TaskConfig& c = base.config;
+  EXPECT_EQ(c.model().d_model(), 512);
+  EXPECT_EQ(c.model().num_heads(), 8);
+  EXPECT_FLOAT_EQ(c.model().dropout(), 0.1f);
+  EXPECT_FLOAT_EQ(c.train().adam().beta2(), 0.98f);
+  EXPECT_FLOAT_EQ(c.train().adam().epsilon(), 1e-9f);
+  EXPECT_EQ(c.decode().beam_size(), 4);
+  EXPECT_FLOAT_EQ(c.decode().length_penalty_alpha(), 0.6f);
+  const LoadedConfig big = LoadPreset("tasks/translation/configs/ende_big.pbtxt");
+  EXPECT_EQ(big.config.model().d_model(), 1024);
+  EXPECT_EQ(big.config.model().d_ff(), 4096);
+  EXPECT_EQ(big.config.model().num_heads(), 16);
+  EXPECT_FLOAT_EQ(big.config.model().dropout(), 0.3f);
+  EXPECT_EQ(big.config.train().average_last_checkpoints(), 20);
+  const LoadedConfig parsing = LoadPreset("tasks/parsing/configs/wsj_parsing.pbtxt");
+  EXPECT_EQ(parsing.config.model().num_encoder_layers(), 4);
+  EXPECT_EQ(parsing.config.decode().beam_size(), 21);
+  EXPECT_FLOAT_EQ(parsing.config.decode().length_penalty_alpha(), 0.3f);
+  EXPECT_EQ(parsing.config.decode().max_length_offset(), 300);
+  // The CPU preset decodes as the paper does, on the document split.
+  const LoadedConfig sample = LoadPreset("tasks/parsing/configs/wsj_sample_cpu.pbtxt");
+  EXPECT_EQ(sample.config.decode().beam_size(), 21);
+  EXPECT_FLOAT_EQ(sample.config.decode().length_penalty_alpha(), 0.3f);
+  EXPECT_EQ(sample.config.decode().max_length_offset(), 300);
+  ASSERT_GT(sample.config.data().train_size(), 0);
+  ASSERT_GT(sample.config.data().valid_size(), 0);
+  ASSERT_GT(sample.config.data().test_size(), 0);
+  EXPECT_EQ(sample.config.data().train(0).last_document(), 169);
+  EXPECT_EQ(sample.config.data().valid(0).first_document(), 170);
+  EXPECT_EQ(sample.config.data().test(0).first_document(), 180);
+  EXPECT_EQ(sample.config.data().test(0).last_document(), 189);
+}
+
+}  // namespace
+}  // namespace tfm
