@@ -1,45 +1,25 @@
 // Data-parallel training end to end: the translation task's binary under
 // mpirun with 2 CPU ranks against the same binary alone, on a toy corpus and
 // a tiny Transformer.
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/training_testing.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
+#include "tests/util/run_command.h"
 
 namespace tfm {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-  absl::Duration took;
-};
-
-// Runs `command` (bounded by `timeout` seconds, so a hang fails the test
-// instead of stalling it) with stdout and stderr together.
-Result RunCommand(const std::string& command, int timeout = 240) {
-  Result result;
-  const absl::Time start = absl::Now();
-  FILE* pipe = popen(absl::StrCat("timeout -s KILL ", timeout, " ", command, " 2>&1").c_str(), "r");
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.took = absl::Now() - start;
-  return result;
-}
+using Result = testing::CommandResult;
+using testing::RunCommand;
 
 // mpirun for a test: root is allowed (containers and CI run as root), more
 // ranks than cores are allowed, and processes are not bound to cores (a
