@@ -17,13 +17,14 @@
 #include "absl/strings/str_split.h"
 #include "core/data/corpus.h"
 #include "core/data/file_io.h"
-#include "core/data/linearize.h"
-#include "core/data/tree.h"
+#include "tasks/parsing/linearize.h"
+#include "tasks/parsing/tree.h"
 #include "runtime/train/checkpoint.h"
 #include "gtest/gtest.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
 #include "tasks/parsing/parse_evaluation.h"
+#include "tasks/parsing/parsing_config.h"
 #include "tasks/parsing/tag_dictionary.h"
 #include "tasks/parsing/tree_decoding.h"
 #include "tests/util/peer_python.h"
@@ -355,6 +356,15 @@ TEST_F(ParsingDecodingTest, EnsembleMembersMustShareTaskLeavesAndVocabulary) {
   EXPECT_TRUE(absl::StrContains(loaded.status().message(), "no_such_model")) << loaded.status();
 }
 
+// The model's tag dictionary settings (its ParsingConfig), as a config or
+// --tag_dictionary and --open_class_tags set them.
+void SetTagDictionary(int min_count, bool open_class, config::TaskConfig* config) {
+  parsing::ParsingConfig settings = ParsingSettings(*config);
+  settings.set_tag_dictionary_min_count(min_count);
+  settings.set_tag_dictionary_open_class(open_class);
+  SetParsingSettings(settings, config);
+}
+
 // (word, tag) of every leaf of the trees `trained` parses `lines` into
 // under `decode`.
 std::vector<std::pair<std::string, std::string>> ParsedTags(TrainedModel& trained,
@@ -417,7 +427,7 @@ TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags
   };
   config::DecodeConfig decode = trained.config.decode();
   EXPECT_GT(foreign_tags(decode), 0);
-  decode.set_tag_dictionary_min_count(1);
+  SetTagDictionary(1, /*open_class=*/false, &trained.config);
   EXPECT_EQ(foreign_tags(decode), 0);
   // Greedy search goes without it.
   decode.set_strategy(config::DecodeConfig::GREEDY);
@@ -446,9 +456,8 @@ TEST_F(ParsingDecodingTest, CheckpointTagCountsStandInForTheTreebank) {
   for (const auto& [word, tags] : *counts) nouns[word]["NN"] = 5;
   trained.task_files[kTagCountsFile] = FormatTagCounts(nouns);
   trained.config.mutable_data()->mutable_train(0)->set_root(Path("no_treebank_here"));
-  config::DecodeConfig decode = trained.config.decode();
-  decode.set_tag_dictionary_min_count(1);
-  decode.set_tag_dictionary_open_class(false);
+  const config::DecodeConfig decode = trained.config.decode();
+  SetTagDictionary(1, /*open_class=*/false, &trained.config);
   const auto tagged = ParsedTags(trained, decode, Sentences());
   ASSERT_GT(tagged.size(), 20u);
   for (const auto& [word, tag] : tagged) EXPECT_EQ(tag, "NN") << word;
@@ -502,9 +511,8 @@ TEST_F(ParsingDecodingTest, OpenClassAndShapeTagsBindUnseenWords) {
   EXPECT_EQ(ed.count("NNP"), 0) << absl::StrJoin(ed, " ");
   EXPECT_EQ(shapes.Of("Zorblax").count("NNP"), 1);
   const auto closed_tags = [&](bool open_class) {
-    config::DecodeConfig decode = trained.config.decode();
-    decode.set_tag_dictionary_min_count(5);
-    decode.set_tag_dictionary_open_class(open_class);
+    const config::DecodeConfig decode = trained.config.decode();
+    SetTagDictionary(5, open_class, &trained.config);
     int closed = 0, checked = 0;
     for (const auto& [word, tag] : ParsedTags(trained, decode, lines)) {
       if (!unseen(word)) continue;
