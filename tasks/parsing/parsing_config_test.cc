@@ -59,7 +59,8 @@ TEST(ParsingConfigTest, PresetsKeepTheirSettings) {
 TEST(ParsingConfigTest, DeprecatedFieldsMoveIntoTheExtension) {
   absl::StatusOr<LoadedConfig> old = ParseTaskConfig(
       "task: \"parsing\"\n"
-      "model { d_model: 256 decoder_leaf_alignment: true decoder_leaf_alignment_last_piece: true }\n"
+      "model { d_model: 256 decoder_leaf_alignment: true\n"
+      "        decoder_leaf_alignment_last_piece: true }\n"
       "decode { beam_size: 21 tag_dictionary_min_count: 5 tag_dictionary_open_class: true }\n",
       "old.pbtxt");
   ASSERT_TRUE(old.ok()) << old.status();
