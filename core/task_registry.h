@@ -4,9 +4,11 @@
 #define TFM_CORE_TASK_REGISTRY_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,11 +32,15 @@ struct DecodeRequest {
   int beam = 0;           // --beam (0: the checkpoint's decode section).
   double alpha = -1;      // --alpha (< 0: the checkpoint's).
   int nbest = 0;          // --nbest (0: the checkpoint's).
-  int tag_dictionary = -1;  // --tag_dictionary (< 0: the checkpoint's).
-  int open_class_tags = -1;  // --open_class_tags: 0 or 1 (< 0: the checkpoint's).
   // --ensemble_combination: a config::DecodeConfig::EnsembleCombination
   // (< 0: the checkpoint's).
   int ensemble_combination = -1;
+};
+
+// A command-line flag of a task's own, beside the driver's: --name=VALUE.
+struct TaskFlag {
+  std::string name;
+  std::string help;  // For --help: what it does and its values.
 };
 
 struct TaskContext {
@@ -46,6 +52,9 @@ struct TaskContext {
   absl::Duration time_limit = absl::InfiniteDuration();  // train: this run's budget.
   int average_last = 0;  // average: checkpoints to average (0: the config's).
   DecodeRequest decode;  // decode, evaluate.
+  // The task's own flags given on the command line (TaskDef::flags), by
+  // name, as typed: the task parses and checks the values.
+  std::map<std::string, std::string> task_flags;
   std::string program;   // The binary's name (translate_ende), for the commands a task prints.
 };
 
@@ -63,6 +72,14 @@ struct TaskDef {
   std::string name;
   std::string doc;
   std::function<std::unique_ptr<Task>()> create;
+  // The task's own command-line flags: the driver accepts them for this
+  // task (and no other) and hands their values over in TaskContext.
+  std::vector<TaskFlag> flags;
+  // Why checkpoints `member` and `first` of this task cannot decode as one
+  // ensemble, beyond what the engine checks (same task and vocabulary);
+  // empty when they can. May be empty (no further check).
+  std::function<std::string(const config::TaskConfig& first, const config::TaskConfig& member)>
+      ensemble_mismatch;
 };
 
 Registry<TaskDef>& TaskRegistry();

@@ -22,7 +22,7 @@ struct Transformer::BatchTensors {
   Tensor source_lengths;  // [batch]
   Tensor decoder_input;   // [batch, target_length]: bos, then the target shifted right.
   Tensor targets;         // [batch * target_length]
-  // model.decoder_leaf_alignment: [batch, target_length] rows of the
+  // model.decoder_input_hook: [batch, target_length] rows of the
   // encoder output flattened to [batch * source_length, d_model].
   Tensor aligned_rows;
 };
@@ -72,13 +72,11 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const config::M
                      ", bos id ", vocabulary.bos_id, " and eos id ", vocabulary.eos_id,
                      ": the ids must be in the vocabulary"));
   }
-  const int64_t table_ids = static_cast<int64_t>(vocabulary.leaf_alignment.starts_leaf.size());
-  if (model.decoder_leaf_alignment() &&
-      (table_ids != vocabulary.size ||
-       vocabulary.leaf_alignment.starts_word.size() != vocabulary.leaf_alignment.starts_leaf.size())) {
+  if (model.decoder_input_hook().empty() != (vocabulary.decoder_input_hook == nullptr)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "model.decoder_leaf_alignment needs to know which of the vocabulary's ", vocabulary.size,
-        " pieces start a leaf or a word; the model was built with tables for ", table_ids));
+        "model.decoder_input_hook '", model.decoder_input_hook(), "' and the hook built for the "
+        "vocabulary (", vocabulary.decoder_input_hook ? "one" : "none",
+        ") disagree: build the hook the config names (CreateDecoderInputHook)"));
   }
   std::unique_ptr<Transformer> transformer(new Transformer());
   transformer->model_ = model;
@@ -134,11 +132,12 @@ absl::StatusOr<Transformer::BatchTensors> Transformer::ToTensors(const Batch& ba
   TFM_ASSIGN_OR_RETURN(
       tensors.targets,
       Int32OnDevice(batch.target, {static_cast<int64_t>(rows) * target_length}, device_));
-  if (model_.decoder_leaf_alignment()) {
+  if (vocabulary_.decoder_input_hook) {
     TFM_ASSIGN_OR_RETURN(
         tensors.aligned_rows,
-        Int32OnDevice(BatchLeafAlignment(batch.source, batch.source_length, batch.source_lengths,
-                                         decoder_input, target_length, vocabulary_.leaf_alignment),
+        Int32OnDevice(vocabulary_.decoder_input_hook->BatchMemoryRows(
+                          batch.source, batch.source_length, batch.source_lengths,
+                          decoder_input, target_length),
                       {rows, target_length}, device_));
   }
   return tensors;

@@ -37,7 +37,7 @@
 #include "core/device.h"
 #include "core/layer_registry.h"
 #include "core/trainable_model.h"
-#include "layers/leaf_alignment.h"
+#include "layers/decoder_input_hook.h"
 
 namespace tfm {
 
@@ -47,9 +47,9 @@ struct VocabularySpec {
   int pad_id = 0;  // Batch padding; targets equal to it carry no loss.
   int bos_id = 2;  // First decoder input.
   int eos_id = 3;  // Ends a target; a search stops a hypothesis there.
-  // Which pieces start a leaf or a word: needed (one entry per id) with
-  // model.decoder_leaf_alignment, unused without.
-  LeafAlignmentTables leaf_alignment;
+  // The hook model.decoder_input_hook names, built for this vocabulary
+  // (layers/decoder_input_hook.h); null when the config names none.
+  std::shared_ptr<const DecoderInputHook> decoder_input_hook;
 };
 
 // StepContext and LossStats come from core/trainable_model.h: the trainer
@@ -100,7 +100,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   absl::StatusOr<ForwardResult> Forward(ForwardContext& context, const Batch& batch);
   // The decoder's output [batch * target_length, d_model] for `tensors`.
   absl::StatusOr<Tensor> DecoderOutput(ForwardContext& context, const BatchTensors& tensors);
-  // model.decoder_leaf_alignment: `x` plus the rows `rows` (any shape, i32)
+  // model.decoder_input_hook: `x` plus the rows `rows` (any shape, i32)
   // of `memory` [sentences, source_length, d_model] flattened to
   // [sentences * source_length, d_model]; rows.shape + [d_model] = x's.
   static absl::StatusOr<Tensor> AddMemoryRows(const Tensor& x, const Tensor& memory,
@@ -114,7 +114,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   Parameter source_table_;                 // encoder.embed_tokens.weight
   std::optional<Parameter> target_table_;  // decoder.embed_tokens.weight, unshared only.
   std::unique_ptr<Layer> source_embedding_, target_embedding_, encoder_, decoder_;
-  // model.decoder_leaf_alignment: the last forward's rows of the flattened
+  // model.decoder_input_hook: the last forward's rows of the flattened
   // encoder output added to the decoder inputs, and that output's shape,
   // for the backward.
   Tensor aligned_rows_;

@@ -36,10 +36,9 @@ class TransformerState : public DecoderState {
   Tensor memory;
   Tensor memory_lengths;
   std::vector<int32_t> lengths;
-  // model.decoder_leaf_alignment: each sentence's word starts, each row's
-  // leaves so far, and the step's rows of the flattened memory (reused).
-  std::vector<std::vector<int32_t>> word_starts;
-  std::vector<int32_t> leaves;
+  // model.decoder_input_hook: what the hook follows over the steps, and the
+  // step's rows of the flattened memory (reused).
+  std::unique_ptr<DecoderInputTracker> input_tracker;
   std::vector<int32_t> aligned_rows;
 };
 
@@ -94,14 +93,8 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
                        encoder_->Forward(context, {embedded[0], state->memory_lengths}));
   state->memory = memory[0];
-  if (model_.decoder_leaf_alignment()) {
-    const absl::Span<const int> all_ids(sources.ids);
-    for (int s = 0; s < sources.size; ++s) {
-      state->word_starts.push_back(WordAnchors(
-          all_ids.subspan(static_cast<size_t>(s) * sources.length, sources.lengths[s]),
-          vocabulary_.leaf_alignment));
-    }
-    state->leaves.assign(state->cache.rows(), 0);
+  if (vocabulary_.decoder_input_hook) {
+    state->input_tracker = vocabulary_.decoder_input_hook->Start(sources, rows_per_sentence);
   }
   return std::unique_ptr<DecoderState>(std::move(state));
 }
@@ -125,18 +118,12 @@ absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const in
   const Tensor& table = TargetTable().value;
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target,
                        target_embedding_->Forward(context, {table, ids}));
-  if (model_.decoder_leaf_alignment()) {
-    // As in training (BatchLeafAlignment): the row's leaves counted over its
-    // inputs up to this one pick the memory row added to it.
-    const int64_t per_sentence = state->cache.rows_per_sentence();
-    const int64_t columns = state->memory.dim(1);
+  if (state->input_tracker) {
+    // As in training (DecoderInputHook::BatchMemoryRows): the hook picks the
+    // memory row added to each row's input.
     state->aligned_rows.resize(rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t s = r / per_sentence;
-      state->leaves[r] += vocabulary_.leaf_alignment.StartsLeaf(last_tokens[r]);
-      state->aligned_rows[r] = static_cast<int32_t>(
-          s * columns + AlignedPosition(state->word_starts[s], state->leaves[r], state->lengths[s]));
-    }
+    state->input_tracker->Step(last_tokens, state->cache.rows_per_sentence(),
+                               absl::MakeSpan(state->aligned_rows));
     TFM_ASSIGN_OR_RETURN(Tensor aligned_ids, Int32OnDevice(state->aligned_rows, {rows, 1}, device_));
     TFM_ASSIGN_OR_RETURN(target[0], AddMemoryRows(target[0], state->memory, aligned_ids));
   }
@@ -158,17 +145,8 @@ absl::Status Transformer::Reorder(DecoderState& base, absl::Span<const int> rows
   TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
   const int64_t sentences = state->cache.sentences();
   TFM_ASSIGN_OR_RETURN(std::vector<int32_t> kept, state->cache.Reorder(rows, rows_per_sentence));
-  if (!state->leaves.empty()) {
-    std::vector<int32_t> leaves(rows.size());
-    for (size_t i = 0; i < rows.size(); ++i) leaves[i] = state->leaves[rows[i]];
-    state->leaves = std::move(leaves);
-  }
+  if (state->input_tracker) state->input_tracker->Reorder(rows, kept);
   if (IsIdentity(kept, sentences)) return absl::OkStatus();
-  if (!state->word_starts.empty()) {
-    std::vector<std::vector<int32_t>> word_starts(kept.size());
-    for (size_t i = 0; i < kept.size(); ++i) word_starts[i] = state->word_starts[kept[i]];
-    state->word_starts = std::move(word_starts);
-  }
   // Sentences left: their memory and lengths follow (a copy once per
   // finished sentence, not per step).
   const Tensor& memory = state->memory;

@@ -1,8 +1,8 @@
 // Incremental decoding against the whole-sequence forward: every step's
 // log-probabilities must equal those of LogProbabilities at the same
 // position, for each model variant (post- and pre-norm, sinusoidal and
-// learned positions, shared and separate tables, decoder inputs aligned to
-// the leaves), for beams of rows per
+// learned positions, shared and separate tables, a decoder input hook
+// adding encoder rows to the decoder inputs), for beams of rows per
 // sentence, after reordering, and whatever the source padding.
 #include <cmath>
 #include <memory>
@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "layers/leaf_alignment_testing.h"
+#include "layers/decoder_input_hook_testing.h"
 #include "layers/transformer.h"
 
 namespace tfm {
@@ -38,13 +38,15 @@ std::vector<config::ModelConfig> Variants() {
   variants[1].set_norm_position(config::ModelConfig::PRE);
   variants[2].set_positional_encoding(config::ModelConfig::LEARNED);
   variants[3].set_share_embeddings(false);
-  variants[4].set_decoder_leaf_alignment(true);
+  variants[4].set_decoder_input_hook(kCountingHookForTesting);
   return variants;
 }
 
 std::unique_ptr<Transformer> Build(const config::ModelConfig& model) {
   VocabularySpec vocabulary{kVocab, kPad, kBos, kEos};
-  if (model.decoder_leaf_alignment()) vocabulary.leaf_alignment = SyntheticLeafAlignment(kVocab);
+  if (!model.decoder_input_hook().empty()) {
+    vocabulary.decoder_input_hook = std::make_shared<CountingHookForTesting>();
+  }
   absl::StatusOr<std::unique_ptr<Transformer>> transformer =
       Transformer::Create(model, vocabulary, Device::Cpu(), 7);
   EXPECT_TRUE(transformer.ok()) << transformer.status();
@@ -223,7 +225,7 @@ TEST(TransformerDecodingTest, ReorderingEqualsDecodingTheReorderedRows) {
 
 // The aligned variant has the same parameters (same seed, none added), so
 // any difference is the encoder rows its decoder inputs take.
-TEST(TransformerDecodingTest, LeafAlignmentChangesWhatTheDecoderSees) {
+TEST(TransformerDecodingTest, DecoderInputHookChangesWhatTheDecoderSees) {
   std::unique_ptr<Transformer> plain = Build(Variants()[0]);
   std::unique_ptr<Transformer> aligned = Build(Variants()[4]);
   ASSERT_NE(plain, nullptr);
@@ -235,9 +237,9 @@ TEST(TransformerDecodingTest, LeafAlignmentChangesWhatTheDecoderSees) {
   double difference = 0;
   for (size_t i = 0; i < a.size(); ++i) difference = std::max<double>(difference, std::abs(a[i] - b[i]));
   EXPECT_GT(difference, 1e-3);
-  // Without the tables the aligned model cannot be built.
+  // Without the hook the config names the model cannot be built.
   config::ModelConfig model = TinyModel();
-  model.set_decoder_leaf_alignment(true);
+  model.set_decoder_input_hook(kCountingHookForTesting);
   EXPECT_EQ(Transformer::Create(model, VocabularySpec{kVocab, kPad, kBos, kEos}, Device::Cpu(), 7)
                 .status()
                 .code(),

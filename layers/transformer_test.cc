@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "layers/leaf_alignment_testing.h"
+#include "layers/decoder_input_hook_testing.h"
 #include "layers/parameter_count_testing.h"
 
 namespace tfm {
@@ -131,17 +131,17 @@ TEST(TransformerTest, DropoutDependsOnlyOnSeedAndCounter) {
   EXPECT_NE(eval, a);
 }
 
-// model.decoder_leaf_alignment adds encoder rows to the decoder inputs: the
+// model.decoder_input_hook adds encoder rows to the decoder inputs: the
 // gradient of every encoder parameter must carry that path too. Central
 // differences of the loss (no dropout) against ForwardBackward's gradient
 // for the encoder's last LayerNorm and a few embedding entries.
-TEST(TransformerTest, LeafAlignmentGradientsMatchCentralDifferences) {
+TEST(TransformerTest, DecoderInputHookGradientsMatchCentralDifferences) {
   config::ModelConfig model = TinyModel();
   model.set_dropout(0);
   model.set_attention_dropout(0);
-  model.set_decoder_leaf_alignment(true);
+  model.set_decoder_input_hook(kCountingHookForTesting);
   VocabularySpec vocabulary{kVocab, kPad, kBos};
-  vocabulary.leaf_alignment = SyntheticLeafAlignment(kVocab);
+  vocabulary.decoder_input_hook = std::make_shared<CountingHookForTesting>();
   absl::StatusOr<std::unique_ptr<Transformer>> transformer =
       Transformer::Create(model, vocabulary, Device::Cpu(), 42);
   ASSERT_TRUE(transformer.ok()) << transformer.status();

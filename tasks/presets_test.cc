@@ -66,23 +66,7 @@ TEST(PresetsTest, PresetsHoldThePapersSettings) {
   EXPECT_EQ(big.config.model().num_heads(), 16);
   EXPECT_FLOAT_EQ(big.config.model().dropout(), 0.3f);
   EXPECT_EQ(big.config.train().average_last_checkpoints(), 20);
-  const LoadedConfig parsing = LoadPreset("tasks/parsing/configs/wsj_parsing.pbtxt");
-  EXPECT_EQ(parsing.config.model().num_encoder_layers(), 4);
-  EXPECT_EQ(parsing.config.decode().beam_size(), 21);
-  EXPECT_FLOAT_EQ(parsing.config.decode().length_penalty_alpha(), 0.3f);
-  EXPECT_EQ(parsing.config.decode().max_length_offset(), 300);
-  // The CPU preset decodes as the paper does, on the document split.
-  const LoadedConfig sample = LoadPreset("tasks/parsing/configs/wsj_sample_cpu.pbtxt");
-  EXPECT_EQ(sample.config.decode().beam_size(), 21);
-  EXPECT_FLOAT_EQ(sample.config.decode().length_penalty_alpha(), 0.3f);
-  EXPECT_EQ(sample.config.decode().max_length_offset(), 300);
-  ASSERT_GT(sample.config.data().train_size(), 0);
-  ASSERT_GT(sample.config.data().valid_size(), 0);
-  ASSERT_GT(sample.config.data().test_size(), 0);
-  EXPECT_EQ(sample.config.data().train(0).last_document(), 169);
-  EXPECT_EQ(sample.config.data().valid(0).first_document(), 170);
-  EXPECT_EQ(sample.config.data().test(0).first_document(), 180);
-  EXPECT_EQ(sample.config.data().test(0).last_document(), 189);
+  // The parsing presets' settings: tasks/parsing/parsing_config_test.cc.
 }
 
 }  // namespace

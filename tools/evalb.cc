@@ -1,5 +1,5 @@
 // Bracket precision, recall and F1 of test trees against gold trees, as
-// EVALB with COLLINS.prm computes them (see core/metrics/evalb.h).
+// EVALB with COLLINS.prm computes them (see tasks/parsing/evalb.h).
 //
 //   bazel run //tools:evalb -- --gold=gold.txt --test=test.txt
 //
@@ -18,9 +18,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "core/data/ptb_reader.h"
-#include "core/data/tree.h"
-#include "core/metrics/evalb.h"
+#include "tasks/parsing/ptb_reader.h"
+#include "tasks/parsing/tree.h"
+#include "tasks/parsing/evalb.h"
 #include "core/metrics/text_lines.h"
 #include "core/paths.h"
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/config/config_upgrades.h"
 #include "core/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -115,6 +116,7 @@ absl::StatusOr<LoadedConfig> ParseTaskConfig(absl::string_view text,
                                           : absl::StrCat(filename, ": invalid config"));
   }
   RecordSources(loaded.config, tree, "", &loaded.sources);
+  UpgradeTaskConfig(&loaded.config);
   return loaded;
 }
 
@@ -228,6 +230,7 @@ absl::StatusOr<LoadedConfig> LoadTaskConfig(const std::string& path,
   for (const std::string& assignment : overrides) {
     TFM_RETURN_IF_ERROR(ApplyOverride(assignment, &loaded));
   }
+  UpgradeTaskConfig(&loaded.config);  // Overrides may set deprecated fields too.
   TFM_RETURN_IF_ERROR(ValidateTaskConfig(loaded));
   return loaded;
 }

@@ -174,8 +174,6 @@ void CheckDecode(const config::DecodeConfig& decode, Problems& problems) {
   problems.RequireNonNegative("decode.max_length_offset", decode.max_length_offset());
   problems.RequirePositive("decode.batch_size", decode.batch_size());
   problems.RequirePositive("decode.nbest", decode.nbest());
-  problems.RequireNonNegative("decode.tag_dictionary_min_count",
-                              decode.tag_dictionary_min_count());
   const int beam = decode.strategy() == config::DecodeConfig::GREEDY ? 1 : decode.beam_size();
   if (decode.nbest() > beam) {
     problems.Add("decode.nbest", absl::StrCat(decode.nbest(), " exceeds the ", beam,

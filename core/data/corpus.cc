@@ -3,62 +3,77 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/data/aligned_text_reader.h"
+#include "core/data/corpus_format_registry.h"
 #include "core/data/corpus_split.h"
 #include "core/data/gettext_corpus.h"
-#include "core/data/ptb_corpus.h"
 #include "core/data/wmt_sgml_reader.h"
 #include "core/paths.h"
 
 namespace tfm {
 namespace {
 
-absl::StatusOr<std::unique_ptr<PairReader>> OpenFormat(const config::CorpusConfig& corpus,
-                                                       int64_t max_sentence_bytes) {
-  const std::string name = corpus.has_name() ? corpus.name() : "(unnamed)";
-  switch (corpus.format()) {
-    case config::CorpusConfig::PLAIN_TEXT:
-    case config::CorpusConfig::WMT_SGML:
-      if (corpus.source_path().empty() || corpus.target_path().empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("corpus ", name, ": source_path and target_path are required"));
-      }
-      if (corpus.format() == config::CorpusConfig::PLAIN_TEXT) {
-        return AlignedTextReader::Open(ResolveDataPath(corpus.source_path()),
-                                       ResolveDataPath(corpus.target_path()), max_sentence_bytes);
-      }
+std::string CorpusName(const config::CorpusConfig& corpus) {
+  return corpus.has_name() ? corpus.name() : "(unnamed)";
+}
+
+absl::Status RequireSourceAndTarget(const config::CorpusConfig& corpus) {
+  if (!corpus.source_path().empty() && !corpus.target_path().empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("corpus ", CorpusName(corpus), ": source_path and target_path are required"));
+}
+
+// The engine's own formats; tasks register theirs beside them.
+TFM_REGISTER_CORPUS_FORMAT(CorpusFormatDef{
+    .name = "PLAIN_TEXT",
+    .doc = "one sentence a line in aligned source and target files, optionally gzip",
+    .open = [](const config::CorpusConfig& corpus, int64_t max_sentence_bytes)
+        -> absl::StatusOr<std::unique_ptr<PairReader>> {
+      if (absl::Status status = RequireSourceAndTarget(corpus); !status.ok()) return status;
+      return AlignedTextReader::Open(ResolveDataPath(corpus.source_path()),
+                                     ResolveDataPath(corpus.target_path()), max_sentence_bytes);
+    },
+});
+
+TFM_REGISTER_CORPUS_FORMAT(CorpusFormatDef{
+    .name = "WMT_SGML",
+    .doc = "WMT test sets: <seg id=...> lines in a source and a reference file",
+    .open = [](const config::CorpusConfig& corpus, int64_t max_sentence_bytes)
+        -> absl::StatusOr<std::unique_ptr<PairReader>> {
+      if (absl::Status status = RequireSourceAndTarget(corpus); !status.ok()) return status;
       return WmtSgmlReader::Open(ResolveDataPath(corpus.source_path()),
                                  ResolveDataPath(corpus.target_path()), max_sentence_bytes);
-    case config::CorpusConfig::GETTEXT_MO:
+    },
+});
+
+TFM_REGISTER_CORPUS_FORMAT(CorpusFormatDef{
+    .name = "GETTEXT_MO",
+    .doc = "compiled gettext catalogs: msgid -> msgstr pairs",
+    .open = [](const config::CorpusConfig& corpus, int64_t max_sentence_bytes)
+        -> absl::StatusOr<std::unique_ptr<PairReader>> {
       if (corpus.source_lang().empty() || corpus.target_lang().empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("corpus ", name, ": source_lang and target_lang are required"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "corpus ", CorpusName(corpus), ": source_lang and target_lang are required"));
       }
       return GettextCorpusReader::Open(
           corpus.has_root() ? ResolveDataPath(corpus.root()) : kDefaultLocaleRoot,
-                                       corpus.source_lang(), corpus.target_lang(),
-                                       max_sentence_bytes);
-    case config::CorpusConfig::PTB_MRG: {
-      if (corpus.root().empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("corpus ", name, ": root (the treebank directory) is required"));
-      }
-      auto files = PtbCorpusFiles(corpus, ResolveDataPath(corpus.root()));
-      if (!files.ok()) return files.status();
-      return OpenPtbCorpus(*std::move(files), TreeLeafStyle(corpus.tree_leaves()),
-                           corpus.subtree_min_words());
-    }
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("corpus ", name, ": format ",
-                       config::CorpusConfig::Format_Name(corpus.format()), " is not supported"));
-  }
-}
+          corpus.source_lang(), corpus.target_lang(), max_sentence_bytes);
+    },
+});
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpus(const config::CorpusConfig& corpus,
                                                        int64_t max_sentence_bytes) {
-  auto reader = OpenFormat(corpus, max_sentence_bytes);
+  const std::string format = config::CorpusConfig::Format_Name(corpus.format());
+  absl::StatusOr<std::shared_ptr<const CorpusFormatDef>> def =
+      CorpusFormatRegistry().Find(format);
+  if (!def.ok()) {
+    // Most often a task's format whose task is not linked in.
+    return absl::InvalidArgumentError(absl::StrCat("corpus ", CorpusName(corpus), ": format ",
+                                                   format, " is not supported: ",
+                                                   def.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<PairReader>> reader = (*def)->open(corpus, max_sentence_bytes);
   if (!reader.ok()) return reader.status();
   return FilterSplit(*std::move(reader), corpus.split());
 }

@@ -16,11 +16,13 @@ namespace tfm {
 // Where GETTEXT_MO corpora look when CorpusConfig.root is unset.
 inline constexpr char kDefaultLocaleRoot[] = "/usr/share/locale";
 
-// PLAIN_TEXT and WMT_SGML read source_path and target_path; GETTEXT_MO reads
-// root, source_lang and target_lang; PTB_MRG reads root and the document
-// range (ptb_corpus.h). A split other than ALL keeps the pairs
-// whose source hashes into it (corpus_split.h). Missing fields and
-// unsupported formats are InvalidArgument naming the corpus.
+// By the reader registered for the corpus's format
+// (corpus_format_registry.h): PLAIN_TEXT and WMT_SGML read source_path and
+// target_path; GETTEXT_MO reads root, source_lang and target_lang; a task's
+// own formats read what the task says (parsing's PTB_MRG:
+// tasks/parsing/ptb_corpus.h). A split other than ALL keeps the pairs whose
+// source hashes into it (corpus_split.h). Missing fields and formats that no
+// linked-in code reads are InvalidArgument naming the corpus.
 absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpus(
     const config::CorpusConfig& corpus, int64_t max_sentence_bytes = kDefaultMaxSentenceBytes);
 

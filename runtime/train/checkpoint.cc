@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "core/config/config_upgrades.h"
 #include "core/check.h"
 #include "core/data/file_io.h"
 #include "core/status_macros.h"
@@ -266,7 +267,11 @@ absl::StatusOr<train::Manifest> VerifyCheckpoint(const std::string& dir) {
 }
 
 absl::StatusOr<config::TaskConfig> ReadCheckpointConfig(const std::string& dir) {
-  return ReadTextProto<config::TaskConfig>(JoinPath(dir, kConfigFile));
+  TFM_ASSIGN_OR_RETURN(config::TaskConfig config,
+                       ReadTextProto<config::TaskConfig>(JoinPath(dir, kConfigFile)));
+  // Saved before a task's settings moved into its extension: as they read now.
+  UpgradeTaskConfig(&config);
+  return config;
 }
 
 absl::StatusOr<TaskFiles> ReadCheckpointTaskFiles(const std::string& dir,

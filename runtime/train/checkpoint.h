@@ -110,6 +110,8 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir,
 // The text files of a checkpoint alone (no tensors), e.g. to check a
 // checkpoint against the run's config before loading weights. `dir` must be
 // verified.
+// Configs saved before a task's settings moved into its extension come
+// back upgraded (core/config/config_upgrades.h), as every config is read.
 absl::StatusOr<config::TaskConfig> ReadCheckpointConfig(const std::string& dir);
 // The task files `manifest` (the verified checkpoint's, in `dir`) lists.
 absl::StatusOr<TaskFiles> ReadCheckpointTaskFiles(const std::string& dir,

@@ -55,44 +55,6 @@ TEST(TrainingDataTest, BatchesDecodeBackToTheCorpus) {
                                                  "the cat sees the horse"}));
 }
 
-// Subtrees (CorpusConfig.subtree_min_words) are extra training pairs, and
-// the vocabulary is learned from whole sentences alone, so that parsers
-// trained with and without them share it (and can be ensembled).
-TEST(TrainingDataTest, SubtreesAddPairsButNotToTheVocabulary) {
-  const std::string dir = TempDir() + "/subtrees";
-  ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
-  config::DataConfig data;
-  config::CorpusConfig& corpus = *data.add_train();
-  corpus.set_name("wsj");
-  corpus.set_format(config::CorpusConfig::PTB_MRG);
-  corpus.set_root(testing::SharedDataPath("ptb_sample"));
-  corpus.set_first_document(1);
-  corpus.set_last_document(10);
-  data.mutable_tokenizer()->set_vocab_size(300);
-  data.mutable_batching()->set_max_length(1000);
-  config::DataConfig with_subtrees = data;
-  with_subtrees.mutable_train(0)->set_subtree_min_words(3);
-
-  absl::StatusOr<Tokenizer> plain = LoadOrTrainTokenizer(data, dir + "/plain", nullptr);
-  absl::StatusOr<Tokenizer> augmented =
-      LoadOrTrainTokenizer(with_subtrees, dir + "/subtrees", nullptr);
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  ASSERT_TRUE(augmented.ok()) << augmented.status();
-  EXPECT_EQ(augmented->model(), plain->model());
-
-  const auto rows = [&](const config::DataConfig& config) {
-    std::unique_ptr<TokenBatcher> batcher = MakeTrainingBatcher(config, *plain);
-    Batch batch;
-    int64_t count = 0;
-    while (*batcher->Next(&batch)) count += batch.size;
-    return count;
-  };
-  const int64_t sentences = rows(data);
-  EXPECT_GT(sentences, 50);
-  // Every sentence of more than a few words has phrases of three or more.
-  EXPECT_GT(rows(with_subtrees), 3 * sentences);
-}
-
 TEST(TrainingDataTest, MissingCorpusNamesTheField) {
   config::DataConfig data = testing::WriteToyCorpus(TempDir());
   data.mutable_train(0)->set_source_path("/no/such/train.en");

@@ -185,10 +185,6 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const Decod
   }
   if (request.alpha >= 0) decode.set_length_penalty_alpha(request.alpha);
   if (request.nbest > 0) decode.set_nbest(request.nbest);
-  if (request.tag_dictionary >= 0) decode.set_tag_dictionary_min_count(request.tag_dictionary);
-  if (request.open_class_tags >= 0) {
-    decode.set_tag_dictionary_open_class(request.open_class_tags > 0);
-  }
   if (request.ensemble_combination >= 0) {
     decode.set_ensemble_combination(
         static_cast<config::DecodeConfig::EnsembleCombination>(request.ensemble_combination));

@@ -18,9 +18,10 @@ absl::StatusOr<std::unique_ptr<TrainableModel>> MakeTransformer(const config::Ta
         "train.device: ", config.train().device(),
         ": this build trains on the CPU (CUDA training arrives with the CUDA kernels)"));
   }
+  TFM_ASSIGN_OR_RETURN(const VocabularySpec vocabulary, ModelVocabulary(config, tokenizer));
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
-                       Transformer::Create(config.model(), ModelVocabulary(config.model(), tokenizer),
-                                           Device::Cpu(), config.train().seed()));
+                       Transformer::Create(config.model(), vocabulary, Device::Cpu(),
+                                           config.train().seed()));
   return std::unique_ptr<TrainableModel>(std::move(model));
 }
 

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "core/data/ptb_corpus.h"
 #include "core/status_macros.h"
+#include "core/task_registry.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_directory.h"
 #include "runtime/train/checkpoint_match.h"
@@ -55,17 +55,19 @@ absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostre
 
 }  // namespace
 
-VocabularySpec ModelVocabulary(const config::ModelConfig& model, const Tokenizer& tokenizer) {
+absl::StatusOr<VocabularySpec> ModelVocabulary(const config::TaskConfig& config,
+                                               const Tokenizer& tokenizer) {
   VocabularySpec vocabulary;
   vocabulary.size = tokenizer.vocab_size();
   vocabulary.pad_id = tokenizer.pad_id();
   vocabulary.bos_id = tokenizer.bos_id();
   vocabulary.eos_id = tokenizer.eos_id();
-  if (model.decoder_leaf_alignment()) {
-    std::vector<std::string> pieces(tokenizer.vocab_size());
-    for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces[id] = tokenizer.IdToPiece(id);
-    vocabulary.leaf_alignment = LeafAlignmentTables::FromPieces(pieces);
-    vocabulary.leaf_alignment.last_piece = model.decoder_leaf_alignment_last_piece();
+  if (!config.model().decoder_input_hook().empty()) {
+    DecoderInputHookArgs args{&config, {}};
+    args.pieces.resize(tokenizer.vocab_size());
+    for (int id = 0; id < tokenizer.vocab_size(); ++id) args.pieces[id] = tokenizer.IdToPiece(id);
+    TFM_ASSIGN_OR_RETURN(vocabulary.decoder_input_hook,
+                         CreateDecoderInputHook(config.model().decoder_input_hook(), args));
   }
   return vocabulary;
 }
@@ -90,11 +92,14 @@ absl::StatusOr<LoadedMember> LoadMember(const std::string& path, std::ostream* l
     return absl::DataLossError(
         absl::StrCat(dir, "/", kVocabularyFile, ": ", tokenizer.status().message()));
   }
-  TFM_ASSIGN_OR_RETURN(
-      std::unique_ptr<Transformer> model,
-      Transformer::Create(checkpoint.config.model(),
-                          ModelVocabulary(checkpoint.config.model(), *tokenizer), Device::Cpu(),
-                          /*init_seed=*/0));
+  absl::StatusOr<VocabularySpec> vocabulary = ModelVocabulary(checkpoint.config, *tokenizer);
+  if (!vocabulary.ok()) {
+    return absl::Status(vocabulary.status().code(),
+                        absl::StrCat(dir, ": ", vocabulary.status().message()));
+  }
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
+                       Transformer::Create(checkpoint.config.model(), *vocabulary, Device::Cpu(),
+                                           /*init_seed=*/0));
   NamedTensors parameters;
   for (Parameter* parameter : model->Parameters()) {
     parameters.emplace_back(parameter->name, parameter->value);  // Shares the buffer.
@@ -119,8 +124,11 @@ absl::Status CheckSameOutputs(const LoadedMember& first, const LoadedMember& mem
     return mismatch(absl::StrCat("task '", member.config.task(), "' against '",
                                  first.config.task(), "'"));
   }
-  if (ConfigLeafStyle(member.config) != ConfigLeafStyle(first.config)) {
-    return mismatch("its trees have other leaves (data.train tree_leaves)");
+  // What only the task knows (parsing: trees with other leaves).
+  absl::StatusOr<std::shared_ptr<const TaskDef>> task = TaskRegistry().Find(first.config.task());
+  if (task.ok() && (*task)->ensemble_mismatch) {
+    const std::string why = (*task)->ensemble_mismatch(first.config, member.config);
+    if (!why.empty()) return mismatch(why);
   }
   if (member.vocabulary != first.vocabulary) {
     return mismatch(absl::StrCat("another SentencePiece model (", kVocabularyFile,

@@ -39,18 +39,22 @@ struct TrainedModel {
       config::DecodeConfig::EnsembleCombination combination);
 };
 
-// What a Transformer needs of `tokenizer`'s vocabulary for `model` (which
-// pieces start a leaf or a word only with model.decoder_leaf_alignment); the
+// What a Transformer needs of `tokenizer`'s vocabulary for `config`'s model
+// (with the hook model.decoder_input_hook names, built over its pieces); the
 // model being trained and the one loaded to decode take it from here alike.
-VocabularySpec ModelVocabulary(const config::ModelConfig& model, const Tokenizer& tokenizer);
+// An unknown hook is NotFound listing the known ones.
+absl::StatusOr<VocabularySpec> ModelVocabulary(const config::TaskConfig& config,
+                                               const Tokenizer& tokenizer);
 
 // `path` is a checkpoint directory, or a work directory, in which case the
 // averaged checkpoint, else the best by validation, else the latest is used
 // (the choice is written to `log`). Errors name the path and what is wrong:
 // not there, no checkpoint in it, corrupt files (with the file), or weights
 // that do not fit the saved config. Several paths separated by commas load
-// an ensemble; a member whose task, tree leaves or SentencePiece model
-// differs from the first's is an error naming both.
+// an ensemble; a member whose task or SentencePiece model differs from the
+// first's, or that its task's TaskDef::ensemble_mismatch rejects (parsing:
+// other tree leaves), is an error naming both. (ReadCheckpoint upgrades configs
+// saved before a task's settings moved into its extension.)
 absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, std::ostream* log);
 
 }  // namespace tfm

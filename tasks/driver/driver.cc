@@ -3,9 +3,12 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <set>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
@@ -15,6 +18,7 @@
 #include "core/config/config_loader.h"
 #include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
+#include "core/data/corpus_format_registry.h"
 #include "core/environment_report.h"
 #include "core/layer_registry.h"
 #include "core/op_registry.h"
@@ -23,6 +27,7 @@
 #include "core/status_macros.h"
 #include "core/task_registry.h"
 #include "google/protobuf/text_format.h"
+#include "layers/decoder_input_hook.h"
 
 ABSL_FLAG(std::string, config, "",
           "task config: a .pbtxt file or a preset name (ende_base, ende_gettext, ...); task "
@@ -58,14 +63,6 @@ ABSL_FLAG(std::string, split, "",
 ABSL_FLAG(int, beam, 0, "decode/evaluate: beam size (1: greedy; 0: the model's config)");
 ABSL_FLAG(double, alpha, -1, "decode/evaluate: length penalty alpha (< 0: the model's config)");
 ABSL_FLAG(int, nbest, 0, "decode: hypotheses per line (0: the model's config)");
-ABSL_FLAG(int, tag_dictionary, -1,
-          "parse/evaluate (models that write tags): words seen this often in training take only "
-          "their training tags (0: off; < 0: the model's decode.tag_dictionary_min_count)");
-ABSL_FLAG(int, open_class_tags, -1,
-          "parse/evaluate, with the tag dictionary: rarer words take their own or open-class "
-          "tags only, unseen words those of rare training words of their shape and ending "
-          "(1: on; 0: off; < 0: the model's "
-          "decode.tag_dictionary_open_class)");
 ABSL_FLAG(bool, list, false, "list registered ops, kernels, layers and tasks, then exit");
 // Declared for --help only: ExtractRepeatedFlags consumes them before parsing.
 ABSL_FLAG(std::string, plugin, "", "shared library to load (repeatable)");
@@ -153,6 +150,77 @@ std::vector<char*> ExtractRepeatedFlags(int argc, char** argv, DriverOptions* op
   return rest;
 }
 
+std::vector<char*> ExtractTaskFlags(const std::vector<char*>& args, DriverOptions* options) {
+  // Flags that a built-in task declares may take their value as the next
+  // argument; a plugin's (not loaded yet) are written --name=value.
+  std::set<std::string> declared;
+  for (const std::string& task : TaskRegistry().Names()) {
+    absl::StatusOr<std::shared_ptr<const TaskDef>> def = TaskRegistry().Find(task);
+    if (!def.ok()) continue;
+    for (const TaskFlag& flag : (*def)->flags) declared.insert(flag.name);
+  }
+  const auto is_driver_flag = [](const std::string& name) {
+    return absl::FindCommandLineFlag(name) != nullptr ||
+           (absl::StartsWith(name, "no") && absl::FindCommandLineFlag(name.substr(2)) != nullptr);
+  };
+  std::vector<char*> rest;
+  bool positional_only = false;  // After "--".
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string arg = args[i];
+    if (i == 0 || positional_only || arg.size() < 2 || arg[0] != '-') {
+      rest.push_back(args[i]);
+      continue;
+    }
+    if (arg == "--") positional_only = true;
+    const std::string flag = arg.substr(arg[1] == '-' ? 2 : 1);
+    const size_t equals = flag.find('=');
+    const std::string name = flag.substr(0, equals);
+    if (name.empty() || is_driver_flag(name)) {
+      rest.push_back(args[i]);
+      continue;
+    }
+    if (equals != std::string::npos) {
+      options->task_flags[name] = flag.substr(equals + 1);
+    } else if (declared.count(name) != 0 && i + 1 < args.size()) {
+      options->task_flags[name] = args[++i];
+    } else {
+      rest.push_back(args[i]);  // Left for absl to report as unknown.
+    }
+  }
+  return rest;
+}
+
+std::string TaskFlagsUsage() {
+  std::string usage;
+  for (const std::string& task : TaskRegistry().Names()) {
+    absl::StatusOr<std::shared_ptr<const TaskDef>> def = TaskRegistry().Find(task);
+    if (!def.ok() || (*def)->flags.empty()) continue;
+    absl::StrAppend(&usage, "\n      ", task, "'s own flags:");
+    for (const TaskFlag& flag : (*def)->flags) {
+      absl::StrAppend(&usage, "\n        --", flag.name, "=...  ", flag.help);
+    }
+  }
+  return usage;
+}
+
+// The task flags given must be `task`'s own.
+absl::Status CheckTaskFlags(const TaskDef& task, const std::map<std::string, std::string>& given) {
+  for (const auto& [name, value] : given) {
+    bool known = false;
+    std::vector<std::string> names;
+    for (const TaskFlag& flag : task.flags) {
+      known = known || flag.name == name;
+      names.push_back(absl::StrCat("--", flag.name));
+    }
+    if (known) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown flag --", name, ": not a flag of the driver nor of task '", task.name, "'",
+        names.empty() ? " (which has none of its own)"
+                      : absl::StrCat(" (whose own are ", absl::StrJoin(names, ", "), ")")));
+  }
+  return absl::OkStatus();
+}
+
 void ListRegistered(std::ostream& out) {
   // Kernels grouped under their op: "layer_norm  CPU/f32 CUDA/f16 ...".
   std::map<std::string, std::vector<std::string>> kernels;
@@ -168,6 +236,11 @@ void ListRegistered(std::ostream& out) {
   for (const std::string& layer : LayerRegistry().Names()) out << "  " << layer << "\n";
   out << "tasks:\n";
   for (const std::string& task : TaskRegistry().Names()) out << "  " << task << "\n";
+  // What tasks register beside themselves.
+  out << "corpus formats:\n";
+  for (const std::string& format : CorpusFormatRegistry().Names()) out << "  " << format << "\n";
+  out << "decoder input hooks:\n";
+  for (const std::string& hook : DecoderInputHookRegistry().Names()) out << "  " << hook << "\n";
   // The CPU and its kernels' instruction set (TFM_CPU_ISA caps it), the BLAS
   // kernels: what was chosen for this machine at run time.
   for (const auto& [label, text] : EnvironmentReport()) out << label << ": " << text << "\n";
@@ -214,6 +287,9 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
                                                      : ""));
   }
   std::unique_ptr<Task> task = *std::move(created);
+  TFM_ASSIGN_OR_RETURN(std::shared_ptr<const TaskDef> def,
+                       TaskRegistry().Find(loaded.config.task()));
+  TFM_RETURN_IF_ERROR(CheckTaskFlags(*def, options.task_flags));
   TFM_RETURN_IF_ERROR(task->Validate(loaded));
   if (mode != TaskMode::kValidate) TFM_RETURN_IF_ERROR(CheckConfigRunsHere(loaded));
   if (mode == TaskMode::kValidate) {
@@ -234,6 +310,7 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
       options.minutes > 0 ? absl::Seconds(options.minutes * 60) : absl::InfiniteDuration();
   context.average_last = options.average_last;
   context.decode = options.decode;
+  context.task_flags = options.task_flags;
   context.program = options.program;
   return task->Run(context);
 }
@@ -252,8 +329,9 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "[--ensemble_combination=probability_mean|log_probability_mean])\n"
       "             | evaluate --model=DIR (--src=F --ref=F | --split=valid|test) [--beam=K] "
       "[--alpha=A]\n"
-      "      parsing: parse and evaluate also take [--tag_dictionary=N] [--open_class_tags=0|1]\n"
-      "  --plugin=LIB.so              load a plugin first (repeatable)");
+      "      a task may take flags of its own (a plugin's: --name=value):" +
+      TaskFlagsUsage() +
+      "\n  --plugin=LIB.so              load a plugin first (repeatable)");
   // --help lists the driver's own flags (absl's default only shows flags
   // defined in a file named like the binary, and there are none).
   absl::FlagsUsageConfig usage;
@@ -263,7 +341,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
   DriverOptions options;
-  std::vector<char*> rest = ExtractRepeatedFlags(argc, argv, &options);
+  std::vector<char*> rest =
+      ExtractTaskFlags(ExtractRepeatedFlags(argc, argv, &options), &options);
   const std::vector<char*> positional =
       absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
   if (positional.size() > 2) {
@@ -308,8 +387,6 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   options.decode.beam = absl::GetFlag(FLAGS_beam);
   options.decode.alpha = absl::GetFlag(FLAGS_alpha);
   options.decode.nbest = absl::GetFlag(FLAGS_nbest);
-  options.decode.tag_dictionary = absl::GetFlag(FLAGS_tag_dictionary);
-  options.decode.open_class_tags = absl::GetFlag(FLAGS_open_class_tags);
   absl::Status status = RunDriver(options, std::cout);
   if (!status.ok()) {
     std::cerr << "error: " << status.message() << "\n";

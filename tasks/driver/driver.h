@@ -4,6 +4,7 @@
 #ifndef TFM_TASKS_DRIVER_DRIVER_H_
 #define TFM_TASKS_DRIVER_DRIVER_H_
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ struct DriverOptions {
   double minutes = 0;                  // --minutes=N: train's time limit (0: none).
   int average_last = 0;                // --last=N: average's checkpoint count.
   DecodeRequest decode;                // --model, --input, --output, --src, --ref, ...
+  // The task's own flags (TaskDef::flags) by name: --name=value.
+  std::map<std::string, std::string> task_flags;
   std::string program;                 // argv[0]'s base name.
 };
 
@@ -31,13 +34,20 @@ struct DriverOptions {
 // value of a flag; these two are repeatable) and returns the rest.
 std::vector<char*> ExtractRepeatedFlags(int argc, char** argv, DriverOptions* options);
 
+// Takes the task flags (TaskDef::flags) out of `args` into
+// options->task_flags and returns the rest: every --name[=value] that is not
+// a driver flag, with its value after "=" or, for a flag a built-in task
+// declares, as the next argument. RunDriver checks that the task declares
+// them.
+std::vector<char*> ExtractTaskFlags(const std::vector<char*>& args, DriverOptions* options);
+
 // The config file for --config=`config`: a path (taken relative to the
 // user's directory), or a bare preset name looked up beside `default_config`
 // and in every task's configs folder.
 std::string ResolvePreset(const std::string& config, const std::string& default_config);
 
-// Writes the registered ops (with their kernels), layers and tasks, and what
-// CUDA this binary has.
+// Writes the registered ops (with their kernels), layers, tasks, corpus
+// formats and decoder input hooks, and what CUDA this binary has.
 void ListRegistered(std::ostream& out);
 
 // Runs the driver; messages go to `out`, errors are returned.

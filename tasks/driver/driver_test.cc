@@ -1,6 +1,9 @@
 #include "tasks/driver/driver.h"
 
+#include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/cpu_features.h"
@@ -24,6 +27,41 @@ TEST(DriverTest, RepeatedFlagsAreAllKept) {
   EXPECT_STREQ(rest[2], "--list");
 }
 
+// A task's own flags (TaskDef::flags) are taken out before absl parses the
+// driver's: a built-in task's with its value in the same or the next
+// argument, any other (a plugin's, not loaded yet) as --name=value.
+TEST(DriverTest, TaskFlagsAreTakenOutForTheTask) {
+  std::vector<std::string> args = {"prog", "parse",       "--config=c",      "--tag_dictionary=3",
+                                   "--open_class_tags", "1", "--nolist", "--plugin_setting=x",
+                                   "--", "--tag_dictionary=9"};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  DriverOptions options;
+  std::vector<char*> rest = ExtractTaskFlags(argv, &options);
+  EXPECT_EQ(options.task_flags, (std::map<std::string, std::string>{
+                                    {"tag_dictionary", "3"},
+                                    {"open_class_tags", "1"},
+                                    {"plugin_setting", "x"}}));
+  ASSERT_EQ(rest.size(), 6u);
+  EXPECT_STREQ(rest[1], "parse");
+  EXPECT_STREQ(rest[2], "--config=c");
+  EXPECT_STREQ(rest[3], "--nolist");
+  EXPECT_STREQ(rest[4], "--");
+  EXPECT_STREQ(rest[5], "--tag_dictionary=9");
+
+  // The task of the config must declare them.
+  DriverOptions translation;
+  translation.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  translation.task_flags = {{"tag_dictionary", "3"}};
+  std::ostringstream out;
+  const absl::Status status = RunDriver(translation, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("unknown flag --tag_dictionary: not a flag of the driver nor "
+                                  "of task 'translation'"),
+            std::string::npos)
+      << status;
+}
+
 TEST(DriverTest, ListShowsOpsWithKernelsAndTasks) {
   DriverOptions options;
   options.list = true;
@@ -32,6 +70,12 @@ TEST(DriverTest, ListShowsOpsWithKernelsAndTasks) {
   EXPECT_NE(out.str().find("  fill  [CPU/bf16 CPU/f16 CPU/f32 CPU/i32 CPU/i64"), std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("tasks:\n  parsing\n  translation\n"), std::string::npos);
+  // The parsing task's treebanks and leaf alignment, beside the engine's formats.
+  EXPECT_NE(out.str().find("corpus formats:\n  GETTEXT_MO\n  PLAIN_TEXT\n  PTB_MRG\n  WMT_SGML\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("decoder input hooks:\n  leaf_alignment\n"), std::string::npos)
+      << out.str();
   EXPECT_NE(out.str().find("cuda: "), std::string::npos);
   // The kernels chosen for this machine: the CPU's ISA and the BLAS core.
   EXPECT_NE(out.str().find("cpu: " + CpuSummary() + "\n"), std::string::npos) << out.str();

@@ -10,10 +10,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/data/file_io.h"
-#include "core/data/linearize.h"
-#include "core/data/ptb_corpus.h"
-#include "core/data/ptb_reader.h"
-#include "core/data/tree.h"
+#include "tasks/parsing/linearize.h"
+#include "tasks/parsing/ptb_corpus.h"
+#include "tasks/parsing/ptb_reader.h"
+#include "tasks/parsing/tree.h"
 #include "core/paths.h"
 #include "core/status_macros.h"
 #include "tasks/common/seq2seq_decoding.h"
@@ -28,7 +28,8 @@ absl::Status ParseAndScore(TrainedModel& trained, const config::DecodeConfig& de
                            const std::vector<std::string>& sentences,
                            const std::vector<std::string>& gold_lines,
                            const std::string& source_name, const std::string& gold_name,
-                           std::ostream& log, std::vector<std::string>* parses) {
+                           std::ostream& log, std::vector<std::string>* parses,
+                           const ParsingFlags& flags = {}) {
   log << "parsing " << sentences.size() << " sentences ("
       << config::DecodeConfig::Strategy_Name(decode.strategy()) << ", beam "
       << decode.beam_size() << ", alpha " << decode.length_penalty_alpha()
@@ -36,7 +37,7 @@ absl::Status ParseAndScore(TrainedModel& trained, const config::DecodeConfig& de
       << std::flush;
   const absl::Time start = absl::Now();
   TFM_ASSIGN_OR_RETURN(*parses, DecodeLines(trained, decode, sentences, source_name, &log,
-                                            TreeDecodingHooks()));
+                                            TreeDecodingHooks(flags)));
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const EvalbScorer scorer = ScoreParses(*parses, gold_lines, sentences, gold_name, &log);
   for (size_t i = 0; i < parses->size() && i < 5; ++i) {
@@ -127,6 +128,7 @@ EvalbScorer ScoreParses(const std::vector<std::string>& parses,
 
 absl::Status RunParseEvaluation(const TaskContext& context) {
   const DecodeRequest& request = context.decode;
+  TFM_ASSIGN_OR_RETURN(const ParsingFlags flags, ReadParsingFlags(context.task_flags));
   TFM_RETURN_IF_ERROR(CheckEvaluateRequest(
       request, "sentences, one a line, words separated by spaces; their gold trees, one "
                "bracketed tree a line"));
@@ -148,7 +150,7 @@ absl::Status RunParseEvaluation(const TaskContext& context) {
   decode.set_nbest(1);
   std::vector<std::string> parses;
   TFM_RETURN_IF_ERROR(ParseAndScore(trained, decode, sentences, gold_lines, source_name, gold_name,
-                                    *context.log, &parses));
+                                    *context.log, &parses, flags));
   if (!request.output.empty()) TFM_RETURN_IF_ERROR(WriteOutputLines(request.output, parses));
   return absl::OkStatus();
 }

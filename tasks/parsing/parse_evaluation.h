@@ -1,4 +1,4 @@
-// Scoring parses with EVALB's COLLINS.prm conventions (core/metrics/evalb.h)
+// Scoring parses with EVALB's COLLINS.prm conventions (tasks/parsing/evalb.h)
 // and parsing's evaluate command and main-job step:
 //   evaluate --model=DIR --src=FILE --ref=FILE: FILE of sentences (words
 //     separated by spaces) and FILE of their gold trees, one bracketed tree a
@@ -25,9 +25,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
-#include "core/data/linearize.h"
-#include "core/data/tree.h"
-#include "core/metrics/evalb.h"
+#include "tasks/parsing/linearize.h"
+#include "tasks/parsing/tree.h"
+#include "tasks/parsing/evalb.h"
 #include "core/task_registry.h"
 #include "tasks/common/corpus_metric.h"
 #include "tasks/common/seq2seq_main_job.h"
@@ -79,7 +79,7 @@ absl::Status ReadTreebankSentences(
 // Validation F1 during training (train.validate_bleu_sentences lines of
 // data.valid, decoded greedily under the tree constraint): hypotheses and
 // references are linearised trees with leaves in `style`
-// (core/data/linearize.h). Both are rebuilt with Delinearize over
+// (tasks/parsing/linearize.h). Both are rebuilt with Delinearize over
 // stand-in words, as many as the reference has leaves (EVALB counts spans,
 // not words), the hypothesis takes the reference's leaf tags (punctuation
 // is then deleted from both alike) and EVALB's F1 over all lines is the

@@ -17,13 +17,14 @@
 #include "absl/strings/str_split.h"
 #include "core/data/corpus.h"
 #include "core/data/file_io.h"
-#include "core/data/linearize.h"
-#include "core/data/tree.h"
+#include "tasks/parsing/linearize.h"
+#include "tasks/parsing/tree.h"
 #include "runtime/train/checkpoint.h"
 #include "gtest/gtest.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
 #include "tasks/parsing/parse_evaluation.h"
+#include "tasks/parsing/parsing_config.h"
 #include "tasks/parsing/tag_dictionary.h"
 #include "tasks/parsing/tree_decoding.h"
 #include "tests/util/peer_python.h"
@@ -41,6 +42,15 @@ const std::vector<std::string>& Sentences() {
       "named a nonexecutive director of this British industrial conglomerate .",
       "Pierre Vinken , 61 years old , will join the board as a nonexecutive director Nov. 29 ."};
   return *sentences;
+}
+
+// The model's tag dictionary settings (its ParsingConfig), as a config or
+// --tag_dictionary and --open_class_tags set them.
+void SetTagDictionary(int min_count, bool open_class, config::TaskConfig* config) {
+  parsing::ParsingConfig settings = ParsingSettings(*config);
+  settings.set_tag_dictionary_min_count(min_count);
+  settings.set_tag_dictionary_open_class(open_class);
+  SetParsingSettings(settings, config);
 }
 
 class ParsingDecodingTest : public ::testing::Test {
@@ -63,12 +73,33 @@ class ParsingDecodingTest : public ::testing::Test {
     WriteRandomModel(*tagged_other_weights_dir_, config::CorpusConfig::POS_TAGS, /*init_seed=*/9);
     WriteRandomModel(*tagged_other_vocabulary_dir_, config::CorpusConfig::POS_TAGS,
                      /*init_seed=*/5, /*vocab_size=*/380);
+    // tagged_dir_'s weights with leaf alignment and a tag dictionary, saved
+    // as configs say it now and as they said it before the parsing task had
+    // its ParsingConfig (deprecated fields of the engine's schema).
+    aligned_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_aligned"));
+    aligned_old_dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/parsing_aligned_old"));
+    WriteRandomModel(*aligned_dir_, config::CorpusConfig::POS_TAGS, 5, 400,
+                     [](config::TaskConfig* config) {
+                       config->mutable_model()->set_decoder_input_hook("leaf_alignment");
+                       parsing::ParsingConfig settings;
+                       settings.set_leaf_alignment_last_piece(true);
+                       settings.set_tag_dictionary_min_count(1);
+                       SetParsingSettings(settings, config);
+                     });
+    WriteRandomModel(*aligned_old_dir_, config::CorpusConfig::POS_TAGS, 5, 400,
+                     [](config::TaskConfig* config) {
+                       config->mutable_model()->set_decoder_leaf_alignment(true);
+                       config->mutable_model()->set_decoder_leaf_alignment_last_piece(true);
+                       config->mutable_decode()->set_tag_dictionary_min_count(1);
+                     });
   }
 
   // A random model saved in `dir`, its vocabulary trained on pairs whose
   // trees write their leaves as `leaves` says.
+  // `edit` changes the config saved with it (not the weights).
   static void WriteRandomModel(const std::string& dir, config::CorpusConfig::TreeLeaves leaves,
-                               int init_seed = 5, int vocab_size = 400) {
+                               int init_seed = 5, int vocab_size = 400,
+                               void (*edit)(config::TaskConfig*) = nullptr) {
     config::TaskConfig config;
     config.set_task("parsing");
     config::TokenizerConfig& tokenizer_config = *config.mutable_data()->mutable_tokenizer();
@@ -112,6 +143,7 @@ class ParsingDecodingTest : public ::testing::Test {
     }
     checkpoint.state.set_update(1);
     checkpoint.config = config;
+    if (edit != nullptr) edit(&checkpoint.config);
     checkpoint.vocabulary = tokenizer->model();
     ASSERT_TRUE(WriteCheckpoint(dir, checkpoint).ok());
   }
@@ -146,6 +178,8 @@ class ParsingDecodingTest : public ::testing::Test {
   static std::string* tagged_dir_;
   static std::string* tagged_other_weights_dir_;
   static std::string* tagged_other_vocabulary_dir_;
+  static std::string* aligned_dir_;
+  static std::string* aligned_old_dir_;
 };
 
 std::string* ParsingDecodingTest::work_dir_ = nullptr;
@@ -154,6 +188,34 @@ std::string* ParsingDecodingTest::indexed_dir_ = nullptr;
 std::string* ParsingDecodingTest::tagged_dir_ = nullptr;
 std::string* ParsingDecodingTest::tagged_other_weights_dir_ = nullptr;
 std::string* ParsingDecodingTest::tagged_other_vocabulary_dir_ = nullptr;
+std::string* ParsingDecodingTest::aligned_dir_ = nullptr;
+std::string* ParsingDecodingTest::aligned_old_dir_ = nullptr;
+
+// A checkpoint saved before the parsing settings moved into ParsingConfig
+// loads as one saved after it, and parses alike; leaf alignment (the hook
+// its config names) changes what the same weights parse.
+TEST_F(ParsingDecodingTest, CheckpointsSavedBeforeTheExtensionParseAlike) {
+  TrainedModel now = Load(aligned_dir_);
+  TrainedModel old = Load(aligned_old_dir_);
+  EXPECT_EQ(old.config.model().decoder_input_hook(), "leaf_alignment");
+  EXPECT_FALSE(old.config.model().has_decoder_leaf_alignment());
+  EXPECT_TRUE(ParsingSettings(old.config).leaf_alignment_last_piece());
+  EXPECT_EQ(ParsingSettings(old.config).tag_dictionary_min_count(), 1);
+  const config::DecodeConfig decode = now.config.decode();
+  absl::StatusOr<std::vector<std::string>> parsed_now =
+      DecodeLines(now, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
+  absl::StatusOr<std::vector<std::string>> parsed_old =
+      DecodeLines(old, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
+  ASSERT_TRUE(parsed_now.ok()) << parsed_now.status();
+  ASSERT_TRUE(parsed_old.ok()) << parsed_old.status();
+  EXPECT_EQ(*parsed_now, *parsed_old);
+  TrainedModel unaligned = Load(tagged_dir_);
+  SetTagDictionary(1, /*open_class=*/false, &unaligned.config);
+  absl::StatusOr<std::vector<std::string>> parsed_unaligned =
+      DecodeLines(unaligned, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
+  ASSERT_TRUE(parsed_unaligned.ok()) << parsed_unaligned.status();
+  EXPECT_NE(*parsed_unaligned, *parsed_now);
+}
 
 // Tokens whose opens and closes pair up into one root over `words` leaves,
 // with no constituent left without a word: what Delinearize keeps as it is
@@ -417,7 +479,7 @@ TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags
   };
   config::DecodeConfig decode = trained.config.decode();
   EXPECT_GT(foreign_tags(decode), 0);
-  decode.set_tag_dictionary_min_count(1);
+  SetTagDictionary(1, /*open_class=*/false, &trained.config);
   EXPECT_EQ(foreign_tags(decode), 0);
   // Greedy search goes without it.
   decode.set_strategy(config::DecodeConfig::GREEDY);
@@ -446,9 +508,8 @@ TEST_F(ParsingDecodingTest, CheckpointTagCountsStandInForTheTreebank) {
   for (const auto& [word, tags] : *counts) nouns[word]["NN"] = 5;
   trained.task_files[kTagCountsFile] = FormatTagCounts(nouns);
   trained.config.mutable_data()->mutable_train(0)->set_root(Path("no_treebank_here"));
-  config::DecodeConfig decode = trained.config.decode();
-  decode.set_tag_dictionary_min_count(1);
-  decode.set_tag_dictionary_open_class(false);
+  const config::DecodeConfig decode = trained.config.decode();
+  SetTagDictionary(1, /*open_class=*/false, &trained.config);
   const auto tagged = ParsedTags(trained, decode, Sentences());
   ASSERT_GT(tagged.size(), 20u);
   for (const auto& [word, tag] : tagged) EXPECT_EQ(tag, "NN") << word;
@@ -502,9 +563,8 @@ TEST_F(ParsingDecodingTest, OpenClassAndShapeTagsBindUnseenWords) {
   EXPECT_EQ(ed.count("NNP"), 0) << absl::StrJoin(ed, " ");
   EXPECT_EQ(shapes.Of("Zorblax").count("NNP"), 1);
   const auto closed_tags = [&](bool open_class) {
-    config::DecodeConfig decode = trained.config.decode();
-    decode.set_tag_dictionary_min_count(5);
-    decode.set_tag_dictionary_open_class(open_class);
+    const config::DecodeConfig decode = trained.config.decode();
+    SetTagDictionary(5, open_class, &trained.config);
     int closed = 0, checked = 0;
     for (const auto& [word, tag] : ParsedTags(trained, decode, lines)) {
       if (!unseen(word)) continue;

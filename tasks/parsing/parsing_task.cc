@@ -12,6 +12,9 @@
 #include "tasks/common/seq2seq_training.h"
 #include "tasks/common/validation_bleu.h"
 #include "tasks/parsing/parse_evaluation.h"
+#include "tasks/parsing/parsing_config.h"
+#include "tasks/parsing/parsing_flags.h"
+#include "tasks/parsing/ptb_corpus.h"
 #include "tasks/parsing/tree_decoding.h"
 
 namespace tfm {
@@ -28,6 +31,7 @@ class ParsingTask : public Task {
     TFM_RETURN_IF_ERROR(CheckTreebanks(loaded, "data.train", data.train()));
     TFM_RETURN_IF_ERROR(CheckTreebanks(loaded, "data.valid", data.valid()));
     TFM_RETURN_IF_ERROR(CheckTreebanks(loaded, "data.test", data.test()));
+    TFM_RETURN_IF_ERROR(CheckParsingConfig(loaded));
     return CheckLeafStyles(loaded);
   }
 
@@ -44,7 +48,8 @@ class ParsingTask : public Task {
       return RunSeq2SeqTraining(context, ValidationF1(context.config.config), ParsingTaskFiles);
     }
     if (context.mode == TaskMode::kEvaluate) return RunParseEvaluation(context);
-    return RunDecodeCommand(context, TreeDecodingHooks());
+    TFM_ASSIGN_OR_RETURN(const ParsingFlags flags, ReadParsingFlags(context.task_flags));
+    return RunDecodeCommand(context, TreeDecodingHooks(flags));
   }
 
  private:
@@ -75,11 +80,10 @@ class ParsingTask : public Task {
             " (every treebank of a config writes its leaves alike)"));
       }
     }
-    if (loaded.config.decode().tag_dictionary_min_count() > 0 &&
+    if (ParsingSettings(loaded.config).tag_dictionary_min_count() > 0 &&
         style != config::CorpusConfig::POS_TAGS) {
-      const std::string field = "decode.tag_dictionary_min_count";
       return absl::InvalidArgumentError(absl::StrCat(
-          loaded.sources.Describe(field), ": ", field,
+          loaded.sources.file(), ": ParsingConfig.tag_dictionary_min_count",
           ": a tag dictionary is for trees whose leaves are tags (tree_leaves: POS_TAGS), and "
           "data.train[0] has ", config::CorpusConfig::TreeLeaves_Name(style)));
     }
@@ -122,6 +126,12 @@ TFM_REGISTER_TASK(TaskDef{
     .name = "parsing",
     .doc = "constituency parsing as sequence-to-sequence over linearised trees",
     .create = [] { return std::make_unique<ParsingTask>(); },
+    .flags = ParsingFlagDefinitions(),
+    .ensemble_mismatch = [](const config::TaskConfig& first,
+                            const config::TaskConfig& member) -> std::string {
+      if (ConfigLeafStyle(member) == ConfigLeafStyle(first)) return "";
+      return "its trees have other leaves (data.train tree_leaves)";
+    },
 });
 
 }  // namespace

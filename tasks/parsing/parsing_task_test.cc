@@ -10,6 +10,7 @@
 #include "core/data/file_io.h"
 #include "core/task_registry.h"
 #include "gtest/gtest.h"
+#include "tasks/parsing/parsing_config.h"
 #include "tests/util/peer_python.h"
 
 namespace tfm {
@@ -25,6 +26,12 @@ config::CorpusConfig Treebank(int first, int last, config::CorpusConfig::TreeLea
   corpus.set_last_document(last);
   corpus.set_tree_leaves(leaves);
   return corpus;
+}
+
+void SetTagDictionaryMinCount(int min_count, config::TaskConfig* config) {
+  parsing::ParsingConfig settings = ParsingSettings(*config);
+  settings.set_tag_dictionary_min_count(min_count);
+  SetParsingSettings(settings, config);
 }
 
 absl::Status ValidateParsing(const config::TaskConfig& config) {
@@ -59,13 +66,13 @@ TEST(ParsingTaskTest, TagDictionaryNeedsTreesWhoseLeavesAreTags) {
   config::TaskConfig config;
   config.set_task("parsing");
   *config.mutable_data()->add_train() = Treebank(1, 169, config::CorpusConfig::POS_TAGS);
-  config.mutable_decode()->set_tag_dictionary_min_count(5);
+  SetTagDictionaryMinCount(5, &config);
   EXPECT_TRUE(ValidateParsing(config).ok()) << ValidateParsing(config);
 
   config.mutable_data()->mutable_train(0)->set_tree_leaves(config::CorpusConfig::PLACEHOLDERS);
   const absl::Status status = ValidateParsing(config);
   EXPECT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("decode.tag_dictionary_min_count: a tag dictionary is for "
+  EXPECT_NE(status.message().find("tag_dictionary_min_count: a tag dictionary is for "
                                   "trees whose leaves are tags"),
             std::string::npos)
       << status;
@@ -125,7 +132,7 @@ TEST(ParsingTaskTest, MainJobCheckpointsKeepTheTagCounts) {
   config::DecodeConfig& decode = *config.mutable_decode();
   decode.set_beam_size(2);
   decode.set_max_length_offset(20);
-  decode.set_tag_dictionary_min_count(1);
+  SetTagDictionaryMinCount(1, &config);
 
   absl::StatusOr<std::unique_ptr<Task>> task = CreateTask("parsing");
   ASSERT_TRUE(task.ok()) << task.status();

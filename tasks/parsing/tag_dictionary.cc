@@ -10,9 +10,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "core/data/ptb_reader.h"
-#include "core/data/tree.h"
-#include "runtime/decode/tree_constraint.h"
+#include "tasks/parsing/ptb_reader.h"
+#include "tasks/parsing/tree.h"
+#include "tasks/parsing/tree_constraint.h"
 #include "core/status_macros.h"
 #include "tasks/parsing/parse_evaluation.h"
 

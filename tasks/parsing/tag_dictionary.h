@@ -1,6 +1,7 @@
-// decode.tag_dictionary_min_count: the part-of-speech tags each word had in
-// the training treebank, as the tree constraint's tag dictionary
-// (runtime/decode/tree_constraint.h, LeafRule::leaf_starts_by_word). A model
+// ParsingConfig.tag_dictionary_min_count (parsing_config.proto): the
+// part-of-speech tags each word had in the training treebank, as the tree
+// constraint's tag dictionary (tree_constraint.h,
+// LeafRule::leaf_starts_by_word). A model
 // that writes tags as leaves (tree_leaves: POS_TAGS) otherwise tags a word
 // from the brackets around it as much as from the word: "(NP (NNP Genetics)
 // (NNP Institute) (CC and) (NNP is) ..." — with the dictionary "is" can only

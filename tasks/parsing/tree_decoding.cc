@@ -8,11 +8,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "core/data/linearize.h"
-#include "core/data/ptb_corpus.h"
-#include "core/data/tree.h"
-#include "runtime/decode/tree_constraint.h"
+#include "tasks/parsing/linearize.h"
+#include "tasks/parsing/ptb_corpus.h"
+#include "tasks/parsing/tree.h"
+#include "tasks/parsing/tree_constraint.h"
 #include "core/status_macros.h"
+#include "tasks/parsing/parsing_config.h"
 #include "tasks/parsing/tag_dictionary.h"
 
 namespace tfm {
@@ -76,23 +77,26 @@ absl::StatusOr<TaskFiles> ParsingTaskFiles(const config::TaskConfig& config) {
   return TaskFiles{{kTagCountsFile, FormatTagCounts(counts)}};
 }
 
-DecodingHooks TreeDecodingHooks() {
+DecodingHooks TreeDecodingHooks(const ParsingFlags& flags) {
   DecodingHooks hooks;
   hooks.prepare = [](const std::string& line) { return absl::StrJoin(InputWords(line), " "); };
   // The training treebank's tags, read once (validation makes a constraint
   // at every validation).
   auto tag_counts = std::make_shared<std::optional<TagCounts>>();
-  hooks.constraint = [tag_counts](const config::TaskConfig& config, const Tokenizer& tokenizer,
+  hooks.constraint = [tag_counts, flags](const config::TaskConfig& config,
+                                         const Tokenizer& tokenizer,
                                   const std::vector<std::string>& inputs,
                                   const TaskFiles& model_files)
       -> absl::StatusOr<std::unique_ptr<DecodingConstraint>> {
     const LeafStyle style = ConfigLeafStyle(config);
+    parsing::ParsingConfig settings = ParsingSettings(config);
+    flags.ApplyTo(&settings);
     // Beam search only: greedy search under the dictionary has no second
     // path when a word's tag does not fit the brackets it opened (the
     // 10-minute preset model's validation F1: 37.66 with it, 61.76 without).
     const int min_count = config.decode().strategy() == config::DecodeConfig::GREEDY
                               ? 0
-                              : config.decode().tag_dictionary_min_count();
+                              : settings.tag_dictionary_min_count();
     if (style != LeafStyle::kPosTag || min_count <= 0) return MakeTreeConstraint(tokenizer, style);
     // The checkpoint's own counts, else (a model saved before checkpoints
     // kept them, or the model being trained) the training treebank's.
@@ -107,7 +111,7 @@ DecodingHooks TreeDecodingHooks() {
       if (!counts.ok()) {
         return absl::Status(
             counts.status().code(),
-            absl::StrCat("decode.tag_dictionary_min_count reads the model's training treebank "
+            absl::StrCat("tag_dictionary_min_count reads the model's training treebank "
                          "(data.train; --tag_dictionary=0 parses without it): ",
                          counts.status().message()));
       }
@@ -117,7 +121,7 @@ DecodingHooks TreeDecodingHooks() {
     return MakeTreeConstraint(
         tokenizer, style,
         MakeLeafTagDictionary(counts, tokenizer, min_count,
-                              config.decode().tag_dictionary_open_class(), WordsOf(inputs)));
+                              settings.tag_dictionary_open_class(), WordsOf(inputs)));
   };
   hooks.format = [](const config::TaskConfig& config, const std::string& line,
                     const std::string& text) {

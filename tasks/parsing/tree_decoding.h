@@ -1,4 +1,4 @@
-// Parsing's decoding: tree-constrained search (runtime/decode/tree_constraint.h)
+// Parsing's decoding: tree-constrained search (tasks/parsing/tree_constraint.h)
 // and, for every output, the tree over the input line's words in Penn
 // Treebank brackets, "(S (NP (XX John)) (VP (XX sleeps)) (. .))": leaves are
 // tagged XX, or with the punctuation tag the model predicted or, for copied
@@ -16,11 +16,12 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
-#include "core/data/linearize.h"
-#include "core/data/ptb_corpus.h"  // ConfigLeafStyle
+#include "tasks/parsing/linearize.h"
+#include "tasks/parsing/ptb_corpus.h"  // ConfigLeafStyle
 #include "core/data/tokenizer.h"
 #include "runtime/decode/decoding_constraint.h"
 #include "tasks/common/seq2seq_decoding.h"
+#include "tasks/parsing/parsing_flags.h"
 #include "tasks/parsing/tag_dictionary.h"
 
 namespace tfm {
@@ -41,11 +42,12 @@ absl::StatusOr<std::unique_ptr<DecodingConstraint>> MakeTreeConstraint(
 
 // The input's words as the model reads them (brackets as -LRB- -RRB-), the
 // constraint and TreeLine, in the model's leaf style, for DecodeLines and
-// the parse command. With decode.tag_dictionary_min_count and beam search
-// the constraint's dictionary comes from the checkpoint's tag counts
-// (ParsingTaskFiles), else from the model's training treebank, read once
-// (the first time it is made); greedy search goes without the dictionary.
-DecodingHooks TreeDecodingHooks();
+// the parse command. With the ParsingConfig's tag_dictionary_min_count (or
+// `flags`' --tag_dictionary) and beam search the constraint's dictionary
+// comes from the checkpoint's tag counts (ParsingTaskFiles), else from the
+// model's training treebank, read once (the first time it is made); greedy
+// search goes without the dictionary.
+DecodingHooks TreeDecodingHooks(const ParsingFlags& flags = {});
 
 // What a parser's checkpoints keep for decoding: with part-of-speech
 // leaves, the training treebank's tag counts (tag_dictionary.h's

@@ -2,7 +2,7 @@
 // vocabulary spells trees in whole and in split pieces: every output must be
 // a well-formed linearised tree over exactly the source's words, checked
 // here by an independent reading of the text the pieces spell.
-#include "runtime/decode/tree_constraint.h"
+#include "tasks/parsing/tree_constraint.h"
 
 #include <cmath>
 #include <functional>

@@ -1,8 +1,8 @@
-#include "layers/leaf_alignment.h"
+#include "tasks/parsing/leaf_alignment.h"
 
 #include <algorithm>
 
-#include "runtime/decode/tree_constraint.h"
+#include "tasks/parsing/tree_constraint.h"
 
 namespace tfm {
 

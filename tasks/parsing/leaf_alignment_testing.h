@@ -1,10 +1,10 @@
 // Leaf and word tables for tests of models with
-// model.decoder_leaf_alignment that use small synthetic vocabularies
+// leaf alignment that use small synthetic vocabularies
 // instead of a tokenizer's pieces.
-#ifndef TFM_LAYERS_LEAF_ALIGNMENT_TESTING_H_
-#define TFM_LAYERS_LEAF_ALIGNMENT_TESTING_H_
+#ifndef TFM_TASKS_PARSING_LEAF_ALIGNMENT_TESTING_H_
+#define TFM_TASKS_PARSING_LEAF_ALIGNMENT_TESTING_H_
 
-#include "layers/leaf_alignment.h"
+#include "tasks/parsing/leaf_alignment.h"
 
 namespace tfm {
 
@@ -22,4 +22,4 @@ inline LeafAlignmentTables SyntheticLeafAlignment(int vocab_size) {
 
 }  // namespace tfm
 
-#endif  // TFM_LAYERS_LEAF_ALIGNMENT_TESTING_H_
+#endif  // TFM_TASKS_PARSING_LEAF_ALIGNMENT_TESTING_H_

@@ -2,8 +2,8 @@
 // line) without ever failing on a malformed tree: bad trees are skipped and
 // counted by reason in a SkipReport ("unbalanced brackets", "text outside
 // brackets", "malformed tree", "empty tree").
-#ifndef TFM_CORE_DATA_PTB_READER_H_
-#define TFM_CORE_DATA_PTB_READER_H_
+#ifndef TFM_TASKS_PARSING_PTB_READER_H_
+#define TFM_TASKS_PARSING_PTB_READER_H_
 
 #include <fstream>
 #include <memory>
@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/data/skip_report.h"
-#include "core/data/tree.h"
+#include "tasks/parsing/tree.h"
 
 namespace tfm {
 
@@ -70,4 +70,4 @@ absl::StatusOr<std::vector<std::string>> WsjSectionFiles(const std::string& wsj_
 
 }  // namespace tfm
 
-#endif  // TFM_CORE_DATA_PTB_READER_H_
+#endif  // TFM_TASKS_PARSING_PTB_READER_H_

@@ -1,4 +1,4 @@
-#include "core/metrics/evalb.h"
+#include "tasks/parsing/evalb.h"
 
 #include <algorithm>
 #include <map>

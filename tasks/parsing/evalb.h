@@ -16,13 +16,13 @@
 // bracket labeled ""), TOP or ROOT; F1 is 0 where EVALB prints nan
 // (precision and recall both 0); and there is no MAX_ERROR limit (EVALB
 // exits without a summary after 10 errors).
-#ifndef TFM_CORE_METRICS_EVALB_H_
-#define TFM_CORE_METRICS_EVALB_H_
+#ifndef TFM_TASKS_PARSING_EVALB_H_
+#define TFM_TASKS_PARSING_EVALB_H_
 
 #include <cstdint>
 #include <string>
 
-#include "core/data/tree.h"
+#include "tasks/parsing/tree.h"
 
 namespace tfm {
 
@@ -91,4 +91,4 @@ class EvalbScorer {
 
 }  // namespace tfm
 
-#endif  // TFM_CORE_METRICS_EVALB_H_
+#endif  // TFM_TASKS_PARSING_EVALB_H_

@@ -1,4 +1,4 @@
-#include "core/data/ptb_corpus.h"
+#include "tasks/parsing/ptb_corpus.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,9 +9,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/data/linearize.h"
-#include "core/data/ptb_reader.h"
+#include "core/data/corpus_format_registry.h"
+#include "core/paths.h"
 #include "core/status_macros.h"
+#include "tasks/parsing/linearize.h"
+#include "tasks/parsing/ptb_reader.h"
 
 namespace tfm {
 namespace {
@@ -156,4 +158,25 @@ absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(std::vector<std::strin
       std::make_unique<PtbCorpusReader>(std::move(trees), leaves, subtree_min_words));
 }
 
+namespace {
+
+// The parsing task's corpus format: OpenCorpus reads treebanks through it.
+TFM_REGISTER_CORPUS_FORMAT(CorpusFormatDef{
+    .name = "PTB_MRG",
+    .doc = "Penn Treebank .mrg files: (words, linearised tree) pairs for parsing",
+    .open = [](const config::CorpusConfig& corpus, int64_t /*max_sentence_bytes*/)
+        -> absl::StatusOr<std::unique_ptr<PairReader>> {
+      if (corpus.root().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("corpus ", corpus.has_name() ? corpus.name() : "(unnamed)",
+                         ": root (the treebank directory) is required"));
+      }
+      TFM_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                           PtbCorpusFiles(corpus, ResolveDataPath(corpus.root())));
+      return OpenPtbCorpus(std::move(files), TreeLeafStyle(corpus.tree_leaves()),
+                           corpus.subtree_min_words());
+    },
+});
+
+}  // namespace
 }  // namespace tfm

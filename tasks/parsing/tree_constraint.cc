@@ -1,4 +1,4 @@
-#include "runtime/decode/tree_constraint.h"
+#include "tasks/parsing/tree_constraint.h"
 
 #include <algorithm>
 #include <limits>

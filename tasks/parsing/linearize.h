@@ -25,13 +25,13 @@
 // (punctuation too), which the parser is forced to write in order: the
 // decoder's input then says which word it is at, and leaf i attends to
 // source position i without having to count.
-#ifndef TFM_CORE_DATA_LINEARIZE_H_
-#define TFM_CORE_DATA_LINEARIZE_H_
+#ifndef TFM_TASKS_PARSING_LINEARIZE_H_
+#define TFM_TASKS_PARSING_LINEARIZE_H_
 
 #include <string>
 #include <vector>
 
-#include "core/data/tree.h"
+#include "tasks/parsing/tree.h"
 
 namespace tfm {
 
@@ -77,4 +77,4 @@ Tree Delinearize(const std::vector<std::string>& tokens, const std::vector<std::
 
 }  // namespace tfm
 
-#endif  // TFM_CORE_DATA_LINEARIZE_H_
+#endif  // TFM_TASKS_PARSING_LINEARIZE_H_

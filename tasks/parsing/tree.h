@@ -1,7 +1,7 @@
 // Constituency trees in Penn Treebank bracket notation: reading, cleaning
 // (traces, function tags, the unlabeled outer wrapper) and printing.
-#ifndef TFM_CORE_DATA_TREE_H_
-#define TFM_CORE_DATA_TREE_H_
+#ifndef TFM_TASKS_PARSING_TREE_H_
+#define TFM_TASKS_PARSING_TREE_H_
 
 #include <string>
 #include <vector>
@@ -55,4 +55,4 @@ std::vector<std::string> TreeTags(const Tree& tree);
 
 }  // namespace tfm
 
-#endif  // TFM_CORE_DATA_TREE_H_
+#endif  // TFM_TASKS_PARSING_TREE_H_

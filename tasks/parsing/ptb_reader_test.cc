@@ -1,4 +1,4 @@
-#include "core/data/ptb_reader.h"
+#include "tasks/parsing/ptb_reader.h"
 
 #include <cstdlib>
 #include <filesystem>

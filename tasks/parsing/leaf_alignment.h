@@ -1,12 +1,12 @@
-// model.decoder_leaf_alignment (core/config/task_config.proto): where each
+// Leaf alignment (leaf_alignment_hook.h, the "leaf_alignment" hook): where each
 // decoder input of a linearised tree stands in its source. After k leaves
 // the next leaf is word k's, so the decoder input there also gets the
 // encoder's output at word k's first piece, or its last (at the source's
 // last position, its eos, once every word has its leaf). The training batch
 // and the decoding steps both take their positions from here, so the two
 // agree.
-#ifndef TFM_LAYERS_LEAF_ALIGNMENT_H_
-#define TFM_LAYERS_LEAF_ALIGNMENT_H_
+#ifndef TFM_TASKS_PARSING_LEAF_ALIGNMENT_H_
+#define TFM_TASKS_PARSING_LEAF_ALIGNMENT_H_
 
 #include <cstdint>
 #include <string>
@@ -29,7 +29,7 @@ struct LeafAlignmentTables {
   // brackets ("▁XX", "▁.", "▁John"; not "▁", "▁(NP", "▁)", "▁a)b").
   static LeafAlignmentTables FromPieces(const std::vector<std::string>& pieces);
 
-  // model.decoder_leaf_alignment_last_piece: anchor each word at its last
+  // ParsingConfig.leaf_alignment_last_piece: anchor each word at its last
   // piece (WordAnchors).
   bool last_piece = false;
 
@@ -73,4 +73,4 @@ std::vector<int32_t> BatchLeafAlignment(absl::Span<const int> sources, int sourc
 
 }  // namespace tfm
 
-#endif  // TFM_LAYERS_LEAF_ALIGNMENT_H_
+#endif  // TFM_TASKS_PARSING_LEAF_ALIGNMENT_H_

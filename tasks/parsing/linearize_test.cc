@@ -1,4 +1,4 @@
-#include "core/data/linearize.h"
+#include "tasks/parsing/linearize.h"
 
 #include <cstdint>
 #include <functional>

@@ -3,7 +3,7 @@
 // Python package, neither deletes punctuation nor counts brackets as a
 // multiset, so it disagrees with EVALB by design. The cases below are worked
 // out by hand from evalb.c's rules, each derivation written beside it.
-#include "core/metrics/evalb.h"
+#include "tasks/parsing/evalb.h"
 
 #include <filesystem>
 #include <string>
@@ -11,9 +11,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
-#include "core/data/linearize.h"
-#include "core/data/ptb_reader.h"
-#include "core/data/tree.h"
+#include "tasks/parsing/linearize.h"
+#include "tasks/parsing/ptb_reader.h"
+#include "tasks/parsing/tree.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
 

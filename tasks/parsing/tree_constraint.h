@@ -1,5 +1,5 @@
 // Tree-constrained decoding for parsing as translation: every output spells
-// a well-formed linearised tree (core/data/linearize.h: "(S (NP XX )NP (VP
+// a well-formed linearised tree (tasks/parsing/linearize.h: "(S (NP XX )NP (VP
 // XX )VP . )S") with exactly one leaf per source word.
 //
 // With copied words (LeafStyle::kWord: "(S (NP John )NP (VP sleeps )VP
@@ -38,8 +38,8 @@
 // max_length_offset) keeps the bracket rules without the length rule and
 // may be cut at the maximum length; Delinearize repairs what the search
 // returns in every case.
-#ifndef TFM_RUNTIME_DECODE_TREE_CONSTRAINT_H_
-#define TFM_RUNTIME_DECODE_TREE_CONSTRAINT_H_
+#ifndef TFM_TASKS_PARSING_TREE_CONSTRAINT_H_
+#define TFM_TASKS_PARSING_TREE_CONSTRAINT_H_
 
 #include <array>
 #include <cstdint>
@@ -101,7 +101,7 @@ class TreeConstraint : public DecodingConstraint {
   int CountWords(absl::Span<const int> source) const;
 
   // Deeper nesting is never allowed: Delinearize (and every recursive tree
-  // function) keeps it, core/data/tree.h's kMaxTreeDepth being 500.
+  // function) keeps it, tasks/parsing/tree.h's kMaxTreeDepth being 500.
   static constexpr int kMaxDepth = 400;
 
   // What a piece does to the text, by what it starts with.
@@ -124,8 +124,8 @@ class TreeConstraint : public DecodingConstraint {
     kNumClasses,
   };
   // A piece's class by its text alone (never kEnd: eos and the never ids
-  // are set apart by id). Also what model.decoder_leaf_alignment counts
-  // leaves and words by (layers/leaf_alignment.h), so the two agree.
+  // are set apart by id). Also what leaf alignment counts
+  // leaves and words by (tasks/parsing/leaf_alignment.h), so the two agree.
   static PieceClass ClassifyPiece(absl::string_view piece);
   // Whether a piece of this class starts a space-separated token ("▁..."):
   // a source word, with leaves chosen by the model.
@@ -207,4 +207,4 @@ class TreeConstraint : public DecodingConstraint {
 
 }  // namespace tfm
 
-#endif  // TFM_RUNTIME_DECODE_TREE_CONSTRAINT_H_
+#endif  // TFM_TASKS_PARSING_TREE_CONSTRAINT_H_

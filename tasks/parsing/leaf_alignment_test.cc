@@ -1,10 +1,12 @@
-#include "layers/leaf_alignment.h"
+#include "tasks/parsing/leaf_alignment.h"
 
 #include <string>
 #include <vector>
 
-#include "runtime/decode/tree_constraint.h"
 #include "gtest/gtest.h"
+#include "tasks/parsing/leaf_alignment_hook.h"
+#include "tasks/parsing/leaf_alignment_testing.h"
+#include "tasks/parsing/tree_constraint.h"
 
 namespace tfm {
 namespace {
@@ -63,6 +65,62 @@ TEST(LeafAlignmentTest, PositionPastTheLastWordIsTheEos) {
   EXPECT_EQ(AlignedPosition(starts, 2, 4), 3);
   EXPECT_EQ(AlignedPosition(starts, 9, 4), 3);
   EXPECT_EQ(AlignedPosition({}, 0, 1), 0);
+}
+
+// The hook the Transformer calls: its decoding steps give each row the
+// memory row its training batch gives the same decoder input, also after a
+// search widens the rows to a beam, reorders them and drops a sentence.
+TEST(LeafAlignmentTest, HookStepsEqualTheBatchRowsThroughReorders) {
+  constexpr int kVocab = 17;
+  for (bool last_piece : {false, true}) {
+    LeafAlignmentTables tables = SyntheticLeafAlignment(kVocab);
+    tables.last_piece = last_piece;
+    const std::unique_ptr<DecoderInputHook> hook = MakeLeafAlignmentHook(tables);
+    // Sentence 0 of 6 ids, sentence 1 of 4, in 7 columns (one of padding).
+    const std::vector<std::vector<int>> sources = {{4, 6, 8, 5, 10, 3}, {12, 7, 14, 3}};
+    const SourceBatch batch = PadSources({&sources[0], &sources[1]}, /*pad_id=*/0, 1);
+    // Row r of the beam decodes inputs[r]: rows 0, 1 sentence 0's, 2, 3 sentence 1's.
+    const std::vector<std::vector<int32_t>> inputs = {{2, 3, 6, 9, 12, 5, 15, 3},
+                                                      {2, 3, 6, 4, 9, 9, 0, 3},
+                                                      {2, 12, 3, 3, 6, 1, 3, 9},
+                                                      {2, 12, 3, 8, 8, 9, 6, 3}};
+    const std::vector<int> row_sentence = {0, 0, 1, 1};
+    // What training gives each row: its source alone in a batch of one.
+    std::vector<std::vector<int32_t>> expected;
+    for (size_t r = 0; r < inputs.size(); ++r) {
+      const std::vector<int>& source = sources[row_sentence[r]];
+      expected.push_back(hook->BatchMemoryRows(source, static_cast<int>(source.size()),
+                                               {static_cast<int>(source.size())}, inputs[r],
+                                               static_cast<int>(inputs[r].size())));
+    }
+    std::unique_ptr<DecoderInputTracker> tracker = hook->Start(batch, /*rows_per_sentence=*/1);
+    std::vector<int32_t> rows(2);
+    // Step 0 with one row per sentence (rows 0 and 2 of the beam share step
+    // 0's and 1's inputs with their neighbours).
+    for (int t = 0; t < 2; ++t) {
+      tracker->Step({inputs[0][t], inputs[2][t]}, 1, absl::MakeSpan(rows));
+      EXPECT_EQ(rows[0], expected[0][t]) << "step " << t;
+      EXPECT_EQ(rows[1], batch.length + expected[2][t]) << "step " << t;
+    }
+    tracker->Reorder({0, 0, 1, 1}, {0, 1});
+    rows.resize(4);
+    for (int t = 2; t < 5; ++t) {
+      tracker->Step({inputs[0][t], inputs[1][t], inputs[2][t], inputs[3][t]}, 2,
+                    absl::MakeSpan(rows));
+      for (int r = 0; r < 4; ++r) {
+        EXPECT_EQ(rows[r], row_sentence[r] * batch.length + expected[r][t])
+            << "row " << r << " step " << t;
+      }
+    }
+    // Sentence 0 finishes; sentence 1's rows swap.
+    tracker->Reorder({3, 2}, {1});
+    rows.resize(2);
+    for (int t = 5; t < 8; ++t) {
+      tracker->Step({inputs[3][t], inputs[2][t]}, 2, absl::MakeSpan(rows));
+      EXPECT_EQ(rows[0], expected[3][t]) << "step " << t;
+      EXPECT_EQ(rows[1], expected[2][t]) << "step " << t;
+    }
+  }
 }
 
 }  // namespace

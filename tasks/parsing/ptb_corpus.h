@@ -2,8 +2,8 @@
 // 6.3): each tree, cleaned as parsers are evaluated (NormalizePtbTree),
 // becomes the pair (its words joined by spaces, its linearised tree as
 // linearize.h writes it).
-#ifndef TFM_CORE_DATA_PTB_CORPUS_H_
-#define TFM_CORE_DATA_PTB_CORPUS_H_
+#ifndef TFM_TASKS_PARSING_PTB_CORPUS_H_
+#define TFM_TASKS_PARSING_PTB_CORPUS_H_
 
 #include <memory>
 #include <string>
@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
-#include "core/data/linearize.h"
+#include "tasks/parsing/linearize.h"
 #include "core/data/pair_reader.h"
 
 namespace tfm {
@@ -42,4 +42,4 @@ absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(
 
 }  // namespace tfm
 
-#endif  // TFM_CORE_DATA_PTB_CORPUS_H_
+#endif  // TFM_TASKS_PARSING_PTB_CORPUS_H_

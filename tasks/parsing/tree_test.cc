@@ -1,4 +1,4 @@
-#include "core/data/tree.h"
+#include "tasks/parsing/tree.h"
 
 #include <string>
 
