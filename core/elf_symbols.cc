@@ -29,7 +29,7 @@ absl::Status Damaged(const std::string& path, const std::string& what) {
 
 absl::StatusOr<uint64_t> ReadExportedUint64(const std::string& path, const std::string& symbol) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  if (!file) return absl::FailedPreconditionError(absl::StrCat("cannot read '", path, "'"));
   std::ostringstream contents;
   contents << file.rdbuf();
   const std::string bytes = contents.str();

@@ -13,9 +13,9 @@ namespace tfm {
 
 // The 8-byte value of the exported (dynamic) symbol `symbol` in the 64-bit
 // ELF file at `path`, as the library's code would read it. NotFound if the
-// library does not export it; FailedPrecondition if the file is not a
-// 64-bit ELF file of this machine's byte order, or is damaged (truncated
-// tables, a symbol without initialised data).
+// library does not export it; FailedPrecondition if the file cannot be
+// read, is not a 64-bit ELF file of this machine's byte order, or is
+// damaged (truncated tables, a symbol without initialised data).
 absl::StatusOr<uint64_t> ReadExportedUint64(const std::string& path, const std::string& symbol);
 
 }  // namespace tfm
