@@ -217,45 +217,42 @@ absl::StatusOr<int> CompareWithOurs(const Row& peer, const Row& ours, const Toke
   return static_cast<int>(differ.size());
 }
 
-absl::Status Main(const char* argv0) {
-  const int threads = absl::GetFlag(FLAGS_threads);
-  const int batch_size = absl::GetFlag(FLAGS_batch_size);
-  // Before any op runs: the pool reads it once.
-  setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
-  TFM_ASSIGN_OR_RETURN(TrainedModel trained,
-                       LoadTrainedModel(ResolveUserPath(absl::GetFlag(FLAGS_model)), &std::cerr));
+// The checkpoint's decode settings as the rows use them: beam search, one
+// output each, with --beam and --alpha applied.
+config::DecodeConfig DecodeSettings(const TrainedModel& trained) {
   config::DecodeConfig decode = trained.config.decode();
   decode.set_strategy(config::DecodeConfig::BEAM);
   decode.set_nbest(1);
   if (absl::GetFlag(FLAGS_beam) > 0) decode.set_beam_size(absl::GetFlag(FLAGS_beam));
   if (absl::GetFlag(FLAGS_alpha) >= 0) decode.set_length_penalty_alpha(absl::GetFlag(FLAGS_alpha));
-  const std::string input = ResolveDataPath(absl::GetFlag(FLAGS_input));
-  TFM_ASSIGN_OR_RETURN(const std::vector<std::string> lines,
-                       ReadLines(input, absl::GetFlag(FLAGS_max_lines)));
-  const EncodedLines encoded = EncodeLines(
-      trained.tokenizer, trained.config.data().batching().max_length(), lines, input, &std::cerr);
-  const Outputs& sources = encoded.sources;
-  if (sources.empty()) return absl::InvalidArgumentError(input + ": nothing to translate");
-  int64_t source_tokens = 0;
-  for (const std::vector<int>& s : sources) source_tokens += static_cast<int64_t>(s.size());
+  return decode;
+}
 
-  // What the peers read: our pieces by id, and the source ids.
+// A new folder with what the peers read: our pieces by id (vocab.txt) and
+// the source ids (sources.txt).
+absl::StatusOr<std::string> WritePeerInputs(const Tokenizer& tokenizer, const Outputs& sources) {
   char dir_template[] = "/tmp/decode_bench.XXXXXX";
   if (mkdtemp(dir_template) == nullptr) return absl::InternalError("mkdtemp failed");
   const std::string work = dir_template;
   {
     std::ofstream vocab(work + "/vocab.txt");
-    for (int id = 0; id < trained.tokenizer.vocab_size(); ++id) {
-      vocab << trained.tokenizer.IdToPiece(id) << "\n";
-    }
+    for (int id = 0; id < tokenizer.vocab_size(); ++id) vocab << tokenizer.IdToPiece(id) << "\n";
   }
   TFM_RETURN_IF_ERROR(WriteIds(work + "/sources.txt", sources));
+  return work;
+}
+
+// The command that runs benchmarks/decode_peers.py on our checkpoint and
+// the inputs in `work`, with our search settings; RunPeers adds the rows.
+absl::StatusOr<std::string> PeerCommand(const char* argv0, const TrainedModel& trained,
+                                        const config::DecodeConfig& decode,
+                                        const std::string& work, int threads, int batch_size) {
   std::string error;
   std::unique_ptr<bazel::tools::cpp::runfiles::Runfiles> runfiles(
       bazel::tools::cpp::runfiles::Runfiles::Create(argv0, &error));
   if (runfiles == nullptr) return absl::NotFoundError(absl::StrCat("runfiles: ", error));
   const config::ModelConfig& model = trained.config.model();
-  const std::string peer_command = absl::StrFormat(
+  return absl::StrFormat(
       "%s %s --checkpoint %s --work %s --encoder_layers %d --decoder_layers %d --heads %d "
       "--bos %d --eos %d --unk %d --beam %d --alpha %g --max_length_offset %d --threads %d "
       "--batch_size %d --warmup %d",
@@ -266,59 +263,62 @@ absl::Status Main(const char* argv0) {
       trained.tokenizer.eos_id(), trained.tokenizer.unk_id(), decode.beam_size(),
       decode.length_penalty_alpha(), decode.max_length_offset(), threads, batch_size,
       absl::GetFlag(FLAGS_warmup));
-  const std::vector<std::string> peers =
-      absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
+}
 
-  std::cout << absl::StrFormat(
-      "decoding %d sentences (%d source subwords with eos) of %s with %s\nbeam %d, alpha %.2f, "
-      "max length source + %d, batched rows: %d sentences a batch sorted by length; %d "
-      "sentences untimed first per row\n",
-      sources.size(), source_tokens, input, trained.checkpoint_dir, decode.beam_size(),
-      decode.length_penalty_alpha(), decode.max_length_offset(), batch_size,
-      absl::GetFlag(FLAGS_warmup));
-
-  // The check: float32 peers' batched translations against ours.
-  TFM_ASSIGN_OR_RETURN(Row ours_batched, RunOurs(trained, decode, batch_size, sources));
+// The check before timing: the float32 peers' batched translations against
+// ours (`ours_batched`); too many differing lines mean a wrong conversion.
+absl::Status CheckPeersAgree(const std::string& peer_command,
+                             const std::vector<std::string>& peers, const Row& ours_batched,
+                             const Tokenizer& tokenizer) {
   std::vector<std::string> check_rows;
   for (const std::string& peer : peers) {
     if (!absl::StrContains(peer, "int8")) check_rows.push_back(peer + "@batch");
   }
-  if (!check_rows.empty()) {
-    std::cout << "\nagreement before timing (same sources, batched):\n";
-    TFM_ASSIGN_OR_RETURN(std::vector<Row> checked,
-                         RunPeers(peer_command, absl::StrJoin(check_rows, ",")));
-    for (const Row& peer : checked) {
-      TFM_ASSIGN_OR_RETURN(const int differ,
-                           CompareWithOurs(peer, ours_batched, trained.tokenizer));
-      if (differ > absl::GetFlag(FLAGS_max_disagreement) * sources.size()) {
-        return absl::InternalError(absl::StrCat(peer.side, " disagrees with ours on ", differ,
-                                                " lines: the conversion is wrong"));
-      }
+  if (check_rows.empty()) return absl::OkStatus();
+  std::cout << "\nagreement before timing (same sources, batched):\n";
+  TFM_ASSIGN_OR_RETURN(std::vector<Row> checked,
+                       RunPeers(peer_command, absl::StrJoin(check_rows, ",")));
+  for (const Row& peer : checked) {
+    TFM_ASSIGN_OR_RETURN(const int differ, CompareWithOurs(peer, ours_batched, tokenizer));
+    if (differ > absl::GetFlag(FLAGS_max_disagreement) * ours_batched.outputs.size()) {
+      return absl::InternalError(absl::StrCat(peer.side, " disagrees with ours on ", differ,
+                                              " lines: the conversion is wrong"));
     }
   }
+  return absl::OkStatus();
+}
 
-  // The timed rows: ours, then each peer, at batch 1 and batched. Each
-  // peer runs in its own process per OpenMP wait policy (so no library's
-  // spinning workers run beside another's rows), and every row keeps its
-  // fastest time over the policies and the passes (load from other jobs
-  // comes and goes, and rows run one after another).
+// Adds `row` to `rows`, or keeps the faster of it and the row already there
+// for the same side and batch size.
+void KeepFastest(Row row, std::vector<Row>* rows) {
+  for (Row& kept : *rows) {
+    if (kept.side == row.side && kept.batch_size == row.batch_size) {
+      if (row.seconds < kept.seconds) kept = std::move(row);
+      return;
+    }
+  }
+  rows->push_back(std::move(row));
+}
+
+// The timed rows: ours, then each peer, at batch 1 and batched (ours at
+// batch 1 first, ours batched second). Each peer runs in its own process
+// per OpenMP wait policy (so no library's spinning workers run beside
+// another's rows), and every row keeps its fastest time over the policies
+// and the passes (load from other jobs comes and goes, and rows run one
+// after another).
+absl::StatusOr<std::vector<Row>> RunTimedRows(TrainedModel& trained,
+                                              const config::DecodeConfig& decode, int batch_size,
+                                              const Outputs& sources,
+                                              const std::string& peer_command,
+                                              const std::vector<std::string>& peers) {
   const std::vector<std::string> policies =
       absl::StrSplit(absl::GetFlag(FLAGS_peer_wait_policies), ',', absl::SkipEmpty());
   if (policies.empty()) return absl::InvalidArgumentError("--peer_wait_policies is empty");
   std::vector<Row> rows;
-  const auto keep_fastest = [&rows](Row row) {
-    for (Row& kept : rows) {
-      if (kept.side == row.side && kept.batch_size == row.batch_size) {
-        if (row.seconds < kept.seconds) kept = std::move(row);
-        return;
-      }
-    }
-    rows.push_back(std::move(row));
-  };
   for (int pass = 0; pass < std::max(1, absl::GetFlag(FLAGS_passes)); ++pass) {
     for (int size : {1, batch_size}) {
       TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(trained, decode, size, sources));
-      keep_fastest(std::move(ours));
+      KeepFastest(std::move(ours), &rows);
     }
     for (const std::string& peer : peers) {
       for (const std::string& policy : policies) {
@@ -328,12 +328,16 @@ absl::Status Main(const char* argv0) {
         TFM_ASSIGN_OR_RETURN(std::vector<Row> peer_rows,
                              RunPeers(environment + peer_command,
                                       absl::StrCat(peer, "@1,", peer, "@batch")));
-        for (Row& row : peer_rows) keep_fastest(std::move(row));
+        for (Row& row : peer_rows) KeepFastest(std::move(row), &rows);
       }
     }
   }
-  std::filesystem::remove_all(work);
+  return rows;
+}
 
+// The machine, our build's settings and each peer row's settings (its
+// fastest wait policy may differ by batch).
+void PrintSettings(const std::vector<Row>& rows) {
   std::cout << absl::StrFormat("\nmachine: %s, nproc %d\n", CpuModel(),
                                std::thread::hardware_concurrency());
   for (const auto& [label, text] : EnvironmentReport()) {
@@ -343,12 +347,15 @@ absl::Status Main(const char* argv0) {
       "ours threads: ThreadPool %d; allocator: caching (blocks >= 1 MiB kept) over glibc "
       "malloc; fp32\n",
       ThreadPool::Default()->num_threads());
-  // Each peer row's settings (its fastest wait policy may differ by batch).
   for (const Row& row : rows) {
     if (row.info.empty()) continue;
     std::cout << row.side << " at batch " << row.batch_size << ": " << row.info << "\n";
   }
+}
 
+// The table of rows (from RunTimedRows) and the ratios of our fastest
+// row's target tokens/s over each peer's fastest.
+void PrintResults(const std::vector<Row>& rows) {
   std::cout << absl::StrFormat("\n%-12s %6s %9s %9s %10s %10s %s\n", "row", "batch", "seconds",
                                "sent/s", "tgt tok", "tgt tok/s", "same as ours (same batch)");
   double best_ours = 0, best_ct2 = 0, best_int8 = 0, best_torch = 0;
@@ -380,6 +387,49 @@ absl::Status Main(const char* argv0) {
   if (best_torch > 0) {
     std::cout << absl::StrFormat("decode tokens/s ours/torch: %.2f\n", best_ours / best_torch);
   }
+}
+
+absl::Status Main(const char* argv0) {
+  const int threads = absl::GetFlag(FLAGS_threads);
+  const int batch_size = absl::GetFlag(FLAGS_batch_size);
+  // Before any op runs: the pool reads it once.
+  setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
+  TFM_ASSIGN_OR_RETURN(TrainedModel trained,
+                       LoadTrainedModel(ResolveUserPath(absl::GetFlag(FLAGS_model)), &std::cerr));
+  const config::DecodeConfig decode = DecodeSettings(trained);
+  const std::string input = ResolveDataPath(absl::GetFlag(FLAGS_input));
+  TFM_ASSIGN_OR_RETURN(const std::vector<std::string> lines,
+                       ReadLines(input, absl::GetFlag(FLAGS_max_lines)));
+  const EncodedLines encoded = EncodeLines(
+      trained.tokenizer, trained.config.data().batching().max_length(), lines, input, &std::cerr);
+  const Outputs& sources = encoded.sources;
+  if (sources.empty()) return absl::InvalidArgumentError(input + ": nothing to translate");
+  int64_t source_tokens = 0;
+  for (const std::vector<int>& s : sources) source_tokens += static_cast<int64_t>(s.size());
+
+  TFM_ASSIGN_OR_RETURN(const std::string work, WritePeerInputs(trained.tokenizer, sources));
+  TFM_ASSIGN_OR_RETURN(const std::string peer_command,
+                       PeerCommand(argv0, trained, decode, work, threads, batch_size));
+  const std::vector<std::string> peers =
+      absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
+
+  std::cout << absl::StrFormat(
+      "decoding %d sentences (%d source subwords with eos) of %s with %s\nbeam %d, alpha %.2f, "
+      "max length source + %d, batched rows: %d sentences a batch sorted by length; %d "
+      "sentences untimed first per row\n",
+      sources.size(), source_tokens, input, trained.checkpoint_dir, decode.beam_size(),
+      decode.length_penalty_alpha(), decode.max_length_offset(), batch_size,
+      absl::GetFlag(FLAGS_warmup));
+
+  TFM_ASSIGN_OR_RETURN(const Row ours_batched, RunOurs(trained, decode, batch_size, sources));
+  TFM_RETURN_IF_ERROR(CheckPeersAgree(peer_command, peers, ours_batched, trained.tokenizer));
+  TFM_ASSIGN_OR_RETURN(
+      const std::vector<Row> rows,
+      RunTimedRows(trained, decode, batch_size, sources, peer_command, peers));
+  std::filesystem::remove_all(work);
+
+  PrintSettings(rows);
+  PrintResults(rows);
   return absl::OkStatus();
 }
 

@@ -8,8 +8,11 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "core/elf_symbols.h"
+#include "core/plugin_abi.h"
 #include "core/registration_journal.h"
 
 namespace tfm {
@@ -27,6 +30,32 @@ std::set<std::string>& LoadedPaths() {
   return *paths;
 }
 
+std::string AbiName(uint64_t version) { return absl::StrFormat("0x%016x", version); }
+
+// OK if the library at `path` was compiled against this engine's headers.
+// Read from the file, before dlopen: a plugin of another ABI must not run
+// its registrars (they would hand structs of another layout to ours).
+absl::Status CheckPluginAbi(const std::string& path) {
+  absl::StatusOr<uint64_t> version = ReadExportedUint64(path, TFM_PLUGIN_ABI_SYMBOL_NAME);
+  if (absl::IsNotFound(version.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "plugin '", path, "' has no plugin ABI number (it does not export ",
+        TFM_PLUGIN_ABI_SYMBOL_NAME, "): build it with tfm_plugin (tools/build_defs.bzl), which ",
+        "stamps it with the ABI of the headers it is compiled against"));
+  }
+  if (!version.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot load plugin: ", version.status().message()));
+  }
+  if (*version != TFM_PLUGIN_ABI_VERSION) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "plugin '", path, "' was built for plugin ABI ", AbiName(*version),
+        " but this engine's ABI is ", AbiName(TFM_PLUGIN_ABI_VERSION),
+        ": its engine headers differ from this engine's; rebuild it against them"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path) {
@@ -40,6 +69,7 @@ absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path) {
   if (LoadedPaths().count(key) != 0) {
     return absl::AlreadyExistsError(absl::StrCat("plugin '", path, "' is already loaded"));
   }
+  if (absl::Status abi = CheckPluginAbi(path); !abi.ok()) return abi;
   RegistrationJournal& journal = RegistrationJournal::Get();
   const size_t first_entry = journal.num_entries();
   const size_t first_error = journal.num_errors();

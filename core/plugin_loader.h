@@ -20,8 +20,11 @@ struct LoadedPlugin {
 };
 
 // Loads the library at `path`. Fails, leaving the registries as they were,
-// if the file is missing, a symbol cannot be resolved, the library registers
-// a name that already exists, or it registers nothing. The library stays
+// if the file is missing, the library was built against other engine
+// headers (its plugin ABI number, core/plugin_abi.h, differs from ours or
+// is missing; checked before any of its code runs), a symbol cannot be
+// resolved, the library registers a name that already exists, or it
+// registers nothing. The library stays
 // loaded for the life of the process (its code backs the registered entries).
 absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path);
 

@@ -52,6 +52,20 @@ class Tensor {
   // An undefined tensor: no buffer; defined() is false.
   Tensor() = default;
 
+  // Copies share the buffer. The four are declared only to scope a pragma:
+  // moving a default-constructed Tensor (`t = Tensor()`) copies the shape's
+  // InlinedVector storage whole, unused inline slots included, which GCC 12
+  // reports (-Wmaybe-uninitialized) in every function it is inlined into.
+  // A false positive: the slots copied are never read. GCC checks each
+  // inlined frame, so silencing it here covers every caller.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+  Tensor(const Tensor&) = default;
+  Tensor& operator=(const Tensor&) = default;
+  Tensor(Tensor&&) = default;
+  Tensor& operator=(Tensor&&) = default;
+#pragma GCC diagnostic pop
+
   // Uninitialised storage for `shape` on `device`, usable on `stream`.
   static absl::StatusOr<Tensor> Empty(const Shape& shape, DType dtype,
                                       const Device& device = Device::Cpu(),

@@ -1,10 +1,12 @@
-// Loads real shared libraries: the example plugin and two broken ones.
+// Loads real shared libraries: the example plugin and broken ones.
 #include "core/plugin_loader.h"
 
 #include <string>
 
+#include "absl/strings/str_format.h"
 #include "core/layer_registry.h"
 #include "core/op_registry.h"
+#include "core/plugin_abi.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
 
@@ -68,6 +70,51 @@ TEST(PluginLoaderTest, MissingSymbolIsNamed) {
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("tfm_test_symbol_that_does_not_exist"), std::string::npos)
       << status;
+}
+
+TEST(PluginLoaderTest, RefusesAPluginOfAnotherAbiNamingBothNumbers) {
+  const std::vector<std::string> ops_before = OpRegistry().Names();
+  const std::vector<std::string> kernels_before = KernelRegistry().Names();
+  const std::string path = testing::RunfilePath("tests/plugins/libwrong_abi_plugin.so");
+  absl::Status status = LoadPlugin(path).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  const std::string message(status.message());
+  EXPECT_NE(message.find(path), std::string::npos) << status;
+  EXPECT_NE(message.find(absl::StrFormat("built for plugin ABI 0x%016x", TFM_PLUGIN_ABI_VERSION + 1)),
+            std::string::npos)
+      << status;
+  EXPECT_NE(message.find(absl::StrFormat("this engine's ABI is 0x%016x", TFM_PLUGIN_ABI_VERSION)),
+            std::string::npos)
+      << status;
+  // Refused before its registrars ran: none of its names, no journal errors.
+  EXPECT_FALSE(OpRegistry().Contains("wrong_abi_op"));
+  EXPECT_EQ(OpRegistry().Names(), ops_before);
+  EXPECT_EQ(KernelRegistry().Names(), kernels_before);
+  EXPECT_TRUE(RegistrationJournal::Get().Check().ok());
+}
+
+TEST(PluginLoaderTest, RefusesAPluginWithoutAnAbiNumber) {
+  const std::vector<std::string> ops_before = OpRegistry().Names();
+  const std::vector<std::string> kernels_before = KernelRegistry().Names();
+  absl::Status status =
+      LoadPlugin(testing::RunfilePath("tests/plugins/libno_abi_plugin.so")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("libno_abi_plugin.so' has no plugin ABI number"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("tfm_plugin_abi_version"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("tfm_plugin"), std::string::npos) << status;
+  EXPECT_FALSE(OpRegistry().Contains("no_abi_op"));
+  EXPECT_EQ(OpRegistry().Names(), ops_before);
+  EXPECT_EQ(KernelRegistry().Names(), kernels_before);
+}
+
+TEST(PluginLoaderTest, RefusesAFileThatIsNotALibrary) {
+  const std::string path = testing::WriteTempFile("not_a_plugin.so", "just text\n");
+  absl::Status status = LoadPlugin(path).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find(path), std::string::npos) << status;
+  EXPECT_NE(status.message().find("no ELF header"), std::string::npos) << status;
 }
 
 TEST(PluginLoaderTest, MissingFileNamesThePath) {

@@ -41,7 +41,7 @@ cat >"$tmp/BUILD" <<EOF
 # The ${name} plugin task (written by tools/new_plugin.sh; see
 # plugins/README.md). Depends only on the public headers: the engine that
 # loads it provides the code.
-load("//tools:build_defs.bzl", "tfm_cc_test")
+load("//tools:build_defs.bzl", "tfm_cc_test", "tfm_plugin")
 load("//tools:proto.bzl", "cc_proto")
 
 package(default_visibility = ["//visibility:public"])
@@ -51,10 +51,11 @@ cc_proto(
     srcs = ["${name}.proto"],
 )
 
-cc_binary(
+# tfm_plugin stamps the library with the engine's plugin ABI number
+# (core/plugin_abi.h): an engine with other headers refuses to load it.
+tfm_plugin(
     name = "lib${name}_plugin.so",
     srcs = ["${name}_task.cc"],
-    linkshared = True,
     deps = [
         ":${name}_proto",
         "//core:plugin_api",

@@ -295,8 +295,9 @@ TEST_P(AttentionCudaTest, SingleQuery) {
 
 // Throughput of the bf16 kernels at d = 64, h = 8 (the sizes of the speed
 // goal: ~16k tokens per batch with a padding mask, and long sequences with
-// and without the causal mask). Disabled: run it by hand on a GPU with
-//   bazel test //ops/attention:attention_cuda_test --test_output=all \
+// and without the causal mask). Disabled: run it by hand on a GPU with (one
+// command line)
+//   bazel test //ops/attention:attention_cuda_test --test_output=all
 //     --test_arg=--gtest_also_run_disabled_tests --test_arg=--gtest_filter='*Speed*'
 // FLOPs count the four (forward) and ten (backward) n^2 d products of flash
 // attention, halved under the causal mask, over the unpadded keys.

@@ -31,6 +31,9 @@ namespace internal {
 // elements k * kLanes .. (k + 1) * kLanes - 1, i.e. blocks 4k/... in turn.
 inline void InterleaveBlocks(VecI x, VecI y, VecI z, VecI w, VecI out[4]) {
 #if defined(TFM_KERNEL_ISA_AVX512)
+// GCC 12's false -Wmaybe-uninitialized in AVX-512 intrinsics: see vec.h.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
   // Within each 128-bit lane L the unpacks gather blocks 4L .. 4L+3; the
   // 4 x 4 transpose of 128-bit lanes then puts blocks in order.
   const __m512i xy_lo = _mm512_unpacklo_epi32(x.raw, y.raw);
@@ -49,6 +52,7 @@ inline void InterleaveBlocks(VecI x, VecI y, VecI z, VecI w, VecI out[4]) {
   out[1].raw = _mm512_shuffle_i32x4(t0, t2, _MM_SHUFFLE(3, 1, 3, 1));  // 4 5 6 7
   out[2].raw = _mm512_shuffle_i32x4(t1, t3, _MM_SHUFFLE(2, 0, 2, 0));  // 8 9 10 11
   out[3].raw = _mm512_shuffle_i32x4(t1, t3, _MM_SHUFFLE(3, 1, 3, 1));  // 12 13 14 15
+#pragma GCC diagnostic pop
 #else
   // Within each 128-bit half, unpacks gather block j's (x, y, z, w); the
   // cross-half permutes then put blocks in order.

@@ -23,6 +23,13 @@ namespace simd {
 
 #if defined(TFM_KERNEL_ISA_AVX512)
 
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() (`__m512 __Y =
+// __Y;`), which -Wmaybe-uninitialized reports wherever they are inlined into
+// a kernel (GCC bug 105593, fixed in GCC 13). A false positive: the wrappers
+// below are the only code this silences (GCC checks every inlined frame).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 inline constexpr int kLanes = 16;
 
 struct VecF {
@@ -106,6 +113,8 @@ inline void MulHiLo(VecI a, VecI b, VecI* hi, VecI* lo) {
   lo->raw = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
   hi->raw = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
 }
+
+#pragma GCC diagnostic pop
 
 #else  // AVX2
 

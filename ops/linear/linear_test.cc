@@ -125,7 +125,9 @@ void ExpectCudaMatchesCpu(const Tensor& x, const Tensor& weight, const Tensor& b
     EXPECT_TRUE(AllClose(HostF32(grads_gpu->dx), grads->dx, tolerance));
     EXPECT_TRUE(AllClose(HostF32(grads_gpu->dweight), grads->dweight, tolerance));
     EXPECT_EQ(grads_gpu->dbias.defined(), has_bias);
-    if (has_bias) EXPECT_TRUE(AllClose(HostF32(grads_gpu->dbias), grads->dbias, tolerance));
+    if (has_bias) {
+      EXPECT_TRUE(AllClose(HostF32(grads_gpu->dbias), grads->dbias, tolerance));
+    }
   }
 }
 

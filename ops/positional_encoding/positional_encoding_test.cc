@@ -64,7 +64,9 @@ TEST(PositionalEncodingTest, CachedAndUncachedRowsAgree) {
       const double angle = static_cast<double>(p) * frequency;
       const float expected = static_cast<float>(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
       ASSERT_EQ(long_run.data<float>()[p * 24 + j], expected) << p << " " << j;
-      if (p >= 3 && p < 8) ASSERT_EQ(short_run.data<float>()[(p - 3) * 24 + j], expected);
+      if (p >= 3 && p < 8) {
+        ASSERT_EQ(short_run.data<float>()[(p - 3) * 24 + j], expected);
+      }
     }
     const double far_angle = static_cast<double>(int64_t{1} << 40) * frequency;
     EXPECT_EQ(far.data<float>()[j],

@@ -128,7 +128,9 @@ TEST(EnsembleModelTest, GreedyTakesTheCombinedArgmax) {
         }
       }
       if (t == h.tokens.size()) {
-        if (h.ended) EXPECT_EQ(best, kEos) << "sentence " << s;
+        if (h.ended) {
+          EXPECT_EQ(best, kEos) << "sentence " << s;
+        }
       } else {
         EXPECT_EQ(h.tokens[t], best) << "sentence " << s << " step " << t;
         prefix.push_back(h.tokens[t]);

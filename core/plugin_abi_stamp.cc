@@ -1,0 +1,5 @@
+// The ABI number of the headers this plugin was compiled against; see
+// core/plugin_abi.h. Linked into every plugin by tfm_plugin.
+#include "core/plugin_abi.h"
+
+TFM_DEFINE_PLUGIN_ABI_VERSION(TFM_PLUGIN_ABI_VERSION);
