@@ -35,7 +35,7 @@ std::string AbiName(uint64_t version) { return absl::StrFormat("0x%016x", versio
 // OK if the library at `path` was compiled against this engine's headers.
 // Read from the file, before dlopen: a plugin of another ABI must not run
 // its registrars (they would hand structs of another layout to ours).
-absl::Status CheckPluginAbi(const std::string& path) {
+absl::Status CheckPluginAbi(const std::string& path, uint64_t engine_abi) {
   absl::StatusOr<uint64_t> version = ReadExportedUint64(path, TFM_PLUGIN_ABI_SYMBOL_NAME);
   if (absl::IsNotFound(version.status())) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -47,10 +47,10 @@ absl::Status CheckPluginAbi(const std::string& path) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot load plugin: ", version.status().message()));
   }
-  if (*version != TFM_PLUGIN_ABI_VERSION) {
+  if (*version != engine_abi) {
     return absl::FailedPreconditionError(absl::StrCat(
         "plugin '", path, "' was built for plugin ABI ", AbiName(*version),
-        " but this engine's ABI is ", AbiName(TFM_PLUGIN_ABI_VERSION),
+        " but this engine's ABI is ", AbiName(engine_abi),
         ": its engine headers differ from this engine's; rebuild it against them"));
   }
   return absl::OkStatus();
@@ -58,7 +58,7 @@ absl::Status CheckPluginAbi(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path) {
+absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path, uint64_t engine_abi) {
   absl::MutexLock lock(&LoaderMutex());
   struct stat info;
   if (stat(path.c_str(), &info) != 0) {
@@ -69,7 +69,7 @@ absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path) {
   if (LoadedPaths().count(key) != 0) {
     return absl::AlreadyExistsError(absl::StrCat("plugin '", path, "' is already loaded"));
   }
-  if (absl::Status abi = CheckPluginAbi(path); !abi.ok()) return abi;
+  if (absl::Status abi = CheckPluginAbi(path, engine_abi); !abi.ok()) return abi;
   RegistrationJournal& journal = RegistrationJournal::Get();
   const size_t first_entry = journal.num_entries();
   const size_t first_error = journal.num_errors();
@@ -105,10 +105,11 @@ absl::StatusOr<LoadedPlugin> LoadPlugin(const std::string& path) {
   return loaded;
 }
 
-absl::StatusOr<std::vector<LoadedPlugin>> LoadPlugins(const std::vector<std::string>& paths) {
+absl::StatusOr<std::vector<LoadedPlugin>> LoadPlugins(const std::vector<std::string>& paths,
+                                                       uint64_t engine_abi) {
   std::vector<LoadedPlugin> loaded;
   for (const std::string& path : paths) {
-    absl::StatusOr<LoadedPlugin> plugin = LoadPlugin(path);
+    absl::StatusOr<LoadedPlugin> plugin = LoadPlugin(path, engine_abi);
     if (!plugin.ok()) return plugin.status();
     loaded.push_back(*std::move(plugin));
   }

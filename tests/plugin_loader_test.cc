@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "core/layer_registry.h"
 #include "core/op_registry.h"
-#include "core/plugin_abi.h"
+#include "tasks/plugin_abi_version.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
 
@@ -16,7 +16,7 @@ namespace {
 TEST(PluginLoaderTest, LoadsRegistersAndRunsTheExamplePlugin) {
   EXPECT_FALSE(OpRegistry().Contains("example_scale"));
   absl::StatusOr<LoadedPlugin> plugin =
-      LoadPlugin(testing::RunfilePath("plugins/example/libexample_plugin.so"));
+      LoadPlugin(testing::RunfilePath("plugins/example/libexample_plugin.so"), TFM_PLUGIN_ABI_VERSION);
   ASSERT_TRUE(plugin.ok()) << plugin.status();
   EXPECT_EQ(plugin->registered,
             std::vector<std::string>(
@@ -42,7 +42,7 @@ TEST(PluginLoaderTest, LoadsRegistersAndRunsTheExamplePlugin) {
 
   // A second load of the same library is refused, not silently ignored.
   absl::Status again =
-      LoadPlugin(testing::RunfilePath("plugins/example/libexample_plugin.so")).status();
+      LoadPlugin(testing::RunfilePath("plugins/example/libexample_plugin.so"), TFM_PLUGIN_ABI_VERSION).status();
   EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_NE(again.message().find("already loaded"), std::string::npos);
 }
@@ -51,7 +51,7 @@ TEST(PluginLoaderTest, RejectsADuplicateAndRollsBack) {
   const std::vector<std::string> ops_before = OpRegistry().Names();
   const std::vector<std::string> kernels_before = KernelRegistry().Names();
   absl::Status status =
-      LoadPlugin(testing::RunfilePath("tests/plugins/libduplicate_op_plugin.so")).status();
+      LoadPlugin(testing::RunfilePath("tests/plugins/libduplicate_op_plugin.so"), TFM_PLUGIN_ABI_VERSION).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_NE(status.message().find("op 'fill' is already registered"), std::string::npos) << status;
   EXPECT_NE(status.message().find("libduplicate_op_plugin.so"), std::string::npos);
@@ -66,7 +66,7 @@ TEST(PluginLoaderTest, RejectsADuplicateAndRollsBack) {
 
 TEST(PluginLoaderTest, MissingSymbolIsNamed) {
   absl::Status status =
-      LoadPlugin(testing::RunfilePath("tests/plugins/libmissing_symbol_plugin.so")).status();
+      LoadPlugin(testing::RunfilePath("tests/plugins/libmissing_symbol_plugin.so"), TFM_PLUGIN_ABI_VERSION).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("tfm_test_symbol_that_does_not_exist"), std::string::npos)
       << status;
@@ -76,7 +76,7 @@ TEST(PluginLoaderTest, RefusesAPluginOfAnotherAbiNamingBothNumbers) {
   const std::vector<std::string> ops_before = OpRegistry().Names();
   const std::vector<std::string> kernels_before = KernelRegistry().Names();
   const std::string path = testing::RunfilePath("tests/plugins/libwrong_abi_plugin.so");
-  absl::Status status = LoadPlugin(path).status();
+  absl::Status status = LoadPlugin(path, TFM_PLUGIN_ABI_VERSION).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   const std::string message(status.message());
   EXPECT_NE(message.find(path), std::string::npos) << status;
@@ -97,7 +97,7 @@ TEST(PluginLoaderTest, RefusesAPluginWithoutAnAbiNumber) {
   const std::vector<std::string> ops_before = OpRegistry().Names();
   const std::vector<std::string> kernels_before = KernelRegistry().Names();
   absl::Status status =
-      LoadPlugin(testing::RunfilePath("tests/plugins/libno_abi_plugin.so")).status();
+      LoadPlugin(testing::RunfilePath("tests/plugins/libno_abi_plugin.so"), TFM_PLUGIN_ABI_VERSION).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("libno_abi_plugin.so' has no plugin ABI number"),
             std::string::npos)
@@ -111,14 +111,14 @@ TEST(PluginLoaderTest, RefusesAPluginWithoutAnAbiNumber) {
 
 TEST(PluginLoaderTest, RefusesAFileThatIsNotALibrary) {
   const std::string path = testing::WriteTempFile("not_a_plugin.so", "just text\n");
-  absl::Status status = LoadPlugin(path).status();
+  absl::Status status = LoadPlugin(path, TFM_PLUGIN_ABI_VERSION).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find(path), std::string::npos) << status;
   EXPECT_NE(status.message().find("no ELF header"), std::string::npos) << status;
 }
 
 TEST(PluginLoaderTest, MissingFileNamesThePath) {
-  absl::Status status = LoadPlugin("/nonexistent/libnothing.so").status();
+  absl::Status status = LoadPlugin("/nonexistent/libnothing.so", TFM_PLUGIN_ABI_VERSION).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(status.message().find("/nonexistent/libnothing.so"), std::string::npos);
 }

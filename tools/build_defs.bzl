@@ -80,7 +80,7 @@ def tfm_plugin(name, deps = [], **kwargs):
     native.cc_binary(
         name = name,
         linkshared = True,
-        deps = deps + ["//core:plugin_abi_stamp"],
+        deps = deps + ["//tasks:plugin_abi_stamp"],
         **kwargs
     )
 

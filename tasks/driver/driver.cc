@@ -24,6 +24,7 @@
 #include "core/op_registry.h"
 #include "core/paths.h"
 #include "core/plugin_loader.h"
+#include "tasks/plugin_abi_version.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
 #include "google/protobuf/text_format.h"
@@ -259,7 +260,7 @@ void ListRegistered(std::ostream& out) {
 
 absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   TFM_RETURN_IF_ERROR(RegistrationJournal::Get().Check());
-  TFM_ASSIGN_OR_RETURN(std::vector<LoadedPlugin> plugins, LoadPlugins(options.plugins));
+  TFM_ASSIGN_OR_RETURN(std::vector<LoadedPlugin> plugins, LoadPlugins(options.plugins, TFM_PLUGIN_ABI_VERSION));
   for (const LoadedPlugin& plugin : plugins) {
     out << "loaded plugin " << plugin.path << ": " << absl::StrJoin(plugin.registered, ", ")
         << "\n";

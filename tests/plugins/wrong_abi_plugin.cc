@@ -3,6 +3,7 @@
 // fail on the number alone, before the op is registered.
 #include "core/op_registry.h"
 #include "core/plugin_abi.h"
+#include "tasks/plugin_abi_version.h"
 
 TFM_DEFINE_PLUGIN_ABI_VERSION(TFM_PLUGIN_ABI_VERSION + 1);
 
