@@ -1,7 +1,6 @@
 #include "runtime/train/trainer.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -9,6 +8,8 @@
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/stop_signal.h"
 #include "ops/adam/grad_norm.h"
+#include "ops/add/add.h"
+#include "ops/fill/fill.h"
 
 namespace tfm {
 namespace {
@@ -83,14 +84,13 @@ Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, TokenBatcher* 
       parameters_(model->Parameters()),
       communicator_(communicator != nullptr ? communicator : &single_process_) {}
 
+// A fresh zero tensor on the gradient's device (the fill op), not a host
+// memset: the same code zeroes CPU and GPU gradients. The model replaces
+// Parameter::grad when it accumulates (AccumulateGrad), so nothing holds
+// the old buffer.
 absl::Status Trainer::ZeroGradients() {
   for (Parameter* p : parameters_) {
-    if (!p->grad.device().is_cpu()) {
-      return absl::UnimplementedError(absl::StrCat("trainer: parameter ", p->name, " is on ",
-                                                   p->grad.device().ToString(),
-                                                   "; this build trains on the CPU"));
-    }
-    std::memset(p->grad.raw_data(), 0, p->grad.nbytes());
+    TFM_ASSIGN_OR_RETURN(p->grad, Fill(p->grad.shape(), 0.0, p->grad.dtype(), p->grad.device()));
   }
   return absl::OkStatus();
 }
@@ -136,10 +136,8 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     // the same bits.
     std::vector<Tensor> earlier;
     if (i != rank) {
-      for (Parameter* p : parameters_) {
-        earlier.push_back(p->grad);
-        TFM_ASSIGN_OR_RETURN(p->grad, Tensor::Zeros(p->grad.shape(), DType::kF32));
-      }
+      for (Parameter* p : parameters_) earlier.push_back(p->grad);
+      TFM_RETURN_IF_ERROR(ZeroGradients());
     }
     const bool reducer_adds = reducer_ != nullptr && last;
     if (reducer_) reducer_->BeginBackward(update, last, reducer_adds ? earlier : std::vector<Tensor>());
@@ -147,9 +145,7 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     result.stats += stats;
     if (!earlier.empty() && !reducer_adds) {
       for (size_t k = 0; k < parameters_.size(); ++k) {
-        const float* before = earlier[k].data<float>();
-        float* grad = parameters_[k]->grad.data<float>();
-        for (int64_t j = 0; j < earlier[k].num_elements(); ++j) grad[j] = before[j] + grad[j];
+        TFM_ASSIGN_OR_RETURN(parameters_[k]->grad, Add(earlier[k], parameters_[k]->grad));
       }
     }
   }
