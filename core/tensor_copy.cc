@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "core/cuda/runtime.h"
 #include "core/status_macros.h"
 
@@ -10,17 +11,26 @@ namespace tfm {
 absl::StatusOr<Tensor> CopyToDevice(const Tensor& tensor, const Device& device) {
   if (!tensor.defined()) return absl::InvalidArgumentError("CopyToDevice: undefined tensor");
   TFM_ASSIGN_OR_RETURN(Tensor copy, Tensor::Empty(tensor.shape(), tensor.dtype(), device));
-  const bool from_cpu = tensor.device().is_cpu();
-  const bool to_cpu = device.is_cpu();
+  TFM_RETURN_IF_ERROR(CopyInto(tensor, copy));
+  return copy;
+}
+
+absl::Status CopyInto(const Tensor& from, Tensor to) {
+  if (!from.defined() || !to.defined() || from.dtype() != to.dtype() ||
+      from.shape() != to.shape()) {
+    return absl::InvalidArgumentError(absl::StrCat("CopyInto: cannot copy ", from.DebugString(),
+                                                   " into ", to.DebugString()));
+  }
+  const bool from_cpu = from.device().is_cpu();
+  const bool to_cpu = to.device().is_cpu();
   if (from_cpu && to_cpu) {
-    std::memcpy(copy.raw_data(), tensor.raw_data(), tensor.nbytes());
-    return copy;
+    std::memcpy(to.raw_data(), from.raw_data(), from.nbytes());
+    return absl::OkStatus();
   }
   const cuda::CopyKind kind = from_cpu ? cuda::CopyKind::kHostToDevice
                               : to_cpu ? cuda::CopyKind::kDeviceToHost
                                        : cuda::CopyKind::kDeviceToDevice;
-  TFM_RETURN_IF_ERROR(cuda::Memcpy(copy.raw_data(), tensor.raw_data(), tensor.nbytes(), kind));
-  return copy;
+  return cuda::Memcpy(to.raw_data(), from.raw_data(), from.nbytes(), kind);
 }
 
 absl::StatusOr<Tensor> Int32OnDevice(absl::Span<const int32_t> values, const Shape& shape,

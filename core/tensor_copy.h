@@ -12,6 +12,11 @@ namespace tfm {
 // the devices are the same).
 absl::StatusOr<Tensor> CopyToDevice(const Tensor& tensor, const Device& device);
 
+// Copies the elements of `from` into the buffer `to` views (a handle that
+// shares it, e.g. a model's parameter), across devices; dtypes and shapes
+// must match.
+absl::Status CopyInto(const Tensor& from, Tensor to);
+
 // A tensor of `shape` on `device` holding `values` (token ids, lengths);
 // on the CPU the host tensor itself, without a second copy.
 absl::StatusOr<Tensor> Int32OnDevice(absl::Span<const int32_t> values, const Shape& shape,

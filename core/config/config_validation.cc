@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/config/config_loader.h"
-#include "core/cuda/runtime.h"
+#include "core/config/training_device.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/paths.h"
@@ -156,15 +156,23 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
                               " checkpoints, but checkpoint_every_minutes and "
                               "checkpoint_every_steps are both 0, so none are written"));
   }
-  absl::StatusOr<Device> device = Device::Parse(train.device());
-  if (!device.ok()) problems.Add("train.device", std::string(device.status().message()));
+  const absl::Status device_syntax = CheckTrainingDeviceSyntax(train.device());
+  if (!device_syntax.ok()) problems.Add("train.device", std::string(device_syntax.message()));
+  // "auto" may become either device type: the dtype must suit both.
+  std::vector<DeviceType> device_types = {DeviceType::kCPU, DeviceType::kCUDA};
+  if (absl::StatusOr<Device> device = Device::Parse(train.device()); device.ok()) {
+    device_types = {device->type};
+  }
   absl::StatusOr<DType> dtype = ParseDType(train.dtype());
   if (!dtype.ok()) {
     problems.Add("train.dtype", std::string(dtype.status().message()));
-  } else if (device.ok() && !CanTrainIn(device->type, *dtype)) {
-    problems.Add("train.dtype", absl::StrCat(train.dtype(), " is not supported for training on ",
-                                             device->ToString(),
-                                             ": its kernels compute in f32 only"));
+  } else if (device_syntax.ok()) {
+    for (const DeviceType type : device_types) {
+      if (CanTrainIn(type, *dtype)) continue;
+      problems.Add("train.dtype", absl::StrCat(train.dtype(), " is not supported for training on ",
+                                               train.device(), ": its kernels compute in f32 only"));
+      break;
+    }
   }
 }
 
@@ -200,19 +208,13 @@ absl::Status ValidateTaskConfig(const LoadedConfig& loaded) {
 
 namespace {
 
-// The GPU named by train.device must exist in this process.
+// The GPU named by train.device must exist in this process ("auto" falls
+// back to the CPU).
 void CheckDeviceIsHere(const config::TrainConfig& train, Problems& problems) {
-  absl::StatusOr<Device> device = Device::Parse(train.device());
-  if (!device.ok() || !device->is_cuda()) return;  // Parse errors: ValidateTaskConfig's.
-  const int gpus = cuda::DeviceCount();
-  if (device->index < gpus) return;
-  problems.Add("train.device",
-               !cuda::BuiltWithCuda()
-                   ? absl::StrCat(device->ToString(),
-                                  " but this binary was built without CUDA (no nvcc found)")
-                   : absl::StrCat(device->ToString(), " but this machine has ",
-                                  gpus == 0 ? "no GPU" : absl::StrCat(gpus, " GPU(s), cuda:0"),
-                                  gpus > 1 ? absl::StrCat(" to cuda:", gpus - 1) : ""));
+  // Syntax errors are ValidateTaskConfig's.
+  if (!CheckTrainingDeviceSyntax(train.device()).ok()) return;
+  absl::StatusOr<Device> device = ResolveTrainingDevice(train.device());
+  if (!device.ok()) problems.Add("train.device", std::string(device.status().message()));
 }
 
 // The work directory must exist or be creatable: its nearest existing

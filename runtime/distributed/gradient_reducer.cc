@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cuda/runtime.h"
 #include "core/status_macros.h"
+#include "ops/add/add.h"
 
 namespace tfm {
 namespace {
@@ -175,19 +176,13 @@ absl::Status GradientReducer::Reduce(Bucket& bucket, int index, int64_t update) 
   char* flat = static_cast<char*>(bucket.flat.raw_data());
   size_t offset = 0;
   for (int i : bucket.parameters) {
-    Tensor& grad = parameters_[i]->grad;
-    if (earlier_.empty()) {
-      TFM_RETURN_IF_ERROR(CopyOnDevice(device, flat + offset, grad.raw_data(), grad.nbytes()));
-    } else {
-      if (!device.is_cpu() || !earlier_[i].device().is_cpu()) {
-        return absl::UnimplementedError(
-            "gradient reducer: several batches per rank and update are summed on the CPU only");
-      }
-      const float* before = earlier_[i].data<float>();
-      const float* now = grad.data<float>();
-      float* out = reinterpret_cast<float*>(flat + offset);
-      for (int64_t j = 0; j < grad.num_elements(); ++j) out[j] = before[j] + now[j];
+    Tensor grad = parameters_[i]->grad;
+    // The add op runs on the gradients' device; on a GPU it is queued on
+    // the default stream behind the backward kernels that produced `grad`.
+    if (!earlier_.empty()) {
+      TFM_ASSIGN_OR_RETURN(grad, Add(earlier_[i], grad));
     }
+    TFM_RETURN_IF_ERROR(CopyOnDevice(device, flat + offset, grad.raw_data(), grad.nbytes()));
     offset += grad.nbytes();
   }
   TFM_RETURN_IF_ERROR(communicator_->AllReduceSum(

@@ -50,10 +50,11 @@ class GradientReducer {
 
   // Before each backward pass of `update` on this rank; `last`: this rank's
   // last pass of the update, whose finished buckets are reduced at once.
-  // `earlier` (host gradients, one per parameter, or empty) is the sum of
-  // this rank's earlier passes, which the last pass's gradients (computed
-  // from zero) are added to before the all-reduce: each batch's gradient is
-  // formed on its own, as when each rank computes one batch.
+  // `earlier` (gradients on the reducer's device, one per parameter, or
+  // empty) is the sum of this rank's earlier passes, which the last pass's
+  // gradients (computed from zero) are added to before the all-reduce: each
+  // batch's gradient is formed on its own, as when each rank computes one
+  // batch.
   void BeginBackward(int64_t update, bool last, std::vector<Tensor> earlier = {});
   // Reduces the buckets still waiting and returns once every gradient holds
   // the sum over the ranks.

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "ops/adam/adam.h"
+#include "ops/fill/fill.h"
 
 namespace tfm {
 
@@ -16,8 +17,12 @@ absl::StatusOr<AdamOptimizer> AdamOptimizer::Create(std::vector<Parameter*> para
                                                      p->value.DebugString(), " but gradient ",
                                                      p->grad.DebugString()));
     }
-    TFM_ASSIGN_OR_RETURN(Tensor m, Tensor::Zeros(p->value.shape(), p->value.dtype()));
-    TFM_ASSIGN_OR_RETURN(Tensor v, Tensor::Zeros(p->value.shape(), p->value.dtype()));
+    // The moments live beside their parameter, so the adam op updates all
+    // four tensors on one device.
+    TFM_ASSIGN_OR_RETURN(Tensor m,
+                         Fill(p->value.shape(), 0.0, p->value.dtype(), p->value.device()));
+    TFM_ASSIGN_OR_RETURN(Tensor v,
+                         Fill(p->value.shape(), 0.0, p->value.dtype(), p->value.device()));
     optimizer.exp_avg_.push_back(std::move(m));
     optimizer.exp_avg_sq_.push_back(std::move(v));
   }

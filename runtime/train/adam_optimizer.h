@@ -17,7 +17,8 @@ namespace tfm {
 
 class AdamOptimizer {
  public:
-  // Zero moments for every parameter; `parameters` must outlive the optimizer.
+  // Zero moments for every parameter, on its device; `parameters` must
+  // outlive the optimizer.
   static absl::StatusOr<AdamOptimizer> Create(std::vector<Parameter*> parameters,
                                               const config::AdamConfig& adam,
                                               const InverseSqrtSchedule& schedule);

@@ -1,7 +1,6 @@
 #include "runtime/train/checkpoint_match.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <vector>
 
@@ -9,7 +8,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "core/check.h"
+#include "core/status_macros.h"
+#include "core/tensor_copy.h"
 #include "runtime/train/checkpoint.pb.h"
 #include "runtime/train/crc32c.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -126,10 +126,10 @@ absl::Status AssignTensors(const NamedTensors& source, const std::string& source
         absl::StrCat(source_path, " does not fit the model: ", absl::StrJoin(problems, "; ")));
   }
   for (auto& [name, tensor] : *destination) {
-    TFM_CHECK(tensor.device().is_cpu(), "AssignTensors fills host tensors");
     const auto it = std::find_if(source.begin(), source.end(),
                                  [&name](const auto& entry) { return entry.first == name; });
-    std::memcpy(tensor.raw_data(), it->second.raw_data(), tensor.nbytes());
+    // Onto any device: a model on a GPU resumes from the file's host tensors.
+    TFM_RETURN_IF_ERROR(CopyInto(it->second, tensor));
   }
   return absl::OkStatus();
 }

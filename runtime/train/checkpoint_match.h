@@ -27,9 +27,9 @@ absl::Status CheckVocabularyMatches(absl::string_view checkpoint,
                                     const std::string& checkpoint_path, absl::string_view run,
                                     const std::string& run_path);
 
-// Copies each tensor of `source` (read from `source_path`) into the host
-// tensor of the same name in `destination`, e.g. handles to a model's
-// parameters (which share their buffers).
+// Copies each tensor of `source` (read from `source_path`) into the tensor
+// of the same name in `destination` (on any device), e.g. handles to a
+// model's parameters (which share their buffers).
 // Names missing on either side, or a different dtype or shape, are
 // FailedPrecondition naming the file and the tensors.
 absl::Status AssignTensors(const NamedTensors& source, const std::string& source_path,

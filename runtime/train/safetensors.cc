@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "core/check.h"
 #include "core/status_macros.h"
+#include "core/tensor_copy.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -316,15 +317,27 @@ absl::Status SafetensorsWriter::Append(const Tensor& tensor) {
         absl::StrCat(file_.path(), ": more tensors appended than announced"));
   }
   const TensorSpec& spec = specs_[appended_];
-  TFM_CHECK(tensor.device().is_cpu(), "safetensors are written from host tensors");
   if (tensor.dtype() != spec.dtype || tensor.shape() != spec.shape) {
     return absl::InvalidArgumentError(
         absl::StrCat(file_.path(), ": tensor \"", spec.name, "\" was announced as ",
                      DTypeName(spec.dtype), ShapeToString(spec.shape), " but is ",
                      DTypeName(tensor.dtype()), ShapeToString(tensor.shape())));
   }
+  // A model training on a GPU is written one tensor at a time through a
+  // host copy.
+  Tensor host = tensor;
+  if (!tensor.device().is_cpu()) {
+    absl::StatusOr<Tensor> copied = CopyToDevice(tensor, Device::Cpu());
+    if (!copied.ok()) {
+      return absl::Status(copied.status().code(),
+                          absl::StrCat(file_.path(), ": tensor \"", spec.name, "\" on ",
+                                       tensor.device().ToString(), ": ",
+                                       copied.status().message()));
+    }
+    host = *std::move(copied);
+  }
   TFM_RETURN_IF_ERROR(file_.Append(
-      absl::string_view(static_cast<const char*>(tensor.raw_data()), tensor.nbytes())));
+      absl::string_view(static_cast<const char*>(host.raw_data()), host.nbytes())));
   ++appended_;
   return absl::OkStatus();
 }

@@ -81,8 +81,9 @@ class SafetensorsWriter {
                                                   std::vector<TensorSpec> specs,
                                                   const SafetensorsMetadata& metadata = {});
 
-  // The next tensor of the specs: a host tensor of the announced dtype and
-  // shape (else InvalidArgument naming it).
+  // The next tensor of the specs, of the announced dtype and shape (else
+  // InvalidArgument naming it), on any device (a GPU's is copied to the
+  // host first).
   absl::Status Append(const Tensor& tensor);
   // Flushes and renames the file into place; fails unless every tensor of
   // the specs was appended.

@@ -1,7 +1,6 @@
 #include "runtime/train/trainer.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -9,21 +8,13 @@
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/stop_signal.h"
 #include "ops/adam/grad_norm.h"
+#include "ops/add/add.h"
+#include "ops/fill/fill.h"
 
 namespace tfm {
 namespace {
 
 double PerToken(double sum, int64_t tokens) { return tokens > 0 ? sum / tokens : 0.0; }
-
-// Running sums between two log lines.
-struct Window {
-  LossStats stats;
-  absl::Time start = absl::Now();
-  void Reset() {
-    stats = LossStats();
-    start = absl::Now();
-  }
-};
 
 }  // namespace
 
@@ -83,14 +74,13 @@ Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, TokenBatcher* 
       parameters_(model->Parameters()),
       communicator_(communicator != nullptr ? communicator : &single_process_) {}
 
+// A fresh zero tensor on the gradient's device (the fill op), not a host
+// memset: the same code zeroes CPU and GPU gradients. The model replaces
+// Parameter::grad when it accumulates (AccumulateGrad), so nothing holds
+// the old buffer.
 absl::Status Trainer::ZeroGradients() {
   for (Parameter* p : parameters_) {
-    if (!p->grad.device().is_cpu()) {
-      return absl::UnimplementedError(absl::StrCat("trainer: parameter ", p->name, " is on ",
-                                                   p->grad.device().ToString(),
-                                                   "; this build trains on the CPU"));
-    }
-    std::memset(p->grad.raw_data(), 0, p->grad.nbytes());
+    TFM_ASSIGN_OR_RETURN(p->grad, Fill(p->grad.shape(), 0.0, p->grad.dtype(), p->grad.device()));
   }
   return absl::OkStatus();
 }
@@ -136,10 +126,8 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     // the same bits.
     std::vector<Tensor> earlier;
     if (i != rank) {
-      for (Parameter* p : parameters_) {
-        earlier.push_back(p->grad);
-        TFM_ASSIGN_OR_RETURN(p->grad, Tensor::Zeros(p->grad.shape(), DType::kF32));
-      }
+      for (Parameter* p : parameters_) earlier.push_back(p->grad);
+      TFM_RETURN_IF_ERROR(ZeroGradients());
     }
     const bool reducer_adds = reducer_ != nullptr && last;
     if (reducer_) reducer_->BeginBackward(update, last, reducer_adds ? earlier : std::vector<Tensor>());
@@ -147,9 +135,7 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     result.stats += stats;
     if (!earlier.empty() && !reducer_adds) {
       for (size_t k = 0; k < parameters_.size(); ++k) {
-        const float* before = earlier[k].data<float>();
-        float* grad = parameters_[k]->grad.data<float>();
-        for (int64_t j = 0; j < earlier[k].num_elements(); ++j) grad[j] = before[j] + grad[j];
+        TFM_ASSIGN_OR_RETURN(parameters_[k]->grad, Add(earlier[k], parameters_[k]->grad));
       }
     }
   }
@@ -248,7 +234,34 @@ absl::Status Trainer::SaveEverywhere(const TrainProgress& progress, bool best) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
+// One Run's clocks and the figures it carries from update to update.
+struct Trainer::RunState {
+  RunState(TrainProgress* progress, const TrainerOptions& options)
+      : progress(progress),
+        next_validation(start + options.validate_every_time),
+        checkpoints(options.checkpoint_every, absl::ToDoubleMinutes(options.checkpoint_every_time),
+                    progress->update, progress->train_seconds) {}
+
+  // Training time across resumes.
+  double Elapsed() const {
+    return progress->train_seconds + absl::ToDoubleSeconds(absl::Now() - start);
+  }
+
+  TrainProgress* progress;
+  const absl::Time start = absl::Now();
+  // Validations by time fall on multiples of the interval since the run
+  // began (8, 16, 24 ... minutes), not an interval after the previous one
+  // ended, so curves of runs line up with each other and with a peer's.
+  absl::Time next_validation;
+  CheckpointSchedule checkpoints;
+  // Sums since the last log line, and when it was written.
+  LossStats window;
+  absl::Time window_start = absl::Now();
+  double last_gnorm = 0;
+  double lr_factor = 1.0;  // The cooldown's at the last update.
+};
+
+absl::Status Trainer::CheckRunnable() const {
   if (!hooks_.save_checkpoint) {
     return absl::InvalidArgumentError("trainer: no save_checkpoint hook");
   }
@@ -267,66 +280,141 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
         " would have none; set --set=train.update_freq=", communicator_->size(),
         " (or a multiple) and max_*_tokens for the batch one rank computes at a time"));
   }
-  batcher_->Seek(progress->data);
-  const absl::Time run_start = absl::Now();
-  // Validations by time fall on multiples of the interval since the run
-  // began (8, 16, 24 ... minutes), not an interval after the previous one
-  // ended, so curves of runs line up with each other and with a peer's.
-  absl::Time next_validation = run_start + options_.validate_every_time;
-  CheckpointSchedule checkpoints(options_.checkpoint_every,
-                                 absl::ToDoubleMinutes(options_.checkpoint_every_time),
-                                 progress->update, progress->train_seconds);
-  Window window;
-  double last_gnorm = 0;
-  double lr_factor = 1.0;  // The cooldown's at the last update.
-  // How much of the run is done, by its time limit or its updates, whichever
-  // is further on: the cooldown's clock.
-  const auto run_done = [&] {
-    double done =
-        static_cast<double>(progress->update) / std::max<int64_t>(1, options_.max_updates);
-    if (options_.time_limit != absl::InfiniteDuration() &&
-        options_.time_limit > absl::ZeroDuration()) {
-      done = std::max(done, absl::FDivDuration(absl::Now() - run_start, options_.time_limit));
-    }
-    return done;
-  };
-  const auto elapsed = [&] {
-    return progress->train_seconds + absl::ToDoubleSeconds(absl::Now() - run_start);
-  };
-  // The figures of the updates whose sums are `stats`, begun at `start`.
-  const auto MakeLog = [&](const LossStats& stats, absl::Time start, double gnorm,
-                           const TrainProgress& p) {
-    const double seconds = std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
-    UpdateLog log;
-    log.epoch = p.data.epoch + 1;
-    log.update = p.update;
-    log.loss = PerToken(stats.loss, stats.target_tokens);
-    log.nll = PerToken(stats.nll, stats.target_tokens);
-    log.ppl = std::exp(log.nll);
-    log.lr = optimizer_->LearningRate(p.update, lr_factor);
-    log.gnorm = gnorm;
-    log.source_tokens_per_second = stats.source_tokens / seconds;
-    log.target_tokens_per_second = stats.target_tokens / seconds;
-    log.elapsed_seconds = elapsed();
-    log.skipped_updates = p.skipped_updates;
-    return log;
-  };
-  // The progress with this run's training time added.
-  const auto save = [&](bool best) {
-    TrainProgress saved = *progress;
-    saved.train_seconds = elapsed();
-    return SaveEverywhere(saved, best);
-  };
+  return absl::OkStatus();
+}
 
+Trainer::Agreement Trainer::ClockView(const RunState& run) const {
+  const TrainProgress& progress = *run.progress;
+  // How much of the run is done, by its time limit or its updates,
+  // whichever is further on: the cooldown's clock.
+  double done = static_cast<double>(progress.update) / std::max<int64_t>(1, options_.max_updates);
+  if (options_.time_limit != absl::InfiniteDuration() &&
+      options_.time_limit > absl::ZeroDuration()) {
+    done = std::max(done, absl::FDivDuration(absl::Now() - run.start, options_.time_limit));
+  }
+  Agreement clock;
+  clock.time_up = absl::Now() - run.start >= options_.time_limit;
+  clock.validate_by_time = options_.validate_every_time > absl::ZeroDuration() &&
+                           absl::Now() >= run.next_validation;
+  clock.checkpoint_due = run.checkpoints.Due(progress.update + 1, run.Elapsed());
+  clock.lr_factor = CooldownFactor(options_.cooldown_fraction, done);
+  return clock;
+}
+
+UpdateLog Trainer::MakeLog(const RunState& run, const LossStats& stats, absl::Time start,
+                           double gnorm) const {
+  const TrainProgress& p = *run.progress;
+  const double seconds = std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
+  UpdateLog log;
+  log.epoch = p.data.epoch + 1;
+  log.update = p.update;
+  log.loss = PerToken(stats.loss, stats.target_tokens);
+  log.nll = PerToken(stats.nll, stats.target_tokens);
+  log.ppl = std::exp(log.nll);
+  log.lr = optimizer_->LearningRate(p.update, run.lr_factor);
+  log.gnorm = gnorm;
+  log.source_tokens_per_second = stats.source_tokens / seconds;
+  log.target_tokens_per_second = stats.target_tokens / seconds;
+  log.elapsed_seconds = run.Elapsed();
+  log.skipped_updates = p.skipped_updates;
+  return log;
+}
+
+absl::StatusOr<bool> Trainer::TrainOneUpdate(const Agreement& agreed, RunState& run) {
+  TrainProgress& progress = *run.progress;
+  const absl::Time update_start = absl::Now();
+  TFM_ASSIGN_OR_RETURN(const std::vector<Batch> batches, NextBatches());
+  TFM_ASSIGN_OR_RETURN(const Gradients gradients,
+                       ComputeGradients(batches, static_cast<uint64_t>(progress.batches),
+                                        progress.update + 1));
+  progress.batches += static_cast<int64_t>(batches.size());
+  const LossStats& stats = gradients.stats;
+  const double gnorm = gradients.gnorm;
+  if (!std::isfinite(stats.loss) || !std::isfinite(gnorm)) {
+    ++progress.skipped_updates;
+    ++progress.consecutive_nonfinite;
+    progress.data = batcher_->position();
+    std::fprintf(stderr, "update %lld skipped: loss %g, gradient norm %g (%lld in a row)\n",
+                 static_cast<long long>(progress.update + 1), stats.loss, gnorm,
+                 static_cast<long long>(progress.consecutive_nonfinite));
+    if (progress.consecutive_nonfinite >= options_.max_consecutive_nonfinite) {
+      return absl::InternalError(absl::StrCat(
+          "training diverged: update ", progress.update + 1, " had loss ", stats.loss,
+          " and gradient norm ", gnorm, ", the ", progress.consecutive_nonfinite,
+          "th non-finite update in a row; no checkpoint was written after update ",
+          progress.update, " (lower the learning rate or raise warmup_steps)"));
+    }
+    return false;
+  }
+  progress.consecutive_nonfinite = 0;
+  run.lr_factor = agreed.lr_factor;
+  TFM_RETURN_IF_ERROR(ApplyUpdate(progress.update + 1, run.lr_factor));
+  ++progress.update;
+  progress.data = batcher_->position();
+  run.last_gnorm = gnorm;
+  run.window += stats;
+  if (hooks_.on_update) hooks_.on_update(progress, MakeLog(run, stats, update_start, gnorm));
+  if (options_.log_every > 0 && progress.update % options_.log_every == 0) {
+    if (hooks_.on_update_log) {
+      hooks_.on_update_log(MakeLog(run, run.window, run.window_start, run.last_gnorm));
+    }
+    run.window = LossStats();
+    run.window_start = absl::Now();
+  }
+  return true;
+}
+
+absl::StatusOr<bool> Trainer::ValidateIfDue(const Agreement& agreed, RunState& run) {
+  TrainProgress& progress = *run.progress;
+  const bool validate_now =
+      !valid_.empty() &&
+      ((options_.validate_every > 0 && progress.update % options_.validate_every == 0) ||
+       agreed.validate_by_time);
+  if (!validate_now) return false;
+  const double validation_began = run.Elapsed();
+  TFM_ASSIGN_OR_RETURN(ValidationLog log, ValidateOnRankZero(progress));
+  log.elapsed_seconds = validation_began;
+  if (agreed.validate_by_time) {
+    // The next time on the grid (4, 8, 12 ... minutes into the run) that
+    // leaves at least half an interval of training: a validation slower
+    // than the interval (an untrained parser writes to the length limit,
+    // a busy machine) would otherwise leave no time to train between.
+    while (run.next_validation <= absl::Now() + options_.validate_every_time / 2) {
+      run.next_validation += options_.validate_every_time;
+    }
+  }
+  // Both bests are kept (a resumed run may choose the other metric); the
+  // chosen one makes the checkpoint best and resets patience. A NaN score
+  // or loss is never a new best.
+  const bool best_loss = log.loss < progress.best_valid_loss;
+  const bool best_score = log.score.has_value() && *log.score > progress.best_valid_score;
+  if (best_loss) progress.best_valid_loss = log.loss;
+  if (best_score) progress.best_valid_score = *log.score;
+  const bool best = options_.best_by_score ? best_score : best_loss;
+  log.best = best;
+  if (best) {
+    progress.validations_without_improvement = 0;
+  } else {
+    ++progress.validations_without_improvement;
+  }
+  if (hooks_.on_validation) hooks_.on_validation(log);
+  return best;
+}
+
+absl::Status Trainer::Save(const RunState& run, bool best) {
+  TrainProgress saved = *run.progress;
+  saved.train_seconds = run.Elapsed();  // With this run's training time.
+  return SaveEverywhere(saved, best);
+}
+
+absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
+  TFM_RETURN_IF_ERROR(CheckRunnable());
+  batcher_->Seek(progress->data);
+  RunState run(progress, options_);
   StopReason reason = StopReason::kMaxUpdates;
   while (progress->update < options_.max_updates) {
-    Agreement clock;  // Rank 0's view; the others' is ignored.
-    clock.time_up = absl::Now() - run_start >= options_.time_limit;
-    clock.validate_by_time = options_.validate_every_time > absl::ZeroDuration() &&
-                             absl::Now() >= next_validation;
-    clock.checkpoint_due = checkpoints.Due(progress->update + 1, elapsed());
-    clock.lr_factor = CooldownFactor(options_.cooldown_fraction, run_done());
-    TFM_ASSIGN_OR_RETURN(const Agreement agreed, Agree(clock, progress->update + 1));
+    // Rank 0's view of the clocks; the others' is ignored.
+    TFM_ASSIGN_OR_RETURN(const Agreement agreed, Agree(ClockView(run), progress->update + 1));
     if (agreed.stop_signal) {
       reason = StopReason::kSignal;
       break;
@@ -335,91 +423,19 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
       reason = StopReason::kTimeLimit;
       break;
     }
-    const absl::Time update_start = absl::Now();
-    TFM_ASSIGN_OR_RETURN(const std::vector<Batch> batches, NextBatches());
-    TFM_ASSIGN_OR_RETURN(const Gradients gradients,
-                         ComputeGradients(batches, static_cast<uint64_t>(progress->batches),
-                                          progress->update + 1));
-    progress->batches += static_cast<int64_t>(batches.size());
-    const LossStats& stats = gradients.stats;
-    const double gnorm = gradients.gnorm;
-    if (!std::isfinite(stats.loss) || !std::isfinite(gnorm)) {
-      ++progress->skipped_updates;
-      ++progress->consecutive_nonfinite;
-      progress->data = batcher_->position();
-      std::fprintf(stderr, "update %lld skipped: loss %g, gradient norm %g (%lld in a row)\n",
-                   static_cast<long long>(progress->update + 1), stats.loss, gnorm,
-                   static_cast<long long>(progress->consecutive_nonfinite));
-      if (progress->consecutive_nonfinite >= options_.max_consecutive_nonfinite) {
-        return absl::InternalError(absl::StrCat(
-            "training diverged: update ", progress->update + 1, " had loss ", stats.loss,
-            " and gradient norm ", gnorm, ", the ", progress->consecutive_nonfinite,
-            "th non-finite update in a row; no checkpoint was written after update ",
-            progress->update, " (lower the learning rate or raise warmup_steps)"));
-      }
-      continue;
-    }
-    progress->consecutive_nonfinite = 0;
-    lr_factor = agreed.lr_factor;
-    TFM_RETURN_IF_ERROR(ApplyUpdate(progress->update + 1, lr_factor));
-    ++progress->update;
-    progress->data = batcher_->position();
-    last_gnorm = gnorm;
-    window.stats += stats;
-    if (hooks_.on_update) {
-      hooks_.on_update(*progress, MakeLog(stats, update_start, gnorm, *progress));
-    }
-    if (options_.log_every > 0 && progress->update % options_.log_every == 0) {
-      if (hooks_.on_update_log) {
-        hooks_.on_update_log(MakeLog(window.stats, window.start, last_gnorm, *progress));
-      }
-      window.Reset();
-    }
-
-    bool best = false;
-    const bool validate_now =
-        !valid_.empty() &&
-        ((options_.validate_every > 0 && progress->update % options_.validate_every == 0) ||
-         agreed.validate_by_time);
-    if (validate_now) {
-      const double validation_began = elapsed();
-      TFM_ASSIGN_OR_RETURN(ValidationLog log, ValidateOnRankZero(*progress));
-      log.elapsed_seconds = validation_began;
-      if (agreed.validate_by_time) {
-        // The next time on the grid (4, 8, 12 ... minutes into the run) that
-        // leaves at least half an interval of training: a validation slower
-        // than the interval (an untrained parser writes to the length limit,
-        // a busy machine) would otherwise leave no time to train between.
-        while (next_validation <= absl::Now() + options_.validate_every_time / 2) {
-          next_validation += options_.validate_every_time;
-        }
-      }
-      // Both bests are kept (a resumed run may choose the other metric);
-      // the chosen one makes the checkpoint best and resets patience. A NaN
-      // score or loss is never a new best.
-      const bool best_loss = log.loss < progress->best_valid_loss;
-      const bool best_score = log.score.has_value() && *log.score > progress->best_valid_score;
-      if (best_loss) progress->best_valid_loss = log.loss;
-      if (best_score) progress->best_valid_score = *log.score;
-      best = options_.best_by_score ? best_score : best_loss;
-      log.best = best;
-      if (best) {
-        progress->validations_without_improvement = 0;
-      } else {
-        ++progress->validations_without_improvement;
-      }
-      if (hooks_.on_validation) hooks_.on_validation(log);
-    }
+    TFM_ASSIGN_OR_RETURN(const bool applied, TrainOneUpdate(agreed, run));
+    if (!applied) continue;  // Skipped as non-finite.
+    TFM_ASSIGN_OR_RETURN(const bool best, ValidateIfDue(agreed, run));
     if (best || agreed.checkpoint_due) {
-      TFM_RETURN_IF_ERROR(save(best));
-      checkpoints.MarkSaved(progress->update, elapsed());
+      TFM_RETURN_IF_ERROR(Save(run, best));
+      run.checkpoints.MarkSaved(progress->update, run.Elapsed());
     }
     if (options_.patience > 0 && progress->validations_without_improvement >= options_.patience) {
       reason = StopReason::kEarlyStopping;
       break;
     }
   }
-  TFM_RETURN_IF_ERROR(save(false));
+  TFM_RETURN_IF_ERROR(Save(run, false));
   return reason;
 }
 

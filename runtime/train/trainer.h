@@ -199,6 +199,22 @@ class Trainer {
     double lr_factor = 1.0;  // The cooldown's, from rank 0's clock.
   };
   absl::StatusOr<Agreement> Agree(Agreement rank_zero_view, int64_t update);
+
+  // The parts of Run.
+  struct RunState;
+  absl::Status CheckRunnable() const;
+  // This rank's view of the clocks (time limit, validation and checkpoint
+  // by time, the cooldown) before the next update.
+  Agreement ClockView(const RunState& run) const;
+  // Computes and applies the next update, and logs it; false when it was
+  // skipped as non-finite (an error after too many in a row).
+  absl::StatusOr<bool> TrainOneUpdate(const Agreement& agreed, RunState& run);
+  // Validates when due; true for a new best.
+  absl::StatusOr<bool> ValidateIfDue(const Agreement& agreed, RunState& run);
+  // The figures of the updates whose sums are `stats`, begun at `start`.
+  UpdateLog MakeLog(const RunState& run, const LossStats& stats, absl::Time start,
+                    double gnorm) const;
+  absl::Status Save(const RunState& run, bool best);
   // Rank 0 validates; every rank returns its figures.
   absl::StatusOr<ValidationLog> ValidateOnRankZero(const TrainProgress& progress);
   // Writes a checkpoint through the hook; fails on every rank if it failed

@@ -11,6 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/config/training_device.h"
+#include "core/cuda/runtime.h"
 #include "core/data/file_io.h"
 #include "runtime/distributed/broadcast.h"
 #include "runtime/distributed/launch.h"
@@ -130,6 +132,202 @@ MetricRow TensorBoardValidationRow(MetricRow row) {
 
 namespace {
 
+// The device this rank trains on: train.device (which --device sets)
+// resolved on this machine. Ranks exchange gradients and weights over MPI,
+// which carries host tensors only, so "auto" means the CPU with several
+// ranks and a GPU is an error.
+absl::StatusOr<Device> ChooseDevice(const config::TrainConfig& train,
+                                    const Communicator& communicator) {
+  const bool several_ranks = communicator.size() > 1;
+  if (several_ranks && IsAutoDevice(train.device())) return Device::Cpu();
+  absl::StatusOr<Device> device = ResolveTrainingDevice(train.device());
+  if (!device.ok()) {
+    return absl::Status(device.status().code(),
+                        absl::StrCat("train.device: ", device.status().message()));
+  }
+  if (several_ranks && !device->is_cpu()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "train.device: ", device->ToString(), " with ", communicator.size(), " ranks (",
+        communicator.name(), "): the ranks share gradients over MPI, which carries host "
+        "tensors only; train several ranks with --device=cpu"));
+  }
+  return *device;
+}
+
+// "cuda:0 (NVIDIA H100 80GB HBM3 (sm_90)), chosen by auto".
+std::string DescribeDevice(const Device& device, const std::string& setting) {
+  std::string text = device.ToString();
+  if (device.is_cuda()) {
+    absl::StatusOr<std::string> name = cuda::DeviceName(device.index);
+    if (name.ok()) absl::StrAppend(&text, " (", *name, ")");
+  }
+  if (IsAutoDevice(setting)) absl::StrAppend(&text, ", chosen by train.device auto");
+  return text;
+}
+
+// What rank 0 finds in the work directory: the checkpoint a run resumes
+// from, and the vocabulary (the checkpoint's, else the work directory's
+// tokenizer, trained first if there is none).
+struct StartingPoint {
+  std::optional<Resume> resume;
+  std::string vocabulary;
+};
+
+absl::StatusOr<StartingPoint> FindStartingPoint(const config::TaskConfig& config,
+                                                const std::string& work_dir, std::ostream& log) {
+  StartingPoint start;
+  TFM_ASSIGN_OR_RETURN(start.resume, FindResume(work_dir, config));
+  const std::string tokenizer_path = Join(work_dir, config.data().tokenizer().model_path());
+  if (!start.resume) {
+    TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer,
+                         LoadOrTrainTokenizer(config.data(), work_dir, &log));
+    start.vocabulary = tokenizer.model();
+    return start;
+  }
+  // The checkpoint's vocabulary is the one its weights were trained with;
+  // a different tokenizer file in the work directory is an error, not a
+  // silent switch.
+  struct stat info;
+  if (stat(tokenizer_path.c_str(), &info) == 0) {
+    TFM_ASSIGN_OR_RETURN(Tokenizer on_disk, Tokenizer::Load(tokenizer_path));
+    TFM_RETURN_IF_ERROR(CheckVocabularyMatches(start.resume->checkpoint.vocabulary,
+                                               start.resume->path, on_disk.model(),
+                                               tokenizer_path));
+  }
+  start.vocabulary = start.resume->checkpoint.vocabulary;
+  return start;
+}
+
+// Loads rank 0's checkpoint (if it resumes) into `weights` and `moments`
+// (the model's and optimizer's tensors) and hands them, with the progress,
+// to the other ranks.
+absl::StatusOr<TrainProgress> RestoreOnEveryRank(const std::optional<Resume>& resume,
+                                                 const config::TrainConfig& train,
+                                                 Communicator& communicator, std::ostream& log,
+                                                 NamedTensors* weights, NamedTensors* moments) {
+  TrainProgress progress;
+  if (resume) {
+    TFM_RETURN_IF_ERROR(AssignTensors(resume->checkpoint.model, resume->path, weights));
+    TFM_RETURN_IF_ERROR(AssignTensors(resume->checkpoint.optimizer, resume->path, moments));
+    progress = FromState(resume->checkpoint.state);
+    log << "resuming from " << resume->path << " at update " << progress.update << "\n";
+  }
+  if (communicator.size() == 1) return progress;
+  const absl::Duration timeout = absl::Seconds(train.distributed_timeout_seconds());
+  std::string state = ToState(progress, train.seed()).SerializeAsString();
+  TFM_RETURN_IF_ERROR(BroadcastString(communicator, 0, "the training state", timeout, &state));
+  train::TrainingState parsed;
+  if (!parsed.ParseFromString(state)) {
+    return absl::DataLossError("the training state broadcast by rank 0 does not parse");
+  }
+  std::vector<Tensor> tensors;
+  for (const NamedTensors* named : {weights, moments}) {
+    for (const auto& [name, tensor] : *named) tensors.push_back(tensor);
+  }
+  TFM_RETURN_IF_ERROR(
+      BroadcastTensors(communicator, 0, "the weights and moments", timeout, tensors));
+  return FromState(parsed);
+}
+
+// What rank 0 writes while a run goes on: the console bar, metrics.csv,
+// TensorBoard and the checkpoints. The hooks it makes refer to it and to
+// everything passed to Open, which must outlive the run.
+class RankZeroOutputs {
+ public:
+  struct Run {
+    const config::TaskConfig* config;
+    const std::string* work_dir;
+    TrainableModel* model;
+    const AdamOptimizer* optimizer;
+    const Tokenizer* tokenizer;
+    const TaskFiles* task_files;
+    TrainerOptions options;
+    std::string score_name;  // Empty without a validation score.
+  };
+
+  // Opens the logs (appending after update `first_update` on a resume).
+  absl::Status Open(Run run, int64_t first_update) {
+    run_ = std::move(run);
+    const std::string& work_dir = *run_.work_dir;
+    TFM_ASSIGN_OR_RETURN(MetricsCsvWriter csv,
+                         MetricsCsvWriter::Open(Join(work_dir, kMetricsCsv),
+                                                MetricColumns(run_.score_name), first_update));
+    csv_.emplace(std::move(csv));
+    TFM_ASSIGN_OR_RETURN(TensorBoardWriter tensorboard,
+                         TensorBoardWriter::Create(Join(work_dir, kTensorBoardDir)));
+    tensorboard_.emplace(std::move(tensorboard));
+    reporter_.emplace(ProgressReporter::ForStderr(
+        run_.options.max_updates, std::max<int64_t>(1, run_.options.log_every)));
+    return absl::OkStatus();
+  }
+
+  void SetHooks(TrainerHooks* hooks) {
+    hooks->on_update = [this](const TrainProgress& p, const UpdateLog& update) {
+      // Log updates get the window's averages below; the others only move the bar.
+      const int64_t every = run_.options.log_every;
+      if (every <= 0 || p.update % every != 0) reporter_->Update(ToMetrics(update));
+    };
+    hooks->on_update_log = [this](const UpdateLog& window) {
+      const TrainingMetrics metrics = ToMetrics(window);
+      reporter_->Update(metrics);
+      log_status_.Update(csv_->Append(ToRow(metrics)));
+      log_status_.Update(tensorboard_->AddScalars(metrics.update, ToRow(metrics), "train/"));
+    };
+    hooks->on_validation = [this](const ValidationLog& v) { OnValidation(v); };
+    hooks->save_checkpoint = [this](const TrainProgress& p, bool best) {
+      return SaveCheckpoint(p, best);
+    };
+  }
+
+  // The first failure to write a log, which ends the run.
+  const absl::Status& log_status() const { return log_status_; }
+  void Finish() {
+    if (reporter_) reporter_->Finish();
+  }
+
+ private:
+  void OnValidation(const ValidationLog& v) {
+    ValidationMetrics metrics;
+    metrics.epoch = v.epoch;
+    metrics.update = v.update;
+    metrics.loss = v.loss;
+    metrics.nll = v.nll;
+    metrics.elapsed_seconds = v.elapsed_seconds;
+    metrics.score_name = run_.score_name;
+    metrics.score = v.score;
+    reporter_->Message(FormatValidationLine(metrics) + (v.best ? " | best" : ""));
+    log_status_.Update(csv_->Append(ToRow(metrics)));
+    log_status_.Update(tensorboard_->AddScalars(
+        metrics.update, TensorBoardValidationRow(ToRow(metrics)), "valid/"));
+  }
+
+  absl::Status SaveCheckpoint(const TrainProgress& p, bool best) {
+    TFM_RETURN_IF_ERROR(log_status_);
+    const std::string& work_dir = *run_.work_dir;
+    const config::TaskConfig& config = *run_.config;
+    Checkpoint checkpoint;
+    checkpoint.model = ModelTensors(*run_.model);
+    checkpoint.optimizer = run_.optimizer->State();
+    checkpoint.state = ToState(p, config.train().seed());
+    checkpoint.config = config;
+    checkpoint.vocabulary = run_.tokenizer->model();
+    checkpoint.task_files = *run_.task_files;
+    TFM_ASSIGN_OR_RETURN(const std::string path, WriteCheckpoint(work_dir, checkpoint));
+    if (best) {
+      TFM_RETURN_IF_ERROR(WriteCheckpointTo(Join(work_dir, kBestCheckpoint), checkpoint));
+    }
+    TFM_RETURN_IF_ERROR(PruneCheckpoints(work_dir, KeepLast(config.train())));
+    reporter_->Message(absl::StrCat("checkpoint ", path, best ? " (best)" : ""));
+    return absl::OkStatus();
+  }
+
+  Run run_{};
+  std::optional<MetricsCsvWriter> csv_;
+  std::optional<TensorBoardWriter> tensorboard_;
+  std::optional<ProgressReporter> reporter_;
+  absl::Status log_status_;
+};
+
 // One rank's part of RunTraining. Rank 0 alone touches the work directory
 // (checkpoints, vocabulary, logs) and hands the others what they need from
 // it (the vocabulary, the weights, moments and progress it resumes from), so
@@ -143,48 +341,34 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   std::ostream discard(nullptr);
   std::ostream& log =
       !rank_zero ? discard : context.log != nullptr ? *context.log : std::cout;
-  const absl::Duration timeout = absl::Seconds(config.train().distributed_timeout_seconds());
+  // Before anything is written: a GPU that is not here fails the run at once.
+  TFM_ASSIGN_OR_RETURN(const Device device, ChooseDevice(config.train(), communicator));
   if (rank_zero) TFM_RETURN_IF_ERROR(MakeDirectories(work_dir));
   for (const auto& [label, text] : EnvironmentReport()) log << label << ": " << text << "\n";
+  log << "device: " << DescribeDevice(device, config.train().device()) << "\n";
   if (communicator.size() > 1) {
     log << "ranks: " << communicator.size() << " (" << communicator.name() << "), each taking "
         << "its share of the " << config.train().update_freq() << " batches of an update\n";
   }
 
-  std::optional<Resume> resume;
-  std::string vocabulary;
+  StartingPoint start;
   TaskFiles task_files;  // Rank 0's, which alone writes checkpoints.
   if (rank_zero && make_task_files) {
     TFM_ASSIGN_OR_RETURN(task_files, make_task_files(config));
   }
   if (rank_zero) {
-    TFM_ASSIGN_OR_RETURN(resume, FindResume(work_dir, config));
-    const std::string tokenizer_path = Join(work_dir, config.data().tokenizer().model_path());
-    std::optional<Tokenizer> tokenizer;
-    if (resume) {
-      // The checkpoint's vocabulary is the one its weights were trained
-      // with; a different tokenizer file in the work directory is an error,
-      // not a silent switch.
-      struct stat info;
-      if (stat(tokenizer_path.c_str(), &info) == 0) {
-        TFM_ASSIGN_OR_RETURN(Tokenizer on_disk, Tokenizer::Load(tokenizer_path));
-        TFM_RETURN_IF_ERROR(CheckVocabularyMatches(resume->checkpoint.vocabulary, resume->path,
-                                                   on_disk.model(), tokenizer_path));
-      }
-      vocabulary = resume->checkpoint.vocabulary;
-    } else {
-      TFM_ASSIGN_OR_RETURN(tokenizer, LoadOrTrainTokenizer(config.data(), work_dir, &log));
-      vocabulary = tokenizer->model();
-    }
+    TFM_ASSIGN_OR_RETURN(start, FindStartingPoint(config, work_dir, log));
   }
   // No timeout: rank 0 may first train the vocabulary for a long time (a
   // rank 0 that dies meanwhile is reported by mpirun).
   TFM_RETURN_IF_ERROR(BroadcastString(communicator, 0, "the vocabulary",
-                                      absl::InfiniteDuration(), &vocabulary));
-  TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromModel(vocabulary));
+                                      absl::InfiniteDuration(), &start.vocabulary));
+  TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromModel(start.vocabulary));
 
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
-                       make_model(config, tokenizer));
+  // The model factory sees the device chosen here, never "auto".
+  config::TaskConfig on_device = config;
+  on_device.mutable_train()->set_device(device.ToString());
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, make_model(on_device, tokenizer));
   int64_t parameter_count = 0;
   for (Parameter* p : model->Parameters()) parameter_count += p->value.num_elements();
   log << absl::StrFormat("model: %d parameters (%.1fM), vocabulary %d\n", parameter_count,
@@ -196,30 +380,12 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
                                   config.train().lr_scale()));
   TFM_ASSIGN_OR_RETURN(AdamOptimizer optimizer,
                        AdamOptimizer::Create(model->Parameters(), config.train().adam(), schedule));
-  TrainProgress progress;
   NamedTensors weights = ModelTensors(*model);
   NamedTensors moments = optimizer.State();
-  if (resume) {
-    TFM_RETURN_IF_ERROR(AssignTensors(resume->checkpoint.model, resume->path, &weights));
-    TFM_RETURN_IF_ERROR(AssignTensors(resume->checkpoint.optimizer, resume->path, &moments));
-    progress = FromState(resume->checkpoint.state);
-    log << "resuming from " << resume->path << " at update " << progress.update << "\n";
-  }
-  if (communicator.size() > 1) {
-    std::string state = ToState(progress, config.train().seed()).SerializeAsString();
-    TFM_RETURN_IF_ERROR(BroadcastString(communicator, 0, "the training state", timeout, &state));
-    train::TrainingState parsed;
-    if (!parsed.ParseFromString(state)) {
-      return absl::DataLossError("the training state broadcast by rank 0 does not parse");
-    }
-    progress = FromState(parsed);
-    std::vector<Tensor> tensors;
-    for (auto* named : {&weights, &moments}) {
-      for (auto& [name, tensor] : *named) tensors.push_back(tensor);
-    }
-    TFM_RETURN_IF_ERROR(
-        BroadcastTensors(communicator, 0, "the weights and moments", timeout, tensors));
-  }
+  TFM_ASSIGN_OR_RETURN(TrainProgress progress,
+                       RestoreOnEveryRank(start.resume, config.train(), communicator, log,
+                                          &weights, &moments));
+  start.resume.reset();  // The checkpoint's host copy is no longer needed.
 
   std::unique_ptr<TokenBatcher> batcher = MakeTrainingBatcher(config.data(), tokenizer);
   TFM_ASSIGN_OR_RETURN(std::vector<Batch> valid, LoadValidationBatches(config.data(), tokenizer));
@@ -235,80 +401,26 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
         << "; checkpoint_best and patience by "
         << (options.best_by_score ? scorer.name : std::string("loss")) << "\n";
   }
-  const std::string score_name = scorer.score ? scorer.name : "";
 
   // Rank 0's files and console; the other ranks' hooks do nothing.
-  std::optional<MetricsCsvWriter> csv;
-  std::optional<TensorBoardWriter> tensorboard;
-  std::optional<ProgressReporter> reporter;
-  absl::Status log_status;  // The first failure to write a log; ends the run.
+  RankZeroOutputs outputs;
   TrainerHooks hooks;
   hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
   if (rank_zero) {
-    TFM_ASSIGN_OR_RETURN(MetricsCsvWriter opened_csv,
-                         MetricsCsvWriter::Open(Join(work_dir, kMetricsCsv),
-                                                MetricColumns(score_name), progress.update));
-    csv.emplace(std::move(opened_csv));
-    TFM_ASSIGN_OR_RETURN(TensorBoardWriter opened_tensorboard,
-                         TensorBoardWriter::Create(Join(work_dir, kTensorBoardDir)));
-    tensorboard.emplace(std::move(opened_tensorboard));
-    reporter.emplace(ProgressReporter::ForStderr(options.max_updates,
-                                                 std::max<int64_t>(1, options.log_every)));
-    hooks.on_update = [&](const TrainProgress& p, const UpdateLog& update) {
-      // Log updates get the window's averages below; the others only move the bar.
-      if (options.log_every <= 0 || p.update % options.log_every != 0) {
-        reporter->Update(ToMetrics(update));
-      }
-    };
-    hooks.on_update_log = [&](const UpdateLog& window) {
-      const TrainingMetrics metrics = ToMetrics(window);
-      reporter->Update(metrics);
-      log_status.Update(csv->Append(ToRow(metrics)));
-      log_status.Update(tensorboard->AddScalars(metrics.update, ToRow(metrics), "train/"));
-    };
-    hooks.on_validation = [&](const ValidationLog& v) {
-      ValidationMetrics metrics;
-      metrics.epoch = v.epoch;
-      metrics.update = v.update;
-      metrics.loss = v.loss;
-      metrics.nll = v.nll;
-      metrics.elapsed_seconds = v.elapsed_seconds;
-      metrics.score_name = score_name;
-      metrics.score = v.score;
-      reporter->Message(FormatValidationLine(metrics) + (v.best ? " | best" : ""));
-      log_status.Update(csv->Append(ToRow(metrics)));
-      log_status.Update(tensorboard->AddScalars(
-          metrics.update, TensorBoardValidationRow(ToRow(metrics)), "valid/"));
-    };
-    hooks.save_checkpoint = [&](const TrainProgress& p, bool best) -> absl::Status {
-      TFM_RETURN_IF_ERROR(log_status);
-      Checkpoint checkpoint;
-      checkpoint.model = ModelTensors(*model);
-      checkpoint.optimizer = optimizer.State();
-      checkpoint.state = ToState(p, config.train().seed());
-      checkpoint.config = config;
-      checkpoint.vocabulary = tokenizer.model();
-      checkpoint.task_files = task_files;
-      TFM_ASSIGN_OR_RETURN(const std::string path, WriteCheckpoint(work_dir, checkpoint));
-      if (best) {
-        TFM_RETURN_IF_ERROR(WriteCheckpointTo(Join(work_dir, kBestCheckpoint), checkpoint));
-      }
-      TFM_RETURN_IF_ERROR(PruneCheckpoints(work_dir, KeepLast(config.train())));
-      reporter->Message(absl::StrCat("checkpoint ", path, best ? " (best)" : ""));
-      return absl::OkStatus();
-    };
+    TFM_RETURN_IF_ERROR(outputs.Open({&config, &work_dir, model.get(), &optimizer, &tokenizer,
+                                      &task_files, options, scorer.score ? scorer.name : ""},
+                                     progress.update));
+    outputs.SetHooks(&hooks);
   }
-
-  TrainerOptions run_options = options;
-  run_options.time_limit = context.time_limit;
+  options.time_limit = context.time_limit;
   hooks.validation_score = std::move(scorer);
-  Trainer trainer(model.get(), &optimizer, batcher.get(), std::move(valid), run_options,
+  Trainer trainer(model.get(), &optimizer, batcher.get(), std::move(valid), options,
                   std::move(hooks), &communicator);
   InstallStopSignalHandlers();
   absl::StatusOr<StopReason> reason = trainer.Run(&progress);
-  if (reporter) reporter->Finish();
+  outputs.Finish();
   TFM_RETURN_IF_ERROR(reason.status());
-  TFM_RETURN_IF_ERROR(log_status);
+  TFM_RETURN_IF_ERROR(outputs.log_status());
   log << "stopped at update " << progress.update << ": " << StopReasonName(*reason) << "\n";
   if (!rank_zero) return absl::OkStatus();
   // A run too short to log anything has nothing to plot; that is no error.

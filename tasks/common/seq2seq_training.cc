@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "absl/strings/str_cat.h"
+#include "core/config/training_device.h"
 #include "core/status_macros.h"
 #include "runtime/train/training_job.h"
 #include "layers/transformer.h"
@@ -11,17 +11,14 @@
 namespace tfm {
 namespace {
 
+// On train.device: the training job has resolved "auto" to the device it
+// chose and checked that it is here.
 absl::StatusOr<std::unique_ptr<TrainableModel>> MakeTransformer(const config::TaskConfig& config,
                                                                 const Tokenizer& tokenizer) {
-  if (config.train().device() != "cpu") {
-    return absl::UnimplementedError(absl::StrCat(
-        "train.device: ", config.train().device(),
-        ": this build trains on the CPU (CUDA training arrives with the CUDA kernels)"));
-  }
+  TFM_ASSIGN_OR_RETURN(const Device device, ResolveTrainingDevice(config.train().device()));
   TFM_ASSIGN_OR_RETURN(const VocabularySpec vocabulary, ModelVocabulary(config, tokenizer));
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
-                       Transformer::Create(config.model(), vocabulary, Device::Cpu(),
-                                           config.train().seed()));
+                       Transformer::Create(config.model(), vocabulary, device, config.train().seed()));
   return std::unique_ptr<TrainableModel>(std::move(model));
 }
 

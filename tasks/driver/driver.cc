@@ -44,6 +44,9 @@ ABSL_FLAG(std::string, data, "",
 ABSL_FLAG(std::string, workdir, "",
           "work directory for checkpoints, logs and the tokenizer (default: data.work_dir)");
 ABSL_FLAG(double, minutes, 0, "train: stop after this many minutes (0: no limit)");
+ABSL_FLAG(std::string, device, "",
+          "train and the main job: cpu, cuda, cuda:N or auto (the first GPU if there is one); "
+          "sets train.device, whose default is auto");
 ABSL_FLAG(int, last, 0, "average: how many of the latest checkpoints (0: from the config)");
 ABSL_FLAG(std::string, model, "",
           "decode/evaluate: a work directory of train (its averaged, else best, else latest "
@@ -332,7 +335,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "[--alpha=A]\n"
       "      a task may take flags of its own (a plugin's: --name=value):" +
       TaskFlagsUsage() +
-      "\n  --plugin=LIB.so              load a plugin first (repeatable)");
+      "\n  --plugin=LIB.so              load a plugin first (repeatable)"
+      "\n  --device=auto|cpu|cuda[:N]   run, train: where to train (train.device; default auto)");
   // --help lists the driver's own flags (absl's default only shows flags
   // defined in a file named like the binary, and there are none).
   absl::FlagsUsageConfig usage;
@@ -350,6 +354,10 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
     std::cerr << "error: one command expected, got '" << positional[1] << "' and '" << positional[2]
               << "'\n";
     return 1;
+  }
+  // After the --set overrides, so that the flag wins over them and the file.
+  if (const std::string device = absl::GetFlag(FLAGS_device); !device.empty()) {
+    options.overrides.push_back(absl::StrCat("train.device=", device));
   }
   options.mode = positional.size() == 2 ? positional[1] : absl::GetFlag(FLAGS_mode);
   // A task binary with no command runs its main job; the generic driver

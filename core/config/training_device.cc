@@ -1,0 +1,37 @@
+#include "core/config/training_device.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "core/cuda/runtime.h"
+
+namespace tfm {
+
+bool IsAutoDevice(absl::string_view text) { return absl::AsciiStrToLower(text) == kAutoDevice; }
+
+absl::Status CheckTrainingDeviceSyntax(absl::string_view text) {
+  if (IsAutoDevice(text)) return absl::OkStatus();
+  absl::StatusOr<Device> device = Device::Parse(text);
+  if (!device.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid device '", text, "'; expected auto, cpu, cuda or cuda:N"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Device> ResolveTrainingDevice(absl::string_view text) {
+  const int gpus = cuda::DeviceCount();
+  if (IsAutoDevice(text)) return gpus > 0 ? Device::Cuda(0) : Device::Cpu();
+  if (absl::Status syntax = CheckTrainingDeviceSyntax(text); !syntax.ok()) return syntax;
+  const Device device = *Device::Parse(text);
+  if (device.is_cpu() || device.index < gpus) return device;
+  if (!cuda::BuiltWithCuda()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(device.ToString(), " but this binary was built without CUDA (no nvcc found)"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      device.ToString(), " but this machine has ",
+      gpus == 0 ? "no GPU" : absl::StrCat(gpus, " GPU(s), cuda:0"),
+      gpus > 1 ? absl::StrCat(" to cuda:", gpus - 1) : ""));
+}
+
+}  // namespace tfm

@@ -1,0 +1,278 @@
+// Training on a GPU is the CPU's training: one full trainer update of a
+// small Transformer (two batches accumulated, clipping, Adam) from the same
+// weights on both devices gives the same loss, gradients and updated
+// weights; a checkpoint written from the GPU resumes on the CPU. The same
+// checks with the CPU in the GPU's place run everywhere and keep the
+// harness honest where there is no GPU. Each
+// comparison prints the worst relative error per tensor, so a run on a GPU
+// machine shows how close the devices are, not only that they pass.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/check.h"
+#include "core/tensor_copy.h"
+#include "gtest/gtest.h"
+#include "layers/transformer.h"
+#include "runtime/train/adam_optimizer.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpoint_match.h"
+#include "runtime/train/trainer.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
+
+namespace tfm {
+namespace {
+
+constexpr int kVocab = 40, kPad = 0, kBos = 1, kEos = 2;
+// f32 kernels on both devices, summing in different orders: what is left
+// is rounding, far below this.
+constexpr double kTolerance = 1e-4;
+
+config::ModelConfig SmallModel(float dropout) {
+  config::ModelConfig model;
+  model.set_num_encoder_layers(2);
+  model.set_num_decoder_layers(2);
+  model.set_d_model(32);
+  model.set_d_ff(64);
+  model.set_num_heads(4);
+  model.set_d_k(8);
+  model.set_d_v(8);
+  model.set_dropout(dropout);
+  model.set_attention_dropout(dropout);
+  model.set_relu_dropout(dropout);
+  model.set_max_positions(64);
+  return model;
+}
+
+// `rows` pairs of different lengths, padded; ids depend on `salt`.
+Batch MakeBatch(int rows, int salt) {
+  Batch batch;
+  batch.size = rows;
+  for (int r = 0; r < rows; ++r) {
+    batch.source_lengths.push_back(4 + (r * 3 + salt) % 5);
+    batch.target_lengths.push_back(3 + (r * 2 + salt) % 5);
+  }
+  batch.source_length = *std::max_element(batch.source_lengths.begin(), batch.source_lengths.end());
+  batch.target_length = *std::max_element(batch.target_lengths.begin(), batch.target_lengths.end());
+  batch.source.assign(rows * batch.source_length, kPad);
+  batch.target.assign(rows * batch.target_length, kPad);
+  for (int r = 0; r < rows; ++r) {
+    for (int t = 0; t < batch.source_lengths[r]; ++t) {
+      const bool last = t + 1 == batch.source_lengths[r];
+      batch.source[r * batch.source_length + t] = last ? kEos : 3 + (r * 7 + t * 5 + salt) % 37;
+    }
+    for (int t = 0; t < batch.target_lengths[r]; ++t) {
+      const bool last = t + 1 == batch.target_lengths[r];
+      batch.target[r * batch.target_length + t] = last ? kEos : 3 + (r * 11 + t * 3 + salt) % 37;
+    }
+  }
+  return batch;
+}
+
+// max |actual - expected| / max |expected| over a tensor (any devices):
+// relative to the tensor's scale, so that elements near zero (which carry
+// only rounding on either side) do not dominate.
+double RelativeError(const Tensor& actual, const Tensor& expected) {
+  const Tensor a = testing::HostF32(actual), e = testing::HostF32(expected);
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < e.num_elements(); ++i) {
+    const double x = a.data<float>()[i], y = e.data<float>()[i];
+    worst = std::max(worst, std::isfinite(x) ? std::abs(x - y) : INFINITY);
+    scale = std::max(scale, std::abs(y));
+  }
+  return scale > 0 ? worst / scale : worst;
+}
+
+double RelativeError(double actual, double expected) {
+  return std::abs(actual - expected) / std::max(std::abs(expected), 1e-30);
+}
+
+// Expects every tensor of `gpu` close to the same tensor of `cpu`, printing
+// the worst relative error of each and overall.
+void ExpectAllClose(const std::string& what, const std::vector<Parameter*>& gpu,
+                    const std::vector<Parameter*>& cpu, bool gradients) {
+  ASSERT_EQ(gpu.size(), cpu.size());
+  double worst = 0;
+  std::string worst_name;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    ASSERT_EQ(gpu[i]->name, cpu[i]->name);
+    const Tensor& g = gradients ? gpu[i]->grad : gpu[i]->value;
+    const Tensor& c = gradients ? cpu[i]->grad : cpu[i]->value;
+    ASSERT_EQ(g.device(), gpu[0]->value.device()) << cpu[i]->name << " " << g.DebugString();
+    ASSERT_EQ(g.shape(), c.shape()) << cpu[i]->name;
+    const double error = RelativeError(g, c);
+    std::printf("%-10s %-48s worst relative error %.3g\n", what.c_str(), cpu[i]->name.c_str(),
+                error);
+    EXPECT_LE(error, kTolerance) << what << " of " << cpu[i]->name;
+    if (worst_name.empty() || !(error <= worst)) {
+      worst = error;
+      worst_name = cpu[i]->name;
+    }
+  }
+  std::printf("%-10s worst of all: %.3g (%s)\n", what.c_str(), worst, worst_name.c_str());
+}
+
+// A model with its optimizer and a trainer to drive one update.
+struct TrainingSetup {
+  std::unique_ptr<Transformer> model;
+  std::unique_ptr<AdamOptimizer> optimizer;
+  std::unique_ptr<Trainer> trainer;
+};
+
+TrainingSetup MakeRun(const config::ModelConfig& model_config, const Device& device) {
+  TrainingSetup run;
+  absl::StatusOr<std::unique_ptr<Transformer>> model =
+      Transformer::Create(model_config, VocabularySpec{kVocab, kPad, kBos, kEos}, device, 7);
+  TFM_CHECK(model.ok(), model.status().ToString().c_str());
+  run.model = *std::move(model);
+  config::AdamConfig adam;
+  // At the paper's 1e-9 the first Adam step is lr * sign(g): a gradient at
+  // rounding-noise level could flip sign between the devices and move its
+  // weight by 2 lr. A larger epsilon keeps the step smooth in g.
+  adam.set_epsilon(1e-3);
+  const InverseSqrtSchedule schedule = *InverseSqrtSchedule::Create(32, 4, 1.0);
+  absl::StatusOr<AdamOptimizer> optimizer =
+      AdamOptimizer::Create(run.model->Parameters(), adam, schedule);
+  TFM_CHECK(optimizer.ok(), optimizer.status().ToString().c_str());
+  run.optimizer = std::make_unique<AdamOptimizer>(*std::move(optimizer));
+  TrainerOptions options;
+  options.update_freq = 2;
+  options.clip_norm = 0.5;  // Low enough to clip: the scaling runs too.
+  options.seed = 11;
+  TrainerHooks hooks;
+  run.trainer = std::make_unique<Trainer>(run.model.get(), run.optimizer.get(),
+                                          /*batcher=*/nullptr, std::vector<Batch>(), options,
+                                          std::move(hooks));
+  return run;
+}
+
+// The CPU model's weights on the GPU model: both start from the same bits.
+void CopyWeights(Transformer& from, Transformer& to) {
+  const std::vector<Parameter*> source = from.Parameters(), target = to.Parameters();
+  ASSERT_EQ(source.size(), target.size());
+  for (size_t i = 0; i < source.size(); ++i) {
+    ASSERT_EQ(source[i]->name, target[i]->name);
+    ASSERT_TRUE(CopyInto(source[i]->value, target[i]->value).ok()) << source[i]->name;
+  }
+}
+
+// The update on `device` against the CPU's. On the CPU itself (which runs
+// everywhere) it checks this harness and that the trainer is deterministic.
+void ExpectUpdateEqualsCpu(const Device& device, float dropout) {
+  const config::ModelConfig model = SmallModel(dropout);
+  TrainingSetup cpu = MakeRun(model, Device::Cpu());
+  TrainingSetup gpu = MakeRun(model, device);
+  CopyWeights(*cpu.model, *gpu.model);
+  const std::vector<Batch> batches = {MakeBatch(3, 0), MakeBatch(4, 1)};
+
+  absl::StatusOr<Trainer::Gradients> cpu_grads = cpu.trainer->ComputeGradients(batches, 5, 1);
+  ASSERT_TRUE(cpu_grads.ok()) << cpu_grads.status();
+  absl::StatusOr<Trainer::Gradients> gpu_grads = gpu.trainer->ComputeGradients(batches, 5, 1);
+  ASSERT_TRUE(gpu_grads.ok()) << gpu_grads.status();
+  std::printf("loss: cpu %.9g gpu %.9g (relative error %.3g); nll: cpu %.9g gpu %.9g; "
+              "gradient norm: cpu %.9g gpu %.9g (relative error %.3g)\n",
+              cpu_grads->stats.loss, gpu_grads->stats.loss,
+              RelativeError(gpu_grads->stats.loss, cpu_grads->stats.loss), cpu_grads->stats.nll,
+              gpu_grads->stats.nll, cpu_grads->gnorm, gpu_grads->gnorm,
+              RelativeError(gpu_grads->gnorm, cpu_grads->gnorm));
+  EXPECT_LE(RelativeError(gpu_grads->stats.loss, cpu_grads->stats.loss), kTolerance);
+  EXPECT_LE(RelativeError(gpu_grads->stats.nll, cpu_grads->stats.nll), kTolerance);
+  EXPECT_LE(RelativeError(gpu_grads->gnorm, cpu_grads->gnorm), kTolerance);
+  EXPECT_EQ(gpu_grads->stats.target_tokens, cpu_grads->stats.target_tokens);
+  ASSERT_GT(cpu_grads->gnorm, 0.5) << "the test means to exercise clipping";
+  ExpectAllClose("gradient", gpu.model->Parameters(), cpu.model->Parameters(), true);
+
+  ASSERT_TRUE(cpu.trainer->ApplyUpdate(1).ok());
+  ASSERT_TRUE(gpu.trainer->ApplyUpdate(1).ok());
+  ExpectAllClose("weight", gpu.model->Parameters(), cpu.model->Parameters(), false);
+  // The moments stayed beside their parameters.
+  for (const auto& [name, moment] : gpu.optimizer->State()) {
+    EXPECT_EQ(moment.device(), device) << name;
+  }
+}
+
+TEST(GpuTrainingTest, OneCpuUpdateIsReproducible) {
+  ExpectUpdateEqualsCpu(Device::Cpu(), 0.1f);
+}
+
+TEST(GpuTrainingTest, OneUpdateEqualsTheCpuUpdateWithoutDropout) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectUpdateEqualsCpu(Device::Cuda(0), 0.0f);
+}
+
+// Dropout masks are Philox draws keyed by (seed, batch counter) on both
+// devices, so they match too.
+TEST(GpuTrainingTest, OneUpdateEqualsTheCpuUpdateWithDropout) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectUpdateEqualsCpu(Device::Cuda(0), 0.1f);
+}
+
+NamedTensors Weights(Transformer& model) {
+  NamedTensors tensors;
+  for (Parameter* p : model.Parameters()) tensors.emplace_back(p->name, p->value);
+  return tensors;
+}
+
+// A checkpoint written from a model and optimizer on `device` (through host
+// copies) resumes on the CPU bit for bit, and from there onto `device`
+// again.
+void ExpectCheckpointResumesOnTheCpu(const Device& device) {
+  const config::ModelConfig model = SmallModel(0.1f);
+  TrainingSetup trained = MakeRun(model, device);
+  ASSERT_TRUE(trained.trainer->ComputeGradients({MakeBatch(3, 2), MakeBatch(2, 3)}, 0, 1).ok());
+  ASSERT_TRUE(trained.trainer->ApplyUpdate(1).ok());
+  Checkpoint checkpoint;
+  checkpoint.model = Weights(*trained.model);
+  checkpoint.optimizer = trained.optimizer->State();
+  *checkpoint.config.mutable_model() = model;
+  checkpoint.vocabulary = "the tokenizer's bytes";
+  checkpoint.state.set_update(1);
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/checkpoint_from_", device.ToString());
+  const absl::Status written = WriteCheckpointTo(dir, checkpoint);
+  ASSERT_TRUE(written.ok()) << written;
+  absl::StatusOr<Checkpoint> read = ReadCheckpoint(dir);
+  ASSERT_TRUE(read.ok()) << read.status();
+
+  TrainingSetup cpu = MakeRun(model, Device::Cpu());
+  NamedTensors cpu_weights = Weights(*cpu.model);
+  NamedTensors cpu_moments = cpu.optimizer->State();
+  ASSERT_TRUE(AssignTensors(read->model, dir, &cpu_weights).ok());
+  ASSERT_TRUE(AssignTensors(read->optimizer, dir, &cpu_moments).ok());
+  TrainingSetup back = MakeRun(model, device);
+  NamedTensors back_weights = Weights(*back.model);
+  ASSERT_TRUE(AssignTensors(read->model, dir, &back_weights).ok());
+
+  const NamedTensors saved_moments = trained.optimizer->State();
+  ASSERT_EQ(saved_moments.size(), cpu_moments.size());
+  for (size_t i = 0; i < checkpoint.model.size(); ++i) {
+    const std::vector<float> saved = testing::HostF32(checkpoint.model[i].second).ToVector<float>();
+    EXPECT_EQ(saved, cpu_weights[i].second.ToVector<float>()) << checkpoint.model[i].first;
+    EXPECT_EQ(saved, testing::HostF32(back_weights[i].second).ToVector<float>())
+        << checkpoint.model[i].first << " back on " << device.ToString();
+  }
+  for (size_t i = 0; i < saved_moments.size(); ++i) {
+    EXPECT_EQ(testing::HostF32(saved_moments[i].second).ToVector<float>(),
+              cpu_moments[i].second.ToVector<float>())
+        << saved_moments[i].first;
+  }
+  std::printf("checkpoint from %s: %zu weight and %zu moment tensors equal their CPU reload\n",
+              device.ToString().c_str(), checkpoint.model.size(), saved_moments.size());
+}
+
+TEST(GpuTrainingTest, CpuCheckpointResumesOnTheCpu) {
+  ExpectCheckpointResumesOnTheCpu(Device::Cpu());
+}
+
+TEST(GpuTrainingTest, GpuCheckpointResumesOnTheCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectCheckpointResumesOnTheCpu(Device::Cuda(0));
+}
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,79 @@
+// Where training runs: train.device and --device resolve on this machine,
+// and a GPU that is not here stops `train` at once, with an error that says
+// so and nothing written (no vocabulary trained, no work directory).
+#include <sys/stat.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/config/training_device.h"
+#include "core/cuda/runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/util/peer_python.h"
+#include "tests/util/run_command.h"
+
+namespace tfm {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(TrainingDeviceTest, AutoTakesTheFirstGpuElseTheCpu) {
+  absl::StatusOr<Device> device = ResolveTrainingDevice("auto");
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_EQ(*device, cuda::DeviceCount() > 0 ? Device::Cuda(0) : Device::Cpu());
+  EXPECT_EQ(*ResolveTrainingDevice("AUTO"), *device);
+  EXPECT_EQ(*ResolveTrainingDevice("cpu"), Device::Cpu());
+}
+
+TEST(TrainingDeviceTest, BadNamesListTheChoices) {
+  EXPECT_TRUE(CheckTrainingDeviceSyntax("cuda:1").ok());
+  EXPECT_TRUE(CheckTrainingDeviceSyntax("auto").ok());
+  const absl::Status bad = CheckTrainingDeviceSyntax("gpu");
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.message()), HasSubstr("expected auto, cpu, cuda or cuda:N"));
+  EXPECT_EQ(ResolveTrainingDevice("gpu").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TrainingDeviceTest, AMissingGpuSaysWhichThereAre) {
+  const std::string missing = absl::StrCat("cuda:", cuda::DeviceCount());
+  const absl::Status status = ResolveTrainingDevice(missing).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status.message()), HasSubstr(absl::StrCat(missing, " but this ")));
+}
+
+testing::CommandResult RunTaskBinary(const std::string& arguments) {
+  return testing::RunCommand(
+      absl::StrCat(testing::RunfilePath("tasks/translate_ende"), " ", arguments), 120);
+}
+
+bool Exists(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0;
+}
+
+TEST(TrainingDeviceTest, TrainOnAMissingGpuFailsBeforeWritingAnything) {
+  if (cuda::DeviceCount() > 0) GTEST_SKIP() << "this machine has a GPU: --device=cuda trains";
+  const std::string work_dir = absl::StrCat(::testing::TempDir(), "/no_gpu_run");
+  for (const char* command : {"train", "run"}) {
+    const testing::CommandResult result =
+        RunTaskBinary(absl::StrCat(command, " --device=cuda --minutes=1 --workdir=", work_dir));
+    EXPECT_NE(result.exit_code, 0) << command << ":\n" << result.output;
+    EXPECT_THAT(result.output, HasSubstr("train.device: cuda:0 but this ")) << command;
+    EXPECT_THAT(result.output,
+                HasSubstr(cuda::BuiltWithCuda() ? "has no GPU" : "built without CUDA"))
+        << command;
+    EXPECT_FALSE(Exists(work_dir)) << command << " left " << work_dir << " behind";
+  }
+}
+
+// --device sets train.device over the config file and --set.
+TEST(TrainingDeviceTest, TheFlagWinsOverTheConfig) {
+  const testing::CommandResult result = RunTaskBinary("validate --set=train.device=cuda:3 --device=cpu");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("device: \"cpu\""));
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("cuda:3")));
+}
+
+}  // namespace
+}  // namespace tfm
