@@ -213,7 +213,7 @@ absl::Status Validate(const std::string& config, std::string* out) {
 
 TEST(${camel}PluginTest, LoadsAndReadsItsSettings) {
   absl::StatusOr<tfm::LoadedPlugin> plugin =
-      tfm::LoadPlugin(tfm::testing::RunfilePath("plugins/${name}/lib${name}_plugin.so"));
+      tfm::LoadEnginePlugin(tfm::testing::RunfilePath("plugins/${name}/lib${name}_plugin.so"));
   ASSERT_TRUE(plugin.ok()) << plugin.status();
   EXPECT_TRUE(tfm::TaskRegistry().Contains("${name}"));
 

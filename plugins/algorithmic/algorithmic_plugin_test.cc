@@ -28,7 +28,7 @@ constexpr char kPlugin[] = "plugins/algorithmic/libalgorithmic_plugin.so";
 class AlgorithmicPluginTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<LoadedPlugin> loaded = LoadPlugin(testing::RunfilePath(kPlugin));
+    absl::StatusOr<LoadedPlugin> loaded = LoadEnginePlugin(testing::RunfilePath(kPlugin));
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     registered_ = new std::vector<std::string>(loaded->registered);
   }
@@ -96,7 +96,7 @@ TEST_F(AlgorithmicPluginTest, TheDriverBinaryLoadsItAndPrintsItsSettings) {
 TEST_F(AlgorithmicPluginTest, ATakenTaskNameIsRefusedAndLeavesNoTrace) {
   const std::vector<std::string> before = TaskRegistry().Names();
   const absl::Status status =
-      LoadPlugin(testing::RunfilePath("tests/plugins/libduplicate_task_plugin.so")).status();
+      LoadEnginePlugin(testing::RunfilePath("tests/plugins/libduplicate_task_plugin.so")).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(std::string(status.message()), HasSubstr("task 'translation' is already registered"));
   EXPECT_EQ(TaskRegistry().Names(), before);  // duplicate_task_extra is gone too.

@@ -28,7 +28,7 @@ absl::Status Validate(const std::string& config, std::string* out) {
 
 TEST(HelloPluginTest, LoadsAndReadsItsSettings) {
   absl::StatusOr<tfm::LoadedPlugin> plugin =
-      tfm::LoadPlugin(tfm::testing::RunfilePath("plugins/hello/libhello_plugin.so"));
+      tfm::LoadEnginePlugin(tfm::testing::RunfilePath("plugins/hello/libhello_plugin.so"));
   ASSERT_TRUE(plugin.ok()) << plugin.status();
   EXPECT_TRUE(tfm::TaskRegistry().Contains("hello"));
 

@@ -319,6 +319,10 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   return task->Run(context);
 }
 
+absl::StatusOr<LoadedPlugin> LoadEnginePlugin(const std::string& path) {
+  return LoadPlugin(path, TFM_PLUGIN_ABI_VERSION);
+}
+
 int DriverMain(int argc, char** argv, const std::string& default_config) {
   absl::SetProgramUsageMessage(
       "Transformer engine driver. A task binary with no COMMAND runs its main job: train "

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/plugin_loader.h"
 #include "core/task_registry.h"
 
 namespace tfm {
@@ -52,6 +54,10 @@ void ListRegistered(std::ostream& out);
 
 // Runs the driver; messages go to `out`, errors are returned.
 absl::Status RunDriver(const DriverOptions& options, std::ostream& out);
+
+// Loads the plugin at `path` if it was built against this engine's headers
+// (core/plugin_loader.h's LoadPlugin with this build's ABI number).
+absl::StatusOr<LoadedPlugin> LoadEnginePlugin(const std::string& path);
 
 // main() for driver binaries. `default_config` is used when --config is not
 // given (the task binaries embed their preset).
