@@ -56,7 +56,7 @@ def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], tes
             nvcc_hdrs = CUDA_COMMON_HDRS + native.glob([name + "_cuda_*.cuh"]),
             host_srcs = cuda_host_srcs,
             cuda_deps = cuda_deps,
-            deps = ["//core"],
+            deps = ["//core", "//ops:cuda_launch_status"],
             alwayslink = True,
         )
         op_deps = op_deps + [":" + name + "_cuda"]

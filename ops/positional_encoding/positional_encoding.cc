@@ -10,12 +10,6 @@ namespace {
 absl::Status ValidateOffset(const KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
   if (offset < 0) return context.Error("offset must be >= 0");
-  // f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
-  const DType dtype = context.dtype();
-  if (dtype != DType::kF32 &&
-      !(context.device().is_cuda() && (dtype == DType::kF16 || dtype == DType::kBF16))) {
-    return context.Error("only f32 is supported (and f16 or bf16 on CUDA)");
-  }
   return absl::OkStatus();
 }
 

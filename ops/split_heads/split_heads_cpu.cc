@@ -49,16 +49,11 @@ absl::Status MergeHeadsCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kF32, SplitHeadsCpu);
-TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kF32, MergeHeadsCpu);
-TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kF16, SplitHeadsCpu);
-TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kF16, MergeHeadsCpu);
-TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kBF16, SplitHeadsCpu);
-TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kBF16, MergeHeadsCpu);
-TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kI32, SplitHeadsCpu);
-TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kI32, MergeHeadsCpu);
-TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kI64, SplitHeadsCpu);
-TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kI64, MergeHeadsCpu);
+// Every dtype: only bytes move.
+TFM_REGISTER_KERNELS("split_heads", DeviceType::kCPU, SplitHeadsCpu, DType::kF32, DType::kF16,
+                     DType::kBF16, DType::kI32, DType::kI64);
+TFM_REGISTER_KERNELS("merge_heads", DeviceType::kCPU, MergeHeadsCpu, DType::kF32, DType::kF16,
+                     DType::kBF16, DType::kI32, DType::kI64);
 
 }  // namespace
 }  // namespace tfm
