@@ -30,6 +30,12 @@ TFM_REGISTER_OP(OpDef{
           if (!IsIndex(context.input(1))) return context.Error("ids must be i32 or i64");
           return ValidateScale(context);
         },
+    // ids.shape + [d].
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      Shape shape = context.input(1).shape();
+      shape.push_back(context.input(0).dim(1));
+      return std::vector<Shape>{shape};
+    },
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -51,6 +57,11 @@ TFM_REGISTER_OP(OpDef{
           if (vocab < 0) return context.Error("vocab must be >= 0");
           return ValidateScale(context);
         },
+    // [vocab, d].
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      TFM_ASSIGN_OR_RETURN(int64_t vocab, context.attrs().Get<int64_t>("vocab"));
+      return std::vector<Shape>{{vocab, context.input(1).dim(-1)}};
+    },
 });
 
 }  // namespace

@@ -31,9 +31,7 @@ absl::Status EmbeddingWithIds(KernelContext& context) {
   const int64_t vocab = table.dim(0), d = table.dim(1);
   TFM_RETURN_IF_ERROR(CheckIds<Id>(context, ids, vocab));
   TFM_ASSIGN_OR_RETURN(double scale, context.attrs().GetOr<double>("scale", 1.0));
-  Shape shape = ids.shape();
-  shape.push_back(d);
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, shape, table.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, table.dtype()));
   return CudaLaunchStatus(context, LaunchEmbedding<T, Id>(table.data<T>(), ids.data<Id>(),
                                                       out->data<T>(), ids.num_elements(), d,
                                                       static_cast<float>(scale), context.stream()));
@@ -53,7 +51,7 @@ absl::Status EmbeddingBackwardWithIds(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double scale, context.attrs().GetOr<double>("scale", 1.0));
   TFM_RETURN_IF_ERROR(CheckIds<Id>(context, ids, vocab));
   const int64_t d = d_out.dim(-1);
-  TFM_ASSIGN_OR_RETURN(Tensor * d_table, context.AllocateOutput(0, {vocab, d}, d_out.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * d_table, context.AllocateOutput(0, d_out.dtype()));
   // An f32 gradient accumulates in place; a 16-bit one in f32 scratch,
   // rounded once.
   Tensor scratch;

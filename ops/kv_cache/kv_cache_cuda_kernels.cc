@@ -40,8 +40,7 @@ absl::Status KvCacheGatherCuda(KernelContext& context) {
     return context.Error(
         absl::StrCat("row ", row, " is outside the cache's ", cache.dim(0), " rows"));
   }
-  TFM_ASSIGN_OR_RETURN(Tensor * out,
-                       context.AllocateOutput(0, {count, heads, capacity, d}, cache.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, cache.dtype()));
   return CudaLaunchStatus(
       context, LaunchKvCacheGather(cache.raw_data(), rows.data<int32_t>(), out->raw_data(), count,
                                    heads, cache.dim(2), capacity, length,

@@ -46,6 +46,19 @@ absl::Status ValidateLayerNormBackward(const KernelContext& context) {
   return absl::OkStatus();
 }
 
+// out [..., d] as x; mean and rstd one per row.
+absl::StatusOr<std::vector<Shape>> LayerNormShapes(const KernelContext& context) {
+  const Shape& x = context.input(0).shape();
+  const Shape rows(x.begin(), x.end() - 1);
+  return std::vector<Shape>{x, rows, rows};
+}
+
+// dx as x, dgain and dbias [d].
+absl::StatusOr<std::vector<Shape>> LayerNormBackwardShapes(const KernelContext& context) {
+  const Tensor& x = context.input(1);
+  return std::vector<Shape>{x.shape(), {x.dim(-1)}, {x.dim(-1)}};
+}
+
 TFM_REGISTER_OP(OpDef{
     .name = "layer_norm",
     .inputs = {"x", "gain", "bias"},
@@ -54,6 +67,7 @@ TFM_REGISTER_OP(OpDef{
     .doc = "out = (x - mean) / sqrt(var + eps) * gain + bias over the last axis",
     .validate = ValidateLayerNorm,
     .kernel_dtype_inputs = {0, 1, 2},
+    .output_shapes = LayerNormShapes,
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -63,6 +77,7 @@ TFM_REGISTER_OP(OpDef{
     .doc = "gradients of sum(dout * layer_norm(x, gain, bias).out)",
     .validate = ValidateLayerNormBackward,
     .kernel_dtype_inputs = {0, 1, 2},
+    .output_shapes = LayerNormBackwardShapes,
 });
 
 }  // namespace

@@ -13,10 +13,9 @@ template <typename T>
 absl::Status LayerNormCuda(KernelContext& context) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(const double eps, LayerNormEps(context));
-  const Shape row_shape(x.shape().begin(), x.shape().end() - 1);
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), x.dtype()));
-  TFM_ASSIGN_OR_RETURN(Tensor * mean, context.AllocateOutput(1, row_shape, DType::kF32));
-  TFM_ASSIGN_OR_RETURN(Tensor * rstd, context.AllocateOutput(2, row_shape, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * mean, context.AllocateOutput(1, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * rstd, context.AllocateOutput(2, DType::kF32));
   return CudaLaunchStatus(
       context,
       LaunchLayerNorm<T>(x.data<T>(), context.input(1).data<T>(), context.input(2).data<T>(),
@@ -29,9 +28,9 @@ absl::Status LayerNormBackwardCuda(KernelContext& context) {
   const Tensor& x = context.input(1);
   const int64_t d = x.dim(-1);
   const int64_t rows = NumRows(x.shape());
-  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, x.shape(), x.dtype()));
-  TFM_ASSIGN_OR_RETURN(Tensor * dgain, context.AllocateOutput(1, {d}, x.dtype()));
-  TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, {d}, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dgain, context.AllocateOutput(1, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, x.dtype()));
   TFM_ASSIGN_OR_RETURN(Tensor workspace,
                        Tensor::Empty({LayerNormBackwardWorkspaceFloats(rows, d)}, DType::kF32,
                                      context.device(), context.stream()));

@@ -26,6 +26,11 @@ TFM_REGISTER_OP(OpDef{
           if (length < 0 || d_model < 0) return context.Error("length and d_model must be >= 0");
           return ValidateOffset(context);
         },
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      TFM_ASSIGN_OR_RETURN(int64_t length, context.attrs().Get<int64_t>("length"));
+      TFM_ASSIGN_OR_RETURN(int64_t d_model, context.attrs().Get<int64_t>("d_model"));
+      return std::vector<Shape>{{length, d_model}};
+    },
 });
 
 TFM_REGISTER_OP(OpDef{

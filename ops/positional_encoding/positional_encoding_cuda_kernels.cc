@@ -13,7 +13,7 @@ absl::Status PositionalEncodingCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(int64_t length, context.attrs().Get<int64_t>("length"));
   TFM_ASSIGN_OR_RETURN(int64_t d_model, context.attrs().Get<int64_t>("d_model"));
   TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
-  TFM_ASSIGN_OR_RETURN(Tensor * pe, context.AllocateOutput(0, {length, d_model}, context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * pe, context.AllocateOutput(0, context.dtype()));
   return CudaLaunchStatus(context, LaunchPositionalEncoding<T>(pe->data<T>(), length, d_model, offset,
                                                            context.stream()));
 }

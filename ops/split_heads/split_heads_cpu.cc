@@ -34,7 +34,7 @@ absl::Status SplitHeadsCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(int64_t heads, context.attrs().Get<int64_t>("heads"));
   const int64_t batch = x.dim(0), len = x.dim(1), d = x.dim(2) / heads;
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {batch, heads, len, d}, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.dtype()));
   PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()), batch,
                len, heads, d * DTypeSize(x.dtype()), /*split=*/true);
   return absl::OkStatus();
@@ -43,7 +43,7 @@ absl::Status SplitHeadsCpu(KernelContext& context) {
 absl::Status MergeHeadsCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
   const int64_t batch = x.dim(0), heads = x.dim(1), len = x.dim(2), d = x.dim(3);
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {batch, len, heads * d}, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.dtype()));
   PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()), batch,
                len, heads, d * DTypeSize(x.dtype()), /*split=*/false);
   return absl::OkStatus();
