@@ -79,8 +79,8 @@ absl::Status NoKernelError(absl::string_view op, DeviceType device, DType dtype)
     if (absl::StartsWith(name, prefix)) available.push_back(name.substr(prefix.size()));
   }
   return absl::InvalidArgumentError(
-      absl::StrCat(op, ": no kernel for ", DeviceTypeName(device), "/", DTypeName(dtype), "; ",
-                   op, "'s kernels: ", available.empty() ? "(none)" : absl::StrJoin(available, ", ")));
+      absl::StrCat(op, ": no kernel for ", DeviceTypeName(device), "/", DTypeName(dtype), "; ", op,
+                   "'s kernels: ", available.empty() ? "(none)" : absl::StrJoin(available, ", ")));
 }
 
 absl::Status CheckKernelDTypeInputs(const KernelContext& context) {
@@ -88,13 +88,12 @@ absl::Status CheckKernelDTypeInputs(const KernelContext& context) {
   for (int i : def.kernel_dtype_inputs) {
     const DType dtype = context.input(i).dtype();
     if (dtype != context.dtype()) {
-      return context.Error(absl::StrCat("input '", def.inputs[i], "' is ", DTypeName(dtype),
-                                        " but the kernel runs in ", DTypeName(context.dtype()),
-                                        "; ", absl::StrJoin(def.kernel_dtype_inputs, ", ",
-                                                            [&def](std::string* out, int j) {
-                                                              out->append(def.inputs[j]);
-                                                            }),
-                                        " must share one dtype"));
+      return context.Error(absl::StrCat(
+          "input '", def.inputs[i], "' is ", DTypeName(dtype), " but the kernel runs in ",
+          DTypeName(context.dtype()), "; ",
+          absl::StrJoin(def.kernel_dtype_inputs, ", ",
+                        [&def](std::string* out, int j) { out->append(def.inputs[j]); }),
+          " must share one dtype"));
     }
   }
   return absl::OkStatus();

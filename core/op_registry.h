@@ -90,6 +90,7 @@ class KernelContext {
   const Shape& output_shape(int index) const;
   void SetOutput(int index, Tensor tensor);  // index < def().outputs.size()
   std::vector<Tensor>& outputs() { return outputs_; }
+  // Set by RunOp from OpDef::output_shapes.
   void set_output_shapes(std::vector<Shape> shapes) { output_shapes_ = std::move(shapes); }
 
   // InvalidArgument prefixed with the op name and input shapes.
@@ -171,18 +172,17 @@ struct TypedKernelRegistrar {
 
 // One kernel function for a list of dtypes:
 //   TFM_REGISTER_KERNELS("fill", DeviceType::kCUDA, FillCuda, DType::kF32, DType::kI32);
-#define TFM_REGISTER_KERNELS(op, device, fn, ...)          \
-  static ::tfm::internal::KernelRegistrar TFM_UNIQUE_NAME( \
-      tfm_kernel_registrar_)(op, device, {__VA_ARGS__}, fn)
+#define TFM_REGISTER_KERNELS(op, device, fn, ...)                                 \
+  static ::tfm::internal::KernelRegistrar TFM_UNIQUE_NAME(tfm_kernel_registrar_)( \
+      op, device, {__VA_ARGS__}, fn)
 
 // A kernel template instantiated for a list of storage types, each
 // registered under its DTypeOf:
 //   TFM_REGISTER_TYPED_KERNELS("relu", DeviceType::kCUDA, ReluCuda, float, Half, BFloat16);
-#define TFM_REGISTER_TYPED_KERNELS(op, device, fn, ...)                                   \
-  static ::tfm::internal::TypedKernelRegistrar<__VA_ARGS__> TFM_UNIQUE_NAME(              \
-      tfm_kernel_registrar_)(op, device, [](auto type) -> ::tfm::KernelFn {              \
-        return fn<typename decltype(type)::type>;                                         \
-      })
+#define TFM_REGISTER_TYPED_KERNELS(op, device, fn, ...)                      \
+  static ::tfm::internal::TypedKernelRegistrar<__VA_ARGS__> TFM_UNIQUE_NAME( \
+      tfm_kernel_registrar_)(                                                \
+      op, device, [](auto type) -> ::tfm::KernelFn { return fn<typename decltype(type)::type>; })
 
 }  // namespace tfm
 

@@ -51,14 +51,14 @@ absl::Status SumCpu(KernelContext& context) {
 
 absl::Status Int64SumCpu(KernelContext& context) { return SumCpu<int64_t>(context); }
 
-TFM_REGISTER_OP(OpDef{.name = "test_sum",
-                      .inputs = {"x0", "x1"},
-                      .outputs = {"y"},
-                      .kernel_dtype_inputs = {0, 1},
-                      .output_shapes = [](const KernelContext& context)
-                          -> absl::StatusOr<std::vector<Shape>> {
-                        return std::vector<Shape>{context.input(0).shape()};
-                      }});
+TFM_REGISTER_OP(OpDef{
+    .name = "test_sum",
+    .inputs = {"x0", "x1"},
+    .outputs = {"y"},
+    .kernel_dtype_inputs = {0, 1},
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      return std::vector<Shape>{context.input(0).shape()};
+    }});
 TFM_REGISTER_TYPED_KERNELS("test_sum", DeviceType::kCPU, SumCpu, float, int32_t);
 TFM_REGISTER_KERNELS("test_sum", DeviceType::kCPU, Int64SumCpu, DType::kI64);
 

@@ -22,8 +22,9 @@ absl::Status AdamCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(
       Tensor list, Tensor::Empty({kListWords}, DType::kI64, context.device(), context.stream()));
   TFM_RETURN_IF_ERROR(CudaLaunchStatus(
-      context, LaunchAdamFromHost(&tensor, 1, reinterpret_cast<AdamCudaTensor*>(list.data<int64_t>()),
-                                  step, context.stream())));
+      context,
+      LaunchAdamFromHost(&tensor, 1, reinterpret_cast<AdamCudaTensor*>(list.data<int64_t>()), step,
+                         context.stream())));
   // In place: the outputs are the updated inputs.
   context.SetOutput(0, context.input(0));
   context.SetOutput(1, context.input(2));

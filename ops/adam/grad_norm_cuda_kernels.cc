@@ -16,10 +16,10 @@ absl::Status SumOfSquaresCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor workspace,
                        Tensor::Empty({SumOfSquaresWorkspaceDoubles(x.num_elements())}, DType::kI64,
                                      context.device(), context.stream()));
-  TFM_RETURN_IF_ERROR(CudaLaunchStatus(context,
-                      LaunchSumOfSquares<T>(x.data<T>(), x.num_elements(),
-                                            reinterpret_cast<double*>(workspace.data<int64_t>()),
-                                            total.data<float>(), context.stream())));
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
+      context, LaunchSumOfSquares<T>(x.data<T>(), x.num_elements(),
+                                     reinterpret_cast<double*>(workspace.data<int64_t>()),
+                                     total.data<float>(), context.stream())));
   context.SetOutput(0, context.input(1));
   return absl::OkStatus();
 }

@@ -13,8 +13,9 @@ absl::Status AddCuda(KernelContext& context) {
   const Tensor& a = context.input(0);
   const Tensor& b = context.input(1);
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, a.shape(), a.dtype()));
-  return CudaLaunchStatus(context, LaunchAdd<T>(a.data<T>(), b.data<T>(), out->data<T>(),
-                                            a.num_elements(), b.num_elements(), context.stream()));
+  return CudaLaunchStatus(context,
+                          LaunchAdd<T>(a.data<T>(), b.data<T>(), out->data<T>(), a.num_elements(),
+                                       b.num_elements(), context.stream()));
 }
 
 // db: a copy of dout when the shapes match, else dout summed over b's
@@ -22,8 +23,8 @@ absl::Status AddCuda(KernelContext& context) {
 template <typename T>
 absl::Status SumToShapeInto(KernelContext& context, const Tensor& dout, Tensor* db) {
   if (db->shape() == dout.shape()) {
-    return CudaLaunchStatus(context, LaunchDeviceCopy(db->raw_data(), dout.raw_data(), dout.nbytes(),
-                                                  context.stream()));
+    return CudaLaunchStatus(context, LaunchDeviceCopy(db->raw_data(), dout.raw_data(),
+                                                      dout.nbytes(), context.stream()));
   }
   const int64_t cols = db->num_elements();
   const int64_t rows = cols == 0 ? 0 : dout.num_elements() / cols;
@@ -58,8 +59,10 @@ absl::Status SumToShapeCuda(KernelContext& context) {
 }
 
 TFM_REGISTER_TYPED_KERNELS("add", DeviceType::kCUDA, AddCuda, float, Half, BFloat16);
-TFM_REGISTER_TYPED_KERNELS("add_backward", DeviceType::kCUDA, AddBackwardCuda, float, Half, BFloat16);
-TFM_REGISTER_TYPED_KERNELS("sum_to_shape", DeviceType::kCUDA, SumToShapeCuda, float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("add_backward", DeviceType::kCUDA, AddBackwardCuda, float, Half,
+                           BFloat16);
+TFM_REGISTER_TYPED_KERNELS("sum_to_shape", DeviceType::kCUDA, SumToShapeCuda, float, Half,
+                           BFloat16);
 
 }  // namespace
 }  // namespace tfm

@@ -161,12 +161,13 @@ absl::Status AttentionBackwardCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor workspace,
                        Tensor::Empty({AttentionBackwardWorkspaceFloats(p)}, DType::kF32,
                                      context.device(), context.stream()));
-  return CudaLaunchStatus(context, LaunchAttentionBackward(
-                                   p, context.input(0).raw_data(), context.input(1).raw_data(),
-                                   context.input(2).raw_data(), context.input(3).raw_data(),
-                                   context.input(4).data<float>(), context.input(5).raw_data(),
-                                   grads[0]->raw_data(), grads[1]->raw_data(), grads[2]->raw_data(),
-                                   workspace.data<float>(), context.stream()));
+  return CudaLaunchStatus(
+      context,
+      LaunchAttentionBackward(p, context.input(0).raw_data(), context.input(1).raw_data(),
+                              context.input(2).raw_data(), context.input(3).raw_data(),
+                              context.input(4).data<float>(), context.input(5).raw_data(),
+                              grads[0]->raw_data(), grads[1]->raw_data(), grads[2]->raw_data(),
+                              workspace.data<float>(), context.stream()));
 }
 
 TFM_REGISTER_KERNELS("scaled_dot_product_attention", DeviceType::kCUDA, AttentionForwardCuda,

@@ -70,8 +70,8 @@ absl::Status CrossEntropyBackwardByTargets(KernelContext& context) {
                                                  : CrossEntropyBackwardCuda<T, int32_t>(context);
 }
 
-TFM_REGISTER_TYPED_KERNELS("label_smoothed_cross_entropy", DeviceType::kCUDA,
-                           CrossEntropyByTargets, float, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("label_smoothed_cross_entropy", DeviceType::kCUDA, CrossEntropyByTargets,
+                           float, BFloat16);
 TFM_REGISTER_TYPED_KERNELS("label_smoothed_cross_entropy_backward", DeviceType::kCUDA,
                            CrossEntropyBackwardByTargets, float, BFloat16);
 

@@ -26,9 +26,10 @@ absl::Status DropoutCuda(KernelContext& context) {
     mask = reinterpret_cast<uint32_t*>(mask_tensor->data<int32_t>());
   }
   // p = 0 needs no special case: every uniform is >= 0 and the scale is 1.
-  return CudaLaunchStatus(context, LaunchDropout<T>(x.data<T>(), out->data<T>(), mask, x.num_elements(),
-                                                scaling.threshold, scaling.scale, state.seed,
-                                                state.stream, state.offset, context.stream()));
+  return CudaLaunchStatus(
+      context,
+      LaunchDropout<T>(x.data<T>(), out->data<T>(), mask, x.num_elements(), scaling.threshold,
+                       scaling.scale, state.seed, state.stream, state.offset, context.stream()));
 }
 
 template <typename T>
@@ -41,8 +42,8 @@ absl::Status DropoutBackwardMaskedCuda(KernelContext& context) {
                              ? nullptr
                              : reinterpret_cast<const uint32_t*>(context.input(1).data<int32_t>());
   return CudaLaunchStatus(context, LaunchDropoutBackwardMasked<T>(
-                                   dout.data<T>(), mask, dx->data<T>(), dout.num_elements(),
-                                   scaling.p == 0.0 ? 1.0f : scaling.scale, context.stream()));
+                                       dout.data<T>(), mask, dx->data<T>(), dout.num_elements(),
+                                       scaling.p == 0.0 ? 1.0f : scaling.scale, context.stream()));
 }
 
 TFM_REGISTER_TYPED_KERNELS("dropout", DeviceType::kCUDA, DropoutCuda, float, Half, BFloat16);
@@ -50,8 +51,8 @@ TFM_REGISTER_TYPED_KERNELS("dropout_backward", DeviceType::kCUDA, DropoutCuda, f
                            BFloat16);
 TFM_REGISTER_TYPED_KERNELS("dropout_with_mask", DeviceType::kCUDA, DropoutCuda, float, Half,
                            BFloat16);
-TFM_REGISTER_TYPED_KERNELS("dropout_backward_masked", DeviceType::kCUDA,
-                           DropoutBackwardMaskedCuda, float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("dropout_backward_masked", DeviceType::kCUDA, DropoutBackwardMaskedCuda,
+                           float, Half, BFloat16);
 
 }  // namespace
 }  // namespace tfm

@@ -32,9 +32,10 @@ absl::Status EmbeddingWithIds(KernelContext& context) {
   TFM_RETURN_IF_ERROR(CheckIds<Id>(context, ids, vocab));
   TFM_ASSIGN_OR_RETURN(double scale, context.attrs().GetOr<double>("scale", 1.0));
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, table.dtype()));
-  return CudaLaunchStatus(context, LaunchEmbedding<T, Id>(table.data<T>(), ids.data<Id>(),
-                                                      out->data<T>(), ids.num_elements(), d,
-                                                      static_cast<float>(scale), context.stream()));
+  return CudaLaunchStatus(
+      context,
+      LaunchEmbedding<T, Id>(table.data<T>(), ids.data<Id>(), out->data<T>(), ids.num_elements(), d,
+                             static_cast<float>(scale), context.stream()));
 }
 
 template <typename T>

@@ -14,8 +14,8 @@ absl::Status PositionalEncodingCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(int64_t d_model, context.attrs().Get<int64_t>("d_model"));
   TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
   TFM_ASSIGN_OR_RETURN(Tensor * pe, context.AllocateOutput(0, context.dtype()));
-  return CudaLaunchStatus(context, LaunchPositionalEncoding<T>(pe->data<T>(), length, d_model, offset,
-                                                           context.stream()));
+  return CudaLaunchStatus(context, LaunchPositionalEncoding<T>(pe->data<T>(), length, d_model,
+                                                               offset, context.stream()));
 }
 
 template <typename T>
@@ -30,8 +30,8 @@ absl::Status AddPositionalEncodingCuda(KernelContext& context) {
 
 TFM_REGISTER_TYPED_KERNELS("positional_encoding", DeviceType::kCUDA, PositionalEncodingCuda, float,
                            Half, BFloat16);
-TFM_REGISTER_TYPED_KERNELS("add_positional_encoding", DeviceType::kCUDA,
-                           AddPositionalEncodingCuda, float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("add_positional_encoding", DeviceType::kCUDA, AddPositionalEncodingCuda,
+                           float, Half, BFloat16);
 
 }  // namespace
 }  // namespace tfm

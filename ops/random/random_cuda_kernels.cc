@@ -10,9 +10,9 @@ template <bool kNormal>
 absl::Status RandomCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(RandomKernelArgs args, ReadRandomKernelArgs(context, kNormal));
   const auto launch = kNormal ? LaunchRandomNormal : LaunchRandomUniform;
-  return CudaLaunchStatus(context, launch(args.out->data<float>(), args.out->num_elements(),
-                                          args.state.seed, args.state.stream, args.state.offset,
-                                          args.a, args.b, context.stream()));
+  return CudaLaunchStatus(
+      context, launch(args.out->data<float>(), args.out->num_elements(), args.state.seed,
+                      args.state.stream, args.state.offset, args.a, args.b, context.stream()));
 }
 
 TFM_REGISTER_KERNEL("random_uniform", DeviceType::kCUDA, DType::kF32, RandomCuda<false>);

@@ -57,8 +57,8 @@ absl::Status SoftmaxCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), x.dtype()));
   if (x.num_elements() == 0) return absl::OkStatus();
   TFM_ASSIGN_OR_RETURN(const SoftmaxCudaMask mask, CudaMask(context));
-  return CudaLaunchStatus(context, LaunchSoftmax<T>(x.data<T>(), mask, NumRows(x.shape()), x.dim(-1),
-                                                out->data<T>(), context.stream()));
+  return CudaLaunchStatus(context, LaunchSoftmax<T>(x.data<T>(), mask, NumRows(x.shape()),
+                                                    x.dim(-1), out->data<T>(), context.stream()));
 }
 
 template <typename T>
@@ -66,16 +66,17 @@ absl::Status LogSoftmaxCuda(KernelContext& context) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), x.dtype()));
   return CudaLaunchStatus(context, LaunchLogSoftmax<T>(x.data<T>(), NumRows(x.shape()), x.dim(-1),
-                                                   out->data<T>(), context.stream()));
+                                                       out->data<T>(), context.stream()));
 }
 
 template <typename T>
 absl::Status SoftmaxBackwardCuda(KernelContext& context) {
   const Tensor& dout = context.input(0);
   TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), dout.dtype()));
-  return CudaLaunchStatus(context, LaunchSoftmaxBackward<T>(dout.data<T>(), context.input(1).data<T>(),
-                                                        NumRows(dout.shape()), dout.dim(-1),
-                                                        dx->data<T>(), context.stream()));
+  return CudaLaunchStatus(
+      context,
+      LaunchSoftmaxBackward<T>(dout.data<T>(), context.input(1).data<T>(), NumRows(dout.shape()),
+                               dout.dim(-1), dx->data<T>(), context.stream()));
 }
 
 TFM_REGISTER_TYPED_KERNELS("softmax", DeviceType::kCUDA, SoftmaxCuda, float, BFloat16);
