@@ -32,6 +32,16 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int index, const Shape& sh
   return &outputs_[index];
 }
 
+absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int index, DType dtype) {
+  return AllocateOutput(index, output_shape(index), dtype);
+}
+
+const Shape& KernelContext::output_shape(int index) const {
+  TFM_CHECK(index >= 0 && index < static_cast<int>(output_shapes_.size()),
+            "output_shape needs an OpDef with output_shapes that sizes this output");
+  return output_shapes_[index];
+}
+
 Tensor KernelContext::in_place_input(int i) const {
   const bool declared = std::any_of(def_.in_place.begin(), def_.in_place.end(),
                                     [i](const std::pair<int, int>& pair) { return pair.second == i; });
@@ -58,6 +68,36 @@ absl::Status KernelContext::Error(absl::string_view message) const {
 }
 
 namespace {
+
+// The error for an op asked for a (device, dtype) it has no kernel for,
+// naming the kernels it has: the kernel table is the one place that says
+// what an op supports.
+absl::Status NoKernelError(absl::string_view op, DeviceType device, DType dtype) {
+  std::vector<std::string> available;
+  const std::string prefix = absl::StrCat(op, "/");
+  for (const std::string& name : KernelRegistry().Names()) {
+    if (absl::StartsWith(name, prefix)) available.push_back(name.substr(prefix.size()));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, ": no kernel for ", DeviceTypeName(device), "/", DTypeName(dtype), "; ", op,
+                   "'s kernels: ", available.empty() ? "(none)" : absl::StrJoin(available, ", ")));
+}
+
+absl::Status CheckKernelDTypeInputs(const KernelContext& context) {
+  const OpDef& def = context.def();
+  for (int i : def.kernel_dtype_inputs) {
+    const DType dtype = context.input(i).dtype();
+    if (dtype != context.dtype()) {
+      return context.Error(absl::StrCat(
+          "input '", def.inputs[i], "' is ", DTypeName(dtype), " but the kernel runs in ",
+          DTypeName(context.dtype()), "; ",
+          absl::StrJoin(def.kernel_dtype_inputs, ", ",
+                        [&def](std::string* out, int j) { out->append(def.inputs[j]); }),
+          " must share one dtype"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 // The aliasing rule of OpDef::in_place, checked after every kernel: a few
 // pointer comparisons per call against silent corruption of a caller's
@@ -121,21 +161,16 @@ absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
   }
   absl::StatusOr<std::shared_ptr<const KernelDef>> kernel =
       KernelRegistry().Find(KernelName(op, target->device.type, target->dtype));
-  if (!kernel.ok()) {
-    // The op exists, so this is a wrong dtype or device for it: say which
-    // ones it supports.
-    std::vector<std::string> available;
-    const std::string prefix = absl::StrCat(op, "/");
-    for (const std::string& name : KernelRegistry().Names()) {
-      if (absl::StartsWith(name, prefix)) available.push_back(name.substr(prefix.size()));
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": no kernel for ", DeviceTypeName(target->device.type), "/",
-        DTypeName(target->dtype), "; it has kernels for ",
-        available.empty() ? "(none)" : absl::StrJoin(available, ", ")));
-  }
+  // The op exists, so a failed lookup is a dtype or device it lacks.
+  if (!kernel.ok()) return NoKernelError(op, target->device.type, target->dtype);
   KernelContext context(*def, inputs, attrs, target->device, target->dtype, stream);
+  TFM_RETURN_IF_ERROR(CheckKernelDTypeInputs(context));
   if (def->validate) TFM_RETURN_IF_ERROR(def->validate(context));
+  if (def->output_shapes) {
+    TFM_ASSIGN_OR_RETURN(std::vector<Shape> shapes, def->output_shapes(context));
+    TFM_CHECK(shapes.size() == def->outputs.size(), "output_shapes must size every output");
+    context.set_output_shapes(std::move(shapes));
+  }
   TFM_RETURN_IF_ERROR((*kernel)->fn(context));
   for (size_t i = 0; i < def->outputs.size(); ++i) {
     if (!context.outputs()[i].defined()) {
@@ -158,6 +193,11 @@ KernelRegistrar::KernelRegistrar(const char* op, DeviceType device, DType dtype,
                                  KernelFn fn) {
   RegisterOrRecordError(KernelRegistry(), KernelName(op, device, dtype),
                         KernelDef{op, device, dtype, std::move(fn)});
+}
+
+KernelRegistrar::KernelRegistrar(const char* op, DeviceType device,
+                                 std::initializer_list<DType> dtypes, KernelFn fn) {
+  for (DType dtype : dtypes) KernelRegistrar(op, device, dtype, fn);
 }
 
 }  // namespace internal

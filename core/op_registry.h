@@ -7,10 +7,15 @@
 //
 //   TFM_REGISTER_OP(OpDef{.name = "fill", .outputs = {"out"}, ...});
 //   TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kF32, FillCpu<float>);
+//
+// The kernel table alone says which dtypes a device supports: an op asked
+// for a (device, dtype) without a kernel fails naming the kernels it has, so
+// an op's validation never restates them.
 #ifndef TFM_CORE_OP_REGISTRY_H_
 #define TFM_CORE_OP_REGISTRY_H_
 
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -36,9 +41,19 @@ struct OpDef {
   std::vector<std::string> outputs;  // Names, for messages.
   std::vector<std::string> attrs;    // Attribute names the op reads.
   std::string doc;
-  // Checks shapes, dtypes and attributes before any kernel runs; its errors
-  // name the op and the shapes. May be empty.
+  // Checks shapes and attributes before any kernel runs; its errors name the
+  // op and the shapes. May be empty.
   std::function<absl::Status(const KernelContext&)> validate;
+  // Inputs whose dtype must be the kernel's (the dtype it was found by: the
+  // first input's, or the OpTarget's). RunOp checks them before `validate`,
+  // which is left with what is particular to the op (ids, masks, f32
+  // statistics).
+  std::vector<int> kernel_dtype_inputs = {};
+  // The outputs' shapes from the inputs and attributes, run after `validate`
+  // (TensorFlow's shape functions): computed once for every kernel of the
+  // op, which then allocates with AllocateOutput(index, dtype). May be
+  // empty, and then each kernel sizes its outputs.
+  std::function<absl::StatusOr<std::vector<Shape>>(const KernelContext&)> output_shapes;
   // The aliasing rule: an output is a new tensor, never (a view of) an input,
   // so a caller may accumulate into or overwrite any result without touching
   // the op's inputs or its other results. Only the pairs listed here, for
@@ -70,8 +85,13 @@ class KernelContext {
   // Allocates output `index` on this kernel's device. The pointer stays
   // valid for the whole kernel (outputs are sized from the OpDef up front).
   absl::StatusOr<Tensor*> AllocateOutput(int index, const Shape& shape, DType dtype);
+  // The same, shaped by the OpDef's output_shapes (which the op must have).
+  absl::StatusOr<Tensor*> AllocateOutput(int index, DType dtype);
+  const Shape& output_shape(int index) const;
   void SetOutput(int index, Tensor tensor);  // index < def().outputs.size()
   std::vector<Tensor>& outputs() { return outputs_; }
+  // Set by RunOp from OpDef::output_shapes.
+  void set_output_shapes(std::vector<Shape> shapes) { output_shapes_ = std::move(shapes); }
 
   // InvalidArgument prefixed with the op name and input shapes.
   absl::Status Error(absl::string_view message) const;
@@ -84,6 +104,7 @@ class KernelContext {
   DType dtype_;
   StreamHandle stream_;
   std::vector<Tensor> outputs_;
+  std::vector<Shape> output_shapes_;  // From OpDef::output_shapes, if it has one.
 };
 
 using KernelFn = std::function<absl::Status(KernelContext&)>;
@@ -121,6 +142,23 @@ struct OpRegistrar {
 };
 struct KernelRegistrar {
   KernelRegistrar(const char* op, DeviceType device, DType dtype, KernelFn fn);
+  // One function for every dtype of the list (it reads KernelContext::dtype()).
+  KernelRegistrar(const char* op, DeviceType device, std::initializer_list<DType> dtypes,
+                  KernelFn fn);
+};
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// Registers make(TypeTag<T>{}) for each storage type T under DTypeOf<T>.
+template <typename... Ts>
+struct TypedKernelRegistrar {
+  template <typename MakeKernel>
+  TypedKernelRegistrar(const char* op, DeviceType device, MakeKernel make) {
+    (KernelRegistrar(op, device, DTypeOf<Ts>::value, make(TypeTag<Ts>{})), ...);
+  }
 };
 }  // namespace internal
 
@@ -131,6 +169,20 @@ struct KernelRegistrar {
 #define TFM_REGISTER_KERNEL(op, device, dtype, fn)            \
   static ::tfm::internal::KernelRegistrar TFM_UNIQUE_NAME(    \
       tfm_kernel_registrar_)(op, device, dtype, fn)
+
+// One kernel function for a list of dtypes:
+//   TFM_REGISTER_KERNELS("fill", DeviceType::kCUDA, FillCuda, DType::kF32, DType::kI32);
+#define TFM_REGISTER_KERNELS(op, device, fn, ...)                                 \
+  static ::tfm::internal::KernelRegistrar TFM_UNIQUE_NAME(tfm_kernel_registrar_)( \
+      op, device, {__VA_ARGS__}, fn)
+
+// A kernel template instantiated for a list of storage types, each
+// registered under its DTypeOf:
+//   TFM_REGISTER_TYPED_KERNELS("relu", DeviceType::kCUDA, ReluCuda, float, Half, BFloat16);
+#define TFM_REGISTER_TYPED_KERNELS(op, device, fn, ...)                      \
+  static ::tfm::internal::TypedKernelRegistrar<__VA_ARGS__> TFM_UNIQUE_NAME( \
+      tfm_kernel_registrar_)(                                                \
+      op, device, [](auto type) -> ::tfm::KernelFn { return fn<typename decltype(type)::type>; })
 
 }  // namespace tfm
 

@@ -37,6 +37,31 @@ TFM_REGISTER_OP(OpDef{.name = "test_in_place",
                       .in_place = {{0, 0}}});
 TFM_REGISTER_KERNEL("test_in_place", DeviceType::kCPU, DType::kF32, IdentityCpu);
 
+// y = x0 + x1 elementwise, both of the kernel's dtype, y sized by the
+// OpDef's shape function; kernels registered over dtype lists.
+template <typename T>
+absl::Status SumCpu(KernelContext& context) {
+  absl::StatusOr<Tensor*> out = context.AllocateOutput(0, context.dtype());
+  if (!out.ok()) return out.status();
+  for (int64_t i = 0; i < (*out)->num_elements(); ++i) {
+    (*out)->data<T>()[i] = context.input(0).data<T>()[i] + context.input(1).data<T>()[i];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Int64SumCpu(KernelContext& context) { return SumCpu<int64_t>(context); }
+
+TFM_REGISTER_OP(OpDef{
+    .name = "test_sum",
+    .inputs = {"x0", "x1"},
+    .outputs = {"y"},
+    .kernel_dtype_inputs = {0, 1},
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      return std::vector<Shape>{context.input(0).shape()};
+    }});
+TFM_REGISTER_TYPED_KERNELS("test_sum", DeviceType::kCPU, SumCpu, float, int32_t);
+TFM_REGISTER_KERNELS("test_sum", DeviceType::kCPU, Int64SumCpu, DType::kI64);
+
 TEST(RegistryTest, AddFindAndDuplicate) {
   Registry<int> registry("widget");
   ASSERT_TRUE(registry.Add("b", 2).ok());
@@ -92,10 +117,33 @@ TEST(OpRegistryTest, ErrorsNameTheOpAndWhatIsMissing) {
   absl::Status no_kernel = RunOp("test_double", {i}).status();
   EXPECT_EQ(no_kernel.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(no_kernel.message(),
-            "test_double: no kernel for CPU/i32; it has kernels for CPU/f32");
+            "test_double: no kernel for CPU/i32; test_double's kernels: CPU/f32");
 
   absl::Status undefined = RunOp("test_double", {Tensor()}).status();
   EXPECT_NE(undefined.message().find("input 'x' is undefined"), std::string::npos);
+}
+
+TEST(OpRegistryTest, KernelsOverDTypeListsAndShapeFunctions) {
+  EXPECT_TRUE(KernelRegistry().Contains("test_sum/CPU/f32"));
+  EXPECT_TRUE(KernelRegistry().Contains("test_sum/CPU/i32"));
+  EXPECT_TRUE(KernelRegistry().Contains("test_sum/CPU/i64"));
+  Tensor a = *Tensor::FromVector<int32_t>({1, 2}, {2});
+  absl::StatusOr<std::vector<Tensor>> sum = RunOp("test_sum", {a, a});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ((*sum)[0].shape(), Shape{2});
+  EXPECT_EQ((*sum)[0].ToVector<int32_t>(), std::vector<int32_t>({2, 4}));
+
+  Tensor f = *Tensor::FromVector<float>({1, 2}, {2});
+  absl::Status mixed = RunOp("test_sum", {f, a}).status();
+  EXPECT_EQ(mixed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mixed.message().find("test_sum: input 'x1' is i32 but the kernel runs in f32; x0, x1 "
+                                 "must share one dtype"),
+            std::string::npos)
+      << mixed;
+
+  Tensor h = *Tensor::Zeros({2}, DType::kF16);
+  EXPECT_EQ(RunOp("test_sum", {h, h}).status().message(),
+            "test_sum: no kernel for CPU/f16; test_sum's kernels: CPU/f32, CPU/i32, CPU/i64");
 }
 
 TEST(OpRegistryTest, OutputsAliasInputsOnlyWhereDeclaredInPlace) {

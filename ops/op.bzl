@@ -7,7 +7,8 @@
     ops/<op>/<op>_cuda_*.cu         more CUDA kernels, when one file is not enough
     ops/<op>/<op>_cuda.h            plain C++ declarations of the launchers
     ops/<op>/<op>_cuda_*.cuh        device code shared by the .cu files
-    ops/<op>/<op>_cuda_kernels.cc   registers the CUDA kernels (only with CUDA)
+    ops/<op>/<op>_cuda_kernels.cc   registers the CUDA kernels (only with CUDA);
+                                    launch errors through //ops:cuda_launch_status
     ops/<op>/<op>_kernel_args.h     attribute parsing shared by CPU and CUDA kernels
     ops/<op>/<op>_test.cc           tests: every device x dtype + gradients
 
@@ -56,7 +57,7 @@ def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], tes
             nvcc_hdrs = CUDA_COMMON_HDRS + native.glob([name + "_cuda_*.cuh"]),
             host_srcs = cuda_host_srcs,
             cuda_deps = cuda_deps,
-            deps = ["//core"],
+            deps = ["//core", "//ops:cuda_launch_status"],
             alwayslink = True,
         )
         op_deps = op_deps + [":" + name + "_cuda"]

@@ -12,7 +12,6 @@ namespace {
 absl::Status ValidateAdam(const KernelContext& context) {
   const Tensor& param = context.input(0);
   for (int i = 0; i < 4; ++i) {
-    if (context.input(i).dtype() != DType::kF32) return context.Error("tensors must be f32");
     if (context.input(i).shape() != param.shape()) {
       return context.Error("param, grad, m and v must have one shape");
     }
@@ -39,6 +38,7 @@ TFM_REGISTER_OP(OpDef{
     .attrs = {"lr", "beta1", "beta2", "eps", "step"},
     .doc = "one bias-corrected Adam step, in place (torch.optim.Adam)",
     .validate = ValidateAdam,
+    .kernel_dtype_inputs = {0, 1, 2, 3},
     .in_place = {{0, 0}, {1, 2}, {2, 3}},
 });
 
@@ -56,12 +56,6 @@ Attrs AdamAttrs(const AdamOptions& options) {
 
 absl::Status AdamUpdate(const Tensor& param, const Tensor& grad, const Tensor& m,
                         const Tensor& v, const AdamOptions& options) {
-  // Kernels are found by param's dtype: name an integer one instead of a
-  // missing kernel.
-  if (param.dtype() == DType::kI32 || param.dtype() == DType::kI64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("adam: param must be floating, got ", param.DebugString()));
-  }
   return RunOp("adam", {param, grad, m, v}, AdamAttrs(options)).status();
 }
 

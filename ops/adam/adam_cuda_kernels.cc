@@ -1,11 +1,11 @@
 // Registers adam's CUDA kernel (linked only in builds with CUDA): f32
 // parameters and state, updated in place by one multi-tensor launch over a
 // list of one.
-#include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/adam/adam_cuda.h"
 #include "ops/adam/adam_kernel_args.h"
+#include "ops/cuda_launch_status.h"
 
 namespace tfm {
 namespace {
@@ -21,9 +21,10 @@ absl::Status AdamCuda(KernelContext& context) {
   constexpr int64_t kListWords = (sizeof(AdamCudaTensor) + 7) / 8;
   TFM_ASSIGN_OR_RETURN(
       Tensor list, Tensor::Empty({kListWords}, DType::kI64, context.device(), context.stream()));
-  const char* error = LaunchAdamFromHost(
-      &tensor, 1, reinterpret_cast<AdamCudaTensor*>(list.data<int64_t>()), step, context.stream());
-  if (error != nullptr) return absl::InternalError(absl::StrCat("adam: ", error));
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
+      context,
+      LaunchAdamFromHost(&tensor, 1, reinterpret_cast<AdamCudaTensor*>(list.data<int64_t>()), step,
+                         context.stream())));
   // In place: the outputs are the updated inputs.
   context.SetOutput(0, context.input(0));
   context.SetOutput(1, context.input(2));

@@ -1,17 +1,12 @@
 // Registers sum_of_squares' and scale_in_place's CUDA kernels (linked only
 // in builds with CUDA): f32 and bf16 gradients.
-#include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/adam/grad_norm_cuda.h"
+#include "ops/cuda_launch_status.h"
 
 namespace tfm {
 namespace {
-
-absl::Status LaunchStatus(const KernelContext& context, const char* error) {
-  if (error == nullptr) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(context.def().name, ": ", error));
-}
 
 template <typename T>
 absl::Status SumOfSquaresCuda(KernelContext& context) {
@@ -21,10 +16,10 @@ absl::Status SumOfSquaresCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor workspace,
                        Tensor::Empty({SumOfSquaresWorkspaceDoubles(x.num_elements())}, DType::kI64,
                                      context.device(), context.stream()));
-  TFM_RETURN_IF_ERROR(LaunchStatus(context,
-                      LaunchSumOfSquares<T>(x.data<T>(), x.num_elements(),
-                                            reinterpret_cast<double*>(workspace.data<int64_t>()),
-                                            total.data<float>(), context.stream())));
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
+      context, LaunchSumOfSquares<T>(x.data<T>(), x.num_elements(),
+                                     reinterpret_cast<double*>(workspace.data<int64_t>()),
+                                     total.data<float>(), context.stream())));
   context.SetOutput(0, context.input(1));
   return absl::OkStatus();
 }
@@ -32,7 +27,7 @@ absl::Status SumOfSquaresCuda(KernelContext& context) {
 template <typename T>
 absl::Status ScaleInPlaceCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double factor, context.attrs().Get<double>("factor"));
-  TFM_RETURN_IF_ERROR(LaunchStatus(
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
       context,
       LaunchScaleInPlace<T>(context.in_place_input(0).data<T>(), context.input(0).num_elements(),
                             static_cast<float>(factor), context.stream())));
@@ -40,10 +35,8 @@ absl::Status ScaleInPlaceCuda(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("sum_of_squares", DeviceType::kCUDA, DType::kF32, SumOfSquaresCuda<float>);
-TFM_REGISTER_KERNEL("sum_of_squares", DeviceType::kCUDA, DType::kBF16, SumOfSquaresCuda<BFloat16>);
-TFM_REGISTER_KERNEL("scale_in_place", DeviceType::kCUDA, DType::kF32, ScaleInPlaceCuda<float>);
-TFM_REGISTER_KERNEL("scale_in_place", DeviceType::kCUDA, DType::kBF16, ScaleInPlaceCuda<BFloat16>);
+TFM_REGISTER_TYPED_KERNELS("sum_of_squares", DeviceType::kCUDA, SumOfSquaresCuda, float, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("scale_in_place", DeviceType::kCUDA, ScaleInPlaceCuda, float, BFloat16);
 
 }  // namespace
 }  // namespace tfm

@@ -8,19 +8,10 @@
 namespace tfm {
 namespace {
 
-// f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
-bool SupportedDType(const KernelContext& context, DType dtype) {
-  return dtype == DType::kF32 ||
-         (context.device().is_cuda() && (dtype == DType::kF16 || dtype == DType::kBF16));
-}
-
-// b must have a's dtype, and its shape must be a suffix of a's.
+// b's shape must be a suffix of a's.
 absl::Status ValidateAdd(const KernelContext& context) {
   const Tensor& a = context.input(0);
   const Tensor& b = context.input(1);
-  if (!SupportedDType(context, a.dtype()) || b.dtype() != a.dtype()) {
-    return context.Error("inputs must be f32 (or both f16 or bf16 on CUDA)");
-  }
   const bool suffix = b.rank() <= a.rank() &&
                       std::equal(b.shape().begin(), b.shape().end(), a.shape().end() - b.rank());
   if (!suffix) return context.Error("b's shape must equal the trailing extents of a's");
@@ -33,6 +24,7 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"out"},
     .doc = "out = a + b, b broadcast over a's leading axes",
     .validate = ValidateAdd,
+    .kernel_dtype_inputs = {0, 1},
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -41,6 +33,7 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"da", "db"},
     .doc = "da = dout (shared), db = dout summed over b's broadcast axes",
     .validate = ValidateAdd,
+    .kernel_dtype_inputs = {0, 1},
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -49,6 +42,7 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"db"},
     .doc = "db = dout summed over b's broadcast axes (add_backward's db alone)",
     .validate = ValidateAdd,
+    .kernel_dtype_inputs = {0, 1},
 });
 
 }  // namespace

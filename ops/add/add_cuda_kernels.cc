@@ -1,25 +1,21 @@
 // Registers add's CUDA kernels (linked only in builds with CUDA): f32, f16
 // and bf16, computing in f32.
-#include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/add/add_cuda.h"
+#include "ops/cuda_launch_status.h"
 
 namespace tfm {
 namespace {
-
-absl::Status LaunchStatus(const KernelContext& context, const char* error) {
-  if (error == nullptr) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(context.def().name, ": ", error));
-}
 
 template <typename T>
 absl::Status AddCuda(KernelContext& context) {
   const Tensor& a = context.input(0);
   const Tensor& b = context.input(1);
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, a.shape(), a.dtype()));
-  return LaunchStatus(context, LaunchAdd<T>(a.data<T>(), b.data<T>(), out->data<T>(),
-                                            a.num_elements(), b.num_elements(), context.stream()));
+  return CudaLaunchStatus(context,
+                          LaunchAdd<T>(a.data<T>(), b.data<T>(), out->data<T>(), a.num_elements(),
+                                       b.num_elements(), context.stream()));
 }
 
 // db: a copy of dout when the shapes match, else dout summed over b's
@@ -27,8 +23,8 @@ absl::Status AddCuda(KernelContext& context) {
 template <typename T>
 absl::Status SumToShapeInto(KernelContext& context, const Tensor& dout, Tensor* db) {
   if (db->shape() == dout.shape()) {
-    return LaunchStatus(context, LaunchDeviceCopy(db->raw_data(), dout.raw_data(), dout.nbytes(),
-                                                  context.stream()));
+    return CudaLaunchStatus(context, LaunchDeviceCopy(db->raw_data(), dout.raw_data(),
+                                                      dout.nbytes(), context.stream()));
   }
   const int64_t cols = db->num_elements();
   const int64_t rows = cols == 0 ? 0 : dout.num_elements() / cols;
@@ -38,7 +34,7 @@ absl::Status SumToShapeInto(KernelContext& context, const Tensor& dout, Tensor* 
     TFM_ASSIGN_OR_RETURN(
         scratch, Tensor::Empty({scratch_floats}, DType::kF32, context.device(), context.stream()));
   }
-  return LaunchStatus(
+  return CudaLaunchStatus(
       context, LaunchSumRows<T>(dout.data<T>(), rows, cols,
                                 scratch_floats > 0 ? scratch.data<float>() : nullptr, db->data<T>(),
                                 context.stream()));
@@ -48,7 +44,7 @@ template <typename T>
 absl::Status AddBackwardCuda(KernelContext& context) {
   const Tensor& dout = context.input(0);
   TFM_ASSIGN_OR_RETURN(Tensor * da, context.AllocateOutput(0, dout.shape(), dout.dtype()));
-  TFM_RETURN_IF_ERROR(LaunchStatus(
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
       context, LaunchDeviceCopy(da->raw_data(), dout.raw_data(), dout.nbytes(), context.stream())));
   TFM_ASSIGN_OR_RETURN(Tensor * db,
                        context.AllocateOutput(1, context.input(1).shape(), dout.dtype()));
@@ -62,13 +58,11 @@ absl::Status SumToShapeCuda(KernelContext& context) {
   return SumToShapeInto<T>(context, context.input(0), db);
 }
 
-#define TFM_REGISTER_ADD_CUDA(dtype, T)                                              \
-  TFM_REGISTER_KERNEL("add", DeviceType::kCUDA, dtype, AddCuda<T>);                  \
-  TFM_REGISTER_KERNEL("add_backward", DeviceType::kCUDA, dtype, AddBackwardCuda<T>); \
-  TFM_REGISTER_KERNEL("sum_to_shape", DeviceType::kCUDA, dtype, SumToShapeCuda<T>)
-TFM_REGISTER_ADD_CUDA(DType::kF32, float);
-TFM_REGISTER_ADD_CUDA(DType::kF16, Half);
-TFM_REGISTER_ADD_CUDA(DType::kBF16, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("add", DeviceType::kCUDA, AddCuda, float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("add_backward", DeviceType::kCUDA, AddBackwardCuda, float, Half,
+                           BFloat16);
+TFM_REGISTER_TYPED_KERNELS("sum_to_shape", DeviceType::kCUDA, SumToShapeCuda, float, Half,
+                           BFloat16);
 
 }  // namespace
 }  // namespace tfm

@@ -17,10 +17,6 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
     return context.Error("q, k and v must be [batch, heads, len, d]");
   }
-  if (q.dtype() != context.dtype() || k.dtype() != context.dtype() ||
-      v.dtype() != context.dtype()) {
-    return context.Error("q, k and v must have one floating dtype");
-  }
   AttentionParams params;
   params.batch = q.dim(0);
   params.heads = q.dim(1);
@@ -95,9 +91,6 @@ absl::Status ValidateBackward(const KernelContext& context) {
   if (lse.shape() != Shape({p.batch, p.heads, p.q_len}) || lse.dtype() != DType::kF32) {
     return context.Error("lse must be f32 [batch, heads, q_len]");
   }
-  if (out.dtype() != context.dtype() || d_out.dtype() != context.dtype()) {
-    return context.Error("out and d_out must have the dtype of q");
-  }
   return absl::OkStatus();
 }
 
@@ -111,6 +104,7 @@ TFM_REGISTER_OP(OpDef{
     .attrs = kAttrNames,
     .doc = "out = dropout(softmax(q k^T * scale + mask)) v, fused; lse per query row",
     .validate = ValidateForward,
+    .kernel_dtype_inputs = {0, 1, 2},
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -120,17 +114,8 @@ TFM_REGISTER_OP(OpDef{
     .attrs = kAttrNames,
     .doc = "dq, dk, dv of scaled_dot_product_attention, recomputing the probabilities",
     .validate = ValidateBackward,
+    .kernel_dtype_inputs = {0, 1, 2, 3, 5},
 });
-
-// Kernels are looked up by q's dtype, so an integer q would surface as an
-// unknown kernel; name the real problem instead.
-absl::Status CheckFloatingQuery(const char* op, const Tensor& q) {
-  if (q.dtype() == DType::kI32 || q.dtype() == DType::kI64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": q must have a floating dtype, got ", q.DebugString()));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -163,7 +148,6 @@ absl::StatusOr<Tensor> AttentionKeyMaskInput(const AttentionOptions& options,
 absl::StatusOr<AttentionOutput> ScaledDotProductAttention(const Tensor& q, const Tensor& k,
                                                           const Tensor& v,
                                                           const AttentionOptions& options) {
-  TFM_RETURN_IF_ERROR(CheckFloatingQuery("scaled_dot_product_attention", q));
   TFM_ASSIGN_OR_RETURN(Tensor mask, AttentionKeyMaskInput(options, q.device()));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("scaled_dot_product_attention",
                                                       {q, k, v, mask}, AttentionAttrs(options)));
@@ -175,7 +159,6 @@ absl::StatusOr<AttentionGrads> ScaledDotProductAttentionBackward(const Tensor& q
                                                                  const Tensor& lse,
                                                                  const Tensor& d_out,
                                                                  const AttentionOptions& options) {
-  TFM_RETURN_IF_ERROR(CheckFloatingQuery("scaled_dot_product_attention_backward", q));
   TFM_ASSIGN_OR_RETURN(Tensor mask, AttentionKeyMaskInput(options, q.device()));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> grads,
                        RunOp("scaled_dot_product_attention_backward",

@@ -14,6 +14,7 @@
 #include "ops/attention/attention_cuda.h"
 #include "ops/attention/attention_params.h"
 #include "ops/attention/cudnn_sdpa.h"
+#include "ops/cuda_launch_status.h"
 
 namespace tfm {
 namespace {
@@ -28,11 +29,6 @@ struct CudaProblem {
   Tensor key_end;
   Tensor key_bias;
 };
-
-absl::Status LaunchStatus(const KernelContext& context, const char* error) {
-  if (error == nullptr) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(context.def().name, ": ", error));
-}
 
 absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int key_mask_input) {
   TFM_ASSIGN_OR_RETURN(AttentionBackend backend, AttentionBackendFor(context.attrs()));
@@ -74,7 +70,7 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
     key_bias = cuda.key_bias.data<float>();
   }
   const Tensor& mask = context.input(key_mask_input);
-  TFM_RETURN_IF_ERROR(LaunchStatus(
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
       context,
       LaunchPrepareKeyMask(mask.raw_data(), mask.dtype() == DType::kI64, is_lengths, params.batch,
                            params.k_len, key_end, key_bias, key_has_holes, context.stream())));
@@ -115,7 +111,7 @@ absl::Status ClearEmptySentences(const KernelContext& context, const CudaProblem
   if (p.key_end == nullptr || p.batch == 0) return absl::OkStatus();
   for (const auto& [tensor, fill_bits] : tensors) {
     const int word_bytes = static_cast<int>(DTypeSize(tensor->dtype()));
-    TFM_RETURN_IF_ERROR(LaunchStatus(
+    TFM_RETURN_IF_ERROR(CudaLaunchStatus(
         context,
         LaunchClearEmptySentences(p.key_end, p.batch, tensor->num_elements() / p.batch, word_bytes,
                                   fill_bits, tensor->raw_data(), context.stream())));
@@ -137,7 +133,7 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
     if (status.ok()) return ClearEmptySentences(context, cuda, {{out, 0u}, {lse, 0xff800000u}});
     if (!absl::IsUnimplemented(status)) return status;
   }
-  return LaunchStatus(
+  return CudaLaunchStatus(
       context, LaunchAttentionForward(p, context.input(0).raw_data(), context.input(1).raw_data(),
                                       context.input(2).raw_data(), out->raw_data(),
                                       lse->data<float>(), context.stream()));
@@ -165,22 +161,19 @@ absl::Status AttentionBackwardCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor workspace,
                        Tensor::Empty({AttentionBackwardWorkspaceFloats(p)}, DType::kF32,
                                      context.device(), context.stream()));
-  return LaunchStatus(context, LaunchAttentionBackward(
-                                   p, context.input(0).raw_data(), context.input(1).raw_data(),
-                                   context.input(2).raw_data(), context.input(3).raw_data(),
-                                   context.input(4).data<float>(), context.input(5).raw_data(),
-                                   grads[0]->raw_data(), grads[1]->raw_data(), grads[2]->raw_data(),
-                                   workspace.data<float>(), context.stream()));
+  return CudaLaunchStatus(
+      context,
+      LaunchAttentionBackward(p, context.input(0).raw_data(), context.input(1).raw_data(),
+                              context.input(2).raw_data(), context.input(3).raw_data(),
+                              context.input(4).data<float>(), context.input(5).raw_data(),
+                              grads[0]->raw_data(), grads[1]->raw_data(), grads[2]->raw_data(),
+                              workspace.data<float>(), context.stream()));
 }
 
-TFM_REGISTER_KERNEL("scaled_dot_product_attention", DeviceType::kCUDA, DType::kF32,
-                    AttentionForwardCuda);
-TFM_REGISTER_KERNEL("scaled_dot_product_attention", DeviceType::kCUDA, DType::kBF16,
-                    AttentionForwardCuda);
-TFM_REGISTER_KERNEL("scaled_dot_product_attention_backward", DeviceType::kCUDA, DType::kF32,
-                    AttentionBackwardCuda);
-TFM_REGISTER_KERNEL("scaled_dot_product_attention_backward", DeviceType::kCUDA, DType::kBF16,
-                    AttentionBackwardCuda);
+TFM_REGISTER_KERNELS("scaled_dot_product_attention", DeviceType::kCUDA, AttentionForwardCuda,
+                     DType::kF32, DType::kBF16);
+TFM_REGISTER_KERNELS("scaled_dot_product_attention_backward", DeviceType::kCUDA,
+                     AttentionBackwardCuda, DType::kF32, DType::kBF16);
 
 }  // namespace
 }  // namespace tfm

@@ -422,8 +422,11 @@ TEST(AttentionTest, BadArgumentsAreInvalidArgumentNamingTheOp) {
   expect_error(ScaledDotProductAttention(q, Normal({2, 2, 6, 5}, 2), v).status(), "d_k");
   expect_error(ScaledDotProductAttention(q, k, Normal({2, 2, 7, 3}, 3)).status(), "key length");
   expect_error(ScaledDotProductAttention(Normal({2, 5, 4}, 1), k, v).status(), "f32[2, 5, 4]");
+  // The kernel table decides the dtypes: the error names the kernels there are.
   expect_error(ScaledDotProductAttention(*Tensor::Zeros({2, 2, 5, 4}, DType::kI32), k, v).status(),
-               "dtype");
+               "no kernel for CPU/i32; scaled_dot_product_attention's kernels: CPU/f32");
+  expect_error(ScaledDotProductAttention(q, *Tensor::Zeros(k.shape(), DType::kI32), v).status(),
+               "input 'k' is i32 but the kernel runs in f32");
   AttentionOptions options;
   options.key_lengths = *Tensor::FromVector<int32_t>({6, 7}, {2});
   expect_error(ScaledDotProductAttention(q, k, v, options).status(), "key length 7");

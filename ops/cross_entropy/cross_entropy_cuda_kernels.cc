@@ -1,20 +1,19 @@
 // Registers label_smoothed_cross_entropy's CUDA kernels (linked only in
 // builds with CUDA): f32 and bf16 logits (and d_logits), i32 or i64 targets;
 // the loss terms, the lse and d_loss stay f32.
-#include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/cross_entropy/cross_entropy_cuda.h"
 #include "ops/cross_entropy/cross_entropy_kernel_args.h"
+#include "ops/cuda_launch_status.h"
 
 namespace tfm {
 namespace {
 
-// InternalError for a CUDA failure, else the CPU kernel's error for a bad
-// target.
-absl::Status LaunchStatus(const KernelContext& context, const CrossEntropyKernelArgs& args,
-                          const char* error, const TargetCheck& check) {
-  if (error != nullptr) return absl::InternalError(absl::StrCat(context.def().name, ": ", error));
+// The launch's error, else the CPU kernel's error for a bad target.
+absl::Status LaunchAndTargetStatus(const KernelContext& context, const CrossEntropyKernelArgs& args,
+                                   const char* error, const TargetCheck& check) {
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(context, error));
   if (check.bad_row >= 0) return BadTargetError(context, args, check.bad_row, check.bad_target);
   return absl::OkStatus();
 }
@@ -40,7 +39,7 @@ absl::Status CrossEntropyCuda(KernelContext& context) {
       context.input(0).data<T>(), context.input(1).data<Target>(), CudaShape(args),
       loss->data<float>(), nll->data<float>(), count->data<int64_t>(), lse->data<float>(),
       reinterpret_cast<uint64_t*>(workspace.data<int64_t>()), &check, context.stream());
-  return LaunchStatus(context, args, error, check);
+  return LaunchAndTargetStatus(context, args, error, check);
 }
 
 template <typename T, typename Target>
@@ -54,35 +53,27 @@ absl::Status CrossEntropyBackwardCuda(KernelContext& context) {
       context.input(0).data<T>(), context.input(1).data<Target>(), context.input(2).data<float>(),
       context.input(3).data<float>(), CudaShape(args), d_logits->data<T>(),
       reinterpret_cast<uint64_t*>(flag.data<int64_t>()), &check, context.stream());
-  return LaunchStatus(context, args, error, check);
+  return LaunchAndTargetStatus(context, args, error, check);
 }
 
 // Kernels are found by the logits' dtype; the targets' dtype picks the
 // instantiation.
-template <typename T, template <typename, typename> class Kernel>
-absl::Status ByTargetDType(KernelContext& context) {
-  return context.input(1).dtype() == DType::kI64 ? Kernel<T, int64_t>::Run(context)
-                                                 : Kernel<T, int32_t>::Run(context);
+template <typename T>
+absl::Status CrossEntropyByTargets(KernelContext& context) {
+  return context.input(1).dtype() == DType::kI64 ? CrossEntropyCuda<T, int64_t>(context)
+                                                 : CrossEntropyCuda<T, int32_t>(context);
 }
 
-template <typename T, typename Target>
-struct Forward {
-  static absl::Status Run(KernelContext& context) { return CrossEntropyCuda<T, Target>(context); }
-};
-template <typename T, typename Target>
-struct Backward {
-  static absl::Status Run(KernelContext& context) {
-    return CrossEntropyBackwardCuda<T, Target>(context);
-  }
-};
+template <typename T>
+absl::Status CrossEntropyBackwardByTargets(KernelContext& context) {
+  return context.input(1).dtype() == DType::kI64 ? CrossEntropyBackwardCuda<T, int64_t>(context)
+                                                 : CrossEntropyBackwardCuda<T, int32_t>(context);
+}
 
-#define TFM_REGISTER_CROSS_ENTROPY_CUDA(dtype, T)                                        \
-  TFM_REGISTER_KERNEL("label_smoothed_cross_entropy", DeviceType::kCUDA, dtype,          \
-                      (ByTargetDType<T, Forward>));                                      \
-  TFM_REGISTER_KERNEL("label_smoothed_cross_entropy_backward", DeviceType::kCUDA, dtype, \
-                      (ByTargetDType<T, Backward>))
-TFM_REGISTER_CROSS_ENTROPY_CUDA(DType::kF32, float);
-TFM_REGISTER_CROSS_ENTROPY_CUDA(DType::kBF16, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("label_smoothed_cross_entropy", DeviceType::kCUDA, CrossEntropyByTargets,
+                           float, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("label_smoothed_cross_entropy_backward", DeviceType::kCUDA,
+                           CrossEntropyBackwardByTargets, float, BFloat16);
 
 }  // namespace
 }  // namespace tfm

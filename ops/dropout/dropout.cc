@@ -11,18 +11,14 @@
 namespace tfm {
 namespace {
 
-// f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
-bool SupportedDType(const KernelContext& context, DType dtype) {
-  return dtype == DType::kF32 ||
-         (context.device().is_cuda() && (dtype == DType::kF16 || dtype == DType::kBF16));
+absl::Status ValidateP(const KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(double p, context.attrs().Get<double>("p"));
+  if (!(p >= 0.0 && p <= 1.0)) return context.Error(absl::StrCat("p = ", p, " is not in [0, 1]"));
+  return absl::OkStatus();
 }
 
 absl::Status ValidateDropout(const KernelContext& context) {
-  if (!SupportedDType(context, context.input(0).dtype())) {
-    return context.Error("input must be f32 (or f16 or bf16 on CUDA)");
-  }
-  TFM_ASSIGN_OR_RETURN(double p, context.attrs().Get<double>("p"));
-  if (!(p >= 0.0 && p <= 1.0)) return context.Error(absl::StrCat("p = ", p, " is not in [0, 1]"));
+  TFM_RETURN_IF_ERROR(ValidateP(context));
   return PhiloxStateFromAttrs(context.attrs()).status();
 }
 
@@ -56,11 +52,7 @@ TFM_REGISTER_OP(OpDef{
 });
 
 absl::Status ValidateDropoutBackwardMasked(const KernelContext& context) {
-  if (!SupportedDType(context, context.input(0).dtype())) {
-    return context.Error("dout must be f32 (or f16 or bf16 on CUDA)");
-  }
-  TFM_ASSIGN_OR_RETURN(double p, context.attrs().Get<double>("p"));
-  if (!(p >= 0.0 && p <= 1.0)) return context.Error(absl::StrCat("p = ", p, " is not in [0, 1]"));
+  TFM_RETURN_IF_ERROR(ValidateP(context));
   const Tensor& mask = context.input(1);
   const int64_t words = DropoutMaskWords(context.input(0).num_elements());
   if (mask.dtype() != DType::kI32 || mask.shape() != Shape{words}) {

@@ -11,12 +11,6 @@ namespace {
 
 bool IsIndex(const Tensor& t) { return t.dtype() == DType::kI32 || t.dtype() == DType::kI64; }
 
-// f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
-bool SupportedDType(const KernelContext& context, DType dtype) {
-  return dtype == DType::kF32 ||
-         (context.device().is_cuda() && (dtype == DType::kF16 || dtype == DType::kBF16));
-}
-
 absl::Status ValidateScale(const KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double scale, context.attrs().GetOr<double>("scale", 1.0));
   if (!std::isfinite(scale)) return context.Error("scale must be finite");
@@ -32,12 +26,16 @@ TFM_REGISTER_OP(OpDef{
     .validate =
         [](const KernelContext& context) {
           const Tensor& table = context.input(0);
-          if (table.rank() != 2 || !SupportedDType(context, table.dtype())) {
-            return context.Error("table must be f32 [vocab, d] (or f16 or bf16 on CUDA)");
-          }
+          if (table.rank() != 2) return context.Error("table must be [vocab, d]");
           if (!IsIndex(context.input(1))) return context.Error("ids must be i32 or i64");
           return ValidateScale(context);
         },
+    // ids.shape + [d].
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      Shape shape = context.input(1).shape();
+      shape.push_back(context.input(0).dim(1));
+      return std::vector<Shape>{shape};
+    },
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -52,26 +50,23 @@ TFM_REGISTER_OP(OpDef{
           const Tensor& d_out = context.input(1);
           if (!IsIndex(ids)) return context.Error("ids must be i32 or i64");
           Shape expected = ids.shape();
-          if (d_out.rank() != ids.rank() + 1 || !SupportedDType(context, d_out.dtype())) {
-            return context.Error("d_out must be f32 ids.shape + [d] (or f16 or bf16 on CUDA)");
-          }
+          if (d_out.rank() != ids.rank() + 1) return context.Error("d_out must be ids.shape + [d]");
           expected.push_back(d_out.dim(-1));
           if (d_out.shape() != expected) return context.Error("d_out must be ids.shape + [d]");
           TFM_ASSIGN_OR_RETURN(int64_t vocab, context.attrs().Get<int64_t>("vocab"));
           if (vocab < 0) return context.Error("vocab must be >= 0");
           return ValidateScale(context);
         },
+    // [vocab, d].
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      TFM_ASSIGN_OR_RETURN(int64_t vocab, context.attrs().Get<int64_t>("vocab"));
+      return std::vector<Shape>{{vocab, context.input(1).dim(-1)}};
+    },
 });
 
 }  // namespace
 
 absl::StatusOr<Tensor> Embedding(const Tensor& table, const Tensor& ids, float scale) {
-  // Kernels are found by the table's dtype: name an integer table instead of
-  // a missing kernel.
-  if (IsIndex(table)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("embedding: table must be floating, got ", table.DebugString()));
-  }
   Attrs attrs;
   attrs.Set("scale", static_cast<double>(scale));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("embedding", {table, ids}, attrs,

@@ -38,9 +38,7 @@ absl::Status EmbeddingCpu(KernelContext& context) {
   const int64_t vocab = table.dim(0), d = table.dim(1);
   TFM_ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadIds(context, context.input(1), vocab));
   TFM_ASSIGN_OR_RETURN(double scale, context.attrs().GetOr<double>("scale", 1.0));
-  Shape shape = context.input(1).shape();
-  shape.push_back(d);
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, shape, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, DType::kF32));
   const float* rows = table.data<float>();
   float* dst = out->data<float>();
   const float factor = static_cast<float>(scale);
@@ -63,7 +61,7 @@ absl::Status EmbeddingBackwardCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double scale, context.attrs().GetOr<double>("scale", 1.0));
   TFM_ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadIds(context, context.input(0), vocab));
   const int64_t d = d_out.dim(-1);
-  TFM_ASSIGN_OR_RETURN(Tensor * d_table, context.AllocateOutput(0, {vocab, d}, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * d_table, context.AllocateOutput(0, DType::kF32));
   // Counting sort of positions by id (stable), so each table row can sum its
   // positions in their original order on one thread.
   std::vector<int64_t> starts(vocab + 1, 0);

@@ -3,15 +3,11 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cuda_launch_status.h"
 #include "ops/embedding/embedding_cuda.h"
 
 namespace tfm {
 namespace {
-
-absl::Status LaunchStatus(const KernelContext& context, const char* error) {
-  if (error == nullptr) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(context.def().name, ": ", error));
-}
 
 // The CPU kernels' check and message: every id in [0, vocab). Waits for the
 // stream (an 8-byte copy back).
@@ -20,7 +16,7 @@ absl::Status CheckIds(const KernelContext& context, const Tensor& ids, int64_t v
   TFM_ASSIGN_OR_RETURN(Tensor scratch,
                        Tensor::Empty({1}, DType::kI64, context.device(), context.stream()));
   int64_t position = -1, id = 0;
-  TFM_RETURN_IF_ERROR(LaunchStatus(
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
       context, FindBadEmbeddingId<Id>(ids.data<Id>(), ids.num_elements(), vocab, scratch.raw_data(),
                                       context.stream(), &position, &id)));
   if (position < 0) return absl::OkStatus();
@@ -35,12 +31,11 @@ absl::Status EmbeddingWithIds(KernelContext& context) {
   const int64_t vocab = table.dim(0), d = table.dim(1);
   TFM_RETURN_IF_ERROR(CheckIds<Id>(context, ids, vocab));
   TFM_ASSIGN_OR_RETURN(double scale, context.attrs().GetOr<double>("scale", 1.0));
-  Shape shape = ids.shape();
-  shape.push_back(d);
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, shape, table.dtype()));
-  return LaunchStatus(context, LaunchEmbedding<T, Id>(table.data<T>(), ids.data<Id>(),
-                                                      out->data<T>(), ids.num_elements(), d,
-                                                      static_cast<float>(scale), context.stream()));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, table.dtype()));
+  return CudaLaunchStatus(
+      context,
+      LaunchEmbedding<T, Id>(table.data<T>(), ids.data<Id>(), out->data<T>(), ids.num_elements(), d,
+                             static_cast<float>(scale), context.stream()));
 }
 
 template <typename T>
@@ -57,7 +52,7 @@ absl::Status EmbeddingBackwardWithIds(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double scale, context.attrs().GetOr<double>("scale", 1.0));
   TFM_RETURN_IF_ERROR(CheckIds<Id>(context, ids, vocab));
   const int64_t d = d_out.dim(-1);
-  TFM_ASSIGN_OR_RETURN(Tensor * d_table, context.AllocateOutput(0, {vocab, d}, d_out.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * d_table, context.AllocateOutput(0, d_out.dtype()));
   // An f32 gradient accumulates in place; a 16-bit one in f32 scratch,
   // rounded once.
   Tensor scratch;
@@ -69,7 +64,7 @@ absl::Status EmbeddingBackwardWithIds(KernelContext& context) {
         scratch, Tensor::Empty({vocab, d}, DType::kF32, context.device(), context.stream()));
     accumulator = scratch.data<float>();
   }
-  return LaunchStatus(
+  return CudaLaunchStatus(
       context, LaunchEmbeddingBackward<T, Id>(ids.data<Id>(), d_out.data<T>(), accumulator,
                                               d_table->data<T>(), ids.num_elements(), vocab, d,
                                               static_cast<float>(scale), context.stream()));
@@ -81,12 +76,9 @@ absl::Status EmbeddingBackwardCuda(KernelContext& context) {
                                                  : EmbeddingBackwardWithIds<T, int32_t>(context);
 }
 
-#define TFM_REGISTER_EMBEDDING_CUDA(dtype, T)                                   \
-  TFM_REGISTER_KERNEL("embedding", DeviceType::kCUDA, dtype, EmbeddingCuda<T>); \
-  TFM_REGISTER_KERNEL("embedding_backward", DeviceType::kCUDA, dtype, EmbeddingBackwardCuda<T>)
-TFM_REGISTER_EMBEDDING_CUDA(DType::kF32, float);
-TFM_REGISTER_EMBEDDING_CUDA(DType::kF16, Half);
-TFM_REGISTER_EMBEDDING_CUDA(DType::kBF16, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("embedding", DeviceType::kCUDA, EmbeddingCuda, float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("embedding_backward", DeviceType::kCUDA, EmbeddingBackwardCuda, float,
+                           Half, BFloat16);
 
 }  // namespace
 }  // namespace tfm

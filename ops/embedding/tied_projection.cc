@@ -2,7 +2,6 @@
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
-#include "ops/matmul/gemm_dtypes.h"
 
 namespace tfm {
 namespace {
@@ -10,11 +9,17 @@ namespace {
 absl::Status ValidateHAndTable(const KernelContext& context) {
   const Tensor& h = context.input(0);
   const Tensor& table = context.input(1);
-  TFM_RETURN_IF_ERROR(ValidateGemmDTypes(context));
   if (table.rank() != 2 || h.rank() < 1 || h.dim(-1) != table.dim(1)) {
     return context.Error("h must be [..., d] and table [vocab, d]");
   }
   return absl::OkStatus();
+}
+
+// h's shape with the last extent the vocabulary: the logits, and d_logits.
+Shape LogitsShape(const Tensor& h, const Tensor& table) {
+  Shape shape = h.shape();
+  shape.back() = table.dim(0);
+  return shape;
 }
 
 TFM_REGISTER_OP(OpDef{
@@ -23,6 +28,10 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"logits"},
     .doc = "logits[..., v] = h[..., :] . table[v, :]",
     .validate = ValidateHAndTable,
+    .kernel_dtype_inputs = {0, 1},
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      return std::vector<Shape>{LogitsShape(context.input(0), context.input(1))};
+    },
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -33,13 +42,15 @@ TFM_REGISTER_OP(OpDef{
     .validate =
         [](const KernelContext& context) {
           TFM_RETURN_IF_ERROR(ValidateHAndTable(context));
-          Shape expected = context.input(0).shape();
-          expected.back() = context.input(1).dim(0);
-          if (context.input(2).shape() != expected) {
+          if (context.input(2).shape() != LogitsShape(context.input(0), context.input(1))) {
             return context.Error("d_logits must be h.shape[:-1] + [vocab]");
           }
           return absl::OkStatus();
         },
+    .kernel_dtype_inputs = {0, 1, 2},
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      return std::vector<Shape>{context.input(0).shape(), context.input(1).shape()};
+    },
 });
 
 }  // namespace

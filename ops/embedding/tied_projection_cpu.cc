@@ -12,9 +12,7 @@ absl::Status TiedProjectionCpu(KernelContext& context) {
   const Tensor& h = context.input(0);
   const Tensor& table = context.input(1);
   const int64_t vocab = table.dim(0), d = table.dim(1), rows = NumRows(h.shape());
-  Shape shape = h.shape();
-  shape.back() = vocab;
-  TFM_ASSIGN_OR_RETURN(Tensor * logits, context.AllocateOutput(0, shape, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * logits, context.AllocateOutput(0, DType::kF32));
   // logits[rows, vocab] = h[rows, d] E^T.
   GemmCpu(false, true, rows, vocab, d, h.data<float>(), table.data<float>(), 0.0f,
           logits->data<float>());
@@ -26,16 +24,13 @@ absl::Status TiedProjectionBackwardCpu(KernelContext& context) {
   const Tensor& table = context.input(1);
   const Tensor& d_logits = context.input(2);
   const int64_t vocab = table.dim(0), d = table.dim(1), rows = NumRows(h.shape());
-  // Pointers only after both outputs exist: a later AllocateOutput may move them.
-  TFM_RETURN_IF_ERROR(context.AllocateOutput(0, h.shape(), DType::kF32).status());
-  TFM_RETURN_IF_ERROR(context.AllocateOutput(1, table.shape(), DType::kF32).status());
-  Tensor& dh = context.outputs()[0];
-  Tensor& dtable = context.outputs()[1];
+  TFM_ASSIGN_OR_RETURN(Tensor * dh, context.AllocateOutput(0, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * dtable, context.AllocateOutput(1, DType::kF32));
   // dh[rows, d] = d_logits[rows, vocab] E; dE[vocab, d] = d_logits^T h.
   GemmCpu(false, false, rows, d, vocab, d_logits.data<float>(), table.data<float>(), 0.0f,
-          dh.data<float>());
+          dh->data<float>());
   GemmCpu(true, false, vocab, d, rows, d_logits.data<float>(), h.data<float>(), 0.0f,
-          dtable.data<float>());
+          dtable->data<float>());
   return absl::OkStatus();
 }
 

@@ -11,9 +11,7 @@ absl::Status TiedProjectionCuda(KernelContext& context) {
   const Tensor& h = context.input(0);
   const Tensor& table = context.input(1);
   const int64_t vocab = table.dim(0), d = table.dim(1), rows = NumRows(h.shape());
-  Shape shape = h.shape();
-  shape.back() = vocab;
-  TFM_ASSIGN_OR_RETURN(Tensor * logits, context.AllocateOutput(0, shape, context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * logits, context.AllocateOutput(0, context.dtype()));
   // logits[rows, vocab] = h[rows, d] E^T.
   return RunGemmCuda(context, {.trans_b = true,
                                .m = rows,
@@ -30,8 +28,8 @@ absl::Status TiedProjectionBackwardCuda(KernelContext& context) {
   const Tensor& table = context.input(1);
   const Tensor& d_logits = context.input(2);
   const int64_t vocab = table.dim(0), d = table.dim(1), rows = NumRows(h.shape());
-  TFM_ASSIGN_OR_RETURN(Tensor * dh, context.AllocateOutput(0, h.shape(), context.dtype()));
-  TFM_ASSIGN_OR_RETURN(Tensor * dtable, context.AllocateOutput(1, table.shape(), context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dh, context.AllocateOutput(0, context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dtable, context.AllocateOutput(1, context.dtype()));
   // dh[rows, d] = d_logits[rows, vocab] E.
   TFM_RETURN_IF_ERROR(RunGemmCuda(context, {.m = rows,
                                             .n = d,
@@ -51,12 +49,10 @@ absl::Status TiedProjectionBackwardCuda(KernelContext& context) {
       .status();
 }
 
-TFM_REGISTER_KERNEL("tied_projection", DeviceType::kCUDA, DType::kF32, TiedProjectionCuda);
-TFM_REGISTER_KERNEL("tied_projection", DeviceType::kCUDA, DType::kBF16, TiedProjectionCuda);
-TFM_REGISTER_KERNEL("tied_projection_backward", DeviceType::kCUDA, DType::kF32,
-                    TiedProjectionBackwardCuda);
-TFM_REGISTER_KERNEL("tied_projection_backward", DeviceType::kCUDA, DType::kBF16,
-                    TiedProjectionBackwardCuda);
+TFM_REGISTER_KERNELS("tied_projection", DeviceType::kCUDA, TiedProjectionCuda, DType::kF32,
+                     DType::kBF16);
+TFM_REGISTER_KERNELS("tied_projection_backward", DeviceType::kCUDA, TiedProjectionBackwardCuda,
+                     DType::kF32, DType::kBF16);
 
 }  // namespace
 }  // namespace tfm

@@ -31,11 +31,8 @@ absl::Status FillCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kF32, FillCpu<float>);
-TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kF16, FillCpu<Half>);
-TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kBF16, FillCpu<BFloat16>);
-TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kI32, FillCpu<int32_t>);
-TFM_REGISTER_KERNEL("fill", DeviceType::kCPU, DType::kI64, FillCpu<int64_t>);
+TFM_REGISTER_TYPED_KERNELS("fill", DeviceType::kCPU, FillCpu, float, Half, BFloat16, int32_t,
+                           int64_t);
 
 }  // namespace
 }  // namespace tfm

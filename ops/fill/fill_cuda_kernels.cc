@@ -1,9 +1,9 @@
 // Registers fill's CUDA kernels (linked only in builds with CUDA).
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cuda_launch_status.h"
 #include "ops/fill/fill_cuda.h"
 
 namespace tfm {
@@ -36,18 +36,13 @@ absl::Status FillCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double value, context.attrs().Get<double>("value"));
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(
                                          0, Shape(shape.begin(), shape.end()), context.dtype()));
-  const char* error =
-      LaunchFillPattern(out->raw_data(), out->num_elements(), DTypeSize(context.dtype()),
-                        FillBitPattern(value, context.dtype()), context.stream());
-  if (error != nullptr) return absl::InternalError(absl::StrCat("fill: ", error));
-  return absl::OkStatus();
+  return CudaLaunchStatus(
+      context, LaunchFillPattern(out->raw_data(), out->num_elements(), DTypeSize(context.dtype()),
+                                 FillBitPattern(value, context.dtype()), context.stream()));
 }
 
-TFM_REGISTER_KERNEL("fill", DeviceType::kCUDA, DType::kF32, FillCuda);
-TFM_REGISTER_KERNEL("fill", DeviceType::kCUDA, DType::kF16, FillCuda);
-TFM_REGISTER_KERNEL("fill", DeviceType::kCUDA, DType::kBF16, FillCuda);
-TFM_REGISTER_KERNEL("fill", DeviceType::kCUDA, DType::kI32, FillCuda);
-TFM_REGISTER_KERNEL("fill", DeviceType::kCUDA, DType::kI64, FillCuda);
+TFM_REGISTER_KERNELS("fill", DeviceType::kCUDA, FillCuda, DType::kF32, DType::kF16, DType::kBF16,
+                     DType::kI32, DType::kI64);
 
 }  // namespace
 }  // namespace tfm

@@ -70,6 +70,12 @@ TFM_REGISTER_OP(OpDef{
     .doc = "out[i, :, :length] = cache[rows[i], :, :length], out [n, heads, capacity, d] "
            "(later positions unset)",
     .validate = ValidateGather,
+    // [n, heads, capacity, d].
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      const Tensor& cache = context.input(0);
+      TFM_ASSIGN_OR_RETURN(int64_t capacity, context.attrs().Get<int64_t>("capacity"));
+      return std::vector<Shape>{{context.input(1).dim(0), cache.dim(1), capacity, cache.dim(3)}};
+    },
 });
 
 }  // namespace

@@ -50,8 +50,7 @@ absl::Status KvCacheGatherCpu(KernelContext& context) {
           absl::StrCat("row ", ids[i], " is outside the cache's ", cache.dim(0), " rows"));
     }
   }
-  TFM_ASSIGN_OR_RETURN(Tensor * out,
-                       context.AllocateOutput(0, {count, heads, capacity, d}, cache.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, cache.dtype()));
   const float* src = cache.data<float>();
   float* dst = out->data<float>();
   context.thread_pool()->ParallelFor(

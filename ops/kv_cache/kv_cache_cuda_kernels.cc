@@ -4,22 +4,18 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cuda_launch_status.h"
 #include "ops/kv_cache/kv_cache_cuda.h"
 
 namespace tfm {
 namespace {
-
-absl::Status LaunchStatus(const KernelContext& context, const char* error) {
-  if (error == nullptr) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(context.def().name, ": ", error));
-}
 
 absl::Status KvCacheWriteCuda(KernelContext& context) {
   Tensor cache = context.in_place_input(0);
   const Tensor& x = context.input(1);
   TFM_ASSIGN_OR_RETURN(const int64_t position, context.attrs().Get<int64_t>("position"));
   TFM_ASSIGN_OR_RETURN(const int64_t first_head, context.attrs().GetOr<int64_t>("first_head", 0));
-  TFM_RETURN_IF_ERROR(LaunchStatus(
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
       context, LaunchKvCacheWrite(cache.raw_data(), x.raw_data(), cache.dim(0), cache.dim(1),
                                   x.dim(1), first_head, cache.dim(2), x.dim(2), position,
                                   x.dim(3) * DTypeSize(x.dtype()), context.stream())));
@@ -37,27 +33,24 @@ absl::Status KvCacheGatherCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor scratch,
                        Tensor::Empty({1}, DType::kI64, context.device(), context.stream()));
   int64_t position = -1, row = 0;
-  TFM_RETURN_IF_ERROR(LaunchStatus(
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
       context, FindBadCacheRow(rows.data<int32_t>(), count, cache.dim(0), scratch.raw_data(),
                                context.stream(), &position, &row)));
   if (position >= 0) {
     return context.Error(
         absl::StrCat("row ", row, " is outside the cache's ", cache.dim(0), " rows"));
   }
-  TFM_ASSIGN_OR_RETURN(Tensor * out,
-                       context.AllocateOutput(0, {count, heads, capacity, d}, cache.dtype()));
-  return LaunchStatus(
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, cache.dtype()));
+  return CudaLaunchStatus(
       context, LaunchKvCacheGather(cache.raw_data(), rows.data<int32_t>(), out->raw_data(), count,
                                    heads, cache.dim(2), capacity, length,
                                    d * DTypeSize(cache.dtype()), context.stream()));
 }
 
-#define TFM_REGISTER_KV_CACHE_CUDA(dtype)                                            \
-  TFM_REGISTER_KERNEL("kv_cache_write", DeviceType::kCUDA, dtype, KvCacheWriteCuda); \
-  TFM_REGISTER_KERNEL("kv_cache_gather", DeviceType::kCUDA, dtype, KvCacheGatherCuda)
-TFM_REGISTER_KV_CACHE_CUDA(DType::kF32);
-TFM_REGISTER_KV_CACHE_CUDA(DType::kF16);
-TFM_REGISTER_KV_CACHE_CUDA(DType::kBF16);
+TFM_REGISTER_KERNELS("kv_cache_write", DeviceType::kCUDA, KvCacheWriteCuda, DType::kF32,
+                     DType::kF16, DType::kBF16);
+TFM_REGISTER_KERNELS("kv_cache_gather", DeviceType::kCUDA, KvCacheGatherCuda, DType::kF32,
+                     DType::kF16, DType::kBF16);
 
 }  // namespace
 }  // namespace tfm

@@ -9,18 +9,9 @@
 namespace tfm {
 namespace {
 
-// x [..., d] and gain [d] at inputs `first` and `first + 1`; the inputs
-// before `num_typed` share x's dtype (f32, or bf16 with CUDA kernels only),
-// the others (mean, rstd) are f32.
-absl::Status ValidateXAndGain(const KernelContext& context, int first, int num_typed) {
-  const DType dtype = context.input(first).dtype();
-  if (dtype != DType::kF32 && dtype != DType::kBF16) return context.Error("x must be f32 or bf16");
-  for (int i = 0; i < context.num_inputs(); ++i) {
-    if (context.input(i).dtype() != (i < num_typed ? dtype : DType::kF32)) {
-      return context.Error(i < num_typed ? "dout, x, gain and bias must share one dtype"
-                                         : "mean and rstd must be f32");
-    }
-  }
+// x [..., d] and gain [d] at inputs `first` and `first + 1` (of the
+// kernel's dtype: OpDef::kernel_dtype_inputs).
+absl::Status ValidateXAndGain(const KernelContext& context, int first) {
   const Tensor& x = context.input(first);
   if (x.rank() < 1 || x.dim(-1) < 1) return context.Error("x must be [..., d] with d >= 1");
   if (context.input(first + 1).shape() != Shape{x.dim(-1)}) {
@@ -30,7 +21,7 @@ absl::Status ValidateXAndGain(const KernelContext& context, int first, int num_t
 }
 
 absl::Status ValidateLayerNorm(const KernelContext& context) {
-  TFM_RETURN_IF_ERROR(ValidateXAndGain(context, 0, 3));
+  TFM_RETURN_IF_ERROR(ValidateXAndGain(context, 0));
   if (context.input(2).shape() != context.input(1).shape()) {
     return context.Error("bias must have gain's shape");
   }
@@ -42,14 +33,30 @@ absl::Status ValidateLayerNorm(const KernelContext& context) {
 }
 
 absl::Status ValidateLayerNormBackward(const KernelContext& context) {
-  TFM_RETURN_IF_ERROR(ValidateXAndGain(context, 1, 3));
+  TFM_RETURN_IF_ERROR(ValidateXAndGain(context, 1));
   const Tensor& x = context.input(1);
+  if (context.input(3).dtype() != DType::kF32 || context.input(4).dtype() != DType::kF32) {
+    return context.Error("mean and rstd must be f32");
+  }
   if (context.input(0).shape() != x.shape()) return context.Error("dout must have x's shape");
   const Shape rows(x.shape().begin(), x.shape().end() - 1);
   if (context.input(3).shape() != rows || context.input(4).shape() != rows) {
     return context.Error(absl::StrCat("mean and rstd must be ", ShapeToString(rows)));
   }
   return absl::OkStatus();
+}
+
+// out [..., d] as x; mean and rstd one per row.
+absl::StatusOr<std::vector<Shape>> LayerNormShapes(const KernelContext& context) {
+  const Shape& x = context.input(0).shape();
+  const Shape rows(x.begin(), x.end() - 1);
+  return std::vector<Shape>{x, rows, rows};
+}
+
+// dx as x, dgain and dbias [d].
+absl::StatusOr<std::vector<Shape>> LayerNormBackwardShapes(const KernelContext& context) {
+  const Tensor& x = context.input(1);
+  return std::vector<Shape>{x.shape(), {x.dim(-1)}, {x.dim(-1)}};
 }
 
 TFM_REGISTER_OP(OpDef{
@@ -59,6 +66,8 @@ TFM_REGISTER_OP(OpDef{
     .attrs = {"eps"},
     .doc = "out = (x - mean) / sqrt(var + eps) * gain + bias over the last axis",
     .validate = ValidateLayerNorm,
+    .kernel_dtype_inputs = {0, 1, 2},
+    .output_shapes = LayerNormShapes,
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -67,6 +76,8 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"dx", "dgain", "dbias"},
     .doc = "gradients of sum(dout * layer_norm(x, gain, bias).out)",
     .validate = ValidateLayerNormBackward,
+    .kernel_dtype_inputs = {0, 1, 2},
+    .output_shapes = LayerNormBackwardShapes,
 });
 
 }  // namespace

@@ -89,11 +89,10 @@ absl::Status LayerNormCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const double eps, LayerNormEps(context));
   const int64_t d = x.dim(-1);
   const int64_t rows = NumRows(x.shape());
-  const Shape row_shape(x.shape().begin(), x.shape().end() - 1);
   // AllocateOutput's pointers stay valid: the outputs are sized up front.
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), DType::kF32));
-  TFM_ASSIGN_OR_RETURN(Tensor * mean, context.AllocateOutput(1, row_shape, DType::kF32));
-  TFM_ASSIGN_OR_RETURN(Tensor * rstd, context.AllocateOutput(2, row_shape, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * mean, context.AllocateOutput(1, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * rstd, context.AllocateOutput(2, DType::kF32));
   const float* in = x.data<float>();
   const float* gain = context.input(1).data<float>();
   const float* bias = context.input(2).data<float>();
@@ -132,9 +131,9 @@ absl::Status LayerNormBackwardCpu(KernelContext& context) {
   const Tensor& gain_tensor = context.input(2);
   const int64_t d = x.dim(-1);
   const int64_t rows = NumRows(x.shape());
-  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, x.shape(), DType::kF32));
-  TFM_ASSIGN_OR_RETURN(Tensor * dgain, context.AllocateOutput(1, {d}, DType::kF32));
-  TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, {d}, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * dgain, context.AllocateOutput(1, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, DType::kF32));
   const float* dy = dout.data<float>();
   const float* in = x.data<float>();
   const float* gain = gain_tensor.data<float>();

@@ -1,28 +1,22 @@
 // Registers layer_norm's CUDA kernels (linked only in builds with CUDA): f32
 // and bf16 (x, gain, bias and gradients of one dtype; mean and rstd f32).
-#include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cuda_launch_status.h"
 #include "ops/layer_norm/layer_norm_cuda.h"
 #include "ops/layer_norm/layer_norm_kernel_args.h"
 
 namespace tfm {
 namespace {
 
-absl::Status LaunchStatus(const KernelContext& context, const char* error) {
-  if (error == nullptr) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(context.def().name, ": ", error));
-}
-
 template <typename T>
 absl::Status LayerNormCuda(KernelContext& context) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(const double eps, LayerNormEps(context));
-  const Shape row_shape(x.shape().begin(), x.shape().end() - 1);
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), x.dtype()));
-  TFM_ASSIGN_OR_RETURN(Tensor * mean, context.AllocateOutput(1, row_shape, DType::kF32));
-  TFM_ASSIGN_OR_RETURN(Tensor * rstd, context.AllocateOutput(2, row_shape, DType::kF32));
-  return LaunchStatus(
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * mean, context.AllocateOutput(1, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * rstd, context.AllocateOutput(2, DType::kF32));
+  return CudaLaunchStatus(
       context,
       LaunchLayerNorm<T>(x.data<T>(), context.input(1).data<T>(), context.input(2).data<T>(),
                          NumRows(x.shape()), x.dim(-1), static_cast<float>(eps), out->data<T>(),
@@ -34,13 +28,13 @@ absl::Status LayerNormBackwardCuda(KernelContext& context) {
   const Tensor& x = context.input(1);
   const int64_t d = x.dim(-1);
   const int64_t rows = NumRows(x.shape());
-  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, x.shape(), x.dtype()));
-  TFM_ASSIGN_OR_RETURN(Tensor * dgain, context.AllocateOutput(1, {d}, x.dtype()));
-  TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, {d}, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dgain, context.AllocateOutput(1, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, x.dtype()));
   TFM_ASSIGN_OR_RETURN(Tensor workspace,
                        Tensor::Empty({LayerNormBackwardWorkspaceFloats(rows, d)}, DType::kF32,
                                      context.device(), context.stream()));
-  return LaunchStatus(
+  return CudaLaunchStatus(
       context,
       LaunchLayerNormBackward<T>(
           context.input(0).data<T>(), x.data<T>(), context.input(2).data<T>(),
@@ -48,12 +42,9 @@ absl::Status LayerNormBackwardCuda(KernelContext& context) {
           dgain->data<T>(), dbias->data<T>(), workspace.data<float>(), context.stream()));
 }
 
-TFM_REGISTER_KERNEL("layer_norm", DeviceType::kCUDA, DType::kF32, LayerNormCuda<float>);
-TFM_REGISTER_KERNEL("layer_norm", DeviceType::kCUDA, DType::kBF16, LayerNormCuda<BFloat16>);
-TFM_REGISTER_KERNEL("layer_norm_backward", DeviceType::kCUDA, DType::kF32,
-                    LayerNormBackwardCuda<float>);
-TFM_REGISTER_KERNEL("layer_norm_backward", DeviceType::kCUDA, DType::kBF16,
-                    LayerNormBackwardCuda<BFloat16>);
+TFM_REGISTER_TYPED_KERNELS("layer_norm", DeviceType::kCUDA, LayerNormCuda, float, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("layer_norm_backward", DeviceType::kCUDA, LayerNormBackwardCuda, float,
+                           BFloat16);
 
 }  // namespace
 }  // namespace tfm

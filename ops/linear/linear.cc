@@ -3,14 +3,20 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
-#include "ops/matmul/gemm_dtypes.h"
 
 namespace tfm {
 namespace {
 
+// x's shape with the last extent weight's out-features, for the forward's
+// output and the backward's dout.
+Shape LinearOutputShape(const Tensor& x, const Tensor& weight) {
+  Shape shape = x.shape();
+  shape.back() = weight.dim(0);
+  return shape;
+}
+
 // x [..., in] against weight [out, in]; `first` is x's input index.
 absl::Status ValidateXAndWeight(const KernelContext& context, int first) {
-  TFM_RETURN_IF_ERROR(ValidateGemmDTypes(context));
   const Tensor& x = context.input(first);
   const Tensor& weight = context.input(first + 1);
   if (x.rank() < 1 || weight.rank() != 2) {
@@ -34,12 +40,23 @@ absl::Status ValidateLinear(const KernelContext& context) {
 absl::Status ValidateLinearBackward(const KernelContext& context) {
   TFM_RETURN_IF_ERROR(ValidateXAndWeight(context, 1));
   TFM_RETURN_IF_ERROR(context.attrs().GetOr<bool>("bias", true).status());
-  Shape out_shape = context.input(1).shape();
-  out_shape.back() = context.input(2).dim(0);
+  const Shape out_shape = LinearOutputShape(context.input(1), context.input(2));
   if (context.input(0).shape() != out_shape) {
     return context.Error(absl::StrCat("dout must be ", ShapeToString(out_shape)));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Shape>> LinearOutputShapes(const KernelContext& context) {
+  return std::vector<Shape>{LinearOutputShape(context.input(0), context.input(1))};
+}
+
+// dx, dweight, and dbias: [out_features], or [0] without a bias.
+absl::StatusOr<std::vector<Shape>> LinearBackwardOutputShapes(const KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(const bool has_bias, context.attrs().GetOr<bool>("bias", true));
+  const Tensor& weight = context.input(2);
+  return std::vector<Shape>{context.input(1).shape(), weight.shape(),
+                            Shape{has_bias ? weight.dim(0) : 0}};
 }
 
 TFM_REGISTER_OP(OpDef{
@@ -48,6 +65,8 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"out"},
     .doc = "out = x weight^T + bias",
     .validate = ValidateLinear,
+    .kernel_dtype_inputs = {0, 1, 2},
+    .output_shapes = LinearOutputShapes,
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -56,6 +75,8 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"out"},
     .doc = "out = x weight^T",
     .validate = ValidateLinear,
+    .kernel_dtype_inputs = {0, 1},
+    .output_shapes = LinearOutputShapes,
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -65,6 +86,8 @@ TFM_REGISTER_OP(OpDef{
     .attrs = {"bias"},
     .doc = "gradients of sum(dout * linear(x, weight, bias)); dbias is [0] if bias=false",
     .validate = ValidateLinearBackward,
+    .kernel_dtype_inputs = {0, 1, 2},
+    .output_shapes = LinearBackwardOutputShapes,
 });
 
 }  // namespace

@@ -15,9 +15,7 @@ absl::Status LinearCpu(KernelContext& context) {
   const Tensor& weight = context.input(1);
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
   const int64_t rows = NumRows(x.shape());
-  Shape out_shape = x.shape();
-  out_shape.back() = out_features;
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, out_shape, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, DType::kF32));
   float* y = out->data<float>();
   const bool has_bias = context.num_inputs() == 3;
   if (has_bias) {
@@ -44,19 +42,15 @@ absl::Status LinearBackwardCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const bool has_bias, context.attrs().GetOr<bool>("bias", true));
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
   const int64_t rows = NumRows(x.shape());
-  TFM_ASSIGN_OR_RETURN(Tensor dx, Tensor::Empty(x.shape(), DType::kF32));
-  TFM_ASSIGN_OR_RETURN(Tensor dweight, Tensor::Empty(weight.shape(), DType::kF32));
-  TFM_ASSIGN_OR_RETURN(Tensor dbias,
-                       Tensor::Empty({has_bias ? out_features : 0}, DType::kF32));
-  context.SetOutput(0, dx);
-  context.SetOutput(1, dweight);
-  context.SetOutput(2, dbias);
+  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * dweight, context.AllocateOutput(1, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, DType::kF32));
   // dx[rows, in] = dout[rows, out] W[out, in]; dW[out, in] = dout^T x.
   GemmCpu(false, false, rows, in, out_features, dout.data<float>(), weight.data<float>(), 0.0f,
-          dx.data<float>());
+          dx->data<float>());
   GemmCpu(true, false, out_features, in, rows, dout.data<float>(), x.data<float>(), 0.0f,
-          dweight.data<float>());
-  if (has_bias) SumRowsCpu(dout.data<float>(), rows, out_features, dbias.data<float>());
+          dweight->data<float>());
+  if (has_bias) SumRowsCpu(dout.data<float>(), rows, out_features, dbias->data<float>());
   return absl::OkStatus();
 }
 

@@ -2,28 +2,21 @@
 // one cuBLASLt GEMM over the flattened rows of x, with the bias added by the
 // GEMM's epilogue and its gradient summed by the dW GEMM's where cuBLASLt can
 // fuse them, else by the kernels of linear_cuda.h.
-#include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cuda_launch_status.h"
 #include "ops/linear/linear_cuda.h"
 #include "ops/matmul/gemm_cuda_op.h"
 
 namespace tfm {
 namespace {
 
-absl::Status LaunchStatus(const KernelContext& context, const char* error) {
-  if (error == nullptr) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(context.def().name, ": ", error));
-}
-
 absl::Status LinearCuda(KernelContext& context) {
   const Tensor& x = context.input(0);
   const Tensor& weight = context.input(1);
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
   const int64_t rows = NumRows(x.shape());
-  Shape out_shape = x.shape();
-  out_shape.back() = out_features;
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, out_shape, context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, context.dtype()));
   // out[rows, out] = x[rows, in] W^T.
   GemmCudaProblem product = {.trans_b = true,
                              .m = rows,
@@ -40,7 +33,7 @@ absl::Status LinearCuda(KernelContext& context) {
     if (fused) return absl::OkStatus();
     // Start every row at the bias and let the GEMM accumulate onto it: one
     // rounding of the sum, as with the epilogue.
-    TFM_RETURN_IF_ERROR(LaunchStatus(
+    TFM_RETURN_IF_ERROR(CudaLaunchStatus(
         context, LaunchBroadcastRow(bias, rows, out_features, context.dtype() == DType::kBF16,
                                     out->raw_data(), context.stream())));
     product.epilogue = GemmCudaEpilogue::kNone;
@@ -57,11 +50,9 @@ absl::Status LinearBackwardCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const bool has_bias, context.attrs().GetOr<bool>("bias", true));
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
   const int64_t rows = NumRows(x.shape());
-  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, x.shape(), context.dtype()));
-  TFM_ASSIGN_OR_RETURN(Tensor * dweight,
-                       context.AllocateOutput(1, weight.shape(), context.dtype()));
-  TFM_ASSIGN_OR_RETURN(Tensor * dbias,
-                       context.AllocateOutput(2, {has_bias ? out_features : 0}, context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dweight, context.AllocateOutput(1, context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, context.dtype()));
   // dx[rows, in] = dout[rows, out] W[out, in].
   TFM_RETURN_IF_ERROR(RunGemmCuda(context, {.m = rows,
                                             .n = in,
@@ -88,17 +79,15 @@ absl::Status LinearBackwardCuda(KernelContext& context) {
   dweight_product.epilogue = GemmCudaEpilogue::kNone;
   dweight_product.bias_gradient = nullptr;
   TFM_RETURN_IF_ERROR(RunGemmCuda(context, dweight_product).status());
-  return LaunchStatus(
+  return CudaLaunchStatus(
       context, LaunchSumRows(dout.raw_data(), rows, out_features, context.dtype() == DType::kBF16,
                              dbias->raw_data(), context.stream()));
 }
 
-TFM_REGISTER_KERNEL("linear", DeviceType::kCUDA, DType::kF32, LinearCuda);
-TFM_REGISTER_KERNEL("linear", DeviceType::kCUDA, DType::kBF16, LinearCuda);
-TFM_REGISTER_KERNEL("linear_no_bias", DeviceType::kCUDA, DType::kF32, LinearCuda);
-TFM_REGISTER_KERNEL("linear_no_bias", DeviceType::kCUDA, DType::kBF16, LinearCuda);
-TFM_REGISTER_KERNEL("linear_backward", DeviceType::kCUDA, DType::kF32, LinearBackwardCuda);
-TFM_REGISTER_KERNEL("linear_backward", DeviceType::kCUDA, DType::kBF16, LinearBackwardCuda);
+TFM_REGISTER_KERNELS("linear", DeviceType::kCUDA, LinearCuda, DType::kF32, DType::kBF16);
+TFM_REGISTER_KERNELS("linear_no_bias", DeviceType::kCUDA, LinearCuda, DType::kF32, DType::kBF16);
+TFM_REGISTER_KERNELS("linear_backward", DeviceType::kCUDA, LinearBackwardCuda, DType::kF32,
+                     DType::kBF16);
 
 }  // namespace
 }  // namespace tfm

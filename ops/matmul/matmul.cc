@@ -3,7 +3,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
-#include "ops/matmul/gemm_dtypes.h"
 #include "ops/matmul/matmul_kernel_args.h"
 
 namespace tfm {
@@ -13,7 +12,6 @@ absl::Status ValidateMatMul(const KernelContext& context) {
   const bool backward = context.num_inputs() == 3;
   const Tensor& a = context.input(backward ? 1 : 0);
   const Tensor& b = context.input(backward ? 2 : 1);
-  TFM_RETURN_IF_ERROR(ValidateGemmDTypes(context));
   absl::StatusOr<MatMulDims> dims = MatMulDimsOf(a.shape(), b.shape(), context.attrs());
   if (!dims.ok()) return context.Error(dims.status().message());
   if (backward && context.input(0).shape() != dims->out_shape) {
@@ -30,6 +28,7 @@ TFM_REGISTER_OP(OpDef{
     .attrs = {"transpose_a", "transpose_b"},
     .doc = "out[..., m, n] = op(a)[..., m, k] op(b)[..., k, n]",
     .validate = ValidateMatMul,
+    .kernel_dtype_inputs = {0, 1},
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -39,6 +38,7 @@ TFM_REGISTER_OP(OpDef{
     .attrs = {"transpose_a", "transpose_b"},
     .doc = "gradients of sum(dout * matmul(a, b))",
     .validate = ValidateMatMul,
+    .kernel_dtype_inputs = {0, 1, 2},
 });
 
 Attrs TransposeAttrs(bool transpose_a, bool transpose_b) {

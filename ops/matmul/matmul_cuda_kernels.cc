@@ -56,10 +56,9 @@ absl::Status MatMulBackwardCuda(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("matmul", DeviceType::kCUDA, DType::kF32, MatMulCuda);
-TFM_REGISTER_KERNEL("matmul", DeviceType::kCUDA, DType::kBF16, MatMulCuda);
-TFM_REGISTER_KERNEL("matmul_backward", DeviceType::kCUDA, DType::kF32, MatMulBackwardCuda);
-TFM_REGISTER_KERNEL("matmul_backward", DeviceType::kCUDA, DType::kBF16, MatMulBackwardCuda);
+TFM_REGISTER_KERNELS("matmul", DeviceType::kCUDA, MatMulCuda, DType::kF32, DType::kBF16);
+TFM_REGISTER_KERNELS("matmul_backward", DeviceType::kCUDA, MatMulBackwardCuda, DType::kF32,
+                     DType::kBF16);
 
 }  // namespace
 }  // namespace tfm

@@ -9,9 +9,7 @@ namespace {
 
 absl::Status ValidatePack(const KernelContext& context) {
   const Tensor& weight = context.input(0);
-  if (weight.rank() != 2 || weight.dtype() != DType::kF32) {
-    return context.Error("weight must be [out, in] f32");
-  }
+  if (weight.rank() != 2) return context.Error("weight must be [out, in]");
   return absl::OkStatus();
 }
 
@@ -20,9 +18,8 @@ absl::Status ValidatePackedLinear(const KernelContext& context) {
   const Tensor& packed = context.input(1);
   TFM_ASSIGN_OR_RETURN(const int64_t out, context.attrs().Get<int64_t>("out_features"));
   TFM_RETURN_IF_ERROR(context.attrs().GetOr<bool>("relu", false).status());
-  if (x.dtype() != DType::kF32 || packed.dtype() != DType::kF32 || x.rank() < 1 ||
-      packed.rank() != 3 || x.dim(-1) != packed.dim(1)) {
-    return context.Error("x must be [..., in] and packed [panels, in, width], both f32");
+  if (x.rank() < 1 || packed.rank() != 3 || x.dim(-1) != packed.dim(1)) {
+    return context.Error("x must be [..., in] and packed [panels, in, width]");
   }
   const int64_t panels = packed.dim(0), width = packed.dim(2);
   if (out < 1 || out > panels * width || out <= (panels - 1) * width) {
@@ -31,9 +28,7 @@ absl::Status ValidatePackedLinear(const KernelContext& context) {
   }
   if (context.num_inputs() == 3) {
     const Tensor& bias = context.input(2);
-    if (bias.rank() != 1 || bias.dim(0) != out || bias.dtype() != DType::kF32) {
-      return context.Error("bias must be [out_features] f32");
-    }
+    if (bias.rank() != 1 || bias.dim(0) != out) return context.Error("bias must be [out_features]");
   }
   return absl::OkStatus();
 }
@@ -54,6 +49,7 @@ TFM_REGISTER_OP(OpDef{
     .attrs = {"out_features", "relu"},
     .doc = "x W^T + b with W packed by pack_linear_weight (relu: then max(0, .))",
     .validate = ValidatePackedLinear,
+    .kernel_dtype_inputs = {0, 1, 2},
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -63,6 +59,7 @@ TFM_REGISTER_OP(OpDef{
     .attrs = {"out_features", "relu"},
     .doc = "x W^T with W packed by pack_linear_weight (relu: then max(0, .))",
     .validate = ValidatePackedLinear,
+    .kernel_dtype_inputs = {0, 1},
 });
 
 }  // namespace

@@ -10,12 +10,6 @@ namespace {
 absl::Status ValidateOffset(const KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
   if (offset < 0) return context.Error("offset must be >= 0");
-  // f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
-  const DType dtype = context.dtype();
-  if (dtype != DType::kF32 &&
-      !(context.device().is_cuda() && (dtype == DType::kF16 || dtype == DType::kBF16))) {
-    return context.Error("only f32 is supported (and f16 or bf16 on CUDA)");
-  }
   return absl::OkStatus();
 }
 
@@ -32,6 +26,11 @@ TFM_REGISTER_OP(OpDef{
           if (length < 0 || d_model < 0) return context.Error("length and d_model must be >= 0");
           return ValidateOffset(context);
         },
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      TFM_ASSIGN_OR_RETURN(int64_t length, context.attrs().Get<int64_t>("length"));
+      TFM_ASSIGN_OR_RETURN(int64_t d_model, context.attrs().Get<int64_t>("d_model"));
+      return std::vector<Shape>{{length, d_model}};
+    },
 });
 
 TFM_REGISTER_OP(OpDef{

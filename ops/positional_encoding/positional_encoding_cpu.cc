@@ -139,7 +139,7 @@ absl::Status PositionalEncodingCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(int64_t length, context.attrs().Get<int64_t>("length"));
   TFM_ASSIGN_OR_RETURN(int64_t d_model, context.attrs().Get<int64_t>("d_model"));
   TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
-  TFM_ASSIGN_OR_RETURN(Tensor * pe, context.AllocateOutput(0, {length, d_model}, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * pe, context.AllocateOutput(0, DType::kF32));
   EncodeRows(length, length, d_model, offset, nullptr, pe->data<float>());
   return absl::OkStatus();
 }

@@ -18,7 +18,6 @@ absl::Status ValidateRandom(const KernelContext& context, const char* a, const c
   if (!std::isfinite(first) || !std::isfinite(second)) {
     return context.Error("parameters must be finite");
   }
-  if (context.dtype() != DType::kF32) return context.Error("only f32 is supported");
   return absl::OkStatus();
 }
 

@@ -6,15 +6,8 @@
 namespace tfm {
 namespace {
 
-// f32 on every device; f16 and bf16 on CUDA only (the CPU kernels are f32).
 absl::Status ValidateRelu(const KernelContext& context) {
-  const DType dtype = context.input(0).dtype();
-  const bool supported = dtype == DType::kF32 || (context.device().is_cuda() &&
-                                                  (dtype == DType::kF16 || dtype == DType::kBF16));
   for (int i = 0; i < context.num_inputs(); ++i) {
-    if (!supported || context.input(i).dtype() != dtype) {
-      return context.Error("inputs must be f32 (or all f16 or bf16 on CUDA)");
-    }
     if (context.input(i).shape() != context.input(0).shape()) {
       return context.Error("inputs must have one shape");
     }
@@ -28,6 +21,7 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"out"},
     .doc = "out = max(x, 0)",
     .validate = ValidateRelu,
+    .kernel_dtype_inputs = {0},
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -36,6 +30,7 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"dx"},
     .doc = "dx = dout * (out > 0)",
     .validate = ValidateRelu,
+    .kernel_dtype_inputs = {0, 1},
 });
 
 }  // namespace

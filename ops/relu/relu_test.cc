@@ -171,9 +171,18 @@ TEST(ReluTest, BadArgumentsNameTheOpAndShapes) {
   EXPECT_NE(status.message().find("relu_backward: inputs must have one shape"), std::string::npos)
       << status;
   EXPECT_NE(status.message().find("f32[3, 2]"), std::string::npos) << status;
-  EXPECT_EQ(ReluBackward(Random({3}, 1), *Tensor::Zeros({3}, DType::kI32)).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_FALSE(Relu(*Tensor::Zeros({3}, DType::kI32)).ok());  // No i32 kernel.
+  // Dtypes: one for dout and out, and one the kernel table has.
+  status = ReluBackward(Random({3}, 1), *Tensor::Zeros({3}, DType::kI32)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("relu_backward: input 'out' is i32 but the kernel runs in f32; "
+                                  "dout, out must share one dtype"),
+            std::string::npos)
+      << status;
+  status = Relu(*Tensor::Zeros({3}, DType::kF16)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("relu: no kernel for CPU/f16; relu's kernels: CPU/f32"),
+            std::string::npos)
+      << status;
 }
 
 }  // namespace

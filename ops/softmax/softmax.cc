@@ -9,9 +9,6 @@ namespace {
 
 absl::Status ValidateSoftmax(const KernelContext& context) {
   const Tensor& x = context.input(0);
-  if (x.dtype() != DType::kF32 && x.dtype() != DType::kBF16) {
-    return context.Error("x must be f32 or bf16");
-  }
   if (x.rank() < 1) return context.Error("x needs at least one axis");
   return absl::OkStatus();
 }
@@ -34,9 +31,8 @@ absl::Status ValidateMaskedSoftmax(const KernelContext& context) {
 
 absl::Status ValidateSoftmaxBackward(const KernelContext& context) {
   TFM_RETURN_IF_ERROR(ValidateSoftmax(context));
-  if (context.input(1).dtype() != context.input(0).dtype() ||
-      context.input(1).shape() != context.input(0).shape()) {
-    return context.Error("dout and out must have one dtype and shape");
+  if (context.input(1).shape() != context.input(0).shape()) {
+    return context.Error("dout and out must have one shape");
   }
   return absl::OkStatus();
 }
@@ -72,6 +68,7 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"dx"},
     .doc = "dx = out * (dout - sum(dout * out)) over the last axis",
     .validate = ValidateSoftmaxBackward,
+    .kernel_dtype_inputs = {0, 1},
 });
 
 }  // namespace

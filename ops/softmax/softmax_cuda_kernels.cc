@@ -5,16 +5,12 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cuda_launch_status.h"
 #include "ops/softmax/softmax_cuda.h"
 #include "ops/softmax/softmax_kernel_args.h"
 
 namespace tfm {
 namespace {
-
-absl::Status LaunchStatus(const KernelContext& context, const char* error) {
-  if (error == nullptr) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(context.def().name, ": ", error));
-}
 
 // MaskRows' axes for the kernels, with extent-1 axes dropped and adjacent
 // axes merged where the outer stride is the inner one's stride times its
@@ -61,34 +57,33 @@ absl::Status SoftmaxCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), x.dtype()));
   if (x.num_elements() == 0) return absl::OkStatus();
   TFM_ASSIGN_OR_RETURN(const SoftmaxCudaMask mask, CudaMask(context));
-  return LaunchStatus(context, LaunchSoftmax<T>(x.data<T>(), mask, NumRows(x.shape()), x.dim(-1),
-                                                out->data<T>(), context.stream()));
+  return CudaLaunchStatus(context, LaunchSoftmax<T>(x.data<T>(), mask, NumRows(x.shape()),
+                                                    x.dim(-1), out->data<T>(), context.stream()));
 }
 
 template <typename T>
 absl::Status LogSoftmaxCuda(KernelContext& context) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), x.dtype()));
-  return LaunchStatus(context, LaunchLogSoftmax<T>(x.data<T>(), NumRows(x.shape()), x.dim(-1),
-                                                   out->data<T>(), context.stream()));
+  return CudaLaunchStatus(context, LaunchLogSoftmax<T>(x.data<T>(), NumRows(x.shape()), x.dim(-1),
+                                                       out->data<T>(), context.stream()));
 }
 
 template <typename T>
 absl::Status SoftmaxBackwardCuda(KernelContext& context) {
   const Tensor& dout = context.input(0);
   TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), dout.dtype()));
-  return LaunchStatus(context, LaunchSoftmaxBackward<T>(dout.data<T>(), context.input(1).data<T>(),
-                                                        NumRows(dout.shape()), dout.dim(-1),
-                                                        dx->data<T>(), context.stream()));
+  return CudaLaunchStatus(
+      context,
+      LaunchSoftmaxBackward<T>(dout.data<T>(), context.input(1).data<T>(), NumRows(dout.shape()),
+                               dout.dim(-1), dx->data<T>(), context.stream()));
 }
 
-#define TFM_REGISTER_SOFTMAX_CUDA(dtype, T)                                        \
-  TFM_REGISTER_KERNEL("softmax", DeviceType::kCUDA, dtype, SoftmaxCuda<T>);        \
-  TFM_REGISTER_KERNEL("masked_softmax", DeviceType::kCUDA, dtype, SoftmaxCuda<T>); \
-  TFM_REGISTER_KERNEL("log_softmax", DeviceType::kCUDA, dtype, LogSoftmaxCuda<T>); \
-  TFM_REGISTER_KERNEL("softmax_backward", DeviceType::kCUDA, dtype, SoftmaxBackwardCuda<T>)
-TFM_REGISTER_SOFTMAX_CUDA(DType::kF32, float);
-TFM_REGISTER_SOFTMAX_CUDA(DType::kBF16, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("softmax", DeviceType::kCUDA, SoftmaxCuda, float, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("masked_softmax", DeviceType::kCUDA, SoftmaxCuda, float, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("log_softmax", DeviceType::kCUDA, LogSoftmaxCuda, float, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("softmax_backward", DeviceType::kCUDA, SoftmaxBackwardCuda, float,
+                           BFloat16);
 
 }  // namespace
 }  // namespace tfm

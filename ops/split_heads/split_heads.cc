@@ -23,6 +23,17 @@ absl::Status ValidateMergeHeads(const KernelContext& context) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<Shape>> SplitHeadsShape(const KernelContext& context) {
+  const Tensor& x = context.input(0);
+  TFM_ASSIGN_OR_RETURN(int64_t heads, context.attrs().Get<int64_t>("heads"));
+  return std::vector<Shape>{{x.dim(0), heads, x.dim(1), x.dim(2) / heads}};
+}
+
+absl::StatusOr<std::vector<Shape>> MergeHeadsShape(const KernelContext& context) {
+  const Tensor& x = context.input(0);
+  return std::vector<Shape>{{x.dim(0), x.dim(2), x.dim(1) * x.dim(3)}};
+}
+
 TFM_REGISTER_OP(OpDef{
     .name = "split_heads",
     .inputs = {"x"},
@@ -30,6 +41,7 @@ TFM_REGISTER_OP(OpDef{
     .attrs = {"heads"},
     .doc = "[batch, len, heads * d] -> [batch, heads, len, d]; backward is merge_heads",
     .validate = ValidateSplitHeads,
+    .output_shapes = SplitHeadsShape,
 });
 
 TFM_REGISTER_OP(OpDef{
@@ -38,6 +50,7 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"out"},
     .doc = "[batch, heads, len, d] -> [batch, len, heads * d]; backward is split_heads",
     .validate = ValidateMergeHeads,
+    .output_shapes = MergeHeadsShape,
 });
 
 }  // namespace

@@ -34,7 +34,7 @@ absl::Status SplitHeadsCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(int64_t heads, context.attrs().Get<int64_t>("heads"));
   const int64_t batch = x.dim(0), len = x.dim(1), d = x.dim(2) / heads;
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {batch, heads, len, d}, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.dtype()));
   PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()), batch,
                len, heads, d * DTypeSize(x.dtype()), /*split=*/true);
   return absl::OkStatus();
@@ -43,22 +43,17 @@ absl::Status SplitHeadsCpu(KernelContext& context) {
 absl::Status MergeHeadsCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
   const int64_t batch = x.dim(0), heads = x.dim(1), len = x.dim(2), d = x.dim(3);
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {batch, len, heads * d}, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.dtype()));
   PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()), batch,
                len, heads, d * DTypeSize(x.dtype()), /*split=*/false);
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kF32, SplitHeadsCpu);
-TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kF32, MergeHeadsCpu);
-TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kF16, SplitHeadsCpu);
-TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kF16, MergeHeadsCpu);
-TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kBF16, SplitHeadsCpu);
-TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kBF16, MergeHeadsCpu);
-TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kI32, SplitHeadsCpu);
-TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kI32, MergeHeadsCpu);
-TFM_REGISTER_KERNEL("split_heads", DeviceType::kCPU, DType::kI64, SplitHeadsCpu);
-TFM_REGISTER_KERNEL("merge_heads", DeviceType::kCPU, DType::kI64, MergeHeadsCpu);
+// Every dtype: only bytes move.
+TFM_REGISTER_KERNELS("split_heads", DeviceType::kCPU, SplitHeadsCpu, DType::kF32, DType::kF16,
+                     DType::kBF16, DType::kI32, DType::kI64);
+TFM_REGISTER_KERNELS("merge_heads", DeviceType::kCPU, MergeHeadsCpu, DType::kF32, DType::kF16,
+                     DType::kBF16, DType::kI32, DType::kI64);
 
 }  // namespace
 }  // namespace tfm
