@@ -12,6 +12,10 @@
 namespace tfm {
 namespace {
 
+// This function exists to read the deprecated fields, the one place that
+// should: their accessors' deprecation warnings are expected here alone.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 void UpgradeParsingFields(config::TaskConfig* config) {
   const config::ModelConfig& old_model = config->model();
   const config::DecodeConfig& old_decode = config->decode();
@@ -39,6 +43,7 @@ void UpgradeParsingFields(config::TaskConfig* config) {
   decode.clear_tag_dictionary_open_class();
   SetParsingSettings(settings, config);
 }
+#pragma GCC diagnostic pop
 
 TFM_REGISTER_CONFIG_UPGRADE("parsing", UpgradeParsingFields);
 
