@@ -82,6 +82,17 @@ void GainSums(const float* dy, const float* gain, const float* x, int64_t n, flo
 // Rows per task: enough elements to outweigh the scheduling cost.
 int64_t RowGrain(int64_t d) { return std::max<int64_t>(1, 16384 / d); }
 
+// Backward's row chunks, each with its own dgain and dbias sums (added in
+// chunk order at the end): counted from the shape alone, never from the
+// thread count, so that every pool size gives the same bits. A chunk is at
+// least a quarter of RowGrain, and there are at most kMaxChunks of them:
+// enough that a few threads split them evenly, few enough that merging the
+// sums (2 d floats each) stays a small part of the work.
+constexpr int64_t kMaxChunks = 64;
+int64_t BackwardChunks(int64_t rows, int64_t d) {
+  return std::clamp<int64_t>(rows / std::max<int64_t>(1, RowGrain(d) / 4), 1, kMaxChunks);
+}
+
 }  // namespace
 
 absl::Status LayerNormCpu(KernelContext& context) {
@@ -124,8 +135,8 @@ absl::Status LayerNormCpu(KernelContext& context) {
 
 // With xhat = (x - mean) * rstd and g = dout * gain, per row:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),
-// and over rows dgain = sum dout * xhat, dbias = sum dout. Each task sums its
-// rows' dgain and dbias privately; the partial sums are added at the end.
+// and over rows dgain = sum dout * xhat, dbias = sum dout. Each chunk of rows
+// sums its dgain and dbias privately; the partial sums are added at the end.
 absl::Status LayerNormBackwardCpu(KernelContext& context) {
   const Tensor& dout = context.input(0);
   const Tensor& x = context.input(1);
@@ -143,9 +154,8 @@ absl::Status LayerNormBackwardCpu(KernelContext& context) {
   float* dxs = dx->data<float>();
   const float inv_d = 1.0f / static_cast<float>(d);
 
-  // One task per thread (at most), each with private [dgain | dbias] sums.
-  const int64_t tasks = std::max<int64_t>(
-      1, std::min<int64_t>(context.thread_pool()->num_threads(), rows / RowGrain(d)));
+  // One task per chunk, each with private [dgain | dbias] sums.
+  const int64_t tasks = BackwardChunks(rows, d);
   std::vector<float> partial(tasks * 2 * d, 0.0f);
   context.thread_pool()->ParallelFor(tasks, 1, [&](int64_t task_begin, int64_t task_end) {
     for (int64_t task = task_begin; task < task_end; ++task) {
