@@ -85,12 +85,15 @@ int64_t RowGrain(int64_t d) { return std::max<int64_t>(1, 16384 / d); }
 // Backward's row chunks, each with its own dgain and dbias sums (added in
 // chunk order at the end): counted from the shape alone, never from the
 // thread count, so that every pool size gives the same bits. A chunk is at
-// least a quarter of RowGrain, and there are at most kMaxChunks of them:
-// enough that a few threads split them evenly, few enough that merging the
+// least a quarter of RowGrain; their count is a power of two (2, 4, 8 or 16
+// threads split them evenly) and at most kMaxChunks, so that merging the
 // sums (2 d floats each) stays a small part of the work.
 constexpr int64_t kMaxChunks = 64;
 int64_t BackwardChunks(int64_t rows, int64_t d) {
-  return std::clamp<int64_t>(rows / std::max<int64_t>(1, RowGrain(d) / 4), 1, kMaxChunks);
+  const int64_t fit = rows / std::max<int64_t>(1, RowGrain(d) / 4);
+  int64_t chunks = 1;
+  while (chunks * 2 <= std::min(fit, kMaxChunks)) chunks *= 2;
+  return chunks;
 }
 
 }  // namespace
