@@ -86,9 +86,9 @@ int64_t RowGrain(int64_t d) { return std::max<int64_t>(1, 16384 / d); }
 // chunk order at the end): counted from the shape alone, never from the
 // thread count, so that every pool size gives the same bits. A chunk is at
 // least a quarter of RowGrain; their count is a power of two (2, 4, 8 or 16
-// threads split them evenly) and at most kMaxChunks, so that merging the
-// sums (2 d floats each) stays a small part of the work.
-constexpr int64_t kMaxChunks = 64;
+// threads split them evenly) and at most kMaxChunks (as in SumRowsCpu), so
+// that merging the sums (2 d floats each) stays a small part of the work.
+constexpr int64_t kMaxChunks = 16;
 int64_t BackwardChunks(int64_t rows, int64_t d) {
   const int64_t fit = rows / std::max<int64_t>(1, RowGrain(d) / 4);
   int64_t chunks = 1;

@@ -20,8 +20,9 @@ constexpr int64_t kPanelAlign = 16;
 // the whole product's bits, and results do not depend on the thread count,
 // except where it switches to its small-matrix kernels, which sum in another
 // order (sgemm up to 10^6 multiply-adds on SkylakeX and later in 0.3.21): no
-// panel is cut that small. gemm_cpu_test checks 1, 2 and 3 threads.
-constexpr int64_t kMinPanelWork = int64_t{1} << 21;
+// panel is cut that small. gemm_cpu_test checks 1, 2 and 3 threads, at
+// this edge too.
+constexpr int64_t kMinPanelWork = int64_t{1} << 20;
 
 // The panel extent for splitting `extent` rows (or columns), each worth
 // `row_work` multiply-adds, over at most `threads` panels: the most panels

@@ -72,7 +72,7 @@ std::vector<float> Filled(int64_t size, int seed) {
 // the pool, an odd small batch runs in order with each product split into
 // panels. Both must give every entry its own product.
 TEST(GemmCpuTest, BatchedMediumProductsOnEitherPath) {
-  const int64_t m = 160, n = 130, k = 210;  // 4.4M multiply-adds each: two panels.
+  const int64_t m = 160, n = 130, k = 105;  // 2.2M multiply-adds each: two panels.
   for (int64_t batch : {2, 3, 8}) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
@@ -96,7 +96,7 @@ TEST(GemmCpuTest, BatchedMediumProductsOnEitherPath) {
 // (n > m), unsplit, and the matrix-vector paths for one row or one column;
 // each with every transpose, beta 0 over NaNs and beta 1 accumulating.
 TEST(GemmCpuTest, EveryPathEveryTransposeAndBeta) {
-  const int64_t shapes[][3] = {{400, 40, 300}, {40, 400, 300}, {3, 5, 4}, {1, 300, 70},
+  const int64_t shapes[][3] = {{400, 40, 150}, {40, 400, 150}, {3, 5, 4}, {1, 300, 70},
                                {1, 7, 3},     {300, 1, 70},  {5, 1, 9},   {1, 1, 33},
                                {33, 40, 1},   {17, 2000, 9}};
   for (const auto& shape : shapes) {
@@ -176,6 +176,8 @@ TEST(GemmCpuTest, ThreadCountDoesNotChangeTheBits) {
       {true, false, 40, 64, 600, 0.0f},    {false, false, 100, 100, 150, 0.0f},
       {false, true, 33, 200, 300, 0.0f},   {true, true, 70, 50, 2000, 0.0f},
       {false, false, 100, 100, 450, 0.0f}, {false, true, 33, 8000, 256, 0.0f},
+      // Panels of 2^20 multiply-adds, just above the small-matrix kernels.
+      {false, true, 32, 256, 256, 0.0f},   {true, false, 256, 32, 256, 1.0f},
   };
   for (const Case& c : cases) {
     const std::vector<float> one = ProductOnThreads(1, c.ta, c.tb, c.m, c.n, c.k, c.beta);
