@@ -124,7 +124,19 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
 }
 
+namespace {
+// Set by ThreadPool::ScopedDefault; null means the process-wide pool.
+std::atomic<ThreadPool*> default_override{nullptr};
+}  // namespace
+
+ThreadPool::ScopedDefault::ScopedDefault(ThreadPool* pool) : saved_(default_override.load()) {
+  default_override.store(pool);
+}
+
+ThreadPool::ScopedDefault::~ScopedDefault() { default_override.store(saved_); }
+
 ThreadPool* ThreadPool::Default() {
+  if (ThreadPool* chosen = default_override.load(std::memory_order_acquire)) return chosen;
   static ThreadPool* pool = [] {
     int threads = static_cast<int>(std::thread::hardware_concurrency());
     const char* env = std::getenv("TFM_NUM_THREADS");

@@ -38,8 +38,24 @@ class ThreadPool {
   void ParallelFor(int64_t n, int64_t grain,
                    const std::function<void(int64_t, int64_t)>& fn);
 
-  // The process-wide pool: TFM_NUM_THREADS threads, else one per core.
+  // The process-wide pool: TFM_NUM_THREADS threads, else one per core; or,
+  // while a ScopedDefault lives, the pool it names.
   static ThreadPool* Default();
+
+  // Makes `pool` the Default() of the whole process until destroyed, so that
+  // one test can run a kernel on pools of 1, 2 and 3 threads and compare the
+  // bits (CPU kernels promise results independent of the thread count).
+  // Not for use while other threads run kernels.
+  class ScopedDefault {
+   public:
+    explicit ScopedDefault(ThreadPool* pool);
+    ~ScopedDefault();
+    ScopedDefault(const ScopedDefault&) = delete;
+    ScopedDefault& operator=(const ScopedDefault&) = delete;
+
+   private:
+    ThreadPool* saved_;
+  };
 
   // How long an idle worker spins before it sleeps. libgomp spins about as
   // long by default (GOMP_SPINCOUNT), which is what PyTorch's loops pay.

@@ -90,5 +90,20 @@ TEST(ThreadPoolTest, SingleThreadRunsInline) {
   EXPECT_EQ(sum, 45);
 }
 
+TEST(ThreadPoolTest, ScopedDefaultReplacesTheDefaultPoolUntilDestroyed) {
+  ThreadPool* process_pool = ThreadPool::Default();
+  ThreadPool outer(3), inner(1);
+  {
+    ThreadPool::ScopedDefault outer_scope(&outer);
+    EXPECT_EQ(ThreadPool::Default(), &outer);
+    {
+      ThreadPool::ScopedDefault inner_scope(&inner);
+      EXPECT_EQ(ThreadPool::Default(), &inner);
+    }
+    EXPECT_EQ(ThreadPool::Default(), &outer);
+  }
+  EXPECT_EQ(ThreadPool::Default(), process_pool);
+}
+
 }  // namespace
 }  // namespace tfm

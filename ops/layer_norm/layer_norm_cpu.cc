@@ -82,6 +82,20 @@ void GainSums(const float* dy, const float* gain, const float* x, int64_t n, flo
 // Rows per task: enough elements to outweigh the scheduling cost.
 int64_t RowGrain(int64_t d) { return std::max<int64_t>(1, 16384 / d); }
 
+// Backward's row chunks, each with its own dgain and dbias sums (added in
+// chunk order at the end): counted from the shape alone, never from the
+// thread count, so that every pool size gives the same bits. A chunk is at
+// least a quarter of RowGrain; their count is a power of two (2, 4, 8 or 16
+// threads split them evenly) and at most kMaxChunks (as in SumRowsCpu), so
+// that merging the sums (2 d floats each) stays a small part of the work.
+constexpr int64_t kMaxChunks = 16;
+int64_t BackwardChunks(int64_t rows, int64_t d) {
+  const int64_t fit = rows / std::max<int64_t>(1, RowGrain(d) / 4);
+  int64_t chunks = 1;
+  while (chunks * 2 <= std::min(fit, kMaxChunks)) chunks *= 2;
+  return chunks;
+}
+
 }  // namespace
 
 absl::Status LayerNormCpu(KernelContext& context) {
@@ -123,8 +137,8 @@ absl::Status LayerNormCpu(KernelContext& context) {
 
 // With xhat = (x - mean) * rstd and g = dout * gain, per row:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),
-// and over rows dgain = sum dout * xhat, dbias = sum dout. Each task sums its
-// rows' dgain and dbias privately; the partial sums are added at the end.
+// and over rows dgain = sum dout * xhat, dbias = sum dout. Each chunk of rows
+// sums its dgain and dbias privately; the partial sums are added at the end.
 absl::Status LayerNormBackwardCpu(KernelContext& context) {
   const Tensor& dout = context.input(0);
   const Tensor& x = context.input(1);
@@ -142,9 +156,8 @@ absl::Status LayerNormBackwardCpu(KernelContext& context) {
   float* dxs = dx->data<float>();
   const float inv_d = 1.0f / static_cast<float>(d);
 
-  // One task per thread (at most), each with private [dgain | dbias] sums.
-  const int64_t tasks = std::max<int64_t>(
-      1, std::min<int64_t>(context.thread_pool()->num_threads(), rows / RowGrain(d)));
+  // One task per chunk, each with private [dgain | dbias] sums.
+  const int64_t tasks = BackwardChunks(rows, d);
   std::vector<float> partial(tasks * 2 * d, 0.0f);
   context.thread_pool()->ParallelFor(tasks, 1, [&](int64_t task_begin, int64_t task_end) {
     for (int64_t task = task_begin; task < task_end; ++task) {
@@ -176,12 +189,16 @@ absl::Status LayerNormBackwardCpu(KernelContext& context) {
   float* db = dbias->data<float>();
   std::fill(dg, dg + d, 0.0f);
   std::fill(db, db + d, 0.0f);
+  // In chunk order; vectorised by hand (GCC leaves this loop scalar: the
+  // pointers may alias), which rounds each element's sum exactly as scalar
+  // adds would.
   for (int64_t task = 0; task < tasks; ++task) {
     const float* pgain = partial.data() + task * 2 * d;
-    for (int64_t i = 0; i < d; ++i) {
-      dg[i] += pgain[i];
-      db[i] += pgain[d + i];
-    }
+    const float* pbias = pgain + d;
+    simd::ForEachVector(0, d, [&](int64_t i, auto lanes) {
+      Store(Load(dg + i, lanes) + Load(pgain + i, lanes), dg + i, lanes);
+      Store(Load(db + i, lanes) + Load(pbias + i, lanes), db + i, lanes);
+    });
   }
   return absl::OkStatus();
 }

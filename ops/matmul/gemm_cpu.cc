@@ -15,6 +15,31 @@ namespace {
 // stays a whole number of the BLAS kernels' register tiles.
 constexpr int64_t kPanelAlign = 16;
 
+// The fewest multiply-adds a panel may have. OpenBLAS sums each element's k
+// terms in the same order whatever the m and n of the call, so panels give
+// the whole product's bits, and results do not depend on the thread count,
+// except where it switches to its small-matrix kernels, which sum in another
+// order (sgemm up to 10^6 multiply-adds on SkylakeX and later in 0.3.21): no
+// panel is cut that small. gemm_cpu_test checks 1, 2 and 3 threads, at
+// this edge too.
+constexpr int64_t kMinPanelWork = int64_t{1} << 20;
+
+// The panel extent for splitting `extent` rows (or columns), each worth
+// `row_work` multiply-adds, over at most `threads` panels: the most panels
+// whose smallest one (the last, after rounding to kPanelAlign) still has
+// kMinPanelWork and a whole register tile (a narrower one would be a
+// matrix-vector product or another kernel). 0 when the product should not
+// be split.
+int64_t PanelExtent(int64_t extent, int64_t row_work, int threads) {
+  for (int64_t panels = std::min<int64_t>(threads, extent / kPanelAlign); panels >= 2; --panels) {
+    const int64_t panel =
+        ((extent + panels - 1) / panels + kPanelAlign - 1) / kPanelAlign * kPanelAlign;
+    const int64_t last = extent - (extent - 1) / panel * panel;
+    if (last >= kPanelAlign && last * row_work >= kMinPanelWork) return panel;
+  }
+  return 0;
+}
+
 // One product with explicit leading dimensions, single-threaded: a
 // matrix-vector product when it has one row or one column.
 void Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
@@ -60,12 +85,11 @@ void GemmCpu(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const 
   const int threads = pool->num_threads();
   const bool split_rows = m >= n;
   const int64_t extent = split_rows ? m : n;
-  if (threads == 1 || m * n * k < kGemmSplitWork || extent < 2 * kPanelAlign) {
+  const int64_t panel = PanelExtent(extent, (split_rows ? n : m) * k, threads);
+  if (panel == 0) {
     Product(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  const int64_t panel =
-      ((extent + threads - 1) / threads + kPanelAlign - 1) / kPanelAlign * kPanelAlign;
   pool->ParallelFor((extent + panel - 1) / panel, 1, [&](int64_t first, int64_t last) {
     for (int64_t p = first; p < last; ++p) {
       const int64_t begin = p * panel, size = std::min(panel, extent - begin);

@@ -3,7 +3,9 @@
 // (ops/blas/openblas_library.h) runs single-threaded; threading is ours, on
 // ThreadPool::Default():
 //   - a large product is split into one panel of rows (or columns) per
-//     thread, each panel one single-threaded BLAS call;
+//     thread, each panel one single-threaded BLAS call, none so small that
+//     OpenBLAS would sum it in another order than the whole product (the
+//     bits do not depend on the thread count);
 //   - a batch of products is spread over the threads, whole products each,
 //     when that balances (attention's 256 heads of 128 x 128 x 64);
 //   - a product with one row or one column (batch-1 decoding) is a

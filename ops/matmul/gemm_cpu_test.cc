@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -71,7 +72,7 @@ std::vector<float> Filled(int64_t size, int seed) {
 // the pool, an odd small batch runs in order with each product split into
 // panels. Both must give every entry its own product.
 TEST(GemmCpuTest, BatchedMediumProductsOnEitherPath) {
-  const int64_t m = 72, n = 65, k = 70;  // 327600 multiply-adds each.
+  const int64_t m = 160, n = 130, k = 105;  // 2.2M multiply-adds each: two panels.
   for (int64_t batch : {2, 3, 8}) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
@@ -95,7 +96,7 @@ TEST(GemmCpuTest, BatchedMediumProductsOnEitherPath) {
 // (n > m), unsplit, and the matrix-vector paths for one row or one column;
 // each with every transpose, beta 0 over NaNs and beta 1 accumulating.
 TEST(GemmCpuTest, EveryPathEveryTransposeAndBeta) {
-  const int64_t shapes[][3] = {{200, 40, 50}, {40, 200, 50}, {3, 5, 4},   {1, 300, 70},
+  const int64_t shapes[][3] = {{400, 40, 150}, {40, 400, 150}, {3, 5, 4}, {1, 300, 70},
                                {1, 7, 3},     {300, 1, 70},  {5, 1, 9},   {1, 1, 33},
                                {33, 40, 1},   {17, 2000, 9}};
   for (const auto& shape : shapes) {
@@ -129,6 +130,64 @@ TEST(GemmCpuTest, SplitProductInsidePoolChunks) {
     }
   });
   for (const auto& c : results) EXPECT_EQ(c, expected);
+}
+
+// Values with full mantissas, so that every change in the order of a sum
+// shows in the bits.
+std::vector<float> Irrational(int64_t size, int seed) {
+  std::vector<float> values(size);
+  for (int64_t i = 0; i < size; ++i) values[i] = std::sin(0.37f * i + 1.3f * seed);
+  return values;
+}
+
+// C under a default pool of `threads` threads.
+std::vector<float> ProductOnThreads(int threads, bool ta, bool tb, int64_t m, int64_t n,
+                                    int64_t k, float beta) {
+  ThreadPool pool(threads);
+  ThreadPool::ScopedDefault scope(&pool);
+  const std::vector<float> a = Irrational(m * k, 1), b = Irrational(k * n, 2);
+  std::vector<float> c = Irrational(m * n, 3);
+  GemmCpu(ta, tb, m, n, k, a.data(), b.data(), beta, c.data());
+  return c;
+}
+
+// Training's products (the small Multi30k preset: d_model 256, d_ff 1024,
+// vocabulary 8000, ~250 rows): linear forward (beta 1 onto the bias) and
+// backward, the tied projection and its backward; and smaller ones. 1, 2
+// and 3 threads give the same bits.
+TEST(GemmCpuTest, ThreadCountDoesNotChangeTheBits) {
+  struct Case {
+    bool ta, tb;
+    int64_t m, n, k;
+    float beta;
+  };
+  const Case cases[] = {
+      {false, true, 250, 256, 256, 1.0f},  {false, true, 250, 1024, 256, 1.0f},
+      {false, true, 250, 256, 1024, 1.0f}, {false, false, 250, 256, 256, 0.0f},
+      {false, false, 250, 256, 1024, 0.0f}, {false, false, 250, 1024, 256, 0.0f},
+      {true, false, 256, 256, 250, 0.0f},  {true, false, 1024, 256, 250, 0.0f},
+      {true, false, 256, 1024, 250, 0.0f}, {false, true, 250, 8000, 256, 0.0f},
+      {false, false, 250, 256, 8000, 0.0f}, {true, false, 8000, 256, 250, 0.0f},
+      {false, false, 96, 130, 70, 0.0f},   {true, true, 130, 96, 70, 1.0f},
+      // Around OpenBLAS's small-matrix kernels (up to 10^6 multiply-adds),
+      // whose sums run in another order: a product above them must not be
+      // cut into panels below them.
+      {false, false, 40, 40, 1000, 0.0f},  {false, true, 48, 40, 700, 1.0f},
+      {true, false, 40, 64, 600, 0.0f},    {false, false, 100, 100, 150, 0.0f},
+      {false, true, 33, 200, 300, 0.0f},   {true, true, 70, 50, 2000, 0.0f},
+      {false, false, 100, 100, 450, 0.0f}, {false, true, 33, 8000, 256, 0.0f},
+      // Panels of 2^20 multiply-adds, just above the small-matrix kernels.
+      {false, true, 32, 256, 256, 0.0f},   {true, false, 256, 32, 256, 1.0f},
+  };
+  for (const Case& c : cases) {
+    const std::vector<float> one = ProductOnThreads(1, c.ta, c.tb, c.m, c.n, c.k, c.beta);
+    for (int threads : {2, 3}) {
+      const std::vector<float> many = ProductOnThreads(threads, c.ta, c.tb, c.m, c.n, c.k, c.beta);
+      EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0)
+          << c.m << "x" << c.n << "x" << c.k << " ta " << c.ta << " tb " << c.tb << " on "
+          << threads << " threads";
+    }
+  }
 }
 
 TEST(GemmCpuTest, ForEachGemmBatchVisitsEveryEntryOnce) {
