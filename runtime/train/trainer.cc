@@ -85,6 +85,13 @@ absl::Status Trainer::ZeroGradients() {
   return absl::OkStatus();
 }
 
+std::vector<Tensor> Trainer::GradientTensors() const {
+  std::vector<Tensor> grads;
+  grads.reserve(parameters_.size());
+  for (const Parameter* p : parameters_) grads.push_back(p->grad);
+  return grads;
+}
+
 absl::StatusOr<std::vector<Batch>> Trainer::NextBatches() {
   std::vector<Batch> batches(options_.update_freq);
   for (Batch& batch : batches) {
@@ -126,7 +133,7 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     // the same bits.
     std::vector<Tensor> earlier;
     if (i != rank) {
-      for (Parameter* p : parameters_) earlier.push_back(p->grad);
+      earlier = GradientTensors();
       TFM_RETURN_IF_ERROR(ZeroGradients());
     }
     const bool reducer_adds = reducer_ != nullptr && last;
@@ -149,17 +156,13 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     result.stats = LossStats{sums[0], sums[1], static_cast<int64_t>(sums[2]),
                              static_cast<int64_t>(sums[3])};
   }
-  std::vector<Tensor> grads;
-  for (Parameter* p : parameters_) grads.push_back(p->grad);
-  TFM_ASSIGN_OR_RETURN(result.gnorm, GlobalGradNorm(grads));
+  TFM_ASSIGN_OR_RETURN(result.gnorm, GlobalGradNorm(GradientTensors()));
   return result;
 }
 
 absl::Status Trainer::ApplyUpdate(int64_t update, double lr_factor) {
   if (options_.clip_norm > 0) {
-    std::vector<Tensor> grads;
-    for (Parameter* p : parameters_) grads.push_back(p->grad);
-    TFM_RETURN_IF_ERROR(ClipGradNorm(grads, options_.clip_norm).status());
+    TFM_RETURN_IF_ERROR(ClipGradNorm(GradientTensors(), options_.clip_norm).status());
   }
   return optimizer_->Step(update, lr_factor);
 }

@@ -190,6 +190,8 @@ class Trainer {
   // The next update_freq batches, across an epoch's end.
   absl::StatusOr<std::vector<Batch>> NextBatches();
   absl::Status ZeroGradients();
+  // Every parameter's gradient tensor, in the parameters' order.
+  std::vector<Tensor> GradientTensors() const;
   // What the ranks agree on before an update (see the class comment).
   struct Agreement {
     bool stop_signal = false;
