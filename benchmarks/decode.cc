@@ -46,12 +46,12 @@
 #include "absl/time/clock.h"
 #include "core/cpu_features.h"
 #include "core/data/line_reader.h"
-#include "runtime/decode/search.h"
 #include "core/environment_report.h"
 #include "core/op_profile.h"
 #include "core/paths.h"
 #include "core/status_macros.h"
 #include "core/thread_pool.h"
+#include "runtime/decode/search.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
 #include "tests/util/shell_quote.h"
@@ -245,8 +245,8 @@ absl::StatusOr<std::string> WritePeerInputs(const Tokenizer& tokenizer, const Ou
 // The command that runs benchmarks/decode_peers.py on our checkpoint and
 // the inputs in `work`, with our search settings; RunPeers adds the rows.
 absl::StatusOr<std::string> PeerCommand(const char* argv0, const TrainedModel& trained,
-                                        const config::DecodeConfig& decode,
-                                        const std::string& work, int threads, int batch_size) {
+                                        const config::DecodeConfig& decode, const std::string& work,
+                                        int threads, int batch_size) {
   std::string error;
   std::unique_ptr<bazel::tools::cpp::runfiles::Runfiles> runfiles(
       bazel::tools::cpp::runfiles::Runfiles::Create(argv0, &error));
@@ -267,9 +267,8 @@ absl::StatusOr<std::string> PeerCommand(const char* argv0, const TrainedModel& t
 
 // The check before timing: the float32 peers' batched translations against
 // ours (`ours_batched`); too many differing lines mean a wrong conversion.
-absl::Status CheckPeersAgree(const std::string& peer_command,
-                             const std::vector<std::string>& peers, const Row& ours_batched,
-                             const Tokenizer& tokenizer) {
+absl::Status CheckPeersAgree(const std::string& peer_command, const std::vector<std::string>& peers,
+                             const Row& ours_batched, const Tokenizer& tokenizer) {
   std::vector<std::string> check_rows;
   for (const std::string& peer : peers) {
     if (!absl::StrContains(peer, "int8")) check_rows.push_back(peer + "@batch");
@@ -325,9 +324,9 @@ absl::StatusOr<std::vector<Row>> RunTimedRows(TrainedModel& trained,
         const std::string environment =
             policy == "default" ? "env -u OMP_WAIT_POLICY "
                                 : absl::StrCat("env OMP_WAIT_POLICY=", ShellQuote(policy), " ");
-        TFM_ASSIGN_OR_RETURN(std::vector<Row> peer_rows,
-                             RunPeers(environment + peer_command,
-                                      absl::StrCat(peer, "@1,", peer, "@batch")));
+        TFM_ASSIGN_OR_RETURN(
+            std::vector<Row> peer_rows,
+            RunPeers(environment + peer_command, absl::StrCat(peer, "@1,", peer, "@batch")));
         for (Row& row : peer_rows) KeepFastest(std::move(row), &rows);
       }
     }
@@ -394,8 +393,9 @@ absl::Status Main(const char* argv0) {
   const int batch_size = absl::GetFlag(FLAGS_batch_size);
   // Before any op runs: the pool reads it once.
   setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
-  TFM_ASSIGN_OR_RETURN(TrainedModel trained,
-                       LoadTrainedModel(ResolveUserPath(absl::GetFlag(FLAGS_model)), &std::cerr));
+  TFM_ASSIGN_OR_RETURN(
+      TrainedModel trained,
+      LoadTrainedModel(ResolveUserPath(absl::GetFlag(FLAGS_model)), Device::Cpu(), &std::cerr));
   const config::DecodeConfig decode = DecodeSettings(trained);
   const std::string input = ResolveDataPath(absl::GetFlag(FLAGS_input));
   TFM_ASSIGN_OR_RETURN(const std::vector<std::string> lines,
@@ -423,9 +423,8 @@ absl::Status Main(const char* argv0) {
 
   TFM_ASSIGN_OR_RETURN(const Row ours_batched, RunOurs(trained, decode, batch_size, sources));
   TFM_RETURN_IF_ERROR(CheckPeersAgree(peer_command, peers, ours_batched, trained.tokenizer));
-  TFM_ASSIGN_OR_RETURN(
-      const std::vector<Row> rows,
-      RunTimedRows(trained, decode, batch_size, sources, peer_command, peers));
+  TFM_ASSIGN_OR_RETURN(const std::vector<Row> rows,
+                       RunTimedRows(trained, decode, batch_size, sources, peer_command, peers));
   std::filesystem::remove_all(work);
 
   PrintSettings(rows);

@@ -61,7 +61,8 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
   if (request.model.empty()) {
     return absl::InvalidArgumentError("decode needs --model=DIR (a work directory of `train`)");
   }
-  TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(request.model, &std::cerr));
+  TFM_ASSIGN_OR_RETURN(TrainedModel trained,
+                       LoadTrainedModel(request.model, Device::Cpu(), &std::cerr));
   TFM_ASSIGN_OR_RETURN(InputLines input, ReadInputLines(request.input));
   const std::string input_name = request.input.empty() ? "<stdin>" : request.input;
   const absl::Time start = absl::Now();
@@ -86,16 +87,15 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
 }
 
 absl::Status CheckEvaluateRequest(const DecodeRequest& request, const std::string& inputs) {
-  const std::string usage = absl::StrCat(
-      "evaluate needs --model=DIR and either --src=FILE --ref=FILE (", inputs,
-      ") or --split=valid|test (the model's own held-out split)");
+  const std::string usage =
+      absl::StrCat("evaluate needs --model=DIR and either --src=FILE --ref=FILE (", inputs,
+                   ") or --split=valid|test (the model's own held-out split)");
   const bool files = !request.source.empty() || !request.reference.empty();
   if (request.model.empty()) return absl::InvalidArgumentError(usage);
   if (!request.split.empty()) {
     if (files) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--split=", request.split, " and --src/--ref: give one or the other; ",
-                       usage));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--split=", request.split, " and --src/--ref: give one or the other; ", usage));
     }
     if (request.split != "valid" && request.split != "test") {
       return absl::InvalidArgumentError(
@@ -141,7 +141,8 @@ absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& 
   const DecodeRequest& request = context.decode;
   TFM_RETURN_IF_ERROR(
       CheckEvaluateRequest(request, "plain or .gz, one sentence a line, and its references"));
-  TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(request.model, context.log));
+  TFM_ASSIGN_OR_RETURN(TrainedModel trained,
+                       LoadTrainedModel(request.model, Device::Cpu(), context.log));
   std::vector<std::string> sources, references;
   std::string source_name = request.source;
   if (!request.split.empty()) {
@@ -229,8 +230,8 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
   DecodingHooks with_files = hooks;
   if (with_files.model_files.empty()) with_files.model_files = trained.task_files;
   if (trained.ensemble_size() == 1) {
-    return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines,
-                       input_name, log, with_files);
+    return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines, input_name,
+                       log, with_files);
   }
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<EnsembleModel> ensemble,
                        trained.Decoder(decode.ensemble_combination()));
@@ -238,14 +239,10 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
                      with_files);
 }
 
-absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
-                                                     const Tokenizer& tokenizer,
-                                                     const config::TaskConfig& config,
-                                                     const config::DecodeConfig& decode,
-                                                     const std::vector<std::string>& lines,
-                                                     const std::string& input_name,
-                                                     std::ostream* log,
-                                                     const DecodingHooks& hooks) {
+absl::StatusOr<std::vector<std::string>> DecodeLines(
+    IncrementalModel& model, const Tokenizer& tokenizer, const config::TaskConfig& config,
+    const config::DecodeConfig& decode, const std::vector<std::string>& lines,
+    const std::string& input_name, std::ostream* log, const DecodingHooks& hooks) {
   std::vector<std::string> prepared;
   if (hooks.prepare) {
     prepared.reserve(lines.size());
@@ -260,15 +257,16 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(IncrementalModel& model,
     // The constraint follows the decode settings asked for, not the saved ones.
     config::TaskConfig settings = config;
     *settings.mutable_decode() = decode;
-    TFM_ASSIGN_OR_RETURN(constraint,
-                         hooks.constraint(settings, tokenizer, hooks.prepare ? prepared : lines,
-                                          hooks.model_files));
+    TFM_ASSIGN_OR_RETURN(
+        constraint,
+        hooks.constraint(settings, tokenizer, hooks.prepare ? prepared : lines, hooks.model_files));
   }
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search,
                        CreateSearchStrategy(decode, constraint.get()));
   TFM_ASSIGN_OR_RETURN(std::vector<NBestList> results, search->Search(model, sources));
   // The line written for hypothesis `tokens` of input line i.
-  const auto output_line = [&](size_t i, const std::vector<int>& tokens) -> absl::StatusOr<std::string> {
+  const auto output_line = [&](size_t i,
+                               const std::vector<int>& tokens) -> absl::StatusOr<std::string> {
     TFM_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(tokens));
     return hooks.format ? hooks.format(config, lines[i], text) : text;
   };

@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/data/file_io.h"
-#include "runtime/train/checkpoint.h"
 #include "gtest/gtest.h"
+#include "runtime/train/checkpoint.h"
 #include "tasks/common/trained_model.h"
 #include "tests/util/peer_python.h"
 
@@ -84,7 +84,7 @@ class Seq2SeqDecodingTest : public ::testing::Test {
   }
 
   static TrainedModel Load() {
-    absl::StatusOr<TrainedModel> trained = LoadTrainedModel(*work_dir_, nullptr);
+    absl::StatusOr<TrainedModel> trained = LoadTrainedModel(*work_dir_, Device::Cpu(), nullptr);
     EXPECT_TRUE(trained.ok()) << trained.status();
     return *std::move(trained);
   }
@@ -102,7 +102,8 @@ std::string* Seq2SeqDecodingTest::valid_target_ = nullptr;
 
 TEST_F(Seq2SeqDecodingTest, WorkDirectoryAndCheckpointGiveTheSameModel) {
   TrainedModel from_work_dir = Load();
-  absl::StatusOr<TrainedModel> from_checkpoint = LoadTrainedModel(*checkpoint_dir_, nullptr);
+  absl::StatusOr<TrainedModel> from_checkpoint =
+      LoadTrainedModel(*checkpoint_dir_, Device::Cpu(), nullptr);
   ASSERT_TRUE(from_checkpoint.ok()) << from_checkpoint.status();
   EXPECT_EQ(from_work_dir.checkpoint_dir, *checkpoint_dir_);
   const std::vector<Parameter*> a = from_work_dir.model->Parameters();
@@ -116,26 +117,27 @@ TEST_F(Seq2SeqDecodingTest, WorkDirectoryAndCheckpointGiveTheSameModel) {
 
 TEST_F(Seq2SeqDecodingTest, MissingEmptyAndCorruptModelsNameThePath) {
   const std::string missing = absl::StrCat(::testing::TempDir(), "/no_such_model");
-  absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(missing, nullptr);
+  absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(missing, Device::Cpu(), nullptr);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(absl::StrContains(loaded.status().message(), missing)) << loaded.status();
 
   const std::string empty = absl::StrCat(::testing::TempDir(), "/empty_work_dir");
   ASSERT_TRUE(MakeDirectories(empty).ok());
-  loaded = LoadTrainedModel(empty, nullptr);
+  loaded = LoadTrainedModel(empty, Device::Cpu(), nullptr);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(absl::StrContains(loaded.status().message(), "no checkpoint")) << loaded.status();
 
   // A copy of the checkpoint whose weights file lost its tail.
   const std::string corrupt = absl::StrCat(::testing::TempDir(), "/corrupt_checkpoint");
-  ASSERT_EQ(std::system(absl::StrCat("rm -rf ", corrupt, " && cp -r ", *checkpoint_dir_, " ",
-                                     corrupt).c_str()),
-            0);
+  ASSERT_EQ(
+      std::system(
+          absl::StrCat("rm -rf ", corrupt, " && cp -r ", *checkpoint_dir_, " ", corrupt).c_str()),
+      0);
   const std::string weights = absl::StrCat(corrupt, "/", kModelFile);
   absl::StatusOr<std::string> bytes = ReadFileToString(weights);
   ASSERT_TRUE(bytes.ok());
   ASSERT_TRUE(WriteFileAtomically(weights, bytes->substr(0, bytes->size() / 2)).ok());
-  loaded = LoadTrainedModel(corrupt, nullptr);
+  loaded = LoadTrainedModel(corrupt, Device::Cpu(), nullptr);
   EXPECT_FALSE(loaded.ok());
   EXPECT_TRUE(absl::StrContains(loaded.status().message(), kModelFile)) << loaded.status();
 }

@@ -33,8 +33,8 @@ HeldOutEvaluation CorpusHeldOut(CorpusMetric metric, std::string command,
     TFM_RETURN_IF_ERROR(ReadCorpusPairs(config.data().test(), "data.test", kMainJobTestSentences,
                                         &sources, &references));
     const config::DecodeConfig decode = DecodeSettings(trained.config, DecodeRequest{});
-    log << "\ndecoding " << sources.size() << " held-out sentences (beam "
-        << decode.beam_size() << ", alpha " << decode.length_penalty_alpha() << ")\n"
+    log << "\ndecoding " << sources.size() << " held-out sentences (beam " << decode.beam_size()
+        << ", alpha " << decode.length_penalty_alpha() << ")\n"
         << std::flush;
     const absl::Time start = absl::Now();
     TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses,
@@ -87,7 +87,8 @@ absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& bi
     TFM_RETURN_IF_ERROR(RunSeq2SeqTraining(averaging));
   }
 
-  TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(context.work_dir, &log));
+  TFM_ASSIGN_OR_RETURN(TrainedModel trained,
+                       LoadTrainedModel(context.work_dir, Device::Cpu(), &log));
   TFM_ASSIGN_OR_RETURN(const std::string evaluate_args, held_out.run(trained, context, log));
   const config::DecodeConfig decode = DecodeSettings(trained.config, DecodeRequest{});
   const std::string command = absl::StrCat(held_out.command, " --model=", context.work_dir);

@@ -31,9 +31,10 @@ bool IsFile(const std::string& path) {
 // directory `path`.
 absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostream* log) {
   if (!IsDirectory(path)) {
-    return absl::NotFoundError(absl::StrCat(
-        "--model=", path, ": no such directory (give a work directory of `train` or one of "
-        "its checkpoint_* directories)"));
+    return absl::NotFoundError(
+        absl::StrCat("--model=", path,
+                     ": no such directory (give a work directory of `train` or one of "
+                     "its checkpoint_* directories)"));
   }
   if (IsFile(absl::StrCat(path, "/", kManifestFile))) return path;
   for (const char* name : {"checkpoint_average", kBestCheckpoint}) {
@@ -45,9 +46,9 @@ absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostre
   }
   absl::StatusOr<CheckpointEntry> latest = LatestCheckpoint(path);
   if (!latest.ok()) {
-    return absl::NotFoundError(absl::StrCat(
-        "--model=", path, ": not a checkpoint (no ", kManifestFile,
-        ") and no checkpoint inside it; train one with `train --workdir=", path, "`"));
+    return absl::NotFoundError(
+        absl::StrCat("--model=", path, ": not a checkpoint (no ", kManifestFile,
+                     ") and no checkpoint inside it; train one with `train --workdir=", path, "`"));
   }
   if (log) *log << "model: " << latest->path << " (the latest checkpoint)\n";
   return latest->path;
@@ -84,7 +85,8 @@ struct LoadedMember {
   TaskFiles task_files;
 };
 
-absl::StatusOr<LoadedMember> LoadMember(const std::string& path, std::ostream* log) {
+absl::StatusOr<LoadedMember> LoadMember(const std::string& path, const Device& device,
+                                        std::ostream* log) {
   TFM_ASSIGN_OR_RETURN(const std::string dir, ChooseCheckpoint(path, log));
   TFM_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(dir, CheckpointParts::kDecoding));
   absl::StatusOr<Tokenizer> tokenizer = Tokenizer::FromModel(checkpoint.vocabulary);
@@ -98,7 +100,7 @@ absl::StatusOr<LoadedMember> LoadMember(const std::string& path, std::ostream* l
                         absl::StrCat(dir, ": ", vocabulary.status().message()));
   }
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
-                       Transformer::Create(checkpoint.config.model(), *vocabulary, Device::Cpu(),
+                       Transformer::Create(checkpoint.config.model(), *vocabulary, device,
                                            /*init_seed=*/0));
   NamedTensors parameters;
   for (Parameter* parameter : model->Parameters()) {
@@ -121,8 +123,8 @@ absl::Status CheckSameOutputs(const LoadedMember& first, const LoadedMember& mem
         "--model: ", member.dir, " cannot decode in an ensemble with ", first.dir, ": ", what));
   };
   if (member.config.task() != first.config.task()) {
-    return mismatch(absl::StrCat("task '", member.config.task(), "' against '",
-                                 first.config.task(), "'"));
+    return mismatch(
+        absl::StrCat("task '", member.config.task(), "' against '", first.config.task(), "'"));
   }
   // What only the task knows (parsing: trees with other leaves).
   absl::StatusOr<std::shared_ptr<const TaskDef>> task = TaskRegistry().Find(first.config.task());
@@ -139,12 +141,13 @@ absl::Status CheckSameOutputs(const LoadedMember& first, const LoadedMember& mem
 
 }  // namespace
 
-absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, std::ostream* log) {
+absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, const Device& device,
+                                              std::ostream* log) {
   std::vector<std::string> paths = absl::StrSplit(path, ',', absl::SkipWhitespace());
   if (paths.empty()) paths.push_back(path);  // Let ChooseCheckpoint name the empty path.
   std::vector<LoadedMember> members;
   for (const std::string& member_path : paths) {
-    TFM_ASSIGN_OR_RETURN(LoadedMember member, LoadMember(member_path, log));
+    TFM_ASSIGN_OR_RETURN(LoadedMember member, LoadMember(member_path, device, log));
     if (!members.empty()) TFM_RETURN_IF_ERROR(CheckSameOutputs(members.front(), member));
     members.push_back(std::move(member));
   }

@@ -14,10 +14,11 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
-#include "runtime/decode/ensemble_model.h"
 #include "core/data/tokenizer.h"
-#include "runtime/train/task_files.h"
+#include "core/device.h"
 #include "layers/transformer.h"
+#include "runtime/decode/ensemble_model.h"
+#include "runtime/train/task_files.h"
 
 namespace tfm {
 
@@ -54,8 +55,10 @@ absl::StatusOr<VocabularySpec> ModelVocabulary(const config::TaskConfig& config,
 // an ensemble; a member whose task or SentencePiece model differs from the
 // first's, or that its task's TaskDef::ensemble_mismatch rejects (parsing:
 // other tree leaves), is an error naming both. (ReadCheckpoint upgrades configs
-// saved before a task's settings moved into its extension.)
-absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, std::ostream* log);
+// saved before a task's settings moved into its extension.) Every member's
+// weights are placed on `device` (the checkpoint's host tensors are copied).
+absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, const Device& device,
+                                              std::ostream* log);
 
 }  // namespace tfm
 

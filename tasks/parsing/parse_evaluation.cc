@@ -10,13 +10,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/data/file_io.h"
+#include "core/paths.h"
+#include "core/status_macros.h"
+#include "tasks/common/seq2seq_decoding.h"
 #include "tasks/parsing/linearize.h"
 #include "tasks/parsing/ptb_corpus.h"
 #include "tasks/parsing/ptb_reader.h"
 #include "tasks/parsing/tree.h"
-#include "core/paths.h"
-#include "core/status_macros.h"
-#include "tasks/common/seq2seq_decoding.h"
 #include "tasks/parsing/tree_decoding.h"
 
 namespace tfm {
@@ -31,9 +31,9 @@ absl::Status ParseAndScore(TrainedModel& trained, const config::DecodeConfig& de
                            std::ostream& log, std::vector<std::string>* parses,
                            const ParsingFlags& flags = {}) {
   log << "parsing " << sentences.size() << " sentences ("
-      << config::DecodeConfig::Strategy_Name(decode.strategy()) << ", beam "
-      << decode.beam_size() << ", alpha " << decode.length_penalty_alpha()
-      << ", maximum length input + " << decode.max_length_offset() << ")\n"
+      << config::DecodeConfig::Strategy_Name(decode.strategy()) << ", beam " << decode.beam_size()
+      << ", alpha " << decode.length_penalty_alpha() << ", maximum length input + "
+      << decode.max_length_offset() << ")\n"
       << std::flush;
   const absl::Time start = absl::Now();
   TFM_ASSIGN_OR_RETURN(*parses, DecodeLines(trained, decode, sentences, source_name, &log,
@@ -108,8 +108,8 @@ EvalbScorer ScoreParses(const std::vector<std::string>& parses,
         *log << gold_name << ":" << i + 1 << ": " << gold.status().message()
              << "; counted as an EVALB error sentence\n";
       }
-      const int length = i < sentences.size() ? static_cast<int>(InputWords(sentences[i]).size())
-                                              : 0;
+      const int length =
+          i < sentences.size() ? static_cast<int>(InputWords(sentences[i]).size()) : 0;
       scorer.Add(EvalbErrorSentence(length, std::string(gold.status().message())));
       continue;
     }
@@ -119,9 +119,9 @@ EvalbScorer ScoreParses(const std::vector<std::string>& parses,
     }
     absl::StatusOr<Tree> test = ParseBracketedTree(parses[i]);
     if (test.ok()) TakeGoldTags(*gold, &*test);
-    scorer.Add(test.ok() ? EvalbScoreTrees(*gold, *test)
-                         : EvalbErrorSentence(EvalbLength(*gold),
-                                              std::string(test.status().message())));
+    scorer.Add(test.ok()
+                   ? EvalbScoreTrees(*gold, *test)
+                   : EvalbErrorSentence(EvalbLength(*gold), std::string(test.status().message())));
   }
   return scorer;
 }
@@ -130,9 +130,11 @@ absl::Status RunParseEvaluation(const TaskContext& context) {
   const DecodeRequest& request = context.decode;
   TFM_ASSIGN_OR_RETURN(const ParsingFlags flags, ReadParsingFlags(context.task_flags));
   TFM_RETURN_IF_ERROR(CheckEvaluateRequest(
-      request, "sentences, one a line, words separated by spaces; their gold trees, one "
-               "bracketed tree a line"));
-  TFM_ASSIGN_OR_RETURN(TrainedModel trained, LoadTrainedModel(request.model, context.log));
+      request,
+      "sentences, one a line, words separated by spaces; their gold trees, one "
+      "bracketed tree a line"));
+  TFM_ASSIGN_OR_RETURN(TrainedModel trained,
+                       LoadTrainedModel(request.model, Device::Cpu(), context.log));
   std::vector<std::string> sentences, gold_lines;
   std::string source_name = request.source, gold_name = request.reference;
   if (!request.split.empty()) {
@@ -193,19 +195,17 @@ HeldOutEvaluation ParsingHeldOut() {
           "data.test: the main job scores the held-out treebank, and the config has none");
     }
     std::vector<std::string> files, sentences, gold_lines;
-    TFM_RETURN_IF_ERROR(ReadTreebankSentences(data.test(), kMainJobTestSentences, &sentences,
-                                              &gold_lines, &files));
+    TFM_RETURN_IF_ERROR(
+        ReadTreebankSentences(data.test(), kMainJobTestSentences, &sentences, &gold_lines, &files));
     const std::string words_path = absl::StrCat(context.work_dir, "/test.words");
     const std::string trees_path = absl::StrCat(context.work_dir, "/test.trees");
     TFM_RETURN_IF_ERROR(WriteOutputLines(words_path, sentences));
     TFM_RETURN_IF_ERROR(WriteOutputLines(trees_path, gold_lines));
-    log << "\nheld-out treebank: " << sentences.size() << " trees of " << files.size()
-        << " files (" << files.front() << " ..), written as " << words_path << " and "
-        << trees_path << "\n";
+    log << "\nheld-out treebank: " << sentences.size() << " trees of " << files.size() << " files ("
+        << files.front() << " ..), written as " << words_path << " and " << trees_path << "\n";
     std::vector<std::string> parses;
     TFM_RETURN_IF_ERROR(ParseAndScore(trained, DecodeSettings(trained.config, DecodeRequest{}),
-                                      sentences, gold_lines, words_path, trees_path, log,
-                                      &parses));
+                                      sentences, gold_lines, words_path, trees_path, log, &parses));
     return absl::StrCat("--src=", words_path, " --ref=", trees_path);
   };
   return held_out;
@@ -214,16 +214,17 @@ HeldOutEvaluation ParsingHeldOut() {
 CorpusMetric LinearizedParseF1(LeafStyle style) {
   CorpusMetric metric;
   metric.name = "f1";
-  metric.score = [style](const std::vector<std::string>& hypotheses,
-                    const std::vector<std::string>& references) -> absl::StatusOr<CorpusScore> {
+  metric.score = [style](
+                     const std::vector<std::string>& hypotheses,
+                     const std::vector<std::string>& references) -> absl::StatusOr<CorpusScore> {
     if (hypotheses.size() != references.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(hypotheses.size(), " parses for ",
-                                                     references.size(), " reference trees"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(hypotheses.size(), " parses for ", references.size(), " reference trees"));
     }
     EvalbScorer scorer;
     for (size_t i = 0; i < references.size(); ++i) {
-      const std::vector<std::string> gold_tokens = absl::StrSplit(
-          references[i], ' ', absl::SkipEmpty());
+      const std::vector<std::string> gold_tokens =
+          absl::StrSplit(references[i], ' ', absl::SkipEmpty());
       std::vector<std::string> words;
       for (const std::string& token : gold_tokens) {
         if (token[0] != '(' && token[0] != ')') words.push_back(absl::StrCat("w", words.size()));
@@ -233,8 +234,8 @@ CorpusMetric LinearizedParseF1(LeafStyle style) {
         scorer.Add(EvalbSkipSentence(EvalbLength(gold)));
         continue;
       }
-      Tree test = Delinearize(absl::StrSplit(hypotheses[i], ' ', absl::SkipEmpty()), words,
-                              nullptr, style);
+      Tree test =
+          Delinearize(absl::StrSplit(hypotheses[i], ' ', absl::SkipEmpty()), words, nullptr, style);
       TakeGoldTags(gold, &test);
       scorer.Add(EvalbScoreTrees(gold, test));
     }

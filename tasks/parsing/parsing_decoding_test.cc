@@ -17,15 +17,15 @@
 #include "absl/strings/str_split.h"
 #include "core/data/corpus.h"
 #include "core/data/file_io.h"
-#include "tasks/parsing/linearize.h"
-#include "tasks/parsing/tree.h"
-#include "runtime/train/checkpoint.h"
 #include "gtest/gtest.h"
+#include "runtime/train/checkpoint.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
+#include "tasks/parsing/linearize.h"
 #include "tasks/parsing/parse_evaluation.h"
 #include "tasks/parsing/parsing_config.h"
 #include "tasks/parsing/tag_dictionary.h"
+#include "tasks/parsing/tree.h"
 #include "tasks/parsing/tree_decoding.h"
 #include "tests/util/peer_python.h"
 
@@ -149,7 +149,7 @@ class ParsingDecodingTest : public ::testing::Test {
   }
 
   static TrainedModel Load(const std::string* dir = work_dir_) {
-    absl::StatusOr<TrainedModel> trained = LoadTrainedModel(*dir, nullptr);
+    absl::StatusOr<TrainedModel> trained = LoadTrainedModel(*dir, Device::Cpu(), nullptr);
     EXPECT_TRUE(trained.ok()) << trained.status();
     return *std::move(trained);
   }
@@ -402,17 +402,17 @@ TEST_F(ParsingDecodingTest, EnsemblesParseTreesAndAModelBesideItselfParsesAsAlon
 TEST_F(ParsingDecodingTest, EnsembleMembersMustShareTaskLeavesAndVocabulary) {
   const std::string other_vocabulary =
       absl::StrCat(*tagged_dir_, ",", *tagged_other_vocabulary_dir_);
-  absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(other_vocabulary, nullptr);
+  absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(other_vocabulary, Device::Cpu(), nullptr);
   ASSERT_FALSE(loaded.ok());
   EXPECT_TRUE(absl::StrContains(loaded.status().message(), *tagged_other_vocabulary_dir_))
       << loaded.status();
   EXPECT_TRUE(absl::StrContains(loaded.status().message(), "SentencePiece")) << loaded.status();
   const std::string other_leaves = absl::StrCat(*tagged_dir_, ",", *work_dir_);
-  loaded = LoadTrainedModel(other_leaves, nullptr);
+  loaded = LoadTrainedModel(other_leaves, Device::Cpu(), nullptr);
   ASSERT_FALSE(loaded.ok());
   EXPECT_TRUE(absl::StrContains(loaded.status().message(), "tree_leaves")) << loaded.status();
   const std::string missing = absl::StrCat(*tagged_dir_, ",", Path("no_such_model"));
-  loaded = LoadTrainedModel(missing, nullptr);
+  loaded = LoadTrainedModel(missing, Device::Cpu(), nullptr);
   ASSERT_FALSE(loaded.ok());
   EXPECT_TRUE(absl::StrContains(loaded.status().message(), "no_such_model")) << loaded.status();
 }
@@ -445,9 +445,9 @@ TEST_F(ParsingDecodingTest, TagDictionaryGivesTrainingWordsOnlyTheirTrainingTags
   ASSERT_TRUE(counts.ok()) << counts.status();
   // Every word of the training trees is counted once.
   std::vector<std::string> sentences, gold_lines, files;
-  ASSERT_TRUE(ReadTreebankSentences(trained.config.data().train(), 1 << 30, &sentences,
-                                    &gold_lines, &files)
-                  .ok());
+  ASSERT_TRUE(
+      ReadTreebankSentences(trained.config.data().train(), 1 << 30, &sentences, &gold_lines, &files)
+          .ok());
   int64_t words = 0, counted = 0;
   for (const std::string& sentence : sentences) words += InputWords(sentence).size();
   for (const auto& [word, tags] : *counts) {
@@ -651,9 +651,9 @@ TEST_F(ParsingDecodingTest, EvaluateReportsBadGoldLinesAndScoresTheRest) {
 TEST_F(ParsingDecodingTest, EvaluateSplitParsesTheModelsOwnHeldOutTreebank) {
   TrainedModel trained = Load();
   std::vector<std::string> sentences, gold_lines, files;
-  ASSERT_TRUE(ReadTreebankSentences(trained.config.data().valid(), 1000, &sentences, &gold_lines,
-                                    &files)
-                  .ok());
+  ASSERT_TRUE(
+      ReadTreebankSentences(trained.config.data().valid(), 1000, &sentences, &gold_lines, &files)
+          .ok());
   ASSERT_EQ(files.size(), 2u);
   ASSERT_EQ(sentences.size(), 3u);
   EXPECT_TRUE(absl::StartsWith(sentences[0], "Pierre Vinken , 61 years old")) << sentences[0];
@@ -690,8 +690,7 @@ TEST_F(ParsingDecodingTest, EvaluateSplitParsesTheModelsOwnHeldOutTreebank) {
 TEST(ScoreParsesTest, ModelTagAccuracyCountsTheWordsOfComparableParses) {
   const std::vector<std::string> gold = {
       "(S (NP (DT The) (NN dog)) (VP (VBD barked) (NP (-NONE- *T*))) (. .))",
-      "(S (NP (PRP It)) (VP (VBZ works)))",
-      "(S (NP (PRP It)) (VP (VBZ works)))",
+      "(S (NP (PRP It)) (VP (VBZ works)))", "(S (NP (PRP It)) (VP (VBZ works)))",
       "(S (NP (NNS Cats)) (VP (VBP sleep)))"};
   const std::vector<std::string> parses = {
       "(S (NP (DT The) (VB dog)) (VP (VBD barked)) (. .))",  // 3 of 4.
@@ -712,8 +711,7 @@ TEST(ScoreParsesTest, F1OfKnownTrees) {
   // model that predicts no tags writes it: the gold tags decide deletion.
   const std::vector<std::string> gold = {
       "(S (NP (DT The) (NN dog)) (VP (VBD chased) (NP (NNS cats))) (. .))",
-      "(S (NP (PRP It)) (VP (VBD rained)) (. .))",
-      "(S (NP (PRP It)) (VP (VBD rained) (. .)"};
+      "(S (NP (PRP It)) (VP (VBD rained)) (. .))", "(S (NP (PRP It)) (VP (VBD rained) (. .)"};
   const std::vector<std::string> sentences = {"The dog chased cats .", "It rained .",
                                               "It rained ."};
   const std::vector<std::string> parses = {
@@ -730,8 +728,8 @@ TEST(ScoreParsesTest, F1OfKnownTrees) {
   EXPECT_NEAR(all.f1(), 100.0 * 6 / 7, 1e-9);
   EXPECT_TRUE(absl::StrContains(log.str(), "gold.txt:3: malformed tree")) << log.str();
   // An empty parse is an EVALB skip sentence.
-  const EvalbScorer skipped = ScoreParses({"", parses[1]}, {gold[0], gold[1]}, sentences, "g",
-                                          nullptr);
+  const EvalbScorer skipped =
+      ScoreParses({"", parses[1]}, {gold[0], gold[1]}, sentences, "g", nullptr);
   EXPECT_EQ(skipped.all().skip_sentences, 1);
   EXPECT_NEAR(skipped.all().f1(), 100.0, 1e-9);
 }
