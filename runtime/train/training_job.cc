@@ -426,7 +426,14 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   // A run too short to log anything has nothing to plot; that is no error.
   const absl::Status plotted =
       WritePlotSvg(Join(work_dir, kMetricsCsv), Join(work_dir, kMetricsSvg));
-  log << "plot: " << (plotted.ok() ? Join(work_dir, kMetricsSvg) : plotted.ToString()) << "\n";
+  if (plotted.ok()) {
+    log << "plot: " << Join(work_dir, kMetricsSvg) << "\n";
+  } else if (absl::IsFailedPrecondition(plotted)) {
+    log << "plot: none (no update was logged; log_every_steps is "
+        << config.train().log_every_steps() << ")\n";
+  } else {
+    log << "plot: " << plotted.ToString() << "\n";
+  }
   return absl::OkStatus();
 }
 
