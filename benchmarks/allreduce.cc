@@ -32,6 +32,7 @@
 #include "runtime/distributed/nccl_communicator.h"
 #include "core/environment_report.h"
 #include "core/status_macros.h"
+#include "core/tensor_copy.h"
 #include "layers/transformer.h"
 
 ABSL_FLAG(std::string, device, "cpu", "cpu (MPI over host memory) or cuda (NCCL, GPU = local rank)");
@@ -56,6 +57,38 @@ absl::StatusOr<std::vector<size_t>> BaseModelParameterBytes() {
   std::vector<size_t> bytes;
   for (const Parameter* p : transformer->Parameters()) bytes.push_back(p->value.nbytes());
   return bytes;
+}
+
+// Element i of a rank's bucket before the check: small integers, so that
+// every sum over ranks is exact in f32 whatever order a collective adds in.
+float PatternValue(int rank, int64_t i) { return static_cast<float>(rank + 1 + i % 7); }
+
+// Fills every bucket with PatternValue(rank, i), all-reduces once, and counts
+// the elements (over every rank) that are not the exact sum over the ranks.
+absl::StatusOr<int64_t> CheckSums(std::vector<Tensor>& buckets, Communicator& reducer,
+                                  Communicator& bootstrap, const Device& device) {
+  const int rank = bootstrap.rank(), ranks = bootstrap.size();
+  double wrong = 0;
+  for (Tensor& bucket : buckets) {
+    std::vector<float> values(bucket.num_elements());
+    for (int64_t i = 0; i < bucket.num_elements(); ++i) values[i] = PatternValue(rank, i);
+    TFM_ASSIGN_OR_RETURN(Tensor host, Tensor::Empty(bucket.shape(), DType::kF32, Device::Cpu()));
+    std::copy(values.begin(), values.end(), host.span<float>().begin());
+    TFM_RETURN_IF_ERROR(CopyInto(host, bucket));
+    TFM_RETURN_IF_ERROR(reducer.AllReduceSum(bucket, "checked bucket"));
+    TFM_ASSIGN_OR_RETURN(Tensor result, CopyToDevice(bucket, Device::Cpu()));
+    const absl::Span<const float> sums = result.span<float>();
+    for (int64_t i = 0; i < bucket.num_elements(); ++i) {
+      const float expected = static_cast<float>(ranks * (ranks + 1) / 2 + ranks * (i % 7));
+      wrong += sums[i] != expected ? 1 : 0;
+    }
+    // Back to small values for the timed passes, which add up again and again.
+    std::fill(host.span<float>().begin(), host.span<float>().end(), 1e-3f);
+    TFM_RETURN_IF_ERROR(CopyInto(host, bucket));
+  }
+  double total[] = {wrong};
+  TFM_RETURN_IF_ERROR(bootstrap.AllReduceSum(total, "check result"));
+  return static_cast<int64_t>(total[0]);
 }
 
 double Median(std::vector<double> values) {
@@ -125,10 +158,24 @@ absl::Status Main() {
                 "once it holds >= %d MiB; the shared table alone): %s MiB\n",
                 total / 4, total / 1048576.0, buckets.size(), absl::GetFlag(FLAGS_bucket_mib),
                 absl::StrJoin(sizes, " ").c_str());
+  }
+  Communicator* reducer = cuda ? static_cast<Communicator*>(nccl.get()) : bootstrap;
+  // The sums first: a fast collective that adds wrongly is no result.
+  TFM_ASSIGN_OR_RETURN(const int64_t wrong, CheckSums(buckets, *reducer, *bootstrap, device));
+  if (zero) {
+    if (wrong == 0) {
+      std::printf("check: PASS (every element of the %zu buckets, on every rank, is the exact sum "
+                  "over the %d ranks)\n", buckets.size(), ranks);
+    } else {
+      std::printf("check: FAIL (%lld elements over the ranks are not the sum over the ranks)\n",
+                  static_cast<long long>(wrong));
+    }
+  }
+  if (wrong != 0) return absl::InternalError("the all-reduce's sums are wrong (check: FAIL)");
+  if (zero) {
     std::printf("%-34s %10s %10s %12s %12s\n", "all-reduce of all buckets", "median ms", "min ms",
                 "algo GB/s", "bus GB/s");
   }
-  Communicator* reducer = cuda ? static_cast<Communicator*>(nccl.get()) : bootstrap;
   struct Way {
     std::string name;
     std::function<absl::Status(Tensor&)> reduce;

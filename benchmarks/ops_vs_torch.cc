@@ -409,15 +409,33 @@ std::vector<TableRow> TableRows(const std::vector<OpCase>& cases, int table_case
   return table;
 }
 
-void PrintTail(const std::string& alternatives, const std::vector<std::string>& mismatches) {
+// The alternatives, then the verdict of the output checks: every row with a
+// PyTorch side must agree with it (a row that does not would otherwise
+// simply drop out of the headline), so a mismatch fails the run.
+absl::Status PrintTail(const std::string& alternatives, const std::vector<std::string>& mismatches,
+                       int checked_rows) {
   if (!alternatives.empty()) {
     std::cout << "\nour own alternatives (different work than PyTorch's, so no ratio):\n"
               << alternatives;
   }
-  if (!mismatches.empty()) {
-    std::cout << "\noutputs that differ from PyTorch's (no ratio shown):\n";
-    for (const std::string& m : mismatches) std::cout << "  " << m << "\n";
+  if (mismatches.empty()) {
+    std::cout << "\ncheck: PASS (the outputs of all " << checked_rows
+              << " rows with a PyTorch side agree with PyTorch's)\n";
+    return absl::OkStatus();
   }
+  std::cout << "\noutputs that differ from PyTorch's (no ratio shown):\n";
+  for (const std::string& m : mismatches) std::cout << "  " << m << "\n";
+  std::cout << "check: FAIL (" << mismatches.size() << " of " << checked_rows
+            << " rows differ from PyTorch)\n";
+  return absl::FailedPreconditionError(
+      absl::StrCat(mismatches.size(), " rows' outputs differ from PyTorch's (listed above)"));
+}
+
+// Rows that PyTorch computes too (their outputs are checked).
+int CheckedRows(const std::vector<OpCase>& cases) {
+  int rows = 0;
+  for (const OpCase& c : cases) rows += c.torch_spec.empty() ? 0 : 1;
+  return rows;
 }
 
 absl::Status MainCpu(const std::string& script) {
@@ -482,8 +500,7 @@ absl::Status MainCpu(const std::string& script) {
       absl::GetFlag(FLAGS_passes), absl::GetFlag(FLAGS_budget_s), absl::GetFlag(FLAGS_min_reps),
       absl::GetFlag(FLAGS_max_reps), absl::GetFlag(FLAGS_vocab));
   std::cout << FormatTable(table);
-  PrintTail(alternatives, measured.mismatches);
-  return absl::OkStatus();
+  return PrintTail(alternatives, measured.mismatches, CheckedRows(cases));
 }
 
 absl::Status MainCuda(const std::string& script, const Device& device) {
@@ -555,8 +572,7 @@ absl::Status MainCuda(const std::string& script, const Device& device) {
       absl::GetFlag(FLAGS_passes), absl::GetFlag(FLAGS_min_reps), absl::GetFlag(FLAGS_max_reps),
       absl::GetFlag(FLAGS_budget_s), absl::GetFlag(FLAGS_vocab));
   std::cout << FormatDeviceTable(table);
-  PrintTail(alternatives, measured.mismatches);
-  return absl::OkStatus();
+  return PrintTail(alternatives, measured.mismatches, CheckedRows(cases));
 }
 
 absl::Status Main(const char* argv0) {
