@@ -13,9 +13,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/data/file_io.h"
 #include "gtest/gtest.h"
 #include "runtime/train/checkpoint.h"
 #include "layers/transformer.h"
+#include "tests/util/peer_python.h"
 #include "tests/util/torch_parity.h"
 
 namespace tfm {
@@ -36,8 +38,8 @@ double MaxAbs(const Tensor& t) {
 }
 
 // Our parameters by name (p<i> in Python, names[i] their state_dict key)
-// become nn.Transformer's: q/k/v projections concatenate into in_proj_*,
-// fc1/fc2 are linear1/linear2, the norms are numbered in sublayer order.
+// become nn.Transformer's by tools/python/ours_to_torch.py (run before this
+// body: see ReferenceHeader).
 constexpr char kReference[] = R"py(
 import math
 if checkpoint:  # Our checkpoint file, read by the safetensors package.
@@ -54,32 +56,7 @@ if not pre:  # The paper has no final norms; nn.Transformer always adds them.
     model.encoder.norm = None
     model.decoder.norm = None
 
-def ours_to_torch():
-    mapping = {}  # torch name -> list of our names (concatenated along dim 0)
-    for side in ('encoder', 'decoder'):
-        attention = [('self_attn', 'self_attn')]
-        norms = ['self_attn_layer_norm']
-        if side == 'decoder':
-            attention.append(('encoder_attn', 'multihead_attn'))
-            norms.append('encoder_attn_layer_norm')
-        norms.append('final_layer_norm')
-        for i in range(layers):
-            o = f'{side}.layers.{i}.'
-            for ours, theirs in attention:
-                for kind in ('weight', 'bias'):
-                    mapping[f'{o}{theirs}.in_proj_{kind}'] = [
-                        f'{o}{ours}.{p}_proj.{kind}' for p in 'qkv']
-                    mapping[f'{o}{theirs}.out_proj.{kind}'] = [f'{o}{ours}.out_proj.{kind}']
-                    mapping[f'{o}linear1.{kind}'] = [f'{o}fc1.{kind}']
-                    mapping[f'{o}linear2.{kind}'] = [f'{o}fc2.{kind}']
-                    for j, norm in enumerate(norms):
-                        mapping[f'{o}norm{j + 1}.{kind}'] = [f'{o}{norm}.{kind}']
-        if pre:
-            for kind in ('weight', 'bias'):
-                mapping[f'{side}.norm.{kind}'] = [f'{side}.layer_norm.{kind}']
-    return mapping
-
-mapping = ours_to_torch()
+mapping = ours_to_torch(layers, pre)  # tools/python/ours_to_torch.py
 model.load_state_dict({t: torch.cat([P[n] for n in ours]) for t, ours in mapping.items()},
                       strict=True)
 E = P['encoder.embed_tokens.weight'].requires_grad_(True)
@@ -181,7 +158,10 @@ std::string ReferenceHeader(const std::vector<Parameter*>& parameters, const Par
   for (const Parameter* parameter : parameters) {
     names.push_back(absl::StrCat("'", parameter->name, "'"));
   }
-  return absl::StrCat("names = [", absl::StrJoin(names, ", "),
+  const absl::StatusOr<std::string> mapping =
+      ReadFileToString(testing::RunfilePath("tools/python/ours_to_torch.py"));
+  EXPECT_TRUE(mapping.ok()) << mapping.status();
+  return absl::StrCat(mapping.ok() ? *mapping : "", "\nnames = [", absl::StrJoin(names, ", "),
                       "]\nheads = 4\nlayers = 2\nd_ff = 64\n",
                       "pre = ", parity.norm == config::ModelConfig::PRE ? "True" : "False",
                       "\npad = ", kPad, "\nsmoothing = 0.1\nloss_scale = ", loss_scale,
