@@ -3,24 +3,37 @@
 // threads, in one run:
 //
 //   bazel run -c opt //benchmarks:train_step [-- --threads=2 --steps=5]
+//   bazel run -c opt //benchmarks:train_step -- --device=cuda --presets=base,paper
 //
-// Per preset (the CPU preset, then the base model with the paper's 37k
-// vocabulary) it prints target tokens/s and peak resident memory of both
-// sides (PyTorch eager, and torch.compile when it runs here), and last the
-// line `train tokens/s ours/torch: X` against the faster PyTorch row.
+// Presets: small (the CPU presets' model at their 4,096-token batch), base
+// (the paper's base model and 37k vocabulary at a ~4k-token batch) and paper
+// (base at the paper's ~25k target tokens an update: 6 batches accumulated,
+// update_freq 6). Per preset it prints target tokens/s and peak memory of
+// both sides (PyTorch eager, and torch.compile when it runs there), and last
+// the line `train tokens/s ours/torch: X` against the faster PyTorch row.
 //
-// Same work on both sides: the batch is built by the same formula (ids,
-// lengths and padding; benchmarks/train_step_torch.py mirrors BatchIds), the
-// models have the same architecture (checked: equal parameter counts), and
-// the update is the same (label-smoothed cross-entropy mean over target
-// tokens, Adam with the paper's schedule). That the two models compute the
-// same loss and gradients from the same weights is //tests:transformer_parity_test.
-// Ours runs in a child process per preset so each peak RSS is its own.
+// Same work on both sides:
+// - the batches are built by the same formula (ids, lengths and padding;
+//   benchmarks/train_step_torch.py mirrors BatchIds);
+// - dropout at every site nn.Transformer applies it, at the same rate 0.1:
+//   embeddings + positions, attention weights, after the ReLU, each
+//   sublayer's output before its residual add;
+// - the same initial weights: ours are written to a safetensors file and
+//   loaded into nn.Transformer (tools/python/ours_to_torch.py);
+// - the same update: label-smoothed cross-entropy summed over target tokens
+//   and divided by their count, Adam (0.9, 0.98, 1e-9) with the paper's
+//   schedule (PyTorch's fused Adam where its build has one).
+// Before any timing, both sides compute the first batch's loss from those
+// weights with dropout off; they must agree within 1e-4 (check: PASS /
+// FAIL; FAIL ends the run). Ours runs in a child process per preset so each
+// peak memory is its own.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -41,19 +54,26 @@
 #include "core/status_macros.h"
 #include "core/thread_pool.h"
 #include "runtime/train/adam_optimizer.h"
+#include "runtime/train/safetensors.h"
 #include "runtime/train/trainer.h"
+#include "core/allocator.h"
+#include "core/cuda/runtime.h"
+#include "core/tensor_copy.h"
 #include "layers/transformer.h"
 #include "tools/cpp/runfiles/runfiles.h"
 
 ABSL_FLAG(int, threads, 2, "threads on both sides");
 ABSL_FLAG(int, steps, 5, "timed updates per side (after 2 warm-up updates); the median counts");
-ABSL_FLAG(std::string, presets, "small,base", "which sizes: small (the CPU presets), base");
+ABSL_FLAG(std::string, presets, "small,base", "which sizes: small (the CPU presets), base, paper");
+ABSL_FLAG(std::string, device, "cpu", "cpu or cuda[:N]: where both sides train");
 ABSL_FLAG(std::string, peer_python, "/opt/transformer-bench-venv/bin/python3",
           "Python with PyTorch (tools/setup_bench.sh)");
 ABSL_FLAG(bool, torch_compile, true, "also time torch.compile (a second PyTorch row)");
 ABSL_FLAG(bool, profile_ops, false,
           "also print where our update's time goes, op by op (core/op_profile.h), per preset");
 ABSL_FLAG(std::string, child, "", "internal: run our side of one preset and print its figures");
+ABSL_FLAG(std::string, init_out, "",
+          "internal (child): write the initial weights here (safetensors) for the PyTorch side");
 
 namespace tfm {
 namespace {
@@ -61,12 +81,18 @@ namespace {
 struct Preset {
   std::string name;
   int layers, d_model, d_ff, heads, vocab, batch, source_len, target_len;
+  int update_freq = 1;  // Batches accumulated into one update.
 };
 
-Preset Find(absl::string_view name) {
-  if (name == "base") return {"base", 6, 512, 2048, 8, 37000, 32, 48, 48};
-  return {"small", 3, 256, 1024, 4, 8000, 64, 32, 32};
+absl::StatusOr<Preset> Find(absl::string_view name) {
+  if (name == "small") return Preset{"small", 3, 256, 1024, 4, 8000, 128, 32, 32};
+  if (name == "base") return Preset{"base", 6, 512, 2048, 8, 37000, 96, 48, 48};
+  if (name == "paper") return Preset{"paper", 6, 512, 2048, 8, 37000, 96, 48, 48, 6};
+  return absl::InvalidArgumentError(
+      absl::StrCat("--presets: unknown preset '", name, "' (small, base, paper)"));
 }
+
+constexpr float kDropout = 0.1f;
 
 constexpr int kPad = 0, kBos = 2, kEos = 3;
 
@@ -93,9 +119,7 @@ double PeakRssMib() {
   return usage.ru_maxrss / 1024.0;
 }
 
-// Our side of one preset, in this (child) process: prints one line
-// "ours <params> <target tokens> <median s> <min s> <max s> <peak MiB> <loss>".
-absl::Status RunOurs(const Preset& preset) {
+config::ModelConfig ModelOf(const Preset& preset, float dropout) {
   config::ModelConfig model;
   model.set_num_encoder_layers(preset.layers);
   model.set_num_decoder_layers(preset.layers);
@@ -104,25 +128,78 @@ absl::Status RunOurs(const Preset& preset) {
   model.set_num_heads(preset.heads);
   model.set_d_k(preset.d_model / preset.heads);
   model.set_d_v(preset.d_model / preset.heads);
-  VocabularySpec vocabulary{preset.vocab, kPad, kBos};
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> transformer,
-                       Transformer::Create(model, vocabulary, Device::Cpu(), 1));
+  // Every site nn.Transformer drops at: residual (and embeddings), attention
+  // weights, after the ReLU.
+  model.set_dropout(dropout);
+  model.set_attention_dropout(dropout);
+  model.set_relu_dropout(dropout);
+  return model;
+}
+
+// The update's batches: batch k's ids use salts 1 + 2k (source) and 2 + 2k
+// (target), as train_step_torch.py's.
+std::vector<Batch> Batches(const Preset& preset) {
+  std::vector<Batch> batches(preset.update_freq);
+  for (int k = 0; k < preset.update_freq; ++k) {
+    Batch& batch = batches[k];
+    batch.size = preset.batch;
+    batch.source_length = preset.source_len;
+    batch.target_length = preset.target_len;
+    BatchIds(preset.batch, preset.source_len, preset.vocab, 1 + 2 * k, &batch.source,
+             &batch.source_lengths);
+    BatchIds(preset.batch, preset.target_len, preset.vocab, 2 + 2 * k, &batch.target,
+             &batch.target_lengths);
+  }
+  return batches;
+}
+
+// Our side of one preset, in this (child) process: the check loss (the
+// first batch with dropout off, from the initial weights, which go to
+// --init_out), then the timed updates with dropout on. Prints one line
+// "ours <params> <target tokens> <median s> <min s> <max s> <peak MiB> <loss> <check loss>".
+absl::Status RunOurs(const Preset& preset, const Device& device) {
+  const VocabularySpec vocabulary{preset.vocab, kPad, kBos};
   TFM_ASSIGN_OR_RETURN(const InverseSqrtSchedule schedule,
                        InverseSqrtSchedule::Create(preset.d_model, 4000));
+  const std::vector<Batch> batches = Batches(preset);
+  double check_loss = 0;
+  NamedTensors initial;
+  {
+    // Dropout off: the loss both sides must agree on before timing.
+    TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> plain,
+                         Transformer::Create(ModelOf(preset, 0.0f), vocabulary, device, 1));
+    TFM_ASSIGN_OR_RETURN(AdamOptimizer optimizer,
+                         AdamOptimizer::Create(plain->Parameters(), config::AdamConfig(), schedule));
+    Trainer trainer(plain.get(), &optimizer, /*batcher=*/nullptr, {}, TrainerOptions(), {});
+    TFM_ASSIGN_OR_RETURN(Trainer::Gradients gradients,
+                         trainer.ComputeGradients({batches[0]}, /*seed=*/1, /*step=*/1));
+    check_loss = gradients.stats.loss / gradients.stats.target_tokens;
+    for (Parameter* parameter : plain->Parameters()) {
+      TFM_ASSIGN_OR_RETURN(Tensor host, CopyToDevice(parameter->value, Device::Cpu()));
+      initial.emplace_back(parameter->name, host);
+    }
+    if (const std::string path = absl::GetFlag(FLAGS_init_out); !path.empty()) {
+      TFM_RETURN_IF_ERROR(WriteSafetensors(path, initial));
+    }
+  }
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> transformer,
+                       Transformer::Create(ModelOf(preset, kDropout), vocabulary, device, 1));
+  for (Parameter* parameter : transformer->Parameters()) {
+    const auto same = std::find_if(initial.begin(), initial.end(),
+                                   [&](const auto& named) { return named.first == parameter->name; });
+    if (same == initial.end()) return absl::InternalError("no initial value for " + parameter->name);
+    TFM_RETURN_IF_ERROR(CopyInto(same->second, parameter->value));
+  }
   TFM_ASSIGN_OR_RETURN(AdamOptimizer optimizer,
                        AdamOptimizer::Create(transformer->Parameters(), config::AdamConfig(),
                                              schedule));
-  Batch batch;
-  batch.size = preset.batch;
-  batch.source_length = preset.source_len;
-  batch.target_length = preset.target_len;
-  BatchIds(preset.batch, preset.source_len, preset.vocab, 1, &batch.source, &batch.source_lengths);
-  BatchIds(preset.batch, preset.target_len, preset.vocab, 2, &batch.target, &batch.target_lengths);
-  // The trainer's own update (no data stream needed for a fixed batch).
+  // The trainer's own update (no data stream needed for fixed batches).
   TrainerOptions options;
   Trainer trainer(transformer.get(), &optimizer, /*batcher=*/nullptr, {}, options, {});
   std::vector<double> seconds;
   double loss = 0;
+  int64_t target_tokens = 0;
+  for (const Batch& batch : batches) target_tokens += batch.target_tokens();
   const bool profile = absl::GetFlag(FLAGS_profile_ops);
   for (int step = 1; step <= 2 + absl::GetFlag(FLAGS_steps); ++step) {
     if (profile) {
@@ -131,8 +208,9 @@ absl::Status RunOurs(const Preset& preset) {
     }
     const absl::Time start = absl::Now();
     TFM_ASSIGN_OR_RETURN(Trainer::Gradients gradients,
-                         trainer.ComputeGradients({batch}, static_cast<uint64_t>(step), step));
+                         trainer.ComputeGradients(batches, static_cast<uint64_t>(step), step));
     TFM_RETURN_IF_ERROR(trainer.ApplyUpdate(step));
+    if (device.is_cuda()) TFM_RETURN_IF_ERROR(cuda::Synchronize(device.index));
     if (step > 2) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
     loss = gradients.stats.loss / gradients.stats.target_tokens;
   }
@@ -143,10 +221,15 @@ absl::Status RunOurs(const Preset& preset) {
               << OpProfileReport(total);
   }
   std::sort(seconds.begin(), seconds.end());
-  std::cout << absl::StrFormat("ours %d %d %.6f %.6f %.6f %.1f %.4f\n",
-                               transformer->NumParameters(), batch.target_tokens(),
+  double peak_mib = PeakRssMib();
+  if (device.is_cuda()) {  // The GPU's: the caching allocator's peak in use.
+    TFM_ASSIGN_OR_RETURN(Allocator * allocator, AllocatorFor(device));
+    peak_mib = allocator->stats().peak_bytes_in_use / 1048576.0;
+  }
+  std::cout << absl::StrFormat("ours %d %d %.6f %.6f %.6f %.1f %.4f %.7f\n",
+                               transformer->NumParameters(), target_tokens,
                                seconds[seconds.size() / 2], seconds.front(), seconds.back(),
-                               PeakRssMib(), loss);
+                               peak_mib, loss, check_loss);
   return absl::OkStatus();
 }
 
@@ -164,6 +247,14 @@ absl::StatusOr<std::string> Capture(const std::string& command) {
   return out;
 }
 
+// A flat JSON object's string field ("?" when absent).
+std::string JsonString(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\": \"");
+  if (at == std::string::npos) return "?";
+  const size_t begin = at + key.size() + 5;
+  return json.substr(begin, json.find('"', begin) - begin);
+}
+
 // A flat JSON object's number field.
 double JsonNumber(const std::string& json, const std::string& key) {
   const size_t at = json.find("\"" + key + "\":");
@@ -177,63 +268,87 @@ double JsonNumber(const std::string& json, const std::string& key) {
 
 struct Row {
   std::string side;
-  double params = 0, tokens = 0, median = 0, min = 0, max = 0, rss = 0, loss = 0;
+  double params = 0, tokens = 0, median = 0, min = 0, max = 0, rss = 0, loss = 0,
+         check_loss = 0;
   double tokens_per_second() const { return tokens / median; }
 };
 
 absl::Status Main(int argc, char** argv) {
   const int threads = absl::GetFlag(FLAGS_threads);
+  TFM_ASSIGN_OR_RETURN(const Device device, Device::Parse(absl::GetFlag(FLAGS_device)));
   if (!absl::GetFlag(FLAGS_child).empty()) {
     setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
-    return RunOurs(Find(absl::GetFlag(FLAGS_child)));
+    TFM_ASSIGN_OR_RETURN(const Preset preset, Find(absl::GetFlag(FLAGS_child)));
+    return RunOurs(preset, device);
+  }
+  if (device.is_cuda() && cuda::DeviceCount() <= device.index) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device=", device.ToString(), ": no such GPU here (", cuda::DeviceCount(), " visible)"));
   }
   std::string error;
   std::unique_ptr<bazel::tools::cpp::runfiles::Runfiles> runfiles(
       bazel::tools::cpp::runfiles::Runfiles::Create(argv[0], &error));
   if (runfiles == nullptr) return absl::NotFoundError(absl::StrCat("runfiles: ", error));
   const std::string script = runfiles->Rlocation("transformer/benchmarks/train_step_torch.py");
+  const std::string mapping = runfiles->Rlocation("transformer/tools/python/ours_to_torch.py");
+  char scratch_template[] = "/tmp/train_step.XXXXXX";
+  if (mkdtemp(scratch_template) == nullptr) return absl::InternalError("mkdtemp failed");
+  const std::string scratch = scratch_template;
   setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
   for (const auto& [label, text] : EnvironmentReport()) std::cout << label << ": " << text << "\n";
   std::cout << "threads: " << threads << " on each side; allocator: ours caching (>= 1 MiB) "
             << "over glibc; torch glibc\n";
-  const std::string torch_info = absl::StrCat(absl::GetFlag(FLAGS_peer_python),
-      " -c 'import torch,re; print(torch.__version__, re.search(r\"BLAS_INFO=(\\S+)\", "
-      "torch.__config__.show()).group(1).rstrip(\",\"), torch.backends.cpu.get_cpu_capability())'");
+  // Version, BLAS, CPU kernels (torch >= 2.0 says which), GPU and CUDA.
+  const std::string torch_info = absl::StrCat(
+      absl::GetFlag(FLAGS_peer_python),
+      " -c 'import torch,re; b=re.search(r\"BLAS_INFO=(\\S+)\", torch.__config__.show()); "
+      "c=getattr(torch.backends, \"cpu\", None); g=torch.cuda.is_available(); "
+      "print(torch.__version__, \"BLAS\", b.group(1).rstrip(\",\") if b else \"?\", "
+      "\"cpu capability\", c.get_cpu_capability() if c else \"?\", "
+      "(\"gpu \" + torch.cuda.get_device_name() + \" cuda \" + str(torch.version.cuda)) "
+      "if g else \"no gpu\")'");
   TFM_ASSIGN_OR_RETURN(const std::string torch_line, Capture(torch_info));
   std::cout << "torch: " << torch_line;
 
   double best_ratio = 0;
   std::vector<std::string> summary;
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_presets), ',')) {
-    const Preset preset = Find(name);
+    TFM_ASSIGN_OR_RETURN(const Preset preset, Find(name));
     std::cout << absl::StrFormat(
-        "\n%s: N=%d d_model=%d d_ff=%d h=%d vocab=%d, batch %d x (%d source, %d target) "
-        "positions, %d timed updates\n",
+        "\n%s: N=%d d_model=%d d_ff=%d h=%d vocab=%d, %d batch(es) of %d x (%d source, %d "
+        "target) positions an update, dropout %g at every site, %d timed updates on %s\n",
         preset.name, preset.layers, preset.d_model, preset.d_ff, preset.heads, preset.vocab,
-        preset.batch, preset.source_len, preset.target_len, absl::GetFlag(FLAGS_steps));
+        preset.update_freq, preset.batch, preset.source_len, preset.target_len, kDropout,
+        absl::GetFlag(FLAGS_steps), device.ToString());
     std::vector<Row> rows;
+    const std::string init = absl::StrCat(scratch, "/", name, "_init.safetensors");
     TFM_ASSIGN_OR_RETURN(const std::string ours_out,
                          Capture(absl::StrCat(argv[0], " --child=", name, " --threads=", threads,
                                               " --steps=", absl::GetFlag(FLAGS_steps),
-                                              " --profile_ops=", absl::GetFlag(FLAGS_profile_ops))));
+                                              " --device=", device.ToString(), " --init_out=",
+                                              init, " --profile_ops=",
+                                              absl::GetFlag(FLAGS_profile_ops))));
     if (absl::GetFlag(FLAGS_profile_ops)) {
       std::cout << ours_out.substr(0, ours_out.rfind("ours "));
     }
     Row ours{"ours"};
     std::vector<std::string> f = absl::StrSplit(ours_out.substr(ours_out.rfind("ours ")), ' ');
-    if (f.size() < 8) return absl::InternalError("our side printed: " + ours_out);
+    if (f.size() < 9) return absl::InternalError("our side printed: " + ours_out);
     double* fields[] = {&ours.params, &ours.tokens, &ours.median, &ours.min,
-                        &ours.max,    &ours.rss,    &ours.loss};
-    for (int i = 0; i < 7; ++i) (void)absl::SimpleAtod(f[i + 1], fields[i]);
+                        &ours.max,    &ours.rss,    &ours.loss,   &ours.check_loss};
+    for (int i = 0; i < 8; ++i) (void)absl::SimpleAtod(f[i + 1], fields[i]);
     rows.push_back(ours);
     for (bool compiled : {false, true}) {
       if (compiled && !absl::GetFlag(FLAGS_torch_compile)) continue;
       const std::string command = absl::StrFormat(
           "%s %s --threads %d --layers %d --d_model %d --d_ff %d --heads %d --vocab %d "
-          "--batch %d --source_len %d --target_len %d --steps %d%s 2>/dev/null",
+          "--batch %d --source_len %d --target_len %d --update_freq %d --steps %d --dropout %g "
+          "--device %s --init %s --mapping %s%s 2>/dev/null",
           absl::GetFlag(FLAGS_peer_python), script, threads, preset.layers, preset.d_model,
           preset.d_ff, preset.heads, preset.vocab, preset.batch, preset.source_len,
-          preset.target_len, absl::GetFlag(FLAGS_steps), compiled ? " --compile" : "");
+          preset.target_len, preset.update_freq, absl::GetFlag(FLAGS_steps), kDropout,
+          device.is_cuda() ? absl::StrCat("cuda:", device.index) : "cpu", init, mapping,
+          compiled ? " --compile" : "");
       absl::StatusOr<std::string> json = Capture(command);
       if (!json.ok()) {
         std::cout << (compiled ? "torch.compile" : "torch eager")
@@ -243,11 +358,33 @@ absl::Status Main(int argc, char** argv) {
       Row torch{compiled ? "torch.compile" : "torch eager", JsonNumber(*json, "parameters"),
                 JsonNumber(*json, "target_tokens"), JsonNumber(*json, "seconds_per_update"),
                 JsonNumber(*json, "seconds_min"), JsonNumber(*json, "seconds_max"),
-                JsonNumber(*json, "peak_rss_mib"), JsonNumber(*json, "last_loss")};
+                JsonNumber(*json, "peak_mib"), JsonNumber(*json, "last_loss"),
+                JsonNumber(*json, "check_loss")};
+      if (!compiled) {
+        std::cout << "torch: " << JsonString(*json, "torch_version") << ", adam "
+                  << JsonString(*json, "adam") << ", attention "
+                  << JsonString(*json, "attention") << "\n";
+      }
       rows.push_back(torch);
     }
+    // Same weights, same first batch, dropout off: the same loss, or the
+    // timings below compare different work.
+    bool agree = rows.size() > 1;
+    for (size_t i = 1; i < rows.size(); ++i) {
+      const double difference = std::abs(rows[i].check_loss - ours.check_loss);
+      std::cout << absl::StrFormat(
+          "step-1 loss, dropout off, same weights: ours %.6f, %s %.6f, |difference| %.2e\n",
+          ours.check_loss, rows[i].side, rows[i].check_loss, difference);
+      agree = agree && difference <= 1e-4;
+    }
+    std::cout << "check: " << (agree ? "PASS" : "FAIL") << "\n";
+    if (!agree) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          preset.name, ": the step-1 losses differ by more than 1e-4 (or no PyTorch row ran)"));
+    }
     std::cout << absl::StrFormat("%-14s %12s %9s %12s %18s %10s %8s\n", "side", "parameters",
-                                 "tgt tok", "s/update", "(min..max)", "tgt tok/s", "peak MiB");
+                                 "tgt tok", "s/update", "(min..max)", "tgt tok/s",
+                                 device.is_cuda() ? "GPU MiB" : "peak MiB");
     for (const Row& row : rows) {
       std::cout << absl::StrFormat("%-14s %12.0f %9.0f %12.3f %8.3f..%-8.3f %10.1f %8.0f\n",
                                    row.side, row.params, row.tokens, row.median, row.min,
@@ -270,6 +407,7 @@ absl::Status Main(int argc, char** argv) {
                                  preset.name, ratio);
     best_ratio = ratio;  // The last preset (base, by default) is the headline.
   }
+  std::filesystem::remove_all(scratch);
   std::cout << "\nper preset: " << absl::StrJoin(summary, ", ") << "\n";
   std::cout << absl::StrFormat("train tokens/s ours/torch: %.2f\n", best_ratio);
   return absl::OkStatus();

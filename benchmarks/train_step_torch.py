@@ -2,15 +2,21 @@
 paper's Transformer with nn.Transformer, at the sizes the C++ binary gives.
 
 Usage: train_step_torch.py --threads N --layers L --d_model D --d_ff F --heads H
-         --vocab V --batch B --source_len S --target_len T --steps K [--compile]
+         --vocab V --batch B --source_len S --target_len T --update_freq U --steps K
+         --dropout P --device cpu|cuda:N --init OURS.safetensors --mapping ours_to_torch.py
+         [--compile]
 
-The model is the paper's: post-norm nn.Transformer (ReLU, dropout 0.1), one
-embedding matrix shared by source, target and the pre-softmax projection,
-scaled by sqrt(d_model), sinusoidal positions, label-smoothed (0.1)
-cross-entropy summed over real target tokens and divided by their count, Adam
-(0.9, 0.98, 1e-9) with the inverse-square-root schedule. The batch is the one
-the C++ side builds (same ids, same padding: see BatchIds), so both sides do
-the same work. Prints one JSON line: tokens/s, seconds per update, peak RSS.
+The model is the paper's: post-norm nn.Transformer (ReLU, dropout P at its
+sites: attention weights, after the ReLU, each sublayer's output, and the
+embeddings), one embedding matrix shared by source, target and the
+pre-softmax projection, scaled by sqrt(d_model), sinusoidal positions,
+label-smoothed (0.1) cross-entropy summed over real target tokens and divided
+by their count, Adam (0.9, 0.98, 1e-9; fused where this build has it) with
+the inverse-square-root schedule. The weights start as ours (--init, mapped
+by tools/python/ours_to_torch.py) and the batches are the ones the C++ side
+builds (same ids, same padding: see BatchIds), so both sides do the same
+work. Before timing: the first batch's loss with dropout off (check_loss).
+Prints one JSON line: tokens/s, seconds per update, peak memory.
 """
 
 import argparse
@@ -27,6 +33,11 @@ def parse_args():
     for name in ("threads", "layers", "d_model", "d_ff", "heads", "vocab", "batch",
                  "source_len", "target_len", "steps"):
         p.add_argument("--" + name, type=int, required=True)
+    p.add_argument("--update_freq", type=int, default=1)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--init", required=True)
+    p.add_argument("--mapping", required=True)
     p.add_argument("--warmup_updates", type=int, default=2)
     p.add_argument("--compile", action="store_true")
     return p.parse_args()
@@ -75,13 +86,12 @@ class PaperTransformer(nn.Module):
         super().__init__()
         d = ARGS.d_model
         self.embed = nn.Embedding(ARGS.vocab, d, padding_idx=PAD)
-        nn.init.normal_(self.embed.weight, 0, d ** -0.5)
         self.core = nn.Transformer(d, ARGS.heads, ARGS.layers, ARGS.layers, ARGS.d_ff,
-                                   dropout=0.1, layer_norm_eps=1e-6, batch_first=True)
+                                   dropout=ARGS.dropout, layer_norm_eps=1e-6, batch_first=True)
         # The paper's post-norm model has no final norms; nn.Transformer adds them.
         self.core.encoder.norm = None
         self.core.decoder.norm = None
-        self.drop = nn.Dropout(0.1)
+        self.drop = nn.Dropout(ARGS.dropout)
         self.register_buffer("pe", sinusoid(max(ARGS.source_len, ARGS.target_len) + 1, d))
         self.scale = math.sqrt(d)
 
@@ -95,19 +105,70 @@ class PaperTransformer(nn.Module):
         return F.linear(h, self.embed.weight)  # The tied pre-softmax projection.
 
 
-def main():
-    src, _ = batch_ids(ARGS.batch, ARGS.source_len, ARGS.vocab, 1)
-    tgt, _ = batch_ids(ARGS.batch, ARGS.target_len, ARGS.vocab, 2)
+def make_batch(k, device):
+    """Batch k of an update: salts 1 + 2k and 2 + 2k, as the C++ side's."""
+    src, _ = batch_ids(ARGS.batch, ARGS.source_len, ARGS.vocab, 1 + 2 * k)
+    tgt, _ = batch_ids(ARGS.batch, ARGS.target_len, ARGS.vocab, 2 + 2 * k)
     tgt_in = torch.cat([torch.full((ARGS.batch, 1), BOS), tgt[:, :-1]], dim=1)
     tgt_in[tgt_in == EOS] = PAD  # The decoder never reads the final EOS.
-    src_pad, tgt_pad = src == PAD, tgt == PAD
-    causal = torch.triu(torch.ones(ARGS.target_len, ARGS.target_len, dtype=torch.bool), 1)
-    tokens = int((tgt != PAD).sum())
-    src_tokens = int((src != PAD).sum())
+    return [t.to(device) for t in (src, tgt, tgt_in, src == PAD, tgt == PAD)]
+
+
+def load_ours(model):
+    """Our initial weights (--init) into the model, by the shared mapping."""
+    from safetensors.torch import load_file
+    namespace = {}
+    with open(ARGS.mapping) as f:
+        exec(f.read(), namespace)  # tools/python/ours_to_torch.py
+    ours = load_file(ARGS.init)
+    model.core.load_state_dict(namespace["torch_state_dict"](ours, ARGS.layers), strict=True)
+    with torch.no_grad():
+        model.embed.weight.copy_(ours["encoder.embed_tokens.weight"])
+
+
+def make_adam(params, device):
+    """PyTorch's fastest Adam here: fused, else foreach (multi-tensor)."""
+    for kind in ("fused", "foreach"):
+        try:
+            opt = torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9, **{kind: True})
+            if kind == "fused":  # Some builds accept the flag and fail at the first step.
+                probe = [torch.zeros(1, device=device, requires_grad=True)]
+                torch.optim.Adam(probe, lr=1.0, fused=True).step()
+            return opt, kind
+        except (RuntimeError, TypeError):
+            continue
+    return torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9), "for-loop"
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def main():
+    device = torch.device(ARGS.device)
+    batches = [make_batch(k, device) for k in range(ARGS.update_freq)]
+    causal = torch.triu(torch.ones(ARGS.target_len, ARGS.target_len, dtype=torch.bool),
+                        1).to(device)
+    tokens = sum(int((b[1] != PAD).sum()) for b in batches)
+    src_tokens = sum(int((b[0] != PAD).sum()) for b in batches)
 
     model = PaperTransformer()
+    load_ours(model)
+    model.to(device)
     params = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+
+    # The check: batch 0's loss from our weights, dropout off, before timing.
+    model.eval()
+    with torch.no_grad():
+        src, tgt, tgt_in, src_pad, tgt_pad = batches[0]
+        logits = model(src, tgt_in, src_pad, tgt_pad, causal)
+        check_loss = float(F.cross_entropy(logits.reshape(-1, ARGS.vocab).float(),
+                                           tgt.reshape(-1), ignore_index=PAD,
+                                           label_smoothing=0.1, reduction="sum")
+                           ) / int((tgt != PAD).sum())
+
+    opt, adam_kind = make_adam(list(model.parameters()), device)
     warmup = 4000
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: ARGS.d_model ** -0.5 * min((s + 1) ** -0.5, (s + 1) * warmup ** -1.5))
@@ -117,22 +178,30 @@ def main():
 
     def update():
         opt.zero_grad(set_to_none=True)
-        logits = step_fn(src, tgt_in, src_pad, tgt_pad, causal)
-        loss = F.cross_entropy(logits.reshape(-1, ARGS.vocab), tgt.reshape(-1),
-                               ignore_index=PAD, label_smoothing=0.1, reduction="sum")
-        (loss / tokens).backward()
+        total = 0.0
+        for src, tgt, tgt_in, src_pad, tgt_pad in batches:
+            logits = step_fn(src, tgt_in, src_pad, tgt_pad, causal)
+            loss = F.cross_entropy(logits.reshape(-1, ARGS.vocab), tgt.reshape(-1),
+                                   ignore_index=PAD, label_smoothing=0.1, reduction="sum")
+            (loss / tokens).backward()
+            total = total + loss.detach()
         opt.step()
         sched.step()
-        return float(loss.detach()) / tokens
+        return total
 
     model.train()
     for _ in range(ARGS.warmup_updates):
         update()
+    sync(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     times = []
     for _ in range(ARGS.steps):
         start = time.perf_counter()
         loss = update()
+        sync(device)
         times.append(time.perf_counter() - start)
+    loss = float(loss) / tokens
     times.sort()
     median = times[len(times) // 2]
     print(json.dumps({
@@ -145,8 +214,13 @@ def main():
         "seconds_min": times[0],
         "seconds_max": times[-1],
         "target_tokens_per_second": tokens / median,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "peak_mib": (torch.cuda.max_memory_allocated(device) / 2 ** 20 if device.type == "cuda"
+                     else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0),
         "last_loss": loss,
+        "check_loss": check_loss,
+        "adam": adam_kind,
+        "attention": ("scaled_dot_product_attention" if hasattr(F, "scaled_dot_product_attention")
+                      else "matmul + softmax"),
     }))
 
 
