@@ -9,22 +9,19 @@
 #include "core/config/config_loader.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
+#include "tests/util/preset_files.h"
 
 namespace tfm {
 namespace {
 
-// Runfile-relative paths of every preset, sorted.
+// Runfile-relative paths of every task's presets, sorted.
 std::vector<std::string> FindPresets() {
   const std::filesystem::path tasks = testing::RunfilePath("tasks");
   std::vector<std::string> presets;
   for (const auto& task : std::filesystem::directory_iterator(tasks)) {
-    const std::filesystem::path configs = task.path() / "configs";
-    if (!std::filesystem::is_directory(configs)) continue;
-    for (const auto& file : std::filesystem::directory_iterator(configs)) {
-      if (file.path().extension() != ".pbtxt") continue;
-      presets.push_back("tasks/" + task.path().filename().string() + "/configs/" +
-                        file.path().filename().string());
-    }
+    const std::vector<std::string> own =
+        testing::PresetFiles("tasks/" + task.path().filename().string() + "/configs");
+    presets.insert(presets.end(), own.begin(), own.end());
   }
   std::sort(presets.begin(), presets.end());
   return presets;

@@ -2,6 +2,7 @@
 // whose task name is taken), its config errors, and the whole path a user
 // takes through the generic driver: train `reverse`, translate, evaluate.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -16,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
+#include "tests/util/preset_files.h"
 
 namespace tfm {
 namespace {
@@ -65,12 +67,21 @@ std::vector<std::string>* AlgorithmicPluginTest::registered_ = nullptr;
 TEST_F(AlgorithmicPluginTest, RegistersItsTaskOnly) {
   EXPECT_EQ(*registered_, std::vector<std::string>({"task:algorithmic"}));
   EXPECT_TRUE(TaskRegistry().Contains("algorithmic"));
-  for (const char* problem : {"reverse", "sort", "add"}) {
-    const std::string config = testing::RunfilePath(
-        absl::StrCat("plugins/algorithmic/configs/", problem, ".pbtxt"));
+}
+
+// Every preset beside the plugin (found on disk) validates and names its
+// problem: reverse_small.pbtxt is the reverse problem, and so on.
+TEST_F(AlgorithmicPluginTest, EveryPresetValidates) {
+  const std::vector<std::string> presets = testing::PresetFiles("plugins/algorithmic/configs");
+  EXPECT_GE(presets.size(), 4u);  // reverse, reverse_small, sort, add at least.
+  for (const std::string& preset : presets) {
+    const std::string name = std::filesystem::path(preset).stem().string();
+    const std::string problem = name.substr(0, name.find('_'));
     std::string out;
-    EXPECT_TRUE(Drive(config, "validate", &out).ok()) << config;
-    EXPECT_THAT(out, HasSubstr(absl::StrCat("problem: ", absl::AsciiStrToUpper(problem))));
+    const absl::Status status = Drive(testing::RunfilePath(preset), "validate", &out);
+    EXPECT_TRUE(status.ok()) << preset << ": " << status;
+    EXPECT_THAT(out, HasSubstr(absl::StrCat("problem: ", absl::AsciiStrToUpper(problem))))
+        << preset;
   }
 }
 

@@ -3,6 +3,7 @@
 // a missing one. Add a test for each command you write.
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tasks/driver/driver.h"
 #include "core/plugin_loader.h"
@@ -10,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
+#include "tests/util/preset_files.h"
 
 namespace hello {
 namespace {
@@ -37,6 +39,13 @@ TEST(HelloPluginTest, LoadsAndReadsItsSettings) {
       Validate(tfm::testing::RunfilePath("plugins/hello/configs/hello.pbtxt"), &out);
   EXPECT_TRUE(valid.ok()) << valid;
   EXPECT_THAT(out, HasSubstr("examples: 1000"));
+  // Every preset beside the plugin, found on disk.
+  const std::vector<std::string> presets = tfm::testing::PresetFiles("plugins/hello/configs");
+  EXPECT_FALSE(presets.empty());
+  for (const std::string& preset : presets) {
+    const absl::Status status = Validate(tfm::testing::RunfilePath(preset), &out);
+    EXPECT_TRUE(status.ok()) << preset << ": " << status;
+  }
 
   const std::string missing = tfm::testing::WriteTempFile("missing.pbtxt", "task: \"hello\"\n");
   const absl::Status status = Validate(missing, &out);
