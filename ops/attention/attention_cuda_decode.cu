@@ -87,18 +87,18 @@ template <typename T, int kD, int kQ>
 __global__ void __launch_bounds__(kThreads)
     DecodeKernel(AttentionCudaProblem p, int splits, const T* q, const T* k, const T* v, T* out,
                  float* lse, float* partial) {
-  constexpr int kElems = 16 / sizeof(T);           // Elements per 16-byte load.
-  constexpr int kLanes = kD / kElems;              // Lanes reading one key row.
-  constexpr int kGroups = 32 / kLanes;             // Keys a warp reads at once.
-  constexpr int kKeysPerPass = kWarps * kGroups;   // Keys the block reads at once.
+  constexpr int kElems = 16 / sizeof(T);          // Elements per 16-byte load.
+  constexpr int kLanes = kD / kElems;             // Lanes reading one key row.
+  constexpr int kGroups = 32 / kLanes;            // Keys a warp reads at once.
+  constexpr int kKeysPerPass = kWarps * kGroups;  // Keys the block reads at once.
   static_assert(kLanes >= 1 && kLanes <= 32 && 32 % kLanes == 0, "unsupported head size");
 
   const int64_t bh = blockIdx.x;
   const int split = blockIdx.y;
   const int64_t b = bh / p.heads;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int slot = lane % kLanes;                        // Which 16 bytes of a row.
-  const int group = warp * kGroups + lane / kLanes;      // Which key of a pass.
+  const int slot = lane % kLanes;                    // Which 16 bytes of a row.
+  const int group = warp * kGroups + lane / kLanes;  // Which key of a pass.
   const int q_len = static_cast<int>(p.q_len);
 
   const int64_t key_end = KeyEnd(p, b);
@@ -305,10 +305,10 @@ template <typename T, int kD, int kQ>
 const char* LaunchFor(const AttentionCudaProblem& p, int splits, const void* q, const void* k,
                       const void* v, void* out, float* lse, float* partial, cudaStream_t stream) {
   const int64_t heads_total = p.batch * p.heads;
-  DecodeKernel<T, kD, kQ><<<dim3(static_cast<unsigned>(heads_total), splits), kThreads, 0,
-                             stream>>>(p, splits, static_cast<const T*>(q),
-                                       static_cast<const T*>(k), static_cast<const T*>(v),
-                                       static_cast<T*>(out), lse, partial);
+  DecodeKernel<T, kD, kQ>
+      <<<dim3(static_cast<unsigned>(heads_total), splits), kThreads, 0, stream>>>(
+          p, splits, static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+          static_cast<T*>(out), lse, partial);
   if (const char* error = LastLaunchError()) return error;
   if (splits == 1) return nullptr;
   const int64_t rows = heads_total * p.q_len;
@@ -365,8 +365,7 @@ bool AttentionDecodeTakes(const AttentionCudaProblem& p,
 int AttentionDecodeSplits(const AttentionCudaProblem& p) {
   const int64_t heads_total = std::max<int64_t>(p.batch * p.heads, 1);
   const int64_t wanted =
-      (static_cast<int64_t>(kBlocksPerSm) * MultiprocessorCount() + heads_total - 1) /
-      heads_total;
+      (static_cast<int64_t>(kBlocksPerSm) * MultiprocessorCount() + heads_total - 1) / heads_total;
   const int64_t useful = (p.k_len + kMinKeysPerSplit - 1) / kMinKeysPerSplit;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({wanted, useful, kMaxSplits})));
 }
@@ -382,8 +381,7 @@ const char* LaunchAttentionDecode(const AttentionCudaProblem& p, int splits, con
   if (splits < 1 || splits > kMaxSplits) return "decode attention: splits out of range";
   if (splits > 1 && workspace == nullptr) return "decode attention: no workspace for the splits";
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
-  return p.bf16 ? LaunchForType<__nv_bfloat16>(p, splits, q, k, v, out, lse, workspace,
-                                               cuda_stream)
+  return p.bf16 ? LaunchForType<__nv_bfloat16>(p, splits, q, k, v, out, lse, workspace, cuda_stream)
                 : LaunchForType<float>(p, splits, q, k, v, out, lse, workspace, cuda_stream);
 }
 

@@ -88,8 +88,8 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
 std::optional<CudnnSdpaProblem> CudnnProblemFor(const CudaProblem& cuda) {
   const AttentionCudaProblem& p = cuda.problem;
   if (cuda.backend == AttentionBackend::kFlash || cuda.backend == AttentionBackend::kFlashTiles ||
-      !p.bf16 || p.dropout > 0.0f || p.d_k != p.d_v ||
-      !cuda.key_lengths_only || !CudnnSdpaAvailable()) {
+      !p.bf16 || p.dropout > 0.0f || p.d_k != p.d_v || !cuda.key_lengths_only ||
+      !CudnnSdpaAvailable()) {
     return std::nullopt;
   }
   // Measured on an H100 (benchmarks/results/attention_h100.txt): at 64 keys
@@ -122,20 +122,19 @@ absl::Status ClearEmptySentences(const KernelContext& context, const CudaProblem
 }
 
 // The decode kernel for few query rows, with its split-K workspace.
-absl::Status DecodeForward(const KernelContext& context, const AttentionCudaProblem& p,
-                           Tensor* out, Tensor* lse) {
+absl::Status DecodeForward(const KernelContext& context, const AttentionCudaProblem& p, Tensor* out,
+                           Tensor* lse) {
   const int splits = AttentionDecodeSplits(p);
   Tensor workspace;
   if (const int64_t floats = AttentionDecodeWorkspaceFloats(p, splits); floats > 0) {
-    TFM_ASSIGN_OR_RETURN(workspace, Tensor::Empty({floats}, DType::kF32, context.device(),
-                                                  context.stream()));
+    TFM_ASSIGN_OR_RETURN(workspace,
+                         Tensor::Empty({floats}, DType::kF32, context.device(), context.stream()));
   }
   return CudaLaunchStatus(
-      context, LaunchAttentionDecode(p, splits, context.input(0).raw_data(),
-                                     context.input(1).raw_data(), context.input(2).raw_data(),
-                                     out->raw_data(), lse->data<float>(),
-                                     workspace.defined() ? workspace.data<float>() : nullptr,
-                                     context.stream()));
+      context, LaunchAttentionDecode(
+                   p, splits, context.input(0).raw_data(), context.input(1).raw_data(),
+                   context.input(2).raw_data(), out->raw_data(), lse->data<float>(),
+                   workspace.defined() ? workspace.data<float>() : nullptr, context.stream()));
 }
 
 absl::Status AttentionForwardCuda(KernelContext& context) {
@@ -148,10 +147,10 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
   // A decoding step's few query rows: the decode kernel reads each head's
   // keys once for all of them where a 32-query tile would leave most of its
   // rows idle. Ahead of cuDNN unless cuDNN is asked for by name.
-  const bool decode = cuda.backend != AttentionBackend::kFlashTiles &&
-                      AttentionDecodeTakes(p, {context.input(0).raw_data(),
-                                               context.input(1).raw_data(),
-                                               context.input(2).raw_data(), out->raw_data()});
+  const bool decode =
+      cuda.backend != AttentionBackend::kFlashTiles &&
+      AttentionDecodeTakes(p, {context.input(0).raw_data(), context.input(1).raw_data(),
+                               context.input(2).raw_data(), out->raw_data()});
   if (decode && cuda.backend != AttentionBackend::kCudnn) {
     return DecodeForward(context, p, out, lse);
   }

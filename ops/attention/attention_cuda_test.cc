@@ -324,8 +324,8 @@ double MaxAbsDiff(const Tensor& got, const Tensor& want) {
 void ExpectDecodeMatchesCpu(const DecodeCase& c, DType dtype) {
   const std::string what = absl::StrCat(
       DTypeName(dtype), " batch ", c.batch, " heads ", c.heads, " q_len ", c.q_len, " keys ",
-      *std::max_element(c.key_lengths.begin(), c.key_lengths.end()), " of ", c.capacity, " d ",
-      c.d, c.causal ? " causal" : "", c.as_padding_mask ? " padding mask with holes" : "",
+      *std::max_element(c.key_lengths.begin(), c.key_lengths.end()), " of ", c.capacity, " d ", c.d,
+      c.causal ? " causal" : "", c.as_padding_mask ? " padding mask with holes" : "",
       c.scale ? absl::StrCat(" scale ", *c.scale) : "");
   SCOPED_TRACE(what);
   const Device gpu = Device::Cuda(0);
@@ -362,9 +362,8 @@ void ExpectDecodeMatchesCpu(const DecodeCase& c, DType dtype) {
   AttentionOptions cpu_options = OptionsFor(mask, Device::Cpu());
   AttentionOptions gpu_options = OptionsFor(mask, gpu);
   cpu_options.scale = gpu_options.scale = c.scale;
-  absl::StatusOr<AttentionOutput> cpu =
-      ScaledDotProductAttention(AsSeen(q, dtype), AsSeen(kv[0], dtype), AsSeen(kv[1], dtype),
-                                cpu_options);
+  absl::StatusOr<AttentionOutput> cpu = ScaledDotProductAttention(
+      AsSeen(q, dtype), AsSeen(kv[0], dtype), AsSeen(kv[1], dtype), cpu_options);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   absl::StatusOr<AttentionOutput> cuda =
       ScaledDotProductAttention(OnDevice(q, dtype, gpu), kv_gpu[0], kv_gpu[1], gpu_options);
@@ -412,8 +411,8 @@ TEST_P(AttentionCudaTest, DecodeBeamSharesMemory) {
     ExpectDecodeMatchesCpu(
         {.batch = 16, .q_len = q_len, .capacity = 41, .key_lengths = SpreadLengths(16, 41)},
         GetParam());
-    ExpectDecodeMatchesCpu(
-        {.batch = 1, .q_len = q_len, .capacity = 700, .key_lengths = {650}}, GetParam());
+    ExpectDecodeMatchesCpu({.batch = 1, .q_len = q_len, .capacity = 700, .key_lengths = {650}},
+                           GetParam());
   }
 }
 
@@ -432,18 +431,18 @@ TEST_P(AttentionCudaTest, DecodeOptionsAndHeadSizes) {
                           .key_lengths = {500, 0, 77},
                           .as_padding_mask = true},
                          GetParam());
-  ExpectDecodeMatchesCpu(
-      {.batch = 2, .capacity = 400, .key_lengths = {0, 399}, .scale = 0.3f}, GetParam());
+  ExpectDecodeMatchesCpu({.batch = 2, .capacity = 400, .key_lengths = {0, 399}, .scale = 0.3f},
+                         GetParam());
   ExpectDecodeMatchesCpu(
       {.batch = 2, .q_len = 2, .capacity = 90, .key_lengths = {90, 45}, .scale = -0.2f},
       GetParam());
   for (int64_t d : {32, 128, 40}) {
-    ExpectDecodeMatchesCpu({.batch = 4, .q_len = 1, .capacity = 333, .d = d,
-                            .key_lengths = SpreadLengths(4, 333)},
-                           GetParam());
-    ExpectDecodeMatchesCpu({.batch = 4, .q_len = 4, .capacity = 70, .d = d,
-                            .key_lengths = SpreadLengths(4, 70)},
-                           GetParam());
+    ExpectDecodeMatchesCpu(
+        {.batch = 4, .q_len = 1, .capacity = 333, .d = d, .key_lengths = SpreadLengths(4, 333)},
+        GetParam());
+    ExpectDecodeMatchesCpu(
+        {.batch = 4, .q_len = 4, .capacity = 70, .d = d, .key_lengths = SpreadLengths(4, 70)},
+        GetParam());
   }
 }
 
