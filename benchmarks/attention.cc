@@ -4,6 +4,7 @@
 // dtype (benchmarks/attention_torch.py, run once as a peer process).
 //
 //   bazel run -c opt //benchmarks:attention [-- --peer_python=python3]
+//     [--decode_only]
 //
 // Rows: the paper's shapes (h 8, d_k 64, n 64..1024, 16k tokens per batch,
 // key lengths drawn in [3n/4, n] as the padding mask) and long inputs
@@ -18,6 +19,13 @@
 // Before timing, every CUDA row is checked against the CPU op in f32 on the
 // same (bf16-rounded) inputs at batch 1, forward and backward; the peer
 // checks PyTorch's output against ours on those inputs before it times.
+//
+// On a GPU, decode-shaped rows come first (--decode_only: only them): a
+// beam search step's forward, one query per row over a cache (self-attention)
+// or a beam's 4 rows over their sentence's memory, timed through the decode
+// kernel (backend "flash") and the 32-query tiles it replaced
+// ("flash_tiles"), and cuDNN in bf16; outputs of the two paths are compared
+// before timing.
 #include "ops/attention/attention.h"
 
 #include <algorithm>
@@ -49,6 +57,8 @@ ABSL_FLAG(std::string, peer_python, "",
 ABSL_FLAG(std::string, peer_script, "",
           "The peer script; defaults to benchmarks/attention_torch.py beside the sources.");
 ABSL_FLAG(bool, cpu_rows, true, "Also time the CPU (f32) rows.");
+ABSL_FLAG(bool, decode_only, false,
+          "Time only the decode-shaped rows (a GPU's decode kernel against the 32-query tiles).");
 
 namespace tfm {
 namespace bench {
@@ -368,6 +378,125 @@ void PrintTable(const std::vector<AttentionCase>& cases, const std::map<std::str
                "flash back end and its mask-aware back ends (see the peer's lines)\n";
 }
 
+// A decode-shaped row: `batch` items x 8 heads, `q_len` queries each, over
+// `keys` keys of a `capacity`-long cache (self-attention: every row at the
+// same step) or of memories padded to `keys` (key lengths spread over
+// [3 keys / 4, keys]).
+struct DecodeRow {
+  DType dtype;
+  int batch, q_len, keys, capacity;
+  bool memory;
+};
+
+// `shape` on the GPU in `dtype`, filled with `pool` repeated (drawing 10^8
+// normal numbers per row on the host would take longer than the timing).
+absl::StatusOr<Tensor> Tiled(const Shape& shape, const std::vector<float>& pool, DType dtype) {
+  TFM_ASSIGN_OR_RETURN(Tensor host, Tensor::Empty(shape, dtype));
+  for (int64_t i = 0; i < host.num_elements(); ++i) {
+    const float x = pool[i % pool.size()];
+    if (dtype == DType::kBF16) {
+      host.data<BFloat16>()[i] = BFloat16(x);
+    } else {
+      host.data<float>()[i] = x;
+    }
+  }
+  return CopyToDevice(host, Device::Cuda(0));
+}
+
+// Seconds per forward call with `backend`, over enough calls to fill ~50 ms.
+absl::StatusOr<double> TimeForward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   AttentionOptions options, const std::string& backend,
+                                   Tensor* out) {
+  options.backend = backend;
+  auto run = [&]() -> absl::Status {
+    TFM_ASSIGN_OR_RETURN(AttentionOutput result, ScaledDotProductAttention(q, k, v, options));
+    *out = result.out;
+    return absl::OkStatus();
+  };
+  TFM_RETURN_IF_ERROR(run());  // Warm-up: allocator, cuDNN's plan.
+  TFM_RETURN_IF_ERROR(Sync(Device::Cuda(0)));
+  int calls = 10;
+  while (true) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) TFM_RETURN_IF_ERROR(run());
+    TFM_RETURN_IF_ERROR(Sync(Device::Cuda(0)));
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    if (elapsed.count() > 0.05 || calls >= 100000) return elapsed.count() / calls;
+    calls *= 4;
+  }
+}
+
+absl::Status TimeDecodeRows() {
+  std::vector<DecodeRow> rows;
+  for (DType dtype : {DType::kBF16, DType::kF32}) {
+    // Self-attention at steps 32 and 1000 of a 1024-step cache; beams of 4
+    // over memories of 40 and 300 keys.
+    for (int batch : {1, 16, 64, 256}) {
+      for (int keys : {32, 1000}) rows.push_back({dtype, batch, 1, keys, 1024, false});
+    }
+    for (int batch : {1, 16, 64}) {
+      for (int keys : {40, 300}) rows.push_back({dtype, batch, 4, keys, keys, true});
+    }
+  }
+  std::vector<float> pool(1 << 20 | 7);
+  {
+    TFM_ASSIGN_OR_RETURN(Tensor normal,
+                         RandomNormal({static_cast<int64_t>(pool.size())}, {5, 0, 0}, 0.0f, 1.0f));
+    std::copy(normal.data<float>(), normal.data<float>() + pool.size(), pool.begin());
+  }
+  std::cout << "\ndecode rows (h 8, d 64, forward): microseconds per call and GB/s of the K and V"
+               " read (key lengths only)\n"
+            << absl::StrFormat("%-5s %5s %5s %11s %6s  %9s %7s  %9s %7s  %8s  %9s  %s\n", "dtype",
+                               "batch", "q_len", "keys/cap", "kind", "decode us", "GB/s",
+                               "tiles us", "GB/s", "speed-up", "cudnn us", "check");
+  double log_speedup = 0;
+  for (const DecodeRow& row : rows) {
+    const Shape q_shape = {row.batch, kHeads, row.q_len, kHeadDim};
+    const Shape kv_shape = {row.batch, kHeads, row.capacity, kHeadDim};
+    TFM_ASSIGN_OR_RETURN(Tensor q, Tiled(q_shape, pool, row.dtype));
+    TFM_ASSIGN_OR_RETURN(Tensor k, Tiled(kv_shape, pool, row.dtype));
+    std::rotate(pool.begin(), pool.begin() + 12345, pool.end());  // v differs from k.
+    TFM_ASSIGN_OR_RETURN(Tensor v, Tiled(kv_shape, pool, row.dtype));
+    std::vector<int32_t> lengths(row.batch, row.keys);
+    double visible = 0;
+    for (int b = 0; b < row.batch; ++b) {
+      if (row.memory && b > 0)
+        lengths[b] -= static_cast<int32_t>((b * 2654435761u) % (row.keys / 4 + 1));
+      visible += lengths[b];
+    }
+    AttentionOptions options;
+    TFM_ASSIGN_OR_RETURN(Tensor host_lengths, Tensor::FromVector<int32_t>(lengths, {row.batch}));
+    TFM_ASSIGN_OR_RETURN(options.key_lengths, CopyToDevice(host_lengths, Device::Cuda(0)));
+    Tensor decode_out, tiles_out, cudnn_out;
+    TFM_ASSIGN_OR_RETURN(const double decode_s,
+                         TimeForward(q, k, v, options, "flash", &decode_out));
+    TFM_ASSIGN_OR_RETURN(const double tiles_s,
+                         TimeForward(q, k, v, options, "flash_tiles", &tiles_out));
+    double cudnn_s = NAN;
+    if (row.dtype == DType::kBF16) {
+      TFM_ASSIGN_OR_RETURN(cudnn_s, TimeForward(q, k, v, options, "cudnn", &cudnn_out));
+    }
+    const double error = RelativeError(decode_out, ToF32(*CopyToDevice(tiles_out, Device::Cpu())));
+    // bf16: the tiles round P to bf16 on the tensor cores, the decode kernel does not.
+    const double tolerance = row.dtype == DType::kBF16 ? 2e-2 : 1e-5;
+    const double gb = 2.0 * visible * kHeads * kHeadDim * DTypeSize(row.dtype) / 1e9;
+    log_speedup += std::log(tiles_s / decode_s);
+    absl::PrintF("%-5s %5d %5d %5d/%-5d %6s  %9.1f %7.0f  %9.1f %7.0f  %8.2f  %9.1f  %.1e %s\n",
+                 DTypeName(row.dtype), row.batch, row.q_len, row.keys, row.capacity,
+                 row.memory ? "memory" : "self", decode_s * 1e6, gb / decode_s, tiles_s * 1e6,
+                 gb / tiles_s, tiles_s / decode_s, cudnn_s * 1e6, error,
+                 error <= tolerance ? "ok" : "MISMATCH");
+    if (!(error <= tolerance)) {
+      return absl::InternalError("the decode kernel differs from the 32-query tiles");
+    }
+  }
+  absl::PrintF(
+      "speed-up = tiles time / decode time; cudnn: cuDNN where it takes the problem, else the "
+      "decode kernel\ndecode kernel vs 32-query tiles (geometric mean over %d rows): %.2fx\n",
+      rows.size(), std::exp(log_speedup / rows.size()));
+  return absl::OkStatus();
+}
+
 int Main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   absl::ParseCommandLine(argc, argv);
@@ -379,6 +508,13 @@ int Main(int argc, char** argv) {
               << "\n";
   else
     std::cout << "gpu: none (CPU rows only)\n";
+  if (cuda) {
+    if (absl::Status status = TimeDecodeRows(); !status.ok()) {
+      std::cerr << "attention: " << status << "\n";
+      return 1;
+    }
+  }
+  if (absl::GetFlag(FLAGS_decode_only)) return 0;
   const std::vector<AttentionCase> cases = Cases(absl::GetFlag(FLAGS_cpu_rows), cuda);
 
   const bool peer = cuda && !absl::GetFlag(FLAGS_peer_python).empty();

@@ -6,8 +6,9 @@
 // row-major f32 (the layer splits [batch, len, heads * d] into heads). On
 // CUDA q, k, v, out and the gradients may also be bf16 (lse stays f32):
 // flash-attention kernels in attention_cuda*.cu, tensor cores for bf16 at
-// head sizes 32, 64 and 128; TFM_ATTENTION_BACKEND picks the implementation
-// (attention_backend.h).
+// head sizes 32, 64 and 128, and for up to 8 query rows without dropout (a
+// decoding step) a split-K decode kernel; TFM_ATTENTION_BACKEND picks the
+// implementation (attention_backend.h).
 //
 // Masks (combined):
 //   - causal: query i sees keys j <= i + (k_len - q_len), i.e. the queries are
@@ -52,8 +53,8 @@ struct AttentionOptions {
   float dropout = 0.0f;     // Probability of dropping, in [0, 1).
   PhiloxState dropout_state;
   std::optional<float> scale;  // Defaults to 1 / sqrt(d_k).
-  // CUDA only: "auto", "flash" or "cudnn" (attention_backend.h); empty:
-  // TFM_ATTENTION_BACKEND, else auto.
+  // CUDA only: "auto", "flash", "cudnn" or "flash_tiles"
+  // (attention_backend.h); empty: TFM_ATTENTION_BACKEND, else auto.
   std::string backend;
 };
 

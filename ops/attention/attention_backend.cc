@@ -13,9 +13,10 @@ absl::StatusOr<AttentionBackend> ResolveAttentionBackend(absl::string_view setti
   if (name.empty() || name == "auto") return AttentionBackend::kAuto;
   if (name == "flash") return AttentionBackend::kFlash;
   if (name == "cudnn") return AttentionBackend::kCudnn;
+  if (name == "flash_tiles") return AttentionBackend::kFlashTiles;
   return absl::InvalidArgumentError(absl::StrCat(
       "the attention back end (TFM_ATTENTION_BACKEND or the op's backend attribute) must be "
-      "auto, flash or cudnn, not '",
+      "auto, flash, cudnn or flash_tiles, not '",
       setting, "'"));
 }
 

@@ -5,7 +5,12 @@
 //                      (bf16, no dropout, no mask or key lengths, head size
 //                      a multiple of 8 up to 128), else our kernels;
 //   "flash"            our flash-attention kernels (attention_cuda*.cu);
-//   "cudnn"            cuDNN where it takes the problem, else our kernels.
+//   "cudnn"            cuDNN where it takes the problem, else our kernels;
+//   "flash_tiles"      our flash-attention kernels without the decode kernel
+//                      for few query rows (attention_cuda_decode.cu), so that
+//                      benchmarks can time the 32-query tiles it replaces.
+// "auto" and "flash" run the decode kernel wherever it takes the problem
+// (AttentionDecodeTakes in attention_cuda.h).
 #ifndef TFM_OPS_ATTENTION_ATTENTION_BACKEND_H_
 #define TFM_OPS_ATTENTION_ATTENTION_BACKEND_H_
 
@@ -15,7 +20,7 @@
 
 namespace tfm {
 
-enum class AttentionBackend { kAuto, kFlash, kCudnn };
+enum class AttentionBackend { kAuto, kFlash, kCudnn, kFlashTiles };
 
 // The back end a setting names after resolving "auto"; an error names the
 // accepted values.

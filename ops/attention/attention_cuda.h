@@ -8,6 +8,7 @@
 #define TFM_OPS_ATTENTION_ATTENTION_CUDA_H_
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/device.h"
 
@@ -60,6 +61,30 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& problem, const v
                                     const void* k, const void* v, const void* out, const float* lse,
                                     const void* d_out, void* dq, void* dk, void* dv,
                                     float* workspace, StreamHandle stream);
+
+// Decode attention (attention_cuda_decode.cu): a few query rows per head
+// over many keys, a beam search step's shape, with the keys split over
+// several blocks when batch x heads alone would leave the GPU idle. Forward
+// only, without dropout.
+inline constexpr int64_t kMaxAttentionDecodeQueries = 8;
+
+// Whether the decode kernel takes the problem: 1 to
+// kMaxAttentionDecodeQueries query rows, no dropout, d_k == d_v in {32, 64,
+// 128}, and `tensors` (q, k, v, out) 16-byte aligned for 128-bit loads.
+bool AttentionDecodeTakes(const AttentionCudaProblem& problem,
+                          std::initializer_list<const void*> tensors);
+
+// How many blocks share each head's keys on the current device (1: no
+// split), and the f32 workspace the partial results then need.
+int AttentionDecodeSplits(const AttentionCudaProblem& problem);
+int64_t AttentionDecodeWorkspaceFloats(const AttentionCudaProblem& problem, int splits);
+
+// out [batch, heads, q_len, d_v] and lse [batch, heads, q_len] (f32), as
+// LaunchAttentionForward; `workspace` holds
+// AttentionDecodeWorkspaceFloats(problem, splits) floats (nullptr when 0).
+const char* LaunchAttentionDecode(const AttentionCudaProblem& problem, int splits, const void* q,
+                                  const void* k, const void* v, void* out, float* lse,
+                                  float* workspace, StreamHandle stream);
 
 }  // namespace tfm
 

@@ -1,7 +1,8 @@
 // Registers the CUDA kernels of scaled_dot_product_attention and its
 // backward (linked only in builds with CUDA), f32 and bf16: parses the
-// attributes, turns the key mask into the kernels' form and allocates the
-// outputs and workspaces on the device.
+// attributes, turns the key mask into the kernels' form, allocates the
+// outputs and workspaces on the device and picks the kernels (cuDNN's, the
+// decode kernel for few query rows, or the flash-attention tiles).
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -86,8 +87,9 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
 // and the caller then runs our kernels.
 std::optional<CudnnSdpaProblem> CudnnProblemFor(const CudaProblem& cuda) {
   const AttentionCudaProblem& p = cuda.problem;
-  if (cuda.backend == AttentionBackend::kFlash || !p.bf16 || p.dropout > 0.0f || p.d_k != p.d_v ||
-      !cuda.key_lengths_only || !CudnnSdpaAvailable()) {
+  if (cuda.backend == AttentionBackend::kFlash || cuda.backend == AttentionBackend::kFlashTiles ||
+      !p.bf16 || p.dropout > 0.0f || p.d_k != p.d_v || !cuda.key_lengths_only ||
+      !CudnnSdpaAvailable()) {
     return std::nullopt;
   }
   // Measured on an H100 (benchmarks/results/attention_h100.txt): at 64 keys
@@ -119,6 +121,22 @@ absl::Status ClearEmptySentences(const KernelContext& context, const CudaProblem
   return absl::OkStatus();
 }
 
+// The decode kernel for few query rows, with its split-K workspace.
+absl::Status DecodeForward(const KernelContext& context, const AttentionCudaProblem& p, Tensor* out,
+                           Tensor* lse) {
+  const int splits = AttentionDecodeSplits(p);
+  Tensor workspace;
+  if (const int64_t floats = AttentionDecodeWorkspaceFloats(p, splits); floats > 0) {
+    TFM_ASSIGN_OR_RETURN(workspace,
+                         Tensor::Empty({floats}, DType::kF32, context.device(), context.stream()));
+  }
+  return CudaLaunchStatus(
+      context, LaunchAttentionDecode(
+                   p, splits, context.input(0).raw_data(), context.input(1).raw_data(),
+                   context.input(2).raw_data(), out->raw_data(), lse->data<float>(),
+                   workspace.defined() ? workspace.data<float>() : nullptr, context.stream()));
+}
+
 absl::Status AttentionForwardCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(CudaProblem cuda, MakeCudaProblem(context, kForwardKeyMaskInput));
   const AttentionCudaProblem& p = cuda.problem;
@@ -126,6 +144,16 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
       Tensor * out, context.AllocateOutput(0, {p.batch, p.heads, p.q_len, p.d_v}, context.dtype()));
   TFM_ASSIGN_OR_RETURN(Tensor * lse,
                        context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32));
+  // A decoding step's few query rows: the decode kernel reads each head's
+  // keys once for all of them where a 32-query tile would leave most of its
+  // rows idle. Ahead of cuDNN unless cuDNN is asked for by name.
+  const bool decode =
+      cuda.backend != AttentionBackend::kFlashTiles &&
+      AttentionDecodeTakes(p, {context.input(0).raw_data(), context.input(1).raw_data(),
+                               context.input(2).raw_data(), out->raw_data()});
+  if (decode && cuda.backend != AttentionBackend::kCudnn) {
+    return DecodeForward(context, p, out, lse);
+  }
   if (std::optional<CudnnSdpaProblem> cudnn = CudnnProblemFor(cuda)) {
     absl::Status status = CudnnSdpaForward(*cudnn, context.input(0).raw_data(),
                                            context.input(1).raw_data(), context.input(2).raw_data(),
@@ -133,6 +161,7 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
     if (status.ok()) return ClearEmptySentences(context, cuda, {{out, 0u}, {lse, 0xff800000u}});
     if (!absl::IsUnimplemented(status)) return status;
   }
+  if (decode) return DecodeForward(context, p, out, lse);
   return CudaLaunchStatus(
       context, LaunchAttentionForward(p, context.input(0).raw_data(), context.input(1).raw_data(),
                                       context.input(2).raw_data(), out->raw_data(),

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -293,6 +295,157 @@ TEST_P(AttentionCudaTest, SingleQuery) {
                        GetParam());
 }
 
+// Decoding steps (the decode kernel, attention_cuda_decode.cu): a few query
+// rows per head over a cache whose capacity exceeds the key lengths. Past
+// each row's length the GPU's keys and values are NaN, as garbage in a cache
+// may be, and the CPU reference sees zeros there: any read of the tail
+// shows. Forward only (decoding has no backward). Tolerances: f32 1e-5
+// absolute + 1e-5 relative (only the order of the sums differs); bf16
+// 1e-2 + 1e-2 (the output is rounded to bf16; P stays f32).
+struct DecodeCase {
+  int64_t batch, heads = 8, q_len = 1, capacity, d = 64;
+  std::vector<int64_t> key_lengths;  // [batch]
+  bool causal = false;
+  bool as_padding_mask = false;  // The lengths as a padding mask with holes.
+  std::optional<float> scale;
+};
+
+// Largest |got - want| over the entries where they differ (-inf == -inf).
+double MaxAbsDiff(const Tensor& got, const Tensor& want) {
+  double worst = 0;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const float a = got.data<float>()[i], b = want.data<float>()[i];
+    if (a == b) continue;
+    worst = std::max<double>(worst, std::isnan(a - b) ? INFINITY : std::fabs(a - b));
+  }
+  return worst;
+}
+
+void ExpectDecodeMatchesCpu(const DecodeCase& c, DType dtype) {
+  const std::string what = absl::StrCat(
+      DTypeName(dtype), " batch ", c.batch, " heads ", c.heads, " q_len ", c.q_len, " keys ",
+      *std::max_element(c.key_lengths.begin(), c.key_lengths.end()), " of ", c.capacity, " d ", c.d,
+      c.causal ? " causal" : "", c.as_padding_mask ? " padding mask with holes" : "",
+      c.scale ? absl::StrCat(" scale ", *c.scale) : "");
+  SCOPED_TRACE(what);
+  const Device gpu = Device::Cuda(0);
+  const Tensor q = Normal({c.batch, c.heads, c.q_len, c.d}, 21);
+  Tensor kv[2] = {Normal({c.batch, c.heads, c.capacity, c.d}, 22),
+                  Normal({c.batch, c.heads, c.capacity, c.d}, 23)};
+  Tensor kv_gpu[2];
+  for (int t = 0; t < 2; ++t) {
+    Tensor garbage = *Tensor::Empty(kv[t].shape(), DType::kF32);
+    float* clean = kv[t].data<float>();
+    float* dirty = garbage.data<float>();
+    for (int64_t row = 0; row < c.batch * c.heads; ++row) {
+      const int64_t length = c.key_lengths[row / c.heads];
+      for (int64_t j = 0; j < c.capacity; ++j) {
+        for (int64_t x = 0; x < c.d; ++x) {
+          const int64_t e = (row * c.capacity + j) * c.d + x;
+          if (j >= length) clean[e] = 0.0f;
+          dirty[e] = j >= length ? NAN : clean[e];
+        }
+      }
+    }
+    kv_gpu[t] = OnDevice(garbage, dtype, gpu);
+  }
+  Case mask{.batch = c.batch,
+            .heads = c.heads,
+            .q_len = c.q_len,
+            .k_len = c.capacity,
+            .d_k = c.d,
+            .d_v = c.d,
+            .causal = c.causal,
+            .key_lengths = c.key_lengths,
+            .as_padding_mask = c.as_padding_mask,
+            .with_holes = c.as_padding_mask};
+  AttentionOptions cpu_options = OptionsFor(mask, Device::Cpu());
+  AttentionOptions gpu_options = OptionsFor(mask, gpu);
+  cpu_options.scale = gpu_options.scale = c.scale;
+  absl::StatusOr<AttentionOutput> cpu = ScaledDotProductAttention(
+      AsSeen(q, dtype), AsSeen(kv[0], dtype), AsSeen(kv[1], dtype), cpu_options);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  absl::StatusOr<AttentionOutput> cuda =
+      ScaledDotProductAttention(OnDevice(q, dtype, gpu), kv_gpu[0], kv_gpu[1], gpu_options);
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  const Tensor out = ToHostFloat(cuda->out), lse = ToHostFloat(cuda->lse);
+  std::printf("decode %s: max |out diff| %.2e, max |lse diff| %.2e\n", what.c_str(),
+              MaxAbsDiff(out, cpu->out), MaxAbsDiff(lse, cpu->lse));
+  const bool bf16 = dtype == DType::kBF16;
+  const Tolerance tolerance{.atol = bf16 ? 1e-2 : 1e-5, .rtol = bf16 ? 1e-2 : 1e-5};
+  EXPECT_TRUE(AllClose(out, cpu->out, tolerance));
+  EXPECT_TRUE(AllClose(lse, cpu->lse, tolerance));
+}
+
+// Lengths spread over [1, length] for `batch` rows, the first one full.
+std::vector<int64_t> SpreadLengths(int64_t batch, int64_t length) {
+  std::vector<int64_t> lengths(batch);
+  for (int64_t b = 0; b < batch; ++b) lengths[b] = b == 0 ? length : 1 + (b * 7919) % length;
+  return lengths;
+}
+
+// Self-attention over the cache: one query per row, keys [rows, heads,
+// capacity, d] with key lengths position + 1. Few rows over long keys split
+// the keys over several blocks (and a capacity of 1024 leaves most splits
+// past the lengths empty); many rows take one block per head.
+TEST_P(AttentionCudaTest, DecodeSelfAttentionSteps) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (int64_t rows : {1, 4, 64, 256}) {
+    for (int64_t length : {1, 7, 33, 300, 1000}) {
+      // 256 rows x 1000 keys would take 0.5 GB per tensor on the host.
+      if (rows == 256 && length == 1000) continue;
+      ExpectDecodeMatchesCpu({.batch = rows,
+                              .capacity = rows <= 4 ? 1024 : length + 5,
+                              .key_lengths = SpreadLengths(rows, length)},
+                             GetParam());
+    }
+  }
+}
+
+// Encoder-decoder attention in a beam: a sentence's rows_per_sentence
+// hypotheses query its memory together (q_len 4, or 5 and 8 for wider
+// beams), the memory padded to the longest sentence.
+TEST_P(AttentionCudaTest, DecodeBeamSharesMemory) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (int64_t q_len : {2, 4, 5, 8}) {
+    ExpectDecodeMatchesCpu(
+        {.batch = 16, .q_len = q_len, .capacity = 41, .key_lengths = SpreadLengths(16, 41)},
+        GetParam());
+    ExpectDecodeMatchesCpu({.batch = 1, .q_len = q_len, .capacity = 700, .key_lengths = {650}},
+                           GetParam());
+  }
+}
+
+// The op's other options: the causal mask (queries are the last q_len
+// keys), a padding mask with holes before the end, a sentence with no key
+// (zeros, lse -inf), another scale (negative too), head sizes 32 and 128,
+// and 40 (not the decode kernel's: the tiles take it).
+TEST_P(AttentionCudaTest, DecodeOptionsAndHeadSizes) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectDecodeMatchesCpu(
+      {.batch = 3, .q_len = 3, .capacity = 300, .key_lengths = {300, 2, 150}, .causal = true},
+      GetParam());
+  ExpectDecodeMatchesCpu({.batch = 3,
+                          .q_len = 4,
+                          .capacity = 500,
+                          .key_lengths = {500, 0, 77},
+                          .as_padding_mask = true},
+                         GetParam());
+  ExpectDecodeMatchesCpu({.batch = 2, .capacity = 400, .key_lengths = {0, 399}, .scale = 0.3f},
+                         GetParam());
+  ExpectDecodeMatchesCpu(
+      {.batch = 2, .q_len = 2, .capacity = 90, .key_lengths = {90, 45}, .scale = -0.2f},
+      GetParam());
+  for (int64_t d : {32, 128, 40}) {
+    ExpectDecodeMatchesCpu(
+        {.batch = 4, .q_len = 1, .capacity = 333, .d = d, .key_lengths = SpreadLengths(4, 333)},
+        GetParam());
+    ExpectDecodeMatchesCpu(
+        {.batch = 4, .q_len = 4, .capacity = 70, .d = d, .key_lengths = SpreadLengths(4, 70)},
+        GetParam());
+  }
+}
+
 // Throughput of the bf16 kernels at d = 64, h = 8 (the sizes of the speed
 // goal: ~16k tokens per batch with a padding mask, and long sequences with
 // and without the causal mask). Disabled: run it by hand on a GPU with (one
@@ -377,6 +530,7 @@ TEST(AttentionBackendTest, ResolvesSettings) {
   EXPECT_EQ(*ResolveAttentionBackend("auto"), AttentionBackend::kAuto);
   EXPECT_EQ(*ResolveAttentionBackend("Flash"), AttentionBackend::kFlash);
   EXPECT_EQ(*ResolveAttentionBackend("cudnn"), AttentionBackend::kCudnn);
+  EXPECT_EQ(*ResolveAttentionBackend("flash_tiles"), AttentionBackend::kFlashTiles);
   EXPECT_FALSE(ResolveAttentionBackend("fast").ok());
   Attrs attrs;
   attrs.Set("backend", std::string("flash"));
