@@ -1,52 +1,103 @@
 #!/bin/bash
-# On the GPU machine, after tools/device/bundle.sh --gpu_tests //tasks:translate_ende
-# here: every GPU test binary, the GPU training test in full and under
-# compute-sanitizer memcheck, then a short Multi30k EN-DE training run on the
-# GPU whose checkpoint is decoded on the CPU. Writes logs under $OUT.
-#   device run: tools/device/gpu_training_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
-# STAGE: tests, training_test, memcheck, train (default: all, in that order).
+# The session's GPU checks in one prepared run, on the lent GPU machine,
+# after `tools/device/bundle.sh --gpu_tests //tasks:translate_ende
+# //benchmarks:train_step //benchmarks:decode //benchmarks:attention` here:
+#   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
+# STAGE (default: all, in this order):
+#   tests        every GPU test binary (ops, layers, training, decoding)
+#   memcheck     compute-sanitizer memcheck over the GPU training and decoding tests
+#   train        the main job on Multi30k EN-DE on the GPU ($TFM_TRAIN_MINUTES, default 3;
+#                preset $TFM_GPU_PRESET, default multi30k_ende_small): train, average,
+#                decode the test split on the GPU, BLEU
+#   compare      that model's test split decoded on the GPU and on the CPU: identical
+#                lines, BLEU of each (beam 4, and greedy)
+#   train_step   benchmarks/train_step --device=cuda against PyTorch (base, paper)
+#   decode_bench benchmarks/decode --device=cuda against Hugging Face and PyTorch
+#   attention    benchmarks/attention --decode_only: the decode kernel against the
+#                32-query tiles (and cuDNN)
+#   pack         the trained model back here (model split in 15 MiB parts)
+# Logs: $OUT/gpu_checks.log (everything), $OUT/test_logs.tar.gz (per test binary).
 # .gpu_data/multi30k is a copy of ../shared/data/multi30k (the device machine
-# has no ../shared).
+# has no ../shared); .gpu_data/multi30k_ende_spm.model a vocabulary trained
+# here (SentencePiece training segfaulted there once, from the bundle's
+# libsentencepiece).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${OUT:-/tmp/gpu_checks}"
 mkdir -p "$out"
+exec > >(tee -a "$out/gpu_checks.log") 2>&1
 bundle=.device_bundle
+run_bundle() { "$bundle/run_bundle.sh" "$@"; }
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(nproc)"
 
-stages=" ${*:-tests training_test memcheck train} "
-run() { [[ "$stages" == *" $1 "* ]]; }
-
-run tests && echo "== every GPU test binary"
-run tests &&
-  TFM_TEST_LOGS="$out/test_logs" timeout 240 "$bundle/run_gpu_tests.sh" 2>&1 | tee "$out/gpu_tests.txt"
-
-run training_test && echo "== gpu_training_test in full"
-run training_test && timeout 120 "$bundle/run_bundle.sh" tests/gpu_training_test 2>&1 | tee "$out/gpu_training_test.log" |
-  grep -E 'worst of all|checkpoint from|loss|^\[ *(OK|FAILED|SKIPPED|PASSED) ' | head -40
-
-run memcheck && echo "== memcheck over gpu_training_test"
-run memcheck && TFM_TESTS='gpu_training_test' \
-  TFM_TEST_WRAPPER="timeout 150 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
-  "$bundle/run_gpu_tests.sh" 2>&1 | tee "$out/memcheck.txt"
-
-run train || exit 0
-minutes="${TFM_TRAIN_MINUTES:-3}"
-echo "== the main job: Multi30k EN-DE trained on the GPU (f32, $minutes minutes), averaged, test decoded on the CPU"
-data="$PWD/.gpu_data/multi30k"
+stages=" ${*:-tests memcheck train compare train_step decode_bench attention pack} "
+run() { [[ "$stages" == *" $1 "* ]] && echo "== $(date -u +%T) stage $1"; }
 work=/tmp/m30k_gpu
-rm -rf "$work" && mkdir -p "$work"
-# SentencePiece training segfaulted there once (2026-11-26, from the
-# bundle's libsentencepiece): a vocabulary trained here on the same data can
-# travel instead; the job loads a work directory's spm.model when it has one.
-if [[ -f .gpu_data/multi30k_ende_spm.model ]]; then
-  cp .gpu_data/multi30k_ende_spm.model "$work/spm.model"
+data="$PWD/.gpu_data/multi30k"
+
+if run tests; then
+  TFM_TEST_LOGS=/tmp/test_logs timeout 300 "$bundle/run_gpu_tests.sh"
+  tar -C /tmp -czf "$out/test_logs.tar.gz" test_logs
 fi
-# The main job: train, average the last checkpoints, decode the test split
-# (beam 4) and print BLEU. Validation is off: GPU decoding is not in yet.
-timeout $((minutes * 60 + 200)) "$bundle/run_bundle.sh" tasks/translate_ende --device=cuda \
-  --config=multi30k_ende_small --data="$data" --workdir="$work" --minutes="$minutes" \
-  --set=train.validate_every_minutes=0 --set=train.checkpoint_every_minutes=0 \
-  --set=train.checkpoint_every_steps=1000 2>&1 |
-  tee "$out/mainjob_multi30k_ende_gpu_${minutes}min.log" | grep -vE '^epoch ' | tail -30
+
+if run memcheck; then
+  TFM_TESTS='gpu_training_test|gpu_decoding_test' \
+    TFM_TEST_WRAPPER="timeout 150 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
+    timeout 240 "$bundle/run_gpu_tests.sh"
+  TFM_TESTS='attention_cuda_test' \
+    TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
+    timeout 110 "$bundle/run_gpu_tests.sh" --gtest_filter='*Decode*'
+fi
+
+if run train; then
+  minutes="${TFM_TRAIN_MINUTES:-3}"
+  preset="${TFM_GPU_PRESET:-multi30k_ende_small}"
+  rm -rf "$work" && mkdir -p "$work"
+  [[ -f .gpu_data/multi30k_ende_spm.model ]] && cp .gpu_data/multi30k_ende_spm.model "$work/spm.model"
+  # The main job: train, average the last checkpoints, decode the test split
+  # (beam 4, on the GPU) and print BLEU.
+  timeout $((minutes * 60 + 200)) "$bundle/run_bundle.sh" tasks/translate_ende --device=cuda \
+    --config="$preset" --data="$data" --workdir="$work" --minutes="$minutes" \
+    --set=train.checkpoint_every_minutes=0 --set=train.checkpoint_every_steps=1000 |
+    grep -vE '^epoch '
+fi
+
+if run compare; then
+  ref="$data/test_2016_flickr.de.gz"
+  for device in cuda cpu; do
+    for beam in 4 1; do
+      /usr/bin/time -f "$device beam $beam: %e s" timeout 200 "$bundle/run_bundle.sh" \
+        tasks/translate_ende evaluate --model="$work" --split=test --device="$device" \
+        --beam="$beam" --output="/tmp/test_${device}_beam${beam}.de" | tail -3
+    done
+  done
+  for beam in 4 1; do
+    echo "-- beam $beam: GPU (f32) against CPU"
+    python3 tools/compare_translations.py "/tmp/test_cuda_beam${beam}.de" \
+      "/tmp/test_cpu_beam${beam}.de" --reference <(zcat "$ref")
+  done
+fi
+
+if run train_step; then
+  timeout 240 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --presets=base,paper \
+    --steps=5 --threads=16 --torch_compile=false --peer_python=python3
+fi
+
+if run decode_bench; then
+  timeout 240 "$bundle/run_bundle.sh" benchmarks/decode --device=cuda --model="$work" \
+    --peer_python=python3
+fi
+
+if run attention; then
+  timeout 90 "$bundle/run_bundle.sh" benchmarks/attention --decode_only
+fi
+
+if run pack; then
+  model="$(ls -d "$work"/checkpoint_average 2>/dev/null || ls -d "$work"/checkpoint_0* | tail -1)"
+  echo "packing $model"
+  split -b 15M "$model/model.safetensors" "$out/model.safetensors.part_"
+  tar -C "$model" --exclude=model.safetensors --exclude=optimizer.safetensors \
+    -czf "$out/checkpoint_rest.tar.gz" .
+fi
+echo "== $(date -u +%T) done"
