@@ -27,8 +27,13 @@ class DecodingCache;  // layers/decoding_cache.h
 // zeroes it, so gradients accumulate over micro-batches.
 struct Parameter {
   std::string name;
-  Tensor value;
-  Tensor grad;
+  Tensor value;  // The master copy: f32, what the optimizer updates and checkpoints hold.
+  Tensor grad;   // f32, whatever dtype the passes compute in.
+  // `value` rounded to the dtype a model's passes compute in (bf16 mixed
+  // precision), made once per pass by the model so that every layer reads
+  // one copy; undefined while the model computes in f32
+  // (layers/parameter_init.h: RoundComputeCopies, ValueFor).
+  Tensor compute_copy;
   // Called by AccumulateGrad after each addition into `grad` (when set), so
   // that data-parallel training (runtime/distributed/gradient_reducer.h) can
   // sum a gradient across ranks while the backward pass goes on.

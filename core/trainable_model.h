@@ -8,8 +8,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "core/data/batch.h"
+#include "core/dtype.h"
 #include "core/layer_registry.h"
 
 namespace tfm {
@@ -52,6 +55,14 @@ class TrainableModel {
                                                     const StepContext& context) = 0;
   // The loss without gradients, dropout off.
   virtual absl::StatusOr<LossStats> Evaluate(const Batch& batch) = 0;
+  // The dtype the passes compute in (train.dtype): f32, or a lower precision
+  // with the parameters and their gradients kept in f32 (mixed precision).
+  // A model that computes only in f32 keeps this default.
+  virtual absl::Status SetComputeDType(DType dtype) {
+    if (dtype == DType::kF32) return absl::OkStatus();
+    return absl::UnimplementedError(absl::StrCat(
+        "train.dtype ", DTypeName(dtype), ": this model computes in f32 only"));
+  }
 };
 
 }  // namespace tfm

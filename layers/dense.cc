@@ -18,8 +18,10 @@ absl::StatusOr<Dense> Dense::Create(const LayerArgs& args, absl::string_view nam
 }
 
 absl::StatusOr<Tensor> Dense::Forward(const Tensor& x) {
+  TFM_ASSIGN_OR_RETURN(const Tensor weight, ValueFor(weight_, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(const Tensor bias, ValueFor(bias_, x.dtype()));
   x_ = x;
-  return Linear(x, weight_.value, bias_.value);
+  return Linear(x, weight, bias);
 }
 
 absl::StatusOr<Tensor> Dense::Step(DecodingCache& cache, const Tensor& x, bool relu) const {
@@ -27,7 +29,8 @@ absl::StatusOr<Tensor> Dense::Step(DecodingCache& cache, const Tensor& x, bool r
 }
 
 absl::StatusOr<Tensor> Dense::Backward(const Tensor& dout) {
-  TFM_ASSIGN_OR_RETURN(LinearGrads grads, LinearBackward(dout, x_, weight_.value));
+  TFM_ASSIGN_OR_RETURN(const Tensor weight, ValueFor(weight_, x_.dtype()));
+  TFM_ASSIGN_OR_RETURN(LinearGrads grads, LinearBackward(dout, x_, weight));
   TFM_RETURN_IF_ERROR(AccumulateGrad(weight_, grads.dweight));
   TFM_RETURN_IF_ERROR(AccumulateGrad(bias_, grads.dbias));
   x_ = Tensor();

@@ -58,7 +58,8 @@ class EmbeddingLayer : public Layer {
     const int64_t offset = context.cache != nullptr ? context.cache->position() : 0;
     if (positions_) {
       TFM_ASSIGN_OR_RETURN(position_ids_, PositionIds(offset, ids_.dim(1)));
-      TFM_ASSIGN_OR_RETURN(position_rows_, Embedding(positions_->value, position_ids_));
+      TFM_ASSIGN_OR_RETURN(const Tensor positions, ValueFor(*positions_, table.dtype()));
+      TFM_ASSIGN_OR_RETURN(position_rows_, Embedding(positions, position_ids_));
       TFM_ASSIGN_OR_RETURN(x, Add(x, position_rows_));
     } else {
       TFM_ASSIGN_OR_RETURN(x, AddPositionalEncoding(x, offset));

@@ -19,7 +19,9 @@ absl::StatusOr<Norm> Norm::Create(const LayerArgs& args, absl::string_view name)
 }
 
 absl::StatusOr<Tensor> Norm::Forward(const Tensor& x) {
-  TFM_ASSIGN_OR_RETURN(LayerNormOutputs out, LayerNorm(x, gain_.value, bias_.value, eps_));
+  TFM_ASSIGN_OR_RETURN(const Tensor gain, ValueFor(gain_, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(const Tensor bias, ValueFor(bias_, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(LayerNormOutputs out, LayerNorm(x, gain, bias, eps_));
   x_ = x;
   mean_ = out.mean;
   rstd_ = out.rstd;
@@ -27,8 +29,8 @@ absl::StatusOr<Tensor> Norm::Forward(const Tensor& x) {
 }
 
 absl::StatusOr<Tensor> Norm::Backward(const Tensor& dout) {
-  TFM_ASSIGN_OR_RETURN(LayerNormGrads grads,
-                       LayerNormBackward(dout, x_, gain_.value, mean_, rstd_));
+  TFM_ASSIGN_OR_RETURN(const Tensor gain, ValueFor(gain_, x_.dtype()));
+  TFM_ASSIGN_OR_RETURN(LayerNormGrads grads, LayerNormBackward(dout, x_, gain, mean_, rstd_));
   TFM_RETURN_IF_ERROR(AccumulateGrad(gain_, grads.dgain));
   TFM_RETURN_IF_ERROR(AccumulateGrad(bias_, grads.dbias));
   x_ = mean_ = rstd_ = Tensor();

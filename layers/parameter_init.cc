@@ -6,6 +6,7 @@
 #include "core/shape.h"
 #include "core/status_macros.h"
 #include "ops/add/add.h"
+#include "ops/cast/cast.h"
 #include "ops/fill/fill.h"
 #include "ops/random/random.h"
 
@@ -50,8 +51,34 @@ absl::StatusOr<Parameter> MakeParameter(const LayerArgs& args, absl::string_view
 
 absl::Status AccumulateGrad(Parameter& parameter, const Tensor& grad) {
   TFM_CHECK(grad.shape() == parameter.value.shape(), "gradient shaped unlike its parameter");
-  TFM_ASSIGN_OR_RETURN(parameter.grad, Add(parameter.grad, grad));
+  Tensor widened = grad;
+  if (grad.dtype() != parameter.grad.dtype()) {
+    TFM_ASSIGN_OR_RETURN(widened, Cast(grad, parameter.grad.dtype()));
+  }
+  TFM_ASSIGN_OR_RETURN(parameter.grad, Add(parameter.grad, widened));
   if (parameter.on_grad_accumulated) parameter.on_grad_accumulated();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> ValueFor(const Parameter& parameter, DType dtype) {
+  if (parameter.value.dtype() == dtype) return parameter.value;
+  if (parameter.compute_copy.defined() && parameter.compute_copy.dtype() == dtype) {
+    return parameter.compute_copy;
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "parameter ", parameter.name, " is ", DTypeName(parameter.value.dtype()),
+      " and has no ", DTypeName(dtype), " copy for a pass computing in ", DTypeName(dtype),
+      " (the model rounds its copies before each pass: RoundComputeCopies)"));
+}
+
+absl::Status RoundComputeCopies(absl::Span<Parameter* const> parameters, DType dtype) {
+  for (Parameter* p : parameters) {
+    if (p->value.dtype() == dtype) {
+      p->compute_copy = Tensor();
+      continue;
+    }
+    TFM_ASSIGN_OR_RETURN(p->compute_copy, Cast(p->value, dtype));
+  }
   return absl::OkStatus();
 }
 

@@ -1,11 +1,21 @@
-// Creating a layer's parameters with their initial values, and adding a
-// backward pass's gradient into them.
+// Creating a layer's parameters with their initial values, the values a
+// pass computes with (mixed precision: a rounded copy per pass), and adding
+// a backward pass's gradient into them.
+//
+// Mixed precision (train.dtype bf16): the parameters stay f32 (the master
+// weights the optimizer updates and checkpoints hold) and so do their
+// gradients. Before each pass the model rounds every parameter once into
+// Parameter::compute_copy; a layer takes the copy in its input's dtype
+// (ValueFor), so the dtype of a pass is set where it starts (the embedding
+// tables) and everything downstream follows it. Backward's gradients come
+// out in the compute dtype and AccumulateGrad widens them into the f32 sums.
 #ifndef TFM_LAYERS_PARAMETER_INIT_H_
 #define TFM_LAYERS_PARAMETER_INIT_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/layer_registry.h"
 #include "core/tensor.h"
 
@@ -27,8 +37,21 @@ enum class ParameterInit {
 absl::StatusOr<Parameter> MakeParameter(const LayerArgs& args, absl::string_view name,
                                         const Shape& shape, ParameterInit init);
 
-// parameter.grad += grad (a programming error unless the shapes match).
+// parameter.grad += grad (a programming error unless the shapes match); a
+// grad in another dtype (bf16 from a mixed-precision backward) is widened
+// to the sum's dtype first.
 absl::Status AccumulateGrad(Parameter& parameter, const Tensor& grad);
+
+// The parameter's value for a pass computing in `dtype` (the dtype of the
+// layer's input): `value` when they match, else compute_copy, which must
+// hold that dtype (FailedPrecondition naming the parameter otherwise: the
+// model did not round its copies for this pass).
+absl::StatusOr<Tensor> ValueFor(const Parameter& parameter, DType dtype);
+
+// Rounds every parameter's value into its compute_copy for passes in
+// `dtype`; with `dtype` the values' own, drops the copies (f32 passes read
+// the values).
+absl::Status RoundComputeCopies(absl::Span<Parameter* const> parameters, DType dtype);
 
 }  // namespace tfm
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/config/training_dtype.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "layers/parameter_init.h"
@@ -145,13 +146,17 @@ absl::StatusOr<Transformer::BatchTensors> Transformer::ToTensors(const Batch& ba
 
 absl::StatusOr<Tensor> Transformer::DecoderOutput(ForwardContext& context,
                                                   const BatchTensors& tensors) {
+  // Once per pass, after any update or checkpoint load since the last: the
+  // tables' dtype sets the pass's, and every layer downstream follows it.
+  TFM_RETURN_IF_ERROR(RoundComputeCopies(Parameters(), compute_dtype_));
+  TFM_ASSIGN_OR_RETURN(const Tensor source_table, ValueFor(source_table_, compute_dtype_));
+  TFM_ASSIGN_OR_RETURN(const Tensor target_table, ValueFor(TargetTable(), compute_dtype_));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> source,
-                       source_embedding_->Forward(context, {source_table_.value, tensors.source}));
+                       source_embedding_->Forward(context, {source_table, tensors.source}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
                        encoder_->Forward(context, {source[0], tensors.source_lengths}));
-  TFM_ASSIGN_OR_RETURN(
-      std::vector<Tensor> target,
-      target_embedding_->Forward(context, {TargetTable().value, tensors.decoder_input}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target,
+                       target_embedding_->Forward(context, {target_table, tensors.decoder_input}));
   aligned_rows_ = tensors.aligned_rows;
   if (aligned_rows_.defined()) {
     memory_shape_ = memory[0].shape();
@@ -174,7 +179,8 @@ absl::StatusOr<Tensor> Transformer::LogProbabilities(const Batch& batch) {
   ForwardContext context{/*training=*/false, /*rng=*/nullptr};
   TFM_ASSIGN_OR_RETURN(BatchTensors tensors, ToTensors(batch));
   TFM_ASSIGN_OR_RETURN(Tensor decoder_out, DecoderOutput(context, tensors));
-  TFM_ASSIGN_OR_RETURN(Tensor logits, TiedProjection(decoder_out, TargetTable().value));
+  TFM_ASSIGN_OR_RETURN(const Tensor table, ValueFor(TargetTable(), decoder_out.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor logits, TiedProjection(decoder_out, table));
   TFM_ASSIGN_OR_RETURN(Tensor log_probs, LogSoftmax(logits));
   return log_probs.Reshape({batch.size, batch.target_length, vocabulary_.size});
 }
@@ -184,7 +190,8 @@ absl::StatusOr<Transformer::ForwardResult> Transformer::Forward(ForwardContext& 
   TFM_ASSIGN_OR_RETURN(BatchTensors tensors, ToTensors(batch));
   ForwardResult result;
   TFM_ASSIGN_OR_RETURN(result.decoder_out, DecoderOutput(context, tensors));
-  TFM_ASSIGN_OR_RETURN(result.logits, TiedProjection(result.decoder_out, TargetTable().value));
+  TFM_ASSIGN_OR_RETURN(const Tensor table, ValueFor(TargetTable(), result.decoder_out.dtype()));
+  TFM_ASSIGN_OR_RETURN(result.logits, TiedProjection(result.decoder_out, table));
   const CrossEntropyOptions options{model_.label_smoothing(), vocabulary_.pad_id};
   TFM_ASSIGN_OR_RETURN(CrossEntropyOutput loss,
                        LabelSmoothedCrossEntropy(result.logits, tensors.targets, options));
@@ -209,8 +216,9 @@ absl::StatusOr<LossStats> Transformer::ForwardBackward(const Batch& batch,
                                                          forward.lse, d_loss, options));
   forward.logits = Tensor();  // The largest activation: free it before the rest.
   Parameter& target_table = TargetTable();
+  TFM_ASSIGN_OR_RETURN(const Tensor table, ValueFor(target_table, forward.decoder_out.dtype()));
   TFM_ASSIGN_OR_RETURN(TiedProjectionGrads projection,
-                       TiedProjectionBackward(forward.decoder_out, target_table.value, d_logits));
+                       TiedProjectionBackward(forward.decoder_out, table, d_logits));
   d_logits = Tensor();
   TFM_RETURN_IF_ERROR(AccumulateGrad(target_table, projection.dtable));
   TFM_ASSIGN_OR_RETURN(Tensor d_decoded,
@@ -239,6 +247,12 @@ absl::StatusOr<LossStats> Transformer::Evaluate(const Batch& batch) {
   ForwardContext context{/*training=*/false, /*rng=*/nullptr};
   TFM_ASSIGN_OR_RETURN(ForwardResult forward, Forward(context, batch));
   return forward.stats;
+}
+
+absl::Status Transformer::SetComputeDType(DType dtype) {
+  TFM_RETURN_IF_ERROR(CheckCanTrainIn(device_, dtype));
+  compute_dtype_ = dtype;
+  return absl::OkStatus();
 }
 
 std::vector<Parameter*> Transformer::Parameters() {

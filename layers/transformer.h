@@ -67,6 +67,13 @@ class Transformer : public TrainableModel, public IncrementalModel {
                                             const StepContext& context) override;
   // Loss only (validation), with dropout off and no gradient.
   absl::StatusOr<LossStats> Evaluate(const Batch& batch) override;
+  // f32 (the default) or, where the device has the kernels
+  // (core/config/training_dtype.h), bf16: whole-sequence passes (training,
+  // validation, LogProbabilities) then compute in bf16 from copies of the
+  // f32 parameters rounded at the start of each pass, the loss and the
+  // softmax and LayerNorm statistics stay f32, and gradients are summed into
+  // the f32 Parameter::grad. Decoding steps compute in f32.
+  absl::Status SetComputeDType(DType dtype) override;
 
   // Every parameter once, in a fixed order (embedding table first).
   std::vector<Parameter*> Parameters() override;
@@ -111,6 +118,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   config::ModelConfig model_;
   VocabularySpec vocabulary_;
   Device device_;
+  DType compute_dtype_ = DType::kF32;
   Parameter source_table_;                 // encoder.embed_tokens.weight
   std::optional<Parameter> target_table_;  // decoder.embed_tokens.weight, unshared only.
   std::unique_ptr<Layer> source_embedding_, target_embedding_, encoder_, decoder_;

@@ -40,6 +40,7 @@ TEST(PresetsTest, EveryPresetParsesAndValidates) {
   for (const std::string expected :
        {"tasks/translation/configs/ende_base.pbtxt", "tasks/translation/configs/ende_gettext.pbtxt",
         "tasks/translation/configs/multi30k_ende_small.pbtxt",
+        "tasks/translation/configs/multi30k_ende_gpu.pbtxt",
         "tasks/parsing/configs/wsj_parsing.pbtxt", "tasks/parsing/configs/wsj_sample_cpu.pbtxt"}) {
     EXPECT_NE(std::find(presets.begin(), presets.end(), expected), presets.end())
         << expected << " not found under " << testing::RunfilePath("tasks");
@@ -64,6 +65,21 @@ TEST(PresetsTest, PresetsHoldThePapersSettings) {
   EXPECT_FLOAT_EQ(big.config.model().dropout(), 0.3f);
   EXPECT_EQ(big.config.train().average_last_checkpoints(), 20);
   // The parsing presets' settings: tasks/parsing/parsing_config_test.cc.
+}
+
+// The GPU preset is the CPU one in bf16 on CUDA with a bigger batch: the
+// same model and schedule, so that their curves compare.
+TEST(PresetsTest, GpuPresetIsTheSmallOneInBf16OnCuda) {
+  const LoadedConfig small = LoadPreset("tasks/translation/configs/multi30k_ende_small.pbtxt");
+  const LoadedConfig gpu = LoadPreset("tasks/translation/configs/multi30k_ende_gpu.pbtxt");
+  EXPECT_EQ(gpu.config.train().device(), "cuda");
+  EXPECT_EQ(gpu.config.train().dtype(), "bf16");
+  EXPECT_GE(gpu.config.data().batching().max_target_tokens(), 8000);
+  EXPECT_LE(gpu.config.data().batching().max_target_tokens(), 16000);
+  EXPECT_EQ(gpu.config.model().SerializeAsString(), small.config.model().SerializeAsString());
+  EXPECT_EQ(gpu.config.train().warmup_steps(), small.config.train().warmup_steps());
+  EXPECT_FLOAT_EQ(gpu.config.train().lr_scale(), small.config.train().lr_scale());
+  EXPECT_GT(gpu.config.train().validate_every_minutes(), 0);
 }
 
 }  // namespace

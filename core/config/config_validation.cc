@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "core/config/config_loader.h"
 #include "core/config/training_device.h"
+#include "core/config/training_dtype.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/paths.h"
@@ -121,18 +122,6 @@ void CheckModel(const config::ModelConfig& model, Problems& problems) {
   problems.RequirePositive("model.layer_norm_epsilon", model.layer_norm_epsilon());
 }
 
-// The dtypes whose kernels exist for training on each device type: every op
-// the model runs has f32 kernels and no other floating type yet (fill and
-// random aside). A dtype joins a device here together with its kernels.
-bool CanTrainIn(DeviceType device, DType dtype) {
-  switch (device) {
-    case DeviceType::kCPU:
-    case DeviceType::kCUDA:
-      return dtype == DType::kF32;
-  }
-  return false;
-}
-
 void CheckTrain(const config::TrainConfig& train, Problems& problems) {
   problems.RequireProbability("train.adam.beta1", train.adam().beta1());
   problems.RequireProbability("train.adam.beta2", train.adam().beta2());
@@ -170,7 +159,7 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
     for (const DeviceType type : device_types) {
       if (CanTrainIn(type, *dtype)) continue;
       problems.Add("train.dtype", absl::StrCat(train.dtype(), " is not supported for training on ",
-                                               train.device(), ": its kernels compute in f32 only"));
+                                               train.device(), ": ", TrainingDTypesOn(type)));
       break;
     }
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/check.h"
 #include "core/status_macros.h"
 #include "runtime/train/checkpoint_schedule.h"
 #include "runtime/train/lr_schedule.h"
@@ -47,6 +48,10 @@ TrainerOptions TrainerOptions::FromConfig(const config::TrainConfig& train) {
   options.seed = train.seed();
   options.cooldown_fraction = train.cooldown_fraction();
   options.distributed_timeout = absl::Seconds(train.distributed_timeout_seconds());
+  // Config validation (ValidateTaskConfig) has parsed it before any trainer.
+  const absl::StatusOr<DType> dtype = ParseDType(train.dtype());
+  TFM_CHECK(dtype.ok(), "train.dtype reached the trainer unvalidated");
+  options.compute_dtype = *dtype;
   return options;
 }
 
@@ -85,6 +90,10 @@ absl::Status Trainer::ZeroGradients() {
   return absl::OkStatus();
 }
 
+absl::Status Trainer::UseComputeDType() {
+  return model_->SetComputeDType(options_.compute_dtype);
+}
+
 std::vector<Tensor> Trainer::GradientTensors() const {
   std::vector<Tensor> grads;
   grads.reserve(parameters_.size());
@@ -107,6 +116,7 @@ absl::StatusOr<std::vector<Batch>> Trainer::NextBatches() {
 absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<Batch>& batches,
                                                              uint64_t first_counter,
                                                              int64_t update) {
+  TFM_RETURN_IF_ERROR(UseComputeDType());
   TFM_RETURN_IF_ERROR(ZeroGradients());
   // The objective is the mean over the update's target tokens (on all
   // ranks: every rank has read every batch): known before the first forward
@@ -168,6 +178,7 @@ absl::Status Trainer::ApplyUpdate(int64_t update, double lr_factor) {
 }
 
 absl::StatusOr<ValidationLog> Trainer::Validate(const TrainProgress& progress) {
+  TFM_RETURN_IF_ERROR(UseComputeDType());
   LossStats total;
   for (const Batch& batch : valid_) {
     TFM_ASSIGN_OR_RETURN(LossStats stats, model_->Evaluate(batch));

@@ -141,6 +141,10 @@ struct TrainerOptions {
   double cooldown_fraction = 0;
   // Bounds each wait for other ranks (see runtime/distributed/communicator.h).
   absl::Duration distributed_timeout = absl::Minutes(10);
+  // train.dtype: what the model's passes compute in (bf16: mixed precision,
+  // TrainableModel::SetComputeDType). The optimizer, the gradient norm and
+  // the ranks' sums see f32 gradients and weights whatever it is.
+  DType compute_dtype = DType::kF32;
 
   // best_by_score stays false: it depends on the task's scorer (see
   // BestByScore).
@@ -190,6 +194,9 @@ class Trainer {
   // The next update_freq batches, across an epoch's end.
   absl::StatusOr<std::vector<Batch>> NextBatches();
   absl::Status ZeroGradients();
+  // Tells the model options_.compute_dtype before a pass (cheap; the model
+  // may refuse the dtype on its device).
+  absl::Status UseComputeDType();
   // Every parameter's gradient tensor, in the parameters' order.
   std::vector<Tensor> GradientTensors() const;
   // What the ranks agree on before an update (see the class comment).

@@ -282,6 +282,25 @@ TEST(TrainerTest, NonFiniteUpdatesAreSkippedAndRepeatedOnesStopTheRun) {
   EXPECT_EQ(diverged.update, 10);
 }
 
+// train.dtype reaches the model before its first pass; a model that cannot
+// compute in it stops the run there with its reason, before any update.
+TEST(TrainerTest, TheModelRefusingTrainDTypeStopsTheRunBeforeAnyUpdate) {
+  config::TrainConfig train = SmallTraining();
+  train.set_dtype("bf16");
+  EXPECT_EQ(TrainerOptions::FromConfig(train).compute_dtype, DType::kBF16);
+  EXPECT_EQ(TrainerOptions::FromConfig(SmallTraining()).compute_dtype, DType::kF32);
+  TrainingRun run(train);
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  TrainProgress progress;
+  const absl::StatusOr<StopReason> result = run.MakeTrainer(train, hooks)->Run(&progress);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("train.dtype bf16: this model computes in f32 only"),
+            std::string::npos)
+      << result.status();
+  EXPECT_EQ(progress.update, 0);
+}
+
 TEST(TrainerTest, SignalStopsAtTheNextUpdateWithACheckpoint) {
   const config::TrainConfig train = SmallTraining();
   TrainingRun run(train);

@@ -1,0 +1,35 @@
+#include "core/config/training_dtype.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tfm {
+
+bool CanTrainIn(DeviceType device, DType dtype) {
+  switch (device) {
+    case DeviceType::kCPU:
+      return dtype == DType::kF32;
+    case DeviceType::kCUDA:
+      return dtype == DType::kF32 || dtype == DType::kBF16;
+  }
+  return false;
+}
+
+const char* TrainingDTypesOn(DeviceType device) {
+  switch (device) {
+    case DeviceType::kCPU:
+      return "the CPU kernels compute in f32 only";
+    case DeviceType::kCUDA:
+      return "CUDA trains in f32 or bf16 (f16 needs dynamic loss scaling, not implemented yet)";
+  }
+  return "unknown device type";
+}
+
+absl::Status CheckCanTrainIn(const Device& device, DType dtype) {
+  if (CanTrainIn(device.type, dtype)) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("train.dtype ", DTypeName(dtype),
+                                                    " is not supported for training on ",
+                                                    device.ToString(), ": ",
+                                                    TrainingDTypesOn(device.type)));
+}
+
+}  // namespace tfm

@@ -1,0 +1,101 @@
+// Mixed precision's parameter handling, which runs on the CPU too (the cast
+// and add ops have CPU kernels; the bf16 passes themselves need CUDA and are
+// tested by tests/gpu_bf16_training_test.cc): the per-pass copies a layer
+// reads, and bf16 gradients summed into the f32 gradient.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "layers/parameter_init.h"
+#include "layers/transformer.h"
+
+namespace tfm {
+namespace {
+
+Parameter MakeF32(const std::string& name, const std::vector<float>& values) {
+  Parameter p;
+  p.name = name;
+  p.value = *Tensor::FromVector<float>(values, {static_cast<int64_t>(values.size())});
+  p.grad = *Tensor::Zeros(p.value.shape(), DType::kF32);
+  return p;
+}
+
+std::vector<float> AsF32(const Tensor& bf16) {
+  std::vector<float> out;
+  for (int64_t i = 0; i < bf16.num_elements(); ++i) {
+    out.push_back(static_cast<float>(bf16.data<BFloat16>()[i]));
+  }
+  return out;
+}
+
+TEST(MixedPrecisionTest, LayersReadTheValueOrTheCopyOfTheirInputsDType) {
+  Parameter p = MakeF32("fc1.weight", {1.0f + 0x1p-9f, -3.0f});
+  absl::StatusOr<Tensor> f32 = ValueFor(p, DType::kF32);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  EXPECT_EQ(f32->raw_data(), p.value.raw_data());  // The master itself, no copy.
+
+  // No copy yet: the error names the parameter and the missing step.
+  absl::Status missing = ValueFor(p, DType::kBF16).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(missing.message().find("fc1.weight is f32 and has no bf16 copy"), std::string::npos)
+      << missing;
+  EXPECT_NE(missing.message().find("RoundComputeCopies"), std::string::npos) << missing;
+
+  Parameter* parameters[] = {&p};
+  ASSERT_TRUE(RoundComputeCopies(parameters, DType::kBF16).ok());
+  absl::StatusOr<Tensor> bf16 = ValueFor(p, DType::kBF16);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_EQ(bf16->dtype(), DType::kBF16);
+  EXPECT_EQ(AsF32(*bf16), (std::vector<float>{1.0f, -3.0f}));  // Rounded to nearest even.
+  EXPECT_EQ(p.value.dtype(), DType::kF32);  // The master keeps its bits.
+  EXPECT_EQ(p.value.ToVector<float>()[0], 1.0f + 0x1p-9f);
+
+  // Back to f32 passes: the copies go.
+  ASSERT_TRUE(RoundComputeCopies(parameters, DType::kF32).ok());
+  EXPECT_FALSE(p.compute_copy.defined());
+}
+
+TEST(MixedPrecisionTest, Bf16GradientsAddIntoTheF32Sum) {
+  Parameter p = MakeF32("bias", {0.0f, 0.0f});
+  int accumulated = 0;
+  p.on_grad_accumulated = [&] { ++accumulated; };
+  const Tensor f32_grad = *Tensor::FromVector<float>({1.0f, 0x1p-12f}, {2});
+  Tensor bf16_grad = *Tensor::Empty({2}, DType::kBF16);
+  bf16_grad.data<BFloat16>()[0] = BFloat16(0x1p-10f);
+  bf16_grad.data<BFloat16>()[1] = BFloat16(-2.0f);
+  ASSERT_TRUE(AccumulateGrad(p, f32_grad).ok());
+  const absl::Status added = AccumulateGrad(p, bf16_grad);
+  ASSERT_TRUE(added.ok()) << added;
+  // The sum is f32: 1 + 2^-10 would round away in bf16 (8 bits of mantissa).
+  EXPECT_EQ(p.grad.dtype(), DType::kF32);
+  EXPECT_EQ(p.grad.ToVector<float>(), (std::vector<float>{1.0f + 0x1p-10f, 0x1p-12f - 2.0f}));
+  EXPECT_EQ(accumulated, 2);
+}
+
+// The CPU kernels compute in f32 only: a model asked for bf16 there says so
+// before any pass (config validation says the same for train.dtype).
+TEST(MixedPrecisionTest, TheCpuRefusesBf16NamingWhatItSupports) {
+  config::ModelConfig model;
+  model.set_num_encoder_layers(1);
+  model.set_num_decoder_layers(1);
+  model.set_d_model(8);
+  model.set_d_ff(16);
+  model.set_num_heads(2);
+  model.set_d_k(4);
+  model.set_d_v(4);
+  absl::StatusOr<std::unique_ptr<Transformer>> transformer =
+      Transformer::Create(model, VocabularySpec{10, 0, 1, 2}, Device::Cpu(), 1);
+  ASSERT_TRUE(transformer.ok()) << transformer.status();
+  EXPECT_TRUE((*transformer)->SetComputeDType(DType::kF32).ok());
+  const absl::Status bf16 = (*transformer)->SetComputeDType(DType::kBF16);
+  EXPECT_EQ(bf16.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(bf16.message().find("bf16 is not supported for training on cpu: the CPU kernels "
+                                "compute in f32 only"),
+            std::string::npos)
+      << bf16;
+  const absl::Status f16 = (*transformer)->SetComputeDType(DType::kF16);
+  EXPECT_FALSE(f16.ok());
+}
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,116 @@
+#include "ops/cast/cast.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::HostF32;
+using ::tfm::testing::OnCuda;
+
+constexpr DType kFloating[] = {DType::kF32, DType::kF16, DType::kBF16};
+
+// The raw bits of a host tensor, for bit-for-bit comparisons (NaN included).
+std::vector<uint8_t> Bits(const Tensor& host) {
+  std::vector<uint8_t> bits(host.num_elements() * DTypeSize(host.dtype()));
+  if (!bits.empty()) std::memcpy(bits.data(), host.raw_data(), bits.size());
+  return bits;
+}
+
+// Random values spanning many binades, with specials spread through them.
+Tensor Values(int64_t count) {
+  Tensor x = *RandomNormal({count}, PhiloxState{23, 0, 0}, 0.0f, 1.0f);
+  const float specials[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e-40f, 3e38f, 65520.0f};
+  float* v = x.data<float>();
+  for (int64_t i = 0; i < count; ++i) {
+    v[i] = i % 13 == 0 ? specials[(i / 13) % 8] : v[i] * std::ldexp(1.0f, (i % 41) - 20);
+  }
+  return x;
+}
+
+TEST(CastTest, RoundsToNearestEvenAndWidensExactly) {
+  // 1 + 2^-8 is halfway between the bf16 neighbours 1 and 1 + 2^-7: the even
+  // one (1) wins; 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6 and
+  // goes to the even 1 + 2^-6; just past halfway rounds up.
+  const Tensor x = *Tensor::FromVector<float>(
+      {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f, -2.5f, INFINITY}, {5});
+  absl::StatusOr<Tensor> bf16 = Cast(x, DType::kBF16);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_EQ(bf16->dtype(), DType::kBF16);
+  absl::StatusOr<Tensor> back = Cast(*bf16, DType::kF32);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->ToVector<float>(),
+            (std::vector<float>{1.0f, 1.0f + 0x1p-6f, 1.0f + 0x1p-7f, -2.5f, INFINITY}));
+  // Widening then narrowing again gives the same bits.
+  EXPECT_EQ(Bits(*Cast(*back, DType::kBF16)), Bits(*bf16));
+}
+
+TEST(CastTest, AgreesWithTheHostConversionsForEveryPair) {
+  const Tensor x = Values(1000);
+  for (const DType from : kFloating) {
+    const Tensor source = testing::HostAs(x, from);
+    for (const DType to : kFloating) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(from), " -> ", DTypeName(to)));
+      absl::StatusOr<Tensor> out = Cast(source, to);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(out->shape(), x.shape());
+      EXPECT_EQ(Bits(*out), Bits(testing::HostAs(HostF32(source), to)));
+    }
+  }
+}
+
+TEST(CastTest, RefusesIntegersNamingTheOp) {
+  const absl::Status status = Cast(*Tensor::Zeros({3}, DType::kI32), DType::kF32).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("cast"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("i32"), std::string::npos) << status;
+  EXPECT_FALSE(Cast(*Tensor::Zeros({3}, DType::kF32), DType::kI64).ok());
+}
+
+// Both devices round with round-to-nearest-even: the CUDA kernel's bits
+// equal the CPU kernel's for every pair, specials and empty tensors included.
+TEST(CastTest, CudaMatchesCpuBitForBit) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (const int64_t count : {int64_t{0}, int64_t{7}, int64_t{1000}, int64_t{1} << 20}) {
+    const Tensor x = Values(count);
+    for (const DType from : kFloating) {
+      const Tensor source = testing::HostAs(x, from);
+      for (const DType to : kFloating) {
+        SCOPED_TRACE(absl::StrCat(DTypeName(from), " -> ", DTypeName(to), " count ", count));
+        absl::StatusOr<Tensor> gpu = Cast(OnCuda(source), to);
+        ASSERT_TRUE(gpu.ok()) << gpu.status();
+        EXPECT_EQ(gpu->device(), Device::Cuda(0));
+        EXPECT_EQ(gpu->dtype(), to);
+        // Element by element through f32 (exact for all three): NaN
+        // payloads may differ between the devices' conversions, the rest
+        // must be the same bits (signed zeros, subnormals and all).
+        const std::vector<float> expected = HostF32(*Cast(source, to)).ToVector<float>();
+        const std::vector<float> actual = HostF32(*gpu).ToVector<float>();
+        int64_t differing = 0;
+        for (size_t i = 0; i < expected.size(); ++i) {
+          const bool same = std::isnan(expected[i])
+                                ? std::isnan(actual[i])
+                                : std::memcmp(&expected[i], &actual[i], sizeof(float)) == 0;
+          if (!same && differing++ < 3) {
+            ADD_FAILURE() << "element " << i << ": gpu " << actual[i] << " cpu " << expected[i];
+          }
+        }
+        std::printf("cast %s -> %s, %lld elements: %lld differ from the CPU\n",
+                    std::string(DTypeName(from)).c_str(), std::string(DTypeName(to)).c_str(),
+                    static_cast<long long>(count), static_cast<long long>(differing));
+        EXPECT_EQ(differing, 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tfm
