@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/config/training_device.h"
+#include "core/config/device_setting.h"
 #include "core/cuda/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -18,26 +18,26 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(TrainingDeviceTest, AutoTakesTheFirstGpuElseTheCpu) {
-  absl::StatusOr<Device> device = ResolveTrainingDevice("auto");
+TEST(DeviceSettingTest, AutoTakesTheFirstGpuElseTheCpu) {
+  absl::StatusOr<Device> device = ResolveDevice("auto");
   ASSERT_TRUE(device.ok()) << device.status();
   EXPECT_EQ(*device, cuda::DeviceCount() > 0 ? Device::Cuda(0) : Device::Cpu());
-  EXPECT_EQ(*ResolveTrainingDevice("AUTO"), *device);
-  EXPECT_EQ(*ResolveTrainingDevice("cpu"), Device::Cpu());
+  EXPECT_EQ(*ResolveDevice("AUTO"), *device);
+  EXPECT_EQ(*ResolveDevice("cpu"), Device::Cpu());
 }
 
-TEST(TrainingDeviceTest, BadNamesListTheChoices) {
-  EXPECT_TRUE(CheckTrainingDeviceSyntax("cuda:1").ok());
-  EXPECT_TRUE(CheckTrainingDeviceSyntax("auto").ok());
-  const absl::Status bad = CheckTrainingDeviceSyntax("gpu");
+TEST(DeviceSettingTest, BadNamesListTheChoices) {
+  EXPECT_TRUE(CheckDeviceSyntax("cuda:1").ok());
+  EXPECT_TRUE(CheckDeviceSyntax("auto").ok());
+  const absl::Status bad = CheckDeviceSyntax("gpu");
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.message()), HasSubstr("expected auto, cpu, cuda or cuda:N"));
-  EXPECT_EQ(ResolveTrainingDevice("gpu").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveDevice("gpu").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(TrainingDeviceTest, AMissingGpuSaysWhichThereAre) {
+TEST(DeviceSettingTest, AMissingGpuSaysWhichThereAre) {
   const std::string missing = absl::StrCat("cuda:", cuda::DeviceCount());
-  const absl::Status status = ResolveTrainingDevice(missing).status();
+  const absl::Status status = ResolveDevice(missing).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(status.message()), HasSubstr(absl::StrCat(missing, " but this ")));
 }
@@ -52,7 +52,7 @@ bool Exists(const std::string& path) {
   return stat(path.c_str(), &info) == 0;
 }
 
-TEST(TrainingDeviceTest, TrainOnAMissingGpuFailsBeforeWritingAnything) {
+TEST(DeviceSettingTest, TrainOnAMissingGpuFailsBeforeWritingAnything) {
   if (cuda::DeviceCount() > 0) GTEST_SKIP() << "this machine has a GPU: --device=cuda trains";
   const std::string work_dir = absl::StrCat(::testing::TempDir(), "/no_gpu_run");
   for (const char* command : {"train", "run"}) {
@@ -68,7 +68,7 @@ TEST(TrainingDeviceTest, TrainOnAMissingGpuFailsBeforeWritingAnything) {
 }
 
 // --device sets train.device over the config file and --set.
-TEST(TrainingDeviceTest, TheFlagWinsOverTheConfig) {
+TEST(DeviceSettingTest, TheFlagWinsOverTheConfig) {
   const testing::CommandResult result = RunTaskBinary("validate --set=train.device=cuda:3 --device=cpu");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("device: \"cpu\""));
