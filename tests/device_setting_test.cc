@@ -59,7 +59,10 @@ TEST(DeviceSettingTest, TrainOnAMissingGpuFailsBeforeWritingAnything) {
     const testing::CommandResult result =
         RunTaskBinary(absl::StrCat(command, " --device=cuda --minutes=1 --workdir=", work_dir));
     EXPECT_NE(result.exit_code, 0) << command << ":\n" << result.output;
-    EXPECT_THAT(result.output, HasSubstr("train.device: cuda:0 but this ")) << command;
+    // Named as typed: the flag, not a --set the user never wrote.
+    EXPECT_THAT(result.output, HasSubstr("--device=cuda: train.device: cuda:0 but this "))
+        << command;
+    EXPECT_THAT(result.output, ::testing::Not(HasSubstr("--set="))) << command;
     EXPECT_THAT(result.output,
                 HasSubstr(cuda::BuiltWithCuda() ? "has no GPU" : "built without CUDA"))
         << command;
@@ -67,11 +70,24 @@ TEST(DeviceSettingTest, TrainOnAMissingGpuFailsBeforeWritingAnything) {
   }
 }
 
+// Decoding commands resolve --device before reading anything: no model,
+// no input, just the error naming the flag.
+TEST(DeviceSettingTest, TranslateOnAMissingGpuFailsAtOnce) {
+  if (cuda::DeviceCount() > 0) GTEST_SKIP() << "this machine has a GPU";
+  const testing::CommandResult result = RunTaskBinary(
+      "translate --device=cuda --model=/no/such/model --input=/no/such/input");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("--device=cuda: cuda:0 but this "));
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("/no/such")));
+}
+
 // --device sets train.device over the config file and --set.
 TEST(DeviceSettingTest, TheFlagWinsOverTheConfig) {
   const testing::CommandResult result = RunTaskBinary("validate --set=train.device=cuda:3 --device=cpu");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("device: \"cpu\""));
+  // And decode.device: the main job decodes where it trained.
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("device: \"auto\"")));
   EXPECT_THAT(result.output, ::testing::Not(HasSubstr("cuda:3")));
 }
 
