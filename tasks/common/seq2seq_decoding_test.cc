@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "runtime/train/checkpoint.h"
 #include "tasks/common/trained_model.h"
 #include "tasks/driver/driver.h"
+#include "tests/util/gpu.h"
 #include "tests/util/peer_python.h"
 
 namespace tfm {
@@ -282,6 +284,34 @@ TEST_F(Seq2SeqDecodingTest, AMissingGpuStopsEvaluateNamingTheFlag) {
   status = RunEvaluateCommand(context, BleuMetric());
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_TRUE(absl::StrContains(status.message(), "--dtype=f64")) << status;
+}
+
+// The commands on a GPU: evaluate --device=cuda loads the model there and
+// writes the CPU's lines (this random model's next-token choices are
+// separated by far more than f32 rounding: all 3 lines must agree).
+TEST_F(Seq2SeqDecodingTest, EvaluateOnTheGpuWritesTheCpusLines) {
+  TFM_SKIP_WITHOUT_GPU();
+  std::vector<std::string> outputs;
+  for (const char* device : {"cpu", "cuda"}) {
+    TaskContext context;
+    std::ostringstream log;
+    context.log = &log;
+    context.decode.model = *work_dir_;
+    context.decode.source = *valid_source_;
+    context.decode.reference = *valid_target_;
+    context.decode.device = device;
+    context.decode.output = absl::StrCat(::testing::TempDir(), "/on_", device, ".out");
+    const absl::Status status = RunEvaluateCommand(context, BleuMetric());
+    ASSERT_TRUE(status.ok()) << device << ": " << status;
+    const std::string chosen = std::string(device) == "cpu" ? "cpu" : "cuda:0";
+    EXPECT_TRUE(absl::StrContains(log.str(), absl::StrCat("decoding on: ", chosen)))
+        << log.str();
+    absl::StatusOr<std::string> written = ReadFileToString(context.decode.output);
+    ASSERT_TRUE(written.ok()) << written.status();
+    std::printf("evaluate --device=%s:\n%s", device, written->c_str());
+    outputs.push_back(*written);
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
 }
 
 // --max_tokens batches by a token budget: the same lines as batching by
