@@ -1,5 +1,6 @@
 #include "tasks/common/decoding_device.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,13 @@ absl::Status CheckDecodingDType(DeviceType device, DType dtype) {
   }
   const std::string where = absl::StrCat(DTypeName(dtype), " decoding on ", DeviceTypeName(device));
   if (!missing.empty()) {
+    constexpr size_t kNamed = 8;  // Enough to see which; the count says the rest.
+    const size_t named = std::min(missing.size(), kNamed);
     return absl::FailedPreconditionError(absl::StrCat(
         where, " is not supported yet: ", missing.size(), " op(s) have no ",
-        DeviceTypeName(device), "/", DTypeName(dtype), " kernel (", absl::StrJoin(missing, ", "),
-        "); decode in f32"));
+        DeviceTypeName(device), "/", DTypeName(dtype), " kernel (",
+        absl::StrJoin(missing.begin(), missing.begin() + named, ", "),
+        missing.size() > named ? ", ..." : "", "); decode in f32"));
   }
   // Every kernel is there, but a loaded model keeps its weights in f32
   // (tasks/common/trained_model.cc): casting them is the step still to come.

@@ -28,9 +28,10 @@ struct DecodingTarget {
 absl::StatusOr<DecodingTarget> ChooseDecodingTarget(const TaskContext& context, std::ostream* log);
 
 // OK when decoding on `device` can compute in `dtype`: f32 always; another
-// dtype once every op with a kernel on that device in f32 (what the f32
-// decoder may run; the kernel registry says which) has one in `dtype` too.
-// Else FailedPrecondition "not yet", listing the ops that lack one.
+// dtype once every op with a kernel on that device in f32 has one in `dtype`
+// too (the kernel registry says which; it does not say which ops decoding
+// runs, so training's ops count as well: conservative). Else
+// FailedPrecondition "not yet", naming the first few ops that lack one.
 absl::Status CheckDecodingDType(DeviceType device, DType dtype);
 
 }  // namespace tfm
