@@ -24,7 +24,9 @@ constexpr int kPad = testing::kReversalPad, kEos = testing::kReversalEos,
               kVocab = testing::kReversalVocab;
 using testing::Reversal;
 
-Batch MakeBatch(const std::vector<Example>& examples) { return testing::MakeReversalBatch(examples); }
+Batch MakeBatch(const std::vector<Example>& examples) {
+  return testing::MakeReversalBatch(examples);
+}
 
 class DecodingTest : public ::testing::Test {
  protected:

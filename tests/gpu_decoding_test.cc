@@ -50,7 +50,8 @@ absl::StatusOr<std::unique_ptr<Transformer>> CopyOnto(Transformer& model, const 
       Transformer::Create(testing::ReversalModelConfig(),
                           VocabularySpec{testing::kReversalVocab, testing::kReversalPad,
                                          testing::kReversalBos, testing::kReversalEos},
-                          device, seed + 1));  // Other initial weights: the copy must overwrite them.
+                          // Other initial weights: the copy must overwrite them.
+                          device, seed + 1));
   const std::vector<Parameter*> from = model.Parameters();
   const std::vector<Parameter*> to = copy->Parameters();
   if (from.size() != to.size()) return absl::InternalError("parameter lists differ");

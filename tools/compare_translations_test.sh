@@ -8,7 +8,9 @@ set -euo pipefail
 compare="tools/compare_translations.py"
 bleu="tools/bleu"
 dir="$TEST_TMPDIR"
-for i in $(seq 1 30); do echo "the quick brown fox jumps over the lazy dog number $i"; done >"$dir/ref"
+for i in $(seq 1 30); do
+  echo "the quick brown fox jumps over the lazy dog number $i"
+done >"$dir/ref"
 cp "$dir/ref" "$dir/a"
 sed -e '3s/lazy/sleepy/' -e '7s/quick/slow/' "$dir/ref" >"$dir/b"
 
