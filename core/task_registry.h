@@ -35,6 +35,14 @@ struct DecodeRequest {
   // --ensemble_combination: a config::DecodeConfig::EnsembleCombination
   // (< 0: the checkpoint's).
   int ensemble_combination = -1;
+  // --device: cpu, cuda, cuda:N or auto (empty: decode.device of the
+  // command's config, --config and --set, whose default is auto).
+  std::string device;
+  // --dtype: f32, bf16 or f16 (empty: the command's config's decode.dtype).
+  std::string dtype;
+  // --max_tokens: a batch's budget of source tokens x beam (0: the
+  // checkpoint's decode.max_tokens; see task_config.proto).
+  int max_tokens = 0;
 };
 
 // A command-line flag of a task's own, beside the driver's: --name=VALUE.

@@ -1,6 +1,7 @@
 // Search strategies over a real Transformer: a tiny model trained for 300
-// updates (a few seconds) on a toy task (reverse the source), so outputs are
-// neither empty nor constant (60 updates still gave eos for everything).
+// updates (a few seconds) on a toy task (reverse the source,
+// tests/util/reversal_model.h), so outputs are neither empty nor constant
+// (60 updates still gave eos for everything).
 // Then the search's contract: beam 1 is greedy, results do not depend on
 // batching or padding, n-best lists are sorted and their scores are the
 // model's own log-probabilities, lengths are bounded, and an empty source
@@ -12,51 +13,19 @@
 
 #include "runtime/decode/beam_search.h"
 #include "runtime/decode/greedy_search.h"
-#include "runtime/train/adam_optimizer.h"
-#include "runtime/train/lr_schedule.h"
 #include "gtest/gtest.h"
 #include "layers/transformer.h"
+#include "tests/util/reversal_model.h"
 
 namespace tfm {
 namespace {
 
-constexpr int kPad = 0, kBos = 2, kEos = 3, kVocab = 12;
-
-// A reversal pair: source = words + eos, target = reversed words + eos.
-Example Reversal(uint64_t seed) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  const auto next = [&] {
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 29;
-    return x;
-  };
-  const int length = 2 + static_cast<int>(next() % 5);
-  Example example;
-  for (int i = 0; i < length; ++i) example.source.push_back(4 + static_cast<int>(next() % 8));
-  example.target.assign(example.source.rbegin(), example.source.rend());
-  example.source.push_back(kEos);
-  example.target.push_back(kEos);
-  return example;
-}
+constexpr int kPad = testing::kReversalPad, kEos = testing::kReversalEos,
+              kVocab = testing::kReversalVocab;
+using testing::Reversal;
 
 Batch MakeBatch(const std::vector<Example>& examples) {
-  Batch batch;
-  batch.size = static_cast<int>(examples.size());
-  for (const Example& e : examples) {
-    batch.source_length = std::max<int>(batch.source_length, e.source.size());
-    batch.target_length = std::max<int>(batch.target_length, e.target.size());
-  }
-  for (const Example& e : examples) {
-    std::vector<int> source = e.source, target = e.target;
-    batch.source_lengths.push_back(source.size());
-    batch.target_lengths.push_back(target.size());
-    source.resize(batch.source_length, kPad);
-    target.resize(batch.target_length, kPad);
-    batch.source.insert(batch.source.end(), source.begin(), source.end());
-    batch.target.insert(batch.target.end(), target.begin(), target.end());
-  }
-  return batch;
+  return testing::MakeReversalBatch(examples);
 }
 
 class DecodingTest : public ::testing::Test {
@@ -64,40 +33,12 @@ class DecodingTest : public ::testing::Test {
   static constexpr int kUpdates = 300;
 
   static void SetUpTestSuite() {
-    config::ModelConfig model;
-    model.set_num_encoder_layers(2);
-    model.set_num_decoder_layers(2);
-    model.set_d_model(32);
-    model.set_d_ff(64);
-    model.set_num_heads(4);
-    model.set_d_k(8);
-    model.set_d_v(8);
-    model.set_dropout(0.1f);
-    absl::StatusOr<std::unique_ptr<Transformer>> built =
-        Transformer::Create(model, VocabularySpec{kVocab, kPad, kBos, kEos}, Device::Cpu(), 3);
-    ASSERT_TRUE(built.ok()) << built.status();
-    transformer_ = built->release();
-    absl::StatusOr<InverseSqrtSchedule> schedule = InverseSqrtSchedule::Create(32, 30);
-    ASSERT_TRUE(schedule.ok());
-    absl::StatusOr<AdamOptimizer> adam =
-        AdamOptimizer::Create(transformer_->Parameters(), config::AdamConfig(), *schedule);
-    ASSERT_TRUE(adam.ok()) << adam.status();
-    std::vector<Example> held_out;
-    for (int i = 0; i < 32; ++i) held_out.push_back(Reversal(100000 + i));
-    initial_nll_ = transformer_->Evaluate(MakeBatch(held_out))->nll;
-    for (int update = 1; update <= kUpdates; ++update) {
-      std::vector<Example> examples;
-      for (int i = 0; i < 32; ++i) examples.push_back(Reversal(update * 1000 + i));
-      const Batch batch = MakeBatch(examples);
-      ASSERT_TRUE(transformer_->ZeroGrads().ok());
-      const StepContext step{.training = true,
-                             .seed = 5,
-                             .counter = static_cast<uint64_t>(update),
-                             .loss_scale = 1.0f / batch.target_tokens()};
-      ASSERT_TRUE(transformer_->ForwardBackward(batch, step).ok());
-      ASSERT_TRUE(adam->Step(update).ok());
-    }
-    trained_nll_ = transformer_->Evaluate(MakeBatch(held_out))->nll;
+    absl::StatusOr<testing::TrainedReversal> trained =
+        testing::TrainReversalModel(kUpdates, /*init_seed=*/3);
+    ASSERT_TRUE(trained.ok()) << trained.status();
+    transformer_ = trained->model.release();
+    initial_nll_ = trained->initial_nll;
+    trained_nll_ = trained->trained_nll;
   }
 
   static void TearDownTestSuite() {

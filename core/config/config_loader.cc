@@ -130,7 +130,8 @@ absl::StatusOr<LoadedConfig> LoadTaskConfigFile(const std::string& path) {
   return ParseTaskConfig(text.str(), path);
 }
 
-absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded) {
+absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded,
+                           absl::string_view flag) {
   const size_t equals = assignment.find('=');
   if (equals == absl::string_view::npos || equals == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -138,7 +139,7 @@ absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded) {
   }
   const absl::string_view path = assignment.substr(0, equals);
   const std::string value(assignment.substr(equals + 1));
-  const std::string origin = absl::StrCat("--set=", assignment);
+  const std::string origin = flag.empty() ? absl::StrCat("--set=", assignment) : std::string(flag);
 
   Message* message = &loaded->config;
   const std::vector<std::string> parts = absl::StrSplit(path, '.');
@@ -225,10 +226,14 @@ absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded) {
 }
 
 absl::StatusOr<LoadedConfig> LoadTaskConfig(const std::string& path,
-                                            const std::vector<std::string>& overrides) {
+                                            const std::vector<std::string>& overrides,
+                                            const std::vector<FlagOverride>& flag_overrides) {
   TFM_ASSIGN_OR_RETURN(LoadedConfig loaded, LoadTaskConfigFile(path));
   for (const std::string& assignment : overrides) {
     TFM_RETURN_IF_ERROR(ApplyOverride(assignment, &loaded));
+  }
+  for (const FlagOverride& flag : flag_overrides) {
+    TFM_RETURN_IF_ERROR(ApplyOverride(flag.assignment, &loaded, flag.flag));
   }
   UpgradeTaskConfig(&loaded.config);  // Overrides may set deprecated fields too.
   TFM_RETURN_IF_ERROR(ValidateTaskConfig(loaded));

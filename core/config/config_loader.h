@@ -49,8 +49,18 @@ absl::StatusOr<LoadedConfig> LoadTaskConfigFile(const std::string& path);
 // Applies one "section.field=value" override (nested: "data.batching.max_length=
 // 100"; repeated messages by index: "data.train[0].source_path=x"; repeated
 // scalars are replaced by a comma-separated list). Unknown fields list the
-// fields that exist at that level.
-absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded);
+// fields that exist at that level. Errors, then and later, name `origin`
+// (what the user typed: "--device=cuda"), or "--set=ASSIGNMENT" when empty.
+absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded,
+                           absl::string_view origin = "");
+
+// A setting a driver flag stands for (--device=cuda sets train.device and
+// decode.device): applied after the --set overrides, so the flag wins, and
+// errors name the flag as typed, not a --set the user never wrote.
+struct FlagOverride {
+  std::string assignment;  // "train.device=cuda".
+  std::string flag;        // "--device=cuda".
+};
 
 // --data=DIR: every corpus of data.train, data.valid and data.test is read
 // from `dir` instead of where the config says: a PTB or gettext root becomes
@@ -72,7 +82,8 @@ absl::Status CheckConfigRunsHere(const LoadedConfig& loaded);
 
 // Parse + overrides + validation: what the command line and the tasks use.
 absl::StatusOr<LoadedConfig> LoadTaskConfig(const std::string& path,
-                                            const std::vector<std::string>& overrides);
+                                            const std::vector<std::string>& overrides,
+                                            const std::vector<FlagOverride>& flag_overrides = {});
 
 }  // namespace tfm
 

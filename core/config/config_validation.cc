@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/config/config_loader.h"
-#include "core/config/training_device.h"
+#include "core/config/device_setting.h"
 #include "core/config/training_dtype.h"
 #include "core/device.h"
 #include "core/dtype.h"
@@ -145,7 +145,7 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
                               " checkpoints, but checkpoint_every_minutes and "
                               "checkpoint_every_steps are both 0, so none are written"));
   }
-  const absl::Status device_syntax = CheckTrainingDeviceSyntax(train.device());
+  const absl::Status device_syntax = CheckDeviceSyntax(train.device());
   if (!device_syntax.ok()) problems.Add("train.device", std::string(device_syntax.message()));
   // "auto" may become either device type: the dtype must suit both.
   std::vector<DeviceType> device_types = {DeviceType::kCPU, DeviceType::kCUDA};
@@ -176,6 +176,15 @@ void CheckDecode(const config::DecodeConfig& decode, Problems& problems) {
     problems.Add("decode.nbest", absl::StrCat(decode.nbest(), " exceeds the ", beam,
                                               " hypotheses the search keeps"));
   }
+  problems.RequireNonNegative("decode.max_tokens", decode.max_tokens());
+  if (absl::Status syntax = CheckDeviceSyntax(decode.device()); !syntax.ok()) {
+    problems.Add("decode.device", std::string(syntax.message()));
+  }
+  // Which dtypes have kernels is the decoding command's check (it asks the
+  // kernel registry on the device it resolved); here only the name.
+  if (absl::StatusOr<DType> dtype = ParseDType(decode.dtype()); !dtype.ok()) {
+    problems.Add("decode.dtype", std::string(dtype.status().message()));
+  }
   if (decode.strategy() == config::DecodeConfig::GREEDY && decode.beam_size() != 1 &&
       decode.has_beam_size()) {
     problems.Add("decode.beam_size", "greedy decoding uses no beam; leave beam_size unset");
@@ -197,13 +206,13 @@ absl::Status ValidateTaskConfig(const LoadedConfig& loaded) {
 
 namespace {
 
-// The GPU named by train.device must exist in this process ("auto" falls
-// back to the CPU).
-void CheckDeviceIsHere(const config::TrainConfig& train, Problems& problems) {
+// The GPU named by train.device or decode.device (the main job decodes on
+// it) must exist in this process ("auto" falls back to the CPU).
+void CheckDeviceIsHere(const std::string& field, const std::string& setting, Problems& problems) {
   // Syntax errors are ValidateTaskConfig's.
-  if (!CheckTrainingDeviceSyntax(train.device()).ok()) return;
-  absl::StatusOr<Device> device = ResolveTrainingDevice(train.device());
-  if (!device.ok()) problems.Add("train.device", std::string(device.status().message()));
+  if (!CheckDeviceSyntax(setting).ok()) return;
+  absl::StatusOr<Device> device = ResolveDevice(setting);
+  if (!device.ok()) problems.Add(field, std::string(device.status().message()));
 }
 
 // The work directory must exist or be creatable: its nearest existing
@@ -229,7 +238,12 @@ void CheckWorkDirIsWritable(const config::DataConfig& data, Problems& problems) 
 
 absl::Status CheckConfigRunsHere(const LoadedConfig& loaded) {
   Problems problems(loaded.sources);
-  CheckDeviceIsHere(loaded.config.train(), problems);
+  const config::TaskConfig& config = loaded.config;
+  CheckDeviceIsHere("train.device", config.train().device(), problems);
+  // --device sets both: one message for one missing GPU.
+  if (config.decode().device() != config.train().device()) {
+    CheckDeviceIsHere("decode.device", config.decode().device(), problems);
+  }
   CheckWorkDirIsWritable(loaded.config.data(), problems);
   return problems.ToStatus();
 }

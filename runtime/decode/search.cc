@@ -25,8 +25,30 @@ SearchOptions SearchOptions::FromConfig(const config::DecodeConfig& decode) {
   options.length_penalty_alpha = decode.length_penalty_alpha();
   options.max_length_offset = decode.max_length_offset();
   options.batch_size = decode.batch_size();
+  options.max_tokens = decode.max_tokens();
   options.nbest = decode.nbest();
   return options;
+}
+
+std::vector<std::pair<size_t, size_t>> BatchesByLength(absl::Span<const int> sorted_lengths,
+                                                       int batch_size, int64_t max_tokens,
+                                                       int beam_size) {
+  const size_t most = static_cast<size_t>(std::max(1, batch_size));
+  const int64_t beam = std::max(1, beam_size);
+  std::vector<std::pair<size_t, size_t>> batches;
+  size_t begin = 0;
+  while (begin < sorted_lengths.size()) {
+    size_t end = begin + 1;  // A batch takes at least one sentence.
+    // Ascending lengths: the sentence added is the batch's longest.
+    while (end < sorted_lengths.size() && end - begin < most &&
+           (max_tokens <= 0 || static_cast<int64_t>(end - begin + 1) *
+                                       sorted_lengths[end] * beam <= max_tokens)) {
+      ++end;
+    }
+    batches.emplace_back(begin, end);
+    begin = end;
+  }
+  return batches;
 }
 
 double LengthPenalty(int steps, double alpha) { return std::pow((5.0 + steps) / 6.0, alpha); }
@@ -57,13 +79,15 @@ absl::StatusOr<std::vector<NBestList>> SearchStrategy::Search(
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
   const int pad_id = model.vocabulary().pad_id;
-  const size_t batch_size = static_cast<size_t>(std::max(1, options_.batch_size));
+  std::vector<int> sorted_lengths;
+  sorted_lengths.reserve(order.size());
+  for (size_t i : order) sorted_lengths.push_back(static_cast<int>(sources[i].size()));
   // EndSearch on every way out, errors included.
   model.BeginSearch();
   const absl::Cleanup end_search = [&model] { model.EndSearch(); };
   std::vector<const std::vector<int>*> members;
-  for (size_t begin = 0; begin < order.size(); begin += batch_size) {
-    const size_t end = std::min(order.size(), begin + batch_size);
+  for (const auto& [begin, end] : BatchesByLength(sorted_lengths, options_.batch_size,
+                                                  options_.max_tokens, options_.beam_size)) {
     members.clear();
     for (size_t i = begin; i < end; ++i) members.push_back(&sources[order[i]]);
     TFM_ASSIGN_OR_RETURN(std::vector<NBestList> batch_results,
@@ -78,11 +102,12 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> CreateSearchStrategy(
   SearchOptions options = SearchOptions::FromConfig(decode);
   options.constraint = constraint;
   if (options.beam_size < 1 || options.nbest < 1 || options.nbest > options.beam_size ||
-      options.batch_size < 1 || options.max_length_offset < 0 ||
+      options.batch_size < 1 || options.max_tokens < 0 || options.max_length_offset < 0 ||
       !(options.length_penalty_alpha >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "decode options: beam_size ", options.beam_size, ", nbest ", options.nbest,
-        " (1 .. beam_size; 1 for greedy), batch_size ", options.batch_size, ", max_length_offset ",
+        " (1 .. beam_size; 1 for greedy), batch_size ", options.batch_size, ", max_tokens ",
+        options.max_tokens, ", max_length_offset ",
         options.max_length_offset, ", length_penalty_alpha ", options.length_penalty_alpha));
   }
   if (decode.strategy() == config::DecodeConfig::GREEDY) {

@@ -12,7 +12,9 @@
 #ifndef TFM_RUNTIME_DECODE_SEARCH_H_
 #define TFM_RUNTIME_DECODE_SEARCH_H_
 
+#include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +45,9 @@ struct SearchOptions {
   double length_penalty_alpha = 0.6;
   int max_length_offset = 50;
   int batch_size = 64;  // Sentences per batch.
+  // A batch's budget of padded source tokens times the beam (0: none; see
+  // BatchesByLength).
+  int64_t max_tokens = 0;
   int nbest = 1;        // Hypotheses returned per sentence (<= beam_size).
   // Consulted at every step for the tokens each hypothesis may take (not
   // owned; null: any token).
@@ -51,6 +56,17 @@ struct SearchOptions {
   // The config's decode section.
   static SearchOptions FromConfig(const config::DecodeConfig& decode);
 };
+
+// Sentences sorted by length (`sorted_lengths`, ascending) cut into
+// consecutive batches [begin, end): each holds at most `batch_size`
+// sentences and, when max_tokens > 0, at most max_tokens padded source
+// tokens times the beam (rows x its longest source x beam: what the
+// encoder and the cross-attention of a beam step hold, as fairseq's
+// --max-tokens counts a batch). A sentence over the budget alone is a
+// batch of one.
+std::vector<std::pair<size_t, size_t>> BatchesByLength(absl::Span<const int> sorted_lengths,
+                                                       int batch_size, int64_t max_tokens,
+                                                       int beam_size);
 
 // lp(steps) = ((5 + steps) / 6)^alpha.
 double LengthPenalty(int steps, double alpha);

@@ -215,6 +215,45 @@ TEST(SearchTest, ResultsDoNotDependOnBatching) {
   }
 }
 
+// A token budget (source tokens x beam) cuts the length-sorted sentences
+// where the next one would overflow it; batch_size still caps the count,
+// and a sentence over the budget is a batch of its own.
+TEST(SearchTest, BatchesByLengthKeepATokenBudget) {
+  using Batches = std::vector<std::pair<size_t, size_t>>;
+  const std::vector<int> lengths = {1, 2, 2, 3, 5, 9};
+  EXPECT_EQ(BatchesByLength(lengths, 64, 0, 4), (Batches{{0, 6}}));
+  EXPECT_EQ(BatchesByLength(lengths, 4, 0, 4), (Batches{{0, 4}, {4, 6}}));
+  // Beam 2, 12 tokens: {1,2,2} pads to 3 x 2 x 2 = 12; {3} + {5} = 2 x 5 x 2
+  // = 20 > 12; 5 x 2 = 10 alone; 9 x 2 = 18 over the budget, alone.
+  EXPECT_EQ(BatchesByLength(lengths, 64, 12, 2), (Batches{{0, 3}, {3, 4}, {4, 5}, {5, 6}}));
+  EXPECT_EQ(BatchesByLength(lengths, 2, 12, 2), (Batches{{0, 2}, {2, 4}, {4, 5}, {5, 6}}));
+  EXPECT_TRUE(BatchesByLength({}, 64, 12, 2).empty());
+}
+
+// Batching by a token budget gives the outputs of batching by count, in
+// input order.
+TEST(SearchTest, TokenBudgetBatchingGivesTheSameResults) {
+  ScriptedModel model(11, 0.5);
+  const std::vector<std::vector<int>> sources = Sources();
+  for (int beam : {1, 4}) {
+    SearchOptions by_count = Options(beam, 1);
+    by_count.batch_size = 64;
+    absl::StatusOr<std::vector<NBestList>> expected = BeamSearch(by_count).Search(model, sources);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    for (int64_t max_tokens : {1, 8, 20, 1000}) {
+      SearchOptions by_tokens = by_count;
+      by_tokens.max_tokens = max_tokens;
+      absl::StatusOr<std::vector<NBestList>> results = BeamSearch(by_tokens).Search(model, sources);
+      ASSERT_TRUE(results.ok()) << results.status();
+      for (size_t s = 0; s < sources.size(); ++s) {
+        ASSERT_EQ((*results)[s].size(), (*expected)[s].size()) << max_tokens;
+        EXPECT_EQ((*results)[s][0].tokens, (*expected)[s][0].tokens) << max_tokens << " " << s;
+        EXPECT_EQ((*results)[s][0].score, (*expected)[s][0].score) << max_tokens << " " << s;
+      }
+    }
+  }
+}
+
 TEST(SearchTest, StrategyAndOptionsFromTheConfig) {
   config::DecodeConfig decode;
   absl::StatusOr<std::unique_ptr<SearchStrategy>> beam = CreateSearchStrategy(decode);
@@ -224,6 +263,7 @@ TEST(SearchTest, StrategyAndOptionsFromTheConfig) {
   EXPECT_DOUBLE_EQ((*beam)->options().length_penalty_alpha, 0.6f);
   EXPECT_EQ((*beam)->options().max_length_offset, 50);
   EXPECT_EQ((*beam)->options().nbest, 1);
+  EXPECT_EQ((*beam)->options().max_tokens, 0);
   decode.set_strategy(config::DecodeConfig::GREEDY);
   absl::StatusOr<std::unique_ptr<SearchStrategy>> greedy = CreateSearchStrategy(decode);
   ASSERT_TRUE(greedy.ok()) << greedy.status();

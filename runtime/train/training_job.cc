@@ -11,7 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/config/training_device.h"
+#include "core/config/device_setting.h"
 #include "core/cuda/runtime.h"
 #include "core/data/file_io.h"
 #include "runtime/distributed/broadcast.h"
@@ -140,7 +140,7 @@ absl::StatusOr<Device> ChooseDevice(const config::TrainConfig& train,
                                     const Communicator& communicator) {
   const bool several_ranks = communicator.size() > 1;
   if (several_ranks && IsAutoDevice(train.device())) return Device::Cpu();
-  absl::StatusOr<Device> device = ResolveTrainingDevice(train.device());
+  absl::StatusOr<Device> device = ResolveDevice(train.device());
   if (!device.ok()) {
     return absl::Status(device.status().code(),
                         absl::StrCat("train.device: ", device.status().message()));
@@ -152,17 +152,6 @@ absl::StatusOr<Device> ChooseDevice(const config::TrainConfig& train,
         "tensors only; train several ranks with --device=cpu"));
   }
   return *device;
-}
-
-// "cuda:0 (NVIDIA H100 80GB HBM3 (sm_90)), chosen by auto".
-std::string DescribeDevice(const Device& device, const std::string& setting) {
-  std::string text = device.ToString();
-  if (device.is_cuda()) {
-    absl::StatusOr<std::string> name = cuda::DeviceName(device.index);
-    if (name.ok()) absl::StrAppend(&text, " (", *name, ")");
-  }
-  if (IsAutoDevice(setting)) absl::StrAppend(&text, ", chosen by train.device auto");
-  return text;
 }
 
 // What rank 0 finds in the work directory: the checkpoint a run resumes
@@ -345,7 +334,7 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   TFM_ASSIGN_OR_RETURN(const Device device, ChooseDevice(config.train(), communicator));
   if (rank_zero) TFM_RETURN_IF_ERROR(MakeDirectories(work_dir));
   for (const auto& [label, text] : EnvironmentReport()) log << label << ": " << text << "\n";
-  log << "device: " << DescribeDevice(device, config.train().device()) << "\n";
+  log << "device: " << DescribeDevice(device, "train.device", config.train().device()) << "\n";
   if (communicator.size() > 1) {
     log << "ranks: " << communicator.size() << " (" << communicator.name() << "), each taking "
         << "its share of the " << config.train().update_freq() << " batches of an update\n";

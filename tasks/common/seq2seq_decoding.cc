@@ -14,6 +14,7 @@
 #include "core/data/utf8.h"
 #include "core/status_macros.h"
 #include "runtime/train/training_data.h"
+#include "tasks/common/decoding_device.h"
 
 namespace tfm {
 namespace {
@@ -61,8 +62,9 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
   if (request.model.empty()) {
     return absl::InvalidArgumentError("decode needs --model=DIR (a work directory of `train`)");
   }
+  TFM_ASSIGN_OR_RETURN(const DecodingTarget target, ChooseDecodingTarget(context, &std::cerr));
   TFM_ASSIGN_OR_RETURN(TrainedModel trained,
-                       LoadTrainedModel(request.model, Device::Cpu(), &std::cerr));
+                       LoadTrainedModel(request.model, target.device, &std::cerr));
   TFM_ASSIGN_OR_RETURN(InputLines input, ReadInputLines(request.input));
   const std::string input_name = request.input.empty() ? "<stdin>" : request.input;
   const absl::Time start = absl::Now();
@@ -141,8 +143,9 @@ absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& 
   const DecodeRequest& request = context.decode;
   TFM_RETURN_IF_ERROR(
       CheckEvaluateRequest(request, "plain or .gz, one sentence a line, and its references"));
+  TFM_ASSIGN_OR_RETURN(const DecodingTarget target, ChooseDecodingTarget(context, context.log));
   TFM_ASSIGN_OR_RETURN(TrainedModel trained,
-                       LoadTrainedModel(request.model, Device::Cpu(), context.log));
+                       LoadTrainedModel(request.model, target.device, context.log));
   std::vector<std::string> sources, references;
   std::string source_name = request.source;
   if (!request.split.empty()) {
@@ -186,6 +189,7 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const Decod
   }
   if (request.alpha >= 0) decode.set_length_penalty_alpha(request.alpha);
   if (request.nbest > 0) decode.set_nbest(request.nbest);
+  if (request.max_tokens > 0) decode.set_max_tokens(request.max_tokens);
   if (request.ensemble_combination >= 0) {
     decode.set_ensemble_combination(
         static_cast<config::DecodeConfig::EnsembleCombination>(request.ensemble_combination));

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -14,10 +15,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/cuda/runtime.h"
 #include "core/data/file_io.h"
 #include "gtest/gtest.h"
 #include "runtime/train/checkpoint.h"
 #include "tasks/common/trained_model.h"
+#include "tasks/driver/driver.h"
+#include "tests/util/gpu.h"
 #include "tests/util/peer_python.h"
 
 namespace tfm {
@@ -221,6 +225,117 @@ TEST_F(Seq2SeqDecodingTest, EvaluateSplitReadsTheModelsOwnHeldOutPairs) {
   context.decode.split.clear();
   status = RunEvaluateCommand(context, BleuMetric());
   EXPECT_TRUE(absl::StrContains(status.message(), "--split=valid|test")) << status;
+}
+
+// A command that runs a saved model needs only the model and its inputs:
+// the --config preset's corpora (here gettext catalogs under a root that is
+// not there, as on a machine without the binary's default data, and --data
+// pointing somewhere missing) are not checked, nor is its work directory.
+TEST_F(Seq2SeqDecodingTest, EvaluateNeedsOnlyTheModelNotThePresetsData) {
+  const std::string preset = absl::StrCat(::testing::TempDir(), "/missing_data.pbtxt");
+  ASSERT_TRUE(WriteFileAtomically(preset, R"(task: "translation"
+data {
+  train { format: GETTEXT_MO root: "/no/such/locale" source_lang: "en" target_lang: "de" }
+  work_dir: "/no/such/work_dir"
+})").ok());
+  DriverOptions options;
+  options.config = preset;
+  options.data_dir = absl::StrCat(::testing::TempDir(), "/no_such_data");
+  options.mode = "evaluate";
+  options.flag_overrides = {{"decode.device=cpu", "--device=cpu"}};
+  options.decode.device = "cpu";
+  options.decode.model = *work_dir_;
+  options.decode.source = *valid_source_;
+  options.decode.reference = *valid_target_;
+  std::ostringstream out;
+  const absl::Status status = RunDriver(options, out);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(absl::StrContains(out.str(), "3 sentences in")) << out.str();
+  EXPECT_TRUE(absl::StrContains(out.str(), "decoding on: cpu, f32")) << out.str();
+  // Training still checks its data.
+  options.mode = "train";
+  EXPECT_EQ(RunDriver(options, out).code(), absl::StatusCode::kNotFound);
+}
+
+// --device reaches decoding; a GPU that is not here stops evaluate before
+// anything is read, with the flag named as typed (not a --set never written).
+TEST_F(Seq2SeqDecodingTest, AMissingGpuStopsEvaluateNamingTheFlag) {
+  const std::string missing = absl::StrCat("cuda:", cuda::DeviceCount());
+  TaskContext context;
+  std::ostringstream log;
+  context.log = &log;
+  context.decode.model = *work_dir_;
+  context.decode.source = "/no/such/source";  // Not read: the device fails first.
+  context.decode.reference = "/no/such/reference";
+  context.decode.device = missing;
+  absl::Status status = RunEvaluateCommand(context, BleuMetric());
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(),
+                                absl::StrCat("--device=", missing, ": ", missing, " but this")))
+      << status;
+  context.decode.device = "cpu";
+  context.decode.dtype = "bf16";
+  status = RunEvaluateCommand(context, BleuMetric());
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "--dtype=bf16: bf16 decoding on CPU is not "
+                                                  "supported yet"))
+      << status;
+  context.decode.dtype = "f64";
+  status = RunEvaluateCommand(context, BleuMetric());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "--dtype=f64")) << status;
+}
+
+// The commands on a GPU: evaluate --device=cuda loads the model there and
+// writes the CPU's lines (this random model's next-token choices are
+// separated by far more than f32 rounding: all 3 lines must agree).
+TEST_F(Seq2SeqDecodingTest, EvaluateOnTheGpuWritesTheCpusLines) {
+  TFM_SKIP_WITHOUT_GPU();
+  std::vector<std::string> outputs;
+  for (const char* device : {"cpu", "cuda"}) {
+    TaskContext context;
+    std::ostringstream log;
+    context.log = &log;
+    context.decode.model = *work_dir_;
+    context.decode.source = *valid_source_;
+    context.decode.reference = *valid_target_;
+    context.decode.device = device;
+    context.decode.output = absl::StrCat(::testing::TempDir(), "/on_", device, ".out");
+    const absl::Status status = RunEvaluateCommand(context, BleuMetric());
+    ASSERT_TRUE(status.ok()) << device << ": " << status;
+    const std::string chosen = std::string(device) == "cpu" ? "cpu" : "cuda:0";
+    EXPECT_TRUE(absl::StrContains(log.str(), absl::StrCat("decoding on: ", chosen)))
+        << log.str();
+    absl::StatusOr<std::string> written = ReadFileToString(context.decode.output);
+    ASSERT_TRUE(written.ok()) << written.status();
+    std::printf("evaluate --device=%s:\n%s", device, written->c_str());
+    outputs.push_back(*written);
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+}
+
+// --max_tokens batches by a token budget: the same lines as batching by
+// count, in input order.
+TEST_F(Seq2SeqDecodingTest, TokenBudgetGivesTheSameLines) {
+  TrainedModel trained = Load();
+  const std::vector<std::string> lines = {
+      "A man rides a bike.", "Two dogs play in the snow.", "People walk.", "",
+      "A woman in a red coat walks down the busy street with her dog.", "Kids."};
+  DecodeRequest request;
+  request.device = "cpu";
+  config::DecodeConfig by_count = DecodeSettings(trained.config, request);
+  absl::StatusOr<std::vector<std::string>> expected =
+      DecodeLines(trained, by_count, lines, "in", nullptr);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (int max_tokens : {1, 30, 100}) {
+    request.max_tokens = max_tokens;
+    const config::DecodeConfig by_tokens = DecodeSettings(trained.config, request);
+    EXPECT_EQ(by_tokens.max_tokens(), max_tokens);
+    absl::StatusOr<std::vector<std::string>> output =
+        DecodeLines(trained, by_tokens, lines, "in", nullptr);
+    ASSERT_TRUE(output.ok()) << output.status();
+    EXPECT_EQ(*output, *expected) << "max_tokens " << max_tokens;
+  }
 }
 
 TEST_F(Seq2SeqDecodingTest, NBestGivesSortedScoresPerLine) {

@@ -11,6 +11,7 @@
 #include "runtime/train/checkpoint_directory.h"
 #include "runtime/train/training_data.h"
 #include "runtime/train/training_job.h"
+#include "tasks/common/decoding_device.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/seq2seq_training.h"
 #include "tasks/common/trained_model.h"
@@ -87,8 +88,10 @@ absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& bi
     TFM_RETURN_IF_ERROR(RunSeq2SeqTraining(averaging));
   }
 
+  // decode.device, which --device sets with train.device: where it trained.
+  TFM_ASSIGN_OR_RETURN(const DecodingTarget target, ChooseDecodingTarget(context, &log));
   TFM_ASSIGN_OR_RETURN(TrainedModel trained,
-                       LoadTrainedModel(context.work_dir, Device::Cpu(), &log));
+                       LoadTrainedModel(context.work_dir, target.device, &log));
   TFM_ASSIGN_OR_RETURN(const std::string evaluate_args, held_out.run(trained, context, log));
   const config::DecodeConfig decode = DecodeSettings(trained.config, DecodeRequest{});
   const std::string command = absl::StrCat(held_out.command, " --model=", context.work_dir);

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "core/config/training_device.h"
+#include "core/config/device_setting.h"
 #include "core/status_macros.h"
 #include "runtime/train/training_job.h"
 #include "layers/transformer.h"
@@ -15,7 +15,7 @@ namespace {
 // chose and checked that it is here.
 absl::StatusOr<std::unique_ptr<TrainableModel>> MakeTransformer(const config::TaskConfig& config,
                                                                 const Tokenizer& tokenizer) {
-  TFM_ASSIGN_OR_RETURN(const Device device, ResolveTrainingDevice(config.train().device()));
+  TFM_ASSIGN_OR_RETURN(const Device device, ResolveDevice(config.train().device()));
   TFM_ASSIGN_OR_RETURN(const VocabularySpec vocabulary, ModelVocabulary(config, tokenizer));
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
                        Transformer::Create(config.model(), vocabulary, device, config.train().seed()));

@@ -45,8 +45,15 @@ ABSL_FLAG(std::string, workdir, "",
           "work directory for checkpoints, logs and the tokenizer (default: data.work_dir)");
 ABSL_FLAG(double, minutes, 0, "train: stop after this many minutes (0: no limit)");
 ABSL_FLAG(std::string, device, "",
-          "train and the main job: cpu, cuda, cuda:N or auto (the first GPU if there is one); "
-          "sets train.device, whose default is auto");
+          "train, decode (translate, parse), evaluate and the main job: cpu, cuda, cuda:N or auto "
+          "(the first GPU if there is one); sets train.device and decode.device, whose default "
+          "is auto");
+ABSL_FLAG(std::string, dtype, "",
+          "decode/evaluate: f32 (bf16 and f16 once the decoder's ops have kernels in them); "
+          "sets decode.dtype, whose default is f32");
+ABSL_FLAG(int, max_tokens, 0,
+          "decode/evaluate: a batch's budget of source tokens x beam, besides decode.batch_size "
+          "sentences (0: the model's decode.max_tokens)");
 ABSL_FLAG(int, last, 0, "average: how many of the latest checkpoints (0: from the config)");
 ABSL_FLAG(std::string, model, "",
           "decode/evaluate: a work directory of train (its averaged, else best, else latest "
@@ -278,7 +285,8 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
     return absl::InvalidArgumentError("no config: pass --config=FILE.pbtxt (or --list)");
   }
   TFM_ASSIGN_OR_RETURN(TaskMode mode, ParseMode(options.mode));
-  TFM_ASSIGN_OR_RETURN(LoadedConfig loaded, LoadTaskConfig(options.config, options.overrides));
+  TFM_ASSIGN_OR_RETURN(LoadedConfig loaded,
+                       LoadTaskConfig(options.config, options.overrides, options.flag_overrides));
   RelocateCorpora(options.data_dir, &loaded);
   absl::StatusOr<std::unique_ptr<Task>> created = CreateTask(loaded.config.task());
   if (!created.ok()) {
@@ -294,8 +302,14 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   TFM_ASSIGN_OR_RETURN(std::shared_ptr<const TaskDef> def,
                        TaskRegistry().Find(loaded.config.task()));
   TFM_RETURN_IF_ERROR(CheckTaskFlags(*def, options.task_flags));
-  TFM_RETURN_IF_ERROR(task->Validate(loaded));
-  if (mode != TaskMode::kValidate) TFM_RETURN_IF_ERROR(CheckConfigRunsHere(loaded));
+  // decode and evaluate run a saved model, with its own saved config: the
+  // --config preset's corpora and work directory (the binary's default,
+  // often) need not exist here, and the command resolves its device itself.
+  const bool runs_saved_model = mode == TaskMode::kDecode || mode == TaskMode::kEvaluate;
+  if (!runs_saved_model) {
+    TFM_RETURN_IF_ERROR(task->Validate(loaded));
+    if (mode != TaskMode::kValidate) TFM_RETURN_IF_ERROR(CheckConfigRunsHere(loaded));
+  }
   if (mode == TaskMode::kValidate) {
     std::string text;
     google::protobuf::TextFormat::Printer printer;
@@ -340,7 +354,11 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "      a task may take flags of its own (a plugin's: --name=value):" +
       TaskFlagsUsage() +
       "\n  --plugin=LIB.so              load a plugin first (repeatable)"
-      "\n  --device=auto|cpu|cuda[:N]   run, train: where to train (train.device; default auto)");
+      "\n  --device=auto|cpu|cuda[:N]   run, train, translate, parse, evaluate: where to train and "
+      "decode (train.device, decode.device; default auto)"
+      "\n  --dtype=f32                  translate, parse, evaluate: decoding's dtype (decode.dtype)"
+      "\n  --max_tokens=N               translate, parse, evaluate: batch by a budget of source "
+      "tokens x beam (decode.max_tokens)");
   // --help lists the driver's own flags (absl's default only shows flags
   // defined in a file named like the binary, and there are none).
   absl::FlagsUsageConfig usage;
@@ -361,7 +379,21 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   }
   // After the --set overrides, so that the flag wins over them and the file.
   if (const std::string device = absl::GetFlag(FLAGS_device); !device.empty()) {
-    options.overrides.push_back(absl::StrCat("train.device=", device));
+    const std::string flag = absl::StrCat("--device=", device);
+    options.flag_overrides.push_back({absl::StrCat("train.device=", device), flag});
+    options.flag_overrides.push_back({absl::StrCat("decode.device=", device), flag});
+    options.decode.device = device;
+  }
+  if (const std::string dtype = absl::GetFlag(FLAGS_dtype); !dtype.empty()) {
+    options.flag_overrides.push_back(
+        {absl::StrCat("decode.dtype=", dtype), absl::StrCat("--dtype=", dtype)});
+    options.decode.dtype = dtype;
+  }
+  options.decode.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  if (options.decode.max_tokens < 0) {
+    std::cerr << "error: --max_tokens=" << options.decode.max_tokens
+              << ": must be >= 0 (0: the model's decode.max_tokens)\n";
+    return 1;
   }
   options.mode = positional.size() == 2 ? positional[1] : absl::GetFlag(FLAGS_mode);
   // A task binary with no command runs its main job; the generic driver

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/config/config_loader.h"
 #include "core/plugin_loader.h"
 #include "core/task_registry.h"
 
@@ -19,6 +20,8 @@ namespace tfm {
 struct DriverOptions {
   std::vector<std::string> plugins;    // --plugin=PATH, repeatable.
   std::vector<std::string> overrides;  // --set=section.field=value, repeatable.
+  // What --device and --dtype set (after the overrides), named as typed.
+  std::vector<FlagOverride> flag_overrides;
   std::string config;                  // --config=PATH.
   std::string mode = "validate";       // The command, or --mode=.
   bool list = false;                   // --list.

@@ -12,6 +12,7 @@
 #include "core/data/file_io.h"
 #include "core/paths.h"
 #include "core/status_macros.h"
+#include "tasks/common/decoding_device.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/parsing/linearize.h"
 #include "tasks/parsing/ptb_corpus.h"
@@ -133,8 +134,9 @@ absl::Status RunParseEvaluation(const TaskContext& context) {
       request,
       "sentences, one a line, words separated by spaces; their gold trees, one "
       "bracketed tree a line"));
+  TFM_ASSIGN_OR_RETURN(const DecodingTarget target, ChooseDecodingTarget(context, context.log));
   TFM_ASSIGN_OR_RETURN(TrainedModel trained,
-                       LoadTrainedModel(request.model, Device::Cpu(), context.log));
+                       LoadTrainedModel(request.model, target.device, context.log));
   std::vector<std::string> sentences, gold_lines;
   std::string source_name = request.source, gold_name = request.reference;
   if (!request.split.empty()) {

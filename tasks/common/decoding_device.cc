@@ -1,0 +1,92 @@
+#include "tasks/common/decoding_device.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/config/device_setting.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+bool HasKernel(const std::string& op, DeviceType device, DType dtype) {
+  return KernelRegistry().Find(KernelName(op, device, dtype)).ok();
+}
+
+// A setting and what the user typed to get it, for messages: the flag, else
+// the config line of the field.
+struct Setting {
+  std::string value;
+  std::string origin;  // "--device=cuda" or "ende.pbtxt:40: decode.device".
+};
+
+Setting ChooseSetting(const TaskContext& context, const std::string& requested,
+                      const std::string& flag, const std::string& field,
+                      const std::string& configured) {
+  if (!requested.empty()) return {requested, absl::StrCat("--", flag, "=", requested)};
+  return {configured, absl::StrCat(context.config.sources.Describe(field), ": ", field)};
+}
+
+}  // namespace
+
+absl::Status CheckDecodingDType(DeviceType device, DType dtype) {
+  if (dtype == DType::kF32) return absl::OkStatus();
+  // Fill and random kernels exist in every floating type; the ops that
+  // compute are the ones that decide.
+  std::vector<std::string> missing;
+  for (const std::string& op : OpRegistry().Names()) {
+    if (HasKernel(op, device, DType::kF32) && !HasKernel(op, device, dtype)) missing.push_back(op);
+  }
+  const std::string where = absl::StrCat(DTypeName(dtype), " decoding on ", DeviceTypeName(device));
+  if (!missing.empty()) {
+    constexpr size_t kNamed = 8;  // Enough to see which; the count says the rest.
+    const size_t named = std::min(missing.size(), kNamed);
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, " is not supported yet: ", missing.size(), " op(s) have no ",
+        DeviceTypeName(device), "/", DTypeName(dtype), " kernel (",
+        absl::StrJoin(missing.begin(), missing.begin() + named, ", "),
+        missing.size() > named ? ", ..." : "", "); decode in f32"));
+  }
+  // Every kernel is there, but a loaded model keeps its weights in f32
+  // (tasks/common/trained_model.cc): casting them is the step still to come.
+  return absl::FailedPreconditionError(absl::StrCat(
+      where, " is not supported yet: the kernels exist, but a loaded model keeps its weights in "
+             "f32; decode in f32"));
+}
+
+absl::StatusOr<DecodingTarget> ChooseDecodingTarget(const TaskContext& context, std::ostream* log) {
+  const config::DecodeConfig& decode = context.config.config.decode();
+  const Setting device_setting =
+      ChooseSetting(context, context.decode.device, "device", "decode.device", decode.device());
+  const Setting dtype_setting =
+      ChooseSetting(context, context.decode.dtype, "dtype", "decode.dtype", decode.dtype());
+  DecodingTarget target;
+  absl::StatusOr<Device> device = ResolveDevice(device_setting.value);
+  if (!device.ok()) {
+    return absl::Status(device.status().code(),
+                        absl::StrCat(device_setting.origin, ": ", device.status().message()));
+  }
+  target.device = *device;
+  absl::StatusOr<DType> dtype = ParseDType(dtype_setting.value);
+  if (!dtype.ok()) {
+    return absl::Status(dtype.status().code(),
+                        absl::StrCat(dtype_setting.origin, ": ", dtype.status().message()));
+  }
+  target.dtype = *dtype;
+  if (absl::Status supported = CheckDecodingDType(target.device.type, target.dtype);
+      !supported.ok()) {
+    return absl::Status(supported.code(),
+                        absl::StrCat(dtype_setting.origin, ": ", supported.message()));
+  }
+  if (log != nullptr) {
+    *log << "decoding on: " << DescribeDevice(target.device, "decode.device", device_setting.value)
+         << ", " << DTypeName(target.dtype) << "\n";
+  }
+  return target;
+}
+
+}  // namespace tfm

@@ -1,0 +1,235 @@
+// Decoding on a GPU is the CPU's decoding: two toy models trained on the
+// CPU (tests/util/reversal_model.h: peaked distributions, varied outputs, so
+// the devices' rounding should not change a search's choice) are copied to
+// cuda:0, and the same 100 sources decoded greedily, with beam 4 and with
+// the ensemble of both give the same best hypothesis on both devices for at
+// least 99% of them (the differing ones printed), with scores within 1e-3;
+// and on the GPU, decoding one sentence at a time gives what batches of 64
+// give (tokens identical, scores within 1e-4). Each check prints what it
+// measured, so a GPU run shows how close the devices are. Skips without a
+// GPU; the harness runs on a CPU copy everywhere.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "core/tensor_copy.h"
+#include "gtest/gtest.h"
+#include "layers/transformer.h"
+#include "runtime/decode/beam_search.h"
+#include "runtime/decode/ensemble_model.h"
+#include "runtime/decode/greedy_search.h"
+#include "tests/util/gpu.h"
+#include "tests/util/reversal_model.h"
+
+namespace tfm {
+namespace {
+
+constexpr int kSentences = 100;
+// f32 on both devices, summed in different orders: scores (sums of a few
+// log-probabilities) differ by rounding only.
+constexpr double kDeviceScoreTolerance = 1e-3;
+constexpr double kBatchScoreTolerance = 1e-4;
+constexpr double kMinIdenticalShare = 0.99;
+
+// The trained models on the CPU and their copies: on the CPU (the harness
+// check, which runs everywhere) and on cuda:0 where there is a GPU.
+struct Models {
+  std::vector<std::unique_ptr<Transformer>> cpu, cpu_copy, gpu;
+};
+
+absl::StatusOr<std::unique_ptr<Transformer>> CopyOnto(Transformer& model, const Device& device,
+                                                      uint64_t seed) {
+  TFM_ASSIGN_OR_RETURN(
+      std::unique_ptr<Transformer> copy,
+      Transformer::Create(testing::ReversalModelConfig(),
+                          VocabularySpec{testing::kReversalVocab, testing::kReversalPad,
+                                         testing::kReversalBos, testing::kReversalEos},
+                          // Other initial weights: the copy must overwrite them.
+                          device, seed + 1));
+  const std::vector<Parameter*> from = model.Parameters();
+  const std::vector<Parameter*> to = copy->Parameters();
+  if (from.size() != to.size()) return absl::InternalError("parameter lists differ");
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i]->name != to[i]->name) {
+      return absl::InternalError(absl::StrCat(from[i]->name, " vs ", to[i]->name));
+    }
+    TFM_RETURN_IF_ERROR(CopyInto(from[i]->value, to[i]->value));
+  }
+  return copy;
+}
+
+absl::StatusOr<std::unique_ptr<Models>> BuildModels() {
+  auto built = std::make_unique<Models>();
+  for (const uint64_t seed : {3, 4}) {
+    TFM_ASSIGN_OR_RETURN(testing::TrainedReversal trained,
+                         testing::TrainReversalModel(/*updates=*/300, seed));
+    std::printf("reversal model (seed %d): held-out nll %.3f -> %.3f\n", static_cast<int>(seed),
+                trained.initial_nll, trained.trained_nll);
+    TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> cpu_copy,
+                         CopyOnto(*trained.model, Device::Cpu(), seed));
+    built->cpu_copy.push_back(std::move(cpu_copy));
+    if (cuda::DeviceCount() > 0) {
+      TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> on_gpu,
+                           CopyOnto(*trained.model, Device::Cuda(0), seed));
+      built->gpu.push_back(std::move(on_gpu));
+    }
+    built->cpu.push_back(std::move(trained.model));
+  }
+  return built;
+}
+
+// Built once, the first time a test asks.
+const absl::StatusOr<std::unique_ptr<Models>>& TrainedModels() {
+  static const auto* models = new absl::StatusOr<std::unique_ptr<Models>>(BuildModels());
+  return *models;
+}
+
+std::vector<std::vector<int>> Sources() {
+  std::vector<std::vector<int>> sources;
+  for (int i = 0; i < kSentences; ++i) sources.push_back(testing::Reversal(300000 + i).source);
+  return sources;
+}
+
+// The best hypothesis of each source.
+absl::StatusOr<std::vector<Hypothesis>> Decode(IncrementalModel& model, int beam,
+                                               int batch_size) {
+  SearchOptions options;
+  options.beam_size = beam;
+  options.length_penalty_alpha = 0.6;
+  options.max_length_offset = 4;
+  options.batch_size = batch_size;
+  std::unique_ptr<SearchStrategy> search;
+  if (beam == 1) {
+    search = std::make_unique<GreedySearch>(options);
+  } else {
+    search = std::make_unique<BeamSearch>(options);
+  }
+  TFM_ASSIGN_OR_RETURN(const std::vector<NBestList> results, search->Search(model, Sources()));
+  std::vector<Hypothesis> best;
+  for (const NBestList& list : results) {
+    if (list.empty()) return absl::InternalError("an empty n-best list");
+    best.push_back(list.front());
+  }
+  return best;
+}
+
+std::string Tokens(const std::vector<int>& tokens) { return absl::StrJoin(tokens, " "); }
+
+// Prints and checks how far `actual` (one device or batching) is from
+// `expected`: identical best hypotheses, and the scores of those.
+void Compare(const std::string& what, const absl::StatusOr<std::vector<Hypothesis>>& expected_or,
+             const absl::StatusOr<std::vector<Hypothesis>>& actual_or, double min_identical_share,
+             double score_tolerance) {
+  ASSERT_TRUE(expected_or.ok()) << what << ": " << expected_or.status();
+  ASSERT_TRUE(actual_or.ok()) << what << ": " << actual_or.status();
+  const std::vector<Hypothesis>& expected = *expected_or;
+  const std::vector<Hypothesis>& actual = *actual_or;
+  ASSERT_EQ(expected.size(), actual.size());
+  int identical = 0, distinct_outputs = 0;
+  double worst_score = 0;
+  std::vector<std::string> seen;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const std::string text = Tokens(expected[i].tokens);
+    if (std::find(seen.begin(), seen.end(), text) == seen.end()) {
+      seen.push_back(text);
+      ++distinct_outputs;
+    }
+    if (expected[i].tokens != actual[i].tokens) {
+      std::printf("  %s: line %zu differs: [%s] (%.5f) vs [%s] (%.5f)\n", what.c_str(), i,
+                  text.c_str(), expected[i].score, Tokens(actual[i].tokens).c_str(),
+                  actual[i].score);
+      continue;
+    }
+    ++identical;
+    worst_score = std::max(worst_score, std::fabs(expected[i].score - actual[i].score));
+  }
+  std::printf("%s: %d/%zu lines identical, worst score difference %.3g (tolerance %.0e), %d "
+              "distinct outputs\n",
+              what.c_str(), identical, expected.size(), worst_score, score_tolerance,
+              distinct_outputs);
+  std::fflush(stdout);
+  EXPECT_GE(identical, std::ceil(min_identical_share * expected.size())) << what;
+  EXPECT_LE(worst_score, score_tolerance) << what;
+  // Outputs that are all alike would make the comparison vacuous (the toy
+  // models give 40 to 75 distinct outputs for the 100 sources).
+  EXPECT_GT(distinct_outputs, static_cast<int>(expected.size()) / 4) << what;
+}
+
+using Copies = std::vector<std::unique_ptr<Transformer>>;
+
+void GreedyAndBeamGiveTheCpusOutputs(const Models& models, const Copies& target,
+                                     const std::string& name) {
+  for (const int beam : {1, 4}) {
+    const std::string what = absl::StrCat(beam == 1 ? "greedy" : "beam 4", " cpu vs ", name);
+    Compare(what, Decode(*models.cpu[0], beam, 16), Decode(*target[0], beam, 16),
+            kMinIdenticalShare, kDeviceScoreTolerance);
+  }
+}
+
+void AnEnsembleGivesTheCpusOutputs(const Models& models, const Copies& target,
+                                   const std::string& name) {
+  for (const EnsembleCombination combination :
+       {EnsembleCombination::kProbabilityMean, EnsembleCombination::kLogProbabilityMean}) {
+    absl::StatusOr<std::unique_ptr<EnsembleModel>> on_cpu =
+        EnsembleModel::Create({models.cpu[0].get(), models.cpu[1].get()}, combination);
+    absl::StatusOr<std::unique_ptr<EnsembleModel>> on_target =
+        EnsembleModel::Create({target[0].get(), target[1].get()}, combination);
+    ASSERT_TRUE(on_cpu.ok()) << on_cpu.status();
+    ASSERT_TRUE(on_target.ok()) << on_target.status();
+    const std::string what = absl::StrCat(
+        "ensemble of 2 (",
+        combination == EnsembleCombination::kProbabilityMean ? "probability" : "log-probability",
+        " mean), beam 4, cpu vs ", name);
+    Compare(what, Decode(**on_cpu, 4, 16), Decode(**on_target, 4, 16), kMinIdenticalShare,
+            kDeviceScoreTolerance);
+  }
+}
+
+void BatchingDoesNotChangeTheOutputs(const Copies& target, const std::string& name) {
+  for (const int beam : {1, 4}) {
+    const absl::StatusOr<std::vector<Hypothesis>> alone = Decode(*target[0], beam, 1);
+    for (const int batch_size : {7, 64}) {
+      Compare(absl::StrCat(name, " beam ", beam, ": batch 1 vs batch ", batch_size), alone,
+              Decode(*target[0], beam, batch_size), /*min_identical_share=*/1.0,
+              kBatchScoreTolerance);
+    }
+  }
+}
+
+TEST(GpuDecodingTest, GreedyAndBeamGiveTheCpusOutputs) {
+  TFM_SKIP_WITHOUT_GPU();
+  ASSERT_TRUE(TrainedModels().ok()) << TrainedModels().status();
+  GreedyAndBeamGiveTheCpusOutputs(**TrainedModels(), (*TrainedModels())->gpu, "cuda");
+}
+
+TEST(GpuDecodingTest, AnEnsembleGivesTheCpusOutputs) {
+  TFM_SKIP_WITHOUT_GPU();
+  ASSERT_TRUE(TrainedModels().ok()) << TrainedModels().status();
+  AnEnsembleGivesTheCpusOutputs(**TrainedModels(), (*TrainedModels())->gpu, "cuda");
+}
+
+TEST(GpuDecodingTest, BatchingDoesNotChangeTheGpusOutputs) {
+  TFM_SKIP_WITHOUT_GPU();
+  ASSERT_TRUE(TrainedModels().ok()) << TrainedModels().status();
+  BatchingDoesNotChangeTheOutputs((*TrainedModels())->gpu, "cuda");
+}
+
+// The same checks with a CPU copy in the GPU's place, everywhere: they pass
+// exactly, which keeps the harness (copying, comparing, counting) honest
+// where there is no GPU.
+TEST(GpuDecodingTest, TheHarnessOnACpuCopy) {
+  ASSERT_TRUE(TrainedModels().ok()) << TrainedModels().status();
+  const Models& models = **TrainedModels();
+  GreedyAndBeamGiveTheCpusOutputs(models, models.cpu_copy, "cpu copy");
+  AnEnsembleGivesTheCpusOutputs(models, models.cpu_copy, "cpu copy");
+  BatchingDoesNotChangeTheOutputs(models.cpu_copy, "cpu");
+}
+
+}  // namespace
+}  // namespace tfm
