@@ -81,6 +81,7 @@ tfm_cc_test(
         "//ops:all_ops",
         "//tasks:all_tasks",
         "//tests/util:peer_python",
+        "//tests/util:preset_files",
     ],
 )
 EOF
@@ -188,6 +189,7 @@ cat >"$tmp/${name}_plugin_test.cc" <<EOF
 // a missing one. Add a test for each command you write.
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tasks/driver/driver.h"
 #include "core/plugin_loader.h"
@@ -195,6 +197,7 @@ cat >"$tmp/${name}_plugin_test.cc" <<EOF
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
+#include "tests/util/preset_files.h"
 
 namespace ${name} {
 namespace {
@@ -222,6 +225,13 @@ TEST(${camel}PluginTest, LoadsAndReadsItsSettings) {
       Validate(tfm::testing::RunfilePath("plugins/${name}/configs/${name}.pbtxt"), &out);
   EXPECT_TRUE(valid.ok()) << valid;
   EXPECT_THAT(out, HasSubstr("examples: 1000"));
+  // Every preset beside the plugin, found on disk.
+  const std::vector<std::string> presets = tfm::testing::PresetFiles("plugins/${name}/configs");
+  EXPECT_FALSE(presets.empty());
+  for (const std::string& preset : presets) {
+    const absl::Status status = Validate(tfm::testing::RunfilePath(preset), &out);
+    EXPECT_TRUE(status.ok()) << preset << ": " << status;
+  }
 
   const std::string missing = tfm::testing::WriteTempFile("missing.pbtxt", "task: \"${name}\"\n");
   const absl::Status status = Validate(missing, &out);
