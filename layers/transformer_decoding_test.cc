@@ -159,8 +159,10 @@ TEST(TransformerDecodingTest, StepsEqualTheWholeSequenceForward) {
 
 // --quantize=int8: the decoder's products (projections, feed-forward, the
 // tied output projection) in int8 change the log-probabilities by little:
-// every step of every variant stays within 0.1 nats of the f32 forward
-// (measured: printed), and the int8 path really runs (some differ).
+// every step of every variant stays within 0.2 nats of the f32 forward
+// (measured, printed: up to 0.07 with VNNI's 8-bit activations, 0.09 with
+// the AVX2 kernel's 7-bit ones), and the int8 path really runs (some
+// differ).
 TEST(TransformerDecodingTest, Int8StepsStayCloseToTheF32Forward) {
   const std::vector<std::vector<int>> sources = {Ids(5, 1), Ids(9, 2), Ids(1, 3)};
   for (const config::ModelConfig& variant : Variants()) {
@@ -183,7 +185,7 @@ TEST(TransformerDecodingTest, Int8StepsStayCloseToTheF32Forward) {
         for (int v = 0; v < kVocab; ++v) {
           const double difference =
               std::abs(step->data<float>()[r * kVocab + v] - reference.At(r, t)[v]);
-          ASSERT_LE(difference, 0.1) << "step " << t << " row " << r << " token " << v;
+          ASSERT_LE(difference, 0.2) << "step " << t << " row " << r << " token " << v;
           largest = std::max(largest, difference);
         }
         last[r] = targets[r][t];
