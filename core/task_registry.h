@@ -35,6 +35,8 @@ struct DecodeRequest {
   // --ensemble_combination: a config::DecodeConfig::EnsembleCombination
   // (< 0: the checkpoint's).
   int ensemble_combination = -1;
+  // --quantize: a config::DecodeConfig::Quantization (< 0: the checkpoint's).
+  int quantize = -1;
 };
 
 // A command-line flag of a task's own, beside the driver's: --name=VALUE.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
+#include "ops/quantized_linear/quantized_linear.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_directory.h"
 #include "runtime/train/checkpoint_match.h"
@@ -160,6 +161,24 @@ absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, const Dev
   }
   if (log && paths.size() > 1) *log << "model: an ensemble of " << paths.size() << " models\n";
   return trained;
+}
+
+void TrainedModel::SetDecodingPrecision(config::DecodeConfig::Quantization quantize,
+                                        std::ostream* log) {
+  const DecodingPrecision precision = quantize == config::DecodeConfig::INT8
+                                          ? DecodingPrecision::kInt8
+                                          : DecodingPrecision::kF32;
+  if (log != nullptr && precision != model->decoding_precision()) {
+    *log << (precision == DecodingPrecision::kInt8
+                 ? absl::StrCat("decoding with int8 weights (a scale per row; kernel ",
+                                Int8KernelName(ActiveInt8Kernel()), ")")
+                 : std::string("decoding with f32 weights"))
+         << "\n";
+  }
+  model->set_decoding_precision(precision);
+  for (std::unique_ptr<Transformer>& member : other_members) {
+    member->set_decoding_precision(precision);
+  }
 }
 
 absl::StatusOr<std::unique_ptr<EnsembleModel>> TrainedModel::Decoder(
