@@ -17,7 +17,9 @@ inline constexpr int64_t kInt8GroupInputs = 4;
 // zp[r] * row_sums[j]) + bias[j], then max(0, .) with relu.
 struct Int8Product {
   int64_t rows = 0, groups = 0, out = 0;
-  const uint8_t* x = nullptr;  // [rows, groups * 4], u8, zero past `in`.
+  // [groups, rows, 4] u8: group g of row r at (g * rows + r) * 4, so that
+  // the rows of a block are side by side; zero past `in`.
+  const uint8_t* x = nullptr;
   const int32_t* x_zero_points = nullptr;  // [rows]
   const float* x_scales = nullptr;         // [rows]
   const int8_t* packed = nullptr;          // [panels, groups, 16, 4]

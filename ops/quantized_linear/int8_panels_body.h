@@ -17,9 +17,35 @@
 #ifndef TFM_OPS_QUANTIZED_LINEAR_INT8_PANELS_BODY_H_
 #define TFM_OPS_QUANTIZED_LINEAR_INT8_PANELS_BODY_H_
 
+// Output row `row`, columns column .. column + kLanes - 1 (those below
+// `out`) from one accumulator.
+inline void FinishVector(const Int8Product& p, typename Isa::Acc acc, int64_t row,
+                         int64_t column) {
+  if (column >= p.out) return;
+  float* y = p.y + row * p.out + column;
+  const float* bias = p.bias != nullptr ? p.bias + column : nullptr;
+  const int64_t count = p.out - column < Isa::kLanes ? p.out - column : Isa::kLanes;
+  if (count == Isa::kLanes) {
+    Isa::Finish(acc, p.x_zero_points[row], p.x_scales[row], p.scales + column,
+                p.row_sums + column, bias, p.relu, y);
+    return;
+  }
+  // The last panel's columns past `out`: through zero-padded copies.
+  float scales[Isa::kLanes] = {}, biases[Isa::kLanes] = {}, ys[Isa::kLanes];
+  int32_t sums[Isa::kLanes] = {};
+  for (int64_t j = 0; j < count; ++j) {
+    scales[j] = p.scales[column + j];
+    sums[j] = p.row_sums[column + j];
+    if (bias != nullptr) biases[j] = bias[j];
+  }
+  Isa::Finish(acc, p.x_zero_points[row], p.x_scales[row], scales, sums, biases, p.relu, ys);
+  for (int64_t j = 0; j < count; ++j) y[j] = ys[j];
+}
+
 // A block is R rows by V vectors of columns: R x V accumulators, V weight
 // vectors and one broadcast in registers; every weight load serves R
-// products, every broadcast V.
+// products, every broadcast V. Every loop over r and v is unrolled, so
+// the accumulators never live in memory.
 template <int R, int V>
 void Block(const Int8Product& p, int64_t row0, int64_t column0) {
   constexpr int64_t kGroupBytes = kInt8PanelColumns * kInt8GroupInputs;
@@ -30,49 +56,31 @@ void Block(const Int8Product& p, int64_t row0, int64_t column0) {
     for (int v = 0; v < V; ++v) acc[r][v] = Isa::Zero();
   }
   const int8_t* w[V];
+#pragma GCC unroll 4
   for (int v = 0; v < V; ++v) {
     const int64_t column = column0 + v * Isa::kLanes;
     w[v] = p.packed + (column / kInt8PanelColumns) * p.groups * kGroupBytes +
            (column % kInt8PanelColumns) * kInt8GroupInputs;
   }
-  const int64_t x_stride = p.groups * kInt8GroupInputs;
-  const uint8_t* x = p.x + row0 * x_stride;
-  for (int64_t g = 0; g < p.groups; ++g) {
+  // Activations are [groups, rows, 4]: a group's rows of the block lie
+  // side by side, one pointer with constant offsets.
+  const int64_t x_group_stride = p.rows * kInt8GroupInputs;
+  const uint8_t* x = p.x + row0 * kInt8GroupInputs;
+  for (int64_t g = 0; g < p.groups; ++g, x += x_group_stride) {
     typename Isa::W wv[V];
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) wv[v] = Isa::Load(w[v] + g * kGroupBytes);
 #pragma GCC unroll 32
     for (int r = 0; r < R; ++r) {
-      const typename Isa::Acc xb = Isa::Broadcast(x + r * x_stride + g * kInt8GroupInputs);
+      const typename Isa::Acc xb = Isa::Broadcast(x + r * kInt8GroupInputs);
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v) acc[r][v] = Isa::Dot(acc[r][v], xb, wv[v]);
     }
   }
+#pragma GCC unroll 32
   for (int r = 0; r < R; ++r) {
-    const int64_t row = row0 + r;
-    for (int v = 0; v < V; ++v) {
-      const int64_t column = column0 + v * Isa::kLanes;
-      if (column >= p.out) continue;
-      float* y = p.y + row * p.out + column;
-      const float* bias = p.bias != nullptr ? p.bias + column : nullptr;
-      const int64_t count = p.out - column < Isa::kLanes ? p.out - column : Isa::kLanes;
-      if (count == Isa::kLanes) {
-        Isa::Finish(acc[r][v], p.x_zero_points[row], p.x_scales[row], p.scales + column,
-                    p.row_sums + column, bias, p.relu, y);
-        continue;
-      }
-      // The last panel's columns past `out`: through zero-padded copies.
-      float scales[Isa::kLanes] = {}, biases[Isa::kLanes] = {}, ys[Isa::kLanes];
-      int32_t sums[Isa::kLanes] = {};
-      for (int64_t j = 0; j < count; ++j) {
-        scales[j] = p.scales[column + j];
-        sums[j] = p.row_sums[column + j];
-        if (bias != nullptr) biases[j] = bias[j];
-      }
-      Isa::Finish(acc[r][v], p.x_zero_points[row], p.x_scales[row], scales, sums, biases,
-                  p.relu, ys);
-      for (int64_t j = 0; j < count; ++j) y[j] = ys[j];
-    }
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) FinishVector(p, acc[r][v], row0 + r, column0 + v * Isa::kLanes);
   }
 }
 

@@ -50,7 +50,9 @@ absl::Status QuantizeLinearWeightCpu(KernelContext& context) {
         for (int64_t k = 0; k < groups * kInt8GroupInputs; ++k) {
           int8_t q = 0;
           if (from != nullptr && k < in && scale > 0) {
-            q = static_cast<int8_t>(std::clamp(std::nearbyint(from[k] / scale), -127.0f, 127.0f));
+            // Half away from zero by truncation (no library call per weight).
+            const float level = std::clamp(from[k] / scale, -127.0f, 127.0f);
+            q = static_cast<int8_t>(level + (level >= 0 ? 0.5f : -0.5f));
           }
           dst[(k / kInt8GroupInputs) * kGroupBytes + j * kInt8GroupInputs +
               k % kInt8GroupInputs] = q;
@@ -66,37 +68,40 @@ absl::Status QuantizeLinearWeightCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-// x [rows, in] -> u [rows, groups * 4] in [0, levels] with sx, zp per row:
-// x ~ sx (u - zp) over [min(0, x), max(0, x)], so that 0 is exact (padding
-// and ReLU zeros) and every x is within sx / 2 of its level.
-void QuantizeRows(const float* x, int64_t rows, int64_t in, int64_t stride, int levels,
+// x [rows, in] -> u [groups, rows, 4] (int8_panels.h) in [0, levels] with
+// sx, zp per row: x ~ sx (u - zp) over [min(0, x), max(0, x)], so that 0 is
+// exact (padding and ReLU zeros) and every x is within sx / 2 of its level.
+void QuantizeRows(const float* x, int64_t rows, int64_t in, int64_t groups, int levels,
                   ThreadPool* pool, uint8_t* u, int32_t* zero_points, float* x_scales) {
+  const int64_t padded = groups * kInt8GroupInputs;
   pool->ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, in)),
                     [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {
       const float* row = x + r * in;
-      uint8_t* to = u + r * stride;
       float lo = 0, hi = 0;
       for (int64_t k = 0; k < in; ++k) {
         lo = std::min(lo, row[k]);
         hi = std::max(hi, row[k]);
       }
-      if (!(hi > lo)) {  // All zeros: any scale will do.
-        std::fill(to, to + stride, 0);
-        zero_points[r] = 0;
-        x_scales[r] = 0;
-        continue;
-      }
-      const float scale = (hi - lo) / static_cast<float>(levels);
-      const float inverse = 1.0f / scale;
-      const float top = static_cast<float>(levels);
-      const float zero_point = std::clamp(std::nearbyint(-lo * inverse), 0.0f, top);
-      for (int64_t k = 0; k < in; ++k) {
-        to[k] = static_cast<uint8_t>(
-            std::clamp(std::nearbyint(row[k] * inverse) + zero_point, 0.0f, top));
-      }
       // Inputs past `in` meet zero weights; any level will do.
-      std::fill(to + in, to + stride, 0);
+      float scale = 0, inverse = 0, zero_point = 0;
+      const float top = static_cast<float>(levels);
+      if (hi > lo) {  // Else all zeros: any scale will do.
+        scale = (hi - lo) / top;
+        inverse = 1.0f / scale;
+        zero_point = std::clamp(std::nearbyint(-lo * inverse), 0.0f, top);
+      }
+      // Rounding half up by truncation of a non-negative value: baseline
+      // x86-64 has no rounding instruction, and std::nearbyint would be a
+      // library call per element, costing more than the product at
+      // decoding's few rows. (zero_point is whole, so this is
+      // round(x / sx) + zp but for ties.)
+      for (int64_t k = 0; k < padded; ++k) {
+        const float level =
+            k < in ? std::clamp(row[k] * inverse + zero_point, 0.0f, top) + 0.5f : 0.0f;
+        u[((k / kInt8GroupInputs) * rows + r) * kInt8GroupInputs + k % kInt8GroupInputs] =
+            static_cast<uint8_t>(level);
+      }
       zero_points[r] = static_cast<int32_t>(zero_point);
       x_scales[r] = scale;
     }
@@ -135,11 +140,12 @@ absl::Status QuantizedLinearCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, shape, DType::kF32));
   if (rows == 0) return absl::OkStatus();
   const int64_t stride = groups * kInt8GroupInputs;
-  TFM_ASSIGN_OR_RETURN(Tensor u, Tensor::Empty({rows, stride}, DType::kI8, Device::Cpu()));
+  TFM_ASSIGN_OR_RETURN(Tensor u, Tensor::Empty({groups, rows, kInt8GroupInputs}, DType::kI8,
+                                               Device::Cpu()));
   TFM_ASSIGN_OR_RETURN(Tensor zero_points, Tensor::Empty({rows}, DType::kI32, Device::Cpu()));
   TFM_ASSIGN_OR_RETURN(Tensor x_scales, Tensor::Empty({rows}, DType::kF32, Device::Cpu()));
   uint8_t* u_data = reinterpret_cast<uint8_t*>(u.data<int8_t>());
-  QuantizeRows(x.data<float>(), rows, in, stride, Int8ActivationLevels(kernel),
+  QuantizeRows(x.data<float>(), rows, in, groups, Int8ActivationLevels(kernel),
                context.thread_pool(), u_data, zero_points.data<int32_t>(),
                x_scales.data<float>());
   Int8Product product;
@@ -179,17 +185,18 @@ TFM_REGISTER_KERNEL("quantized_linear_no_bias", DeviceType::kCPU, DType::kF32,
 // The reference: the same integer sums and the same correction, one output
 // at a time.
 void Int8PanelsScalar(const Int8Product& p, int64_t first_panel, int64_t last_panel) {
-  const int64_t stride = p.groups * kInt8GroupInputs;
+  const int64_t stride = p.groups * kInt8GroupInputs;  // Inputs, padded.
   for (int64_t panel = first_panel; panel < last_panel; ++panel) {
     const int8_t* w = p.packed + panel * p.groups * kGroupBytes;
     for (int64_t j = 0; j < kInt8PanelColumns; ++j) {
       const int64_t column = panel * kInt8PanelColumns + j;
       if (column >= p.out) break;
       for (int64_t r = 0; r < p.rows; ++r) {
-        const uint8_t* u = p.x + r * stride;
         int32_t sum = 0;
         for (int64_t k = 0; k < stride; ++k) {
-          sum += static_cast<int32_t>(u[k]) *
+          const int64_t group = k / kInt8GroupInputs;
+          sum += static_cast<int32_t>(
+                     p.x[(group * p.rows + r) * kInt8GroupInputs + k % kInt8GroupInputs]) *
                  w[(k / kInt8GroupInputs) * kGroupBytes + j * kInt8GroupInputs +
                    k % kInt8GroupInputs];
         }
