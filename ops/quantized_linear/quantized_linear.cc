@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/cpu_features.h"
+#include "core/environment_report.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/quantized_linear/int8_panels.h"
@@ -44,6 +45,14 @@ Int8Kernel DetectActiveKernel() {
   // AVX-512 without VNNI (Skylake-SP) too: vpmaddubsw at 256 bits.
   return f.avx2 ? Int8Kernel::kAvx2 : Int8Kernel::kScalar;
 }
+
+// --list, training logs and benchmarks show which int8 kernel runs.
+const internal::EnvironmentLineRegistrar int8_line("int8 kernel", [] {
+  std::vector<std::string> names;
+  for (Int8Kernel kernel : HostInt8Kernels()) names.push_back(Int8KernelName(kernel));
+  return absl::StrCat(Int8KernelName(ActiveInt8Kernel()), " (this CPU runs ",
+                      absl::StrJoin(names, ", "), ")");
+});
 
 absl::Status ValidateQuantize(const KernelContext& context) {
   const Tensor& weight = context.input(0);
