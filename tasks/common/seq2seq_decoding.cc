@@ -232,7 +232,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
                                                      const DecodingHooks& hooks) {
   DecodingHooks with_files = hooks;
   if (with_files.model_files.empty()) with_files.model_files = trained.task_files;
-  trained.SetDecodingPrecision(decode.quantize(), log);
+  TFM_RETURN_IF_ERROR(trained.SetDecodingPrecision(decode.quantize(), log));
   if (trained.ensemble_size() == 1) {
     return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines, input_name,
                        log, with_files);

@@ -163,11 +163,17 @@ absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, const Dev
   return trained;
 }
 
-void TrainedModel::SetDecodingPrecision(config::DecodeConfig::Quantization quantize,
-                                        std::ostream* log) {
+absl::Status TrainedModel::SetDecodingPrecision(config::DecodeConfig::Quantization quantize,
+                                                std::ostream* log) {
   const DecodingPrecision precision = quantize == config::DecodeConfig::INT8
                                           ? DecodingPrecision::kInt8
                                           : DecodingPrecision::kF32;
+  const Device weights = model->Parameters().front()->value.device();
+  if (precision == DecodingPrecision::kInt8 && !weights.is_cpu()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--quantize=int8 decodes on the CPU only; the model's weights are on ",
+                     weights.ToString(), " (leave --quantize out there)"));
+  }
   if (log != nullptr && precision != model->decoding_precision()) {
     *log << (precision == DecodingPrecision::kInt8
                  ? absl::StrCat("decoding with int8 weights (a scale per row; kernel ",
@@ -179,6 +185,7 @@ void TrainedModel::SetDecodingPrecision(config::DecodeConfig::Quantization quant
   for (std::unique_ptr<Transformer>& member : other_members) {
     member->set_decoding_precision(precision);
   }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<EnsembleModel>> TrainedModel::Decoder(
