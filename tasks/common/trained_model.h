@@ -47,6 +47,11 @@ struct TrainedModel {
       config::DecodeConfig::EnsembleCombination combination);
 };
 
+// TrainedModel::SetDecodingPrecision for models `members` (the first's
+// precision decides whether to log a change).
+absl::Status SetDecodingPrecision(const std::vector<Transformer*>& members,
+                                  config::DecodeConfig::Quantization quantize, std::ostream* log);
+
 // What a Transformer needs of `tokenizer`'s vocabulary for `config`'s model
 // (with the hook model.decoder_input_hook names, built over its pieces); the
 // model being trained and the one loaded to decode take it from here alike.
