@@ -1,6 +1,8 @@
 #include "core/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -32,6 +34,19 @@ uint64_t ReadXcr0() {
   unsigned eax = 0, edx = 0;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+// Linux (since 5.16) hands out AMX tile data state only to processes that
+// ask for it; a tile instruction before that raises SIGILL. Asking twice is
+// harmless, and a kernel without the call (ENOSYS/EINVAL) means no AMX.
+bool RequestAmxTilePermission() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kArchReqXcompPerm = 0x1023;  // From <asm/prctl.h>.
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 CpuFeatures Detect() {
@@ -72,8 +87,16 @@ CpuFeatures Detect() {
     f.avx2 = ymm_state && avx && fma && f16c && Bit(leaf7.ebx, 5);
     f.avx512 = f.avx2 && zmm_state && Bit(leaf7.ebx, 16) /*F*/ && Bit(leaf7.ebx, 17) /*DQ*/ &&
                Bit(leaf7.ebx, 30) /*BW*/ && Bit(leaf7.ebx, 31) /*VL*/;
-    if (leaf7.eax >= 1) f.avx512_bf16 = f.avx512 && Bit(CpuId(7, 1).eax, 5);
-    f.amx_bf16 = tile_state && Bit(leaf7.edx, 22) && Bit(leaf7.edx, 24);
+    f.avx512_vnni = f.avx512 && Bit(leaf7.ecx, 11);
+    if (leaf7.eax >= 1) {
+      const Regs leaf7_1 = CpuId(7, 1);
+      f.avx512_bf16 = f.avx512 && Bit(leaf7_1.eax, 5);
+      f.avx_vnni = f.avx2 && Bit(leaf7_1.eax, 4);
+    }
+    const bool amx_tile = tile_state && Bit(leaf7.edx, 24);
+    const bool tiles_usable = amx_tile && RequestAmxTilePermission();
+    f.amx_bf16 = tiles_usable && Bit(leaf7.edx, 22);
+    f.amx_int8 = tiles_usable && Bit(leaf7.edx, 25);
   }
   return f;
 }
@@ -127,7 +150,10 @@ std::string CpuSummary() {
   if (f.avx2) isas.push_back("avx2 fma f16c");
   if (f.avx512) isas.push_back("avx512f/bw/dq/vl");
   if (f.avx512_bf16) isas.push_back("avx512_bf16");
+  if (f.avx512_vnni) isas.push_back("avx512_vnni");
+  if (f.avx_vnni) isas.push_back("avx_vnni");
   if (f.amx_bf16) isas.push_back("amx_bf16");
+  if (f.amx_int8) isas.push_back("amx_int8");
   return absl::StrCat(f.brand.empty() ? f.vendor : f.brand, " (family ", f.family, " model ",
                       f.model, "): ", isas.empty() ? "no avx2" : absl::StrJoin(isas, " "),
                       "; kernels ", f.avx2 ? CpuIsaName(ActiveCpuIsa()) : "none");

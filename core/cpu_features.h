@@ -22,7 +22,17 @@ struct CpuFeatures {
   bool avx2 = false;       // AVX2 + FMA + F16C with YMM state enabled: x86-64-v3.
   bool avx512 = false;     // AVX-512 F, BW, DQ, VL with ZMM state: x86-64-v4.
   bool avx512_bf16 = false;
-  bool amx_bf16 = false;   // AMX tiles usable (tile state enabled by the OS).
+  // int8 dot products (vpdpbusd): with 512-bit vectors (AVX512_VNNI, Intel
+  // since Cascade Lake, AMD since Zen 4), and the 256-bit VEX form
+  // (AVX-VNNI, Intel since Alder Lake / Sapphire Rapids, AMD since Zen 5).
+  bool avx512_vnni = false;
+  bool avx_vnni = false;
+  // AMX tiles usable: the CPU has them, the OS saves tile state (XCR0) and
+  // Linux granted this process the tile data permission (arch_prctl
+  // ARCH_REQ_XCOMP_PERM, requested once by the detection); without the
+  // permission the first tile instruction would kill the process.
+  bool amx_bf16 = false;
+  bool amx_int8 = false;
 };
 
 // The host's features, detected once.

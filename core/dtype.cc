@@ -86,6 +86,8 @@ size_t DTypeSize(DType dtype) {
       return 2;
     case DType::kI64:
       return 8;
+    case DType::kI8:
+      return 1;
   }
   return 0;
 }
@@ -102,13 +104,15 @@ absl::string_view DTypeName(DType dtype) {
       return "i32";
     case DType::kI64:
       return "i64";
+    case DType::kI8:
+      return "i8";
   }
   return "unknown";
 }
 
 const std::vector<DType>& AllDTypes() {
   static const auto* all = new std::vector<DType>{
-      DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64};
+      DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kI8};
   return *all;
 }
 

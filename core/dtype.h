@@ -13,7 +13,9 @@
 
 namespace tfm {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kI32, kI64 };
+// kI8: int8 weights of quantized decoding (ops/quantized_linear), appended
+// last so the values of the others (stored in checkpoints) do not move.
+enum class DType : uint8_t { kF32, kF16, kBF16, kI32, kI64, kI8 };
 
 // IEEE 754 binary16, stored as bits; arithmetic happens in float.
 struct Half {
@@ -32,7 +34,7 @@ struct BFloat16 {
 };
 
 size_t DTypeSize(DType dtype);
-absl::string_view DTypeName(DType dtype);  // "f32", "f16", "bf16", "i32", "i64"
+absl::string_view DTypeName(DType dtype);  // "f32", "f16", "bf16", "i32", "i64", "i8"
 absl::StatusOr<DType> ParseDType(absl::string_view name);
 const std::vector<DType>& AllDTypes();
 
@@ -58,6 +60,10 @@ struct DTypeOf<int32_t> {
 template <>
 struct DTypeOf<int64_t> {
   static constexpr DType value = DType::kI64;
+};
+template <>
+struct DTypeOf<int8_t> {
+  static constexpr DType value = DType::kI8;
 };
 
 }  // namespace tfm

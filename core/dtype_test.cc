@@ -14,6 +14,8 @@ TEST(DTypeTest, SizesAndNames) {
   EXPECT_EQ(DTypeSize(DType::kBF16), 2u);
   EXPECT_EQ(DTypeSize(DType::kI32), 4u);
   EXPECT_EQ(DTypeSize(DType::kI64), 8u);
+  EXPECT_EQ(DTypeSize(DType::kI8), 1u);
+  EXPECT_EQ(DTypeOf<int8_t>::value, DType::kI8);
   for (DType dtype : AllDTypes()) {
     absl::StatusOr<DType> parsed = ParseDType(DTypeName(dtype));
     ASSERT_TRUE(parsed.ok());
@@ -24,7 +26,7 @@ TEST(DTypeTest, SizesAndNames) {
 TEST(DTypeTest, UnknownNameListsKnownOnes) {
   absl::StatusOr<DType> parsed = ParseDType("f8");
   ASSERT_FALSE(parsed.ok());
-  EXPECT_NE(parsed.status().message().find("f32, f16, bf16, i32, i64"), std::string::npos);
+  EXPECT_NE(parsed.status().message().find("f32, f16, bf16, i32, i64, i8"), std::string::npos);
 }
 
 TEST(HalfTest, ExactValuesRoundTrip) {

@@ -43,6 +43,8 @@ struct DecodeRequest {
   // --max_tokens: a batch's budget of source tokens x beam (0: the
   // checkpoint's decode.max_tokens; see task_config.proto).
   int max_tokens = 0;
+  // --quantize: a config::DecodeConfig::Quantization (< 0: the checkpoint's).
+  int quantize = -1;
 };
 
 // A command-line flag of a task's own, beside the driver's: --name=VALUE.

@@ -10,6 +10,7 @@
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
 #include "ops/packed_linear/packed_linear.h"
+#include "ops/quantized_linear/quantized_linear.h"
 #include "ops/relu/relu.h"
 
 namespace tfm {
@@ -39,12 +40,14 @@ absl::Status GatherEntries(absl::node_hash_map<const void*, DecodingCache::Entry
 }  // namespace
 
 DecodingCache::DecodingCache(int64_t sentences, int64_t rows_per_sentence, int64_t max_steps,
-                             const Device& device, std::shared_ptr<SharedEntries> shared)
+                             const Device& device, std::shared_ptr<SharedEntries> shared,
+                             DecodingPrecision precision)
     : sentences_(sentences),
       rows_per_sentence_(rows_per_sentence),
       max_steps_(max_steps),
       capacity_(std::min(max_steps, kInitialCapacity)),
       device_(device),
+      precision_(precision),
       shared_(shared != nullptr ? std::move(shared) : std::make_shared<SharedEntries>()) {}
 
 DecodingCache::Entry* DecodingCache::Find(const void* owner) {
@@ -114,6 +117,17 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
 absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
                                       const Tensor& weight, const std::optional<Tensor>& bias,
                                       bool relu) {
+  if (cache.precision() == DecodingPrecision::kInt8 && QuantizedLinearSupported(weight) &&
+      x.dtype() == DType::kF32) {
+    const DecodingCache::Entry* quantized = cache.Find(owner);
+    if (quantized == nullptr) {
+      TFM_ASSIGN_OR_RETURN(QuantizedWeight q, QuantizeLinearWeight(weight));
+      quantized = &cache.Store(owner, {DecodingCache::Indexing::kShared,
+                                       {q.packed, q.scales, q.row_sums}});
+    }
+    const std::vector<Tensor>& q = quantized->tensors;
+    return QuantizedLinear(x, QuantizedWeight{q[0], q[1], q[2]}, bias, relu);
+  }
   if (!PackedLinearSupported(weight) || x.dtype() != DType::kF32) {
     TFM_ASSIGN_OR_RETURN(Tensor y, Linear(x, weight, bias));
     if (!relu) return y;

@@ -31,6 +31,11 @@
 
 namespace tfm {
 
+// The weights decoding steps multiply by (DecodingLinear): the model's f32
+// ones, or int8 with a scale per output row (--quantize=int8: quantized once
+// per search from the f32 weights, ops/quantized_linear).
+enum class DecodingPrecision { kF32, kInt8 };
+
 class DecodingCache {
  public:
   enum class Indexing {
@@ -51,9 +56,10 @@ class DecodingCache {
   using SharedEntries = absl::node_hash_map<const void*, Entry>;
 
   // For a search of at most `max_steps` steps, with the kShared entries in
-  // `shared` (null: the cache's own).
+  // `shared` (null: the cache's own), its products in `precision`.
   DecodingCache(int64_t sentences, int64_t rows_per_sentence, int64_t max_steps,
-                const Device& device, std::shared_ptr<SharedEntries> shared = nullptr);
+                const Device& device, std::shared_ptr<SharedEntries> shared = nullptr,
+                DecodingPrecision precision = DecodingPrecision::kF32);
 
   int64_t sentences() const { return sentences_; }
   int64_t rows_per_sentence() const { return rows_per_sentence_; }
@@ -64,6 +70,7 @@ class DecodingCache {
   // max_steps, so a short output never pays for the longest one allowed).
   int64_t capacity() const { return capacity_; }
   const Device& device() const { return device_; }
+  DecodingPrecision precision() const { return precision_; }
   // [rows] i32, position() + 1 during a step: the self-attention keys that
   // the step's query sees (the rest of the capacity is unwritten).
   const Tensor& key_lengths() const { return key_lengths_; }
@@ -91,6 +98,7 @@ class DecodingCache {
   int64_t sentences_, rows_per_sentence_, max_steps_;
   int64_t position_ = 0, capacity_;
   Device device_;
+  DecodingPrecision precision_;
   Tensor key_lengths_;
   absl::node_hash_map<const void*, Entry> entries_;
   std::shared_ptr<SharedEntries> shared_;
@@ -98,8 +106,10 @@ class DecodingCache {
 
 // x W^T + b in a decoding step (x [rows, ..., in], weight [out, in], bias
 // [out] or none). On the CPU in f32, through the weight packed for
-// packed_linear (ops/packed_linear) once per search, kept as a shared entry
-// under `owner`: the address of the long-lived Tensor object that holds the
+// packed_linear (ops/packed_linear) once per search, or with the cache's
+// DecodingPrecision::kInt8 quantized and packed for quantized_linear
+// (ops/quantized_linear) once per search; kept as a shared entry under
+// `owner`: the address of the long-lived Tensor object that holds the
 // weight (a Parameter's value, a shared entry's tensor), which no layer
 // uses as its own key. Elsewhere Linear. With `relu`, max(0, x W^T + b).
 absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,

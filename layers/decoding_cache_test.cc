@@ -1,10 +1,12 @@
 #include "layers/decoding_cache.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
+#include "ops/quantized_linear/quantized_linear.h"
 #include "ops/random/random.h"
 
 namespace tfm {
@@ -137,6 +139,38 @@ TEST(DecodingCacheTest, DecodingLinearPacksTheWeightOncePerSearch) {
   const DecodingCache::Entry* packed = batch2.Find(&w);
   ASSERT_NE(packed, nullptr);
   EXPECT_EQ(packed->tensors[0].dim(1), 24);  // [panels, in, width].
+}
+
+// With DecodingPrecision::kInt8, DecodingLinear runs quantized_linear on
+// the weight quantized once per search (its int8 form kept under the
+// owner's key for the next step and batch): equal to QuantizedLinear, and
+// Linear to within the int8 steps: with |x|, |w| <= 1, each of the 24 terms
+// is off by at most sx / 2 + sw / 2 (sx <= 2 / 255 per activation row,
+// sw <= 1 / 127 per weight row), 0.19 in all.
+TEST(DecodingCacheTest, DecodingLinearInInt8QuantizesTheWeightOncePerSearch) {
+  const Tensor w = *RandomUniform({40, 24}, PhiloxState{4, 1, 0}, -1.0f, 1.0f);
+  const Tensor b = *RandomUniform({40}, PhiloxState{4, 2, 0}, -1.0f, 1.0f);
+  const Tensor x = *RandomUniform({6, 1, 24}, PhiloxState{4, 3, 0}, -1.0f, 1.0f);
+  auto shared = std::make_shared<DecodingCache::SharedEntries>();
+  DecodingCache batch1(6, 1, 10, Device::Cpu(), shared, DecodingPrecision::kInt8);
+  DecodingCache batch2(6, 1, 10, Device::Cpu(), shared, DecodingPrecision::kInt8);
+  const std::vector<float> want = Linear(x, w, b)->ToVector<float>();
+  const std::vector<float> quantized =
+      QuantizedLinear(x, *QuantizeLinearWeight(w), b, /*relu=*/true)->ToVector<float>();
+  for (DecodingCache* cache : {&batch1, &batch1, &batch2}) {
+    absl::StatusOr<Tensor> y = DecodingLinear(*cache, &w, x, w, b, /*relu=*/true);
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->shape(), (Shape{6, 1, 40}));
+    const std::vector<float> got = y->ToVector<float>();
+    EXPECT_EQ(got, quantized);
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_NEAR(got[i], std::max(want[i], 0.0f), 24 * (1.0f / 255 + 0.5f / 127) + 1e-5f) << i;
+    }
+  }
+  ASSERT_EQ(shared->size(), 1u);
+  const DecodingCache::Entry* entry = batch2.Find(&w);
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->tensors[0].dtype(), DType::kI8);  // [panels, groups, 16, 4].
 }
 
 }  // namespace

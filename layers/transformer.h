@@ -88,6 +88,11 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // incremental steps below must reproduce.
   absl::StatusOr<Tensor> LogProbabilities(const Batch& batch);
 
+  // The decoder's products in the searches that start from now on
+  // (DecodingCache: --quantize=int8 sets kInt8). f32 by default.
+  void set_decoding_precision(DecodingPrecision precision) { decoding_precision_ = precision; }
+  DecodingPrecision decoding_precision() const { return decoding_precision_; }
+
   // IncrementalModel (layers/transformer_decoding.cc).
   DecodingVocabulary vocabulary() const override;
   void BeginSearch() override;
@@ -131,6 +136,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // (weights packed for decoding), made once for all of a search's batches
   // (a model runs one search at a time; a state keeps its entries alive).
   std::shared_ptr<DecodingCache::SharedEntries> search_entries_;
+  DecodingPrecision decoding_precision_ = DecodingPrecision::kF32;
 };
 
 }  // namespace tfm

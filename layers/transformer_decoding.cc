@@ -23,8 +23,10 @@ class TransformerState : public DecoderState {
  public:
   TransformerState(const Transformer* model, int64_t sentences, int64_t rows_per_sentence,
                    int64_t max_steps, const Device& device,
-                   std::shared_ptr<DecodingCache::SharedEntries> shared)
-      : model(model), cache(sentences, rows_per_sentence, max_steps, device, std::move(shared)) {}
+                   std::shared_ptr<DecodingCache::SharedEntries> shared,
+                   DecodingPrecision precision)
+      : model(model),
+        cache(sentences, rows_per_sentence, max_steps, device, std::move(shared), precision) {}
 
   int rows() const override { return static_cast<int>(cache.rows()); }
 
@@ -81,7 +83,8 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
                                                                  int max_steps) {
   TFM_RETURN_IF_ERROR(CheckSources(sources, rows_per_sentence, max_steps));
   auto state = std::make_unique<TransformerState>(this, sources.size, rows_per_sentence,
-                                                  max_steps, device_, search_entries_);
+                                                  max_steps, device_, search_entries_,
+                                                  decoding_precision_);
   TFM_ASSIGN_OR_RETURN(Tensor ids,
                        Int32OnDevice(sources.ids, {sources.size, sources.length}, device_));
   state->lengths.assign(sources.lengths.begin(), sources.lengths.end());

@@ -4,7 +4,9 @@
 // learned positions, shared and separate tables, a decoder input hook
 // adding encoder rows to the decoder inputs), for beams of rows per
 // sentence, after reordering, and whatever the source padding.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -152,6 +154,46 @@ TEST(TransformerDecodingTest, StepsEqualTheWholeSequenceForward) {
                   absl::StatusCode::kFailedPrecondition);
       }
     }
+  }
+}
+
+// --quantize=int8: the decoder's products (projections, feed-forward, the
+// tied output projection) in int8 change the log-probabilities by little:
+// every step of every variant stays within 0.2 nats of the f32 forward
+// (measured, printed: up to 0.07 with VNNI's 8-bit activations, 0.09 with
+// the AVX2 kernel's 7-bit ones), and the int8 path really runs (some
+// differ).
+TEST(TransformerDecodingTest, Int8StepsStayCloseToTheF32Forward) {
+  const std::vector<std::vector<int>> sources = {Ids(5, 1), Ids(9, 2), Ids(1, 3)};
+  for (const config::ModelConfig& variant : Variants()) {
+    std::unique_ptr<Transformer> model = Build(variant);
+    ASSERT_NE(model, nullptr);
+    std::vector<std::vector<int>> targets;
+    for (size_t s = 0; s < sources.size(); ++s) targets.push_back(Ids(12, 30 + s));
+    const Reference reference(*model, sources, targets);
+    model->set_decoding_precision(DecodingPrecision::kInt8);
+    model->BeginSearch();
+    absl::StatusOr<std::unique_ptr<DecoderState>> state =
+        model->Start(PadSources(Pointers(sources), kPad), 1, 12);
+    ASSERT_TRUE(state.ok()) << state.status();
+    std::vector<int> last(sources.size(), kBos);
+    double largest = 0;
+    for (int t = 0; t < 12; ++t) {
+      absl::StatusOr<Tensor> step = model->Step(**state, last);
+      ASSERT_TRUE(step.ok()) << step.status();
+      for (size_t r = 0; r < sources.size(); ++r) {
+        for (int v = 0; v < kVocab; ++v) {
+          const double difference =
+              std::abs(step->data<float>()[r * kVocab + v] - reference.At(r, t)[v]);
+          ASSERT_LE(difference, 0.2) << "step " << t << " row " << r << " token " << v;
+          largest = std::max(largest, difference);
+        }
+        last[r] = targets[r][t];
+      }
+    }
+    model->EndSearch();
+    EXPECT_GT(largest, 1e-6) << "the int8 path did not run";
+    std::printf("[ measured ] int8 vs f32 log-probabilities: largest difference %.4f\n", largest);
   }
 }
 

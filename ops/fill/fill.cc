@@ -16,8 +16,10 @@ absl::Status ValidateFill(const KernelContext& context) {
   TFM_RETURN_IF_ERROR(ValidateShape(Shape(shape.begin(), shape.end())));
   TFM_ASSIGN_OR_RETURN(double value, context.attrs().Get<double>("value"));
   const DType dtype = context.dtype();
-  if (dtype == DType::kI32 || dtype == DType::kI64) {
-    const double limit = dtype == DType::kI32 ? 2147483648.0 : 9223372036854775808.0;
+  if (dtype == DType::kI8 || dtype == DType::kI32 || dtype == DType::kI64) {
+    const double limit = dtype == DType::kI8    ? 128.0
+                         : dtype == DType::kI32 ? 2147483648.0
+                                                : 9223372036854775808.0;
     if (std::trunc(value) != value || value < -limit || value >= limit) {
       return context.Error(absl::StrCat("value ", value, " is not representable as ",
                                         DTypeName(dtype)));

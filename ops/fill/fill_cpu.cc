@@ -32,7 +32,7 @@ absl::Status FillCpu(KernelContext& context) {
 }
 
 TFM_REGISTER_TYPED_KERNELS("fill", DeviceType::kCPU, FillCpu, float, Half, BFloat16, int32_t,
-                           int64_t);
+                           int64_t, int8_t);
 
 }  // namespace
 }  // namespace tfm

@@ -26,6 +26,8 @@ uint64_t FillBitPattern(double value, DType dtype) {
       return static_cast<uint32_t>(static_cast<int32_t>(value));
     case DType::kI64:
       return static_cast<uint64_t>(static_cast<int64_t>(value));
+    case DType::kI8:
+      return static_cast<uint8_t>(static_cast<int8_t>(value));
   }
   return 0;
 }
@@ -42,7 +44,7 @@ absl::Status FillCuda(KernelContext& context) {
 }
 
 TFM_REGISTER_KERNELS("fill", DeviceType::kCUDA, FillCuda, DType::kF32, DType::kF16, DType::kBF16,
-                     DType::kI32, DType::kI64);
+                     DType::kI32, DType::kI64, DType::kI8);
 
 }  // namespace
 }  // namespace tfm

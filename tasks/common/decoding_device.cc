@@ -65,7 +65,13 @@ absl::StatusOr<DecodingTarget> ChooseDecodingTarget(const TaskContext& context, 
   const Setting dtype_setting =
       ChooseSetting(context, context.decode.dtype, "dtype", "decode.dtype", decode.dtype());
   DecodingTarget target;
-  absl::StatusOr<Device> device = ResolveDevice(device_setting.value);
+  // int8 products have CPU kernels only: `auto` means the CPU then, while a
+  // GPU named outright stays an error (trained_model.cc says so).
+  const int quantize =
+      context.decode.quantize >= 0 ? context.decode.quantize : decode.quantize();
+  const bool int8_on_auto =
+      quantize == config::DecodeConfig::INT8 && IsAutoDevice(device_setting.value);
+  absl::StatusOr<Device> device = ResolveDevice(int8_on_auto ? "cpu" : device_setting.value);
   if (!device.ok()) {
     return absl::Status(device.status().code(),
                         absl::StrCat(device_setting.origin, ": ", device.status().message()));
@@ -84,7 +90,8 @@ absl::StatusOr<DecodingTarget> ChooseDecodingTarget(const TaskContext& context, 
   }
   if (log != nullptr) {
     *log << "decoding on: " << DescribeDevice(target.device, "decode.device", device_setting.value)
-         << ", " << DTypeName(target.dtype) << "\n";
+         << ", " << DTypeName(target.dtype) << (int8_on_auto ? " (int8 products: the CPU's)" : "")
+         << "\n";
   }
   return target;
 }

@@ -194,6 +194,9 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const Decod
     decode.set_ensemble_combination(
         static_cast<config::DecodeConfig::EnsembleCombination>(request.ensemble_combination));
   }
+  if (request.quantize >= 0) {
+    decode.set_quantize(static_cast<config::DecodeConfig::Quantization>(request.quantize));
+  }
   return decode;
 }
 
@@ -233,6 +236,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
                                                      const DecodingHooks& hooks) {
   DecodingHooks with_files = hooks;
   if (with_files.model_files.empty()) with_files.model_files = trained.task_files;
+  TFM_RETURN_IF_ERROR(trained.SetDecodingPrecision(decode.quantize(), log));
   if (trained.ensemble_size() == 1) {
     return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines, input_name,
                        log, with_files);

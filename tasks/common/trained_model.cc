@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
+#include "ops/quantized_linear/quantized_linear.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_directory.h"
 #include "runtime/train/checkpoint_match.h"
@@ -160,6 +161,37 @@ absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, const Dev
   }
   if (log && paths.size() > 1) *log << "model: an ensemble of " << paths.size() << " models\n";
   return trained;
+}
+
+absl::Status SetDecodingPrecision(const std::vector<Transformer*>& members,
+                                  config::DecodeConfig::Quantization quantize, std::ostream* log) {
+  const DecodingPrecision precision = quantize == config::DecodeConfig::INT8
+                                          ? DecodingPrecision::kInt8
+                                          : DecodingPrecision::kF32;
+  for (Transformer* member : members) {
+    const Device weights = member->Parameters().front()->value.device();
+    if (precision == DecodingPrecision::kInt8 && !weights.is_cpu()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--quantize=int8 decodes on the CPU only; the model's weights are on ",
+                       weights.ToString(), " (leave --quantize out there)"));
+    }
+  }
+  if (log != nullptr && !members.empty() && precision != members.front()->decoding_precision()) {
+    *log << (precision == DecodingPrecision::kInt8
+                 ? absl::StrCat("decoding with int8 weights (a scale per row; kernel ",
+                                Int8KernelName(ActiveInt8Kernel()), ")")
+                 : std::string("decoding with f32 weights"))
+         << "\n";
+  }
+  for (Transformer* member : members) member->set_decoding_precision(precision);
+  return absl::OkStatus();
+}
+
+absl::Status TrainedModel::SetDecodingPrecision(config::DecodeConfig::Quantization quantize,
+                                                std::ostream* log) {
+  std::vector<Transformer*> members = {model.get()};
+  for (std::unique_ptr<Transformer>& member : other_members) members.push_back(member.get());
+  return tfm::SetDecodingPrecision(members, quantize, log);
 }
 
 absl::StatusOr<std::unique_ptr<EnsembleModel>> TrainedModel::Decoder(

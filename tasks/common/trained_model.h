@@ -34,11 +34,23 @@ struct TrainedModel {
   std::vector<std::string> other_checkpoint_dirs;
 
   int ensemble_size() const { return 1 + static_cast<int>(other_members.size()); }
+  // Every member's decoder products from the next search on: f32, or int8
+  // (decode.quantize, --quantize=int8) on the CPU; a change is written to
+  // `log` (may be null) with the int8 kernel this CPU runs. int8 with the
+  // weights on a GPU is FailedPrecondition (the int8 kernels are the CPU's;
+  // decoding would silently stay f32).
+  absl::Status SetDecodingPrecision(config::DecodeConfig::Quantization quantize,
+                                    std::ostream* log);
   // What a search decodes with: `model`, or every member combined as
   // `combination` says (the returned model points into this one).
   absl::StatusOr<std::unique_ptr<EnsembleModel>> Decoder(
       config::DecodeConfig::EnsembleCombination combination);
 };
+
+// TrainedModel::SetDecodingPrecision for models `members` (the first's
+// precision decides whether to log a change).
+absl::Status SetDecodingPrecision(const std::vector<Transformer*>& members,
+                                  config::DecodeConfig::Quantization quantize, std::ostream* log);
 
 // What a Transformer needs of `tokenizer`'s vocabulary for `config`'s model
 // (with the hook model.decoder_input_hook names, built over its pieces); the

@@ -63,6 +63,9 @@ ABSL_FLAG(std::string, ensemble_combination, "",
           "decode/evaluate with several --model paths: probability_mean or "
           "log_probability_mean of the members' next-token distributions (empty: the first "
           "model's decode.ensemble_combination)");
+ABSL_FLAG(std::string, quantize, "",
+          "decode/evaluate: int8 runs the decoder's products with int8 weights (quantized at "
+          "load, a scale per row); none: f32 (default: the model's decode.quantize)");
 ABSL_FLAG(std::string, input, "", "decode: input file, one sentence a line (default: stdin)");
 ABSL_FLAG(std::string, output, "", "decode/evaluate: output file (default: stdout)");
 ABSL_FLAG(std::string, src, "", "evaluate: source sentences (plain or .gz)");
@@ -349,6 +352,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "[--nbest=N]\n"
       "               (--model=A,B,... decodes with an ensemble: "
       "[--ensemble_combination=probability_mean|log_probability_mean])\n"
+      "               (--quantize=int8: the decoder's products in int8 on the CPU)\n"
       "             | evaluate --model=DIR (--src=F --ref=F | --split=valid|test) [--beam=K] "
       "[--alpha=A]\n"
       "      a task may take flags of its own (a plugin's: --name=value):" +
@@ -422,6 +426,15 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   } else if (!combination.empty()) {
     std::cerr << "error: --ensemble_combination=" << combination
               << ": expected probability_mean or log_probability_mean\n";
+    return 1;
+  }
+  const std::string quantize = absl::GetFlag(FLAGS_quantize);
+  if (quantize == "int8") {
+    options.decode.quantize = config::DecodeConfig::INT8;
+  } else if (quantize == "none") {
+    options.decode.quantize = config::DecodeConfig::NONE;
+  } else if (!quantize.empty()) {
+    std::cerr << "error: --quantize=" << quantize << ": expected int8 or none\n";
     return 1;
   }
   options.decode.input = ResolveUserPath(absl::GetFlag(FLAGS_input));

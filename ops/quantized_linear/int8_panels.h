@@ -1,0 +1,44 @@
+// The int8 product over a range of weight panels, one function per kernel
+// (quantized_linear.h's Int8Kernel): what quantized_linear_cpu.cc hands to
+// its threads. Each vector kernel lives in its own file, compiled for its
+// instruction set (int8_panels_body.h).
+#ifndef TFM_OPS_QUANTIZED_LINEAR_INT8_PANELS_H_
+#define TFM_OPS_QUANTIZED_LINEAR_INT8_PANELS_H_
+
+#include <cstdint>
+
+namespace tfm {
+
+// Panels are 16 output columns; groups are 4 inputs (quantized_linear.h).
+inline constexpr int64_t kInt8PanelColumns = 16;
+inline constexpr int64_t kInt8GroupInputs = 4;
+
+// One product: y[r, j] = sx[r] * scales[j] * (sum_k u[r, k] q[j, k] -
+// zp[r] * row_sums[j]) + bias[j], then max(0, .) with relu.
+struct Int8Product {
+  int64_t rows = 0, groups = 0, out = 0;
+  // [groups, rows, 4] u8: group g of row r at (g * rows + r) * 4, so that
+  // the rows of a block are side by side; zero past `in`.
+  const uint8_t* x = nullptr;
+  const int32_t* x_zero_points = nullptr;  // [rows]
+  const float* x_scales = nullptr;         // [rows]
+  const int8_t* packed = nullptr;          // [panels, groups, 16, 4]
+  const float* scales = nullptr;           // [out]
+  const int32_t* row_sums = nullptr;       // [out]
+  const float* bias = nullptr;             // [out] or null
+  bool relu = false;
+  float* y = nullptr;  // [rows, out]
+};
+
+// Columns of panels [first_panel, last_panel) for every row.
+using Int8PanelsFn = void (*)(const Int8Product& product, int64_t first_panel,
+                              int64_t last_panel);
+
+void Int8PanelsScalar(const Int8Product& product, int64_t first_panel, int64_t last_panel);
+void Int8PanelsAvx2(const Int8Product& product, int64_t first_panel, int64_t last_panel);
+void Int8PanelsAvxVnni(const Int8Product& product, int64_t first_panel, int64_t last_panel);
+void Int8PanelsAvx512Vnni(const Int8Product& product, int64_t first_panel, int64_t last_panel);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_QUANTIZED_LINEAR_INT8_PANELS_H_

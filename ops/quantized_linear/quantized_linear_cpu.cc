@@ -1,0 +1,213 @@
+// CPU kernels of quantize_linear_weight and quantized_linear: the weight's
+// quantization and packing (once per model), the activations' per-row
+// quantization (every call), the scalar reference product, and the threads
+// over panels that run the chosen product (int8_panels.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+#include "ops/matmul/gemm_cpu.h"
+#include "ops/quantized_linear/int8_panels.h"
+#include "ops/quantized_linear/quantized_linear.h"
+
+namespace tfm {
+namespace {
+
+constexpr int64_t kGroupBytes = kInt8PanelColumns * kInt8GroupInputs;
+
+absl::Status QuantizeLinearWeightCpu(KernelContext& context) {
+  const Tensor& weight = context.input(0);
+  const int64_t out = weight.dim(0), in = weight.dim(1);
+  const int64_t panels = (out + kInt8PanelColumns - 1) / kInt8PanelColumns;
+  const int64_t groups = (in + kInt8GroupInputs - 1) / kInt8GroupInputs;
+  TFM_ASSIGN_OR_RETURN(Tensor * packed,
+                       context.AllocateOutput(0, {panels, groups, kInt8PanelColumns,
+                                                  kInt8GroupInputs},
+                                              DType::kI8));
+  TFM_ASSIGN_OR_RETURN(Tensor * scales, context.AllocateOutput(1, {out}, DType::kF32));
+  TFM_ASSIGN_OR_RETURN(Tensor * row_sums, context.AllocateOutput(2, {out}, DType::kI32));
+  const float* w = weight.data<float>();
+  int8_t* p = packed->data<int8_t>();
+  float* s = scales->data<float>();
+  int32_t* sums = row_sums->data<int32_t>();
+  context.thread_pool()->ParallelFor(panels, 1, [&](int64_t first, int64_t last) {
+    for (int64_t panel = first; panel < last; ++panel) {
+      int8_t* dst = p + panel * groups * kGroupBytes;
+      for (int64_t j = 0; j < kInt8PanelColumns; ++j) {
+        const int64_t row = panel * kInt8PanelColumns + j;
+        const float* from = row < out ? w + row * in : nullptr;
+        // Symmetric, one scale per output row: the row's largest magnitude
+        // maps to 127 (-128 is left out so that -q is always representable).
+        float largest = 0;
+        for (int64_t k = 0; from != nullptr && k < in; ++k) {
+          largest = std::max(largest, std::abs(from[k]));
+        }
+        const float scale = largest / 127.0f;
+        int32_t sum = 0;
+        for (int64_t k = 0; k < groups * kInt8GroupInputs; ++k) {
+          int8_t q = 0;
+          if (from != nullptr && k < in && scale > 0) {
+            // Half away from zero by truncation (no library call per weight).
+            const float level = std::clamp(from[k] / scale, -127.0f, 127.0f);
+            q = static_cast<int8_t>(level + (level >= 0 ? 0.5f : -0.5f));
+          }
+          dst[(k / kInt8GroupInputs) * kGroupBytes + j * kInt8GroupInputs +
+              k % kInt8GroupInputs] = q;
+          sum += q;
+        }
+        if (row < out) {
+          s[row] = scale;
+          sums[row] = sum;
+        }
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+// x [rows, in] -> u [groups, rows, 4] (int8_panels.h) in [0, levels] with
+// sx, zp per row: x ~ sx (u - zp) over [min(0, x), max(0, x)], so that 0 is
+// exact (padding and ReLU zeros) and every x is within sx / 2 of its level.
+void QuantizeRows(const float* x, int64_t rows, int64_t in, int64_t groups, int levels,
+                  ThreadPool* pool, uint8_t* u, int32_t* zero_points, float* x_scales) {
+  const int64_t padded = groups * kInt8GroupInputs;
+  pool->ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, in)),
+                    [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const float* row = x + r * in;
+      float lo = 0, hi = 0;
+      for (int64_t k = 0; k < in; ++k) {
+        lo = std::min(lo, row[k]);
+        hi = std::max(hi, row[k]);
+      }
+      // Inputs past `in` meet zero weights; any level will do.
+      float scale = 0, inverse = 0, zero_point = 0;
+      const float top = static_cast<float>(levels);
+      if (hi > lo) {  // Else all zeros: any scale will do.
+        scale = (hi - lo) / top;
+        inverse = 1.0f / scale;
+        zero_point = std::clamp(std::nearbyint(-lo * inverse), 0.0f, top);
+      }
+      // Rounding half up by truncation of a non-negative value: baseline
+      // x86-64 has no rounding instruction, and std::nearbyint would be a
+      // library call per element, costing more than the product at
+      // decoding's few rows. (zero_point is whole, so this is
+      // round(x / sx) + zp but for ties.)
+      for (int64_t k = 0; k < padded; ++k) {
+        const float level =
+            k < in ? std::clamp(row[k] * inverse + zero_point, 0.0f, top) + 0.5f : 0.0f;
+        u[((k / kInt8GroupInputs) * rows + r) * kInt8GroupInputs + k % kInt8GroupInputs] =
+            static_cast<uint8_t>(level);
+      }
+      zero_points[r] = static_cast<int32_t>(zero_point);
+      x_scales[r] = scale;
+    }
+  });
+}
+
+Int8PanelsFn PanelsFor(Int8Kernel kernel) {
+  switch (kernel) {
+    case Int8Kernel::kScalar:
+      return Int8PanelsScalar;
+    case Int8Kernel::kAvx2:
+      return Int8PanelsAvx2;
+    case Int8Kernel::kAvxVnni:
+      return Int8PanelsAvxVnni;
+    case Int8Kernel::kAvx512Vnni:
+      return Int8PanelsAvx512Vnni;
+  }
+  return Int8PanelsScalar;
+}
+
+absl::Status QuantizedLinearCpu(KernelContext& context) {
+  const Tensor& x = context.input(0);
+  const Tensor& packed = context.input(1);
+  const Tensor& scales = context.input(2);
+  TFM_ASSIGN_OR_RETURN(const bool relu, context.attrs().GetOr<bool>("relu", false));
+  TFM_ASSIGN_OR_RETURN(const std::string name,
+                       context.attrs().GetOr<std::string>("kernel", std::string()));
+  Int8Kernel kernel = ActiveInt8Kernel();
+  if (!name.empty()) {
+    TFM_ASSIGN_OR_RETURN(kernel, ParseInt8Kernel(name));
+  }
+  const int64_t in = x.dim(-1), out = scales.dim(0), rows = NumRows(x.shape());
+  const int64_t groups = packed.dim(1), panels = packed.dim(0);
+  Shape shape = x.shape();
+  shape.back() = out;
+  TFM_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, shape, DType::kF32));
+  if (rows == 0) return absl::OkStatus();
+  const int64_t stride = groups * kInt8GroupInputs;
+  TFM_ASSIGN_OR_RETURN(Tensor u, Tensor::Empty({groups, rows, kInt8GroupInputs}, DType::kI8,
+                                               Device::Cpu()));
+  TFM_ASSIGN_OR_RETURN(Tensor zero_points, Tensor::Empty({rows}, DType::kI32, Device::Cpu()));
+  TFM_ASSIGN_OR_RETURN(Tensor x_scales, Tensor::Empty({rows}, DType::kF32, Device::Cpu()));
+  uint8_t* u_data = reinterpret_cast<uint8_t*>(u.data<int8_t>());
+  QuantizeRows(x.data<float>(), rows, in, groups, Int8ActivationLevels(kernel),
+               context.thread_pool(), u_data, zero_points.data<int32_t>(),
+               x_scales.data<float>());
+  Int8Product product;
+  product.rows = rows;
+  product.groups = groups;
+  product.out = out;
+  product.x = u_data;
+  product.x_zero_points = zero_points.data<int32_t>();
+  product.x_scales = x_scales.data<float>();
+  product.packed = packed.data<int8_t>();
+  product.scales = scales.data<float>();
+  product.row_sums = context.input(3).data<int32_t>();
+  product.bias = context.num_inputs() == 5 ? context.input(4).data<float>() : nullptr;
+  product.relu = relu;
+  product.y = y->data<float>();
+  // Threads take whole panels, each with every row (as packed_linear): a
+  // row's result never depends on the batch or the thread count. An int8
+  // product does about four times the work of an f32 one per instruction,
+  // hence four times packed_linear's work per task.
+  const Int8PanelsFn run = PanelsFor(kernel);
+  const int64_t panel_work = rows * stride * kInt8PanelColumns;
+  const int64_t grain = std::max<int64_t>(2, 4 * kGemmSplitWork / std::max<int64_t>(1, panel_work));
+  context.thread_pool()->ParallelFor(panels, grain, [&](int64_t first, int64_t last) {
+    run(product, first, last);
+  });
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_KERNEL("quantize_linear_weight", DeviceType::kCPU, DType::kF32,
+                    QuantizeLinearWeightCpu);
+TFM_REGISTER_KERNEL("quantized_linear", DeviceType::kCPU, DType::kF32, QuantizedLinearCpu);
+TFM_REGISTER_KERNEL("quantized_linear_no_bias", DeviceType::kCPU, DType::kF32,
+                    QuantizedLinearCpu);
+
+}  // namespace
+
+// The reference: the same integer sums and the same correction, one output
+// at a time.
+void Int8PanelsScalar(const Int8Product& p, int64_t first_panel, int64_t last_panel) {
+  const int64_t stride = p.groups * kInt8GroupInputs;  // Inputs, padded.
+  for (int64_t panel = first_panel; panel < last_panel; ++panel) {
+    const int8_t* w = p.packed + panel * p.groups * kGroupBytes;
+    for (int64_t j = 0; j < kInt8PanelColumns; ++j) {
+      const int64_t column = panel * kInt8PanelColumns + j;
+      if (column >= p.out) break;
+      for (int64_t r = 0; r < p.rows; ++r) {
+        int32_t sum = 0;
+        for (int64_t k = 0; k < stride; ++k) {
+          const int64_t group = k / kInt8GroupInputs;
+          sum += static_cast<int32_t>(
+                     p.x[(group * p.rows + r) * kInt8GroupInputs + k % kInt8GroupInputs]) *
+                 w[(k / kInt8GroupInputs) * kGroupBytes + j * kInt8GroupInputs +
+                   k % kInt8GroupInputs];
+        }
+        const int32_t exact = sum - p.x_zero_points[r] * p.row_sums[column];
+        float value = static_cast<float>(exact) * (p.x_scales[r] * p.scales[column]);
+        if (p.bias != nullptr) value += p.bias[column];
+        if (p.relu) value = std::max(value, 0.0f);
+        p.y[r * p.out + column] = value;
+      }
+    }
+  }
+}
+
+}  // namespace tfm
