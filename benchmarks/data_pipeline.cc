@@ -7,8 +7,8 @@
 //
 // The corpus is synthetic (Zipf-like words, 3-60 per sentence, WMT-like
 // lengths), written to a temporary directory; the tokenizer is SentencePiece
-// as in training (2000 pieces: the synthetic words allow no more). Batches hold 4096 source and 4096 target
-// tokens, the small model's GPU batch.
+// as in training (2000 pieces: the synthetic words allow no more). Batches hold 4096 source and
+// 4096 target tokens, the small model's GPU batch.
 #include <unistd.h>
 
 #include <chrono>
@@ -76,14 +76,16 @@ void Measure(const std::string& name, BatchStream* batches, double seconds) {
     elapsed = since_start();
   }
   const double rate = count / elapsed;
-  std::printf("%-38s %8.1f batches/s %10.0f tgt tok/s  first batch %6.2f s  (%lld batches, %.1f s)"
-              "  %.1fx the GPU's need\n",
-              name.c_str(), rate, tokens / elapsed, first, static_cast<long long>(count), elapsed,
-              rate / kGpuBatchesPerSecond);
+  std::printf(
+      "%-38s %8.1f batches/s %10.0f tgt tok/s  first batch %6.2f s  (%lld batches, %.1f s)"
+      "  %.1fx the GPU's need\n",
+      name.c_str(), rate, tokens / elapsed, first, static_cast<long long>(count), elapsed,
+      rate / kGpuBatchesPerSecond);
 }
 
 int Run() {
-  for (const auto& [label, text] : EnvironmentReport()) std::printf("%s: %s\n", label.c_str(), text.c_str());
+  for (const auto& [label, text] : EnvironmentReport())
+    std::printf("%s: %s\n", label.c_str(), text.c_str());
   const std::string dir = absl::StrCat("/tmp/tfm_data_pipeline_", getpid());
   if (system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()) != 0) return 1;
   const int pairs = absl::GetFlag(FLAGS_pairs);

@@ -41,8 +41,9 @@ absl::Status CheckHeader(const std::string& path, const BinaryCorpusHeader& head
   }
   if (header.data_checksum != expected.data_checksum) {
     return absl::FailedPreconditionError(
-        absl::StrCat(path, ": made from other data.train corpora or length limits than this "
-                           "run's; run preprocess again or remove it"));
+        absl::StrCat(path,
+                     ": made from other data.train corpora or length limits than this "
+                     "run's; run preprocess again or remove it"));
   }
   // Counts this large are damage, and would overflow the size below.
   constexpr uint64_t kCountLimit = uint64_t{1} << 56;
@@ -53,9 +54,11 @@ absl::Status CheckHeader(const std::string& path, const BinaryCorpusHeader& head
                                     header.pairs * sizeof(BinaryCorpusIndexEntry)
                               : 0;
   if (!counts_plausible || file_size != needed) {
-    return Corrupt(path, absl::StrCat("truncated or damaged: ", file_size, " bytes, but the "
-                                      "header's ", header.pairs, " pairs and ", header.tokens,
-                                      " tokens need ", needed));
+    return Corrupt(
+        path, absl::StrCat("truncated or damaged: ", file_size,
+                           " bytes, but the "
+                           "header's ",
+                           header.pairs, " pairs and ", header.tokens, " tokens need ", needed));
   }
   return absl::OkStatus();
 }
@@ -100,8 +103,11 @@ absl::StatusOr<std::unique_ptr<const BinaryCorpus>> BinaryCorpus::Open(
       new BinaryCorpus(path, static_cast<const char*>(mapped), size, header));
   absl::Status checked = CheckHeader(path, header, size, expected);
   if (!checked.ok()) return checked;
-  // Pairs are read in a random order: tell the kernel not to read ahead.
-  madvise(mapped, size, MADV_RANDOM);
+  // Pairs are read in a random order: no read-ahead over the ids (the index
+  // after them is read in order, to check it).
+  const size_t page = sysconf(_SC_PAGESIZE);
+  const size_t ids_pages = (corpus->index_ - corpus->data_) / page * page;
+  if (ids_pages > 0) madvise(mapped, ids_pages, MADV_RANDOM);
   const size_t index_bytes = header.pairs * sizeof(BinaryCorpusIndexEntry);
   if (Fnv1a64(absl::string_view(corpus->index_, index_bytes)) != header.index_checksum) {
     return Corrupt(path, absl::StrCat("the index (byte ", corpus->index_ - corpus->data_,
@@ -111,9 +117,9 @@ absl::StatusOr<std::unique_ptr<const BinaryCorpus>> BinaryCorpus::Open(
     const BinaryCorpusIndexEntry entry = EntryAt(corpus->index_, i);
     const uint64_t length = uint64_t{entry.source_length} + entry.target_length;
     if (entry.offset > header.tokens || length > header.tokens - entry.offset) {
-      return Corrupt(path, absl::StrCat("pair ", i, ": tokens ", entry.offset, "..",
-                                        entry.offset + length, " out of range (the corpus has ",
-                                        header.tokens, ")"));
+      return Corrupt(
+          path, absl::StrCat("pair ", i, ": tokens ", entry.offset, "..", entry.offset + length,
+                             " out of range (the corpus has ", header.tokens, ")"));
     }
   }
   return corpus;
@@ -148,9 +154,8 @@ absl::Status BinaryCorpus::ReadSide(int64_t index, uint64_t offset, uint32_t len
       id = wide;
     }
     if (id < 0 || id >= static_cast<int>(header_.vocab_size)) {
-      return Corrupt(path_, absl::StrCat("pair ", index, ": token id ", id, " at byte ",
-                                         at - data_, " outside the vocabulary of ",
-                                         header_.vocab_size));
+      return Corrupt(path_, absl::StrCat("pair ", index, ": token id ", id, " at byte ", at - data_,
+                                         " outside the vocabulary of ", header_.vocab_size));
     }
     (*ids)[i] = id;
   }
@@ -167,8 +172,7 @@ absl::Status BinaryCorpus::Read(int64_t index, Example* example) const {
       !read.ok()) {
     return read;
   }
-  return ReadSide(index, entry.offset + entry.source_length, entry.target_length,
-                  &example->target);
+  return ReadSide(index, entry.offset + entry.source_length, entry.target_length, &example->target);
 }
 
 }  // namespace tfm

@@ -37,8 +37,8 @@ struct BinaryCorpusHeader {
   uint64_t vocabulary_checksum;  // VocabularyChecksum of the tokenizer's model.
   uint32_t vocab_size;           // Every id is below it.
   uint32_t reserved;
-  uint64_t index_checksum;       // Fnv1a64 of the index section.
-  uint64_t data_checksum;        // What the pairs were made from (the caller's choice).
+  uint64_t index_checksum;  // Fnv1a64 of the index section.
+  uint64_t data_checksum;   // What the pairs were made from (the caller's choice).
 };
 static_assert(sizeof(BinaryCorpusHeader) == 64, "the header is 64 bytes on disk");
 

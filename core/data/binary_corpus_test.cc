@@ -31,8 +31,10 @@ std::string TempPath(const std::string& name) {
 std::vector<Example> ToyExamples(int n, int vocab_size) {
   std::vector<Example> examples(n);
   for (int i = 0; i < n; ++i) {
-    for (int k = 0; k < i % 23; ++k) examples[i].source.push_back(2 + (i * 31 + k) % (vocab_size - 2));
-    for (int k = 0; k < i % 17; ++k) examples[i].target.push_back(2 + (i * 17 + k) % (vocab_size - 2));
+    for (int k = 0; k < i % 23; ++k)
+      examples[i].source.push_back(2 + (i * 31 + k) % (vocab_size - 2));
+    for (int k = 0; k < i % 17; ++k)
+      examples[i].target.push_back(2 + (i * 17 + k) % (vocab_size - 2));
     examples[i].source.push_back(1);
     examples[i].target.push_back(1);
   }

@@ -21,8 +21,7 @@ absl::Status ErrnoError(const std::string& what, const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BinaryCorpusWriter>> BinaryCorpusWriter::Create(
-    const std::string& path, int vocab_size, uint64_t vocabulary_checksum,
-    uint64_t data_checksum) {
+    const std::string& path, int vocab_size, uint64_t vocabulary_checksum, uint64_t data_checksum) {
   if (vocab_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": vocabulary size ", vocab_size));
   }
@@ -37,8 +36,7 @@ absl::StatusOr<std::unique_ptr<BinaryCorpusWriter>> BinaryCorpusWriter::Create(
   header.vocabulary_checksum = vocabulary_checksum;
   header.vocab_size = vocab_size;
   header.data_checksum = data_checksum;
-  std::unique_ptr<BinaryCorpusWriter> writer(
-      new BinaryCorpusWriter(path, temp_path, file, header));
+  std::unique_ptr<BinaryCorpusWriter> writer(new BinaryCorpusWriter(path, temp_path, file, header));
   // The header's place; its counts are written by Finish.
   TFM_RETURN_IF_ERROR(writer->WriteBytes(&header, sizeof(header)));
   return writer;
@@ -65,9 +63,9 @@ absl::Status BinaryCorpusWriter::AppendIds(const std::vector<int>& ids) {
   scratch_.resize(ids.size() * width);
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= static_cast<int>(header_.vocab_size)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path_, ": pair ", index_.size(), ": token id ", ids[i], " outside the vocabulary of ",
-          header_.vocab_size));
+      return absl::InvalidArgumentError(absl::StrCat(path_, ": pair ", index_.size(), ": token id ",
+                                                     ids[i], " outside the vocabulary of ",
+                                                     header_.vocab_size));
     }
     if (width == kTokenBytesUint16) {
       const uint16_t id = ids[i];

@@ -20,9 +20,10 @@ namespace tfm {
 class BinaryCorpusWriter {
  public:
   // Writes to a temporary file beside `path` until Finish renames it.
-  static absl::StatusOr<std::unique_ptr<BinaryCorpusWriter>> Create(
-      const std::string& path, int vocab_size, uint64_t vocabulary_checksum,
-      uint64_t data_checksum);
+  static absl::StatusOr<std::unique_ptr<BinaryCorpusWriter>> Create(const std::string& path,
+                                                                    int vocab_size,
+                                                                    uint64_t vocabulary_checksum,
+                                                                    uint64_t data_checksum);
   // Without Finish, the temporary file is removed.
   ~BinaryCorpusWriter();
 

@@ -53,10 +53,10 @@ absl::StatusOr<PreprocessSummary> WriteBinaryTrainingCorpus(const config::DataCo
                                                             const std::string& path) {
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(data.train(), "data.train"));
   const BinaryCorpusExpectation expected = Expectation(data, tokenizer);
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<BinaryCorpusWriter> writer,
-                       BinaryCorpusWriter::Create(path, expected.vocab_size,
-                                                  expected.vocabulary_checksum,
-                                                  expected.data_checksum));
+  TFM_ASSIGN_OR_RETURN(
+      std::unique_ptr<BinaryCorpusWriter> writer,
+      BinaryCorpusWriter::Create(path, expected.vocab_size, expected.vocabulary_checksum,
+                                 expected.data_checksum));
   const MakeExample make = TokenizeWithEos(tokenizer);
   PreprocessSummary summary;
   SentencePair pair;
@@ -90,9 +90,9 @@ absl::Status RunPreprocess(const TaskContext& context) {
   log << "preprocess: data.train -> " << path << "\n" << std::flush;
   TFM_ASSIGN_OR_RETURN(const PreprocessSummary summary,
                        WriteBinaryTrainingCorpus(data, tokenizer, path));
-  log << absl::StrFormat("preprocess: %d pairs, %d tokens as %s; %s\n", summary.pairs,
-                         summary.tokens, summary.token_bytes == kTokenBytesUint16 ? "uint16" : "int32",
-                         summary.skips.Summary());
+  log << absl::StrFormat(
+      "preprocess: %d pairs, %d tokens as %s; %s\n", summary.pairs, summary.tokens,
+      summary.token_bytes == kTokenBytesUint16 ? "uint16" : "int32", summary.skips.Summary());
   log << "preprocess: training in " << context.work_dir << " now reads " << path
       << " (a global shuffle each epoch)\n";
   return absl::OkStatus();

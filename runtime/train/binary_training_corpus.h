@@ -27,10 +27,10 @@ std::string BinaryTrainingCorpusPath(const config::DataConfig& data, const std::
 uint64_t TrainingDataChecksum(const config::DataConfig& data);
 
 struct PreprocessSummary {
-  int64_t pairs = 0;   // Written.
+  int64_t pairs = 0;  // Written.
   int64_t tokens = 0;
   uint32_t token_bytes = 0;
-  SkipReport skips;    // The readers' bad records and the length filters' pairs.
+  SkipReport skips;  // The readers' bad records and the length filters' pairs.
 };
 
 // Streams data.train once through the readers' sentence checks, `tokenizer`

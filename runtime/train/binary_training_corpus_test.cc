@@ -1,10 +1,13 @@
 #include "runtime/train/binary_training_corpus.h"
 
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/data/binary_corpus.h"
 #include "core/data/binary_corpus_format.h"
 #include "core/data/token_batcher.h"
@@ -44,8 +47,9 @@ std::multiset<std::vector<int>> Rows(BatchStream* batches) {
     EXPECT_TRUE(more.ok()) << more.status();
     if (!more.ok() || !*more) return rows;
     for (int r = 0; r < batch.size; ++r) {
-      std::vector<int> row(batch.source.begin() + r * batch.source_length,
-                           batch.source.begin() + r * batch.source_length + batch.source_lengths[r]);
+      std::vector<int> row(
+          batch.source.begin() + r * batch.source_length,
+          batch.source.begin() + r * batch.source_length + batch.source_lengths[r]);
       row.insert(row.end(), batch.target.begin() + r * batch.target_length,
                  batch.target.begin() + r * batch.target_length + batch.target_lengths[r]);
       rows.insert(row);
@@ -55,9 +59,8 @@ std::multiset<std::vector<int>> Rows(BatchStream* batches) {
 
 TEST(BinaryTrainingCorpusTest, HoldsTheTextPathsIdsInCorpusOrder) {
   const Prepared p = Prepare("round_trip");
-  auto corpus = BinaryCorpus::Open(
-      p.path, {p.tokenizer.vocab_size(), Fnv1a64(p.tokenizer.model()),
-               TrainingDataChecksum(p.data)});
+  auto corpus = BinaryCorpus::Open(p.path, {p.tokenizer.vocab_size(), Fnv1a64(p.tokenizer.model()),
+                                            TrainingDataChecksum(p.data)});
   ASSERT_TRUE(corpus.ok()) << corpus.status();
   EXPECT_EQ(p.summary.pairs, 60);
   EXPECT_EQ((*corpus)->size(), 60);
@@ -118,6 +121,33 @@ TEST(BinaryTrainingCorpusTest, AnotherVocabularyIsRefused) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("made with another vocabulary"), std::string::npos)
       << refused.status();
+}
+
+// A corpus damaged after it was checked at start (an id outside the
+// vocabulary) stops training when the background thread reaches it, naming
+// the file, the pair and the byte.
+TEST(BinaryTrainingCorpusTest, DamageFoundMidEpochIsAnErrorNamingTheByte) {
+  const Prepared p = Prepare("damaged");
+  std::string bytes;
+  {
+    std::ifstream in(p.path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t byte = sizeof(BinaryCorpusHeader) + 2 * 100;  // Some pair's id, as uint16.
+  bytes[byte] = '\xff';
+  bytes[byte + 1] = '\xff';
+  std::ofstream(p.path, std::ios::binary | std::ios::trunc) << bytes;
+  std::ostringstream log;
+  auto batches = OpenTrainingBatches(p.data, p.tokenizer, p.path, log);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  Batch batch;
+  absl::Status status;
+  for (int i = 0; i < 100 && status.ok(); ++i) status = (*batches)->Next(&batch).status();
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_NE(status.message().find(p.path + ": pair "), std::string::npos) << status;
+  EXPECT_NE(status.message().find(absl::StrCat("token id 65535 at byte ", byte)),
+            std::string::npos)
+      << status;
 }
 
 }  // namespace

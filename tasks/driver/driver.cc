@@ -34,8 +34,8 @@ ABSL_FLAG(std::string, config, "",
           "task config: a .pbtxt file or a preset name (ende_base, ende_gettext, ...); task "
           "binaries default to their preset");
 ABSL_FLAG(std::string, mode, "",
-          "run | validate | train | preprocess | average | plot | translate (parse, decode) | evaluate (or give "
-          "it as the first "
+          "run | validate | train | preprocess | average | plot | translate (parse, decode) | "
+          "evaluate (or give it as the first "
           "argument; default: run for task binaries, validate for the generic driver)");
 ABSL_FLAG(std::string, data, "",
           "read every corpus of the config from this folder instead (a treebank or catalog "
