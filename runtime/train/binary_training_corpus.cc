@@ -12,12 +12,16 @@
 #include "core/data/shuffled_corpus_reader.h"
 #include "core/data/token_batcher.h"
 #include "core/status_macros.h"
+#include "core/thread_pool.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "runtime/train/training_data.h"
 
 namespace tfm {
 namespace {
+
+// Pairs read and tokenized at a time by preprocessing.
+constexpr int64_t kPreprocessChunk = 8192;
 
 BinaryCorpusExpectation Expectation(const config::DataConfig& data, const Tokenizer& tokenizer) {
   return {tokenizer.vocab_size(), Fnv1a64(tokenizer.model()), TrainingDataChecksum(data)};
@@ -53,24 +57,36 @@ absl::StatusOr<PreprocessSummary> WriteBinaryTrainingCorpus(const config::DataCo
                                                             const std::string& path) {
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(data.train(), "data.train"));
   const BinaryCorpusExpectation expected = Expectation(data, tokenizer);
-  TFM_ASSIGN_OR_RETURN(
-      std::unique_ptr<BinaryCorpusWriter> writer,
-      BinaryCorpusWriter::Create(path, expected.vocab_size, expected.vocabulary_checksum,
-                                 expected.data_checksum));
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<BinaryCorpusWriter> writer,
+                       BinaryCorpusWriter::Create(path, expected.vocab_size,
+                                                  expected.vocabulary_checksum,
+                                                  expected.data_checksum));
   const MakeExample make = TokenizeWithEos(tokenizer);
   PreprocessSummary summary;
-  SentencePair pair;
+  // Chunks of pairs tokenized on every core (SentencePiece's encoding is
+  // const and thread-safe), then filtered and written in corpus order: the
+  // file is the same whatever the thread count, and only a chunk is in memory.
+  std::vector<SentencePair> chunk(kPreprocessChunk);
+  std::vector<Example> examples(kPreprocessChunk);
   int64_t read = 0;
-  while (true) {
-    TFM_ASSIGN_OR_RETURN(const bool more, reader->Next(&pair));
-    if (!more) break;
-    const Example example = make(pair);
-    if (const char* reason = LengthRejection(example, data.batching()); reason != nullptr) {
-      summary.skips.Skip(reason, absl::StrCat("data.train pair ", read++));
-      continue;
+  bool more = true;
+  while (more) {
+    int64_t filled = 0;
+    while (filled < kPreprocessChunk) {
+      TFM_ASSIGN_OR_RETURN(more, reader->Next(&chunk[filled]));
+      if (!more) break;
+      ++filled;
     }
-    ++read;
-    TFM_RETURN_IF_ERROR(writer->Add(example));
+    ThreadPool::Default()->ParallelFor(filled, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) examples[i] = make(chunk[i]);
+    });
+    for (int64_t i = 0; i < filled; ++i, ++read) {
+      if (const char* reason = LengthRejection(examples[i], data.batching()); reason != nullptr) {
+        summary.skips.Skip(reason, absl::StrCat("data.train pair ", read));
+        continue;
+      }
+      TFM_RETURN_IF_ERROR(writer->Add(examples[i]));
+    }
   }
   TFM_RETURN_IF_ERROR(writer->Finish());
   summary.pairs = writer->pairs();

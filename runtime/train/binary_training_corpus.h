@@ -35,7 +35,8 @@ struct PreprocessSummary {
 
 // Streams data.train once through the readers' sentence checks, `tokenizer`
 // and training's length limits (LengthRejection) into a binary corpus at
-// `path`, written atomically.
+// `path`, written atomically; tokenized on every core of the default thread
+// pool, the file the same whatever their number.
 absl::StatusOr<PreprocessSummary> WriteBinaryTrainingCorpus(const config::DataConfig& data,
                                                             const Tokenizer& tokenizer,
                                                             const std::string& path);

@@ -11,6 +11,7 @@
 #include "core/data/binary_corpus.h"
 #include "core/data/binary_corpus_format.h"
 #include "core/data/token_batcher.h"
+#include "core/thread_pool.h"
 #include "gtest/gtest.h"
 #include "runtime/train/training_data.h"
 #include "runtime/train/training_testing.h"
@@ -78,6 +79,21 @@ TEST(BinaryTrainingCorpusTest, HoldsTheTextPathsIdsInCorpusOrder) {
     EXPECT_EQ(stored.target, expected.target) << "pair " << i;
   }
   EXPECT_FALSE(*(*text)->Next(&pair));
+}
+
+TEST(BinaryTrainingCorpusTest, SameFileWhateverTheThreadCount) {
+  const Prepared p = Prepare("threads");
+  std::string files[2];
+  for (const int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    ThreadPool::ScopedDefault scoped(&pool);
+    const std::string path = absl::StrCat(p.path, ".", threads);
+    ASSERT_TRUE(WriteBinaryTrainingCorpus(p.data, p.tokenizer, path).ok());
+    std::ifstream in(path, std::ios::binary);
+    files[threads == 3].assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_GT(files[0].size(), 64u);
+  EXPECT_EQ(files[0], files[1]);
 }
 
 TEST(BinaryTrainingCorpusTest, TrainingBatchesHoldTheSamePairsAsFromText) {
