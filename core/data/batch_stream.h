@@ -39,8 +39,14 @@ class BatchStream {
   virtual const BatchPosition& position() const = 0;
 
   // Continues from a position() saved earlier (with the same config, seed
-  // and corpus).
+  // and corpus). Clears a Cancel.
   virtual void Seek(const BatchPosition& position) = 0;
+
+  // Asks a Next running on another thread to return Cancelled soon instead
+  // of finishing its work (reading a window of a million pairs takes
+  // minutes), so that a background reader stops at once; safe from any
+  // thread. Streams that never take long need not override it.
+  virtual void Cancel() {}
 };
 
 }  // namespace tfm

@@ -276,5 +276,22 @@ TEST(BinaryBatchingTest, EpochsDifferAndResumeMidEpochIsExact) {
   EXPECT_EQ(rest, std::vector<std::vector<int>>(epoch1.begin() + 13, epoch1.end()));
 }
 
+TEST(BinaryBatchingTest, CancelStopsAWindowAndSeekResumes) {
+  const std::string path = TempPath("cancel.bin");
+  WriteCorpus(path, ToyExamples(1000, 500), 500);
+  auto opened = BinaryCorpus::Open(path, Expect(500));
+  ASSERT_TRUE(opened.ok());
+  std::shared_ptr<const BinaryCorpus> corpus = *std::move(opened);
+  TokenBatcher reference = BinaryBatcher(corpus);
+  const std::vector<std::vector<int>> epoch = Epoch(&reference);
+
+  TokenBatcher batcher = BinaryBatcher(corpus);
+  batcher.Cancel();
+  Batch batch;
+  EXPECT_TRUE(absl::IsCancelled(batcher.Next(&batch).status()));
+  batcher.Seek(BatchPosition{});
+  EXPECT_EQ(Epoch(&batcher), epoch);
+}
+
 }  // namespace
 }  // namespace tfm

@@ -36,6 +36,7 @@ void PrefetchingBatchStream::Stop() {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
+  inner_->Cancel();  // A window being read is dropped, not finished.
   changed_.notify_all();
   producer_.join();
   stop_ = false;

@@ -25,13 +25,14 @@ class PrefetchingBatchStream : public BatchStream {
   // Keeps up to `capacity` (>= 1) batches ready. The thread starts at the
   // first Next.
   PrefetchingBatchStream(std::unique_ptr<BatchStream> inner, int capacity);
-  // Stops and joins the thread.
+  // Stops the thread (cancelling the wrapped stream's work in progress) and
+  // joins it.
   ~PrefetchingBatchStream() override;
 
   absl::StatusOr<bool> Next(Batch* batch) override;
   const BatchPosition& position() const override { return position_; }
-  // Stops the thread, drops the ready batches and repositions the wrapped
-  // stream; the next Next starts the thread again.
+  // Stops the thread as the destructor does, drops the ready batches and
+  // repositions the wrapped stream; the next Next starts the thread again.
   void Seek(const BatchPosition& position) override;
 
  private:

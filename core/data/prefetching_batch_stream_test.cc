@@ -1,6 +1,9 @@
 #include "core/data/prefetching_batch_stream.h"
 
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -80,6 +83,43 @@ TEST(PrefetchingBatchStreamTest, ErrorArrivesInOrderAndStays) {
     EXPECT_NE(more.status().message().find("corpus.bin: pair 3"), std::string::npos);
   }
   EXPECT_EQ(stream.position(), (BatchPosition{1, 20, 2}));
+}
+
+// Two batches, then a Next that ends only when cancelled: a window of a
+// huge text corpus being read when the trainer stops.
+class EndlessWindow : public BatchStream {
+ public:
+  absl::StatusOr<bool> Next(Batch* batch) override {
+    if (position_.batch < 2) {
+      batch->size = 1;
+      batch->source = {static_cast<int>(position_.batch++)};
+      return true;
+    }
+    while (!cancelled_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return absl::CancelledError("cancelled");
+  }
+  const BatchPosition& position() const override { return position_; }
+  void Seek(const BatchPosition& position) override {
+    cancelled_ = false;
+    position_ = position;
+  }
+  void Cancel() override { cancelled_ = true; }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  BatchPosition position_;
+};
+
+TEST(PrefetchingBatchStreamTest, StoppingCancelsWorkInProgress) {
+  auto stream = std::make_unique<PrefetchingBatchStream>(std::make_unique<EndlessWindow>(), 4);
+  EXPECT_EQ(Take(stream.get(), 2), (std::vector<int>{0, 1}));
+  // The producer is inside the endless Next: Seek and destruction cancel it
+  // rather than wait (without Cancel, this test would hang).
+  stream->Seek({0, 0, 0});
+  EXPECT_EQ(Take(stream.get(), 2), (std::vector<int>{0, 1}));
+  const auto start = std::chrono::steady_clock::now();
+  stream.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST(PrefetchingBatchStreamTest, DestroyedWhileTheProducerWaits) {

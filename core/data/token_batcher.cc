@@ -53,6 +53,7 @@ TokenBatcher::TokenBatcher(const config::BatchingConfig& config, OpenExamples op
     : config_(config), open_(std::move(open)), pad_id_(pad_id) {}
 
 void TokenBatcher::Seek(const BatchPosition& position) {
+  cancelled_.store(false, std::memory_order_relaxed);
   position_ = position;
   reopen_ = true;
   window_ready_ = false;
@@ -102,6 +103,10 @@ absl::Status TokenBatcher::FillWindow() {
   std::vector<Keyed> examples;
   Example example;
   while (reader_pairs_ < position_.pairs + capacity) {
+    if (cancelled_.load(std::memory_order_relaxed)) {
+      // The half-read window is dropped; Seek reopens the reader.
+      return absl::CancelledError("batching cancelled");
+    }
     TFM_ASSIGN_OR_RETURN(const bool more, reader_->Next(&example));
     if (!more) {
       corpus_done_ = true;

@@ -21,6 +21,7 @@
 #ifndef TFM_CORE_DATA_TOKEN_BATCHER_H_
 #define TFM_CORE_DATA_TOKEN_BATCHER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -70,6 +71,8 @@ class TokenBatcher : public BatchStream {
   // The examples before the position are skipped, not decoded (a text
   // corpus is read up to it).
   void Seek(const BatchPosition& position) override;
+  // Checked at every pair read into a window.
+  void Cancel() override { cancelled_.store(true, std::memory_order_relaxed); }
 
   // Skipped so far this epoch (after Next returns false: in the epoch just
   // finished): the corpus reader's records and the length
@@ -93,6 +96,7 @@ class TokenBatcher : public BatchStream {
   int pad_id_;
 
   BatchPosition position_;
+  std::atomic<bool> cancelled_{false};
   std::unique_ptr<ExampleReader> reader_;
   bool reopen_ = true;                  // reader_ must be (re)opened at position_.
   int64_t reader_pairs_ = 0;            // Pairs read from reader_.
