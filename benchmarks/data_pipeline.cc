@@ -83,11 +83,8 @@ void Measure(const std::string& name, BatchStream* batches, double seconds) {
       rate / kGpuBatchesPerSecond);
 }
 
-int Run() {
-  for (const auto& [label, text] : EnvironmentReport())
-    std::printf("%s: %s\n", label.c_str(), text.c_str());
-  const std::string dir = absl::StrCat("/tmp/tfm_data_pipeline_", getpid());
-  if (system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()) != 0) return 1;
+// The benchmark in `dir`, a fresh directory.
+int RunIn(const std::string& dir) {
   const int pairs = absl::GetFlag(FLAGS_pairs);
   WriteSyntheticCorpus(dir, pairs);
   config::DataConfig data;
@@ -133,7 +130,16 @@ int Run() {
   }
   std::printf("GPU bar: ~%.0f updates/s of 4k-token batches (small model, H100)\n",
               kGpuBatchesPerSecond);
-  return system(("rm -rf " + dir).c_str()) == 0 ? 0 : 1;
+  return 0;
+}
+
+int Run() {
+  for (const auto& [label, text] : EnvironmentReport())
+    std::printf("%s: %s\n", label.c_str(), text.c_str());
+  const std::string dir = absl::StrCat("/tmp/tfm_data_pipeline_", getpid());
+  if (system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()) != 0) return 1;
+  const int status = RunIn(dir);
+  return system(("rm -rf " + dir).c_str()) == 0 ? status : 1;
 }
 
 }  // namespace
