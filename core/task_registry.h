@@ -19,7 +19,7 @@
 namespace tfm {
 
 // What a task may be asked to do by the driver.
-enum class TaskMode { kValidate, kTrain, kAverage, kPlot, kEvaluate, kDecode, kRun };
+enum class TaskMode { kValidate, kTrain, kAverage, kPlot, kEvaluate, kDecode, kRun, kPreprocess };
 
 // What decode and evaluate are asked (command-line paths already resolved).
 struct DecodeRequest {

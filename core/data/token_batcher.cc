@@ -26,20 +26,34 @@ uint64_t BatchKey(uint64_t seed, int64_t epoch, int64_t window_start, int64_t ba
 
 }  // namespace
 
-TokenBatcher::TokenBatcher(const config::BatchingConfig& config, OpenCorpus open,
-                           MakeExample make, int pad_id)
-    : config_(config), open_(std::move(open)), make_(std::move(make)), pad_id_(pad_id) {}
-
-TokenBatcher::MakeExample TokenBatcher::Tokenize(const Tokenizer& tokenizer) {
-  return [&tokenizer](const SentencePair& pair) {
-    Example example{tokenizer.Encode(pair.source), tokenizer.Encode(pair.target)};
-    example.source.push_back(tokenizer.eos_id());
-    example.target.push_back(tokenizer.eos_id());
-    return example;
-  };
+const char* LengthRejection(const Example& example, const config::BatchingConfig& config) {
+  const int longest = std::max(example.source.size(), example.target.size());
+  const int shortest = std::min(example.source.size(), example.target.size());
+  if (longest > config.max_length()) return kSkipTooManyTokens;
+  if (shortest < config.min_length()) return kSkipTooFewTokens;
+  if (static_cast<int>(example.source.size()) > config.max_source_tokens() ||
+      static_cast<int>(example.target.size()) > config.max_target_tokens()) {
+    return kSkipOverBudget;
+  }
+  return nullptr;
 }
 
+TokenBatcher::TokenBatcher(const config::BatchingConfig& config, OpenCorpus open,
+                           MakeExample make, int pad_id)
+    : TokenBatcher(
+          config,
+          [open = std::move(open),
+           make = std::move(make)](int64_t) -> absl::StatusOr<std::unique_ptr<ExampleReader>> {
+            TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> pairs, open());
+            return std::unique_ptr<ExampleReader>(new TokenizingReader(std::move(pairs), make));
+          },
+          pad_id) {}
+
+TokenBatcher::TokenBatcher(const config::BatchingConfig& config, OpenExamples open, int pad_id)
+    : config_(config), open_(std::move(open)), pad_id_(pad_id) {}
+
 void TokenBatcher::Seek(const BatchPosition& position) {
+  cancelled_.store(false, std::memory_order_relaxed);
   position_ = position;
   reopen_ = true;
   window_ready_ = false;
@@ -74,41 +88,32 @@ Batch TokenBatcher::Pad(const std::vector<const Example*>& rows) const {
 absl::Status TokenBatcher::FillWindow() {
   if (reopen_) {
     reader_.reset();
-    TFM_ASSIGN_OR_RETURN(reader_, open_());
+    TFM_ASSIGN_OR_RETURN(reader_, open_(position_.epoch));
     reopen_ = false;
     reader_pairs_ = 0;
     corpus_done_ = false;
     length_skips_ = SkipReport();
   }
-  SentencePair pair;
-  // Pairs before the window (after a Seek) are read but not tokenized.
-  while (reader_pairs_ < position_.pairs) {
-    TFM_ASSIGN_OR_RETURN(const bool more, reader_->Next(&pair));
-    if (!more) break;
-    ++reader_pairs_;
+  // Examples before the window (after a Seek) are skipped, not decoded.
+  if (reader_pairs_ < position_.pairs) {
+    TFM_RETURN_IF_ERROR(reader_->Skip(position_.pairs - reader_pairs_));
+    reader_pairs_ = position_.pairs;
   }
   const int64_t capacity = std::max(1, config_.shuffle_buffer());
   std::vector<Keyed> examples;
+  Example example;
   while (reader_pairs_ < position_.pairs + capacity) {
-    TFM_ASSIGN_OR_RETURN(const bool more, reader_->Next(&pair));
+    if (cancelled_.load(std::memory_order_relaxed)) {
+      // The half-read window is dropped; Seek reopens the reader.
+      return absl::CancelledError("batching cancelled");
+    }
+    TFM_ASSIGN_OR_RETURN(const bool more, reader_->Next(&example));
     if (!more) {
       corpus_done_ = true;
       break;
     }
     const int64_t index = reader_pairs_++;
-    Example example = make_(pair);
-    const int longest = std::max(example.source.size(), example.target.size());
-    const int shortest = std::min(example.source.size(), example.target.size());
-    const char* reason = nullptr;
-    if (longest > config_.max_length()) {
-      reason = kSkipTooManyTokens;
-    } else if (shortest < config_.min_length()) {
-      reason = kSkipTooFewTokens;
-    } else if (static_cast<int>(example.source.size()) > config_.max_source_tokens() ||
-               static_cast<int>(example.target.size()) > config_.max_target_tokens()) {
-      reason = kSkipOverBudget;
-    }
-    if (reason != nullptr) {
+    if (const char* reason = LengthRejection(example, config_); reason != nullptr) {
       length_skips_.Skip(reason, absl::StrCat("epoch ", position_.epoch, " pair ", index));
       continue;
     }

@@ -1,7 +1,9 @@
 // Token-budget batches of similar-length pairs, in a seeded order, streamed
 // from a corpus of any size with bounded memory, resumable exactly.
 //
-// How (per epoch): the corpus is read in windows of shuffle_buffer pairs.
+// How (per epoch): the epoch's examples (example_reader.h: a text corpus
+// tokenized as it is read, or a binary corpus in a shuffled order) are read
+// in windows of shuffle_buffer pairs.
 // Each window is tokenized, length-filtered, sorted by length (longer side
 // first, then source, then target length, ties broken by a seeded random
 // key) and cut greedily into batches while rows x longest row stays within
@@ -12,12 +14,14 @@
 //
 // Randomness comes from Philox keyed by shuffle_seed with the epoch as the
 // stream, a pure function of (seed, epoch, pair index), so the order is the
-// same on every run and machine and differs between epochs. A window is a
-// contiguous stretch of the corpus: for corpora far larger than the buffer,
-// shuffle the files' lines once beforehand so windows mix all sources.
+// same on every run and machine and differs between epochs. Read from text,
+// a window is a contiguous stretch of the corpus: for corpora far larger than
+// the buffer, preprocess them (binary_corpus.h), whose reader shuffles the
+// whole corpus each epoch so that windows mix all sources.
 #ifndef TFM_CORE_DATA_TOKEN_BATCHER_H_
 #define TFM_CORE_DATA_TOKEN_BATCHER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,9 +31,12 @@
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
+#include "core/data/batch_stream.h"
+#include "core/data/example_reader.h"
 #include "core/data/pair_reader.h"
 #include "core/data/skip_report.h"
 #include "core/data/tokenizer.h"
+#include "core/data/tokenizing_reader.h"
 
 namespace tfm {
 
@@ -37,42 +44,35 @@ inline constexpr char kSkipTooManyTokens[] = "longer than max_length";
 inline constexpr char kSkipTooFewTokens[] = "shorter than min_length";
 inline constexpr char kSkipOverBudget[] = "longer than the token budget";
 
-// Where the batch sequence stands: the next batch is batch `batch` of the
-// window that starts after `pairs` pairs of epoch `epoch`. Saving it with a
-// checkpoint and passing it to Seek resumes the exact same sequence.
-struct BatchPosition {
-  int64_t epoch = 0;
-  int64_t pairs = 0;
-  int64_t batch = 0;
+// Why training leaves out a tokenized pair (the length limits and the token
+// budget of `config`), or nullptr to keep it. Preprocessing applies the same
+// rule, so a binary corpus holds what training would use.
+const char* LengthRejection(const Example& example, const config::BatchingConfig& config);
 
-  bool operator==(const BatchPosition& other) const {
-    return epoch == other.epoch && pairs == other.pairs && batch == other.batch;
-  }
-};
-
-class TokenBatcher {
+class TokenBatcher : public BatchStream {
  public:
-  // Opens the corpus from its beginning; called once per epoch.
+  // Opens a text corpus from its beginning; called once per epoch.
   using OpenCorpus = std::function<absl::StatusOr<std::unique_ptr<PairReader>>()>;
-  // Turns a pair into token ids (each side ending in eos).
-  using MakeExample = std::function<Example(const SentencePair&)>;
+  using MakeExample = ::tfm::MakeExample;
+  // Opens epoch `epoch`'s examples from their beginning.
+  using OpenExamples = std::function<absl::StatusOr<std::unique_ptr<ExampleReader>>(int64_t epoch)>;
 
+  // Over a text corpus, tokenized by `make` as it is read.
   TokenBatcher(const config::BatchingConfig& config, OpenCorpus open, MakeExample make,
                int pad_id);
+  TokenBatcher(const config::BatchingConfig& config, OpenExamples open, int pad_id);
 
   // The tokenizer's encoding with eos appended to both sides; `tokenizer`
   // must outlive the batcher.
-  static MakeExample Tokenize(const Tokenizer& tokenizer);
+  static MakeExample Tokenize(const Tokenizer& tokenizer) { return TokenizeWithEos(tokenizer); }
 
-  // Fills *batch with the next batch and returns true, or returns false at
-  // the end of an epoch; the next call starts the following epoch.
-  absl::StatusOr<bool> Next(Batch* batch);
-
-  // The position of the batch Next returns next.
-  const BatchPosition& position() const { return position_; }
-  // Continues from a position() saved earlier (with the same config, seed
-  // and corpus); the pairs before it are read but not tokenized.
-  void Seek(const BatchPosition& position);
+  absl::StatusOr<bool> Next(Batch* batch) override;
+  const BatchPosition& position() const override { return position_; }
+  // The examples before the position are skipped, not decoded (a text
+  // corpus is read up to it).
+  void Seek(const BatchPosition& position) override;
+  // Checked at every pair read into a window.
+  void Cancel() override { cancelled_.store(true, std::memory_order_relaxed); }
 
   // Skipped so far this epoch (after Next returns false: in the epoch just
   // finished): the corpus reader's records and the length
@@ -92,12 +92,12 @@ class TokenBatcher {
   Batch Pad(const std::vector<const Example*>& rows) const;
 
   config::BatchingConfig config_;
-  OpenCorpus open_;
-  MakeExample make_;
+  OpenExamples open_;
   int pad_id_;
 
   BatchPosition position_;
-  std::unique_ptr<PairReader> reader_;
+  std::atomic<bool> cancelled_{false};
+  std::unique_ptr<ExampleReader> reader_;
   bool reopen_ = true;                  // reader_ must be (re)opened at position_.
   int64_t reader_pairs_ = 0;            // Pairs read from reader_.
   bool window_ready_ = false;

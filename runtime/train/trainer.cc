@@ -67,7 +67,7 @@ absl::StatusOr<bool> BestByScore(const config::TrainConfig& train, const Validat
              : "\"loss\" or \"auto\" (this run computes no validation score)"));
 }
 
-Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, TokenBatcher* batcher,
+Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, BatchStream* batcher,
                  std::vector<Batch> valid, TrainerOptions options, TrainerHooks hooks,
                  Communicator* communicator)
     : model_(model),

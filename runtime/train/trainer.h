@@ -162,7 +162,7 @@ class Trainer {
   // None of the pointers is owned; all must outlive the trainer. `valid`
   // may be empty (no validation). Without a communicator the trainer is
   // the only rank.
-  Trainer(TrainableModel* model, AdamOptimizer* optimizer, TokenBatcher* batcher,
+  Trainer(TrainableModel* model, AdamOptimizer* optimizer, BatchStream* batcher,
           std::vector<Batch> valid, TrainerOptions options, TrainerHooks hooks,
           Communicator* communicator = nullptr);
 
@@ -232,7 +232,7 @@ class Trainer {
 
   TrainableModel* model_;
   AdamOptimizer* optimizer_;
-  TokenBatcher* batcher_;
+  BatchStream* batcher_;
   std::vector<Batch> valid_;
   TrainerOptions options_;
   TrainerHooks hooks_;

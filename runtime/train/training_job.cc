@@ -19,6 +19,7 @@
 #include "core/environment_report.h"
 #include "core/status_macros.h"
 #include "runtime/train/adam_optimizer.h"
+#include "runtime/train/binary_training_corpus.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_average.h"
 #include "runtime/train/checkpoint_directory.h"
@@ -376,7 +377,19 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
                                           &weights, &moments));
   start.resume.reset();  // The checkpoint's host copy is no longer needed.
 
-  std::unique_ptr<TokenBatcher> batcher = MakeTrainingBatcher(config.data(), tokenizer);
+  // Rank 0 decides whether the binary corpus is there, so that every rank
+  // reads the same batches (each maps the same path: one machine or a
+  // shared file system; a rank without it stops with its name).
+  std::string binary_path;
+  if (rank_zero) {
+    const std::string path = BinaryTrainingCorpusPath(config.data(), work_dir);
+    struct stat info;
+    if (stat(path.c_str(), &info) == 0) binary_path = path;
+  }
+  TFM_RETURN_IF_ERROR(BroadcastString(communicator, 0, "the binary corpus path",
+                                      absl::InfiniteDuration(), &binary_path));
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<BatchStream> batcher,
+                       OpenTrainingBatches(config.data(), tokenizer, binary_path, log));
   TFM_ASSIGN_OR_RETURN(std::vector<Batch> valid, LoadValidationBatches(config.data(), tokenizer));
   log << "data: " << valid.size() << " validation batches\n" << std::flush;
   ValidationScorer scorer;
@@ -477,6 +490,8 @@ absl::Status RunTrainingCommand(const TaskContext& context, const ModelFactory& 
   switch (context.mode) {
     case TaskMode::kTrain:
       return RunTraining(context, make_model, make_scorer, make_task_files);
+    case TaskMode::kPreprocess:
+      return RunPreprocess(context);
     case TaskMode::kAverage:
       return RunAveraging(context);
     case TaskMode::kPlot:

@@ -60,7 +60,7 @@ absl::Status RunAveraging(const TaskContext& context);
 // Writes <work_dir>/metrics.svg from <work_dir>/metrics.csv.
 absl::Status RunPlot(const TaskContext& context);
 
-// Dispatches train/average/plot; other modes are the task's own.
+// Dispatches train/preprocess/average/plot; other modes are the task's own.
 absl::Status RunTrainingCommand(const TaskContext& context, const ModelFactory& make_model,
                                 const ValidationScorerFactory& make_scorer = nullptr,
                                 const TaskFilesFactory& make_task_files = nullptr);

@@ -129,6 +129,46 @@ TEST(TrainingJobTest, ResumeFromTheWorkDirectoryIsExact) {
   EXPECT_TRUE(ReadCheckpoint(straight + "/" + kBestCheckpoint).ok());
 }
 
+// The same with the preprocessed corpus: `preprocess` writes it, training
+// reads it (globally shuffled, batches built on the background thread) and
+// resumes inside an epoch exactly.
+TEST(TrainingJobTest, ResumeFromAPreprocessedCorpusIsExact) {
+  const std::string data = FreshDir("binary_data");
+  const std::string straight = FreshDir("binary_straight"), resumed = FreshDir("binary_resumed");
+  auto context = [&](const std::string& work_dir, int steps, TaskMode mode) {
+    TaskContext c = ToyContext(data, work_dir, steps);
+    // Windows of 10 of the 60 pairs (about 4 batches each): a resume at
+    // update 6 lands in the second.
+    c.config.config.mutable_data()->mutable_batching()->set_shuffle_buffer(10);
+    c.mode = mode;
+    return c;
+  };
+  for (const std::string& dir : {straight, resumed}) {
+    std::ostringstream out;
+    TaskContext preprocess = context(dir, 0, TaskMode::kPreprocess);
+    preprocess.log = &out;
+    ASSERT_TRUE(RunTrainingCommand(preprocess, Bigram()).ok()) << out.str();
+    EXPECT_NE(out.str().find("preprocess: 60 pairs"), std::string::npos) << out.str();
+  }
+  std::string log;
+  ASSERT_TRUE(Train(context(straight, 12, TaskMode::kTrain), &log, FakeBleu()).ok()) << log;
+  EXPECT_NE(log.find("data: " + straight + "/train_corpus.bin (60 pairs"), std::string::npos)
+      << log;
+  ASSERT_TRUE(Train(context(resumed, 6, TaskMode::kTrain), nullptr, FakeBleu()).ok());
+  absl::StatusOr<Checkpoint> stopped = ReadCheckpoint(resumed + "/checkpoint_000000006");
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_GT(stopped->state.data_position().pairs(), 0);  // Mid-epoch, past the first window.
+  ASSERT_TRUE(Train(context(resumed, 12, TaskMode::kTrain), &log, FakeBleu()).ok());
+  EXPECT_NE(log.find("resuming from " + resumed + "/checkpoint_000000006 at update 6"),
+            std::string::npos)
+      << log;
+  absl::StatusOr<Checkpoint> a = ReadCheckpoint(straight + "/checkpoint_000000012");
+  absl::StatusOr<Checkpoint> b = ReadCheckpoint(resumed + "/checkpoint_000000012");
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_EQ(a->model[0].second.ToVector<float>(), b->model[0].second.ToVector<float>());
+  EXPECT_EQ(Losses(straight), Losses(resumed));
+}
+
 TEST(TrainingJobTest, AverageAndPlotCommands) {
   const std::string data = FreshDir("avg_data"), work = FreshDir("avg_work");
   ASSERT_TRUE(Train(ToyContext(data, work, 9)).ok());

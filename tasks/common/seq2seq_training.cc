@@ -25,7 +25,8 @@ absl::StatusOr<std::unique_ptr<TrainableModel>> MakeTransformer(const config::Ta
 }  // namespace
 
 bool IsTrainingCommand(TaskMode mode) {
-  return mode == TaskMode::kTrain || mode == TaskMode::kAverage || mode == TaskMode::kPlot;
+  return mode == TaskMode::kTrain || mode == TaskMode::kPreprocess || mode == TaskMode::kAverage ||
+         mode == TaskMode::kPlot;
 }
 
 absl::Status RunSeq2SeqTraining(const TaskContext& context,

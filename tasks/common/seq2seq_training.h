@@ -10,7 +10,7 @@
 
 namespace tfm {
 
-// True for the commands RunSeq2SeqTraining serves: train, average, plot.
+// True for the commands RunSeq2SeqTraining serves: train, preprocess, average, plot.
 bool IsTrainingCommand(TaskMode mode);
 
 // `make_scorer`: the task's validation score (translation: validation BLEU,

@@ -34,8 +34,8 @@ ABSL_FLAG(std::string, config, "",
           "task config: a .pbtxt file or a preset name (ende_base, ende_gettext, ...); task "
           "binaries default to their preset");
 ABSL_FLAG(std::string, mode, "",
-          "run | validate | train | average | plot | translate (parse, decode) | evaluate (or give "
-          "it as the first "
+          "run | validate | train | preprocess | average | plot | translate (parse, decode) | "
+          "evaluate (or give it as the first "
           "argument; default: run for task binaries, validate for the generic driver)");
 ABSL_FLAG(std::string, data, "",
           "read every corpus of the config from this folder instead (a treebank or catalog "
@@ -89,6 +89,7 @@ absl::StatusOr<TaskMode> ParseMode(const std::string& mode) {
   static const auto* modes = new std::map<std::string, TaskMode>{
       {"validate", TaskMode::kValidate},
       {"train", TaskMode::kTrain},
+      {"preprocess", TaskMode::kPreprocess},
       {"average", TaskMode::kAverage},
       {"plot", TaskMode::kPlot},
       {"evaluate", TaskMode::kEvaluate},
@@ -101,8 +102,8 @@ absl::StatusOr<TaskMode> ParseMode(const std::string& mode) {
   if (it == modes->end()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown command '", mode,
-        "': expected run, validate, train, average, plot, translate (or parse, decode) or "
-        "evaluate"));
+        "': expected run, validate, train, preprocess, average, plot, translate (or parse, "
+        "decode) or evaluate"));
   }
   return it->second;
 }
@@ -347,6 +348,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "  --list                       list registered ops, layers and tasks\n"
       "  [COMMAND] --config=FILE_OR_PRESET [--set=a.b=v] [--workdir=DIR] [--data=DIR]\n"
       "      COMMAND: run | validate | train [--minutes=N] | average [--last=N] | plot\n"
+      "             | preprocess (data.train tokenized once into <workdir>/train_corpus.bin, "
+      "which train then reads: a global shuffle each epoch)\n"
       "             | translate (parse) --model=DIR [--input=F] [--output=F] [--beam=K] "
       "[--alpha=A] "
       "[--nbest=N]\n"

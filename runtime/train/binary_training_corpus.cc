@@ -1,0 +1,149 @@
+#include "runtime/train/binary_training_corpus.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/data/binary_corpus.h"
+#include "core/data/binary_corpus_format.h"
+#include "core/data/binary_corpus_writer.h"
+#include "core/data/file_io.h"
+#include "core/data/prefetching_batch_stream.h"
+#include "core/data/shuffled_corpus_reader.h"
+#include "core/data/token_batcher.h"
+#include "core/status_macros.h"
+#include "core/thread_pool.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "runtime/train/training_data.h"
+
+namespace tfm {
+namespace {
+
+// Pairs read and tokenized at a time by preprocessing.
+constexpr int64_t kPreprocessChunk = 8192;
+
+BinaryCorpusExpectation Expectation(const config::DataConfig& data, const Tokenizer& tokenizer) {
+  return {tokenizer.vocab_size(), Fnv1a64(tokenizer.model()), TrainingDataChecksum(data)};
+}
+
+}  // namespace
+
+std::string BinaryTrainingCorpusPath(const config::DataConfig& data, const std::string& work_dir) {
+  return absl::StrCat(work_dir, "/", data.binary_train_path());
+}
+
+uint64_t TrainingDataChecksum(const config::DataConfig& data) {
+  config::DataConfig made_from;
+  *made_from.mutable_train() = data.train();
+  const config::BatchingConfig& batching = data.batching();
+  made_from.mutable_batching()->set_max_length(batching.max_length());
+  made_from.mutable_batching()->set_min_length(batching.min_length());
+  made_from.mutable_batching()->set_max_source_tokens(batching.max_source_tokens());
+  made_from.mutable_batching()->set_max_target_tokens(batching.max_target_tokens());
+  // Deterministic serialization: the same message gives the same bytes.
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    made_from.SerializeToCodedStream(&coded);
+  }
+  return Fnv1a64(bytes);
+}
+
+absl::StatusOr<PreprocessSummary> WriteBinaryTrainingCorpus(const config::DataConfig& data,
+                                                            const Tokenizer& tokenizer,
+                                                            const std::string& path) {
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(data.train(), "data.train"));
+  const BinaryCorpusExpectation expected = Expectation(data, tokenizer);
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<BinaryCorpusWriter> writer,
+                       BinaryCorpusWriter::Create(path, expected.vocab_size,
+                                                  expected.vocabulary_checksum,
+                                                  expected.data_checksum));
+  const MakeExample make = TokenizeWithEos(tokenizer);
+  PreprocessSummary summary;
+  // Chunks of pairs tokenized on every core (SentencePiece's encoding is
+  // const and thread-safe), then filtered and written in corpus order: the
+  // file is the same whatever the thread count, and only a chunk is in memory.
+  std::vector<SentencePair> chunk(kPreprocessChunk);
+  std::vector<Example> examples(kPreprocessChunk);
+  int64_t read = 0;
+  bool more = true;
+  while (more) {
+    int64_t filled = 0;
+    while (filled < kPreprocessChunk) {
+      TFM_ASSIGN_OR_RETURN(more, reader->Next(&chunk[filled]));
+      if (!more) break;
+      ++filled;
+    }
+    ThreadPool::Default()->ParallelFor(filled, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) examples[i] = make(chunk[i]);
+    });
+    for (int64_t i = 0; i < filled; ++i, ++read) {
+      if (const char* reason = LengthRejection(examples[i], data.batching()); reason != nullptr) {
+        summary.skips.Skip(reason, absl::StrCat("data.train pair ", read));
+        continue;
+      }
+      TFM_RETURN_IF_ERROR(writer->Add(examples[i]));
+    }
+  }
+  TFM_RETURN_IF_ERROR(writer->Finish());
+  summary.pairs = writer->pairs();
+  summary.tokens = writer->tokens();
+  summary.token_bytes = writer->token_bytes();
+  summary.skips.Merge(reader->skips());
+  return summary;
+}
+
+absl::Status RunPreprocess(const TaskContext& context) {
+  const config::DataConfig& data = context.config.config.data();
+  std::ostream& log = context.log != nullptr ? *context.log : std::cout;
+  TFM_RETURN_IF_ERROR(MakeDirectories(context.work_dir));
+  TFM_ASSIGN_OR_RETURN(const Tokenizer tokenizer,
+                       LoadOrTrainTokenizer(data, context.work_dir, &log));
+  const std::string path = BinaryTrainingCorpusPath(data, context.work_dir);
+  log << "preprocess: data.train -> " << path << "\n" << std::flush;
+  TFM_ASSIGN_OR_RETURN(const PreprocessSummary summary,
+                       WriteBinaryTrainingCorpus(data, tokenizer, path));
+  log << absl::StrFormat(
+      "preprocess: %d pairs, %d tokens as %s; %s\n", summary.pairs, summary.tokens,
+      summary.token_bytes == kTokenBytesUint16 ? "uint16" : "int32", summary.skips.Summary());
+  log << "preprocess: training in " << context.work_dir << " now reads " << path
+      << " (a global shuffle each epoch)\n";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<BatchStream>> OpenTrainingBatches(const config::DataConfig& data,
+                                                                 const Tokenizer& tokenizer,
+                                                                 const std::string& binary_path,
+                                                                 std::ostream& log) {
+  std::unique_ptr<BatchStream> batches;
+  if (binary_path.empty()) {
+    batches = MakeTrainingBatcher(data, tokenizer);
+    log << "data: data.train read as text (run the preprocess command for a global shuffle)\n";
+  } else {
+    TFM_ASSIGN_OR_RETURN(std::shared_ptr<const BinaryCorpus> corpus,
+                         BinaryCorpus::Open(binary_path, Expectation(data, tokenizer)));
+    if (corpus->size() >= (int64_t{1} << 32)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(binary_path, ": ", corpus->size(), " pairs; at most 2^32 - 1"));
+    }
+    log << "data: " << binary_path << " (" << corpus->size() << " pairs, " << corpus->tokens()
+        << " tokens), shuffled each epoch\n";
+    const uint64_t seed = data.batching().shuffle_seed();
+    batches = std::make_unique<TokenBatcher>(
+        data.batching(),
+        [corpus, seed](int64_t epoch) -> absl::StatusOr<std::unique_ptr<ExampleReader>> {
+          return std::unique_ptr<ExampleReader>(new ShuffledCorpusReader(corpus, seed, epoch));
+        },
+        tokenizer.pad_id());
+  }
+  if (data.batching().prefetch_batches() > 0) {
+    batches = std::make_unique<PrefetchingBatchStream>(std::move(batches),
+                                                       data.batching().prefetch_batches());
+  }
+  return batches;
+}
+
+}  // namespace tfm
