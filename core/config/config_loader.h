@@ -77,8 +77,10 @@ absl::Status ValidateTaskConfig(const LoadedConfig& loaded);
 // What only the machine that runs the config can check, so that
 // ValidateTaskConfig (and --mode=validate) works anywhere: the GPU named by
 // train.device exists (cuda::DeviceCount), and data.work_dir exists or can be
-// created. The driver calls it before training, evaluating or decoding.
-absl::Status CheckConfigRunsHere(const LoadedConfig& loaded);
+// created. The driver calls it before training, evaluating or decoding;
+// before a command that computes nothing on a device (preprocess) with
+// `check_devices` false, so that a GPU config is prepared on any machine.
+absl::Status CheckConfigRunsHere(const LoadedConfig& loaded, bool check_devices = true);
 
 // Parse + overrides + validation: what the command line and the tasks use.
 absl::StatusOr<LoadedConfig> LoadTaskConfig(const std::string& path,

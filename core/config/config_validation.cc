@@ -236,13 +236,15 @@ void CheckWorkDirIsWritable(const config::DataConfig& data, Problems& problems) 
 
 }  // namespace
 
-absl::Status CheckConfigRunsHere(const LoadedConfig& loaded) {
+absl::Status CheckConfigRunsHere(const LoadedConfig& loaded, bool check_devices) {
   Problems problems(loaded.sources);
   const config::TaskConfig& config = loaded.config;
-  CheckDeviceIsHere("train.device", config.train().device(), problems);
-  // --device sets both: one message for one missing GPU.
-  if (config.decode().device() != config.train().device()) {
-    CheckDeviceIsHere("decode.device", config.decode().device(), problems);
+  if (check_devices) {
+    CheckDeviceIsHere("train.device", config.train().device(), problems);
+    // --device sets both: one message for one missing GPU.
+    if (config.decode().device() != config.train().device()) {
+      CheckDeviceIsHere("decode.device", config.decode().device(), problems);
+    }
   }
   CheckWorkDirIsWritable(loaded.config.data(), problems);
   return problems.ToStatus();

@@ -312,7 +312,10 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   const bool runs_saved_model = mode == TaskMode::kDecode || mode == TaskMode::kEvaluate;
   if (!runs_saved_model) {
     TFM_RETURN_IF_ERROR(task->Validate(loaded));
-    if (mode != TaskMode::kValidate) TFM_RETURN_IF_ERROR(CheckConfigRunsHere(loaded));
+    if (mode != TaskMode::kValidate) {
+      TFM_RETURN_IF_ERROR(
+          CheckConfigRunsHere(loaded, /*check_devices=*/mode != TaskMode::kPreprocess));
+    }
   }
   if (mode == TaskMode::kValidate) {
     std::string text;

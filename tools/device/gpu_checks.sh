@@ -65,6 +65,10 @@ if run train; then
       grep -vE '^epoch '
   }
   preset="${TFM_GPU_PRESET:-multi30k_ende_gpu}"
+  # The corpus tokenized once into the work directory (memory-mapped, a
+  # global shuffle each epoch, batches built on a background thread).
+  timeout 60 "$bundle/run_bundle.sh" tasks/translate_ende preprocess --config="$preset" \
+    --data="$data" --workdir="$work" || rm -f "$work/train_corpus.bin"
   main_job "$preset"
   if ! ls -d "$work"/checkpoint_0* >/dev/null 2>&1; then
     echo "== $preset left no checkpoint: multi30k_ende_small (f32) instead"
