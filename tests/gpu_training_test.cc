@@ -348,7 +348,9 @@ void ExpectMixedPrecisionState(TrainingSetup& run, std::optional<DType> copies) 
     EXPECT_EQ(p->value.dtype(), DType::kF32) << p->name;
     EXPECT_EQ(p->grad.dtype(), DType::kF32) << p->name;
     EXPECT_EQ(p->compute_copy.defined(), copies.has_value()) << p->name;
-    if (copies) EXPECT_EQ(p->compute_copy.dtype(), *copies) << p->name;
+    if (copies) {
+      EXPECT_EQ(p->compute_copy.dtype(), *copies) << p->name;
+    }
   }
   for (const auto& [name, moment] : run.optimizer->State()) {
     EXPECT_EQ(moment.dtype(), DType::kF32) << name;

@@ -91,6 +91,8 @@ double ToDouble(const Tensor& tensor, int64_t i) {
       return tensor.data<int32_t>()[i];
     case DType::kI64:
       return static_cast<double>(tensor.data<int64_t>()[i]);
+    case DType::kI8:
+      return tensor.data<int8_t>()[i];
   }
   return 0;
 }
