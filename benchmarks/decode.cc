@@ -596,7 +596,12 @@ std::vector<Ratio> PrintResults(const std::string& title, const std::vector<Row>
   std::vector<Ratio> ratios;
   if (best.empty() || best.front().first != "ours") return ratios;
   for (size_t i = 1; i < best.size(); ++i) {
-    ratios.push_back({best[i].first, best.front().second / best[i].second});
+    // No target tokens (a model that ends every output at once) gives no ratio.
+    if (best.front().second > 0 && best[i].second > 0) {
+      ratios.push_back({best[i].first, best.front().second / best[i].second});
+    } else {
+      std::cout << "no ratio for " << best[i].first << ": a side decoded no target tokens\n";
+    }
   }
   return ratios;
 }
