@@ -1,25 +1,45 @@
-// Translation speed of a trained model, ours against CTranslate2 and a cached
-// PyTorch beam search on the same weights, sources and search settings:
+// Translation speed of a trained model, ours against Hugging Face
+// transformers' MarianMT `generate`, CTranslate2 and a cached PyTorch beam
+// search on the same weights, sources and search settings, on the CPU or a
+// GPU:
 //
 //   bazel run -c opt //benchmarks:decode -- --model=/work/main/work/m30k
+//   bazel run -c opt //benchmarks:decode -- --model=DIR --device=cuda \
+//       --batch_sizes=32,128,512 --lines_at_batch_1=200 --random_base
 //
 // It translates Multi30k's test_2016_flickr (EN->DE by default) with the
 // checkpoint's decode settings (beam 4, alpha 0.6, max length source + 50),
-// sentence by sentence and in batches of --batch_size sentences sorted by
-// length, and prints sentences/s and target tokens/s (output subwords, eos
-// not counted) per row, then `decode tokens/s ours/ctranslate2: X` (against
-// the fastest float32 CTranslate2 row) and `decode tokens/s ours/torch: Y`.
+// sentence by sentence (the first --lines_at_batch_1 lines) and in batches
+// of each of --batch_sizes sentences sorted by length, and prints
+// sentences/s and target tokens/s (output subwords, eos not counted) per
+// row, then one ratio per peer: `decode tokens/s ours/huggingface: X`, ...
+// (our fastest row over the peer's fastest float32 row; on a GPU the lines
+// end in "(cuda)").
 //
 // The peers (benchmarks/decode_peers.py, in the bench venv) get our
 // checkpoint, our SentencePiece pieces and our source ids, so all rows decode
-// the same subwords. Before timing, the float32 peers' batched translations
-// are compared with ours (identical lines counted; float reordering makes a
-// few differ, many means a wrong conversion and stops the run). Every row
-// first decodes --warmup sentences untimed; with --passes=N every row runs
-// N times, in turn, and keeps its fastest time. Each peer runs in its own
-// process once per OpenMP wait policy of --peer_wait_policies (PASSIVE and
-// ACTIVE: which is faster depends on the library and the machine) and each
-// of its rows keeps the fastest.
+// the same subwords. Checks before timing, each printing `check: PASS` or
+// `check: FAIL` with what it compared (any FAIL makes the run exit 1, after
+// the timed rows, so that one GPU run still gives every figure):
+// - MarianMT's log-probabilities against ours, teacher forced on our
+//   outputs of the first --logprob_check_lines sources (--max_logprob_diff);
+// - each float32 peer's batched translations against ours: identical lines
+//   counted (float reordering makes a few differ), BLEU against --reference
+//   within --max_bleu_gap of ours (MarianMT's length penalty is len^alpha,
+//   not GNMT's, so some of its lines differ by design), and at most
+//   --max_disagreement of the lines differing.
+// Every row first decodes --warmup sentences untimed (the same ones on every
+// side); with --passes=N every row runs N times, in turn, and keeps its
+// fastest time. On the CPU each peer runs in its own process once per OpenMP
+// wait policy of --peer_wait_policies (PASSIVE and ACTIVE: which is faster
+// depends on the library and the machine) and each of its rows keeps the
+// fastest.
+//
+// --random_base adds a Transformer-base-sized model with random weights (6+6
+// layers, d_model 512, --random_vocab pieces) decoding --random_sentences
+// random sources of --random_source_length ids for exactly
+// --random_steps steps (end of sentence disabled on every side), at the same
+// batch sizes: the same work for everyone whatever the weights.
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -44,13 +64,19 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "benchmarks/random_transformer.h"
+#include "core/config/training_device.h"
 #include "core/cpu_features.h"
+#include "core/cuda/runtime.h"
 #include "core/data/line_reader.h"
 #include "core/environment_report.h"
+#include "core/metrics/bleu.h"
 #include "core/op_profile.h"
 #include "core/paths.h"
 #include "core/status_macros.h"
+#include "core/tensor_copy.h"
 #include "core/thread_pool.h"
+#include "runtime/decode/beam_search.h"
 #include "runtime/decode/search.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
@@ -61,24 +87,50 @@ ABSL_FLAG(std::string, model, "work/m30k",
           "A work directory of `train` or a checkpoint (relative: to where bazel runs)");
 ABSL_FLAG(std::string, input, "../shared/data/multi30k/test_2016_flickr.en.gz",
           "Source sentences, one a line (relative: to the project root)");
-ABSL_FLAG(int, threads, 2, "Threads on every side (ours, CTranslate2's intra_threads, torch)");
-ABSL_FLAG(int, batch_size, 32, "Sentences per batch in the batched rows");
+ABSL_FLAG(std::string, reference, "../shared/data/multi30k/test_2016_flickr.de.gz",
+          "References of --input, one a line, for the BLEU check (relative: to the project root)");
+ABSL_FLAG(std::string, device, "cpu",
+          "Where every side decodes: cpu, cuda (= cuda:0), cuda:N or auto");
+ABSL_FLAG(int, threads, 2,
+          "CPU threads on every side (ours, CTranslate2's intra_threads, torch)");
+ABSL_FLAG(std::string, batch_sizes, "32",
+          "Sentences per batch of the batched rows, comma-separated (a row per size)");
+ABSL_FLAG(int, lines_at_batch_1, 0,
+          "Rows at batch 1 translate only the first N lines (0: all)");
 ABSL_FLAG(int, beam, 0, "Beam size; 0: the checkpoint's decode section");
 ABSL_FLAG(double, alpha, -1, "Length penalty alpha; < 0: the checkpoint's");
 ABSL_FLAG(int, max_lines, 0, "Translate only the first N lines (0: all)");
 ABSL_FLAG(int, warmup, 16, "Sentences each row decodes untimed first");
-ABSL_FLAG(std::string, peers, "ct2_float32,ct2_int8,torch",
-          "Peer rows (decode_peers.py), each timed at batch 1 and batched; empty: ours only");
+ABSL_FLAG(std::string, peers, "default",
+          "Peer rows (decode_peers.py: hf_float32, hf_bfloat16, ct2_float32, ct2_int8, torch), "
+          "each timed at batch 1 and at every batch size; empty: ours only; default: "
+          "ct2_float32,ct2_int8,torch,hf_float32 on the CPU, "
+          "hf_float32,hf_bfloat16,torch,ct2_float32 on a GPU");
 ABSL_FLAG(std::string, peer_python, "/opt/transformer-bench-venv/bin/python3",
-          "Python with ctranslate2 and torch (tools/setup_bench.sh)");
+          "Python with torch, transformers and ctranslate2 (tools/setup_bench.sh)");
 ABSL_FLAG(double, max_disagreement, 0.2,
-          "Stop if more than this share of a float32 peer's lines differ from ours");
+          "check: FAIL if more than this share of a float32 peer's lines differ from ours");
+ABSL_FLAG(double, max_bleu_gap, 0.5,
+          "check: FAIL if a float32 peer's BLEU is further than this from ours");
+ABSL_FLAG(int, logprob_check_lines, 8,
+          "Sources whose MarianMT log-probabilities are compared with ours (0: none)");
+ABSL_FLAG(double, max_logprob_diff, 1e-4,
+          "check: FAIL if a MarianMT log-probability differs from ours by more");
 ABSL_FLAG(int, passes, 1, "Passes over the timed rows; each row keeps its fastest");
 ABSL_FLAG(std::string, peer_wait_policies, "PASSIVE,ACTIVE",
-          "OMP_WAIT_POLICY values each peer is timed under, one process each ('default': the "
-          "library's own); each peer row keeps its fastest");
+          "OMP_WAIT_POLICY values each peer is timed under on the CPU, one process each "
+          "('default': the library's own); each peer row keeps its fastest. A GPU run uses "
+          "'default' only");
 ABSL_FLAG(bool, profile_ops, false,
           "Print where our rows' time goes, op by op (also with TFM_PROFILE_OPS=1)");
+ABSL_FLAG(bool, random_base, false,
+          "Also time a Transformer-base-sized model with random weights for a fixed number of "
+          "steps (see the file's comment)");
+ABSL_FLAG(int, random_vocab, 32000, "--random_base: its vocabulary");
+ABSL_FLAG(int, random_sentences, 256, "--random_base: sources decoded by the batched rows");
+ABSL_FLAG(int, random_lines_at_batch_1, 16, "--random_base: sources decoded at batch 1");
+ABSL_FLAG(int, random_source_length, 24, "--random_base: ids per source, eos included");
+ABSL_FLAG(int, random_steps, 64, "--random_base: steps every hypothesis decodes");
 
 namespace tfm {
 namespace {
@@ -86,7 +138,7 @@ namespace {
 using Outputs = std::vector<std::vector<int>>;
 
 struct Row {
-  std::string side;  // "ours", "ct2_float32", ...
+  std::string side;  // "ours", "ct2_float32", "hf_bfloat16", ...
   int batch_size = 1;
   double seconds = 0;
   Outputs outputs;
@@ -98,6 +150,25 @@ struct Row {
     return tokens;
   }
   double TokensPerSecond() const { return Tokens() / seconds; }
+};
+
+// What one part of the benchmark times: a model and its sources, how ours
+// searches them, and the command that runs the peers on the same.
+struct Section {
+  std::string title;
+  IncrementalModel* model = nullptr;
+  SearchOptions search;
+  Outputs sources;
+  std::string peer_command;  // decode_peers.py without --rows.
+  int lines_at_batch_1 = 0;  // 0: all.
+};
+
+// What the peers need to know of a model beside its model.safetensors.
+struct PeerModel {
+  std::string checkpoint_dir;
+  int encoder_layers = 0, decoder_layers = 0, heads = 0;
+  int pad = 0, bos = 0, eos = 0, unk = 0;
+  float layer_norm_epsilon = 0;
 };
 
 using ::tfm::testing::ShellQuote;
@@ -131,32 +202,48 @@ absl::StatusOr<Outputs> ReadIds(const std::string& path) {
   if (!in) return absl::NotFoundError(absl::StrCat("no peer outputs at ", path));
   Outputs ids;
   std::string line;
+  int number = 0;
   while (std::getline(in, line)) {
+    ++number;
     ids.emplace_back();
     for (absl::string_view token : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
       int id = 0;
-      if (!absl::SimpleAtoi(token, &id)) return absl::DataLossError("bad id in " + path);
+      if (!absl::SimpleAtoi(token, &id)) {
+        return absl::DataLossError(absl::StrCat(path, ":", number, ": bad id '", token, "'"));
+      }
       ids.back().push_back(id);
     }
   }
   return ids;
 }
 
-// Ours at one batch size: the first `warmup` sources untimed, then all.
-absl::StatusOr<Row> RunOurs(TrainedModel& trained, config::DecodeConfig decode, int batch_size,
-                            const Outputs& sources) {
-  decode.set_batch_size(batch_size);
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search, CreateSearchStrategy(decode));
+// The sources a row at `batch_size` decodes: the first `lines_at_batch_1`
+// at batch 1 (when > 0), else all.
+absl::Span<const std::vector<int>> RowSources(const Section& section, int batch_size) {
+  size_t count = section.sources.size();
+  if (batch_size == 1 && section.lines_at_batch_1 > 0) {
+    count = std::min(count, static_cast<size_t>(section.lines_at_batch_1));
+  }
+  return absl::MakeConstSpan(section.sources.data(), count);
+}
+
+// Ours at one batch size: the first --warmup sources untimed, then the
+// row's sources.
+absl::StatusOr<Row> RunOurs(const Section& section, int batch_size) {
+  SearchOptions options = section.search;
+  options.batch_size = batch_size;
+  BeamSearch search(options);
+  const absl::Span<const std::vector<int>> sources = RowSources(section, batch_size);
   const size_t warmup = std::min(sources.size(), static_cast<size_t>(absl::GetFlag(FLAGS_warmup)));
-  TFM_RETURN_IF_ERROR(
-      search->Search(*trained.model, absl::MakeConstSpan(sources.data(), warmup)).status());
+  TFM_RETURN_IF_ERROR(search.Search(*section.model, sources.subspan(0, warmup)).status());
   const bool profile = absl::GetFlag(FLAGS_profile_ops) || OpProfilingEnabled();
   if (profile) {
     SetOpProfiling(true);
     ResetOpProfile();
   }
+  // The results are on the host when Search returns: a GPU's work is in.
   const absl::Time start = absl::Now();
-  TFM_ASSIGN_OR_RETURN(std::vector<NBestList> results, search->Search(*trained.model, sources));
+  TFM_ASSIGN_OR_RETURN(std::vector<NBestList> results, search.Search(*section.model, sources));
   Row row{"ours", batch_size, absl::ToDoubleSeconds(absl::Now() - start)};
   for (const NBestList& list : results) row.outputs.push_back(list.front().tokens);
   if (profile) {
@@ -166,7 +253,9 @@ absl::StatusOr<Row> RunOurs(TrainedModel& trained, config::DecodeConfig decode, 
   return row;
 }
 
-// The peer rows `rows` (e.g. "ct2_float32@1,torch@batch"), one process.
+// The peer rows `rows` (e.g. "ct2_float32@1,torch@32"), one process. A row
+// the peer cannot run here (it prints `skip`, the row and why) is reported
+// and left out.
 absl::StatusOr<std::vector<Row>> RunPeers(const std::string& command, const std::string& rows) {
   const std::string full = absl::StrCat(command, " --rows ", rows);
   FILE* pipe = popen(full.c_str(), "r");
@@ -182,6 +271,10 @@ absl::StatusOr<std::vector<Row>> RunPeers(const std::string& command, const std:
   std::vector<Row> result;
   for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
     std::vector<std::string> f = absl::StrSplit(line, '\t');
+    if (f.size() == 3 && f[0] == "skip") {
+      std::cout << "peer row " << f[1] << " not run: " << f[2] << "\n";
+      continue;
+    }
     Row row;
     if (f.size() != 5 || !absl::SimpleAtoi(f[1], &row.batch_size) ||
         !absl::SimpleAtod(f[2], &row.seconds)) {
@@ -196,7 +289,7 @@ absl::StatusOr<std::vector<Row>> RunPeers(const std::string& command, const std:
 }
 
 // Lines where `peer` differs from `ours`; prints the count and examples.
-absl::StatusOr<int> CompareWithOurs(const Row& peer, const Row& ours, const Tokenizer& tokenizer) {
+absl::StatusOr<int> CompareWithOurs(const Row& peer, const Row& ours, const Tokenizer* tokenizer) {
   if (peer.outputs.size() != ours.outputs.size()) {
     return absl::DataLossError(absl::StrCat(peer.side, " gave ", peer.outputs.size(),
                                             " outputs for ", ours.outputs.size(), " sources"));
@@ -208,83 +301,176 @@ absl::StatusOr<int> CompareWithOurs(const Row& peer, const Row& ours, const Toke
   std::cout << absl::StrFormat(
       "%s at batch %d: %d of %d translations identical to ours, %d differ\n", peer.side,
       peer.batch_size, ours.outputs.size() - differ.size(), ours.outputs.size(), differ.size());
-  for (size_t k = 0; k < differ.size() && k < 3; ++k) {
+  for (size_t k = 0; tokenizer != nullptr && k < differ.size() && k < 3; ++k) {
     const size_t i = differ[k];
-    TFM_ASSIGN_OR_RETURN(const std::string a, tokenizer.Decode(ours.outputs[i]));
-    TFM_ASSIGN_OR_RETURN(const std::string b, tokenizer.Decode(peer.outputs[i]));
+    TFM_ASSIGN_OR_RETURN(const std::string a, tokenizer->Decode(ours.outputs[i]));
+    TFM_ASSIGN_OR_RETURN(const std::string b, tokenizer->Decode(peer.outputs[i]));
     std::cout << absl::StrFormat("  line %d\n    ours: %s\n    peer: %s\n", i + 1, a, b);
   }
   return static_cast<int>(differ.size());
 }
 
+// Corpus BLEU of `outputs` (one per encoded source) against the references
+// of the input lines (an input line without a source scores as empty).
+absl::StatusOr<double> Bleu(const Outputs& outputs, const EncodedLines& encoded,
+                            const Tokenizer& tokenizer,
+                            const std::vector<std::string>& references) {
+  std::vector<std::string> hypotheses;
+  for (int index : encoded.source_of) {
+    if (index < 0) {
+      hypotheses.emplace_back();
+      continue;
+    }
+    TFM_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(outputs[index]));
+    hypotheses.push_back(std::move(text));
+  }
+  TFM_ASSIGN_OR_RETURN(const BleuScore score, CorpusBleu(hypotheses, {references}));
+  return score.score;
+}
+
 // The checkpoint's decode settings as the rows use them: beam search, one
-// output each, with --beam and --alpha applied.
-config::DecodeConfig DecodeSettings(const TrainedModel& trained) {
+// output each, with --beam and --alpha applied; InvalidArgument for bad ones.
+absl::StatusOr<SearchOptions> SearchSettings(const TrainedModel& trained) {
   config::DecodeConfig decode = trained.config.decode();
   decode.set_strategy(config::DecodeConfig::BEAM);
   decode.set_nbest(1);
   if (absl::GetFlag(FLAGS_beam) > 0) decode.set_beam_size(absl::GetFlag(FLAGS_beam));
   if (absl::GetFlag(FLAGS_alpha) >= 0) decode.set_length_penalty_alpha(absl::GetFlag(FLAGS_alpha));
-  return decode;
+  TFM_RETURN_IF_ERROR(CreateSearchStrategy(decode).status());
+  return SearchOptions::FromConfig(decode);
 }
 
-// A new folder with what the peers read: our pieces by id (vocab.txt) and
-// the source ids (sources.txt).
-absl::StatusOr<std::string> WritePeerInputs(const Tokenizer& tokenizer, const Outputs& sources) {
+// A new folder under `parent` (or /tmp) with what the peers read: the
+// pieces by id (vocab.txt) and the source ids (sources.txt).
+absl::StatusOr<std::string> WritePeerInputs(const std::vector<std::string>& pieces,
+                                            const Outputs& sources) {
   char dir_template[] = "/tmp/decode_bench.XXXXXX";
   if (mkdtemp(dir_template) == nullptr) return absl::InternalError("mkdtemp failed");
   const std::string work = dir_template;
   {
     std::ofstream vocab(work + "/vocab.txt");
-    for (int id = 0; id < tokenizer.vocab_size(); ++id) vocab << tokenizer.IdToPiece(id) << "\n";
+    for (const std::string& piece : pieces) vocab << piece << "\n";
   }
   TFM_RETURN_IF_ERROR(WriteIds(work + "/sources.txt", sources));
   return work;
 }
 
-// The command that runs benchmarks/decode_peers.py on our checkpoint and
-// the inputs in `work`, with our search settings; RunPeers adds the rows.
-absl::StatusOr<std::string> PeerCommand(const char* argv0, const TrainedModel& trained,
-                                        const config::DecodeConfig& decode, const std::string& work,
-                                        int threads, int batch_size) {
+// The command that runs benchmarks/decode_peers.py on `model` and the
+// inputs in `work` with our search settings; RunPeers adds the rows.
+absl::StatusOr<std::string> PeerCommand(const char* argv0, const PeerModel& model,
+                                        const SearchOptions& search, const std::string& work,
+                                        const Device& device, int lines_at_batch_1) {
   std::string error;
   std::unique_ptr<bazel::tools::cpp::runfiles::Runfiles> runfiles(
       bazel::tools::cpp::runfiles::Runfiles::Create(argv0, &error));
   if (runfiles == nullptr) return absl::NotFoundError(absl::StrCat("runfiles: ", error));
-  const config::ModelConfig& model = trained.config.model();
   return absl::StrFormat(
       "%s %s --checkpoint %s --work %s --encoder_layers %d --decoder_layers %d --heads %d "
-      "--bos %d --eos %d --unk %d --beam %d --alpha %g --max_length_offset %d --threads %d "
-      "--batch_size %d --warmup %d",
+      "--pad %d --bos %d --eos %d --unk %d --beam %d --alpha %.17g --max_length_offset %d "
+      "--layer_norm_epsilon %.9g --threads %d --warmup %d --device %s --lines_at_1 %d%s",
       ShellQuote(absl::GetFlag(FLAGS_peer_python)),
       ShellQuote(runfiles->Rlocation("transformer/benchmarks/decode_peers.py")),
-      ShellQuote(trained.checkpoint_dir), work, model.num_encoder_layers(),
-      model.num_decoder_layers(), model.num_heads(), trained.tokenizer.bos_id(),
-      trained.tokenizer.eos_id(), trained.tokenizer.unk_id(), decode.beam_size(),
-      decode.length_penalty_alpha(), decode.max_length_offset(), threads, batch_size,
-      absl::GetFlag(FLAGS_warmup));
+      ShellQuote(model.checkpoint_dir), work, model.encoder_layers, model.decoder_layers,
+      model.heads, model.pad, model.bos, model.eos, model.unk, search.beam_size,
+      search.length_penalty_alpha, search.max_length_offset, model.layer_norm_epsilon,
+      absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_warmup), device.ToString(),
+      lines_at_batch_1, search.ignore_eos ? " --ignore_eos" : "");
 }
 
-// The check before timing: the float32 peers' batched translations against
-// ours (`ours_batched`); too many differing lines mean a wrong conversion.
-absl::Status CheckPeersAgree(const std::string& peer_command, const std::vector<std::string>& peers,
-                             const Row& ours_batched, const Tokenizer& tokenizer) {
-  std::vector<std::string> check_rows;
-  for (const std::string& peer : peers) {
-    if (!absl::StrContains(peer, "int8")) check_rows.push_back(peer + "@batch");
-  }
-  if (check_rows.empty()) return absl::OkStatus();
-  std::cout << "\nagreement before timing (same sources, batched):\n";
-  TFM_ASSIGN_OR_RETURN(std::vector<Row> checked,
-                       RunPeers(peer_command, absl::StrJoin(check_rows, ",")));
-  for (const Row& peer : checked) {
-    TFM_ASSIGN_OR_RETURN(const int differ, CompareWithOurs(peer, ours_batched, tokenizer));
-    if (differ > absl::GetFlag(FLAGS_max_disagreement) * ours_batched.outputs.size()) {
-      return absl::InternalError(absl::StrCat(peer.side, " disagrees with ours on ", differ,
-                                              " lines: the conversion is wrong"));
+// Prints one check's line; false when it failed.
+bool Check(bool pass, const std::string& what) {
+  std::cout << "check: " << (pass ? "PASS " : "FAIL ") << what << "\n";
+  return pass;
+}
+
+// MarianMT's float32 log-probabilities against ours, teacher forced on our
+// outputs (`ours`) of the first --logprob_check_lines sources, one sentence
+// at a time (no padding). Prints the largest difference and the check.
+absl::StatusOr<bool> CheckLogProbs(Transformer& model, const Outputs& sources, const Outputs& ours,
+                                   int eos_id, const std::string& peer_command,
+                                   const std::string& work) {
+  const size_t count =
+      std::min(sources.size(), static_cast<size_t>(absl::GetFlag(FLAGS_logprob_check_lines)));
+  std::vector<float> ours_log_probs;
+  {
+    std::ofstream pairs(work + "/logprob_inputs.txt");
+    for (size_t i = 0; i < count; ++i) {
+      Batch batch;
+      batch.size = 1;
+      batch.source = sources[i];
+      batch.source_length = static_cast<int>(sources[i].size());
+      batch.source_lengths = {batch.source_length};
+      batch.target = ours[i];
+      batch.target.push_back(eos_id);
+      batch.target_length = static_cast<int>(batch.target.size());
+      batch.target_lengths = {batch.target_length};
+      TFM_ASSIGN_OR_RETURN(const Tensor log_probs, model.LogProbabilities(batch));
+      TFM_ASSIGN_OR_RETURN(const Tensor host, CopyToDevice(log_probs, Device::Cpu()));
+      const float* data = host.data<float>();
+      ours_log_probs.insert(ours_log_probs.end(), data, data + host.num_elements());
+      pairs << absl::StrJoin(batch.source, " ") << "\t" << absl::StrJoin(batch.target, " ")
+            << "\n";
     }
   }
-  return absl::OkStatus();
+  const std::string full = peer_command + " --logprobs";
+  if (std::system(full.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("the MarianMT log-probabilities failed: ", full));
+  }
+  const std::string path = work + "/hf_logprobs.f32";
+  std::ifstream in(path, std::ios::binary);
+  std::vector<float> theirs(ours_log_probs.size());
+  in.read(reinterpret_cast<char*>(theirs.data()),
+          static_cast<std::streamsize>(theirs.size() * sizeof(float)));
+  if (!in || in.peek() != EOF) {
+    return absl::DataLossError(absl::StrCat(path, ": not ", theirs.size(),
+                                            " floats (ours' positions x vocabulary)"));
+  }
+  double worst = 0;
+  for (size_t i = 0; i < theirs.size(); ++i) {
+    // Both -infinity (a token neither allows) agree.
+    if (ours_log_probs[i] == theirs[i]) continue;
+    worst = std::max(worst, std::abs(static_cast<double>(ours_log_probs[i]) - theirs[i]));
+  }
+  const double limit = absl::GetFlag(FLAGS_max_logprob_diff);
+  return Check(worst <= limit,
+               absl::StrFormat("huggingface logits parity: max |log p ours - log p huggingface| "
+                               "= %.3g over %d log-probabilities (%d sentences, teacher forced "
+                               "on our outputs; limit %g)",
+                               worst, theirs.size(), count, limit));
+}
+
+// The checks before timing: the float32 peers' translations at
+// `ours_batched`'s batch size against ours. False when one failed.
+absl::StatusOr<bool> CheckPeersAgree(const std::string& peer_command,
+                                     const std::vector<std::string>& peers, const Row& ours_batched,
+                                     const Tokenizer& tokenizer, const EncodedLines& encoded,
+                                     const std::vector<std::string>& references) {
+  std::vector<std::string> check_rows;
+  for (const std::string& peer : peers) {
+    if (absl::StrContains(peer, "float32") || peer == "torch") {
+      check_rows.push_back(absl::StrCat(peer, "@", ours_batched.batch_size));
+    }
+  }
+  if (check_rows.empty()) return true;
+  std::cout << "\nagreement before timing (same sources, batched):\n";
+  TFM_ASSIGN_OR_RETURN(const double ours_bleu,
+                       Bleu(ours_batched.outputs, encoded, tokenizer, references));
+  TFM_ASSIGN_OR_RETURN(std::vector<Row> checked,
+                       RunPeers(peer_command, absl::StrJoin(check_rows, ",")));
+  bool pass = true;
+  for (const Row& peer : checked) {
+    TFM_ASSIGN_OR_RETURN(const int differ, CompareWithOurs(peer, ours_batched, &tokenizer));
+    TFM_ASSIGN_OR_RETURN(const double bleu, Bleu(peer.outputs, encoded, tokenizer, references));
+    const int lines = static_cast<int>(ours_batched.outputs.size());
+    const double gap = absl::GetFlag(FLAGS_max_bleu_gap);
+    const double share = absl::GetFlag(FLAGS_max_disagreement);
+    pass &= Check(std::abs(bleu - ours_bleu) <= gap && differ <= share * lines,
+                  absl::StrFormat("%s float32 vs ours: %d of %d lines identical; BLEU %.2f vs "
+                                  "ours %.2f (within %.2f required); at most %.0f%% may differ",
+                                  peer.side, lines - differ, lines, bleu, ours_bleu, gap,
+                                  100 * share));
+  }
+  return pass;
 }
 
 // Adds `row` to `rows`, or keeps the faster of it and the row already there
@@ -299,136 +485,332 @@ void KeepFastest(Row row, std::vector<Row>* rows) {
   rows->push_back(std::move(row));
 }
 
-// The timed rows: ours, then each peer, at batch 1 and batched (ours at
-// batch 1 first, ours batched second). Each peer runs in its own process
-// per OpenMP wait policy (so no library's spinning workers run beside
-// another's rows), and every row keeps its fastest time over the policies
-// and the passes (load from other jobs comes and goes, and rows run one
-// after another).
-absl::StatusOr<std::vector<Row>> RunTimedRows(TrainedModel& trained,
-                                              const config::DecodeConfig& decode, int batch_size,
-                                              const Outputs& sources,
-                                              const std::string& peer_command,
-                                              const std::vector<std::string>& peers) {
-  const std::vector<std::string> policies =
-      absl::StrSplit(absl::GetFlag(FLAGS_peer_wait_policies), ',', absl::SkipEmpty());
-  if (policies.empty()) return absl::InvalidArgumentError("--peer_wait_policies is empty");
+// The timed rows: ours at each batch size, then each peer's. Each peer runs
+// in its own process per OpenMP wait policy (so no library's spinning
+// workers run beside another's rows), and every row keeps its fastest time
+// over the policies and the passes (load from other jobs comes and goes, and
+// rows run one after another).
+absl::StatusOr<std::vector<Row>> RunTimedRows(const Section& section,
+                                              const std::vector<int>& batch_sizes,
+                                              const std::vector<std::string>& peers,
+                                              const std::vector<std::string>& policies) {
   std::vector<Row> rows;
   for (int pass = 0; pass < std::max(1, absl::GetFlag(FLAGS_passes)); ++pass) {
-    for (int size : {1, batch_size}) {
-      TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(trained, decode, size, sources));
+    for (int size : batch_sizes) {
+      TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(section, size));
       KeepFastest(std::move(ours), &rows);
     }
     for (const std::string& peer : peers) {
+      std::vector<std::string> peer_rows;
+      for (int size : batch_sizes) peer_rows.push_back(absl::StrCat(peer, "@", size));
       for (const std::string& policy : policies) {
         const std::string environment =
             policy == "default" ? "env -u OMP_WAIT_POLICY "
                                 : absl::StrCat("env OMP_WAIT_POLICY=", ShellQuote(policy), " ");
         TFM_ASSIGN_OR_RETURN(
-            std::vector<Row> peer_rows,
-            RunPeers(environment + peer_command, absl::StrCat(peer, "@1,", peer, "@batch")));
-        for (Row& row : peer_rows) KeepFastest(std::move(row), &rows);
+            std::vector<Row> timed,
+            RunPeers(environment + section.peer_command, absl::StrJoin(peer_rows, ",")));
+        for (Row& row : timed) KeepFastest(std::move(row), &rows);
       }
     }
   }
   return rows;
 }
 
-// The machine, our build's settings and each peer row's settings (its
-// fastest wait policy may differ by batch).
-void PrintSettings(const std::vector<Row>& rows) {
+// The machine (and GPU), our build's settings and each peer row's settings
+// (its fastest wait policy may differ by batch).
+void PrintSettings(const std::vector<Row>& rows, const Device& device) {
   std::cout << absl::StrFormat("\nmachine: %s, nproc %d\n", CpuModel(),
                                std::thread::hardware_concurrency());
+  if (device.is_cuda()) {
+    absl::StatusOr<cuda::DeviceInfo> info = cuda::GetDeviceInfo(device.index);
+    if (info.ok()) {
+      std::cout << absl::StrFormat(
+          "gpu %s: %s (sm_%d, %d SMs, %.1f GiB), driver API %d; %s\n", device.ToString(),
+          info->name, info->compute_capability, info->sm_count,
+          info->memory_bytes / double{1 << 30}, info->driver_api_version,
+          cuda::LibraryVersions());
+    } else {
+      std::cout << "gpu " << device.ToString() << ": " << info.status() << "\n";
+    }
+  }
   for (const auto& [label, text] : EnvironmentReport()) {
     std::cout << "ours " << label << ": " << text << "\n";
   }
   std::cout << absl::StrFormat(
-      "ours threads: ThreadPool %d; allocator: caching (blocks >= 1 MiB kept) over glibc "
-      "malloc; fp32\n",
-      ThreadPool::Default()->num_threads());
+      "ours: %s, ThreadPool %d threads; allocator: caching (blocks >= 1 MiB kept); fp32\n",
+      device.ToString(), ThreadPool::Default()->num_threads());
   for (const Row& row : rows) {
     if (row.info.empty()) continue;
     std::cout << row.side << " at batch " << row.batch_size << ": " << row.info << "\n";
   }
 }
 
-// The table of rows (from RunTimedRows) and the ratios of our fastest
-// row's target tokens/s over each peer's fastest.
-void PrintResults(const std::vector<Row>& rows) {
-  std::cout << absl::StrFormat("\n%-12s %6s %9s %9s %10s %10s %s\n", "row", "batch", "seconds",
+// The name in the ratio lines of a peer row's side, and whether it is the
+// peer's float32 (headline) row.
+struct PeerName {
+  std::string name;
+  bool headline;
+};
+PeerName NameOf(const std::string& side) {
+  if (side == "hf_float32") return {"huggingface", true};
+  if (side == "hf_bfloat16") return {"huggingface bf16", false};
+  if (side == "ct2_float32") return {"ctranslate2", true};
+  if (side == "ct2_int8") return {"ctranslate2 int8", false};
+  return {side, side == "torch"};
+}
+
+// Our fastest row's target tokens/s over each peer side's fastest.
+struct Ratio {
+  std::string side;
+  double value;
+};
+
+// The table of `rows` (from RunTimedRows); returns the ratios.
+std::vector<Ratio> PrintResults(const std::string& title, const std::vector<Row>& rows) {
+  std::cout << "\n" << title << "\n";
+  std::cout << absl::StrFormat("%-12s %6s %9s %9s %10s %10s %s\n", "row", "batch", "seconds",
                                "sent/s", "tgt tok", "tgt tok/s", "same as ours (same batch)");
-  double best_ours = 0, best_ct2 = 0, best_int8 = 0, best_torch = 0;
+  std::vector<std::pair<std::string, double>> best;  // Side -> fastest tokens/s, in order.
   for (const Row& row : rows) {
-    const Row& ours = row.batch_size == 1 ? rows[0] : rows[1];
+    const Row* ours = nullptr;
+    for (const Row& r : rows) {
+      if (r.side == "ours" && r.batch_size == row.batch_size) ours = &r;
+    }
     int same = 0;
-    for (size_t i = 0; i < row.outputs.size() && i < ours.outputs.size(); ++i) {
-      same += row.outputs[i] == ours.outputs[i];
+    for (size_t i = 0; ours != nullptr && i < row.outputs.size() && i < ours->outputs.size();
+         ++i) {
+      same += row.outputs[i] == ours->outputs[i];
     }
     std::cout << absl::StrFormat("%-12s %6d %9.2f %9.1f %10d %10.1f %d/%d\n", row.side,
                                  row.batch_size, row.seconds, row.outputs.size() / row.seconds,
-                                 row.Tokens(), row.TokensPerSecond(), same, ours.outputs.size());
-    double& best = row.side == "ours"          ? best_ours
-                   : row.side == "ct2_float32" ? best_ct2
-                   : row.side == "ct2_int8"    ? best_int8
-                                               : best_torch;
-    best = std::max(best, row.TokensPerSecond());
+                                 row.Tokens(), row.TokensPerSecond(), same,
+                                 ours == nullptr ? 0 : ours->outputs.size());
+    auto it = std::find_if(best.begin(), best.end(), [&](const auto& b) { return b.first == row.side; });
+    if (it == best.end()) {
+      best.emplace_back(row.side, row.TokensPerSecond());
+    } else {
+      it->second = std::max(it->second, row.TokensPerSecond());
+    }
   }
-  std::cout << "\nratios: our fastest row's target tokens/s over the peer's fastest row's\n";
-  if (best_int8 > 0) {
-    std::cout << absl::StrFormat(
-        "ctranslate2 int8 (not a headline: different arithmetic): "
-        "ours fp32 / int8 = %.2f\n",
-        best_ours / best_int8);
+  std::vector<Ratio> ratios;
+  if (best.empty() || best.front().first != "ours") return ratios;
+  for (size_t i = 1; i < best.size(); ++i) {
+    // No target tokens (a model that ends every output at once) gives no ratio.
+    if (best.front().second > 0 && best[i].second > 0) {
+      ratios.push_back({best[i].first, best.front().second / best[i].second});
+    } else {
+      std::cout << "no ratio for " << best[i].first << ": a side decoded no target tokens\n";
+    }
   }
-  if (best_ct2 > 0) {
-    std::cout << absl::StrFormat("decode tokens/s ours/ctranslate2: %.2f\n", best_ours / best_ct2);
+  return ratios;
+}
+
+// The ratio lines: the peers' float32 rows last (huggingface, ctranslate2,
+// torch), the others (bf16, int8: other arithmetic than ours) before them.
+void PrintRatios(const std::string& label, const std::vector<Ratio>& ratios,
+                 const Device& device) {
+  const std::string where = device.is_cuda() ? " (cuda)" : "";
+  std::cout << "\nratios" << label
+            << ": our fastest row's target tokens/s over the peer's fastest row's\n";
+  for (const Ratio& ratio : ratios) {
+    if (NameOf(ratio.side).headline) continue;
+    std::cout << absl::StrFormat("ours fp32 / %s (not a headline: other arithmetic)%s%s: %.2f\n",
+                                 NameOf(ratio.side).name, label, where, ratio.value);
   }
-  if (best_torch > 0) {
-    std::cout << absl::StrFormat("decode tokens/s ours/torch: %.2f\n", best_ours / best_torch);
+  for (const char* side : {"hf_float32", "ct2_float32", "torch"}) {
+    for (const Ratio& ratio : ratios) {
+      if (ratio.side != side) continue;
+      std::cout << absl::StrFormat("decode tokens/s ours/%s%s%s: %.2f\n", NameOf(side).name,
+                                   label, where, ratio.value);
+    }
   }
+}
+
+absl::StatusOr<std::vector<int>> ParseBatchSizes() {
+  std::vector<int> sizes = {1};
+  for (absl::string_view text :
+       absl::StrSplit(absl::GetFlag(FLAGS_batch_sizes), ',', absl::SkipEmpty())) {
+    int size = 0;
+    if (!absl::SimpleAtoi(text, &size) || size < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--batch_sizes: '", text, "' is not a positive number"));
+    }
+    if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
+  }
+  if (sizes.size() < 2) return absl::InvalidArgumentError("--batch_sizes: none above 1");
+  return sizes;
+}
+
+std::vector<std::string> PeerRows(const Device& device) {
+  std::string peers = absl::GetFlag(FLAGS_peers);
+  if (peers == "default") {
+    peers = device.is_cuda() ? "hf_float32,hf_bfloat16,torch,ct2_float32"
+                             : "ct2_float32,ct2_int8,torch,hf_float32";
+  }
+  return absl::StrSplit(peers, ',', absl::SkipEmpty());
+}
+
+// --random_base: the base-sized model with random weights, every side
+// decoding exactly --random_steps steps; checks that they did.
+absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
+                                   const std::vector<int>& batch_sizes,
+                                   const std::vector<std::string>& peers,
+                                   const std::vector<std::string>& policies) {
+  const int length = absl::GetFlag(FLAGS_random_source_length);
+  const int steps = absl::GetFlag(FLAGS_random_steps);
+  if (length < 1 || steps < length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--random_steps (", steps, ") must be at least --random_source_length (", length,
+        ", >= 1): the maximum length is the source's plus an offset >= 0"));
+  }
+  TFM_ASSIGN_OR_RETURN(RandomTransformer random,
+                       CreateRandomBaseTransformer(absl::GetFlag(FLAGS_random_vocab), device,
+                                                   /*seed=*/1));
+  Section section;
+  section.title = absl::StrFormat(
+      "random base model (%d+%d layers, d_model %d, vocabulary %d, %.1fM parameters): %d "
+      "sources of %d ids, exactly %d steps each (eos disabled), beam %d",
+      random.config.num_encoder_layers(), random.config.num_decoder_layers(),
+      random.config.d_model(), random.vocabulary.size, random.model->NumParameters() / 1e6,
+      absl::GetFlag(FLAGS_random_sentences), length, steps, absl::GetFlag(FLAGS_beam) > 0 ? absl::GetFlag(FLAGS_beam) : 4);
+  section.model = random.model.get();
+  section.search.beam_size = absl::GetFlag(FLAGS_beam) > 0 ? absl::GetFlag(FLAGS_beam) : 4;
+  section.search.length_penalty_alpha =
+      absl::GetFlag(FLAGS_alpha) >= 0 ? absl::GetFlag(FLAGS_alpha) : 0.6;
+  section.search.max_length_offset = steps - length;
+  section.search.nbest = 1;
+  section.search.ignore_eos = true;
+  section.sources = RandomSources(absl::GetFlag(FLAGS_random_sentences), length, random.vocabulary,
+                                  /*seed=*/2);
+  section.lines_at_batch_1 = absl::GetFlag(FLAGS_random_lines_at_batch_1);
+  std::vector<std::string> pieces(random.vocabulary.size);
+  for (size_t id = 0; id < pieces.size(); ++id) pieces[id] = absl::StrCat("p", id);
+  TFM_ASSIGN_OR_RETURN(const std::string work, WritePeerInputs(pieces, section.sources));
+  PeerModel peer_model{work + "/checkpoint",
+                       random.config.num_encoder_layers(),
+                       random.config.num_decoder_layers(),
+                       random.config.num_heads(),
+                       random.vocabulary.pad_id,
+                       random.vocabulary.bos_id,
+                       random.vocabulary.eos_id,
+                       random.unk_id,
+                       random.config.layer_norm_epsilon()};
+  TFM_RETURN_IF_ERROR(WriteWeights(*random.model, peer_model.checkpoint_dir));
+  TFM_ASSIGN_OR_RETURN(section.peer_command,
+                       PeerCommand(argv0, peer_model, section.search, work, device,
+                                   section.lines_at_batch_1));
+  std::cout << "\n" << section.title << "\n";
+  TFM_ASSIGN_OR_RETURN(const std::vector<Row> rows,
+                       RunTimedRows(section, batch_sizes, peers, policies));
+  std::filesystem::remove_all(work);
+  bool same_work = true;
+  int64_t wrong = 0;
+  for (const Row& row : rows) {
+    for (const std::vector<int>& output : row.outputs) wrong += output.size() != steps;
+  }
+  same_work = Check(wrong == 0, absl::StrFormat("random base model: every row's every output has "
+                                                "exactly %d tokens (%d outputs do not)",
+                                                steps, wrong));
+  PrintRatios(" (random base, fixed steps)", PrintResults(section.title, rows), device);
+  return same_work;
 }
 
 absl::Status Main(const char* argv0) {
   const int threads = absl::GetFlag(FLAGS_threads);
-  const int batch_size = absl::GetFlag(FLAGS_batch_size);
+  TFM_ASSIGN_OR_RETURN(const std::vector<int> batch_sizes, ParseBatchSizes());
   // Before any op runs: the pool reads it once.
   setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
+  TFM_ASSIGN_OR_RETURN(const Device device, ResolveTrainingDevice(absl::GetFlag(FLAGS_device)));
   TFM_ASSIGN_OR_RETURN(
       TrainedModel trained,
-      LoadTrainedModel(ResolveUserPath(absl::GetFlag(FLAGS_model)), Device::Cpu(), &std::cerr));
-  const config::DecodeConfig decode = DecodeSettings(trained);
+      LoadTrainedModel(ResolveUserPath(absl::GetFlag(FLAGS_model)), device, &std::cerr));
+  TFM_ASSIGN_OR_RETURN(const SearchOptions search, SearchSettings(trained));
   const std::string input = ResolveDataPath(absl::GetFlag(FLAGS_input));
   TFM_ASSIGN_OR_RETURN(const std::vector<std::string> lines,
                        ReadLines(input, absl::GetFlag(FLAGS_max_lines)));
+  const std::string reference_path = ResolveDataPath(absl::GetFlag(FLAGS_reference));
+  TFM_ASSIGN_OR_RETURN(const std::vector<std::string> references,
+                       ReadLines(reference_path, static_cast<int>(lines.size())));
+  if (references.size() != lines.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(reference_path, " has ", references.size(),
+                                                   " lines, ", input, " ", lines.size()));
+  }
   const EncodedLines encoded = EncodeLines(
       trained.tokenizer, trained.config.data().batching().max_length(), lines, input, &std::cerr);
-  const Outputs& sources = encoded.sources;
-  if (sources.empty()) return absl::InvalidArgumentError(input + ": nothing to translate");
+  Section section;
+  section.model = trained.model.get();
+  section.search = search;
+  section.sources = encoded.sources;
+  section.lines_at_batch_1 = absl::GetFlag(FLAGS_lines_at_batch_1);
+  if (section.sources.empty()) return absl::InvalidArgumentError(input + ": nothing to translate");
   int64_t source_tokens = 0;
-  for (const std::vector<int>& s : sources) source_tokens += static_cast<int64_t>(s.size());
+  for (const std::vector<int>& s : section.sources) source_tokens += static_cast<int64_t>(s.size());
 
-  TFM_ASSIGN_OR_RETURN(const std::string work, WritePeerInputs(trained.tokenizer, sources));
-  TFM_ASSIGN_OR_RETURN(const std::string peer_command,
-                       PeerCommand(argv0, trained, decode, work, threads, batch_size));
-  const std::vector<std::string> peers =
-      absl::StrSplit(absl::GetFlag(FLAGS_peers), ',', absl::SkipEmpty());
+  std::vector<std::string> pieces;
+  for (int id = 0; id < trained.tokenizer.vocab_size(); ++id) {
+    pieces.push_back(trained.tokenizer.IdToPiece(id));
+  }
+  TFM_ASSIGN_OR_RETURN(const std::string work, WritePeerInputs(pieces, section.sources));
+  const config::ModelConfig& model = trained.config.model();
+  const PeerModel peer_model{trained.checkpoint_dir,      model.num_encoder_layers(),
+                             model.num_decoder_layers(),  model.num_heads(),
+                             trained.tokenizer.pad_id(),  trained.tokenizer.bos_id(),
+                             trained.tokenizer.eos_id(),  trained.tokenizer.unk_id(),
+                             model.layer_norm_epsilon()};
+  TFM_ASSIGN_OR_RETURN(section.peer_command,
+                       PeerCommand(argv0, peer_model, search, work, device,
+                                   section.lines_at_batch_1));
+  const std::vector<std::string> peers = PeerRows(device);
+  std::vector<std::string> policies = {"default"};
+  if (device.is_cpu()) {
+    policies = absl::StrSplit(absl::GetFlag(FLAGS_peer_wait_policies), ',', absl::SkipEmpty());
+    if (policies.empty()) return absl::InvalidArgumentError("--peer_wait_policies is empty");
+  }
 
-  std::cout << absl::StrFormat(
-      "decoding %d sentences (%d source subwords with eos) of %s with %s\nbeam %d, alpha %.2f, "
-      "max length source + %d, batched rows: %d sentences a batch sorted by length; %d "
-      "sentences untimed first per row\n",
-      sources.size(), source_tokens, input, trained.checkpoint_dir, decode.beam_size(),
-      decode.length_penalty_alpha(), decode.max_length_offset(), batch_size,
+  section.title = absl::StrFormat(
+      "trained model: %d sentences (%d source subwords with eos) of %s with %s on %s\nbeam %d, "
+      "alpha %.2f, max length source + %d; batched rows: %s sentences a batch sorted by "
+      "length; batch 1: %s; %d sentences untimed first per row",
+      section.sources.size(), source_tokens, input, trained.checkpoint_dir, device.ToString(),
+      search.beam_size, search.length_penalty_alpha, search.max_length_offset,
+      absl::GetFlag(FLAGS_batch_sizes),
+      section.lines_at_batch_1 > 0 ? absl::StrCat("the first ", section.lines_at_batch_1)
+                                   : std::string("all"),
       absl::GetFlag(FLAGS_warmup));
+  std::cout << section.title << "\n";
 
-  TFM_ASSIGN_OR_RETURN(const Row ours_batched, RunOurs(trained, decode, batch_size, sources));
-  TFM_RETURN_IF_ERROR(CheckPeersAgree(peer_command, peers, ours_batched, trained.tokenizer));
+  bool pass = true;
+  TFM_ASSIGN_OR_RETURN(const Row ours_batched, RunOurs(section, batch_sizes[1]));
+  TFM_ASSIGN_OR_RETURN(
+      const double ours_bleu, Bleu(ours_batched.outputs, encoded, trained.tokenizer, references));
+  std::cout << absl::StrFormat("ours at batch %d: BLEU %.2f against %s\n", batch_sizes[1],
+                               ours_bleu, reference_path);
+  const bool marian = std::any_of(peers.begin(), peers.end(),
+                                  [](const std::string& p) { return absl::StartsWith(p, "hf_"); });
+  if (marian && absl::GetFlag(FLAGS_logprob_check_lines) > 0) {
+    TFM_ASSIGN_OR_RETURN(const bool logprobs_pass,
+                         CheckLogProbs(*trained.model, section.sources, ours_batched.outputs,
+                                       trained.tokenizer.eos_id(), section.peer_command, work));
+    pass &= logprobs_pass;
+  }
+  TFM_ASSIGN_OR_RETURN(const bool agree, CheckPeersAgree(section.peer_command, peers, ours_batched,
+                                                         trained.tokenizer, encoded, references));
+  pass &= agree;
   TFM_ASSIGN_OR_RETURN(const std::vector<Row> rows,
-                       RunTimedRows(trained, decode, batch_size, sources, peer_command, peers));
+                       RunTimedRows(section, batch_sizes, peers, policies));
   std::filesystem::remove_all(work);
+  PrintSettings(rows, device);
+  const std::vector<Ratio> ratios = PrintResults(section.title, rows);
 
-  PrintSettings(rows);
-  PrintResults(rows);
+  if (absl::GetFlag(FLAGS_random_base)) {
+    TFM_ASSIGN_OR_RETURN(const bool random_pass,
+                         RunRandomBase(argv0, device, batch_sizes, peers, policies));
+    pass &= random_pass;
+  }
+  // The trained model's ratios last: the headline.
+  PrintRatios("", ratios, device);
+  if (!pass) return absl::FailedPreconditionError("a check failed (check: FAIL above)");
   return absl::OkStatus();
 }
 
@@ -439,6 +821,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = tfm::Main(argv[0]);
   if (!status.ok()) {
+    std::cout << "check: FAIL " << status.message() << "\n";
     std::cerr << "decode: " << status << "\n";
     return 1;
   }

@@ -1,26 +1,40 @@
-"""Peers of //benchmarks:decode: CTranslate2 and a cached PyTorch beam search
-translating the same sources with the same weights as ours.
+"""Peers of //benchmarks:decode: Hugging Face transformers' MarianMT
+`generate`, CTranslate2 and a cached PyTorch beam search translating the same
+sources with the same weights as ours.
 
 Usage: decode_peers.py --checkpoint DIR --work DIR --encoder_layers N
-         --decoder_layers N --heads H --bos B --eos E --unk U --beam K
-         --alpha A --max_length_offset M --threads T --batch_size S
-         --warmup W --rows ROW[,ROW...]
+         --decoder_layers N --heads H --pad P --bos B --eos E --unk U --beam K
+         --alpha A --max_length_offset M --layer_norm_epsilon X --threads T
+         --warmup W [--device cpu|cuda|cuda:N] [--ignore_eos]
+         [--lines_at_1 N] --rows ROW[,ROW...]
+       decode_peers.py ... --logprobs   (then no --rows: see below)
 
 --work holds what the C++ side wrote: vocab.txt (our SentencePiece pieces, one
 a line, by id) and sources.txt (each source's ids, eos last, one a line).
-ROW is one of ct2_float32, ct2_int8, torch, with @1 (sentence by sentence)
-or @batch (--batch_size sentences at a time, sorted by length as ours does).
-Each row decodes the first W sources untimed, then every source once, timed;
-its outputs go to <work>/<row>.txt (ids, one line per source, in input order)
+ROW is PEER@N: PEER one of hf_float32, hf_bfloat16 (MarianMT built from our
+weights: marian_from_ours.py), ct2_float32, ct2_int8, torch; N the batch
+size (1: sentence by sentence, on the first --lines_at_1 sources when that
+is > 0; else N sentences at a time, sorted by length as ours batches). Each
+row decodes the first W sources untimed, then its sources once, timed; its
+outputs go to <work>/<row>.txt (ids, one line per source, in input order)
 and one line to stdout: row, batch size, seconds, outputs path and what ran,
-tab-separated. Messages go to stderr.
+tab-separated. A row that cannot run on this machine (CTranslate2 without
+its CUDA libraries) prints `skip`, the row and why instead. Messages go to
+stderr. --ignore_eos: every side decodes exactly max length steps (eos
+forbidden), so all do the same work whatever the weights.
+
+--logprobs: MarianMT's float32 log-probabilities for the pairs in
+<work>/logprob_inputs.txt (source ids TAB target ids, eos last, one pair a
+line), each pair alone, teacher forced: [target length, vocabulary] floats per
+pair, concatenated, to <work>/hf_logprobs.f32; the C++ side compares them
+with ours.
 
 The model is ours (checkpoint/model.safetensors, fairseq's parameter names):
 post-norm layers, ReLU, sinusoidal positions interleaved as in the paper
 (sin at even, cos at odd dimensions; given to CTranslate2 as a position
 table, since its built-in table puts all sines before all cosines), one
 embedding matrix for source, target and the output projection, scaled by
-sqrt(d_model), layer norm epsilon 1e-5.
+sqrt(d_model), the checkpoint's layer norm epsilon (--layer_norm_epsilon).
 """
 
 import argparse
@@ -36,11 +50,16 @@ def parse_args():
     p = argparse.ArgumentParser()
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--work", required=True)
-    for name in ("encoder_layers", "decoder_layers", "heads", "bos", "eos", "unk", "beam",
-                 "max_length_offset", "threads", "batch_size", "warmup"):
+    for name in ("encoder_layers", "decoder_layers", "heads", "pad", "bos", "eos", "unk", "beam",
+                 "max_length_offset", "threads", "warmup"):
         p.add_argument("--" + name, type=int, required=True)
     p.add_argument("--alpha", type=float, required=True)
-    p.add_argument("--rows", required=True)
+    p.add_argument("--layer_norm_epsilon", type=float, required=True)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--ignore_eos", action="store_true")
+    p.add_argument("--lines_at_1", type=int, default=0)
+    p.add_argument("--rows", default="")
+    p.add_argument("--logprobs", action="store_true")
     return p.parse_args()
 
 
@@ -57,7 +76,6 @@ WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY", "library default")
 
 import numpy as np  # noqa: E402
 
-LAYER_NORM_EPS = 1e-5
 MAX_POSITIONS = 1024
 
 
@@ -70,17 +88,19 @@ def read_safetensors(path):
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        assert info["dtype"] == "F32", (name, info["dtype"])
+        if info["dtype"] != "F32":
+            raise SystemExit("%s: %s is %s, not F32" % (path, name, info["dtype"]))
         begin, end = info["data_offsets"]
         tensors[name] = np.frombuffer(data[begin:end], dtype=np.float32).reshape(info["shape"])
     return tensors
 
 
 def position_table(length, d_model):
-    """The paper's table as ours computes it (double precision, then f32)."""
+    """The paper's table as ours computes it (ops/positional_encoding: angles
+    position * exp(-log(10000) * 2i / d) in double, then f32)."""
     pos = np.arange(length, dtype=np.float64)[:, None]
     i = np.arange(d_model)
-    angle = pos / np.power(10000.0, (2 * (i // 2)) / d_model)
+    angle = pos * np.exp(-np.log(10000.0) * (2.0 * (i // 2)) / d_model)
     return np.where(i % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32)
 
 
@@ -91,11 +111,120 @@ def batches(sources, batch_size):
 
 
 def timed(translate, sources):
-    """translate(sources) after translate(the first --warmup) untimed."""
+    """translate(sources) after translate(the first --warmup) untimed. Every
+    peer's outputs reach the host (.tolist()) before translate returns, so a
+    GPU's work is inside the time."""
     translate(sources[:ARGS.warmup])
     start = time.perf_counter()
     outputs = translate(sources)
     return outputs, time.perf_counter() - start
+
+
+def max_steps(members, sources):
+    """Ours allows each sentence source length + offset steps; the peers take
+    one limit per call: the longest member's (the cut almost never binds;
+    with --ignore_eos all sources have one length)."""
+    return max(len(sources[i]) for i in members) + ARGS.max_length_offset
+
+
+def torch_device_report(torch):
+    """The GPU, its driver and the CUDA and cuBLAS versions torch runs with."""
+    if not ARGS.device.startswith("cuda"):
+        return "cpu, threads %d" % torch.get_num_threads()
+    index = torch.device(ARGS.device).index or 0
+    driver = "unknown"
+    try:
+        import subprocess
+        driver = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i",
+             str(index)], capture_output=True, text=True, timeout=20).stdout.strip() or driver
+    except (OSError, subprocess.SubprocessError):
+        pass
+    cublas = "unknown"
+    try:
+        cublas = str(torch._C._cuda_getCompiledVersion()) + " (compiled)"
+    except AttributeError:
+        pass
+    return "%s, driver %s, CUDA %s, cuBLAS with torch's CUDA %s, TF32 matmul %s" % (
+        torch.cuda.get_device_name(index), driver, torch.version.cuda, cublas,
+        torch.backends.cuda.matmul.allow_tf32)
+
+
+# --- Hugging Face transformers: MarianMT generate -----------------------------
+
+def hf_model(weights, dtype_name):
+    import torch
+    import transformers
+    from marian_from_ours import build_marian
+
+    model = build_marian(
+        weights, encoder_layers=ARGS.encoder_layers, decoder_layers=ARGS.decoder_layers,
+        heads=ARGS.heads, pad=ARGS.pad, bos=ARGS.bos, eos=ARGS.eos,
+        layer_norm_epsilon=ARGS.layer_norm_epsilon,
+        positions=position_table(MAX_POSITIONS, weights["encoder.embed_tokens.weight"].shape[1]),
+        torch=torch, transformers=transformers)
+    return model.to(device=ARGS.device, dtype=getattr(torch, dtype_name))
+
+
+def run_hf(dtype_name, batch_size, sources, weights):
+    import torch
+    import transformers
+
+    torch.set_num_threads(ARGS.threads)
+    model = hf_model(weights, dtype_name)
+
+    def translate(sources):
+        outputs = [None] * len(sources)
+        for members in batches(sources, batch_size):
+            length = max(len(sources[i]) for i in members)
+            ids = torch.full((len(members), length), ARGS.pad, dtype=torch.long)
+            mask = torch.zeros((len(members), length), dtype=torch.long)
+            for row, i in enumerate(members):
+                ids[row, :len(sources[i])] = torch.tensor(sources[i])
+                mask[row, :len(sources[i])] = 1
+            steps = max_steps(members, sources)
+            generated = model.generate(
+                input_ids=ids.to(ARGS.device), attention_mask=mask.to(ARGS.device),
+                num_beams=ARGS.beam, do_sample=False, length_penalty=ARGS.alpha,
+                max_new_tokens=steps, min_new_tokens=steps if ARGS.ignore_eos else 0,
+                num_return_sequences=1, decoder_start_token_id=ARGS.bos,
+                eos_token_id=ARGS.eos, pad_token_id=ARGS.pad, use_cache=True).tolist()
+            for i, out in zip(members, generated):
+                out = out[1:]  # The decoder start token.
+                if ARGS.eos in out:
+                    out = out[:out.index(ARGS.eos)]
+                while out and out[-1] == ARGS.pad:  # Beams that ended early.
+                    out.pop()
+                outputs[i] = out
+        return outputs
+
+    with torch.inference_mode():
+        outputs, seconds = timed(translate, sources)
+    info = "transformers %s MarianMTModel.generate, torch %s, %s, num_beams %d, length " \
+           "penalty len^%g (not GNMT's), eager attention default, %s" % (
+               transformers.__version__, torch.__version__, dtype_name, ARGS.beam, ARGS.alpha,
+               torch_device_report(torch))
+    return outputs, seconds, info
+
+
+def write_hf_logprobs(weights):
+    """--logprobs: see the module's doc."""
+    import torch
+
+    torch.set_num_threads(ARGS.threads)
+    model = hf_model(weights, "float32")
+    path = os.path.join(ARGS.work, "logprob_inputs.txt")
+    with open(path) as f:
+        pairs = [[[int(t) for t in side.split()] for side in line.split("\t")]
+                 for line in f.read().splitlines()]
+    with open(os.path.join(ARGS.work, "hf_logprobs.f32"), "wb") as out, torch.inference_mode():
+        for source, target in pairs:
+            decoder_input = [ARGS.bos] + target[:-1]
+            logits = model(input_ids=torch.tensor([source], device=ARGS.device),
+                           decoder_input_ids=torch.tensor([decoder_input],
+                                                          device=ARGS.device)).logits
+            log_probs = torch.log_softmax(logits[0].float(), dim=-1)
+            out.write(log_probs.cpu().numpy().astype(np.float32).tobytes())
 
 
 # --- CTranslate2 --------------------------------------------------------------
@@ -165,7 +294,7 @@ def ct2_model_dir(weights, pieces):
     spec.config.unk_token = pieces[ARGS.unk]
     spec.config.decoder_start_token = pieces[ARGS.bos]
     spec.config.add_source_eos = False  # Our sources carry their eos already.
-    spec.config.layer_norm_epsilon = LAYER_NORM_EPS
+    spec.config.layer_norm_epsilon = ARGS.layer_norm_epsilon
     spec.validate()
     spec.optimize(quantization="float32")
     os.makedirs(out, exist_ok=True)
@@ -176,32 +305,45 @@ def ct2_model_dir(weights, pieces):
 
 
 def run_ct2(compute_type, batch_size, sources, weights, pieces):
-    import ctranslate2
+    try:
+        import ctranslate2
+    except ImportError as error:
+        return None, 0.0, "ctranslate2 is not installed for %s: %s" % (sys.executable, error)
 
-    translator = ctranslate2.Translator(ct2_model_dir(weights, pieces), device="cpu",
-                                        compute_type=compute_type, inter_threads=1,
-                                        intra_threads=ARGS.threads)
+    device, _, index = ARGS.device.partition(":")
+    try:
+        translator = ctranslate2.Translator(ct2_model_dir(weights, pieces), device=device,
+                                            device_index=int(index or 0),
+                                            compute_type=compute_type, inter_threads=1,
+                                            intra_threads=ARGS.threads)
+    except (RuntimeError, ValueError) as error:
+        if device == "cpu":
+            raise
+        # Its wheels link CUDA 12's libraries; a machine with only CUDA 13's
+        # cannot load them.
+        return None, 0.0, "ctranslate2 %s on %s: %s (CUDA devices it sees: %d)" % (
+            ctranslate2.__version__, ARGS.device, str(error).replace("\n", " "),
+            ctranslate2.get_cuda_device_count())
     index = {piece: i for i, piece in enumerate(pieces)}
 
     def translate(sources):
         tokens = [[pieces[t] for t in s] for s in sources]
         outputs = [None] * len(sources)
         for members in batches(sources, batch_size):
-            # Its maximum length is per call: the longest member's, as ours
-            # allows each sentence its own (the cut almost never binds).
+            steps = max_steps(members, sources)
             results = translator.translate_batch(
                 [tokens[i] for i in members], beam_size=ARGS.beam, length_penalty=ARGS.alpha,
-                min_decoding_length=0,  # Ours may end with eos at the first step.
-                max_decoding_length=max(len(sources[i]) for i in members) +
-                ARGS.max_length_offset)
+                # Ours may end with eos at the first step (unless --ignore_eos).
+                min_decoding_length=steps if ARGS.ignore_eos else 0,
+                max_decoding_length=steps)
             for i, result in zip(members, results):
                 outputs[i] = [index[p] for p in result.hypotheses[0]]
         return outputs
 
     outputs, seconds = timed(translate, sources)
-    info = "ctranslate2 %s, compute type %s, inter_threads 1, intra_threads %d, " \
-           "OMP_WAIT_POLICY %s" % (ctranslate2.__version__, translator.compute_type, ARGS.threads,
-                                   WAIT_POLICY)
+    info = "ctranslate2 %s, %s, compute type %s, inter_threads 1, intra_threads %d, " \
+           "OMP_WAIT_POLICY %s" % (ctranslate2.__version__, ARGS.device, translator.compute_type,
+                                   ARGS.threads, WAIT_POLICY)
     return outputs, seconds, info
 
 
@@ -213,19 +355,21 @@ class TorchModel:
     def __init__(self, weights, torch):
         self.torch = torch
         self.F = torch.nn.functional
-        self.w = {k: torch.from_numpy(v.copy()) for k, v in weights.items()}
+        self.device = torch.device(ARGS.device)
+        self.w = {k: torch.from_numpy(v.copy()).to(self.device) for k, v in weights.items()}
         self.table = self.w["encoder.embed_tokens.weight"]
         self.d_model = self.table.shape[1]
         self.heads = ARGS.heads
         self.scale = math.sqrt(self.d_model)
-        self.positions = torch.from_numpy(position_table(MAX_POSITIONS, self.d_model))
+        self.positions = torch.from_numpy(position_table(MAX_POSITIONS,
+                                                         self.d_model)).to(self.device)
 
     def linear(self, x, name):
         return self.F.linear(x, self.w[name + ".weight"], self.w[name + ".bias"])
 
     def norm(self, x, name):
         return self.F.layer_norm(x, (self.d_model,), self.w[name + ".weight"],
-                                 self.w[name + ".bias"], LAYER_NORM_EPS)
+                                 self.w[name + ".bias"], ARGS.layer_norm_epsilon)
 
     def split(self, x):  # [n, t, d] -> [n, h, t, d / h]
         n, t, _ = x.shape
@@ -277,7 +421,10 @@ class TorchModel:
             x = self.norm(x + self.linear(self.merge(a), p + ".encoder_attn.out_proj"),
                           p + ".encoder_attn_layer_norm")
             x = self.ffn(x, p)
-        return self.F.log_softmax(self.F.linear(x[:, 0], self.table), dim=-1)
+        log_probs = self.F.log_softmax(self.F.linear(x[:, 0], self.table), dim=-1)
+        if ARGS.ignore_eos:
+            log_probs[:, ARGS.eos] = -math.inf
+        return log_probs
 
 
 def length_penalty(steps):
@@ -290,16 +437,18 @@ def torch_beam_search(model, sources):
     stops when beam hypotheses finished, when its best finished score beats
     what any live one can reach, or at source length + max_length_offset."""
     torch = model.torch
+    device = model.device
     beam, eos = ARGS.beam, ARGS.eos
     n = len(sources)
     length = max(len(s) for s in sources)
     ids = torch.zeros(n, length, dtype=torch.long)
     for i, s in enumerate(sources):
         ids[i, :len(s)] = torch.tensor(s)
+    ids = ids.to(device)
     lengths = torch.tensor([len(s) for s in sources])
     mask = None
     if int(lengths.min()) < length:
-        mask = (torch.arange(length)[None] < lengths[:, None])[:, None, None]
+        mask = (torch.arange(length)[None] < lengths[:, None])[:, None, None].to(device)
     memory = model.encode(ids, mask)
     # Each row of a sentence's beam sees the sentence's keys and values.
     cross = [(k.repeat_interleave(beam, 0), v.repeat_interleave(beam, 0))
@@ -308,10 +457,10 @@ def torch_beam_search(model, sources):
     cache = [None] * ARGS.decoder_layers
     active = list(range(n))
     max_length = [len(s) + ARGS.max_length_offset for s in sources]
-    row_log_probs = torch.full((n * beam,), -math.inf)
+    row_log_probs = torch.full((n * beam,), -math.inf, device=device)
     row_log_probs[::beam] = 0.0
     tokens = [[] for _ in range(n * beam)]
-    last = torch.full((n * beam,), ARGS.bos, dtype=torch.long)
+    last = torch.full((n * beam,), ARGS.bos, dtype=torch.long, device=device)
     finished = [[] for _ in range(n)]
     step = 0
     while active:
@@ -352,18 +501,19 @@ def torch_beam_search(model, sources):
                 next_last.append(token)
         if not next_groups:
             break
-        rows = torch.tensor(next_rows)
+        rows = torch.tensor(next_rows, device=device)
         cache = [[k.index_select(0, rows), v.index_select(0, rows)] for k, v in cache]
         if len(next_groups) < len(active):  # Sentences left: their rows go.
-            kept_rows = torch.tensor([g * beam + i for g in next_groups for i in range(beam)])
+            kept_rows = torch.tensor([g * beam + i for g in next_groups for i in range(beam)],
+                                     device=device)
             cross = [(k.index_select(0, kept_rows), v.index_select(0, kept_rows))
                      for k, v in cross]
             if row_mask is not None:
                 row_mask = row_mask.index_select(0, kept_rows)
         active = [active[g] for g in next_groups]
         tokens = next_tokens
-        row_log_probs = torch.tensor(next_lp)
-        last = torch.tensor(next_last)
+        row_log_probs = torch.tensor(next_lp, device=device)
+        last = torch.tensor(next_last, device=device)
     # Best score first, ties by fewer tokens then smaller ids (BetterHypothesis).
     return [min(done, key=lambda d: (-d[0], len(d[1]), d[1]))[1] for done in finished]
 
@@ -384,9 +534,9 @@ def run_torch(batch_size, sources, weights):
     with torch.inference_mode():
         outputs, seconds = timed(translate, sources)
     info = "torch %s, fp32, eager, KV cache per layer (torch.cat per step, index_select on " \
-           "reorder), SDPA, threads %d, ISA %s, OMP_WAIT_POLICY %s" % (
-               torch.__version__, torch.get_num_threads(), torch.backends.cpu.get_cpu_capability(),
-               WAIT_POLICY)
+           "reorder), SDPA, %s, ISA %s, OMP_WAIT_POLICY %s" % (
+               torch.__version__, torch_device_report(torch),
+               torch.backends.cpu.get_cpu_capability(), WAIT_POLICY)
     return outputs, seconds, info
 
 
@@ -396,15 +546,28 @@ def main():
         pieces = f.read().split("\n")[:weights["encoder.embed_tokens.weight"].shape[0]]
     with open(os.path.join(ARGS.work, "sources.txt")) as f:
         sources = [[int(t) for t in line.split()] for line in f.read().splitlines()]
+    if ARGS.logprobs:
+        write_hf_logprobs(weights)
+        return
     for row in ARGS.rows.split(","):
-        peer, batching = row.split("@")
-        batch_size = 1 if batching == "1" else ARGS.batch_size
-        if peer.startswith("ct2_"):
-            outputs, seconds, info = run_ct2(peer[4:], batch_size, sources, weights, pieces)
+        peer, _, batching = row.partition("@")
+        if not batching.isdigit() or int(batching) < 1:
+            raise SystemExit("row %s: PEER@BATCH_SIZE expected" % row)
+        batch_size = int(batching)
+        row_sources = sources
+        if batch_size == 1 and ARGS.lines_at_1 > 0:
+            row_sources = sources[:ARGS.lines_at_1]
+        if peer.startswith("hf_"):
+            outputs, seconds, info = run_hf(peer[3:], batch_size, row_sources, weights)
+        elif peer.startswith("ct2_"):
+            outputs, seconds, info = run_ct2(peer[4:], batch_size, row_sources, weights, pieces)
         elif peer == "torch":
-            outputs, seconds, info = run_torch(batch_size, sources, weights)
+            outputs, seconds, info = run_torch(batch_size, row_sources, weights)
         else:
             raise SystemExit("unknown row " + row)
+        if outputs is None:
+            print("\t".join(["skip", row, info]), flush=True)
+            continue
         path = os.path.join(ARGS.work, row.replace("@", "_") + ".txt")
         with open(path, "w") as f:
             f.write("".join(" ".join(map(str, out)) + "\n" for out in outputs))

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Creates the venv of the benchmarks' peers: PyPI's torch (MKL, AVX2 kernels,
 # oneDNN), a faster CPU peer than Debian's python3-torch, for ops_vs_torch,
-# train_step and decode; and CTranslate2 for decode. Only the benchmarks use
+# train_step and decode; CTranslate2 for decode; and Hugging Face
+# transformers (MarianMT's generate, decode's peer that users run) with
+# safetensors (our checkpoints' format, read by the peers). Only the benchmarks use
 # it; neither the engine nor `bazel test` ever needs it. The Linux wheel pulls the CUDA packages too
 # (about 3 GB); they are unused here.
 #
@@ -13,6 +15,8 @@ set -euo pipefail
 VENV="${VENV:-/opt/transformer-bench-venv}"
 TORCH_VERSION="2.15.0"
 CTRANSLATE2_VERSION="4.8.5"
+TRANSFORMERS_VERSION="5.23.0"
+SAFETENSORS_VERSION="0.8.0"
 PYTHON=/usr/bin/python3
 
 if [[ "$(id -u)" -ne 0 && "${VENV}" == /opt/* ]]; then
@@ -49,12 +53,23 @@ if [[ "${installed}" != "${CTRANSLATE2_VERSION}" ]]; then
   "${VENV}/bin/pip" install "ctranslate2==${CTRANSLATE2_VERSION}"
 fi
 
+installed="$("${VENV}/bin/python3" -c \
+  'import transformers, safetensors; print(transformers.__version__, safetensors.__version__)' \
+  2>/dev/null || true)"
+if [[ "${installed}" != "${TRANSFORMERS_VERSION} ${SAFETENSORS_VERSION}" ]]; then
+  "${VENV}/bin/pip" install "transformers==${TRANSFORMERS_VERSION}" \
+    "safetensors==${SAFETENSORS_VERSION}"
+fi
+
 "${VENV}/bin/python3" - <<'PY'
 import re
 import ctranslate2
+import safetensors
 import torch
+import transformers
 blas = re.search(r"BLAS_INFO=([^,\s]+)", torch.__config__.show())
 print(f"bench venv ready: torch {torch.__version__}, BLAS {blas.group(1) if blas else 'unknown'}, "
       f"CPU capability {torch.backends.cpu.get_cpu_capability()}; "
-      f"ctranslate2 {ctranslate2.__version__}")
+      f"ctranslate2 {ctranslate2.__version__}; transformers {transformers.__version__}, "
+      f"safetensors {safetensors.__version__}")
 PY

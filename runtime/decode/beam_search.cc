@@ -130,7 +130,9 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
       for (int64_t group = begin; group < end; ++group) {
         const int first = static_cast<int>(group) * width;
         for (int row = first; row < first + width; ++row) {
-          if (log_probs[row] != kDead) constraint.Mask(row, step_data + row * vocab);
+          if (log_probs[row] == kDead) continue;
+          constraint.Mask(row, step_data + row * vocab);
+          ForbidEosIfIgnored(options_, vocabulary.eos_id, step_data + row * vocab);
         }
         TopCandidates(step_data, vocab, log_probs, first, width, 2 * beam, group_heaps[group],
                       group_candidates[group]);

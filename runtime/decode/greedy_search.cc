@@ -35,6 +35,7 @@ absl::StatusOr<std::vector<NBestList>> GreedySearch::SearchBatch(IncrementalMode
       const int s = active[r];
       float* row = step_log_probs.data<float>() + r * vocab;
       constraint.Mask(static_cast<int>(r), row);
+      ForbidEosIfIgnored(options_, vocabulary.eos_id, row);
       const int best = static_cast<int>(std::max_element(row, row + vocab) - row);
       log_probs[s] += row[best];
       if (best == vocabulary.eos_id) {

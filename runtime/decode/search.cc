@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <utility>
 
@@ -52,6 +53,10 @@ std::vector<std::pair<size_t, size_t>> BatchesByLength(absl::Span<const int> sor
 }
 
 double LengthPenalty(int steps, double alpha) { return std::pow((5.0 + steps) / 6.0, alpha); }
+
+void ForbidEosIfIgnored(const SearchOptions& options, int eos_id, float* row_log_probs) {
+  if (options.ignore_eos) row_log_probs[eos_id] = -std::numeric_limits<float>::infinity();
+}
 
 Hypothesis SearchStrategy::Finish(std::vector<int> tokens, double log_prob, int steps,
                                   bool ended) const {

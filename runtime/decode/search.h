@@ -52,6 +52,11 @@ struct SearchOptions {
   // Consulted at every step for the tokens each hypothesis may take (not
   // owned; null: any token).
   const DecodingConstraint* constraint = nullptr;
+  // Never end with eos: every hypothesis runs to its maximum length (eos's
+  // log-probability is -infinity at every step, as Hugging Face's
+  // min_new_tokens does), so a benchmark's sides all decode the same
+  // number of steps whatever the weights (random ones included).
+  bool ignore_eos = false;
 
   // The config's decode section.
   static SearchOptions FromConfig(const config::DecodeConfig& decode);
@@ -70,6 +75,10 @@ std::vector<std::pair<size_t, size_t>> BatchesByLength(absl::Span<const int> sor
 
 // lp(steps) = ((5 + steps) / 6)^alpha.
 double LengthPenalty(int steps, double alpha);
+
+// With options.ignore_eos, sets eos's entry of one row of step
+// log-probabilities to -infinity; else leaves it.
+void ForbidEosIfIgnored(const SearchOptions& options, int eos_id, float* row_log_probs);
 
 class SearchStrategy {
  public:

@@ -189,6 +189,38 @@ TEST(SearchTest, MaximumLengthIsHonoured) {
   }
 }
 
+// ignore_eos: every output runs to the maximum length, even where eos is
+// by far the likeliest token, and its log-probability sums the non-eos
+// tokens it took (eos's mass is not renormalised away).
+TEST(SearchTest, IgnoreEosDecodesToTheMaximumLength) {
+  ScriptedModel model(/*vocab=*/9, /*eos_bias=*/0, /*eos_shift=*/100);  // eos always wins.
+  const std::vector<std::vector<int>> sources = Sources();
+  for (int beam : {1, 3}) {
+    SearchOptions options = Options(beam, 1, 0.6, /*offset=*/4);
+    options.ignore_eos = true;
+    std::unique_ptr<SearchStrategy> search;
+    if (beam == 1) {
+      search = std::make_unique<GreedySearch>(options);
+    } else {
+      search = std::make_unique<BeamSearch>(options);
+    }
+    absl::StatusOr<std::vector<NBestList>> results = search->Search(model, sources);
+    ASSERT_TRUE(results.ok()) << results.status();
+    for (size_t s = 0; s < sources.size(); ++s) {
+      const Hypothesis& best = (*results)[s][0];
+      EXPECT_EQ(best.tokens.size(), sources[s].size() + 4) << "beam " << beam << ", source " << s;
+      EXPECT_FALSE(best.ended);
+      for (int token : best.tokens) EXPECT_NE(token, kEos);
+      EXPECT_NEAR(best.log_prob, model.SequenceLogProb(sources[s], best.tokens, false), 1e-5);
+    }
+    // Without the option the same model ends every output at once.
+    options.ignore_eos = false;
+    absl::StatusOr<std::vector<NBestList>> ending = BeamSearch(options).Search(model, sources);
+    ASSERT_TRUE(ending.ok()) << ending.status();
+    for (const NBestList& list : *ending) EXPECT_TRUE(list[0].tokens.empty());
+  }
+}
+
 // Results do not depend on how sentences are batched (the scripted model is
 // exact; the Transformer's version of this is tests/decoding_test.cc).
 TEST(SearchTest, ResultsDoNotDependOnBatching) {
