@@ -65,7 +65,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "benchmarks/random_transformer.h"
-#include "core/config/training_device.h"
+#include "core/config/device_setting.h"
 #include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
 #include "core/data/line_reader.h"
@@ -721,7 +721,7 @@ absl::Status Main(const char* argv0) {
   TFM_ASSIGN_OR_RETURN(const std::vector<int> batch_sizes, ParseBatchSizes());
   // Before any op runs: the pool reads it once.
   setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
-  TFM_ASSIGN_OR_RETURN(const Device device, ResolveTrainingDevice(absl::GetFlag(FLAGS_device)));
+  TFM_ASSIGN_OR_RETURN(const Device device, ResolveDevice(absl::GetFlag(FLAGS_device)));
   TFM_ASSIGN_OR_RETURN(
       TrainedModel trained,
       LoadTrainedModel(ResolveUserPath(absl::GetFlag(FLAGS_model)), device, &std::cerr));
