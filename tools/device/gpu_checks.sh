@@ -1,7 +1,7 @@
 #!/bin/bash
 # The session's GPU checks in one prepared run, on the lent GPU machine,
 # after `tools/device/bundle.sh --gpu_tests //tasks:translate_ende
-# //benchmarks:train_step //benchmarks:decode //benchmarks:attention` here:
+# //benchmarks:train_step //benchmarks:decode //benchmarks:attention //tools:bleu` here:
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
 # STAGE (default: all, in this order):
 #   tests        every GPU test binary (ops, layers, training, decoding)
@@ -102,8 +102,11 @@ if run train_step; then
 fi
 
 if run decode_bench; then
-  timeout 240 "$bundle/run_bundle.sh" benchmarks/decode --device=cuda --model="$work" \
-    --peer_python=python3
+  # The trained model on the test set (batched rows, and 40 lines at batch
+  # 1), then a base-sized random model at fixed steps (end of sentence off).
+  timeout 300 "$bundle/run_bundle.sh" benchmarks/decode --device=cuda --model="$work" \
+    --input="$data/test_2016_flickr.en.gz" --reference="$data/test_2016_flickr.de.gz" \
+    --batch_sizes=64,256 --lines_at_batch_1=40 --random_base --peer_python=python3
 fi
 
 if run attention; then
