@@ -3,7 +3,9 @@
 # after `tools/device/bundle.sh --gpu_tests //tasks:translate_ende
 # //benchmarks:train_step //benchmarks:decode //benchmarks:attention //tools:bleu` here:
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
-# STAGE (default: all, in this order):
+# STAGE (default: all, in the order tests train compare pack decode_bench
+# train_step attention memcheck: what later stages need, and the most wanted
+# results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
 #   memcheck     compute-sanitizer memcheck over the GPU training and decoding tests
 #   train        the main job on Multi30k EN-DE on the GPU ($TFM_TRAIN_MINUTES, default 3;
@@ -32,24 +34,14 @@ run_bundle() { "$bundle/run_bundle.sh" "$@"; }
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(nproc)"
 
-stages=" ${*:-tests memcheck train compare train_step decode_bench attention pack} "
+stages=" ${*:-tests train compare pack decode_bench train_step attention memcheck} "
 run() { [[ "$stages" == *" $1 "* ]] && echo "== $(date -u +%T) stage $1"; }
 work=/tmp/m30k_gpu
 data="$PWD/.gpu_data/multi30k"
 
 if run tests; then
-  TFM_TEST_LOGS=/tmp/test_logs timeout 300 "$bundle/run_gpu_tests.sh"
+  TFM_TEST_LOGS=/tmp/test_logs timeout 240 "$bundle/run_gpu_tests.sh"
   tar -C /tmp -czf "$out/test_logs.tar.gz" test_logs
-fi
-
-if run memcheck; then
-  # The base-sized bf16 timing case is too slow under memcheck.
-  TFM_TESTS='gpu_training_test|gpu_decoding_test' \
-    TFM_TEST_WRAPPER="timeout 150 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
-    timeout 240 "$bundle/run_gpu_tests.sh" --gtest_filter='-*Torch*:*PyTorch*:*AtBaseSize*'
-  TFM_TESTS='attention_cuda_test' \
-    TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
-    timeout 110 "$bundle/run_gpu_tests.sh" --gtest_filter='*Decode*'
 fi
 
 if run train; then
@@ -83,7 +75,7 @@ if run compare; then
   # CPU side uses this machine's 16 cores.
   for device in cuda cpu; do
     for beam in 4 1; do
-      /usr/bin/time -f "$device beam $beam: %e s wall" timeout 200 "$bundle/run_bundle.sh" \
+      /usr/bin/time -f "$device beam $beam: %e s wall" timeout 150 "$bundle/run_bundle.sh" \
         tasks/translate_ende evaluate --model="$work" --device="$device" --beam="$beam" \
         --src="$data/test_2016_flickr.en.gz" --ref="$data/test_2016_flickr.de.gz" \
         --output="/tmp/test_${device}_beam${beam}.de" 2>&1 | grep -vE '^ *[0-9]+/'
@@ -96,9 +88,12 @@ if run compare; then
   done
 fi
 
-if run train_step; then
-  timeout 240 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --presets=base,paper \
-    --steps=5 --threads=16 --torch_compile=false --peer_python=python3
+if run pack; then
+  model="$(ls -d "$work"/checkpoint_average 2>/dev/null || ls -d "$work"/checkpoint_0* | tail -1)"
+  echo "packing $model"
+  split -b 15M "$model/model.safetensors" "$out/model.safetensors.part_"
+  tar -C "$model" --exclude=model.safetensors --exclude=optimizer.safetensors \
+    -czf "$out/checkpoint_rest.tar.gz" .
 fi
 
 if run decode_bench; then
@@ -109,15 +104,22 @@ if run decode_bench; then
     --batch_sizes=64,256 --lines_at_batch_1=40 --random_base --peer_python=python3
 fi
 
-if run attention; then
-  timeout 90 "$bundle/run_bundle.sh" benchmarks/attention --decode_only
+if run train_step; then
+  timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --presets=base,paper \
+    --steps=5 --threads=16 --torch_compile=false --peer_python=python3
 fi
 
-if run pack; then
-  model="$(ls -d "$work"/checkpoint_average 2>/dev/null || ls -d "$work"/checkpoint_0* | tail -1)"
-  echo "packing $model"
-  split -b 15M "$model/model.safetensors" "$out/model.safetensors.part_"
-  tar -C "$model" --exclude=model.safetensors --exclude=optimizer.safetensors \
-    -czf "$out/checkpoint_rest.tar.gz" .
+if run attention; then
+  timeout 60 "$bundle/run_bundle.sh" benchmarks/attention --decode_only
+fi
+
+if run memcheck; then
+  # The base-sized bf16 timing case is too slow under memcheck.
+  TFM_TESTS='gpu_training_test|gpu_decoding_test' \
+    TFM_TEST_WRAPPER="timeout 150 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
+    timeout 240 "$bundle/run_gpu_tests.sh" --gtest_filter='-*Torch*:*PyTorch*:*AtBaseSize*'
+  TFM_TESTS='attention_cuda_test' \
+    TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
+    timeout 110 "$bundle/run_gpu_tests.sh" --gtest_filter='*Decode*'
 fi
 echo "== $(date -u +%T) done"
