@@ -154,6 +154,17 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
   if (decode && cuda.backend != AttentionBackend::kCudnn) {
     return DecodeForward(context, p, out, lse);
   }
+  // A decoding step the decode kernel does not take (another head size) goes
+  // to our tiles, which read no key past each row's length, unless cuDNN is
+  // asked for by name: cuDNN reads the cache's unwritten tail (0 x garbage,
+  // NaN where the garbage is NaN: seen on an H200, bf16, d 40).
+  const bool decode_shaped = p.q_len <= kMaxAttentionDecodeQueries;
+  if (decode_shaped && cuda.backend != AttentionBackend::kCudnn) {
+    return CudaLaunchStatus(
+        context, LaunchAttentionForward(p, context.input(0).raw_data(), context.input(1).raw_data(),
+                                        context.input(2).raw_data(), out->raw_data(),
+                                        lse->data<float>(), context.stream()));
+  }
   if (std::optional<CudnnSdpaProblem> cudnn = CudnnProblemFor(cuda)) {
     absl::Status status = CudnnSdpaForward(*cudnn, context.input(0).raw_data(),
                                            context.input(1).raw_data(), context.input(2).raw_data(),
