@@ -21,8 +21,8 @@
 // the same subwords. Checks before timing, each printing `check: PASS` or
 // `check: FAIL` with what it compared (any FAIL makes the run exit 1, after
 // the timed rows, so that one GPU run still gives every figure):
-// - MarianMT's log-probabilities against ours, teacher forced on our
-//   outputs of the first --logprob_check_lines sources (--max_logprob_diff);
+// - MarianMT's log-probabilities against ours, teacher forced on the
+//   references of the first --logprob_check_lines lines (--max_logprob_diff);
 // - each float32 peer's batched translations against ours: identical lines
 //   counted (float reordering makes a few differ), BLEU against --reference
 //   within --max_bleu_gap of ours (MarianMT's length penalty is len^alpha,
@@ -116,6 +116,10 @@ ABSL_FLAG(int, logprob_check_lines, 8,
           "Sources whose MarianMT log-probabilities are compared with ours (0: none)");
 ABSL_FLAG(double, max_logprob_diff, 1e-4,
           "check: FAIL if a MarianMT log-probability differs from ours by more");
+ABSL_FLAG(bool, ignore_eos, false,
+          "The trained model too decodes every source to its maximum length on every side (eos "
+          "disabled): all outputs of a source have one length, so MarianMT's length penalty "
+          "ranks as ours does and its outputs should equal ours");
 ABSL_FLAG(int, passes, 1, "Passes over the timed rows; each row keeps its fastest");
 ABSL_FLAG(std::string, peer_wait_policies, "PASSIVE,ACTIVE",
           "OMP_WAIT_POLICY values each peer is timed under on the CPU, one process each "
@@ -383,25 +387,29 @@ bool Check(bool pass, const std::string& what) {
   return pass;
 }
 
-// MarianMT's float32 log-probabilities against ours, teacher forced on our
-// outputs (`ours`) of the first --logprob_check_lines sources, one sentence
-// at a time (no padding). Prints the largest difference and the check.
-absl::StatusOr<bool> CheckLogProbs(Transformer& model, const Outputs& sources, const Outputs& ours,
-                                   int eos_id, const std::string& peer_command,
+// MarianMT's float32 log-probabilities against ours, teacher forced on the
+// references (subwords with eos) of the first --logprob_check_lines input
+// lines that have both, one sentence at a time (no padding): every
+// vocabulary entry at every position. Prints the largest difference and the
+// check.
+absl::StatusOr<bool> CheckLogProbs(Transformer& model, const EncodedLines& sources,
+                                   const EncodedLines& targets, const std::string& peer_command,
                                    const std::string& work) {
-  const size_t count =
-      std::min(sources.size(), static_cast<size_t>(absl::GetFlag(FLAGS_logprob_check_lines)));
+  const size_t wanted = static_cast<size_t>(absl::GetFlag(FLAGS_logprob_check_lines));
   std::vector<float> ours_log_probs;
+  size_t count = 0, positions = 0;
   {
     std::ofstream pairs(work + "/logprob_inputs.txt");
-    for (size_t i = 0; i < count; ++i) {
+    for (size_t line = 0; line < sources.source_of.size() && count < wanted; ++line) {
+      if (sources.source_of[line] < 0 || targets.source_of[line] < 0) continue;
+      ++count;
       Batch batch;
       batch.size = 1;
-      batch.source = sources[i];
-      batch.source_length = static_cast<int>(sources[i].size());
+      batch.source = sources.sources[sources.source_of[line]];
+      batch.source_length = static_cast<int>(batch.source.size());
       batch.source_lengths = {batch.source_length};
-      batch.target = ours[i];
-      batch.target.push_back(eos_id);
+      batch.target = targets.sources[targets.source_of[line]];
+      positions += batch.target.size();
       batch.target_length = static_cast<int>(batch.target.size());
       batch.target_lengths = {batch.target_length};
       TFM_ASSIGN_OR_RETURN(const Tensor log_probs, model.LogProbabilities(batch));
@@ -434,9 +442,9 @@ absl::StatusOr<bool> CheckLogProbs(Transformer& model, const Outputs& sources, c
   const double limit = absl::GetFlag(FLAGS_max_logprob_diff);
   return Check(worst <= limit,
                absl::StrFormat("huggingface logits parity: max |log p ours - log p huggingface| "
-                               "= %.3g over %d log-probabilities (%d sentences, teacher forced "
-                               "on our outputs; limit %g)",
-                               worst, theirs.size(), count, limit));
+                               "= %.3g over %d log-probabilities (%d target positions of %d "
+                               "sentences, teacher forced on the references; limit %g)",
+                               worst, theirs.size(), positions, count, limit));
 }
 
 // The checks before timing: the float32 peers' translations at
@@ -741,6 +749,7 @@ absl::Status Main(const char* argv0) {
   Section section;
   section.model = trained.model.get();
   section.search = search;
+  section.search.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
   section.sources = encoded.sources;
   section.lines_at_batch_1 = absl::GetFlag(FLAGS_lines_at_batch_1);
   if (section.sources.empty()) return absl::InvalidArgumentError(input + ": nothing to translate");
@@ -759,7 +768,7 @@ absl::Status Main(const char* argv0) {
                              trained.tokenizer.eos_id(),  trained.tokenizer.unk_id(),
                              model.layer_norm_epsilon()};
   TFM_ASSIGN_OR_RETURN(section.peer_command,
-                       PeerCommand(argv0, peer_model, search, work, device,
+                       PeerCommand(argv0, peer_model, section.search, work, device,
                                    section.lines_at_batch_1));
   const std::vector<std::string> peers = PeerRows(device);
   std::vector<std::string> policies = {"default"};
@@ -770,10 +779,11 @@ absl::Status Main(const char* argv0) {
 
   section.title = absl::StrFormat(
       "trained model: %d sentences (%d source subwords with eos) of %s with %s on %s\nbeam %d, "
-      "alpha %.2f, max length source + %d; batched rows: %s sentences a batch sorted by "
+      "alpha %.2f, max length source + %d%s; batched rows: %s sentences a batch sorted by "
       "length; batch 1: %s; %d sentences untimed first per row",
       section.sources.size(), source_tokens, input, trained.checkpoint_dir, device.ToString(),
       search.beam_size, search.length_penalty_alpha, search.max_length_offset,
+      section.search.ignore_eos ? " (eos disabled: every output that long)" : "",
       absl::GetFlag(FLAGS_batch_sizes),
       section.lines_at_batch_1 > 0 ? absl::StrCat("the first ", section.lines_at_batch_1)
                                    : std::string("all"),
@@ -789,9 +799,11 @@ absl::Status Main(const char* argv0) {
   const bool marian = std::any_of(peers.begin(), peers.end(),
                                   [](const std::string& p) { return absl::StartsWith(p, "hf_"); });
   if (marian && absl::GetFlag(FLAGS_logprob_check_lines) > 0) {
-    TFM_ASSIGN_OR_RETURN(const bool logprobs_pass,
-                         CheckLogProbs(*trained.model, section.sources, ours_batched.outputs,
-                                       trained.tokenizer.eos_id(), section.peer_command, work));
+    const EncodedLines targets =
+        EncodeLines(trained.tokenizer, trained.config.data().batching().max_length(), references,
+                    reference_path, &std::cerr);
+    TFM_ASSIGN_OR_RETURN(const bool logprobs_pass, CheckLogProbs(*trained.model, encoded, targets,
+                                                                 section.peer_command, work));
     pass &= logprobs_pass;
   }
   TFM_ASSIGN_OR_RETURN(const bool agree, CheckPeersAgree(section.peer_command, peers, ours_batched,
