@@ -4,7 +4,7 @@
 // GPU:
 //
 //   bazel run -c opt //benchmarks:decode -- --model=/work/main/work/m30k
-//   bazel run -c opt //benchmarks:decode -- --model=DIR --device=cuda \
+//   bazel run -c opt //benchmarks:decode -- --model=DIR --device=cuda
 //       --batch_sizes=32,128,512 --lines_at_batch_1=200 --random_base
 //
 // It translates Multi30k's test_2016_flickr (EN->DE by default) with the
