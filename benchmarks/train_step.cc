@@ -54,6 +54,7 @@
 #include "core/status_macros.h"
 #include "core/thread_pool.h"
 #include "runtime/train/adam_optimizer.h"
+#include "runtime/train/checkpoint_match.h"
 #include "runtime/train/safetensors.h"
 #include "runtime/train/trainer.h"
 #include "core/allocator.h"
@@ -184,12 +185,11 @@ absl::Status RunOurs(const Preset& preset, const Device& device) {
   }
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> transformer,
                        Transformer::Create(ModelOf(preset, kDropout), vocabulary, device, 1));
+  NamedTensors parameters;
   for (Parameter* parameter : transformer->Parameters()) {
-    const auto same = std::find_if(initial.begin(), initial.end(),
-                                   [&](const auto& named) { return named.first == parameter->name; });
-    if (same == initial.end()) return absl::InternalError("no initial value for " + parameter->name);
-    TFM_RETURN_IF_ERROR(CopyInto(same->second, parameter->value));
+    parameters.emplace_back(parameter->name, parameter->value);  // Shares the buffer.
   }
+  TFM_RETURN_IF_ERROR(AssignTensors(initial, "the dropout-free model's weights", &parameters));
   TFM_ASSIGN_OR_RETURN(AdamOptimizer optimizer,
                        AdamOptimizer::Create(transformer->Parameters(), config::AdamConfig(),
                                              schedule));
