@@ -26,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/check.h"
+#include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "layers/transformer.h"
@@ -256,6 +257,12 @@ NamedTensors Weights(Transformer& model) {
   return tensors;
 }
 
+// `checkpoint` written to `dir` and read back, as a run and a resume would.
+absl::StatusOr<Checkpoint> WriteAndRead(const std::string& dir, const Checkpoint& checkpoint) {
+  TFM_RETURN_IF_ERROR(WriteCheckpointTo(dir, checkpoint));
+  return ReadCheckpoint(dir);
+}
+
 // A checkpoint written from a model and optimizer on `device` (through host
 // copies) resumes on the CPU bit for bit, and from there onto `device`
 // again.
@@ -272,9 +279,7 @@ void ExpectCheckpointResumesOnTheCpu(const Device& device) {
   checkpoint.state.set_update(1);
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "/checkpoint_from_", device.ToString());
-  const absl::Status written = WriteCheckpointTo(dir, checkpoint);
-  ASSERT_TRUE(written.ok()) << written;
-  absl::StatusOr<Checkpoint> read = ReadCheckpoint(dir);
+  absl::StatusOr<Checkpoint> read = WriteAndRead(dir, checkpoint);
   ASSERT_TRUE(read.ok()) << read.status();
 
   TrainingSetup cpu = MakeRun(model, Device::Cpu());
@@ -438,9 +443,7 @@ TEST(GpuTrainingTest, Bf16CheckpointEvaluatesOnTheCpu) {
   checkpoint.vocabulary = "the tokenizer's bytes";
   checkpoint.state.set_update(10);
   const std::string dir = absl::StrCat(::testing::TempDir(), "/checkpoint_bf16");
-  const absl::Status written = WriteCheckpointTo(dir, checkpoint);
-  ASSERT_TRUE(written.ok()) << written;
-  absl::StatusOr<Checkpoint> read = ReadCheckpoint(dir);
+  absl::StatusOr<Checkpoint> read = WriteAndRead(dir, checkpoint);
   ASSERT_TRUE(read.ok()) << read.status();
 
   TrainingSetup cpu = MakeRun(model, Device::Cpu());
