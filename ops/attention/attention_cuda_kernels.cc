@@ -158,14 +158,10 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
   // to our tiles, which read no key past each row's length, unless cuDNN is
   // asked for by name: cuDNN reads the cache's unwritten tail (0 x garbage,
   // NaN where the garbage is NaN: seen on an H200, bf16, d 40).
-  const bool decode_shaped = p.q_len <= kMaxAttentionDecodeQueries;
-  if (decode_shaped && cuda.backend != AttentionBackend::kCudnn) {
-    return CudaLaunchStatus(
-        context, LaunchAttentionForward(p, context.input(0).raw_data(), context.input(1).raw_data(),
-                                        context.input(2).raw_data(), out->raw_data(),
-                                        lse->data<float>(), context.stream()));
-  }
-  if (std::optional<CudnnSdpaProblem> cudnn = CudnnProblemFor(cuda)) {
+  const bool cudnn_allowed =
+      p.q_len > kMaxAttentionDecodeQueries || cuda.backend == AttentionBackend::kCudnn;
+  if (std::optional<CudnnSdpaProblem> cudnn =
+          cudnn_allowed ? CudnnProblemFor(cuda) : std::nullopt) {
     absl::Status status = CudnnSdpaForward(*cudnn, context.input(0).raw_data(),
                                            context.input(1).raw_data(), context.input(2).raw_data(),
                                            out->raw_data(), lse->data<float>(), context.stream());
