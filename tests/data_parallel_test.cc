@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
 #include "tests/util/run_command.h"
+#include "tests/util/tiny_model.h"
 
 namespace tfm {
 namespace {
@@ -41,13 +42,7 @@ class DataParallelTest : public ::testing::Test {
     config.set_task("translation");
     *config.mutable_data() = testing::WriteToyCorpus(*dir_);
     config::ModelConfig& model = *config.mutable_model();
-    model.set_num_encoder_layers(1);
-    model.set_num_decoder_layers(1);
-    model.set_d_model(32);
-    model.set_d_ff(64);
-    model.set_num_heads(2);
-    model.set_d_k(16);
-    model.set_d_v(16);
+    testing::SetTinyModelShape(model, 1, 2);
     config::TrainConfig& train = *config.mutable_train();
     train.set_warmup_steps(4);
     train.set_update_freq(2);

@@ -14,6 +14,7 @@
 #include "tests/util/checkpoint_equality.h"
 #include "tests/util/peer_python.h"
 #include "tests/util/run_command.h"
+#include "tests/util/tiny_model.h"
 
 namespace tfm {
 namespace {
@@ -29,13 +30,7 @@ class ExactResumeTest : public ::testing::Test {
     config.set_task("translation");
     *config.mutable_data() = testing::WriteToyCorpus(dir_);
     config::ModelConfig& model = *config.mutable_model();
-    model.set_num_encoder_layers(2);
-    model.set_num_decoder_layers(2);
-    model.set_d_model(32);
-    model.set_d_ff(64);
-    model.set_num_heads(2);
-    model.set_d_k(16);
-    model.set_d_v(16);
+    testing::SetTinyModelShape(model, 2, 2);
     // Every site nn.Transformer drops at: residual, attention, after the ReLU.
     model.set_dropout(0.1f);
     model.set_attention_dropout(0.1f);

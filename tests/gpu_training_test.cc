@@ -36,6 +36,7 @@
 #include "runtime/train/trainer.h"
 #include "tests/util/cuda_compare.h"
 #include "tests/util/gpu.h"
+#include "tests/util/tiny_model.h"
 
 namespace tfm {
 namespace {
@@ -47,13 +48,7 @@ constexpr double kTolerance = 1e-4;
 
 config::ModelConfig SmallModel(float dropout) {
   config::ModelConfig model;
-  model.set_num_encoder_layers(2);
-  model.set_num_decoder_layers(2);
-  model.set_d_model(32);
-  model.set_d_ff(64);
-  model.set_num_heads(4);
-  model.set_d_k(8);
-  model.set_d_v(8);
+  testing::SetTinyModelShape(model);
   model.set_dropout(dropout);
   model.set_attention_dropout(dropout);
   model.set_relu_dropout(dropout);

@@ -18,6 +18,7 @@
 #include "runtime/train/checkpoint.h"
 #include "layers/transformer.h"
 #include "tests/util/peer_python.h"
+#include "tests/util/tiny_model.h"
 #include "tests/util/torch_parity.h"
 
 namespace tfm {
@@ -102,13 +103,7 @@ struct ParityCase {
 
 absl::StatusOr<std::unique_ptr<Transformer>> MakeModel(const ParityCase& parity) {
   config::ModelConfig model;
-  model.set_num_encoder_layers(2);
-  model.set_num_decoder_layers(2);
-  model.set_d_model(32);
-  model.set_d_ff(64);
-  model.set_num_heads(4);
-  model.set_d_k(8);
-  model.set_d_v(8);
+  testing::SetTinyModelShape(model);
   model.set_dropout(0.0f);
   model.set_label_smoothing(0.1f);
   model.set_norm_position(parity.norm);

@@ -23,6 +23,7 @@
 #include "tasks/driver/driver.h"
 #include "tests/util/gpu.h"
 #include "tests/util/peer_python.h"
+#include "tests/util/tiny_model.h"
 
 namespace tfm {
 namespace {
@@ -42,13 +43,7 @@ class Seq2SeqDecodingTest : public ::testing::Test {
     tokenizer_config.set_seed(7);
     config.mutable_data()->mutable_batching()->set_max_length(24);
     config::ModelConfig& model = *config.mutable_model();
-    model.set_num_encoder_layers(2);
-    model.set_num_decoder_layers(2);
-    model.set_d_model(32);
-    model.set_d_ff(64);
-    model.set_num_heads(4);
-    model.set_d_k(8);
-    model.set_d_v(8);
+    testing::SetTinyModelShape(model);
     config.mutable_decode()->set_max_length_offset(10);
     // A held-out split of three pairs for evaluate --split.
     valid_source_ = new std::string(absl::StrCat(::testing::TempDir(), "/valid.en"));

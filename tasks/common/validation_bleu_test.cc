@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "layers/transformer.h"
 #include "tests/util/peer_python.h"
+#include "tests/util/tiny_model.h"
 
 namespace tfm {
 namespace {
@@ -37,13 +38,7 @@ config::TaskConfig SmallConfig() {
   data.mutable_batching()->set_max_target_tokens(256);
   data.mutable_batching()->set_shuffle_buffer(64);
   config::ModelConfig& model = *config.mutable_model();
-  model.set_num_encoder_layers(2);
-  model.set_num_decoder_layers(2);
-  model.set_d_model(32);
-  model.set_d_ff(64);
-  model.set_num_heads(4);
-  model.set_d_k(8);
-  model.set_d_v(8);
+  testing::SetTinyModelShape(model);
   config::TrainConfig& train = *config.mutable_train();
   train.set_warmup_steps(4);
   train.set_max_steps(6);

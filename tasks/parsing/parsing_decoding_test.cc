@@ -28,6 +28,7 @@
 #include "tasks/parsing/tree.h"
 #include "tasks/parsing/tree_decoding.h"
 #include "tests/util/peer_python.h"
+#include "tests/util/tiny_model.h"
 
 namespace tfm {
 namespace {
@@ -107,13 +108,7 @@ class ParsingDecodingTest : public ::testing::Test {
     tokenizer_config.set_seed(3);
     config.mutable_data()->mutable_batching()->set_max_length(256);
     config::ModelConfig& model = *config.mutable_model();
-    model.set_num_encoder_layers(1);
-    model.set_num_decoder_layers(1);
-    model.set_d_model(32);
-    model.set_d_ff(64);
-    model.set_num_heads(4);
-    model.set_d_k(8);
-    model.set_d_v(8);
+    testing::SetTinyModelShape(model, 1);
     config.mutable_decode()->set_beam_size(3);
     config.mutable_decode()->set_length_penalty_alpha(0.3);
     config.mutable_decode()->set_max_length_offset(40);

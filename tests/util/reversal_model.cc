@@ -5,6 +5,7 @@
 #include "core/status_macros.h"
 #include "runtime/train/adam_optimizer.h"
 #include "runtime/train/lr_schedule.h"
+#include "tests/util/tiny_model.h"
 
 namespace tfm {
 namespace testing {
@@ -47,13 +48,7 @@ Batch MakeReversalBatch(const std::vector<Example>& examples) {
 
 config::ModelConfig ReversalModelConfig() {
   config::ModelConfig model;
-  model.set_num_encoder_layers(2);
-  model.set_num_decoder_layers(2);
-  model.set_d_model(32);
-  model.set_d_ff(64);
-  model.set_num_heads(4);
-  model.set_d_k(8);
-  model.set_d_v(8);
+  SetTinyModelShape(model);
   model.set_dropout(0.1f);
   return model;
 }
