@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/config/task_config.pb.h"
@@ -25,6 +26,12 @@ inline constexpr char kDefaultLocaleRoot[] = "/usr/share/locale";
 // linked-in code reads are InvalidArgument naming the corpus.
 absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpus(
     const config::CorpusConfig& corpus, int64_t max_sentence_bytes = kDefaultMaxSentenceBytes);
+
+// The check before a run, by the corpus's format (CorpusFormatDef::check):
+// OK with what was found, e.g. "12 gettext catalogs in /usr/share/locale/de/
+// LC_MESSAGES", or the error naming the corpus and what is missing; a format
+// no linked-in code reads is InvalidArgument, as in OpenCorpus.
+absl::StatusOr<std::string> CheckCorpusPresent(const config::CorpusConfig& corpus);
 
 }  // namespace tfm
 

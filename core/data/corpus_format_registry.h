@@ -28,6 +28,12 @@ struct CorpusFormatDef {
   std::function<absl::StatusOr<std::unique_ptr<PairReader>>(const config::CorpusConfig& corpus,
                                                             int64_t max_sentence_bytes)>
       open;
+  // Whether the corpus's data is there, without reading it, for the check
+  // before a run (validate, and before a tokenizer trains): OK with a line
+  // for the log saying what was found, else the error naming the corpus and
+  // what is missing (NotFound for absent files). Unset: nothing to check
+  // cheaply, and open() finds out.
+  std::function<absl::StatusOr<std::string>(const config::CorpusConfig& corpus)> check;
 };
 
 Registry<CorpusFormatDef>& CorpusFormatRegistry();

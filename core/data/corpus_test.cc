@@ -70,5 +70,42 @@ TEST(CorpusTest, ConfigErrorsNameTheCorpus) {
   EXPECT_GT(CountPairs(corpus), 1000);  // The default root, /usr/share/locale.
 }
 
+// The check before a run finds the data without reading it, by format, and
+// names what is missing.
+TEST(CorpusTest, CheckCorpusPresentNamesWhatIsMissing) {
+  config::CorpusConfig corpus;
+  corpus.set_name("m30k");
+  corpus.set_format(config::CorpusConfig::PLAIN_TEXT);
+  corpus.set_source_path(SharedDataPath("multi30k/train.en.gz"));
+  corpus.set_target_path(SharedDataPath("multi30k/train.de.gz"));
+  absl::StatusOr<std::string> found = CheckCorpusPresent(corpus);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_NE(found->find("train.de.gz"), std::string::npos) << *found;
+
+  corpus.set_target_path(SharedDataPath("multi30k/no_such_file.de"));
+  found = CheckCorpusPresent(corpus);
+  EXPECT_EQ(found.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(found.status().message().find("no_such_file.de"), std::string::npos);
+  EXPECT_NE(found.status().message().find("m30k"), std::string::npos);
+
+  // Gettext catalogs are found under the non-English language, whichever
+  // side it is on (DE -> EN reads the de catalogs too).
+  config::CorpusConfig gettext;
+  gettext.set_name("catalogs");
+  gettext.set_format(config::CorpusConfig::GETTEXT_MO);
+  gettext.set_source_lang("de");
+  gettext.set_target_lang("en");
+  found = CheckCorpusPresent(gettext);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_NE(found->find("gettext catalogs in /usr/share/locale/de/LC_MESSAGES"),
+            std::string::npos)
+      << *found;
+  gettext.set_source_lang("xx-no-such-language");
+  gettext.set_target_lang("en");
+  found = CheckCorpusPresent(gettext);
+  EXPECT_EQ(found.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(found.status().message().find("catalogs"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tfm

@@ -37,17 +37,22 @@ absl::StatusOr<std::vector<std::string>> ListCatalogs(const std::string& dir) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<GettextCorpusReader>> GettextCorpusReader::Open(
-    const std::string& root, const std::string& source_lang, const std::string& target_lang,
-    int64_t max_sentence_bytes) {
+absl::StatusOr<std::vector<std::string>> GettextCorpusReader::FindCatalogs(
+    const std::string& root, const std::string& source_lang, const std::string& target_lang) {
   if ((source_lang == "en") == (target_lang == "en")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gettext corpora pair English (the msgids) with one other language; got ",
         source_lang, " -> ", target_lang));
   }
+  const std::string& lang = source_lang == "en" ? target_lang : source_lang;
+  return ListCatalogs(absl::StrCat(root, "/", lang, "/LC_MESSAGES"));
+}
+
+absl::StatusOr<std::unique_ptr<GettextCorpusReader>> GettextCorpusReader::Open(
+    const std::string& root, const std::string& source_lang, const std::string& target_lang,
+    int64_t max_sentence_bytes) {
   const bool english_source = source_lang == "en";
-  const std::string& lang = english_source ? target_lang : source_lang;
-  auto paths = ListCatalogs(absl::StrCat(root, "/", lang, "/LC_MESSAGES"));
+  auto paths = FindCatalogs(root, source_lang, target_lang);
   if (!paths.ok()) return paths.status();
 
   std::unique_ptr<GettextCorpusReader> reader(new GettextCorpusReader());

@@ -34,6 +34,12 @@ class GettextCorpusReader : public PairReader {
       const std::string& root, const std::string& source_lang, const std::string& target_lang,
       int64_t max_sentence_bytes = kDefaultMaxSentenceBytes);
 
+  // The .mo files Open would read (sorted), without reading them: the
+  // check before a run that the data is there. Errors as Open's.
+  static absl::StatusOr<std::vector<std::string>> FindCatalogs(const std::string& root,
+                                                               const std::string& source_lang,
+                                                               const std::string& target_lang);
+
   absl::StatusOr<bool> Next(SentencePair* pair) override;
   const SkipReport& skips() const override { return skips_; }
 

@@ -1,14 +1,11 @@
 // The translation task (EN-DE, EN-FR): checks that its corpora are there and
 // its settings make sense, trains (train, average, plot), translates
 // (decode) and scores (evaluate, BLEU).
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include <memory>
 #include <string>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/data/corpus.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
 #include "tasks/common/seq2seq_decoding.h"
@@ -19,55 +16,23 @@
 namespace tfm {
 namespace {
 
-bool IsFile(const std::string& path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
-// Number of .mo catalogs for `lang` under a locale root (0 if none).
-int CountCatalogs(const std::string& root, const std::string& lang) {
-  const std::string dir = absl::StrCat(root, "/", lang, "/LC_MESSAGES");
-  DIR* handle = opendir(dir.c_str());
-  if (handle == nullptr) return 0;
-  int count = 0;
-  while (dirent* entry = readdir(handle)) {
-    if (absl::EndsWith(entry->d_name, ".mo")) ++count;
-  }
-  closedir(handle);
-  return count;
-}
-
+// The check before a run that data.train[i] is there (CheckCorpusPresent,
+// by its format), with the error naming the config line.
 absl::Status CheckCorpus(const LoadedConfig& loaded, const std::string& field,
                          const config::CorpusConfig& corpus, std::ostream* log) {
-  const std::string where = loaded.sources.Describe(field);
-  switch (corpus.format()) {
-    case config::CorpusConfig::GETTEXT_MO: {
-      const std::string root =
-          ResolveDataPath(corpus.root().empty() ? "/usr/share/locale" : corpus.root());
-      const int catalogs = CountCatalogs(root, corpus.target_lang());
-      if (catalogs == 0) {
-        return absl::NotFoundError(absl::StrCat(where, ": ", field, ": no .mo catalogs for '",
-                                                corpus.target_lang(), "' under ", root));
-      }
-      if (log)
-        *log << field << ": " << catalogs << " gettext catalogs in " << root << "/"
-             << corpus.target_lang() << "/LC_MESSAGES\n";
-      return absl::OkStatus();
-    }
-    case config::CorpusConfig::PLAIN_TEXT:
-    case config::CorpusConfig::WMT_SGML:
-      for (const std::string& path : {corpus.source_path(), corpus.target_path()}) {
-        if (!IsFile(ResolveDataPath(path))) {
-          return absl::NotFoundError(
-              absl::StrCat(where, ": ", field, ": corpus file '", path,
-                           "' not found (WMT14 data comes from tools/prepare_wmt14.sh)"));
-        }
-      }
-      return absl::OkStatus();
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": ", field, ": translation reads PLAIN_TEXT, WMT_SGML or GETTEXT_MO corpora"));
+  absl::StatusOr<std::string> found = CheckCorpusPresent(corpus);
+  if (!found.ok()) {
+    const bool text = corpus.format() == config::CorpusConfig::PLAIN_TEXT ||
+                      corpus.format() == config::CorpusConfig::WMT_SGML;
+    return absl::Status(
+        found.status().code(),
+        absl::StrCat(loaded.sources.Describe(field), ": ", field, ": ", found.status().message(),
+                     text && absl::IsNotFound(found.status())
+                         ? " (WMT14 data comes from tools/prepare_wmt14.sh)"
+                         : ""));
   }
+  if (log) *log << field << ": " << *found << "\n";
+  return absl::OkStatus();
 }
 
 class TranslationTask : public Task {
