@@ -1,7 +1,8 @@
-// The reference quantization of one row (int8_quantize_rows.h), plain C++.
+// The reference quantizations of one row (int8_quantize_rows.h), plain C++.
 #include "ops/quantized_linear/int8_quantize_rows.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 namespace tfm {
@@ -25,6 +26,26 @@ void Int8QuantizeRowScalar(const float* x, int64_t in, int64_t groups, int64_t g
   }
   *zero_point = static_cast<int32_t>(s.zero_point);
   *scale = s.scale;
+}
+
+void Int8QuantizeWeightRowScalar(const float* w, int64_t in, int64_t groups, int64_t group_stride,
+                                 int8_t* q, float* scale, int32_t* level_sum) {
+  float largest = 0;
+  for (int64_t k = 0; k < in; ++k) largest = std::max(largest, std::abs(w[k]));
+  const float s = largest / 127.0f;
+  int32_t sum = 0;
+  for (int64_t k = 0; k < groups * 4; ++k) {
+    int8_t level = 0;
+    if (k < in && s > 0) {
+      // Half away from zero by truncation (no library call per weight).
+      const float v = std::clamp(w[k] / s, -127.0f, 127.0f);
+      level = static_cast<int8_t>(v + (v >= 0 ? 0.5f : -0.5f));
+    }
+    q[(k / 4) * group_stride + k % 4] = level;
+    sum += level;
+  }
+  *scale = s;
+  *level_sum = sum;
 }
 
 }  // namespace tfm

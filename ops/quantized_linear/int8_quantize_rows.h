@@ -1,7 +1,7 @@
 // The activations' per-row quantization that quantized_linear runs on every
-// call (quantized_linear.h): x[r, :] ~ sx (u - zp), u in [0, levels], over
-// [min(0, x), max(0, x)], so that 0 is exact (padding and ReLU zeros) and
-// every x lies within sx / 2 of its level.
+// call, and the weights' (quantized_linear.h). Activations: x[r, :] ~ sx (u - zp), u in [0,
+// levels], over [min(0, x), max(0, x)], so that 0 is exact (padding and ReLU zeros) and every x
+// lies within sx / 2 of its level.
 //
 // One function per instruction set, each giving the scalar one's bytes and
 // scales exactly (a test compares them): the same range (min and max are
@@ -51,6 +51,25 @@ void Int8QuantizeRowAvx2(const float* x, int64_t in, int64_t groups, int64_t gro
                          int levels, uint8_t* u, int32_t* zero_point, float* scale);
 void Int8QuantizeRowAvx512(const float* x, int64_t in, int64_t groups, int64_t group_stride,
                            int levels, uint8_t* u, int32_t* zero_point, float* scale);
+
+// The weights' quantization (once per search, quantize_linear_weight): one
+// output row w [in], symmetric, its largest magnitude to 127 (-128 left
+// out so that -q is always representable): scale = max |w| / 127, levels
+// round(w / scale) (half away from zero) in [-127, 127], written as
+// `groups` groups of 4 at q + g * group_stride (the packed layout's), 0
+// past `in`; returns the scale and the levels' sum (the zero-point
+// correction's row_sums). Every copy gives the scalar one's bytes exactly
+// (a division, a clamp and a truncation round the same in any of them).
+using Int8QuantizeWeightRowFn = void (*)(const float* w, int64_t in, int64_t groups,
+                                         int64_t group_stride, int8_t* q, float* scale,
+                                         int32_t* level_sum);
+
+void Int8QuantizeWeightRowScalar(const float* w, int64_t in, int64_t groups, int64_t group_stride,
+                                 int8_t* q, float* scale, int32_t* level_sum);
+void Int8QuantizeWeightRowAvx2(const float* w, int64_t in, int64_t groups, int64_t group_stride,
+                               int8_t* q, float* scale, int32_t* level_sum);
+void Int8QuantizeWeightRowAvx512(const float* w, int64_t in, int64_t groups, int64_t group_stride,
+                                 int8_t* q, float* scale, int32_t* level_sum);
 
 }  // namespace tfm
 

@@ -1,5 +1,6 @@
 // The vector quantizations of activation rows give the scalar reference's
-// bytes, zero points and scales exactly, whatever the row's length (tails
+// bytes, zero points and scales exactly (and of weight rows, their bytes,
+// scales and sums), whatever the row's length (tails
 // of every size), range (mixed, ReLU-like, all negative, all zero) and
 // place in the [groups, rows, 4] layout, at both levels (255, and 127 for
 // the AVX2 kernel); and the reference itself keeps its promises.
@@ -92,6 +93,45 @@ TEST(Int8QuantizeRowsTest, VectorCopiesGiveTheScalarBytesExactly) {
     }
   }
   std::printf("[ measured ] %d row sets identical to the scalar quantization\n", compared);
+}
+
+// The weights' quantization likewise, weight rows laid out as in a packed
+// panel (groups 64 bytes apart), rows of zeros and empty rows included.
+TEST(Int8QuantizeRowsTest, VectorWeightCopiesGiveTheScalarBytesExactly) {
+  const CpuFeatures& f = HostCpuFeatures();
+  struct NamedWeight {
+    const char* name;
+    Int8QuantizeWeightRowFn fn;
+    bool runs;
+  };
+  const NamedWeight vectors[] = {{"avx2", Int8QuantizeWeightRowAvx2, f.avx2},
+                                 {"avx512", Int8QuantizeWeightRowAvx512, f.avx512}};
+  constexpr int64_t kStride = 64;
+  int compared = 0;
+  for (const NamedWeight& v : vectors) {
+    if (!v.runs) continue;
+    for (int64_t in : {0, 1, 3, 4, 5, 8, 9, 16, 17, 33, 255, 256, 2051}) {
+      for (int kind = 0; kind < 3; ++kind) {
+        const std::vector<float> rows = Rows(std::max<int64_t>(in, 1), kind, 11 * in + kind);
+        const int64_t groups = (in + 3) / 4;
+        for (int64_t r = 0; r < kRows; ++r) {
+          const float* w = rows.data() + r * std::max<int64_t>(in, 1);
+          std::vector<int8_t> want(groups * kStride + 4, 0x5A), got = want;
+          float want_scale = -1, got_scale = -2;
+          int32_t want_sum = -1, got_sum = -2;
+          Int8QuantizeWeightRowScalar(w, in, groups, kStride, want.data(), &want_scale, &want_sum);
+          v.fn(w, in, groups, kStride, got.data(), &got_scale, &got_sum);
+          const std::string where = std::string(v.name) + " in " + std::to_string(in) + " kind " +
+                                    std::to_string(kind) + " row " + std::to_string(r);
+          ASSERT_EQ(got, want) << where;
+          ASSERT_EQ(got_scale, want_scale) << where;
+          ASSERT_EQ(got_sum, want_sum) << where;
+          ++compared;
+        }
+      }
+    }
+  }
+  std::printf("[ measured ] %d weight rows identical to the scalar quantization\n", compared);
 }
 
 // The reference: levels within [0, levels], 0 exact, padding 0, and each

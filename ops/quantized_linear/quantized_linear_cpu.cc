@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/cpu_features.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/matmul/gemm_cpu.h"
@@ -18,6 +19,14 @@ namespace tfm {
 namespace {
 
 constexpr int64_t kGroupBytes = kInt8PanelColumns * kInt8GroupInputs;
+
+// The weights' quantization: any copy gives the same bytes
+// (int8_quantize_rows.h), so the fastest this CPU runs.
+Int8QuantizeWeightRowFn QuantizeWeightRowForHost() {
+  const CpuFeatures& f = HostCpuFeatures();
+  if (f.avx512) return Int8QuantizeWeightRowAvx512;
+  return f.avx2 ? Int8QuantizeWeightRowAvx2 : Int8QuantizeWeightRowScalar;
+}
 
 absl::Status QuantizeLinearWeightCpu(KernelContext& context) {
   const Tensor& weight = context.input(0);
@@ -33,35 +42,21 @@ absl::Status QuantizeLinearWeightCpu(KernelContext& context) {
   int8_t* p = packed->data<int8_t>();
   float* s = scales->data<float>();
   int32_t* sums = row_sums->data<int32_t>();
+  const Int8QuantizeWeightRowFn quantize_row = QuantizeWeightRowForHost();
   context.thread_pool()->ParallelFor(panels, 1, [&](int64_t first, int64_t last) {
     for (int64_t panel = first; panel < last; ++panel) {
-      int8_t* dst = p + panel * groups * kGroupBytes;
       for (int64_t j = 0; j < kInt8PanelColumns; ++j) {
+        // Each row's 4 weights of a group lie side by side, a group's rows
+        // kInt8GroupInputs apart, the groups kGroupBytes apart.
+        int8_t* to = p + panel * groups * kGroupBytes + j * kInt8GroupInputs;
         const int64_t row = panel * kInt8PanelColumns + j;
-        const float* from = row < out ? w + row * in : nullptr;
-        // Symmetric, one scale per output row: the row's largest magnitude
-        // maps to 127 (-128 is left out so that -q is always representable).
-        float largest = 0;
-        for (int64_t k = 0; from != nullptr && k < in; ++k) {
-          largest = std::max(largest, std::abs(from[k]));
+        float scale;
+        int32_t sum;
+        if (row >= out) {  // The last panel's columns past `out`: zeros.
+          quantize_row(w, /*in=*/0, groups, kGroupBytes, to, &scale, &sum);
+          continue;
         }
-        const float scale = largest / 127.0f;
-        int32_t sum = 0;
-        for (int64_t k = 0; k < groups * kInt8GroupInputs; ++k) {
-          int8_t q = 0;
-          if (from != nullptr && k < in && scale > 0) {
-            // Half away from zero by truncation (no library call per weight).
-            const float level = std::clamp(from[k] / scale, -127.0f, 127.0f);
-            q = static_cast<int8_t>(level + (level >= 0 ? 0.5f : -0.5f));
-          }
-          dst[(k / kInt8GroupInputs) * kGroupBytes + j * kInt8GroupInputs + k % kInt8GroupInputs] =
-              q;
-          sum += q;
-        }
-        if (row < out) {
-          s[row] = scale;
-          sums[row] = sum;
-        }
+        quantize_row(w + row * in, in, groups, kGroupBytes, to, &s[row], &sums[row]);
       }
     }
   });
