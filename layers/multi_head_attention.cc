@@ -172,8 +172,11 @@ class MultiHeadAttention : public Layer {
       TFM_ASSIGN_OR_RETURN(q, q_proj_.Step(cache, x));
       if (entry == nullptr) {
         const Tensor& memory = inputs[1];
-        TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(memory));
-        TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Forward(memory));
+        // In f32 through Linear, as training computes them; with int8
+        // products through DecodingLinear like every other projection.
+        const bool int8 = cache.precision() == DecodingPrecision::kInt8;
+        TFM_ASSIGN_OR_RETURN(Tensor k, int8 ? k_proj_.Step(cache, memory) : k_proj_.Forward(memory));
+        TFM_ASSIGN_OR_RETURN(Tensor v, int8 ? v_proj_.Step(cache, memory) : v_proj_.Forward(memory));
         TFM_ASSIGN_OR_RETURN(k, SplitHeads(k, heads_));
         TFM_ASSIGN_OR_RETURN(v, SplitHeads(v, heads_));
         entry = &cache.Store(this, {DecodingCache::Indexing::kSentence, {k, v}});

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <string>
 
+#include "core/cpu_features.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/matmul/gemm_cpu.h"
 #include "ops/quantized_linear/int8_panels.h"
+#include "ops/quantized_linear/int8_quantize_rows.h"
 #include "ops/quantized_linear/quantized_linear.h"
 
 namespace tfm {
@@ -18,50 +20,43 @@ namespace {
 
 constexpr int64_t kGroupBytes = kInt8PanelColumns * kInt8GroupInputs;
 
+// The weights' quantization: any copy gives the same bytes
+// (int8_quantize_rows.h), so the fastest this CPU runs.
+Int8QuantizeWeightRowFn QuantizeWeightRowForHost() {
+  const CpuFeatures& f = HostCpuFeatures();
+  if (f.avx512) return Int8QuantizeWeightRowAvx512;
+  return f.avx2 ? Int8QuantizeWeightRowAvx2 : Int8QuantizeWeightRowScalar;
+}
+
 absl::Status QuantizeLinearWeightCpu(KernelContext& context) {
   const Tensor& weight = context.input(0);
   const int64_t out = weight.dim(0), in = weight.dim(1);
   const int64_t panels = (out + kInt8PanelColumns - 1) / kInt8PanelColumns;
   const int64_t groups = (in + kInt8GroupInputs - 1) / kInt8GroupInputs;
-  TFM_ASSIGN_OR_RETURN(Tensor * packed,
-                       context.AllocateOutput(0, {panels, groups, kInt8PanelColumns,
-                                                  kInt8GroupInputs},
-                                              DType::kI8));
+  TFM_ASSIGN_OR_RETURN(
+      Tensor * packed,
+      context.AllocateOutput(0, {panels, groups, kInt8PanelColumns, kInt8GroupInputs}, DType::kI8));
   TFM_ASSIGN_OR_RETURN(Tensor * scales, context.AllocateOutput(1, {out}, DType::kF32));
   TFM_ASSIGN_OR_RETURN(Tensor * row_sums, context.AllocateOutput(2, {out}, DType::kI32));
   const float* w = weight.data<float>();
   int8_t* p = packed->data<int8_t>();
   float* s = scales->data<float>();
   int32_t* sums = row_sums->data<int32_t>();
+  const Int8QuantizeWeightRowFn quantize_row = QuantizeWeightRowForHost();
   context.thread_pool()->ParallelFor(panels, 1, [&](int64_t first, int64_t last) {
     for (int64_t panel = first; panel < last; ++panel) {
-      int8_t* dst = p + panel * groups * kGroupBytes;
       for (int64_t j = 0; j < kInt8PanelColumns; ++j) {
+        // Each row's 4 weights of a group lie side by side, a group's rows
+        // kInt8GroupInputs apart, the groups kGroupBytes apart.
+        int8_t* to = p + panel * groups * kGroupBytes + j * kInt8GroupInputs;
         const int64_t row = panel * kInt8PanelColumns + j;
-        const float* from = row < out ? w + row * in : nullptr;
-        // Symmetric, one scale per output row: the row's largest magnitude
-        // maps to 127 (-128 is left out so that -q is always representable).
-        float largest = 0;
-        for (int64_t k = 0; from != nullptr && k < in; ++k) {
-          largest = std::max(largest, std::abs(from[k]));
+        float scale;
+        int32_t sum;
+        if (row >= out) {  // The last panel's columns past `out`: zeros.
+          quantize_row(w, /*in=*/0, groups, kGroupBytes, to, &scale, &sum);
+          continue;
         }
-        const float scale = largest / 127.0f;
-        int32_t sum = 0;
-        for (int64_t k = 0; k < groups * kInt8GroupInputs; ++k) {
-          int8_t q = 0;
-          if (from != nullptr && k < in && scale > 0) {
-            // Half away from zero by truncation (no library call per weight).
-            const float level = std::clamp(from[k] / scale, -127.0f, 127.0f);
-            q = static_cast<int8_t>(level + (level >= 0 ? 0.5f : -0.5f));
-          }
-          dst[(k / kInt8GroupInputs) * kGroupBytes + j * kInt8GroupInputs +
-              k % kInt8GroupInputs] = q;
-          sum += q;
-        }
-        if (row < out) {
-          s[row] = scale;
-          sums[row] = sum;
-        }
+        quantize_row(w + row * in, in, groups, kGroupBytes, to, &s[row], &sums[row]);
       }
     }
   });
@@ -69,43 +64,36 @@ absl::Status QuantizeLinearWeightCpu(KernelContext& context) {
 }
 
 // x [rows, in] -> u [groups, rows, 4] (int8_panels.h) in [0, levels] with
-// sx, zp per row: x ~ sx (u - zp) over [min(0, x), max(0, x)], so that 0 is
-// exact (padding and ReLU zeros) and every x is within sx / 2 of its level.
-void QuantizeRows(const float* x, int64_t rows, int64_t in, int64_t groups, int levels,
-                  ThreadPool* pool, uint8_t* u, int32_t* zero_points, float* x_scales) {
-  const int64_t padded = groups * kInt8GroupInputs;
-  pool->ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, in)),
+// zp, sx per row (int8_quantize_rows.h), with `quantize_row`. Rows are
+// independent; a thread takes at least ~64 K inputs, since the vector
+// quantization runs at several inputs per cycle and a split of less costs
+// more in waking a thread than it saves.
+void QuantizeRows(Int8QuantizeRowFn quantize_row, const float* x, int64_t rows, int64_t in,
+                  int64_t groups, int levels, ThreadPool* pool, uint8_t* u, int32_t* zero_points,
+                  float* x_scales) {
+  const int64_t group_stride = rows * kInt8GroupInputs;
+  pool->ParallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, in)),
                     [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; ++r) {
-      const float* row = x + r * in;
-      float lo = 0, hi = 0;
-      for (int64_t k = 0; k < in; ++k) {
-        lo = std::min(lo, row[k]);
-        hi = std::max(hi, row[k]);
-      }
-      // Inputs past `in` meet zero weights; any level will do.
-      float scale = 0, inverse = 0, zero_point = 0;
-      const float top = static_cast<float>(levels);
-      if (hi > lo) {  // Else all zeros: any scale will do.
-        scale = (hi - lo) / top;
-        inverse = 1.0f / scale;
-        zero_point = std::clamp(std::nearbyint(-lo * inverse), 0.0f, top);
-      }
-      // Rounding half up by truncation of a non-negative value: baseline
-      // x86-64 has no rounding instruction, and std::nearbyint would be a
-      // library call per element, costing more than the product at
-      // decoding's few rows. (zero_point is whole, so this is
-      // round(x / sx) + zp but for ties.)
-      for (int64_t k = 0; k < padded; ++k) {
-        const float level =
-            k < in ? std::clamp(row[k] * inverse + zero_point, 0.0f, top) + 0.5f : 0.0f;
-        u[((k / kInt8GroupInputs) * rows + r) * kInt8GroupInputs + k % kInt8GroupInputs] =
-            static_cast<uint8_t>(level);
-      }
-      zero_points[r] = static_cast<int32_t>(zero_point);
-      x_scales[r] = scale;
-    }
-  });
+                      for (int64_t r = first; r < last; ++r) {
+                        quantize_row(x + r * in, in, groups, group_stride, levels,
+                                     u + r * kInt8GroupInputs, zero_points + r, x_scales + r);
+                      }
+                    });
+}
+
+// The activations' quantization that goes with `kernel`: the vector one of
+// its instruction set (the same bytes as the scalar one).
+Int8QuantizeRowFn QuantizeRowFor(Int8Kernel kernel) {
+  switch (kernel) {
+    case Int8Kernel::kScalar:
+      return Int8QuantizeRowScalar;
+    case Int8Kernel::kAvx2:
+    case Int8Kernel::kAvxVnni:
+      return Int8QuantizeRowAvx2;
+    case Int8Kernel::kAvx512Vnni:
+      return Int8QuantizeRowAvx512;
+  }
+  return Int8QuantizeRowScalar;
 }
 
 Int8PanelsFn PanelsFor(Int8Kernel kernel) {
@@ -140,14 +128,14 @@ absl::Status QuantizedLinearCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, shape, DType::kF32));
   if (rows == 0) return absl::OkStatus();
   const int64_t stride = groups * kInt8GroupInputs;
-  TFM_ASSIGN_OR_RETURN(Tensor u, Tensor::Empty({groups, rows, kInt8GroupInputs}, DType::kI8,
-                                               Device::Cpu()));
+  TFM_ASSIGN_OR_RETURN(Tensor u,
+                       Tensor::Empty({groups, rows, kInt8GroupInputs}, DType::kI8, Device::Cpu()));
   TFM_ASSIGN_OR_RETURN(Tensor zero_points, Tensor::Empty({rows}, DType::kI32, Device::Cpu()));
   TFM_ASSIGN_OR_RETURN(Tensor x_scales, Tensor::Empty({rows}, DType::kF32, Device::Cpu()));
   uint8_t* u_data = reinterpret_cast<uint8_t*>(u.data<int8_t>());
-  QuantizeRows(x.data<float>(), rows, in, groups, Int8ActivationLevels(kernel),
-               context.thread_pool(), u_data, zero_points.data<int32_t>(),
-               x_scales.data<float>());
+  QuantizeRows(QuantizeRowFor(kernel), x.data<float>(), rows, in, groups,
+               Int8ActivationLevels(kernel), context.thread_pool(), u_data,
+               zero_points.data<int32_t>(), x_scales.data<float>());
   Int8Product product;
   product.rows = rows;
   product.groups = groups;
@@ -168,17 +156,15 @@ absl::Status QuantizedLinearCpu(KernelContext& context) {
   const Int8PanelsFn run = PanelsFor(kernel);
   const int64_t panel_work = rows * stride * kInt8PanelColumns;
   const int64_t grain = std::max<int64_t>(2, 4 * kGemmSplitWork / std::max<int64_t>(1, panel_work));
-  context.thread_pool()->ParallelFor(panels, grain, [&](int64_t first, int64_t last) {
-    run(product, first, last);
-  });
+  context.thread_pool()->ParallelFor(
+      panels, grain, [&](int64_t first, int64_t last) { run(product, first, last); });
   return absl::OkStatus();
 }
 
 TFM_REGISTER_KERNEL("quantize_linear_weight", DeviceType::kCPU, DType::kF32,
                     QuantizeLinearWeightCpu);
 TFM_REGISTER_KERNEL("quantized_linear", DeviceType::kCPU, DType::kF32, QuantizedLinearCpu);
-TFM_REGISTER_KERNEL("quantized_linear_no_bias", DeviceType::kCPU, DType::kF32,
-                    QuantizedLinearCpu);
+TFM_REGISTER_KERNEL("quantized_linear_no_bias", DeviceType::kCPU, DType::kF32, QuantizedLinearCpu);
 
 }  // namespace
 
@@ -195,10 +181,10 @@ void Int8PanelsScalar(const Int8Product& p, int64_t first_panel, int64_t last_pa
         int32_t sum = 0;
         for (int64_t k = 0; k < stride; ++k) {
           const int64_t group = k / kInt8GroupInputs;
-          sum += static_cast<int32_t>(
-                     p.x[(group * p.rows + r) * kInt8GroupInputs + k % kInt8GroupInputs]) *
-                 w[(k / kInt8GroupInputs) * kGroupBytes + j * kInt8GroupInputs +
-                   k % kInt8GroupInputs];
+          sum +=
+              static_cast<int32_t>(
+                  p.x[(group * p.rows + r) * kInt8GroupInputs + k % kInt8GroupInputs]) *
+              w[(k / kInt8GroupInputs) * kGroupBytes + j * kInt8GroupInputs + k % kInt8GroupInputs];
         }
         const int32_t exact = sum - p.x_zero_points[r] * p.row_sums[column];
         float value = static_cast<float>(exact) * (p.x_scales[r] * p.scales[column]);
