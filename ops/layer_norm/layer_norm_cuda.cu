@@ -3,12 +3,14 @@
 // the mean, the squared deviations around it (two passes, as the CPU, so a
 // large mean does not cancel the variance), then the output. The backward
 // writes dx the same way and sums dgain and dbias over fixed chunks of rows
-// (one thread per column, coalesced) before adding the chunks in order.
+// (one thread per column, coalesced) before adding the chunks in order
+// (ops/cuda_column_sums.cuh).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
+#include "ops/cuda_column_sums.cuh"
 #include "ops/cuda_elementwise.cuh"
 #include "ops/cuda_row_reduce.cuh"
 #include "ops/layer_norm/layer_norm_cuda.h"
@@ -16,6 +18,14 @@
 namespace tfm {
 namespace {
 
+using cuda_column_sums::ColumnOutputs;
+using cuda_column_sums::ColumnTiles;
+using cuda_column_sums::ColumnTotalsKernel;
+using cuda_column_sums::ChunkRows;
+using cuda_column_sums::kColumns;
+using cuda_column_sums::kRowLanes;
+using cuda_column_sums::NumChunks;
+using cuda_column_sums::SumRowLanes;
 using cuda_elementwise::DeviceT;
 using cuda_elementwise::FromFloat;
 using cuda_elementwise::LastError;
@@ -27,20 +37,6 @@ using cuda_row_reduce::RowBlocks;
 using cuda_row_reduce::Sum;
 
 constexpr int kThreads = cuda_row_reduce::kRowThreads;
-
-// The column sums of the backward: kColumns columns by kRowLanes rows per
-// block, over chunks of at least kMinChunkRows rows and at most kMaxChunks
-// chunks (gridDim.y).
-constexpr int kColumns = 32;
-constexpr int kRowLanes = kThreads / kColumns;
-constexpr int64_t kMinChunkRows = 128;
-constexpr int64_t kMaxChunks = 1024;
-
-int64_t ChunkRows(int64_t rows) {
-  return std::max<int64_t>(kMinChunkRows, (rows + kMaxChunks - 1) / kMaxChunks);
-}
-int64_t NumChunks(int64_t rows) { return (rows + ChunkRows(rows) - 1) / ChunkRows(rows); }
-unsigned ColumnTiles(int64_t d) { return static_cast<unsigned>((d + kColumns - 1) / kColumns); }
 
 // Every thread runs the same number of iterations of the row loop (it
 // depends on the block only), so the group reductions see every thread;
@@ -126,20 +122,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Sums `value` over the kRowLanes row lanes of each of the block's
-// kColumns columns, in lane order, for row lane 0 (the others get their own
-// value back). Every thread of the block must call it.
-__device__ __forceinline__ float SumRowLanes(float value, float (&lanes)[kRowLanes][kColumns]) {
-  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
-  lanes[row_lane][column_lane] = value;
-  __syncthreads();
-  if (row_lane == 0) {
-    for (int lane = 1; lane < kRowLanes; ++lane) value += lanes[lane][column_lane];
-  }
-  __syncthreads();  // `lanes` may be reused at once.
-  return value;
-}
-
 // partial[chunk] = [sum of dout * xhat | sum of dout] over the chunk's rows,
 // for kColumns columns per block (blockIdx.x) and one chunk (blockIdx.y).
 template <typename D>
@@ -170,30 +152,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// dgain, dbias = the chunks' partial sums, kRowLanes lanes per column each
-// over a fixed stride of chunks, then the lanes in order.
-template <typename D>
-__global__ void __launch_bounds__(kThreads)
-    LayerNormColumnTotalsKernel(const float* __restrict__ partial, int64_t chunks, int64_t d,
-                                D* __restrict__ dgain, D* __restrict__ dbias) {
-  __shared__ float lanes[kRowLanes][kColumns];
-  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
-  const int64_t column = static_cast<int64_t>(blockIdx.x) * kColumns + column_lane;
-  float total_gain = 0.0f, total_bias = 0.0f;
-  if (column < d) {
-    for (int64_t chunk = row_lane; chunk < chunks; chunk += kRowLanes) {
-      total_gain += partial[chunk * 2 * d + column];
-      total_bias += partial[chunk * 2 * d + d + column];
-    }
-  }
-  total_gain = SumRowLanes(total_gain, lanes);
-  total_bias = SumRowLanes(total_bias, lanes);
-  if (row_lane == 0 && column < d) {
-    dgain[column] = FromFloat<D>(total_gain);
-    dbias[column] = FromFloat<D>(total_bias);
-  }
-}
-
 }  // namespace
 
 template <typename T>
@@ -215,7 +173,7 @@ const char* LaunchLayerNorm(const T* x, const T* gain, const T* bias, int64_t ro
 }
 
 int64_t LayerNormBackwardWorkspaceFloats(int64_t rows, int64_t d) {
-  return NumChunks(rows) * 2 * d;
+  return cuda_column_sums::WorkspaceFloats(rows, d, 2);
 }
 
 template <typename T>
@@ -242,8 +200,8 @@ const char* LaunchLayerNormBackward(const T* dout, const T* x, const T* gain, co
     if (const char* error = LastError()) return error;
   }
   // With no rows the totals are zeros: still written.
-  LayerNormColumnTotalsKernel<D><<<ColumnTiles(d), kThreads, 0, s>>>(
-      workspace, chunks, d, reinterpret_cast<D*>(dgain), reinterpret_cast<D*>(dbias));
+  const ColumnOutputs<D> totals{{reinterpret_cast<D*>(dgain), reinterpret_cast<D*>(dbias)}};
+  ColumnTotalsKernel<D><<<ColumnTiles(d), kThreads, 0, s>>>(workspace, chunks, 2, d, totals);
   return LastError();
 }
 
