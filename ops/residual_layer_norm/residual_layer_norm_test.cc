@@ -319,7 +319,7 @@ TEST(ResidualLayerNormTest, CudaMatchesCpu) {
     }
     std::printf("residual_layer_norm CUDA vs CPU, %s: every shape within rtol %g (sums of rows "
                 "relative to the largest)\n",
-                DTypeName(dtype), bf16 ? 1e-2 : 1e-5);
+                std::string(DTypeName(dtype)).c_str(), bf16 ? 1e-2 : 1e-5);
   }
 }
 
