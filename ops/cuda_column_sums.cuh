@@ -1,12 +1,13 @@
 // Device helpers of the CUDA kernels that sum per-column gradients over the
 // rows of a [rows, d] matrix (layer_norm's dgain and dbias,
 // residual_layer_norm's too and its dh_bias): without atomics, in a fixed
-// order, so every run gives the same bits. Two levels: a partials kernel of
-// the op's own (one block per kColumns columns and chunk of ChunkRows rows,
-// kRowLanes row lanes per column, combined by SumRowLanes) writes each
-// chunk's sums into a workspace laid out [chunk][sum][d]; ColumnTotalsKernel
-// then adds the chunks in order. Included only by .cu files
-// (CUDA_COMMON_HDRS in ops/op.bzl).
+// order, so every run gives the same bits. Two levels: ColumnPartialsKernel
+// (one block per kColumns columns and chunk of ChunkRows rows, kRowLanes
+// row lanes per column, combined by SumRowLanes) writes each chunk's sums
+// into a workspace laid out [chunk][sum][d], with the op's own functor for
+// a row's terms; ColumnTotalsKernel then adds the chunks in order.
+// LaunchColumnSums runs both. Included only by .cu files (CUDA_COMMON_HDRS
+// in ops/op.bzl).
 #ifndef TFM_OPS_CUDA_COLUMN_SUMS_CUH_
 #define TFM_OPS_CUDA_COLUMN_SUMS_CUH_
 
@@ -57,6 +58,32 @@ __device__ __forceinline__ float SumRowLanes(float value, float (&lanes)[kRowLan
   return value;
 }
 
+// partial[blockIdx.y][k][column] for k < kSums: the sums over the rows of
+// chunk blockIdx.y (chunk_rows each) of kColumns columns (block blockIdx.x).
+// accumulate(r, column, sums) adds row r's terms of the column into
+// sums[0..kSums) (a functor: the op's own arithmetic, an FMA say).
+template <int kSums, typename Accumulate>
+__global__ void __launch_bounds__(kThreads)
+    ColumnPartialsKernel(Accumulate accumulate, int64_t rows, int64_t d, int64_t chunk_rows,
+                         float* __restrict__ partial) {
+  __shared__ float lanes[kRowLanes][kColumns];
+  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
+  const int64_t column = static_cast<int64_t>(blockIdx.x) * kColumns + column_lane;
+  const int64_t begin = static_cast<int64_t>(blockIdx.y) * chunk_rows;
+  const int64_t end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
+  float sums[kSums] = {};
+  if (column < d) {
+    for (int64_t r = begin + row_lane; r < end; r += kRowLanes) accumulate(r, column, sums);
+  }
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) sums[k] = SumRowLanes(sums[k], lanes);
+  if (row_lane == 0 && column < d) {
+    float* chunk = partial + static_cast<int64_t>(blockIdx.y) * kSums * d;
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) chunk[k * d + column] = sums[k];
+  }
+}
+
 // The output columns of ColumnTotalsKernel: out[k] for k < sums.
 template <typename D>
 struct ColumnOutputs {
@@ -85,6 +112,25 @@ __global__ void __launch_bounds__(kThreads)
       outputs.out[k][column] = cuda_elementwise::FromFloat<D>(totals[k]);
     }
   }
+}
+
+// outputs.out[k][0..d) = the column sums k < kSums of `rows` rows, through
+// `workspace` (WorkspaceFloats(rows, d, kSums) floats). With no rows the
+// sums are zeros, still written. Returns nullptr or the CUDA error text.
+template <int kSums, typename D, typename Accumulate>
+const char* LaunchColumnSums(Accumulate accumulate, int64_t rows, int64_t d, float* workspace,
+                             ColumnOutputs<D> outputs, cudaStream_t stream) {
+  static_assert(kSums <= kMaxSums, "ColumnOutputs holds kMaxSums columns");
+  const int64_t chunks = NumChunks(rows);
+  if (rows > 0) {
+    const dim3 grid(ColumnTiles(d), static_cast<unsigned>(chunks));
+    ColumnPartialsKernel<kSums>
+        <<<grid, kThreads, 0, stream>>>(accumulate, rows, d, ChunkRows(rows), workspace);
+    if (const char* error = cuda_elementwise::LastError()) return error;
+  }
+  ColumnTotalsKernel<D>
+      <<<ColumnTiles(d), kThreads, 0, stream>>>(workspace, chunks, kSums, d, outputs);
+  return cuda_elementwise::LastError();
 }
 
 }  // namespace cuda_column_sums

@@ -19,13 +19,7 @@ namespace tfm {
 namespace {
 
 using cuda_column_sums::ColumnOutputs;
-using cuda_column_sums::ColumnTiles;
-using cuda_column_sums::ColumnTotalsKernel;
-using cuda_column_sums::ChunkRows;
-using cuda_column_sums::kColumns;
-using cuda_column_sums::kRowLanes;
-using cuda_column_sums::NumChunks;
-using cuda_column_sums::SumRowLanes;
+using cuda_column_sums::LaunchColumnSums;
 using cuda_elementwise::DeviceT;
 using cuda_elementwise::FromFloat;
 using cuda_elementwise::LastError;
@@ -122,35 +116,20 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// partial[chunk] = [sum of dout * xhat | sum of dout] over the chunk's rows,
-// for kColumns columns per block (blockIdx.x) and one chunk (blockIdx.y).
+// Row r's terms of dgain (dout * xhat, by FMA) and dbias (dout) in a column.
 template <typename D>
-__global__ void __launch_bounds__(kThreads)
-    LayerNormColumnPartialsKernel(const D* __restrict__ dout, const D* __restrict__ x,
-                                  const float* __restrict__ mean, const float* __restrict__ rstd,
-                                  int64_t rows, int64_t d, int64_t chunk_rows,
-                                  float* __restrict__ partial) {
-  __shared__ float lanes[kRowLanes][kColumns];
-  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
-  const int64_t column = static_cast<int64_t>(blockIdx.x) * kColumns + column_lane;
-  const int64_t begin = static_cast<int64_t>(blockIdx.y) * chunk_rows;
-  const int64_t end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
-  float dgain = 0.0f, dbias = 0.0f;
-  if (column < d) {
-    for (int64_t r = begin + row_lane; r < end; r += kRowLanes) {
-      const float dy = ToFloat(dout[r * d + column]);
-      dgain = fmaf(dy, (ToFloat(x[r * d + column]) - mean[r]) * rstd[r], dgain);
-      dbias += dy;
-    }
+struct GainAndBiasTerms {
+  const D* __restrict__ dout;
+  const D* __restrict__ x;
+  const float* __restrict__ mean;
+  const float* __restrict__ rstd;
+  int64_t d;
+  __device__ __forceinline__ void operator()(int64_t r, int64_t column, float (&sums)[2]) const {
+    const float dy = ToFloat(dout[r * d + column]);
+    sums[0] = fmaf(dy, (ToFloat(x[r * d + column]) - mean[r]) * rstd[r], sums[0]);
+    sums[1] += dy;
   }
-  dgain = SumRowLanes(dgain, lanes);
-  dbias = SumRowLanes(dbias, lanes);
-  if (row_lane == 0 && column < d) {
-    float* chunk = partial + static_cast<int64_t>(blockIdx.y) * 2 * d;
-    chunk[column] = dgain;
-    chunk[d + column] = dbias;
-  }
-}
+};
 
 }  // namespace
 
@@ -185,7 +164,6 @@ const char* LaunchLayerNormBackward(const T* dout, const T* x, const T* gain, co
   const auto* xd = reinterpret_cast<const D*>(x);
   const auto* gd = reinterpret_cast<const D*>(gain);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const int64_t chunks = NumChunks(rows);
   if (rows > 0) {
     auto* dxd = reinterpret_cast<D*>(dx);
     ForRowWidth(d, [&](auto width) {
@@ -194,15 +172,11 @@ const char* LaunchLayerNormBackward(const T* dout, const T* x, const T* gain, co
           <<<RowBlocks<kWidth>(rows), kThreads, 0, s>>>(dyd, xd, gd, mean, rstd, rows, d, dxd);
     });
     if (const char* error = LastError()) return error;
-    const dim3 grid(ColumnTiles(d), static_cast<unsigned>(chunks));
-    LayerNormColumnPartialsKernel<D>
-        <<<grid, kThreads, 0, s>>>(dyd, xd, mean, rstd, rows, d, ChunkRows(rows), workspace);
-    if (const char* error = LastError()) return error;
   }
-  // With no rows the totals are zeros: still written.
-  const ColumnOutputs<D> totals{{reinterpret_cast<D*>(dgain), reinterpret_cast<D*>(dbias)}};
-  ColumnTotalsKernel<D><<<ColumnTiles(d), kThreads, 0, s>>>(workspace, chunks, 2, d, totals);
-  return LastError();
+  return LaunchColumnSums<2>(GainAndBiasTerms<D>{dyd, xd, mean, rstd, d}, rows, d, workspace,
+                             ColumnOutputs<D>{{reinterpret_cast<D*>(dgain),
+                                               reinterpret_cast<D*>(dbias)}},
+                             s);
 }
 
 #define TFM_INSTANTIATE_LAYER_NORM_CUDA(T)                                                       \

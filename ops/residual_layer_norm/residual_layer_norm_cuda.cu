@@ -22,14 +22,8 @@
 namespace tfm {
 namespace {
 
-using cuda_column_sums::ChunkRows;
 using cuda_column_sums::ColumnOutputs;
-using cuda_column_sums::ColumnTiles;
-using cuda_column_sums::ColumnTotalsKernel;
-using cuda_column_sums::kColumns;
-using cuda_column_sums::kRowLanes;
-using cuda_column_sums::NumChunks;
-using cuda_column_sums::SumRowLanes;
+using cuda_column_sums::LaunchColumnSums;
 using cuda_elementwise::DeviceT;
 using cuda_elementwise::FromFloat;
 using cuda_elementwise::LastError;
@@ -257,41 +251,25 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// partial[chunk] = [sum of dout * xhat | sum of dout | sum of dh (with
-// dh)] over the chunk's rows, for kColumns columns per block (blockIdx.x)
-// and one chunk (blockIdx.y).
-template <typename D>
-__global__ void __launch_bounds__(kThreads)
-    ResidualLayerNormColumnPartialsKernel(const D* __restrict__ dout, const D* __restrict__ sum,
-                                          const D* __restrict__ dh,
-                                          const float* __restrict__ mean,
-                                          const float* __restrict__ rstd, int64_t rows, int64_t d,
-                                          int64_t chunk_rows, float* __restrict__ partial) {
-  __shared__ float lanes[kRowLanes][kColumns];
-  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
-  const int64_t column = static_cast<int64_t>(blockIdx.x) * kColumns + column_lane;
-  const int64_t begin = static_cast<int64_t>(blockIdx.y) * chunk_rows;
-  const int64_t end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
-  float dgain = 0.0f, dbias = 0.0f, dh_bias = 0.0f;
-  if (column < d) {
-    for (int64_t r = begin + row_lane; r < end; r += kRowLanes) {
-      const float dy = ToFloat(dout[r * d + column]);
-      dgain = fmaf(dy, (ToFloat(sum[r * d + column]) - mean[r]) * rstd[r], dgain);
-      dbias += dy;
-      if (dh != nullptr) dh_bias += ToFloat(dh[r * d + column]);
-    }
+// Row r's terms in a column: of dgain (dout * xhat, by FMA, as layer_norm),
+// dbias (dout) and, with kSums = 3, dh_bias (dh).
+template <typename D, int kSums>
+struct ColumnTerms {
+  const D* __restrict__ dout;
+  const D* __restrict__ sum;
+  const D* __restrict__ dh;
+  const float* __restrict__ mean;
+  const float* __restrict__ rstd;
+  int64_t d;
+  __device__ __forceinline__ void operator()(int64_t r, int64_t column,
+                                             float (&sums)[kSums]) const {
+    const int64_t i = r * d + column;
+    const float dy = ToFloat(dout[i]);
+    sums[0] = fmaf(dy, (ToFloat(sum[i]) - mean[r]) * rstd[r], sums[0]);
+    sums[1] += dy;
+    if constexpr (kSums == 3) sums[2] += ToFloat(dh[i]);
   }
-  dgain = SumRowLanes(dgain, lanes);
-  dbias = SumRowLanes(dbias, lanes);
-  const int sums = dh != nullptr ? 3 : 2;
-  if (dh != nullptr) dh_bias = SumRowLanes(dh_bias, lanes);
-  if (row_lane == 0 && column < d) {
-    float* chunk = partial + static_cast<int64_t>(blockIdx.y) * sums * d;
-    chunk[column] = dgain;
-    chunk[d + column] = dbias;
-    if (dh != nullptr) chunk[2 * d + column] = dh_bias;
-  }
-}
+};
 
 // Whether every pointer is aligned for Quad<D> accesses.
 template <typename D>
@@ -339,8 +317,6 @@ const char* LaunchResidualLayerNormBackward(const T* dout, const T* sum, const T
   const auto* sd = reinterpret_cast<const D*>(sum);
   auto* dhd = reinterpret_cast<D*>(dh);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const int64_t chunks = NumChunks(rows);
-  const bool with_h_bias = dh_bias != nullptr;
   if (rows > 0) {
     const bool quads = QuadAligned<D>({dout, sum, dx, dh});
     ForRowWidth(d, [&](auto width) {
@@ -350,17 +326,15 @@ const char* LaunchResidualLayerNormBackward(const T* dout, const T* sum, const T
           reinterpret_cast<D*>(dx), dhd);
     });
     if (const char* error = LastError()) return error;
-    const dim3 grid(ColumnTiles(d), static_cast<unsigned>(chunks));
-    ResidualLayerNormColumnPartialsKernel<D><<<grid, kThreads, 0, s>>>(
-        dyd, sd, with_h_bias ? dhd : nullptr, mean, rstd, rows, d, ChunkRows(rows), workspace);
-    if (const char* error = LastError()) return error;
   }
-  // With no rows the totals are zeros: still written.
   const ColumnOutputs<D> totals{{reinterpret_cast<D*>(dgain), reinterpret_cast<D*>(dbias),
                                  reinterpret_cast<D*>(dh_bias)}};
-  ColumnTotalsKernel<D><<<ColumnTiles(d), kThreads, 0, s>>>(workspace, chunks,
-                                                            with_h_bias ? 3 : 2, d, totals);
-  return LastError();
+  if (dh_bias == nullptr) {
+    return LaunchColumnSums<2>(ColumnTerms<D, 2>{dyd, sd, dhd, mean, rstd, d}, rows, d, workspace,
+                               totals, s);
+  }
+  return LaunchColumnSums<3>(ColumnTerms<D, 3>{dyd, sd, dhd, mean, rstd, d}, rows, d, workspace,
+                             totals, s);
 }
 
 #define TFM_INSTANTIATE_RESIDUAL_LAYER_NORM_CUDA(T)                                              \
