@@ -13,10 +13,16 @@ absl::StatusOr<PhiloxState> DropoutSite::Reserve(ForwardContext& context, int64_
   return context.rng->Reserve(count);
 }
 
-absl::StatusOr<Tensor> DropoutSite::Forward(ForwardContext& context, const Tensor& x) {
+absl::Status DropoutSite::Begin(ForwardContext& context, int64_t count) {
   active_ = context.training && p_ > 0.0f;
+  if (!active_) return absl::OkStatus();
+  TFM_ASSIGN_OR_RETURN(state_, Reserve(context, count));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> DropoutSite::Forward(ForwardContext& context, const Tensor& x) {
+  TFM_RETURN_IF_ERROR(Begin(context, x.num_elements()));
   if (!active_) return x;
-  TFM_ASSIGN_OR_RETURN(state_, Reserve(context, x.num_elements()));
   return Dropout(x, p_, state_);
 }
 

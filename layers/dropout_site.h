@@ -18,6 +18,14 @@ class DropoutSite {
   absl::StatusOr<Tensor> Forward(ForwardContext& context, const Tensor& x);
   absl::StatusOr<Tensor> Backward(const Tensor& dout) const;
 
+  // For an op that applies the dropout itself (ops/residual_layer_norm):
+  // reserves the state of `count` numbers as Forward would, without calling
+  // the dropout op. rate() is then p, or 0 where Forward would be the
+  // identity, and state() the mask's state; both hold for the backward.
+  absl::Status Begin(ForwardContext& context, int64_t count);
+  float rate() const { return active_ ? p_ : 0.0f; }
+  const PhiloxState& state() const { return state_; }
+
   // The state of an active forward (the attention op draws its own mask).
   static absl::StatusOr<PhiloxState> Reserve(ForwardContext& context, int64_t count);
 

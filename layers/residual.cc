@@ -6,7 +6,9 @@
 // parameter prefix); all attributes are passed on to the sublayer. Inputs
 // {x, extra...}: the sublayer gets {x or LayerNorm(x), extra...}; backward
 // returns {dx, the sublayer's gradients of the extras}. Dropout is the
-// model's dropout (P_drop).
+// model's dropout (P_drop). Post-norm runs dropout, the residual add and the
+// norm as one op (ops/residual_layer_norm: the same values, one pass over
+// memory instead of three, each way).
 #include <memory>
 #include <string>
 
@@ -47,19 +49,29 @@ class Residual : public Layer {
     }
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> sublayer_out,
                          sublayer_->Forward(context, sublayer_inputs));
+    if (!pre_norm_) {
+      TFM_RETURN_IF_ERROR(dropout_.Begin(context, sublayer_out[0].num_elements()));
+      TFM_ASSIGN_OR_RETURN(
+          Tensor y, norm_.ForwardResidual(x, sublayer_out[0], dropout_.rate(), dropout_.state()));
+      return std::vector<Tensor>{y};
+    }
     TFM_ASSIGN_OR_RETURN(Tensor dropped, dropout_.Forward(context, sublayer_out[0]));
     TFM_ASSIGN_OR_RETURN(Tensor sum, Add(x, dropped));
-    if (pre_norm_) return std::vector<Tensor>{sum};
-    TFM_ASSIGN_OR_RETURN(Tensor y, norm_.Forward(sum));
-    return std::vector<Tensor>{y};
+    return std::vector<Tensor>{sum};
   }
 
   absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
-    Tensor d_sum = output_grads[0];
-    if (!pre_norm_) {
-      TFM_ASSIGN_OR_RETURN(d_sum, norm_.Backward(d_sum));
+    Tensor d_sum, d_sublayer_out;
+    if (pre_norm_) {
+      d_sum = output_grads[0];
+      TFM_ASSIGN_OR_RETURN(d_sublayer_out, dropout_.Backward(d_sum));
+    } else {
+      TFM_ASSIGN_OR_RETURN(
+          Norm::ResidualGrads residual,
+          norm_.BackwardResidual(output_grads[0], dropout_.rate(), dropout_.state()));
+      d_sum = std::move(residual.dx);
+      d_sublayer_out = std::move(residual.dh);
     }
-    TFM_ASSIGN_OR_RETURN(Tensor d_sublayer_out, dropout_.Backward(d_sum));
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> grads, sublayer_->Backward({d_sublayer_out}));
     Tensor d_sublayer_x = grads[0];
     if (pre_norm_) {

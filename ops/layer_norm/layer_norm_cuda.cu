@@ -3,12 +3,14 @@
 // the mean, the squared deviations around it (two passes, as the CPU, so a
 // large mean does not cancel the variance), then the output. The backward
 // writes dx the same way and sums dgain and dbias over fixed chunks of rows
-// (one thread per column, coalesced) before adding the chunks in order.
+// (one thread per column, coalesced) before adding the chunks in order
+// (ops/cuda_column_sums.cuh).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
+#include "ops/cuda_column_sums.cuh"
 #include "ops/cuda_elementwise.cuh"
 #include "ops/cuda_row_reduce.cuh"
 #include "ops/layer_norm/layer_norm_cuda.h"
@@ -16,6 +18,8 @@
 namespace tfm {
 namespace {
 
+using cuda_column_sums::ColumnOutputs;
+using cuda_column_sums::LaunchColumnSums;
 using cuda_elementwise::DeviceT;
 using cuda_elementwise::FromFloat;
 using cuda_elementwise::LastError;
@@ -27,20 +31,6 @@ using cuda_row_reduce::RowBlocks;
 using cuda_row_reduce::Sum;
 
 constexpr int kThreads = cuda_row_reduce::kRowThreads;
-
-// The column sums of the backward: kColumns columns by kRowLanes rows per
-// block, over chunks of at least kMinChunkRows rows and at most kMaxChunks
-// chunks (gridDim.y).
-constexpr int kColumns = 32;
-constexpr int kRowLanes = kThreads / kColumns;
-constexpr int64_t kMinChunkRows = 128;
-constexpr int64_t kMaxChunks = 1024;
-
-int64_t ChunkRows(int64_t rows) {
-  return std::max<int64_t>(kMinChunkRows, (rows + kMaxChunks - 1) / kMaxChunks);
-}
-int64_t NumChunks(int64_t rows) { return (rows + ChunkRows(rows) - 1) / ChunkRows(rows); }
-unsigned ColumnTiles(int64_t d) { return static_cast<unsigned>((d + kColumns - 1) / kColumns); }
 
 // Every thread runs the same number of iterations of the row loop (it
 // depends on the block only), so the group reductions see every thread;
@@ -126,73 +116,20 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Sums `value` over the kRowLanes row lanes of each of the block's
-// kColumns columns, in lane order, for row lane 0 (the others get their own
-// value back). Every thread of the block must call it.
-__device__ __forceinline__ float SumRowLanes(float value, float (&lanes)[kRowLanes][kColumns]) {
-  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
-  lanes[row_lane][column_lane] = value;
-  __syncthreads();
-  if (row_lane == 0) {
-    for (int lane = 1; lane < kRowLanes; ++lane) value += lanes[lane][column_lane];
-  }
-  __syncthreads();  // `lanes` may be reused at once.
-  return value;
-}
-
-// partial[chunk] = [sum of dout * xhat | sum of dout] over the chunk's rows,
-// for kColumns columns per block (blockIdx.x) and one chunk (blockIdx.y).
+// Row r's terms of dgain (dout * xhat, by FMA) and dbias (dout) in a column.
 template <typename D>
-__global__ void __launch_bounds__(kThreads)
-    LayerNormColumnPartialsKernel(const D* __restrict__ dout, const D* __restrict__ x,
-                                  const float* __restrict__ mean, const float* __restrict__ rstd,
-                                  int64_t rows, int64_t d, int64_t chunk_rows,
-                                  float* __restrict__ partial) {
-  __shared__ float lanes[kRowLanes][kColumns];
-  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
-  const int64_t column = static_cast<int64_t>(blockIdx.x) * kColumns + column_lane;
-  const int64_t begin = static_cast<int64_t>(blockIdx.y) * chunk_rows;
-  const int64_t end = begin + chunk_rows < rows ? begin + chunk_rows : rows;
-  float dgain = 0.0f, dbias = 0.0f;
-  if (column < d) {
-    for (int64_t r = begin + row_lane; r < end; r += kRowLanes) {
-      const float dy = ToFloat(dout[r * d + column]);
-      dgain = fmaf(dy, (ToFloat(x[r * d + column]) - mean[r]) * rstd[r], dgain);
-      dbias += dy;
-    }
+struct GainAndBiasTerms {
+  const D* __restrict__ dout;
+  const D* __restrict__ x;
+  const float* __restrict__ mean;
+  const float* __restrict__ rstd;
+  int64_t d;
+  __device__ __forceinline__ void operator()(int64_t r, int64_t column, float (&sums)[2]) const {
+    const float dy = ToFloat(dout[r * d + column]);
+    sums[0] = fmaf(dy, (ToFloat(x[r * d + column]) - mean[r]) * rstd[r], sums[0]);
+    sums[1] += dy;
   }
-  dgain = SumRowLanes(dgain, lanes);
-  dbias = SumRowLanes(dbias, lanes);
-  if (row_lane == 0 && column < d) {
-    float* chunk = partial + static_cast<int64_t>(blockIdx.y) * 2 * d;
-    chunk[column] = dgain;
-    chunk[d + column] = dbias;
-  }
-}
-
-// dgain, dbias = the chunks' partial sums, kRowLanes lanes per column each
-// over a fixed stride of chunks, then the lanes in order.
-template <typename D>
-__global__ void __launch_bounds__(kThreads)
-    LayerNormColumnTotalsKernel(const float* __restrict__ partial, int64_t chunks, int64_t d,
-                                D* __restrict__ dgain, D* __restrict__ dbias) {
-  __shared__ float lanes[kRowLanes][kColumns];
-  const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
-  const int64_t column = static_cast<int64_t>(blockIdx.x) * kColumns + column_lane;
-  float total_gain = 0.0f, total_bias = 0.0f;
-  if (column < d) {
-    for (int64_t chunk = row_lane; chunk < chunks; chunk += kRowLanes) {
-      total_gain += partial[chunk * 2 * d + column];
-      total_bias += partial[chunk * 2 * d + d + column];
-    }
-  }
-  total_gain = SumRowLanes(total_gain, lanes);
-  total_bias = SumRowLanes(total_bias, lanes);
-  if (row_lane == 0 && column < d) {
-    dgain[column] = FromFloat<D>(total_gain);
-    dbias[column] = FromFloat<D>(total_bias);
-  }
-}
+};
 
 }  // namespace
 
@@ -215,7 +152,7 @@ const char* LaunchLayerNorm(const T* x, const T* gain, const T* bias, int64_t ro
 }
 
 int64_t LayerNormBackwardWorkspaceFloats(int64_t rows, int64_t d) {
-  return NumChunks(rows) * 2 * d;
+  return cuda_column_sums::WorkspaceFloats(rows, d, 2);
 }
 
 template <typename T>
@@ -227,7 +164,6 @@ const char* LaunchLayerNormBackward(const T* dout, const T* x, const T* gain, co
   const auto* xd = reinterpret_cast<const D*>(x);
   const auto* gd = reinterpret_cast<const D*>(gain);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const int64_t chunks = NumChunks(rows);
   if (rows > 0) {
     auto* dxd = reinterpret_cast<D*>(dx);
     ForRowWidth(d, [&](auto width) {
@@ -236,15 +172,11 @@ const char* LaunchLayerNormBackward(const T* dout, const T* x, const T* gain, co
           <<<RowBlocks<kWidth>(rows), kThreads, 0, s>>>(dyd, xd, gd, mean, rstd, rows, d, dxd);
     });
     if (const char* error = LastError()) return error;
-    const dim3 grid(ColumnTiles(d), static_cast<unsigned>(chunks));
-    LayerNormColumnPartialsKernel<D>
-        <<<grid, kThreads, 0, s>>>(dyd, xd, mean, rstd, rows, d, ChunkRows(rows), workspace);
-    if (const char* error = LastError()) return error;
   }
-  // With no rows the totals are zeros: still written.
-  LayerNormColumnTotalsKernel<D><<<ColumnTiles(d), kThreads, 0, s>>>(
-      workspace, chunks, d, reinterpret_cast<D*>(dgain), reinterpret_cast<D*>(dbias));
-  return LastError();
+  return LaunchColumnSums<2>(GainAndBiasTerms<D>{dyd, xd, mean, rstd, d}, rows, d, workspace,
+                             ColumnOutputs<D>{{reinterpret_cast<D*>(dgain),
+                                               reinterpret_cast<D*>(dbias)}},
+                             s);
 }
 
 #define TFM_INSTANTIATE_LAYER_NORM_CUDA(T)                                                       \

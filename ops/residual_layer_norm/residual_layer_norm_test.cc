@@ -1,0 +1,368 @@
+#include "ops/residual_layer_norm/residual_layer_norm.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "gtest/gtest.h"
+#include "ops/add/add.h"
+#include "ops/dropout/dropout.h"
+#include "ops/layer_norm/layer_norm.h"
+#include "ops/random/random.h"
+#include "tests/util/cuda_compare.h"
+#include "tests/util/gpu.h"
+#include "tests/util/gradient_check.h"
+#include "tests/util/torch_parity.h"
+
+namespace tfm {
+namespace {
+
+using ::tfm::testing::AllClose;
+using ::tfm::testing::CheckGradients;
+using ::tfm::testing::GradientCheckOptions;
+using ::tfm::testing::HostAs;
+using ::tfm::testing::HostF32;
+using ::tfm::testing::OnCuda;
+using ::tfm::testing::RoundedThrough;
+using ::tfm::testing::Tolerance;
+
+Tensor Random(const Shape& shape, uint64_t stream, float low = -1.0f, float high = 1.0f) {
+  return *RandomUniform(shape, PhiloxState{29, stream, 0}, low, high);
+}
+
+::testing::AssertionResult SameBits(const Tensor& actual, const Tensor& expected) {
+  if (actual.shape() != expected.shape() || actual.dtype() != expected.dtype()) {
+    return ::testing::AssertionFailure() << ShapeToString(actual.shape()) << " vs "
+                                         << ShapeToString(expected.shape());
+  }
+  const float* a = actual.data<float>();
+  const float* e = expected.data<float>();
+  for (int64_t i = 0; i < actual.num_elements(); ++i) {
+    if (std::memcmp(&a[i], &e[i], sizeof(float)) != 0) {
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << a[i] << " vs " << e[i] << " (of "
+             << actual.num_elements() << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// One problem: inputs of `shape`, dropout p with a state whose offset is odd
+// (so the mask's blocks are not aligned with anything in particular).
+struct Problem {
+  Problem(const Shape& shape, double p, uint64_t stream) {
+    const int64_t d = shape.back();
+    x = Random(shape, stream, -1.5f, 3.5f);
+    h = Random(shape, stream + 1);
+    h_bias = Random({d}, stream + 2);
+    gain = Random({d}, stream + 3, 0.5f, 1.5f);
+    bias = Random({d}, stream + 4);
+    dout = Random(shape, stream + 5);
+    dropout = ResidualDropout{p, PhiloxState{7, stream, 13}};
+  }
+  Tensor x, h, h_bias, gain, bias, dout;
+  ResidualDropout dropout;
+};
+
+// Shapes: rows of d not a multiple of 4 (rows start inside a Philox block)
+// and shorter than a vector, d = 37 and 91 (every loop's tails), model
+// widths, and more rows than one backward chunk.
+const Shape kShapes[] = {{3, 7}, {1, 1}, {5, 37}, {7, 91}, {2, 3, 64}, {250, 256}, {33, 512}};
+
+// The op against dropout, add and layer_norm one after the other, forward
+// and backward, bit for bit: residual.cc relies on it to train as before.
+TEST(ResidualLayerNormTest, EqualsTheComposedOpsBitForBit) {
+  uint64_t stream = 100;
+  for (const double p : {0.0, 0.1, 0.5, 1.0}) {
+    for (const Shape& shape : kShapes) {
+      SCOPED_TRACE(ShapeToString(shape) + " p = " + std::to_string(p));
+      const Problem in(shape, p, stream += 10);
+      absl::StatusOr<ResidualLayerNormOutputs> fused =
+          ResidualLayerNorm(in.x, in.h, std::nullopt, in.gain, in.bias, in.dropout);
+      ASSERT_TRUE(fused.ok()) << fused.status();
+
+      const Tensor dropped = p > 0.0 ? *Dropout(in.h, p, in.dropout.state) : in.h;
+      const Tensor sum = *Add(in.x, dropped);
+      absl::StatusOr<LayerNormOutputs> composed = LayerNorm(sum, in.gain, in.bias);
+      ASSERT_TRUE(composed.ok()) << composed.status();
+      EXPECT_TRUE(SameBits(fused->sum, sum));
+      EXPECT_TRUE(SameBits(fused->out, composed->out));
+      EXPECT_TRUE(SameBits(fused->mean, composed->mean));
+      EXPECT_TRUE(SameBits(fused->rstd, composed->rstd));
+
+      absl::StatusOr<ResidualLayerNormGrads> grads =
+          ResidualLayerNormBackward(in.dout, *fused, in.gain, in.dropout, false);
+      ASSERT_TRUE(grads.ok()) << grads.status();
+      absl::StatusOr<LayerNormGrads> norm_grads =
+          LayerNormBackward(in.dout, sum, in.gain, composed->mean, composed->rstd);
+      ASSERT_TRUE(norm_grads.ok()) << norm_grads.status();
+      const Tensor dh =
+          p > 0.0 ? *DropoutBackward(norm_grads->dx, p, in.dropout.state) : norm_grads->dx;
+      EXPECT_TRUE(SameBits(grads->dx, norm_grads->dx));
+      EXPECT_TRUE(SameBits(grads->dh, dh));
+      EXPECT_TRUE(SameBits(grads->dgain, norm_grads->dgain));
+      EXPECT_TRUE(SameBits(grads->dbias, norm_grads->dbias));
+      EXPECT_FALSE(grads->dh_bias.defined());
+    }
+  }
+}
+
+// With h_bias: h + h_bias is formed before the mask (as add's broadcast),
+// and dh_bias is dh summed over rows (in other chunks than add's column
+// sums: within 1e-6 of the largest).
+TEST(ResidualLayerNormTest, HBiasIsAddedBeforeTheDropout) {
+  uint64_t stream = 500;
+  for (const double p : {0.0, 0.3}) {
+    for (const Shape& shape : kShapes) {
+      SCOPED_TRACE(ShapeToString(shape) + " p = " + std::to_string(p));
+      const Problem in(shape, p, stream += 10);
+      absl::StatusOr<ResidualLayerNormOutputs> fused =
+          ResidualLayerNorm(in.x, in.h, in.h_bias, in.gain, in.bias, in.dropout);
+      ASSERT_TRUE(fused.ok()) << fused.status();
+      const Tensor biased = *Add(in.h, in.h_bias);
+      const Tensor dropped = p > 0.0 ? *Dropout(biased, p, in.dropout.state) : biased;
+      const Tensor sum = *Add(in.x, dropped);
+      absl::StatusOr<LayerNormOutputs> composed = LayerNorm(sum, in.gain, in.bias);
+      ASSERT_TRUE(composed.ok()) << composed.status();
+      EXPECT_TRUE(SameBits(fused->sum, sum));
+      EXPECT_TRUE(SameBits(fused->out, composed->out));
+
+      absl::StatusOr<ResidualLayerNormGrads> grads =
+          ResidualLayerNormBackward(in.dout, *fused, in.gain, in.dropout, true);
+      ASSERT_TRUE(grads.ok()) << grads.status();
+      ASSERT_TRUE(grads->dh_bias.defined());
+      EXPECT_TRUE(AllClose(grads->dh_bias, *SumToShape(grads->dh, in.h_bias),
+                           Tolerance{.atol = 0.0, .rtol = 1e-6, .relative_to_max = true}));
+    }
+  }
+}
+
+// Finite differences through every input, with dropout on (the mask is
+// fixed by the state, so the function is smooth in all of them).
+TEST(ResidualLayerNormTest, Gradients) {
+  for (const double p : {0.0, 0.25}) {
+    SCOPED_TRACE("p = " + std::to_string(p));
+    const Problem in({3, 2, 6}, p, 900);
+    auto forward = [&](const std::vector<Tensor>& t) -> absl::StatusOr<std::vector<Tensor>> {
+      absl::StatusOr<ResidualLayerNormOutputs> out =
+          ResidualLayerNorm(t[0], t[1], t[2], t[3], t[4], in.dropout);
+      if (!out.ok()) return out.status();
+      return std::vector<Tensor>{out->out, out->sum, out->mean, out->rstd};
+    };
+    auto backward = [&](const std::vector<Tensor>& t, const std::vector<Tensor>& out,
+                        const std::vector<Tensor>& dout) -> absl::StatusOr<std::vector<Tensor>> {
+      const ResidualLayerNormOutputs saved{out[0], out[1], out[2], out[3]};
+      absl::StatusOr<ResidualLayerNormGrads> grads =
+          ResidualLayerNormBackward(dout[0], saved, t[3], in.dropout, true);
+      if (!grads.ok()) return grads.status();
+      return std::vector<Tensor>{grads->dx, grads->dh, grads->dh_bias, grads->dgain, grads->dbias};
+    };
+    EXPECT_TRUE(CheckGradients(forward, backward, {in.x, in.h, in.h_bias, in.gain, in.bias},
+                               GradientCheckOptions{.outputs_in_loss = {0}}));
+  }
+}
+
+// Rows and chunks are cut by the shape: 1, 2 and 3 threads give the same bits.
+TEST(ResidualLayerNormTest, ThreadCountDoesNotChangeTheBits) {
+  for (const Shape& shape : {Shape{250, 256}, Shape{4, 300, 64}, Shape{7, 91}}) {
+    const Problem in(shape, 0.1, 40);
+    std::vector<Tensor> reference;
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      ThreadPool::ScopedDefault scope(&pool);
+      absl::StatusOr<ResidualLayerNormOutputs> out =
+          ResidualLayerNorm(in.x, in.h, in.h_bias, in.gain, in.bias, in.dropout);
+      ASSERT_TRUE(out.ok()) << out.status();
+      absl::StatusOr<ResidualLayerNormGrads> grads =
+          ResidualLayerNormBackward(in.dout, *out, in.gain, in.dropout, true);
+      ASSERT_TRUE(grads.ok()) << grads.status();
+      const std::vector<Tensor> results = {out->out,     grads->dx,    grads->dh,
+                                           grads->dgain, grads->dbias, grads->dh_bias};
+      if (reference.empty()) reference = results;
+      for (size_t i = 0; i < results.size(); ++i) {
+        EXPECT_TRUE(SameBits(results[i], reference[i]))
+            << "result " << i << " of shape " << ShapeToString(shape) << " on " << threads
+            << " threads";
+      }
+    }
+  }
+}
+
+TEST(ResidualLayerNormTest, BadArgumentsNameTheOpAndWhat) {
+  const Problem in({2, 4}, 0.1, 1);
+  auto message = [](const absl::StatusOr<ResidualLayerNormOutputs>& out) {
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+    return std::string(out.status().message());
+  };
+  EXPECT_NE(message(ResidualLayerNorm(in.x, Random({2, 5}, 1), std::nullopt, in.gain, in.bias,
+                                      in.dropout))
+                .find("residual_layer_norm: h must have x's shape"),
+            std::string::npos);
+  EXPECT_NE(message(ResidualLayerNorm(in.x, in.h, Random({3}, 1), in.gain, in.bias, in.dropout))
+                .find("residual_bias_layer_norm: h_bias must be [4]"),
+            std::string::npos);
+  EXPECT_NE(message(ResidualLayerNorm(in.x, in.h, std::nullopt, Random({5}, 1), in.bias,
+                                      in.dropout))
+                .find("gain must be [4]"),
+            std::string::npos);
+  EXPECT_NE(message(ResidualLayerNorm(in.x, in.h, std::nullopt, in.gain, Random({5}, 1),
+                                      in.dropout))
+                .find("bias must be [4]"),
+            std::string::npos);
+  EXPECT_NE(message(ResidualLayerNorm(in.x, in.h, std::nullopt, in.gain, in.bias,
+                                      ResidualDropout{1.5, {}}))
+                .find("p = 1.5 is not in [0, 1]"),
+            std::string::npos);
+  EXPECT_NE(message(ResidualLayerNorm(in.x, in.h, std::nullopt, in.gain, in.bias, in.dropout,
+                                      -1.0))
+                .find("eps = -1 must be finite"),
+            std::string::npos);
+  EXPECT_NE(message(ResidualLayerNorm(Random({2, 0}, 1), Random({2, 0}, 2), std::nullopt,
+                                      Random({0}, 3), Random({0}, 4), in.dropout))
+                .find("x must be [..., d] with d >= 1"),
+            std::string::npos);
+  EXPECT_NE(message(ResidualLayerNorm(in.x, in.h, std::nullopt, *Tensor::Zeros({4}, DType::kI32),
+                                      in.bias, in.dropout))
+                .find("must share one dtype"),
+            std::string::npos);
+  absl::StatusOr<ResidualLayerNormOutputs> out =
+      ResidualLayerNorm(in.x, in.h, std::nullopt, in.gain, in.bias, in.dropout);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ResidualLayerNormOutputs wrong_stats = *out;
+  wrong_stats.mean = Random({4}, 5);
+  absl::Status status =
+      ResidualLayerNormBackward(in.dout, wrong_stats, in.gain, in.dropout, false).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("mean and rstd must be [2]"), std::string::npos) << status;
+  status = ResidualLayerNormBackward(Random({2, 3}, 6), *out, in.gain, in.dropout, false).status();
+  EXPECT_NE(status.message().find("dout must have sum's shape"), std::string::npos) << status;
+}
+
+// bf16 has CUDA kernels only; on the CPU it is refused by name.
+TEST(ResidualLayerNormTest, Bf16OnCpuSaysThereIsNoKernel) {
+  const Tensor x = HostAs(Random({2, 4}, 1), DType::kBF16);
+  const Tensor g = HostAs(Random({4}, 2), DType::kBF16);
+  absl::Status status = ResidualLayerNorm(x, x, std::nullopt, g, g, {}).status();
+  EXPECT_NE(status.message().find("no kernel"), std::string::npos) << status;
+}
+
+// The CUDA kernels against the CPU kernels, forward and backward, with and
+// without h_bias and dropout: f32 within 1e-5 (the same mask, the same
+// two-pass statistics, sums in another order), bf16 against the f32 CPU
+// kernels on the bf16-rounded inputs within 1e-2 (one bf16 rounding of sum
+// and of each output; the statistics stay f32 and match to 1e-5). Shapes: one element, rows
+// inside Philox blocks (d = 7, 37), a warp per row (d <= 1024) and a block
+// per row (d > 1024), no rows, and rows enough for several column chunks;
+// small enough for compute-sanitizer. Prints the largest differences.
+TEST(ResidualLayerNormTest, CudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Shape shapes[] = {{1, 1},     {3, 7},     {5, 37},  {2, 3, 512},
+                          {300, 1024}, {3, 1025}, {0, 8},   {2100, 33}};
+  uint64_t stream = 2000;
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    const bool bf16 = dtype == DType::kBF16;
+    const Tolerance elementwise{.atol = bf16 ? 1e-2 : 1e-5, .rtol = bf16 ? 1e-2 : 1e-5};
+    const Tolerance sums{.atol = 0.0, .rtol = bf16 ? 1e-2 : 1e-5, .relative_to_max = true};
+    for (const double p : {0.0, 0.1}) {
+      for (const bool with_h_bias : {false, true}) {
+        for (const Shape& shape : shapes) {
+          SCOPED_TRACE(ShapeToString(shape) + " " + std::string(DTypeName(dtype)) + " p = " +
+                       std::to_string(p) + (with_h_bias ? " with h_bias" : ""));
+          const Problem in(shape, p, stream += 10);
+          auto rounded = [&](const Tensor& t) { return RoundedThrough(t, dtype); };
+          auto gpu = [&](const Tensor& t) { return OnCuda(HostAs(t, dtype)); };
+          std::optional<Tensor> cpu_h_bias, gpu_h_bias;
+          if (with_h_bias) {
+            cpu_h_bias = rounded(in.h_bias);
+            gpu_h_bias = gpu(in.h_bias);
+          }
+          absl::StatusOr<ResidualLayerNormOutputs> cpu =
+              ResidualLayerNorm(rounded(in.x), rounded(in.h), cpu_h_bias, rounded(in.gain),
+                                rounded(in.bias), in.dropout);
+          ASSERT_TRUE(cpu.ok()) << cpu.status();
+          absl::StatusOr<ResidualLayerNormOutputs> cuda = ResidualLayerNorm(
+              gpu(in.x), gpu(in.h), gpu_h_bias, gpu(in.gain), gpu(in.bias), in.dropout);
+          ASSERT_TRUE(cuda.ok()) << cuda.status();
+          EXPECT_EQ(cuda->out.dtype(), dtype);
+          EXPECT_EQ(cuda->mean.dtype(), DType::kF32);
+          EXPECT_TRUE(AllClose(HostF32(cuda->sum), cpu->sum, elementwise));
+          // The rest against the CPU kernels on the GPU's sum (bf16: rounded
+          // once), so that each result measures its own kernel's error:
+          // x = that sum, h = 0 and no dropout give it back exactly.
+          const Tensor cuda_sum = HostF32(cuda->sum);
+          absl::StatusOr<ResidualLayerNormOutputs> on_sum = ResidualLayerNorm(
+              cuda_sum, *Tensor::Zeros(shape, DType::kF32), std::nullopt, rounded(in.gain),
+              rounded(in.bias), ResidualDropout{});
+          ASSERT_TRUE(on_sum.ok()) << on_sum.status();
+          EXPECT_TRUE(AllClose(HostF32(cuda->out), on_sum->out, elementwise));
+          EXPECT_TRUE(AllClose(HostF32(cuda->mean), on_sum->mean));
+          EXPECT_TRUE(AllClose(HostF32(cuda->rstd), on_sum->rstd));
+
+          absl::StatusOr<ResidualLayerNormGrads> cpu_grads = ResidualLayerNormBackward(
+              rounded(in.dout), *on_sum, rounded(in.gain), in.dropout, with_h_bias);
+          ASSERT_TRUE(cpu_grads.ok()) << cpu_grads.status();
+          absl::StatusOr<ResidualLayerNormGrads> cuda_grads = ResidualLayerNormBackward(
+              gpu(in.dout), *cuda, gpu(in.gain), in.dropout, with_h_bias);
+          ASSERT_TRUE(cuda_grads.ok()) << cuda_grads.status();
+          EXPECT_TRUE(AllClose(HostF32(cuda_grads->dx), cpu_grads->dx, sums));
+          EXPECT_TRUE(AllClose(HostF32(cuda_grads->dh), cpu_grads->dh, sums));
+          EXPECT_TRUE(AllClose(HostF32(cuda_grads->dgain), cpu_grads->dgain, sums));
+          EXPECT_TRUE(AllClose(HostF32(cuda_grads->dbias), cpu_grads->dbias, sums));
+          if (with_h_bias) {
+            EXPECT_TRUE(AllClose(HostF32(cuda_grads->dh_bias), cpu_grads->dh_bias, sums));
+          }
+        }
+      }
+    }
+    std::printf("residual_layer_norm CUDA vs CPU, %s: every shape within rtol %g (sums of rows "
+                "relative to the largest)\n",
+                std::string(DTypeName(dtype)).c_str(), bf16 ? 1e-2 : 1e-5);
+  }
+}
+
+// The CUDA mask is the CPU's: with p = 0.5 every element of dh is zero on
+// one device exactly where it is zero on the other.
+TEST(ResidualLayerNormTest, CudaDrawsTheCpuMask) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Problem in({37, 91}, 0.5, 3000);
+  absl::StatusOr<ResidualLayerNormOutputs> cpu =
+      ResidualLayerNorm(in.x, in.h, std::nullopt, in.gain, in.bias, in.dropout);
+  absl::StatusOr<ResidualLayerNormOutputs> cuda = ResidualLayerNorm(
+      OnCuda(in.x), OnCuda(in.h), std::nullopt, OnCuda(in.gain), OnCuda(in.bias), in.dropout);
+  ASSERT_TRUE(cpu.ok() && cuda.ok());
+  const Tensor cpu_dh = ResidualLayerNormBackward(in.dout, *cpu, in.gain, in.dropout, false)->dh;
+  const Tensor cuda_dh = HostF32(
+      ResidualLayerNormBackward(OnCuda(in.dout), *cuda, OnCuda(in.gain), in.dropout, false)->dh);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < cpu_dh.num_elements(); ++i) {
+    ASSERT_EQ(cpu_dh.data<float>()[i] == 0.0f, cuda_dh.data<float>()[i] == 0.0f) << i;
+    kept += cpu_dh.data<float>()[i] != 0.0f;
+  }
+  std::printf("residual_layer_norm: the same mask on both devices, %lld of %lld kept\n",
+              static_cast<long long>(kept), static_cast<long long>(cpu_dh.num_elements()));
+}
+
+// dgain, dbias and dh_bias are summed without atomics: every run gives the
+// same bits.
+TEST(ResidualLayerNormTest, CudaBackwardIsReproducible) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Problem in({5000, 96}, 0.1, 4000);
+  const Tensor x = OnCuda(in.x), h = OnCuda(in.h), gain = OnCuda(in.gain);
+  absl::StatusOr<ResidualLayerNormOutputs> out = ResidualLayerNorm(
+      x, h, OnCuda(in.h_bias), gain, OnCuda(in.bias), in.dropout);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor dout = OnCuda(in.dout);
+  absl::StatusOr<ResidualLayerNormGrads> first =
+      ResidualLayerNormBackward(dout, *out, gain, in.dropout, true);
+  absl::StatusOr<ResidualLayerNormGrads> second =
+      ResidualLayerNormBackward(dout, *out, gain, in.dropout, true);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_TRUE(SameBits(HostF32(first->dgain), HostF32(second->dgain)));
+  EXPECT_TRUE(SameBits(HostF32(first->dh_bias), HostF32(second->dh_bias)));
+}
+
+}  // namespace
+}  // namespace tfm
