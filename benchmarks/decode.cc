@@ -24,10 +24,10 @@
 // - MarianMT's log-probabilities against ours, teacher forced on the
 //   references of the first --logprob_check_lines lines (--max_logprob_diff);
 // - each float32 peer's batched translations against ours: identical lines
-//   counted (float reordering makes a few differ), BLEU against --reference
-//   within --max_bleu_gap of ours (MarianMT's length penalty is len^alpha,
-//   not GNMT's, so some of its lines differ by design), and at most
-//   --max_disagreement of the lines differing.
+//   counted (float reordering may make a few differ), BLEU against
+//   --reference within --max_bleu_gap of ours, and at least --min_agreement
+//   of the lines identical for CTranslate2 and the PyTorch peer (both run
+//   our search rule), at most --max_disagreement differing for MarianMT.
 // Every row first decodes --warmup sentences untimed (the same ones on every
 // side); with --passes=N every row runs N times, in turn, and keeps its
 // fastest time. On the CPU each peer runs in its own process once per OpenMP
