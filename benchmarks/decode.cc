@@ -24,16 +24,30 @@
 // - MarianMT's log-probabilities against ours, teacher forced on the
 //   references of the first --logprob_check_lines lines (--max_logprob_diff);
 // - each float32 peer's batched translations against ours: identical lines
-//   counted (float reordering makes a few differ), BLEU against --reference
-//   within --max_bleu_gap of ours (MarianMT's length penalty is len^alpha,
-//   not GNMT's, so some of its lines differ by design), and at most
-//   --max_disagreement of the lines differing.
+//   counted (float reordering may make a few differ), BLEU against
+//   --reference within --max_bleu_gap of ours, and at least --min_agreement
+//   of the lines identical for CTranslate2 and the PyTorch peer (both run
+//   our search rule), at most --max_disagreement differing for MarianMT.
 // Every row first decodes --warmup sentences untimed (the same ones on every
 // side); with --passes=N every row runs N times, in turn, and keeps its
 // fastest time. On the CPU each peer runs in its own process once per OpenMP
 // wait policy of --peer_wait_policies (PASSIVE and ACTIVE: which is faster
 // depends on the library and the machine) and each of its rows keeps the
 // fastest.
+//
+//
+// Every side ranks hypotheses by --length_penalty (power: steps^alpha, what
+// CTranslate2 and Hugging Face compute, so that CTranslate2's float32 lines
+// must equal ours on --min_agreement of the lines; gnmt: our default). On
+// the CPU, CTranslate2's configurations (back end, packed GEMM, ISA, wait
+// policy, compute type, threads) are first timed on --ct2_search_lines lines
+// and the fastest of each compute family (float32; int8 or int8_float32)
+// runs its rows. Rows ours_int8 decode with the decoder's products in int8
+// (--quantize=int8 at load), checked against ours (BLEU within
+// --int8_max_bleu_gap); with --memory each side's peak memory (its own
+// process) and the model's size on disk are printed. The last lines:
+// `decode tokens/s ours_int8/ours_f32: X` (batched) and
+// `decode tokens/s ours_int8/ctranslate2_int8: Y`.
 //
 // --random_base adds a Transformer-base-sized model with random weights (6+6
 // layers, d_model 512, --random_vocab pieces) decoding --random_sentences
@@ -48,7 +62,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -63,6 +79,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "benchmarks/random_transformer.h"
 #include "core/config/device_setting.h"
@@ -77,7 +94,9 @@
 #include "core/tensor_copy.h"
 #include "core/thread_pool.h"
 #include "runtime/decode/beam_search.h"
+#include "runtime/decode/length_penalty.h"
 #include "runtime/decode/search.h"
+#include "runtime/train/safetensors.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
 #include "tests/util/shell_quote.h"
@@ -109,7 +128,30 @@ ABSL_FLAG(std::string, peers, "default",
 ABSL_FLAG(std::string, peer_python, "/opt/transformer-bench-venv/bin/python3",
           "Python with torch, transformers and ctranslate2 (tools/setup_bench.sh)");
 ABSL_FLAG(double, max_disagreement, 0.2,
-          "check: FAIL if more than this share of a float32 peer's lines differ from ours");
+          "check: FAIL if more than this share of MarianMT's float32 lines differ from ours");
+ABSL_FLAG(double, min_agreement, 0.99,
+          "check: FAIL if fewer than this share of CTranslate2's float32 lines (and the PyTorch "
+          "peer's) equal ours: both run our search rule (see --length_penalty)");
+ABSL_FLAG(std::string, length_penalty, "power",
+          "The length penalty every side ranks by (runtime/decode/length_penalty.h): power "
+          "(steps^alpha, what CTranslate2, Hugging Face and fairseq compute, so that their "
+          "translations can equal ours) or gnmt (((5 + steps) / 6)^alpha, our default, which only "
+          "the PyTorch peer can follow)");
+ABSL_FLAG(int, ct2_search_lines, 200,
+          "CTranslate2's configurations (back end, packed GEMM, ISA, OpenMP wait policy, compute "
+          "type, threads) are timed on the first N lines at the first batch size, and the fastest "
+          "of each compute family runs its rows; 0: its defaults only (always so on a GPU)");
+ABSL_FLAG(bool, ours_int8, true,
+          "Also time ours with the decoder's products in int8 (decode.quantize INT8, quantized "
+          "at load), rows ours_int8, on the CPU");
+ABSL_FLAG(double, int8_max_bleu_gap, 0.3,
+          "check: FAIL if ours_int8's batched BLEU is further than this from ours (f32)");
+ABSL_FLAG(bool, memory, true,
+          "Print each side's peak resident memory (its own process decoding the batched rows) "
+          "and the model's size on disk, f32 and int8");
+ABSL_FLAG(std::string, memory_probe, "",
+          "Internal (--memory): f32 or int8: load, decode the batched rows once, print the "
+          "process's peak resident memory and exit");
 ABSL_FLAG(double, max_bleu_gap, 0.5,
           "check: FAIL if a float32 peer's BLEU is further than this from ours");
 ABSL_FLAG(int, logprob_check_lines, 8,
@@ -142,7 +184,7 @@ namespace {
 using Outputs = std::vector<std::vector<int>>;
 
 struct Row {
-  std::string side;  // "ours", "ct2_float32", "hf_bfloat16", ...
+  std::string side;  // "ours", "ours_int8", "ct2_float32", "hf_bfloat16", ...
   int batch_size = 1;
   double seconds = 0;
   Outputs outputs;
@@ -156,6 +198,14 @@ struct Row {
   double TokensPerSecond() const { return Tokens() / seconds; }
 };
 
+// How a peer's process runs: its environment (the `env ...` prefix) and the
+// decode_peers.py arguments added to the section's command.
+struct PeerSetup {
+  std::string environment;
+  std::string arguments;
+  std::string description;  // For the settings lines.
+};
+
 // What one part of the benchmark times: a model and its sources, how ours
 // searches them, and the command that runs the peers on the same.
 struct Section {
@@ -165,6 +215,11 @@ struct Section {
   Outputs sources;
   std::string peer_command;  // decode_peers.py without --rows.
   int lines_at_batch_1 = 0;  // 0: all.
+  // Ours' decoder products in int8 (true) or f32; null: no ours_int8 rows.
+  std::function<absl::Status(bool int8)> set_int8;
+  // Peers that run in a chosen setup (CTranslate2 after its configuration
+  // search) instead of once per --peer_wait_policies value.
+  std::map<std::string, PeerSetup> peer_setups;
 };
 
 // What the peers need to know of a model beside its model.safetensors.
@@ -257,20 +312,26 @@ absl::StatusOr<Row> RunOurs(const Section& section, int batch_size) {
   return row;
 }
 
-// The peer rows `rows` (e.g. "ct2_float32@1,torch@32"), one process. A row
-// the peer cannot run here (it prints `skip`, the row and why) is reported
-// and left out.
-absl::StatusOr<std::vector<Row>> RunPeers(const std::string& command, const std::string& rows) {
-  const std::string full = absl::StrCat(command, " --rows ", rows);
-  FILE* pipe = popen(full.c_str(), "r");
-  if (pipe == nullptr) return absl::InternalError("cannot run: " + full);
+// What `command` (a shell line) prints on stdout; an error if it fails.
+absl::StatusOr<std::string> RunCommand(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return absl::InternalError("cannot run: " + command);
   std::string out;
   char buffer[4096];
   while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
   if (pclose(pipe) != 0) {
     return absl::InternalError(
-        absl::StrCat("the peers failed (run tools/setup_bench.sh?): ", full));
+        absl::StrCat("failed (a peer: run tools/setup_bench.sh?): ", command));
   }
+  return out;
+}
+
+// The peer rows `rows` (e.g. "ct2_float32@1,torch@32"), one process. A row
+// the peer cannot run here (it prints `skip`, the row and why) is reported
+// and left out.
+absl::StatusOr<std::vector<Row>> RunPeers(const std::string& command, const std::string& rows) {
+  TFM_ASSIGN_OR_RETURN(const std::string out,
+                       RunCommand(absl::StrCat(command, " --rows ", rows)));
   // One line per row: row \t batch size \t seconds \t outputs path \t info.
   std::vector<Row> result;
   for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
@@ -292,8 +353,8 @@ absl::StatusOr<std::vector<Row>> RunPeers(const std::string& command, const std:
   return result;
 }
 
-// Lines where `peer` differs from `ours`; prints the count and examples.
-absl::StatusOr<int> CompareWithOurs(const Row& peer, const Row& ours, const Tokenizer* tokenizer) {
+// The lines (0-based) where `peer` differs from `ours`; prints the count.
+absl::StatusOr<std::vector<size_t>> DifferingLines(const Row& peer, const Row& ours) {
   if (peer.outputs.size() != ours.outputs.size()) {
     return absl::DataLossError(absl::StrCat(peer.side, " gave ", peer.outputs.size(),
                                             " outputs for ", ours.outputs.size(), " sources"));
@@ -305,13 +366,20 @@ absl::StatusOr<int> CompareWithOurs(const Row& peer, const Row& ours, const Toke
   std::cout << absl::StrFormat(
       "%s at batch %d: %d of %d translations identical to ours, %d differ\n", peer.side,
       peer.batch_size, ours.outputs.size() - differ.size(), ours.outputs.size(), differ.size());
-  for (size_t k = 0; tokenizer != nullptr && k < differ.size() && k < 3; ++k) {
+  return differ;
+}
+
+// Prints the first `count` of the lines `differ`, ours and the peer's.
+absl::Status PrintDifferingLines(const std::vector<size_t>& differ, size_t count,
+                                 const Row& peer, const Row& ours, const Tokenizer& tokenizer) {
+  for (size_t k = 0; k < differ.size() && k < count; ++k) {
     const size_t i = differ[k];
-    TFM_ASSIGN_OR_RETURN(const std::string a, tokenizer->Decode(ours.outputs[i]));
-    TFM_ASSIGN_OR_RETURN(const std::string b, tokenizer->Decode(peer.outputs[i]));
-    std::cout << absl::StrFormat("  line %d\n    ours: %s\n    peer: %s\n", i + 1, a, b);
+    TFM_ASSIGN_OR_RETURN(const std::string a, tokenizer.Decode(ours.outputs[i]));
+    TFM_ASSIGN_OR_RETURN(const std::string b, tokenizer.Decode(peer.outputs[i]));
+    std::cout << absl::StrFormat("  line %d\n    ours: %s\n    %s: %s\n", i + 1, a, peer.side,
+                                 b);
   }
-  return static_cast<int>(differ.size());
+  return absl::OkStatus();
 }
 
 // Corpus BLEU of `outputs` (one per encoded source) against the references
@@ -371,14 +439,16 @@ absl::StatusOr<std::string> PeerCommand(const char* argv0, const PeerModel& mode
   return absl::StrFormat(
       "%s %s --checkpoint %s --work %s --encoder_layers %d --decoder_layers %d --heads %d "
       "--pad %d --bos %d --eos %d --unk %d --beam %d --alpha %.17g --max_length_offset %d "
-      "--layer_norm_epsilon %.9g --threads %d --warmup %d --device %s --lines_at_1 %d%s",
+      "--layer_norm_epsilon %.9g --threads %d --warmup %d --device %s --lines_at_1 %d "
+      "--length_penalty %s%s",
       ShellQuote(absl::GetFlag(FLAGS_peer_python)),
       ShellQuote(runfiles->Rlocation("transformer/benchmarks/decode_peers.py")),
       ShellQuote(model.checkpoint_dir), work, model.encoder_layers, model.decoder_layers,
       model.heads, model.pad, model.bos, model.eos, model.unk, search.beam_size,
       search.length_penalty_alpha, search.max_length_offset, model.layer_norm_epsilon,
       absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_warmup), device.ToString(),
-      lines_at_batch_1, search.ignore_eos ? " --ignore_eos" : "");
+      lines_at_batch_1, LengthPenaltyKindName(search.length_penalty),
+      search.ignore_eos ? " --ignore_eos" : "");
 }
 
 // Prints one check's line; false when it failed.
@@ -447,38 +517,172 @@ absl::StatusOr<bool> CheckLogProbs(Transformer& model, const EncodedLines& sourc
                                worst, theirs.size(), positions, count, limit));
 }
 
-// The checks before timing: the float32 peers' translations at
-// `ours_batched`'s batch size against ours. False when one failed.
-absl::StatusOr<bool> CheckPeersAgree(const std::string& peer_command,
-                                     const std::vector<std::string>& peers, const Row& ours_batched,
-                                     const Tokenizer& tokenizer, const EncodedLines& encoded,
-                                     const std::vector<std::string>& references) {
-  std::vector<std::string> check_rows;
-  for (const std::string& peer : peers) {
-    if (absl::StrContains(peer, "float32") || peer == "torch") {
-      check_rows.push_back(absl::StrCat(peer, "@", ours_batched.batch_size));
-    }
+// The `env ...` prefix that runs a peer under OpenMP wait policy `policy`
+// ("default": the library's own).
+std::string WaitPolicyEnvironment(const std::string& policy) {
+  return policy == "default" ? "env -u OMP_WAIT_POLICY "
+                             : absl::StrCat("env OMP_WAIT_POLICY=", ShellQuote(policy), " ");
+}
+
+// The command that runs `peer`'s rows: in its chosen setup if it has one,
+// else under `policy`.
+std::string PeerProcess(const Section& section, const std::string& peer,
+                        const std::string& policy) {
+  auto setup = section.peer_setups.find(peer);
+  if (setup == section.peer_setups.end()) {
+    return WaitPolicyEnvironment(policy) + section.peer_command;
   }
-  if (check_rows.empty()) return true;
+  return setup->second.environment + section.peer_command + setup->second.arguments;
+}
+
+// Whether a peer runs our search rule exactly (so its float32 lines must
+// equal ours but for float rounding): CTranslate2 and the PyTorch peer;
+// MarianMT's generate has rules of its own.
+bool RunsOurSearchRule(const std::string& peer) {
+  return peer == "ct2_float32" || peer == "torch";
+}
+
+// The checks before timing: the float32 peers' translations at
+// `ours_batched`'s batch size against ours, each peer in its own process
+// (in its chosen setup, if any). False when one failed; a failed check
+// prints every differing line, a passed one the first 3.
+absl::StatusOr<bool> CheckPeersAgree(const Section& section, const std::vector<std::string>& peers,
+                                     const Row& ours_batched, const Tokenizer& tokenizer,
+                                     const EncodedLines& encoded,
+                                     const std::vector<std::string>& references) {
+  std::vector<std::string> checked_peers;
+  for (const std::string& peer : peers) {
+    if (absl::StrContains(peer, "float32") || peer == "torch") checked_peers.push_back(peer);
+  }
+  if (checked_peers.empty()) return true;
   std::cout << "\nagreement before timing (same sources, batched):\n";
   TFM_ASSIGN_OR_RETURN(const double ours_bleu,
                        Bleu(ours_batched.outputs, encoded, tokenizer, references));
-  TFM_ASSIGN_OR_RETURN(std::vector<Row> checked,
-                       RunPeers(peer_command, absl::StrJoin(check_rows, ",")));
   bool pass = true;
-  for (const Row& peer : checked) {
-    TFM_ASSIGN_OR_RETURN(const int differ, CompareWithOurs(peer, ours_batched, &tokenizer));
-    TFM_ASSIGN_OR_RETURN(const double bleu, Bleu(peer.outputs, encoded, tokenizer, references));
-    const int lines = static_cast<int>(ours_batched.outputs.size());
-    const double gap = absl::GetFlag(FLAGS_max_bleu_gap);
-    const double share = absl::GetFlag(FLAGS_max_disagreement);
-    pass &= Check(std::abs(bleu - ours_bleu) <= gap && differ <= share * lines,
-                  absl::StrFormat("%s float32 vs ours: %d of %d lines identical; BLEU %.2f vs "
-                                  "ours %.2f (within %.2f required); at most %.0f%% may differ",
-                                  peer.side, lines - differ, lines, bleu, ours_bleu, gap,
-                                  100 * share));
+  for (const std::string& name : checked_peers) {
+    TFM_ASSIGN_OR_RETURN(
+        const std::vector<Row> checked,
+        RunPeers(PeerProcess(section, name, "default"),
+                 absl::StrCat(name, "@", ours_batched.batch_size)));
+    for (const Row& peer : checked) {
+      TFM_ASSIGN_OR_RETURN(const std::vector<size_t> differ, DifferingLines(peer, ours_batched));
+      TFM_ASSIGN_OR_RETURN(const double bleu, Bleu(peer.outputs, encoded, tokenizer, references));
+      const int lines = static_cast<int>(ours_batched.outputs.size());
+      const int same = lines - static_cast<int>(differ.size());
+      const double gap = absl::GetFlag(FLAGS_max_bleu_gap);
+      const bool exact = RunsOurSearchRule(peer.side);
+      const double least_same =
+          exact ? absl::GetFlag(FLAGS_min_agreement) : 1 - absl::GetFlag(FLAGS_max_disagreement);
+      const bool peer_pass = std::abs(bleu - ours_bleu) <= gap && same >= least_same * lines;
+      TFM_RETURN_IF_ERROR(PrintDifferingLines(differ, peer_pass ? 3 : differ.size(), peer,
+                                              ours_batched, tokenizer));
+      pass &= Check(peer_pass,
+                    absl::StrFormat("%s float32 vs ours: %d of %d lines identical (%.1f%%, at "
+                                    "least %.0f%% required%s); BLEU %.2f vs ours %.2f (within "
+                                    "%.2f required)",
+                                    peer.side, same, lines, 100.0 * same / lines,
+                                    100 * least_same, exact ? ": it runs our search rule" : "",
+                                    bleu, ours_bleu, gap));
+    }
   }
   return pass;
+}
+
+// CTranslate2's CPU back end settings, environment variables it reads once
+// per process (src/cpu/backend.cc, cpu_isa.cc of 4.8): which GEMM library
+// (Intel MKL by default on Intel CPUs, oneDNN elsewhere), whether MKL's
+// weights are packed, and the ISA of its own kernels (AVX2 at most unless
+// forced). None is assumed faster: on a Zen 5, MKL forced on with packed
+// GEMM ran 2.4 times slower than its defaults.
+constexpr const char* kCt2Backends[] = {"", "CT2_USE_MKL=1 ", "CT2_USE_MKL=1 CT2_PACKED_GEMM=0 ",
+                                        "CT2_USE_MKL=0 "};
+constexpr const char* kCt2Isas[] = {"", "CT2_FORCE_CPU_ISA=AVX512 "};
+
+// What CTranslate2 said it runs (CT2_VERBOSE=1 on stderr, written to
+// `log`): its ISA and GEMM back ends, "; "-joined.
+std::string Ct2BackendReport(const std::string& log) {
+  std::ifstream in(log);
+  std::vector<std::string> parts;
+  std::string line;
+  while (std::getline(in, line)) {
+    for (const char* key : {"Selected ISA:", "SGEMM backend:", "GEMM_S8 backend:"}) {
+      const size_t at = line.find(key);
+      if (at != std::string::npos) parts.push_back(line.substr(at));
+    }
+  }
+  return parts.empty() ? "no back end report in " + log : absl::StrJoin(parts, "; ");
+}
+
+// CTranslate2's configurations on the first --ct2_search_lines sources at
+// `batch_size` (decode_peers.py --ct2_search): every back end of
+// kCt2Backends x kCt2Isas x wait policy `policies` in a process of its own,
+// each trying the compute types and thread settings; prints one line per
+// configuration and the fastest (target tokens/s) of each compute family,
+// whose setups it returns: "ct2_float32", "ct2_int8".
+absl::StatusOr<std::map<std::string, PeerSetup>> SearchCt2Configurations(
+    const Section& section, int batch_size, const std::vector<std::string>& policies,
+    const std::string& work) {
+  const int lines = absl::GetFlag(FLAGS_ct2_search_lines);
+  std::cout << absl::StrFormat(
+      "\nCTranslate2's configurations: the first %d lines at batch %d, each after the same "
+      "%d untimed sentences (timings on a shared machine: compare neighbours only)\n",
+      lines, batch_size, absl::GetFlag(FLAGS_warmup));
+  struct Best {
+    double rate = 0;
+    PeerSetup setup;
+  };
+  std::map<std::string, Best> best;
+  int process = 0;
+  for (const char* backend : kCt2Backends) {
+    for (const char* isa : kCt2Isas) {
+      for (const std::string& policy : policies) {
+        const std::string environment = WaitPolicyEnvironment(policy) + backend + isa;
+        const std::string log = absl::StrCat(work, "/ct2_search_", process++, ".log");
+        TFM_ASSIGN_OR_RETURN(
+            const std::string out,
+            RunCommand(absl::StrCat(environment, "CT2_VERBOSE=1 ", section.peer_command,
+                                    " --max_sources ", lines, " --ct2_search ", batch_size,
+                                    " 2>", log)));
+        const std::string settings = absl::StrCat(
+            backend[0] == '\0' && isa[0] == '\0' ? "defaults " : "", backend, isa,
+            "OMP_WAIT_POLICY ", policy);
+        const std::string report = Ct2BackendReport(log);
+        for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+          const std::vector<std::string> f = absl::StrSplit(line, '\t');
+          int inter = 0, intra = 0;
+          double seconds = 0, tokens = 0;
+          if (f.size() != 7 || f[0] != "ct2config" || !absl::SimpleAtoi(f[3], &inter) ||
+              !absl::SimpleAtoi(f[4], &intra) || !absl::SimpleAtod(f[5], &seconds) ||
+              !absl::SimpleAtod(f[6], &tokens) || seconds <= 0) {
+            return absl::DataLossError(absl::StrCat("the CTranslate2 search printed: ", line));
+          }
+          const std::string described = absl::StrFormat(
+              "%s (reported %s), inter_threads %d, intra_threads %d, %s", f[1], f[2], inter,
+              intra, settings);
+          std::cout << absl::StrFormat("  %-100s %6.2f s %8.1f tok/s\n    back end: %s\n",
+                                       described, seconds, tokens / seconds, report);
+          const std::string family = f[1] == "float32" ? "ct2_float32" : "ct2_int8";
+          Best& kept = best[family];
+          if (tokens / seconds > kept.rate) {
+            kept.rate = tokens / seconds;
+            kept.setup.environment = environment;
+            kept.setup.arguments = absl::StrCat(
+                " --ct2_inter_threads ", inter, " --ct2_intra_threads ", intra, " --peak_rss",
+                family == "ct2_int8" ? " --ct2_int8_compute_type " + f[1] : "");
+            kept.setup.description = absl::StrCat(described, "; ", report);
+          }
+        }
+      }
+    }
+  }
+  std::map<std::string, PeerSetup> setups;
+  for (const auto& [family, kept] : best) {
+    std::cout << absl::StrFormat("fastest %s: %s (%.1f tok/s): its rows run so (batch 1: "
+                                 "inter_threads 1, intra_threads --threads)\n",
+                                 family, kept.setup.description, kept.rate);
+    setups[family] = kept.setup;
+  }
+  return setups;
 }
 
 // Adds `row` to `rows`, or keeps the faster of it and the row already there
@@ -508,16 +712,29 @@ absl::StatusOr<std::vector<Row>> RunTimedRows(const Section& section,
       TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(section, size));
       KeepFastest(std::move(ours), &rows);
     }
+    if (section.set_int8 != nullptr) {
+      TFM_RETURN_IF_ERROR(section.set_int8(true));
+      for (int size : batch_sizes) {
+        absl::StatusOr<Row> ours = RunOurs(section, size);
+        if (!ours.ok()) {
+          TFM_RETURN_IF_ERROR(section.set_int8(false));
+          return ours.status();
+        }
+        ours->side = "ours_int8";
+        KeepFastest(*std::move(ours), &rows);
+      }
+      TFM_RETURN_IF_ERROR(section.set_int8(false));
+    }
     for (const std::string& peer : peers) {
       std::vector<std::string> peer_rows;
       for (int size : batch_sizes) peer_rows.push_back(absl::StrCat(peer, "@", size));
-      for (const std::string& policy : policies) {
-        const std::string environment =
-            policy == "default" ? "env -u OMP_WAIT_POLICY "
-                                : absl::StrCat("env OMP_WAIT_POLICY=", ShellQuote(policy), " ");
-        TFM_ASSIGN_OR_RETURN(
-            std::vector<Row> timed,
-            RunPeers(environment + section.peer_command, absl::StrJoin(peer_rows, ",")));
+      // A peer with a chosen setup runs in it alone (its wait policy chosen too).
+      const std::vector<std::string> peer_policies =
+          section.peer_setups.count(peer) > 0 ? std::vector<std::string>{"chosen"} : policies;
+      for (const std::string& policy : peer_policies) {
+        TFM_ASSIGN_OR_RETURN(std::vector<Row> timed,
+                             RunPeers(PeerProcess(section, peer, policy),
+                                      absl::StrJoin(peer_rows, ",")));
         for (Row& row : timed) KeepFastest(std::move(row), &rows);
       }
     }
@@ -604,6 +821,7 @@ std::vector<Ratio> PrintResults(const std::string& title, const std::vector<Row>
   std::vector<Ratio> ratios;
   if (best.empty() || best.front().first != "ours") return ratios;
   for (size_t i = 1; i < best.size(); ++i) {
+    if (best[i].first == "ours_int8") continue;  // Its own lines: PrintInt8Ratios.
     // No target tokens (a model that ends every output at once) gives no ratio.
     if (best.front().second > 0 && best[i].second > 0) {
       ratios.push_back({best[i].first, best.front().second / best[i].second});
@@ -635,6 +853,145 @@ void PrintRatios(const std::string& label, const std::vector<Ratio>& ratios,
   }
 }
 
+// ours_int8's batched row against ours (f32) at the same batch size:
+// identical lines counted (the first 3 that differ printed) and BLEU within
+// --int8_max_bleu_gap. False when it failed.
+absl::StatusOr<bool> CheckInt8(const std::vector<Row>& rows, const Row& ours_batched,
+                               const Tokenizer& tokenizer, const EncodedLines& encoded,
+                               const std::vector<std::string>& references) {
+  const Row* int8 = nullptr;
+  for (const Row& row : rows) {
+    if (row.side == "ours_int8" && row.batch_size == ours_batched.batch_size) int8 = &row;
+  }
+  if (int8 == nullptr) return absl::InternalError("no ours_int8 row at the batched size");
+  std::cout << "\n";
+  TFM_ASSIGN_OR_RETURN(const std::vector<size_t> differ, DifferingLines(*int8, ours_batched));
+  TFM_RETURN_IF_ERROR(PrintDifferingLines(differ, 3, *int8, ours_batched, tokenizer));
+  TFM_ASSIGN_OR_RETURN(const double f32_bleu,
+                       Bleu(ours_batched.outputs, encoded, tokenizer, references));
+  TFM_ASSIGN_OR_RETURN(const double int8_bleu, Bleu(int8->outputs, encoded, tokenizer, references));
+  const double gap = absl::GetFlag(FLAGS_int8_max_bleu_gap);
+  const int lines = static_cast<int>(ours_batched.outputs.size());
+  return Check(std::abs(int8_bleu - f32_bleu) <= gap,
+               absl::StrFormat("ours_int8 vs ours f32 at batch %d: BLEU %.2f vs %.2f (within "
+                               "%.2f required); %d of %d lines identical",
+                               ours_batched.batch_size, int8_bleu, f32_bleu, gap,
+                               lines - static_cast<int>(differ.size()), lines));
+}
+
+// The fastest target tokens/s among `side`'s rows (only those at a batch
+// size above 1 when `batched`); 0 when there are none.
+double FastestRate(const std::vector<Row>& rows, const std::string& side, bool batched) {
+  double fastest = 0;
+  for (const Row& row : rows) {
+    if (row.side == side && (!batched || row.batch_size > 1)) {
+      fastest = std::max(fastest, row.TokensPerSecond());
+    }
+  }
+  return fastest;
+}
+
+// Each side's mean time per sentence in its batch-1 row.
+void PrintLatency(const std::vector<Row>& rows) {
+  std::vector<std::string> parts;
+  size_t sentences = 0;
+  for (const Row& row : rows) {
+    if (row.batch_size != 1 || row.outputs.empty()) continue;
+    sentences = row.outputs.size();
+    parts.push_back(absl::StrFormat("%s %.1f ms", row.side, 1e3 * row.seconds / sentences));
+  }
+  if (parts.empty()) return;
+  std::cout << absl::StrFormat(
+      "latency of one sentence at batch 1 (mean over the batch-1 rows' %d sentences): %s\n",
+      sentences, absl::StrJoin(parts, ", "));
+}
+
+// The int8 lines, last: ours_int8 over ours f32 at their fastest batched
+// rows, and over CTranslate2's int8 at each side's fastest row.
+void PrintInt8Ratios(const std::vector<Row>& rows) {
+  const double ours_int8_batched = FastestRate(rows, "ours_int8", /*batched=*/true);
+  const double ours_f32_batched = FastestRate(rows, "ours", /*batched=*/true);
+  if (ours_int8_batched > 0 && ours_f32_batched > 0) {
+    std::cout << absl::StrFormat("decode tokens/s ours_int8/ours_f32: %.2f\n",
+                                 ours_int8_batched / ours_f32_batched);
+  }
+  const double ours_int8 = FastestRate(rows, "ours_int8", /*batched=*/false);
+  const double ct2_int8 = FastestRate(rows, "ct2_int8", /*batched=*/false);
+  if (ours_int8 > 0 && ct2_int8 > 0) {
+    std::cout << absl::StrFormat("decode tokens/s ours_int8/ctranslate2_int8: %.2f\n",
+                                 ours_int8 / ct2_int8);
+  }
+}
+
+// This process's peak resident memory in KiB (VmHWM of /proc/self/status;
+// 0 where there is none).
+int64_t PeakResidentKib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    int64_t kib = 0;
+    if (absl::StartsWith(line, "VmHWM:") &&
+        absl::SimpleAtoi(absl::StripAsciiWhitespace(
+                             absl::StripSuffix(absl::StripPrefix(line, "VmHWM:"), "kB")),
+                         &kib)) {
+      return kib;
+    }
+  }
+  return 0;
+}
+
+// Ours' peak resident memory in MiB, in a process of its own (this binary
+// with `args` and --memory_probe=f32|int8): it loads the checkpoint and
+// decodes the batched rows once, as the peers' processes do.
+absl::StatusOr<double> OurPeakMemoryMib(const std::vector<std::string>& args, bool int8) {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return absl::InternalError("cannot read /proc/self/exe: " + error.message());
+  std::string command = ShellQuote(self.string());
+  for (size_t i = 1; i < args.size(); ++i) absl::StrAppend(&command, " ", ShellQuote(args[i]));
+  absl::StrAppend(&command, " --memory_probe=", int8 ? "int8" : "f32");
+  TFM_ASSIGN_OR_RETURN(const std::string out, RunCommand(command));
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+    int64_t kib = 0;
+    if (absl::ConsumePrefix(&line, "memory_probe\t") && absl::SimpleAtoi(line, &kib)) {
+      return kib / 1024.0;
+    }
+  }
+  return absl::DataLossError(absl::StrCat("no memory_probe line from: ", command));
+}
+
+// The model's bytes on disk: the f32 checkpoint's model.safetensors, and
+// what an int8 one holds, computed from its tensors: the decoder's weight
+// matrices (its products: --quantize=int8 quantizes them) as int8 with an
+// f32 scale per output row, the shared embedding table in f32 (the lookups
+// read it) plus its int8 copy with scales (the tied output projection),
+// every other tensor f32.
+struct ModelBytes {
+  int64_t f32 = 0;
+  int64_t int8 = 0;
+};
+absl::StatusOr<ModelBytes> OurModelBytes(const std::string& checkpoint_dir) {
+  const std::string path = checkpoint_dir + "/model.safetensors";
+  TFM_ASSIGN_OR_RETURN(const SafetensorsReader reader, SafetensorsReader::Open(path));
+  ModelBytes bytes;
+  std::error_code error;
+  bytes.f32 = static_cast<int64_t>(std::filesystem::file_size(path, error));
+  if (error) return absl::NotFoundError(path + ": " + error.message());
+  for (const TensorSpec& spec : reader.specs()) {
+    const int64_t elements = NumElements(spec.shape);
+    const bool matrix = spec.shape.size() == 2;
+    const int64_t rows = matrix ? spec.shape[0] : 0;
+    const int64_t int8_form = elements + 4 * rows;
+    if (matrix && absl::StartsWith(spec.name, "decoder.layers.")) {
+      bytes.int8 += int8_form;
+    } else {
+      bytes.int8 += 4 * elements;
+      if (spec.name == "encoder.embed_tokens.weight") bytes.int8 += int8_form;
+    }
+  }
+  return bytes;
+}
+
 absl::StatusOr<std::vector<int>> ParseBatchSizes() {
   std::vector<int> sizes = {1};
   for (absl::string_view text :
@@ -664,7 +1021,8 @@ std::vector<std::string> PeerRows(const Device& device) {
 absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
                                    const std::vector<int>& batch_sizes,
                                    const std::vector<std::string>& peers,
-                                   const std::vector<std::string>& policies) {
+                                   const std::vector<std::string>& policies,
+                                   const std::map<std::string, PeerSetup>& ct2_setups) {
   const int length = absl::GetFlag(FLAGS_random_source_length);
   const int steps = absl::GetFlag(FLAGS_random_steps);
   if (length < 1 || steps < length) {
@@ -689,6 +1047,10 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
   section.search.max_length_offset = steps - length;
   section.search.nbest = 1;
   section.search.ignore_eos = true;
+  TFM_ASSIGN_OR_RETURN(section.search.length_penalty,
+                       ParseLengthPenaltyKind(absl::GetFlag(FLAGS_length_penalty)));
+  // CTranslate2 in the setups its search chose on the trained model.
+  section.peer_setups = ct2_setups;
   section.sources = RandomSources(absl::GetFlag(FLAGS_random_sentences), length, random.vocabulary,
                                   /*seed=*/2);
   section.lines_at_batch_1 = absl::GetFlag(FLAGS_random_lines_at_batch_1);
@@ -724,7 +1086,8 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
   return same_work;
 }
 
-absl::Status Main(const char* argv0) {
+absl::Status Main(const std::vector<std::string>& args) {
+  const char* argv0 = args[0].c_str();
   const int threads = absl::GetFlag(FLAGS_threads);
   TFM_ASSIGN_OR_RETURN(const std::vector<int> batch_sizes, ParseBatchSizes());
   // Before any op runs: the pool reads it once.
@@ -750,11 +1113,32 @@ absl::Status Main(const char* argv0) {
   section.model = trained.model.get();
   section.search = search;
   section.search.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+  TFM_ASSIGN_OR_RETURN(section.search.length_penalty,
+                       ParseLengthPenaltyKind(absl::GetFlag(FLAGS_length_penalty)));
   section.sources = encoded.sources;
   section.lines_at_batch_1 = absl::GetFlag(FLAGS_lines_at_batch_1);
   if (section.sources.empty()) return absl::InvalidArgumentError(input + ": nothing to translate");
   int64_t source_tokens = 0;
   for (const std::vector<int>& s : section.sources) source_tokens += static_cast<int64_t>(s.size());
+  const std::string probe = absl::GetFlag(FLAGS_memory_probe);
+  if (!probe.empty()) {
+    if (probe != "f32" && probe != "int8") {
+      return absl::InvalidArgumentError("--memory_probe: '" + probe + "' is not f32 or int8");
+    }
+    if (probe == "int8") {
+      TFM_RETURN_IF_ERROR(trained.SetDecodingPrecision(config::DecodeConfig::INT8, nullptr));
+    }
+    TFM_RETURN_IF_ERROR(RunOurs(section, batch_sizes[1]).status());
+    std::cout << "memory_probe\t" << PeakResidentKib() << "\n";
+    return absl::OkStatus();
+  }
+  const bool int8_rows = absl::GetFlag(FLAGS_ours_int8) && device.is_cpu();
+  if (int8_rows) {
+    section.set_int8 = [&trained](bool int8) {
+      return trained.SetDecodingPrecision(
+          int8 ? config::DecodeConfig::INT8 : config::DecodeConfig::NONE, nullptr);
+    };
+  }
 
   std::vector<std::string> pieces;
   for (int id = 0; id < trained.tokenizer.vocab_size(); ++id) {
@@ -779,10 +1163,11 @@ absl::Status Main(const char* argv0) {
 
   section.title = absl::StrFormat(
       "trained model: %d sentences (%d source subwords with eos) of %s with %s on %s\nbeam %d, "
-      "alpha %.2f, max length source + %d%s; batched rows: %s sentences a batch sorted by "
-      "length; batch 1: %s; %d sentences untimed first per row",
+      "length penalty %s alpha %.2f, max length source + %d%s; batched rows: %s sentences a "
+      "batch sorted by length; batch 1: %s; %d sentences untimed first per row",
       section.sources.size(), source_tokens, input, trained.checkpoint_dir, device.ToString(),
-      search.beam_size, search.length_penalty_alpha, search.max_length_offset,
+      search.beam_size, LengthPenaltyKindName(section.search.length_penalty),
+      search.length_penalty_alpha, search.max_length_offset,
       section.search.ignore_eos ? " (eos disabled: every output that long)" : "",
       absl::GetFlag(FLAGS_batch_sizes),
       section.lines_at_batch_1 > 0 ? absl::StrCat("the first ", section.lines_at_batch_1)
@@ -806,22 +1191,61 @@ absl::Status Main(const char* argv0) {
                                                                  section.peer_command, work));
     pass &= logprobs_pass;
   }
-  TFM_ASSIGN_OR_RETURN(const bool agree, CheckPeersAgree(section.peer_command, peers, ours_batched,
+  const bool ct2 = std::any_of(peers.begin(), peers.end(),
+                               [](const std::string& p) { return absl::StartsWith(p, "ct2_"); });
+  if (ct2 && device.is_cpu() && absl::GetFlag(FLAGS_ct2_search_lines) > 0) {
+    TFM_ASSIGN_OR_RETURN(section.peer_setups,
+                         SearchCt2Configurations(section, batch_sizes[1], policies, work));
+  }
+  TFM_ASSIGN_OR_RETURN(const bool agree, CheckPeersAgree(section, peers, ours_batched,
                                                          trained.tokenizer, encoded, references));
   pass &= agree;
   TFM_ASSIGN_OR_RETURN(const std::vector<Row> rows,
                        RunTimedRows(section, batch_sizes, peers, policies));
+  std::error_code no_ct2_model;
+  const int64_t ct2_model_bytes = static_cast<int64_t>(
+      std::filesystem::file_size(work + "/ct2_model/model.bin", no_ct2_model));
   std::filesystem::remove_all(work);
   PrintSettings(rows, device);
   const std::vector<Ratio> ratios = PrintResults(section.title, rows);
+  PrintLatency(rows);
+  if (int8_rows) {
+    TFM_ASSIGN_OR_RETURN(const bool int8_pass,
+                         CheckInt8(rows, ours_batched, trained.tokenizer, encoded, references));
+    pass &= int8_pass;
+  }
+  if (absl::GetFlag(FLAGS_memory) && device.is_cpu()) {
+    TFM_ASSIGN_OR_RETURN(const ModelBytes bytes, OurModelBytes(trained.checkpoint_dir));
+    std::cout << absl::StrFormat(
+        "model on disk: ours f32 %.2f MiB (model.safetensors); ours int8 %.2f MiB (computed "
+        "from the tensors: the decoder's matrices in int8 with an f32 scale per row, the "
+        "shared embedding table f32 for the lookups plus its int8 copy for the output "
+        "projection, the rest f32; no quantized checkpoint is written yet)%s\n",
+        bytes.f32 / 1048576.0, bytes.int8 / 1048576.0,
+        no_ct2_model ? ""
+                     : absl::StrFormat("; ctranslate2 float32 model.bin %.2f MiB",
+                                       ct2_model_bytes / 1048576.0));
+    TFM_ASSIGN_OR_RETURN(const double f32_mib, OurPeakMemoryMib(args, /*int8=*/false));
+    std::string memory = absl::StrFormat("ours f32 %.1f MiB", f32_mib);
+    if (int8_rows) {
+      TFM_ASSIGN_OR_RETURN(const double int8_mib, OurPeakMemoryMib(args, /*int8=*/true));
+      absl::StrAppendFormat(&memory, ", ours int8 %.1f MiB", int8_mib);
+    }
+    std::cout << "peak resident memory (VmHWM) of a process decoding the batched rows once: "
+              << memory << " (this binary loading the checkpoint); the CTranslate2 rows' "
+              << "own processes (Python with ctranslate2 and its converted model, both rows "
+              << "run) print theirs at the end of their settings lines above\n";
+  }
 
   if (absl::GetFlag(FLAGS_random_base)) {
     TFM_ASSIGN_OR_RETURN(const bool random_pass,
-                         RunRandomBase(argv0, device, batch_sizes, peers, policies));
+                         RunRandomBase(argv0, device, batch_sizes, peers, policies,
+                                       section.peer_setups));
     pass &= random_pass;
   }
-  // The trained model's ratios last: the headline.
+  // The trained model's ratios last: the headline, then ours_int8's.
   PrintRatios("", ratios, device);
+  PrintInt8Ratios(rows);
   if (!pass) return absl::FailedPreconditionError("a check failed (check: FAIL above)");
   return absl::OkStatus();
 }
@@ -831,7 +1255,7 @@ absl::Status Main(const char* argv0) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  const absl::Status status = tfm::Main(argv[0]);
+  const absl::Status status = tfm::Main(std::vector<std::string>(argv, argv + argc));
   if (!status.ok()) {
     std::cout << "check: FAIL " << status.message() << "\n";
     std::cerr << "decode: " << status << "\n";

@@ -6,8 +6,11 @@ Usage: decode_peers.py --checkpoint DIR --work DIR --encoder_layers N
          --decoder_layers N --heads H --pad P --bos B --eos E --unk U --beam K
          --alpha A --max_length_offset M --layer_norm_epsilon X --threads T
          --warmup W [--device cpu|cuda|cuda:N] [--ignore_eos]
-         [--lines_at_1 N] --rows ROW[,ROW...]
+         [--length_penalty gnmt|power] [--lines_at_1 N] [--max_sources N]
+         [--ct2_int8_compute_type T] [--ct2_inter_threads N]
+         [--ct2_intra_threads N] [--peak_rss] --rows ROW[,ROW...]
        decode_peers.py ... --logprobs   (then no --rows: see below)
+       decode_peers.py ... --ct2_search N   (then no --rows: see below)
 
 --work holds what the C++ side wrote: vocab.txt (our SentencePiece pieces, one
 a line, by id) and sources.txt (each source's ids, eos last, one a line).
@@ -21,7 +24,35 @@ and one line to stdout: row, batch size, seconds, outputs path and what ran,
 tab-separated. A row that cannot run on this machine (CTranslate2 without
 its CUDA libraries) prints `skip`, the row and why instead. Messages go to
 stderr. --ignore_eos: every side decodes exactly max length steps (eos
-forbidden), so all do the same work whatever the weights.
+forbidden), so all do the same work whatever the weights. --max_sources N:
+only the first N sources. --peak_rss: each row's info ends with the
+process's peak resident memory so far (VmHWM), for a process that runs one
+row.
+
+Search settings: the length penalty every side ranks by is steps^alpha
+(--length_penalty power, the eos counted: CTranslate2 divides by
+len(hypothesis with its eos)^alpha before it strips the eos, Hugging Face by
+(generated tokens with the eos)^alpha) or GNMT's ((5 + steps) / 6)^alpha
+(--length_penalty gnmt; only the PyTorch peer can follow it). CTranslate2's
+and ours stop a sentence when `beam` hypotheses ended among the first `beam`
+candidates of a step (MarianMT: early_stopping=True), so with the power
+penalty both rank and stop alike.
+
+CTranslate2's rows: ct2_float32 and ct2_int8 (compute type
+--ct2_int8_compute_type: int8 or int8_float32). At batch 1 one sentence at a
+time with inter_threads 1 and intra_threads --threads (a sentence's
+latency); batched rows with --ct2_inter_threads and --ct2_intra_threads (0:
+--threads); with inter_threads > 1 the batches go in asynchronously, so that
+several run at once, as CTranslate2's own translate_file does. Its back end
+(CT2_USE_MKL, CT2_PACKED_GEMM, CT2_FORCE_CPU_ISA) comes from the caller's
+environment.
+
+--ct2_search N: CTranslate2's configurations in this process's environment,
+on the first --max_sources sources at batch N: each compute type of
+float32, int8, int8_float32, with inter_threads 1 and intra_threads
+--threads, and inter_threads --threads with intra_threads 1; one line each:
+`ct2config`, compute type asked, compute type CTranslate2 reports,
+inter_threads, intra_threads, seconds, target tokens, tab-separated.
 
 --logprobs: MarianMT's float32 log-probabilities for the pairs in
 <work>/logprob_inputs.txt (source ids TAB target ids, eos last, one pair a
@@ -58,6 +89,13 @@ def parse_args():
     p.add_argument("--device", default="cpu")
     p.add_argument("--ignore_eos", action="store_true")
     p.add_argument("--lines_at_1", type=int, default=0)
+    p.add_argument("--max_sources", type=int, default=0)
+    p.add_argument("--length_penalty", choices=("gnmt", "power"), default="gnmt")
+    p.add_argument("--ct2_int8_compute_type", default="int8")
+    p.add_argument("--ct2_inter_threads", type=int, default=1)
+    p.add_argument("--ct2_intra_threads", type=int, default=0)
+    p.add_argument("--ct2_search", type=int, default=0)
+    p.add_argument("--peak_rss", action="store_true")
     p.add_argument("--rows", default="")
     p.add_argument("--logprobs", action="store_true")
     return p.parse_args()
@@ -187,7 +225,7 @@ def run_hf(dtype_name, batch_size, sources, weights):
                 input_ids=ids.to(ARGS.device), attention_mask=mask.to(ARGS.device),
                 num_beams=ARGS.beam, do_sample=False, length_penalty=ARGS.alpha,
                 max_new_tokens=steps, min_new_tokens=steps if ARGS.ignore_eos else 0,
-                num_return_sequences=1, decoder_start_token_id=ARGS.bos,
+                early_stopping=True, num_return_sequences=1, decoder_start_token_id=ARGS.bos,
                 eos_token_id=ARGS.eos, pad_token_id=ARGS.pad, use_cache=True).tolist()
             for i, out in zip(members, generated):
                 out = out[1:]  # The decoder start token.
@@ -201,7 +239,7 @@ def run_hf(dtype_name, batch_size, sources, weights):
     with torch.inference_mode():
         outputs, seconds = timed(translate, sources)
     info = "transformers %s MarianMTModel.generate, torch %s, %s, num_beams %d, length " \
-           "penalty len^%g (not GNMT's), eager attention default, %s" % (
+           "penalty steps^%g (its own), early_stopping True, eager attention default, %s" % (
                transformers.__version__, torch.__version__, dtype_name, ARGS.beam, ARGS.alpha,
                torch_device_report(torch))
     return outputs, seconds, info
@@ -304,6 +342,59 @@ def ct2_model_dir(weights, pieces):
     return out
 
 
+def ct2_threads(batch_size):
+    """(inter_threads, intra_threads) of a CTranslate2 row: see the module's doc."""
+    if batch_size == 1 or ARGS.device != "cpu":
+        return 1, ARGS.threads
+    return ARGS.ct2_inter_threads, ARGS.ct2_intra_threads or ARGS.threads
+
+
+def ct2_translate(translator, batch_size, inter_threads, sources, pieces, index):
+    """translate(sources) for timed(): batches as ours, each with its own
+    maximum length; with several inter_threads all batches are submitted
+    before the first result is awaited."""
+    def translate(sources):
+        tokens = [[pieces[t] for t in s] for s in sources]
+        outputs = [None] * len(sources)
+        pending = []
+        for members in batches(sources, batch_size):
+            steps = max_steps(members, sources)
+            results = translator.translate_batch(
+                [tokens[i] for i in members], beam_size=ARGS.beam, length_penalty=ARGS.alpha,
+                # Ours may end with eos at the first step (unless --ignore_eos).
+                min_decoding_length=steps if ARGS.ignore_eos else 0,
+                max_decoding_length=steps, asynchronous=inter_threads > 1)
+            pending.append((members, results))
+        for members, results in pending:
+            for i, result in zip(members, results):
+                if inter_threads > 1:
+                    result = result.result()
+                outputs[i] = [index[p] for p in result.hypotheses[0]]
+        return outputs
+    return translate
+
+
+def ct2_search(weights, pieces, sources):
+    """--ct2_search: see the module's doc."""
+    import ctranslate2
+
+    model_dir = ct2_model_dir(weights, pieces)
+    index = {piece: i for i, piece in enumerate(pieces)}
+    settings = [(1, ARGS.threads)] + ([(ARGS.threads, 1)] if ARGS.threads > 1 else [])
+    for compute_type in ("float32", "int8", "int8_float32"):
+        for inter_threads, intra_threads in settings:
+            translator = ctranslate2.Translator(model_dir, device="cpu",
+                                                compute_type=compute_type,
+                                                inter_threads=inter_threads,
+                                                intra_threads=intra_threads)
+            outputs, seconds = timed(ct2_translate(translator, ARGS.ct2_search, inter_threads,
+                                                   sources, pieces, index), sources)
+            print("\t".join(["ct2config", compute_type, translator.compute_type,
+                             str(inter_threads), str(intra_threads), repr(seconds),
+                             str(sum(len(o) for o in outputs))]), flush=True)
+            del translator
+
+
 def run_ct2(compute_type, batch_size, sources, weights, pieces):
     try:
         import ctranslate2
@@ -311,11 +402,13 @@ def run_ct2(compute_type, batch_size, sources, weights, pieces):
         return None, 0.0, "ctranslate2 is not installed for %s: %s" % (sys.executable, error)
 
     device, _, index = ARGS.device.partition(":")
+    inter_threads, intra_threads = ct2_threads(batch_size)
     try:
         translator = ctranslate2.Translator(ct2_model_dir(weights, pieces), device=device,
                                             device_index=int(index or 0),
-                                            compute_type=compute_type, inter_threads=1,
-                                            intra_threads=ARGS.threads)
+                                            compute_type=compute_type,
+                                            inter_threads=inter_threads,
+                                            intra_threads=intra_threads)
     except (RuntimeError, ValueError) as error:
         if device == "cpu":
             raise
@@ -325,25 +418,15 @@ def run_ct2(compute_type, batch_size, sources, weights, pieces):
             ctranslate2.__version__, ARGS.device, str(error).replace("\n", " "),
             ctranslate2.get_cuda_device_count())
     index = {piece: i for i, piece in enumerate(pieces)}
-
-    def translate(sources):
-        tokens = [[pieces[t] for t in s] for s in sources]
-        outputs = [None] * len(sources)
-        for members in batches(sources, batch_size):
-            steps = max_steps(members, sources)
-            results = translator.translate_batch(
-                [tokens[i] for i in members], beam_size=ARGS.beam, length_penalty=ARGS.alpha,
-                # Ours may end with eos at the first step (unless --ignore_eos).
-                min_decoding_length=steps if ARGS.ignore_eos else 0,
-                max_decoding_length=steps)
-            for i, result in zip(members, results):
-                outputs[i] = [index[p] for p in result.hypotheses[0]]
-        return outputs
-
-    outputs, seconds = timed(translate, sources)
-    info = "ctranslate2 %s, %s, compute type %s, inter_threads 1, intra_threads %d, " \
-           "OMP_WAIT_POLICY %s" % (ctranslate2.__version__, ARGS.device, translator.compute_type,
-                                   ARGS.threads, WAIT_POLICY)
+    outputs, seconds = timed(
+        ct2_translate(translator, batch_size, inter_threads, sources, pieces, index), sources)
+    backend = ", ".join("%s %s" % (var, os.environ[var])
+                        for var in ("CT2_USE_MKL", "CT2_PACKED_GEMM", "CT2_FORCE_CPU_ISA")
+                        if var in os.environ) or "its default back end"
+    info = "ctranslate2 %s, %s, compute type %s, inter_threads %d, intra_threads %d, %s, " \
+           "OMP_WAIT_POLICY %s, length penalty steps^%g" % (
+               ctranslate2.__version__, ARGS.device, translator.compute_type, inter_threads,
+               intra_threads, backend, WAIT_POLICY, ARGS.alpha)
     return outputs, seconds, info
 
 
@@ -428,6 +511,9 @@ class TorchModel:
 
 
 def length_penalty(steps):
+    """Ours (runtime/decode/length_penalty.h) of --length_penalty."""
+    if ARGS.length_penalty == "power":
+        return float(steps) ** ARGS.alpha if steps >= 1 else 1.0
     return ((5.0 + steps) / 6.0) ** ARGS.alpha
 
 
@@ -534,20 +620,48 @@ def run_torch(batch_size, sources, weights):
     with torch.inference_mode():
         outputs, seconds = timed(translate, sources)
     info = "torch %s, fp32, eager, KV cache per layer (torch.cat per step, index_select on " \
-           "reorder), SDPA, %s, ISA %s, OMP_WAIT_POLICY %s" % (
+           "reorder), SDPA, %s, ISA %s, OMP_WAIT_POLICY %s, length penalty %s" % (
                torch.__version__, torch_device_report(torch),
-               torch.backends.cpu.get_cpu_capability(), WAIT_POLICY)
+               torch.backends.cpu.get_cpu_capability(), WAIT_POLICY, ARGS.length_penalty)
     return outputs, seconds, info
 
 
+def needs_weights(peers):
+    """Whether this process must read the checkpoint: not when it only runs
+    CTranslate2 rows on the model converted before (so their peak memory is
+    CTranslate2's, not that of our weights in numpy too)."""
+    converted = os.path.exists(os.path.join(ARGS.work, "ct2_model", "model.bin"))
+    return ARGS.logprobs or not converted or any(not p.startswith("ct2_") for p in peers)
+
+
+def peak_rss():
+    """The process's peak resident memory (VmHWM of /proc/self/status)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return "peak RSS %.1f MiB" % (int(line.split()[1]) / 1024.0)
+    return "peak RSS unknown"
+
+
 def main():
-    weights = read_safetensors(os.path.join(ARGS.checkpoint, "model.safetensors"))
+    peers = ["ct2_"] if ARGS.ct2_search else [r.partition("@")[0] for r in ARGS.rows.split(",")]
+    weights = None
+    if needs_weights(peers):
+        weights = read_safetensors(os.path.join(ARGS.checkpoint, "model.safetensors"))
     with open(os.path.join(ARGS.work, "vocab.txt"), encoding="utf-8") as f:
-        pieces = f.read().split("\n")[:weights["encoder.embed_tokens.weight"].shape[0]]
+        # One piece a line, by id; the file ends with a newline.
+        pieces = f.read().split("\n")[:-1]
+    if weights is not None:
+        pieces = pieces[:weights["encoder.embed_tokens.weight"].shape[0]]
     with open(os.path.join(ARGS.work, "sources.txt")) as f:
         sources = [[int(t) for t in line.split()] for line in f.read().splitlines()]
+    if ARGS.max_sources > 0:
+        sources = sources[:ARGS.max_sources]
     if ARGS.logprobs:
         write_hf_logprobs(weights)
+        return
+    if ARGS.ct2_search > 0:
+        ct2_search(weights, pieces, sources)
         return
     for row in ARGS.rows.split(","):
         peer, _, batching = row.partition("@")
@@ -559,6 +673,9 @@ def main():
             row_sources = sources[:ARGS.lines_at_1]
         if peer.startswith("hf_"):
             outputs, seconds, info = run_hf(peer[3:], batch_size, row_sources, weights)
+        elif peer == "ct2_int8":
+            outputs, seconds, info = run_ct2(ARGS.ct2_int8_compute_type, batch_size, row_sources,
+                                             weights, pieces)
         elif peer.startswith("ct2_"):
             outputs, seconds, info = run_ct2(peer[4:], batch_size, row_sources, weights, pieces)
         elif peer == "torch":
@@ -568,6 +685,8 @@ def main():
         if outputs is None:
             print("\t".join(["skip", row, info]), flush=True)
             continue
+        if ARGS.peak_rss:
+            info += ", " + peak_rss()
         path = os.path.join(ARGS.work, row.replace("@", "_") + ".txt")
         with open(path, "w") as f:
             f.write("".join(" ".join(map(str, out)) + "\n" for out in outputs))

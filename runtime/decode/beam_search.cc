@@ -165,7 +165,8 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
         std::nth_element(done.begin(), done.begin() + (options_.nbest - 1), done.end(),
                          BetterHypothesis);
         const double reachable =
-            kept.front().log_prob / LengthPenalty(max_length, options_.length_penalty_alpha);
+            kept.front().log_prob / LengthPenalty(max_length, options_.length_penalty_alpha,
+                                                  options_.length_penalty);
         stop = done[options_.nbest - 1].score >= reachable;
       }
       if (stop) continue;

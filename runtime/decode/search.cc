@@ -24,6 +24,7 @@ SearchOptions SearchOptions::FromConfig(const config::DecodeConfig& decode) {
   SearchOptions options;
   options.beam_size = decode.strategy() == config::DecodeConfig::GREEDY ? 1 : decode.beam_size();
   options.length_penalty_alpha = decode.length_penalty_alpha();
+  options.length_penalty = LengthPenaltyKindFromConfig(decode.length_penalty_kind());
   options.max_length_offset = decode.max_length_offset();
   options.batch_size = decode.batch_size();
   options.max_tokens = decode.max_tokens();
@@ -52,8 +53,6 @@ std::vector<std::pair<size_t, size_t>> BatchesByLength(absl::Span<const int> sor
   return batches;
 }
 
-double LengthPenalty(int steps, double alpha) { return std::pow((5.0 + steps) / 6.0, alpha); }
-
 void ForbidEosIfIgnored(const SearchOptions& options, int eos_id, float* row_log_probs) {
   if (options.ignore_eos) row_log_probs[eos_id] = -std::numeric_limits<float>::infinity();
 }
@@ -63,7 +62,8 @@ Hypothesis SearchStrategy::Finish(std::vector<int> tokens, double log_prob, int 
   Hypothesis hypothesis;
   hypothesis.tokens = std::move(tokens);
   hypothesis.log_prob = log_prob;
-  hypothesis.score = log_prob / LengthPenalty(steps, options_.length_penalty_alpha);
+  hypothesis.score =
+      log_prob / LengthPenalty(steps, options_.length_penalty_alpha, options_.length_penalty);
   hypothesis.ended = ended;
   return hypothesis;
 }

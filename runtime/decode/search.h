@@ -6,9 +6,10 @@
 // Lengths and scores: a hypothesis takes at most max_length = source length
 // + max_length_offset steps; it ends with eos (not part of its tokens) or is
 // cut at max_length. log_prob sums the log-probabilities of every step it
-// took (the eos included); score = log_prob / lp(steps) with GNMT's length
-// penalty lp(n) = ((5 + n) / 6)^alpha (Wu et al. 2016, eq. 14), which both
-// strategies report and beam search ranks by.
+// took (the eos included); score = log_prob / lp(steps) with the length
+// penalty of options.length_penalty (length_penalty.h: GNMT's
+// ((5 + n) / 6)^alpha by default, or n^alpha), which both strategies report
+// and beam search ranks by.
 #ifndef TFM_RUNTIME_DECODE_SEARCH_H_
 #define TFM_RUNTIME_DECODE_SEARCH_H_
 
@@ -21,6 +22,7 @@
 #include "absl/types/span.h"
 #include "core/config/task_config.pb.h"
 #include "runtime/decode/decoding_constraint.h"
+#include "runtime/decode/length_penalty.h"
 #include "core/incremental_model.h"
 
 namespace tfm {
@@ -43,6 +45,7 @@ using NBestList = std::vector<Hypothesis>;
 struct SearchOptions {
   int beam_size = 4;
   double length_penalty_alpha = 0.6;
+  LengthPenaltyKind length_penalty = LengthPenaltyKind::kGnmt;
   int max_length_offset = 50;
   int batch_size = 64;  // Sentences per batch.
   // A batch's budget of padded source tokens times the beam (0: none; see
@@ -72,9 +75,6 @@ struct SearchOptions {
 std::vector<std::pair<size_t, size_t>> BatchesByLength(absl::Span<const int> sorted_lengths,
                                                        int batch_size, int64_t max_tokens,
                                                        int beam_size);
-
-// lp(steps) = ((5 + steps) / 6)^alpha.
-double LengthPenalty(int steps, double alpha);
 
 // With options.ignore_eos, sets eos's entry of one row of step
 // log-probabilities to -infinity; else leaves it.

@@ -87,11 +87,12 @@ TEST(SearchTest, BeamOfOneIsGreedy) {
 
 // Every output of at most max_length steps, enumerated.
 void Enumerate(const ScriptedModel& model, const std::vector<int>& source, int max_length,
-               double alpha, std::vector<int>& prefix, double log_prob, Hypothesis& best) {
+               double alpha, LengthPenaltyKind kind, std::vector<int>& prefix, double log_prob,
+               Hypothesis& best) {
   const std::vector<double> p = model.LogProbs(source, prefix);
   const int steps = static_cast<int>(prefix.size()) + 1;
   const auto consider = [&](bool ended, double total) {
-    Hypothesis h{prefix, total, total / LengthPenalty(steps, alpha), ended};
+    Hypothesis h{prefix, total, total / LengthPenalty(steps, alpha, kind), ended};
     if (best.tokens.empty() && !best.ended ? true : BetterHypothesis(h, best)) best = h;
   };
   consider(true, log_prob + p[kEos]);
@@ -101,7 +102,7 @@ void Enumerate(const ScriptedModel& model, const std::vector<int>& source, int m
     if (steps == max_length) {
       consider(false, log_prob + p[v]);
     } else {
-      Enumerate(model, source, max_length, alpha, prefix, log_prob + p[v], best);
+      Enumerate(model, source, max_length, alpha, kind, prefix, log_prob + p[v], best);
     }
     prefix.pop_back();
   }
@@ -109,22 +110,26 @@ void Enumerate(const ScriptedModel& model, const std::vector<int>& source, int m
 
 // With a beam wide enough to hold every prefix, the search is exhaustive, so
 // its best must be the best output of all: this checks the early stop
-// (the bound must never cut off a better hypothesis).
+// (the bound must never cut off a better hypothesis), under either length
+// penalty.
 TEST(SearchTest, WideBeamFindsTheBestOutput) {
   ScriptedModel model(/*vocab=*/5, /*eos_bias=*/0.3);
   const std::vector<std::vector<int>> sources = {{3}, {4}, {3, 4}};
-  for (double alpha : {0.0, 0.6, 1.5}) {
-    // Outputs of up to 3 steps: at most 4 * 4 live prefixes, 4 * 4 * 5 candidates.
-    SearchOptions options = Options(/*beam=*/64, 1, alpha, /*offset=*/2);
-    absl::StatusOr<std::vector<NBestList>> results =
-        BeamSearch(options).Search(model, {sources[0], sources[1]});
-    ASSERT_TRUE(results.ok()) << results.status();
-    for (size_t s = 0; s < 2; ++s) {
-      Hypothesis best;
-      std::vector<int> prefix;
-      Enumerate(model, sources[s], 3, alpha, prefix, 0.0, best);
-      EXPECT_EQ((*results)[s][0].tokens, best.tokens) << alpha;
-      EXPECT_NEAR((*results)[s][0].score, best.score, 1e-5) << alpha;
+  for (LengthPenaltyKind kind : {LengthPenaltyKind::kGnmt, LengthPenaltyKind::kPower}) {
+    for (double alpha : {0.0, 0.6, 1.5}) {
+      // Outputs of up to 3 steps: at most 4 * 4 live prefixes, 4 * 4 * 5 candidates.
+      SearchOptions options = Options(/*beam=*/64, 1, alpha, /*offset=*/2);
+      options.length_penalty = kind;
+      absl::StatusOr<std::vector<NBestList>> results =
+          BeamSearch(options).Search(model, {sources[0], sources[1]});
+      ASSERT_TRUE(results.ok()) << results.status();
+      for (size_t s = 0; s < 2; ++s) {
+        Hypothesis best;
+        std::vector<int> prefix;
+        Enumerate(model, sources[s], 3, alpha, kind, prefix, 0.0, best);
+        EXPECT_EQ((*results)[s][0].tokens, best.tokens) << alpha << LengthPenaltyKindName(kind);
+        EXPECT_NEAR((*results)[s][0].score, best.score, 1e-5) << alpha;
+      }
     }
   }
 }
