@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/tensor_copy.h"
+#include "core/status_macros.h"
 #include "gtest/gtest.h"
 #include "ops/row_top_k/row_top_k.h"
 #include "runtime/decode/beam_search.h"
@@ -85,13 +85,9 @@ TEST(StepTopKTest, SearchesChooseWhatTheHostRankingChooses) {
         for (const bool ranks : {false, true}) {
           ScriptedModel scripted(/*vocab=*/13, /*eos_bias=*/0.5);
           RankedModel model(scripted, grid, ranks);
-          std::unique_ptr<SearchStrategy> search;
-          if (beam == 1) {
-            search = std::make_unique<GreedySearch>(options);
-          } else {
-            search = std::make_unique<BeamSearch>(options);
-          }
-          absl::StatusOr<std::vector<NBestList>> results = search->Search(model, sources);
+          absl::StatusOr<std::vector<NBestList>> results =
+              beam == 1 ? GreedySearch(options).Search(model, sources)
+                        : BeamSearch(options).Search(model, sources);
           ASSERT_TRUE(results.ok()) << results.status();
           runs.push_back(*results);
         }
