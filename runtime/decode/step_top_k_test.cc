@@ -21,7 +21,10 @@ namespace {
 using testing::ScriptedModel;
 
 // The scripted model's log-probabilities rounded to multiples of `grid`
-// (many ties when coarse), ranked by Step or by StepTopK.
+// (many ties when coarse; 0: not rounded), ranked by Step or by StepTopK.
+// With kTiny, the first step's are rounded to integers and every later
+// step's are ties made by the double sum's rounding (see Rounded).
+constexpr float kTiny = -1.0f;
 class RankedModel : public IncrementalModel {
  public:
   RankedModel(ScriptedModel& model, float grid, bool ranks) : model_(model), grid_(grid),
@@ -55,10 +58,25 @@ class RankedModel : public IncrementalModel {
 
  private:
   absl::StatusOr<Tensor> Rounded(DecoderState& state, absl::Span<const int> last) {
+    const bool first_step = last.empty() || last[0] == testing::kBos;
     TFM_ASSIGN_OR_RETURN(Tensor log_probs, model_.Step(state, last));
-    if (grid_ > 0) {
+    if (grid_ == kTiny && !first_step) {
+      // Distinct floats whose sums with a row's log-probability (about -1
+      // after the first step) round to the same double: the host ranks them
+      // by token ascending, the device by value, here token descending.
       float* p = log_probs.data<float>();
-      for (int64_t i = 0; i < log_probs.num_elements(); ++i) p[i] = std::round(p[i] / grid_) * grid_;
+      const int64_t vocab = log_probs.dim(1);
+      for (int64_t i = 0; i < log_probs.num_elements(); ++i) {
+        p[i] = -static_cast<float>(vocab - i % vocab) * 1e-20f;
+      }
+    } else if (grid_ != 0) {
+      // kTiny: integers below 0, so that later sums with them round.
+      const float grid = grid_ == kTiny ? 1.0f : grid_;
+      const float shift = grid_ == kTiny ? -1.0f : 0.0f;
+      float* p = log_probs.data<float>();
+      for (int64_t i = 0; i < log_probs.num_elements(); ++i) {
+        p[i] = std::round(p[i] / grid) * grid + shift;
+      }
     }
     return log_probs;
   }
@@ -71,7 +89,7 @@ class RankedModel : public IncrementalModel {
 TEST(StepTopKTest, SearchesChooseWhatTheHostRankingChooses) {
   const std::vector<std::vector<int>> sources = {{5, 6, 7}, {8}, {9, 4, 4, 5, 6}, {3, 3},
                                                  {7, 7, 7, 7}, {4, 9}, {6}};
-  for (const float grid : {0.0f, 0.125f, 1.0f}) {
+  for (const float grid : {0.0f, 0.125f, 1.0f, kTiny}) {
     for (const int beam : {1, 2, 4, 6}) {
       for (const bool ignore_eos : {false, true}) {
         SCOPED_TRACE(absl::StrCat("grid ", grid, " beam ", beam, " ignore_eos ", ignore_eos));
