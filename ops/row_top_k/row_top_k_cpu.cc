@@ -7,6 +7,7 @@
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/row_top_k/row_top_k_kernel_args.h"
 
 namespace tfm {
 namespace {
@@ -40,17 +41,15 @@ void TopOfRow(const float* x, int64_t n, int64_t count, int64_t forbidden, float
 
 absl::Status RowTopKCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
-  TFM_ASSIGN_OR_RETURN(int64_t count, context.attrs().Get<int64_t>("count"));
-  TFM_ASSIGN_OR_RETURN(int64_t forbidden, context.attrs().Get<int64_t>("forbidden_column"));
-  TFM_ASSIGN_OR_RETURN(Tensor * values, context.AllocateOutput(0, DType::kF32));
-  TFM_ASSIGN_OR_RETURN(Tensor * columns, context.AllocateOutput(1, DType::kI32));
+  TFM_ASSIGN_OR_RETURN(const RowTopKArgs args, RowTopKArgsOf(context));
   const int64_t n = x.dim(1);
   const float* in = x.data<float>();
-  float* out_values = values->data<float>();
-  int32_t* out_columns = columns->data<int32_t>();
+  const int64_t count = args.count;
+  float* out_values = args.values->data<float>();
+  int32_t* out_columns = args.columns->data<int32_t>();
   context.thread_pool()->ParallelFor(x.dim(0), 1, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
-      TopOfRow(in + row * n, n, count, forbidden, out_values + row * count,
+      TopOfRow(in + row * n, n, count, args.forbidden, out_values + row * count,
                out_columns + row * count);
     }
   });
