@@ -41,6 +41,19 @@ struct DecodingVocabulary {
   int eos_id = 3;  // Ends a hypothesis.
 };
 
+// Each row's best next tokens after one step (IncrementalModel::StepTopK),
+// ranked where the model computed the log-probabilities.
+struct StepTopTokens {
+  int count = 0;                 // Tokens per row.
+  std::vector<float> log_probs;  // rows x count, best first (log-prob desc,
+                                 // then token asc); -inf past a row's last.
+  std::vector<int32_t> tokens;   // rows x count; -1 past a row's last.
+  // The step's whole [rows, vocabulary] f32 log-probabilities on the
+  // model's device, for the rare step where `count` per row cannot decide
+  // (a search copies it to the host then).
+  Tensor all_log_probs;
+};
+
 // A model's decoding state for one batch; only the model that made it can
 // use it.
 class DecoderState {
@@ -76,6 +89,20 @@ class IncrementalModel {
   // step). Returns log p(next token | row's tokens, source) as a host f32
   // tensor [rows, vocabulary size], and extends the state by the tokens.
   virtual absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) = 0;
+
+  // True when StepTopK ranks on a device: a search that needs only each
+  // row's best few tokens then copies rows x count numbers per step instead
+  // of rows x vocabulary. Default: false (searches call Step).
+  virtual bool HasStepTopK() const { return false; }
+
+  // Step, returning each row's best `count` tokens (never
+  // `forbidden_token`; < 0 forbids none, and NaN or -inf log-probabilities
+  // never count) instead of the whole distribution.
+  virtual absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state,
+                                                 absl::Span<const int> last_tokens, int count,
+                                                 int forbidden_token) {
+    return absl::UnimplementedError("this model has no StepTopK: call Step");
+  }
 
   // Keeps the rows `rows` in that order: new row i continues old row
   // rows[i] (beam reordering; rows may repeat or be left out). The new rows

@@ -101,6 +101,9 @@ class Transformer : public TrainableModel, public IncrementalModel {
                                                       int rows_per_sentence,
                                                       int max_steps) override;
   absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) override;
+  bool HasStepTopK() const override { return !device_.is_cpu(); }
+  absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state, absl::Span<const int> last_tokens,
+                                         int count, int forbidden_token) override;
   absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
                        int rows_per_sentence) override;
 
@@ -108,6 +111,8 @@ class Transformer : public TrainableModel, public IncrementalModel {
   struct BatchTensors;
   struct ForwardResult;
   Transformer() = default;
+  // One decoding step's log-probabilities [rows, vocabulary] on device_.
+  absl::StatusOr<Tensor> StepLogProbs(DecoderState& state, absl::Span<const int> last_tokens);
   absl::StatusOr<BatchTensors> ToTensors(const Batch& batch) const;
   absl::StatusOr<ForwardResult> Forward(ForwardContext& context, const Batch& batch);
   // The decoder's output [batch * target_length, d_model] for `tensors`.

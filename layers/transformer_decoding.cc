@@ -14,6 +14,7 @@
 #include "core/tensor_copy.h"
 #include "layers/transformer.h"
 #include "ops/kv_cache/kv_cache.h"
+#include "ops/row_top_k/row_top_k.h"
 #include "ops/softmax/softmax.h"
 
 namespace tfm {
@@ -102,7 +103,8 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   return std::unique_ptr<DecoderState>(std::move(state));
 }
 
-absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const int> last_tokens) {
+absl::StatusOr<Tensor> Transformer::StepLogProbs(DecoderState& base,
+                                                 absl::Span<const int> last_tokens) {
   TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
   const int64_t rows = state->cache.rows();
   if (static_cast<int64_t>(last_tokens.size()) != rows) {
@@ -139,8 +141,27 @@ absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const in
                        DecodingLinear(state->cache, &TargetTable().value, hidden, table));
   TFM_ASSIGN_OR_RETURN(Tensor log_probs, LogSoftmax(logits));
   state->cache.EndStep();
+  return log_probs;
+}
+
+absl::StatusOr<Tensor> Transformer::Step(DecoderState& state, absl::Span<const int> last_tokens) {
+  TFM_ASSIGN_OR_RETURN(Tensor log_probs, StepLogProbs(state, last_tokens));
   if (device_.is_cpu()) return log_probs;
   return CopyToDevice(log_probs, Device::Cpu());
+}
+
+absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
+                                                    absl::Span<const int> last_tokens, int count,
+                                                    int forbidden_token) {
+  StepTopTokens top;
+  top.count = count;
+  TFM_ASSIGN_OR_RETURN(top.all_log_probs, StepLogProbs(state, last_tokens));
+  TFM_ASSIGN_OR_RETURN(RowTopK ranked, RowTopKOf(top.all_log_probs, count, forbidden_token));
+  TFM_ASSIGN_OR_RETURN(Tensor log_probs, CopyToDevice(ranked.values, Device::Cpu()));
+  TFM_ASSIGN_OR_RETURN(Tensor tokens, CopyToDevice(ranked.columns, Device::Cpu()));
+  top.log_probs = log_probs.ToVector<float>();
+  top.tokens = tokens.ToVector<int32_t>();
+  return top;
 }
 
 absl::Status Transformer::Reorder(DecoderState& base, absl::Span<const int> rows,

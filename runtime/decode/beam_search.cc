@@ -1,12 +1,14 @@
 #include "runtime/decode/beam_search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <queue>
 #include <utility>
 
 #include "core/status_macros.h"
+#include "core/tensor_copy.h"
 #include "core/thread_pool.h"
 
 namespace tfm {
@@ -78,6 +80,33 @@ void TopCandidates(const float* step_log_probs, int64_t vocab,
   std::sort(out.begin(), out.end(), Better);
 }
 
+// TopCandidates from each row's best `count` + 1 tokens as the model's
+// device ranked them (StepTopTokens, already without NaN, -inf and a
+// forbidden eos). A row's sums row_log_prob + p are in its tokens' order,
+// but two tokens' sums may round to the same double: then a token past the
+// row's list could tie with its last, and the list cannot decide. Returns
+// false in that case (the caller ranks the whole distribution instead).
+bool TopCandidatesOfRowTops(const StepTopTokens& top, const std::vector<double>& row_log_probs,
+                            int first, int rows, int count, std::vector<Candidate>& out) {
+  out.clear();
+  for (int row = first; row < first + rows; ++row) {
+    if (row_log_probs[row] == kDead) continue;
+    const float* p = top.log_probs.data() + static_cast<int64_t>(row) * top.count;
+    const int32_t* tokens = top.tokens.data() + static_cast<int64_t>(row) * top.count;
+    for (int i = 0; i < count && tokens[i] >= 0; ++i) {
+      out.push_back(Candidate{row_log_probs[row] + p[i], row, tokens[i]});
+    }
+    if (tokens[count] >= 0 &&
+        row_log_probs[row] + p[count] == row_log_probs[row] + p[count - 1]) {
+      return false;
+    }
+  }
+  const size_t kept = std::min(out.size(), static_cast<size_t>(count));
+  std::partial_sort(out.begin(), out.begin() + kept, out.end(), Better);
+  out.resize(kept);
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel& model,
@@ -103,6 +132,7 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
     active[s] = s;
     constraint.Start(s, SourceOf(batch, s), MaxLength(batch.lengths[s]));
   }
+  const bool rank_on_device = model.HasStepTopK() && options_.constraint == nullptr;
   std::vector<NBestList> finished(batch.size);
 
   // Per group: its candidates and the heap that found them (reused).
@@ -112,32 +142,59 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
   std::vector<double> next_log_probs;
   std::vector<std::vector<int>> next_tokens;
   for (int step = 1; !active.empty(); ++step) {
-    TFM_ASSIGN_OR_RETURN(Tensor step_log_probs, model.Step(*state, last));
-    const int64_t vocab = step_log_probs.dim(1);
     next_active.clear();
     next_last.clear();
     next_rows.clear();
     next_log_probs.clear();
-    // Each group's best 2 * beam extensions, groups spread over the threads:
-    // a scan of every row's vocabulary, as long as a log-softmax.
+    // Each group's best 2 * beam extensions, groups spread over the threads.
     const int groups = static_cast<int>(active.size());
     if (static_cast<int>(group_candidates.size()) < groups) {
       group_candidates.resize(groups);
       group_heaps.resize(groups);
     }
-    float* const step_data = step_log_probs.data<float>();
-    ThreadPool::Default()->ParallelFor(groups, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t group = begin; group < end; ++group) {
-        const int first = static_cast<int>(group) * width;
-        for (int row = first; row < first + width; ++row) {
-          if (log_probs[row] == kDead) continue;
-          constraint.Mask(row, step_data + row * vocab);
-          ForbidEosIfIgnored(options_, vocabulary.eos_id, step_data + row * vocab);
+    // A model that ranks on its device sends each row's best 2 * beam + 1
+    // tokens (one more, to see ties at the cut) instead of the whole
+    // distribution; constraints mask tokens on the host, so they take the
+    // host path.
+    bool decided = false;
+    Tensor step_log_probs;
+    if (rank_on_device) {
+      TFM_ASSIGN_OR_RETURN(
+          StepTopTokens top,
+          model.StepTopK(*state, last, 2 * beam + 1, options_.ignore_eos ? vocabulary.eos_id : -1));
+      std::atomic<bool> all_decided{true};
+      ThreadPool::Default()->ParallelFor(groups, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t group = begin; group < end; ++group) {
+          if (!TopCandidatesOfRowTops(top, log_probs, static_cast<int>(group) * width, width,
+                                      2 * beam, group_candidates[group])) {
+            all_decided = false;
+          }
         }
-        TopCandidates(step_data, vocab, log_probs, first, width, 2 * beam, group_heaps[group],
-                      group_candidates[group]);
+      });
+      decided = all_decided;
+      if (!decided) {
+        TFM_ASSIGN_OR_RETURN(step_log_probs, CopyToDevice(top.all_log_probs, Device::Cpu()));
       }
-    });
+    } else {
+      TFM_ASSIGN_OR_RETURN(step_log_probs, model.Step(*state, last));
+    }
+    if (!decided) {
+      // A scan of every row's vocabulary, as long as a log-softmax.
+      const int64_t vocab = step_log_probs.dim(1);
+      float* const step_data = step_log_probs.data<float>();
+      ThreadPool::Default()->ParallelFor(groups, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t group = begin; group < end; ++group) {
+          const int first = static_cast<int>(group) * width;
+          for (int row = first; row < first + width; ++row) {
+            if (log_probs[row] == kDead) continue;
+            constraint.Mask(row, step_data + row * vocab);
+            ForbidEosIfIgnored(options_, vocabulary.eos_id, step_data + row * vocab);
+          }
+          TopCandidates(step_data, vocab, log_probs, first, width, 2 * beam, group_heaps[group],
+                        group_candidates[group]);
+        }
+      });
+    }
     for (int group = 0; group < groups; ++group) {
       const int s = active[group];
       const int first = group * width;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "core/status_macros.h"
 
@@ -24,20 +25,42 @@ absl::StatusOr<std::vector<NBestList>> GreedySearch::SearchBatch(IncrementalMode
     active[s] = s;
     constraint.Start(s, SourceOf(batch, s), MaxLength(batch.lengths[s]));
   }
+  // A model that ranks on its device sends each row's best token instead of
+  // the whole distribution (the first of equal bests, as max_element picks
+  // it); constraints mask tokens on the host, so they take the host path.
+  const bool rank_on_device = model.HasStepTopK() && options_.constraint == nullptr;
   std::vector<int> next_active, next_last, kept_rows;
+  std::vector<int> best_tokens;
+  std::vector<float> best_log_probs;
   for (int step = 1; !active.empty(); ++step) {
-    TFM_ASSIGN_OR_RETURN(Tensor step_log_probs, model.Step(*state, last));
-    const int64_t vocab = step_log_probs.dim(1);
+    if (rank_on_device) {
+      TFM_ASSIGN_OR_RETURN(StepTopTokens top,
+                           model.StepTopK(*state, last, /*count=*/1,
+                                          options_.ignore_eos ? vocabulary.eos_id : -1));
+      // A row with no finite log-probability: max_element's token 0.
+      best_tokens.assign(top.tokens.begin(), top.tokens.end());
+      for (int& token : best_tokens) token = std::max(token, 0);
+      best_log_probs = std::move(top.log_probs);
+    } else {
+      TFM_ASSIGN_OR_RETURN(Tensor step_log_probs, model.Step(*state, last));
+      const int64_t vocab = step_log_probs.dim(1);
+      best_tokens.resize(active.size());
+      best_log_probs.resize(active.size());
+      for (size_t r = 0; r < active.size(); ++r) {
+        float* row = step_log_probs.data<float>() + r * vocab;
+        constraint.Mask(static_cast<int>(r), row);
+        ForbidEosIfIgnored(options_, vocabulary.eos_id, row);
+        best_tokens[r] = static_cast<int>(std::max_element(row, row + vocab) - row);
+        best_log_probs[r] = row[best_tokens[r]];
+      }
+    }
     next_active.clear();
     next_last.clear();
     kept_rows.clear();
     for (size_t r = 0; r < active.size(); ++r) {
       const int s = active[r];
-      float* row = step_log_probs.data<float>() + r * vocab;
-      constraint.Mask(static_cast<int>(r), row);
-      ForbidEosIfIgnored(options_, vocabulary.eos_id, row);
-      const int best = static_cast<int>(std::max_element(row, row + vocab) - row);
-      log_probs[s] += row[best];
+      const int best = best_tokens[r];
+      log_probs[s] += best_log_probs[r];
       if (best == vocabulary.eos_id) {
         results[s] = {Finish(std::move(tokens[s]), log_probs[s], step, /*ended=*/true)};
         continue;

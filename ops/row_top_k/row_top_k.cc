@@ -1,0 +1,54 @@
+#include "ops/row_top_k/row_top_k.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/status_macros.h"
+
+namespace tfm {
+namespace {
+
+absl::Status ValidateRowTopK(const KernelContext& context) {
+  const Tensor& x = context.input(0);
+  if (x.rank() != 2) return context.Error("x must be a matrix [rows, n]");
+  TFM_ASSIGN_OR_RETURN(int64_t count, context.attrs().Get<int64_t>("count"));
+  if (count < 1 || count > kMaxRowTopK) {
+    return context.Error(absl::StrCat("count ", count, " is outside [1, ", kMaxRowTopK, "]"));
+  }
+  TFM_ASSIGN_OR_RETURN(int64_t forbidden, context.attrs().Get<int64_t>("forbidden_column"));
+  if (forbidden >= x.dim(1)) {
+    return context.Error(absl::StrCat("forbidden column ", forbidden, " is past the ", x.dim(1),
+                                      " columns"));
+  }
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_OP(OpDef{
+    .name = "row_top_k",
+    .inputs = {"x"},
+    .outputs = {"values", "columns"},
+    .attrs = {"count", "forbidden_column"},
+    .doc = "each row's best count (value desc, column asc), skipping NaN, -inf and the "
+           "forbidden column (< 0: none)",
+    .validate = ValidateRowTopK,
+    .kernel_dtype_inputs = {0},
+    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
+      TFM_ASSIGN_OR_RETURN(int64_t count, context.attrs().Get<int64_t>("count"));
+      const Shape shape{context.input(0).dim(0), count};
+      return std::vector<Shape>{shape, shape};
+    },
+});
+
+}  // namespace
+
+absl::StatusOr<RowTopK> RowTopKOf(const Tensor& x, int64_t count, int64_t forbidden_column) {
+  Attrs attrs;
+  attrs.Set("count", count);
+  attrs.Set("forbidden_column", forbidden_column);
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("row_top_k", {x}, attrs));
+  return RowTopK{std::move(out[0]), std::move(out[1])};
+}
+
+}  // namespace tfm

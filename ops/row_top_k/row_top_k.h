@@ -1,0 +1,32 @@
+// row_top_k: each row's best `count` entries of an f32 matrix [rows, n],
+// best first, in the order of a beam search's candidates (value descending,
+// then column ascending), skipping NaN and -infinity and, optionally, one
+// forbidden column (the end-of-sentence token under ignore_eos). A search
+// decoding on a GPU ranks the step's log-probabilities where they are and
+// brings back rows x count numbers instead of rows x vocabulary
+// (runtime/decode/beam_search.cc merges each sentence's rows on the host).
+#ifndef TFM_OPS_ROW_TOP_K_ROW_TOP_K_H_
+#define TFM_OPS_ROW_TOP_K_ROW_TOP_K_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+// Most entries a row may keep: the CUDA kernel holds a thread's best in a
+// fixed array of this size.
+inline constexpr int64_t kMaxRowTopK = 64;
+
+struct RowTopK {
+  Tensor values;   // [rows, count] f32; -infinity past a row's valid entries.
+  Tensor columns;  // [rows, count] i32; -1 past a row's valid entries.
+};
+
+// On x's device. `forbidden_column` < 0 forbids none.
+absl::StatusOr<RowTopK> RowTopKOf(const Tensor& x, int64_t count, int64_t forbidden_column = -1);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_ROW_TOP_K_ROW_TOP_K_H_

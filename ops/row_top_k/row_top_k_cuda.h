@@ -1,0 +1,18 @@
+// Launcher of row_top_k's CUDA kernel (plain C++: included by host code).
+// Returns nullptr or the CUDA error text.
+#ifndef TFM_OPS_ROW_TOP_K_ROW_TOP_K_CUDA_H_
+#define TFM_OPS_ROW_TOP_K_ROW_TOP_K_CUDA_H_
+
+#include <cstdint>
+
+#include "core/device.h"
+
+namespace tfm {
+
+// values/columns [rows, count] from x [rows, n]; count <= kMaxRowTopK.
+const char* LaunchRowTopK(const float* x, int64_t rows, int64_t n, int count, int64_t forbidden,
+                          float* values, int32_t* columns, StreamHandle stream);
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_ROW_TOP_K_ROW_TOP_K_CUDA_H_

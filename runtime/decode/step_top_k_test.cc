@@ -1,0 +1,126 @@
+// Searches through IncrementalModel::StepTopK (each row's best tokens as a
+// device ranks them, here the row_top_k op's CPU kernel) choose exactly what
+// searches through Step choose: same tokens, same scores, bit for bit, with
+// ties in the distributions (which take the fallback to the whole
+// distribution) and with ignore_eos.
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "gtest/gtest.h"
+#include "ops/row_top_k/row_top_k.h"
+#include "runtime/decode/beam_search.h"
+#include "runtime/decode/greedy_search.h"
+#include "runtime/decode/scripted_model_testing.h"
+
+namespace tfm {
+namespace {
+
+using testing::ScriptedModel;
+
+// The scripted model's log-probabilities rounded to multiples of `grid`
+// (many ties when coarse; 0: not rounded), ranked by Step or by StepTopK.
+// With kTiny, the first step's are rounded to integers and every later
+// step's are ties made by the double sum's rounding (see Rounded).
+constexpr float kTiny = -1.0f;
+class RankedModel : public IncrementalModel {
+ public:
+  RankedModel(ScriptedModel& model, float grid, bool ranks) : model_(model), grid_(grid),
+                                                              ranks_(ranks) {}
+
+  DecodingVocabulary vocabulary() const override { return model_.vocabulary(); }
+  absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
+                                                      int rows_per_sentence,
+                                                      int max_steps) override {
+    return model_.Start(sources, rows_per_sentence, max_steps);
+  }
+  absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last) override {
+    EXPECT_FALSE(ranks_) << "a search called Step on a model that ranks";
+    return Rounded(state, last);
+  }
+  bool HasStepTopK() const override { return ranks_; }
+  absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state, absl::Span<const int> last,
+                                         int count, int forbidden_token) override {
+    StepTopTokens top;
+    top.count = count;
+    TFM_ASSIGN_OR_RETURN(top.all_log_probs, Rounded(state, last));
+    TFM_ASSIGN_OR_RETURN(RowTopK ranked, RowTopKOf(top.all_log_probs, count, forbidden_token));
+    top.log_probs = ranked.values.ToVector<float>();
+    top.tokens = ranked.columns.ToVector<int32_t>();
+    return top;
+  }
+  absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
+                       int rows_per_sentence) override {
+    return model_.Reorder(state, rows, rows_per_sentence);
+  }
+
+ private:
+  absl::StatusOr<Tensor> Rounded(DecoderState& state, absl::Span<const int> last) {
+    const bool first_step = last.empty() || last[0] == testing::kBos;
+    TFM_ASSIGN_OR_RETURN(Tensor log_probs, model_.Step(state, last));
+    if (grid_ == kTiny && !first_step) {
+      // Distinct floats whose sums with a row's log-probability (about -1
+      // after the first step) round to the same double: the host ranks them
+      // by token ascending, the device by value, here token descending.
+      float* p = log_probs.data<float>();
+      const int64_t vocab = log_probs.dim(1);
+      for (int64_t i = 0; i < log_probs.num_elements(); ++i) {
+        p[i] = -static_cast<float>(vocab - i % vocab) * 1e-20f;
+      }
+    } else if (grid_ != 0) {
+      // kTiny: integers below 0, so that later sums with them round.
+      const float grid = grid_ == kTiny ? 1.0f : grid_;
+      const float shift = grid_ == kTiny ? -1.0f : 0.0f;
+      float* p = log_probs.data<float>();
+      for (int64_t i = 0; i < log_probs.num_elements(); ++i) {
+        p[i] = std::round(p[i] / grid) * grid + shift;
+      }
+    }
+    return log_probs;
+  }
+
+  ScriptedModel& model_;
+  float grid_;
+  bool ranks_;
+};
+
+TEST(StepTopKTest, SearchesChooseWhatTheHostRankingChooses) {
+  const std::vector<std::vector<int>> sources = {{5, 6, 7}, {8}, {9, 4, 4, 5, 6}, {3, 3},
+                                                 {7, 7, 7, 7}, {4, 9}, {6}};
+  for (const float grid : {0.0f, 0.125f, 1.0f, kTiny}) {
+    for (const int beam : {1, 2, 4, 6}) {
+      for (const bool ignore_eos : {false, true}) {
+        SCOPED_TRACE(absl::StrCat("grid ", grid, " beam ", beam, " ignore_eos ", ignore_eos));
+        SearchOptions options;
+        options.beam_size = beam;
+        options.nbest = beam > 1 ? 2 : 1;
+        options.max_length_offset = 5;
+        options.batch_size = 3;
+        options.ignore_eos = ignore_eos;
+        std::vector<std::vector<NBestList>> runs;
+        for (const bool ranks : {false, true}) {
+          ScriptedModel scripted(/*vocab=*/13, /*eos_bias=*/0.5);
+          RankedModel model(scripted, grid, ranks);
+          absl::StatusOr<std::vector<NBestList>> results =
+              beam == 1 ? GreedySearch(options).Search(model, sources)
+                        : BeamSearch(options).Search(model, sources);
+          ASSERT_TRUE(results.ok()) << results.status();
+          runs.push_back(*results);
+        }
+        for (size_t s = 0; s < sources.size(); ++s) {
+          ASSERT_EQ(runs[1][s].size(), runs[0][s].size()) << "source " << s;
+          for (size_t i = 0; i < runs[0][s].size(); ++i) {
+            EXPECT_EQ(runs[1][s][i].tokens, runs[0][s][i].tokens) << "source " << s;
+            EXPECT_EQ(runs[1][s][i].score, runs[0][s][i].score) << "source " << s;
+            EXPECT_EQ(runs[1][s][i].ended, runs[0][s][i].ended) << "source " << s;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tfm
