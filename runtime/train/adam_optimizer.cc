@@ -29,18 +29,21 @@ absl::StatusOr<AdamOptimizer> AdamOptimizer::Create(std::vector<Parameter*> para
   return optimizer;
 }
 
-absl::Status AdamOptimizer::Step(int64_t update, double lr_factor) {
+absl::Status AdamOptimizer::Step(int64_t update, double lr_factor,
+                                 const Tensor& grad_sum_of_squares, double max_norm) {
   AdamOptions options;
   options.lr = LearningRate(update, lr_factor);
   options.beta1 = adam_.beta1();
   options.beta2 = adam_.beta2();
   options.eps = adam_.epsilon();
   options.step = update;
+  std::vector<AdamTensors> tensors;
+  tensors.reserve(parameters_.size());
   for (size_t i = 0; i < parameters_.size(); ++i) {
-    TFM_RETURN_IF_ERROR(AdamUpdate(parameters_[i]->value, parameters_[i]->grad, exp_avg_[i],
-                                   exp_avg_sq_[i], options));
+    tensors.push_back(
+        {parameters_[i]->value, parameters_[i]->grad, exp_avg_[i], exp_avg_sq_[i]});
   }
-  return absl::OkStatus();
+  return MultiTensorAdamUpdate(tensors, grad_sum_of_squares, max_norm, options);
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamOptimizer::State() const {
