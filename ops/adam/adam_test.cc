@@ -171,11 +171,11 @@ void ExpectSameBits(const AdamState& actual, const AdamState& expected) {
 
 // multi_tensor_adam against ClipGradNorm then adam tensor by tensor, three
 // steps: the same bits, with the clip biting (max_norm 0.5 of a norm near
-// 1.5), with it too loose to bite, and without clipping; on 1, 2 and 3
+// 1.24), with it too loose to bite, and without clipping; on 1 and 3
 // threads.
 TEST(AdamTest, MultiTensorEqualsPerTensorBitForBit) {
   for (const double max_norm : {0.5, 1e3, 0.0}) {
-    for (const int threads : {1, 2, 3}) {
+    for (const int threads : {1, 3}) {
       SCOPED_TRACE("max_norm " + std::to_string(max_norm) + ", " + std::to_string(threads) +
                    " threads");
       ThreadPool pool(threads);
@@ -185,7 +185,9 @@ TEST(AdamTest, MultiTensorEqualsPerTensorBitForBit) {
       for (int64_t step = 1; step <= 3; ++step) {
         const std::vector<Tensor> grads = RandomGrads(30 + step, 2e-3f);
         const std::vector<Tensor> clipped = Copies(grads);
-        if (max_norm > 0) ASSERT_TRUE(ClipGradNorm(clipped, max_norm).ok());
+        if (max_norm > 0) {
+          ASSERT_TRUE(ClipGradNorm(clipped, max_norm).ok());
+        }
         const AdamOptions options{.lr = 7e-4, .step = step};
         for (size_t i = 0; i < grads.size(); ++i) {
           ASSERT_TRUE(AdamUpdate(per_tensor.param[i], clipped[i], per_tensor.m[i],
@@ -194,7 +196,10 @@ TEST(AdamTest, MultiTensorEqualsPerTensorBitForBit) {
         }
         absl::StatusOr<Tensor> sum = GradSumOfSquares(grads);
         ASSERT_TRUE(sum.ok()) << sum.status();
-        if (step == 1) std::printf("gradient norm %.6g\n", std::sqrt(*ReadSumOfSquares(*sum)));
+        if (step == 1 && threads == 1) {
+          std::printf("max_norm %g, gradient norm %.6g\n", max_norm,
+                      std::sqrt(*ReadSumOfSquares(*sum)));
+        }
         const std::vector<Tensor> before = Copies(grads);
         const absl::Status status =
             MultiTensorAdamUpdate(ListOf(multi, grads), *sum, max_norm, options);
