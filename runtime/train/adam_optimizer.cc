@@ -26,6 +26,9 @@ absl::StatusOr<AdamOptimizer> AdamOptimizer::Create(std::vector<Parameter*> para
     optimizer.exp_avg_.push_back(std::move(m));
     optimizer.exp_avg_sq_.push_back(std::move(v));
   }
+  const Device device =
+      optimizer.parameters_.empty() ? Device::Cpu() : optimizer.parameters_[0]->value.device();
+  TFM_ASSIGN_OR_RETURN(optimizer.unread_sum_of_squares_, Fill({}, 0.0, DType::kF32, device));
   return optimizer;
 }
 
