@@ -25,6 +25,82 @@ Registry<KernelDef>& KernelRegistry() {
   return *registry;
 }
 
+absl::StatusOr<OpCallLayout> OpCallLayout::Create(const OpDef& def, size_t num_inputs) {
+  const size_t listed = static_cast<size_t>(def.list_inputs);
+  const size_t fixed = def.inputs.size() - listed;
+  if (listed == 0) {
+    if (num_inputs == def.inputs.size()) return OpCallLayout(&def, 0);
+    return absl::InvalidArgumentError(absl::StrCat(def.name, ": expected ", def.inputs.size(),
+                                                   " inputs (", absl::StrJoin(def.inputs, ", "),
+                                                   "), got ", num_inputs));
+  }
+  if (num_inputs < fixed || (num_inputs - fixed) % listed != 0) {
+    const std::vector<std::string> entry(def.inputs.begin(), def.inputs.begin() + listed);
+    const std::vector<std::string> rest(def.inputs.begin() + listed, def.inputs.end());
+    return absl::InvalidArgumentError(absl::StrCat(
+        def.name, ": expected ", listed, " inputs per list entry (", absl::StrJoin(entry, ", "),
+        ")", rest.empty() ? "" : absl::StrCat(" followed by ", absl::StrJoin(rest, ", ")),
+        "; got ", num_inputs, " inputs"));
+  }
+  return OpCallLayout(&def, static_cast<int>((num_inputs - fixed) / listed));
+}
+
+int OpCallLayout::num_inputs() const {
+  return static_cast<int>(def_->inputs.size()) + (list_size_ - 1) * def_->list_inputs;
+}
+
+int OpCallLayout::num_outputs() const {
+  return static_cast<int>(def_->outputs.size()) + (list_size_ - 1) * def_->list_outputs;
+}
+
+namespace {
+
+// The flat index <-> (OpDef index, entry) arithmetic shared by inputs and
+// outputs: `listed` members repeat `list_size` times, then the rest.
+int FlatIndex(int listed, int list_size, int def_index, int entry) {
+  return def_index < listed ? entry * listed + def_index
+                            : list_size * listed + (def_index - listed);
+}
+int DefIndex(int listed, int list_size, int index) {
+  return index < list_size * listed ? index % listed : index - list_size * listed + listed;
+}
+int Entry(int listed, int list_size, int index) {
+  return index < list_size * listed ? index / listed : -1;
+}
+
+}  // namespace
+
+int OpCallLayout::input(int def_index, int entry) const {
+  return FlatIndex(def_->list_inputs, list_size_, def_index, entry);
+}
+int OpCallLayout::output(int def_index, int entry) const {
+  return FlatIndex(def_->list_outputs, list_size_, def_index, entry);
+}
+int OpCallLayout::input_def_index(int index) const {
+  return DefIndex(def_->list_inputs, list_size_, index);
+}
+int OpCallLayout::output_def_index(int index) const {
+  return DefIndex(def_->list_outputs, list_size_, index);
+}
+int OpCallLayout::input_entry(int index) const {
+  return Entry(def_->list_inputs, list_size_, index);
+}
+int OpCallLayout::output_entry(int index) const {
+  return Entry(def_->list_outputs, list_size_, index);
+}
+
+std::string OpCallLayout::InputName(int index) const {
+  const std::string& name = def_->inputs[input_def_index(index)];
+  const int entry = input_entry(index);
+  return entry < 0 ? name : absl::StrCat(name, "[", entry, "]");
+}
+
+std::string OpCallLayout::OutputName(int index) const {
+  const std::string& name = def_->outputs[output_def_index(index)];
+  const int entry = output_entry(index);
+  return entry < 0 ? name : absl::StrCat(name, "[", entry, "]");
+}
+
 absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int index, const Shape& shape,
                                                       DType dtype) {
   TFM_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(shape, dtype, device_, stream_));
@@ -43,8 +119,10 @@ const Shape& KernelContext::output_shape(int index) const {
 }
 
 Tensor KernelContext::in_place_input(int i) const {
-  const bool declared = std::any_of(def_.in_place.begin(), def_.in_place.end(),
-                                    [i](const std::pair<int, int>& pair) { return pair.second == i; });
+  const int def_index = layout_.input_def_index(i);
+  const bool declared =
+      std::any_of(def_.in_place.begin(), def_.in_place.end(),
+                  [def_index](const std::pair<int, int>& pair) { return pair.second == def_index; });
   TFM_CHECK(declared, "kernel writes an input its OpDef does not declare in-place");
   return inputs_[i];
 }
@@ -55,16 +133,35 @@ void KernelContext::SetOutput(int index, Tensor tensor) {
   outputs_[index] = std::move(tensor);
 }
 
-absl::Status KernelContext::Error(absl::string_view message) const {
+namespace {
+
+absl::Status ErrorWithShapes(const KernelContext& context, absl::string_view message,
+                             const std::vector<int>& shown, absl::string_view list_note) {
   std::vector<std::string> shapes;
-  for (int i = 0; i < num_inputs(); ++i) {
-    const std::string name =
-        i < static_cast<int>(def_.inputs.size()) ? def_.inputs[i] : absl::StrCat("#", i);
-    shapes.push_back(absl::StrCat(name, "=", inputs_[i].DebugString()));
+  for (int i : shown) {
+    shapes.push_back(
+        absl::StrCat(context.layout().InputName(i), "=", context.input(i).DebugString()));
   }
+  if (!list_note.empty()) shapes.insert(shapes.begin(), std::string(list_note));
   return absl::InvalidArgumentError(absl::StrCat(
-      def_.name, ": ", message, shapes.empty() ? "" : " (inputs: ",
+      context.def().name, ": ", message, shapes.empty() ? "" : " (inputs: ",
       absl::StrJoin(shapes, ", "), shapes.empty() ? "" : ")"));
+}
+
+}  // namespace
+
+absl::Status KernelContext::Error(absl::string_view message) const {
+  std::vector<int> shown;
+  for (int i = layout_.list_size() * def_.list_inputs; i < num_inputs(); ++i) shown.push_back(i);
+  return ErrorWithShapes(
+      *this, message, shown,
+      def_.list_inputs > 0 ? absl::StrCat("a list of ", layout_.list_size(), " entries") : "");
+}
+
+absl::Status KernelContext::EntryError(int entry, absl::string_view message) const {
+  std::vector<int> shown;
+  for (int d = 0; d < def_.list_inputs; ++d) shown.push_back(layout_.input(d, entry));
+  return ErrorWithShapes(*this, absl::StrCat("list entry ", entry, ": ", message), shown, "");
 }
 
 namespace {
@@ -85,11 +182,18 @@ absl::Status NoKernelError(absl::string_view op, DeviceType device, DType dtype)
 
 absl::Status CheckKernelDTypeInputs(const KernelContext& context) {
   const OpDef& def = context.def();
-  for (int i : def.kernel_dtype_inputs) {
+  if (def.kernel_dtype_inputs.empty()) return absl::OkStatus();
+  for (int i = 0; i < context.num_inputs(); ++i) {
+    const int def_index = context.layout().input_def_index(i);
+    if (std::find(def.kernel_dtype_inputs.begin(), def.kernel_dtype_inputs.end(), def_index) ==
+        def.kernel_dtype_inputs.end()) {
+      continue;
+    }
     const DType dtype = context.input(i).dtype();
     if (dtype != context.dtype()) {
       return context.Error(absl::StrCat(
-          "input '", def.inputs[i], "' is ", DTypeName(dtype), " but the kernel runs in ",
+          "input '", context.layout().InputName(i), "' is ", DTypeName(dtype),
+          " but the kernel runs in ",
           DTypeName(context.dtype()), "; ",
           absl::StrJoin(def.kernel_dtype_inputs, ", ",
                         [&def](std::string* out, int j) { out->append(def.inputs[j]); }),
@@ -103,24 +207,54 @@ absl::Status CheckKernelDTypeInputs(const KernelContext& context) {
 // pointer comparisons per call against silent corruption of a caller's
 // tensors (an identity gradient handed back as the upstream one, then
 // accumulated into).
-absl::Status CheckNoUndeclaredAliases(const OpDef& def, absl::Span<const Tensor> inputs,
+bool Declared(const OpDef& def, const OpCallLayout& layout, int out, int in) {
+  const std::pair<int, int> pair(layout.output_def_index(out), layout.input_def_index(in));
+  if (std::find(def.in_place.begin(), def.in_place.end(), pair) == def.in_place.end()) {
+    return false;
+  }
+  // A list member's output pairs with the same entry's input.
+  const int out_entry = layout.output_entry(out), in_entry = layout.input_entry(in);
+  return out_entry < 0 || in_entry < 0 || out_entry == in_entry;
+}
+
+// Whether `output` is the very tensor `input` (not merely in its buffer).
+bool SameTensor(const Tensor& output, const Tensor& input) {
+  return output.SharesBufferWith(input) && output.raw_data() == input.raw_data() &&
+         output.nbytes() == input.nbytes();
+}
+
+absl::Status CheckNoUndeclaredAliases(const OpDef& def, const OpCallLayout& layout,
+                                      absl::Span<const Tensor> inputs,
                                       const std::vector<Tensor>& outputs) {
   for (size_t out = 0; out < outputs.size(); ++out) {
+    const int o = static_cast<int>(out);
+    // A list entry's output that is its own in-place input, handed back:
+    // whatever that tensor shares (views of one flat buffer), the caller
+    // made it so. This keeps a multi-tensor update over thousands of
+    // tensors linear rather than quadratic.
+    if (layout.output_entry(o) >= 0) {
+      bool handed_back = false;
+      for (const auto& [out_def, in_def] : def.in_place) {
+        if (out_def != layout.output_def_index(o)) continue;
+        const int in = layout.input(in_def, layout.output_entry(o));
+        handed_back = handed_back || SameTensor(outputs[out], inputs[in]);
+      }
+      if (handed_back) continue;
+    }
     auto shares = [&](const Tensor& other) { return outputs[out].SharesBufferWith(other); };
     for (size_t in = 0; in < inputs.size(); ++in) {
-      const std::pair<int, int> pair(static_cast<int>(out), static_cast<int>(in));
-      if (shares(inputs[in]) &&
-          std::find(def.in_place.begin(), def.in_place.end(), pair) == def.in_place.end()) {
-        return absl::InternalError(absl::StrCat(def.name, ": kernel returned output '",
-                                                def.outputs[out], "' sharing memory with input '",
-                                                def.inputs[in], "', which the op does not declare in-place"));
+      if (shares(inputs[in]) && !Declared(def, layout, o, static_cast<int>(in))) {
+        return absl::InternalError(absl::StrCat(
+            def.name, ": kernel returned output '", layout.OutputName(o),
+            "' sharing memory with input '", layout.InputName(static_cast<int>(in)),
+            "', which the op does not declare in-place"));
       }
     }
     for (size_t other = 0; other < out; ++other) {
       if (shares(outputs[other])) {
-        return absl::InternalError(absl::StrCat(def.name, ": kernel returned outputs '",
-                                                def.outputs[other], "' and '", def.outputs[out],
-                                                "' sharing memory"));
+        return absl::InternalError(absl::StrCat(
+            def.name, ": kernel returned outputs '", layout.OutputName(static_cast<int>(other)),
+            "' and '", layout.OutputName(o), "' sharing memory"));
       }
     }
   }
@@ -136,20 +270,17 @@ absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
                                           StreamHandle stream) {
   const ScopedOpTimer timer(op);
   TFM_ASSIGN_OR_RETURN(std::shared_ptr<const OpDef> def, OpRegistry().Find(op));
-  if (inputs.size() != def->inputs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": expected ", def->inputs.size(),
-                                                   " inputs (", absl::StrJoin(def->inputs, ", "),
-                                                   "), got ", inputs.size()));
-  }
+  TFM_ASSIGN_OR_RETURN(const OpCallLayout layout, OpCallLayout::Create(*def, inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
+    const int index = static_cast<int>(i);
     if (!inputs[i].defined()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(op, ": input '", def->inputs[i], "' is undefined"));
+          absl::StrCat(op, ": input '", layout.InputName(index), "' is undefined"));
     }
     if (inputs[i].device() != inputs[0].device()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          op, ": input '", def->inputs[i], "' is on ", inputs[i].device().ToString(),
-          " but '", def->inputs[0], "' is on ", inputs[0].device().ToString()));
+          op, ": input '", layout.InputName(index), "' is on ", inputs[i].device().ToString(),
+          " but '", layout.InputName(0), "' is on ", inputs[0].device().ToString()));
     }
   }
   if (!target.has_value()) {
@@ -163,22 +294,23 @@ absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
       KernelRegistry().Find(KernelName(op, target->device.type, target->dtype));
   // The op exists, so a failed lookup is a dtype or device it lacks.
   if (!kernel.ok()) return NoKernelError(op, target->device.type, target->dtype);
-  KernelContext context(*def, inputs, attrs, target->device, target->dtype, stream);
+  KernelContext context(*def, layout, inputs, attrs, target->device, target->dtype, stream);
   TFM_RETURN_IF_ERROR(CheckKernelDTypeInputs(context));
   if (def->validate) TFM_RETURN_IF_ERROR(def->validate(context));
   if (def->output_shapes) {
     TFM_ASSIGN_OR_RETURN(std::vector<Shape> shapes, def->output_shapes(context));
-    TFM_CHECK(shapes.size() == def->outputs.size(), "output_shapes must size every output");
+    TFM_CHECK(shapes.size() == static_cast<size_t>(layout.num_outputs()),
+              "output_shapes must size every output");
     context.set_output_shapes(std::move(shapes));
   }
   TFM_RETURN_IF_ERROR((*kernel)->fn(context));
-  for (size_t i = 0; i < def->outputs.size(); ++i) {
+  for (int i = 0; i < layout.num_outputs(); ++i) {
     if (!context.outputs()[i].defined()) {
       return absl::InternalError(
-          absl::StrCat(op, ": kernel did not produce output '", def->outputs[i], "'"));
+          absl::StrCat(op, ": kernel did not produce output '", layout.OutputName(i), "'"));
     }
   }
-  TFM_RETURN_IF_ERROR(CheckNoUndeclaredAliases(*def, inputs, context.outputs()));
+  TFM_RETURN_IF_ERROR(CheckNoUndeclaredAliases(*def, layout, inputs, context.outputs()));
   return std::move(context.outputs());
 }
 

@@ -11,6 +11,12 @@
 // The kernel table alone says which dtypes a device supports: an op asked
 // for a (device, dtype) without a kernel fails naming the kernels it has, so
 // an op's validation never restates them.
+//
+// A variadic op takes a list of any length in one call (one launch over all
+// of a model's parameters instead of one per tensor): the first
+// OpDef::list_inputs of its inputs repeat once per list entry, followed once
+// by the rest. Multi-tensor Adam's inputs are param, grad, m, v of entry 0,
+// then of entry 1, ..., then grad_sum_of_squares.
 #ifndef TFM_CORE_OP_REGISTRY_H_
 #define TFM_CORE_OP_REGISTRY_H_
 
@@ -60,22 +66,71 @@ struct OpDef {
   // ops documented as in-place, are exempt: {output index, input index}
   // where the output is that input, updated. RunOp enforces the rule.
   std::vector<std::pair<int, int>> in_place = {};
+  // A variadic op (see the top of this file): inputs[0, list_inputs) are
+  // one list entry's, repeated for every entry of the call, and
+  // outputs[0, list_outputs) likewise; the others come once, after the
+  // list. kernel_dtype_inputs and in_place index `inputs` and `outputs` as
+  // written here, and a list member's rule holds for every entry (an
+  // in-place pair of list members pairs an entry's output with the same
+  // entry's input). 0: a fixed-arity op.
+  int list_inputs = 0;
+  int list_outputs = 0;
+};
+
+// Where the inputs and outputs of one call sit: for a variadic op, the
+// flat positions of each list entry's tensors and their names in messages
+// ("grad[3]"); for any other op, the OpDef's own order.
+class OpCallLayout {
+ public:
+  // The layout of a call with `num_inputs` inputs, or InvalidArgument
+  // naming the op and the inputs it expects.
+  static absl::StatusOr<OpCallLayout> Create(const OpDef& def, size_t num_inputs);
+
+  int list_size() const { return list_size_; }  // 0 for a fixed-arity op.
+  int num_inputs() const;
+  int num_outputs() const;
+  // The flat index of OpDef input `def_index` (of list entry `entry` when
+  // it is a list member; `entry` is ignored otherwise), and of an output.
+  int input(int def_index, int entry = 0) const;
+  int output(int def_index, int entry = 0) const;
+  // The OpDef index of flat input or output `index`.
+  int input_def_index(int index) const;
+  int output_def_index(int index) const;
+  // The list entry of a flat input or output, or -1 for one outside the list.
+  int input_entry(int index) const;
+  int output_entry(int index) const;
+  // "grad[3]" for a list member, "total" for another input.
+  std::string InputName(int index) const;
+  std::string OutputName(int index) const;
+
+ private:
+  OpCallLayout(const OpDef* def, int list_size) : def_(def), list_size_(list_size) {}
+
+  const OpDef* def_;
+  int list_size_;
 };
 
 // Everything a kernel sees: inputs, attributes, where it runs, and the
 // outputs it fills in.
 class KernelContext {
  public:
-  KernelContext(const OpDef& def, absl::Span<const Tensor> inputs, const Attrs& attrs,
-                Device device, DType dtype, StreamHandle stream)
-      : def_(def), inputs_(inputs), attrs_(attrs), device_(device), dtype_(dtype),
-        stream_(stream), outputs_(def.outputs.size()) {}
+  KernelContext(const OpDef& def, const OpCallLayout& layout, absl::Span<const Tensor> inputs,
+                const Attrs& attrs, Device device, DType dtype, StreamHandle stream)
+      : def_(def), layout_(layout), inputs_(inputs), attrs_(attrs), device_(device),
+        dtype_(dtype), stream_(stream), outputs_(layout.num_outputs()) {}
 
   const OpDef& def() const { return def_; }
+  const OpCallLayout& layout() const { return layout_; }
   const Tensor& input(int i) const { return inputs_[i]; }
   // A writable handle to input `i`, which the OpDef must declare in-place.
   Tensor in_place_input(int i) const;
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  // A variadic op's list: its length, and OpDef input `def_index` of entry
+  // `entry` (input(layout().input(def_index, entry))).
+  int list_size() const { return layout_.list_size(); }
+  const Tensor& list_input(int entry, int def_index) const {
+    return inputs_[layout_.input(def_index, entry)];
+  }
   const Attrs& attrs() const { return attrs_; }
   Device device() const { return device_; }
   DType dtype() const { return dtype_; }
@@ -93,11 +148,17 @@ class KernelContext {
   // Set by RunOp from OpDef::output_shapes.
   void set_output_shapes(std::vector<Shape> shapes) { output_shapes_ = std::move(shapes); }
 
-  // InvalidArgument prefixed with the op name and input shapes.
+  // InvalidArgument prefixed with the op name and input shapes (of a
+  // variadic op: the list's length and the inputs outside the list, as
+  // thousands of shapes would bury the message).
   absl::Status Error(absl::string_view message) const;
+  // The same about list entry `entry` of a variadic op: names the entry and
+  // gives its inputs' shapes.
+  absl::Status EntryError(int entry, absl::string_view message) const;
 
  private:
   const OpDef& def_;
+  const OpCallLayout& layout_;
   absl::Span<const Tensor> inputs_;
   const Attrs& attrs_;
   Device device_;
@@ -130,6 +191,8 @@ struct OpTarget {
 
 // Runs `op` on `inputs`. The kernel is chosen by `target` if given, else by
 // the device and dtype of the first input; all inputs must be on one device.
+// A variadic op's inputs are its list, entry by entry, then the inputs after
+// the list; its outputs are ordered the same way.
 absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
                                           absl::Span<const Tensor> inputs,
                                           const Attrs& attrs = {},

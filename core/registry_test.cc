@@ -62,6 +62,54 @@ TFM_REGISTER_OP(OpDef{
 TFM_REGISTER_TYPED_KERNELS("test_sum", DeviceType::kCPU, SumCpu, float, int32_t);
 TFM_REGISTER_KERNELS("test_sum", DeviceType::kCPU, Int64SumCpu, DType::kI64);
 
+// A variadic op: y += alpha * x for every (x, y) of the list, in place,
+// alpha (an f32 scalar) given once after the list.
+absl::Status AxpyListCpu(KernelContext& context) {
+  const float alpha = context.input(context.layout().input(2)).data<float>()[0];
+  for (int entry = 0; entry < context.list_size(); ++entry) {
+    const Tensor& x = context.list_input(entry, 0);
+    Tensor y = context.in_place_input(context.layout().input(1, entry));
+    for (int64_t i = 0; i < x.num_elements(); ++i) y.data<float>()[i] += alpha * x.data<float>()[i];
+    context.SetOutput(context.layout().output(0, entry), y);
+  }
+  return absl::OkStatus();
+}
+
+// A broken kernel of the same op: hands back x where y was updated.
+absl::Status AxpyListHandsBackXCpu(KernelContext& context) {
+  for (int entry = 0; entry < context.list_size(); ++entry) {
+    context.SetOutput(context.layout().output(0, entry), context.list_input(entry, 0));
+  }
+  return absl::OkStatus();
+}
+
+OpDef AxpyListDef(const char* name) {
+  return OpDef{
+      .name = name,
+      .inputs = {"x", "y", "alpha"},
+      .outputs = {"y"},
+      .validate =
+          [](const KernelContext& context) {
+            for (int entry = 0; entry < context.list_size(); ++entry) {
+              if (context.list_input(entry, 0).shape() != context.list_input(entry, 1).shape()) {
+                return context.EntryError(entry, "x and y must have one shape");
+              }
+            }
+            return absl::OkStatus();
+          },
+      .kernel_dtype_inputs = {0, 1, 2},
+      .in_place = {{0, 1}},
+      .list_inputs = 2,
+      .list_outputs = 1,
+  };
+}
+
+TFM_REGISTER_OP(AxpyListDef("test_axpy_list"));
+TFM_REGISTER_KERNEL("test_axpy_list", DeviceType::kCPU, DType::kF32, AxpyListCpu);
+TFM_REGISTER_OP(AxpyListDef("test_axpy_list_hands_back_x"));
+TFM_REGISTER_KERNEL("test_axpy_list_hands_back_x", DeviceType::kCPU, DType::kF32,
+                    AxpyListHandsBackXCpu);
+
 TEST(RegistryTest, AddFindAndDuplicate) {
   Registry<int> registry("widget");
   ASSERT_TRUE(registry.Add("b", 2).ok());
@@ -157,6 +205,58 @@ TEST(OpRegistryTest, OutputsAliasInputsOnlyWhereDeclaredInPlace) {
   absl::StatusOr<std::vector<Tensor>> in_place = RunOp("test_in_place", {x});
   ASSERT_TRUE(in_place.ok()) << in_place.status();
   EXPECT_TRUE((*in_place)[0].SharesBufferWith(x));
+}
+
+TEST(OpRegistryTest, VariadicOpsTakeListsOfAnyLength) {
+  const Tensor alpha = *Tensor::FromVector<float>({2}, {});
+  // No entries: only what follows the list.
+  absl::StatusOr<std::vector<Tensor>> none = RunOp("test_axpy_list", {alpha});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  // Three entries, the y of two of them views of one buffer (a flat
+  // parameter buffer's slices): each handed back in place.
+  const Tensor flat = *Tensor::FromVector<float>({1, 2, 3, 4}, {4});
+  const std::vector<Tensor> y = {*flat.Slice(0, 2), *flat.Slice(2, 4),
+                                 *Tensor::FromVector<float>({5}, {1})};
+  const std::vector<Tensor> x = {*Tensor::FromVector<float>({1, 1}, {2}),
+                                 *Tensor::FromVector<float>({0, 1}, {2}),
+                                 *Tensor::FromVector<float>({-1}, {1})};
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunOp("test_axpy_list", {x[0], y[0], x[1], y[1], x[2], y[2], alpha});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 3u);
+  for (int entry = 0; entry < 3; ++entry) EXPECT_TRUE((*out)[entry].SharesBufferWith(y[entry]));
+  EXPECT_EQ(flat.ToVector<float>(), std::vector<float>({3, 4, 3, 6}));
+  EXPECT_EQ(y[2].ToVector<float>(), std::vector<float>({3}));
+}
+
+TEST(OpRegistryTest, VariadicErrorsNameTheEntry) {
+  const Tensor alpha = *Tensor::FromVector<float>({2}, {});
+  const Tensor a = *Tensor::Zeros({2}, DType::kF32);
+  const Tensor b = *Tensor::Zeros({3}, DType::kF32);
+  const Tensor i = *Tensor::Zeros({2}, DType::kI32);
+  auto message = [](const absl::Status& status) { return std::string(status.message()); };
+
+  EXPECT_EQ(message(RunOp("test_axpy_list", {a, a, a, alpha}).status()),
+            "test_axpy_list: expected 2 inputs per list entry (x, y) followed by alpha; got 4 "
+            "inputs");
+  EXPECT_EQ(message(RunOp("test_axpy_list", {a, a, a, Tensor(), alpha}).status()),
+            "test_axpy_list: input 'y[1]' is undefined");
+  const absl::Status dtype = RunOp("test_axpy_list", {a, a, i, a, alpha}).status();
+  EXPECT_NE(message(dtype).find("test_axpy_list: input 'x[1]' is i32 but the kernel runs in f32; "
+                                "x, y, alpha must share one dtype (inputs: a list of 2 entries, "
+                                "alpha=f32[] on cpu)"),
+            std::string::npos)
+      << dtype;
+  EXPECT_EQ(message(RunOp("test_axpy_list", {a, a, a, b, alpha}).status()),
+            "test_axpy_list: list entry 1: x and y must have one shape (inputs: x[1]=f32[2] on "
+            "cpu, y[1]=f32[3] on cpu)");
+  const absl::Status aliased =
+      RunOp("test_axpy_list_hands_back_x", {a, *Tensor::Zeros({2}, DType::kF32), alpha}).status();
+  EXPECT_EQ(aliased.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(message(aliased),
+            "test_axpy_list_hands_back_x: kernel returned output 'y[0]' sharing memory with "
+            "input 'x[0]', which the op does not declare in-place");
 }
 
 TEST(LayerRegistryTest, UnknownLayerListsKnownOnes) {

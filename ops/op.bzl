@@ -33,6 +33,7 @@ CUDA_COMMON_HDRS = [
     "//core:philox.h",
     "//core:device.h",
     "//ops:cuda_elementwise.cuh",
+    "//ops:cuda_multi_tensor.cuh",
 ]
 
 def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], test_data = [],

@@ -1,6 +1,7 @@
 #include "ops/adam/adam.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
@@ -9,13 +10,8 @@
 namespace tfm {
 namespace {
 
-absl::Status ValidateAdam(const KernelContext& context) {
-  const Tensor& param = context.input(0);
-  for (int i = 0; i < 4; ++i) {
-    if (context.input(i).shape() != param.shape()) {
-      return context.Error("param, grad, m and v must have one shape");
-    }
-  }
+// The attributes of one Adam step, which both ops take.
+absl::Status ValidateAdamAttrs(const KernelContext& context) {
   const Attrs& attrs = context.attrs();
   TFM_ASSIGN_OR_RETURN(double lr, attrs.Get<double>("lr"));
   TFM_ASSIGN_OR_RETURN(double beta1, attrs.Get<double>("beta1"));
@@ -31,6 +27,36 @@ absl::Status ValidateAdam(const KernelContext& context) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateAdam(const KernelContext& context) {
+  const Tensor& param = context.input(0);
+  for (int i = 0; i < 4; ++i) {
+    if (context.input(i).shape() != param.shape()) {
+      return context.Error("param, grad, m and v must have one shape");
+    }
+  }
+  return ValidateAdamAttrs(context);
+}
+
+absl::Status ValidateMultiTensorAdam(const KernelContext& context) {
+  for (int entry = 0; entry < context.list_size(); ++entry) {
+    const Shape& shape = context.list_input(entry, 0).shape();
+    for (int i = 1; i < 4; ++i) {
+      if (context.list_input(entry, i).shape() != shape) {
+        return context.EntryError(entry, "param, grad, m and v must have one shape");
+      }
+    }
+  }
+  const Tensor& sum = context.input(context.layout().input(4));
+  if (sum.dtype() != DType::kF32 || sum.rank() != 0) {
+    return context.Error("grad_sum_of_squares must be an f32 scalar");
+  }
+  TFM_ASSIGN_OR_RETURN(double max_norm, context.attrs().Get<double>("max_norm"));
+  if (!(max_norm >= 0) || !std::isfinite(max_norm)) {
+    return context.Error(absl::StrCat("max_norm ", max_norm, " must be finite and >= 0"));
+  }
+  return ValidateAdamAttrs(context);
+}
+
 TFM_REGISTER_OP(OpDef{
     .name = "adam",
     .inputs = {"param", "grad", "m", "v"},
@@ -40,6 +66,23 @@ TFM_REGISTER_OP(OpDef{
     .validate = ValidateAdam,
     .kernel_dtype_inputs = {0, 1, 2, 3},
     .in_place = {{0, 0}, {1, 2}, {2, 3}},
+});
+
+// One launch over all of a model's parameters: per-tensor launches cost a
+// model of a few hundred tensors that many kernel launches (and list
+// uploads) per update.
+TFM_REGISTER_OP(OpDef{
+    .name = "multi_tensor_adam",
+    .inputs = {"param", "grad", "m", "v", "grad_sum_of_squares"},
+    .outputs = {"param", "m", "v"},
+    .attrs = {"lr", "beta1", "beta2", "eps", "step", "max_norm"},
+    .doc = "adam over a list of (param, grad, m, v), the gradients clipped to a global norm of "
+           "max_norm (0: none) by a factor read from grad_sum_of_squares on the device, in place",
+    .validate = ValidateMultiTensorAdam,
+    .kernel_dtype_inputs = {0, 1, 2, 3},
+    .in_place = {{0, 0}, {1, 2}, {2, 3}},
+    .list_inputs = 4,
+    .list_outputs = 3,
 });
 
 }  // namespace
@@ -57,6 +100,20 @@ Attrs AdamAttrs(const AdamOptions& options) {
 absl::Status AdamUpdate(const Tensor& param, const Tensor& grad, const Tensor& m,
                         const Tensor& v, const AdamOptions& options) {
   return RunOp("adam", {param, grad, m, v}, AdamAttrs(options)).status();
+}
+
+absl::Status MultiTensorAdamUpdate(absl::Span<const AdamTensors> tensors,
+                                   const Tensor& grad_sum_of_squares, double max_norm,
+                                   const AdamOptions& options) {
+  std::vector<Tensor> inputs;
+  inputs.reserve(4 * tensors.size() + 1);
+  for (const AdamTensors& t : tensors) {
+    inputs.insert(inputs.end(), {t.param, t.grad, t.m, t.v});
+  }
+  inputs.push_back(grad_sum_of_squares);
+  Attrs attrs = AdamAttrs(options);
+  attrs.Set("max_norm", max_norm);
+  return RunOp("multi_tensor_adam", inputs, attrs).status();
 }
 
 }  // namespace tfm

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "core/attrs.h"
 #include "core/tensor.h"
 
@@ -29,6 +30,23 @@ absl::Status AdamUpdate(const Tensor& param, const Tensor& grad, const Tensor& m
                         const Tensor& v, const AdamOptions& options);
 
 Attrs AdamAttrs(const AdamOptions& options);
+
+// One tensor of a multi-tensor update: all f32 and of one shape, on one
+// device with the others.
+struct AdamTensors {
+  Tensor param, grad, m, v;
+};
+
+// multi_tensor_adam: the same step over every entry of `tensors` in one
+// launch, the gradients first clipped to a global norm of max_norm (0: no
+// clipping) by the factor that ClipGradNorm would use, read on the device
+// from `grad_sum_of_squares` (an f32 scalar from GradSumOfSquares in
+// grad_norm.h), so no value comes back to the host. Equal bits to
+// ClipGradNorm then AdamUpdate per tensor; the gradients are left as they
+// were (the clipping happens as they are read).
+absl::Status MultiTensorAdamUpdate(absl::Span<const AdamTensors> tensors,
+                                   const Tensor& grad_sum_of_squares, double max_norm,
+                                   const AdamOptions& options);
 
 }  // namespace tfm
 

@@ -1,6 +1,9 @@
-// Registers adam's CUDA kernel (linked only in builds with CUDA): f32
-// parameters and state, updated in place by one multi-tensor launch over a
-// list of one.
+// Registers the CUDA kernel of adam and multi_tensor_adam (linked only in
+// builds with CUDA): f32 parameters and state, updated in place by one
+// multi-tensor launch over the call's tensors (a list of one for adam).
+#include <algorithm>
+#include <vector>
+
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/adam/adam_cuda.h"
@@ -12,27 +15,30 @@ namespace {
 
 absl::Status AdamCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const AdamStep step, ReadAdamStep(context));
-  const AdamCudaTensor tensor{
-      context.in_place_input(0).data<float>(), context.input(1).data<float>(),
-      context.in_place_input(2).data<float>(), context.in_place_input(3).data<float>(),
-      context.input(0).num_elements(),         0};
+  TFM_ASSIGN_OR_RETURN(const AdamCall call, ReadAdamCall(context));
+  std::vector<AdamCudaTensor> tensors;
+  tensors.reserve(call.entries.size());
+  for (const AdamEntry& t : call.entries) {
+    tensors.push_back(AdamCudaTensor{t.param, t.grad, t.m, t.v, t.count, 0});
+  }
   // The list lives in device memory (from the caching allocator, in 8-byte
   // words) until the kernel on this stream has read it.
-  constexpr int64_t kListWords = (sizeof(AdamCudaTensor) + 7) / 8;
+  static_assert(sizeof(AdamCudaTensor) % 8 == 0, "the list is held in 8-byte words");
+  constexpr int64_t kWordsPerTensor = sizeof(AdamCudaTensor) / 8;
   TFM_ASSIGN_OR_RETURN(
-      Tensor list, Tensor::Empty({kListWords}, DType::kI64, context.device(), context.stream()));
+      Tensor list,
+      Tensor::Empty({std::max<int64_t>(1, kWordsPerTensor * static_cast<int64_t>(tensors.size()))},
+                    DType::kI64, context.device(), context.stream()));
   TFM_RETURN_IF_ERROR(CudaLaunchStatus(
-      context,
-      LaunchAdamFromHost(&tensor, 1, reinterpret_cast<AdamCudaTensor*>(list.data<int64_t>()), step,
-                         context.stream())));
-  // In place: the outputs are the updated inputs.
-  context.SetOutput(0, context.input(0));
-  context.SetOutput(1, context.input(2));
-  context.SetOutput(2, context.input(3));
+      context, LaunchAdamFromHost(tensors.data(), static_cast<int>(tensors.size()),
+                                  reinterpret_cast<AdamCudaTensor*>(list.data<int64_t>()), step,
+                                  call.grad_sum_of_squares, call.max_norm, context.stream())));
+  HandBackAdamState(context);
   return absl::OkStatus();
 }
 
 TFM_REGISTER_KERNEL("adam", DeviceType::kCUDA, DType::kF32, AdamCuda);
+TFM_REGISTER_KERNEL("multi_tensor_adam", DeviceType::kCUDA, DType::kF32, AdamCuda);
 
 }  // namespace
 }  // namespace tfm

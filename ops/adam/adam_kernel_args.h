@@ -32,11 +32,35 @@ inline AdamStep MakeAdamStep(double lr, double beta1, double beta2, double eps, 
   };
 }
 
+#ifdef __CUDACC__
+#define TFM_HOST_DEVICE __host__ __device__
+#else
+#define TFM_HOST_DEVICE
+#endif
+
+// The factor that clips gradients whose squares sum to `sum_of_squares` to
+// a global norm of at most max_norm (0: no clipping), exactly as ClipGradNorm
+// (ops/adam/grad_norm.h) computes it, torch.nn.utils.clip_grad_norm_'s
+// max_norm / (norm + 1e-6) in double, rounded once to f32: the multi-tensor
+// update multiplies each gradient by it, as scale_in_place would. A NaN
+// norm leaves the gradients alone, as ClipGradNorm does.
+TFM_HOST_DEVICE inline float ClipFactor(float sum_of_squares, double max_norm) {
+  if (!(max_norm > 0)) return 1.0f;
+  const double norm = sqrt(static_cast<double>(sum_of_squares));
+  if (norm != norm) return 1.0f;
+  const double coefficient = max_norm / (norm + 1e-6);
+  return coefficient < 1.0 ? static_cast<float>(coefficient) : 1.0f;
+}
+
+#undef TFM_HOST_DEVICE
+
 }  // namespace tfm
 
-// The attributes' reader needs the op registry, which nvcc (compiling
+// The readers of a kernel's call need the op registry, which nvcc (compiling
 // adam_cuda.cu, which needs only AdamStep) is not given.
 #ifndef __CUDACC__
+#include <vector>
+
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 
@@ -50,6 +74,57 @@ inline absl::StatusOr<AdamStep> ReadAdamStep(const KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double eps, attrs.Get<double>("eps"));
   TFM_ASSIGN_OR_RETURN(int64_t step, attrs.Get<int64_t>("step"));
   return MakeAdamStep(lr, beta1, beta2, eps, step);
+}
+
+// One tensor's state as a kernel sees it: `count` elements of each array.
+struct AdamEntry {
+  float* param;
+  const float* grad;
+  float* m;
+  float* v;
+  int64_t count;
+};
+
+// The tensors of a call of adam (one) or multi_tensor_adam (its list), and
+// the factor each gradient is multiplied by as it is read: multi_tensor_adam
+// reads its clip factor (ClipFactor) on the device, so a kernel gets a
+// pointer to the gradients' sum of squares (nullptr: a factor of 1).
+struct AdamCall {
+  std::vector<AdamEntry> entries;
+  const float* grad_sum_of_squares = nullptr;
+  double max_norm = 0;
+};
+
+inline absl::StatusOr<AdamCall> ReadAdamCall(const KernelContext& context) {
+  const OpCallLayout& layout = context.layout();
+  const bool listed = context.def().list_inputs > 0;
+  AdamCall call;
+  const int entries = listed ? context.list_size() : 1;
+  call.entries.reserve(entries);
+  for (int entry = 0; entry < entries; ++entry) {
+    call.entries.push_back(AdamEntry{
+        context.in_place_input(layout.input(0, entry)).data<float>(),
+        context.input(layout.input(1, entry)).data<float>(),
+        context.in_place_input(layout.input(2, entry)).data<float>(),
+        context.in_place_input(layout.input(3, entry)).data<float>(),
+        context.input(layout.input(0, entry)).num_elements()});
+  }
+  if (listed) {
+    call.grad_sum_of_squares = context.input(layout.input(4)).data<float>();
+    TFM_ASSIGN_OR_RETURN(call.max_norm, context.attrs().Get<double>("max_norm"));
+  }
+  return call;
+}
+
+// In place: the outputs are the updated inputs, param, m and v per entry.
+inline void HandBackAdamState(KernelContext& context) {
+  const OpCallLayout& layout = context.layout();
+  const int entries = context.def().list_inputs > 0 ? context.list_size() : 1;
+  for (int entry = 0; entry < entries; ++entry) {
+    context.SetOutput(layout.output(0, entry), context.input(layout.input(0, entry)));
+    context.SetOutput(layout.output(1, entry), context.input(layout.input(2, entry)));
+    context.SetOutput(layout.output(2, entry), context.input(layout.input(3, entry)));
+  }
 }
 
 }  // namespace tfm

@@ -1,10 +1,16 @@
 #include "ops/adam/adam.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
-
+#include <string>
 #include <vector>
 
+#include "core/op_registry.h"
+#include "core/thread_pool.h"
 #include "gtest/gtest.h"
+#include "ops/adam/grad_norm.h"
 #include "ops/random/random.h"
 #include "tests/util/cuda_compare.h"
 #include "tests/util/gpu.h"
@@ -97,6 +103,207 @@ TEST(AdamTest, CudaMatchesCpu) {
     EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu_m), m));
     EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu_v), v));
   }
+}
+
+// A model's worth of tensors in miniature: sizes around the CPU's 64K and
+// CUDA's 4096-element chunks, a ragged tail, an empty tensor.
+const std::vector<Shape>& ListShapes() {
+  static const std::vector<Shape> shapes = {Shape{1},     Shape{7, 3},   Shape{4096},
+                                            Shape{0},     Shape{4097},   Shape{3, 5, 701},
+                                            Shape{65537}, Shape{300001}, Shape{19}};
+  return shapes;
+}
+
+struct AdamState {
+  std::vector<Tensor> param, m, v;
+};
+
+AdamState RandomState(uint64_t seed) {
+  AdamState state;
+  uint64_t stream = 0;
+  for (const Shape& shape : ListShapes()) {
+    state.param.push_back(*RandomNormal(shape, {seed, ++stream, 0}, 0.0f, 1.0f));
+    state.m.push_back(*RandomNormal(shape, {seed, ++stream, 0}, 0.0f, 1e-2f));
+    state.v.push_back(*RandomUniform(shape, {seed, ++stream, 0}, 0.0f, 1e-4f));
+  }
+  return state;
+}
+
+std::vector<Tensor> RandomGrads(uint64_t seed, float stddev) {
+  std::vector<Tensor> grads;
+  uint64_t stream = 0;
+  for (const Shape& shape : ListShapes()) {
+    grads.push_back(*RandomNormal(shape, {seed, ++stream, 0}, 0.0f, stddev));
+  }
+  return grads;
+}
+
+std::vector<Tensor> Copies(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> copies;
+  for (const Tensor& t : tensors) copies.push_back(Copy(t));
+  return copies;
+}
+
+AdamState Copies(const AdamState& state) {
+  return {Copies(state.param), Copies(state.m), Copies(state.v)};
+}
+
+std::vector<AdamTensors> ListOf(const AdamState& state, const std::vector<Tensor>& grads) {
+  std::vector<AdamTensors> list;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    list.push_back({state.param[i], grads[i], state.m[i], state.v[i]});
+  }
+  return list;
+}
+
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+void ExpectSameBits(const AdamState& actual, const AdamState& expected) {
+  for (size_t i = 0; i < expected.param.size(); ++i) {
+    SCOPED_TRACE("tensor " + std::to_string(i));
+    EXPECT_TRUE(SameBits(actual.param[i], expected.param[i]));
+    EXPECT_TRUE(SameBits(actual.m[i], expected.m[i]));
+    EXPECT_TRUE(SameBits(actual.v[i], expected.v[i]));
+  }
+}
+
+// multi_tensor_adam against ClipGradNorm then adam tensor by tensor, three
+// steps: the same bits, with the clip biting (max_norm 0.5 of a norm near
+// 1.24), with it too loose to bite, and without clipping; on 1 and 3
+// threads.
+TEST(AdamTest, MultiTensorEqualsPerTensorBitForBit) {
+  for (const double max_norm : {0.5, 1e3, 0.0}) {
+    for (const int threads : {1, 3}) {
+      SCOPED_TRACE("max_norm " + std::to_string(max_norm) + ", " + std::to_string(threads) +
+                   " threads");
+      ThreadPool pool(threads);
+      ThreadPool::ScopedDefault scoped(&pool);
+      const AdamState initial = RandomState(21);
+      AdamState per_tensor = Copies(initial), multi = Copies(initial);
+      for (int64_t step = 1; step <= 3; ++step) {
+        const std::vector<Tensor> grads = RandomGrads(30 + step, 2e-3f);
+        const std::vector<Tensor> clipped = Copies(grads);
+        if (max_norm > 0) {
+          ASSERT_TRUE(ClipGradNorm(clipped, max_norm).ok());
+        }
+        const AdamOptions options{.lr = 7e-4, .step = step};
+        for (size_t i = 0; i < grads.size(); ++i) {
+          ASSERT_TRUE(AdamUpdate(per_tensor.param[i], clipped[i], per_tensor.m[i],
+                                 per_tensor.v[i], options)
+                          .ok());
+        }
+        absl::StatusOr<Tensor> sum = GradSumOfSquares(grads);
+        ASSERT_TRUE(sum.ok()) << sum.status();
+        if (step == 1 && threads == 1) {
+          std::printf("max_norm %g, gradient norm %.6g\n", max_norm,
+                      std::sqrt(*ReadSumOfSquares(*sum)));
+        }
+        const std::vector<Tensor> before = Copies(grads);
+        const absl::Status status =
+            MultiTensorAdamUpdate(ListOf(multi, grads), *sum, max_norm, options);
+        ASSERT_TRUE(status.ok()) << status;
+        // The gradients are read, not clipped in place.
+        for (size_t i = 0; i < grads.size(); ++i) EXPECT_TRUE(SameBits(grads[i], before[i]));
+      }
+      ExpectSameBits(multi, per_tensor);
+    }
+  }
+}
+
+TEST(AdamTest, MultiTensorHandsBackItsStateAndTakesAnEmptyList) {
+  const AdamState state = RandomState(5);
+  const std::vector<Tensor> grads = RandomGrads(6, 1e-2f);
+  const Tensor sum = *GradSumOfSquares(grads);
+  std::vector<Tensor> inputs;
+  for (const AdamTensors& t : ListOf(state, grads)) {
+    inputs.insert(inputs.end(), {t.param, t.grad, t.m, t.v});
+  }
+  inputs.push_back(sum);
+  Attrs attrs = AdamAttrs({.step = 1});
+  attrs.Set("max_norm", 1.0);
+  absl::StatusOr<std::vector<Tensor>> out = RunOp("multi_tensor_adam", inputs, attrs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 3 * grads.size());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    EXPECT_TRUE((*out)[3 * i].SharesBufferWith(state.param[i]));
+    EXPECT_TRUE((*out)[3 * i + 1].SharesBufferWith(state.m[i]));
+    EXPECT_TRUE((*out)[3 * i + 2].SharesBufferWith(state.v[i]));
+  }
+  EXPECT_TRUE(MultiTensorAdamUpdate({}, sum, 1.0, {}).ok());
+}
+
+TEST(AdamTest, MultiTensorErrorsNameTheEntry) {
+  const Tensor a = *Tensor::Zeros({3}, DType::kF32);
+  const Tensor b = *Tensor::Zeros({4}, DType::kF32);
+  const Tensor sum = *Tensor::Zeros({}, DType::kF32);
+  auto message = [](const absl::Status& status) { return std::string(status.message()); };
+  const absl::Status shapes = MultiTensorAdamUpdate({{a, a, a, a}, {a, b, a, a}}, sum, 1.0, {});
+  EXPECT_EQ(shapes.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(message(shapes).find("multi_tensor_adam: list entry 1: param, grad, m and v must "
+                                 "have one shape (inputs: param[1]=f32[3] on cpu, grad[1]=f32[4]"),
+            std::string::npos)
+      << shapes;
+  const Tensor i = *Tensor::Zeros({3}, DType::kI32);
+  EXPECT_NE(message(MultiTensorAdamUpdate({{a, a, a, a}, {a, a, i, a}}, sum, 1.0, {}))
+                .find("input 'm[1]' is i32 but the kernel runs in f32"),
+            std::string::npos);
+  EXPECT_NE(message(MultiTensorAdamUpdate({{a, a, a, a}}, a, 1.0, {}))
+                .find("grad_sum_of_squares must be an f32 scalar"),
+            std::string::npos);
+  EXPECT_NE(message(MultiTensorAdamUpdate({{a, a, a, a}}, sum, -1.0, {}))
+                .find("max_norm -1 must be finite and >= 0"),
+            std::string::npos);
+  EXPECT_NE(message(MultiTensorAdamUpdate({{a, a, a, a}}, sum, 1.0, {.step = 0}))
+                .find("step 0 must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(message(RunOp("multi_tensor_adam", {a, a, a, a, a, sum}, AdamAttrs({})).status())
+                .find("expected 4 inputs per list entry (param, grad, m, v) followed by "
+                      "grad_sum_of_squares; got 6 inputs"),
+            std::string::npos);
+}
+
+// multi_tensor_adam on CUDA against the CPU, three steps over the list with
+// the clip biting; prints the largest differences it found.
+TEST(AdamTest, MultiTensorCudaMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const AdamState cpu = RandomState(23);
+  AdamState gpu;
+  for (size_t i = 0; i < cpu.param.size(); ++i) {
+    gpu.param.push_back(testing::OnCuda(cpu.param[i]));
+    gpu.m.push_back(testing::OnCuda(cpu.m[i]));
+    gpu.v.push_back(testing::OnCuda(cpu.v[i]));
+  }
+  for (int64_t step = 1; step <= 3; ++step) {
+    const std::vector<Tensor> grads = RandomGrads(40 + step, 2e-3f);
+    std::vector<Tensor> gpu_grads;
+    for (const Tensor& g : grads) gpu_grads.push_back(testing::OnCuda(g));
+    const AdamOptions options{.lr = 7e-4, .step = step};
+    ASSERT_TRUE(MultiTensorAdamUpdate(ListOf(cpu, grads), *GradSumOfSquares(grads), 0.5, options)
+                    .ok());
+    const absl::Status status = MultiTensorAdamUpdate(
+        ListOf(gpu, gpu_grads), *GradSumOfSquares(gpu_grads), 0.5, options);
+    ASSERT_TRUE(status.ok()) << status;
+  }
+  double max_param = 0, max_m = 0, max_v = 0;
+  for (size_t i = 0; i < cpu.param.size(); ++i) {
+    SCOPED_TRACE("tensor " + std::to_string(i));
+    const Tensor param = testing::HostF32(gpu.param[i]), m = testing::HostF32(gpu.m[i]),
+                 v = testing::HostF32(gpu.v[i]);
+    EXPECT_TRUE(testing::AllClose(param, cpu.param[i]));
+    EXPECT_TRUE(testing::AllClose(m, cpu.m[i]));
+    EXPECT_TRUE(testing::AllClose(v, cpu.v[i]));
+    for (int64_t k = 0; k < param.num_elements(); ++k) {
+      max_param = std::max<double>(max_param, std::fabs(param.data<float>()[k] -
+                                                        cpu.param[i].data<float>()[k]));
+      max_m = std::max<double>(max_m, std::fabs(m.data<float>()[k] - cpu.m[i].data<float>()[k]));
+      max_v = std::max<double>(max_v, std::fabs(v.data<float>()[k] - cpu.v[i].data<float>()[k]));
+    }
+  }
+  std::printf("multi_tensor_adam CUDA vs CPU, 3 clipped steps over %zu tensors: max |diff| "
+              "param %.3g, m %.3g, v %.3g (tolerance 1e-5 abs + 1e-5 rel)\n",
+              cpu.param.size(), max_param, max_m, max_v);
 }
 
 }  // namespace

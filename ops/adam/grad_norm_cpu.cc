@@ -1,5 +1,7 @@
-// CPU f32 kernels of sum_of_squares (accumulating) and scale_in_place. The sum is split into
-// fixed chunks added in order, so it does not depend on the thread count.
+// CPU f32 kernels of multi_tensor_sum_of_squares and scale_in_place. Each
+// tensor's sum is split into fixed chunks added in order, and the tensors'
+// sums are added in list order, so it does not depend on the thread count.
+#include <algorithm>
 #include <vector>
 
 #include "core/op_registry.h"
@@ -10,26 +12,45 @@ namespace {
 
 constexpr int64_t kChunk = 1 << 14;
 
-absl::Status SumOfSquaresCpu(KernelContext& context) {
-  const Tensor& x = context.input(0);
-  const float* data = x.data<float>();
-  const int64_t n = x.num_elements();
-  std::vector<double> partial((n + kChunk - 1) / kChunk, 0.0);
-  context.thread_pool()->ParallelFor(partial.size(), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) {
-      double sum = 0.0;
-      for (int64_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-        sum += static_cast<double>(data[i]) * data[i];
-      }
-      partial[c] = sum;
+absl::Status MultiTensorSumOfSquaresCpu(KernelContext& context) {
+  // The chunks of all tensors, summed in parallel, so that many small
+  // gradients share the threads as one large one does.
+  struct Chunk {
+    const float* data;
+    int64_t count;
+  };
+  std::vector<Chunk> chunks;
+  std::vector<size_t> first_chunk;  // Of each tensor, and one past the last.
+  for (int entry = 0; entry < context.list_size(); ++entry) {
+    first_chunk.push_back(chunks.size());
+    const Tensor& x = context.list_input(entry, 0);
+    const float* data = x.data<float>();
+    for (int64_t begin = 0; begin < x.num_elements(); begin += kChunk) {
+      chunks.push_back({data + begin, std::min(kChunk, x.num_elements() - begin)});
     }
-  });
-  double total = 0.0;
-  for (double p : partial) total += p;
-  Tensor accumulator = context.in_place_input(1);
-  float* out = accumulator.data<float>();
-  out[0] = static_cast<float>(out[0] + total);
-  context.SetOutput(0, context.input(1));
+  }
+  first_chunk.push_back(chunks.size());
+  std::vector<double> partial(chunks.size(), 0.0);
+  context.thread_pool()->ParallelFor(
+      static_cast<int64_t>(chunks.size()), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) {
+          double sum = 0.0;
+          for (int64_t i = 0; i < chunks[c].count; ++i) {
+            sum += static_cast<double>(chunks[c].data[i]) * chunks[c].data[i];
+          }
+          partial[c] = sum;
+        }
+      });
+  // Each tensor's sum in double, added to the total in f32: the bits of the
+  // per-tensor sums accumulated one tensor at a time.
+  float total = 0.0f;
+  for (int entry = 0; entry < context.list_size(); ++entry) {
+    double sum = 0.0;
+    for (size_t c = first_chunk[entry]; c < first_chunk[entry + 1]; ++c) sum += partial[c];
+    total = static_cast<float>(total + sum);
+  }
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, {}, DType::kF32));
+  out->data<float>()[0] = total;
   return absl::OkStatus();
 }
 
@@ -45,7 +66,8 @@ absl::Status ScaleInPlaceCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("sum_of_squares", DeviceType::kCPU, DType::kF32, SumOfSquaresCpu);
+TFM_REGISTER_KERNEL("multi_tensor_sum_of_squares", DeviceType::kCPU, DType::kF32,
+                    MultiTensorSumOfSquaresCpu);
 TFM_REGISTER_KERNEL("scale_in_place", DeviceType::kCPU, DType::kF32, ScaleInPlaceCpu);
 
 }  // namespace

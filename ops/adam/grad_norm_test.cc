@@ -1,13 +1,15 @@
 #include "ops/adam/grad_norm.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/op_registry.h"
+#include "core/thread_pool.h"
 #include "gtest/gtest.h"
-#include "ops/fill/fill.h"
 #include "ops/random/random.h"
 #include "tests/util/cuda_compare.h"
 #include "tests/util/gpu.h"
@@ -48,50 +50,104 @@ TEST(GradNormTest, NonFiniteNormIsAnErrorWhenAsked) {
             absl::StatusCode::kInvalidArgument);
 }
 
-float SumOfSquares(const Tensor& x) {
-  absl::StatusOr<Tensor> total = Fill({}, 0.0, DType::kF32, x.device());
-  EXPECT_TRUE(total.ok()) << total.status();
-  if (!total.ok()) return NAN;
-  absl::StatusOr<std::vector<Tensor>> out = RunOp("sum_of_squares", {x, *total});
-  EXPECT_TRUE(out.ok()) << out.status();
-  return out.ok() ? testing::HostF32(out->at(0)).data<float>()[0] : NAN;
+// The CPU kernel's order, written out: each tensor in double over chunks of
+// 16384 added in order, the tensors' sums added to an f32 total in order.
+float ReferenceSumOfSquares(const std::vector<Tensor>& xs) {
+  constexpr int64_t kChunk = 1 << 14;
+  float total = 0.0f;
+  for (const Tensor& x : xs) {
+    double sum = 0.0;
+    for (int64_t begin = 0; begin < x.num_elements(); begin += kChunk) {
+      double chunk = 0.0;
+      for (int64_t i = begin; i < std::min(x.num_elements(), begin + kChunk); ++i) {
+        chunk += static_cast<double>(x.data<float>()[i]) * x.data<float>()[i];
+      }
+      sum += chunk;
+    }
+    total = static_cast<float>(total + sum);
+  }
+  return total;
 }
 
-TEST(GradNormTest, SumOfSquaresAccumulatesIntoTotal) {
-  const Tensor x = *Tensor::FromVector<float>({1.0f, -2.0f, 3.0f}, {3});
-  const Tensor total = *Tensor::FromVector<float>({2.5f}, {});
-  ASSERT_TRUE(RunOp("sum_of_squares", {x, total}).ok());
-  ASSERT_TRUE(RunOp("sum_of_squares", {x, total}).ok());
-  EXPECT_EQ(total.data<float>()[0], 2.5f + 2 * 14.0f);
-  const Tensor wrong = *Tensor::FromVector<float>({0.0f, 0.0f}, {2});
-  EXPECT_EQ(RunOp("sum_of_squares", {x, wrong}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+float SumOfSquares(const std::vector<Tensor>& xs) {
+  absl::StatusOr<Tensor> sum = GradSumOfSquares(xs);
+  EXPECT_TRUE(sum.ok()) << sum.status();
+  if (!sum.ok()) return NAN;
+  EXPECT_EQ(sum->device(), xs[0].device());
+  return static_cast<float>(*ReadSumOfSquares(*sum));
 }
 
-// sum_of_squares and scale_in_place on CUDA against the CPU, f32 and bf16
-// (the reference runs in f32 on the bf16-rounded values), at sizes around
-// the 16384-element chunks; the sum is the same bits on every run.
+std::vector<Tensor> RandomList(const std::vector<int64_t>& sizes, uint64_t seed) {
+  std::vector<Tensor> xs;
+  uint64_t stream = 0;
+  for (const int64_t n : sizes) xs.push_back(*RandomNormal({n}, {seed, ++stream, 0}, 0.5f, 2.0f));
+  return xs;
+}
+
+// One launch over the list gives the bits of the per-tensor order on any
+// number of threads.
+TEST(GradNormTest, MultiTensorSumIsTheFixedOrderOnAnyThreads) {
+  const std::vector<Tensor> xs = RandomList({3, 0, 16384, 16385, 70001, 1, 300000}, 12);
+  const float expected = ReferenceSumOfSquares(xs);
+  for (const int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    ThreadPool::ScopedDefault scoped(&pool);
+    const float actual = SumOfSquares(xs);
+    EXPECT_EQ(std::memcmp(&actual, &expected, sizeof(float)), 0)
+        << threads << " threads: " << actual << " vs " << expected;
+  }
+  EXPECT_EQ(SumOfSquares({*Tensor::FromVector<float>({1.0f, -2.0f, 3.0f}, {3})}), 14.0f);
+}
+
+TEST(GradNormTest, MultiTensorSumErrorsNameTheEntry) {
+  const Tensor f = *Tensor::Zeros({2}, DType::kF32);
+  const Tensor i = *Tensor::Zeros({2}, DType::kI32);
+  const absl::Status mixed = GradSumOfSquares({f, f, i}).status();
+  EXPECT_EQ(mixed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mixed.message().find("multi_tensor_sum_of_squares: input 'x[2]' is i32 but the "
+                                 "kernel runs in f32"),
+            std::string::npos)
+      << mixed;
+  EXPECT_EQ(GradSumOfSquares({}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// multi_tensor_sum_of_squares and scale_in_place on CUDA against the CPU,
+// f32 and bf16 (the reference runs in f32 on the bf16-rounded values), over
+// a list with sizes around the 16384-element chunks and over single
+// tensors; the sum is the same bits on every run. Prints the relative
+// differences.
 TEST(GradNormTest, CudaMatchesCpu) {
   TFM_SKIP_WITHOUT_GPU();
-  uint64_t stream = 50;
+  uint64_t seed = 50;
+  const std::vector<std::vector<int64_t>> lists = {
+      {0}, {1}, {16385}, {1000003}, {3, 0, 16384, 16385, 70001, 1, 1000003}};
   for (const DType dtype : {DType::kF32, DType::kBF16}) {
-    for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{16385}, int64_t{1000003}}) {
-      SCOPED_TRACE(std::to_string(n) + " " + std::string(DTypeName(dtype)));
-      const Tensor x = *RandomNormal({n}, {10, ++stream, 0}, 0.5f, 2.0f);
-      const Tensor rounded = testing::RoundedThrough(x, dtype);
-      const Tensor on_gpu = testing::OnCuda(testing::HostAs(x, dtype));
+    for (const std::vector<int64_t>& sizes : lists) {
+      SCOPED_TRACE(std::to_string(sizes.size()) + " tensors, the last of " +
+                   std::to_string(sizes.back()) + ", " + std::string(DTypeName(dtype)));
+      const std::vector<Tensor> xs = RandomList(sizes, ++seed);
+      std::vector<Tensor> rounded, on_gpu;
+      for (const Tensor& x : xs) {
+        rounded.push_back(testing::RoundedThrough(x, dtype));
+        on_gpu.push_back(testing::OnCuda(testing::HostAs(x, dtype)));
+      }
       const float expected = SumOfSquares(rounded);
       const float actual = SumOfSquares(on_gpu);
       EXPECT_NEAR(actual, expected, 1e-6 * expected);
+      std::printf("sum of squares, %zu tensors (last %lld), %s: CUDA %.9g CPU %.9g (relative "
+                  "difference %.3g, tolerance 1e-6)\n",
+                  sizes.size(), static_cast<long long>(sizes.back()),
+                  std::string(DTypeName(dtype)).c_str(), actual, expected,
+                  expected > 0 ? std::fabs(actual - expected) / expected : 0.0);
       const float again = SumOfSquares(on_gpu);
       EXPECT_EQ(std::memcmp(&actual, &again, sizeof(float)), 0);
 
       Attrs attrs;
       attrs.Set("factor", 0.37);
-      ASSERT_TRUE(RunOp("scale_in_place", {rounded}, attrs).ok());
-      ASSERT_TRUE(RunOp("scale_in_place", {on_gpu}, attrs).ok());
+      ASSERT_TRUE(RunOp("scale_in_place", {rounded.back()}, attrs).ok());
+      ASSERT_TRUE(RunOp("scale_in_place", {on_gpu.back()}, attrs).ok());
       const double tolerance = dtype == DType::kBF16 ? 1e-2 : 1e-6;
-      EXPECT_TRUE(testing::AllClose(testing::HostF32(on_gpu), rounded,
+      EXPECT_TRUE(testing::AllClose(testing::HostF32(on_gpu.back()), rounded.back(),
                                     {.atol = tolerance, .rtol = tolerance}));
     }
   }

@@ -26,21 +26,27 @@ absl::StatusOr<AdamOptimizer> AdamOptimizer::Create(std::vector<Parameter*> para
     optimizer.exp_avg_.push_back(std::move(m));
     optimizer.exp_avg_sq_.push_back(std::move(v));
   }
+  const Device device =
+      optimizer.parameters_.empty() ? Device::Cpu() : optimizer.parameters_[0]->value.device();
+  TFM_ASSIGN_OR_RETURN(optimizer.unread_sum_of_squares_, Fill({}, 0.0, DType::kF32, device));
   return optimizer;
 }
 
-absl::Status AdamOptimizer::Step(int64_t update, double lr_factor) {
+absl::Status AdamOptimizer::Step(int64_t update, double lr_factor,
+                                 const Tensor& grad_sum_of_squares, double max_norm) {
   AdamOptions options;
   options.lr = LearningRate(update, lr_factor);
   options.beta1 = adam_.beta1();
   options.beta2 = adam_.beta2();
   options.eps = adam_.epsilon();
   options.step = update;
+  std::vector<AdamTensors> tensors;
+  tensors.reserve(parameters_.size());
   for (size_t i = 0; i < parameters_.size(); ++i) {
-    TFM_RETURN_IF_ERROR(AdamUpdate(parameters_[i]->value, parameters_[i]->grad, exp_avg_[i],
-                                   exp_avg_sq_[i], options));
+    tensors.push_back(
+        {parameters_[i]->value, parameters_[i]->grad, exp_avg_[i], exp_avg_sq_[i]});
   }
-  return absl::OkStatus();
+  return MultiTensorAdamUpdate(tensors, grad_sum_of_squares, max_norm, options);
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamOptimizer::State() const {

@@ -26,8 +26,17 @@ class AdamOptimizer {
   // Applies the update numbered `update` (1 for the first: the bias
   // corrections and the schedule count from 1) with the current gradients,
   // at the schedule's rate times `lr_factor` (a cooldown's, see
-  // CooldownFactor).
-  absl::Status Step(int64_t update, double lr_factor = 1.0);
+  // CooldownFactor), the gradients clipped to a global norm of max_norm (0:
+  // no clipping). One multi_tensor_adam launch over all parameters, which
+  // reads the clip factor from `grad_sum_of_squares` (GradSumOfSquares of
+  // the gradients, ops/adam/grad_norm.h) on their device: nothing is read
+  // back to the host. The gradients are left as they are.
+  absl::Status Step(int64_t update, double lr_factor, const Tensor& grad_sum_of_squares,
+                    double max_norm);
+  // The same without clipping.
+  absl::Status Step(int64_t update, double lr_factor = 1.0) {
+    return Step(update, lr_factor, unread_sum_of_squares_, 0.0);
+  }
 
   double LearningRate(int64_t update, double lr_factor = 1.0) const {
     return schedule_.LearningRate(update) * lr_factor;
@@ -48,6 +57,9 @@ class AdamOptimizer {
   InverseSqrtSchedule schedule_;
   std::vector<Tensor> exp_avg_;
   std::vector<Tensor> exp_avg_sq_;
+  // A zero on the parameters' device for the unclipped Step: with max_norm
+  // 0 multi_tensor_adam never reads its sum of squares, but takes one.
+  Tensor unread_sum_of_squares_;
 };
 
 }  // namespace tfm

@@ -166,15 +166,18 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     result.stats = LossStats{sums[0], sums[1], static_cast<int64_t>(sums[2]),
                              static_cast<int64_t>(sums[3])};
   }
-  TFM_ASSIGN_OR_RETURN(result.gnorm, GlobalGradNorm(GradientTensors()));
+  TFM_ASSIGN_OR_RETURN(grad_sum_of_squares_, GradSumOfSquares(GradientTensors()));
+  TFM_ASSIGN_OR_RETURN(const double sum_of_squares, ReadSumOfSquares(grad_sum_of_squares_));
+  result.gnorm = std::sqrt(sum_of_squares);
   return result;
 }
 
 absl::Status Trainer::ApplyUpdate(int64_t update, double lr_factor) {
-  if (options_.clip_norm > 0) {
-    TFM_RETURN_IF_ERROR(ClipGradNorm(GradientTensors(), options_.clip_norm).status());
+  if (!grad_sum_of_squares_.defined()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trainer: update ", update, " applied before any ComputeGradients"));
   }
-  return optimizer_->Step(update, lr_factor);
+  return optimizer_->Step(update, lr_factor, grad_sum_of_squares_, options_.clip_norm);
 }
 
 absl::StatusOr<ValidationLog> Trainer::Validate(const TrainProgress& progress) {

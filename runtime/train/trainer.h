@@ -186,8 +186,12 @@ class Trainer {
     LossStats stats;   // Over all ranks.
     double gnorm = 0;  // Global norm before clipping.
   };
+  // The norm is read back to the host (the skipping of non-finite updates
+  // and the log need it); its square stays on the device for ApplyUpdate.
   absl::StatusOr<Gradients> ComputeGradients(const std::vector<Batch>& batches,
                                              uint64_t first_counter, int64_t update);
+  // One launch over all parameters (multi_tensor_adam), clipping by the
+  // last ComputeGradients' norm read on the device.
   absl::Status ApplyUpdate(int64_t update, double lr_factor = 1.0);
 
  private:
@@ -240,6 +244,9 @@ class Trainer {
   LocalCommunicator single_process_;
   Communicator* communicator_;
   std::unique_ptr<GradientReducer> reducer_;  // With more than one rank.
+  // The last ComputeGradients' sum of the gradients' squares, on their
+  // device, where ApplyUpdate's clipping reads it.
+  Tensor grad_sum_of_squares_;
 };
 
 }  // namespace tfm

@@ -1,0 +1,63 @@
+// Multi-tensor launches (apex's and PyTorch's multi_tensor_apply, our way):
+// one kernel over a list of tensors, each cut into fixed chunks of elements
+// numbered across the list, one block per chunk. A list entry is any struct
+// with `int64_t count` (elements) and `int64_t first_chunk` (its first
+// chunk's number); a block finds its entry by a binary search over the
+// list's first_chunk, so the host uploads only the list (tens of bytes per
+// tensor) rather than a table with an entry per chunk.
+#ifndef TFM_OPS_CUDA_MULTI_TENSOR_CUH_
+#define TFM_OPS_CUDA_MULTI_TENSOR_CUH_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "ops/cuda_elementwise.cuh"
+
+namespace tfm {
+namespace cuda_multi_tensor {
+
+// Numbers every entry's chunks of `chunk` elements, from 0 in list order;
+// returns the total (an empty tensor has none).
+template <typename Entry>
+int64_t AssignFirstChunks(Entry* entries, int num_entries, int64_t chunk) {
+  int64_t chunks = 0;
+  for (int i = 0; i < num_entries; ++i) {
+    entries[i].first_chunk = chunks;
+    chunks += (entries[i].count + chunk - 1) / chunk;
+  }
+  return chunks;
+}
+
+// The entry that holds chunk `chunk`: the last whose first chunk is at or
+// before it (empty entries share their successor's first chunk and are
+// skipped that way).
+template <typename Entry>
+__device__ int FindEntry(const Entry* __restrict__ entries, int num_entries, int64_t chunk) {
+  int low = 0, high = num_entries - 1;
+  while (low < high) {
+    const int mid = (low + high + 1) / 2;
+    if (entries[mid].first_chunk <= chunk) {
+      low = mid;
+    } else {
+      high = mid - 1;
+    }
+  }
+  return low;
+}
+
+// Copies the host list into `device_entries` on `stream`. From pageable
+// memory the copy is staged before cudaMemcpyAsync returns, so the host
+// list may go at once; a kernel after it on the stream sees the list.
+template <typename Entry>
+const char* UploadList(const Entry* entries, int num_entries, Entry* device_entries,
+                       cudaStream_t stream) {
+  return cuda_elementwise::ErrorText(cudaMemcpyAsync(device_entries, entries,
+                                                     num_entries * sizeof(Entry),
+                                                     cudaMemcpyHostToDevice, stream));
+}
+
+}  // namespace cuda_multi_tensor
+}  // namespace tfm
+
+#endif  // TFM_OPS_CUDA_MULTI_TENSOR_CUH_
