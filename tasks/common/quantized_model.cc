@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "core/status_macros.h"
 #include "ops/quantized_linear/int8_weight_rows.h"
 #include "runtime/train/checkpoint.h"
@@ -102,6 +103,14 @@ absl::Status AssignInt8ModelTensors(const NamedTensors& stored, const std::strin
                      " of them: a model of another architecture"));
   }
   return AssignTensors(values, path, parameters);
+}
+
+bool NamesInt8Model(const std::string& model_paths) {
+  for (const absl::string_view path : absl::StrSplit(model_paths, ',', absl::SkipWhitespace())) {
+    absl::StatusOr<std::string> dir = ChooseCheckpoint(std::string(path), nullptr);
+    if (dir.ok() && IsInt8ModelDirectory(*dir)) return true;
+  }
+  return false;
 }
 
 absl::Status QuantizeWeightsInPlace(Transformer& model) {

@@ -47,6 +47,11 @@ absl::StatusOr<NamedTensors> Int8ModelTensors(const NamedTensors& parameters);
 absl::Status AssignInt8ModelTensors(const NamedTensors& stored, const std::string& path,
                                     NamedTensors* parameters);
 
+// Whether one of `model_paths` (--model: comma-separated checkpoint or work
+// directories) resolves to an int8 model directory (unreadable ones: no;
+// loading says what is wrong with them).
+bool NamesInt8Model(const std::string& model_paths);
+
 // --quantize=int8 at load: `model`'s f32 weights replaced by their int8
 // rows dequantized, exactly as loading the `quantize` command's output of
 // them would set them.
