@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -213,7 +214,12 @@ absl::Status TrainedModel::SetDecodingPrecision(config::DecodeConfig::Quantizati
   int8_weights.resize(members.size(), false);
   // Says what is asked of the members (and why int8 cannot run on a GPU)
   // before any weights change.
-  TFM_RETURN_IF_ERROR(tfm::SetDecodingPrecision(members, quantize, log));
+  // Members with int8 weights decode in int8 whatever is asked: when all
+  // have them, say so rather than "f32".
+  const bool all_int8 = std::all_of(int8_weights.begin(), int8_weights.end(),
+                                    [](bool int8) { return int8; });
+  TFM_RETURN_IF_ERROR(tfm::SetDecodingPrecision(
+      members, all_int8 ? config::DecodeConfig::INT8 : quantize, log));
   for (size_t i = 0; i < members.size(); ++i) {
     if (quantize == config::DecodeConfig::INT8 && !int8_weights[i]) {
       TFM_RETURN_IF_ERROR(QuantizeWeightsInPlace(*members[i]));
