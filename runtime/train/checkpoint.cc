@@ -145,7 +145,8 @@ absl::StatusOr<CheckpointWriter> CheckpointWriter::Create(const std::string& dir
 CheckpointWriter::CheckpointWriter(CheckpointWriter&& other) noexcept
     : final_dir_(std::move(other.final_dir_)),
       temp_dir_(std::exchange(other.temp_dir_, "")),
-      update_(other.update_) {}
+      update_(other.update_),
+      quantization_(std::move(other.quantization_)) {}
 
 CheckpointWriter::~CheckpointWriter() {
   if (!temp_dir_.empty()) RemoveTree(temp_dir_).IgnoreError();  // Best effort cleanup.
@@ -187,6 +188,7 @@ absl::StatusOr<std::string> CheckpointWriter::Commit() {
   train::Manifest manifest;
   manifest.set_format_version(kFormatVersion);
   manifest.set_update(update_);
+  if (!quantization_.empty()) manifest.set_quantization(quantization_);
   std::set<std::string> names;  // Sorted, so manifests are reproducible.
   for (const fs::directory_entry& entry : fs::directory_iterator(temp_dir_)) {
     names.insert(entry.path().filename().string());
@@ -227,6 +229,7 @@ absl::Status WriteCheckpointTo(const std::string& dir, const Checkpoint& checkpo
   TFM_RETURN_IF_ERROR(
       writer.AddDescription(checkpoint.state, checkpoint.config, checkpoint.vocabulary));
   TFM_RETURN_IF_ERROR(writer.AddTaskFiles(checkpoint.task_files));
+  writer.set_quantization(checkpoint.quantization);
   return writer.Commit().status();
 }
 
@@ -266,6 +269,14 @@ absl::StatusOr<train::Manifest> VerifyCheckpoint(const std::string& dir) {
   return manifest;
 }
 
+absl::Status CheckNotQuantized(const std::string& dir, const train::Manifest& manifest,
+                               absl::string_view what) {
+  if (manifest.quantization().empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      dir, " holds an ", manifest.quantization(), "-quantized model (its MANIFEST says so), which ",
+      "only decodes: cannot ", what, " from it; use the f32 checkpoint it was quantized from"));
+}
+
 absl::StatusOr<config::TaskConfig> ReadCheckpointConfig(const std::string& dir) {
   TFM_ASSIGN_OR_RETURN(config::TaskConfig config,
                        ReadTextProto<config::TaskConfig>(JoinPath(dir, kConfigFile)));
@@ -290,7 +301,11 @@ absl::StatusOr<train::TrainingState> ReadCheckpointState(const std::string& dir)
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir, CheckpointParts parts) {
   TFM_ASSIGN_OR_RETURN(train::Manifest manifest, VerifyCheckpoint(dir));
+  if (parts == CheckpointParts::kAll) {
+    TFM_RETURN_IF_ERROR(CheckNotQuantized(dir, manifest, "resume training"));
+  }
   Checkpoint checkpoint;
+  checkpoint.quantization = manifest.quantization();
   TFM_ASSIGN_OR_RETURN(checkpoint.model, ReadSafetensors(JoinPath(dir, kModelFile)));
   const bool has_optimizer =
       std::any_of(manifest.file().begin(), manifest.file().end(),

@@ -48,6 +48,9 @@ struct Checkpoint {
   config::TaskConfig config;
   std::string vocabulary;  // The SentencePiece model file's bytes.
   TaskFiles task_files;  // task_files.h
+  // The MANIFEST's quantization: "int8" for a quantized model (its model
+  // tensors as tasks/common/quantized_model.h lays them out), else empty.
+  std::string quantization;
 };
 
 // "checkpoint_000012345": zero-padded so names sort by update.
@@ -75,6 +78,8 @@ class CheckpointWriter {
   // Each of `files`; a name without kTaskFilePrefix, or with a '/', is
   // InvalidArgument.
   absl::Status AddTaskFiles(const TaskFiles& files);
+  // Recorded in the MANIFEST (Checkpoint::quantization).
+  void set_quantization(std::string quantization) { quantization_ = std::move(quantization); }
   // Returns the final directory.
   absl::StatusOr<std::string> Commit();
 
@@ -85,6 +90,7 @@ class CheckpointWriter {
   std::string final_dir_;
   std::string temp_dir_;  // Empty once committed or moved from.
   int64_t update_;
+  std::string quantization_;
 };
 
 // Writes work_dir/CheckpointDirName(state.update())/; returns its path.
@@ -98,12 +104,19 @@ absl::Status WriteCheckpointTo(const std::string& dir, const Checkpoint& checkpo
 // errors name the file and what is wrong (missing, size, checksum).
 absl::StatusOr<train::Manifest> VerifyCheckpoint(const std::string& dir);
 
+// FailedPrecondition when `manifest` (of the checkpoint in `dir`) marks a
+// quantized model, which decodes only: `what` (e.g. "resume training",
+// "average") names what was asked of it.
+absl::Status CheckNotQuantized(const std::string& dir, const train::Manifest& manifest,
+                               absl::string_view what);
+
 enum class CheckpointParts {
   kAll,       // To resume training.
   kDecoding,  // Model, config, state and vocabulary; the optimizer is skipped.
 };
 
-// Verifies, then reads the checkpoint in `dir`.
+// Verifies, then reads the checkpoint in `dir`; kAll of a quantized model is
+// CheckNotQuantized's error.
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir,
                                           CheckpointParts parts = CheckpointParts::kAll);
 

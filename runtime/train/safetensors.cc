@@ -40,7 +40,8 @@ constexpr DTypeCode kDTypeNames[] = {{DType::kF32, "F32"},
                                      {DType::kF16, "F16"},
                                      {DType::kBF16, "BF16"},
                                      {DType::kI32, "I32"},
-                                     {DType::kI64, "I64"}};
+                                     {DType::kI64, "I64"},
+                                     {DType::kI8, "I8"}};
 
 absl::StatusOr<DType> ParseSafetensorsDType(absl::string_view name) {
   for (const DTypeCode& entry : kDTypeNames) {

@@ -39,7 +39,8 @@ struct TensorSpec {
   Shape shape;
 };
 
-// "F32", "F16", "BF16", "I32", "I64": the format's dtype names.
+// "F32", "F16", "BF16", "I32", "I64", "I8": the format's dtype names (I8:
+// the weights of an int8-quantized model, tasks/common/quantized_model.h).
 absl::string_view SafetensorsDTypeName(DType dtype);
 
 class SafetensorsReader {

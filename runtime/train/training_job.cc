@@ -107,8 +107,19 @@ struct Resume {
   std::string path;
 };
 
+// A quantized model directory given as --workdir: training or averaging
+// there would write f32 checkpoints beside (and mistake for) its int8 files.
+absl::Status CheckNotQuantizedModelDir(const std::string& work_dir, absl::string_view what) {
+  struct stat info;
+  if (stat(Join(work_dir, kManifestFile).c_str(), &info) != 0) return absl::OkStatus();
+  absl::StatusOr<train::Manifest> manifest = VerifyCheckpoint(work_dir);
+  if (!manifest.ok()) return absl::OkStatus();  // Not a checkpoint of ours: as before.
+  return CheckNotQuantized(work_dir, *manifest, what);
+}
+
 absl::StatusOr<std::optional<Resume>> FindResume(const std::string& work_dir,
                                                  const config::TaskConfig& config) {
+  TFM_RETURN_IF_ERROR(CheckNotQuantizedModelDir(work_dir, "train (as --workdir)"));
   absl::StatusOr<CheckpointEntry> latest = LatestCheckpoint(work_dir);
   if (absl::IsNotFound(latest.status())) return std::optional<Resume>();
   TFM_RETURN_IF_ERROR(latest.status());
@@ -463,6 +474,7 @@ absl::Status RunAveraging(const TaskContext& context) {
   const config::TrainConfig& train = context.config.config.train();
   const int last =
       context.average_last > 0 ? context.average_last : train.average_last_checkpoints();
+  TFM_RETURN_IF_ERROR(CheckNotQuantizedModelDir(context.work_dir, "average (as --workdir)"));
   TFM_ASSIGN_OR_RETURN(std::vector<CheckpointEntry> entries,
                        LastCheckpoints(context.work_dir, last));
   std::vector<std::string> paths;

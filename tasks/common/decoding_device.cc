@@ -9,6 +9,7 @@
 #include "core/config/device_setting.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "tasks/common/quantized_model.h"
 
 namespace tfm {
 namespace {
@@ -65,12 +66,14 @@ absl::StatusOr<DecodingTarget> ChooseDecodingTarget(const TaskContext& context, 
   const Setting dtype_setting =
       ChooseSetting(context, context.decode.dtype, "dtype", "decode.dtype", decode.dtype());
   DecodingTarget target;
-  // int8 products have CPU kernels only: `auto` means the CPU then, while a
-  // GPU named outright stays an error (trained_model.cc says so).
+  // int8 products have CPU kernels only: `auto` means the CPU then (for
+  // --quantize=int8 or an int8 model directory), while a GPU named outright
+  // stays an error (trained_model.cc says so).
   const int quantize =
       context.decode.quantize >= 0 ? context.decode.quantize : decode.quantize();
   const bool int8_on_auto =
-      quantize == config::DecodeConfig::INT8 && IsAutoDevice(device_setting.value);
+      IsAutoDevice(device_setting.value) &&
+      (quantize == config::DecodeConfig::INT8 || NamesInt8Model(context.decode.model));
   absl::StatusOr<Device> device = ResolveDevice(int8_on_auto ? "cpu" : device_setting.value);
   if (!device.ok()) {
     return absl::Status(device.status().code(),

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include "core/data/file_io.h"
 #include "gtest/gtest.h"
 #include "runtime/train/checkpoint.h"
+#include "tasks/common/quantized_model.h"
 #include "tasks/common/trained_model.h"
 #include "tasks/driver/driver.h"
 #include "tests/util/gpu.h"
@@ -362,8 +364,9 @@ TEST_F(Seq2SeqDecodingTest, NBestGivesSortedScoresPerLine) {
 }
 
 // --quantize=int8 reaches every member of the model (an ensemble's too),
-// says so in the log with the kernel, and decodes every line; --quantize=
-// none goes back to f32, whose output is unchanged by the detour.
+// says so in the log with the kernel, and decodes every line; the weights
+// are then int8 rows (as an int8 model directory's), so a later search
+// asking for f32 stays int8 and decodes the same lines.
 TEST_F(Seq2SeqDecodingTest, QuantizeInt8DecodesEveryMemberInInt8) {
   const std::vector<std::string> lines = {"A dog runs.", "People walk down the street.",
                                           "Two men play football in the park."};
@@ -394,8 +397,123 @@ TEST_F(Seq2SeqDecodingTest, QuantizeInt8DecodesEveryMemberInInt8) {
 
   absl::StatusOr<std::vector<std::string>> back = DecodeLines(*trained, f32, lines, "x", nullptr);
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(*back, *f32_out);
-  EXPECT_EQ(trained->model->decoding_precision(), DecodingPrecision::kF32);
+  EXPECT_EQ(*back, *int8_out);
+  EXPECT_EQ(trained->model->decoding_precision(), DecodingPrecision::kInt8);
+}
+
+// A directory of `quantize`; each test writes its own.
+std::string QuantizedCopy(const std::string& from, const std::string& name, std::string* log) {
+  const std::string out = absl::StrCat(::testing::TempDir(), "/", name);
+  std::ostringstream stream;
+  const absl::Status status = QuantizeModelDirectory(from, out, stream);
+  EXPECT_TRUE(status.ok()) << status;
+  if (log) *log = stream.str();
+  return out;
+}
+
+// The quantized directory decodes exactly as --quantize=int8 on the f32
+// model it came from, with beam search and as an ensemble beside an f32
+// model; it refuses a GPU, training and averaging.
+TEST_F(Seq2SeqDecodingTest, QuantizedDirectoryDecodesAsQuantizeAtLoad) {
+  std::string log;
+  const std::string int8_dir = QuantizedCopy(*work_dir_, "int8_model", &log);
+  EXPECT_NE(log.find("model size on disk: f32 "), std::string::npos) << log;
+  std::printf("[ measured ] %s", log.c_str());
+  const std::vector<std::string> lines = {"A dog runs.", "People walk down the street.",
+                                          "Two men play football in the park."};
+  DecodeRequest request;
+  request.beam = 4;
+  absl::StatusOr<TrainedModel> f32 = LoadTrainedModel(*work_dir_, Device::Cpu(), nullptr);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  request.quantize = config::DecodeConfig::INT8;
+  const config::DecodeConfig int8 = DecodeSettings(f32->config, request);
+  absl::StatusOr<std::vector<std::string>> at_load = DecodeLines(*f32, int8, lines, "x", nullptr);
+  ASSERT_TRUE(at_load.ok()) << at_load.status();
+
+  absl::StatusOr<TrainedModel> stored = LoadTrainedModel(int8_dir, Device::Cpu(), nullptr);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->model->decoding_precision(), DecodingPrecision::kInt8);
+  const std::vector<Parameter*> a = f32->model->Parameters(), b = stored->model->Parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i]->value.ToVector<float>(), b[i]->value.ToVector<float>()) << a[i]->name;
+  }
+  request.quantize = -1;  // The saved decode.quantize (none): an int8 model stays int8.
+  absl::StatusOr<std::vector<std::string>> from_dir =
+      DecodeLines(*stored, DecodeSettings(stored->config, request), lines, "x", nullptr);
+  ASSERT_TRUE(from_dir.ok()) << from_dir.status();
+  EXPECT_EQ(*from_dir, *at_load);
+
+  absl::StatusOr<TrainedModel> ensemble =
+      LoadTrainedModel(absl::StrCat(int8_dir, ",", *work_dir_), Device::Cpu(), nullptr);
+  ASSERT_TRUE(ensemble.ok()) << ensemble.status();
+  EXPECT_EQ(ensemble->int8_weights, (std::vector<bool>{true, false}));
+  absl::StatusOr<std::vector<std::string>> mixed =
+      DecodeLines(*ensemble, DecodeSettings(ensemble->config, request), lines, "x", nullptr);
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_EQ(mixed->size(), lines.size());
+
+  if (!cuda::BuiltWithCuda() || cuda::DeviceCount() == 0) return;
+  absl::StatusOr<TrainedModel> on_gpu = LoadTrainedModel(int8_dir, Device::Cuda(0), nullptr);
+  EXPECT_TRUE(absl::IsFailedPrecondition(on_gpu.status())) << on_gpu.status();
+}
+
+TEST_F(Seq2SeqDecodingTest, QuantizedDirectoryRefusesTrainingAveragingAndOverwrites) {
+  const std::string int8_dir = QuantizedCopy(*work_dir_, "int8_refusals", nullptr);
+  absl::StatusOr<Checkpoint> resume = ReadCheckpoint(int8_dir, CheckpointParts::kAll);
+  EXPECT_TRUE(absl::IsFailedPrecondition(resume.status())) << resume.status();
+  EXPECT_TRUE(absl::StrContains(resume.status().message(), "resume training")) << resume.status();
+  std::ostringstream log;
+  // Quantizing again into it replaces it; into another model is refused.
+  EXPECT_TRUE(QuantizeModelDirectory(*work_dir_, int8_dir, log).ok());
+  const absl::Status over_f32 = QuantizeModelDirectory(int8_dir, *checkpoint_dir_, log);
+  EXPECT_TRUE(absl::IsAlreadyExists(over_f32)) << over_f32;
+  const absl::Status twice =
+      QuantizeModelDirectory(int8_dir, absl::StrCat(::testing::TempDir(), "/twice"), log);
+  EXPECT_TRUE(absl::IsFailedPrecondition(twice)) << twice;
+}
+
+// Damage in an int8 directory's files is an error naming the file (or the
+// tensor), never a silently different model.
+TEST_F(Seq2SeqDecodingTest, DamagedQuantizedDirectoriesAreClearErrors) {
+  const auto model_file = [](const std::string& dir) { return absl::StrCat(dir, "/", kModelFile); };
+  const std::string truncated = QuantizedCopy(*work_dir_, "int8_truncated", nullptr);
+  std::filesystem::resize_file(model_file(truncated),
+                               std::filesystem::file_size(model_file(truncated)) - 10);
+  absl::Status status = LoadTrainedModel(truncated, Device::Cpu(), nullptr).status();
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), model_file(truncated))) << status;
+
+  const std::string flipped = QuantizedCopy(*work_dir_, "int8_flipped", nullptr);
+  {
+    std::fstream file(model_file(flipped), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(-5, std::ios::end);
+    const char byte = static_cast<char>(file.get());
+    file.seekp(-5, std::ios::end);
+    file.put(static_cast<char>(byte ^ 0x40));
+  }
+  status = LoadTrainedModel(flipped, Device::Cpu(), nullptr).status();
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), model_file(flipped))) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "CRC-32C")) << status;
+
+  // A file without one scales tensor, under a MANIFEST that matches it.
+  absl::StatusOr<Checkpoint> checkpoint =
+      ReadCheckpoint(QuantizedCopy(*work_dir_, "int8_source", nullptr), CheckpointParts::kDecoding);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  const std::string dropped = "decoder.layers.0.fc1.weight.scales";
+  const size_t before = checkpoint->model.size();
+  checkpoint->model.erase(
+      std::remove_if(checkpoint->model.begin(), checkpoint->model.end(),
+                     [&](const auto& named) { return named.first == dropped; }),
+      checkpoint->model.end());
+  ASSERT_EQ(checkpoint->model.size(), before - 1);
+  const std::string missing = absl::StrCat(::testing::TempDir(), "/int8_missing_scales");
+  ASSERT_TRUE(WriteCheckpointTo(missing, *checkpoint).ok());
+  status = LoadTrainedModel(missing, Device::Cpu(), nullptr).status();
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), dropped)) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), model_file(missing))) << status;
 }
 
 }  // namespace

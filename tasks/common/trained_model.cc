@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "runtime/train/checkpoint_directory.h"
 #include "runtime/train/checkpoint_match.h"
 #include "runtime/train/training_job.h"
+#include "tasks/common/quantized_model.h"
 
 namespace tfm {
 namespace {
@@ -28,8 +30,8 @@ bool IsFile(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
-// The checkpoint directory `path` names, or the one to use in the work
-// directory `path`.
+}  // namespace
+
 absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostream* log) {
   if (!IsDirectory(path)) {
     return absl::NotFoundError(
@@ -54,8 +56,6 @@ absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostre
   if (log) *log << "model: " << latest->path << " (the latest checkpoint)\n";
   return latest->path;
 }
-
-}  // namespace
 
 absl::StatusOr<VocabularySpec> ModelVocabulary(const config::TaskConfig& config,
                                                const Tokenizer& tokenizer) {
@@ -84,12 +84,18 @@ struct LoadedMember {
   Tokenizer tokenizer;
   std::unique_ptr<Transformer> model;
   TaskFiles task_files;
+  bool int8_weights = false;
 };
 
 absl::StatusOr<LoadedMember> LoadMember(const std::string& path, const Device& device,
                                         std::ostream* log) {
   TFM_ASSIGN_OR_RETURN(const std::string dir, ChooseCheckpoint(path, log));
   TFM_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(dir, CheckpointParts::kDecoding));
+  if (checkpoint.quantization == kInt8Quantization && !device.is_cpu()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir, " is an int8 model, which decodes on the CPU only; it cannot load on ",
+                     device.ToString(), " (use --device=cpu or auto, or its f32 checkpoint)"));
+  }
   absl::StatusOr<Tokenizer> tokenizer = Tokenizer::FromModel(checkpoint.vocabulary);
   if (!tokenizer.ok()) {
     return absl::DataLossError(
@@ -107,14 +113,25 @@ absl::StatusOr<LoadedMember> LoadMember(const std::string& path, const Device& d
   for (Parameter* parameter : model->Parameters()) {
     parameters.emplace_back(parameter->name, parameter->value);  // Shares the buffer.
   }
-  TFM_RETURN_IF_ERROR(
-      AssignTensors(checkpoint.model, absl::StrCat(dir, "/", kModelFile), &parameters));
+  const std::string model_file = absl::StrCat(dir, "/", kModelFile);
+  const bool int8 = checkpoint.quantization == kInt8Quantization;
+  if (int8) {
+    TFM_RETURN_IF_ERROR(AssignInt8ModelTensors(checkpoint.model, model_file, &parameters));
+    if (log) *log << "model: " << dir << " has int8 weights (a scale per row)\n";
+  } else if (!checkpoint.quantization.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(dir, "/", kManifestFile, ": quantization '",
+                                                      checkpoint.quantization,
+                                                      "' is not one this build reads (int8)"));
+  } else {
+    TFM_RETURN_IF_ERROR(AssignTensors(checkpoint.model, model_file, &parameters));
+  }
   return LoadedMember{dir,
                       std::move(checkpoint.config),
                       std::move(checkpoint.vocabulary),
                       *std::move(tokenizer),
                       std::move(model),
-                      std::move(checkpoint.task_files)};
+                      std::move(checkpoint.task_files),
+                      int8};
 }
 
 // Why `member` cannot decode beside `first` in one ensemble, or OK.
@@ -155,7 +172,10 @@ absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, const Dev
   LoadedMember& first = members.front();
   TrainedModel trained{first.dir, std::move(first.config), std::move(first.tokenizer),
                        std::move(first.model), std::move(first.task_files)};
+  for (const LoadedMember& member : members) trained.int8_weights.push_back(member.int8_weights);
+  if (trained.int8_weights.front()) trained.model->set_decoding_precision(DecodingPrecision::kInt8);
   for (size_t i = 1; i < members.size(); ++i) {
+    if (members[i].int8_weights) members[i].model->set_decoding_precision(DecodingPrecision::kInt8);
     trained.other_checkpoint_dirs.push_back(members[i].dir);
     trained.other_members.push_back(std::move(members[i].model));
   }
@@ -191,7 +211,23 @@ absl::Status TrainedModel::SetDecodingPrecision(config::DecodeConfig::Quantizati
                                                 std::ostream* log) {
   std::vector<Transformer*> members = {model.get()};
   for (std::unique_ptr<Transformer>& member : other_members) members.push_back(member.get());
-  return tfm::SetDecodingPrecision(members, quantize, log);
+  int8_weights.resize(members.size(), false);
+  // Says what is asked of the members (and why int8 cannot run on a GPU)
+  // before any weights change.
+  // Members with int8 weights decode in int8 whatever is asked: when all
+  // have them, say so rather than "f32".
+  const bool all_int8 = std::all_of(int8_weights.begin(), int8_weights.end(),
+                                    [](bool int8) { return int8; });
+  TFM_RETURN_IF_ERROR(tfm::SetDecodingPrecision(
+      members, all_int8 ? config::DecodeConfig::INT8 : quantize, log));
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (quantize == config::DecodeConfig::INT8 && !int8_weights[i]) {
+      TFM_RETURN_IF_ERROR(QuantizeWeightsInPlace(*members[i]));
+      int8_weights[i] = true;
+    }
+    if (int8_weights[i]) members[i]->set_decoding_precision(DecodingPrecision::kInt8);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<EnsembleModel>> TrainedModel::Decoder(

@@ -32,10 +32,16 @@ struct TrainedModel {
   // The ensemble's other members, in --model's order (empty: one model).
   std::vector<std::unique_ptr<Transformer>> other_members;
   std::vector<std::string> other_checkpoint_dirs;
+  // Per member (`model` first): whether its weights are int8 rows
+  // dequantized (an int8 model directory, or quantized at load by
+  // --quantize=int8; tasks/common/quantized_model.h). Such a member decodes
+  // in int8 whatever later searches ask: its f32 weights are gone.
+  std::vector<bool> int8_weights;
 
   int ensemble_size() const { return 1 + static_cast<int>(other_members.size()); }
   // Every member's decoder products from the next search on: f32, or int8
-  // (decode.quantize, --quantize=int8) on the CPU; a change is written to
+  // (decode.quantize, --quantize=int8) on the CPU, which first quantizes
+  // the weights of members still f32 (int8_weights); a change is written to
   // `log` (may be null) with the int8 kernel this CPU runs. int8 with the
   // weights on a GPU is FailedPrecondition (the int8 kernels are the CPU's;
   // decoding would silently stay f32).
@@ -59,7 +65,13 @@ absl::Status SetDecodingPrecision(const std::vector<Transformer*>& members,
 absl::StatusOr<VocabularySpec> ModelVocabulary(const config::TaskConfig& config,
                                                const Tokenizer& tokenizer);
 
-// `path` is a checkpoint directory, or a work directory, in which case the
+// The checkpoint directory `path` names, or the one to use in the work
+// directory `path` (the averaged, else the best, else the latest; the
+// choice is written to `log`, may be null).
+absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostream* log);
+
+// `path` is a checkpoint directory (f32, or an int8 model directory, which
+// loads only on the CPU), or a work directory, in which case the
 // averaged checkpoint, else the best by validation, else the latest is used
 // (the choice is written to `log`). Errors name the path and what is wrong:
 // not there, no checkpoint in it, corrupt files (with the file), or weights

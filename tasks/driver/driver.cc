@@ -27,6 +27,7 @@
 #include "tasks/plugin_abi_version.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
+#include "tasks/common/quantized_model.h"
 #include "google/protobuf/text_format.h"
 #include "layers/decoder_input_hook.h"
 
@@ -34,7 +35,8 @@ ABSL_FLAG(std::string, config, "",
           "task config: a .pbtxt file or a preset name (ende_base, ende_gettext, ...); task "
           "binaries default to their preset");
 ABSL_FLAG(std::string, mode, "",
-          "run | validate | train | preprocess | average | plot | translate (parse, decode) | "
+          "run | validate | train | preprocess | average | quantize | plot | translate (parse, "
+          "decode) | "
           "evaluate (or give it as the first "
           "argument; default: run for task binaries, validate for the generic driver)");
 ABSL_FLAG(std::string, data, "",
@@ -67,7 +69,8 @@ ABSL_FLAG(std::string, quantize, "",
           "decode/evaluate: int8 runs the decoder's products with int8 weights (quantized at "
           "load, a scale per row); none: f32 (default: the model's decode.quantize)");
 ABSL_FLAG(std::string, input, "", "decode: input file, one sentence a line (default: stdin)");
-ABSL_FLAG(std::string, output, "", "decode/evaluate: output file (default: stdout)");
+ABSL_FLAG(std::string, output, "",
+          "decode/evaluate: output file (default: stdout); quantize: the int8 model directory");
 ABSL_FLAG(std::string, src, "", "evaluate: source sentences (plain or .gz)");
 ABSL_FLAG(std::string, ref, "",
           "evaluate: references (plain or .gz): translations, or gold trees one a line");
@@ -102,8 +105,8 @@ absl::StatusOr<TaskMode> ParseMode(const std::string& mode) {
   if (it == modes->end()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown command '", mode,
-        "': expected run, validate, train, preprocess, average, plot, translate (or parse, "
-        "decode) or evaluate"));
+        "': expected run, validate, train, preprocess, average, quantize, plot, translate (or "
+        "parse, decode) or evaluate"));
   }
   return it->second;
 }
@@ -285,6 +288,10 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   }
   // Before any kernel runs: a CPU without AVX2 gets this message, not SIGILL.
   TFM_RETURN_IF_ERROR(CheckCpuSupported());
+  // Works on any task's saved model alone: no config, no task to create.
+  if (options.mode == "quantize") {
+    return QuantizeModelDirectory(options.decode.model, options.decode.output, out);
+  }
   if (options.config.empty()) {
     return absl::InvalidArgumentError("no config: pass --config=FILE.pbtxt (or --list)");
   }
@@ -351,6 +358,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "  --list                       list registered ops, layers and tasks\n"
       "  [COMMAND] --config=FILE_OR_PRESET [--set=a.b=v] [--workdir=DIR] [--data=DIR]\n"
       "      COMMAND: run | validate | train [--minutes=N] | average [--last=N] | plot\n"
+      "             | quantize --model=DIR --output=DIR2 (an int8 model directory: int8 "
+      "matrices with a scale per row, decoded on the CPU)\n"
       "             | preprocess (data.train tokenized once into <workdir>/train_corpus.bin, "
       "which train then reads: a global shuffle each epoch)\n"
       "             | translate (parse) --model=DIR [--input=F] [--output=F] [--beam=K] "
