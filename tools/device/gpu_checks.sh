@@ -7,7 +7,8 @@
 # train_step attention memcheck: what later stages need, and the most wanted
 # results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
-#   memcheck     compute-sanitizer memcheck over the GPU training and decoding tests
+#   memcheck     compute-sanitizer memcheck over the GPU training and decoding tests,
+#                and the fused residual LayerNorm, row top-k and multi-tensor Adam kernels
 #   train        the main job on Multi30k EN-DE on the GPU ($TFM_TRAIN_MINUTES, default 3;
 #                preset $TFM_GPU_PRESET, default multi30k_ende_gpu: bf16): train, average,
 #                decode the test split on the GPU, BLEU; if that preset fails before its
@@ -121,5 +122,10 @@ if run memcheck; then
   TFM_TESTS='attention_cuda_test' \
     TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
     timeout 110 "$bundle/run_gpu_tests.sh" --gtest_filter='*Decode*'
+  # The kernels added without a GPU: the fused residual + LayerNorm, the
+  # device-side top-k of the search, and the multi-tensor Adam and norm.
+  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test' \
+    TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
+    timeout 200 "$bundle/run_gpu_tests.sh" --gtest_filter='*Cuda*:*Gpu*:*GPU*'
 fi
 echo "== $(date -u +%T) done"
