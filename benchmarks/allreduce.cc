@@ -44,14 +44,7 @@ namespace {
 
 // The base model's parameter sizes in bytes, in the model's order.
 absl::StatusOr<std::vector<size_t>> BaseModelParameterBytes() {
-  config::ModelConfig model;
-  model.set_num_encoder_layers(6);
-  model.set_num_decoder_layers(6);
-  model.set_d_model(512);
-  model.set_d_ff(2048);
-  model.set_num_heads(8);
-  model.set_d_k(64);
-  model.set_d_v(64);
+  const config::ModelConfig model;  // The proto's defaults: the paper's base shape.
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> transformer,
                        Transformer::Create(model, VocabularySpec{37000, 0, 2, 3}, Device::Cpu(), 1));
   std::vector<size_t> bytes;

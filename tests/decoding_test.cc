@@ -13,6 +13,7 @@
 
 #include "runtime/decode/beam_search.h"
 #include "runtime/decode/greedy_search.h"
+#include "runtime/decode/search_testing.h"
 #include "gtest/gtest.h"
 #include "layers/transformer.h"
 #include "tests/util/reversal_model.h"
@@ -125,11 +126,7 @@ TEST_F(DecodingTest, OutputDoesNotDependOnTheBatchOrPadding) {
     std::vector<std::vector<NBestList>> runs;
     for (int batch_size : {1, 5, 64}) {
       options.batch_size = batch_size;
-      if (beam == 1) {
-        search = std::make_unique<GreedySearch>(options);
-      } else {
-        search = std::make_unique<BeamSearch>(options);
-      }
+      search = testing::SearchForBeamSize(options);
       absl::StatusOr<std::vector<NBestList>> results = search->Search(*transformer_, sources);
       ASSERT_TRUE(results.ok()) << results.status();
       runs.push_back(*results);
@@ -184,12 +181,7 @@ TEST_F(DecodingTest, LengthsAreBoundedAndEmptySourcesGiveEmptyOutputs) {
     for (int beam : {1, 3}) {
       SearchOptions options = Options(beam);
       options.max_length_offset = offset;
-      std::unique_ptr<SearchStrategy> search;
-      if (beam == 1) {
-        search = std::make_unique<GreedySearch>(options);
-      } else {
-        search = std::make_unique<BeamSearch>(options);
-      }
+      std::unique_ptr<SearchStrategy> search = testing::SearchForBeamSize(options);
       absl::StatusOr<std::vector<NBestList>> results = search->Search(*transformer_, sources);
       ASSERT_TRUE(results.ok()) << results.status();
       for (size_t s = 0; s < sources.size(); ++s) {

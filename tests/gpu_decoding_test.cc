@@ -24,9 +24,8 @@
 #include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "layers/transformer.h"
-#include "runtime/decode/beam_search.h"
 #include "runtime/decode/ensemble_model.h"
-#include "runtime/decode/greedy_search.h"
+#include "runtime/decode/search_testing.h"
 #include "tests/util/gpu.h"
 #include "tests/util/reversal_model.h"
 
@@ -107,12 +106,7 @@ absl::StatusOr<std::vector<Hypothesis>> Decode(IncrementalModel& model, int beam
   options.length_penalty_alpha = 0.6;
   options.max_length_offset = 4;
   options.batch_size = batch_size;
-  std::unique_ptr<SearchStrategy> search;
-  if (beam == 1) {
-    search = std::make_unique<GreedySearch>(options);
-  } else {
-    search = std::make_unique<BeamSearch>(options);
-  }
+  std::unique_ptr<SearchStrategy> search = testing::SearchForBeamSize(options);
   TFM_ASSIGN_OR_RETURN(const std::vector<NBestList> results, search->Search(model, Sources()));
   std::vector<Hypothesis> best;
   for (const NBestList& list : results) {

@@ -46,13 +46,20 @@ constexpr int kVocab = 40, kPad = 0, kBos = 1, kEos = 2;
 // is rounding, far below this.
 constexpr double kTolerance = 1e-4;
 
-config::ModelConfig SmallModel(float dropout) {
+// The paper's base shape (the proto's defaults) with `dropout` at every
+// site.
+config::ModelConfig BaseModel(float dropout) {
   config::ModelConfig model;
-  testing::SetTinyModelShape(model);
   model.set_dropout(dropout);
   model.set_attention_dropout(dropout);
   model.set_relu_dropout(dropout);
   model.set_max_positions(64);
+  return model;
+}
+
+config::ModelConfig SmallModel(float dropout) {
+  config::ModelConfig model = BaseModel(dropout);
+  testing::SetTinyModelShape(model);
   return model;
 }
 
@@ -470,14 +477,7 @@ TEST(GpuTrainingTest, Bf16CheckpointEvaluatesOnTheCpu) {
 TEST(GpuTrainingTest, Bf16AndF32UpdateTimesAtBaseSize) {
   TFM_SKIP_WITHOUT_GPU();
   const Device gpu = Device::Cuda(0);
-  config::ModelConfig model = SmallModel(0.1f);
-  model.set_num_encoder_layers(6);
-  model.set_num_decoder_layers(6);
-  model.set_d_model(512);
-  model.set_d_ff(2048);
-  model.set_num_heads(8);
-  model.set_d_k(64);
-  model.set_d_v(64);
+  const config::ModelConfig model = BaseModel(0.1f);
   const int rows = 512, vocabulary = 32000;
   double ms[2];
   int i = 0;

@@ -2,6 +2,7 @@
 // function of (source, prefix), so every claim (scores, optimality, n-best
 // order, lengths, batching) is checked against values computed here.
 #include "runtime/decode/search.h"
+#include "runtime/decode/search_testing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -152,12 +153,8 @@ TEST(SearchTest, EmptySourceGivesEmptyOutputWithoutTheModel) {
   ScriptedModel model(9, 0.8);
   const std::vector<std::vector<int>> sources = {{}, {5, 6}, {}};
   for (int beam : {1, 4}) {
-    std::unique_ptr<SearchStrategy> search;
-    if (beam == 1) {
-      search = std::make_unique<GreedySearch>(Options(1));
-    } else {
-      search = std::make_unique<BeamSearch>(Options(beam, 2));
-    }
+    std::unique_ptr<SearchStrategy> search =
+        testing::SearchForBeamSize(beam == 1 ? Options(1) : Options(beam, 2));
     absl::StatusOr<std::vector<NBestList>> results = search->Search(model, sources);
     ASSERT_TRUE(results.ok()) << results.status();
     for (size_t s : {0, 2}) {
@@ -178,12 +175,7 @@ TEST(SearchTest, MaximumLengthIsHonoured) {
   for (int offset : {0, 3}) {
     for (int beam : {1, 3}) {
       SearchOptions options = Options(beam, 1, 0.6, offset);
-      std::unique_ptr<SearchStrategy> search;
-      if (beam == 1) {
-        search = std::make_unique<GreedySearch>(options);
-      } else {
-        search = std::make_unique<BeamSearch>(options);
-      }
+      std::unique_ptr<SearchStrategy> search = testing::SearchForBeamSize(options);
       absl::StatusOr<std::vector<NBestList>> results = search->Search(model, sources);
       ASSERT_TRUE(results.ok()) << results.status();
       for (size_t s = 0; s < sources.size(); ++s) {
@@ -203,12 +195,7 @@ TEST(SearchTest, IgnoreEosDecodesToTheMaximumLength) {
   for (int beam : {1, 3}) {
     SearchOptions options = Options(beam, 1, 0.6, /*offset=*/4);
     options.ignore_eos = true;
-    std::unique_ptr<SearchStrategy> search;
-    if (beam == 1) {
-      search = std::make_unique<GreedySearch>(options);
-    } else {
-      search = std::make_unique<BeamSearch>(options);
-    }
+    std::unique_ptr<SearchStrategy> search = testing::SearchForBeamSize(options);
     absl::StatusOr<std::vector<NBestList>> results = search->Search(model, sources);
     ASSERT_TRUE(results.ok()) << results.status();
     for (size_t s = 0; s < sources.size(); ++s) {

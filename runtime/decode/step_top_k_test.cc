@@ -11,9 +11,8 @@
 #include "core/status_macros.h"
 #include "gtest/gtest.h"
 #include "ops/row_top_k/row_top_k.h"
-#include "runtime/decode/beam_search.h"
-#include "runtime/decode/greedy_search.h"
 #include "runtime/decode/scripted_model_testing.h"
+#include "runtime/decode/search_testing.h"
 
 namespace tfm {
 namespace {
@@ -104,8 +103,7 @@ TEST(StepTopKTest, SearchesChooseWhatTheHostRankingChooses) {
           ScriptedModel scripted(/*vocab=*/13, /*eos_bias=*/0.5);
           RankedModel model(scripted, grid, ranks);
           absl::StatusOr<std::vector<NBestList>> results =
-              beam == 1 ? GreedySearch(options).Search(model, sources)
-                        : BeamSearch(options).Search(model, sources);
+              testing::SearchForBeamSize(options)->Search(model, sources);
           ASSERT_TRUE(results.ok()) << results.status();
           runs.push_back(*results);
         }
