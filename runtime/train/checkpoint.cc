@@ -240,8 +240,12 @@ absl::StatusOr<std::string> WriteCheckpoint(const std::string& work_dir,
   return dir;
 }
 
+absl::StatusOr<train::Manifest> ReadCheckpointManifest(const std::string& dir) {
+  return ReadSealedManifest(JoinPath(dir, kManifestFile));
+}
+
 absl::StatusOr<train::Manifest> VerifyCheckpoint(const std::string& dir) {
-  TFM_ASSIGN_OR_RETURN(train::Manifest manifest, ReadSealedManifest(JoinPath(dir, kManifestFile)));
+  TFM_ASSIGN_OR_RETURN(train::Manifest manifest, ReadCheckpointManifest(dir));
   std::set<std::string> listed;
   for (const train::Manifest::File& file : manifest.file()) {
     const std::string path = JoinPath(dir, file.name());

@@ -99,6 +99,11 @@ absl::StatusOr<std::string> WriteCheckpoint(const std::string& work_dir,
 // The same at any directory path (e.g. an exported or averaged model).
 absl::Status WriteCheckpointTo(const std::string& dir, const Checkpoint& checkpoint);
 
+// The MANIFEST of the checkpoint in `dir`, its own checksum checked but not
+// the files it lists: what a caller needs to know the kind of checkpoint
+// (e.g. quantized) before the load, which verifies the files, reads it.
+absl::StatusOr<train::Manifest> ReadCheckpointManifest(const std::string& dir);
+
 // Checks the MANIFEST's own checksum, then each listed file's size and
 // checksum, and that the files a checkpoint needs are listed. DataLoss
 // errors name the file and what is wrong (missing, size, checksum).
