@@ -2,9 +2,9 @@
 // log-probability into its score (score = log_prob / lp(steps), steps
 // counting its eos, or every step when cut at the maximum length). Two
 // kinds, because the toolkits a user compares with disagree:
-// - kGnmt: ((5 + steps) / 6)^alpha (Wu et al. 2016, eq. 14), the paper's and
+// - GNMT: ((5 + steps) / 6)^alpha (Wu et al. 2016, eq. 14), the paper's and
 //   our default.
-// - kPower: steps^alpha, what fairseq's --lenpen, CTranslate2's
+// - POWER: steps^alpha, what fairseq's --lenpen, CTranslate2's
 //   length_penalty and Hugging Face's length_penalty compute (each counts the
 //   eos: CTranslate2 divides before it strips the eos from the tokens). With
 //   it our beam search ranks as theirs do, so a benchmark can compare the
@@ -21,13 +21,11 @@
 
 namespace tfm {
 
-enum class LengthPenaltyKind { kGnmt, kPower };
+// The config's own enum (decode.length_penalty_kind): GNMT or POWER.
+using LengthPenaltyKind = config::DecodeConfig::LengthPenaltyKind;
 
 // lp(steps) of `kind` with exponent alpha (>= 0).
-double LengthPenalty(int steps, double alpha, LengthPenaltyKind kind = LengthPenaltyKind::kGnmt);
-
-// The config's decode.length_penalty_kind.
-LengthPenaltyKind LengthPenaltyKindFromConfig(config::DecodeConfig::LengthPenaltyKind kind);
+double LengthPenalty(int steps, double alpha, LengthPenaltyKind kind = config::DecodeConfig::GNMT);
 
 // "gnmt" or "power" (a flag's value); anything else is InvalidArgument
 // naming the known ones.

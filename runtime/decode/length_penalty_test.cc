@@ -16,27 +16,27 @@ namespace {
 
 TEST(LengthPenaltyTest, GnmtIsWuEtAlsFormula) {
   EXPECT_DOUBLE_EQ(LengthPenalty(1, 0.6), 1.0);  // (5 + 1) / 6 = 1.
-  EXPECT_DOUBLE_EQ(LengthPenalty(7, 0.6, LengthPenaltyKind::kGnmt), std::pow(2.0, 0.6));
-  EXPECT_DOUBLE_EQ(LengthPenalty(0, 1.0, LengthPenaltyKind::kGnmt), 5.0 / 6.0);
-  EXPECT_DOUBLE_EQ(LengthPenalty(19, 0.0, LengthPenaltyKind::kGnmt), 1.0);
+  EXPECT_DOUBLE_EQ(LengthPenalty(7, 0.6, config::DecodeConfig::GNMT), std::pow(2.0, 0.6));
+  EXPECT_DOUBLE_EQ(LengthPenalty(0, 1.0, config::DecodeConfig::GNMT), 5.0 / 6.0);
+  EXPECT_DOUBLE_EQ(LengthPenalty(19, 0.0, config::DecodeConfig::GNMT), 1.0);
 }
 
 TEST(LengthPenaltyTest, PowerIsStepsToTheAlpha) {
-  EXPECT_DOUBLE_EQ(LengthPenalty(1, 0.6, LengthPenaltyKind::kPower), 1.0);
-  EXPECT_DOUBLE_EQ(LengthPenalty(20, 0.6, LengthPenaltyKind::kPower), std::pow(20.0, 0.6));
-  EXPECT_DOUBLE_EQ(LengthPenalty(9, 0.5, LengthPenaltyKind::kPower), 3.0);
-  EXPECT_DOUBLE_EQ(LengthPenalty(19, 0.0, LengthPenaltyKind::kPower), 1.0);
+  EXPECT_DOUBLE_EQ(LengthPenalty(1, 0.6, config::DecodeConfig::POWER), 1.0);
+  EXPECT_DOUBLE_EQ(LengthPenalty(20, 0.6, config::DecodeConfig::POWER), std::pow(20.0, 0.6));
+  EXPECT_DOUBLE_EQ(LengthPenalty(9, 0.5, config::DecodeConfig::POWER), 3.0);
+  EXPECT_DOUBLE_EQ(LengthPenalty(19, 0.0, config::DecodeConfig::POWER), 1.0);
   // No step taken (an empty source's empty output): 1, not 0^alpha = 0.
-  EXPECT_DOUBLE_EQ(LengthPenalty(0, 0.6, LengthPenaltyKind::kPower), 1.0);
+  EXPECT_DOUBLE_EQ(LengthPenalty(0, 0.6, config::DecodeConfig::POWER), 1.0);
   // It favours longer outputs more than GNMT's at the same alpha: the
   // reason CTranslate2's and our translations differed on a few lines.
-  EXPECT_GT(LengthPenalty(21, 0.6, LengthPenaltyKind::kPower) /
-                LengthPenalty(20, 0.6, LengthPenaltyKind::kPower),
+  EXPECT_GT(LengthPenalty(21, 0.6, config::DecodeConfig::POWER) /
+                LengthPenalty(20, 0.6, config::DecodeConfig::POWER),
             LengthPenalty(21, 0.6) / LengthPenalty(20, 0.6));
 }
 
 TEST(LengthPenaltyTest, NamesAndConfig) {
-  for (LengthPenaltyKind kind : {LengthPenaltyKind::kGnmt, LengthPenaltyKind::kPower}) {
+  for (LengthPenaltyKind kind : {config::DecodeConfig::GNMT, config::DecodeConfig::POWER}) {
     absl::StatusOr<LengthPenaltyKind> parsed = ParseLengthPenaltyKind(LengthPenaltyKindName(kind));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, kind);
@@ -49,9 +49,9 @@ TEST(LengthPenaltyTest, NamesAndConfig) {
   EXPECT_NE(bad.status().message().find("power"), absl::string_view::npos);
 
   config::DecodeConfig decode;
-  EXPECT_EQ(SearchOptions::FromConfig(decode).length_penalty, LengthPenaltyKind::kGnmt);
+  EXPECT_EQ(SearchOptions::FromConfig(decode).length_penalty, config::DecodeConfig::GNMT);
   decode.set_length_penalty_kind(config::DecodeConfig::POWER);
-  EXPECT_EQ(SearchOptions::FromConfig(decode).length_penalty, LengthPenaltyKind::kPower);
+  EXPECT_EQ(SearchOptions::FromConfig(decode).length_penalty, config::DecodeConfig::POWER);
 }
 
 TEST(LengthPenaltyTest, BeamSearchScoresWithThePowerPenalty) {
@@ -61,7 +61,7 @@ TEST(LengthPenaltyTest, BeamSearchScoresWithThePowerPenalty) {
   options.beam_size = 4;
   options.nbest = 3;
   options.max_length_offset = 5;
-  options.length_penalty = LengthPenaltyKind::kPower;
+  options.length_penalty = config::DecodeConfig::POWER;
   absl::StatusOr<std::vector<NBestList>> results = BeamSearch(options).Search(model, sources);
   ASSERT_TRUE(results.ok()) << results.status();
   for (size_t s = 0; s < sources.size(); ++s) {

@@ -24,7 +24,7 @@ SearchOptions SearchOptions::FromConfig(const config::DecodeConfig& decode) {
   SearchOptions options;
   options.beam_size = decode.strategy() == config::DecodeConfig::GREEDY ? 1 : decode.beam_size();
   options.length_penalty_alpha = decode.length_penalty_alpha();
-  options.length_penalty = LengthPenaltyKindFromConfig(decode.length_penalty_kind());
+  options.length_penalty = decode.length_penalty_kind();
   options.max_length_offset = decode.max_length_offset();
   options.batch_size = decode.batch_size();
   options.max_tokens = decode.max_tokens();

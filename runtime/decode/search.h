@@ -45,7 +45,7 @@ using NBestList = std::vector<Hypothesis>;
 struct SearchOptions {
   int beam_size = 4;
   double length_penalty_alpha = 0.6;
-  LengthPenaltyKind length_penalty = LengthPenaltyKind::kGnmt;
+  LengthPenaltyKind length_penalty = config::DecodeConfig::GNMT;
   int max_length_offset = 50;
   int batch_size = 64;  // Sentences per batch.
   // A batch's budget of padded source tokens times the beam (0: none; see

@@ -116,7 +116,7 @@ void Enumerate(const ScriptedModel& model, const std::vector<int>& source, int m
 TEST(SearchTest, WideBeamFindsTheBestOutput) {
   ScriptedModel model(/*vocab=*/5, /*eos_bias=*/0.3);
   const std::vector<std::vector<int>> sources = {{3}, {4}, {3, 4}};
-  for (LengthPenaltyKind kind : {LengthPenaltyKind::kGnmt, LengthPenaltyKind::kPower}) {
+  for (LengthPenaltyKind kind : {config::DecodeConfig::GNMT, config::DecodeConfig::POWER}) {
     for (double alpha : {0.0, 0.6, 1.5}) {
       // Outputs of up to 3 steps: at most 4 * 4 live prefixes, 4 * 4 * 5 candidates.
       SearchOptions options = Options(/*beam=*/64, 1, alpha, /*offset=*/2);
