@@ -38,7 +38,10 @@ constexpr double kSm90Bf16PerClock = 4096, kSm90Tf32PerClock = 2048, kSm90Fp32Pe
 }  // namespace
 
 double DevicePeak::GemmPeakGflops(DType dtype, bool tf32) const {
-  const double tflops = dtype == DType::kBF16 ? bf16_tflops : tf32 ? tf32_tflops : fp32_tflops;
+  // f16 runs on the tensor cores at bf16's rate (f32 accumulation).
+  const double tflops = dtype == DType::kBF16 || dtype == DType::kF16 ? bf16_tflops
+                        : tf32                                       ? tf32_tflops
+                                                                     : fp32_tflops;
   return tflops * 1e3;
 }
 

@@ -4,13 +4,24 @@
 //
 //   bazel run -c opt //benchmarks:train_step [-- --threads=2 --steps=5]
 //   bazel run -c opt //benchmarks:train_step -- --device=cuda --presets=base,paper
+//   bazel run -c opt //benchmarks:train_step -- --device=cuda --dtype=bf16
+//       --presets=base_25k,big_25k   (one command)
 //
 // Presets: small (the CPU presets' model at their 4,096-token batch), base
 // (the paper's base model and 37k vocabulary at a ~4k-token batch) and paper
 // (base at the paper's ~25k target tokens an update: 6 batches accumulated,
-// update_freq 6). Per preset it prints target tokens/s and peak memory of
-// both sides (PyTorch eager, and torch.compile when it runs there), and last
-// the line `train tokens/s ours/torch: X` against the faster PyTorch row.
+// update_freq 6), and for GPUs base_25k and big_25k (the paper's base and
+// big models, ~25k target tokens in one batch). Per preset it prints target
+// tokens/s and peak memory of both sides (PyTorch eager, and torch.compile
+// when it runs there), and last the line `train tokens/s ours/torch: X`
+// against the faster PyTorch row. On CUDA, also the model FLOPs utilisation
+// of each side (model FLOPs per update / time / the GPU's dense datasheet
+// peak for --dtype, beside a large GEMM's rate measured in the same run),
+// and last `train MFU ours (cuda): Y%`.
+//
+// --dtype: f32, or on CUDA bf16 (ours: bf16 compute, f32 master weights;
+// PyTorch: autocast to bf16) or f16 (both with dynamic loss scaling from
+// 128: ours train.loss_scaling, PyTorch's GradScaler).
 //
 // Same work on both sides:
 // - the batches are built by the same formula (ids, lengths and padding;
@@ -24,8 +35,8 @@
 //   and divided by their count, Adam (0.9, 0.98, 1e-9) with the paper's
 //   schedule (PyTorch's fused Adam where its build has one).
 // Before any timing, both sides compute the first batch's loss from those
-// weights with dropout off; they must agree within 1e-4 (check: PASS /
-// FAIL; FAIL ends the run). Ours runs in a child process per preset so each
+// weights with dropout off; they must agree within 1e-4 in f32, 1% in bf16
+// and f16 (check: PASS / FAIL; FAIL ends the run). Ours runs in a child process per preset so each
 // peak memory is its own.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -60,13 +71,18 @@
 #include "core/allocator.h"
 #include "core/cuda/runtime.h"
 #include "core/tensor_copy.h"
+#include "benchmarks/device_peak.h"
 #include "layers/transformer.h"
+#include "ops/fill/fill.h"
+#include "ops/matmul/matmul.h"
 #include "tools/cpp/runfiles/runfiles.h"
 
 ABSL_FLAG(int, threads, 2, "threads on both sides");
 ABSL_FLAG(int, steps, 5, "timed updates per side (after 2 warm-up updates); the median counts");
 ABSL_FLAG(std::string, presets, "small,base", "which sizes: small (the CPU presets), base, paper");
 ABSL_FLAG(std::string, device, "cpu", "cpu or cuda[:N]: where both sides train");
+ABSL_FLAG(std::string, dtype, "f32",
+          "what both sides compute in: f32, or on CUDA bf16 or f16 (mixed precision)");
 ABSL_FLAG(std::string, peer_python, "/opt/transformer-bench-venv/bin/python3",
           "Python with PyTorch (tools/setup_bench.sh)");
 ABSL_FLAG(bool, torch_compile, true, "also time torch.compile (a second PyTorch row)");
@@ -89,8 +105,11 @@ absl::StatusOr<Preset> Find(absl::string_view name) {
   if (name == "small") return Preset{"small", 3, 256, 1024, 4, 8000, 128, 32, 32};
   if (name == "base") return Preset{"base", 6, 512, 2048, 8, 37000, 96, 48, 48};
   if (name == "paper") return Preset{"paper", 6, 512, 2048, 8, 37000, 96, 48, 48, 6};
-  return absl::InvalidArgumentError(
-      absl::StrCat("--presets: unknown preset '", name, "' (small, base, paper)"));
+  // One batch of 576 x 48 positions: ~24k real target tokens (a GPU's).
+  if (name == "base_25k") return Preset{"base_25k", 6, 512, 2048, 8, 37000, 576, 48, 48};
+  if (name == "big_25k") return Preset{"big_25k", 6, 1024, 4096, 16, 37000, 576, 48, 48};
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--presets: unknown preset '", name, "' (small, base, paper, base_25k, big_25k)"));
 }
 
 constexpr float kDropout = 0.1f;
@@ -154,11 +173,62 @@ std::vector<Batch> Batches(const Preset& preset) {
   return batches;
 }
 
+// Model FLOPs of one update: the matrix products' multiply-adds x 2, and
+// backward twice forward's (x 3 in all), over the real (unpadded) tokens;
+// embedding lookups, norms and softmaxes left out, as MFU counts. Per
+// source token of a row with S source and T target tokens: each encoder
+// layer's Q, K, V, O projections (4 d^2), FFN (2 d d_ff) and scores and
+// values (2 S d), and each decoder layer's cross-attention K, V (2 d^2).
+// Per target token: each decoder layer's self-attention (4 d^2 + 2 T d,
+// the whole T x T scores, as the kernels compute them), cross-attention Q,
+// O (2 d^2) and scores and values (2 S d), FFN (2 d d_ff), and the output
+// projection (d vocab).
+double ModelFlopsPerUpdate(const Preset& p, const std::vector<Batch>& batches) {
+  const double d = p.d_model, ff = p.d_ff, layers = p.layers, vocab = p.vocab;
+  double macs = 0;
+  for (const Batch& batch : batches) {
+    for (int r = 0; r < batch.size; ++r) {
+      const double s = batch.source_lengths[r], t = batch.target_lengths[r];
+      macs += layers * s * (4 * d * d + 2 * d * ff + 2 * s * d + 2 * d * d);
+      macs += layers * t * (4 * d * d + 2 * t * d + 2 * d * d + 2 * s * d + 2 * d * ff);
+      macs += t * d * vocab;
+    }
+  }
+  return 2 * 3 * macs;
+}
+
+// The dense rate of an n x n x n `dtype` GEMM (the matmul op, our cuBLASLt
+// path) on `device`, TFLOP/s: best of 10 after 3 warm-up runs.
+absl::StatusOr<double> MeasureGemmTflops(const Device& device, DType dtype) {
+  constexpr int64_t n = 8192;
+  TFM_ASSIGN_OR_RETURN(const Tensor a, Fill({n, n}, 0.5, dtype, device));
+  TFM_ASSIGN_OR_RETURN(const Tensor b, Fill({n, n}, 0.25, dtype, device));
+  double best = 0;
+  for (int i = 0; i < 13; ++i) {
+    TFM_RETURN_IF_ERROR(cuda::Synchronize(device.index));
+    const absl::Time start = absl::Now();
+    TFM_RETURN_IF_ERROR(MatMul(a, b).status());
+    TFM_RETURN_IF_ERROR(cuda::Synchronize(device.index));
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    if (i >= 3) best = std::max(best, 2.0 * n * n * n / seconds / 1e12);
+  }
+  return best;
+}
+
+// The trainer's options for `dtype`: its compute dtype, with dynamic loss
+// scaling for f16 (train.loss_scaling's "auto").
+TrainerOptions OptionsFor(DType dtype) {
+  TrainerOptions options;
+  options.compute_dtype = dtype;
+  options.loss_scaling.dynamic = dtype == DType::kF16;
+  return options;
+}
+
 // Our side of one preset, in this (child) process: the check loss (the
 // first batch with dropout off, from the initial weights, which go to
 // --init_out), then the timed updates with dropout on. Prints one line
 // "ours <params> <target tokens> <median s> <min s> <max s> <peak MiB> <loss> <check loss>".
-absl::Status RunOurs(const Preset& preset, const Device& device) {
+absl::Status RunOurs(const Preset& preset, const Device& device, DType dtype) {
   const VocabularySpec vocabulary{preset.vocab, kPad, kBos};
   TFM_ASSIGN_OR_RETURN(const InverseSqrtSchedule schedule,
                        InverseSqrtSchedule::Create(preset.d_model, 4000));
@@ -171,7 +241,7 @@ absl::Status RunOurs(const Preset& preset, const Device& device) {
                          Transformer::Create(ModelOf(preset, 0.0f), vocabulary, device, 1));
     TFM_ASSIGN_OR_RETURN(AdamOptimizer optimizer,
                          AdamOptimizer::Create(plain->Parameters(), config::AdamConfig(), schedule));
-    Trainer trainer(plain.get(), &optimizer, /*batcher=*/nullptr, {}, TrainerOptions(), {});
+    Trainer trainer(plain.get(), &optimizer, /*batcher=*/nullptr, {}, OptionsFor(dtype), {});
     TFM_ASSIGN_OR_RETURN(Trainer::Gradients gradients,
                          trainer.ComputeGradients({batches[0]}, /*seed=*/1, /*step=*/1));
     check_loss = gradients.stats.loss / gradients.stats.target_tokens;
@@ -194,8 +264,7 @@ absl::Status RunOurs(const Preset& preset, const Device& device) {
                        AdamOptimizer::Create(transformer->Parameters(), config::AdamConfig(),
                                              schedule));
   // The trainer's own update (no data stream needed for fixed batches).
-  TrainerOptions options;
-  Trainer trainer(transformer.get(), &optimizer, /*batcher=*/nullptr, {}, options, {});
+  Trainer trainer(transformer.get(), &optimizer, /*batcher=*/nullptr, {}, OptionsFor(dtype), {});
   std::vector<double> seconds;
   double loss = 0;
   int64_t target_tokens = 0;
@@ -276,10 +345,17 @@ struct Row {
 absl::Status Main(int argc, char** argv) {
   const int threads = absl::GetFlag(FLAGS_threads);
   TFM_ASSIGN_OR_RETURN(const Device device, Device::Parse(absl::GetFlag(FLAGS_device)));
+  TFM_ASSIGN_OR_RETURN(const DType dtype, ParseDType(absl::GetFlag(FLAGS_dtype)));
+  if (dtype != DType::kF32 && (!device.is_cuda() || (dtype != DType::kBF16 &&
+                                                     dtype != DType::kF16))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dtype=", DTypeName(dtype), " on ", device.ToString(),
+        ": the CPU trains in f32; CUDA in f32, bf16 or f16"));
+  }
   if (!absl::GetFlag(FLAGS_child).empty()) {
     setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
     TFM_ASSIGN_OR_RETURN(const Preset preset, Find(absl::GetFlag(FLAGS_child)));
-    return RunOurs(preset, device);
+    return RunOurs(preset, device, dtype);
   }
   if (device.is_cuda() && cuda::DeviceCount() <= device.index) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -309,6 +385,27 @@ absl::Status Main(int argc, char** argv) {
       "if g else \"no gpu\")'");
   TFM_ASSIGN_OR_RETURN(const std::string torch_line, Capture(torch_info));
   std::cout << "torch: " << torch_line;
+  std::cout << "dtype: " << DTypeName(dtype)
+            << (dtype == DType::kF32 ? ""
+                : dtype == DType::kBF16
+                    ? " (ours: bf16 compute, f32 master weights; torch: autocast bf16)"
+                    : " (ours: f16 compute, f32 master weights, dynamic loss scaling; torch: "
+                      "autocast f16, GradScaler)")
+            << "\n";
+  // MFU's denominators, on a GPU: the datasheet's dense peak and a large
+  // GEMM measured here.
+  double peak_tflops = 0, gemm_tflops = 0;
+  if (device.is_cuda()) {
+    TFM_ASSIGN_OR_RETURN(const bench::DevicePeak peak, bench::MeasureDevicePeak(device.index));
+    peak_tflops = peak.GemmPeakGflops(dtype, /*tf32=*/false) / 1e3;
+    TFM_ASSIGN_OR_RETURN(gemm_tflops, MeasureGemmTflops(device, dtype));
+    std::cout << "gpu: " << peak.info.name << "; " << peak.Summary() << "\n"
+              << absl::StrFormat("gpu peak for %s: %.1f TFLOP/s dense (datasheet); an 8192^3 "
+                                 "GEMM here: %.1f TFLOP/s (%.0f%% of it)\n",
+                                 DTypeName(dtype), peak_tflops, gemm_tflops,
+                                 peak_tflops > 0 ? 100 * gemm_tflops / peak_tflops : 0.0);
+  }
+  double last_mfu = 0;
 
   double best_ratio = 0;
   std::vector<std::string> summary;
@@ -325,7 +422,8 @@ absl::Status Main(int argc, char** argv) {
     TFM_ASSIGN_OR_RETURN(const std::string ours_out,
                          Capture(absl::StrCat(argv[0], " --child=", name, " --threads=", threads,
                                               " --steps=", absl::GetFlag(FLAGS_steps),
-                                              " --device=", device.ToString(), " --init_out=",
+                                              " --device=", device.ToString(),
+                                              " --dtype=", DTypeName(dtype), " --init_out=",
                                               init, " --profile_ops=",
                                               absl::GetFlag(FLAGS_profile_ops))));
     if (absl::GetFlag(FLAGS_profile_ops)) {
@@ -343,11 +441,12 @@ absl::Status Main(int argc, char** argv) {
       const std::string command = absl::StrFormat(
           "%s %s --threads %d --layers %d --d_model %d --d_ff %d --heads %d --vocab %d "
           "--batch %d --source_len %d --target_len %d --update_freq %d --steps %d --dropout %g "
-          "--device %s --init %s --mapping %s%s 2>/dev/null",
+          "--device %s --dtype %s --init %s --mapping %s%s 2>/dev/null",
           absl::GetFlag(FLAGS_peer_python), script, threads, preset.layers, preset.d_model,
           preset.d_ff, preset.heads, preset.vocab, preset.batch, preset.source_len,
           preset.target_len, preset.update_freq, absl::GetFlag(FLAGS_steps), kDropout,
-          device.is_cuda() ? absl::StrCat("cuda:", device.index) : "cpu", init, mapping,
+          device.is_cuda() ? absl::StrCat("cuda:", device.index) : "cpu", DTypeName(dtype), init,
+          mapping,
           compiled ? " --compile" : "");
       absl::StatusOr<std::string> json = Capture(command);
       if (!json.ok()) {
@@ -369,18 +468,23 @@ absl::Status Main(int argc, char** argv) {
     }
     // Same weights, same first batch, dropout off: the same loss, or the
     // timings below compare different work.
+    // bf16 keeps 8 bits of mantissa, f16 11: the two sides round at
+    // different points, so 16-bit losses agree to about a percent.
+    const double tolerance = dtype == DType::kF32 ? 1e-4 : 1e-2 * std::abs(ours.check_loss);
     bool agree = rows.size() > 1;
     for (size_t i = 1; i < rows.size(); ++i) {
       const double difference = std::abs(rows[i].check_loss - ours.check_loss);
       std::cout << absl::StrFormat(
-          "step-1 loss, dropout off, same weights: ours %.6f, %s %.6f, |difference| %.2e\n",
-          ours.check_loss, rows[i].side, rows[i].check_loss, difference);
-      agree = agree && difference <= 1e-4;
+          "step-1 loss, dropout off, same weights: ours %.6f, %s %.6f, |difference| %.2e "
+          "(at most %.2e)\n",
+          ours.check_loss, rows[i].side, rows[i].check_loss, difference, tolerance);
+      agree = agree && difference <= tolerance;
     }
     std::cout << "check: " << (agree ? "PASS" : "FAIL") << "\n";
     if (!agree) {
       return absl::FailedPreconditionError(absl::StrCat(
-          preset.name, ": the step-1 losses differ by more than 1e-4 (or no PyTorch row ran)"));
+          preset.name, ": the step-1 losses differ by more than ", tolerance,
+          " (or no PyTorch row ran)"));
     }
     std::cout << absl::StrFormat("%-14s %12s %9s %12s %18s %10s %8s\n", "side", "parameters",
                                  "tgt tok", "s/update", "(min..max)", "tgt tok/s",
@@ -401,6 +505,18 @@ absl::Status Main(int argc, char** argv) {
       fastest = std::max(fastest, rows[i].tokens_per_second());
     }
     if (fastest <= 0) return absl::UnavailableError("no PyTorch row ran");
+    if (device.is_cuda() && peak_tflops > 0) {
+      const double flops = ModelFlopsPerUpdate(preset, Batches(preset));
+      for (const Row& row : rows) {
+        const double tflops = flops / row.median / 1e12;
+        std::cout << absl::StrFormat(
+            "%s: %s model FLOPs %.3g per update, %.1f TFLOP/s: MFU %.1f%% of the %.0f TFLOP/s "
+            "datasheet peak (%.1f%% of the measured GEMM rate)\n",
+            preset.name, row.side, flops, tflops, 100 * tflops / peak_tflops, peak_tflops,
+            gemm_tflops > 0 ? 100 * tflops / gemm_tflops : 0.0);
+      }
+      last_mfu = 100 * flops / ours.median / 1e12 / peak_tflops;
+    }
     const double ratio = ours.tokens_per_second() / fastest;
     summary.push_back(absl::StrFormat("%s %.2f", preset.name, ratio));
     std::cout << absl::StrFormat("%s: train tokens/s ours/torch (fastest row): %.2f\n",
@@ -409,7 +525,12 @@ absl::Status Main(int argc, char** argv) {
   }
   std::filesystem::remove_all(scratch);
   std::cout << "\nper preset: " << absl::StrJoin(summary, ", ") << "\n";
-  std::cout << absl::StrFormat("train tokens/s ours/torch: %.2f\n", best_ratio);
+  if (device.is_cuda()) {
+    std::cout << absl::StrFormat("train tokens/s ours/torch (cuda): %.2f\n", best_ratio);
+    std::cout << absl::StrFormat("train MFU ours (cuda): %.1f%%\n", last_mfu);
+  } else {
+    std::cout << absl::StrFormat("train tokens/s ours/torch: %.2f\n", best_ratio);
+  }
   return absl::OkStatus();
 }
 

@@ -4,7 +4,7 @@ paper's Transformer with nn.Transformer, at the sizes the C++ binary gives.
 Usage: train_step_torch.py --threads N --layers L --d_model D --d_ff F --heads H
          --vocab V --batch B --source_len S --target_len T --update_freq U --steps K
          --dropout P --device cpu|cuda:N --init OURS.safetensors --mapping ours_to_torch.py
-         [--compile]
+         [--dtype f32|bf16|f16] [--compile]
 
 The model is the paper's: post-norm nn.Transformer (ReLU, dropout P at its
 sites: attention weights, after the ReLU, each sublayer's output, and the
@@ -16,6 +16,8 @@ the inverse-square-root schedule. The weights start as ours (--init, mapped
 by tools/python/ours_to_torch.py) and the batches are the ones the C++ side
 builds (same ids, same padding: see BatchIds), so both sides do the same
 work. Before timing: the first batch's loss with dropout off (check_loss).
+--dtype bf16 or f16 (CUDA): autocast to that dtype (f32 weights, Adam and
+loss), f16 with a GradScaler starting at 128 as ours (fairseq's default).
 Prints one JSON line: tokens/s, seconds per update, peak memory.
 """
 
@@ -40,6 +42,7 @@ def parse_args():
     p.add_argument("--mapping", required=True)
     p.add_argument("--warmup_updates", type=int, default=2)
     p.add_argument("--compile", action="store_true")
+    p.add_argument("--dtype", default="f32", choices=("f32", "bf16", "f16"))
     return p.parse_args()
 
 
@@ -140,6 +143,15 @@ def make_adam(params, device):
     return torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9), "for-loop"
 
 
+def autocast(device):
+    """Mixed precision for --dtype bf16 or f16; a no-op context for f32."""
+    import contextlib
+    if ARGS.dtype == "f32":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type,
+                          dtype=torch.bfloat16 if ARGS.dtype == "bf16" else torch.float16)
+
+
 def sync(device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -160,7 +172,7 @@ def main():
 
     # The check: batch 0's loss from our weights, dropout off, before timing.
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), autocast(device):
         src, tgt, tgt_in, src_pad, tgt_pad = batches[0]
         logits = model(src, tgt_in, src_pad, tgt_pad, causal)
         check_loss = float(F.cross_entropy(logits.reshape(-1, ARGS.vocab).float(),
@@ -175,17 +187,27 @@ def main():
     step_fn = model
     if ARGS.compile:
         step_fn = torch.compile(model)
+    scaler = (torch.cuda.amp.GradScaler(init_scale=128.0, growth_interval=2000)
+              if ARGS.dtype == "f16" else None)
 
     def update():
         opt.zero_grad(set_to_none=True)
         total = 0.0
         for src, tgt, tgt_in, src_pad, tgt_pad in batches:
-            logits = step_fn(src, tgt_in, src_pad, tgt_pad, causal)
-            loss = F.cross_entropy(logits.reshape(-1, ARGS.vocab), tgt.reshape(-1),
-                                   ignore_index=PAD, label_smoothing=0.1, reduction="sum")
-            (loss / tokens).backward()
+            with autocast(device):
+                logits = step_fn(src, tgt_in, src_pad, tgt_pad, causal)
+                loss = F.cross_entropy(logits.reshape(-1, ARGS.vocab).float(), tgt.reshape(-1),
+                                       ignore_index=PAD, label_smoothing=0.1, reduction="sum")
+            if scaler is not None:
+                scaler.scale(loss / tokens).backward()
+            else:
+                (loss / tokens).backward()
             total = total + loss.detach()
-        opt.step()
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
         sched.step()
         return total
 
@@ -207,6 +229,7 @@ def main():
     print(json.dumps({
         "torch_version": torch.__version__,
         "compiled": ARGS.compile,
+        "dtype": ARGS.dtype,
         "parameters": params,
         "target_tokens": tokens,
         "source_tokens": src_tokens,

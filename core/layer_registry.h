@@ -53,6 +53,10 @@ struct ForwardContext {
   // them in the cache (attention's keys and values), and positional
   // encodings start at that position. Null for whole sequences.
   DecodingCache* cache = nullptr;
+  // The pass's token ids were checked on the host (the model built them
+  // from a batch's host ids): gathers on a GPU skip their own check, and
+  // the wait for the GPU it costs.
+  bool ids_checked = false;
 };
 
 class Layer {

@@ -39,8 +39,9 @@ struct StepContext {
   bool training = true;
   uint64_t seed = 0;
   uint64_t counter = 0;  // Distinct for every batch of a run.
-  // Gradients are those of loss_scale * (summed loss). The trainer keeps 1
-  // and divides by the update's token count once all batches are in.
+  // Gradients are those of loss_scale * (summed loss). The trainer sets its
+  // dynamic loss scale (1 without one) over the update's target tokens, so
+  // each backward forms its share of the mean loss's gradient.
   float loss_scale = 1.0f;
 };
 

@@ -53,13 +53,16 @@ class EmbeddingLayer : public Layer {
     const Tensor& table = inputs[0];
     ids_ = inputs[1];
     vocab_ = table.dim(0);
-    TFM_ASSIGN_OR_RETURN(Tensor x, Embedding(table, ids_, scale_));
+    ids_checked_ = context.ids_checked;
+    TFM_ASSIGN_OR_RETURN(Tensor x, Embedding(table, ids_, scale_, ids_checked_));
     // A decoding step's tokens sit after those already decoded.
     const int64_t offset = context.cache != nullptr ? context.cache->position() : 0;
     if (positions_) {
       TFM_ASSIGN_OR_RETURN(position_ids_, PositionIds(offset, ids_.dim(1)));
       TFM_ASSIGN_OR_RETURN(const Tensor positions, ValueFor(*positions_, table.dtype()));
-      TFM_ASSIGN_OR_RETURN(position_rows_, Embedding(positions, position_ids_));
+      // PositionIds built them within the table.
+      TFM_ASSIGN_OR_RETURN(position_rows_,
+                           Embedding(positions, position_ids_, 1.0f, /*ids_checked=*/true));
       TFM_ASSIGN_OR_RETURN(x, Add(x, position_rows_));
     } else {
       TFM_ASSIGN_OR_RETURN(x, AddPositionalEncoding(x, offset));
@@ -73,10 +76,12 @@ class EmbeddingLayer : public Layer {
     if (positions_) {
       TFM_ASSIGN_OR_RETURN(Tensor d_rows, SumToShape(d_sum, position_rows_));
       TFM_ASSIGN_OR_RETURN(Tensor d_positions,
-                           EmbeddingBackward(position_ids_, d_rows, positions_->value.dim(0)));
+                           EmbeddingBackward(position_ids_, d_rows, positions_->value.dim(0),
+                                             1.0f, /*ids_checked=*/true));
       TFM_RETURN_IF_ERROR(AccumulateGrad(*positions_, d_positions));
     }
-    TFM_ASSIGN_OR_RETURN(Tensor d_table, EmbeddingBackward(ids_, d_sum, vocab_, scale_));
+    TFM_ASSIGN_OR_RETURN(Tensor d_table,
+                         EmbeddingBackward(ids_, d_sum, vocab_, scale_, ids_checked_));
     ids_ = position_ids_ = position_rows_ = Tensor();
     return std::vector<Tensor>{d_table, Tensor()};
   }
@@ -111,6 +116,7 @@ class EmbeddingLayer : public Layer {
   Tensor ids_, position_ids_;
   Tensor position_rows_;  // [len, d_model]: only its shape, for the broadcast add's backward.
   int64_t vocab_ = 0;
+  bool ids_checked_ = false;  // ForwardContext::ids_checked of the pass.
 };
 
 TFM_REGISTER_LAYER(LayerDef{

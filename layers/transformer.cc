@@ -1,6 +1,7 @@
 #include "layers/transformer.h"
 
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -30,7 +31,11 @@ struct Transformer::BatchTensors {
 
 // What the loss's backward needs from a forward pass.
 struct Transformer::ForwardResult {
-  LossStats stats;
+  // The loss's sums, left on the model's device: reading them waits for the
+  // forward pass, so a training step reads them only after its backward
+  // pass is queued (on a GPU the CPU queues backward while forward runs).
+  Tensor loss, nll, count;
+  int64_t source_tokens = 0;
   Tensor decoder_out;  // [batch * target_length, d_model]
   Tensor logits, targets, lse;
 };
@@ -44,6 +49,39 @@ absl::StatusOr<T> ScalarOnHost(const Tensor& scalar) {
     TFM_ASSIGN_OR_RETURN(host, CopyToDevice(scalar, Device::Cpu()));
   }
   return host.data<T>()[0];
+}
+
+// A forward pass's loss sums on the host.
+absl::StatusOr<LossStats> ReadStats(const Tensor& loss, const Tensor& nll, const Tensor& count,
+                                    int64_t source_tokens) {
+  LossStats stats;
+  TFM_ASSIGN_OR_RETURN(stats.loss, ScalarOnHost<float>(loss));
+  TFM_ASSIGN_OR_RETURN(stats.nll, ScalarOnHost<float>(nll));
+  TFM_ASSIGN_OR_RETURN(stats.target_tokens, ScalarOnHost<int64_t>(count));
+  stats.source_tokens = source_tokens;
+  return stats;
+}
+
+// Every token id of `batch` within the vocabulary, checked here on the host
+// where the ids are, so that the GPU's gathers need not check them and wait
+// (ForwardContext::ids_checked); a corpus encoded with another vocabulary
+// is the usual cause.
+absl::Status CheckIdsInVocabulary(const Batch& batch, int64_t vocabulary) {
+  for (const auto& [side, ids, length] :
+       {std::tuple<const char*, const std::vector<int>*, int>{"source", &batch.source,
+                                                               batch.source_length},
+        {"target", &batch.target, batch.target_length}}) {
+    for (size_t i = 0; i < ids->size(); ++i) {
+      const int id = (*ids)[i];
+      if (id < 0 || id >= vocabulary) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "batch: ", side, " token id ", id, " (row ", i / length, ", position ", i % length,
+            ") is outside the model's vocabulary of ", vocabulary,
+            " ids (data encoded with another vocabulary?)"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckBatch(const Batch& batch) {
@@ -115,6 +153,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const config::M
 
 absl::StatusOr<Transformer::BatchTensors> Transformer::ToTensors(const Batch& batch) const {
   TFM_RETURN_IF_ERROR(CheckBatch(batch));
+  TFM_RETURN_IF_ERROR(CheckIdsInVocabulary(batch, vocabulary_.size));
   const int rows = batch.size, target_length = batch.target_length;
   std::vector<int32_t> decoder_input(batch.target.size());
   for (int r = 0; r < rows; ++r) {
@@ -146,6 +185,8 @@ absl::StatusOr<Transformer::BatchTensors> Transformer::ToTensors(const Batch& ba
 
 absl::StatusOr<Tensor> Transformer::DecoderOutput(ForwardContext& context,
                                                   const BatchTensors& tensors) {
+  // ToTensors checked the ids on the host.
+  context.ids_checked = true;
   // Once per pass, after any update or checkpoint load since the last: the
   // tables' dtype sets the pass's, and every layer downstream follows it.
   TFM_RETURN_IF_ERROR(RoundComputeCopies(Parameters(), compute_dtype_));
@@ -192,13 +233,15 @@ absl::StatusOr<Transformer::ForwardResult> Transformer::Forward(ForwardContext& 
   TFM_ASSIGN_OR_RETURN(result.decoder_out, DecoderOutput(context, tensors));
   TFM_ASSIGN_OR_RETURN(const Tensor table, ValueFor(TargetTable(), result.decoder_out.dtype()));
   TFM_ASSIGN_OR_RETURN(result.logits, TiedProjection(result.decoder_out, table));
-  const CrossEntropyOptions options{model_.label_smoothing(), vocabulary_.pad_id};
+  // ToTensors checked the targets on the host.
+  const CrossEntropyOptions options{model_.label_smoothing(), vocabulary_.pad_id,
+                                    /*targets_checked=*/true};
   TFM_ASSIGN_OR_RETURN(CrossEntropyOutput loss,
                        LabelSmoothedCrossEntropy(result.logits, tensors.targets, options));
-  TFM_ASSIGN_OR_RETURN(result.stats.loss, ScalarOnHost<float>(loss.loss));
-  TFM_ASSIGN_OR_RETURN(result.stats.nll, ScalarOnHost<float>(loss.nll));
-  TFM_ASSIGN_OR_RETURN(result.stats.target_tokens, ScalarOnHost<int64_t>(loss.count));
-  result.stats.source_tokens = batch.source_tokens();
+  result.loss = loss.loss;
+  result.nll = loss.nll;
+  result.count = loss.count;
+  result.source_tokens = batch.source_tokens();
   result.targets = tensors.targets;
   result.lse = loss.lse;
   return result;
@@ -209,7 +252,8 @@ absl::StatusOr<LossStats> Transformer::ForwardBackward(const Batch& batch,
   Generator rng(step.seed, step.counter);
   ForwardContext context{step.training, &rng};
   TFM_ASSIGN_OR_RETURN(ForwardResult forward, Forward(context, batch));
-  const CrossEntropyOptions options{model_.label_smoothing(), vocabulary_.pad_id};
+  const CrossEntropyOptions options{model_.label_smoothing(), vocabulary_.pad_id,
+                                    /*targets_checked=*/true};
   TFM_ASSIGN_OR_RETURN(Tensor d_loss, Fill({}, step.loss_scale, DType::kF32, device_));
   TFM_ASSIGN_OR_RETURN(Tensor d_logits,
                        LabelSmoothedCrossEntropyBackward(forward.logits, forward.targets,
@@ -240,13 +284,13 @@ absl::StatusOr<LossStats> Transformer::ForwardBackward(const Batch& batch,
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> source_grads,
                        source_embedding_->Backward({encoder_grads[0]}));
   TFM_RETURN_IF_ERROR(AccumulateGrad(source_table_, source_grads[0]));
-  return forward.stats;
+  return ReadStats(forward.loss, forward.nll, forward.count, forward.source_tokens);
 }
 
 absl::StatusOr<LossStats> Transformer::Evaluate(const Batch& batch) {
   ForwardContext context{/*training=*/false, /*rng=*/nullptr};
   TFM_ASSIGN_OR_RETURN(ForwardResult forward, Forward(context, batch));
-  return forward.stats;
+  return ReadStats(forward.loss, forward.nll, forward.count, forward.source_tokens);
 }
 
 absl::Status Transformer::SetComputeDType(DType dtype) {

@@ -198,6 +198,22 @@ TEST(TransformerTest, RejectsBadVocabulariesAndBatches) {
   Batch batch = MakeBatch(kExamples);
   batch.source.pop_back();
   EXPECT_EQ(transformer->Evaluate(batch).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Ids outside the vocabulary are found on the host, before any gather
+  // (so that a GPU's gathers need not check and wait), naming where.
+  Batch outside = MakeBatch(kExamples);
+  outside.target[outside.target_length + 1] = kVocab;  // Row 1, position 1.
+  const absl::Status status = transformer->ForwardBackward(outside, StepContext{}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("batch: target token id 13 (row 1, position 1) is outside the "
+                                  "model's vocabulary of 13 ids"),
+            std::string::npos)
+      << status;
+  outside = MakeBatch(kExamples);
+  outside.source[2] = -1;
+  EXPECT_NE(transformer->Evaluate(outside).status().message().find(
+                "batch: source token id -1 (row 0, position 2)"),
+            std::string::npos);
 }
 
 }  // namespace

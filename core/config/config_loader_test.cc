@@ -182,6 +182,37 @@ TEST(ConfigLoaderTest, TrainingDTypeMustHaveKernelsOnTheDevice) {
   EXPECT_TRUE(ValidateTaskConfig(loaded).ok()) << ValidateTaskConfig(loaded);
 }
 
+TEST(ConfigLoaderTest, LossScalingNeedsAModeAndAPowerOfTwo) {
+  LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\n"
+      "train {\n"
+      "  loss_scaling: \"static\"\n"
+      "  initial_loss_scale: 100\n"
+      "  min_loss_scale: 0\n"
+      "}\n",
+      "s.pbtxt");
+  const absl::Status status = ValidateTaskConfig(loaded);
+  EXPECT_NE(status.message().find("s.pbtxt:3: train.loss_scaling: \"static\" is not \"auto\", "
+                                  "\"dynamic\" or \"off\""),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("s.pbtxt:4: train.initial_loss_scale: must be a power of two"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("s.pbtxt:5: train.min_loss_scale: must be positive"),
+            std::string::npos)
+      << status;
+  ASSERT_TRUE(ApplyOverride("train.loss_scaling=dynamic", &loaded).ok());
+  ASSERT_TRUE(ApplyOverride("train.initial_loss_scale=0.5", &loaded).ok());
+  ASSERT_TRUE(ApplyOverride("train.min_loss_scale=1", &loaded).ok());
+  EXPECT_NE(ValidateTaskConfig(loaded).message().find(
+                "train.min_loss_scale: 1 exceeds train.initial_loss_scale 0.5"),
+            std::string::npos)
+      << ValidateTaskConfig(loaded);
+  ASSERT_TRUE(ApplyOverride("train.initial_loss_scale=65536", &loaded).ok());
+  EXPECT_TRUE(ValidateTaskConfig(loaded).ok()) << ValidateTaskConfig(loaded);
+}
+
 TEST(ConfigLoaderTest, AveragingNeedsCheckpoints) {
   const LoadedConfig loaded = *ParseTaskConfig(
       "task: \"translation\"\n"

@@ -122,6 +122,36 @@ void CheckModel(const config::ModelConfig& model, Problems& problems) {
   problems.RequirePositive("model.layer_norm_epsilon", model.layer_norm_epsilon());
 }
 
+// Whether `scale` is 2^k within f32's normal range (so is 1 / scale):
+// multiplying f32 gradients by it, and by its inverse, is then exact.
+bool IsPowerOfTwoScale(double scale) {
+  if (!(scale > 0) || !std::isfinite(scale)) return false;
+  int exponent = 0;
+  const double mantissa = std::frexp(scale, &exponent);  // 0.5 * 2^exponent.
+  return mantissa == 0.5 && exponent - 1 >= -126 && exponent - 1 <= 127;
+}
+
+void CheckLossScaling(const config::TrainConfig& train, Problems& problems) {
+  const std::string& mode = train.loss_scaling();
+  if (mode != "auto" && mode != "dynamic" && mode != "off") {
+    problems.Add("train.loss_scaling",
+                 absl::StrCat("\"", mode, "\" is not \"auto\", \"dynamic\" or \"off\""));
+  }
+  if (!IsPowerOfTwoScale(train.initial_loss_scale())) {
+    problems.Add("train.initial_loss_scale",
+                 absl::StrCat("must be a power of two (such as 128, fairseq's default), so that "
+                              "scaling the loss and unscaling the gradients are exact; got ",
+                              train.initial_loss_scale()));
+  }
+  problems.RequirePositive("train.loss_scale_window", train.loss_scale_window());
+  problems.RequirePositive("train.min_loss_scale", train.min_loss_scale());
+  if (train.min_loss_scale() > train.initial_loss_scale()) {
+    problems.Add("train.min_loss_scale",
+                 absl::StrCat(train.min_loss_scale(), " exceeds train.initial_loss_scale ",
+                              train.initial_loss_scale()));
+  }
+}
+
 void CheckTrain(const config::TrainConfig& train, Problems& problems) {
   problems.RequireProbability("train.adam.beta1", train.adam().beta1());
   problems.RequireProbability("train.adam.beta2", train.adam().beta2());
@@ -138,6 +168,7 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
   problems.RequireNonNegative("train.validate_bleu_sentences", train.validate_bleu_sentences());
   problems.RequireNonEmpty("train.best_checkpoint_metric", train.best_checkpoint_metric());
   problems.RequireProbability("train.cooldown_fraction", train.cooldown_fraction());
+  CheckLossScaling(train, problems);
   if (train.average_last_checkpoints() > 1 && train.checkpoint_every_minutes() <= 0 &&
       train.checkpoint_every_steps() <= 0) {
     problems.Add("train.average_last_checkpoints",

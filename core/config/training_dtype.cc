@@ -9,7 +9,7 @@ bool CanTrainIn(DeviceType device, DType dtype) {
     case DeviceType::kCPU:
       return dtype == DType::kF32;
     case DeviceType::kCUDA:
-      return dtype == DType::kF32 || dtype == DType::kBF16;
+      return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
   }
   return false;
 }
@@ -19,7 +19,7 @@ const char* TrainingDTypesOn(DeviceType device) {
     case DeviceType::kCPU:
       return "the CPU kernels compute in f32 only";
     case DeviceType::kCUDA:
-      return "CUDA trains in f32 or bf16 (f16 needs dynamic loss scaling, not implemented yet)";
+      return "CUDA trains in f32, bf16, or f16 (with dynamic loss scaling, train.loss_scaling)";
   }
   return "unknown device type";
 }

@@ -88,14 +88,17 @@ absl::StatusOr<double> ClipGradNorm(absl::Span<const Tensor> grads, double max_n
     if (std::isnan(norm)) return norm;
   }
   const double coefficient = max_norm / (norm + 1e-6);
-  if (coefficient < 1.0) {
-    Attrs attrs;
-    attrs.Set("factor", coefficient);
-    for (const Tensor& grad : grads) {
-      TFM_RETURN_IF_ERROR(RunOp("scale_in_place", {grad}, attrs).status());
-    }
-  }
+  if (coefficient < 1.0) TFM_RETURN_IF_ERROR(ScaleInPlace(grads, coefficient));
   return norm;
+}
+
+absl::Status ScaleInPlace(absl::Span<const Tensor> tensors, double factor) {
+  Attrs attrs;
+  attrs.Set("factor", factor);
+  for (const Tensor& tensor : tensors) {
+    TFM_RETURN_IF_ERROR(RunOp("scale_in_place", {tensor}, attrs).status());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tfm

@@ -30,6 +30,11 @@ absl::StatusOr<double> ReadSumOfSquares(const Tensor& sum_of_squares);
 // gradients on one device, read back and added in double.
 absl::StatusOr<double> GlobalGradNorm(absl::Span<const Tensor> grads);
 
+// Every tensor of `tensors` multiplied by `factor` in place (scale_in_place,
+// one launch per tensor): clipping, and the unscaling of dynamic loss
+// scaling (a power of two, so exact).
+absl::Status ScaleInPlace(absl::Span<const Tensor> tensors, double factor);
+
 // Returns the global norm before clipping; when it exceeds max_norm, scales
 // every gradient in place by max_norm / (norm + 1e-6) (torch's formula). A
 // non-finite norm is InvalidArgument with error_if_nonfinite, else returned

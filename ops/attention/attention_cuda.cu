@@ -2,6 +2,7 @@
 // mask preparation, the backward's delta and its dQ conversion), and the
 // choice of kernel family for a problem.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -72,12 +73,17 @@ __global__ void RowDotsKernel(const T* a, const T* b, int64_t rows, int64_t d, f
   }
 }
 
-__global__ void ToBFloat16Kernel(const float* in, int64_t count, __nv_bfloat16* out) {
+// The f32 dQ sums rounded to the 16-bit element type.
+template <typename T>
+__global__ void NarrowKernel(const float* in, int64_t count, T* out) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    out[i] = FromFloat<__nv_bfloat16>(in[i]);
+    out[i] = FromFloat<T>(in[i]);
   }
 }
+
+// q, k, v ... are 16 bits wide: dQ is summed in an f32 workspace.
+bool SixteenBit(const AttentionCudaProblem& p) { return p.bf16 || p.f16; }
 
 // Whether the tensor-core kernels take the problem: bf16, a head size they
 // are built for, a positive scale (they take row maxima of unscaled
@@ -156,8 +162,8 @@ const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const vo
 
 int64_t AttentionBackwardWorkspaceFloats(const AttentionCudaProblem& p) {
   const int64_t rows = p.batch * p.heads * p.q_len;
-  // delta, and for bf16 the f32 dQ that the atomics add into.
-  return rows + (p.bf16 ? rows * p.d_k : 0);
+  // delta, and for bf16 and f16 the f32 dQ that the atomics add into.
+  return rows + (SixteenBit(p) ? rows * p.d_k : 0);
 }
 
 const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q, const void* k,
@@ -167,7 +173,7 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   const int64_t rows = p.batch * p.heads * p.q_len;
   float* delta = workspace;
-  float* dq_accum = p.bf16 ? workspace + rows : static_cast<float*>(dq);
+  float* dq_accum = SixteenBit(p) ? workspace + rows : static_cast<float*>(dq);
   if (rows > 0) {
     const cudaError_t error =
         cudaMemsetAsync(dq_accum, 0, rows * p.d_k * sizeof(float), cuda_stream);
@@ -176,6 +182,9 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
       RowDotsKernel<<<GridFor(rows * 32), kThreads, 0, cuda_stream>>>(
           static_cast<const __nv_bfloat16*>(d_out), static_cast<const __nv_bfloat16*>(out), rows,
           p.d_v, delta);
+    } else if (p.f16) {
+      RowDotsKernel<<<GridFor(rows * 32), kThreads, 0, cuda_stream>>>(
+          static_cast<const __half*>(d_out), static_cast<const __half*>(out), rows, p.d_v, delta);
     } else {
       RowDotsKernel<<<GridFor(rows * 32), kThreads, 0, cuda_stream>>>(
           static_cast<const float*>(d_out), static_cast<const float*>(out), rows, p.d_v, delta);
@@ -187,9 +196,14 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
   if (const char* error = backward(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, cuda_stream)) {
     return error;
   }
-  if (p.bf16 && rows * p.d_k > 0) {
-    ToBFloat16Kernel<<<GridFor(rows * p.d_k), kThreads, 0, cuda_stream>>>(
-        dq_accum, rows * p.d_k, static_cast<__nv_bfloat16*>(dq));
+  if (SixteenBit(p) && rows * p.d_k > 0) {
+    if (p.bf16) {
+      NarrowKernel<<<GridFor(rows * p.d_k), kThreads, 0, cuda_stream>>>(
+          dq_accum, rows * p.d_k, static_cast<__nv_bfloat16*>(dq));
+    } else {
+      NarrowKernel<<<GridFor(rows * p.d_k), kThreads, 0, cuda_stream>>>(dq_accum, rows * p.d_k,
+                                                                        static_cast<__half*>(dq));
+    }
     return LastLaunchError();
   }
   return nullptr;

@@ -28,7 +28,11 @@ struct AttentionCudaProblem {
   // [batch] on the device with key_bias: whether item b has padding before
   // its key end. Without, the key end says it all and the bias is skipped.
   const int32_t* key_has_holes = nullptr;
-  bool bf16 = false;  // Element type of q, k, v, out, d_out, dq, dk, dv.
+  // Element type of q, k, v, out, d_out, dq, dk, dv: bf16, f16 (__half) or
+  // neither (f32). f16 runs on the CUDA-core kernels (the tensor-core and
+  // decode kernels are bf16 and f32 only): f16 is for GPUs without bf16.
+  bool bf16 = false;
+  bool f16 = false;
 };
 
 // Every launcher returns nullptr or the CUDA error text; all run on `stream`.

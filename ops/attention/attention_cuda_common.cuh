@@ -4,6 +4,7 @@
 #define TFM_OPS_ATTENTION_ATTENTION_CUDA_COMMON_CUH_
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -18,6 +19,7 @@ constexpr float kNegInf = -__builtin_huge_valf();
 
 __device__ __forceinline__ float ToFloat(float x) { return x; }
 __device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float ToFloat(__half x) { return __half2float(x); }
 
 template <typename T>
 __device__ __forceinline__ T FromFloat(float x);
@@ -28,6 +30,10 @@ __device__ __forceinline__ float FromFloat<float>(float x) {
 template <>
 __device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
+}
+template <>
+__device__ __forceinline__ __half FromFloat<__half>(float x) {
+  return __float2half_rn(x);
 }
 
 __device__ __forceinline__ int64_t MinI64(int64_t a, int64_t b) { return a < b ? a : b; }

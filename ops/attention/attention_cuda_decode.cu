@@ -351,6 +351,7 @@ bool AttentionDecodeTakes(const AttentionCudaProblem& p,
   if (p.batch < 1 || p.heads < 1 || p.q_len < 1 || p.q_len > kMaxAttentionDecodeQueries) {
     return false;
   }
+  if (p.f16) return false;  // bf16 and f32 kernels only.
   if (p.dropout > 0.0f || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) {
     return false;
   }

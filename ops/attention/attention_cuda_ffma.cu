@@ -1,5 +1,5 @@
-// Attention on CUDA cores with fp32 arithmetic: the f32 path, and the bf16
-// path for head sizes the tensor-core kernels do not take.
+// Attention on CUDA cores with fp32 arithmetic: the f32 path, the f16 path,
+// and the bf16 path for head sizes the tensor-core kernels do not take.
 //
 // Flash attention 2 with square tiles of kTile queries x kTile keys held in
 // shared memory as floats (rows padded by one word, so that a warp reading
@@ -300,6 +300,10 @@ const char* ForwardFfma(const AttentionCudaProblem& p, const void* q, const void
     return SmallHeads(p) ? ForwardTyped<__nv_bfloat16, 32>(p, q, k, v, out, lse, stream)
                          : ForwardTyped<__nv_bfloat16, 16>(p, q, k, v, out, lse, stream);
   }
+  if (p.f16) {
+    return SmallHeads(p) ? ForwardTyped<__half, 32>(p, q, k, v, out, lse, stream)
+                         : ForwardTyped<__half, 16>(p, q, k, v, out, lse, stream);
+  }
   return SmallHeads(p) ? ForwardTyped<float, 32>(p, q, k, v, out, lse, stream)
                        : ForwardTyped<float, 16>(p, q, k, v, out, lse, stream);
 }
@@ -312,6 +316,11 @@ const char* BackwardFfma(const AttentionCudaProblem& p, const void* q, const voi
                                                             dk, dv, stream)
                          : BackwardTyped<__nv_bfloat16, 16>(p, q, k, v, lse, delta, d_out, dq_accum,
                                                             dk, dv, stream);
+  }
+  if (p.f16) {
+    return SmallHeads(p)
+               ? BackwardTyped<__half, 32>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream)
+               : BackwardTyped<__half, 16>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
   }
   return SmallHeads(p)
              ? BackwardTyped<float, 32>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream)

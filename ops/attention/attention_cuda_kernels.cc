@@ -1,5 +1,5 @@
 // Registers the CUDA kernels of scaled_dot_product_attention and its
-// backward (linked only in builds with CUDA), f32 and bf16: parses the
+// backward (linked only in builds with CUDA), f32, bf16 and f16: parses the
 // attributes, turns the key mask into the kernels' form, allocates the
 // outputs and workspaces on the device and picks the kernels (cuDNN's, the
 // decode kernel for few query rows, or the flash-attention tiles).
@@ -56,6 +56,7 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
   problem.stream = params.dropout_state.stream;
   problem.offset = params.dropout_state.offset;
   problem.bf16 = context.dtype() == DType::kBF16;
+  problem.f16 = context.dtype() == DType::kF16;
   if (params.key_mask == KeyMaskKind::kNone) return cuda;
 
   const bool is_lengths = params.key_mask == KeyMaskKind::kLengths;
@@ -207,9 +208,9 @@ absl::Status AttentionBackwardCuda(KernelContext& context) {
 }
 
 TFM_REGISTER_KERNELS("scaled_dot_product_attention", DeviceType::kCUDA, AttentionForwardCuda,
-                     DType::kF32, DType::kBF16);
+                     DType::kF32, DType::kBF16, DType::kF16);
 TFM_REGISTER_KERNELS("scaled_dot_product_attention_backward", DeviceType::kCUDA,
-                     AttentionBackwardCuda, DType::kF32, DType::kBF16);
+                     AttentionBackwardCuda, DType::kF32, DType::kBF16, DType::kF16);
 
 }  // namespace
 }  // namespace tfm

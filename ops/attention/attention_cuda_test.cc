@@ -52,28 +52,39 @@ Tensor Normal(const Shape& shape, uint64_t stream) {
 }
 
 // `t` (host f32) rounded to bf16, as a bf16 tensor and back in f32.
-Tensor ToBFloat16(const Tensor& t) {
-  std::vector<BFloat16> values;
-  for (float x : t.span<float>()) values.push_back(BFloat16(x));
-  return *Tensor::FromVector<BFloat16>(values, t.shape());
+// Host f32 values rounded to `dtype` (f32, bf16 or f16).
+template <typename T>
+Tensor RoundTo(const Tensor& t) {
+  std::vector<T> values;
+  for (float x : t.span<float>()) values.push_back(T(x));
+  return *Tensor::FromVector<T>(values, t.shape());
+}
+Tensor Rounded(const Tensor& t, DType dtype) {
+  if (dtype == DType::kBF16) return RoundTo<BFloat16>(t);
+  if (dtype == DType::kF16) return RoundTo<Half>(t);
+  return t;
 }
 
-Tensor ToFloat(const Tensor& t) {
-  if (t.dtype() == DType::kF32) return t;
+template <typename T>
+Tensor WidenFrom(const Tensor& t) {
   std::vector<float> values;
-  for (BFloat16 x : t.span<BFloat16>()) values.push_back(static_cast<float>(x));
+  for (T x : t.span<T>()) values.push_back(static_cast<float>(x));
   return *Tensor::FromVector<float>(values, t.shape());
+}
+Tensor ToFloat(const Tensor& t) {
+  if (t.dtype() == DType::kBF16) return WidenFrom<BFloat16>(t);
+  if (t.dtype() == DType::kF16) return WidenFrom<Half>(t);
+  return t;
 }
 
 // Host f32 values as `dtype` on `device`.
 Tensor OnDevice(const Tensor& t, DType dtype, const Device& device) {
-  return *CopyToDevice(dtype == DType::kBF16 ? ToBFloat16(t) : t, device);
+  return *CopyToDevice(Rounded(t, dtype), device);
 }
 
-// Host f32 values as the CUDA kernel will see them (rounded for bf16).
-Tensor AsSeen(const Tensor& t, DType dtype) {
-  return dtype == DType::kBF16 ? ToFloat(ToBFloat16(t)) : t;
-}
+// Host f32 values as the CUDA kernel will see them (rounded for bf16 and
+// f16).
+Tensor AsSeen(const Tensor& t, DType dtype) { return ToFloat(Rounded(t, dtype)); }
 
 Tensor ToHostFloat(const Tensor& t) { return ToFloat(*CopyToDevice(t, Device::Cpu())); }
 
@@ -131,7 +142,7 @@ void ExpectCudaMatchesCpu(const Case& c, DType dtype) {
 
   // f32: only the order of the sums differs. bf16: the kernels round P and
   // their outputs to bf16 (8 bits of mantissa).
-  const bool bf16 = dtype == DType::kBF16;
+  const bool bf16 = dtype != DType::kF32;  // Or f16: bf16's bounds hold it.
   const Tolerance value{.atol = bf16 ? 2e-2 : 2e-5, .rtol = bf16 ? 2e-2 : 2e-5};
   // Gradients that cancel to ~0 (dq and dk when one key takes all the
   // weight) leave only rounding noise on both sides: the absolute tolerance
@@ -371,7 +382,7 @@ void ExpectDecodeMatchesCpu(const DecodeCase& c, DType dtype) {
   const Tensor out = ToHostFloat(cuda->out), lse = ToHostFloat(cuda->lse);
   std::printf("decode %s: max |out diff| %.2e, max |lse diff| %.2e\n", what.c_str(),
               MaxAbsDiff(out, cpu->out), MaxAbsDiff(lse, cpu->lse));
-  const bool bf16 = dtype == DType::kBF16;
+  const bool bf16 = dtype != DType::kF32;  // Or f16: bf16's bounds hold it.
   const Tolerance tolerance{.atol = bf16 ? 1e-2 : 1e-5, .rtol = bf16 ? 1e-2 : 1e-5};
   EXPECT_TRUE(AllClose(out, cpu->out, tolerance));
   EXPECT_TRUE(AllClose(lse, cpu->lse, tolerance));
@@ -518,7 +529,7 @@ TEST(AttentionCudaSpeed, DISABLED_BFloat16HeadSize64) {
 
 // Runs everywhere: the CPU kernels are f32 only, and say so.
 TEST(AttentionCudaTest, BFloat16OnCpuIsRejected) {
-  const Tensor q = ToBFloat16(Normal({1, 1, 4, 8}, 1));
+  const Tensor q = Rounded(Normal({1, 1, 4, 8}, 1), DType::kBF16);
   absl::StatusOr<AttentionOutput> out = ScaledDotProductAttention(q, q, q);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("no kernel for CPU/bf16"), std::string::npos)
@@ -539,7 +550,8 @@ TEST(AttentionBackendTest, ResolvesSettings) {
   EXPECT_FALSE(AttentionBackendFor(attrs).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, AttentionCudaTest, ::testing::Values(DType::kF32, DType::kBF16),
+INSTANTIATE_TEST_SUITE_P(DTypes, AttentionCudaTest,
+                         ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(DTypeName(info.param));
                          });

@@ -26,7 +26,7 @@ TFM_REGISTER_OP(OpDef{
     .name = "label_smoothed_cross_entropy",
     .inputs = {"logits", "targets"},
     .outputs = {"loss", "nll", "count", "lse"},
-    .attrs = {"epsilon", "padding_index"},
+    .attrs = {"epsilon", "padding_index", "targets_checked"},
     .doc = "sum over tokens of (1 - eps) * nll + eps / V * sum_j -log p_j; padding ignored",
     .validate = ValidateLogitsAndTargets,
 });
@@ -35,7 +35,7 @@ TFM_REGISTER_OP(OpDef{
     .name = "label_smoothed_cross_entropy_backward",
     .inputs = {"logits", "targets", "lse", "d_loss"},
     .outputs = {"d_logits"},
-    .attrs = {"epsilon", "padding_index"},
+    .attrs = {"epsilon", "padding_index", "targets_checked"},
     .doc = "d_logits = d_loss * (softmax(logits) - smoothed one-hot(targets))",
     .validate =
         [](const KernelContext& context) {
@@ -56,6 +56,7 @@ Attrs CrossEntropyAttrs(const CrossEntropyOptions& options) {
   Attrs attrs;
   attrs.Set("epsilon", static_cast<double>(options.epsilon))
       .Set("padding_index", options.padding_index);
+  if (options.targets_checked) attrs.Set("targets_checked", true);
   return attrs;
 }
 

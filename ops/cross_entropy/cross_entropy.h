@@ -23,6 +23,11 @@ namespace tfm {
 struct CrossEntropyOptions {
   float epsilon = 0.1f;        // In [0, 1].
   int64_t padding_index = -1;  // Targets equal to it are ignored; -1: none.
+  // The caller has checked every target on the host (a model building them
+  // from a batch's host ids): the CUDA kernels skip reading back their own
+  // check, a wait for the GPU per call. An unchecked bad target is still
+  // never read past its row.
+  bool targets_checked = false;
 };
 
 struct CrossEntropyOutput {
@@ -32,7 +37,7 @@ struct CrossEntropyOutput {
   Tensor lse;    // f32 [N], log-sum-exp per row: saved for backward.
 };
 
-// logits f32 [N, V] (or bf16 on CUDA, reduced in f32), targets i32 or i64
+// logits f32 [N, V] (or bf16 or f16 on CUDA, reduced in f32), targets i32 or i64
 // [N], each in [0, V) or padding. On CUDA the target check waits for the
 // stream.
 absl::StatusOr<CrossEntropyOutput> LabelSmoothedCrossEntropy(

@@ -164,10 +164,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Waits for the stream and fills *check from the flag.
+// Waits for the stream and fills *check from the flag; with no `check` (the
+// caller checked the targets), neither.
 template <typename Target>
 const char* ReadCheck(const unsigned long long* flag, const Target* targets, cudaStream_t stream,
                       TargetCheck* check) {
+  if (check == nullptr) return nullptr;
   unsigned long long bad_row = kNoBadRow;
   if (const char* error = ErrorText(
           cudaMemcpyAsync(&bad_row, flag, sizeof(bad_row), cudaMemcpyDeviceToHost, stream))) {
@@ -247,6 +249,8 @@ const char* LaunchCrossEntropyBackward(const T* logits, const Target* targets, c
       uint64_t*, TargetCheck*, StreamHandle)
 TFM_INSTANTIATE_CROSS_ENTROPY_CUDA(float, int32_t);
 TFM_INSTANTIATE_CROSS_ENTROPY_CUDA(float, int64_t);
+TFM_INSTANTIATE_CROSS_ENTROPY_CUDA(Half, int32_t);
+TFM_INSTANTIATE_CROSS_ENTROPY_CUDA(Half, int64_t);
 TFM_INSTANTIATE_CROSS_ENTROPY_CUDA(BFloat16, int32_t);
 TFM_INSTANTIATE_CROSS_ENTROPY_CUDA(BFloat16, int64_t);
 

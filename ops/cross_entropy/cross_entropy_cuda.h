@@ -1,9 +1,10 @@
 // Launchers of label_smoothed_cross_entropy's CUDA kernels (plain C++:
-// included by host code). T is the logits' host element type (float or
+// included by host code). T is the logits' host element type (float, Half or
 // BFloat16; declarations suffice), Target int32_t or int64_t. Each returns
 // nullptr or the CUDA error text. A target that is neither padding_index nor
 // in [0, vocab) is reported in *check (the first such row, else -1): the
 // launchers wait for the stream to learn it, as the CPU kernels fail on it.
+// A null `check` (targets the caller checked) skips that wait.
 #ifndef TFM_OPS_CROSS_ENTROPY_CROSS_ENTROPY_CUDA_H_
 #define TFM_OPS_CROSS_ENTROPY_CROSS_ENTROPY_CUDA_H_
 

@@ -1,5 +1,5 @@
 // Registers label_smoothed_cross_entropy's CUDA kernels (linked only in
-// builds with CUDA): f32 and bf16 logits (and d_logits), i32 or i64 targets;
+// builds with CUDA): f32, f16 and bf16 logits (and d_logits), i32 or i64 targets;
 // the loss terms, the lse and d_loss stay f32.
 #include "core/op_registry.h"
 #include "core/status_macros.h"
@@ -16,6 +16,12 @@ absl::Status LaunchAndTargetStatus(const KernelContext& context, const CrossEntr
   TFM_RETURN_IF_ERROR(CudaLaunchStatus(context, error));
   if (check.bad_row >= 0) return BadTargetError(context, args, check.bad_row, check.bad_target);
   return absl::OkStatus();
+}
+
+// Where the launcher reads its target check back into: nowhere (no wait)
+// when the caller checked the targets.
+TargetCheck* CheckFor(const CrossEntropyKernelArgs& args, TargetCheck* check) {
+  return args.targets_checked ? nullptr : check;
 }
 
 CrossEntropyCudaShape CudaShape(const CrossEntropyKernelArgs& args) {
@@ -38,7 +44,8 @@ absl::Status CrossEntropyCuda(KernelContext& context) {
   const char* error = LaunchCrossEntropy<T, Target>(
       context.input(0).data<T>(), context.input(1).data<Target>(), CudaShape(args),
       loss->data<float>(), nll->data<float>(), count->data<int64_t>(), lse->data<float>(),
-      reinterpret_cast<uint64_t*>(workspace.data<int64_t>()), &check, context.stream());
+      reinterpret_cast<uint64_t*>(workspace.data<int64_t>()), CheckFor(args, &check),
+      context.stream());
   return LaunchAndTargetStatus(context, args, error, check);
 }
 
@@ -52,7 +59,8 @@ absl::Status CrossEntropyBackwardCuda(KernelContext& context) {
   const char* error = LaunchCrossEntropyBackward<T, Target>(
       context.input(0).data<T>(), context.input(1).data<Target>(), context.input(2).data<float>(),
       context.input(3).data<float>(), CudaShape(args), d_logits->data<T>(),
-      reinterpret_cast<uint64_t*>(flag.data<int64_t>()), &check, context.stream());
+      reinterpret_cast<uint64_t*>(flag.data<int64_t>()), CheckFor(args, &check),
+      context.stream());
   return LaunchAndTargetStatus(context, args, error, check);
 }
 
@@ -71,9 +79,9 @@ absl::Status CrossEntropyBackwardByTargets(KernelContext& context) {
 }
 
 TFM_REGISTER_TYPED_KERNELS("label_smoothed_cross_entropy", DeviceType::kCUDA, CrossEntropyByTargets,
-                           float, BFloat16);
+                           float, Half, BFloat16);
 TFM_REGISTER_TYPED_KERNELS("label_smoothed_cross_entropy_backward", DeviceType::kCUDA,
-                           CrossEntropyBackwardByTargets, float, BFloat16);
+                           CrossEntropyBackwardByTargets, float, Half, BFloat16);
 
 }  // namespace
 }  // namespace tfm

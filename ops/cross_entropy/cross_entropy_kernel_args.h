@@ -14,6 +14,7 @@ namespace tfm {
 struct CrossEntropyKernelArgs {
   int64_t rows, vocab, padding_index;
   float epsilon;
+  bool targets_checked;  // CrossEntropyOptions::targets_checked.
 };
 
 inline absl::StatusOr<CrossEntropyKernelArgs> ReadCrossEntropyKernelArgs(
@@ -24,6 +25,8 @@ inline absl::StatusOr<CrossEntropyKernelArgs> ReadCrossEntropyKernelArgs(
   TFM_ASSIGN_OR_RETURN(double epsilon, context.attrs().GetOr<double>("epsilon", 0.1));
   args.epsilon = static_cast<float>(epsilon);
   TFM_ASSIGN_OR_RETURN(args.padding_index, context.attrs().GetOr<int64_t>("padding_index", -1));
+  TFM_ASSIGN_OR_RETURN(args.targets_checked,
+                       context.attrs().GetOr<bool>("targets_checked", false));
   return args;
 }
 

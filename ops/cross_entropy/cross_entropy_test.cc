@@ -113,8 +113,8 @@ TEST(CrossEntropyTest, CudaMatchesCpu) {
                         {20, 1024, -1, 0.0f}, {11, 1025, 7, 0.2f}, {6, 37000, 0, 0.1f},
                         {0, 13, -1, 0.1f},    {300, 50, 2, 1.0f}};
   uint64_t stream = 300;
-  for (const DType dtype : {DType::kF32, DType::kBF16}) {
-    const bool bf16 = dtype == DType::kBF16;
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const bool bf16 = dtype != DType::kF32;  // Or f16: bf16's bounds hold it.
     for (const Case& c : cases) {
       for (const bool wide_targets : {false, true}) {
         SCOPED_TRACE(absl::StrCat(c.n, "x", c.v, " padding ", c.padding_index, " ",
@@ -148,6 +148,21 @@ TEST(CrossEntropyTest, CudaMatchesCpu) {
         EXPECT_EQ(gpu_d->dtype(), dtype);
         const testing::Tolerance tolerance{.atol = bf16 ? 1e-2 : 1e-6, .rtol = bf16 ? 1e-2 : 1e-5};
         EXPECT_TRUE(testing::AllClose(testing::HostF32(*gpu_d), *cpu_d, tolerance));
+
+        // Targets the caller checked: no wait for the kernels' own check,
+        // and the very same bits.
+        CrossEntropyOptions checked = options;
+        checked.targets_checked = true;
+        absl::StatusOr<CrossEntropyOutput> unchecked =
+            LabelSmoothedCrossEntropy(on_gpu, gpu_targets, checked);
+        ASSERT_TRUE(unchecked.ok()) << unchecked.status();
+        EXPECT_EQ(testing::HostF32(unchecked->loss).ToVector<float>(),
+                  testing::HostF32(gpu->loss).ToVector<float>());
+        absl::StatusOr<Tensor> unchecked_d = LabelSmoothedCrossEntropyBackward(
+            on_gpu, gpu_targets, gpu->lse, testing::OnCuda(d_loss), checked);
+        ASSERT_TRUE(unchecked_d.ok()) << unchecked_d.status();
+        EXPECT_EQ(testing::HostF32(*unchecked_d).ToVector<float>(),
+                  testing::HostF32(*gpu_d).ToVector<float>());
       }
     }
   }

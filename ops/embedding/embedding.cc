@@ -21,7 +21,7 @@ TFM_REGISTER_OP(OpDef{
     .name = "embedding",
     .inputs = {"table", "ids"},
     .outputs = {"out"},
-    .attrs = {"scale"},
+    .attrs = {"scale", "ids_checked"},
     .doc = "out[..., :] = scale * table[ids[...], :]",
     .validate =
         [](const KernelContext& context) {
@@ -42,7 +42,7 @@ TFM_REGISTER_OP(OpDef{
     .name = "embedding_backward",
     .inputs = {"ids", "d_out"},
     .outputs = {"d_table"},
-    .attrs = {"vocab", "scale"},
+    .attrs = {"vocab", "scale", "ids_checked"},
     .doc = "d_table[row, :] = scale * sum of d_out[p, :] over positions p with ids[p] = row",
     .validate =
         [](const KernelContext& context) {
@@ -66,18 +66,21 @@ TFM_REGISTER_OP(OpDef{
 
 }  // namespace
 
-absl::StatusOr<Tensor> Embedding(const Tensor& table, const Tensor& ids, float scale) {
+absl::StatusOr<Tensor> Embedding(const Tensor& table, const Tensor& ids, float scale,
+                                 bool ids_checked) {
   Attrs attrs;
   attrs.Set("scale", static_cast<double>(scale));
+  if (ids_checked) attrs.Set("ids_checked", true);
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("embedding", {table, ids}, attrs,
                                                       OpTarget{table.device(), table.dtype()}));
   return out[0];
 }
 
 absl::StatusOr<Tensor> EmbeddingBackward(const Tensor& ids, const Tensor& d_out, int64_t vocab,
-                                         float scale) {
+                                         float scale, bool ids_checked) {
   Attrs attrs;
   attrs.Set("vocab", vocab).Set("scale", static_cast<double>(scale));
+  if (ids_checked) attrs.Set("ids_checked", true);
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("embedding_backward", {ids, d_out}, attrs,
                                                       OpTarget{d_out.device(), d_out.dtype()}));
   return out[0];

@@ -13,7 +13,11 @@ namespace tfm {
 // bf16 on CUDA), ids any shape, i32 or i64, each in [0, vocab), on the
 // table's device (on CUDA, checking them waits for the stream); out is
 // ids.shape + [d].
-absl::StatusOr<Tensor> Embedding(const Tensor& table, const Tensor& ids, float scale = 1.0f);
+// `ids_checked`: the caller checked every id on the host (a model building
+// them from a batch's host ids), so the CUDA kernels skip their own check
+// and the wait for the GPU that it costs.
+absl::StatusOr<Tensor> Embedding(const Tensor& table, const Tensor& ids, float scale = 1.0f,
+                                 bool ids_checked = false);
 
 // d_table [vocab, d] = scale * sum over positions p with ids[p] = row of
 // d_out[p, :], of d_out's dtype. On the CPU deterministic: each row sums its
@@ -21,7 +25,7 @@ absl::StatusOr<Tensor> Embedding(const Tensor& table, const Tensor& ids, float s
 // races). On CUDA f32 atomic adds (so the last bits may vary from run to
 // run), rounded once for f16 and bf16.
 absl::StatusOr<Tensor> EmbeddingBackward(const Tensor& ids, const Tensor& d_out, int64_t vocab,
-                                         float scale = 1.0f);
+                                         float scale = 1.0f, bool ids_checked = false);
 
 }  // namespace tfm
 

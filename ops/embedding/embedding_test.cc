@@ -133,6 +133,11 @@ TEST(EmbeddingTest, CudaMatchesCpu) {
           ASSERT_TRUE(out.ok()) << out.status();
           EXPECT_EQ(out->dtype(), dtype);
           EXPECT_TRUE(AllClose(HostF32(*out), *Embedding(table, ids, scale), gather));
+          // Ids the caller checked: the same gather, without the check's wait.
+          absl::StatusOr<Tensor> unchecked =
+              Embedding(OnCuda(HostAs(table, dtype)), ids_gpu, scale, /*ids_checked=*/true);
+          ASSERT_TRUE(unchecked.ok()) << unchecked.status();
+          EXPECT_EQ(HostF32(*unchecked).ToVector<float>(), HostF32(*out).ToVector<float>());
           absl::StatusOr<Tensor> d_table =
               EmbeddingBackward(ids_gpu, OnCuda(HostAs(d_out, dtype)), c.vocab, scale);
           ASSERT_TRUE(d_table.ok()) << d_table.status();

@@ -10,7 +10,7 @@
 namespace tfm {
 
 // h [..., d], table [vocab, d] -> logits [..., vocab]: f32 on every device,
-// bf16 on CUDA.
+// bf16 and f16 on CUDA.
 absl::StatusOr<Tensor> TiedProjection(const Tensor& h, const Tensor& table);
 
 struct TiedProjectionGrads {

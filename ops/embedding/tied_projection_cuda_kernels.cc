@@ -50,9 +50,9 @@ absl::Status TiedProjectionBackwardCuda(KernelContext& context) {
 }
 
 TFM_REGISTER_KERNELS("tied_projection", DeviceType::kCUDA, TiedProjectionCuda, DType::kF32,
-                     DType::kBF16);
+                     DType::kBF16, DType::kF16);
 TFM_REGISTER_KERNELS("tied_projection_backward", DeviceType::kCUDA, TiedProjectionBackwardCuda,
-                     DType::kF32, DType::kBF16);
+                     DType::kF32, DType::kBF16, DType::kF16);
 
 }  // namespace
 }  // namespace tfm

@@ -84,7 +84,7 @@ TEST(TiedProjectionTest, CudaMatchesCpu) {
       {{4096, 512}, 37000}, {{1, 512}, 37000}, {{37, 129}, 61}, {{3, 7, 32}, 101},
       {{2, 3, 0}, 5},       {{6, 4}, 0},       {{0, 4}, 5},
   };
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     const testing::Tolerance tolerance = testing::SumTolerance(dtype == DType::kF32 ? 1e-5 : 1e-2);
     for (const Case& c : cases) {
       SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " h ", ShapeToString(c.h), " vocab ", c.vocab));

@@ -4,7 +4,7 @@
 // with the biased variance. The forward also returns each row's mean and
 // rstd (shape x.shape[:-1]), which the backward takes instead of
 // recomputing them. x is [..., d] with d >= 1; gain and bias are [d]. x,
-// gain, bias, out and the gradients are f32, or bf16 on CUDA (statistics in
+// gain, bias, out and the gradients are f32, or bf16 or f16 on CUDA (statistics in
 // f32, one rounding at the store); mean and rstd are f32.
 #ifndef TFM_OPS_LAYER_NORM_LAYER_NORM_H_
 #define TFM_OPS_LAYER_NORM_LAYER_NORM_H_

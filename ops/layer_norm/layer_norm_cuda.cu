@@ -186,6 +186,7 @@ const char* LaunchLayerNormBackward(const T* dout, const T* x, const T* gain, co
                                                   const float*, int64_t, int64_t, T*, T*, T*,    \
                                                   float*, StreamHandle)
 TFM_INSTANTIATE_LAYER_NORM_CUDA(float);
+TFM_INSTANTIATE_LAYER_NORM_CUDA(Half);
 TFM_INSTANTIATE_LAYER_NORM_CUDA(BFloat16);
 
 }  // namespace tfm

@@ -1,5 +1,5 @@
 // Registers layer_norm's CUDA kernels (linked only in builds with CUDA): f32
-// and bf16 (x, gain, bias and gradients of one dtype; mean and rstd f32).
+// f16 and bf16 (x, gain, bias and gradients of one dtype; mean and rstd f32).
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/cuda_launch_status.h"
@@ -42,9 +42,9 @@ absl::Status LayerNormBackwardCuda(KernelContext& context) {
           dgain->data<T>(), dbias->data<T>(), workspace.data<float>(), context.stream()));
 }
 
-TFM_REGISTER_TYPED_KERNELS("layer_norm", DeviceType::kCUDA, LayerNormCuda, float, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("layer_norm", DeviceType::kCUDA, LayerNormCuda, float, Half, BFloat16);
 TFM_REGISTER_TYPED_KERNELS("layer_norm_backward", DeviceType::kCUDA, LayerNormBackwardCuda, float,
-                           BFloat16);
+                           Half, BFloat16);
 
 }  // namespace
 }  // namespace tfm

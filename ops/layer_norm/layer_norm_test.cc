@@ -167,8 +167,8 @@ TEST(LayerNormTest, CudaMatchesCpu) {
   TFM_SKIP_WITHOUT_GPU();
   const Shape shapes[] = {{1, 1},    {3, 7},    {5, 37}, {2, 3, 512}, {300, 1024},
                           {3, 1025}, {4, 3001}, {0, 8},  {2100, 33}};
-  for (const DType dtype : {DType::kF32, DType::kBF16}) {
-    const bool bf16 = dtype == DType::kBF16;
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const bool bf16 = dtype != DType::kF32;  // Or f16: bf16's bounds hold it.
     const Tolerance elementwise{.atol = bf16 ? 1e-2 : 1e-5, .rtol = bf16 ? 1e-2 : 1e-5};
     const Tolerance sums{.atol = 0.0, .rtol = bf16 ? 1e-2 : 1e-5, .relative_to_max = true};
     uint64_t stream = 100;

@@ -6,7 +6,7 @@
 // "linear_backward" (dout, x, weight) -> (dx, dweight, dbias); with attribute
 // bias=false it skips the bias reduction and dbias is an empty [0] tensor.
 // The leading axes of x are flattened into one GEMM. f32 on every device,
-// bf16 on CUDA (outputs of the inputs' dtype).
+// bf16 and f16 on CUDA (outputs of the inputs' dtype).
 #ifndef TFM_OPS_LINEAR_LINEAR_H_
 #define TFM_OPS_LINEAR_LINEAR_H_
 

@@ -1,26 +1,18 @@
 // linear's bias kernels for when cuBLASLt cannot fuse the bias (or its
 // gradient) into a GEMM: a row broadcast and a column sum.
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "core/dtype.h"
+#include "ops/cuda_elementwise.cuh"
 #include "ops/linear/linear_cuda.h"
 
 namespace tfm {
 namespace {
 
-__device__ float ToFloat(float value) { return value; }
-__device__ float ToFloat(__nv_bfloat16 value) { return __bfloat162float(value); }
-
-template <typename T>
-__device__ T FromFloat(float value);
-template <>
-__device__ float FromFloat<float>(float value) {
-  return value;
-}
-template <>
-__device__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float value) {
-  return __float2bfloat16(value);  // Round to nearest even.
-}
+using cuda_elementwise::DeviceT;
+using cuda_elementwise::FromFloat;
+using cuda_elementwise::LastError;
+using cuda_elementwise::ToFloat;
 
 template <typename T>
 __global__ void BroadcastRowKernel(const T* __restrict__ row, int64_t rows, int64_t cols,
@@ -57,11 +49,6 @@ __global__ void SumRowsKernel(const T* __restrict__ in, int64_t rows, int64_t co
   }
 }
 
-const char* LastLaunchError() {
-  const cudaError_t error = cudaGetLastError();
-  return error == cudaSuccess ? nullptr : cudaGetErrorString(error);
-}
-
 template <typename T>
 const char* BroadcastRow(const void* row, int64_t rows, int64_t cols, void* out,
                          StreamHandle stream) {
@@ -72,7 +59,7 @@ const char* BroadcastRow(const void* row, int64_t rows, int64_t cols, void* out,
   BroadcastRowKernel<T><<<static_cast<int>(blocks < 65535 * 8 ? blocks : 65535 * 8), kThreads, 0,
                           static_cast<cudaStream_t>(stream)>>>(static_cast<const T*>(row), rows,
                                                                cols, static_cast<T*>(out));
-  return LastLaunchError();
+  return LastError();
 }
 
 template <typename T>
@@ -82,21 +69,27 @@ const char* SumRows(const void* in, int64_t rows, int64_t cols, void* out, Strea
   SumRowsKernel<T><<<static_cast<unsigned int>(blocks), dim3(kSumColumns, kSumLanes), 0,
                      static_cast<cudaStream_t>(stream)>>>(static_cast<const T*>(in), rows, cols,
                                                           static_cast<T*>(out));
-  return LastLaunchError();
+  return LastError();
 }
 
 }  // namespace
 
-const char* LaunchBroadcastRow(const void* row, int64_t rows, int64_t cols, bool bf16, void* out,
+template <typename T>
+const char* LaunchBroadcastRow(const T* row, int64_t rows, int64_t cols, T* out,
                                StreamHandle stream) {
-  return bf16 ? BroadcastRow<__nv_bfloat16>(row, rows, cols, out, stream)
-              : BroadcastRow<float>(row, rows, cols, out, stream);
+  return BroadcastRow<DeviceT<T>>(row, rows, cols, out, stream);
 }
 
-const char* LaunchSumRows(const void* in, int64_t rows, int64_t cols, bool bf16, void* out,
-                          StreamHandle stream) {
-  return bf16 ? SumRows<__nv_bfloat16>(in, rows, cols, out, stream)
-              : SumRows<float>(in, rows, cols, out, stream);
+template <typename T>
+const char* LaunchSumRows(const T* in, int64_t rows, int64_t cols, T* out, StreamHandle stream) {
+  return SumRows<DeviceT<T>>(in, rows, cols, out, stream);
 }
+
+#define TFM_INSTANTIATE_LINEAR_CUDA(T)                                                      \
+  template const char* LaunchBroadcastRow<T>(const T*, int64_t, int64_t, T*, StreamHandle); \
+  template const char* LaunchSumRows<T>(const T*, int64_t, int64_t, T*, StreamHandle)
+TFM_INSTANTIATE_LINEAR_CUDA(float);
+TFM_INSTANTIATE_LINEAR_CUDA(Half);
+TFM_INSTANTIATE_LINEAR_CUDA(BFloat16);
 
 }  // namespace tfm

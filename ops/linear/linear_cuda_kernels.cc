@@ -11,6 +11,7 @@
 namespace tfm {
 namespace {
 
+template <typename T>
 absl::Status LinearCuda(KernelContext& context) {
   const Tensor& x = context.input(0);
   const Tensor& weight = context.input(1);
@@ -33,9 +34,9 @@ absl::Status LinearCuda(KernelContext& context) {
     if (fused) return absl::OkStatus();
     // Start every row at the bias and let the GEMM accumulate onto it: one
     // rounding of the sum, as with the epilogue.
-    TFM_RETURN_IF_ERROR(CudaLaunchStatus(
-        context, LaunchBroadcastRow(bias, rows, out_features, context.dtype() == DType::kBF16,
-                                    out->raw_data(), context.stream())));
+    TFM_RETURN_IF_ERROR(
+        CudaLaunchStatus(context, LaunchBroadcastRow(context.input(2).data<T>(), rows, out_features,
+                                                     out->data<T>(), context.stream())));
     product.epilogue = GemmCudaEpilogue::kNone;
     product.bias = nullptr;
     product.accumulate = true;
@@ -43,6 +44,7 @@ absl::Status LinearCuda(KernelContext& context) {
   return RunGemmCuda(context, product).status();
 }
 
+template <typename T>
 absl::Status LinearBackwardCuda(KernelContext& context) {
   const Tensor& dout = context.input(0);
   const Tensor& x = context.input(1);
@@ -79,15 +81,14 @@ absl::Status LinearBackwardCuda(KernelContext& context) {
   dweight_product.epilogue = GemmCudaEpilogue::kNone;
   dweight_product.bias_gradient = nullptr;
   TFM_RETURN_IF_ERROR(RunGemmCuda(context, dweight_product).status());
-  return CudaLaunchStatus(
-      context, LaunchSumRows(dout.raw_data(), rows, out_features, context.dtype() == DType::kBF16,
-                             dbias->raw_data(), context.stream()));
+  return CudaLaunchStatus(context, LaunchSumRows(dout.data<T>(), rows, out_features,
+                                                 dbias->data<T>(), context.stream()));
 }
 
-TFM_REGISTER_KERNELS("linear", DeviceType::kCUDA, LinearCuda, DType::kF32, DType::kBF16);
-TFM_REGISTER_KERNELS("linear_no_bias", DeviceType::kCUDA, LinearCuda, DType::kF32, DType::kBF16);
-TFM_REGISTER_KERNELS("linear_backward", DeviceType::kCUDA, LinearBackwardCuda, DType::kF32,
-                     DType::kBF16);
+TFM_REGISTER_TYPED_KERNELS("linear", DeviceType::kCUDA, LinearCuda, float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("linear_no_bias", DeviceType::kCUDA, LinearCuda, float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("linear_backward", DeviceType::kCUDA, LinearBackwardCuda, float, Half,
+                           BFloat16);
 
 }  // namespace
 }  // namespace tfm

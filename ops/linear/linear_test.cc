@@ -144,7 +144,7 @@ TEST(LinearTest, CudaMatchesCpu) {
       {{1, 512}, 2048}, {{37, 129}, 61}, {{300, 512}, 2048}, {{300, 2048}, 512},
       {{2, 3, 7}, 5},   {{0, 8}, 5},     {{3, 0}, 4},        {{1000, 0}, 77},
   };
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (const Case& c : cases) {
       SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " x ", ShapeToString(c.x), " out ", c.out));
       ExpectCudaMatchesCpu(RoundedThrough(Random(c.x, 1), dtype),
@@ -159,7 +159,7 @@ TEST(LinearTest, CudaMatchesCpu) {
 // at the bias and the GEMM accumulates onto it.
 TEST(LinearTest, CudaMatchesCpuWithUnalignedBias) {
   TFM_SKIP_WITHOUT_GPU();
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     SCOPED_TRACE(DTypeName(dtype));
     const Tensor padded_bias = RoundedThrough(Random({65}, 3), dtype);
     const Tensor bias = *padded_bias.Slice(1, 65);

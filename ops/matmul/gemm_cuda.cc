@@ -37,7 +37,7 @@ bool UseTf32() {
   return tf32;
 }
 
-size_t ElementBytes(DType dtype) { return dtype == DType::kBF16 ? 2 : 4; }
+size_t ElementBytes(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16 ? 2 : 4; }
 
 // The alignment cuBLASLt may assume for a matrix: the largest power of two
 // (at most 256, cuBLASLt's largest requirement) dividing its address, its
@@ -146,7 +146,9 @@ const void* BiasPointerOf(const GemmCudaProblem& p) {
 }
 
 absl::Status InitDescriptors(const GemmCudaProblem& p, Descriptors& d) {
-  const cudaDataType type = p.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cudaDataType type = p.dtype == DType::kBF16  ? CUDA_R_16BF
+                            : p.dtype == DType::kF16 ? CUDA_R_16F
+                                                     : CUDA_R_32F;
   const cublasComputeType_t compute =
       p.dtype == DType::kF32 && UseTf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   cublasStatus_t status = cublasLtMatmulDescInit(&d.matmul, compute, CUDA_R_32F);
@@ -271,7 +273,7 @@ absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
   const bool empty = p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0;
   if (empty && p.epilogue != GemmCudaEpilogue::kNone) return false;
   if (p.m == 0 || p.n == 0 || p.batch == 0) return true;
-  if (p.dtype != DType::kF32 && p.dtype != DType::kBF16) {
+  if (p.dtype != DType::kF32 && p.dtype != DType::kBF16 && p.dtype != DType::kF16) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(p), ": unsupported dtype"));
   }
   // cuBLASLt takes 64-bit extents but documents only 32-bit ones as working.

@@ -4,7 +4,7 @@
 //
 // f32 runs in exact f32 (CUBLAS_COMPUTE_32F), matching the CPU up to the
 // order of the sums; TFM_CUDA_TF32=1 in the environment switches f32 to
-// TF32 tensor cores instead. bf16 operands accumulate in f32 on tensor cores
+// TF32 tensor cores instead. bf16 and f16 operands accumulate in f32 on tensor cores
 // and round once, at the store. The algorithm of each distinct problem is
 // chosen once by cuBLASLt's heuristic and cached, so a steady-state call
 // queries nothing and allocates nothing.
@@ -37,7 +37,7 @@ enum class GemmCudaEpilogue {
 struct GemmCudaProblem {
   const char* op = "gemm";    // The calling op, named by error messages.
   int device = 0;             // The GPU that holds every operand.
-  DType dtype = DType::kF32;  // Of A, B, C and bias: kF32 or kBF16.
+  DType dtype = DType::kF32;  // Of A, B, C and bias: kF32, kBF16 or kF16.
   bool trans_a = false;
   bool trans_b = false;
   int64_t m = 0, n = 0, k = 0;

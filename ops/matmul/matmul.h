@@ -3,8 +3,8 @@
 //
 // a is [..., m, k] ([..., k, m] with transpose_a), b is [..., k, n]
 // ([..., n, k] with transpose_b); both have the same rank (>= 2) and the same
-// leading (batch) axes; out is [..., m, n]. f32 on every device, bf16 on
-// CUDA. For a weight shared across a batch, use linear (one large GEMM
+// leading (batch) axes; out is [..., m, n]. f32 on every device, bf16 and f16
+// on CUDA. For a weight shared across a batch, use linear (one large GEMM
 // instead of many).
 #ifndef TFM_OPS_MATMUL_MATMUL_H_
 #define TFM_OPS_MATMUL_MATMUL_H_

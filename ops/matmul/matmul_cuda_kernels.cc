@@ -56,9 +56,10 @@ absl::Status MatMulBackwardCuda(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNELS("matmul", DeviceType::kCUDA, MatMulCuda, DType::kF32, DType::kBF16);
+TFM_REGISTER_KERNELS("matmul", DeviceType::kCUDA, MatMulCuda, DType::kF32, DType::kBF16,
+                     DType::kF16);
 TFM_REGISTER_KERNELS("matmul_backward", DeviceType::kCUDA, MatMulBackwardCuda, DType::kF32,
-                     DType::kBF16);
+                     DType::kBF16, DType::kF16);
 
 }  // namespace
 }  // namespace tfm

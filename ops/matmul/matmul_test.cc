@@ -191,7 +191,7 @@ TEST(MatMulTest, CudaMatchesCpu) {
       {{2}, 5, 7, 0, false, false},     {{0}, 3, 4, 5, false, false},
       {{2}, 0, 4, 5, false, false},
   };
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (const Case& c : cases) {
       for (bool ta : {false, true}) {
         for (bool tb : {false, true}) {
@@ -212,7 +212,7 @@ TEST(MatMulTest, CudaMatchesCpu) {
 TEST(MatMulTest, CudaMatchesCpuOnUnalignedOperands) {
   TFM_SKIP_WITHOUT_GPU();
   const int64_t m = 13, n = 9, k = 11;
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     SCOPED_TRACE(DTypeName(dtype));
     const Tensor a = RoundedThrough(Random({3, m, k}, 1), dtype);
     const Tensor b = RoundedThrough(Random({3, k, n}, 2), dtype);

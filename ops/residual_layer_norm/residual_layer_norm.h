@@ -12,8 +12,8 @@
 //
 // x and h are [..., d] with d >= 1; h_bias, gain and bias are [d]. Outputs:
 // out and sum like x (sum is what backward normalises again), mean and rstd
-// x.shape[:-1] in f32. f32 on every device; bf16 on CUDA (statistics and the
-// sum's arithmetic in f32; sum is rounded to bf16 once, and the statistics
+// x.shape[:-1] in f32. f32 on every device; bf16 and f16 on CUDA (statistics and
+// the sum's arithmetic in f32; sum is rounded to the 16-bit type once, and the statistics
 // are of the rounded sum, so that backward sees the values forward
 // normalised).
 //

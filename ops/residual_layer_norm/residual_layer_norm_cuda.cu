@@ -346,6 +346,7 @@ const char* LaunchResidualLayerNormBackward(const T* dout, const T* sum, const T
       const T*, const T*, const T*, const float*, const float*, int64_t, int64_t,                \
       const ResidualDropoutLaunch&, T*, T*, T*, T*, T*, float*, StreamHandle)
 TFM_INSTANTIATE_RESIDUAL_LAYER_NORM_CUDA(float);
+TFM_INSTANTIATE_RESIDUAL_LAYER_NORM_CUDA(Half);
 TFM_INSTANTIATE_RESIDUAL_LAYER_NORM_CUDA(BFloat16);
 
 }  // namespace tfm

@@ -1,5 +1,5 @@
 // Registers residual_layer_norm's CUDA kernels (linked only in builds with
-// CUDA): f32 and bf16 (x, h, h_bias, gain, bias, out, sum and the gradients
+// CUDA): f32, f16 and bf16 (x, h, h_bias, gain, bias, out, sum and the gradients
 // of one dtype; mean and rstd f32).
 #include "core/op_registry.h"
 #include "core/status_macros.h"
@@ -62,11 +62,11 @@ absl::Status ResidualLayerNormBackwardCuda(KernelContext& context) {
 }
 
 TFM_REGISTER_TYPED_KERNELS("residual_layer_norm", DeviceType::kCUDA, ResidualLayerNormCuda, float,
-                           BFloat16);
+                           Half, BFloat16);
 TFM_REGISTER_TYPED_KERNELS("residual_bias_layer_norm", DeviceType::kCUDA, ResidualLayerNormCuda,
-                           float, BFloat16);
+                           float, Half, BFloat16);
 TFM_REGISTER_TYPED_KERNELS("residual_layer_norm_backward", DeviceType::kCUDA,
-                           ResidualLayerNormBackwardCuda, float, BFloat16);
+                           ResidualLayerNormBackwardCuda, float, Half, BFloat16);
 
 }  // namespace
 }  // namespace tfm

@@ -10,7 +10,7 @@
 //        in torch.nn.Transformer's boolean masks).
 // A row with every position removed yields zeros (PyTorch yields NaN): a
 // padded query attends to nothing instead of poisoning the batch with NaNs.
-// x, out and the gradients are f32, or bf16 on CUDA (computed in f32, one
+// x, out and the gradients are f32, or bf16 or f16 on CUDA (computed in f32, one
 // rounding at the store); masks are f32 or i32 whatever x's dtype.
 #ifndef TFM_OPS_SOFTMAX_SOFTMAX_H_
 #define TFM_OPS_SOFTMAX_SOFTMAX_H_

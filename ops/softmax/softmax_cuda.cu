@@ -224,6 +224,7 @@ const char* LaunchSoftmaxBackward(const T* dout, const T* out, int64_t rows, int
   template const char* LaunchSoftmaxBackward<T>(const T*, const T*, int64_t, int64_t, T*,       \
                                                 StreamHandle)
 TFM_INSTANTIATE_SOFTMAX_CUDA(float);
+TFM_INSTANTIATE_SOFTMAX_CUDA(Half);
 TFM_INSTANTIATE_SOFTMAX_CUDA(BFloat16);
 
 }  // namespace tfm

@@ -1,5 +1,5 @@
 // Registers softmax's CUDA kernels (linked only in builds with CUDA): f32
-// and bf16 x (masks stay f32 or i32).
+// f16 and bf16 x (masks stay f32 or i32).
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -79,10 +79,10 @@ absl::Status SoftmaxBackwardCuda(KernelContext& context) {
                                dout.dim(-1), dx->data<T>(), context.stream()));
 }
 
-TFM_REGISTER_TYPED_KERNELS("softmax", DeviceType::kCUDA, SoftmaxCuda, float, BFloat16);
-TFM_REGISTER_TYPED_KERNELS("masked_softmax", DeviceType::kCUDA, SoftmaxCuda, float, BFloat16);
-TFM_REGISTER_TYPED_KERNELS("log_softmax", DeviceType::kCUDA, LogSoftmaxCuda, float, BFloat16);
-TFM_REGISTER_TYPED_KERNELS("softmax_backward", DeviceType::kCUDA, SoftmaxBackwardCuda, float,
+TFM_REGISTER_TYPED_KERNELS("softmax", DeviceType::kCUDA, SoftmaxCuda, float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("masked_softmax", DeviceType::kCUDA, SoftmaxCuda, float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("log_softmax", DeviceType::kCUDA, LogSoftmaxCuda, float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("softmax_backward", DeviceType::kCUDA, SoftmaxBackwardCuda, float, Half,
                            BFloat16);
 
 }  // namespace

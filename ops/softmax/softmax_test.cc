@@ -210,8 +210,8 @@ TEST(SoftmaxTest, CudaMatchesCpu) {
   TFM_SKIP_WITHOUT_GPU();
   const Shape shapes[] = {{1, 1},    {6, 7}, {5, 33}, {2, 3, 1024}, {7, 1025},
                           {5, 5000}, {0, 5}, {2, 0},  {1100, 17}};
-  for (const DType dtype : {DType::kF32, DType::kBF16}) {
-    const bool bf16 = dtype == DType::kBF16;
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const bool bf16 = dtype != DType::kF32;  // Or f16: bf16's bounds hold it.
     const Tolerance tolerance{.atol = bf16 ? 1e-2 : 1e-5, .rtol = bf16 ? 1e-2 : 1e-5};
     const Tolerance sums{.atol = 0.0, .rtol = bf16 ? 1e-2 : 1e-5, .relative_to_max = true};
     uint64_t stream = 200;
@@ -257,8 +257,8 @@ TEST(SoftmaxTest, CudaMaskedMatchesCpu) {
   for (int64_t j = 0; j < t; ++j) padding.data<int32_t>()[2 * t + j] = 1;  // All removed.
   const Tensor masks[] = {causal, padding, RandomIntMask({b, h, t, t}, 3),
                           RandomIntMask({h, 1, t}, 4), Random({b, 1, t, t}, 5)};
-  for (const DType dtype : {DType::kF32, DType::kBF16}) {
-    const bool bf16 = dtype == DType::kBF16;
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const bool bf16 = dtype != DType::kF32;  // Or f16: bf16's bounds hold it.
     const Tolerance tolerance{.atol = bf16 ? 1e-2 : 1e-5, .rtol = bf16 ? 1e-2 : 1e-5};
     for (int64_t width : {t, int64_t{1500}}) {
       const Tensor x = Random({b, h, t, width}, 6 + width);

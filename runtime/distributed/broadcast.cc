@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/tensor_copy.h"
 
 namespace tfm {
 
@@ -22,14 +23,18 @@ absl::Status BroadcastTensors(Communicator& communicator, int root, absl::string
                               absl::Duration timeout, std::vector<Tensor>& tensors) {
   if (communicator.size() == 1) return absl::OkStatus();
   for (Tensor& tensor : tensors) {
+    // A tensor on a GPU goes through a host copy (the bootstrap's bytes are
+    // host memory), written back on the receiving ranks.
+    Tensor host = tensor;
     if (!tensor.device().is_cpu()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": broadcast of a tensor on ", tensor.device().ToString(),
-                       "; only host tensors are broadcast"));
+      TFM_ASSIGN_OR_RETURN(host, CopyToDevice(tensor, Device::Cpu()));
     }
     TFM_RETURN_IF_ERROR(communicator.Broadcast(
-        absl::Span<char>(static_cast<char*>(tensor.raw_data()), tensor.nbytes()), root, what,
+        absl::Span<char>(static_cast<char*>(host.raw_data()), host.nbytes()), root, what,
         timeout));
+    if (!tensor.device().is_cpu() && communicator.rank() != root) {
+      TFM_RETURN_IF_ERROR(CopyInto(host, tensor));
+    }
   }
   return absl::OkStatus();
 }

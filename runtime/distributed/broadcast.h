@@ -19,8 +19,8 @@ namespace tfm {
 absl::Status BroadcastString(Communicator& communicator, int root, absl::string_view what,
                              absl::Duration timeout, std::string* text);
 
-// Each host tensor of rank `root` into the same-shaped tensor of every other
-// rank.
+// Each tensor of rank `root` into the same-shaped tensor of every other
+// rank (a tensor on a GPU through a host copy).
 absl::Status BroadcastTensors(Communicator& communicator, int root, absl::string_view what,
                               absl::Duration timeout, std::vector<Tensor>& tensors);
 

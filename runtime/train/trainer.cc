@@ -52,6 +52,7 @@ TrainerOptions TrainerOptions::FromConfig(const config::TrainConfig& train) {
   const absl::StatusOr<DType> dtype = ParseDType(train.dtype());
   TFM_CHECK(dtype.ok(), "train.dtype reached the trainer unvalidated");
   options.compute_dtype = *dtype;
+  options.loss_scaling = LossScalingFromConfig(train, options.compute_dtype);
   return options;
 }
 
@@ -77,7 +78,8 @@ Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, BatchStream* b
       options_(std::move(options)),
       hooks_(std::move(hooks)),
       parameters_(model->Parameters()),
-      communicator_(communicator != nullptr ? communicator : &single_process_) {}
+      communicator_(communicator != nullptr ? communicator : &single_process_),
+      loss_scale_(InitialLossScale(options_.loss_scaling)) {}
 
 // A fresh zero tensor on the gradient's device (the fill op), not a host
 // memset: the same code zeroes CPU and GPU gradients. The model replaces
@@ -125,7 +127,7 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
   int64_t target_tokens = 0;
   for (const Batch& batch : batches) target_tokens += batch.target_tokens();
   const size_t rank = communicator_->rank(), ranks = communicator_->size();
-  if (ranks > 1 && reducer_ == nullptr) {
+  if ((ranks > 1 || options_.reduce_with_one_rank) && reducer_ == nullptr) {
     TFM_ASSIGN_OR_RETURN(reducer_, GradientReducer::Create(communicator_, parameters_));
   }
   Gradients result;
@@ -134,7 +136,9 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     context.training = true;
     context.seed = options_.seed;
     context.counter = first_counter + i;
-    context.loss_scale = 1.0f / static_cast<float>(std::max<int64_t>(1, target_tokens));
+    // A power-of-two scale changes no bit of the f32 quotient's mantissa.
+    context.loss_scale = static_cast<float>(loss_scale_.scale) /
+                         static_cast<float>(std::max<int64_t>(1, target_tokens));
     const bool last = i + ranks >= batches.size();
     // Each batch's gradient is formed from zero and then added to the sum
     // of those before it, never accumulated into it: floating-point sums
@@ -166,6 +170,11 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     result.stats = LossStats{sums[0], sums[1], static_cast<int64_t>(sums[2]),
                              static_cast<int64_t>(sums[3])};
   }
+  if (loss_scale_.scale != 1.0) {
+    // Exact (a power of two); overflowed elements stay infinite or NaN, so
+    // the norm below finds them.
+    TFM_RETURN_IF_ERROR(ScaleInPlace(GradientTensors(), 1.0 / loss_scale_.scale));
+  }
   TFM_ASSIGN_OR_RETURN(grad_sum_of_squares_, GradSumOfSquares(GradientTensors()));
   TFM_ASSIGN_OR_RETURN(const double sum_of_squares, ReadSumOfSquares(grad_sum_of_squares_));
   result.gnorm = std::sqrt(sum_of_squares);
@@ -178,6 +187,21 @@ absl::Status Trainer::ApplyUpdate(int64_t update, double lr_factor) {
         absl::StrCat("trainer: update ", update, " applied before any ComputeGradients"));
   }
   return optimizer_->Step(update, lr_factor, grad_sum_of_squares_, options_.clip_norm);
+}
+
+absl::Status Trainer::SkipOverflow(TrainProgress& progress, int64_t update, double gnorm) {
+  ++progress.skipped_updates;
+  progress.data = batcher_->position();
+  const double scale = loss_scale_.scale;
+  TFM_ASSIGN_OR_RETURN(loss_scale_, AfterOverflow(options_.loss_scaling, loss_scale_, update));
+  progress.loss_scale = loss_scale_;
+  // Not counted as a non-finite update in a row: the scale is searching
+  // for its level (min_loss_scale bounds the search).
+  std::fprintf(stderr,
+               "update %lld skipped: its gradients overflowed at loss scale %g (norm %g); the "
+               "scale is now %g\n",
+               static_cast<long long>(update), scale, gnorm, loss_scale_.scale);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ValidationLog> Trainer::Validate(const TrainProgress& progress) {
@@ -334,6 +358,7 @@ UpdateLog Trainer::MakeLog(const RunState& run, const LossStats& stats, absl::Ti
   log.target_tokens_per_second = stats.target_tokens / seconds;
   log.elapsed_seconds = run.Elapsed();
   log.skipped_updates = p.skipped_updates;
+  if (options_.loss_scaling.dynamic) log.loss_scale = loss_scale_.scale;
   return log;
 }
 
@@ -347,6 +372,10 @@ absl::StatusOr<bool> Trainer::TrainOneUpdate(const Agreement& agreed, RunState& 
   progress.batches += static_cast<int64_t>(batches.size());
   const LossStats& stats = gradients.stats;
   const double gnorm = gradients.gnorm;
+  if (options_.loss_scaling.dynamic && std::isfinite(stats.loss) && !std::isfinite(gnorm)) {
+    TFM_RETURN_IF_ERROR(SkipOverflow(progress, progress.update + 1, gnorm));
+    return false;
+  }
   if (!std::isfinite(stats.loss) || !std::isfinite(gnorm)) {
     ++progress.skipped_updates;
     ++progress.consecutive_nonfinite;
@@ -367,6 +396,11 @@ absl::StatusOr<bool> Trainer::TrainOneUpdate(const Agreement& agreed, RunState& 
   run.lr_factor = agreed.lr_factor;
   TFM_RETURN_IF_ERROR(ApplyUpdate(progress.update + 1, run.lr_factor));
   ++progress.update;
+  if (options_.loss_scaling.dynamic) {
+    // The logs show the scale the next update computes at.
+    loss_scale_ = AfterAppliedUpdate(options_.loss_scaling, loss_scale_);
+    progress.loss_scale = loss_scale_;
+  }
   progress.data = batcher_->position();
   run.last_gnorm = gnorm;
   run.window += stats;
@@ -427,6 +461,14 @@ absl::Status Trainer::Save(const RunState& run, bool best) {
 absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
   TFM_RETURN_IF_ERROR(CheckRunnable());
   batcher_->Seek(progress->data);
+  if (options_.loss_scaling.dynamic) {
+    // A resumed run goes on at its checkpoint's scale.
+    if (progress->loss_scale.has_value()) loss_scale_ = *progress->loss_scale;
+    progress->loss_scale = loss_scale_;
+  } else {
+    loss_scale_ = InitialLossScale(options_.loss_scaling);
+    progress->loss_scale.reset();
+  }
   RunState run(progress, options_);
   StopReason reason = StopReason::kMaxUpdates;
   while (progress->update < options_.max_updates) {

@@ -37,11 +37,12 @@
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
 #include "core/data/token_batcher.h"
+#include "core/trainable_model.h"
 #include "runtime/distributed/communicator.h"
 #include "runtime/distributed/gradient_reducer.h"
 #include "runtime/distributed/local_communicator.h"
 #include "runtime/train/adam_optimizer.h"
-#include "core/trainable_model.h"
+#include "runtime/train/loss_scaling.h"
 
 namespace tfm {
 
@@ -59,6 +60,9 @@ struct TrainProgress {
   // (TrainerOptions::best_by_score): early stopping's count.
   int64_t validations_without_improvement = 0;
   double train_seconds = 0;  // Wall time spent training in earlier runs.
+  // Dynamic loss scaling's state (runtime/train/loss_scaling.h); none when
+  // the run does not scale, or has not begun.
+  std::optional<LossScaleState> loss_scale;
 };
 
 // One log line's figures (per token averages over the updates since the
@@ -75,6 +79,7 @@ struct UpdateLog {
   double target_tokens_per_second = 0;
   double elapsed_seconds = 0;
   int64_t skipped_updates = 0;
+  double loss_scale = 0;  // Dynamic loss scaling's scale; 0 when off.
 };
 
 struct ValidationLog {
@@ -145,6 +150,11 @@ struct TrainerOptions {
   // TrainableModel::SetComputeDType). The optimizer, the gradient norm and
   // the ranks' sums see f32 gradients and weights whatever it is.
   DType compute_dtype = DType::kF32;
+  // train.loss_scaling resolved for compute_dtype: dynamic for f16.
+  LossScaling loss_scaling;
+  // Sum the gradients through the communicator's GradientReducer even with
+  // one rank (tests: the NCCL path on one GPU); several ranks always do.
+  bool reduce_with_one_rank = false;
 
   // best_by_score stays false: it depends on the task's scorer (see
   // BestByScore).
@@ -188,16 +198,26 @@ class Trainer {
   };
   // The norm is read back to the host (the skipping of non-finite updates
   // and the log need it); its square stays on the device for ApplyUpdate.
+  // With dynamic loss scaling, the loss is multiplied by loss_scale() and
+  // the gradients divided by it before their norm: the figures and the
+  // gradients are the unscaled ones (a non-finite norm: an overflow).
   absl::StatusOr<Gradients> ComputeGradients(const std::vector<Batch>& batches,
                                              uint64_t first_counter, int64_t update);
   // One launch over all parameters (multi_tensor_adam), clipping by the
   // last ComputeGradients' norm read on the device.
   absl::Status ApplyUpdate(int64_t update, double lr_factor = 1.0);
 
+  // What ComputeGradients multiplies the loss by: 1 without dynamic loss
+  // scaling, else the run's current scale.
+  double loss_scale() const { return loss_scale_.scale; }
+
  private:
   // The next update_freq batches, across an epoch's end.
   absl::StatusOr<std::vector<Batch>> NextBatches();
   absl::Status ZeroGradients();
+  // Handles update `update`'s overflowed gradients under dynamic loss
+  // scaling: the scale halves (an error below its minimum).
+  absl::Status SkipOverflow(TrainProgress& progress, int64_t update, double gnorm);
   // Tells the model options_.compute_dtype before a pass (cheap; the model
   // may refuse the dtype on its device).
   absl::Status UseComputeDType();
@@ -247,6 +267,9 @@ class Trainer {
   // The last ComputeGradients' sum of the gradients' squares, on their
   // device, where ApplyUpdate's clipping reads it.
   Tensor grad_sum_of_squares_;
+  // Dynamic loss scaling's state (scale 1 when off), mirrored in the
+  // progress that Run is given.
+  LossScaleState loss_scale_;
 };
 
 }  // namespace tfm

@@ -282,6 +282,135 @@ TEST(TrainerTest, NonFiniteUpdatesAreSkippedAndRepeatedOnesStopTheRun) {
   EXPECT_EQ(diverged.update, 10);
 }
 
+// Everything a run leaves that scaling must not change.
+struct RunResult {
+  std::vector<float> weights;
+  std::vector<double> losses, gnorms, loss_scales;
+  TrainProgress progress;
+};
+
+RunResult TrainToTheEnd(const config::TrainConfig& train, float gradient_limit = 0,
+                        absl::Status* status = nullptr) {
+  TrainingRun run(train);
+  run.model.gradient_limit = gradient_limit;
+  RunResult result;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  hooks.on_update = [&](const TrainProgress&, const UpdateLog& log) {
+    result.losses.push_back(log.loss);
+    result.gnorms.push_back(log.gnorm);
+    result.loss_scales.push_back(log.loss_scale);
+  };
+  const absl::StatusOr<StopReason> stopped = run.MakeTrainer(train, hooks)->Run(&result.progress);
+  if (status != nullptr) {
+    *status = stopped.status();
+  } else {
+    EXPECT_TRUE(stopped.ok()) << stopped.status();
+  }
+  result.weights = run.model.Parameters()[0]->value.ToVector<float>();
+  return result;
+}
+
+// The scale is a power of two: multiplying the loss's gradient by it and
+// the summed gradients by its inverse is exact in f32, so without an
+// overflow a scaled run has every bit of an unscaled one.
+TEST(TrainerTest, DynamicLossScalingWithoutOverflowChangesNoBit) {
+  config::TrainConfig off = SmallTraining();
+  off.set_loss_scaling("off");
+  config::TrainConfig scaled = SmallTraining();
+  scaled.set_loss_scaling("dynamic");
+  scaled.set_initial_loss_scale(1024);
+  scaled.set_loss_scale_window(16);  // Doubles twice in 40 updates.
+  EXPECT_FALSE(TrainerOptions::FromConfig(off).loss_scaling.dynamic);
+  EXPECT_FALSE(TrainerOptions::FromConfig(SmallTraining()).loss_scaling.dynamic);  // auto, f32.
+  ASSERT_TRUE(TrainerOptions::FromConfig(scaled).loss_scaling.dynamic);
+
+  const RunResult plain = TrainToTheEnd(off);
+  const RunResult result = TrainToTheEnd(scaled);
+  EXPECT_EQ(result.weights, plain.weights);
+  EXPECT_EQ(result.losses, plain.losses);
+  EXPECT_EQ(result.gnorms, plain.gnorms);  // The norm of the unscaled gradients.
+  EXPECT_EQ(result.progress.update, 40);
+  EXPECT_EQ(result.progress.skipped_updates, 0);
+
+  // The logs carry the scale the next update computes at; 0 when off.
+  ASSERT_EQ(result.loss_scales.size(), 40u);
+  EXPECT_EQ(result.loss_scales[0], 1024.0);
+  EXPECT_EQ(result.loss_scales[15], 2048.0);  // After 16 clean updates.
+  EXPECT_EQ(result.loss_scales[39], 4096.0);
+  EXPECT_EQ(plain.loss_scales[0], 0.0);
+  ASSERT_TRUE(result.progress.loss_scale.has_value());
+  EXPECT_EQ(result.progress.loss_scale->scale, 4096.0);
+  EXPECT_EQ(result.progress.loss_scale->clean_updates, 8);
+  EXPECT_FALSE(plain.progress.loss_scale.has_value());
+}
+
+// The model overflows as f16 would (gradients beyond 65504 become
+// infinite): an update whose scaled gradients overflow is skipped and the
+// scale halved, not counted as a divergence; training goes on and learns.
+TEST(TrainerTest, AnOverflowSkipsTheUpdateAndHalvesTheScale) {
+  config::TrainConfig train = SmallTraining();
+  train.set_update_freq(1);
+  train.set_loss_scaling("dynamic");
+  train.set_initial_loss_scale(std::ldexp(1.0, 22));
+  train.set_loss_scale_window(4);
+  train.set_max_consecutive_nonfinite(1);  // Overflows are not counted.
+  const RunResult result = TrainToTheEnd(train, 65504.0f);
+  EXPECT_EQ(result.progress.update, 40);
+  EXPECT_GE(result.progress.skipped_updates, 1);
+  EXPECT_EQ(result.progress.batches, 40 + result.progress.skipped_updates);
+  ASSERT_FALSE(result.loss_scales.empty());
+  EXPECT_LT(result.loss_scales.front(), std::ldexp(1.0, 22));  // Halved before the first.
+  for (double scale : result.loss_scales) {
+    int exponent = 0;
+    EXPECT_EQ(std::frexp(scale, &exponent), 0.5) << scale;  // Powers of two only.
+  }
+  for (float w : result.weights) ASSERT_TRUE(std::isfinite(w));
+  // It learns: the last five updates' loss well below the first five's.
+  double first = 0, last = 0;
+  for (int i = 0; i < 5; ++i) {
+    first += result.losses[i];
+    last += result.losses[result.losses.size() - 1 - i];
+  }
+  EXPECT_LT(last, 0.8 * first);
+
+  // Resuming from the progress of update 20 (with its scale) repeats the
+  // rest of the run bit for bit.
+  config::TrainConfig first_half = train;
+  first_half.set_max_steps(20);
+  TrainingRun run(first_half);
+  run.model.gradient_limit = 65504.0f;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  TrainProgress progress;
+  ASSERT_TRUE(run.MakeTrainer(first_half, hooks)->Run(&progress).ok());
+  ASSERT_TRUE(progress.loss_scale.has_value());
+  const Snapshot saved = Take(run, progress);
+  TrainingRun second(train);
+  second.model.gradient_limit = 65504.0f;
+  Restore(saved, &second);
+  TrainProgress resumed = saved.progress;
+  ASSERT_TRUE(second.MakeTrainer(train, hooks)->Run(&resumed).ok());
+  EXPECT_EQ(second.model.Parameters()[0]->value.ToVector<float>(), result.weights);
+  EXPECT_EQ(resumed.skipped_updates, result.progress.skipped_updates);
+  EXPECT_EQ(resumed.loss_scale->scale, result.progress.loss_scale->scale);
+}
+
+// Gradients that are not finite at any scale: the scale falls to its
+// minimum and the run stops with an error, with no update applied.
+TEST(TrainerTest, ALossScaleBelowItsMinimumStopsTheRun) {
+  config::TrainConfig train = SmallTraining();
+  train.set_loss_scaling("dynamic");
+  train.set_initial_loss_scale(8);
+  train.set_min_loss_scale(1);
+  absl::Status status;
+  const RunResult result = TrainToTheEnd(train, 1e-30f, &status);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(status.message().find("train.min_loss_scale 1"), std::string::npos) << status;
+  EXPECT_EQ(result.progress.update, 0);
+  EXPECT_EQ(result.progress.skipped_updates, 4);  // At 8, 4, 2 and 1.
+}
+
 // train.dtype reaches the model before its first pass; a model that cannot
 // compute in it stops the run there with its reason, before any update.
 TEST(TrainerTest, TheModelRefusingTrainDTypeStopsTheRunBeforeAnyUpdate) {

@@ -16,6 +16,8 @@
 #include "core/data/file_io.h"
 #include "runtime/distributed/broadcast.h"
 #include "runtime/distributed/launch.h"
+#include "runtime/distributed/nccl_communicator.h"
+#include "runtime/distributed/rank_device.h"
 #include "core/environment_report.h"
 #include "core/status_macros.h"
 #include "runtime/train/adam_optimizer.h"
@@ -62,6 +64,10 @@ train::TrainingState ToState(const TrainProgress& p, uint64_t seed) {
   state.set_best_valid_loss(p.best_valid_loss);
   state.set_best_valid_score(p.best_valid_score);
   state.set_validations_without_improvement(p.validations_without_improvement);
+  if (p.loss_scale.has_value()) {
+    state.set_loss_scale(p.loss_scale->scale);
+    state.set_loss_scale_clean_updates(p.loss_scale->clean_updates);
+  }
   return state;
 }
 
@@ -78,6 +84,9 @@ TrainProgress FromState(const train::TrainingState& state) {
   if (state.has_best_valid_score()) p.best_valid_score = state.best_valid_score();
   p.validations_without_improvement = state.validations_without_improvement();
   p.train_seconds = state.elapsed_seconds();
+  if (state.has_loss_scale()) {
+    p.loss_scale = LossScaleState{state.loss_scale(), state.loss_scale_clean_updates()};
+  }
   return p;
 }
 
@@ -92,6 +101,7 @@ TrainingMetrics ToMetrics(const UpdateLog& log) {
   m.source_tokens_per_second = log.source_tokens_per_second;
   m.target_tokens_per_second = log.target_tokens_per_second;
   m.elapsed_seconds = log.elapsed_seconds;
+  m.loss_scale = log.loss_scale;
   return m;
 }
 
@@ -143,28 +153,6 @@ MetricRow TensorBoardValidationRow(MetricRow row) {
 }  // namespace
 
 namespace {
-
-// The device this rank trains on: train.device (which --device sets)
-// resolved on this machine. Ranks exchange gradients and weights over MPI,
-// which carries host tensors only, so "auto" means the CPU with several
-// ranks and a GPU is an error.
-absl::StatusOr<Device> ChooseDevice(const config::TrainConfig& train,
-                                    const Communicator& communicator) {
-  const bool several_ranks = communicator.size() > 1;
-  if (several_ranks && IsAutoDevice(train.device())) return Device::Cpu();
-  absl::StatusOr<Device> device = ResolveDevice(train.device());
-  if (!device.ok()) {
-    return absl::Status(device.status().code(),
-                        absl::StrCat("train.device: ", device.status().message()));
-  }
-  if (several_ranks && !device->is_cpu()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "train.device: ", device->ToString(), " with ", communicator.size(), " ranks (",
-        communicator.name(), "): the ranks share gradients over MPI, which carries host "
-        "tensors only; train several ranks with --device=cpu"));
-  }
-  return *device;
-}
 
 // What rank 0 finds in the work directory: the checkpoint a run resumes
 // from, and the vocabulary (the checkpoint's, else the work directory's
@@ -343,13 +331,27 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   std::ostream& log =
       !rank_zero ? discard : context.log != nullptr ? *context.log : std::cout;
   // Before anything is written: a GPU that is not here fails the run at once.
-  TFM_ASSIGN_OR_RETURN(const Device device, ChooseDevice(config.train(), communicator));
+  TFM_ASSIGN_OR_RETURN(const Device device,
+                       ChooseRankDevice(config.train().device(), communicator.size(),
+                                        LocalRank(communicator.rank()), cuda::DeviceCount()));
   if (rank_zero) TFM_RETURN_IF_ERROR(MakeDirectories(work_dir));
   for (const auto& [label, text] : EnvironmentReport()) log << label << ": " << text << "\n";
   log << "device: " << DescribeDevice(device, "train.device", config.train().device()) << "\n";
   if (communicator.size() > 1) {
     log << "ranks: " << communicator.size() << " (" << communicator.name() << "), each taking "
         << "its share of the " << config.train().update_freq() << " batches of an update\n";
+  }
+  // Ranks on GPUs sum their gradients over NCCL, bootstrapped by the MPI
+  // ranks (which still carry the host collectives: the agreed flags, the
+  // loss sums, rank 0's validation figures).
+  std::unique_ptr<NcclCommunicator> nccl;
+  Communicator* gradient_communicator = &communicator;
+  if (device.is_cuda() && communicator.size() > 1) {
+    TFM_ASSIGN_OR_RETURN(
+        nccl, NcclCommunicator::Create(&communicator, device.index,
+                                       absl::Seconds(config.train().distributed_timeout_seconds())));
+    gradient_communicator = nccl.get();
+    log << "gradients: summed on the GPUs over " << nccl->name() << "\n";
   }
 
   StartingPoint start;
@@ -428,7 +430,7 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   options.time_limit = context.time_limit;
   hooks.validation_score = std::move(scorer);
   Trainer trainer(model.get(), &optimizer, batcher.get(), std::move(valid), options,
-                  std::move(hooks), &communicator);
+                  std::move(hooks), gradient_communicator);
   InstallStopSignalHandlers();
   absl::StatusOr<StopReason> reason = trainer.Run(&progress);
   outputs.Finish();

@@ -46,10 +46,12 @@ std::string FormatDuration(double seconds) {
 std::string FormatLogLine(const TrainingMetrics& m, int64_t total_updates) {
   const std::string update =
       total_updates > 0 ? absl::StrCat(m.update, "/", total_updates) : absl::StrCat(m.update);
+  const std::string loss_scale =
+      m.loss_scale > 0 ? absl::StrFormat(" | loss_scale %g", m.loss_scale) : "";
   return absl::StrFormat(
-      "epoch %d | update %s | loss %.4g | nll %.4g | ppl %.4g | lr %.4g | gnorm %.4g | "
+      "epoch %d | update %s | loss %.4g | nll %.4g | ppl %.4g | lr %.4g | gnorm %.4g%s | "
       "src tok/s %.0f | tgt tok/s %.0f | elapsed %s",
-      m.epoch, update, m.loss, m.nll, m.perplexity(), m.learning_rate, m.gradient_norm,
+      m.epoch, update, m.loss, m.nll, m.perplexity(), m.learning_rate, m.gradient_norm, loss_scale,
       m.source_tokens_per_second, m.target_tokens_per_second, FormatDuration(m.elapsed_seconds));
 }
 

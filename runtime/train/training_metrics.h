@@ -28,6 +28,9 @@ struct TrainingMetrics {
   double source_tokens_per_second = 0;
   double target_tokens_per_second = 0;
   double elapsed_seconds = 0;  // Since training began, across resumes.
+  // Dynamic loss scaling's scale (f16 training); 0 when off, and then not
+  // printed.
+  double loss_scale = 0;
 
   double perplexity() const;
 };

@@ -30,6 +30,12 @@ TEST(TrainingMetricsTest, LogLineHasEveryFieldInOrder) {
             "epoch 3 | update 1200/100000 | loss 4.213 | nll 3.872 | ppl 48.04 | lr 0.0006988 | "
             "gnorm 1.024 | src tok/s 24512 | tgt tok/s 26010 | elapsed 1:02:03");
   EXPECT_EQ(FormatLogLine(Sample()).substr(0, 24), "epoch 3 | update 1200 | ");
+  // Dynamic loss scaling (f16) adds its scale after the norm.
+  TrainingMetrics scaled = Sample();
+  scaled.loss_scale = 32768;
+  EXPECT_EQ(FormatLogLine(scaled, 100000),
+            "epoch 3 | update 1200/100000 | loss 4.213 | nll 3.872 | ppl 48.04 | lr 0.0006988 | "
+            "gnorm 1.024 | loss_scale 32768 | src tok/s 24512 | tgt tok/s 26010 | elapsed 1:02:03");
 }
 
 TEST(TrainingMetricsTest, ValidationLine) {

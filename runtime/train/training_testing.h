@@ -39,7 +39,15 @@ class BigramModel : public TrainableModel {
       stats.target_tokens = 1;
       return stats;
     }
-    return Run(batch, &context);
+    const LossStats stats = Run(batch, &context);
+    if (gradient_limit > 0) {
+      // As f16 would hold the pass's gradients: beyond its range, infinite.
+      float* g = weight_.grad.data<float>();
+      for (int64_t i = 0; i < weight_.grad.num_elements(); ++i) {
+        if (std::abs(g[i]) > gradient_limit) g[i] = std::copysign(INFINITY, g[i]);
+      }
+    }
+    return stats;
   }
   absl::StatusOr<LossStats> Evaluate(const Batch& batch) override {
     if (constant_validation) return LossStats{1.0, 1.0, 1, 1};
@@ -47,6 +55,9 @@ class BigramModel : public TrainableModel {
   }
 
   std::set<uint64_t> nan_counters;
+  // > 0: gradient elements beyond it in magnitude overflow to infinity (65504
+  // is f16's largest), so that dynamic loss scaling can be tested in f32.
+  float gradient_limit = 0;
   bool constant_validation = false;  // A model whose validation never improves.
   int calls = 0;
 

@@ -15,7 +15,8 @@
 #                first checkpoint, multi30k_ende_small (f32) instead
 #   compare      that model's test split decoded on the GPU and on the CPU: identical
 #                lines, BLEU of each (beam 4, and greedy)
-#   train_step   benchmarks/train_step --device=cuda against PyTorch (base, paper)
+#   train_step   benchmarks/train_step --device=cuda against PyTorch (base, paper in f32;
+#                base_25k, big_25k in bf16 with MFU; base_25k in f16)
 #   decode_bench benchmarks/decode --device=cuda against Hugging Face and PyTorch
 #   attention    benchmarks/attention --decode_only: the decode kernel against the
 #                32-query tiles (and cuDNN)
@@ -106,8 +107,14 @@ if run decode_bench; then
 fi
 
 if run train_step; then
+  # f32 at the CPU presets' shapes, then the issue's rows: base and big at
+  # ~25k target tokens in bf16 (MFU), and base in f16 (dynamic loss scaling).
   timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --presets=base,paper \
     --steps=5 --threads=16 --torch_compile=false --peer_python=python3
+  timeout 200 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=bf16 \
+    --presets=base_25k,big_25k --steps=5 --threads=16 --torch_compile=false --peer_python=python3
+  timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=f16 \
+    --presets=base_25k --steps=5 --threads=16 --torch_compile=false --peer_python=python3
 fi
 
 if run attention; then
