@@ -1,6 +1,7 @@
 #include "layers/decoding_cache.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -20,18 +21,29 @@ namespace {
 // copies of growth below one full cache in total.
 constexpr int64_t kInitialCapacity = 16;
 
-// Every tensor of the entries with `indexing`, gathered by `ids`.
+// Every tensor of the entries with `indexing` with rows `ids` (new row i =
+// old row ids[i]) for their first `length` positions (kSentence entries:
+// all), in `capacity` positions (kRow). In place where the tensor has the
+// rows and keeps its capacity (a search's reordering: only the rows that
+// change move); gathered into a new tensor where it grows or a beam widens.
 absl::Status GatherEntries(absl::node_hash_map<const void*, DecodingCache::Entry>& entries,
                            DecodingCache::Indexing indexing, const std::vector<int32_t>& ids,
                            int64_t length, int64_t capacity, const Device& device) {
-  TFM_ASSIGN_OR_RETURN(Tensor id_tensor,
-                       Int32OnDevice(ids, {static_cast<int64_t>(ids.size())}, device));
+  std::optional<Tensor> id_tensor;  // For the gathers, uploaded once.
+  const int64_t count = static_cast<int64_t>(ids.size());
   for (auto& [owner, entry] : entries) {
     if (entry.indexing != indexing) continue;
     for (Tensor& tensor : entry.tensors) {
       const int64_t keep = indexing == DecodingCache::Indexing::kRow ? length : tensor.dim(2);
       const int64_t room = indexing == DecodingCache::Indexing::kRow ? capacity : tensor.dim(2);
-      TFM_ASSIGN_OR_RETURN(tensor, KvCacheGather(tensor, id_tensor, keep, room));
+      if (count <= tensor.dim(0) && room == tensor.dim(2)) {
+        TFM_ASSIGN_OR_RETURN(tensor, KvCacheReorder(tensor, ids, keep));
+        continue;
+      }
+      if (!id_tensor) {
+        TFM_ASSIGN_OR_RETURN(id_tensor.emplace(), Int32OnDevice(ids, {count}, device));
+      }
+      TFM_ASSIGN_OR_RETURN(tensor, KvCacheGather(tensor, *id_tensor, keep, room));
     }
   }
   return absl::OkStatus();

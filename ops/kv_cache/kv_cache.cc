@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "core/tensor_copy.h"
 
 namespace tfm {
 namespace {
@@ -62,6 +63,36 @@ TFM_REGISTER_OP(OpDef{
     .in_place = {{0, 0}},
 });
 
+absl::Status ValidateReorder(const KernelContext& context) {
+  const Tensor& cache = context.input(0);
+  const Tensor& plan = context.input(1);
+  TFM_RETURN_IF_ERROR(ValidateCache(context, cache));
+  TFM_ASSIGN_OR_RETURN(const int64_t length, context.attrs().Get<int64_t>("length"));
+  TFM_ASSIGN_OR_RETURN(const int64_t staged, context.attrs().Get<int64_t>("staged"));
+  TFM_ASSIGN_OR_RETURN(const int64_t from_cache, context.attrs().Get<int64_t>("from_cache"));
+  TFM_ASSIGN_OR_RETURN(const int64_t from_scratch, context.attrs().Get<int64_t>("from_scratch"));
+  if (length < 0 || length > cache.dim(2)) {
+    return context.Error(absl::StrCat("length ", length, " exceeds the capacity ", cache.dim(2)));
+  }
+  if (staged < 0 || from_cache < 0 || from_scratch < 0 || plan.rank() != 1 ||
+      plan.dtype() != DType::kI32 || plan.dim(0) != staged + 2 * from_cache + 2 * from_scratch) {
+    return context.Error(
+        "plan must be i32 [staged + 2 from_cache + 2 from_scratch] (PlanKvReorder)");
+  }
+  return absl::OkStatus();
+}
+
+TFM_REGISTER_OP(OpDef{
+    .name = "kv_cache_reorder",
+    .inputs = {"cache", "plan"},
+    .outputs = {"cache"},
+    .attrs = {"length", "staged", "from_cache", "from_scratch"},
+    .doc = "moves cache rows in place for positions < length as PlanKvReorder planned them "
+           "(staged rows first copied aside)",
+    .validate = ValidateReorder,
+    .in_place = {{0, 0}},
+});
+
 TFM_REGISTER_OP(OpDef{
     .name = "kv_cache_gather",
     .inputs = {"cache", "rows"},
@@ -94,6 +125,71 @@ absl::StatusOr<Tensor> KvCacheGather(const Tensor& cache, const Tensor& rows, in
   attrs.Set("length", length).Set("capacity", capacity);
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("kv_cache_gather", {cache, rows}, attrs));
   return out[0];
+}
+
+std::vector<int32_t> KvReorderPlan::Flat() const {
+  std::vector<int32_t> flat = staged;
+  for (const std::vector<int32_t>* part :
+       {&from_cache_dst, &from_cache_src, &from_scratch_dst, &from_scratch_slot}) {
+    flat.insert(flat.end(), part->begin(), part->end());
+  }
+  return flat;
+}
+
+absl::StatusOr<KvReorderPlan> PlanKvReorder(absl::Span<const int32_t> rows, int64_t cache_rows) {
+  const int64_t count = static_cast<int64_t>(rows.size());
+  if (count > cache_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kv_cache_reorder: ", count, " rows from a cache of ", cache_rows));
+  }
+  for (const int32_t row : rows) {
+    if (row < 0 || row >= cache_rows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kv_cache_reorder: row ", row, " is outside the cache's ", cache_rows, " rows"));
+    }
+  }
+  // Row s is overwritten when it is one of the new rows and does not keep
+  // its own contents.
+  auto overwritten = [&](int32_t s) { return s < count && rows[s] != s; };
+  KvReorderPlan plan;
+  std::vector<int32_t> slot_of(static_cast<size_t>(count), -1);
+  for (int32_t i = 0; i < count; ++i) {
+    const int32_t source = rows[i];
+    if (source == i) continue;
+    if (!overwritten(source)) {
+      plan.from_cache_dst.push_back(i);
+      plan.from_cache_src.push_back(source);
+      continue;
+    }
+    if (slot_of[source] < 0) {
+      slot_of[source] = static_cast<int32_t>(plan.staged.size());
+      plan.staged.push_back(source);
+    }
+    plan.from_scratch_dst.push_back(i);
+    plan.from_scratch_slot.push_back(slot_of[source]);
+  }
+  return plan;
+}
+
+absl::StatusOr<Tensor> KvCacheReorder(const Tensor& cache, absl::Span<const int32_t> rows,
+                                      int64_t length) {
+  if (cache.rank() != 4) {
+    return absl::InvalidArgumentError("kv_cache_reorder: cache must be [rows, heads, capacity, d]");
+  }
+  TFM_ASSIGN_OR_RETURN(const KvReorderPlan plan, PlanKvReorder(rows, cache.dim(0)));
+  const std::vector<int32_t> flat = plan.Flat();
+  if (!flat.empty()) {
+    TFM_ASSIGN_OR_RETURN(const Tensor plan_tensor,
+                         Int32OnDevice(flat, {static_cast<int64_t>(flat.size())}, cache.device()));
+    Attrs attrs;
+    attrs.Set("length", length)
+        .Set("staged", static_cast<int64_t>(plan.staged.size()))
+        .Set("from_cache", static_cast<int64_t>(plan.from_cache_dst.size()))
+        .Set("from_scratch", static_cast<int64_t>(plan.from_scratch_dst.size()));
+    TFM_RETURN_IF_ERROR(RunOp("kv_cache_reorder", {cache, plan_tensor}, attrs).status());
+  }
+  if (static_cast<int64_t>(rows.size()) == cache.dim(0)) return cache;
+  return cache.Slice(0, static_cast<int64_t>(rows.size()));
 }
 
 }  // namespace tfm

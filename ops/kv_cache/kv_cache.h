@@ -1,21 +1,25 @@
-// kv_cache_write and kv_cache_gather: the attention key/value caches of
-// incremental decoding, [rows, heads, capacity, d] (the attention op's
-// [batch, heads, k_len, d] layout with room for every step of a search).
+// kv_cache_write, kv_cache_gather and kv_cache_reorder: the attention
+// key/value caches of incremental decoding, [rows, heads, capacity, d] (the
+// attention op's [batch, heads, k_len, d] layout with room for every step
+// of a search).
 //
 // A step writes its new position into the cache in place instead of
 // concatenating (no copy of the whole cache, no allocation per step), and
 // the attention op reads the first `length` positions through its key
-// lengths mask. A beam search that reorders its hypotheses gathers rows,
-// copying only the positions written so far (and grows a cache that is full
-// the same way). Any 4-byte dtype (the kernels
+// lengths mask. A beam search that reorders its hypotheses moves the rows
+// that changed in place, copying only the positions written so far (most
+// hypotheses keep their row from one step to the next); a gather into a new
+// cache grows one that is full, or widens a beam. Any 4-byte dtype (the kernels
 // move bytes); f32 is registered, and on CUDA f16 and bf16 too.
 #ifndef TFM_OPS_KV_CACHE_KV_CACHE_H_
 #define TFM_OPS_KV_CACHE_KV_CACHE_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/tensor.h"
 
 namespace tfm {
@@ -34,6 +38,34 @@ absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position
 // may not exceed either capacity: a larger `capacity` grows a full cache.
 absl::StatusOr<Tensor> KvCacheGather(const Tensor& cache, const Tensor& rows, int64_t length,
                                      int64_t capacity);
+
+// How kv_cache_reorder moves rows within a cache: every source is read
+// before any row is written, so a row that is both read and overwritten is
+// first staged (copied aside).
+struct KvReorderPlan {
+  std::vector<int32_t> staged;  // Rows copied to scratch slot 0, 1, ...
+  // New row dst[i] = old row src[i], which no move overwrites.
+  std::vector<int32_t> from_cache_dst, from_cache_src;
+  // New row dst[i] = the scratch slot slot[i].
+  std::vector<int32_t> from_scratch_dst, from_scratch_slot;
+  // The op's plan input: staged, from_cache_dst, from_cache_src,
+  // from_scratch_dst, from_scratch_slot, one after the other.
+  std::vector<int32_t> Flat() const;
+};
+
+// The plan that makes rows 0 .. rows.size() - 1 of a cache of `cache_rows`
+// rows hold old rows rows[0], rows[1], ... (each in [0, cache_rows);
+// rows.size() <= cache_rows); rows left where they are move nowhere.
+absl::StatusOr<KvReorderPlan> PlanKvReorder(absl::Span<const int32_t> rows, int64_t cache_rows);
+
+// In place: row i of `cache` becomes old row rows[i] for positions 0 ..
+// length - 1 (later positions are left as they are: nobody reads past the
+// written length), for rows.size() <= the cache's rows. Returns the cache's
+// first rows.size() rows (a view of the same buffer). Copies only the rows
+// that change (and stages those both read and overwritten), with no new
+// cache: what a beam search's reordering needs.
+absl::StatusOr<Tensor> KvCacheReorder(const Tensor& cache, absl::Span<const int32_t> rows,
+                                      int64_t length);
 
 }  // namespace tfm
 

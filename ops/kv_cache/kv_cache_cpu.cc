@@ -2,6 +2,7 @@
 // split across threads by (row, head).
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
@@ -64,7 +65,62 @@ absl::Status KvCacheGatherCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
+// Executes PlanKvReorder's plan: the staged rows copied aside, then every
+// move (none of whose sources is overwritten, or it reads the copy).
+absl::Status KvCacheReorderCpu(KernelContext& context) {
+  Tensor cache = context.in_place_input(0);
+  const int32_t* plan = context.input(1).data<int32_t>();
+  TFM_ASSIGN_OR_RETURN(const int64_t length, context.attrs().Get<int64_t>("length"));
+  TFM_ASSIGN_OR_RETURN(const int64_t staged, context.attrs().Get<int64_t>("staged"));
+  TFM_ASSIGN_OR_RETURN(const int64_t from_cache, context.attrs().Get<int64_t>("from_cache"));
+  TFM_ASSIGN_OR_RETURN(const int64_t from_scratch, context.attrs().Get<int64_t>("from_scratch"));
+  const int64_t rows = cache.dim(0), heads = cache.dim(1), capacity = cache.dim(2);
+  const int64_t d = cache.dim(3);
+  const int64_t total = staged + 2 * from_cache + 2 * from_scratch;
+  for (int64_t i = 0; i < total; ++i) {
+    // Rows in the first four parts, scratch slots in the last.
+    const int64_t limit = i < total - from_scratch ? rows : staged;
+    if (plan[i] < 0 || plan[i] >= limit) {
+      return context.Error(absl::StrCat("plan entry ", i, " (", plan[i], ") is out of range"));
+    }
+  }
+  const int32_t* staged_rows = plan;
+  const int32_t* cache_dst = staged_rows + staged;
+  const int32_t* cache_src = cache_dst + from_cache;
+  const int32_t* scratch_dst = cache_src + from_cache;
+  const int32_t* scratch_slot = scratch_dst + from_scratch;
+  float* data = cache.data<float>();
+  const int64_t segment = length * d;  // Floats per (row, head) moved.
+  std::vector<float> scratch(static_cast<size_t>(staged * heads * segment));
+  auto head_of = [&](int64_t row, int64_t head) {
+    return data + (row * heads + head) * capacity * d;
+  };
+  context.thread_pool()->ParallelFor(
+      staged * heads, Grain(segment), [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          std::memcpy(scratch.data() + task * segment,
+                      head_of(staged_rows[task / heads], task % heads), segment * sizeof(float));
+        }
+      });
+  context.thread_pool()->ParallelFor(
+      (from_cache + from_scratch) * heads, Grain(segment), [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t move = task / heads, head = task % heads;
+          const float* source =
+              move < from_cache
+                  ? head_of(cache_src[move], head)
+                  : scratch.data() + (scratch_slot[move - from_cache] * heads + head) * segment;
+          float* target =
+              head_of(move < from_cache ? cache_dst[move] : scratch_dst[move - from_cache], head);
+          std::memcpy(target, source, segment * sizeof(float));
+        }
+      });
+  context.SetOutput(0, cache);
+  return absl::OkStatus();
+}
+
 TFM_REGISTER_KERNEL("kv_cache_write", DeviceType::kCPU, DType::kF32, KvCacheWriteCpu);
+TFM_REGISTER_KERNEL("kv_cache_reorder", DeviceType::kCPU, DType::kF32, KvCacheReorderCpu);
 TFM_REGISTER_KERNEL("kv_cache_gather", DeviceType::kCPU, DType::kF32, KvCacheGatherCpu);
 
 }  // namespace

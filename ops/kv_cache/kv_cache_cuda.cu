@@ -28,6 +28,9 @@ struct SegmentCopy {
   const int32_t* rows;
   int64_t heads;
   int64_t source_heads;
+  // Target segment of segment s: s, or with target_rows (moves within a
+  // cache) target_rows[s / heads] * heads + s % heads.
+  const int32_t* target_rows = nullptr;
 };
 
 template <typename Word>
@@ -39,7 +42,12 @@ __global__ void CopySegmentsKernel(const Word* source, Word* target, SegmentCopy
     const int64_t row = copy.rows == nullptr ? segment / copy.heads
                                              : static_cast<int64_t>(copy.rows[segment / copy.heads]);
     const int64_t source_segment = row * copy.source_heads + segment % copy.heads;
-    target[segment * copy.target_stride + word] =
+    const int64_t target_segment =
+        copy.target_rows == nullptr
+            ? segment
+            : static_cast<int64_t>(copy.target_rows[segment / copy.heads]) * copy.heads +
+                  segment % copy.heads;
+    target[target_segment * copy.target_stride + word] =
         source[source_segment * copy.source_stride + word];
   }
 }
@@ -88,6 +96,34 @@ const char* FindBadCacheRow(const int32_t* rows, int64_t count, int64_t cache_ro
   return cuda_elementwise::FindFirstOutOfRange(rows, count, cache_rows,
                                                static_cast<unsigned long long*>(scratch),
                                                static_cast<cudaStream_t>(stream), position, row);
+}
+
+const char* LaunchKvCacheReorder(void* cache, const int32_t* plan, int64_t staged,
+                                 int64_t from_cache, int64_t from_scratch, void* scratch,
+                                 int64_t heads, int64_t capacity, int64_t length, int64_t row_bytes,
+                                 StreamHandle stream) {
+  const int32_t* cache_dst = plan + staged;
+  const int32_t* cache_src = cache_dst + from_cache;
+  const int32_t* scratch_dst = cache_src + from_cache;
+  const int32_t* scratch_slot = scratch_dst + from_scratch;
+  const int64_t segment = length * row_bytes, stride = capacity * row_bytes;
+  // The rows both read and overwritten, aside; then the moves, in stream
+  // order after them.
+  if (const char* error = CopySegments(
+          cache, scratch, SegmentCopy{staged * heads, segment, stride, segment, plan, heads, heads},
+          stream)) {
+    return error;
+  }
+  if (const char* error = CopySegments(cache, cache,
+                                       SegmentCopy{from_cache * heads, segment, stride, stride,
+                                                   cache_src, heads, heads, cache_dst},
+                                       stream)) {
+    return error;
+  }
+  return CopySegments(scratch, cache,
+                      SegmentCopy{from_scratch * heads, segment, segment, stride, scratch_slot,
+                                  heads, heads, scratch_dst},
+                      stream);
 }
 
 const char* LaunchKvCacheGather(const void* cache, const int32_t* rows, void* out, int64_t count,

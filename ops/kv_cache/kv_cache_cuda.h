@@ -22,6 +22,15 @@ const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t rows, int64_t
 const char* FindBadCacheRow(const int32_t* rows, int64_t count, int64_t cache_rows, void* scratch,
                             StreamHandle stream, int64_t* position, int64_t* row);
 
+// kv_cache_reorder's moves as PlanKvReorder planned them (`plan` its Flat()
+// on the device): the `staged` rows copied into `scratch` ([staged, heads,
+// length] rows of `row_bytes`), then the moves from the cache and from the
+// scratch, in stream order.
+const char* LaunchKvCacheReorder(void* cache, const int32_t* plan, int64_t staged,
+                                 int64_t from_cache, int64_t from_scratch, void* scratch,
+                                 int64_t heads, int64_t capacity, int64_t length, int64_t row_bytes,
+                                 StreamHandle stream);
+
 // out[i, h, t, :] = cache[rows[i], h, t, :] for t < length, out [count,
 // heads, capacity, d], cache [.., heads, source_capacity, d] (rows checked).
 const char* LaunchKvCacheGather(const void* cache, const int32_t* rows, void* out, int64_t count,

@@ -23,6 +23,26 @@ absl::Status KvCacheWriteCuda(KernelContext& context) {
   return absl::OkStatus();
 }
 
+// The plan comes from PlanKvReorder, which checked its rows on the host: no
+// check here, and no wait for the GPU.
+absl::Status KvCacheReorderCuda(KernelContext& context) {
+  Tensor cache = context.in_place_input(0);
+  TFM_ASSIGN_OR_RETURN(const int64_t length, context.attrs().Get<int64_t>("length"));
+  TFM_ASSIGN_OR_RETURN(const int64_t staged, context.attrs().Get<int64_t>("staged"));
+  TFM_ASSIGN_OR_RETURN(const int64_t from_cache, context.attrs().Get<int64_t>("from_cache"));
+  TFM_ASSIGN_OR_RETURN(const int64_t from_scratch, context.attrs().Get<int64_t>("from_scratch"));
+  const int64_t heads = cache.dim(1), d = cache.dim(3);
+  TFM_ASSIGN_OR_RETURN(Tensor scratch, Tensor::Empty({staged, heads, length, d}, cache.dtype(),
+                                                     context.device(), context.stream()));
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
+      context,
+      LaunchKvCacheReorder(cache.raw_data(), context.input(1).data<int32_t>(), staged, from_cache,
+                           from_scratch, scratch.raw_data(), heads, cache.dim(2), length,
+                           d * DTypeSize(cache.dtype()), context.stream())));
+  context.SetOutput(0, cache);
+  return absl::OkStatus();
+}
+
 absl::Status KvCacheGatherCuda(KernelContext& context) {
   const Tensor& cache = context.input(0);
   const Tensor& rows = context.input(1);
@@ -50,6 +70,8 @@ absl::Status KvCacheGatherCuda(KernelContext& context) {
 TFM_REGISTER_KERNELS("kv_cache_write", DeviceType::kCUDA, KvCacheWriteCuda, DType::kF32,
                      DType::kF16, DType::kBF16);
 TFM_REGISTER_KERNELS("kv_cache_gather", DeviceType::kCUDA, KvCacheGatherCuda, DType::kF32,
+                     DType::kF16, DType::kBF16);
+TFM_REGISTER_KERNELS("kv_cache_reorder", DeviceType::kCUDA, KvCacheReorderCuda, DType::kF32,
                      DType::kF16, DType::kBF16);
 
 }  // namespace

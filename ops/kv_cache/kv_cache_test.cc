@@ -53,6 +53,66 @@ TEST(KvCacheTest, WritesStepsInPlaceAndGathersWrittenPrefixes) {
         }
 }
 
+// The orders a beam search asks for: none, a swap, a cycle, rows copied to
+// several places (and their own rows overwritten), rows dropped, fewer rows
+// (sentences finished).
+const std::vector<std::vector<int32_t>> kReorders = {
+    {0, 1, 2, 3, 4}, {1, 0, 2, 3, 4}, {1, 2, 3, 4, 0}, {3, 3, 0, 0, 2},
+    {2, 2, 2, 2, 2}, {4, 3, 2, 1, 0}, {0, 1, 4},       {4, 0}};
+
+// Positions < length of rows 0 .. rows.size() - 1 of `reordered` against
+// the gather of the same rows from `original`.
+void ExpectReorderedAsGathered(const Tensor& reordered, const Tensor& original,
+                               const std::vector<int32_t>& rows, int64_t length) {
+  const int64_t heads = original.dim(1), capacity = original.dim(2), d = original.dim(3);
+  const Tensor ids = *Tensor::FromVector<int32_t>(rows, {static_cast<int64_t>(rows.size())});
+  const Tensor expected = *KvCacheGather(original, ids, length, capacity);
+  ASSERT_EQ(reordered.dim(0), static_cast<int64_t>(rows.size()));
+  const Tensor got = ::tfm::testing::HostF32(reordered);
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t k = 0; k < length * d; ++k) {
+        const int64_t at = (static_cast<int64_t>(r) * heads + h) * capacity * d + k;
+        ASSERT_EQ(got.data<float>()[at], expected.data<float>()[at]) << "row " << r;
+      }
+}
+
+TEST(KvCacheTest, ReorderMovesOnlyChangedRowsInPlace) {
+  const int64_t rows = 5, heads = 2, capacity = 6, d = 3, length = 4;
+  for (const std::vector<int32_t>& order : kReorders) {
+    const Tensor original = Numbered(rows, heads, capacity, d);
+    Tensor cache = *CopyToDevice(original, Device::Cpu());
+    // Positions past `length` hold markers that must survive.
+    float* data = cache.data<float>();
+    for (int64_t slice = 0; slice < rows * heads; ++slice) data[(slice * capacity + 5) * d] = -7;
+    absl::StatusOr<Tensor> reordered = KvCacheReorder(cache, order, length);
+    ASSERT_TRUE(reordered.ok()) << reordered.status();
+    EXPECT_EQ(reordered->raw_data(), cache.raw_data());  // The same buffer, no new cache.
+    ExpectReorderedAsGathered(*reordered, original, order, length);
+    for (int64_t slice = 0; slice < rows * heads; ++slice) {
+      EXPECT_EQ(data[(slice * capacity + 5) * d], -7) << "slice " << slice;
+    }
+  }
+  // The plan stages only rows that are read and overwritten.
+  const KvReorderPlan swap = *PlanKvReorder(std::vector<int32_t>{1, 0, 2}, 3);
+  EXPECT_EQ(swap.staged, (std::vector<int32_t>{1, 0}));
+  EXPECT_TRUE(swap.from_cache_dst.empty());
+  // Row 2 is read (into row 1) and overwritten (by row 3): staged; row 3
+  // is read only, straight from the cache; row 0 stays.
+  const KvReorderPlan shift = *PlanKvReorder(std::vector<int32_t>{0, 2, 3}, 4);
+  EXPECT_EQ(shift.staged, (std::vector<int32_t>{2}));
+  EXPECT_EQ(shift.from_scratch_dst, (std::vector<int32_t>{1}));
+  EXPECT_EQ(shift.from_cache_dst, (std::vector<int32_t>{2}));
+
+  const Tensor cache = Numbered(2, 1, 2, 2);
+  EXPECT_EQ(KvCacheReorder(cache, std::vector<int32_t>{0, 1, 1}, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);  // More rows than the cache has.
+  EXPECT_EQ(KvCacheReorder(cache, std::vector<int32_t>{2}, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheReorder(cache, std::vector<int32_t>{1, 0}, 3).status().code(),
+            absl::StatusCode::kInvalidArgument);  // Past the capacity.
+}
+
 // A fused projection [rows, 3 heads, 1, d] (queries, keys, values of a
 // decoding step): each third goes to its own cache by first_head.
 TEST(KvCacheTest, WritesAHeadRangeOfAWiderX) {
@@ -172,6 +232,23 @@ TEST(KvCacheTest, CudaBadRowIsInvalidArgument) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("row 2 is outside the cache's 2 rows"), std::string::npos)
       << status;
+}
+
+// The reorder on CUDA moves the same bytes as on the CPU, in every dtype.
+TEST(KvCacheTest, CudaReorderMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const int64_t rows = 5, heads = 3, capacity = 9, d = 8, length = 7;
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (const std::vector<int32_t>& order : kReorders) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " order of " << order.size());
+      const Tensor original =
+          RoundedThrough(*RandomUniform({rows, heads, capacity, d}, {4, 9, 0}, -1.0f, 1.0f), dtype);
+      const Tensor cache_gpu = OnCuda(HostAs(original, dtype));
+      absl::StatusOr<Tensor> reordered = KvCacheReorder(cache_gpu, order, length);
+      ASSERT_TRUE(reordered.ok()) << reordered.status();
+      ExpectReorderedAsGathered(*reordered, original, order, length);
+    }
+  }
 }
 
 }  // namespace
