@@ -53,6 +53,11 @@ struct ForwardContext {
   // them in the cache (attention's keys and values), and positional
   // encodings start at that position. Null for whole sequences.
   DecodingCache* cache = nullptr;
+  // A search's whole-sequence inference pass (its encoder): the products go
+  // through this cache's DecodingLinear, in its precision (int8 with
+  // --quantize=int8) with its prepared weights, and nothing is kept for a
+  // backward pass. Null otherwise.
+  DecodingCache* products = nullptr;
   // The pass's token ids were checked on the host (the model built them
   // from a batch's host ids): gathers on a GPU skip their own check, and
   // the wait for the GPU it costs.

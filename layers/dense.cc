@@ -28,6 +28,11 @@ absl::StatusOr<Tensor> Dense::Step(DecodingCache& cache, const Tensor& x, bool r
   return DecodingLinear(cache, &weight_.value, x, weight_.value, bias_.value, relu);
 }
 
+absl::StatusOr<Tensor> Dense::Project(const ForwardContext& context, const Tensor& x) {
+  if (context.products != nullptr) return Step(*context.products, x);
+  return Forward(x);
+}
+
 absl::StatusOr<Tensor> Dense::Backward(const Tensor& dout) {
   TFM_ASSIGN_OR_RETURN(const Tensor weight, ValueFor(weight_, x_.dtype()));
   TFM_ASSIGN_OR_RETURN(LinearGrads grads, LinearBackward(dout, x_, weight));

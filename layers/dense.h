@@ -25,6 +25,9 @@ class Dense {
   // The same map in a decoding step (DecodingLinear: the weight packed once
   // per search on the CPU), with `relu` max(0, .) of it; keeps nothing.
   absl::StatusOr<Tensor> Step(DecodingCache& cache, const Tensor& x, bool relu = false) const;
+  // Forward, or in a search's whole-sequence pass (ForwardContext::products)
+  // Step through that cache.
+  absl::StatusOr<Tensor> Project(const ForwardContext& context, const Tensor& x);
   // Adds dW and db into the gradients; returns dx.
   absl::StatusOr<Tensor> Backward(const Tensor& dout);
 

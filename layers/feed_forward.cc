@@ -27,9 +27,10 @@ class FeedForward : public Layer {
   absl::StatusOr<std::vector<Tensor>> Forward(ForwardContext& context,
                                               absl::Span<const Tensor> inputs) override {
     if (inputs.size() != 1) return absl::InvalidArgumentError("feed_forward takes {x}");
-    if (context.cache != nullptr) {  // A decoding step: no dropout, nothing kept.
-      TFM_ASSIGN_OR_RETURN(Tensor hidden, fc1_.Step(*context.cache, inputs[0], /*relu=*/true));
-      TFM_ASSIGN_OR_RETURN(Tensor y, fc2_.Step(*context.cache, hidden));
+    // A decoding step, or a search's encoder: no dropout, nothing kept.
+    if (DecodingCache* cache = context.cache != nullptr ? context.cache : context.products) {
+      TFM_ASSIGN_OR_RETURN(Tensor hidden, fc1_.Step(*cache, inputs[0], /*relu=*/true));
+      TFM_ASSIGN_OR_RETURN(Tensor y, fc2_.Step(*cache, hidden));
       return std::vector<Tensor>{y};
     }
     TFM_ASSIGN_OR_RETURN(Tensor hidden, fc1_.Forward(inputs[0]));

@@ -64,9 +64,9 @@ class MultiHeadAttention : public Layer {
     const Tensor& x = inputs[0];
     const Tensor& memory = self_attention_ ? inputs[0] : inputs[1];
     options_.key_lengths = inputs.back();
-    TFM_ASSIGN_OR_RETURN(Tensor q, q_proj_.Forward(x));
-    TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Forward(memory));
-    TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Forward(memory));
+    TFM_ASSIGN_OR_RETURN(Tensor q, q_proj_.Project(context, x));
+    TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Project(context, memory));
+    TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Project(context, memory));
     TFM_ASSIGN_OR_RETURN(q_, SplitHeads(q, heads_));
     TFM_ASSIGN_OR_RETURN(k_, SplitHeads(k, heads_));
     TFM_ASSIGN_OR_RETURN(v_, SplitHeads(v, heads_));
@@ -80,7 +80,7 @@ class MultiHeadAttention : public Layer {
     }
     TFM_ASSIGN_OR_RETURN(attention_, ScaledDotProductAttention(q_, k_, v_, options_));
     TFM_ASSIGN_OR_RETURN(Tensor merged, MergeHeads(attention_.out));
-    TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Forward(merged));
+    TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Project(context, merged));
     return std::vector<Tensor>{y};
   }
 

@@ -92,6 +92,9 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   TFM_ASSIGN_OR_RETURN(state->memory_lengths,
                        Int32OnDevice(state->lengths, {sources.size}, device_));
   ForwardContext context{/*training=*/false, /*rng=*/nullptr};
+  // With int8 weights the encoder's products are int8 too (every linear
+  // layer quantized); in f32 they stay Linear's, as training computes them.
+  if (decoding_precision_ == DecodingPrecision::kInt8) context.products = &state->cache;
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> embedded,
                        source_embedding_->Forward(context, {source_table_.value, ids}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
