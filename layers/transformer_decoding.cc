@@ -179,10 +179,9 @@ absl::Status Transformer::Reorder(DecoderState& base, absl::Span<const int> rows
   const Tensor& memory = state->memory;
   const int64_t columns = memory.dim(1), width = memory.dim(2);
   const int64_t count = static_cast<int64_t>(kept.size());
-  TFM_ASSIGN_OR_RETURN(Tensor ids, Int32OnDevice(kept, {count}, device_));
   TFM_ASSIGN_OR_RETURN(Tensor as_cache, memory.Reshape({sentences, 1, columns, width}));
-  TFM_ASSIGN_OR_RETURN(Tensor gathered, KvCacheGather(as_cache, ids, columns, columns));
-  TFM_ASSIGN_OR_RETURN(state->memory, gathered.Reshape({count, columns, width}));
+  TFM_ASSIGN_OR_RETURN(Tensor kept_rows, KvCacheReorder(as_cache, kept, columns));
+  TFM_ASSIGN_OR_RETURN(state->memory, kept_rows.Reshape({count, columns, width}));
   std::vector<int32_t> lengths(kept.size());
   for (size_t i = 0; i < kept.size(); ++i) lengths[i] = state->lengths[kept[i]];
   state->lengths = std::move(lengths);
