@@ -4,11 +4,16 @@
 // 512 -> 512 (attention projections), 512 -> 2048 and 2048 -> 512 (feed-
 // forward), 512 -> 8000 (the tied output projection). Prints GFLOP/s
 // (2 rows in out per product, activations' quantization included) and the
-// speedup of the active int8 kernel over f32.
+// speedup of the active int8 kernel over f32. Before timing a case, every
+// kernel's output is checked against the double reference: each int8
+// kernel within its quantization bound (ops/quantized_linear/
+// quantization_bound.h, what the kernel tests hold them to), f32 within
+// 1e-5 of the largest output; a miss prints check: FAIL and fails the run.
 //
 //   bazel run -c opt //benchmarks:int8_linear -- [--threads=1] [--seconds=0.2]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <vector>
@@ -18,6 +23,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "ops/packed_linear/packed_linear.h"
+#include "ops/quantized_linear/quantization_bound.h"
 #include "ops/quantized_linear/quantized_linear.h"
 #include "ops/random/random.h"
 
@@ -63,6 +69,8 @@ int Main() {
       {512, 512}, {512, 2048}, {2048, 512}, {512, 8000}};
   std::vector<double> speedups;
   uint64_t stream = 1;
+  double worst_int8 = 0, worst_f32 = 0;  // Fractions of the allowed error.
+  int cases = 0;
   for (const auto& [in, out] : shapes) {
     const Tensor w = *RandomUniform({out, in}, PhiloxState{9, stream++, 0}, -0.1f, 0.1f);
     const Tensor b = *RandomUniform({out}, PhiloxState{9, stream++, 0}, -0.1f, 0.1f);
@@ -71,6 +79,26 @@ int Main() {
     for (int64_t rows : {4, 16, 64, 256}) {
       const Tensor x = *RandomUniform({rows, in}, PhiloxState{9, stream++, 0}, -1.0f, 1.0f);
       const double flops = 2.0 * rows * in * out;
+      // The outputs first: timing numbers of a wrong product mean nothing.
+      const QuantizationReference reference = QuantizedLinearReference(
+          x, w, b, /*relu=*/false, Int8ActivationLevels(ActiveInt8Kernel()));
+      double largest = 1e-30;
+      for (double y : reference.y) largest = std::max(largest, std::abs(y));
+      const std::vector<float> f32_out = PackedLinear(x, packed, out, b)->ToVector<float>();
+      for (size_t i = 0; i < f32_out.size(); ++i) {
+        worst_f32 = std::max(worst_f32, std::abs(f32_out[i] - reference.y[i]) / (1e-5 * largest));
+      }
+      for (Int8Kernel kernel : kernels) {
+        const int levels = Int8ActivationLevels(kernel);
+        const QuantizationReference other_levels =
+            levels == Int8ActivationLevels(ActiveInt8Kernel())
+                ? QuantizationReference()
+                : QuantizedLinearReference(x, w, b, /*relu=*/false, levels);
+        worst_int8 = std::max(
+            worst_int8, WorstBoundFraction(*QuantizedLinear(x, quantized, b, false, kernel),
+                                           other_levels.y.empty() ? reference : other_levels));
+      }
+      ++cases;
       const double f32 = flops / SecondsPerCall([&] { (void)*PackedLinear(x, packed, out, b); },
                                                 seconds) / 1e9;
       std::printf("%-6lld %5lld x %-4lld %10.1f", static_cast<long long>(rows),
@@ -90,6 +118,12 @@ int Main() {
       std::printf(" %11.2fx\n", active / f32);
     }
   }
+  const bool pass = worst_int8 <= 1.0 && worst_f32 <= 1.0;
+  std::printf("\ncheck: %s %d cases x %zu int8 kernels against the double reference: worst "
+              "error %.3f of the quantization bound (at most 1); f32 packed_linear worst error "
+              "%.3f of 1e-5 x the largest output (at most 1)\n",
+              pass ? "PASS" : "FAIL", cases, kernels.size(), worst_int8, worst_f32);
+  if (!pass) return 1;
   std::sort(speedups.begin(), speedups.end());
   std::printf("\nint8 (%s) / f32 packed_linear: median %.2fx, range %.2fx .. %.2fx\n",
               Int8KernelName(ActiveInt8Kernel()), speedups[speedups.size() / 2],

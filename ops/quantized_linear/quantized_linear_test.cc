@@ -10,6 +10,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "gtest/gtest.h"
+#include "ops/quantized_linear/quantization_bound.h"
 #include "ops/random/random.h"
 
 namespace tfm {
@@ -19,48 +20,13 @@ Tensor Random(const Shape& shape, uint64_t stream, float lo = -1.0f, float hi = 
   return *RandomUniform(shape, PhiloxState{11, stream, 0}, lo, hi);
 }
 
-// x W^T + b in double, and each output's bound on the quantization error.
-// With per-row steps sx = (max(0, x) - min(0, x)) / L (L = 255, or 127 for
-// the AVX2 kernel) and sw = max |w| / 127, every x is within sx / 2 of its
-// level and every w within sw / 2 of its level, so
-//   |x^ w^ - x w| <= sx / 2 (|w| + sw / 2) + |x| sw / 2
-// per term, summed over the inputs; plus float rounding of the final
-// scaling (1e-5 of sum |x w|, far above float's 6e-8 per operation).
-struct Reference {
-  std::vector<double> y, bound;
-};
+// The double reference and each output's quantization bound
+// (quantization_bound.h).
+using Reference = QuantizationReference;
 
 Reference Expected(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, bool relu,
                    int levels) {
-  const std::vector<float> xs = x.ToVector<float>(), ws = w.ToVector<float>();
-  const int64_t in = w.dim(1), out = w.dim(0), rows = static_cast<int64_t>(xs.size()) / in;
-  const std::vector<float> bs = b.has_value() ? b->ToVector<float>() : std::vector<float>(out, 0);
-  std::vector<double> sw(out, 0);
-  for (int64_t o = 0; o < out; ++o) {
-    for (int64_t k = 0; k < in; ++k) sw[o] = std::max<double>(sw[o], std::abs(ws[o * in + k]));
-    sw[o] /= 127.0;
-  }
-  Reference ref;
-  for (int64_t r = 0; r < rows; ++r) {
-    double lo = 0, hi = 0;
-    for (int64_t k = 0; k < in; ++k) {
-      lo = std::min<double>(lo, xs[r * in + k]);
-      hi = std::max<double>(hi, xs[r * in + k]);
-    }
-    const double sx = (hi - lo) / levels;
-    for (int64_t o = 0; o < out; ++o) {
-      double sum = bs[o], bound = 1e-6 + 1e-6 * std::abs(bs[o]);
-      for (int64_t k = 0; k < in; ++k) {
-        const double xv = xs[r * in + k], wv = ws[o * in + k];
-        sum += xv * wv;
-        bound += sx / 2 * (std::abs(wv) + sw[o] / 2) + std::abs(xv) * sw[o] / 2 +
-                 1e-5 * std::abs(xv * wv);
-      }
-      ref.y.push_back(relu ? std::max(sum, 0.0) : sum);
-      ref.bound.push_back(bound);
-    }
-  }
-  return ref;
+  return QuantizedLinearReference(x, w, b, relu, levels);
 }
 
 // The largest error as a fraction of its bound (<= 1 passes).
