@@ -9,6 +9,13 @@
 // lengths), written to a temporary directory; the tokenizer is SentencePiece
 // as in training (2000 pieces: the synthetic words allow no more). Batches hold 4096 source and
 // 4096 target tokens, the small model's GPU batch.
+//
+// Before its figures count, the rows must have delivered the same work
+// (check: PASS / FAIL; FAIL fails the run): with and without the
+// background thread, the same batches in the same order; text and binary,
+// the same sentence pairs and tokens over the epoch (in other orders: the
+// binary corpus shuffles globally). Rows cut short by --seconds are not
+// compared.
 #include <unistd.h>
 
 #include <chrono>
@@ -17,6 +24,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -53,10 +61,25 @@ void WriteSyntheticCorpus(const std::string& dir, int pairs) {
   }
 }
 
+// What a row delivered, for the checks.
+struct Delivered {
+  bool ok = false;
+  bool whole_epoch = false;
+  int64_t batches = 0, pairs = 0, source_tokens = 0, target_tokens = 0;
+  uint64_t order_hash = 1469598103934665603ull;  // FNV-1a over the batches in order.
+};
+
+void HashInto(uint64_t* hash, int64_t value) {
+  for (int byte = 0; byte < 8; ++byte) {
+    *hash = (*hash ^ ((static_cast<uint64_t>(value) >> (8 * byte)) & 0xff)) * 1099511628211ull;
+  }
+}
+
 // One epoch (or `seconds`): batches per second over it, and how long the
 // first batch took (text tokenizes a whole shuffle window before its first
 // batch: the trainer waits that long at every window).
-void Measure(const std::string& name, BatchStream* batches, double seconds) {
+Delivered Measure(const std::string& name, BatchStream* batches, double seconds) {
+  Delivered delivered;
   const auto start = std::chrono::steady_clock::now();
   auto since_start = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -68,19 +91,74 @@ void Measure(const std::string& name, BatchStream* batches, double seconds) {
     absl::StatusOr<bool> more = batches->Next(&batch);
     if (!more.ok()) {
       std::printf("%s: %s\n", name.c_str(), more.status().ToString().c_str());
-      return;
+      return delivered;
     }
-    if (!*more) break;
+    if (!*more) {
+      delivered.whole_epoch = true;
+      break;
+    }
     if (count++ == 0) first = since_start();
     tokens += batch.target_tokens();
+    delivered.pairs += batch.size;
+    delivered.source_tokens += batch.source_tokens();
+    for (const std::vector<int>* ids : {&batch.source, &batch.target}) {
+      for (int id : *ids) HashInto(&delivered.order_hash, id);
+    }
     elapsed = since_start();
   }
+  delivered.ok = true;
+  delivered.batches = count;
+  delivered.target_tokens = tokens;
   const double rate = count / elapsed;
   std::printf(
       "%-38s %8.1f batches/s %10.0f tgt tok/s  first batch %6.2f s  (%lld batches, %.1f s)"
       "  %.1fx the GPU's need\n",
       name.c_str(), rate, tokens / elapsed, first, static_cast<long long>(count), elapsed,
       rate / kGpuBatchesPerSecond);
+  return delivered;
+}
+
+// The checks over the four rows (text, text + thread, binary, binary +
+// thread); false on a mismatch.
+bool CheckSameWork(const Delivered (&rows)[2][2]) {
+  bool pass = true;
+  for (int binary = 0; binary < 2; ++binary) {
+    const Delivered& plain = rows[binary][0];
+    const Delivered& threaded = rows[binary][1];
+    const char* kind = binary ? "binary" : "text";
+    if (!plain.ok || !threaded.ok) {
+      std::printf("check: FAIL %s: a row stopped with an error\n", kind);
+      pass = false;
+    } else if (plain.whole_epoch && threaded.whole_epoch) {
+      const bool same =
+          plain.order_hash == threaded.order_hash && plain.batches == threaded.batches;
+      std::printf("check: %s %s with and without the thread: %lld and %lld batches, %s\n",
+                  same ? "PASS" : "FAIL", kind, static_cast<long long>(plain.batches),
+                  static_cast<long long>(threaded.batches),
+                  same ? "the same ids in the same order" : "different batches");
+      pass = pass && same;
+    } else {
+      std::printf("check: skipped %s with and without the thread: a row stopped at --seconds\n",
+                  kind);
+    }
+  }
+  const Delivered& text = rows[0][0];
+  const Delivered& binary = rows[1][0];
+  if (text.ok && binary.ok && text.whole_epoch && binary.whole_epoch) {
+    const bool same = text.pairs == binary.pairs && text.source_tokens == binary.source_tokens &&
+                      text.target_tokens == binary.target_tokens;
+    std::printf(
+        "check: %s text and binary epochs: %lld and %lld pairs, %lld and %lld source "
+        "tokens, %lld and %lld target tokens\n",
+        same ? "PASS" : "FAIL", static_cast<long long>(text.pairs),
+        static_cast<long long>(binary.pairs), static_cast<long long>(text.source_tokens),
+        static_cast<long long>(binary.source_tokens), static_cast<long long>(text.target_tokens),
+        static_cast<long long>(binary.target_tokens));
+    pass = pass && same;
+  } else {
+    std::printf("check: skipped text against binary: a row stopped at --seconds\n");
+  }
+  return pass;
 }
 
 // The benchmark in `dir`, a fresh directory.
@@ -114,6 +192,7 @@ int RunIn(const std::string& dir) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   const double seconds = absl::GetFlag(FLAGS_seconds);
   std::ostringstream log;
+  Delivered rows[2][2];
   for (const bool binary : {false, true}) {
     for (const int prefetch : {0, 16}) {
       data.mutable_batching()->set_prefetch_batches(prefetch);
@@ -123,14 +202,15 @@ int RunIn(const std::string& dir) {
         std::printf("%s\n", batches.status().ToString().c_str());
         return 1;
       }
-      Measure(absl::StrCat(binary ? "binary (mmap, global shuffle)" : "text (tokenized)",
-                           prefetch ? ", thread" : ""),
-              batches->get(), seconds);
+      rows[binary][prefetch != 0] =
+          Measure(absl::StrCat(binary ? "binary (mmap, global shuffle)" : "text (tokenized)",
+                               prefetch ? ", thread" : ""),
+                  batches->get(), seconds);
     }
   }
   std::printf("GPU bar: ~%.0f updates/s of 4k-token batches (small model, H100)\n",
               kGpuBatchesPerSecond);
-  return 0;
+  return CheckSameWork(rows) ? 0 : 1;
 }
 
 int Run() {
