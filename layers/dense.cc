@@ -25,6 +25,12 @@ absl::StatusOr<Tensor> Dense::Forward(const Tensor& x) {
 }
 
 absl::StatusOr<Tensor> Dense::Step(DecodingCache& cache, const Tensor& x, bool relu) const {
+  if (x.dtype() != weight_.value.dtype()) {
+    // A 16-bit search (decode.dtype): the copies rounded for its batch.
+    TFM_ASSIGN_OR_RETURN(const Tensor weight, ValueFor(weight_, x.dtype()));
+    TFM_ASSIGN_OR_RETURN(const Tensor bias, ValueFor(bias_, x.dtype()));
+    return DecodingLinear(cache, &weight_.compute_copy, x, weight, bias, relu);
+  }
   return DecodingLinear(cache, &weight_.value, x, weight_.value, bias_.value, relu);
 }
 

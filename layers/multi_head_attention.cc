@@ -131,16 +131,21 @@ class MultiHeadAttention : public Layer {
     Tensor q;
     if (self_attention_) {
       if (entry == nullptr) {
+        // In the step's dtype (bf16 or f16 decoding keeps 16-bit caches).
         TFM_ASSIGN_OR_RETURN(Tensor keys, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
                                                          k_proj_.weight().dim(0) / heads_},
-                                                        DType::kF32, x.device()));
+                                                        x.dtype(), x.device()));
         TFM_ASSIGN_OR_RETURN(Tensor values, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
                                                            v_proj_.weight().dim(0) / heads_},
-                                                          DType::kF32, x.device()));
+                                                          x.dtype(), x.device()));
         entry = &cache.Store(this, {DecodingCache::Indexing::kRow, {keys, values}});
         // Once per search: the batches of a search share it (and the packed
         // weight kept under its tensor's address).
-        if (cache.Find(&q_proj_) == nullptr) TFM_RETURN_IF_ERROR(FuseProjections(cache));
+        // (f32 steps only: a 16-bit step's projections read the per-batch
+        // compute copies, Dense::Step.)
+        if (x.dtype() == DType::kF32 && cache.Find(&q_proj_) == nullptr) {
+          TFM_RETURN_IF_ERROR(FuseProjections(cache));
+        }
       }
       // Under the q projection's address: the layer's second entry.
       const DecodingCache::Entry* fused = cache.Find(&q_proj_);

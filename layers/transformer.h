@@ -92,6 +92,14 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // (DecodingCache: --quantize=int8 sets kInt8). f32 by default.
   void set_decoding_precision(DecodingPrecision precision) { decoding_precision_ = precision; }
   DecodingPrecision decoding_precision() const { return decoding_precision_; }
+  // What the searches that start from now on compute in (decode.dtype):
+  // f32, or on a GPU bf16 or f16: the weights rounded from the f32 masters
+  // once per batch, the activations and the key/value caches in that dtype,
+  // the log-probabilities in f32 (from the rounded logits). The CPU has f32
+  // kernels only, and int8 products take f32 activations: both are
+  // FailedPrecondition for a 16-bit dtype.
+  absl::Status SetDecodingDType(DType dtype);
+  DType decoding_dtype() const { return decoding_dtype_; }
 
   // IncrementalModel (layers/transformer_decoding.cc).
   DecodingVocabulary vocabulary() const override;
@@ -142,6 +150,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // (a model runs one search at a time; a state keeps its entries alive).
   std::shared_ptr<DecodingCache::SharedEntries> search_entries_;
   DecodingPrecision decoding_precision_ = DecodingPrecision::kF32;
+  DType decoding_dtype_ = DType::kF32;
 };
 
 }  // namespace tfm

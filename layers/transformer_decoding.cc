@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "layers/decoding_cache.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
+#include "layers/decoding_cache.h"
+#include "layers/parameter_init.h"
 #include "layers/transformer.h"
+#include "ops/cast/cast.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/row_top_k/row_top_k.h"
 #include "ops/softmax/softmax.h"
@@ -73,6 +75,29 @@ DecodingVocabulary Transformer::vocabulary() const {
   return {vocabulary_.size, vocabulary_.pad_id, vocabulary_.bos_id, vocabulary_.eos_id};
 }
 
+absl::Status Transformer::SetDecodingDType(DType dtype) {
+  if (dtype == DType::kF32) {
+    decoding_dtype_ = dtype;
+    return absl::OkStatus();
+  }
+  if (dtype != DType::kBF16 && dtype != DType::kF16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("decoding in ", DTypeName(dtype), ": f32, bf16 or f16"));
+  }
+  if (device_.is_cpu()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(DTypeName(dtype),
+                     " decoding on the CPU: its kernels compute in f32 (decode in f32, or "
+                     "on a GPU)"));
+  }
+  if (decoding_precision_ == DecodingPrecision::kInt8) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        DTypeName(dtype), " decoding with int8 weights: int8 products take f32 activations"));
+  }
+  decoding_dtype_ = dtype;
+  return absl::OkStatus();
+}
+
 void Transformer::BeginSearch() {
   search_entries_ = std::make_shared<DecodingCache::SharedEntries>();
 }
@@ -86,17 +111,30 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   auto state = std::make_unique<TransformerState>(this, sources.size, rows_per_sentence,
                                                   max_steps, device_, search_entries_,
                                                   decoding_precision_);
+  for (const int id : sources.ids) {
+    if (id < 0 || id >= vocabulary_.size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("source token ", id, " is outside the vocabulary of ", vocabulary_.size));
+    }
+  }
   TFM_ASSIGN_OR_RETURN(Tensor ids,
                        Int32OnDevice(sources.ids, {sources.size, sources.length}, device_));
   state->lengths.assign(sources.lengths.begin(), sources.lengths.end());
   TFM_ASSIGN_OR_RETURN(state->memory_lengths,
                        Int32OnDevice(state->lengths, {sources.size}, device_));
   ForwardContext context{/*training=*/false, /*rng=*/nullptr};
+  context.ids_checked = true;  // Above, on the host.
+  if (decoding_dtype_ != DType::kF32) {
+    // Once per batch: the 16-bit copies of the weights that every layer
+    // reads for activations of that dtype (ValueFor).
+    TFM_RETURN_IF_ERROR(RoundComputeCopies(Parameters(), decoding_dtype_));
+  }
+  TFM_ASSIGN_OR_RETURN(const Tensor source_table, ValueFor(source_table_, decoding_dtype_));
   // With int8 weights the encoder's products are int8 too (every linear
   // layer quantized); in f32 they stay Linear's, as training computes them.
   if (decoding_precision_ == DecodingPrecision::kInt8) context.products = &state->cache;
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> embedded,
-                       source_embedding_->Forward(context, {source_table_.value, ids}));
+                       source_embedding_->Forward(context, {source_table, ids}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
                        encoder_->Forward(context, {embedded[0], state->memory_lengths}));
   state->memory = memory[0];
@@ -123,7 +161,8 @@ absl::StatusOr<Tensor> Transformer::StepLogProbs(DecoderState& base,
   TFM_RETURN_IF_ERROR(state->cache.BeginStep());
   TFM_ASSIGN_OR_RETURN(Tensor ids, Int32OnDevice(last_tokens, {rows, 1}, device_));
   ForwardContext context{/*training=*/false, /*rng=*/nullptr, &state->cache};
-  const Tensor& table = TargetTable().value;
+  context.ids_checked = true;  // The tokens, above.
+  TFM_ASSIGN_OR_RETURN(const Tensor table, ValueFor(TargetTable(), decoding_dtype_));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target,
                        target_embedding_->Forward(context, {table, ids}));
   if (state->input_tracker) {
@@ -142,6 +181,10 @@ absl::StatusOr<Tensor> Transformer::StepLogProbs(DecoderState& base,
   // The tied projection: hidden E^T.
   TFM_ASSIGN_OR_RETURN(Tensor logits,
                        DecodingLinear(state->cache, &TargetTable().value, hidden, table));
+  if (logits.dtype() != DType::kF32) {
+    // The log-probabilities in f32: a beam compares sums of them.
+    TFM_ASSIGN_OR_RETURN(logits, Cast(logits, DType::kF32));
+  }
   TFM_ASSIGN_OR_RETURN(Tensor log_probs, LogSoftmax(logits));
   state->cache.EndStep();
   return log_probs;

@@ -157,6 +157,23 @@ TEST(TransformerDecodingTest, StepsEqualTheWholeSequenceForward) {
   }
 }
 
+// decode.dtype: 16-bit searches need a GPU (the CPU computes in f32), and
+// int8 products take f32 activations; each refusal says why.
+TEST(TransformerDecodingTest, SixteenBitDecodingIsRefusedOnTheCpuByName) {
+  std::unique_ptr<Transformer> model = Build(Variants().front());
+  ASSERT_NE(model, nullptr);
+  EXPECT_TRUE(model->SetDecodingDType(DType::kF32).ok());
+  for (const DType dtype : {DType::kBF16, DType::kF16}) {
+    const absl::Status status = model->SetDecodingDType(dtype);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(status.message().find(absl::StrCat(DTypeName(dtype), " decoding on the CPU")),
+              std::string::npos)
+        << status;
+  }
+  EXPECT_EQ(model->SetDecodingDType(DType::kI32).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model->decoding_dtype(), DType::kF32);
+}
+
 // --quantize=int8: the products of the encoder and the decoder
 // (projections, feed-forward, the tied output projection) in int8 change
 // the log-probabilities by little:

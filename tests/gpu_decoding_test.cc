@@ -267,6 +267,33 @@ TEST(GpuDecodingTest, BatchingDoesNotChangeTheGpusOutputs) {
   BatchingDoesNotChangeTheOutputs((*TrainedModels())->gpu, "cuda");
 }
 
+// bf16 and f16 decoding (decode.dtype) on the GPU against f32 on the CPU:
+// the bar is 97% of lines identical; the scores of identical lines
+// differ by the 16-bit rounding of the activations (bf16 8 bits of
+// mantissa: a few hundredths over a sentence's log-probabilities).
+constexpr double kHalfMinIdenticalShare = 0.97;
+constexpr double kHalfScoreTolerance = 0.1;
+
+TEST(GpuDecodingTest, Bf16AndF16DecodingFollowF32) {
+  TFM_SKIP_WITHOUT_GPU();
+  ASSERT_TRUE(TrainedModels().ok()) << TrainedModels().status();
+  const Models& models = **TrainedModels();
+  Transformer& gpu = *models.gpu[0];
+  for (const DType dtype : {DType::kBF16, DType::kF16}) {
+    ASSERT_TRUE(gpu.SetDecodingDType(dtype).ok());
+    for (const int beam : {1, 4}) {
+      Compare(absl::StrCat(beam == 1 ? "greedy" : "beam 4", " cpu f32 vs cuda ", DTypeName(dtype)),
+              Decode(*models.cpu[0], beam, 16), Decode(gpu, beam, 16), kHalfMinIdenticalShare,
+              kHalfScoreTolerance);
+    }
+  }
+  ASSERT_TRUE(gpu.SetDecodingDType(DType::kF32).ok());
+  // The CPU computes in f32 only: a 16-bit search there is refused by name.
+  const absl::Status cpu = models.cpu[0]->SetDecodingDType(DType::kBF16);
+  EXPECT_EQ(cpu.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(cpu.message().find("bf16 decoding on the CPU"), std::string::npos) << cpu;
+}
+
 // The same checks with a CPU copy in the GPU's place, everywhere: they pass
 // exactly, which keeps the harness (copying, comparing, counting) honest
 // where there is no GPU.

@@ -27,11 +27,11 @@ struct DecodingTarget {
 // machine has no GPU", or the config line of decode.device).
 absl::StatusOr<DecodingTarget> ChooseDecodingTarget(const TaskContext& context, std::ostream* log);
 
-// OK when decoding on `device` can compute in `dtype`: f32 always; another
-// dtype once every op with a kernel on that device in f32 has one in `dtype`
-// too (the kernel registry says which; it does not say which ops decoding
-// runs, so training's ops count as well: conservative). Else
-// FailedPrecondition "not yet", naming the first few ops that lack one.
+// OK when decoding on `device` can compute in `dtype`: f32 always; bf16 or
+// f16 where every op a Transformer's search runs in that dtype has a kernel
+// for it on that device (the kernel registry says: CUDA has them, the CPU
+// none). Else FailedPrecondition "not yet", naming the first few ops that
+// lack one.
 absl::Status CheckDecodingDType(DeviceType device, DType dtype);
 
 }  // namespace tfm

@@ -197,6 +197,7 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const Decod
   if (request.quantize >= 0) {
     decode.set_quantize(static_cast<config::DecodeConfig::Quantization>(request.quantize));
   }
+  if (!request.dtype.empty()) decode.set_dtype(request.dtype);
   return decode;
 }
 
@@ -237,6 +238,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
   DecodingHooks with_files = hooks;
   if (with_files.model_files.empty()) with_files.model_files = trained.task_files;
   TFM_RETURN_IF_ERROR(trained.SetDecodingPrecision(decode.quantize(), log));
+  TFM_RETURN_IF_ERROR(trained.SetDecodingDType(decode.dtype()));
   if (trained.ensemble_size() == 1) {
     return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines, input_name,
                        log, with_files);

@@ -230,6 +230,15 @@ absl::Status TrainedModel::SetDecodingPrecision(config::DecodeConfig::Quantizati
   return absl::OkStatus();
 }
 
+absl::Status TrainedModel::SetDecodingDType(const std::string& dtype) {
+  TFM_ASSIGN_OR_RETURN(const DType parsed, ParseDType(dtype));
+  TFM_RETURN_IF_ERROR(model->SetDecodingDType(parsed));
+  for (std::unique_ptr<Transformer>& member : other_members) {
+    TFM_RETURN_IF_ERROR(member->SetDecodingDType(parsed));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<EnsembleModel>> TrainedModel::Decoder(
     config::DecodeConfig::EnsembleCombination combination) {
   std::vector<IncrementalModel*> members = {model.get()};

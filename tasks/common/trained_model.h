@@ -47,6 +47,9 @@ struct TrainedModel {
   // decoding would silently stay f32).
   absl::Status SetDecodingPrecision(config::DecodeConfig::Quantization quantize,
                                     std::ostream* log);
+  // decode.dtype (f32, bf16, f16) for every member: what the searches
+  // compute in (Transformer::SetDecodingDType; 16-bit on a GPU only).
+  absl::Status SetDecodingDType(const std::string& dtype);
   // What a search decodes with: `model`, or every member combined as
   // `combination` says (the returned model points into this one).
   absl::StatusOr<std::unique_ptr<EnsembleModel>> Decoder(
