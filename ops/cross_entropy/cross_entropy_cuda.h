@@ -14,6 +14,7 @@
 
 namespace tfm {
 
+struct Half;
 struct BFloat16;
 
 struct CrossEntropyCudaShape {

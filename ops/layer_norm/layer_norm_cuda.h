@@ -1,5 +1,5 @@
 // Launchers of layer_norm's CUDA kernels (plain C++: included by host code).
-// T is the host element type (float or BFloat16; declarations suffice) of x,
+// T is the host element type (float, Half or BFloat16; declarations suffice) of x,
 // gain, bias, out and the gradients; mean and rstd are f32. Each returns
 // nullptr or the CUDA error text.
 #ifndef TFM_OPS_LAYER_NORM_LAYER_NORM_CUDA_H_
@@ -11,6 +11,7 @@
 
 namespace tfm {
 
+struct Half;
 struct BFloat16;
 
 // out, mean, rstd of `rows` rows of d elements, as LayerNormCpu.

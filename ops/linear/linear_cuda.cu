@@ -2,7 +2,6 @@
 // gradient) into a GEMM: a row broadcast and a column sum.
 #include <cuda_runtime.h>
 
-#include "core/dtype.h"
 #include "ops/cuda_elementwise.cuh"
 #include "ops/linear/linear_cuda.h"
 

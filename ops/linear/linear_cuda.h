@@ -11,6 +11,9 @@
 
 namespace tfm {
 
+struct Half;
+struct BFloat16;
+
 // out[r, :] = row for every r < rows: the bias, for a GEMM to accumulate onto.
 template <typename T>
 const char* LaunchBroadcastRow(const T* row, int64_t rows, int64_t cols, T* out,

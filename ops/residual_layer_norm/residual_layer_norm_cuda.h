@@ -11,6 +11,7 @@
 
 namespace tfm {
 
+struct Half;
 struct BFloat16;
 
 // The dropout of h as the kernels see it: element i of h is kept when the

@@ -1,5 +1,5 @@
 // Launchers of softmax's CUDA kernels (plain C++: included by host code). T
-// is the host element type (float or BFloat16; declarations suffice) of x,
+// is the host element type (float, Half or BFloat16; declarations suffice) of x,
 // out, dout and dx. Each returns nullptr or the CUDA error text.
 #ifndef TFM_OPS_SOFTMAX_SOFTMAX_CUDA_H_
 #define TFM_OPS_SOFTMAX_SOFTMAX_CUDA_H_
@@ -10,6 +10,7 @@
 
 namespace tfm {
 
+struct Half;
 struct BFloat16;
 
 // A mask of masked_softmax as the kernels read it: at most one of
