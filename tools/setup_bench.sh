@@ -3,7 +3,8 @@
 # oneDNN), a faster CPU peer than Debian's python3-torch, for ops_vs_torch,
 # train_step and decode; CTranslate2 for decode; and Hugging Face
 # transformers (MarianMT's generate, decode's peer that users run) with
-# safetensors (our checkpoints' format, read by the peers). Only the benchmarks use
+# safetensors (our checkpoints' format, read by the peers); sentencepiece and
+# sacrebleu for the Multi30k training comparison (multi30k_vs_torch.sh). Only the benchmarks use
 # it; neither the engine nor `bazel test` ever needs it. The Linux wheel pulls the CUDA packages too
 # (about 3 GB); they are unused here.
 #
@@ -17,6 +18,8 @@ TORCH_VERSION="2.15.0"
 CTRANSLATE2_VERSION="4.8.5"
 TRANSFORMERS_VERSION="5.23.0"
 SAFETENSORS_VERSION="0.8.0"
+SENTENCEPIECE_VERSION="0.2.0"
+SACREBLEU_VERSION="2.4.3"
 PYTHON=/usr/bin/python3
 
 if [[ "$(id -u)" -ne 0 && "${VENV}" == /opt/* ]]; then
@@ -59,6 +62,16 @@ installed="$("${VENV}/bin/python3" -c \
 if [[ "${installed}" != "${TRANSFORMERS_VERSION} ${SAFETENSORS_VERSION}" ]]; then
   "${VENV}/bin/pip" install "transformers==${TRANSFORMERS_VERSION}" \
     "safetensors==${SAFETENSORS_VERSION}"
+fi
+
+# benchmarks/multi30k_torch.py: the PyTorch side of the Multi30k comparison
+# reads our SentencePiece model and scores as sacreBLEU does.
+installed="$("${VENV}/bin/python3" -c \
+  'import sentencepiece, sacrebleu; print(sentencepiece.__version__, sacrebleu.__version__)' \
+  2>/dev/null || true)"
+if [[ "${installed}" != "${SENTENCEPIECE_VERSION} ${SACREBLEU_VERSION}" ]]; then
+  "${VENV}/bin/pip" install "sentencepiece==${SENTENCEPIECE_VERSION}" \
+    "sacrebleu==${SACREBLEU_VERSION}"
 fi
 
 "${VENV}/bin/python3" - <<'PY'
