@@ -22,7 +22,6 @@ scores (13a, case-sensitive). Needs torch, sentencepiece and sacrebleu
 import argparse
 import copy
 import gzip
-import math
 import os
 import random
 import sys
@@ -58,6 +57,9 @@ import sentencepiece  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from paper_transformer_torch import PaperTransformer  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
 torch.manual_seed(ARGS.seed)
@@ -115,42 +117,19 @@ def pad(rows, first=None):
     return out
 
 
-def sinusoid(length, d):
-    pos = torch.arange(length, dtype=torch.float32)[:, None]
-    i = torch.arange(0, d, 2, dtype=torch.float32)
-    angle = pos / torch.pow(10000.0, i / d)
-    table = torch.zeros(length, d)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle)
-    return table
+def make_model():
+    model = PaperTransformer(VOCAB, D_MODEL, HEADS, LAYERS, D_FF, DROPOUT, PAD, 1024)
+    # Our tables start at N(0, 1 / d_model): rows times sqrt(d_model) have unit scale.
+    nn.init.normal_(model.embed.weight, 0.0, D_MODEL ** -0.5)
+    return model
 
 
-class PaperTransformer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(VOCAB, D_MODEL, padding_idx=PAD)
-        nn.init.normal_(self.embed.weight, 0.0, D_MODEL ** -0.5)
-        self.core = nn.Transformer(D_MODEL, HEADS, LAYERS, LAYERS, D_FF, dropout=DROPOUT,
-                                   layer_norm_eps=1e-6, batch_first=True)
-        # The paper's post-norm model has no final norms; nn.Transformer adds them.
-        self.core.encoder.norm = None
-        self.core.decoder.norm = None
-        self.drop = nn.Dropout(DROPOUT)
-        self.register_buffer("pe", sinusoid(1024, D_MODEL))
-        self.scale = math.sqrt(D_MODEL)
+def causal_mask(length):
+    return torch.triu(torch.ones(length, length, dtype=torch.bool), 1)
 
-    def embed_positions(self, ids):
-        return self.drop(self.embed(ids) * self.scale + self.pe[: ids.shape[1]])
 
-    def encode(self, src):
-        return self.core.encoder(self.embed_positions(src), src_key_padding_mask=src == PAD)
-
-    def decode(self, memory, src, tgt_in):
-        causal = torch.triu(torch.ones(tgt_in.shape[1], tgt_in.shape[1], dtype=torch.bool), 1)
-        h = self.core.decoder(self.embed_positions(tgt_in), memory, tgt_mask=causal,
-                              tgt_key_padding_mask=tgt_in == PAD,
-                              memory_key_padding_mask=src == PAD)
-        return F.linear(h, self.embed.weight)
+def decode(model, memory, src, tgt_in):
+    return model.decode(memory, tgt_in, src == PAD, tgt_in == PAD, causal_mask(tgt_in.shape[1]))
 
 
 def rate(step):
@@ -163,11 +142,11 @@ def greedy(model, sources):
     out = []
     for start in range(0, len(sources), 64):
         src = pad(sources[start:start + 64])
-        memory = model.encode(src)
+        memory = model.encode(src, src == PAD)
         tokens = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
         done = torch.zeros(src.shape[0], dtype=torch.bool)
         for _ in range(src.shape[1] + 50):
-            logits = model.decode(memory, src, tokens)[:, -1]
+            logits = decode(model, memory, src, tokens)[:, -1]
             next_token = logits.argmax(-1).masked_fill(done, PAD)
             tokens = torch.cat([tokens, next_token[:, None]], 1)
             done |= next_token == EOS
@@ -196,7 +175,7 @@ def beam_search(model, sources):
         src = pad(chunk)
         n = src.shape[0]
         limits = [len(s) - 1 + 50 for s in chunk]  # Source tokens (no end of sentence) + 50.
-        memory = model.encode(src).repeat_interleave(k, 0)
+        memory = model.encode(src, src == PAD).repeat_interleave(k, 0)
         src_k = src.repeat_interleave(k, 0)
         rows = [[BOS] for _ in range(n * k)]
         scores = torch.full((n, k), -1e9)
@@ -207,7 +186,7 @@ def beam_search(model, sources):
             if not any(live):
                 break
             tokens = torch.tensor(rows, dtype=torch.long)
-            log_probs = F.log_softmax(model.decode(memory, src_k, tokens)[:, -1].float(), -1)
+            log_probs = F.log_softmax(decode(model, memory, src_k, tokens)[:, -1].float(), -1)
             candidates = (scores.view(-1, 1) + log_probs).view(n, -1)
             top_scores, top_ids = candidates.topk(2 * k + 1, dim=1)
             new_rows, new_scores = [], torch.full((n, k), -1e9)
@@ -258,7 +237,7 @@ def main():
     pairs = [(s, t) for s, t in zip(encode(train_src), encode(train_tgt))
              if len(s) <= ARGS.max_length and len(t) <= ARGS.max_length]
     valid_ids = encode(valid_src[:ARGS.validate_sentences])
-    model = PaperTransformer()
+    model = make_model()
     print(f"torch {torch.__version__}, {ARGS.threads} threads; {len(pairs)} training pairs, "
           f"vocabulary {VOCAB}; {sum(p.numel() for p in model.parameters())} parameters",
           flush=True)
@@ -289,7 +268,7 @@ def main():
             step += 1
             for group in opt.param_groups:
                 group["lr"] = rate(step)
-            logits = model.decode(model.encode(src), src, tgt_in)
+            logits = decode(model, model.encode(src, src == PAD), src, tgt_in)
             tokens = int((tgt != PAD).sum())
             loss = F.cross_entropy(logits.reshape(-1, VOCAB), tgt.reshape(-1), ignore_index=PAD,
                                    label_smoothing=0.1, reduction="sum")

@@ -23,7 +23,6 @@ Prints one JSON line: tokens/s, seconds per update, peak memory.
 
 import argparse
 import json
-import math
 import os
 import resource
 import sys
@@ -51,8 +50,10 @@ for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[var] = str(ARGS.threads)
 
 import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from paper_transformer_torch import PaperTransformer  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
 torch.manual_seed(1)
@@ -72,40 +73,6 @@ def batch_ids(rows, length, vocab, salt):
         ids[r, n - 1] = EOS
         lengths.append(n)
     return ids, lengths
-
-
-def sinusoid(length, d):
-    pos = torch.arange(length, dtype=torch.float32)[:, None]
-    i = torch.arange(0, d, 2, dtype=torch.float32)
-    angle = pos / torch.pow(10000.0, i / d)
-    table = torch.zeros(length, d)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle)
-    return table
-
-
-class PaperTransformer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        d = ARGS.d_model
-        self.embed = nn.Embedding(ARGS.vocab, d, padding_idx=PAD)
-        self.core = nn.Transformer(d, ARGS.heads, ARGS.layers, ARGS.layers, ARGS.d_ff,
-                                   dropout=ARGS.dropout, layer_norm_eps=1e-6, batch_first=True)
-        # The paper's post-norm model has no final norms; nn.Transformer adds them.
-        self.core.encoder.norm = None
-        self.core.decoder.norm = None
-        self.drop = nn.Dropout(ARGS.dropout)
-        self.register_buffer("pe", sinusoid(max(ARGS.source_len, ARGS.target_len) + 1, d))
-        self.scale = math.sqrt(d)
-
-    def embed_positions(self, ids):
-        return self.drop(self.embed(ids) * self.scale + self.pe[: ids.shape[1]])
-
-    def forward(self, src, tgt_in, src_pad, tgt_pad, causal):
-        h = self.core(self.embed_positions(src), self.embed_positions(tgt_in), tgt_mask=causal,
-                      src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad,
-                      memory_key_padding_mask=src_pad)
-        return F.linear(h, self.embed.weight)  # The tied pre-softmax projection.
 
 
 def make_batch(k, device):
@@ -165,7 +132,8 @@ def main():
     tokens = sum(int((b[1] != PAD).sum()) for b in batches)
     src_tokens = sum(int((b[0] != PAD).sum()) for b in batches)
 
-    model = PaperTransformer()
+    model = PaperTransformer(ARGS.vocab, ARGS.d_model, ARGS.heads, ARGS.layers, ARGS.d_ff,
+                             ARGS.dropout, PAD, max(ARGS.source_len, ARGS.target_len) + 1)
     load_ours(model)
     model.to(device)
     params = sum(p.numel() for p in model.parameters())
