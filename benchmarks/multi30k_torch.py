@@ -49,8 +49,10 @@ def parse_args():
 
 
 ARGS = parse_args()
-for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ[var] = str(ARGS.threads)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_threads import use_threads  # noqa: E402
+
+use_threads(ARGS.threads)
 
 import sacrebleu  # noqa: E402
 import sentencepiece  # noqa: E402
@@ -58,7 +60,6 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from paper_transformer_torch import PaperTransformer  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
