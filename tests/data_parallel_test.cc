@@ -44,6 +44,8 @@ class DataParallelTest : public ::testing::Test {
     config::ModelConfig& model = *config.mutable_model();
     testing::SetTinyModelShape(model, 1, 2);
     config::TrainConfig& train = *config.mutable_train();
+    // CPU ranks whatever the machine ("auto" would give each rank a GPU).
+    train.set_device("cpu");
     train.set_warmup_steps(4);
     train.set_update_freq(2);
     train.set_log_every_steps(5);
