@@ -1134,7 +1134,24 @@ absl::Status Main(const std::vector<std::string>& args) {
   }
   const bool int8_rows = absl::GetFlag(FLAGS_ours_int8) && device.is_cpu();
   if (int8_rows) {
-    section.set_int8 = [&trained](bool int8) {
+    // --quantize=int8 replaces the loaded f32 weights by their int8 rows
+    // dequantized: the f32 rows of a later pass (--passes) get the
+    // originals back. (A model stored in int8 has no others.)
+    auto originals = std::make_shared<std::vector<Tensor>>();
+    if (!trained.int8_weights.empty() && !trained.int8_weights.front()) {
+      for (Parameter* p : trained.model->Parameters()) {
+        TFM_ASSIGN_OR_RETURN(Tensor copy, CopyToDevice(p->value, p->value.device()));
+        originals->push_back(std::move(copy));
+      }
+    }
+    section.set_int8 = [&trained, originals](bool int8) -> absl::Status {
+      if (!int8 && !originals->empty()) {
+        const std::vector<Parameter*> parameters = trained.model->Parameters();
+        for (size_t i = 0; i < parameters.size(); ++i) {
+          TFM_RETURN_IF_ERROR(CopyInto((*originals)[i], parameters[i]->value));
+        }
+        trained.int8_weights.assign(trained.int8_weights.size(), false);
+      }
       return trained.SetDecodingPrecision(
           int8 ? config::DecodeConfig::INT8 : config::DecodeConfig::NONE, nullptr);
     };
