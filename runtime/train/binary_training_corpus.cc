@@ -20,9 +20,6 @@
 namespace tfm {
 namespace {
 
-// Pairs read and tokenized at a time by preprocessing.
-constexpr int64_t kPreprocessChunk = 8192;
-
 BinaryCorpusExpectation Expectation(const config::DataConfig& data, const Tokenizer& tokenizer) {
   return {tokenizer.vocab_size(), Fnv1a64(tokenizer.model()), TrainingDataChecksum(data)};
 }
@@ -55,44 +52,27 @@ uint64_t TrainingDataChecksum(const config::DataConfig& data) {
 absl::StatusOr<PreprocessSummary> WriteBinaryTrainingCorpus(const config::DataConfig& data,
                                                             const Tokenizer& tokenizer,
                                                             const std::string& path) {
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(data.train(), "data.train"));
   const BinaryCorpusExpectation expected = Expectation(data, tokenizer);
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<BinaryCorpusWriter> writer,
                        BinaryCorpusWriter::Create(path, expected.vocab_size,
                                                   expected.vocabulary_checksum,
                                                   expected.data_checksum));
-  const MakeExample make = TokenizeWithEos(tokenizer);
   PreprocessSummary summary;
-  // Chunks of pairs tokenized on every core (SentencePiece's encoding is
-  // const and thread-safe), then filtered and written in corpus order: the
-  // file is the same whatever the thread count, and only a chunk is in memory.
-  std::vector<SentencePair> chunk(kPreprocessChunk);
-  std::vector<Example> examples(kPreprocessChunk);
-  int64_t read = 0;
-  bool more = true;
-  while (more) {
-    int64_t filled = 0;
-    while (filled < kPreprocessChunk) {
-      TFM_ASSIGN_OR_RETURN(more, reader->Next(&chunk[filled]));
-      if (!more) break;
-      ++filled;
-    }
-    ThreadPool::Default()->ParallelFor(filled, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) examples[i] = make(chunk[i]);
-    });
-    for (int64_t i = 0; i < filled; ++i, ++read) {
-      if (const char* reason = LengthRejection(examples[i], data.batching()); reason != nullptr) {
-        summary.skips.Skip(reason, absl::StrCat("data.train pair ", read));
-        continue;
-      }
-      TFM_RETURN_IF_ERROR(writer->Add(examples[i]));
-    }
-  }
+  // Written in corpus order: the file is the same whatever the thread count.
+  TFM_RETURN_IF_ERROR(ForEachTokenizedTrainingPair(
+      data, tokenizer,
+      [&](int64_t index, const Example& example) -> absl::Status {
+        if (const char* reason = LengthRejection(example, data.batching()); reason != nullptr) {
+          summary.skips.Skip(reason, absl::StrCat("data.train pair ", index));
+          return absl::OkStatus();
+        }
+        return writer->Add(example);
+      },
+      &summary.skips));
   TFM_RETURN_IF_ERROR(writer->Finish());
   summary.pairs = writer->pairs();
   summary.tokens = writer->tokens();
   summary.token_bytes = writer->token_bytes();
-  summary.skips.Merge(reader->skips());
   return summary;
 }
 

@@ -8,10 +8,15 @@
 #include "absl/strings/str_cat.h"
 #include "core/data/corpus.h"
 #include "core/data/file_io.h"
+#include "core/data/tokenizing_reader.h"
 #include "core/status_macros.h"
+#include "core/thread_pool.h"
 
 namespace tfm {
 namespace {
+
+// Pairs read and tokenized at a time by ForEachTokenizedTrainingPair.
+constexpr int64_t kTokenizedChunk = 8192;
 
 // Reads several corpora back to back.
 class ConcatenatedCorpora : public PairReader {
@@ -131,6 +136,32 @@ absl::StatusOr<std::vector<Batch>> LoadValidationBatches(const config::DataConfi
     batches.push_back(batch);
   }
   return batches;
+}
+
+absl::Status ForEachTokenizedTrainingPair(
+    const config::DataConfig& data, const Tokenizer& tokenizer,
+    const std::function<absl::Status(int64_t index, const Example& example)>& visit,
+    SkipReport* skips) {
+  TFM_ASSIGN_OR_RETURN(std::unique_ptr<PairReader> reader, OpenCorpora(data.train(), "data.train"));
+  const MakeExample make = TokenizeWithEos(tokenizer);
+  std::vector<SentencePair> chunk(kTokenizedChunk);
+  std::vector<Example> examples(kTokenizedChunk);
+  int64_t read = 0;
+  bool more = true;
+  while (more) {
+    int64_t filled = 0;
+    while (filled < kTokenizedChunk) {
+      TFM_ASSIGN_OR_RETURN(more, reader->Next(&chunk[filled]));
+      if (!more) break;
+      ++filled;
+    }
+    ThreadPool::Default()->ParallelFor(filled, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) examples[i] = make(chunk[i]);
+    });
+    for (int64_t i = 0; i < filled; ++i, ++read) TFM_RETURN_IF_ERROR(visit(read, examples[i]));
+  }
+  if (skips != nullptr) skips->Merge(reader->skips());
+  return absl::OkStatus();
 }
 
 }  // namespace tfm

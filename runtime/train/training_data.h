@@ -5,6 +5,8 @@
 #ifndef TFM_RUNTIME_TRAIN_TRAINING_DATA_H_
 #define TFM_RUNTIME_TRAIN_TRAINING_DATA_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -14,6 +16,7 @@
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
 #include "core/data/pair_reader.h"
+#include "core/data/skip_report.h"
 #include "core/data/token_batcher.h"
 #include "core/data/tokenizer.h"
 
@@ -24,6 +27,18 @@ namespace tfm {
 absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpora(
     const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora,
     const std::string& field);
+
+// Streams data.train once, in corpus order: each pair that passes the
+// readers' sentence checks, tokenized by `tokenizer` as training sees it
+// (source and target with eos), goes to `visit` with its index among the
+// pairs read. Chunks of pairs are tokenized on every core (SentencePiece's
+// encoding is thread-safe) and visited on this thread, so that only a chunk
+// is in memory whatever the corpus size. A `visit` error stops the stream
+// and is returned; the readers' skipped records are added to `skips`.
+absl::Status ForEachTokenizedTrainingPair(
+    const config::DataConfig& data, const Tokenizer& tokenizer,
+    const std::function<absl::Status(int64_t index, const Example& example)>& visit,
+    SkipReport* skips);
 
 // The first `limit` pairs of `corpora` as raw text (sources and targets in
 // order): what decoded output is scored on.
