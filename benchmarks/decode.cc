@@ -66,6 +66,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,6 +86,7 @@
 #include "core/config/device_setting.h"
 #include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
+#include "core/data/binary_corpus_format.h"
 #include "core/data/line_reader.h"
 #include "core/environment_report.h"
 #include "core/metrics/bleu.h"
@@ -96,7 +98,9 @@
 #include "runtime/decode/beam_search.h"
 #include "runtime/decode/length_penalty.h"
 #include "runtime/decode/search.h"
+#include "runtime/decode/shortlist_file.h"
 #include "runtime/train/safetensors.h"
+#include "tasks/common/quantized_model.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
 #include "tests/util/shell_quote.h"
@@ -146,6 +150,19 @@ ABSL_FLAG(bool, ours_int8, true,
           "at load), rows ours_int8, on the CPU");
 ABSL_FLAG(double, int8_max_bleu_gap, 0.3,
           "check: FAIL if ours_int8's batched BLEU is further than this from ours (f32)");
+ABSL_FLAG(std::string, shortlist, "",
+          "A vocabulary shortlist file of the model (the shortlist command's output): adds rows "
+          "ours_shortlist and ours_int8_shortlist (ours with the shortlist, f32 and int8) and "
+          "checks their BLEU; empty: none");
+ABSL_FLAG(int, shortlist_frequent, -1,
+          "With --shortlist: frequent targets per batch (-1: the checkpoint's "
+          "decode.shortlist_frequent)");
+ABSL_FLAG(int, shortlist_best, -1,
+          "With --shortlist: targets per source token (-1: the checkpoint's "
+          "decode.shortlist_best)");
+ABSL_FLAG(double, shortlist_max_bleu_gap, 0.5,
+          "check: FAIL if a shortlist row's batched BLEU is further than this from the same "
+          "precision's row without it");
 ABSL_FLAG(bool, memory, true,
           "Print each side's peak resident memory (its own process decoding the batched rows) "
           "and the model's size on disk, f32 and int8");
@@ -217,6 +234,9 @@ struct Section {
   int lines_at_batch_1 = 0;  // 0: all.
   // Ours' decoder products in int8 (true) or f32; null: no ours_int8 rows.
   std::function<absl::Status(bool int8)> set_int8;
+  // Ours decoding with the --shortlist (true) or the whole vocabulary;
+  // null: no shortlist rows.
+  std::function<absl::Status(bool on)> set_shortlist;
   // Peers that run in a chosen setup (CTranslate2 after its configuration
   // search) instead of once per --peer_wait_policies value.
   std::map<std::string, PeerSetup> peer_setups;
@@ -697,6 +717,30 @@ void KeepFastest(Row row, std::vector<Row>* rows) {
   rows->push_back(std::move(row));
 }
 
+// Ours with the shortlist at each batch size, in f32 and (with set_int8)
+// int8: rows ours_shortlist and ours_int8_shortlist. The model is left
+// without the shortlist and in f32, whatever fails.
+absl::Status RunShortlistRows(const Section& section, const std::vector<int>& batch_sizes,
+                              std::vector<Row>* rows) {
+  const auto run = [&]() -> absl::Status {
+    TFM_RETURN_IF_ERROR(section.set_shortlist(true));
+    for (const bool int8 : {false, true}) {
+      if (int8 && section.set_int8 == nullptr) continue;
+      if (int8) TFM_RETURN_IF_ERROR(section.set_int8(true));
+      for (int size : batch_sizes) {
+        TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(section, size));
+        ours.side = int8 ? "ours_int8_shortlist" : "ours_shortlist";
+        KeepFastest(std::move(ours), rows);
+      }
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status = run();
+  status.Update(section.set_shortlist(false));
+  if (section.set_int8 != nullptr) status.Update(section.set_int8(false));
+  return status;
+}
+
 // The timed rows: ours at each batch size, then each peer's. Each peer runs
 // in its own process per OpenMP wait policy (so no library's spinning
 // workers run beside another's rows), and every row keeps its fastest time
@@ -724,6 +768,9 @@ absl::StatusOr<std::vector<Row>> RunTimedRows(const Section& section,
         KeepFastest(*std::move(ours), &rows);
       }
       TFM_RETURN_IF_ERROR(section.set_int8(false));
+    }
+    if (section.set_shortlist != nullptr) {
+      TFM_RETURN_IF_ERROR(RunShortlistRows(section, batch_sizes, &rows));
     }
     for (const std::string& peer : peers) {
       std::vector<std::string> peer_rows;
@@ -794,7 +841,7 @@ struct Ratio {
 // The table of `rows` (from RunTimedRows); returns the ratios.
 std::vector<Ratio> PrintResults(const std::string& title, const std::vector<Row>& rows) {
   std::cout << "\n" << title << "\n";
-  std::cout << absl::StrFormat("%-12s %6s %9s %9s %10s %10s %s\n", "row", "batch", "seconds",
+  std::cout << absl::StrFormat("%-19s %6s %9s %9s %10s %10s %s\n", "row", "batch", "seconds",
                                "sent/s", "tgt tok", "tgt tok/s", "same as ours (same batch)");
   std::vector<std::pair<std::string, double>> best;  // Side -> fastest tokens/s, in order.
   for (const Row& row : rows) {
@@ -807,7 +854,7 @@ std::vector<Ratio> PrintResults(const std::string& title, const std::vector<Row>
          ++i) {
       same += row.outputs[i] == ours->outputs[i];
     }
-    std::cout << absl::StrFormat("%-12s %6d %9.2f %9.1f %10d %10.1f %d/%d\n", row.side,
+    std::cout << absl::StrFormat("%-19s %6d %9.2f %9.1f %10d %10.1f %d/%d\n", row.side,
                                  row.batch_size, row.seconds, row.outputs.size() / row.seconds,
                                  row.Tokens(), row.TokensPerSecond(), same,
                                  ours == nullptr ? 0 : ours->outputs.size());
@@ -821,7 +868,8 @@ std::vector<Ratio> PrintResults(const std::string& title, const std::vector<Row>
   std::vector<Ratio> ratios;
   if (best.empty() || best.front().first != "ours") return ratios;
   for (size_t i = 1; i < best.size(); ++i) {
-    if (best[i].first == "ours_int8") continue;  // Its own lines: PrintInt8Ratios.
+    // Its own lines: PrintInt8Ratios, PrintShortlistRatios.
+    if (absl::StartsWith(best[i].first, "ours_")) continue;
     // No target tokens (a model that ends every output at once) gives no ratio.
     if (best.front().second > 0 && best[i].second > 0) {
       ratios.push_back({best[i].first, best.front().second / best[i].second});
@@ -879,6 +927,39 @@ absl::StatusOr<bool> CheckInt8(const std::vector<Row>& rows, const Row& ours_bat
                                lines - static_cast<int>(differ.size()), lines));
 }
 
+// Each shortlist row's batched translations against the same precision's
+// row without it: identical lines counted and BLEU within
+// --shortlist_max_bleu_gap. False when one failed.
+absl::StatusOr<bool> CheckShortlist(const std::vector<Row>& rows, int batch_size,
+                                    const Tokenizer& tokenizer, const EncodedLines& encoded,
+                                    const std::vector<std::string>& references) {
+  const auto find = [&](const std::string& side) -> const Row* {
+    for (const Row& row : rows) {
+      if (row.side == side && row.batch_size == batch_size) return &row;
+    }
+    return nullptr;
+  };
+  bool pass = true;
+  for (const auto& [with, without] : {std::pair<std::string, std::string>{"ours_shortlist", "ours"},
+                                      {"ours_int8_shortlist", "ours_int8"}}) {
+    const Row* shortlisted = find(with);
+    const Row* full = find(without);
+    if (shortlisted == nullptr || full == nullptr) continue;
+    TFM_ASSIGN_OR_RETURN(const std::vector<size_t> differ, DifferingLines(*shortlisted, *full));
+    TFM_ASSIGN_OR_RETURN(const double full_bleu, Bleu(full->outputs, encoded, tokenizer, references));
+    TFM_ASSIGN_OR_RETURN(const double bleu,
+                         Bleu(shortlisted->outputs, encoded, tokenizer, references));
+    const double gap = absl::GetFlag(FLAGS_shortlist_max_bleu_gap);
+    const int lines = static_cast<int>(full->outputs.size());
+    pass &= Check(std::abs(bleu - full_bleu) <= gap,
+                  absl::StrFormat("%s vs %s at batch %d: BLEU %.2f vs %.2f (within %.2f "
+                                  "required); %d of %d lines identical",
+                                  with, without, batch_size, bleu, full_bleu, gap,
+                                  lines - static_cast<int>(differ.size()), lines));
+  }
+  return pass;
+}
+
 // The fastest target tokens/s among `side`'s rows (only those at a batch
 // size above 1 when `batched`); 0 when there are none.
 double FastestRate(const std::vector<Row>& rows, const std::string& side, bool batched) {
@@ -923,6 +1004,26 @@ void PrintInt8Ratios(const std::vector<Row>& rows) {
   }
 }
 
+// The shortlist lines: each shortlist row over the same precision's row
+// without it (fastest batched rows), and at batch 1.
+void PrintShortlistRatios(const std::vector<Row>& rows) {
+  for (const auto& [with, without] : {std::pair<std::string, std::string>{"ours_shortlist", "ours"},
+                                      {"ours_int8_shortlist", "ours_int8"}}) {
+    const double batched = FastestRate(rows, with, /*batched=*/true);
+    const double full_batched = FastestRate(rows, without, /*batched=*/true);
+    if (batched > 0 && full_batched > 0) {
+      std::cout << absl::StrFormat("decode tokens/s %s/%s: %.2f (batched)\n", with, without,
+                                   batched / full_batched);
+    }
+  }
+  const double int8_shortlist = FastestRate(rows, "ours_int8_shortlist", /*batched=*/true);
+  const double f32 = FastestRate(rows, "ours", /*batched=*/true);
+  if (int8_shortlist > 0 && f32 > 0) {
+    std::cout << absl::StrFormat("decode tokens/s ours_int8_shortlist/ours_f32: %.2f (batched)\n",
+                                 int8_shortlist / f32);
+  }
+}
+
 // This process's peak resident memory in KiB (VmHWM of /proc/self/status;
 // 0 where there is none).
 int64_t PeakResidentKib() {
@@ -961,34 +1062,26 @@ absl::StatusOr<double> OurPeakMemoryMib(const std::vector<std::string>& args, bo
 }
 
 // The model's bytes on disk: the f32 checkpoint's model.safetensors, and
-// what an int8 one holds, computed from its tensors: the decoder's weight
-// matrices (its products: --quantize=int8 quantizes them) as int8 with an
-// f32 scale per output row, the shared embedding table in f32 (the lookups
-// read it) plus its int8 copy with scales (the tied output projection),
-// every other tensor f32.
+// the int8 model directory's that the `quantize` command writes from it
+// (written under `scratch` and measured).
 struct ModelBytes {
   int64_t f32 = 0;
   int64_t int8 = 0;
 };
-absl::StatusOr<ModelBytes> OurModelBytes(const std::string& checkpoint_dir) {
-  const std::string path = checkpoint_dir + "/model.safetensors";
-  TFM_ASSIGN_OR_RETURN(const SafetensorsReader reader, SafetensorsReader::Open(path));
+absl::StatusOr<ModelBytes> OurModelBytes(const std::string& checkpoint_dir,
+                                         const std::string& scratch) {
   ModelBytes bytes;
-  std::error_code error;
-  bytes.f32 = static_cast<int64_t>(std::filesystem::file_size(path, error));
-  if (error) return absl::NotFoundError(path + ": " + error.message());
-  for (const TensorSpec& spec : reader.specs()) {
-    const int64_t elements = NumElements(spec.shape);
-    const bool matrix = spec.shape.size() == 2;
-    const int64_t rows = matrix ? spec.shape[0] : 0;
-    const int64_t int8_form = elements + 4 * rows;
-    if (matrix && absl::StartsWith(spec.name, "decoder.layers.")) {
-      bytes.int8 += int8_form;
-    } else {
-      bytes.int8 += 4 * elements;
-      if (spec.name == "encoder.embed_tokens.weight") bytes.int8 += int8_form;
-    }
-  }
+  const auto size_of = [](const std::string& path) -> absl::StatusOr<int64_t> {
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path, error);
+    if (error) return absl::NotFoundError(path + ": " + error.message());
+    return static_cast<int64_t>(size);
+  };
+  TFM_ASSIGN_OR_RETURN(bytes.f32, size_of(checkpoint_dir + "/model.safetensors"));
+  const std::string int8_dir = scratch + "/int8_model";
+  std::ostringstream log;
+  TFM_RETURN_IF_ERROR(QuantizeModelDirectory(checkpoint_dir, int8_dir, log));
+  TFM_ASSIGN_OR_RETURN(bytes.int8, size_of(int8_dir + "/model.safetensors"));
   return bytes;
 }
 
@@ -1157,6 +1250,29 @@ absl::Status Main(const std::vector<std::string>& args) {
     };
   }
 
+  const std::string shortlist_path = absl::GetFlag(FLAGS_shortlist);
+  if (!shortlist_path.empty()) {
+    const config::DecodeConfig& decode = trained.config.decode();
+    const int frequent = absl::GetFlag(FLAGS_shortlist_frequent) >= 0
+                             ? absl::GetFlag(FLAGS_shortlist_frequent)
+                             : decode.shortlist_frequent();
+    const int best = absl::GetFlag(FLAGS_shortlist_best) >= 0 ? absl::GetFlag(FLAGS_shortlist_best)
+                                                              : decode.shortlist_best();
+    // Loaded once (and checked against the model's vocabulary), as
+    // TrainedModel::SetShortlist loads it for --shortlist.
+    TFM_ASSIGN_OR_RETURN(VocabularyShortlist loaded,
+                         LoadShortlist(ResolveDataPath(shortlist_path),
+                                       trained.tokenizer.vocab_size(),
+                                       Fnv1a64(trained.tokenizer.model()), frequent, best));
+    auto shortlist = std::make_shared<const VocabularyShortlist>(std::move(loaded));
+    std::cout << absl::StrFormat(
+        "shortlist %s: %d frequent targets and %d per source token (rows *_shortlist)\n",
+        shortlist_path, frequent, best);
+    section.set_shortlist = [&trained, shortlist](bool on) -> absl::Status {
+      return trained.model->SetShortlist(on ? shortlist : nullptr);
+    };
+  }
+
   std::vector<std::string> pieces;
   for (int id = 0; id < trained.tokenizer.vocab_size(); ++id) {
     pieces.push_back(trained.tokenizer.IdToPiece(id));
@@ -1231,13 +1347,22 @@ absl::Status Main(const std::vector<std::string>& args) {
                          CheckInt8(rows, ours_batched, trained.tokenizer, encoded, references));
     pass &= int8_pass;
   }
+  if (section.set_shortlist != nullptr) {
+    TFM_ASSIGN_OR_RETURN(const bool shortlist_pass, CheckShortlist(rows, batch_sizes[1],
+                                                                   trained.tokenizer, encoded,
+                                                                   references));
+    pass &= shortlist_pass;
+  }
   if (absl::GetFlag(FLAGS_memory) && device.is_cpu()) {
-    TFM_ASSIGN_OR_RETURN(const ModelBytes bytes, OurModelBytes(trained.checkpoint_dir));
+    char scratch[] = "/tmp/decode_bench_int8.XXXXXX";
+    if (mkdtemp(scratch) == nullptr) return absl::InternalError("mkdtemp failed");
+    const absl::StatusOr<ModelBytes> measured = OurModelBytes(trained.checkpoint_dir, scratch);
+    std::filesystem::remove_all(scratch);
+    TFM_ASSIGN_OR_RETURN(const ModelBytes bytes, measured);
     std::cout << absl::StrFormat(
-        "model on disk: ours f32 %.2f MiB (model.safetensors); ours int8 %.2f MiB (computed "
-        "from the tensors: the decoder's matrices in int8 with an f32 scale per row, the "
-        "shared embedding table f32 for the lookups plus its int8 copy for the output "
-        "projection, the rest f32; no quantized checkpoint is written yet)%s\n",
+        "model on disk: ours f32 %.2f MiB (model.safetensors); ours int8 %.2f MiB (the "
+        "`quantize` command's model.safetensors: every matrix int8 with an f32 scale per row, "
+        "the shared embedding table once, the rest f32)%s\n",
         bytes.f32 / 1048576.0, bytes.int8 / 1048576.0,
         no_ct2_model ? ""
                      : absl::StrFormat("; ctranslate2 float32 model.bin %.2f MiB",
@@ -1263,6 +1388,7 @@ absl::Status Main(const std::vector<std::string>& args) {
   // The trained model's ratios last: the headline, then ours_int8's.
   PrintRatios("", ratios, device);
   PrintInt8Ratios(rows);
+  PrintShortlistRatios(rows);
   if (!pass) return absl::FailedPreconditionError("a check failed (check: FAIL above)");
   return absl::OkStatus();
 }

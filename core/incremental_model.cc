@@ -1,6 +1,11 @@
 #include "core/incremental_model.h"
 
 #include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/tensor_copy.h"
 
 namespace tfm {
 
@@ -27,6 +32,34 @@ bool IsIdentity(absl::Span<const int> indices, int64_t n) {
     if (indices[i] != i) return false;
   }
   return true;
+}
+
+absl::StatusOr<Tensor> VocabularyLogProbs(const Tensor& log_probs,
+                                          absl::Span<const int32_t> tokens,
+                                          int64_t vocabulary_size) {
+  TFM_ASSIGN_OR_RETURN(Tensor host, CopyToDevice(log_probs, Device::Cpu()));
+  if (tokens.empty()) return host;
+  const int64_t rows = host.dim(0), columns = host.dim(1);
+  if (host.dtype() != DType::kF32 || columns != static_cast<int64_t>(tokens.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("log-probabilities ", ShapeToString(host.shape()),
+                                                   " for ", tokens.size(), " tokens"));
+  }
+  for (const int32_t token : tokens) {
+    if (token < 0 || token >= vocabulary_size) {
+      return absl::InvalidArgumentError(absl::StrCat("token ", token,
+                                                     " is outside the vocabulary of ",
+                                                     vocabulary_size));
+    }
+  }
+  TFM_ASSIGN_OR_RETURN(Tensor full,
+                       Tensor::Empty({rows, vocabulary_size}, DType::kF32, Device::Cpu()));
+  float* out = full.data<float>();
+  const float* in = host.data<float>();
+  std::fill(out, out + rows * vocabulary_size, -std::numeric_limits<float>::infinity());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < columns; ++j) out[r * vocabulary_size + tokens[j]] = in[r * columns + j];
+  }
+  return full;
 }
 
 }  // namespace tfm

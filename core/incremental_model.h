@@ -48,11 +48,21 @@ struct StepTopTokens {
   std::vector<float> log_probs;  // rows x count, best first (log-prob desc,
                                  // then token asc); -inf past a row's last.
   std::vector<int32_t> tokens;   // rows x count; -1 past a row's last.
-  // The step's whole [rows, vocabulary] f32 log-probabilities on the
-  // model's device, for the rare step where `count` per row cannot decide
-  // (a search copies it to the host then).
+  // The step's whole f32 log-probabilities on the model's device, for the
+  // rare step where `count` per row cannot decide (a search expands it to
+  // the host with VocabularyLogProbs then): [rows, vocabulary], or with a
+  // shortlist [rows, all_tokens.size()], column j being token all_tokens[j]
+  // (every other token's log-probability is -infinity).
   Tensor all_log_probs;
+  std::vector<int32_t> all_tokens;  // Empty: the columns are the vocabulary.
 };
+
+// `log_probs` [rows, columns] (any device) as host f32 [rows,
+// vocabulary_size]: column j at token `tokens[j]`, -infinity at every other
+// token; with `tokens` empty, `log_probs` copied to the host as it is.
+absl::StatusOr<Tensor> VocabularyLogProbs(const Tensor& log_probs,
+                                          absl::Span<const int32_t> tokens,
+                                          int64_t vocabulary_size);
 
 // A model's decoding state for one batch; only the model that made it can
 // use it.

@@ -45,6 +45,12 @@ struct DecodeRequest {
   int max_tokens = 0;
   // --quantize: a config::DecodeConfig::Quantization (< 0: the checkpoint's).
   int quantize = -1;
+  // --shortlist: a shortlist file ("none": no shortlist; empty: the
+  // checkpoint's decode.shortlist), and how much of it a batch takes
+  // (--shortlist_frequent, --shortlist_best; < 0: the checkpoint's).
+  std::string shortlist;
+  int shortlist_frequent = -1;
+  int shortlist_best = -1;
 };
 
 // A command-line flag of a task's own, beside the driver's: --name=VALUE.

@@ -128,14 +128,16 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
 
 absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
                                       const Tensor& weight, const std::optional<Tensor>& bias,
-                                      bool relu) {
+                                      bool relu, DecodingCache::Indexing keep) {
+  if (keep != DecodingCache::Indexing::kShared && keep != DecodingCache::Indexing::kBatch) {
+    return absl::InvalidArgumentError("DecodingLinear keeps a weight as kShared or kBatch");
+  }
   if (cache.precision() == DecodingPrecision::kInt8 && QuantizedLinearSupported(weight) &&
       x.dtype() == DType::kF32) {
     const DecodingCache::Entry* quantized = cache.Find(owner);
     if (quantized == nullptr) {
       TFM_ASSIGN_OR_RETURN(QuantizedWeight q, QuantizeLinearWeight(weight));
-      quantized = &cache.Store(owner, {DecodingCache::Indexing::kShared,
-                                       {q.packed, q.scales, q.row_sums}});
+      quantized = &cache.Store(owner, {keep, {q.packed, q.scales, q.row_sums}});
     }
     const std::vector<Tensor>& q = quantized->tensors;
     return QuantizedLinear(x, QuantizedWeight{q[0], q[1], q[2]}, bias, relu);
@@ -148,7 +150,7 @@ absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, c
   const DecodingCache::Entry* packed = cache.Find(owner);
   if (packed == nullptr) {
     TFM_ASSIGN_OR_RETURN(Tensor panels, PackLinearWeight(weight));
-    packed = &cache.Store(owner, {DecodingCache::Indexing::kShared, {panels}});
+    packed = &cache.Store(owner, {keep, {panels}});
   }
   return PackedLinear(x, packed->tensors[0], weight.dim(0), bias, relu);
 }

@@ -47,6 +47,10 @@ class DecodingCache {
     // Anything shared by every row (e.g. weights rearranged for decoding):
     // never reordered.
     kShared,
+    // Like kShared, but this batch's own (weights made for its sources, as
+    // a shortlist's output projection): kept by this cache alone, never
+    // shared with a search's other batches.
+    kBatch,
   };
   struct Entry {
     Indexing indexing = Indexing::kRow;
@@ -112,10 +116,13 @@ class DecodingCache {
 // `owner`: the address of the long-lived Tensor object that holds the
 // weight (a Parameter's value, a shared entry's tensor), which no layer
 // uses as its own key. Elsewhere Linear. With `relu`, max(0, x W^T + b).
-absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
-                                      const Tensor& weight,
-                                      const std::optional<Tensor>& bias = std::nullopt,
-                                      bool relu = false);
+// `keep`: kShared (the search's batches share the laid-out weight), or
+// kBatch for a weight of this batch alone (`owner` then lives as long as
+// the cache).
+absl::StatusOr<Tensor> DecodingLinear(
+    DecodingCache& cache, const void* owner, const Tensor& x, const Tensor& weight,
+    const std::optional<Tensor>& bias = std::nullopt, bool relu = false,
+    DecodingCache::Indexing keep = DecodingCache::Indexing::kShared);
 
 }  // namespace tfm
 

@@ -37,6 +37,7 @@
 #include "core/device.h"
 #include "core/layer_registry.h"
 #include "core/trainable_model.h"
+#include "core/vocabulary_shortlist.h"
 #include "layers/decoder_input_hook.h"
 
 namespace tfm {
@@ -100,6 +101,16 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // FailedPrecondition for a 16-bit dtype.
   absl::Status SetDecodingDType(DType dtype);
   DType decoding_dtype() const { return decoding_dtype_; }
+  // The shortlist the searches that start from now on decode with (null,
+  // the default: the whole vocabulary). Each batch's steps then project
+  // onto its candidates' rows of the output embedding only (gathered, and
+  // laid out for the products, once per batch) and normalise over them;
+  // every other token's log-probability is -infinity. StepTopK then ranks
+  // the candidates on every device (HasStepTopK), so that a search never
+  // scans the whole vocabulary. A shortlist of another vocabulary size is
+  // InvalidArgument.
+  absl::Status SetShortlist(std::shared_ptr<const VocabularyShortlist> shortlist);
+  const VocabularyShortlist* shortlist() const { return shortlist_.get(); }
 
   // IncrementalModel (layers/transformer_decoding.cc).
   DecodingVocabulary vocabulary() const override;
@@ -109,7 +120,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
                                                       int rows_per_sentence,
                                                       int max_steps) override;
   absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) override;
-  bool HasStepTopK() const override { return !device_.is_cpu(); }
+  bool HasStepTopK() const override { return !device_.is_cpu() || shortlist_ != nullptr; }
   absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state, absl::Span<const int> last_tokens,
                                          int count, int forbidden_token) override;
   absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
@@ -119,7 +130,8 @@ class Transformer : public TrainableModel, public IncrementalModel {
   struct BatchTensors;
   struct ForwardResult;
   Transformer() = default;
-  // One decoding step's log-probabilities [rows, vocabulary] on device_.
+  // One decoding step's log-probabilities on device_: [rows, vocabulary],
+  // or with a shortlist [rows, the batch's candidates].
   absl::StatusOr<Tensor> StepLogProbs(DecoderState& state, absl::Span<const int> last_tokens);
   absl::StatusOr<BatchTensors> ToTensors(const Batch& batch) const;
   absl::StatusOr<ForwardResult> Forward(ForwardContext& context, const Batch& batch);
@@ -151,6 +163,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   std::shared_ptr<DecodingCache::SharedEntries> search_entries_;
   DecodingPrecision decoding_precision_ = DecodingPrecision::kF32;
   DType decoding_dtype_ = DType::kF32;
+  std::shared_ptr<const VocabularyShortlist> shortlist_;
 };
 
 }  // namespace tfm

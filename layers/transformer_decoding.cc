@@ -3,7 +3,10 @@
 // the step's position and runs the decoder stack with a DecodingCache in the
 // ForwardContext, through which every attention layer keeps its keys and
 // values (layers/multi_head_attention.cc); then the tied output projection
-// and log_softmax. No dropout: the context is not training.
+// and log_softmax. No dropout: the context is not training. With a
+// vocabulary shortlist the projection and log_softmax run over the batch's
+// candidate tokens only.
+#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -15,6 +18,7 @@
 #include "layers/parameter_init.h"
 #include "layers/transformer.h"
 #include "ops/cast/cast.h"
+#include "ops/embedding/embedding.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/row_top_k/row_top_k.h"
 #include "ops/softmax/softmax.h"
@@ -45,6 +49,11 @@ class TransformerState : public DecoderState {
   // step's rows of the flattened memory (reused).
   std::unique_ptr<DecoderInputTracker> input_tracker;
   std::vector<int32_t> aligned_rows;
+  // With a shortlist: the batch's candidate tokens (ascending; empty: the
+  // whole vocabulary) and their rows of the output projection's table
+  // [candidates, d_model], in the decoding dtype.
+  std::vector<int32_t> candidates;
+  Tensor candidate_table;
 };
 
 absl::StatusOr<TransformerState*> StateOf(DecoderState& state, const Transformer* model) {
@@ -98,6 +107,16 @@ absl::Status Transformer::SetDecodingDType(DType dtype) {
   return absl::OkStatus();
 }
 
+absl::Status Transformer::SetShortlist(std::shared_ptr<const VocabularyShortlist> shortlist) {
+  if (shortlist != nullptr && shortlist->vocabulary_size() != vocabulary_.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a shortlist of a vocabulary of ", shortlist->vocabulary_size(),
+                     " tokens for a model of ", vocabulary_.size));
+  }
+  shortlist_ = std::move(shortlist);
+  return absl::OkStatus();
+}
+
 void Transformer::BeginSearch() {
   search_entries_ = std::make_shared<DecodingCache::SharedEntries>();
 }
@@ -138,6 +157,21 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
                        encoder_->Forward(context, {embedded[0], state->memory_lengths}));
   state->memory = memory[0];
+  if (shortlist_ != nullptr) {
+    std::vector<int> source_ids;
+    source_ids.reserve(sources.ids.size());
+    for (int s = 0; s < sources.size; ++s) {
+      const int* row = sources.ids.data() + static_cast<size_t>(s) * sources.length;
+      source_ids.insert(source_ids.end(), row, row + sources.lengths[s]);
+    }
+    state->candidates = shortlist_->Candidates(source_ids, {vocabulary_.eos_id});
+    const int64_t count = static_cast<int64_t>(state->candidates.size());
+    TFM_ASSIGN_OR_RETURN(const Tensor candidate_ids,
+                         Int32OnDevice(state->candidates, {count}, device_));
+    TFM_ASSIGN_OR_RETURN(const Tensor target_table, ValueFor(TargetTable(), decoding_dtype_));
+    TFM_ASSIGN_OR_RETURN(state->candidate_table,
+                         Embedding(target_table, candidate_ids, 1.0f, /*ids_checked=*/true));
+  }
   if (vocabulary_.decoder_input_hook) {
     state->input_tracker = vocabulary_.decoder_input_hook->Start(sources, rows_per_sentence);
   }
@@ -178,9 +212,15 @@ absl::StatusOr<Tensor> Transformer::StepLogProbs(DecoderState& base,
       std::vector<Tensor> decoded,
       decoder_->Forward(context, {target[0], state->memory, state->memory_lengths}));
   TFM_ASSIGN_OR_RETURN(Tensor hidden, decoded[0].Reshape({rows, model_.d_model()}));
-  // The tied projection: hidden E^T.
-  TFM_ASSIGN_OR_RETURN(Tensor logits,
-                       DecodingLinear(state->cache, &TargetTable().value, hidden, table));
+  // The tied projection: hidden E^T, or onto the shortlist's candidates
+  // only (their rows laid out once per batch).
+  const bool shortlisted = !state->candidates.empty();
+  TFM_ASSIGN_OR_RETURN(
+      Tensor logits,
+      shortlisted ? DecodingLinear(state->cache, &state->candidate_table, hidden,
+                                   state->candidate_table, std::nullopt, false,
+                                   DecodingCache::Indexing::kBatch)
+                  : DecodingLinear(state->cache, &TargetTable().value, hidden, table));
   if (logits.dtype() != DType::kF32) {
     // The log-probabilities in f32: a beam compares sums of them.
     TFM_ASSIGN_OR_RETURN(logits, Cast(logits, DType::kF32));
@@ -190,8 +230,12 @@ absl::StatusOr<Tensor> Transformer::StepLogProbs(DecoderState& base,
   return log_probs;
 }
 
-absl::StatusOr<Tensor> Transformer::Step(DecoderState& state, absl::Span<const int> last_tokens) {
-  TFM_ASSIGN_OR_RETURN(Tensor log_probs, StepLogProbs(state, last_tokens));
+absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const int> last_tokens) {
+  TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
+  TFM_ASSIGN_OR_RETURN(Tensor log_probs, StepLogProbs(base, last_tokens));
+  if (!state->candidates.empty()) {
+    return VocabularyLogProbs(log_probs, state->candidates, vocabulary_.size);
+  }
   if (device_.is_cpu()) return log_probs;
   return CopyToDevice(log_probs, Device::Cpu());
 }
@@ -199,14 +243,30 @@ absl::StatusOr<Tensor> Transformer::Step(DecoderState& state, absl::Span<const i
 absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
                                                     absl::Span<const int> last_tokens, int count,
                                                     int forbidden_token) {
+  TFM_ASSIGN_OR_RETURN(TransformerState * ours, StateOf(state, this));
   StepTopTokens top;
   top.count = count;
   TFM_ASSIGN_OR_RETURN(top.all_log_probs, StepLogProbs(state, last_tokens));
-  TFM_ASSIGN_OR_RETURN(RowTopK ranked, RowTopKOf(top.all_log_probs, count, forbidden_token));
+  // With a shortlist the columns are its candidates: the forbidden token's
+  // column, if it is one, and each ranked column's token.
+  const std::vector<int32_t>& candidates = ours->candidates;
+  int64_t forbidden_column = forbidden_token;
+  if (!candidates.empty() && forbidden_token >= 0) {
+    const auto it = std::lower_bound(candidates.begin(), candidates.end(), forbidden_token);
+    forbidden_column =
+        it != candidates.end() && *it == forbidden_token ? it - candidates.begin() : -1;
+  }
+  TFM_ASSIGN_OR_RETURN(RowTopK ranked, RowTopKOf(top.all_log_probs, count, forbidden_column));
   TFM_ASSIGN_OR_RETURN(Tensor log_probs, CopyToDevice(ranked.values, Device::Cpu()));
   TFM_ASSIGN_OR_RETURN(Tensor tokens, CopyToDevice(ranked.columns, Device::Cpu()));
   top.log_probs = log_probs.ToVector<float>();
   top.tokens = tokens.ToVector<int32_t>();
+  if (!candidates.empty()) {
+    for (int32_t& token : top.tokens) {
+      if (token >= 0) token = candidates[token];
+    }
+    top.all_tokens = candidates;
+  }
   return top;
 }
 

@@ -215,6 +215,125 @@ TEST(TransformerDecodingTest, Int8StepsStayCloseToTheF32Forward) {
   }
 }
 
+// A shortlist of `frequent` (as ranked frequent targets) and, for each
+// source id s, `best_per_source` targets among 4 .. 7.
+std::shared_ptr<const VocabularyShortlist> Shortlist(std::vector<int32_t> frequent,
+                                                     int best_per_source) {
+  std::vector<std::vector<int32_t>> best(kVocab);
+  for (int s = 0; s < kVocab; ++s) {
+    for (int i = 0; i < best_per_source; ++i) best[s].push_back(4 + (s + i) % 4);
+  }
+  absl::StatusOr<VocabularyShortlist> shortlist =
+      VocabularyShortlist::Create(kVocab, std::move(frequent), std::move(best), kVocab, kVocab);
+  EXPECT_TRUE(shortlist.ok()) << shortlist.status();
+  return std::make_shared<const VocabularyShortlist>(*std::move(shortlist));
+}
+
+// A batch's candidates for `sources`, as Transformer::Start computes them.
+std::vector<int32_t> CandidatesOf(const VocabularyShortlist& shortlist,
+                                  const std::vector<std::vector<int>>& sources) {
+  std::vector<int> ids;
+  for (const std::vector<int>& source : sources) ids.insert(ids.end(), source.begin(), source.end());
+  return shortlist.Candidates(ids, {kEos});
+}
+
+// With a shortlist, each step's candidates get the whole-sequence
+// log-probabilities renormalised over the candidates (their logits are the
+// full projection's), every other token -infinity; StepTopK ranks the same
+// tokens as the host would over Step's distribution; and a shortlist of the
+// whole vocabulary changes nothing. In f32 and with int8 products.
+TEST(TransformerDecodingTest, ShortlistStepsNormaliseOverTheBatchsCandidates) {
+  const std::vector<std::vector<int>> sources = {Ids(5, 1), Ids(9, 2), Ids(1, 3)};
+  std::vector<int32_t> everything;
+  for (int v = 0; v < kVocab; ++v) everything.push_back(v);
+  for (const DecodingPrecision precision : {DecodingPrecision::kF32, DecodingPrecision::kInt8}) {
+    for (const config::ModelConfig& variant : Variants()) {
+      std::unique_ptr<Transformer> model = Build(variant);
+      ASSERT_NE(model, nullptr);
+      model->set_decoding_precision(precision);
+      std::vector<std::vector<int>> targets;
+      for (size_t s = 0; s < sources.size(); ++s) targets.push_back(Ids(6, 30 + s));
+      // The steps without a shortlist, with the whole vocabulary and with a
+      // part of it; the same tokens fed to each.
+      std::vector<std::vector<float>> steps[3];
+      std::vector<int32_t> candidates;
+      for (int kind = 0; kind < 3; ++kind) {
+        std::shared_ptr<const VocabularyShortlist> shortlist =
+            kind == 0 ? nullptr : kind == 1 ? Shortlist(everything, 0) : Shortlist({4, 9}, 2);
+        ASSERT_TRUE(model->SetShortlist(shortlist).ok());
+        EXPECT_EQ(model->HasStepTopK(), shortlist != nullptr);
+        if (kind == 2) {
+          candidates = CandidatesOf(*shortlist, sources);
+          ASSERT_LT(candidates.size(), static_cast<size_t>(kVocab - 3));
+        }
+        absl::StatusOr<std::unique_ptr<DecoderState>> state =
+            model->Start(PadSources(Pointers(sources), kPad), 1, 6);
+        ASSERT_TRUE(state.ok()) << state.status();
+        std::vector<int> last(sources.size(), kBos);
+        for (int t = 0; t < 6; ++t) {
+          // Alternate Step and StepTopK (which must agree with Step's ranking).
+          if (kind == 0 || t % 2 == 0) {
+            absl::StatusOr<Tensor> step = model->Step(**state, last);
+            ASSERT_TRUE(step.ok()) << step.status();
+            ASSERT_EQ(step->shape(), (Shape{3, kVocab}));
+            steps[kind].push_back(step->ToVector<float>());
+          } else {
+            absl::StatusOr<StepTopTokens> top = model->StepTopK(**state, last, 3, kEos);
+            ASSERT_TRUE(top.ok()) << top.status();
+            absl::StatusOr<Tensor> all =
+                VocabularyLogProbs(top->all_log_probs, top->all_tokens, kVocab);
+            ASSERT_TRUE(all.ok()) << all.status();
+            steps[kind].push_back(all->ToVector<float>());
+            for (int r = 0; r < 3; ++r) {
+              std::vector<int> order;
+              for (int v = 0; v < kVocab; ++v) {
+                if (v != kEos) order.push_back(v);
+              }
+              const float* row = steps[kind].back().data() + r * kVocab;
+              std::stable_sort(order.begin(), order.end(),
+                               [&](int a, int b) { return row[a] > row[b]; });
+              for (int k = 0; k < 3; ++k) {
+                EXPECT_EQ(top->tokens[r * 3 + k], order[k]) << "step " << t << " row " << r;
+                EXPECT_EQ(top->log_probs[r * 3 + k], row[order[k]]);
+              }
+            }
+          }
+          for (size_t r = 0; r < sources.size(); ++r) last[r] = targets[r][t];
+        }
+      }
+      ASSERT_TRUE(model->SetShortlist(nullptr).ok());
+      for (int t = 0; t < 6; ++t) {
+        EXPECT_EQ(steps[1][t], steps[0][t]) << "the whole vocabulary, step " << t;
+        for (int r = 0; r < 3; ++r) {
+          const float* full = steps[0][t].data() + r * kVocab;
+          const float* part = steps[2][t].data() + r * kVocab;
+          double total = 0;
+          for (const int32_t c : candidates) total += std::exp(static_cast<double>(full[c]));
+          for (int v = 0; v < kVocab; ++v) {
+            if (std::binary_search(candidates.begin(), candidates.end(), v)) {
+              EXPECT_NEAR(part[v], full[v] - std::log(total), 1e-5)
+                  << "step " << t << " row " << r << " token " << v;
+            } else {
+              EXPECT_EQ(part[v], -INFINITY) << "step " << t << " row " << r << " token " << v;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(TransformerDecodingTest, ShortlistOfAnotherVocabularySizeIsRefused) {
+  std::unique_ptr<Transformer> model = Build(TinyModel());
+  ASSERT_NE(model, nullptr);
+  absl::StatusOr<VocabularyShortlist> other = VocabularyShortlist::Create(kVocab + 1, {1}, {}, 1, 0);
+  ASSERT_TRUE(other.ok());
+  const absl::Status status =
+      model->SetShortlist(std::make_shared<const VocabularyShortlist>(*std::move(other)));
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("18 tokens for a model of 17"), std::string::npos) << status;
+}
+
 // Reordering mid-way (one row per sentence widened to two as a beam search
 // does after its first step, beam reordering within sentences, then a
 // sentence leaving) continues exactly as decoding the reordered rows from

@@ -208,6 +208,8 @@ void CheckDecode(const config::DecodeConfig& decode, Problems& problems) {
                                               " hypotheses the search keeps"));
   }
   problems.RequireNonNegative("decode.max_tokens", decode.max_tokens());
+  problems.RequireNonNegative("decode.shortlist_frequent", decode.shortlist_frequent());
+  problems.RequireNonNegative("decode.shortlist_best", decode.shortlist_best());
   if (absl::Status syntax = CheckDeviceSyntax(decode.device()); !syntax.ok()) {
     problems.Add("decode.device", std::string(syntax.message()));
   }

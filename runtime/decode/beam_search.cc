@@ -173,7 +173,8 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
       });
       decided = all_decided;
       if (!decided) {
-        TFM_ASSIGN_OR_RETURN(step_log_probs, CopyToDevice(top.all_log_probs, Device::Cpu()));
+        TFM_ASSIGN_OR_RETURN(step_log_probs, VocabularyLogProbs(top.all_log_probs, top.all_tokens,
+                                                                vocabulary.size));
       }
     } else {
       TFM_ASSIGN_OR_RETURN(step_log_probs, model.Step(*state, last));

@@ -198,6 +198,13 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const Decod
     decode.set_quantize(static_cast<config::DecodeConfig::Quantization>(request.quantize));
   }
   if (!request.dtype.empty()) decode.set_dtype(request.dtype);
+  if (request.shortlist == "none") {
+    decode.clear_shortlist();
+  } else if (!request.shortlist.empty()) {
+    decode.set_shortlist(request.shortlist);
+  }
+  if (request.shortlist_frequent >= 0) decode.set_shortlist_frequent(request.shortlist_frequent);
+  if (request.shortlist_best >= 0) decode.set_shortlist_best(request.shortlist_best);
   return decode;
 }
 
@@ -239,6 +246,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
   if (with_files.model_files.empty()) with_files.model_files = trained.task_files;
   TFM_RETURN_IF_ERROR(trained.SetDecodingPrecision(decode.quantize(), log));
   TFM_RETURN_IF_ERROR(trained.SetDecodingDType(decode.dtype()));
+  TFM_RETURN_IF_ERROR(trained.SetShortlist(decode, log));
   if (trained.ensemble_size() == 1) {
     return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines, input_name,
                        log, with_files);

@@ -8,9 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/data/binary_corpus_format.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
 #include "ops/quantized_linear/quantized_linear.h"
+#include "runtime/decode/shortlist_file.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_directory.h"
 #include "runtime/train/checkpoint_match.h"
@@ -235,6 +237,38 @@ absl::Status TrainedModel::SetDecodingDType(const std::string& dtype) {
   TFM_RETURN_IF_ERROR(model->SetDecodingDType(parsed));
   for (std::unique_ptr<Transformer>& member : other_members) {
     TFM_RETURN_IF_ERROR(member->SetDecodingDType(parsed));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainedModel::SetShortlist(const config::DecodeConfig& decode, std::ostream* log) {
+  const std::string source =
+      decode.shortlist().empty()
+          ? std::string()
+          : absl::StrCat(decode.shortlist(), " ", decode.shortlist_frequent(), " ",
+                         decode.shortlist_best());
+  if (source != shortlist_source) {
+    std::shared_ptr<const VocabularyShortlist> loaded;
+    if (!source.empty()) {
+      TFM_ASSIGN_OR_RETURN(VocabularyShortlist read,
+                           LoadShortlist(decode.shortlist(), tokenizer.vocab_size(),
+                                         Fnv1a64(tokenizer.model()), decode.shortlist_frequent(),
+                                         decode.shortlist_best()));
+      loaded = std::make_shared<const VocabularyShortlist>(std::move(read));
+    }
+    if (log != nullptr) {
+      *log << (loaded ? absl::StrCat("decoding with the shortlist ", decode.shortlist(), " (",
+                                     decode.shortlist_frequent(), " frequent targets, ",
+                                     decode.shortlist_best(), " per source token)")
+                      : std::string("decoding over the whole vocabulary"))
+           << "\n";
+    }
+    shortlist = std::move(loaded);
+    shortlist_source = source;
+  }
+  TFM_RETURN_IF_ERROR(model->SetShortlist(shortlist));
+  for (std::unique_ptr<Transformer>& member : other_members) {
+    TFM_RETURN_IF_ERROR(member->SetShortlist(shortlist));
   }
   return absl::OkStatus();
 }

@@ -16,6 +16,7 @@
 #include "core/config/task_config.pb.h"
 #include "core/data/tokenizer.h"
 #include "core/device.h"
+#include "core/vocabulary_shortlist.h"
 #include "layers/transformer.h"
 #include "runtime/decode/ensemble_model.h"
 #include "runtime/train/task_files.h"
@@ -37,6 +38,10 @@ struct TrainedModel {
   // --quantize=int8; tasks/common/quantized_model.h). Such a member decodes
   // in int8 whatever later searches ask: its f32 weights are gone.
   std::vector<bool> int8_weights;
+  // The shortlist the members decode with and what it was loaded from
+  // ("file frequent best"; empty: none).
+  std::shared_ptr<const VocabularyShortlist> shortlist;
+  std::string shortlist_source;
 
   int ensemble_size() const { return 1 + static_cast<int>(other_members.size()); }
   // Every member's decoder products from the next search on: f32, or int8
@@ -50,6 +55,12 @@ struct TrainedModel {
   // decode.dtype (f32, bf16, f16) for every member: what the searches
   // compute in (Transformer::SetDecodingDType; 16-bit on a GPU only).
   absl::Status SetDecodingDType(const std::string& dtype);
+  // decode.shortlist (with shortlist_frequent and shortlist_best) for every
+  // member from the next search on: the file loaded and checked against
+  // this model's vocabulary (runtime/decode/shortlist_file.h), or none when
+  // the setting is empty. Loaded once per file and counts; a change is
+  // written to `log` (may be null).
+  absl::Status SetShortlist(const config::DecodeConfig& decode, std::ostream* log);
   // What a search decodes with: `model`, or every member combined as
   // `combination` says (the returned model points into this one).
   absl::StatusOr<std::unique_ptr<EnsembleModel>> Decoder(

@@ -28,6 +28,7 @@
 #include "core/status_macros.h"
 #include "core/task_registry.h"
 #include "tasks/common/quantized_model.h"
+#include "tasks/common/shortlist_command.h"
 #include "google/protobuf/text_format.h"
 #include "layers/decoder_input_hook.h"
 
@@ -35,7 +36,8 @@ ABSL_FLAG(std::string, config, "",
           "task config: a .pbtxt file or a preset name (ende_base, ende_gettext, ...); task "
           "binaries default to their preset");
 ABSL_FLAG(std::string, mode, "",
-          "run | validate | train | preprocess | average | quantize | plot | translate (parse, "
+          "run | validate | train | preprocess | average | quantize | shortlist | plot | "
+          "translate (parse, "
           "decode) | "
           "evaluate (or give it as the first "
           "argument; default: run for task binaries, validate for the generic driver)");
@@ -68,9 +70,21 @@ ABSL_FLAG(std::string, ensemble_combination, "",
 ABSL_FLAG(std::string, quantize, "",
           "decode/evaluate: int8 runs the decoder's products with int8 weights (quantized at "
           "load, a scale per row); none: f32 (default: the model's decode.quantize)");
+ABSL_FLAG(std::string, shortlist, "",
+          "decode/evaluate: a vocabulary shortlist file (the shortlist command's output): each "
+          "batch's steps score only the target tokens its sources' entries name, the most "
+          "frequent ones and eos; none: the whole vocabulary (default: the model's "
+          "decode.shortlist)");
+ABSL_FLAG(int, shortlist_frequent, -1,
+          "decode/evaluate with --shortlist: the most frequent target tokens every batch takes "
+          "(-1: the model's decode.shortlist_frequent)");
+ABSL_FLAG(int, shortlist_best, -1,
+          "decode/evaluate with --shortlist: the best target tokens each source token adds "
+          "(-1: the model's decode.shortlist_best)");
 ABSL_FLAG(std::string, input, "", "decode: input file, one sentence a line (default: stdin)");
 ABSL_FLAG(std::string, output, "",
-          "decode/evaluate: output file (default: stdout); quantize: the int8 model directory");
+          "decode/evaluate: output file (default: stdout); quantize: the int8 model directory; "
+          "shortlist: the shortlist file");
 ABSL_FLAG(std::string, src, "", "evaluate: source sentences (plain or .gz)");
 ABSL_FLAG(std::string, ref, "",
           "evaluate: references (plain or .gz): translations, or gold trees one a line");
@@ -105,7 +119,8 @@ absl::StatusOr<TaskMode> ParseMode(const std::string& mode) {
   if (it == modes->end()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown command '", mode,
-        "': expected run, validate, train, preprocess, average, quantize, plot, translate (or "
+        "': expected run, validate, train, preprocess, average, quantize, shortlist, plot, "
+        "translate (or "
         "parse, decode) or evaluate"));
   }
   return it->second;
@@ -292,6 +307,9 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   if (options.mode == "quantize") {
     return QuantizeModelDirectory(options.decode.model, options.decode.output, out);
   }
+  if (options.mode == "shortlist") {
+    return RunShortlistCommand(options.decode.model, options.decode.output, options.data_dir, out);
+  }
   if (options.config.empty()) {
     return absl::InvalidArgumentError("no config: pass --config=FILE.pbtxt (or --list)");
   }
@@ -360,6 +378,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "      COMMAND: run | validate | train [--minutes=N] | average [--last=N] | plot\n"
       "             | quantize --model=DIR --output=DIR2 (an int8 model directory: int8 "
       "matrices with a scale per row, decoded on the CPU)\n"
+      "             | shortlist --model=DIR --output=FILE (a vocabulary shortlist learned "
+      "from the model's data.train, for --shortlist=FILE)\n"
       "             | preprocess (data.train tokenized once into <workdir>/train_corpus.bin, "
       "which train then reads: a global shuffle each epoch)\n"
       "             | translate (parse) --model=DIR [--input=F] [--output=F] [--beam=K] "
@@ -368,6 +388,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "               (--model=A,B,... decodes with an ensemble: "
       "[--ensemble_combination=probability_mean|log_probability_mean])\n"
       "               (--quantize=int8: the decoder's products in int8 on the CPU)\n"
+      "               (--shortlist=FILE [--shortlist_frequent=N] [--shortlist_best=K]: score "
+      "a shortlist's tokens only)\n"
       "             | evaluate --model=DIR (--src=F --ref=F | --split=valid|test) [--beam=K] "
       "[--alpha=A]\n"
       "      a task may take flags of its own (a plugin's: --name=value):" +
@@ -452,6 +474,10 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
     std::cerr << "error: --quantize=" << quantize << ": expected int8 or none\n";
     return 1;
   }
+  const std::string shortlist = absl::GetFlag(FLAGS_shortlist);
+  options.decode.shortlist = shortlist == "none" ? shortlist : ResolveUserPath(shortlist);
+  options.decode.shortlist_frequent = absl::GetFlag(FLAGS_shortlist_frequent);
+  options.decode.shortlist_best = absl::GetFlag(FLAGS_shortlist_best);
   options.decode.input = ResolveUserPath(absl::GetFlag(FLAGS_input));
   options.decode.output = ResolveUserPath(absl::GetFlag(FLAGS_output));
   options.decode.source = ResolveUserPath(absl::GetFlag(FLAGS_src));
