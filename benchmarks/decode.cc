@@ -99,7 +99,6 @@
 #include "runtime/decode/length_penalty.h"
 #include "runtime/decode/search.h"
 #include "runtime/decode/shortlist_file.h"
-#include "runtime/train/safetensors.h"
 #include "tasks/common/quantized_model.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"

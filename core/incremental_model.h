@@ -8,6 +8,7 @@
 #define TFM_CORE_INCREMENTAL_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -48,13 +49,11 @@ struct StepTopTokens {
   std::vector<float> log_probs;  // rows x count, best first (log-prob desc,
                                  // then token asc); -inf past a row's last.
   std::vector<int32_t> tokens;   // rows x count; -1 past a row's last.
-  // The step's whole f32 log-probabilities on the model's device, for the
-  // rare step where `count` per row cannot decide (a search expands it to
-  // the host with VocabularyLogProbs then): [rows, vocabulary], or with a
-  // shortlist [rows, all_tokens.size()], column j being token all_tokens[j]
-  // (every other token's log-probability is -infinity).
-  Tensor all_log_probs;
-  std::vector<int32_t> all_tokens;  // Empty: the columns are the vocabulary.
+  // The step's whole distribution as a host f32 [rows, vocabulary] tensor
+  // (-infinity at tokens the model did not score), for the rare step where
+  // `count` per row cannot decide: computed when called (the model keeps
+  // what it needs), at most once, before the model's next call.
+  std::function<absl::StatusOr<Tensor>()> all_log_probs;
 };
 
 // `log_probs` [rows, columns] (any device) as host f32 [rows,

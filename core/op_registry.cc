@@ -25,6 +25,10 @@ Registry<KernelDef>& KernelRegistry() {
   return *registry;
 }
 
+bool HasKernel(absl::string_view op, DeviceType device, DType dtype) {
+  return KernelRegistry().Find(KernelName(op, device, dtype)).ok();
+}
+
 absl::StatusOr<OpCallLayout> OpCallLayout::Create(const OpDef& def, size_t num_inputs) {
   const size_t listed = static_cast<size_t>(def.list_inputs);
   const size_t fixed = def.inputs.size() - listed;

@@ -183,6 +183,10 @@ std::string KernelName(absl::string_view op, DeviceType device, DType dtype);
 Registry<OpDef>& OpRegistry();
 Registry<KernelDef>& KernelRegistry();
 
+// Whether `op` has a kernel for `device` and `dtype` (an op may run another
+// way where it has none: log_softmax_top_k composes two ops on CUDA).
+bool HasKernel(absl::string_view op, DeviceType device, DType dtype);
+
 // Where to run an op whose inputs do not say (e.g. a fill with no inputs).
 struct OpTarget {
   Device device;

@@ -105,9 +105,8 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // the default: the whole vocabulary). Each batch's steps then project
   // onto its candidates' rows of the output embedding only (gathered, and
   // laid out for the products, once per batch) and normalise over them;
-  // every other token's log-probability is -infinity. StepTopK then ranks
-  // the candidates on every device (HasStepTopK), so that a search never
-  // scans the whole vocabulary. A shortlist of another vocabulary size is
+  // every other token's log-probability is -infinity (StepTopK ranks the
+  // candidates only). A shortlist of another vocabulary size is
   // InvalidArgument.
   absl::Status SetShortlist(std::shared_ptr<const VocabularyShortlist> shortlist);
   const VocabularyShortlist* shortlist() const { return shortlist_.get(); }
@@ -120,7 +119,9 @@ class Transformer : public TrainableModel, public IncrementalModel {
                                                       int rows_per_sentence,
                                                       int max_steps) override;
   absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) override;
-  bool HasStepTopK() const override { return !device_.is_cpu() || shortlist_ != nullptr; }
+  // Every device ranks each row's best tokens itself (on the CPU without
+  // writing the step's log-probabilities: ops/log_softmax_top_k).
+  bool HasStepTopK() const override { return true; }
   absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state, absl::Span<const int> last_tokens,
                                          int count, int forbidden_token) override;
   absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
@@ -130,9 +131,9 @@ class Transformer : public TrainableModel, public IncrementalModel {
   struct BatchTensors;
   struct ForwardResult;
   Transformer() = default;
-  // One decoding step's log-probabilities on device_: [rows, vocabulary],
-  // or with a shortlist [rows, the batch's candidates].
-  absl::StatusOr<Tensor> StepLogProbs(DecoderState& state, absl::Span<const int> last_tokens);
+  // One decoding step's f32 logits on device_: [rows, vocabulary], or with
+  // a shortlist [rows, the batch's candidates].
+  absl::StatusOr<Tensor> StepLogits(DecoderState& state, absl::Span<const int> last_tokens);
   absl::StatusOr<BatchTensors> ToTensors(const Batch& batch) const;
   absl::StatusOr<ForwardResult> Forward(ForwardContext& context, const Batch& batch);
   // The decoder's output [batch * target_length, d_model] for `tensors`.

@@ -20,6 +20,7 @@
 #include "ops/cast/cast.h"
 #include "ops/embedding/embedding.h"
 #include "ops/kv_cache/kv_cache.h"
+#include "ops/log_softmax_top_k/log_softmax_top_k.h"
 #include "ops/row_top_k/row_top_k.h"
 #include "ops/softmax/softmax.h"
 
@@ -178,8 +179,8 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   return std::unique_ptr<DecoderState>(std::move(state));
 }
 
-absl::StatusOr<Tensor> Transformer::StepLogProbs(DecoderState& base,
-                                                 absl::Span<const int> last_tokens) {
+absl::StatusOr<Tensor> Transformer::StepLogits(DecoderState& base,
+                                               absl::Span<const int> last_tokens) {
   TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
   const int64_t rows = state->cache.rows();
   if (static_cast<int64_t>(last_tokens.size()) != rows) {
@@ -225,28 +226,23 @@ absl::StatusOr<Tensor> Transformer::StepLogProbs(DecoderState& base,
     // The log-probabilities in f32: a beam compares sums of them.
     TFM_ASSIGN_OR_RETURN(logits, Cast(logits, DType::kF32));
   }
-  TFM_ASSIGN_OR_RETURN(Tensor log_probs, LogSoftmax(logits));
   state->cache.EndStep();
-  return log_probs;
+  return logits;
 }
 
 absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const int> last_tokens) {
   TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
-  TFM_ASSIGN_OR_RETURN(Tensor log_probs, StepLogProbs(base, last_tokens));
-  if (!state->candidates.empty()) {
-    return VocabularyLogProbs(log_probs, state->candidates, vocabulary_.size);
-  }
-  if (device_.is_cpu()) return log_probs;
-  return CopyToDevice(log_probs, Device::Cpu());
+  TFM_ASSIGN_OR_RETURN(const Tensor logits, StepLogits(base, last_tokens));
+  TFM_ASSIGN_OR_RETURN(Tensor log_probs, LogSoftmax(logits));
+  // On the host, over the vocabulary (a shortlist's columns spread out).
+  return VocabularyLogProbs(log_probs, state->candidates, vocabulary_.size);
 }
 
 absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
                                                     absl::Span<const int> last_tokens, int count,
                                                     int forbidden_token) {
   TFM_ASSIGN_OR_RETURN(TransformerState * ours, StateOf(state, this));
-  StepTopTokens top;
-  top.count = count;
-  TFM_ASSIGN_OR_RETURN(top.all_log_probs, StepLogProbs(state, last_tokens));
+  TFM_ASSIGN_OR_RETURN(const Tensor logits, StepLogits(state, last_tokens));
   // With a shortlist the columns are its candidates: the forbidden token's
   // column, if it is one, and each ranked column's token.
   const std::vector<int32_t>& candidates = ours->candidates;
@@ -256,17 +252,25 @@ absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
     forbidden_column =
         it != candidates.end() && *it == forbidden_token ? it - candidates.begin() : -1;
   }
-  TFM_ASSIGN_OR_RETURN(RowTopK ranked, RowTopKOf(top.all_log_probs, count, forbidden_column));
+  // Ranked where the logits are, without writing the log-probabilities
+  // (ops/log_softmax_top_k: the same numbers as log_softmax's).
+  TFM_ASSIGN_OR_RETURN(RowTopK ranked, LogSoftmaxTopK(logits, count, forbidden_column));
   TFM_ASSIGN_OR_RETURN(Tensor log_probs, CopyToDevice(ranked.values, Device::Cpu()));
   TFM_ASSIGN_OR_RETURN(Tensor tokens, CopyToDevice(ranked.columns, Device::Cpu()));
+  StepTopTokens top;
+  top.count = count;
   top.log_probs = log_probs.ToVector<float>();
   top.tokens = tokens.ToVector<int32_t>();
   if (!candidates.empty()) {
     for (int32_t& token : top.tokens) {
       if (token >= 0) token = candidates[token];
     }
-    top.all_tokens = candidates;
   }
+  top.all_log_probs = [logits, candidates,
+                       vocabulary_size = vocabulary_.size]() -> absl::StatusOr<Tensor> {
+    TFM_ASSIGN_OR_RETURN(const Tensor all, LogSoftmax(logits));
+    return VocabularyLogProbs(all, candidates, vocabulary_size);
+  };
   return top;
 }
 

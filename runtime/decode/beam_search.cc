@@ -173,8 +173,7 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
       });
       decided = all_decided;
       if (!decided) {
-        TFM_ASSIGN_OR_RETURN(step_log_probs, VocabularyLogProbs(top.all_log_probs, top.all_tokens,
-                                                                vocabulary.size));
+        TFM_ASSIGN_OR_RETURN(step_log_probs, top.all_log_probs());
       }
     } else {
       TFM_ASSIGN_OR_RETURN(step_log_probs, model.Step(*state, last));

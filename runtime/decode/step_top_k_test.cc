@@ -44,8 +44,9 @@ class RankedModel : public IncrementalModel {
                                          int count, int forbidden_token) override {
     StepTopTokens top;
     top.count = count;
-    TFM_ASSIGN_OR_RETURN(top.all_log_probs, Rounded(state, last));
-    TFM_ASSIGN_OR_RETURN(RowTopK ranked, RowTopKOf(top.all_log_probs, count, forbidden_token));
+    TFM_ASSIGN_OR_RETURN(Tensor all, Rounded(state, last));
+    TFM_ASSIGN_OR_RETURN(RowTopK ranked, RowTopKOf(all, count, forbidden_token));
+    top.all_log_probs = [all]() -> absl::StatusOr<Tensor> { return all; };
     top.log_probs = ranked.values.ToVector<float>();
     top.tokens = ranked.columns.ToVector<int32_t>();
     return top;

@@ -14,10 +14,6 @@
 namespace tfm {
 namespace {
 
-bool HasKernel(const std::string& op, DeviceType device, DType dtype) {
-  return KernelRegistry().Find(KernelName(op, device, dtype)).ok();
-}
-
 // A setting and what the user typed to get it, for messages: the flag, else
 // the config line of the field.
 struct Setting {
