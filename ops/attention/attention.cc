@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/deterministic.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/attention/attention_params.h"
@@ -95,7 +96,8 @@ absl::Status ValidateBackward(const KernelContext& context) {
 }
 
 const std::vector<std::string> kAttrNames = {"causal", "key_mask", "dropout", "seed",
-                                             "stream", "offset",   "scale",   "backend"};
+                                             "stream", "offset",   "scale",   "backend",
+                                             "deterministic"};
 
 TFM_REGISTER_OP(OpDef{
     .name = "scaled_dot_product_attention",
@@ -131,6 +133,8 @@ Attrs AttentionAttrs(const AttentionOptions& options) {
       .Set("offset", static_cast<int64_t>(options.dropout_state.offset));
   if (options.scale.has_value()) attrs.Set("scale", static_cast<double>(*options.scale));
   if (!options.backend.empty()) attrs.Set("backend", options.backend);
+  // Read by the CUDA backward (core/deterministic.h).
+  if (DeterministicKernels()) attrs.Set("deterministic", true);
   return attrs;
 }
 

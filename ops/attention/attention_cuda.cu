@@ -160,9 +160,35 @@ const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const vo
   return forward(problem, q, k, v, out, lse, static_cast<cudaStream_t>(stream));
 }
 
+// Deterministic mode's dQ slabs for `backward_key_tile` keys per block.
+int64_t DqSlabs(const AttentionCudaProblem& p, int64_t backward_key_tile) {
+  return (p.k_len + backward_key_tile - 1) / backward_key_tile;
+}
+
+// The most slabs either backward kernel may need: the workspace is sized
+// before the kernel is chosen.
+int64_t MaxDqSlabs(const AttentionCudaProblem& p) {
+  return DqSlabs(p, std::min(attention_cuda::BackwardFfmaKeyTile(p),
+                             attention_cuda::BackwardMmaKeyTile()));
+}
+
+// dq[i] = the sum over the slabs in order of slabs[s * count + i]: a fixed
+// order, so the same bits every run.
+template <typename T>
+__global__ void SumSlabsKernel(const float* slabs, int64_t slab_count, int64_t count, T* out) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (int64_t s = 0; s < slab_count; ++s) sum += slabs[s * count + i];
+    out[i] = FromFloat<T>(sum);
+  }
+}
+
 int64_t AttentionBackwardWorkspaceFloats(const AttentionCudaProblem& p) {
   const int64_t rows = p.batch * p.heads * p.q_len;
-  // delta, and for bf16 and f16 the f32 dQ that the atomics add into.
+  // delta, and for bf16 and f16 the f32 dQ that the atomics add into; in
+  // deterministic mode a dQ slab per key tile instead.
+  if (p.deterministic) return rows + MaxDqSlabs(p) * rows * p.d_k;
   return rows + (SixteenBit(p) ? rows * p.d_k : 0);
 }
 
@@ -172,11 +198,21 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
                                     float* workspace, StreamHandle stream) {
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   const int64_t rows = p.batch * p.heads * p.q_len;
+  const bool mma = UseMma(p, {q, k, v, d_out, dk, dv});
+  AttentionCudaProblem problem = p;
+  int64_t slabs = 1;
+  if (p.deterministic) {
+    slabs = DqSlabs(p, mma ? attention_cuda::BackwardMmaKeyTile()
+                           : attention_cuda::BackwardFfmaKeyTile(p));
+    problem.dq_slab_floats = rows * p.d_k;
+  }
   float* delta = workspace;
-  float* dq_accum = SixteenBit(p) ? workspace + rows : static_cast<float*>(dq);
+  float* dq_accum =
+      SixteenBit(p) || p.deterministic ? workspace + rows : static_cast<float*>(dq);
   if (rows > 0) {
+    // Slabs too: a key tile that no query row sees stores nothing.
     const cudaError_t error =
-        cudaMemsetAsync(dq_accum, 0, rows * p.d_k * sizeof(float), cuda_stream);
+        cudaMemsetAsync(dq_accum, 0, slabs * rows * p.d_k * sizeof(float), cuda_stream);
     if (error != cudaSuccess) return cudaGetErrorString(error);
     if (p.bf16) {
       RowDotsKernel<<<GridFor(rows * 32), kThreads, 0, cuda_stream>>>(
@@ -191,10 +227,24 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
     }
     if (const char* error = LastLaunchError()) return error;
   }
-  const auto backward = UseMma(p, {q, k, v, d_out, dk, dv}) ? attention_cuda::BackwardMma
-                                                            : attention_cuda::BackwardFfma;
-  if (const char* error = backward(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, cuda_stream)) {
+  const auto backward = mma ? attention_cuda::BackwardMma : attention_cuda::BackwardFfma;
+  if (const char* error =
+          backward(problem, q, k, v, lse, delta, d_out, dq_accum, dk, dv, cuda_stream)) {
     return error;
+  }
+  if (p.deterministic && rows * p.d_k > 0) {
+    const int64_t count = rows * p.d_k;
+    if (p.bf16) {
+      SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(
+          dq_accum, slabs, count, static_cast<__nv_bfloat16*>(dq));
+    } else if (p.f16) {
+      SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(dq_accum, slabs, count,
+                                                                   static_cast<__half*>(dq));
+    } else {
+      SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(dq_accum, slabs, count,
+                                                                   static_cast<float*>(dq));
+    }
+    return LastLaunchError();
   }
   if (SixteenBit(p) && rows * p.d_k > 0) {
     if (p.bf16) {

@@ -33,6 +33,14 @@ struct AttentionCudaProblem {
   // decode kernels are bf16 and f32 only): f16 is for GPUs without bf16.
   bool bf16 = false;
   bool f16 = false;
+  // The backward's dQ: 0 adds every key tile's share with f32 atomics into
+  // one buffer (fast; the order of the adds, so the last bits, vary from
+  // run to run); > 0 has key tile j store its share in slab j of this many
+  // floats, and the slabs are then summed in key-tile order (deterministic
+  // mode: bit for bit the same each run). Set by LaunchAttentionBackward.
+  int64_t dq_slab_floats = 0;
+  // The backward in deterministic mode (train.deterministic).
+  bool deterministic = false;
 };
 
 // Every launcher returns nullptr or the CUDA error text; all run on `stream`.

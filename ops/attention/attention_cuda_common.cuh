@@ -90,8 +90,9 @@ __device__ __forceinline__ float DropoutMultiplier(const AttentionCudaProblem& p
 
 // CUDA cores, fp32 arithmetic, every head size up to
 // kMaxCudaAttentionHeadSize (attention_cuda_ffma.cu). The backward adds
-// scale * dS K into dq_accum (f32, zeroed by the caller) with atomics and
-// reads delta_i = dO_i . O_i.
+// scale * dS K into dq_accum (f32, zeroed by the caller) with atomics, or
+// with p.dq_slab_floats > 0 stores key tile j's share in dq_accum's slab j
+// (zeroed by the caller), and reads delta_i = dO_i . O_i.
 const char* ForwardFfma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                         void* out, float* lse, cudaStream_t stream);
 const char* BackwardFfma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
@@ -106,6 +107,29 @@ const char* ForwardMma(const AttentionCudaProblem& p, const void* q, const void*
 const char* BackwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                         const float* lse, const float* delta, const void* d_out, float* dq_accum,
                         void* dk, void* dv, cudaStream_t stream);
+
+// Keys per block of each backward kernel: the number of dQ slabs in
+// deterministic mode is the key length over it, rounded up.
+int64_t BackwardFfmaKeyTile(const AttentionCudaProblem& p);
+int64_t BackwardMmaKeyTile();
+
+// Where a backward block of key tile `key_tile` puts its share of dQ for
+// head `bh`: one buffer for all (atomics), or its own slab.
+__device__ __forceinline__ float* DqShare(const AttentionCudaProblem& p, float* dq_accum,
+                                          int64_t key_tile, int64_t bh, int64_t d_k) {
+  const int64_t slab = p.dq_slab_floats > 0 ? key_tile * p.dq_slab_floats : 0;
+  return dq_accum + slab + bh * p.q_len * d_k;
+}
+
+// Adds `value` into a dQ share: atomically into the shared buffer, or as
+// the one store of this key tile into its slab.
+__device__ __forceinline__ void AddDq(const AttentionCudaProblem& p, float* at, float value) {
+  if (p.dq_slab_floats > 0) {
+    *at = value;
+  } else {
+    atomicAdd(at, value);
+  }
+}
 
 // The error of the last launch, or nullptr.
 inline const char* LastLaunchError() {

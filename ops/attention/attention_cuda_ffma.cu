@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(kThreads)
   const float* bias = KeyBias(p, b);
   const T* q_head = q + bh * p.q_len * d_k;
   const T* d_out_head = d_out + bh * p.q_len * d_v;
-  float* dq_head = dq_accum + bh * p.q_len * d_k;
+  float* dq_head = DqShare(p, dq_accum, blockIdx.x % k_tiles, bh, d_k);
 
   LoadTile<T, kTile>(k + bh * p.k_len * d_k, c0, cols, d_k, s_k);
   LoadTile<T, kTile>(v + bh * p.k_len * d_v, c0, cols, d_v, s_v);
@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(kThreads)
       const int r = e / d_k, x = e % d_k;
       float acc = 0.0f;
       for (int c = 0; c < cols; ++c) acc = fmaf(s_ds[r * lds + c], s_k[c * ldk + x], acc);
-      atomicAdd(dq_head + (q0 + r) * d_k + x, p.scale * acc);
+      AddDq(p, dq_head + (q0 + r) * d_k + x, p.scale * acc);
     }
   }
   __syncthreads();
@@ -293,6 +293,8 @@ const char* BackwardTyped(const AttentionCudaProblem& p, const void* q, const vo
 bool SmallHeads(const AttentionCudaProblem& p) { return p.d_k <= 128 && p.d_v <= 128; }
 
 }  // namespace
+
+int64_t BackwardFfmaKeyTile(const AttentionCudaProblem& p) { return SmallHeads(p) ? 32 : 16; }
 
 const char* ForwardFfma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                         void* out, float* lse, cudaStream_t stream) {

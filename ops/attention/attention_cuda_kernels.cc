@@ -57,6 +57,8 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
   problem.offset = params.dropout_state.offset;
   problem.bf16 = context.dtype() == DType::kBF16;
   problem.f16 = context.dtype() == DType::kF16;
+  TFM_ASSIGN_OR_RETURN(problem.deterministic,
+                       context.attrs().GetOr<bool>("deterministic", false));
   if (params.key_mask == KeyMaskKind::kNone) return cuda;
 
   const bool is_lengths = params.key_mask == KeyMaskKind::kLengths;
@@ -184,7 +186,9 @@ absl::Status AttentionBackwardCuda(KernelContext& context) {
     TFM_ASSIGN_OR_RETURN(grads[i],
                          context.AllocateOutput(i, context.input(i).shape(), context.dtype()));
   }
-  if (std::optional<CudnnSdpaProblem> cudnn = CudnnProblemFor(cuda)) {
+  // cuDNN's backward adds dQ with atomics: not in deterministic mode.
+  if (std::optional<CudnnSdpaProblem> cudnn =
+          p.deterministic ? std::nullopt : CudnnProblemFor(cuda)) {
     absl::Status status = CudnnSdpaBackward(
         *cudnn, context.input(0).raw_data(), context.input(1).raw_data(),
         context.input(2).raw_data(), context.input(3).raw_data(), context.input(4).data<float>(),

@@ -7,10 +7,12 @@
 //   S^T  = K Q^T,    P^T = exp(scale S^T - lse)          (masked: 0)
 //   dP^T = V dO^T,   dS^T = P^T o (dP^T o M - delta)     (M: dropout)
 //   dV  += (P^T o M) dO,   dK += scale dS^T Q             (registers)
-//   dQ  += scale dS K                                     (fp32 atomics)
+//   dQ  += scale dS K                       (fp32 atomics, or a slab per block)
 // dQ sums over all key blocks, so it goes through shared memory (dS^T,
 // bf16) to warps split by query rows, and is added with fp32 atomics into a
-// zeroed f32 buffer that the caller converts to bf16 afterwards.
+// zeroed f32 buffer that the caller converts to bf16 afterwards (in
+// deterministic mode stored in the block's own slab, which the caller sums
+// in key-block order).
 // delta_i = dO_i . O_i comes from a pre-kernel. Query steps are 64 rows (32
 // at head size 128), Q and dO double-buffered with cp.async. Shared memory:
 // K, V [64][d], 2 x (Q, dO) [64][d] and dS^T [64][64] bf16, 56.5 KiB at
@@ -64,7 +66,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   const int64_t k_tiles = (p.k_len + kBlockN - 1) / kBlockN;
   const int64_t bh = blockIdx.x / k_tiles;
   const int64_t b = bh / p.heads;
-  const int64_t c0 = (blockIdx.x % k_tiles) * kBlockN;
+  const int64_t key_block = blockIdx.x % k_tiles;
+  const int64_t c0 = key_block * kBlockN;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int warp_key0 = warp * 16;  // This warp's keys within the block.
@@ -252,11 +255,12 @@ __global__ void __launch_bounds__(kMmaThreads)
     for (int half = 0; half < 2; ++half) {
       const int64_t row = q0 + dq_mtile * 16 + g + half * 8;
       if (row >= p.q_len) continue;
-      float* dq_row = dq_accum + (bh * p.q_len + row) * kHeadDim + dq_tile0 * 8;
+      float* dq_row = DqShare(p, dq_accum, key_block, bh, kHeadDim) + row * kHeadDim +
+                      dq_tile0 * 8;
 #pragma unroll
       for (int dt = 0; dt < T::kDqTiles; ++dt) {
-        atomicAdd(dq_row + dt * 8 + 2 * t, p.scale * dq_acc[dt][half * 2]);
-        atomicAdd(dq_row + dt * 8 + 2 * t + 1, p.scale * dq_acc[dt][half * 2 + 1]);
+        AddDq(p, dq_row + dt * 8 + 2 * t, p.scale * dq_acc[dt][half * 2]);
+        AddDq(p, dq_row + dt * 8 + 2 * t + 1, p.scale * dq_acc[dt][half * 2 + 1]);
       }
     }
   }
@@ -301,6 +305,8 @@ const char* LaunchBackwardMma(const AttentionCudaProblem& p, const void* q, cons
 }
 
 }  // namespace
+
+int64_t BackwardMmaKeyTile() { return kBlockN; }
 
 const char* BackwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                         const float* lse, const float* delta, const void* d_out, float* dq_accum,

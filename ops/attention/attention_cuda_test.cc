@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "absl/time/time.h"
 #include "core/cuda/runtime.h"
 #include "core/tensor_copy.h"
+#include "core/deterministic.h"
 #include "gtest/gtest.h"
 #include "ops/attention/attention.h"
 #include "ops/attention/attention_backend.h"
@@ -465,6 +467,51 @@ TEST_P(AttentionCudaTest, DecodeOptionsAndHeadSizes) {
 //     --test_arg=--gtest_also_run_disabled_tests --test_arg=--gtest_filter='*Speed*'
 // FLOPs count the four (forward) and ten (backward) n^2 d products of flash
 // attention, halved under the causal mask, over the unpadded keys.
+// Deterministic mode (core/deterministic.h): the backward repeats bit for
+// bit (dQ summed per key tile in a fixed order, not with atomics), still
+// matches the CPU, on the CUDA-core kernels (f32, f16) and the tensor-core
+// ones (bf16 at d 64), causal, masked and long enough for many key tiles.
+TEST_P(AttentionCudaTest, DeterministicBackwardRepeatsBitForBit) {
+  TFM_SKIP_WITHOUT_GPU();
+  const DType dtype = GetParam();
+  struct Restore {
+    ~Restore() { SetDeterministicKernels(false); }
+  } restore;
+  SetDeterministicKernels(true);
+  for (const Case& c :
+       {Case{.batch = 2, .heads = 2, .q_len = 130, .k_len = 300, .d_k = 64, .d_v = 64,
+             .key_lengths = {300, 170}},
+        Case{.batch = 1, .heads = 3, .q_len = 200, .k_len = 200, .d_k = 64, .d_v = 64,
+             .causal = true}}) {
+    ExpectCudaMatchesCpu(c, dtype);
+    SCOPED_TRACE(Describe(c, dtype));
+    const Device gpu = Device::Cuda(0);
+    const Tensor q = OnDevice(Normal({c.batch, c.heads, c.q_len, c.d_k}, 1), dtype, gpu);
+    const Tensor k = OnDevice(Normal({c.batch, c.heads, c.k_len, c.d_k}, 2), dtype, gpu);
+    const Tensor v = OnDevice(Normal({c.batch, c.heads, c.k_len, c.d_v}, 3), dtype, gpu);
+    const Tensor d_out = OnDevice(Normal({c.batch, c.heads, c.q_len, c.d_v}, 4), dtype, gpu);
+    const AttentionOptions options = OptionsFor(c, gpu);
+    absl::StatusOr<AttentionOutput> forward = ScaledDotProductAttention(q, k, v, options);
+    ASSERT_TRUE(forward.ok()) << forward.status();
+    std::vector<float> first[3];
+    for (int run = 0; run < 3; ++run) {
+      absl::StatusOr<AttentionGrads> grads = ScaledDotProductAttentionBackward(
+          q, k, v, forward->out, forward->lse, d_out, options);
+      ASSERT_TRUE(grads.ok()) << grads.status();
+      const Tensor* all[3] = {&grads->dq, &grads->dk, &grads->dv};
+      for (int i = 0; i < 3; ++i) {
+        const std::vector<float> values = ToHostFloat(*all[i]).ToVector<float>();
+        if (run == 0) {
+          first[i] = values;
+        } else {
+          EXPECT_EQ(std::memcmp(values.data(), first[i].data(), values.size() * sizeof(float)), 0)
+              << "gradient " << i << " run " << run;
+        }
+      }
+    }
+  }
+}
+
 TEST(AttentionCudaSpeed, DISABLED_BFloat16HeadSize64) {
   TFM_SKIP_WITHOUT_GPU();
   const Device gpu = Device::Cuda(0);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/deterministic.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 
@@ -42,7 +43,7 @@ TFM_REGISTER_OP(OpDef{
     .name = "embedding_backward",
     .inputs = {"ids", "d_out"},
     .outputs = {"d_table"},
-    .attrs = {"vocab", "scale", "ids_checked"},
+    .attrs = {"vocab", "scale", "ids_checked", "deterministic"},
     .doc = "d_table[row, :] = scale * sum of d_out[p, :] over positions p with ids[p] = row",
     .validate =
         [](const KernelContext& context) {
@@ -81,6 +82,8 @@ absl::StatusOr<Tensor> EmbeddingBackward(const Tensor& ids, const Tensor& d_out,
   Attrs attrs;
   attrs.Set("vocab", vocab).Set("scale", static_cast<double>(scale));
   if (ids_checked) attrs.Set("ids_checked", true);
+  // Read by the CUDA kernel (core/deterministic.h); the CPU's is always so.
+  if (DeterministicKernels()) attrs.Set("deterministic", true);
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("embedding_backward", {ids, d_out}, attrs,
                                                       OpTarget{d_out.device(), d_out.dtype()}));
   return out[0];

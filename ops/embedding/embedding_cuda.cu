@@ -2,7 +2,11 @@
 // of rows in 16-byte packs when the rows and addresses allow (else element
 // by element). The backward scatter-adds f32 atomics, one thread per
 // element of d_out, into an f32 accumulator, rounded once at the end for
-// 16-bit tables. Ids are checked before either kernel runs.
+// 16-bit tables; in deterministic mode it sorts the positions by id (CUB's
+// stable radix sort) and sums each id's positions in order instead. Ids are
+// checked before any kernel runs.
+#include <cub/device/device_radix_sort.cuh>
+
 #include "ops/cuda_elementwise.cuh"
 #include "ops/embedding/embedding_cuda.h"
 
@@ -55,6 +59,50 @@ __global__ void EmbeddingBackwardKernel(const Id* ids, const D* d_out, float* ac
 template <typename D>
 __global__ void RoundKernel(const float* in, D* out, int64_t count) {
   for (int64_t i = GlobalThread(); i < count; i += GridThreads()) out[i] = FromFloat<D>(in[i]);
+}
+
+__global__ void IotaKernel(int32_t* out, int64_t count) {
+  for (int64_t i = GlobalThread(); i < count; i += GridThreads()) out[i] = static_cast<int32_t>(i);
+}
+
+// Element (i, j) of the sorted positions: where i starts a run of one id,
+// that id's row j is the sum, in position order, of the run's d_out[., j].
+// Other threads have nothing to do; the table was zeroed before.
+template <typename D, typename Id>
+__global__ void SortedRowSumsKernel(const Id* sorted_ids, const int32_t* order, const D* d_out,
+                                    D* d_table, int64_t positions, int64_t d, float scale) {
+  const int64_t count = positions * d;
+  for (int64_t u = GlobalThread(); u < count; u += GridThreads()) {
+    const int64_t i = u / d;
+    const int64_t j = u - i * d;
+    const Id id = sorted_ids[i];
+    if (i > 0 && sorted_ids[i - 1] == id) continue;
+    float sum = 0.0f;
+    for (int64_t k = i; k < positions && sorted_ids[k] == id; ++k) {
+      sum += scale * ToFloat(d_out[static_cast<int64_t>(order[k]) * d + j]);
+    }
+    d_table[static_cast<int64_t>(id) * d + j] = FromFloat<D>(sum);
+  }
+}
+
+// Bits a radix sort of ids below `vocab` needs.
+int IdBits(int64_t vocab) {
+  int bits = 1;
+  while (bits < 63 && (int64_t{1} << bits) < vocab) ++bits;
+  return bits;
+}
+
+// The sort's buffers in the scratch: sorted ids, positions in and out, then
+// CUB's temporary storage, each 256-byte aligned.
+size_t AlignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+template <typename Id>
+size_t CubSortBytes(int64_t positions, int64_t vocab) {
+  size_t bytes = 0;
+  cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const Id*>(nullptr),
+                                  static_cast<Id*>(nullptr), static_cast<const int32_t*>(nullptr),
+                                  static_cast<int32_t*>(nullptr), positions, 0, IdBits(vocab));
+  return bytes;
 }
 
 template <typename D, typename Id, int kWidth>
@@ -115,11 +163,56 @@ const char* LaunchEmbeddingBackward(const Id* ids, const T* d_out, float* accumu
   return LastError();
 }
 
+template <typename Id>
+size_t EmbeddingBackwardSortedScratchBytes(int64_t positions, int64_t vocab) {
+  return AlignUp(positions * sizeof(Id)) + 2 * AlignUp(positions * sizeof(int32_t)) +
+         AlignUp(CubSortBytes<Id>(positions, vocab));
+}
+
+template <typename T, typename Id>
+const char* LaunchEmbeddingBackwardSorted(const Id* ids, const T* d_out, T* d_table,
+                                          int64_t positions, int64_t vocab, int64_t d,
+                                          float scale, void* scratch, size_t scratch_bytes,
+                                          StreamHandle stream) {
+  using D = DeviceT<T>;
+  if (vocab * d == 0) return nullptr;
+  cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+  if (const char* error =
+          ErrorText(cudaMemsetAsync(d_table, 0, vocab * d * sizeof(D), cuda_stream))) {
+    return error;
+  }
+  if (positions == 0) return nullptr;
+  if (scratch_bytes < EmbeddingBackwardSortedScratchBytes<Id>(positions, vocab)) {
+    return "embedding_backward: scratch too small for the sort";
+  }
+  char* at = static_cast<char*>(scratch);
+  Id* sorted_ids = reinterpret_cast<Id*>(at);
+  at += AlignUp(positions * sizeof(Id));
+  int32_t* order_in = reinterpret_cast<int32_t*>(at);
+  at += AlignUp(positions * sizeof(int32_t));
+  int32_t* order = reinterpret_cast<int32_t*>(at);
+  at += AlignUp(positions * sizeof(int32_t));
+  size_t cub_bytes = CubSortBytes<Id>(positions, vocab);
+  IotaKernel<<<BlocksFor(positions), kThreads, 0, cuda_stream>>>(order_in, positions);
+  if (const char* error = LastError()) return error;
+  if (const char* error = ErrorText(cub::DeviceRadixSort::SortPairs(
+          at, cub_bytes, ids, sorted_ids, order_in, order, positions, 0, IdBits(vocab),
+          cuda_stream))) {
+    return error;
+  }
+  SortedRowSumsKernel<D, Id><<<BlocksFor(positions * d), kThreads, 0, cuda_stream>>>(
+      sorted_ids, order, reinterpret_cast<const D*>(d_out), reinterpret_cast<D*>(d_table),
+      positions, d, scale);
+  return LastError();
+}
+
 #define TFM_INSTANTIATE_EMBEDDING(T, Id)                                                        \
   template const char* LaunchEmbedding<T, Id>(const T*, const Id*, T*, int64_t, int64_t, float, \
                                               StreamHandle);                                    \
   template const char* LaunchEmbeddingBackward<T, Id>(const Id*, const T*, float*, T*, int64_t, \
-                                                      int64_t, int64_t, float, StreamHandle);
+                                                      int64_t, int64_t, float, StreamHandle);   \
+  template const char* LaunchEmbeddingBackwardSorted<T, Id>(                                    \
+      const Id*, const T*, T*, int64_t, int64_t, int64_t, float, void*, size_t, StreamHandle);
 TFM_INSTANTIATE_EMBEDDING(float, int32_t)
 TFM_INSTANTIATE_EMBEDDING(float, int64_t)
 TFM_INSTANTIATE_EMBEDDING(Half, int32_t)
@@ -127,6 +220,8 @@ TFM_INSTANTIATE_EMBEDDING(Half, int64_t)
 TFM_INSTANTIATE_EMBEDDING(BFloat16, int32_t)
 TFM_INSTANTIATE_EMBEDDING(BFloat16, int64_t)
 #undef TFM_INSTANTIATE_EMBEDDING
+template size_t EmbeddingBackwardSortedScratchBytes<int32_t>(int64_t, int64_t);
+template size_t EmbeddingBackwardSortedScratchBytes<int64_t>(int64_t, int64_t);
 template const char* FindBadEmbeddingId<int32_t>(const int32_t*, int64_t, int64_t, void*,
                                                  StreamHandle, int64_t*, int64_t*);
 template const char* FindBadEmbeddingId<int64_t>(const int64_t*, int64_t, int64_t, void*,

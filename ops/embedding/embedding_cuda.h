@@ -4,6 +4,7 @@
 #ifndef TFM_OPS_EMBEDDING_EMBEDDING_CUDA_H_
 #define TFM_OPS_EMBEDDING_EMBEDDING_CUDA_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/device.h"
@@ -32,6 +33,19 @@ template <typename T, typename Id>
 const char* LaunchEmbeddingBackward(const Id* ids, const T* d_out, float* accumulator, T* d_table,
                                     int64_t positions, int64_t vocab, int64_t d, float scale,
                                     StreamHandle stream);
+
+// Deterministic mode (core/deterministic.h): the same d_table, summed in a
+// fixed order: positions sorted by id (a stable radix sort, so each id's
+// positions stay in order), then each id's row summed position by position
+// in f32 and rounded once. `scratch` holds EmbeddingBackwardSortedScratchBytes
+// (positions) bytes of device memory.
+template <typename Id>
+size_t EmbeddingBackwardSortedScratchBytes(int64_t positions, int64_t vocab);
+template <typename T, typename Id>
+const char* LaunchEmbeddingBackwardSorted(const Id* ids, const T* d_out, T* d_table,
+                                          int64_t positions, int64_t vocab, int64_t d,
+                                          float scale, void* scratch, size_t scratch_bytes,
+                                          StreamHandle stream);
 
 }  // namespace tfm
 

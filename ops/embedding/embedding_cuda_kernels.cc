@@ -56,6 +56,19 @@ absl::Status EmbeddingBackwardWithIds(KernelContext& context) {
   TFM_RETURN_IF_ERROR(CheckIds<Id>(context, ids, vocab));
   const int64_t d = d_out.dim(-1);
   TFM_ASSIGN_OR_RETURN(Tensor * d_table, context.AllocateOutput(0, d_out.dtype()));
+  TFM_ASSIGN_OR_RETURN(const bool deterministic,
+                       context.attrs().GetOr<bool>("deterministic", false));
+  if (deterministic) {
+    const int64_t positions = ids.num_elements();
+    const size_t bytes = EmbeddingBackwardSortedScratchBytes<Id>(positions, vocab);
+    TFM_ASSIGN_OR_RETURN(Tensor sort_scratch,
+                         Tensor::Empty({static_cast<int64_t>(bytes)}, DType::kI8,
+                                       context.device(), context.stream()));
+    return CudaLaunchStatus(
+        context, LaunchEmbeddingBackwardSorted<T, Id>(
+                     ids.data<Id>(), d_out.data<T>(), d_table->data<T>(), positions, vocab, d,
+                     static_cast<float>(scale), sort_scratch.raw_data(), bytes, context.stream()));
+  }
   // An f32 gradient accumulates in place; a 16-bit one in f32 scratch,
   // rounded once.
   Tensor scratch;

@@ -1,5 +1,6 @@
 #include "ops/embedding/embedding.h"
 
+#include "core/deterministic.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
 #include "tests/util/cuda_compare.h"
@@ -70,6 +71,21 @@ TEST(EmbeddingTest, BackwardIsDeterministicOnManyTokens) {
     EXPECT_EQ(EmbeddingBackward(ids, d_out, 40)->ToVector<float>(), first);
   }
   for (int j = 0; j < 8; ++j) EXPECT_EQ(first[39 * 8 + j], 0.0f);  // Unused row.
+}
+
+// The CPU kernel is deterministic anyway: deterministic mode (which sets
+// the op's attribute) gives the very same bits.
+TEST(EmbeddingTest, DeterministicModeChangesNothingOnTheCpu) {
+  std::vector<int64_t> values(5000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = (i * 7919) % 37;
+  const Tensor ids = *Tensor::FromVector<int64_t>(values, {5000});
+  const Tensor d_out = *RandomNormal({5000, 8}, {5, 0, 0}, 0.0f, 1.0f);
+  const std::vector<float> fast = EmbeddingBackward(ids, d_out, 40, 3.0f)->ToVector<float>();
+  SetDeterministicKernels(true);
+  absl::StatusOr<Tensor> deterministic = EmbeddingBackward(ids, d_out, 40, 3.0f);
+  SetDeterministicKernels(false);
+  ASSERT_TRUE(deterministic.ok()) << deterministic.status();
+  EXPECT_EQ(deterministic->ToVector<float>(), fast);
 }
 
 TEST(EmbeddingTest, BadArgumentsAreInvalidArgument) {
@@ -145,6 +161,44 @@ TEST(EmbeddingTest, CudaMatchesCpu) {
           EXPECT_TRUE(
               AllClose(HostF32(*d_table), *EmbeddingBackward(ids, d_out, c.vocab, scale), sums));
         }
+      }
+    }
+  }
+}
+
+// Deterministic mode (core/deterministic.h): the CUDA gradient (positions
+// sorted by id, each row summed in position order) repeats bit for bit and
+// matches the CPU's; with repeated ids (20,000 positions over 37 rows),
+// unused rows, odd widths and no positions.
+TEST(EmbeddingTest, CudaDeterministicBackwardRepeatsBitForBit) {
+  TFM_SKIP_WITHOUT_GPU();
+  struct Restore {
+    ~Restore() { SetDeterministicKernels(false); }
+  } restore;
+  SetDeterministicKernels(true);
+  struct Case {
+    int64_t vocab, d, positions, modulus;
+  };
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const DType id_dtype : {DType::kI32, DType::kI64}) {
+      for (const Case& c : {Case{40, 8, 20000, 37}, Case{1000, 513, 51, 997}, Case{5, 16, 0, 5}}) {
+        SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " " << DTypeName(id_dtype)
+                                          << " vocab " << c.vocab << " positions " << c.positions);
+        const Tensor d_out =
+            RoundedThrough(*RandomNormal({c.positions, c.d}, {4, 0, 0}, 0.0f, 1.0f), dtype);
+        const Tensor ids = Ids(c.positions, c.modulus, id_dtype);
+        const Tensor ids_gpu = OnCuda(ids), d_out_gpu = OnCuda(HostAs(d_out, dtype));
+        std::vector<float> first;
+        for (int run = 0; run < 3; ++run) {
+          absl::StatusOr<Tensor> d_table = EmbeddingBackward(ids_gpu, d_out_gpu, c.vocab, 2.0f);
+          ASSERT_TRUE(d_table.ok()) << d_table.status();
+          const std::vector<float> values = HostF32(*d_table).ToVector<float>();
+          if (run == 0) first = values;
+          EXPECT_EQ(values, first) << "run " << run;
+        }
+        EXPECT_TRUE(AllClose(*Tensor::FromVector<float>(first, {c.vocab, c.d}),
+                             *EmbeddingBackward(ids, d_out, c.vocab, 2.0f),
+                             SumTolerance(dtype == DType::kF32 ? 1e-5 : 1e-2)));
       }
     }
   }

@@ -19,6 +19,7 @@
 #include "runtime/distributed/nccl_communicator.h"
 #include "runtime/distributed/rank_device.h"
 #include "core/environment_report.h"
+#include "core/deterministic.h"
 #include "core/status_macros.h"
 #include "runtime/train/adam_optimizer.h"
 #include "runtime/train/binary_training_corpus.h"
@@ -337,6 +338,11 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   if (rank_zero) TFM_RETURN_IF_ERROR(MakeDirectories(work_dir));
   for (const auto& [label, text] : EnvironmentReport()) log << label << ": " << text << "\n";
   log << "device: " << DescribeDevice(device, "train.device", config.train().device()) << "\n";
+  // Process-wide: every op call of this run (and its validation) sees it.
+  SetDeterministicKernels(config.train().deterministic());
+  if (config.train().deterministic() && device.is_cuda()) {
+    log << "kernels: deterministic (train.deterministic): fixed summation orders on the GPU\n";
+  }
   if (communicator.size() > 1) {
     log << "ranks: " << communicator.size() << " (" << communicator.name() << "), each taking "
         << "its share of the " << config.train().update_freq() << " batches of an update\n";
