@@ -45,9 +45,14 @@
 // runs its rows. Rows ours_int8 decode with the decoder's products in int8
 // (--quantize=int8 at load), checked against ours (BLEU within
 // --int8_max_bleu_gap); with --memory each side's peak memory (its own
-// process) and the model's size on disk are printed. The last lines:
-// `decode tokens/s ours_int8/ours_f32: X` (batched) and
-// `decode tokens/s ours_int8/ctranslate2_int8: Y`.
+// process) and the model's size on disk are printed. On a GPU, rows
+// ours_bf16 decode in bf16 (--dtype=bf16), checked against ours (BLEU within
+// --bf16_max_bleu_gap). With --shortlist=FILE, rows ours_shortlist and
+// ours_int8_shortlist decode with that vocabulary shortlist, checked against
+// the same precision without it. Every variant of ours is checked before its
+// ratios count. The last lines: `decode tokens/s ours_int8/ours_f32: X`
+// (batched), `decode tokens/s ours_int8/ctranslate2_int8: Y`, then the bf16
+// and shortlist ratios.
 //
 // --random_base adds a Transformer-base-sized model with random weights (6+6
 // layers, d_model 512, --random_vocab pieces) decoding --random_sentences
@@ -147,6 +152,11 @@ ABSL_FLAG(int, ct2_search_lines, 200,
 ABSL_FLAG(bool, ours_int8, true,
           "Also time ours with the decoder's products in int8 (decode.quantize INT8, quantized "
           "at load), rows ours_int8, on the CPU");
+ABSL_FLAG(bool, ours_bf16, true,
+          "Also time ours decoding in bf16 (decode.dtype bf16: 16-bit weights, activations and "
+          "caches, f32 log-probabilities), rows ours_bf16, on a GPU");
+ABSL_FLAG(double, bf16_max_bleu_gap, 0.3,
+          "check: FAIL if ours_bf16's batched BLEU is further than this from ours (f32)");
 ABSL_FLAG(double, int8_max_bleu_gap, 0.3,
           "check: FAIL if ours_int8's batched BLEU is further than this from ours (f32)");
 ABSL_FLAG(std::string, shortlist, "",
@@ -222,6 +232,13 @@ struct PeerSetup {
   std::string description;  // For the settings lines.
 };
 
+// A way of ours to decode beside the default: rows named `side`; `set`
+// turns it on (true) and back off (false).
+struct OursVariant {
+  std::string side;
+  std::function<absl::Status(bool on)> set;
+};
+
 // What one part of the benchmark times: a model and its sources, how ours
 // searches them, and the command that runs the peers on the same.
 struct Section {
@@ -231,11 +248,10 @@ struct Section {
   Outputs sources;
   std::string peer_command;  // decode_peers.py without --rows.
   int lines_at_batch_1 = 0;  // 0: all.
-  // Ours' decoder products in int8 (true) or f32; null: no ours_int8 rows.
-  std::function<absl::Status(bool int8)> set_int8;
-  // Ours decoding with the --shortlist (true) or the whole vocabulary;
-  // null: no shortlist rows.
-  std::function<absl::Status(bool on)> set_shortlist;
+  // Ours' other ways to decode, each timed in rows of its own after ours'
+  // default (f32, the whole vocabulary): ours_int8 (CPU), ours_bf16 (GPU),
+  // ours_shortlist, ours_int8_shortlist.
+  std::vector<OursVariant> variants;
   // Peers that run in a chosen setup (CTranslate2 after its configuration
   // search) instead of once per --peer_wait_policies value.
   std::map<std::string, PeerSetup> peer_setups;
@@ -382,9 +398,9 @@ absl::StatusOr<std::vector<size_t>> DifferingLines(const Row& peer, const Row& o
   for (size_t i = 0; i < ours.outputs.size(); ++i) {
     if (peer.outputs[i] != ours.outputs[i]) differ.push_back(i);
   }
-  std::cout << absl::StrFormat(
-      "%s at batch %d: %d of %d translations identical to ours, %d differ\n", peer.side,
-      peer.batch_size, ours.outputs.size() - differ.size(), ours.outputs.size(), differ.size());
+  std::cout << absl::StrFormat("%s at batch %d: %d of %d translations identical to %s, %d differ\n",
+                               peer.side, peer.batch_size, ours.outputs.size() - differ.size(),
+                               ours.outputs.size(), ours.side, differ.size());
   return differ;
 }
 
@@ -395,8 +411,8 @@ absl::Status PrintDifferingLines(const std::vector<size_t>& differ, size_t count
     const size_t i = differ[k];
     TFM_ASSIGN_OR_RETURN(const std::string a, tokenizer.Decode(ours.outputs[i]));
     TFM_ASSIGN_OR_RETURN(const std::string b, tokenizer.Decode(peer.outputs[i]));
-    std::cout << absl::StrFormat("  line %d\n    ours: %s\n    %s: %s\n", i + 1, a, peer.side,
-                                 b);
+    std::cout << absl::StrFormat("  line %d\n    %s: %s\n    %s: %s\n", i + 1, ours.side, a,
+                                 peer.side, b);
   }
   return absl::OkStatus();
 }
@@ -716,27 +732,21 @@ void KeepFastest(Row row, std::vector<Row>* rows) {
   rows->push_back(std::move(row));
 }
 
-// Ours with the shortlist at each batch size, in f32 and (with set_int8)
-// int8: rows ours_shortlist and ours_int8_shortlist. The model is left
-// without the shortlist and in f32, whatever fails.
-absl::Status RunShortlistRows(const Section& section, const std::vector<int>& batch_sizes,
-                              std::vector<Row>* rows) {
+// `variant`'s rows at each batch size; the variant is off again after,
+// whatever fails.
+absl::Status RunVariantRows(const Section& section, const OursVariant& variant,
+                            const std::vector<int>& batch_sizes, std::vector<Row>* rows) {
   const auto run = [&]() -> absl::Status {
-    TFM_RETURN_IF_ERROR(section.set_shortlist(true));
-    for (const bool int8 : {false, true}) {
-      if (int8 && section.set_int8 == nullptr) continue;
-      if (int8) TFM_RETURN_IF_ERROR(section.set_int8(true));
-      for (int size : batch_sizes) {
-        TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(section, size));
-        ours.side = int8 ? "ours_int8_shortlist" : "ours_shortlist";
-        KeepFastest(std::move(ours), rows);
-      }
+    TFM_RETURN_IF_ERROR(variant.set(true));
+    for (int size : batch_sizes) {
+      TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(section, size));
+      ours.side = variant.side;
+      KeepFastest(std::move(ours), rows);
     }
     return absl::OkStatus();
   };
   absl::Status status = run();
-  status.Update(section.set_shortlist(false));
-  if (section.set_int8 != nullptr) status.Update(section.set_int8(false));
+  status.Update(variant.set(false));
   return status;
 }
 
@@ -755,21 +765,8 @@ absl::StatusOr<std::vector<Row>> RunTimedRows(const Section& section,
       TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(section, size));
       KeepFastest(std::move(ours), &rows);
     }
-    if (section.set_int8 != nullptr) {
-      TFM_RETURN_IF_ERROR(section.set_int8(true));
-      for (int size : batch_sizes) {
-        absl::StatusOr<Row> ours = RunOurs(section, size);
-        if (!ours.ok()) {
-          TFM_RETURN_IF_ERROR(section.set_int8(false));
-          return ours.status();
-        }
-        ours->side = "ours_int8";
-        KeepFastest(*std::move(ours), &rows);
-      }
-      TFM_RETURN_IF_ERROR(section.set_int8(false));
-    }
-    if (section.set_shortlist != nullptr) {
-      TFM_RETURN_IF_ERROR(RunShortlistRows(section, batch_sizes, &rows));
+    for (const OursVariant& variant : section.variants) {
+      TFM_RETURN_IF_ERROR(RunVariantRows(section, variant, batch_sizes, &rows));
     }
     for (const std::string& peer : peers) {
       std::vector<std::string> peer_rows;
@@ -900,63 +897,34 @@ void PrintRatios(const std::string& label, const std::vector<Ratio>& ratios,
   }
 }
 
-// ours_int8's batched row against ours (f32) at the same batch size:
-// identical lines counted (the first 3 that differ printed) and BLEU within
-// --int8_max_bleu_gap. False when it failed.
-absl::StatusOr<bool> CheckInt8(const std::vector<Row>& rows, const Row& ours_batched,
-                               const Tokenizer& tokenizer, const EncodedLines& encoded,
-                               const std::vector<std::string>& references) {
-  const Row* int8 = nullptr;
-  for (const Row& row : rows) {
-    if (row.side == "ours_int8" && row.batch_size == ours_batched.batch_size) int8 = &row;
-  }
-  if (int8 == nullptr) return absl::InternalError("no ours_int8 row at the batched size");
-  std::cout << "\n";
-  TFM_ASSIGN_OR_RETURN(const std::vector<size_t> differ, DifferingLines(*int8, ours_batched));
-  TFM_RETURN_IF_ERROR(PrintDifferingLines(differ, 3, *int8, ours_batched, tokenizer));
-  TFM_ASSIGN_OR_RETURN(const double f32_bleu,
-                       Bleu(ours_batched.outputs, encoded, tokenizer, references));
-  TFM_ASSIGN_OR_RETURN(const double int8_bleu, Bleu(int8->outputs, encoded, tokenizer, references));
-  const double gap = absl::GetFlag(FLAGS_int8_max_bleu_gap);
-  const int lines = static_cast<int>(ours_batched.outputs.size());
-  return Check(std::abs(int8_bleu - f32_bleu) <= gap,
-               absl::StrFormat("ours_int8 vs ours f32 at batch %d: BLEU %.2f vs %.2f (within "
-                               "%.2f required); %d of %d lines identical",
-                               ours_batched.batch_size, int8_bleu, f32_bleu, gap,
-                               lines - static_cast<int>(differ.size()), lines));
-}
-
-// Each shortlist row's batched translations against the same precision's
-// row without it: identical lines counted and BLEU within
-// --shortlist_max_bleu_gap. False when one failed.
-absl::StatusOr<bool> CheckShortlist(const std::vector<Row>& rows, int batch_size,
-                                    const Tokenizer& tokenizer, const EncodedLines& encoded,
-                                    const std::vector<std::string>& references) {
-  const auto find = [&](const std::string& side) -> const Row* {
+// A variant's batched row against the row it changes (`base`) at the same
+// batch size: identical lines counted (the first 3 that differ printed) and
+// BLEU within `gap`. No check (true) when either row is missing.
+absl::StatusOr<bool> CheckVariant(const std::vector<Row>& rows, const std::string& side,
+                                  const std::string& base, int batch_size, double gap,
+                                  const Tokenizer& tokenizer, const EncodedLines& encoded,
+                                  const std::vector<std::string>& references) {
+  const auto find = [&](const std::string& name) -> const Row* {
     for (const Row& row : rows) {
-      if (row.side == side && row.batch_size == batch_size) return &row;
+      if (row.side == name && row.batch_size == batch_size) return &row;
     }
     return nullptr;
   };
-  bool pass = true;
-  for (const auto& [with, without] : {std::pair<std::string, std::string>{"ours_shortlist", "ours"},
-                                      {"ours_int8_shortlist", "ours_int8"}}) {
-    const Row* shortlisted = find(with);
-    const Row* full = find(without);
-    if (shortlisted == nullptr || full == nullptr) continue;
-    TFM_ASSIGN_OR_RETURN(const std::vector<size_t> differ, DifferingLines(*shortlisted, *full));
-    TFM_ASSIGN_OR_RETURN(const double full_bleu, Bleu(full->outputs, encoded, tokenizer, references));
-    TFM_ASSIGN_OR_RETURN(const double bleu,
-                         Bleu(shortlisted->outputs, encoded, tokenizer, references));
-    const double gap = absl::GetFlag(FLAGS_shortlist_max_bleu_gap);
-    const int lines = static_cast<int>(full->outputs.size());
-    pass &= Check(std::abs(bleu - full_bleu) <= gap,
-                  absl::StrFormat("%s vs %s at batch %d: BLEU %.2f vs %.2f (within %.2f "
-                                  "required); %d of %d lines identical",
-                                  with, without, batch_size, bleu, full_bleu, gap,
-                                  lines - static_cast<int>(differ.size()), lines));
-  }
-  return pass;
+  const Row* variant = find(side);
+  const Row* reference = find(base);
+  if (variant == nullptr || reference == nullptr) return true;
+  std::cout << "\n";
+  TFM_ASSIGN_OR_RETURN(const std::vector<size_t> differ, DifferingLines(*variant, *reference));
+  TFM_RETURN_IF_ERROR(PrintDifferingLines(differ, 3, *variant, *reference, tokenizer));
+  TFM_ASSIGN_OR_RETURN(const double base_bleu,
+                       Bleu(reference->outputs, encoded, tokenizer, references));
+  TFM_ASSIGN_OR_RETURN(const double bleu, Bleu(variant->outputs, encoded, tokenizer, references));
+  const int lines = static_cast<int>(reference->outputs.size());
+  return Check(std::abs(bleu - base_bleu) <= gap,
+               absl::StrFormat("%s vs %s at batch %d: BLEU %.2f vs %.2f (within %.2f required); "
+                               "%d of %d lines identical",
+                               side, base == "ours" ? "ours f32" : base, batch_size, bleu,
+                               base_bleu, gap, lines - static_cast<int>(differ.size()), lines));
 }
 
 // The fastest target tokens/s among `side`'s rows (only those at a batch
@@ -1000,6 +968,21 @@ void PrintInt8Ratios(const std::vector<Row>& rows) {
   if (ours_int8 > 0 && ct2_int8 > 0) {
     std::cout << absl::StrFormat("decode tokens/s ours_int8/ctranslate2_int8: %.2f\n",
                                  ours_int8 / ct2_int8);
+  }
+}
+
+// The bf16 lines (a GPU): ours_bf16 over ours f32 and over Hugging Face's
+// bf16, at their fastest batched rows.
+void PrintBf16Ratios(const std::vector<Row>& rows, const Device& device) {
+  const std::string where = device.is_cuda() ? " (cuda)" : "";
+  const double bf16 = FastestRate(rows, "ours_bf16", /*batched=*/true);
+  for (const auto& [peer, name] : {std::pair<std::string, std::string>{"ours", "ours_f32"},
+                                   {"hf_bfloat16", "huggingface_bf16"}}) {
+    const double other = FastestRate(rows, peer, /*batched=*/true);
+    if (bf16 > 0 && other > 0) {
+      std::cout << absl::StrFormat("decode tokens/s ours_bf16/%s%s: %.2f\n", name, where,
+                                   bf16 / other);
+    }
   }
 }
 
@@ -1225,6 +1208,8 @@ absl::Status Main(const std::vector<std::string>& args) {
     return absl::OkStatus();
   }
   const bool int8_rows = absl::GetFlag(FLAGS_ours_int8) && device.is_cpu();
+  // Ours' decoder products in int8 (true) or f32.
+  std::function<absl::Status(bool int8)> set_int8;
   if (int8_rows) {
     // --quantize=int8 replaces the loaded f32 weights by their int8 rows
     // dequantized: the f32 rows of a later pass (--passes) get the
@@ -1236,7 +1221,7 @@ absl::Status Main(const std::vector<std::string>& args) {
         originals->push_back(std::move(copy));
       }
     }
-    section.set_int8 = [&trained, originals](bool int8) -> absl::Status {
+    set_int8 = [&trained, originals](bool int8) -> absl::Status {
       if (!int8 && !originals->empty()) {
         const std::vector<Parameter*> parameters = trained.model->Parameters();
         for (size_t i = 0; i < parameters.size(); ++i) {
@@ -1247,6 +1232,13 @@ absl::Status Main(const std::vector<std::string>& args) {
       return trained.SetDecodingPrecision(
           int8 ? config::DecodeConfig::INT8 : config::DecodeConfig::NONE, nullptr);
     };
+    section.variants.push_back({"ours_int8", set_int8});
+  }
+  const bool bf16_rows = absl::GetFlag(FLAGS_ours_bf16) && device.is_cuda();
+  if (bf16_rows) {
+    section.variants.push_back({"ours_bf16", [&trained](bool on) -> absl::Status {
+                                  return trained.SetDecodingDType(on ? "bf16" : "f32");
+                                }});
   }
 
   const std::string shortlist_path = absl::GetFlag(FLAGS_shortlist);
@@ -1267,9 +1259,17 @@ absl::Status Main(const std::vector<std::string>& args) {
     std::cout << absl::StrFormat(
         "shortlist %s: %d frequent targets and %d per source token (rows *_shortlist)\n",
         shortlist_path, frequent, best);
-    section.set_shortlist = [&trained, shortlist](bool on) -> absl::Status {
+    const auto set_shortlist = [&trained, shortlist](bool on) -> absl::Status {
       return trained.model->SetShortlist(on ? shortlist : nullptr);
     };
+    section.variants.push_back({"ours_shortlist", set_shortlist});
+    if (set_int8 != nullptr) {
+      section.variants.push_back(
+          {"ours_int8_shortlist", [set_int8, set_shortlist](bool on) -> absl::Status {
+             TFM_RETURN_IF_ERROR(set_int8(on));
+             return set_shortlist(on);
+           }});
+    }
   }
 
   std::vector<std::string> pieces;
@@ -1341,16 +1341,22 @@ absl::Status Main(const std::vector<std::string>& args) {
   PrintSettings(rows, device);
   const std::vector<Ratio> ratios = PrintResults(section.title, rows);
   PrintLatency(rows);
-  if (int8_rows) {
-    TFM_ASSIGN_OR_RETURN(const bool int8_pass,
-                         CheckInt8(rows, ours_batched, trained.tokenizer, encoded, references));
-    pass &= int8_pass;
-  }
-  if (section.set_shortlist != nullptr) {
-    TFM_ASSIGN_OR_RETURN(const bool shortlist_pass, CheckShortlist(rows, batch_sizes[1],
-                                                                   trained.tokenizer, encoded,
-                                                                   references));
-    pass &= shortlist_pass;
+  // Each variant against the rows it changes, at the first batched size.
+  const struct {
+    const char* side;
+    const char* base;
+    double gap;
+  } variant_checks[] = {
+      {"ours_int8", "ours", absl::GetFlag(FLAGS_int8_max_bleu_gap)},
+      {"ours_bf16", "ours", absl::GetFlag(FLAGS_bf16_max_bleu_gap)},
+      {"ours_shortlist", "ours", absl::GetFlag(FLAGS_shortlist_max_bleu_gap)},
+      {"ours_int8_shortlist", "ours_int8", absl::GetFlag(FLAGS_shortlist_max_bleu_gap)},
+  };
+  for (const auto& check : variant_checks) {
+    TFM_ASSIGN_OR_RETURN(const bool variant_pass,
+                         CheckVariant(rows, check.side, check.base, batch_sizes[1], check.gap,
+                                      trained.tokenizer, encoded, references));
+    pass &= variant_pass;
   }
   if (absl::GetFlag(FLAGS_memory) && device.is_cpu()) {
     char scratch[] = "/tmp/decode_bench_int8.XXXXXX";
@@ -1387,6 +1393,7 @@ absl::Status Main(const std::vector<std::string>& args) {
   // The trained model's ratios last: the headline, then ours_int8's.
   PrintRatios("", ratios, device);
   PrintInt8Ratios(rows);
+  PrintBf16Ratios(rows, device);
   PrintShortlistRatios(rows);
   if (!pass) return absl::FailedPreconditionError("a check failed (check: FAIL above)");
   return absl::OkStatus();
