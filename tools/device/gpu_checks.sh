@@ -128,10 +128,11 @@ if run memcheck; then
     timeout 240 "$bundle/run_gpu_tests.sh" --gtest_filter='-*Torch*:*PyTorch*:*AtBaseSize*'
   TFM_TESTS='attention_cuda_test' \
     TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
-    timeout 110 "$bundle/run_gpu_tests.sh" --gtest_filter='*Decode*'
+    timeout 110 "$bundle/run_gpu_tests.sh" --gtest_filter='*Decode*:*Deterministic*'
   # The kernels added without a GPU: the fused residual + LayerNorm, the
-  # device-side top-k of the search, and the multi-tensor Adam and norm.
-  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test' \
+  # device-side top-k of the search, the multi-tensor Adam and norm, and
+  # deterministic mode's sorted embedding gradient.
+  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512' \
     TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
     timeout 200 "$bundle/run_gpu_tests.sh" --gtest_filter='*Cuda*:*Gpu*:*GPU*'
 fi
