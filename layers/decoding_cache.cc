@@ -23,7 +23,7 @@ constexpr int64_t kInitialCapacity = 16;
 
 // Every tensor of the entries with `indexing` with rows `ids` (new row i =
 // old row ids[i]) for their first `length` positions (kSentence entries:
-// all), in `capacity` positions (kRow). In place where the tensor has the
+// all), in `capacity` positions (kRow, kRowByTable). In place where the tensor has the
 // rows and keeps its capacity (a search's reordering: only the rows that
 // change move); gathered into a new tensor where it grows or a beam widens.
 absl::Status GatherEntries(absl::node_hash_map<const void*, DecodingCache::Entry>& entries,
@@ -34,8 +34,10 @@ absl::Status GatherEntries(absl::node_hash_map<const void*, DecodingCache::Entry
   for (auto& [owner, entry] : entries) {
     if (entry.indexing != indexing) continue;
     for (Tensor& tensor : entry.tensors) {
-      const int64_t keep = indexing == DecodingCache::Indexing::kRow ? length : tensor.dim(2);
-      const int64_t room = indexing == DecodingCache::Indexing::kRow ? capacity : tensor.dim(2);
+      const bool per_position = indexing == DecodingCache::Indexing::kRow ||
+                                indexing == DecodingCache::Indexing::kRowByTable;
+      const int64_t keep = per_position ? length : tensor.dim(2);
+      const int64_t room = per_position ? capacity : tensor.dim(2);
       if (count <= tensor.dim(0) && room == tensor.dim(2)) {
         TFM_ASSIGN_OR_RETURN(tensor, KvCacheReorder(tensor, ids, keep));
         continue;
@@ -58,6 +60,7 @@ DecodingCache::DecodingCache(int64_t sentences, int64_t rows_per_sentence, int64
       rows_per_sentence_(rows_per_sentence),
       max_steps_(max_steps),
       capacity_(std::min(max_steps, kInitialCapacity)),
+      table_rows_(sentences * rows_per_sentence),
       device_(device),
       precision_(precision),
       shared_(shared != nullptr ? std::move(shared) : std::make_shared<SharedEntries>()) {}
@@ -80,9 +83,13 @@ absl::Status DecodingCache::BeginStep() {
         "decoding step ", position_ + 1, " exceeds the state's ", max_steps_, " steps"));
   }
   if (position_ == capacity_) {
-    capacity_ = std::min(max_steps_, 2 * capacity_);
+    const int64_t capacity = std::min(max_steps_, 2 * capacity_);
     std::vector<int32_t> all(rows());
     for (int64_t r = 0; r < rows(); ++r) all[r] = static_cast<int32_t>(r);
+    TFM_RETURN_IF_ERROR(ByTable() ? ResolveTable(all, capacity)
+                                  : GatherEntries(entries_, Indexing::kRowByTable, all, position_,
+                                                  capacity, device_));
+    capacity_ = capacity;
     TFM_RETURN_IF_ERROR(
         GatherEntries(entries_, Indexing::kRow, all, position_, capacity_, device_));
   }
@@ -117,13 +124,66 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
   if (!IsIdentity(rows, this->rows())) {
     TFM_RETURN_IF_ERROR(
         GatherEntries(entries_, Indexing::kRow, row_ids, position_, capacity_, device_));
+    const int64_t count = static_cast<int64_t>(row_ids.size());
+    if (!ByTable()) {
+      TFM_RETURN_IF_ERROR(GatherEntries(entries_, Indexing::kRowByTable, row_ids, position_,
+                                        capacity_, device_));
+    } else if (count <= table_rows_) {
+      // Nothing moves: new row i reads what old row row_ids[i] read, and
+      // writes its own row from this position on.
+      std::vector<int32_t> next(count * capacity_);
+      for (int64_t i = 0; i < count; ++i) {
+        for (int64_t t = 0; t < capacity_; ++t) {
+          next[i * capacity_ + t] = t < position_ ? KeyRow(row_ids[i], t) : static_cast<int32_t>(i);
+        }
+      }
+      table_ = std::move(next);
+    } else {
+      // More rows than the tensors have (a beam widening): rebuilt.
+      TFM_RETURN_IF_ERROR(ResolveTable(row_ids, capacity_));
+    }
   }
   if (!IsIdentity(sentence_ids, sentences_)) {
     TFM_RETURN_IF_ERROR(GatherEntries(entries_, Indexing::kSentence, sentence_ids, 0, 0, device_));
   }
   sentences_ = static_cast<int64_t>(sentence_ids.size());
   rows_per_sentence_ = group;
+  TFM_RETURN_IF_ERROR(SetKeyRows());
   return sentence_ids;
+}
+
+absl::Status DecodingCache::ResolveTable(const std::vector<int32_t>& rows, int64_t capacity) {
+  const int64_t count = static_cast<int64_t>(rows.size());
+  if (table_.empty()) {  // Every row holds its own positions: a row gather.
+    TFM_RETURN_IF_ERROR(GatherEntries(entries_, Indexing::kRowByTable, rows, position_, capacity,
+                                      device_));
+    table_rows_ = count;
+    return SetKeyRows();
+  }
+  std::vector<int32_t> sources(count * position_);
+  for (int64_t i = 0; i < count; ++i) {
+    for (int64_t t = 0; t < position_; ++t) sources[i * position_ + t] = KeyRow(rows[i], t);
+  }
+  TFM_ASSIGN_OR_RETURN(const Tensor table,
+                       Tensor::FromVector<int32_t>(sources, {count, position_}));
+  for (auto& [owner, entry] : entries_) {
+    if (entry.indexing != Indexing::kRowByTable) continue;
+    for (Tensor& tensor : entry.tensors) {
+      TFM_ASSIGN_OR_RETURN(tensor, KvCacheGather(tensor, table, position_, capacity));
+    }
+  }
+  table_.clear();
+  table_rows_ = count;
+  return SetKeyRows();
+}
+
+absl::Status DecodingCache::SetKeyRows() {
+  if (table_.empty()) {
+    key_rows_ = Tensor();
+    return absl::OkStatus();
+  }
+  TFM_ASSIGN_OR_RETURN(key_rows_, Tensor::FromVector<int32_t>(table_, {rows(), capacity_}));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,

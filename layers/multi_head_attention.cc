@@ -138,7 +138,8 @@ class MultiHeadAttention : public Layer {
         TFM_ASSIGN_OR_RETURN(Tensor values, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
                                                            v_proj_.weight().dim(0) / heads_},
                                                           x.dtype(), x.device()));
-        entry = &cache.Store(this, {DecodingCache::Indexing::kRow, {keys, values}});
+        // Reordered by table on the CPU (read through cache.key_rows()).
+        entry = &cache.Store(this, {DecodingCache::Indexing::kRowByTable, {keys, values}});
         // Once per search: the batches of a search share it (and the packed
         // weight kept under its tensor's address).
         // (f32 steps only: a 16-bit step's projections read the per-batch
@@ -173,6 +174,7 @@ class MultiHeadAttention : public Layer {
         TFM_ASSIGN_OR_RETURN(q, StepHeads(q));
       }
       options.key_lengths = cache.key_lengths();
+      options.key_rows = cache.key_rows();
     } else {
       TFM_ASSIGN_OR_RETURN(q, q_proj_.Step(cache, x));
       if (entry == nullptr) {

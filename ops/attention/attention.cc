@@ -11,7 +11,7 @@
 namespace tfm {
 
 absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& context,
-                                                     int key_mask_input) {
+                                                     int key_mask_input, bool key_rows) {
   const Tensor& q = context.input(0);
   const Tensor& k = context.input(1);
   const Tensor& v = context.input(2);
@@ -25,7 +25,9 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
   params.k_len = k.dim(2);
   params.d_k = q.dim(3);
   params.d_v = v.dim(3);
-  if (k.dim(0) != params.batch || v.dim(0) != params.batch || k.dim(1) != params.heads ||
+  params.key_batch = k.dim(0);
+  const bool batch_ok = key_rows ? k.dim(0) >= params.batch : k.dim(0) == params.batch;
+  if (!batch_ok || v.dim(0) != k.dim(0) || k.dim(1) != params.heads ||
       v.dim(1) != params.heads) {
     return context.Error("q, k and v disagree on batch or heads");
   }
@@ -77,7 +79,26 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
 namespace {
 
 absl::Status ValidateForward(const KernelContext& context) {
-  return ParseAttentionParams(context, kForwardKeyMaskInput).status();
+  const Tensor& key_rows = context.input(kForwardKeyRowsInput);
+  const bool has_key_rows = key_rows.num_elements() > 0;
+  TFM_ASSIGN_OR_RETURN(const AttentionParams p,
+                       ParseAttentionParams(context, kForwardKeyMaskInput, has_key_rows));
+  if (!has_key_rows) return absl::OkStatus();
+  if (key_rows.dtype() != DType::kI32 || key_rows.shape() != Shape({p.batch, p.k_len}) ||
+      !key_rows.device().is_cpu()) {
+    return context.Error("key rows must be i32 [batch, k_len] on the CPU");
+  }
+  if (p.q_len > kMaxRowwiseQueries) {
+    return context.Error(absl::StrCat("key rows take at most ", kMaxRowwiseQueries,
+                                      " query rows per head, not ", p.q_len));
+  }
+  for (const int32_t row : key_rows.span<int32_t>()) {
+    if (row < 0 || row >= p.key_batch) {
+      return context.Error(absl::StrCat("key row ", row, " is not one of k's ", p.key_batch,
+                                        " batch items"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateBackward(const KernelContext& context) {
@@ -101,7 +122,7 @@ const std::vector<std::string> kAttrNames = {"causal", "key_mask", "dropout", "s
 
 TFM_REGISTER_OP(OpDef{
     .name = "scaled_dot_product_attention",
-    .inputs = {"q", "k", "v", "key_mask"},
+    .inputs = {"q", "k", "v", "key_mask", "key_rows"},
     .outputs = {"out", "lse"},
     .attrs = kAttrNames,
     .doc = "out = dropout(softmax(q k^T * scale + mask)) v, fused; lse per query row",
@@ -149,12 +170,20 @@ absl::StatusOr<Tensor> AttentionKeyMaskInput(const AttentionOptions& options,
   return Tensor::Empty({0}, DType::kI32, device);
 }
 
+absl::StatusOr<Tensor> AttentionKeyRowsInput(const AttentionOptions& options,
+                                             const Device& device) {
+  if (options.key_rows.defined()) return options.key_rows;
+  return Tensor::Empty({0}, DType::kI32, device);
+}
+
 absl::StatusOr<AttentionOutput> ScaledDotProductAttention(const Tensor& q, const Tensor& k,
                                                           const Tensor& v,
                                                           const AttentionOptions& options) {
   TFM_ASSIGN_OR_RETURN(Tensor mask, AttentionKeyMaskInput(options, q.device()));
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("scaled_dot_product_attention",
-                                                      {q, k, v, mask}, AttentionAttrs(options)));
+  TFM_ASSIGN_OR_RETURN(Tensor key_rows, AttentionKeyRowsInput(options, q.device()));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       RunOp("scaled_dot_product_attention", {q, k, v, mask, key_rows},
+                             AttentionAttrs(options)));
   return AttentionOutput{out[0], out[1]};
 }
 

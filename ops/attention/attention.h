@@ -23,6 +23,13 @@
 // A query row that sees no key at all gets a zero output (and zero
 // gradients) instead of NaN.
 //
+// Key rows (forward only, on the CPU, for at most kMaxRowwiseQueries query
+// rows per head: a beam's decoding step): key_rows [batch, k_len] i32 says
+// that position j of batch item b's keys and values is read from batch item
+// key_rows[b, j] (same head, same position). A beam search reorders its
+// self-attention caches by rewriting this small table instead of moving the
+// cached keys and values (FasterTransformer's cache indirection).
+//
 // Dropout on the attention probabilities: element (b, h, i, j) of the
 // [batch, heads, q_len, k_len] probabilities is dropped iff
 // philox::ToUniform(x) < dropout, where x is element
@@ -57,6 +64,9 @@ struct AttentionOptions {
   // CUDA only: "auto", "flash", "cudnn" or "flash_tiles"
   // (attention_backend.h); empty: TFM_ATTENTION_BACKEND, else auto.
   std::string backend;
+  // The forward's key rows [batch, k_len] i32 on the CPU (see above);
+  // undefined: each batch item reads its own keys.
+  Tensor key_rows;
 };
 
 struct AttentionOutput {
@@ -85,6 +95,10 @@ absl::StatusOr<AttentionGrads> ScaledDotProductAttentionBackward(
 // there is none.
 Attrs AttentionAttrs(const AttentionOptions& options);
 absl::StatusOr<Tensor> AttentionKeyMaskInput(const AttentionOptions& options, const Device& device);
+
+// The forward's key_rows input (index kForwardKeyRowsInput): options'
+// key_rows, or an empty i32 tensor on `device`.
+absl::StatusOr<Tensor> AttentionKeyRowsInput(const AttentionOptions& options, const Device& device);
 
 }  // namespace tfm
 

@@ -40,9 +40,9 @@ absl::Status ReadKeyMask(const KernelContext& context, const Tensor& mask,
 }
 
 absl::StatusOr<attention_cpu::Problem> MakeProblem(const KernelContext& context,
-                                                   int key_mask_input) {
+                                                   int key_mask_input, bool key_rows = false) {
   attention_cpu::Problem problem;
-  TFM_ASSIGN_OR_RETURN(problem.params, ParseAttentionParams(context, key_mask_input));
+  TFM_ASSIGN_OR_RETURN(problem.params, ParseAttentionParams(context, key_mask_input, key_rows));
   problem.q = context.input(0).data<float>();
   problem.k = context.input(1).data<float>();
   problem.v = context.input(2).data<float>();
@@ -59,7 +59,12 @@ absl::StatusOr<attention_cpu::Problem> MakeProblem(const KernelContext& context,
 }  // namespace
 
 absl::Status AttentionForwardCpu(KernelContext& context) {
-  TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem, MakeProblem(context, kForwardKeyMaskInput));
+  // Checked by the op's validation: [batch, k_len] i32, few query rows.
+  const Tensor& key_rows = context.input(kForwardKeyRowsInput);
+  const bool has_key_rows = key_rows.num_elements() > 0;
+  TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem,
+                       MakeProblem(context, kForwardKeyMaskInput, has_key_rows));
+  if (has_key_rows) problem.key_rows = key_rows.data<int32_t>();
   const AttentionParams& p = problem.params;
   // AllocateOutput's pointers move when a later output is added: read the
   // outputs only once all are allocated.

@@ -15,9 +15,10 @@ TFM_ISA_BEGIN
 namespace attention_cpu {
 
 void Forward(const Problem& problem, float* out, float* lse) {
-  // Decoding: matrix-vector work. No query rows stay with the tile loops,
-  // which do nothing for them.
-  if (problem.params.q_len >= 1 && problem.params.q_len <= kMaxRowwiseQueries) {
+  // Decoding: matrix-vector work (and the only path with key rows). No
+  // query rows stay with the tile loops, which do nothing for them.
+  if ((problem.params.q_len >= 1 && problem.params.q_len <= kMaxRowwiseQueries) ||
+      problem.key_rows != nullptr) {
     ForwardRowwise(problem, out, lse);
     return;
   }

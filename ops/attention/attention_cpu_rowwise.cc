@@ -30,36 +30,45 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // more than it saves (a few microseconds against ~0.1 ns per float).
 constexpr int64_t kMinParallelFloats = int64_t{1} << 17;
 
-// scores[j] = scale * q . k_j for the n rows of k (d apart). Four keys per
-// pass keep four independent FMA chains in flight: one dot product at a time
-// would wait on the FMA latency at every step of a 64-wide row.
-void ScaledScores(const float* q, const float* k, int64_t n, int64_t d, float scale,
+// Key (or value) j of a row: the rows of one head's contiguous [k_len, d]
+// slice, or, with key rows, each position from its own batch item.
+struct Rows {
+  const float* base;   // Position 0 of the row's own head.
+  int64_t d;           // Floats per position.
+  const float* const* at = nullptr;  // Per position (key rows), or null.
+  const float* operator()(int64_t j) const { return at != nullptr ? at[j] : base + j * d; }
+};
+
+// scores[j] = scale * q . k_j for the n keys. Four keys per pass keep four
+// independent FMA chains in flight: one dot product at a time would wait on
+// the FMA latency at every step of a 64-wide row.
+void ScaledScores(const float* q, const Rows& k, int64_t n, int64_t d, float scale,
                   float* scores) {
   using namespace simd;  // NOLINT: the vector layer's small vocabulary.
   const int64_t whole = d / kLanes * kLanes;
   int64_t j = 0;
   for (; j + 4 <= n; j += 4) {
-    const float* k0 = k + j * d;
+    const float* key[4] = {k(j), k(j + 1), k(j + 2), k(j + 3)};
     VecF acc[4] = {Zero(), Zero(), Zero(), Zero()};
     for (int64_t c = 0; c < whole; c += kLanes) {
       const VecF qc = Load(q + c);
-      for (int r = 0; r < 4; ++r) acc[r] = MulAdd(qc, Load(k0 + r * d + c), acc[r]);
+      for (int r = 0; r < 4; ++r) acc[r] = MulAdd(qc, Load(key[r] + c), acc[r]);
     }
     if (whole < d) {
       const VecF qc = LoadFirst(q + whole, d - whole);
       for (int r = 0; r < 4; ++r) {
-        acc[r] = MulAdd(qc, LoadFirst(k0 + r * d + whole, d - whole), acc[r]);
+        acc[r] = MulAdd(qc, LoadFirst(key[r] + whole, d - whole), acc[r]);
       }
     }
     for (int r = 0; r < 4; ++r) scores[j + r] = scale * ReduceSum(acc[r]);
   }
-  for (; j < n; ++j) scores[j] = scale * Dot(q, k + j * d, d);
+  for (; j < n; ++j) scores[j] = scale * Dot(q, k(j), d);
 }
 
 // out = sum_j weights[j] * v_j over the n rows of v (d apart). Columns go in
 // blocks of four vectors and keys in pairs, so eight FMA chains run at once
 // while a block of out stays in registers.
-void WeightedRowSum(const float* weights, const float* v, int64_t n, int64_t d, float* out) {
+void WeightedRowSum(const float* weights, const Rows& v, int64_t n, int64_t d, float* out) {
   using namespace simd;  // NOLINT
   constexpr int64_t kBlock = 4 * kLanes;
   int64_t c = 0;
@@ -69,37 +78,52 @@ void WeightedRowSum(const float* weights, const float* v, int64_t n, int64_t d, 
     int64_t j = 0;
     for (; j + 2 <= n; j += 2) {
       const VecF w0 = Set(weights[j]), w1 = Set(weights[j + 1]);
-      const float* v0 = v + j * d + c;
+      const float* v0 = v(j) + c;
+      const float* v1 = v(j + 1) + c;
       for (int i = 0; i < 4; ++i) {
         even[i] = MulAdd(w0, Load(v0 + kLanes * i), even[i]);
-        odd[i] = MulAdd(w1, Load(v0 + d + kLanes * i), odd[i]);
+        odd[i] = MulAdd(w1, Load(v1 + kLanes * i), odd[i]);
       }
     }
     if (j < n) {
       const VecF w = Set(weights[j]);
-      for (int i = 0; i < 4; ++i) even[i] = MulAdd(w, Load(v + j * d + c + kLanes * i), even[i]);
+      for (int i = 0; i < 4; ++i) even[i] = MulAdd(w, Load(v(j) + c + kLanes * i), even[i]);
     }
     for (int i = 0; i < 4; ++i) Store(even[i] + odd[i], out + c + kLanes * i);
   }
   if (c == d) return;
   std::fill(out + c, out + d, 0.0f);
   for (int64_t j = 0; j < n; ++j) {
-    for (int64_t i = c; i < d; ++i) out[i] += weights[j] * v[j * d + i];
+    for (int64_t i = c; i < d; ++i) out[i] += weights[j] * v(j)[i];
   }
 }
 
 // Query row `row` = bh * q_len + i (row i of head bh): out [d_v] and lse.
-// `scores` holds k_len floats, `multipliers` too when there is dropout.
+// `scores` holds k_len floats, `multipliers` too when there is dropout;
+// `pointers` 2 * k_len with key rows.
 void AttendOneRow(const Problem& problem, int64_t row, float* scores, float* multipliers,
-                  float* out, float* lse) {
+                  const float** pointers, float* out, float* lse) {
   const AttentionParams& p = problem.params;
   const int64_t bh = row / p.q_len, i = row % p.q_len;
   const int64_t b = bh / p.heads;
   // Keys past the row's end are masked (padding, or causally later); the
   // mask below removes any others.
   const int64_t end = problem.RowKeyEnd(b, i);
-  ScaledScores(problem.q + row * p.d_k, problem.k + bh * p.k_len * p.d_k, end, p.d_k, p.scale,
-               scores);
+  Rows keys{problem.k + bh * p.k_len * p.d_k, p.d_k};
+  Rows values{problem.v + bh * p.k_len * p.d_v, p.d_v};
+  if (problem.key_rows != nullptr) {
+    // Position j of this head from batch item key_rows[b, j].
+    const int32_t* from = problem.key_rows + b * p.k_len;
+    const int64_t h = bh % p.heads;
+    for (int64_t j = 0; j < end; ++j) {
+      const int64_t source = from[j] * p.heads + h;
+      pointers[j] = problem.k + (source * p.k_len + j) * p.d_k;
+      pointers[p.k_len + j] = problem.v + (source * p.k_len + j) * p.d_v;
+    }
+    keys.at = pointers;
+    values.at = pointers + p.k_len;
+  }
+  ScaledScores(problem.q + row * p.d_k, keys, end, p.d_k, p.scale, scores);
   MaskScores(problem, b, i, 1, 0, end, scores, end);
   const float max = simd::Max(scores, end);
   if (max == kNegInf) {  // No visible key (also end == 0): zero out, lse -inf.
@@ -114,7 +138,7 @@ void AttendOneRow(const Problem& problem, int64_t row, float* scores, float* mul
     DropoutMultipliers(p, row * p.k_len, end, multipliers);
     for (int64_t j = 0; j < end; ++j) scores[j] *= multipliers[j];
   }
-  WeightedRowSum(scores, problem.v + bh * p.k_len * p.d_v, end, p.d_v, out);
+  WeightedRowSum(scores, values, end, p.d_v, out);
   simd::Scale(out, p.d_v, 1.0f / sum);
   *lse = max + std::log(sum);
 }
@@ -129,9 +153,10 @@ void ForwardRowwise(const Problem& problem, float* out, float* lse) {
   const int64_t scratch = p.dropout > 0.0f ? 2 * p.k_len : p.k_len;
   const auto run = [&](int64_t begin, int64_t end) {
     std::vector<float> buffer(std::max<int64_t>(scratch, 1));
+    std::vector<const float*> pointers(problem.key_rows != nullptr ? 2 * p.k_len : 0);
     for (int64_t row = begin; row < end; ++row) {
-      AttendOneRow(problem, row, buffer.data(), buffer.data() + p.k_len, out + row * p.d_v,
-                   lse + row);
+      AttendOneRow(problem, row, buffer.data(), buffer.data() + p.k_len, pointers.data(),
+                   out + row * p.d_v, lse + row);
     }
   };
   ThreadPool* pool = ThreadPool::Default();

@@ -32,6 +32,9 @@ struct Problem {
   std::vector<int64_t> key_end;
   // [batch, k_len], 1 = padding; empty unless the op got a padding mask.
   std::vector<uint8_t> padding;
+  // [batch, k_len]: the batch item whose keys and values position j of
+  // item b reads (attention.h); null: its own.
+  const int32_t* key_rows = nullptr;
 
   // Exclusive end of the keys that query row i of batch item b may see.
   int64_t RowKeyEnd(int64_t b, int64_t i) const {
@@ -105,11 +108,10 @@ void ParallelTasks(int64_t count, int64_t scratch_floats, const Fn& fn) {
 // out [batch, heads, q_len, d_v] and lse [batch, heads, q_len].
 void Forward(const Problem& problem, float* out, float* lse);
 
-// Forward's whole job when q_len <= kMaxRowwiseQueries: row by row, two
-// matrix-vector passes each (attention_cpu_rowwise.cc). Up to a beam's
-// width of rows, re-reading a head's K and V per row (from L1 or L2) costs
-// less than a tile's setup.
-constexpr int64_t kMaxRowwiseQueries = 8;
+// Forward's whole job when q_len <= kMaxRowwiseQueries (attention_params.h):
+// row by row, two matrix-vector passes each (attention_cpu_rowwise.cc). Up
+// to a beam's width of rows, re-reading a head's K and V per row (from L1 or
+// L2) costs less than a tile's setup. The only path that takes key rows.
 void ForwardRowwise(const Problem& problem, float* out, float* lse);
 
 // dq, dk, dv shaped like q, k, v.

@@ -141,6 +141,11 @@ absl::Status DecodeForward(const KernelContext& context, const AttentionCudaProb
 }
 
 absl::Status AttentionForwardCuda(KernelContext& context) {
+  if (context.input(kForwardKeyRowsInput).num_elements() > 0) {
+    return absl::UnimplementedError(
+        "scaled_dot_product_attention: key rows are the CPU's (a GPU search reorders its "
+        "caches on the device)");
+  }
   TFM_ASSIGN_OR_RETURN(CudaProblem cuda, MakeCudaProblem(context, kForwardKeyMaskInput));
   const AttentionCudaProblem& p = cuda.problem;
   TFM_ASSIGN_OR_RETURN(

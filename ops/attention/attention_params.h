@@ -15,6 +15,7 @@ enum class KeyMaskKind { kNone, kLengths, kPadding };
 
 struct AttentionParams {
   int64_t batch = 0, heads = 0, q_len = 0, k_len = 0, d_k = 0, d_v = 0;
+  int64_t key_batch = 0;  // k's and v's batch: batch, or more with key rows.
   bool causal = false;
   KeyMaskKind key_mask = KeyMaskKind::kNone;
   float scale = 1.0f;
@@ -25,11 +26,19 @@ struct AttentionParams {
 // Index of the key_mask input: 3 in the forward, 6 in the backward.
 inline constexpr int kForwardKeyMaskInput = 3;
 inline constexpr int kBackwardKeyMaskInput = 6;
+// The forward's key_rows input (attention.h): empty, or [batch, k_len] i32.
+inline constexpr int kForwardKeyRowsInput = 4;
+
+// Most query rows per head that the CPU's row-by-row path takes (a beam's
+// rows against their sentence's memory); key_rows needs it.
+inline constexpr int64_t kMaxRowwiseQueries = 8;
 
 // Reads q, k, v (inputs 0-2), the key_mask input and the attributes; errors
 // name the op and the shapes.
+// With `key_rows`, k and v may have more batch items than q (a beam's
+// caches keep rows past the live ones); key_batch says how many.
 absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& context,
-                                                     int key_mask_input);
+                                                     int key_mask_input, bool key_rows = false);
 
 }  // namespace tfm
 

@@ -275,6 +275,54 @@ TEST(AttentionTest, SingleQueryMatchesTileLoopsAndTorch) {
   }
 }
 
+// Key rows (a beam's caches reordered by table): attention over k and v
+// with key_rows equals attention over the keys and values gathered
+// position by position from those rows, bit for bit; k and v may have more
+// rows than q. Odd head sizes take the scalar tails; 1 .. 6 keys per row
+// through the lengths mask.
+TEST(AttentionTest, KeyRowsReadEachPositionFromItsRow) {
+  for (const int64_t d : {64, 40, 7}) {
+    const int64_t batch = 3, key_batch = 5, heads = 2, k_len = 6;
+    const Tensor q = Normal({batch, heads, 1, d}, 1);
+    const Tensor k = Normal({key_batch, heads, k_len, d}, 2);
+    const Tensor v = Normal({key_batch, heads, k_len, d}, 3);
+    std::vector<int32_t> table(batch * k_len);
+    for (int64_t i = 0; i < batch * k_len; ++i) table[i] = static_cast<int32_t>((i * 7 + 3) % key_batch);
+    // The same keys and values laid out per query row.
+    Tensor k_gathered = *Tensor::Zeros({batch, heads, k_len, d}, DType::kF32);
+    Tensor v_gathered = *Tensor::Zeros({batch, heads, k_len, d}, DType::kF32);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t j = 0; j < k_len; ++j) {
+          const int64_t from = ((table[b * k_len + j] * heads + h) * k_len + j) * d;
+          const int64_t to = ((b * heads + h) * k_len + j) * d;
+          std::copy(k.data<float>() + from, k.data<float>() + from + d, k_gathered.data<float>() + to);
+          std::copy(v.data<float>() + from, v.data<float>() + from + d, v_gathered.data<float>() + to);
+        }
+      }
+    }
+    AttentionOptions options;
+    options.key_lengths = *Tensor::FromVector<int32_t>({6, 1, 4}, {batch});
+    const AttentionOutput expected = *ScaledDotProductAttention(q, k_gathered, v_gathered, options);
+    options.key_rows = *Tensor::FromVector<int32_t>(table, {batch, k_len});
+    absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(q, k, v, options);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->out.ToVector<float>(), expected.out.ToVector<float>()) << "d " << d;
+    EXPECT_EQ(got->lse.ToVector<float>(), expected.lse.ToVector<float>()) << "d " << d;
+  }
+  // A row outside k, a wrong shape, too many query rows: errors.
+  const Tensor q = Normal({2, 1, 1, 8}, 1), k = Normal({3, 1, 4, 8}, 2);
+  AttentionOptions options;
+  options.key_rows = *Tensor::FromVector<int32_t>({0, 1, 2, 3, 0, 0, 0, 0}, {2, 4});
+  EXPECT_FALSE(ScaledDotProductAttention(q, k, k, options).ok());
+  options.key_rows = *Tensor::FromVector<int32_t>({0, 1, 2, 0}, {1, 4});
+  EXPECT_FALSE(ScaledDotProductAttention(q, k, k, options).ok());
+  options.key_rows = *Tensor::FromVector<int32_t>(std::vector<int32_t>(8, 0), {2, 4});
+  EXPECT_FALSE(ScaledDotProductAttention(Normal({2, 1, 9, 8}, 1), Normal({2, 1, 4, 8}, 2),
+                                         Normal({2, 1, 4, 8}, 3), options)
+                   .ok());
+}
+
 // A beam's rows against their sentence's keys (2 .. 8 query rows per head)
 // take the row-by-row kernel too: each row its own causal prefix and the
 // item's key mask, forward, backward and dropout as PyTorch computes them.

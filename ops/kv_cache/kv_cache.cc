@@ -24,10 +24,11 @@ absl::Status ValidateWrite(const KernelContext& context) {
   const Tensor& x = context.input(1);
   TFM_RETURN_IF_ERROR(ValidateCache(context, cache));
   TFM_ASSIGN_OR_RETURN(const int64_t first_head, context.attrs().GetOr<int64_t>("first_head", 0));
-  if (x.rank() != 4 || x.dtype() != cache.dtype() || x.dim(0) != cache.dim(0) ||
+  if (x.rank() != 4 || x.dtype() != cache.dtype() || x.dim(0) > cache.dim(0) ||
       x.dim(3) != cache.dim(3) || first_head < 0 || first_head + cache.dim(1) > x.dim(1)) {
     return context.Error(absl::StrCat(
-        "x must be [rows, heads, n, d] of the cache's rows, d and dtype with heads first_head (",
+        "x must be [rows, heads, n, d] of at most the cache's rows (the first are written), its "
+        "d and dtype, with heads first_head (",
         first_head, ") .. first_head + the cache's heads - 1"));
   }
   TFM_ASSIGN_OR_RETURN(int64_t position, context.attrs().Get<int64_t>("position"));
@@ -42,9 +43,15 @@ absl::Status ValidateGather(const KernelContext& context) {
   const Tensor& cache = context.input(0);
   const Tensor& rows = context.input(1);
   TFM_RETURN_IF_ERROR(ValidateCache(context, cache));
-  if (rows.rank() != 1 || rows.dtype() != DType::kI32) return context.Error("rows must be [n] i32");
   TFM_ASSIGN_OR_RETURN(int64_t length, context.attrs().Get<int64_t>("length"));
   TFM_ASSIGN_OR_RETURN(int64_t capacity, context.attrs().Get<int64_t>("capacity"));
+  const bool per_position = rows.rank() == 2 && rows.dim(1) == length;
+  if ((rows.rank() != 1 && !per_position) || rows.dtype() != DType::kI32) {
+    return context.Error("rows must be [n] or [n, length] i32");
+  }
+  if (per_position && !context.device().is_cpu()) {
+    return context.Error("rows [n, length] (a row per position) are the CPU's");
+  }
   if (length < 0 || length > cache.dim(2) || length > capacity) {
     return context.Error(absl::StrCat("length ", length, " exceeds the capacity ", cache.dim(2),
                                       " or the new capacity ", capacity));
@@ -99,7 +106,8 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"out"},
     .attrs = {"length", "capacity"},
     .doc = "out[i, :, :length] = cache[rows[i], :, :length], out [n, heads, capacity, d] "
-           "(later positions unset)",
+           "(later positions unset); rows [n, length] (CPU): out[i, :, t] = cache[rows[i, t], "
+           ":, t]",
     .validate = ValidateGather,
     // [n, heads, capacity, d].
     .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {

@@ -24,8 +24,8 @@
 
 namespace tfm {
 
-// cache[:, h, position + i, :] = x[:, first_head + h, i, :] for x [rows,
-// x_heads, n, d], in place; position + n must not exceed the capacity, and x
+// cache[r, h, position + i, :] = x[r, first_head + h, i, :] for x [rows,
+// x_heads, n, d] (rows <= the cache's: its first rows), in place; position + n must not exceed the capacity, and x
 // has at least first_head + the cache's heads. x with more heads than the
 // cache is a fused projection ([rows, 3 heads, 1, d] of queries, keys and
 // values) whose keys and values go to their caches without a split copy.
@@ -36,6 +36,9 @@ absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position
 // 0 .. length - 1 of cache row rows[i] (i32 ids in [0, cache rows)); later
 // positions are left unset (nobody reads past the written length). length
 // may not exceed either capacity: a larger `capacity` grows a full cache.
+// On the CPU `rows` may also be [n, length]: position t of new row i comes
+// from cache row rows[i, t] (resolving the key rows of a cache that a beam
+// search reordered by table, ops/attention/attention.h).
 absl::StatusOr<Tensor> KvCacheGather(const Tensor& cache, const Tensor& rows, int64_t length,
                                      int64_t capacity);
 

@@ -25,8 +25,10 @@ absl::Status KvCacheWriteCpu(KernelContext& context) {
   const int64_t heads = cache.dim(1), x_heads = x.dim(1);
   float* dst = cache.data<float>();
   const float* src = x.data<float>();
+  // x's rows: the cache's first (a beam search that reorders its caches by
+  // table keeps rows past the live ones: ops/attention/attention.h).
   context.thread_pool()->ParallelFor(
-      cache.dim(0) * heads, Grain(n * d), [&](int64_t begin, int64_t end) {
+      x.dim(0) * heads, Grain(n * d), [&](int64_t begin, int64_t end) {
         for (int64_t slice = begin; slice < end; ++slice) {
           const int64_t source = slice / heads * x_heads + first_head + slice % heads;
           std::memcpy(dst + (slice * capacity + position) * d, src + source * n * d,
@@ -45,7 +47,7 @@ absl::Status KvCacheGatherCpu(KernelContext& context) {
   const int64_t heads = cache.dim(1), source_capacity = cache.dim(2), d = cache.dim(3);
   const int64_t count = rows.dim(0);
   const int32_t* ids = rows.data<int32_t>();
-  for (int64_t i = 0; i < count; ++i) {
+  for (int64_t i = 0; i < rows.num_elements(); ++i) {
     if (ids[i] < 0 || ids[i] >= cache.dim(0)) {
       return context.Error(
           absl::StrCat("row ", ids[i], " is outside the cache's ", cache.dim(0), " rows"));
@@ -54,6 +56,21 @@ absl::Status KvCacheGatherCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, cache.dtype()));
   const float* src = cache.data<float>();
   float* dst = out->data<float>();
+  if (rows.rank() == 2) {
+    // A source row per position: d-wide runs.
+    context.thread_pool()->ParallelFor(
+        count * heads, Grain(length * d), [&](int64_t begin, int64_t end) {
+          for (int64_t task = begin; task < end; ++task) {
+            const int64_t i = task / heads, h = task % heads;
+            for (int64_t t = 0; t < length; ++t) {
+              const int64_t source_head = ids[i * length + t] * heads + h;
+              std::memcpy(dst + (task * capacity + t) * d,
+                          src + (source_head * source_capacity + t) * d, d * sizeof(float));
+            }
+          }
+        });
+    return absl::OkStatus();
+  }
   context.thread_pool()->ParallelFor(
       count * heads, Grain(length * d), [&](int64_t begin, int64_t end) {
         for (int64_t task = begin; task < end; ++task) {

@@ -16,7 +16,7 @@ absl::Status KvCacheWriteCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const int64_t position, context.attrs().Get<int64_t>("position"));
   TFM_ASSIGN_OR_RETURN(const int64_t first_head, context.attrs().GetOr<int64_t>("first_head", 0));
   TFM_RETURN_IF_ERROR(CudaLaunchStatus(
-      context, LaunchKvCacheWrite(cache.raw_data(), x.raw_data(), cache.dim(0), cache.dim(1),
+      context, LaunchKvCacheWrite(cache.raw_data(), x.raw_data(), x.dim(0), cache.dim(1),
                                   x.dim(1), first_head, cache.dim(2), x.dim(2), position,
                                   x.dim(3) * DTypeSize(x.dtype()), context.stream())));
   context.SetOutput(0, cache);

@@ -138,11 +138,53 @@ TEST(KvCacheTest, WritesAHeadRangeOfAWiderX) {
   EXPECT_EQ(KvCacheWrite(cache, fused, 0, -1).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A write of fewer rows than the cache has fills its first rows (a beam
+// search reordering by table keeps rows past the live ones); a gather with
+// a row per position reads each position from its own row.
+TEST(KvCacheTest, FewerRowsWriteTheFirstAndPositionsGatherFromTheirRows) {
+  const Tensor cache = *Tensor::Zeros({3, 2, 4, 2}, DType::kF32);
+  ASSERT_TRUE(KvCacheWrite(cache, Numbered(3, 2, 2, 2), 0).ok());
+  ASSERT_TRUE(KvCacheWrite(cache, Numbered(2, 2, 1, 2, 5), 2).ok());
+  const float* c = cache.data<float>();
+  const auto at = [&](int64_t r, int64_t h, int64_t t, int64_t i) {
+    return c[((r * 2 + h) * 4 + t) * 2 + i];
+  };
+  EXPECT_EQ(at(1, 1, 2, 1), Code(1, 1, 5, 1));
+  EXPECT_EQ(at(2, 0, 2, 0), 0.0f);  // Row 2 is past x's rows: untouched.
+  EXPECT_EQ(at(2, 1, 1, 1), Code(2, 1, 1, 1));
+  // New row 0: positions 0, 1, 2 from rows 2, 0, 1; new row 1: all from 1.
+  absl::StatusOr<Tensor> gathered = KvCacheGather(
+      cache, *Tensor::FromVector<int32_t>({2, 0, 1, 1, 1, 1}, {2, 3}), 3, 5);
+  ASSERT_TRUE(gathered.ok()) << gathered.status();
+  ASSERT_EQ(gathered->shape(), (Shape{2, 2, 5, 2}));
+  const float* g = gathered->data<float>();
+  const int32_t from[2][3] = {{2, 0, 1}, {1, 1, 1}};
+  for (int64_t r = 0; r < 2; ++r) {
+    for (int64_t h = 0; h < 2; ++h) {
+      for (int64_t t = 0; t < 3; ++t) {
+        for (int64_t i = 0; i < 2; ++i) {
+          EXPECT_EQ(g[((r * 2 + h) * 5 + t) * 2 + i], at(from[r][t], h, t, i))
+              << r << " " << h << " " << t << " " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(KvCacheTest, RejectsWhatDoesNotFit) {
   const Tensor cache = *Tensor::Zeros({2, 1, 3, 4}, DType::kF32);
   EXPECT_EQ(KvCacheWrite(cache, Numbered(2, 1, 2, 4), 2).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(KvCacheWrite(cache, Numbered(1, 1, 1, 4), 0).code(),
+  EXPECT_EQ(KvCacheWrite(cache, Numbered(3, 1, 1, 4), 0).code(),
+            absl::StatusCode::kInvalidArgument);
+  // Rows [n, length] must have the length's columns.
+  EXPECT_EQ(KvCacheGather(cache, *Tensor::FromVector<int32_t>({0, 1}, {1, 2}), 1, 3)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheGather(cache, *Tensor::FromVector<int32_t>({0, 2}, {1, 2}), 2, 3)
+                .status()
+                .code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(KvCacheGather(cache, *Tensor::FromVector<int32_t>({2}, {1}), 1, 3).status().code(),
             absl::StatusCode::kInvalidArgument);
