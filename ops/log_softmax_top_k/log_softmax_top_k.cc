@@ -7,25 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/row_top_k/row_top_k_kernel_args.h"
 #include "ops/softmax/softmax.h"
 
 namespace tfm {
 namespace {
-
-absl::Status ValidateLogSoftmaxTopK(const KernelContext& context) {
-  const Tensor& x = context.input(0);
-  if (x.rank() != 2) return context.Error("logits must be a matrix [rows, n]");
-  TFM_ASSIGN_OR_RETURN(int64_t count, context.attrs().Get<int64_t>("count"));
-  if (count < 1 || count > kMaxRowTopK) {
-    return context.Error(absl::StrCat("count ", count, " is outside [1, ", kMaxRowTopK, "]"));
-  }
-  TFM_ASSIGN_OR_RETURN(int64_t forbidden, context.attrs().Get<int64_t>("forbidden_column"));
-  if (forbidden >= x.dim(1)) {
-    return context.Error(absl::StrCat("forbidden column ", forbidden, " is past the ", x.dim(1),
-                                      " columns"));
-  }
-  return absl::OkStatus();
-}
 
 TFM_REGISTER_OP(OpDef{
     .name = "log_softmax_top_k",
@@ -33,13 +19,10 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"values", "columns"},
     .attrs = {"count", "forbidden_column"},
     .doc = "row_top_k of log_softmax(logits) without writing the log-probabilities",
-    .validate = ValidateLogSoftmaxTopK,
+    // row_top_k's checks and shapes (its input is the logits).
+    .validate = ValidateRowTopKArgs,
     .kernel_dtype_inputs = {0},
-    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
-      TFM_ASSIGN_OR_RETURN(int64_t count, context.attrs().Get<int64_t>("count"));
-      const Shape shape{context.input(0).dim(0), count};
-      return std::vector<Shape>{shape, shape};
-    },
+    .output_shapes = RowTopKOutputShapes,
 });
 
 }  // namespace

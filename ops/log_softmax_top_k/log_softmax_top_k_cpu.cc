@@ -3,7 +3,8 @@
 // exponentials, then each log-probability (x - max) - log_sum, one vector at
 // a time, compared with the worst value kept; only the rare vector with a
 // better lane goes through the scalar insertion of row_top_k's kernel
-// (ops/row_top_k/row_top_k_cpu.cc), lane by lane in column order. Nothing
+// (RowTopKeeper, ops/row_top_k/row_top_k_kernel_args.h), lane by lane in
+// column order. Nothing
 // of size n is written.
 #include <algorithm>
 #include <cmath>
@@ -23,43 +24,12 @@ namespace {
 
 constexpr float kNone = -std::numeric_limits<float>::infinity();
 
-// The best `count` kept so far, best first (value desc, column asc).
-struct Kept {
-  float* values;
-  int32_t* columns;
-  int64_t count;
-  int64_t size = 0;
-
-  // The value an entry must beat to enter.
-  float Bar() const { return size < count ? kNone : values[count - 1]; }
-
-  // row_top_k's insertion: a later column loses a tie.
-  void Offer(float v, int64_t column, int64_t forbidden) {
-    if (!(v > kNone) || (size == count && !(v > values[count - 1])) || column == forbidden) {
-      return;
-    }
-    int64_t slot = size < count ? size++ : count - 1;
-    for (; slot > 0 && v > values[slot - 1]; --slot) {
-      values[slot] = values[slot - 1];
-      columns[slot] = columns[slot - 1];
-    }
-    values[slot] = v;
-    columns[slot] = static_cast<int32_t>(column);
-  }
-};
-
-void TopOfRow(const float* x, int64_t n, int64_t count, int64_t forbidden, float* values,
-              int32_t* columns) {
+void TopOfRow(const float* x, int64_t n, RowTopKeeper& kept, int64_t forbidden) {
   using namespace simd;  // NOLINT: the vector vocabulary of this ISA.
-  for (int64_t i = 0; i < count; ++i) {
-    values[i] = kNone;
-    columns[i] = -1;
-  }
   const float max = MaxOrNaN(x, n);
   if (max == kNone) return;  // log_softmax: every entry -infinity.
   const float log_sum = std::isfinite(max) ? std::log(SumExpShifted(x, n, max)) : 0.0f;
   const VecF vmax = Set(max), vlog_sum = Set(log_sum);
-  Kept kept{values, columns, count};
   VecF bar = Set(kept.Bar());
   alignas(64) float lanes[kLanes];
   // The lanes of one vector of log-probabilities that beat the bar, in
@@ -88,22 +58,7 @@ void TopOfRow(const float* x, int64_t n, int64_t count, int64_t forbidden, float
 }  // namespace
 
 absl::Status LogSoftmaxTopKCpu(KernelContext& context) {
-  const Tensor& x = context.input(0);
-  TFM_ASSIGN_OR_RETURN(const RowTopKArgs args, RowTopKArgsOf(context));
-  const int64_t n = x.dim(1);
-  const float* in = x.data<float>();
-  const int64_t count = args.count;
-  float* out_values = args.values->data<float>();
-  int32_t* out_columns = args.columns->data<int32_t>();
-  // Rows per task: enough work to outweigh the scheduling.
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n));
-  context.thread_pool()->ParallelFor(x.dim(0), grain, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      TopOfRow(in + row * n, n, count, args.forbidden, out_values + row * count,
-               out_columns + row * count);
-    }
-  });
-  return absl::OkStatus();
+  return RunRowTopKCpu(context, TopOfRow);
 }
 
 TFM_ISA_END

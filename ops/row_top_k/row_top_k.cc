@@ -6,11 +6,26 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/row_top_k/row_top_k_kernel_args.h"
 
 namespace tfm {
 namespace {
 
-absl::Status ValidateRowTopK(const KernelContext& context) {
+TFM_REGISTER_OP(OpDef{
+    .name = "row_top_k",
+    .inputs = {"x"},
+    .outputs = {"values", "columns"},
+    .attrs = {"count", "forbidden_column"},
+    .doc = "each row's best count (value desc, column asc), skipping NaN, -inf and the "
+           "forbidden column (< 0: none)",
+    .validate = ValidateRowTopKArgs,
+    .kernel_dtype_inputs = {0},
+    .output_shapes = RowTopKOutputShapes,
+});
+
+}  // namespace
+
+absl::Status ValidateRowTopKArgs(const KernelContext& context) {
   const Tensor& x = context.input(0);
   if (x.rank() != 2) return context.Error("x must be a matrix [rows, n]");
   TFM_ASSIGN_OR_RETURN(int64_t count, context.attrs().Get<int64_t>("count"));
@@ -25,23 +40,11 @@ absl::Status ValidateRowTopK(const KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_OP(OpDef{
-    .name = "row_top_k",
-    .inputs = {"x"},
-    .outputs = {"values", "columns"},
-    .attrs = {"count", "forbidden_column"},
-    .doc = "each row's best count (value desc, column asc), skipping NaN, -inf and the "
-           "forbidden column (< 0: none)",
-    .validate = ValidateRowTopK,
-    .kernel_dtype_inputs = {0},
-    .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
-      TFM_ASSIGN_OR_RETURN(int64_t count, context.attrs().Get<int64_t>("count"));
-      const Shape shape{context.input(0).dim(0), count};
-      return std::vector<Shape>{shape, shape};
-    },
-});
-
-}  // namespace
+absl::StatusOr<std::vector<Shape>> RowTopKOutputShapes(const KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(int64_t count, context.attrs().Get<int64_t>("count"));
+  const Shape shape{context.input(0).dim(0), count};
+  return std::vector<Shape>{shape, shape};
+}
 
 absl::StatusOr<RowTopK> RowTopKOf(const Tensor& x, int64_t count, int64_t forbidden_column) {
   Attrs attrs;

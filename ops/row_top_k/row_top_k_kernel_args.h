@@ -3,11 +3,15 @@
 #ifndef TFM_OPS_ROW_TOP_K_ROW_TOP_K_KERNEL_ARGS_H_
 #define TFM_OPS_ROW_TOP_K_ROW_TOP_K_KERNEL_ARGS_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "core/thread_pool.h"
 
 namespace tfm {
 
@@ -18,6 +22,13 @@ struct RowTopKArgs {
   Tensor* columns = nullptr;  // [rows, count] i32.
 };
 
+// The checks of an op with row_top_k's input, attributes and outputs
+// (row_top_k, log_softmax_top_k): x [rows, n], 1 <= count <= kMaxRowTopK,
+// forbidden_column < n.
+absl::Status ValidateRowTopKArgs(const KernelContext& context);
+// Its outputs' shapes: values and columns [rows, count].
+absl::StatusOr<std::vector<Shape>> RowTopKOutputShapes(const KernelContext& context);
+
 inline absl::StatusOr<RowTopKArgs> RowTopKArgsOf(KernelContext& context) {
   RowTopKArgs args;
   TFM_ASSIGN_OR_RETURN(args.count, context.attrs().Get<int64_t>("count"));
@@ -25,6 +36,69 @@ inline absl::StatusOr<RowTopKArgs> RowTopKArgsOf(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(args.values, context.AllocateOutput(0, DType::kF32));
   TFM_ASSIGN_OR_RETURN(args.columns, context.AllocateOutput(1, DType::kI32));
   return args;
+}
+
+// A row's best `count` so far, best first (value desc, column asc), as the
+// CPU kernels keep them in the row's outputs.
+struct RowTopKeeper {
+  float* values;
+  int32_t* columns;
+  int64_t count;
+  int64_t size = 0;
+
+  // Every slot empty: (-inf, -1), what is left where a row has fewer.
+  void Clear() {
+    for (int64_t i = 0; i < count; ++i) {
+      values[i] = -std::numeric_limits<float>::infinity();
+      columns[i] = -1;
+    }
+    size = 0;
+  }
+
+  // The value an entry must beat to enter (-inf until `count` are kept).
+  float Bar() const {
+    return size < count ? -std::numeric_limits<float>::infinity() : values[count - 1];
+  }
+
+  // Offers entry `column` (columns come in ascending order, so an equal
+  // value loses to the one already kept); NaN, -infinity and `forbidden`
+  // never enter.
+  void Offer(float v, int64_t column, int64_t forbidden) {
+    if (!(v > -std::numeric_limits<float>::infinity()) || (size == count && !(v > values[count - 1])) ||
+        column == forbidden) {
+      return;
+    }
+    int64_t slot = size < count ? size++ : count - 1;
+    for (; slot > 0 && v > values[slot - 1]; --slot) {
+      values[slot] = values[slot - 1];
+      columns[slot] = columns[slot - 1];
+    }
+    values[slot] = v;
+    columns[slot] = static_cast<int32_t>(column);
+  }
+};
+
+// A CPU kernel of a row_top_k-shaped op: `top_of_row(x_row, n, keeper,
+// forbidden)` fills each row's keeper (cleared first), rows spread over the
+// context's threads.
+template <typename TopOfRow>
+absl::Status RunRowTopKCpu(KernelContext& context, const TopOfRow& top_of_row) {
+  const Tensor& x = context.input(0);
+  TFM_ASSIGN_OR_RETURN(const RowTopKArgs args, RowTopKArgsOf(context));
+  const int64_t n = x.dim(1);
+  const float* in = x.data<float>();
+  float* values = args.values->data<float>();
+  int32_t* columns = args.columns->data<int32_t>();
+  // Rows per task: enough entries to outweigh the scheduling.
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n));
+  context.thread_pool()->ParallelFor(x.dim(0), grain, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      RowTopKeeper keeper{values + row * args.count, columns + row * args.count, args.count};
+      keeper.Clear();
+      top_of_row(in + row * n, n, keeper, args.forbidden);
+    }
+  });
+  return absl::OkStatus();
 }
 
 }  // namespace tfm

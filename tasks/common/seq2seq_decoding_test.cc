@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "runtime/train/checkpoint.h"
 #include "tasks/common/quantized_model.h"
+#include "tasks/common/random_model_testing.h"
 #include "tasks/common/trained_model.h"
 #include "tasks/driver/driver.h"
 #include "tests/util/gpu.h"
@@ -67,19 +68,8 @@ class Seq2SeqDecodingTest : public ::testing::Test {
         tokenizer_config,
         {SharedDataPath("multi30k/val.en.gz"), SharedDataPath("multi30k/val.de.gz")});
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-    VocabularySpec vocabulary{tokenizer->vocab_size(), tokenizer->pad_id(), tokenizer->bos_id(),
-                              tokenizer->eos_id()};
-    absl::StatusOr<std::unique_ptr<Transformer>> transformer =
-        Transformer::Create(model, vocabulary, Device::Cpu(), /*init_seed=*/11);
-    ASSERT_TRUE(transformer.ok()) << transformer.status();
-    Checkpoint checkpoint;
-    for (Parameter* parameter : (*transformer)->Parameters()) {
-      checkpoint.model.emplace_back(parameter->name, parameter->value);
-    }
-    checkpoint.state.set_update(1);
-    checkpoint.config = config;
-    checkpoint.vocabulary = tokenizer->model();
-    absl::StatusOr<std::string> dir = WriteCheckpoint(*work_dir_, checkpoint);
+    absl::StatusOr<std::string> dir =
+        testing::WriteRandomModelCheckpoint(config, *tokenizer, *work_dir_, /*init_seed=*/11);
     ASSERT_TRUE(dir.ok()) << dir.status();
     checkpoint_dir_ = new std::string(*dir);
   }

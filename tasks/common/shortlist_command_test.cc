@@ -11,7 +11,7 @@
 #include "core/data/binary_corpus_format.h"
 #include "gtest/gtest.h"
 #include "runtime/decode/shortlist_file.h"
-#include "runtime/train/checkpoint.h"
+#include "tasks/common/random_model_testing.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
 #include "tests/util/peer_python.h"
@@ -41,19 +41,7 @@ class ShortlistCommandTest : public ::testing::Test {
     absl::StatusOr<Tokenizer> tokenizer = Tokenizer::TrainOnFiles(
         tokenizer_config, {train.source_path(), train.target_path()});
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-    VocabularySpec vocabulary{tokenizer->vocab_size(), tokenizer->pad_id(), tokenizer->bos_id(),
-                              tokenizer->eos_id()};
-    absl::StatusOr<std::unique_ptr<Transformer>> transformer =
-        Transformer::Create(config.model(), vocabulary, Device::Cpu(), /*init_seed=*/5);
-    ASSERT_TRUE(transformer.ok()) << transformer.status();
-    Checkpoint checkpoint;
-    for (Parameter* parameter : (*transformer)->Parameters()) {
-      checkpoint.model.emplace_back(parameter->name, parameter->value);
-    }
-    checkpoint.state.set_update(1);
-    checkpoint.config = config;
-    checkpoint.vocabulary = tokenizer->model();
-    ASSERT_TRUE(WriteCheckpoint(*work_dir_, checkpoint).ok());
+    ASSERT_TRUE(testing::WriteRandomModelCheckpoint(config, *tokenizer, *work_dir_, 5).ok());
     shortlist_ = new std::string(absl::StrCat(::testing::TempDir(), "/m30k_val.shortlist"));
     std::ostringstream log;
     const absl::Status learned = RunShortlistCommand(*work_dir_, *shortlist_, "", log);
