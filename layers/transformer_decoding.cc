@@ -253,8 +253,14 @@ absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
         it != candidates.end() && *it == forbidden_token ? it - candidates.begin() : -1;
   }
   // Ranked where the logits are, without writing the log-probabilities
-  // (ops/log_softmax_top_k: the same numbers as log_softmax's).
-  TFM_ASSIGN_OR_RETURN(RowTopK ranked, LogSoftmaxTopK(logits, count, forbidden_column));
+  // (ops/log_softmax_top_k: the same numbers as log_softmax's); a count
+  // past the GPU kernel's limit (a wide beam) on the host, which takes any.
+  const bool on_host = !device_.is_cpu() && count > kMaxRowTopK;
+  Tensor ranked_logits = logits;
+  if (on_host) {
+    TFM_ASSIGN_OR_RETURN(ranked_logits, CopyToDevice(logits, Device::Cpu()));
+  }
+  TFM_ASSIGN_OR_RETURN(RowTopK ranked, LogSoftmaxTopK(ranked_logits, count, forbidden_column));
   TFM_ASSIGN_OR_RETURN(Tensor log_probs, CopyToDevice(ranked.values, Device::Cpu()));
   TFM_ASSIGN_OR_RETURN(Tensor tokens, CopyToDevice(ranked.columns, Device::Cpu()));
   StepTopTokens top;

@@ -19,8 +19,8 @@
 
 namespace tfm {
 
-// `logits` f32 [rows, n]; 1 <= count <= kMaxRowTopK; forbidden_column < 0:
-// none.
+// `logits` f32 [rows, n]; 1 <= count (<= kMaxRowTopK off the CPU);
+// forbidden_column < 0: none.
 absl::StatusOr<RowTopK> LogSoftmaxTopK(const Tensor& logits, int64_t count,
                                        int64_t forbidden_column = -1);
 

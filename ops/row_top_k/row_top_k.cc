@@ -29,8 +29,9 @@ absl::Status ValidateRowTopKArgs(const KernelContext& context) {
   const Tensor& x = context.input(0);
   if (x.rank() != 2) return context.Error("x must be a matrix [rows, n]");
   TFM_ASSIGN_OR_RETURN(int64_t count, context.attrs().Get<int64_t>("count"));
-  if (count < 1 || count > kMaxRowTopK) {
-    return context.Error(absl::StrCat("count ", count, " is outside [1, ", kMaxRowTopK, "]"));
+  if (count < 1 || (count > kMaxRowTopK && !context.device().is_cpu())) {
+    return context.Error(absl::StrCat("count ", count, " is outside [1, ", kMaxRowTopK,
+                                      "] (any count >= 1 on the CPU)"));
   }
   TFM_ASSIGN_OR_RETURN(int64_t forbidden, context.attrs().Get<int64_t>("forbidden_column"));
   if (forbidden >= x.dim(1)) {

@@ -23,8 +23,8 @@ struct RowTopKArgs {
 };
 
 // The checks of an op with row_top_k's input, attributes and outputs
-// (row_top_k, log_softmax_top_k): x [rows, n], 1 <= count <= kMaxRowTopK,
-// forbidden_column < n.
+// (row_top_k, log_softmax_top_k): x [rows, n], 1 <= count (<= kMaxRowTopK
+// off the CPU), forbidden_column < n.
 absl::Status ValidateRowTopKArgs(const KernelContext& context);
 // Its outputs' shapes: values and columns [rows, count].
 absl::StatusOr<std::vector<Shape>> RowTopKOutputShapes(const KernelContext& context);

@@ -325,6 +325,20 @@ TEST_F(Seq2SeqDecodingTest, TokenBudgetGivesTheSameLines) {
   }
 }
 
+// A beam wider than the GPU's row top-k holds (2 x 40 + 1 > 64 per row)
+// decodes on the CPU, which ranks any count.
+TEST_F(Seq2SeqDecodingTest, WideBeamsDecodeOnTheCpu) {
+  TrainedModel trained = Load();
+  DecodeRequest request;
+  request.beam = 40;
+  request.nbest = 40;
+  const config::DecodeConfig decode = DecodeSettings(trained.config, request);
+  absl::StatusOr<std::vector<std::string>> lines =
+      DecodeLines(trained, decode, {"A dog runs.", "Two men play football."}, "x", nullptr);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  EXPECT_EQ(lines->size(), 80u);
+}
+
 TEST_F(Seq2SeqDecodingTest, NBestGivesSortedScoresPerLine) {
   TrainedModel trained = Load();
   DecodeRequest request;
