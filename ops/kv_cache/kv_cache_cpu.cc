@@ -11,9 +11,11 @@
 namespace tfm {
 namespace {
 
-// (row, head) pairs per task: enough bytes to outweigh the scheduling.
+// (row, head) pairs per task: enough bytes to outweigh the scheduling (16K
+// floats: a beam step's write of 128 rows x 4 heads x 64 then splits over
+// two threads, 29 -> 20 ms over a Multi30k decode).
 int64_t Grain(int64_t floats_per_head) {
-  return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, floats_per_head));
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, floats_per_head));
 }
 
 absl::Status KvCacheWriteCpu(KernelContext& context) {
