@@ -91,7 +91,6 @@
 #include "core/config/device_setting.h"
 #include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
-#include "core/data/binary_corpus_format.h"
 #include "core/data/line_reader.h"
 #include "core/environment_report.h"
 #include "core/metrics/bleu.h"
@@ -954,56 +953,43 @@ void PrintLatency(const std::vector<Row>& rows) {
       sentences, absl::StrJoin(parts, ", "));
 }
 
+// "decode tokens/s LABEL: X`note`": `side`'s fastest row over `base`'s
+// (rows at a batch size above 1 only when `batched`), when both decoded.
+void PrintRateRatio(const std::vector<Row>& rows, const std::string& side,
+                    const std::string& base, bool batched, const std::string& label,
+                    const std::string& note = "") {
+  const double rate = FastestRate(rows, side, batched);
+  const double base_rate = FastestRate(rows, base, batched);
+  if (rate > 0 && base_rate > 0) {
+    std::cout << absl::StrFormat("decode tokens/s %s: %.2f%s\n", label, rate / base_rate, note);
+  }
+}
+
 // The int8 lines, last: ours_int8 over ours f32 at their fastest batched
 // rows, and over CTranslate2's int8 at each side's fastest row.
 void PrintInt8Ratios(const std::vector<Row>& rows) {
-  const double ours_int8_batched = FastestRate(rows, "ours_int8", /*batched=*/true);
-  const double ours_f32_batched = FastestRate(rows, "ours", /*batched=*/true);
-  if (ours_int8_batched > 0 && ours_f32_batched > 0) {
-    std::cout << absl::StrFormat("decode tokens/s ours_int8/ours_f32: %.2f\n",
-                                 ours_int8_batched / ours_f32_batched);
-  }
-  const double ours_int8 = FastestRate(rows, "ours_int8", /*batched=*/false);
-  const double ct2_int8 = FastestRate(rows, "ct2_int8", /*batched=*/false);
-  if (ours_int8 > 0 && ct2_int8 > 0) {
-    std::cout << absl::StrFormat("decode tokens/s ours_int8/ctranslate2_int8: %.2f\n",
-                                 ours_int8 / ct2_int8);
-  }
+  PrintRateRatio(rows, "ours_int8", "ours", /*batched=*/true, "ours_int8/ours_f32");
+  PrintRateRatio(rows, "ours_int8", "ct2_int8", /*batched=*/false, "ours_int8/ctranslate2_int8");
 }
 
 // The bf16 lines (a GPU): ours_bf16 over ours f32 and over Hugging Face's
 // bf16, at their fastest batched rows.
 void PrintBf16Ratios(const std::vector<Row>& rows, const Device& device) {
   const std::string where = device.is_cuda() ? " (cuda)" : "";
-  const double bf16 = FastestRate(rows, "ours_bf16", /*batched=*/true);
-  for (const auto& [peer, name] : {std::pair<std::string, std::string>{"ours", "ours_f32"},
-                                   {"hf_bfloat16", "huggingface_bf16"}}) {
-    const double other = FastestRate(rows, peer, /*batched=*/true);
-    if (bf16 > 0 && other > 0) {
-      std::cout << absl::StrFormat("decode tokens/s ours_bf16/%s%s: %.2f\n", name, where,
-                                   bf16 / other);
-    }
-  }
+  PrintRateRatio(rows, "ours_bf16", "ours", /*batched=*/true, "ours_bf16/ours_f32" + where);
+  PrintRateRatio(rows, "ours_bf16", "hf_bfloat16", /*batched=*/true,
+                 "ours_bf16/huggingface_bf16" + where);
 }
 
 // The shortlist lines: each shortlist row over the same precision's row
-// without it (fastest batched rows), and at batch 1.
+// without it, and int8 with the shortlist over f32 (fastest batched rows).
 void PrintShortlistRatios(const std::vector<Row>& rows) {
   for (const auto& [with, without] : {std::pair<std::string, std::string>{"ours_shortlist", "ours"},
                                       {"ours_int8_shortlist", "ours_int8"}}) {
-    const double batched = FastestRate(rows, with, /*batched=*/true);
-    const double full_batched = FastestRate(rows, without, /*batched=*/true);
-    if (batched > 0 && full_batched > 0) {
-      std::cout << absl::StrFormat("decode tokens/s %s/%s: %.2f (batched)\n", with, without,
-                                   batched / full_batched);
-    }
+    PrintRateRatio(rows, with, without, /*batched=*/true, with + "/" + without, " (batched)");
   }
-  const double int8_shortlist = FastestRate(rows, "ours_int8_shortlist", /*batched=*/true);
-  const double f32 = FastestRate(rows, "ours", /*batched=*/true);
-  if (int8_shortlist > 0 && f32 > 0) {
-    std::cout << absl::StrFormat("decode tokens/s ours_int8_shortlist/ours_f32: %.2f (batched)\n",
-                                 int8_shortlist / f32);
-  }
+  PrintRateRatio(rows, "ours_int8_shortlist", "ours", /*batched=*/true,
+                 "ours_int8_shortlist/ours_f32", " (batched)");
 }
 
 // This process's peak resident memory in KiB (VmHWM of /proc/self/status;
@@ -1252,9 +1238,8 @@ absl::Status Main(const std::vector<std::string>& args) {
     // Loaded once (and checked against the model's vocabulary), as
     // TrainedModel::SetShortlist loads it for --shortlist.
     TFM_ASSIGN_OR_RETURN(VocabularyShortlist loaded,
-                         LoadShortlist(ResolveDataPath(shortlist_path),
-                                       trained.tokenizer.vocab_size(),
-                                       Fnv1a64(trained.tokenizer.model()), frequent, best));
+                         LoadShortlist(ResolveDataPath(shortlist_path), trained.tokenizer,
+                                       frequent, best));
     auto shortlist = std::make_shared<const VocabularyShortlist>(std::move(loaded));
     std::cout << absl::StrFormat(
         "shortlist %s: %d frequent targets and %d per source token (rows *_shortlist)\n",

@@ -31,11 +31,11 @@ absl::Status GatherEntries(absl::node_hash_map<const void*, DecodingCache::Entry
                            int64_t length, int64_t capacity, const Device& device) {
   std::optional<Tensor> id_tensor;  // For the gathers, uploaded once.
   const int64_t count = static_cast<int64_t>(ids.size());
+  const bool per_position = indexing == DecodingCache::Indexing::kRow ||
+                            indexing == DecodingCache::Indexing::kRowByTable;
   for (auto& [owner, entry] : entries) {
     if (entry.indexing != indexing) continue;
     for (Tensor& tensor : entry.tensors) {
-      const bool per_position = indexing == DecodingCache::Indexing::kRow ||
-                                indexing == DecodingCache::Indexing::kRowByTable;
       const int64_t keep = per_position ? length : tensor.dim(2);
       const int64_t room = per_position ? capacity : tensor.dim(2);
       if (count <= tensor.dim(0) && room == tensor.dim(2)) {
@@ -86,9 +86,7 @@ absl::Status DecodingCache::BeginStep() {
     const int64_t capacity = std::min(max_steps_, 2 * capacity_);
     std::vector<int32_t> all(rows());
     for (int64_t r = 0; r < rows(); ++r) all[r] = static_cast<int32_t>(r);
-    TFM_RETURN_IF_ERROR(ByTable() ? ResolveTable(all, capacity)
-                                  : GatherEntries(entries_, Indexing::kRowByTable, all, position_,
-                                                  capacity, device_));
+    TFM_RETURN_IF_ERROR(ResolveTable(all, capacity));
     capacity_ = capacity;
     TFM_RETURN_IF_ERROR(
         GatherEntries(entries_, Indexing::kRow, all, position_, capacity_, device_));
@@ -125,10 +123,7 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
     TFM_RETURN_IF_ERROR(
         GatherEntries(entries_, Indexing::kRow, row_ids, position_, capacity_, device_));
     const int64_t count = static_cast<int64_t>(row_ids.size());
-    if (!ByTable()) {
-      TFM_RETURN_IF_ERROR(GatherEntries(entries_, Indexing::kRowByTable, row_ids, position_,
-                                        capacity_, device_));
-    } else if (count <= table_rows_) {
+    if (ByTable() && count <= table_rows_) {
       // Nothing moves: new row i reads what old row row_ids[i] read, and
       // writes its own row from this position on.
       std::vector<int32_t> next(count * capacity_);
@@ -138,8 +133,10 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
         }
       }
       table_ = std::move(next);
+      TFM_RETURN_IF_ERROR(SetKeyRows());
     } else {
-      // More rows than the tensors have (a beam widening): rebuilt.
+      // The rows move (a GPU), or there are more than the tensors have (a
+      // beam widening): rebuilt.
       TFM_RETURN_IF_ERROR(ResolveTable(row_ids, capacity_));
     }
   }
@@ -148,17 +145,16 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
   }
   sentences_ = static_cast<int64_t>(sentence_ids.size());
   rows_per_sentence_ = group;
-  TFM_RETURN_IF_ERROR(SetKeyRows());
   return sentence_ids;
 }
 
 absl::Status DecodingCache::ResolveTable(const std::vector<int32_t>& rows, int64_t capacity) {
   const int64_t count = static_cast<int64_t>(rows.size());
-  if (table_.empty()) {  // Every row holds its own positions: a row gather.
-    TFM_RETURN_IF_ERROR(GatherEntries(entries_, Indexing::kRowByTable, rows, position_, capacity,
-                                      device_));
+  if (table_.empty()) {
+    // Every row holds its own positions (always so on a GPU): a row gather,
+    // in place where the rows and capacity allow.
     table_rows_ = count;
-    return SetKeyRows();
+    return GatherEntries(entries_, Indexing::kRowByTable, rows, position_, capacity, device_);
   }
   std::vector<int32_t> sources(count * position_);
   for (int64_t i = 0; i < count; ++i) {
@@ -182,7 +178,8 @@ absl::Status DecodingCache::SetKeyRows() {
     key_rows_ = Tensor();
     return absl::OkStatus();
   }
-  TFM_ASSIGN_OR_RETURN(key_rows_, Tensor::FromVector<int32_t>(table_, {rows(), capacity_}));
+  const int64_t rows = static_cast<int64_t>(table_.size()) / capacity_;
+  TFM_ASSIGN_OR_RETURN(key_rows_, Tensor::FromVector<int32_t>(table_, {rows, capacity_}));
   return absl::OkStatus();
 }
 

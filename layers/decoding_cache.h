@@ -116,7 +116,7 @@ class DecodingCache {
   }
   // The kRowByTable tensors rebuilt with new row i holding what row rows[i]
   // read at each written position, in `capacity` positions; the table goes
-  // back to the identity.
+  // back to the identity (key_rows() undefined).
   absl::Status ResolveTable(const std::vector<int32_t>& rows, int64_t capacity);
   // key_rows_ from table_.
   absl::Status SetKeyRows();

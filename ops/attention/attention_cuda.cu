@@ -73,12 +73,17 @@ __global__ void RowDotsKernel(const T* a, const T* b, int64_t rows, int64_t d, f
   }
 }
 
-// The f32 dQ sums rounded to the 16-bit element type.
+// dq[i] = the sum over the slabs in order of slabs[s * count + i], in dq's
+// element type: one slab (the buffer the atomics added into) rounded to 16
+// bits, or deterministic mode's slab per key tile summed in a fixed order,
+// so the same bits every run.
 template <typename T>
-__global__ void NarrowKernel(const float* in, int64_t count, T* out) {
+__global__ void SumSlabsKernel(const float* slabs, int64_t slab_count, int64_t count, T* out) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    out[i] = FromFloat<T>(in[i]);
+    float sum = 0.0f;
+    for (int64_t s = 0; s < slab_count; ++s) sum += slabs[s * count + i];
+    out[i] = FromFloat<T>(sum);
   }
 }
 
@@ -172,18 +177,6 @@ int64_t MaxDqSlabs(const AttentionCudaProblem& p) {
                              attention_cuda::BackwardMmaKeyTile()));
 }
 
-// dq[i] = the sum over the slabs in order of slabs[s * count + i]: a fixed
-// order, so the same bits every run.
-template <typename T>
-__global__ void SumSlabsKernel(const float* slabs, int64_t slab_count, int64_t count, T* out) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float sum = 0.0f;
-    for (int64_t s = 0; s < slab_count; ++s) sum += slabs[s * count + i];
-    out[i] = FromFloat<T>(sum);
-  }
-}
-
 int64_t AttentionBackwardWorkspaceFloats(const AttentionCudaProblem& p) {
   const int64_t rows = p.batch * p.heads * p.q_len;
   // delta, and for bf16 and f16 the f32 dQ that the atomics add into; in
@@ -232,8 +225,9 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
           backward(problem, q, k, v, lse, delta, d_out, dq_accum, dk, dv, cuda_stream)) {
     return error;
   }
-  if (p.deterministic && rows * p.d_k > 0) {
-    const int64_t count = rows * p.d_k;
+  // dQ from its f32 accumulation (unless the atomics added into dq itself).
+  const int64_t count = rows * p.d_k;
+  if (static_cast<void*>(dq_accum) != dq && count > 0) {
     if (p.bf16) {
       SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(
           dq_accum, slabs, count, static_cast<__nv_bfloat16*>(dq));
@@ -243,16 +237,6 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
     } else {
       SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(dq_accum, slabs, count,
                                                                    static_cast<float*>(dq));
-    }
-    return LastLaunchError();
-  }
-  if (SixteenBit(p) && rows * p.d_k > 0) {
-    if (p.bf16) {
-      NarrowKernel<<<GridFor(rows * p.d_k), kThreads, 0, cuda_stream>>>(
-          dq_accum, rows * p.d_k, static_cast<__nv_bfloat16*>(dq));
-    } else {
-      NarrowKernel<<<GridFor(rows * p.d_k), kThreads, 0, cuda_stream>>>(dq_accum, rows * p.d_k,
-                                                                        static_cast<__half*>(dq));
     }
     return LastLaunchError();
   }

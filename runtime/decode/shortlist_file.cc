@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "core/data/binary_corpus_format.h"
 #include "core/data/file_io.h"
 #include "core/status_macros.h"
 
@@ -158,6 +159,15 @@ absl::StatusOr<VocabularyShortlist> LoadShortlist(const std::string& path,
                         absl::StrCat(path, ": ", shortlist.status().message()));
   }
   return shortlist;
+}
+
+uint64_t VocabularyChecksum(const Tokenizer& tokenizer) { return Fnv1a64(tokenizer.model()); }
+
+absl::StatusOr<VocabularyShortlist> LoadShortlist(const std::string& path,
+                                                  const Tokenizer& tokenizer, int frequent_count,
+                                                  int best_count) {
+  return LoadShortlist(path, tokenizer.vocab_size(), VocabularyChecksum(tokenizer),
+                       frequent_count, best_count);
 }
 
 }  // namespace tfm

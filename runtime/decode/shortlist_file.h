@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/data/tokenizer.h"
 #include "core/vocabulary_shortlist.h"
 
 namespace tfm {
@@ -42,6 +43,10 @@ absl::Status WriteShortlistFile(const std::string& path, const ShortlistTable& t
 // missing header line, a truncated file).
 absl::StatusOr<ShortlistTable> ReadShortlistFile(const std::string& path);
 
+// What ties a shortlist to a vocabulary: Fnv1a64 of its SentencePiece
+// model (vocabulary_checksum).
+uint64_t VocabularyChecksum(const Tokenizer& tokenizer);
+
 // The shortlist decoding uses: `path` read, checked against the model's
 // vocabulary (its size and SentencePiece checksum: a mismatch is an error
 // naming the file), each list cut to `frequent_count` and `best_count`.
@@ -49,6 +54,10 @@ absl::StatusOr<VocabularyShortlist> LoadShortlist(const std::string& path,
                                                   int64_t vocabulary_size,
                                                   uint64_t vocabulary_checksum,
                                                   int frequent_count, int best_count);
+// The same for the model whose vocabulary is `tokenizer`'s.
+absl::StatusOr<VocabularyShortlist> LoadShortlist(const std::string& path,
+                                                  const Tokenizer& tokenizer, int frequent_count,
+                                                  int best_count);
 
 }  // namespace tfm
 

@@ -61,14 +61,7 @@ absl::StatusOr<PreprocessSummary> WriteBinaryTrainingCorpus(const config::DataCo
   // Written in corpus order: the file is the same whatever the thread count.
   TFM_RETURN_IF_ERROR(ForEachTokenizedTrainingPair(
       data, tokenizer,
-      [&](int64_t index, const Example& example) -> absl::Status {
-        if (const char* reason = LengthRejection(example, data.batching()); reason != nullptr) {
-          summary.skips.Skip(reason, absl::StrCat("data.train pair ", index));
-          return absl::OkStatus();
-        }
-        return writer->Add(example);
-      },
-      &summary.skips));
+      [&](int64_t, const Example& example) { return writer->Add(example); }, &summary.skips));
   TFM_RETURN_IF_ERROR(writer->Finish());
   summary.pairs = writer->pairs();
   summary.tokens = writer->tokens();

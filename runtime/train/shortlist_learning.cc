@@ -1,14 +1,11 @@
 #include "runtime/train/shortlist_learning.h"
 
 #include <algorithm>
-#include <queue>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/data/binary_corpus_format.h"
 #include "core/data/skip_report.h"
-#include "core/data/token_batcher.h"
 #include "core/status_macros.h"
 #include "runtime/train/training_data.h"
 
@@ -96,8 +93,8 @@ ShortlistTable ShortlistCounter::Table(int stored_frequent, int stored_best) con
   if (static_cast<int>(targets.size()) > stored_frequent) targets.resize(stored_frequent);
   table.frequent = std::move(targets);
 
-  // Per source, a heap of its `stored_best` best so far (the worst on top).
-  const auto worse_on_top = [](const Ranked& a, const Ranked& b) { return Before(a, b); };
+  // Per source, a heap of its `stored_best` best so far: ordered by Before,
+  // the worst on top.
   std::vector<std::vector<Ranked>> heaps(vocabulary_size_);
   for (const auto& [key, count] : pair_counts_) {
     const int source = static_cast<int>(key >> 32);
@@ -107,11 +104,11 @@ ShortlistTable ShortlistCounter::Table(int stored_frequent, int stored_best) con
     std::vector<Ranked>& heap = heaps[source];
     if (static_cast<int>(heap.size()) < stored_best) {
       heap.push_back(ranked);
-      std::push_heap(heap.begin(), heap.end(), worse_on_top);
+      std::push_heap(heap.begin(), heap.end(), Before);
     } else if (stored_best > 0 && Before(ranked, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), worse_on_top);
+      std::pop_heap(heap.begin(), heap.end(), Before);
       heap.back() = ranked;
-      std::push_heap(heap.begin(), heap.end(), worse_on_top);
+      std::push_heap(heap.begin(), heap.end(), Before);
     }
   }
   table.best.resize(vocabulary_size_);
@@ -139,12 +136,7 @@ absl::StatusOr<ShortlistTable> LearnShortlist(const config::DataConfig& data,
   log << "shortlist: counting co-occurrences in data.train\n" << std::flush;
   TFM_RETURN_IF_ERROR(ForEachTokenizedTrainingPair(
       data, tokenizer,
-      [&](int64_t index, const Example& example) -> absl::Status {
-        // What training sees: its length limits apply here too.
-        if (const char* reason = LengthRejection(example, data.batching()); reason != nullptr) {
-          skips.Skip(reason, absl::StrCat("data.train pair ", index));
-          return absl::OkStatus();
-        }
+      [&](int64_t, const Example& example) -> absl::Status {
         counter.Add(example);
         if ((counter.pairs_added() & ((1 << 20) - 1)) == 0) {
           log << "shortlist: " << counter.pairs_added() << " pairs\n" << std::flush;
@@ -157,7 +149,7 @@ absl::StatusOr<ShortlistTable> LearnShortlist(const config::DataConfig& data,
         absl::StrCat("shortlist: no training pairs in data.train (", skips.Summary(), ")"));
   }
   ShortlistTable table = counter.Table(options.stored_frequent, options.stored_best);
-  table.vocabulary_checksum = Fnv1a64(tokenizer.model());
+  table.vocabulary_checksum = VocabularyChecksum(tokenizer);
   table.comments.push_back(absl::StrFormat(
       "learned from %d training pairs: targets ranked by the Dice coefficient of pair "
       "co-occurrence, frequent targets by token count",

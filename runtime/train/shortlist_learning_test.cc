@@ -70,8 +70,7 @@ TEST(LearnShortlistTest, CoversTheReferenceTokensOfTheTrainingPairs) {
   const std::string path = dir + "/toy.shortlist";
   ASSERT_TRUE(WriteShortlistFile(path, *table).ok());
   absl::StatusOr<VocabularyShortlist> shortlist =
-      LoadShortlist(path, tokenizer->vocab_size(), Fnv1a64(tokenizer->model()),
-                    /*frequent_count=*/0, /*best_count=*/6);
+      LoadShortlist(path, *tokenizer, /*frequent_count=*/0, /*best_count=*/6);
   ASSERT_TRUE(shortlist.ok()) << shortlist.status();
   size_t largest = 0;
   ASSERT_TRUE(ForEachTokenizedTrainingPair(

@@ -158,7 +158,13 @@ absl::Status ForEachTokenizedTrainingPair(
     ThreadPool::Default()->ParallelFor(filled, 16, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) examples[i] = make(chunk[i]);
     });
-    for (int64_t i = 0; i < filled; ++i, ++read) TFM_RETURN_IF_ERROR(visit(read, examples[i]));
+    for (int64_t i = 0; i < filled; ++i, ++read) {
+      if (const char* reason = LengthRejection(examples[i], data.batching()); reason != nullptr) {
+        if (skips != nullptr) skips->Skip(reason, absl::StrCat("data.train pair ", read));
+        continue;
+      }
+      TFM_RETURN_IF_ERROR(visit(read, examples[i]));
+    }
   }
   if (skips != nullptr) skips->Merge(reader->skips());
   return absl::OkStatus();

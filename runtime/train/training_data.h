@@ -29,12 +29,14 @@ absl::StatusOr<std::unique_ptr<PairReader>> OpenCorpora(
     const std::string& field);
 
 // Streams data.train once, in corpus order: each pair that passes the
-// readers' sentence checks, tokenized by `tokenizer` as training sees it
-// (source and target with eos), goes to `visit` with its index among the
-// pairs read. Chunks of pairs are tokenized on every core (SentencePiece's
-// encoding is thread-safe) and visited on this thread, so that only a chunk
-// is in memory whatever the corpus size. A `visit` error stops the stream
-// and is returned; the readers' skipped records are added to `skips`.
+// readers' sentence checks and training's length limits (LengthRejection),
+// tokenized by `tokenizer` as training sees it (source and target with eos),
+// goes to `visit` with its index among the pairs read. Chunks of pairs are
+// tokenized on every core (SentencePiece's encoding is thread-safe) and
+// visited on this thread, so that only a chunk is in memory whatever the
+// corpus size. A `visit` error stops the stream and is returned; the
+// readers' skipped records and the pairs over the limits are added to
+// `skips`.
 absl::Status ForEachTokenizedTrainingPair(
     const config::DataConfig& data, const Tokenizer& tokenizer,
     const std::function<absl::Status(int64_t index, const Example& example)>& visit,

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/data/binary_corpus_format.h"
 #include "gtest/gtest.h"
 #include "runtime/decode/shortlist_file.h"
 #include "tasks/common/random_model_testing.h"
@@ -72,8 +71,7 @@ TEST_F(ShortlistCommandTest, LearnsFromTheSavedConfigsTrainingData) {
   absl::StatusOr<TrainedModel> trained = LoadTrainedModel(*work_dir_, Device::Cpu(), nullptr);
   ASSERT_TRUE(trained.ok()) << trained.status();
   absl::StatusOr<VocabularyShortlist> shortlist =
-      LoadShortlist(*shortlist_, trained->tokenizer.vocab_size(),
-                    Fnv1a64(trained->tokenizer.model()), 50, 10);
+      LoadShortlist(*shortlist_, trained->tokenizer, /*frequent_count=*/50, /*best_count=*/10);
   ASSERT_TRUE(shortlist.ok()) << shortlist.status();
   const std::vector<int> source = trained->tokenizer.Encode(kLines[0]);
   const std::vector<int32_t> candidates = shortlist->Candidates(source, {3});
@@ -97,7 +95,7 @@ TEST_F(ShortlistCommandTest, DecodingWithTheShortlist) {
 
   ShortlistTable every_token;
   every_token.vocabulary_size = trained->tokenizer.vocab_size();
-  every_token.vocabulary_checksum = Fnv1a64(trained->tokenizer.model());
+  every_token.vocabulary_checksum = VocabularyChecksum(trained->tokenizer);
   for (int id = 0; id < every_token.vocabulary_size; ++id) every_token.frequent.push_back(id);
   const std::string all_path = absl::StrCat(::testing::TempDir(), "/every_token.shortlist");
   ASSERT_TRUE(WriteShortlistFile(all_path, every_token).ok());

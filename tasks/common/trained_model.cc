@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "core/data/binary_corpus_format.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
 #include "ops/quantized_linear/quantized_linear.h"
@@ -251,8 +250,7 @@ absl::Status TrainedModel::SetShortlist(const config::DecodeConfig& decode, std:
     std::shared_ptr<const VocabularyShortlist> loaded;
     if (!source.empty()) {
       TFM_ASSIGN_OR_RETURN(VocabularyShortlist read,
-                           LoadShortlist(decode.shortlist(), tokenizer.vocab_size(),
-                                         Fnv1a64(tokenizer.model()), decode.shortlist_frequent(),
+                           LoadShortlist(decode.shortlist(), tokenizer, decode.shortlist_frequent(),
                                          decode.shortlist_best()));
       loaded = std::make_shared<const VocabularyShortlist>(std::move(read));
     }
