@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
 namespace tfm {
@@ -18,9 +19,20 @@ struct OpTotal {
   double seconds = 0;
 };
 
+// -1: not read yet; 0 off; 1 on; 2 on, GPU ops waited for.
 std::atomic<int>& EnabledFlag() {
-  // -1: not read yet.
   static std::atomic<int> flag{-1};
+  return flag;
+}
+
+int ReadFlag() {
+  int flag = EnabledFlag().load(std::memory_order_relaxed);
+  if (flag < 0) {
+    const char* value = std::getenv("TFM_PROFILE_OPS");
+    const absl::string_view text = value == nullptr ? "" : value;
+    flag = text == "sync" ? 2 : (!text.empty() && text != "0") ? 1 : 0;
+    EnabledFlag().store(flag, std::memory_order_relaxed);
+  }
   return flag;
 }
 
@@ -44,17 +56,18 @@ int64_t NowNs() {
 
 }  // namespace
 
-bool OpProfilingEnabled() {
-  int flag = EnabledFlag().load(std::memory_order_relaxed);
-  if (flag < 0) {
-    const char* value = std::getenv("TFM_PROFILE_OPS");
-    flag = value != nullptr && value[0] != '\0' && value[0] != '0';
-    EnabledFlag().store(flag, std::memory_order_relaxed);
-  }
-  return flag == 1;
+bool OpProfilingEnabled() { return ReadFlag() > 0; }
+
+bool OpProfilingSynchronizes() { return ReadFlag() == 2; }
+
+// Turning profiling on keeps a requested wait for the device.
+void SetOpProfiling(bool enabled) {
+  EnabledFlag().store(enabled ? std::max(ReadFlag(), 1) : 0);
 }
 
-void SetOpProfiling(bool enabled) { EnabledFlag().store(enabled ? 1 : 0); }
+void SetOpProfilingSynchronizes(bool synchronize) {
+  EnabledFlag().store(synchronize ? 2 : std::min(ReadFlag(), 1));
+}
 
 void RecordOpTime(absl::string_view op, double seconds) {
   absl::MutexLock lock(&ProfileMutex());

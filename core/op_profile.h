@@ -1,6 +1,9 @@
 // Where a step's time goes, op by op: with TFM_PROFILE_OPS=1 in the
 // environment, RunOp adds each outermost call's wall time (validation,
 // output allocation and the kernel, threads included) to a per-op total;
+// with TFM_PROFILE_OPS=sync, RunOp also waits for a GPU op's device before
+// its timer stops, so the table holds kernel time instead of launch time
+// (the waits slow the run: profile in a pass that is not timed);
 // OpProfileReport() prints the table, largest first. Off, it costs one
 // branch on a cached flag per RunOp. Time spent outside ops (layers'
 // bookkeeping, copies made without an op) is not in the table: the report
@@ -19,6 +22,9 @@ namespace tfm {
 bool OpProfilingEnabled();
 // Turns profiling on or off regardless of the variable (benchmarks, tests).
 void SetOpProfiling(bool enabled);
+// Whether outermost GPU ops wait for their device (TFM_PROFILE_OPS=sync).
+bool OpProfilingSynchronizes();
+void SetOpProfilingSynchronizes(bool synchronize);
 
 // Adds one call of `op` taking `seconds`.
 void RecordOpTime(absl::string_view op, double seconds);
@@ -35,6 +41,8 @@ class ScopedOpTimer {
  public:
   explicit ScopedOpTimer(absl::string_view op);
   ~ScopedOpTimer();
+  // True for the outermost op while profiling: the one whose time counts.
+  bool timing() const { return start_ns_ >= 0; }
   ScopedOpTimer(const ScopedOpTimer&) = delete;
   ScopedOpTimer& operator=(const ScopedOpTimer&) = delete;
 

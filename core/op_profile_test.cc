@@ -46,5 +46,20 @@ TEST(OpProfileTest, DisabledRecordsNothingThroughTheTimer) {
   EXPECT_EQ(CountOccurrences(OpProfileReport(), "quiet_op"), 0);
 }
 
+TEST(OpProfileTest, WaitingForTheDeviceIsItsOwnSwitchAndImpliesProfiling) {
+  SetOpProfiling(false);
+  EXPECT_FALSE(OpProfilingSynchronizes());
+  SetOpProfilingSynchronizes(true);
+  EXPECT_TRUE(OpProfilingEnabled());
+  EXPECT_TRUE(OpProfilingSynchronizes());
+  SetOpProfiling(true);  // Already on: keeps the wait.
+  EXPECT_TRUE(OpProfilingSynchronizes());
+  SetOpProfilingSynchronizes(false);  // Profiling stays on, without the wait.
+  EXPECT_TRUE(OpProfilingEnabled());
+  EXPECT_FALSE(OpProfilingSynchronizes());
+  SetOpProfiling(false);
+  EXPECT_FALSE(OpProfilingEnabled());
+}
+
 }  // namespace
 }  // namespace tfm

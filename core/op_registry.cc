@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/check.h"
+#include "core/cuda/runtime.h"
 #include "core/op_profile.h"
 #include "core/status_macros.h"
 
@@ -315,6 +316,9 @@ absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
     }
   }
   TFM_RETURN_IF_ERROR(CheckNoUndeclaredAliases(*def, layout, inputs, context.outputs()));
+  if (timer.timing() && target->device.type == DeviceType::kCUDA && OpProfilingSynchronizes()) {
+    TFM_RETURN_IF_ERROR(cuda::Synchronize(target->device.index));
+  }
   return std::move(context.outputs());
 }
 

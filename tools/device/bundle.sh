@@ -51,6 +51,16 @@ for extra in libopenblas.so.0 libjemalloc.so.2 libsentencepiece.so.0 libgfortran
 done
 rm "$stage/ldcache"
 for lib in "${!libs[@]}"; do cp -L "$lib" "$stage/lib/"; done
+# Runfiles repeat the binaries and our shared libraries (dereferenced):
+# identical files become hard links, which tar stores once.
+declare -A first_copy
+while read -r sum file; do
+  if [[ -n "${first_copy[$sum]:-}" ]]; then
+    ln -f "${first_copy[$sum]}" "$file"
+  else
+    first_copy[$sum]="$file"
+  fi
+done < <(find "$stage" -type f -size +64k -print0 | xargs -0 md5sum | sort)
 mkdir -p .device_bundle
 tar -C "$stage" -cJf .device_bundle/bundle.tar.xz .
 cp tools/device/run_bundle.sh tools/device/run_gpu_tests.sh .device_bundle/

@@ -3,9 +3,9 @@
 # after `tools/device/bundle.sh --gpu_tests //tasks:translate_ende
 # //benchmarks:train_step //benchmarks:decode //benchmarks:attention //tools:bleu` here:
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
-# STAGE (default: all, in the order tests train compare pack decode_bench
-# train_step attention memcheck: what later stages need, and the most wanted
-# results, first):
+# STAGE (default: all; they run in the order tests train compare pack
+# decode_bench decode_profile train_step train_step_f32 attention memcheck:
+# what later stages need, and the most wanted results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
 #   memcheck     compute-sanitizer memcheck over the GPU training and decoding tests,
 #                and the fused residual LayerNorm, row top-k and multi-tensor Adam kernels
@@ -15,12 +15,18 @@
 #                first checkpoint, multi30k_ende_small (f32) instead
 #   compare      that model's test split decoded on the GPU and on the CPU: identical
 #                lines, BLEU of each (beam 4, and greedy)
-#   train_step   benchmarks/train_step --device=cuda against PyTorch (base, paper in f32;
-#                base_25k, big_25k in bf16 with MFU; base_25k in f16)
+#   train_step   benchmarks/train_step --device=cuda against PyTorch (base_25k, big_25k
+#                in bf16 with MFU; base_25k in f16)
+#   train_step_f32  the same at the CPU presets' shapes (base, paper) in f32
 #   decode_bench benchmarks/decode --device=cuda against Hugging Face and PyTorch
+#   decode_profile  ours only, op by op with every GPU op waited for
+#                (TFM_PROFILE_OPS=sync): the trained model and the random base model
 #   attention    benchmarks/attention --decode_only: the decode kernel against the
 #                32-query tiles (and cuDNN)
 #   pack         the trained model back here (model split in 15 MiB parts)
+# TFM_GPU_MODEL names a trained model directory carried with the call (e.g.
+# .gpu_model/m30k): compare, decode_bench and decode_profile use it when the
+# train stage does not run.
 # Logs: $OUT/gpu_checks.log (everything), $OUT/test_logs.tar.gz (per test binary).
 # .gpu_data/multi30k is a copy of ../shared/data/multi30k (the device machine
 # has no ../shared); .gpu_data/multi30k_ende_spm.model a vocabulary trained
@@ -36,10 +42,12 @@ run_bundle() { "$bundle/run_bundle.sh" "$@"; }
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(nproc)"
 
-stages=" ${*:-tests train compare pack decode_bench train_step attention memcheck} "
+stages=" ${*:-tests train compare pack decode_bench train_step decode_profile attention memcheck train_step_f32} "
 run() { [[ "$stages" == *" $1 "* ]] && echo "== $(date -u +%T) stage $1"; }
 work=/tmp/m30k_gpu
 data="$PWD/.gpu_data/multi30k"
+model="$work"
+[[ -n "${TFM_GPU_MODEL:-}" && "$stages" != *" train "* ]] && model="$PWD/$TFM_GPU_MODEL"
 
 if run tests; then
   TFM_TEST_LOGS=/tmp/test_logs timeout 240 "$bundle/run_gpu_tests.sh"
@@ -78,7 +86,7 @@ if run compare; then
   for device in cuda cpu; do
     for beam in 4 1; do
       /usr/bin/time -f "$device beam $beam: %e s wall" timeout 150 "$bundle/run_bundle.sh" \
-        tasks/translate_ende evaluate --model="$work" --device="$device" --beam="$beam" \
+        tasks/translate_ende evaluate --model="$model" --device="$device" --beam="$beam" \
         --src="$data/test_2016_flickr.en.gz" --ref="$data/test_2016_flickr.de.gz" \
         --output="/tmp/test_${device}_beam${beam}.de" 2>&1 | grep -vE '^ *[0-9]+/'
     done
@@ -91,30 +99,41 @@ if run compare; then
 fi
 
 if run pack; then
-  model="$(ls -d "$work"/checkpoint_average 2>/dev/null || ls -d "$work"/checkpoint_0* | tail -1)"
-  echo "packing $model"
-  split -b 15M "$model/model.safetensors" "$out/model.safetensors.part_"
-  tar -C "$model" --exclude=model.safetensors --exclude=optimizer.safetensors \
+  packed="$(ls -d "$work"/checkpoint_average 2>/dev/null || ls -d "$work"/checkpoint_0* | tail -1)"
+  echo "packing $packed"
+  split -b 15M "$packed/model.safetensors" "$out/model.safetensors.part_"
+  tar -C "$packed" --exclude=model.safetensors --exclude=optimizer.safetensors \
     -czf "$out/checkpoint_rest.tar.gz" .
 fi
 
 if run decode_bench; then
   # The trained model on the test set (batched rows, and 40 lines at batch
   # 1), then a base-sized random model at fixed steps (end of sentence off).
-  timeout 300 "$bundle/run_bundle.sh" benchmarks/decode --device=cuda --model="$work" \
+  timeout 300 "$bundle/run_bundle.sh" benchmarks/decode --device=cuda --model="$model" \
     --input="$data/test_2016_flickr.en.gz" --reference="$data/test_2016_flickr.de.gz" \
-    --batch_sizes=64,256 --lines_at_batch_1=40 --random_base --peer_python=python3
+    --batch_sizes=64,256,1000 --lines_at_batch_1=40 --random_base --peer_python=python3
+fi
+
+if run decode_profile; then
+  TFM_PROFILE_OPS=sync timeout 120 "$bundle/run_bundle.sh" benchmarks/decode --device=cuda \
+    --model="$model" --input="$data/test_2016_flickr.en.gz" \
+    --reference="$data/test_2016_flickr.de.gz" --batch_sizes=256 --lines_at_batch_1=16 \
+    --random_base --random_lines_at_batch_1=4 --peers= --ours_bf16=false --memory=false
 fi
 
 if run train_step; then
-  # f32 at the CPU presets' shapes, then the issue's rows: base and big at
-  # ~25k target tokens in bf16 (MFU), and base in f16 (dynamic loss scaling).
-  timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --presets=base,paper \
-    --steps=5 --threads=16 --torch_compile=false --peer_python=python3
+  # The issue's rows: base and big at ~25k target tokens in bf16 (MFU), then
+  # base in f16 (dynamic loss scaling).
   timeout 200 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=bf16 \
     --presets=base_25k,big_25k --steps=5 --threads=16 --torch_compile=false --peer_python=python3
   timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=f16 \
     --presets=base_25k --steps=5 --threads=16 --torch_compile=false --peer_python=python3
+fi
+
+if run train_step_f32; then
+  # f32 at the CPU presets' shapes.
+  timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --presets=base,paper \
+    --steps=5 --threads=16 --torch_compile=false --peer_python=python3
 fi
 
 if run attention; then

@@ -14,7 +14,9 @@ for test in $(grep -E "${TFM_TESTS:-.}" "$here/gpu_tests.txt"); do
   # parity tests against PyTorch need this machine's peer venv: left out.
   isa=""
   [[ "$test" == *_avx512 ]] && isa=avx512
-  if TFM_CPU_ISA=$isa "$here/run_bundle.sh" ${TFM_TEST_WRAPPER:-} "$test" --gtest_brief=1 \
+  # As under `bazel test`: TEST_SRCDIR is the binary's runfiles (the test
+  # data of @shared_data is there).
+  if TEST_SRCDIR="/tmp/bundle/$test.runfiles" TFM_CPU_ISA=$isa "$here/run_bundle.sh" ${TFM_TEST_WRAPPER:-} "$test" --gtest_brief=1 \
        --gtest_filter='-*Torch*:*PyTorch*' "$@" >"$log" 2>&1; then
     # The tool's own verdict (compute-sanitizer's "ERROR SUMMARY") too.
     echo "PASS $test: $(grep -E '^\[  (PASSED|SKIPPED) |(ERROR|RACECHECK) SUMMARY' "$log" | tr -s ' =' | tr '\n' ' ')"
