@@ -321,8 +321,9 @@ absl::Span<const std::vector<int>> RowSources(const Section& section, int batch_
 }
 
 // Ours at one batch size: the first --warmup sources untimed, then the
-// row's sources.
-absl::StatusOr<Row> RunOurs(const Section& section, int batch_size) {
+// row's sources. `side` names the row (a variant's, e.g. ours_bf16).
+absl::StatusOr<Row> RunOurs(const Section& section, int batch_size,
+                            const std::string& side = "ours") {
   SearchOptions options = section.search;
   options.batch_size = batch_size;
   BeamSearch search(options);
@@ -337,10 +338,11 @@ absl::StatusOr<Row> RunOurs(const Section& section, int batch_size) {
   // The results are on the host when Search returns: a GPU's work is in.
   const absl::Time start = absl::Now();
   TFM_ASSIGN_OR_RETURN(std::vector<NBestList> results, search.Search(*section.model, sources));
-  Row row{"ours", batch_size, absl::ToDoubleSeconds(absl::Now() - start)};
+  Row row{side, batch_size, absl::ToDoubleSeconds(absl::Now() - start)};
   for (const NBestList& list : results) row.outputs.push_back(list.front().tokens);
   if (profile) {
-    std::cout << "where ours at batch " << batch_size << " spends its time, op by op:\n"
+    std::cout << "where " << side << " at batch " << batch_size
+              << " spends its time, op by op:\n"
               << OpProfileReport(row.seconds) << "\n";
   }
   return row;
@@ -738,8 +740,7 @@ absl::Status RunVariantRows(const Section& section, const OursVariant& variant,
   const auto run = [&]() -> absl::Status {
     TFM_RETURN_IF_ERROR(variant.set(true));
     for (int size : batch_sizes) {
-      TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(section, size));
-      ours.side = variant.side;
+      TFM_ASSIGN_OR_RETURN(Row ours, RunOurs(section, size, variant.side));
       KeepFastest(std::move(ours), rows);
     }
     return absl::OkStatus();

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cuda/runtime.h"
+#include "core/op_profile.h"
 #include "core/status_macros.h"
 
 namespace tfm {
@@ -30,6 +31,11 @@ absl::Status CopyInto(const Tensor& from, Tensor to) {
   const cuda::CopyKind kind = from_cpu ? cuda::CopyKind::kHostToDevice
                               : to_cpu ? cuda::CopyKind::kDeviceToHost
                                        : cuda::CopyKind::kDeviceToDevice;
+  // In the op profile (core/op_profile.h) beside the ops: a device's copies
+  // wait for it, so they are where a host-bound step shows.
+  const ScopedOpTimer timer(from_cpu ? "(copy host to device)"
+                            : to_cpu ? "(copy device to host)"
+                                     : "(copy device to device)");
   return cuda::Memcpy(to.raw_data(), from.raw_data(), from.nbytes(), kind);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <vector>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,9 @@ absl::Status GatherEntries(absl::node_hash_map<const void*, DecodingCache::Entry
                            DecodingCache::Indexing indexing, const std::vector<int32_t>& ids,
                            int64_t length, int64_t capacity, const Device& device) {
   std::optional<Tensor> id_tensor;  // For the gathers, uploaded once.
+  // For the in-place moves: planned and uploaded once per cache size (the
+  // caches of every layer move alike).
+  std::vector<UploadedKvReorder> reorders;
   const int64_t count = static_cast<int64_t>(ids.size());
   const bool per_position = indexing == DecodingCache::Indexing::kRow ||
                             indexing == DecodingCache::Indexing::kRowByTable;
@@ -39,7 +43,15 @@ absl::Status GatherEntries(absl::node_hash_map<const void*, DecodingCache::Entry
       const int64_t keep = per_position ? length : tensor.dim(2);
       const int64_t room = per_position ? capacity : tensor.dim(2);
       if (count <= tensor.dim(0) && room == tensor.dim(2)) {
-        TFM_ASSIGN_OR_RETURN(tensor, KvCacheReorder(tensor, ids, keep));
+        auto reorder = std::find_if(reorders.begin(), reorders.end(), [&](const auto& r) {
+          return r.cache_rows == tensor.dim(0);
+        });
+        if (reorder == reorders.end()) {
+          TFM_ASSIGN_OR_RETURN(UploadedKvReorder uploaded,
+                               UploadKvReorder(ids, tensor.dim(0), device));
+          reorder = reorders.insert(reorders.end(), std::move(uploaded));
+        }
+        TFM_ASSIGN_OR_RETURN(tensor, KvCacheReorder(tensor, *reorder, keep));
         continue;
       }
       if (!id_tensor) {

@@ -17,7 +17,7 @@
 #include "layers/decoding_cache.h"
 #include "layers/parameter_init.h"
 #include "layers/transformer.h"
-#include "ops/cast/cast.h"
+#include "ops/linear/linear.h"
 #include "ops/embedding/embedding.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/log_softmax_top_k/log_softmax_top_k.h"
@@ -216,15 +216,19 @@ absl::StatusOr<Tensor> Transformer::StepLogits(DecoderState& base,
   // The tied projection: hidden E^T, or onto the shortlist's candidates
   // only (their rows laid out once per batch).
   const bool shortlisted = !state->candidates.empty();
-  TFM_ASSIGN_OR_RETURN(
-      Tensor logits,
-      shortlisted ? DecodingLinear(state->cache, &state->candidate_table, hidden,
-                                   state->candidate_table, std::nullopt, false,
-                                   DecodingCache::Indexing::kBatch)
-                  : DecodingLinear(state->cache, &TargetTable().value, hidden, table));
-  if (logits.dtype() != DType::kF32) {
-    // The log-probabilities in f32: a beam compares sums of them.
-    TFM_ASSIGN_OR_RETURN(logits, Cast(logits, DType::kF32));
+  Tensor logits;
+  if (hidden.dtype() != DType::kF32) {
+    // 16-bit decoding keeps the product's f32 sums: logits rounded to bf16
+    // tie (8 bits), a beam's order among them is lost, and a tie at the
+    // ranking's cut sends the whole distribution to the host (ops/linear).
+    TFM_ASSIGN_OR_RETURN(logits,
+                         LinearToF32(hidden, shortlisted ? state->candidate_table : table));
+  } else {
+    TFM_ASSIGN_OR_RETURN(
+        logits, shortlisted ? DecodingLinear(state->cache, &state->candidate_table, hidden,
+                                             state->candidate_table, std::nullopt, false,
+                                             DecodingCache::Indexing::kBatch)
+                            : DecodingLinear(state->cache, &TargetTable().value, hidden, table));
   }
   state->cache.EndStep();
   return logits;

@@ -1,6 +1,7 @@
 #include "ops/kv_cache/kv_cache.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/op_profile.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
@@ -179,25 +180,57 @@ absl::StatusOr<KvReorderPlan> PlanKvReorder(absl::Span<const int32_t> rows, int6
   return plan;
 }
 
+absl::StatusOr<UploadedKvReorder> UploadKvReorder(absl::Span<const int32_t> rows,
+                                                  int64_t cache_rows, const Device& device) {
+  UploadedKvReorder reorder;
+  std::vector<int32_t> flat;
+  {
+    const ScopedOpTimer timer("(kv_cache_reorder plan, host)");
+    TFM_ASSIGN_OR_RETURN(const KvReorderPlan plan, PlanKvReorder(rows, cache_rows));
+    reorder.rows = static_cast<int64_t>(rows.size());
+    reorder.cache_rows = cache_rows;
+    reorder.staged = static_cast<int64_t>(plan.staged.size());
+    reorder.from_cache = static_cast<int64_t>(plan.from_cache_dst.size());
+    reorder.from_scratch = static_cast<int64_t>(plan.from_scratch_dst.size());
+    flat = plan.Flat();
+  }
+  if (!flat.empty()) {
+    TFM_ASSIGN_OR_RETURN(reorder.plan,
+                         Int32OnDevice(flat, {static_cast<int64_t>(flat.size())}, device));
+  }
+  return reorder;
+}
+
+absl::StatusOr<Tensor> KvCacheReorder(const Tensor& cache, const UploadedKvReorder& reorder,
+                                      int64_t length) {
+  if (cache.rank() != 4) {
+    return absl::InvalidArgumentError("kv_cache_reorder: cache must be [rows, heads, capacity, d]");
+  }
+  if (cache.dim(0) != reorder.cache_rows) {
+    return absl::InvalidArgumentError(absl::StrCat("kv_cache_reorder: a plan for ",
+                                                   reorder.cache_rows, " rows on a cache of ",
+                                                   cache.dim(0)));
+  }
+  if (reorder.plan.defined()) {
+    Attrs attrs;
+    attrs.Set("length", length)
+        .Set("staged", reorder.staged)
+        .Set("from_cache", reorder.from_cache)
+        .Set("from_scratch", reorder.from_scratch);
+    TFM_RETURN_IF_ERROR(RunOp("kv_cache_reorder", {cache, reorder.plan}, attrs).status());
+  }
+  if (reorder.rows == cache.dim(0)) return cache;
+  return cache.Slice(0, reorder.rows);
+}
+
 absl::StatusOr<Tensor> KvCacheReorder(const Tensor& cache, absl::Span<const int32_t> rows,
                                       int64_t length) {
   if (cache.rank() != 4) {
     return absl::InvalidArgumentError("kv_cache_reorder: cache must be [rows, heads, capacity, d]");
   }
-  TFM_ASSIGN_OR_RETURN(const KvReorderPlan plan, PlanKvReorder(rows, cache.dim(0)));
-  const std::vector<int32_t> flat = plan.Flat();
-  if (!flat.empty()) {
-    TFM_ASSIGN_OR_RETURN(const Tensor plan_tensor,
-                         Int32OnDevice(flat, {static_cast<int64_t>(flat.size())}, cache.device()));
-    Attrs attrs;
-    attrs.Set("length", length)
-        .Set("staged", static_cast<int64_t>(plan.staged.size()))
-        .Set("from_cache", static_cast<int64_t>(plan.from_cache_dst.size()))
-        .Set("from_scratch", static_cast<int64_t>(plan.from_scratch_dst.size()));
-    TFM_RETURN_IF_ERROR(RunOp("kv_cache_reorder", {cache, plan_tensor}, attrs).status());
-  }
-  if (static_cast<int64_t>(rows.size()) == cache.dim(0)) return cache;
-  return cache.Slice(0, static_cast<int64_t>(rows.size()));
+  TFM_ASSIGN_OR_RETURN(const UploadedKvReorder reorder,
+                       UploadKvReorder(rows, cache.dim(0), cache.device()));
+  return KvCacheReorder(cache, reorder, length);
 }
 
 }  // namespace tfm

@@ -70,6 +70,22 @@ absl::StatusOr<KvReorderPlan> PlanKvReorder(absl::Span<const int32_t> rows, int6
 absl::StatusOr<Tensor> KvCacheReorder(const Tensor& cache, absl::Span<const int32_t> rows,
                                       int64_t length);
 
+// A reorder planned on the host and its plan uploaded once, for every cache
+// of `cache_rows` rows on `device`: a decoder's caches (two a layer) all
+// move alike, so a step plans and uploads once instead of once a cache.
+struct UploadedKvReorder {
+  int64_t rows = 0;        // rows.size(): the caches keep their first `rows`.
+  int64_t cache_rows = 0;  // The caches it serves.
+  int64_t staged = 0, from_cache = 0, from_scratch = 0;
+  Tensor plan;  // KvReorderPlan::Flat() on the device; undefined: nothing moves.
+};
+absl::StatusOr<UploadedKvReorder> UploadKvReorder(absl::Span<const int32_t> rows,
+                                                  int64_t cache_rows, const Device& device);
+
+// KvCacheReorder(cache, rows, length) with the rows' uploaded plan.
+absl::StatusOr<Tensor> KvCacheReorder(const Tensor& cache, const UploadedKvReorder& reorder,
+                                      int64_t length);
+
 }  // namespace tfm
 
 #endif  // TFM_OPS_KV_CACHE_KV_CACHE_H_

@@ -31,6 +31,7 @@ absl::Status ValidateXAndWeight(const KernelContext& context, int first) {
 
 absl::Status ValidateLinear(const KernelContext& context) {
   TFM_RETURN_IF_ERROR(ValidateXAndWeight(context, 0));
+  TFM_RETURN_IF_ERROR(context.attrs().GetOr<bool>("f32_out", false).status());
   if (context.num_inputs() == 3 && context.input(2).shape() != Shape{context.input(1).dim(0)}) {
     return context.Error("bias must be [out_features]");
   }
@@ -73,7 +74,8 @@ TFM_REGISTER_OP(OpDef{
     .name = "linear_no_bias",
     .inputs = {"x", "weight"},
     .outputs = {"out"},
-    .doc = "out = x weight^T",
+    .attrs = {"f32_out"},
+    .doc = "out = x weight^T; f32_out: out in f32 whatever x's dtype (the f32 sums unrounded)",
     .validate = ValidateLinear,
     .kernel_dtype_inputs = {0, 1},
     .output_shapes = LinearOutputShapes,
@@ -97,6 +99,13 @@ absl::StatusOr<Tensor> Linear(const Tensor& x, const Tensor& weight,
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                        bias.has_value() ? RunOp("linear", {x, weight, *bias})
                                         : RunOp("linear_no_bias", {x, weight}));
+  return out[0];
+}
+
+absl::StatusOr<Tensor> LinearToF32(const Tensor& x, const Tensor& weight) {
+  Attrs attrs;
+  attrs.Set("f32_out", true);
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("linear_no_bias", {x, weight}, attrs));
   return out[0];
 }
 

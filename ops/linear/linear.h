@@ -6,7 +6,7 @@
 // "linear_backward" (dout, x, weight) -> (dx, dweight, dbias); with attribute
 // bias=false it skips the bias reduction and dbias is an empty [0] tensor.
 // The leading axes of x are flattened into one GEMM. f32 on every device,
-// bf16 and f16 on CUDA (outputs of the inputs' dtype).
+// bf16 and f16 on CUDA (outputs of the inputs' dtype, or f32: LinearToF32).
 #ifndef TFM_OPS_LINEAR_LINEAR_H_
 #define TFM_OPS_LINEAR_LINEAR_H_
 
@@ -19,6 +19,13 @@ namespace tfm {
 
 absl::StatusOr<Tensor> Linear(const Tensor& x, const Tensor& weight,
                               const std::optional<Tensor>& bias = std::nullopt);
+
+// x weight^T in f32 whatever the dtype of x and weight (which agree): 16-bit
+// operands accumulate in f32 and the sums are kept, not rounded to 16 bits.
+// 16-bit decoding's logits: rounded to bf16 (8 bits) near-equal logits tie,
+// and the ranking of a beam loses its order (and its speed: a tie at the
+// cut sends the whole distribution to the host). f32 x is Linear(x, weight).
+absl::StatusOr<Tensor> LinearToF32(const Tensor& x, const Tensor& weight);
 
 struct LinearGrads {
   Tensor dx;       // Shaped like x.

@@ -17,7 +17,10 @@ absl::Status LinearCuda(KernelContext& context) {
   const Tensor& weight = context.input(1);
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
   const int64_t rows = NumRows(x.shape());
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, context.dtype()));
+  // linear_no_bias may keep its f32 sums (LinearToF32).
+  TFM_ASSIGN_OR_RETURN(const bool f32_out, context.attrs().GetOr<bool>("f32_out", false));
+  TFM_ASSIGN_OR_RETURN(Tensor * out,
+                       context.AllocateOutput(0, f32_out ? DType::kF32 : context.dtype()));
   // out[rows, out] = x[rows, in] W^T.
   GemmCudaProblem product = {.trans_b = true,
                              .m = rows,
@@ -26,6 +29,7 @@ absl::Status LinearCuda(KernelContext& context) {
                              .a = x.raw_data(),
                              .b = weight.raw_data(),
                              .c = out->raw_data()};
+  product.c_f32 = f32_out;
   if (context.num_inputs() == 3) {
     const void* bias = context.input(2).raw_data();
     product.epilogue = GemmCudaEpilogue::kBias;

@@ -169,6 +169,38 @@ TEST(LinearTest, CudaMatchesCpuWithUnalignedBias) {
   }
 }
 
+// LinearToF32: on f32 operands Linear's bits; on 16-bit operands on a GPU
+// the f32 sums, which the CPU's f32 product of the same (rounded) operands
+// matches up to the order of the sums, and which a 16-bit result is within
+// one rounding (2^-9 relative for bf16) of.
+TEST(LinearTest, ToF32KeepsTheSumsUnrounded) {
+  const Tensor x = Random({7, 33}, 1), w = Random({20, 33}, 2);
+  absl::StatusOr<Tensor> plain = Linear(x, w), kept = LinearToF32(x, w);
+  ASSERT_TRUE(plain.ok() && kept.ok()) << kept.status();
+  EXPECT_EQ(kept->ToVector<float>(), plain->ToVector<float>());
+}
+
+TEST(LinearTest, CudaToF32KeepsTheSumsUnrounded) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    for (const Shape& x_shape : {Shape{1, 512}, Shape{300, 512}, Shape{37, 129}, Shape{0, 8}}) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " x ", ShapeToString(x_shape)));
+      const Tensor x = RoundedThrough(Random(x_shape, 1), dtype);
+      const Tensor w = RoundedThrough(Random({1000, x_shape.back()}, 2), dtype);
+      absl::StatusOr<Tensor> reference = Linear(x, w);
+      ASSERT_TRUE(reference.ok()) << reference.status();
+      absl::StatusOr<Tensor> kept = LinearToF32(OnCuda(HostAs(x, dtype)), OnCuda(HostAs(w, dtype)));
+      ASSERT_TRUE(kept.ok()) << kept.status();
+      EXPECT_EQ(kept->dtype(), DType::kF32);
+      EXPECT_TRUE(AllClose(HostF32(*kept), *reference, CudaTolerance(DType::kF32)));
+      // Rounded, the same product is the 16-bit one's (one rounding apart).
+      absl::StatusOr<Tensor> rounded = Linear(OnCuda(HostAs(x, dtype)), OnCuda(HostAs(w, dtype)));
+      ASSERT_TRUE(rounded.ok()) << rounded.status();
+      EXPECT_TRUE(AllClose(HostF32(*rounded), HostF32(*kept), CudaTolerance(dtype)));
+    }
+  }
+}
+
 TEST(LinearTest, Bf16IsForCudaOnly) {
   const Tensor x = HostAs(Random({2, 3}, 1), DType::kBF16);
   const absl::Status status = Linear(x, HostAs(Random({4, 3}, 2), DType::kBF16)).status();

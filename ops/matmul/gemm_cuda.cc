@@ -39,6 +39,8 @@ bool UseTf32() {
 
 size_t ElementBytes(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16 ? 2 : 4; }
 
+size_t CBytes(const GemmCudaProblem& p) { return p.c_f32 ? 4 : ElementBytes(p.dtype); }
+
 // The alignment cuBLASLt may assume for a matrix: the largest power of two
 // (at most 256, cuBLASLt's largest requirement) dividing its address, its
 // leading dimension and its batch stride in bytes. Heuristics given a
@@ -54,13 +56,14 @@ struct PlanKey {
   int device;
   DType dtype;
   bool tf32;
+  bool c_f32;
   bool trans_a, trans_b;
   int64_t m, n, k, batch, stride_a, stride_b;
   GemmCudaEpilogue epilogue;
   uint32_t align_a, align_b, align_c, align_bias;
 
   friend bool operator==(const PlanKey& x, const PlanKey& y) {
-    return x.device == y.device && x.dtype == y.dtype && x.tf32 == y.tf32 &&
+    return x.device == y.device && x.dtype == y.dtype && x.tf32 == y.tf32 && x.c_f32 == y.c_f32 &&
            x.trans_a == y.trans_a && x.trans_b == y.trans_b && x.m == y.m && x.n == y.n &&
            x.k == y.k && x.batch == y.batch && x.stride_a == y.stride_a &&
            x.stride_b == y.stride_b && x.epilogue == y.epilogue && x.align_a == y.align_a &&
@@ -68,7 +71,8 @@ struct PlanKey {
   }
   template <typename H>
   friend H AbslHashValue(H state, const PlanKey& key) {
-    return H::combine(std::move(state), key.device, key.dtype, key.tf32, key.trans_a, key.trans_b,
+    return H::combine(std::move(state), key.device, key.dtype, key.tf32, key.c_f32, key.trans_a,
+                      key.trans_b,
                       key.m, key.n, key.k, key.batch, key.stride_a, key.stride_b, key.epilogue,
                       key.align_a, key.align_b, key.align_c, key.align_bias);
   }
@@ -100,7 +104,7 @@ class PlanCache {
 };
 
 std::string Describe(const GemmCudaProblem& p) {
-  return absl::StrCat(p.op, ": ", DTypeName(p.dtype), " GEMM m=", p.m, " n=", p.n, " k=", p.k,
+  return absl::StrCat(p.op, ": ", DTypeName(p.dtype), p.c_f32 ? " (f32 C)" : "", " GEMM m=", p.m, " n=", p.n, " k=", p.k,
                       " batch=", p.batch, p.trans_a ? " A^T" : "", p.trans_b ? " B^T" : "");
 }
 
@@ -185,7 +189,8 @@ absl::Status InitDescriptors(const GemmCudaProblem& p, Descriptors& d) {
                            p.stride_b)) != CUBLAS_STATUS_SUCCESS ||
       (status = InitLayout(&d.b, type, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.batch,
                            p.stride_a)) != CUBLAS_STATUS_SUCCESS ||
-      (status = InitLayout(&d.c, type, p.m, p.n, p.batch, p.m * p.n)) != CUBLAS_STATUS_SUCCESS) {
+      (status = InitLayout(&d.c, p.c_f32 ? CUDA_R_32F : type, p.m, p.n, p.batch, p.m * p.n)) !=
+          CUBLAS_STATUS_SUCCESS) {
     return CublasError("cublasLtMatrixLayoutInit", status, p);
   }
   return absl::OkStatus();
@@ -198,6 +203,7 @@ PlanKey KeyOf(const GemmCudaProblem& p) {
       .device = p.device,
       .dtype = p.dtype,
       .tf32 = p.dtype == DType::kF32 && UseTf32(),
+      .c_f32 = p.c_f32,
       .trans_a = p.trans_a,
       .trans_b = p.trans_b,
       .m = p.m,
@@ -211,7 +217,8 @@ PlanKey KeyOf(const GemmCudaProblem& p) {
           AlignmentOf(p.a, (p.trans_a ? p.m : p.k) * bytes, batched ? p.stride_a * bytes : 0),
       .align_b =
           AlignmentOf(p.b, (p.trans_b ? p.k : p.n) * bytes, batched ? p.stride_b * bytes : 0),
-      .align_c = AlignmentOf(p.c, p.n * bytes, batched ? p.m * p.n * bytes : 0),
+      .align_c = AlignmentOf(p.c, p.n * static_cast<int64_t>(CBytes(p)),
+                             batched ? p.m * p.n * static_cast<int64_t>(CBytes(p)) : 0),
       .align_bias =
           p.epilogue == GemmCudaEpilogue::kNone ? 256u : AlignmentOf(BiasPointerOf(p), 0, 0),
   };
@@ -276,6 +283,9 @@ absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
   if (p.dtype != DType::kF32 && p.dtype != DType::kBF16 && p.dtype != DType::kF16) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(p), ": unsupported dtype"));
   }
+  if (p.c_f32 && p.epilogue != GemmCudaEpilogue::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(p), ": an f32 C takes no epilogue"));
+  }
   // cuBLASLt takes 64-bit extents but documents only 32-bit ones as working.
   if (!FitsInt32(p.m) || !FitsInt32(p.n) || !FitsInt32(p.k) || !FitsInt32(p.batch)) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(p), ": extents beyond 2^31 - 1"));
@@ -284,7 +294,7 @@ absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
   if (error != cudaSuccess) return CudaError("cudaSetDevice", error, p);
   if (p.k == 0) {  // An empty sum: C = 0 (+ C).
     if (p.accumulate) return true;
-    error = cudaMemsetAsync(p.c, 0, p.batch * p.m * p.n * ElementBytes(p.dtype),
+    error = cudaMemsetAsync(p.c, 0, p.batch * p.m * p.n * CBytes(p),
                             static_cast<cudaStream_t>(stream));
     if (error != cudaSuccess) return CudaError("cudaMemsetAsync", error, p);
     return true;

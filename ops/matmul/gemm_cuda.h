@@ -38,6 +38,9 @@ struct GemmCudaProblem {
   const char* op = "gemm";    // The calling op, named by error messages.
   int device = 0;             // The GPU that holds every operand.
   DType dtype = DType::kF32;  // Of A, B, C and bias: kF32, kBF16 or kF16.
+  // C in f32 whatever `dtype` (16-bit A and B): the f32 sums unrounded.
+  // Without an epilogue only.
+  bool c_f32 = false;
   bool trans_a = false;
   bool trans_b = false;
   int64_t m = 0, n = 0, k = 0;

@@ -4,9 +4,11 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <utility>
 
+#include "core/op_profile.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "core/thread_pool.h"
@@ -163,14 +165,17 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
           StepTopTokens top,
           model.StepTopK(*state, last, 2 * beam + 1, options_.ignore_eos ? vocabulary.eos_id : -1));
       std::atomic<bool> all_decided{true};
-      ThreadPool::Default()->ParallelFor(groups, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t group = begin; group < end; ++group) {
-          if (!TopCandidatesOfRowTops(top, log_probs, static_cast<int>(group) * width, width,
-                                      2 * beam, group_candidates[group])) {
-            all_decided = false;
+      {
+        const ScopedOpTimer timer("(beam search: ranks, host)");
+        ThreadPool::Default()->ParallelFor(groups, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t group = begin; group < end; ++group) {
+            if (!TopCandidatesOfRowTops(top, log_probs, static_cast<int>(group) * width, width,
+                                        2 * beam, group_candidates[group])) {
+              all_decided = false;
+            }
           }
-        }
-      });
+        });
+      }
       decided = all_decided;
       if (!decided) {
         TFM_ASSIGN_OR_RETURN(step_log_probs, top.all_log_probs());
@@ -180,6 +185,7 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
     }
     if (!decided) {
       // A scan of every row's vocabulary, as long as a log-softmax.
+      const ScopedOpTimer timer("(beam search: whole distributions, host)");
       const int64_t vocab = step_log_probs.dim(1);
       float* const step_data = step_log_probs.data<float>();
       ThreadPool::Default()->ParallelFor(groups, 1, [&](int64_t begin, int64_t end) {
@@ -195,6 +201,8 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
         }
       });
     }
+    std::optional<ScopedOpTimer> bookkeeping_timer;
+    bookkeeping_timer.emplace("(beam search: bookkeeping, host)");
     for (int group = 0; group < groups; ++group) {
       const int s = active[group];
       const int first = group * width;
@@ -245,6 +253,7 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
         next_log_probs.push_back(c.log_prob);
       }
     }
+    bookkeeping_timer.reset();
     if (next_active.empty()) break;
     next_tokens.resize(next_rows.size());
     if (width != beam || !IsIdentity(next_rows, static_cast<int64_t>(last.size()))) {
