@@ -19,7 +19,8 @@ struct OpTotal {
   double seconds = 0;
 };
 
-// -1: not read yet; 0 off; 1 on; 2 on, GPU ops waited for.
+// -1: not read yet; else bit 0: profiling on, bit 1: GPU ops waited for
+// while it is on (kept while profiling is turned off and on again).
 std::atomic<int>& EnabledFlag() {
   static std::atomic<int> flag{-1};
   return flag;
@@ -30,7 +31,7 @@ int ReadFlag() {
   if (flag < 0) {
     const char* value = std::getenv("TFM_PROFILE_OPS");
     const absl::string_view text = value == nullptr ? "" : value;
-    flag = text == "sync" ? 2 : (!text.empty() && text != "0") ? 1 : 0;
+    flag = text == "sync" ? 3 : (!text.empty() && text != "0") ? 1 : 0;
     EnabledFlag().store(flag, std::memory_order_relaxed);
   }
   return flag;
@@ -56,17 +57,14 @@ int64_t NowNs() {
 
 }  // namespace
 
-bool OpProfilingEnabled() { return ReadFlag() > 0; }
+bool OpProfilingEnabled() { return (ReadFlag() & 1) != 0; }
 
-bool OpProfilingSynchronizes() { return ReadFlag() == 2; }
+bool OpProfilingSynchronizes() { return ReadFlag() == 3; }
 
-// Turning profiling on keeps a requested wait for the device.
-void SetOpProfiling(bool enabled) {
-  EnabledFlag().store(enabled ? std::max(ReadFlag(), 1) : 0);
-}
+void SetOpProfiling(bool enabled) { EnabledFlag().store((ReadFlag() & 2) | (enabled ? 1 : 0)); }
 
 void SetOpProfilingSynchronizes(bool synchronize) {
-  EnabledFlag().store(synchronize ? 2 : std::min(ReadFlag(), 1));
+  EnabledFlag().store(synchronize ? 3 : (ReadFlag() & 1));
 }
 
 void RecordOpTime(absl::string_view op, double seconds) {

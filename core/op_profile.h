@@ -22,7 +22,9 @@ namespace tfm {
 bool OpProfilingEnabled();
 // Turns profiling on or off regardless of the variable (benchmarks, tests).
 void SetOpProfiling(bool enabled);
-// Whether outermost GPU ops wait for their device (TFM_PROFILE_OPS=sync).
+// Whether outermost GPU ops wait for their device (TFM_PROFILE_OPS=sync):
+// while profiling is on; SetOpProfiling(false) then (true) keeps the wait.
+// Asking for the wait turns profiling on.
 bool OpProfilingSynchronizes();
 void SetOpProfilingSynchronizes(bool synchronize);
 

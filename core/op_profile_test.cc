@@ -54,6 +54,10 @@ TEST(OpProfileTest, WaitingForTheDeviceIsItsOwnSwitchAndImpliesProfiling) {
   EXPECT_TRUE(OpProfilingSynchronizes());
   SetOpProfiling(true);  // Already on: keeps the wait.
   EXPECT_TRUE(OpProfilingSynchronizes());
+  SetOpProfiling(false);  // Warm-up steps outside the table: no wait then...
+  EXPECT_FALSE(OpProfilingSynchronizes());
+  SetOpProfiling(true);  // ...and the wait again after.
+  EXPECT_TRUE(OpProfilingSynchronizes());
   SetOpProfilingSynchronizes(false);  // Profiling stays on, without the wait.
   EXPECT_TRUE(OpProfilingEnabled());
   EXPECT_FALSE(OpProfilingSynchronizes());

@@ -4,8 +4,8 @@
 # //benchmarks:train_step //benchmarks:decode //benchmarks:attention //tools:bleu` here:
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
 # STAGE (default: all; they run in the order tests train compare pack
-# decode_bench decode_profile train_step train_step_f32 attention memcheck
-# memcheck_training:
+# decode_bench decode_profile train_step train_profile train_step_f32 attention
+# memcheck memcheck_training:
 # what later stages need, and the most wanted results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
 #   memcheck     compute-sanitizer memcheck over the GPU decoding tests and the fused
@@ -19,6 +19,7 @@
 #                lines, BLEU of each (beam 4, and greedy)
 #   train_step   benchmarks/train_step --device=cuda against PyTorch (base_25k, big_25k
 #                in bf16 with MFU; base_25k in f16)
+#   train_profile  our bf16 big update op by op, GPU ops waited for (TFM_PROFILE_OPS=sync)
 #   train_step_f32  the same at the CPU presets' shapes (base, paper) in f32
 #   decode_bench benchmarks/decode --device=cuda against Hugging Face and PyTorch
 #   decode_profile  ours only, op by op with every GPU op waited for
@@ -44,7 +45,7 @@ run_bundle() { "$bundle/run_bundle.sh" "$@"; }
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(nproc)"
 
-stages=" ${*:-tests train compare pack decode_bench train_step decode_profile attention memcheck train_step_f32 memcheck_training} "
+stages=" ${*:-tests train compare pack decode_bench train_step decode_profile train_profile attention memcheck train_step_f32 memcheck_training} "
 run() { [[ "$stages" == *" $1 "* ]] && echo "== $(date -u +%T) stage $1"; }
 work=/tmp/m30k_gpu
 data="$PWD/.gpu_data/multi30k"
@@ -130,6 +131,14 @@ if run train_step; then
     --presets=base_25k,big_25k --steps=5 --threads=16 --torch_compile=false --peer_python=python3
   timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=f16 \
     --presets=base_25k --steps=5 --threads=16 --torch_compile=false --peer_python=python3
+fi
+
+if run train_profile; then
+  # Where a bf16 big update's time goes, every GPU op waited for (the MFU
+  # gap): our side only counts here, its timing is slowed by the waits.
+  TFM_PROFILE_OPS=sync timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda \
+    --dtype=bf16 --presets=big_25k --steps=2 --threads=16 --torch_compile=false \
+    --profile_ops --peer_python=python3
 fi
 
 if run train_step_f32; then
