@@ -135,7 +135,7 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
     TFM_RETURN_IF_ERROR(
         GatherEntries(entries_, Indexing::kRow, row_ids, position_, capacity_, device_));
     const int64_t count = static_cast<int64_t>(row_ids.size());
-    if (ByTable() && count <= table_rows_) {
+    if (count <= table_rows_) {
       // Nothing moves: new row i reads what old row row_ids[i] read, and
       // writes its own row from this position on.
       std::vector<int32_t> next(count * capacity_);
@@ -147,8 +147,7 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
       table_ = std::move(next);
       TFM_RETURN_IF_ERROR(SetKeyRows());
     } else {
-      // The rows move (a GPU), or there are more than the tensors have (a
-      // beam widening): rebuilt.
+      // More rows than the tensors have (a beam widening): rebuilt.
       TFM_RETURN_IF_ERROR(ResolveTable(row_ids, capacity_));
     }
   }
@@ -163,7 +162,7 @@ absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int
 absl::Status DecodingCache::ResolveTable(const std::vector<int32_t>& rows, int64_t capacity) {
   const int64_t count = static_cast<int64_t>(rows.size());
   if (table_.empty()) {
-    // Every row holds its own positions (always so on a GPU): a row gather,
+    // Every row holds its own positions: a row gather,
     // in place where the rows and capacity allow.
     table_rows_ = count;
     return GatherEntries(entries_, Indexing::kRowByTable, rows, position_, capacity, device_);
@@ -172,8 +171,7 @@ absl::Status DecodingCache::ResolveTable(const std::vector<int32_t>& rows, int64
   for (int64_t i = 0; i < count; ++i) {
     for (int64_t t = 0; t < position_; ++t) sources[i * position_ + t] = KeyRow(rows[i], t);
   }
-  TFM_ASSIGN_OR_RETURN(const Tensor table,
-                       Tensor::FromVector<int32_t>(sources, {count, position_}));
+  TFM_ASSIGN_OR_RETURN(const Tensor table, Int32OnDevice(sources, {count, position_}, device_));
   for (auto& [owner, entry] : entries_) {
     if (entry.indexing != Indexing::kRowByTable) continue;
     for (Tensor& tensor : entry.tensors) {
@@ -191,7 +189,7 @@ absl::Status DecodingCache::SetKeyRows() {
     return absl::OkStatus();
   }
   const int64_t rows = static_cast<int64_t>(table_.size()) / capacity_;
-  TFM_ASSIGN_OR_RETURN(key_rows_, Tensor::FromVector<int32_t>(table_, {rows, capacity_}));
+  TFM_ASSIGN_OR_RETURN(key_rows_, Int32OnDevice(table_, {rows, capacity_}, device_));
   return absl::OkStatus();
 }
 

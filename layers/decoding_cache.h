@@ -51,10 +51,10 @@ class DecodingCache {
     // a shortlist's output projection): kept by this cache alone, never
     // shared with a search's other batches.
     kBatch,
-    // Like kRow, but on the CPU a reorder rewrites the cache's key_rows()
-    // table instead of moving them (the layer must read them through it:
+    // Like kRow, but a reorder rewrites the cache's key_rows() table instead
+    // of moving them (the layer must read them through it:
     // ops/attention/attention.h's key rows), and the tensors keep rows past
-    // the live ones (rows() writes its first rows). On other devices, kRow.
+    // the live ones (rows() writes its first rows).
     kRowByTable,
   };
   struct Entry {
@@ -83,7 +83,7 @@ class DecodingCache {
   // [rows] i32, position() + 1 during a step: the self-attention keys that
   // the step's query sees (the rest of the capacity is unwritten).
   const Tensor& key_lengths() const { return key_lengths_; }
-  // [rows, capacity] i32 on the CPU while kRowByTable entries are reordered
+  // [rows, capacity] i32 on the cache's device while kRowByTable entries are reordered
   // by table: position t of row r is in row key_rows[r, t] of those
   // entries' tensors. Undefined while every row holds its own positions.
   const Tensor& key_rows() const { return key_rows_; }
@@ -108,8 +108,6 @@ class DecodingCache {
                                                int64_t rows_per_sentence);
 
  private:
-  // Whether kRowByTable entries are reordered by table here (the CPU).
-  bool ByTable() const { return device_.is_cpu(); }
   // The row of the kRowByTable tensors that holds position t of row `row`.
   int32_t KeyRow(int64_t row, int64_t t) const {
     return table_.empty() ? static_cast<int32_t>(row) : table_[row * capacity_ + t];
@@ -123,7 +121,7 @@ class DecodingCache {
 
   int64_t sentences_, rows_per_sentence_, max_steps_;
   int64_t position_ = 0, capacity_;
-  // kRowByTable on the CPU: [rows, capacity] (empty: the identity), and the
+  // kRowByTable: [rows, capacity] on the host (empty: the identity), and the
   // rows of those entries' tensors (rows() or more).
   std::vector<int32_t> table_;
   int64_t table_rows_;

@@ -138,7 +138,7 @@ class MultiHeadAttention : public Layer {
         TFM_ASSIGN_OR_RETURN(Tensor values, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
                                                            v_proj_.weight().dim(0) / heads_},
                                                           x.dtype(), x.device()));
-        // Reordered by table on the CPU (read through cache.key_rows()).
+        // Reordered by table (read through cache.key_rows()).
         entry = &cache.Store(this, {DecodingCache::Indexing::kRowByTable, {keys, values}});
         // Once per search: the batches of a search share it (and the packed
         // weight kept under its tensor's address).

@@ -61,6 +61,9 @@ def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], tes
             cuda_deps = cuda_deps,
             deps = ["//core", "//ops:cuda_launch_status"],
             alwayslink = True,
+            # An op's CUDA kernels may launch another op's kernels (the
+            # attention's gather of keys through key rows).
+            visibility = ["//ops:__subpackages__"],
         )
         op_deps = op_deps + [":" + name + "_cuda"]
     srcs = native.glob([name + ".cc", name + "_cpu.cc"]) + extra_srcs

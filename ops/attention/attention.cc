@@ -84,14 +84,17 @@ absl::Status ValidateForward(const KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const AttentionParams p,
                        ParseAttentionParams(context, kForwardKeyMaskInput, has_key_rows));
   if (!has_key_rows) return absl::OkStatus();
-  if (key_rows.dtype() != DType::kI32 || key_rows.shape() != Shape({p.batch, p.k_len}) ||
-      !key_rows.device().is_cpu()) {
-    return context.Error("key rows must be i32 [batch, k_len] on the CPU");
+  if (key_rows.dtype() != DType::kI32 || key_rows.shape() != Shape({p.batch, p.k_len})) {
+    return context.Error("key rows must be i32 [batch, k_len]");
   }
   if (p.q_len > kMaxRowwiseQueries) {
     return context.Error(absl::StrCat("key rows take at most ", kMaxRowwiseQueries,
                                       " query rows per head, not ", p.q_len));
   }
+  // On a GPU the rows stay unread here (reading them would wait for the
+  // device every step): the decoding cache builds its table from rows it
+  // checked on the host, and the CPU checks them all below.
+  if (!key_rows.device().is_cpu()) return absl::OkStatus();
   for (const int32_t row : key_rows.span<int32_t>()) {
     if (row < 0 || row >= p.key_batch) {
       return context.Error(absl::StrCat("key row ", row, " is not one of k's ", p.key_batch,

@@ -23,8 +23,9 @@
 // A query row that sees no key at all gets a zero output (and zero
 // gradients) instead of NaN.
 //
-// Key rows (forward only, on the CPU, for at most kMaxRowwiseQueries query
-// rows per head: a beam's decoding step): key_rows [batch, k_len] i32 says
+// Key rows (forward only, for at most kMaxRowwiseQueries query rows per
+// head: a beam's decoding step; on q's device, whose entries only the CPU
+// checks): key_rows [batch, k_len] i32 says
 // that position j of batch item b's keys and values is read from batch item
 // key_rows[b, j] (same head, same position). A beam search reorders its
 // self-attention caches by rewriting this small table instead of moving the
@@ -64,7 +65,7 @@ struct AttentionOptions {
   // CUDA only: "auto", "flash", "cudnn" or "flash_tiles"
   // (attention_backend.h); empty: TFM_ATTENTION_BACKEND, else auto.
   std::string backend;
-  // The forward's key rows [batch, k_len] i32 on the CPU (see above);
+  // The forward's key rows [batch, k_len] i32 on q's device (see above);
   // undefined: each batch item reads its own keys.
   Tensor key_rows;
 };

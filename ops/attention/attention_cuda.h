@@ -28,6 +28,10 @@ struct AttentionCudaProblem {
   // [batch] on the device with key_bias: whether item b has padding before
   // its key end. Without, the key end says it all and the bias is skipped.
   const int32_t* key_has_holes = nullptr;
+  // [batch, k_len] on the device, or nullptr: position j of item b's keys and
+  // values is in item key_rows[b * k_len + j] of k and v (attention.h's key
+  // rows). The decode kernel only.
+  const int32_t* key_rows = nullptr;
   // Element type of q, k, v, out, d_out, dq, dk, dv: bf16, f16 (__half) or
   // neither (f32). f16 runs on the CUDA-core kernels (the tensor-core and
   // decode kernels are bf16 and f32 only): f16 is for GPUs without bf16.
@@ -80,7 +84,7 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& problem, const v
 // only, without dropout.
 inline constexpr int64_t kMaxAttentionDecodeQueries = 8;
 
-// Whether the decode kernel takes the problem: 1 to
+// Whether the decode kernel takes the problem (key rows included): 1 to
 // kMaxAttentionDecodeQueries query rows, no dropout, d_k == d_v in {32, 64,
 // 128}, and `tensors` (q, k, v, out) 16-byte aligned for 128-bit loads.
 bool AttentionDecodeTakes(const AttentionCudaProblem& problem,

@@ -139,8 +139,14 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < kElems; ++e) acc[i][e] = 0.0f;
   }
   const float* bias = KeyBias(p, b);
-  const T* k_head = k + bh * p.k_len * kD + slot * kElems;
-  const T* v_head = v + bh * p.k_len * kD + slot * kElems;
+  // Key j of this head: in item b, or with key rows in item key_rows[b, j]
+  // (a beam reordered by table), at the same head and position.
+  const int64_t head = bh - b * p.heads;
+  const int32_t* item_of_key = p.key_rows != nullptr ? p.key_rows + b * p.k_len : nullptr;
+  const auto key_offset = [&](int64_t j) {
+    const int64_t item = item_of_key != nullptr ? static_cast<int64_t>(item_of_key[j]) : b;
+    return ((item * p.heads + head) * p.k_len + j) * kD + slot * kElems;
+  };
 
   // Every lane runs the same passes (start and end are the block's), so the
   // shuffles below never diverge.
@@ -151,8 +157,9 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t j = pass + u * kKeysPerPass + group;
       // Keys past the end are never read: a cache holds garbage there.
       if (j < end) {
-        k_raw[u] = __ldg(reinterpret_cast<const uint4*>(k_head + j * kD));
-        v_raw[u] = __ldg(reinterpret_cast<const uint4*>(v_head + j * kD));
+        const int64_t at = key_offset(j);
+        k_raw[u] = __ldg(reinterpret_cast<const uint4*>(k + at));
+        v_raw[u] = __ldg(reinterpret_cast<const uint4*>(v + at));
       } else {
         k_raw[u] = v_raw[u] = make_uint4(0, 0, 0, 0);
       }

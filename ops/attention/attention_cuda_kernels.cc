@@ -16,6 +16,7 @@
 #include "ops/attention/attention_params.h"
 #include "ops/attention/cudnn_sdpa.h"
 #include "ops/cuda_launch_status.h"
+#include "ops/kv_cache/kv_cache_cuda.h"
 
 namespace tfm {
 namespace {
@@ -31,9 +32,13 @@ struct CudaProblem {
   Tensor key_bias;
 };
 
-absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int key_mask_input) {
+// key_rows: the forward reads keys through key rows (k and v may hold more
+// batch items than q).
+absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int key_mask_input,
+                                            bool key_rows = false) {
   TFM_ASSIGN_OR_RETURN(AttentionBackend backend, AttentionBackendFor(context.attrs()));
-  TFM_ASSIGN_OR_RETURN(AttentionParams params, ParseAttentionParams(context, key_mask_input));
+  TFM_ASSIGN_OR_RETURN(AttentionParams params,
+                       ParseAttentionParams(context, key_mask_input, key_rows));
   if (params.d_k > kMaxCudaAttentionHeadSize || params.d_v > kMaxCudaAttentionHeadSize) {
     return absl::UnimplementedError(
         absl::StrCat(context.def().name, ": the CUDA kernels take head sizes up to ",
@@ -124,9 +129,17 @@ absl::Status ClearEmptySentences(const KernelContext& context, const CudaProblem
   return absl::OkStatus();
 }
 
+// q, k and v of a forward: the op's inputs, or keys and values gathered
+// through key rows.
+struct ForwardInputs {
+  const void* q;
+  const void* k;
+  const void* v;
+};
+
 // The decode kernel for few query rows, with its split-K workspace.
-absl::Status DecodeForward(const KernelContext& context, const AttentionCudaProblem& p, Tensor* out,
-                           Tensor* lse) {
+absl::Status DecodeForward(const KernelContext& context, const AttentionCudaProblem& p,
+                           const ForwardInputs& in, Tensor* out, Tensor* lse) {
   const int splits = AttentionDecodeSplits(p);
   Tensor workspace;
   if (const int64_t floats = AttentionDecodeWorkspaceFloats(p, splits); floats > 0) {
@@ -134,33 +147,59 @@ absl::Status DecodeForward(const KernelContext& context, const AttentionCudaProb
                          Tensor::Empty({floats}, DType::kF32, context.device(), context.stream()));
   }
   return CudaLaunchStatus(
-      context, LaunchAttentionDecode(
-                   p, splits, context.input(0).raw_data(), context.input(1).raw_data(),
-                   context.input(2).raw_data(), out->raw_data(), lse->data<float>(),
-                   workspace.defined() ? workspace.data<float>() : nullptr, context.stream()));
+      context, LaunchAttentionDecode(p, splits, in.q, in.k, in.v, out->raw_data(),
+                                     lse->data<float>(),
+                                     workspace.defined() ? workspace.data<float>() : nullptr,
+                                     context.stream()));
+}
+
+// k or v [key items, heads, k_len, d] gathered through the key rows into
+// [batch, heads, k_len, d], for the kernels that read no key rows.
+absl::StatusOr<Tensor> GatherByKeyRows(const KernelContext& context, const Tensor& cache,
+                                       const AttentionCudaProblem& p) {
+  TFM_ASSIGN_OR_RETURN(Tensor gathered, Tensor::Empty({p.batch, p.heads, p.k_len, cache.dim(3)},
+                                                      cache.dtype(), context.device(),
+                                                      context.stream()));
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
+      context, LaunchKvCacheGatherByPosition(
+                   cache.raw_data(), p.key_rows, gathered.raw_data(), p.batch, p.heads, p.k_len,
+                   p.k_len, p.k_len, cache.dim(3) * DTypeSize(cache.dtype()), context.stream())));
+  return gathered;
 }
 
 absl::Status AttentionForwardCuda(KernelContext& context) {
-  if (context.input(kForwardKeyRowsInput).num_elements() > 0) {
-    return absl::UnimplementedError(
-        "scaled_dot_product_attention: key rows are the CPU's (a GPU search reorders its "
-        "caches on the device)");
-  }
-  TFM_ASSIGN_OR_RETURN(CudaProblem cuda, MakeCudaProblem(context, kForwardKeyMaskInput));
-  const AttentionCudaProblem& p = cuda.problem;
+  const Tensor& key_rows = context.input(kForwardKeyRowsInput);
+  const bool has_key_rows = key_rows.num_elements() > 0;
+  TFM_ASSIGN_OR_RETURN(CudaProblem cuda,
+                       MakeCudaProblem(context, kForwardKeyMaskInput, has_key_rows));
+  AttentionCudaProblem& p = cuda.problem;
   TFM_ASSIGN_OR_RETURN(
       Tensor * out, context.AllocateOutput(0, {p.batch, p.heads, p.q_len, p.d_v}, context.dtype()));
   TFM_ASSIGN_OR_RETURN(Tensor * lse,
                        context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32));
+  ForwardInputs in{context.input(0).raw_data(), context.input(1).raw_data(),
+                   context.input(2).raw_data()};
   // A decoding step's few query rows: the decode kernel reads each head's
   // keys once for all of them where a 32-query tile would leave most of its
   // rows idle. Ahead of cuDNN unless cuDNN is asked for by name.
-  const bool decode =
-      cuda.backend != AttentionBackend::kFlashTiles &&
-      AttentionDecodeTakes(p, {context.input(0).raw_data(), context.input(1).raw_data(),
-                               context.input(2).raw_data(), out->raw_data()});
+  bool decode = cuda.backend != AttentionBackend::kFlashTiles &&
+                AttentionDecodeTakes(p, {in.q, in.k, in.v, out->raw_data()});
+  Tensor k_gathered, v_gathered;  // Alive until the launches are queued.
+  if (has_key_rows) {
+    // A beam's caches reordered by table: the decode kernel reads each key
+    // through the rows; the other kernels (f16, other head sizes) read keys
+    // and values gathered through them first.
+    p.key_rows = key_rows.data<int32_t>();
+    if (decode) return DecodeForward(context, p, in, out, lse);
+    TFM_ASSIGN_OR_RETURN(k_gathered, GatherByKeyRows(context, context.input(1), p));
+    TFM_ASSIGN_OR_RETURN(v_gathered, GatherByKeyRows(context, context.input(2), p));
+    p.key_rows = nullptr;
+    in.k = k_gathered.raw_data();
+    in.v = v_gathered.raw_data();
+    decode = false;
+  }
   if (decode && cuda.backend != AttentionBackend::kCudnn) {
-    return DecodeForward(context, p, out, lse);
+    return DecodeForward(context, p, in, out, lse);
   }
   // A decoding step the decode kernel does not take (another head size) goes
   // to our tiles, which read no key past each row's length, unless cuDNN is
@@ -170,17 +209,14 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
       p.q_len > kMaxAttentionDecodeQueries || cuda.backend == AttentionBackend::kCudnn;
   if (std::optional<CudnnSdpaProblem> cudnn =
           cudnn_allowed ? CudnnProblemFor(cuda) : std::nullopt) {
-    absl::Status status = CudnnSdpaForward(*cudnn, context.input(0).raw_data(),
-                                           context.input(1).raw_data(), context.input(2).raw_data(),
-                                           out->raw_data(), lse->data<float>(), context.stream());
+    absl::Status status = CudnnSdpaForward(*cudnn, in.q, in.k, in.v, out->raw_data(),
+                                           lse->data<float>(), context.stream());
     if (status.ok()) return ClearEmptySentences(context, cuda, {{out, 0u}, {lse, 0xff800000u}});
     if (!absl::IsUnimplemented(status)) return status;
   }
-  if (decode) return DecodeForward(context, p, out, lse);
-  return CudaLaunchStatus(
-      context, LaunchAttentionForward(p, context.input(0).raw_data(), context.input(1).raw_data(),
-                                      context.input(2).raw_data(), out->raw_data(),
-                                      lse->data<float>(), context.stream()));
+  if (decode) return DecodeForward(context, p, in, out, lse);
+  return CudaLaunchStatus(context, LaunchAttentionForward(p, in.q, in.k, in.v, out->raw_data(),
+                                                          lse->data<float>(), context.stream()));
 }
 
 absl::Status AttentionBackwardCuda(KernelContext& context) {

@@ -459,6 +459,57 @@ TEST_P(AttentionCudaTest, DecodeOptionsAndHeadSizes) {
   }
 }
 
+// Key rows (a beam's caches reordered by table) on the GPU: attention over
+// a cache read through the rows equals, bit for bit, the same kernel over
+// the keys and values gathered position by position from those rows (the
+// decode kernel reads the same values in the same order; f16 and head
+// size 40 take the gather inside the op, then the same kernels). The cache
+// holds more rows than the queries; 1 .. k_len keys per row.
+TEST_P(AttentionCudaTest, KeyRowsReadEachPositionFromItsRow) {
+  TFM_SKIP_WITHOUT_GPU();
+  const DType dtype = GetParam();
+  const Device gpu = Device::Cuda(0);
+  for (const int64_t d : {64, 40}) {
+    const int64_t batch = 12, key_batch = 16, heads = 8, k_len = 70;
+    SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " d ", d));
+    const Tensor q = Normal({batch, heads, 1, d}, 1);
+    const Tensor k = Normal({key_batch, heads, k_len, d}, 2);
+    const Tensor v = Normal({key_batch, heads, k_len, d}, 3);
+    std::vector<int32_t> table(batch * k_len);
+    for (int64_t i = 0; i < batch * k_len; ++i) {
+      table[i] = static_cast<int32_t>((i * 7 + 3) % key_batch);
+    }
+    Tensor k_gathered = *Tensor::Zeros({batch, heads, k_len, d}, DType::kF32);
+    Tensor v_gathered = *Tensor::Zeros({batch, heads, k_len, d}, DType::kF32);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t j = 0; j < k_len; ++j) {
+          const int64_t from = ((table[b * k_len + j] * heads + h) * k_len + j) * d;
+          const int64_t to = ((b * heads + h) * k_len + j) * d;
+          std::copy_n(k.data<float>() + from, d, k_gathered.data<float>() + to);
+          std::copy_n(v.data<float>() + from, d, v_gathered.data<float>() + to);
+        }
+      }
+    }
+    std::vector<int32_t> lengths(batch);
+    for (int64_t b = 0; b < batch; ++b) lengths[b] = static_cast<int32_t>(1 + (b * 13) % k_len);
+    AttentionOptions options;
+    options.key_lengths = *CopyToDevice(*Tensor::FromVector<int32_t>(lengths, {batch}), gpu);
+    absl::StatusOr<AttentionOutput> expected =
+        ScaledDotProductAttention(OnDevice(q, dtype, gpu), OnDevice(k_gathered, dtype, gpu),
+                                  OnDevice(v_gathered, dtype, gpu), options);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    options.key_rows = *CopyToDevice(*Tensor::FromVector<int32_t>(table, {batch, k_len}), gpu);
+    absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(
+        OnDevice(q, dtype, gpu), OnDevice(k, dtype, gpu), OnDevice(v, dtype, gpu), options);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(ToHostFloat(got->out).ToVector<float>(),
+              ToHostFloat(expected->out).ToVector<float>());
+    EXPECT_EQ(ToHostFloat(got->lse).ToVector<float>(),
+              ToHostFloat(expected->lse).ToVector<float>());
+  }
+}
+
 // Throughput of the bf16 kernels at d = 64, h = 8 (the sizes of the speed
 // goal: ~16k tokens per batch with a padding mask, and long sequences with
 // and without the causal mask). Disabled: run it by hand on a GPU with (one

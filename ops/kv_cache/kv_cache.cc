@@ -50,9 +50,6 @@ absl::Status ValidateGather(const KernelContext& context) {
   if ((rows.rank() != 1 && !per_position) || rows.dtype() != DType::kI32) {
     return context.Error("rows must be [n] or [n, length] i32");
   }
-  if (per_position && !context.device().is_cpu()) {
-    return context.Error("rows [n, length] (a row per position) are the CPU's");
-  }
   if (length < 0 || length > cache.dim(2) || length > capacity) {
     return context.Error(absl::StrCat("length ", length, " exceeds the capacity ", cache.dim(2),
                                       " or the new capacity ", capacity));
@@ -107,7 +104,7 @@ TFM_REGISTER_OP(OpDef{
     .outputs = {"out"},
     .attrs = {"length", "capacity"},
     .doc = "out[i, :, :length] = cache[rows[i], :, :length], out [n, heads, capacity, d] "
-           "(later positions unset); rows [n, length] (CPU): out[i, :, t] = cache[rows[i, t], "
+           "(later positions unset); rows [n, length]: out[i, :, t] = cache[rows[i, t], "
            ":, t]",
     .validate = ValidateGather,
     // [n, heads, capacity, d].

@@ -36,7 +36,7 @@ absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position
 // 0 .. length - 1 of cache row rows[i] (i32 ids in [0, cache rows)); later
 // positions are left unset (nobody reads past the written length). length
 // may not exceed either capacity: a larger `capacity` grows a full cache.
-// On the CPU `rows` may also be [n, length]: position t of new row i comes
+// `rows` may also be [n, length]: position t of new row i comes
 // from cache row rows[i, t] (resolving the key rows of a cache that a beam
 // search reordered by table, ops/attention/attention.h).
 absl::StatusOr<Tensor> KvCacheGather(const Tensor& cache, const Tensor& rows, int64_t length,

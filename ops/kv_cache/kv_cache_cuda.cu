@@ -79,7 +79,54 @@ const char* CopySegments(const void* source, void* target, const SegmentCopy& co
   return Launch<uint8_t>(source, target, copy, cuda_stream);
 }
 
+// Rows of `words` words: out[i, h, t] = cache[rows[i * length + t], h, t].
+struct PositionGather {
+  int64_t count, heads, source_capacity, capacity, length, words;
+};
+
+template <typename Word>
+__global__ void GatherByPositionKernel(const Word* cache, const int32_t* rows, Word* out,
+                                       PositionGather g) {
+  const int64_t total = g.count * g.heads * g.length * g.words;
+  for (int64_t u = GlobalThread(); u < total; u += GridThreads()) {
+    const int64_t word = u % g.words;
+    int64_t rest = u / g.words;
+    const int64_t t = rest % g.length;
+    rest /= g.length;
+    const int64_t h = rest % g.heads, i = rest / g.heads;
+    const int64_t row = rows[i * g.length + t];
+    out[((i * g.heads + h) * g.capacity + t) * g.words + word] =
+        cache[((row * g.heads + h) * g.source_capacity + t) * g.words + word];
+  }
+}
+
+template <typename Word>
+const char* LaunchGatherByPosition(const void* cache, const int32_t* rows, void* out,
+                                   PositionGather g, cudaStream_t stream) {
+  g.words /= static_cast<int64_t>(sizeof(Word));
+  GatherByPositionKernel<Word>
+      <<<BlocksFor(g.count * g.heads * g.length * g.words), kThreads, 0, stream>>>(
+          static_cast<const Word*>(cache), rows, static_cast<Word*>(out), g);
+  return LastError();
+}
+
 }  // namespace
+
+const char* LaunchKvCacheGatherByPosition(const void* cache, const int32_t* rows, void* out,
+                                          int64_t count, int64_t heads, int64_t source_capacity,
+                                          int64_t capacity, int64_t length, int64_t row_bytes,
+                                          StreamHandle stream) {
+  if (count * heads * length * row_bytes == 0) return nullptr;
+  const PositionGather g{count, heads, source_capacity, capacity, length, row_bytes};
+  const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
+  const uint64_t alignment = static_cast<uint64_t>(row_bytes) |
+                             reinterpret_cast<uintptr_t>(cache) | reinterpret_cast<uintptr_t>(out);
+  if (alignment % 16 == 0) return LaunchGatherByPosition<uint4>(cache, rows, out, g, cuda_stream);
+  if (alignment % 8 == 0) return LaunchGatherByPosition<uint2>(cache, rows, out, g, cuda_stream);
+  if (alignment % 4 == 0) return LaunchGatherByPosition<uint32_t>(cache, rows, out, g, cuda_stream);
+  if (alignment % 2 == 0) return LaunchGatherByPosition<uint16_t>(cache, rows, out, g, cuda_stream);
+  return LaunchGatherByPosition<uint8_t>(cache, rows, out, g, cuda_stream);
+}
 
 const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t rows, int64_t heads,
                                int64_t x_heads, int64_t first_head, int64_t capacity, int64_t n,

@@ -37,6 +37,14 @@ const char* LaunchKvCacheGather(const void* cache, const int32_t* rows, void* ou
                                 int64_t heads, int64_t source_capacity, int64_t capacity,
                                 int64_t length, int64_t row_bytes, StreamHandle stream);
 
+// As LaunchKvCacheGather with a row per position (the decoding cache's key
+// rows): out[i, h, t, :] = cache[rows[i * length + t], h, t, :] for t <
+// length. Rows are not checked here.
+const char* LaunchKvCacheGatherByPosition(const void* cache, const int32_t* rows, void* out,
+                                          int64_t count, int64_t heads, int64_t source_capacity,
+                                          int64_t capacity, int64_t length, int64_t row_bytes,
+                                          StreamHandle stream);
+
 }  // namespace tfm
 
 #endif  // TFM_OPS_KV_CACHE_KV_CACHE_CUDA_H_

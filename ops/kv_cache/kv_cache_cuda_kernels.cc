@@ -49,18 +49,28 @@ absl::Status KvCacheGatherCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const int64_t length, context.attrs().Get<int64_t>("length"));
   TFM_ASSIGN_OR_RETURN(const int64_t capacity, context.attrs().Get<int64_t>("capacity"));
   const int64_t heads = cache.dim(1), d = cache.dim(3), count = rows.dim(0);
-  // The CPU kernel's check and message; waits for the stream.
+  // A row per position ([count, length]) or per row ([count]).
+  const bool per_position = rows.rank() == 2;
+  // The CPU kernel's check and message; waits for the stream (a cache grows
+  // or a beam widens: not every step).
   TFM_ASSIGN_OR_RETURN(Tensor scratch,
                        Tensor::Empty({1}, DType::kI64, context.device(), context.stream()));
   int64_t position = -1, row = 0;
   TFM_RETURN_IF_ERROR(CudaLaunchStatus(
-      context, FindBadCacheRow(rows.data<int32_t>(), count, cache.dim(0), scratch.raw_data(),
-                               context.stream(), &position, &row)));
+      context, FindBadCacheRow(rows.data<int32_t>(), rows.num_elements(), cache.dim(0),
+                               scratch.raw_data(), context.stream(), &position, &row)));
   if (position >= 0) {
     return context.Error(
         absl::StrCat("row ", row, " is outside the cache's ", cache.dim(0), " rows"));
   }
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, cache.dtype()));
+  if (per_position) {
+    return CudaLaunchStatus(
+        context, LaunchKvCacheGatherByPosition(cache.raw_data(), rows.data<int32_t>(),
+                                               out->raw_data(), count, heads, cache.dim(2),
+                                               capacity, length, d * DTypeSize(cache.dtype()),
+                                               context.stream()));
+  }
   return CudaLaunchStatus(
       context, LaunchKvCacheGather(cache.raw_data(), rows.data<int32_t>(), out->raw_data(), count,
                                    heads, cache.dim(2), capacity, length,

@@ -114,14 +114,14 @@ if run decode_bench; then
   # 1), then a base-sized random model at fixed steps (end of sentence off).
   timeout 300 "$bundle/run_bundle.sh" benchmarks/decode --device=cuda --model="$model" \
     --input="$data/test_2016_flickr.en.gz" --reference="$data/test_2016_flickr.de.gz" \
-    --batch_sizes=64,256,1000 --lines_at_batch_1=40 --random_base --peer_python=python3
+    --batch_sizes=64,256,1000 --lines_at_batch_1=40 --random_base --threads=16 --peer_python=python3
 fi
 
 if run decode_profile; then
   TFM_PROFILE_OPS=sync timeout 120 "$bundle/run_bundle.sh" benchmarks/decode --device=cuda \
     --model="$model" --input="$data/test_2016_flickr.en.gz" \
     --reference="$data/test_2016_flickr.de.gz" --batch_sizes=256 --lines_at_batch_1=16 \
-    --random_base --random_lines_at_batch_1=4 --peers= --memory=false
+    --random_base --random_lines_at_batch_1=4 --threads=16 --peers= --memory=false
 fi
 
 if run train_step; then
