@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "ops/attention/attention.h"
 #include "ops/attention/attention_backend.h"
+#include "ops/attention/key_rows_testing.h"
 #include "ops/random/random.h"
 #include "tests/util/gpu.h"
 #include "tests/util/torch_parity.h"
@@ -475,22 +476,9 @@ TEST_P(AttentionCudaTest, KeyRowsReadEachPositionFromItsRow) {
     const Tensor q = Normal({batch, heads, 1, d}, 1);
     const Tensor k = Normal({key_batch, heads, k_len, d}, 2);
     const Tensor v = Normal({key_batch, heads, k_len, d}, 3);
-    std::vector<int32_t> table(batch * k_len);
-    for (int64_t i = 0; i < batch * k_len; ++i) {
-      table[i] = static_cast<int32_t>((i * 7 + 3) % key_batch);
-    }
-    Tensor k_gathered = *Tensor::Zeros({batch, heads, k_len, d}, DType::kF32);
-    Tensor v_gathered = *Tensor::Zeros({batch, heads, k_len, d}, DType::kF32);
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t j = 0; j < k_len; ++j) {
-          const int64_t from = ((table[b * k_len + j] * heads + h) * k_len + j) * d;
-          const int64_t to = ((b * heads + h) * k_len + j) * d;
-          std::copy_n(k.data<float>() + from, d, k_gathered.data<float>() + to);
-          std::copy_n(v.data<float>() + from, d, v_gathered.data<float>() + to);
-        }
-      }
-    }
+    const std::vector<int32_t> table = testing::SpreadKeyRows(batch, k_len, key_batch);
+    const Tensor k_gathered = testing::GatherThroughKeyRows(k, table, batch);
+    const Tensor v_gathered = testing::GatherThroughKeyRows(v, table, batch);
     std::vector<int32_t> lengths(batch);
     for (int64_t b = 0; b < batch; ++b) lengths[b] = static_cast<int32_t>(1 + (b * 13) % k_len);
     AttentionOptions options;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/philox.h"
 #include "gtest/gtest.h"
+#include "ops/attention/key_rows_testing.h"
 #include "ops/random/random.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
@@ -286,21 +287,10 @@ TEST(AttentionTest, KeyRowsReadEachPositionFromItsRow) {
     const Tensor q = Normal({batch, heads, 1, d}, 1);
     const Tensor k = Normal({key_batch, heads, k_len, d}, 2);
     const Tensor v = Normal({key_batch, heads, k_len, d}, 3);
-    std::vector<int32_t> table(batch * k_len);
-    for (int64_t i = 0; i < batch * k_len; ++i) table[i] = static_cast<int32_t>((i * 7 + 3) % key_batch);
+    const std::vector<int32_t> table = testing::SpreadKeyRows(batch, k_len, key_batch);
     // The same keys and values laid out per query row.
-    Tensor k_gathered = *Tensor::Zeros({batch, heads, k_len, d}, DType::kF32);
-    Tensor v_gathered = *Tensor::Zeros({batch, heads, k_len, d}, DType::kF32);
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t j = 0; j < k_len; ++j) {
-          const int64_t from = ((table[b * k_len + j] * heads + h) * k_len + j) * d;
-          const int64_t to = ((b * heads + h) * k_len + j) * d;
-          std::copy(k.data<float>() + from, k.data<float>() + from + d, k_gathered.data<float>() + to);
-          std::copy(v.data<float>() + from, v.data<float>() + from + d, v_gathered.data<float>() + to);
-        }
-      }
-    }
+    const Tensor k_gathered = testing::GatherThroughKeyRows(k, table, batch);
+    const Tensor v_gathered = testing::GatherThroughKeyRows(v, table, batch);
     AttentionOptions options;
     options.key_lengths = *Tensor::FromVector<int32_t>({6, 1, 4}, {batch});
     const AttentionOutput expected = *ScaledDotProductAttention(q, k_gathered, v_gathered, options);
