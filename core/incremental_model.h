@@ -86,6 +86,12 @@ class IncrementalModel {
   virtual void BeginSearch() {}
   virtual void EndSearch() {}
 
+  // Whether a search may run its batches' states on several threads at once
+  // (decode.inter_threads) once its first batch is done: their states are
+  // independent and what they share, made by that first batch, is then only
+  // read. Default: no.
+  virtual bool SearchesBatchesSideBySide() const { return false; }
+
   // Encodes `sources` (every length >= 1) once and returns a state of
   // sources.size * rows_per_sentence decoder rows, row r decoding sentence
   // r / rows_per_sentence (a beam of that many hypotheses per sentence),

@@ -62,6 +62,11 @@ struct ForwardContext {
   // from a batch's host ids): gathers on a GPU skip their own check, and
   // the wait for the GPU it costs.
   bool ids_checked = false;
+
+  // Whether layers keep what a backward pass needs: not in a decoding step,
+  // which keeps nothing in the layers (only in its cache), so that several
+  // batches' steps may run on one model at once (decode.inter_threads).
+  bool keeps() const { return cache == nullptr; }
 };
 
 class Layer {

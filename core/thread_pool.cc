@@ -21,6 +21,8 @@ int64_t NextChunk(uint64_t job) { return static_cast<int64_t>(job & kChunkMask);
 
 // The pool whose chunk this thread is running, if any: nested loops run inline.
 thread_local const ThreadPool* running_pool = nullptr;
+// Set by ScopedInlineLoops: this thread's loops run inline.
+thread_local bool inline_loops = false;
 
 class RunningScope {
  public:
@@ -96,12 +98,16 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
+ThreadPool::ScopedInlineLoops::ScopedInlineLoops() : saved_(inline_loops) { inline_loops = true; }
+
+ThreadPool::ScopedInlineLoops::~ScopedInlineLoops() { inline_loops = saved_; }
+
 void ThreadPool::ParallelFor(int64_t n, int64_t grain,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t chunks = std::min<int64_t>((n + grain - 1) / grain, num_threads());
-  if (chunks <= 1 || running_pool == this) {
+  if (chunks <= 1 || running_pool == this || inline_loops) {
     fn(0, n);
     return;
   }

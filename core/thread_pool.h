@@ -57,6 +57,20 @@ class ThreadPool {
     ThreadPool* saved_;
   };
 
+  // While one lives, this thread's ParallelFor calls (every pool's) run
+  // inline: for a thread that is itself one of several working side by side
+  // (a search decoding its own batches, as CTranslate2's inter_threads).
+  class ScopedInlineLoops {
+   public:
+    ScopedInlineLoops();
+    ~ScopedInlineLoops();
+    ScopedInlineLoops(const ScopedInlineLoops&) = delete;
+    ScopedInlineLoops& operator=(const ScopedInlineLoops&) = delete;
+
+   private:
+    bool saved_;
+  };
+
   // How long an idle worker spins before it sleeps. libgomp spins about as
   // long by default (GOMP_SPINCOUNT), which is what PyTorch's loops pay.
   static constexpr int64_t kSpinMicros = 200;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -88,6 +89,27 @@ TEST(ThreadPoolTest, SingleThreadRunsInline) {
     for (int64_t i = begin; i < end; ++i) sum += i;
   });
   EXPECT_EQ(sum, 45);
+}
+
+// Under ScopedInlineLoops a loop runs as one chunk on the calling thread,
+// and the pool splits loops again once it is gone.
+TEST(ThreadPoolTest, ScopedInlineLoopsRunOnTheCallingThread) {
+  ThreadPool pool(3);
+  const auto chunks_of = [&pool] {
+    std::atomic<int> chunks{0};
+    std::atomic<bool> other_thread{false};
+    const std::thread::id caller = std::this_thread::get_id();
+    pool.ParallelFor(3000, 1, [&](int64_t, int64_t) {
+      ++chunks;
+      if (std::this_thread::get_id() != caller) other_thread = true;
+    });
+    return std::make_pair(chunks.load(), other_thread.load());
+  };
+  {
+    const ThreadPool::ScopedInlineLoops inline_loops;
+    EXPECT_EQ(chunks_of(), std::make_pair(1, false));
+  }
+  EXPECT_EQ(chunks_of().first, 3);
 }
 
 TEST(ThreadPoolTest, ScopedDefaultReplacesTheDefaultPoolUntilDestroyed) {

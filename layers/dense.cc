@@ -17,10 +17,10 @@ absl::StatusOr<Dense> Dense::Create(const LayerArgs& args, absl::string_view nam
   return dense;
 }
 
-absl::StatusOr<Tensor> Dense::Forward(const Tensor& x) {
+absl::StatusOr<Tensor> Dense::Forward(const Tensor& x, bool keep) {
   TFM_ASSIGN_OR_RETURN(const Tensor weight, ValueFor(weight_, x.dtype()));
   TFM_ASSIGN_OR_RETURN(const Tensor bias, ValueFor(bias_, x.dtype()));
-  x_ = x;
+  if (keep) x_ = x;
   return Linear(x, weight, bias);
 }
 

@@ -20,8 +20,8 @@ class Dense {
   static absl::StatusOr<Dense> Create(const LayerArgs& args, absl::string_view name, int64_t in,
                                       int64_t out);
 
-  // x [..., in] -> [..., out]; keeps x.
-  absl::StatusOr<Tensor> Forward(const Tensor& x);
+  // x [..., in] -> [..., out]; keeps x (for Backward) if `keep`.
+  absl::StatusOr<Tensor> Forward(const Tensor& x, bool keep = true);
   // The same map in a decoding step (DecodingLinear: the weight packed once
   // per search on the CPU), with `relu` max(0, .) of it; keeps nothing.
   absl::StatusOr<Tensor> Step(DecodingCache& cache, const Tensor& x, bool relu = false) const;

@@ -14,7 +14,10 @@ absl::StatusOr<PhiloxState> DropoutSite::Reserve(ForwardContext& context, int64_
 }
 
 absl::Status DropoutSite::Begin(ForwardContext& context, int64_t count) {
-  active_ = context.training && p_ > 0.0f;
+  // Written only when it changes: decoding steps running at once on one
+  // model (decode.inter_threads) find it false and leave it.
+  const bool active = context.training && p_ > 0.0f;
+  if (active_ != active) active_ = active;
   if (!active_) return absl::OkStatus();
   TFM_ASSIGN_OR_RETURN(state_, Reserve(context, count));
   return absl::OkStatus();

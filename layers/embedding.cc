@@ -51,19 +51,26 @@ class EmbeddingLayer : public Layer {
       return absl::InvalidArgumentError("embedding takes {table, ids [batch, len]}");
     }
     const Tensor& table = inputs[0];
-    ids_ = inputs[1];
-    vocab_ = table.dim(0);
-    ids_checked_ = context.ids_checked;
-    TFM_ASSIGN_OR_RETURN(Tensor x, Embedding(table, ids_, scale_, ids_checked_));
+    const Tensor& ids = inputs[1];
+    TFM_ASSIGN_OR_RETURN(Tensor x, Embedding(table, ids, scale_, context.ids_checked));
+    if (context.keeps()) {
+      ids_ = ids;
+      vocab_ = table.dim(0);
+      ids_checked_ = context.ids_checked;
+    }
     // A decoding step's tokens sit after those already decoded.
     const int64_t offset = context.cache != nullptr ? context.cache->position() : 0;
     if (positions_) {
-      TFM_ASSIGN_OR_RETURN(position_ids_, PositionIds(offset, ids_.dim(1)));
+      TFM_ASSIGN_OR_RETURN(Tensor position_ids, PositionIds(offset, ids.dim(1)));
       TFM_ASSIGN_OR_RETURN(const Tensor positions, ValueFor(*positions_, table.dtype()));
       // PositionIds built them within the table.
-      TFM_ASSIGN_OR_RETURN(position_rows_,
-                           Embedding(positions, position_ids_, 1.0f, /*ids_checked=*/true));
-      TFM_ASSIGN_OR_RETURN(x, Add(x, position_rows_));
+      TFM_ASSIGN_OR_RETURN(Tensor position_rows,
+                           Embedding(positions, position_ids, 1.0f, /*ids_checked=*/true));
+      TFM_ASSIGN_OR_RETURN(x, Add(x, position_rows));
+      if (context.keeps()) {
+        position_ids_ = std::move(position_ids);
+        position_rows_ = std::move(position_rows);
+      }
     } else {
       TFM_ASSIGN_OR_RETURN(x, AddPositionalEncoding(x, offset));
     }

@@ -182,8 +182,10 @@ class MultiHeadAttention : public Layer {
         // In f32 through Linear, as training computes them; with int8
         // products through DecodingLinear like every other projection.
         const bool int8 = cache.precision() == DecodingPrecision::kInt8;
-        TFM_ASSIGN_OR_RETURN(Tensor k, int8 ? k_proj_.Step(cache, memory) : k_proj_.Forward(memory));
-        TFM_ASSIGN_OR_RETURN(Tensor v, int8 ? v_proj_.Step(cache, memory) : v_proj_.Forward(memory));
+        TFM_ASSIGN_OR_RETURN(Tensor k, int8 ? k_proj_.Step(cache, memory)
+                                            : k_proj_.Forward(memory, /*keep=*/false));
+        TFM_ASSIGN_OR_RETURN(Tensor v, int8 ? v_proj_.Step(cache, memory)
+                                            : v_proj_.Forward(memory, /*keep=*/false));
         TFM_ASSIGN_OR_RETURN(k, SplitHeads(k, heads_));
         TFM_ASSIGN_OR_RETURN(v, SplitHeads(v, heads_));
         entry = &cache.Store(this, {DecodingCache::Indexing::kSentence, {k, v}});

@@ -19,10 +19,11 @@ absl::StatusOr<Norm> Norm::Create(const LayerArgs& args, absl::string_view name)
   return norm;
 }
 
-absl::StatusOr<Tensor> Norm::Forward(const Tensor& x) {
+absl::StatusOr<Tensor> Norm::Forward(const Tensor& x, bool keep) {
   TFM_ASSIGN_OR_RETURN(const Tensor gain, ValueFor(gain_, x.dtype()));
   TFM_ASSIGN_OR_RETURN(const Tensor bias, ValueFor(bias_, x.dtype()));
   TFM_ASSIGN_OR_RETURN(LayerNormOutputs out, LayerNorm(x, gain, bias, eps_));
+  if (!keep) return out.out;
   x_ = x;
   mean_ = out.mean;
   rstd_ = out.rstd;
@@ -39,12 +40,13 @@ absl::StatusOr<Tensor> Norm::Backward(const Tensor& dout) {
 }
 
 absl::StatusOr<Tensor> Norm::ForwardResidual(const Tensor& x, const Tensor& h, double p,
-                                             const PhiloxState& state) {
+                                             const PhiloxState& state, bool keep) {
   TFM_ASSIGN_OR_RETURN(const Tensor gain, ValueFor(gain_, x.dtype()));
   TFM_ASSIGN_OR_RETURN(const Tensor bias, ValueFor(bias_, x.dtype()));
   TFM_ASSIGN_OR_RETURN(ResidualLayerNormOutputs out,
                        ResidualLayerNorm(x, h, std::nullopt, gain, bias,
                                          ResidualDropout{p, state}, eps_));
+  if (!keep) return out.out;
   x_ = out.sum;
   mean_ = out.mean;
   rstd_ = out.rstd;

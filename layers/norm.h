@@ -18,7 +18,8 @@ class Norm {
  public:
   static absl::StatusOr<Norm> Create(const LayerArgs& args, absl::string_view name);
 
-  absl::StatusOr<Tensor> Forward(const Tensor& x);
+  // keep: what Backward needs (false in a decoding step).
+  absl::StatusOr<Tensor> Forward(const Tensor& x, bool keep = true);
   // Adds the gain and bias gradients; returns dx.
   absl::StatusOr<Tensor> Backward(const Tensor& dout);
 
@@ -26,7 +27,7 @@ class Norm {
   // (ops/residual_layer_norm), the same values as Forward(x + Dropout(h));
   // the dropout (p = 0 for none) is passed again to BackwardResidual.
   absl::StatusOr<Tensor> ForwardResidual(const Tensor& x, const Tensor& h, double p,
-                                         const PhiloxState& state);
+                                         const PhiloxState& state, bool keep = true);
   struct ResidualGrads {
     Tensor dx;  // The gradient of x + Dropout(h).
     Tensor dh;  // dx through the dropout mask.

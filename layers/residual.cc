@@ -45,14 +45,15 @@ class Residual : public Layer {
     const Tensor& x = inputs[0];
     std::vector<Tensor> sublayer_inputs(inputs.begin(), inputs.end());
     if (pre_norm_) {
-      TFM_ASSIGN_OR_RETURN(sublayer_inputs[0], norm_.Forward(x));
+      TFM_ASSIGN_OR_RETURN(sublayer_inputs[0], norm_.Forward(x, context.keeps()));
     }
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> sublayer_out,
                          sublayer_->Forward(context, sublayer_inputs));
     if (!pre_norm_) {
       TFM_RETURN_IF_ERROR(dropout_.Begin(context, sublayer_out[0].num_elements()));
       TFM_ASSIGN_OR_RETURN(
-          Tensor y, norm_.ForwardResidual(x, sublayer_out[0], dropout_.rate(), dropout_.state()));
+          Tensor y, norm_.ForwardResidual(x, sublayer_out[0], dropout_.rate(), dropout_.state(),
+                                          context.keeps()));
       return std::vector<Tensor>{y};
     }
     TFM_ASSIGN_OR_RETURN(Tensor dropped, dropout_.Forward(context, sublayer_out[0]));

@@ -51,7 +51,7 @@ class Stack : public Layer {
       layer_inputs[0] = out[0];
     }
     if (final_norm_) {
-      TFM_ASSIGN_OR_RETURN(layer_inputs[0], final_norm_->Forward(layer_inputs[0]));
+      TFM_ASSIGN_OR_RETURN(layer_inputs[0], final_norm_->Forward(layer_inputs[0], context.keeps()));
     }
     return std::vector<Tensor>{layer_inputs[0]};
   }

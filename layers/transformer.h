@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
 #include "layers/decoding_cache.h"
@@ -122,6 +123,9 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // Every device ranks each row's best tokens itself (on the CPU without
   // writing the step's log-probabilities: ops/log_softmax_top_k).
   bool HasStepTopK() const override { return true; }
+  // On the CPU (f32 or int8): a GPU's 16-bit decoding rounds its weight
+  // copies at each batch's Start, and its ops share one stream.
+  bool SearchesBatchesSideBySide() const override { return device_.is_cpu(); }
   absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state, absl::Span<const int> last_tokens,
                                          int count, int forbidden_token) override;
   absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
@@ -149,6 +153,11 @@ class Transformer : public TrainableModel, public IncrementalModel {
   config::ModelConfig model_;
   VocabularySpec vocabulary_;
   Device device_;
+  // Start runs one batch's encoder at a time: whole-sequence layers keep
+  // their activations (for a backward pass), so two encoders at once would
+  // share them. Decoding steps keep nothing (ForwardContext::keeps) and run
+  // side by side (decode.inter_threads).
+  absl::Mutex start_mu_;
   DType compute_dtype_ = DType::kF32;
   Parameter source_table_;                 // encoder.embed_tokens.weight
   std::optional<Parameter> target_table_;  // decoder.embed_tokens.weight, unshared only.

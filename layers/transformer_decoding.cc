@@ -128,6 +128,7 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
                                                                  int rows_per_sentence,
                                                                  int max_steps) {
   TFM_RETURN_IF_ERROR(CheckSources(sources, rows_per_sentence, max_steps));
+  const absl::MutexLock lock(&start_mu_);
   auto state = std::make_unique<TransformerState>(this, sources.size, rows_per_sentence,
                                                   max_steps, device_, search_entries_,
                                                   decoding_precision_);

@@ -152,6 +152,39 @@ TEST_F(DecodingTest, OutputDoesNotDependOnTheBatchOrPadding) {
   }
 }
 
+// Batches side by side (decode.inter_threads), each on one thread with its
+// loops inline: the same hypotheses, bit for bit, as one batch at a time,
+// in f32 and int8, greedy and beam; more threads than batches too.
+TEST_F(DecodingTest, BatchesSideBySideGiveTheSameHypotheses) {
+  ASSERT_TRUE(transformer_->SearchesBatchesSideBySide());
+  const std::vector<std::vector<int>> sources = Sources(30);
+  for (const DecodingPrecision precision : {DecodingPrecision::kF32, DecodingPrecision::kInt8}) {
+    transformer_->set_decoding_precision(precision);
+    for (int beam : {1, 4}) {
+      SearchOptions options = Options(beam, beam == 1 ? 1 : 2);
+      options.batch_size = 4;  // 8 batches.
+      std::vector<std::vector<NBestList>> runs;
+      for (int inter_threads : {1, 2, 3, 16}) {
+        options.inter_threads = inter_threads;
+        absl::StatusOr<std::vector<NBestList>> results =
+            testing::SearchForBeamSize(options)->Search(*transformer_, sources);
+        ASSERT_TRUE(results.ok()) << results.status();
+        runs.push_back(*std::move(results));
+      }
+      for (size_t run = 1; run < runs.size(); ++run) {
+        for (size_t s = 0; s < sources.size(); ++s) {
+          ASSERT_EQ(runs[run][s].size(), runs[0][s].size()) << run << " " << s;
+          for (size_t i = 0; i < runs[0][s].size(); ++i) {
+            EXPECT_EQ(runs[run][s][i].tokens, runs[0][s][i].tokens) << run << " " << s;
+            EXPECT_EQ(runs[run][s][i].score, runs[0][s][i].score) << run << " " << s;
+          }
+        }
+      }
+    }
+  }
+  transformer_->set_decoding_precision(DecodingPrecision::kF32);
+}
+
 TEST_F(DecodingTest, NBestIsSortedAndScoredByTheModel) {
   const std::vector<std::vector<int>> sources = Sources(10);
   const SearchOptions options = Options(/*beam=*/5, /*nbest=*/4);

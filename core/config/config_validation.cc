@@ -208,6 +208,10 @@ void CheckDecode(const config::DecodeConfig& decode, Problems& problems) {
                                               " hypotheses the search keeps"));
   }
   problems.RequireNonNegative("decode.max_tokens", decode.max_tokens());
+  if (decode.inter_threads() < 1) {
+    problems.Add("decode.inter_threads",
+                 absl::StrCat(decode.inter_threads(), ": at least 1 batch at a time"));
+  }
   problems.RequireNonNegative("decode.shortlist_frequent", decode.shortlist_frequent());
   problems.RequireNonNegative("decode.shortlist_best", decode.shortlist_best());
   if (absl::Status syntax = CheckDeviceSyntax(decode.device()); !syntax.ok()) {

@@ -39,6 +39,13 @@ absl::StatusOr<std::unique_ptr<EnsembleModel>> EnsembleModel::Create(
   return std::unique_ptr<EnsembleModel>(new EnsembleModel(std::move(members), combination));
 }
 
+bool EnsembleModel::SearchesBatchesSideBySide() const {
+  for (const IncrementalModel* member : members_) {
+    if (!member->SearchesBatchesSideBySide()) return false;
+  }
+  return true;
+}
+
 void EnsembleModel::BeginSearch() {
   for (IncrementalModel* member : members_) member->BeginSearch();
 }

@@ -40,6 +40,8 @@ class EnsembleModel : public IncrementalModel {
   DecodingVocabulary vocabulary() const override { return members_.front()->vocabulary(); }
   void BeginSearch() override;
   void EndSearch() override;
+  // When every member may.
+  bool SearchesBatchesSideBySide() const override;
   absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
                                                       int rows_per_sentence,
                                                       int max_steps) override;

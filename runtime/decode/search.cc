@@ -1,9 +1,11 @@
 #include "runtime/decode/search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
@@ -11,6 +13,7 @@
 #include "runtime/decode/beam_search.h"
 #include "runtime/decode/greedy_search.h"
 #include "core/status_macros.h"
+#include "core/thread_pool.h"
 
 namespace tfm {
 
@@ -28,6 +31,7 @@ SearchOptions SearchOptions::FromConfig(const config::DecodeConfig& decode) {
   options.max_length_offset = decode.max_length_offset();
   options.batch_size = decode.batch_size();
   options.max_tokens = decode.max_tokens();
+  options.inter_threads = decode.inter_threads();
   options.nbest = decode.nbest();
   return options;
 }
@@ -90,15 +94,43 @@ absl::StatusOr<std::vector<NBestList>> SearchStrategy::Search(
   // EndSearch on every way out, errors included.
   model.BeginSearch();
   const absl::Cleanup end_search = [&model] { model.EndSearch(); };
-  std::vector<const std::vector<int>*> members;
-  for (const auto& [begin, end] : BatchesByLength(sorted_lengths, options_.batch_size,
-                                                  options_.max_tokens, options_.beam_size)) {
-    members.clear();
+  const std::vector<std::pair<size_t, size_t>> batches = BatchesByLength(
+      sorted_lengths, options_.batch_size, options_.max_tokens, options_.beam_size);
+  // Batch b into its sentences' places in `results` (each batch its own).
+  const auto search = [&](size_t b) -> absl::Status {
+    const auto [begin, end] = batches[b];
+    std::vector<const std::vector<int>*> members;
     for (size_t i = begin; i < end; ++i) members.push_back(&sources[order[i]]);
     TFM_ASSIGN_OR_RETURN(std::vector<NBestList> batch_results,
                          SearchBatch(model, PadSources(members, pad_id)));
     for (size_t i = begin; i < end; ++i) results[order[i]] = std::move(batch_results[i - begin]);
+    return absl::OkStatus();
+  };
+  const size_t side_by_side =
+      model.SearchesBatchesSideBySide()
+          ? std::min(static_cast<size_t>(std::max(1, options_.inter_threads)), batches.size())
+          : 1;
+  if (side_by_side <= 1) {
+    for (size_t b = 0; b < batches.size(); ++b) TFM_RETURN_IF_ERROR(search(b));
+    return results;
   }
+  // The first batch alone, over every thread: it makes the entries that
+  // every batch of the search shares (weights laid out for decoding), which
+  // the batches side by side then only read.
+  TFM_RETURN_IF_ERROR(search(0));
+  std::atomic<size_t> next{1};
+  std::vector<absl::Status> statuses(side_by_side);
+  const auto work = [&](size_t worker) {
+    const ThreadPool::ScopedInlineLoops inline_loops;
+    for (size_t b = next++; b < batches.size() && statuses[worker].ok(); b = next++) {
+      statuses[worker] = search(b);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t worker = 1; worker < side_by_side; ++worker) threads.emplace_back(work, worker);
+  work(0);
+  for (std::thread& thread : threads) thread.join();
+  for (const absl::Status& status : statuses) TFM_RETURN_IF_ERROR(status);
   return results;
 }
 
@@ -107,12 +139,13 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> CreateSearchStrategy(
   SearchOptions options = SearchOptions::FromConfig(decode);
   options.constraint = constraint;
   if (options.beam_size < 1 || options.nbest < 1 || options.nbest > options.beam_size ||
-      options.batch_size < 1 || options.max_tokens < 0 || options.max_length_offset < 0 ||
+      options.batch_size < 1 || options.max_tokens < 0 || options.inter_threads < 1 ||
+      options.max_length_offset < 0 ||
       !(options.length_penalty_alpha >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "decode options: beam_size ", options.beam_size, ", nbest ", options.nbest,
         " (1 .. beam_size; 1 for greedy), batch_size ", options.batch_size, ", max_tokens ",
-        options.max_tokens, ", max_length_offset ",
+        options.max_tokens, ", inter_threads ", options.inter_threads, ", max_length_offset ",
         options.max_length_offset, ", length_penalty_alpha ", options.length_penalty_alpha));
   }
   if (decode.strategy() == config::DecodeConfig::GREEDY) {

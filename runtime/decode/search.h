@@ -51,6 +51,9 @@ struct SearchOptions {
   // A batch's budget of padded source tokens times the beam (0: none; see
   // BatchesByLength).
   int64_t max_tokens = 0;
+  // Batches searched side by side, each on its own thread with its loops
+  // inline (decode.inter_threads; CPU models: see Search).
+  int inter_threads = 1;
   int nbest = 1;        // Hypotheses returned per sentence (<= beam_size).
   // Consulted at every step for the tokens each hypothesis may take (not
   // owned; null: any token).
