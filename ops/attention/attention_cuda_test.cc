@@ -473,12 +473,8 @@ TEST_P(AttentionCudaTest, KeyRowsReadEachPositionFromItsRow) {
   for (const int64_t d : {64, 40}) {
     const int64_t batch = 12, key_batch = 16, heads = 8, k_len = 70;
     SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " d ", d));
-    const Tensor q = Normal({batch, heads, 1, d}, 1);
-    const Tensor k = Normal({key_batch, heads, k_len, d}, 2);
-    const Tensor v = Normal({key_batch, heads, k_len, d}, 3);
-    const std::vector<int32_t> table = testing::SpreadKeyRows(batch, k_len, key_batch);
-    const Tensor k_gathered = testing::GatherThroughKeyRows(k, table, batch);
-    const Tensor v_gathered = testing::GatherThroughKeyRows(v, table, batch);
+    const auto [q, k, v, table, k_gathered, v_gathered] =
+        testing::MakeKeyRowsCase(batch, key_batch, heads, k_len, d, Normal);
     std::vector<int32_t> lengths(batch);
     for (int64_t b = 0; b < batch; ++b) lengths[b] = static_cast<int32_t>(1 + (b * 13) % k_len);
     AttentionOptions options;

@@ -284,13 +284,9 @@ TEST(AttentionTest, SingleQueryMatchesTileLoopsAndTorch) {
 TEST(AttentionTest, KeyRowsReadEachPositionFromItsRow) {
   for (const int64_t d : {64, 40, 7}) {
     const int64_t batch = 3, key_batch = 5, heads = 2, k_len = 6;
-    const Tensor q = Normal({batch, heads, 1, d}, 1);
-    const Tensor k = Normal({key_batch, heads, k_len, d}, 2);
-    const Tensor v = Normal({key_batch, heads, k_len, d}, 3);
-    const std::vector<int32_t> table = testing::SpreadKeyRows(batch, k_len, key_batch);
-    // The same keys and values laid out per query row.
-    const Tensor k_gathered = testing::GatherThroughKeyRows(k, table, batch);
-    const Tensor v_gathered = testing::GatherThroughKeyRows(v, table, batch);
+    // The same keys and values also laid out per query row.
+    const auto [q, k, v, table, k_gathered, v_gathered] =
+        testing::MakeKeyRowsCase(batch, key_batch, heads, k_len, d, Normal);
     AttentionOptions options;
     options.key_lengths = *Tensor::FromVector<int32_t>({6, 1, 4}, {batch});
     const AttentionOutput expected = *ScaledDotProductAttention(q, k_gathered, v_gathered, options);

@@ -40,6 +40,28 @@ inline Tensor GatherThroughKeyRows(const Tensor& cache, const std::vector<int32_
   return gathered;
 }
 
+// A key-rows problem: q [batch, heads, 1, d], k and v [key_batch, heads,
+// k_len, d] drawn by normal(shape, stream) (streams 1, 2, 3), the table,
+// and k and v gathered through it.
+struct KeyRowsCase {
+  Tensor q, k, v;
+  std::vector<int32_t> table;
+  Tensor k_gathered, v_gathered;
+};
+
+template <typename NormalFn>
+KeyRowsCase MakeKeyRowsCase(int64_t batch, int64_t key_batch, int64_t heads, int64_t k_len,
+                            int64_t d, NormalFn normal) {
+  KeyRowsCase c;
+  c.q = normal(Shape{batch, heads, 1, d}, 1);
+  c.k = normal(Shape{key_batch, heads, k_len, d}, 2);
+  c.v = normal(Shape{key_batch, heads, k_len, d}, 3);
+  c.table = SpreadKeyRows(batch, k_len, key_batch);
+  c.k_gathered = GatherThroughKeyRows(c.k, c.table, batch);
+  c.v_gathered = GatherThroughKeyRows(c.v, c.table, batch);
+  return c;
+}
+
 }  // namespace testing
 }  // namespace tfm
 
