@@ -64,6 +64,17 @@ const char* Launch(const void* source, void* target, SegmentCopy bytes, cudaStre
   return LastError();
 }
 
+// launch(Word{}) with the widest word (16, 8, 4, 2 or 1 bytes) that
+// divides `alignment` (every size, stride and address or'ed together).
+template <typename LaunchFn>
+const char* WithWidestWord(uint64_t alignment, LaunchFn launch) {
+  if (alignment % 16 == 0) return launch(uint4{});
+  if (alignment % 8 == 0) return launch(uint2{});
+  if (alignment % 4 == 0) return launch(uint32_t{});
+  if (alignment % 2 == 0) return launch(uint16_t{});
+  return launch(uint8_t{});
+}
+
 // `copy` in bytes; picks the word.
 const char* CopySegments(const void* source, void* target, const SegmentCopy& copy,
                          StreamHandle stream) {
@@ -72,11 +83,9 @@ const char* CopySegments(const void* source, void* target, const SegmentCopy& co
   const uint64_t alignment =
       static_cast<uint64_t>(copy.words | copy.source_stride | copy.target_stride) |
       reinterpret_cast<uintptr_t>(source) | reinterpret_cast<uintptr_t>(target);
-  if (alignment % 16 == 0) return Launch<uint4>(source, target, copy, cuda_stream);
-  if (alignment % 8 == 0) return Launch<uint2>(source, target, copy, cuda_stream);
-  if (alignment % 4 == 0) return Launch<uint32_t>(source, target, copy, cuda_stream);
-  if (alignment % 2 == 0) return Launch<uint16_t>(source, target, copy, cuda_stream);
-  return Launch<uint8_t>(source, target, copy, cuda_stream);
+  return WithWidestWord(alignment, [&](auto word) {
+    return Launch<decltype(word)>(source, target, copy, cuda_stream);
+  });
 }
 
 // Rows of `words` words: out[i, h, t] = cache[rows[i * length + t], h, t].
@@ -121,11 +130,9 @@ const char* LaunchKvCacheGatherByPosition(const void* cache, const int32_t* rows
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   const uint64_t alignment = static_cast<uint64_t>(row_bytes) |
                              reinterpret_cast<uintptr_t>(cache) | reinterpret_cast<uintptr_t>(out);
-  if (alignment % 16 == 0) return LaunchGatherByPosition<uint4>(cache, rows, out, g, cuda_stream);
-  if (alignment % 8 == 0) return LaunchGatherByPosition<uint2>(cache, rows, out, g, cuda_stream);
-  if (alignment % 4 == 0) return LaunchGatherByPosition<uint32_t>(cache, rows, out, g, cuda_stream);
-  if (alignment % 2 == 0) return LaunchGatherByPosition<uint16_t>(cache, rows, out, g, cuda_stream);
-  return LaunchGatherByPosition<uint8_t>(cache, rows, out, g, cuda_stream);
+  return WithWidestWord(alignment, [&](auto word) {
+    return LaunchGatherByPosition<decltype(word)>(cache, rows, out, g, cuda_stream);
+  });
 }
 
 const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t rows, int64_t heads,
