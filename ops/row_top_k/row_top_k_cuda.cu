@@ -119,6 +119,21 @@ void Launch(const float* x, int64_t rows, int64_t n, int count, int64_t forbidde
                                                               columns);
 }
 
+// Launch with the fewest kept entries of kKeep, kMore... that hold `count`
+// (the last holds every count): 2 beam + 1 for beams 1, 2, 4, 6, 8, 12, 16
+// and 24 (a search ranks one more than it keeps).
+template <int kKeep, int... kMore>
+void LaunchFitting(const float* x, int64_t rows, int64_t n, int count, int64_t forbidden,
+                   float* values, int32_t* columns, StreamHandle stream) {
+  if constexpr (sizeof...(kMore) == 0) {
+    Launch<kKeep>(x, rows, n, count, forbidden, values, columns, stream);
+  } else if (count <= kKeep) {
+    Launch<kKeep>(x, rows, n, count, forbidden, values, columns, stream);
+  } else {
+    LaunchFitting<kMore...>(x, rows, n, count, forbidden, values, columns, stream);
+  }
+}
+
 }  // namespace
 
 const char* LaunchRowTopK(const float* x, int64_t rows, int64_t n, int count, int64_t forbidden,
@@ -126,29 +141,8 @@ const char* LaunchRowTopK(const float* x, int64_t rows, int64_t n, int count, in
   if (count < 1 || count > kMaxCount) return "row_top_k: count outside [1, 64]";
   if (rows == 0) return nullptr;
   if (rows > 0x7fffffff) return "row_top_k: more rows than a CUDA grid holds";
-  // The fewest kept entries that hold `count`: 2 beam + 1 for beams 1, 2,
-  // 4, 6, 8, 12, 16 and 24 (a search ranks one more than it keeps).
-  if (count <= 1) {
-    Launch<1>(x, rows, n, count, forbidden, values, columns, stream);
-  } else if (count <= 3) {
-    Launch<3>(x, rows, n, count, forbidden, values, columns, stream);
-  } else if (count <= 5) {
-    Launch<5>(x, rows, n, count, forbidden, values, columns, stream);
-  } else if (count <= 9) {
-    Launch<9>(x, rows, n, count, forbidden, values, columns, stream);
-  } else if (count <= 13) {
-    Launch<13>(x, rows, n, count, forbidden, values, columns, stream);
-  } else if (count <= 17) {
-    Launch<17>(x, rows, n, count, forbidden, values, columns, stream);
-  } else if (count <= 25) {
-    Launch<25>(x, rows, n, count, forbidden, values, columns, stream);
-  } else if (count <= 33) {
-    Launch<33>(x, rows, n, count, forbidden, values, columns, stream);
-  } else if (count <= 49) {
-    Launch<49>(x, rows, n, count, forbidden, values, columns, stream);
-  } else {
-    Launch<kMaxCount>(x, rows, n, count, forbidden, values, columns, stream);
-  }
+  LaunchFitting<1, 3, 5, 9, 13, 17, 25, 33, 49, kMaxCount>(x, rows, n, count, forbidden, values,
+                                                           columns, stream);
   return cuda_elementwise::LastError();
 }
 
