@@ -30,6 +30,15 @@ struct Int8Product {
   float* y = nullptr;  // [rows, out]
 };
 
+// The AMX kernel reads x row-major instead: row r's groups side by side at
+// x + r * groups * 4, the rows past `rows` up to a multiple of
+// kInt8AmxTileRows readable (zeros), and it needs `groups` to be a
+// multiple of kInt8AmxTileGroups (a tile row's 64 bytes: inputs a multiple
+// of 64, as every Transformer width is). quantized_linear_cpu.cc lays the
+// activations out so and gives other products to the AVX-512 VNNI kernel.
+inline constexpr int64_t kInt8AmxTileRows = 16;
+inline constexpr int64_t kInt8AmxTileGroups = 16;
+
 // Columns of panels [first_panel, last_panel) for every row.
 using Int8PanelsFn = void (*)(const Int8Product& product, int64_t first_panel,
                               int64_t last_panel);
@@ -38,6 +47,7 @@ void Int8PanelsScalar(const Int8Product& product, int64_t first_panel, int64_t l
 void Int8PanelsAvx2(const Int8Product& product, int64_t first_panel, int64_t last_panel);
 void Int8PanelsAvxVnni(const Int8Product& product, int64_t first_panel, int64_t last_panel);
 void Int8PanelsAvx512Vnni(const Int8Product& product, int64_t first_panel, int64_t last_panel);
+void Int8PanelsAmx(const Int8Product& product, int64_t first_panel, int64_t last_panel);
 
 }  // namespace tfm
 

@@ -14,15 +14,15 @@
 // positive, silenced for this file's kernels only.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 namespace tfm {
 namespace {
 
-struct Isa {
-  static constexpr int kLanes = 16;
+#include "ops/quantized_linear/int8_zmm_finish.h"
+
+struct Isa : ZmmFinish {
   // 12 x 2 accumulators, 2 weights and the broadcast: 27 of 32 registers.
   static constexpr int kRows = 12;
-  using Acc = __m512i;
-  using W = __m512i;
   static Acc Zero() { return _mm512_setzero_si512(); }
   static W Load(const int8_t* w) { return _mm512_loadu_si512(w); }
   static Acc Broadcast(const uint8_t* x) {
@@ -31,18 +31,6 @@ struct Isa {
     return _mm512_set1_epi32(four);
   }
   static Acc Dot(Acc acc, Acc x, W w) { return _mm512_dpbusd_epi32(acc, x, w); }
-  // sx * scale * (acc - zp * row_sum) + bias: the integer correction is
-  // exact, then one rounding to float.
-  static void Finish(Acc acc, int32_t zp, float sx, const float* scales, const int32_t* row_sums,
-                     const float* bias, bool relu, float* y) {
-    const __m512i exact =
-        _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), _mm512_loadu_si512(row_sums)));
-    __m512 out = _mm512_mul_ps(_mm512_cvtepi32_ps(exact),
-                               _mm512_mul_ps(_mm512_set1_ps(sx), _mm512_loadu_ps(scales)));
-    if (bias != nullptr) out = _mm512_add_ps(out, _mm512_loadu_ps(bias));
-    if (relu) out = _mm512_max_ps(out, _mm512_setzero_ps());
-    _mm512_storeu_ps(y, out);
-  }
 };
 
 #include "ops/quantized_linear/int8_panels_body.h"

@@ -17,35 +17,7 @@
 #ifndef TFM_OPS_QUANTIZED_LINEAR_INT8_PANELS_BODY_H_
 #define TFM_OPS_QUANTIZED_LINEAR_INT8_PANELS_BODY_H_
 
-// The last panel's columns past `out` (count < kLanes of them): through
-// zero-padded copies. Out of line: FinishVector, inlined everywhere, stays
-// small.
-__attribute__((noinline)) void FinishPartialVector(const Int8Product& p, typename Isa::Acc acc,
-                                                   int64_t row, int64_t column, int64_t count) {
-  const float* bias = p.bias != nullptr ? p.bias + column : nullptr;
-  float scales[Isa::kLanes] = {}, biases[Isa::kLanes] = {}, ys[Isa::kLanes];
-  int32_t sums[Isa::kLanes] = {};
-  for (int64_t j = 0; j < count; ++j) {
-    scales[j] = p.scales[column + j];
-    sums[j] = p.row_sums[column + j];
-    if (bias != nullptr) biases[j] = bias[j];
-  }
-  Isa::Finish(acc, p.x_zero_points[row], p.x_scales[row], scales, sums, biases, p.relu, ys);
-  float* y = p.y + row * p.out + column;
-  for (int64_t j = 0; j < count; ++j) y[j] = ys[j];
-}
-
-// Output row `row`, columns column .. column + kLanes - 1 (those below
-// `out`) from one accumulator. Always inlined: GCC kept it a call per
-// accumulator, 5% of int8 decoding's time at d_model 256 (perf).
-__attribute__((always_inline)) inline void FinishVector(const Int8Product& p,
-                                                        typename Isa::Acc acc, int64_t row,
-                                                        int64_t column) {
-  if (column >= p.out) return;
-  if (p.out - column < Isa::kLanes) return FinishPartialVector(p, acc, row, column, p.out - column);
-  Isa::Finish(acc, p.x_zero_points[row], p.x_scales[row], p.scales + column, p.row_sums + column,
-              p.bias != nullptr ? p.bias + column : nullptr, p.relu, p.y + row * p.out + column);
-}
+#include "ops/quantized_linear/int8_finish_body.h"
 
 // A block is R rows by V vectors of columns: R x V accumulators, V weight
 // vectors and one broadcast in registers; every weight load serves R

@@ -1,5 +1,6 @@
 #include "ops/quantized_linear/quantized_linear.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/quantized_linear/int8_panels.h"
+#include "ops/quantized_linear/int8_product_sample.h"
 
 namespace tfm {
 namespace {
@@ -19,7 +21,8 @@ namespace {
 constexpr int64_t kMaxInFeatures = 65536;
 
 constexpr Int8Kernel kAllKernels[] = {Int8Kernel::kScalar, Int8Kernel::kAvx2,
-                                      Int8Kernel::kAvxVnni, Int8Kernel::kAvx512Vnni};
+                                      Int8Kernel::kAvxVnni, Int8Kernel::kAvx512Vnni,
+                                      Int8Kernel::kAmxInt8};
 
 bool HostRuns(Int8Kernel kernel) {
   const CpuFeatures& f = HostCpuFeatures();
@@ -32,7 +35,25 @@ bool HostRuns(Int8Kernel kernel) {
       return f.avx_vnni;
     case Int8Kernel::kAvx512Vnni:
       return f.avx512_vnni;
+    case Int8Kernel::kAmxInt8:  // Its finish and its fallback are AVX-512 VNNI's.
+      return f.amx_int8 && f.avx512_vnni;
   }
+  return false;
+}
+
+// The AMX kernel on a sample product (rows and panels over both tile
+// blocks' tails) against the scalar reference; a disagreement is reported
+// once and AMX left unused.
+bool AmxAgreesWithReference() {
+  int64_t row = -1, column = -1;
+  if (Int8RowMajorKernelAgrees(Int8PanelsAmx, Int8ProductSample(45, 32, 56, 1), /*relu=*/true,
+                               &row, &column)) {
+    return true;
+  }
+  std::fprintf(stderr,
+               "warning: the AMX int8 kernel disagreed with the reference at row %lld, column "
+               "%lld of its start-up check; int8 products use AVX-512 VNNI instead\n",
+               static_cast<long long>(row), static_cast<long long>(column));
   return false;
 }
 
@@ -40,7 +61,10 @@ Int8Kernel DetectActiveKernel() {
   const CpuFeatures& f = HostCpuFeatures();
   const char* cap = std::getenv("TFM_CPU_ISA");
   if (cap != nullptr && absl::AsciiStrToLower(cap) == "avx2") return Int8Kernel::kAvx2;
-  if (f.avx512_vnni && ActiveCpuIsa() == CpuIsa::kAvx512) return Int8Kernel::kAvx512Vnni;
+  if (f.avx512_vnni && ActiveCpuIsa() == CpuIsa::kAvx512) {
+    return HostRuns(Int8Kernel::kAmxInt8) && AmxAgreesWithReference() ? Int8Kernel::kAmxInt8
+                                                                       : Int8Kernel::kAvx512Vnni;
+  }
   if (f.avx_vnni) return Int8Kernel::kAvxVnni;
   // AVX-512 without VNNI (Skylake-SP) too: vpmaddubsw at 256 bits.
   return f.avx2 ? Int8Kernel::kAvx2 : Int8Kernel::kScalar;
@@ -144,6 +168,8 @@ const char* Int8KernelName(Int8Kernel kernel) {
       return "avx_vnni";
     case Int8Kernel::kAvx512Vnni:
       return "avx512_vnni";
+    case Int8Kernel::kAmxInt8:
+      return "amx_int8";
   }
   return "unknown";
 }

@@ -46,16 +46,20 @@ enum class Int8Kernel {
   kAvx2,        // vpmaddubsw + vpmaddwd, 7-bit activations (see the top).
   kAvxVnni,     // 256-bit vpdpbusd (VEX).
   kAvx512Vnni,  // 512-bit vpdpbusd.
+  kAmxInt8,     // AMX tiles (tdpbusd), inputs a multiple of 64; other
+                // products run kAvx512Vnni (int8_panels.h).
 };
 
-// "scalar", "avx2", "avx_vnni", "avx512_vnni".
+// "scalar", "avx2", "avx_vnni", "avx512_vnni", "amx_int8".
 const char* Int8KernelName(Int8Kernel kernel);
 absl::StatusOr<Int8Kernel> ParseInt8Kernel(absl::string_view name);
 // Every kernel this CPU runs, the reference first.
 std::vector<Int8Kernel> HostInt8Kernels();
-// The fastest kernel this CPU runs: AVX-512 VNNI, else AVX-VNNI, else AVX2.
-// TFM_CPU_ISA=avx2 (which caps the f32 kernels at AVX2) takes the AVX2
-// kernel, the one for CPUs without VNNI.
+// The fastest kernel this CPU runs: AMX, else AVX-512 VNNI, else AVX-VNNI,
+// else AVX2. AMX only once it has given the scalar reference's results on
+// a sample product at start-up (a kernel that could not be run where it was
+// written: no CPU there exposed AMX). TFM_CPU_ISA=avx2 (which caps the f32
+// kernels at AVX2) takes the AVX2 kernel, the one for CPUs without VNNI.
 Int8Kernel ActiveInt8Kernel();
 // The activations' levels L with `kernel` (255, or 127 for kAvx2).
 int Int8ActivationLevels(Int8Kernel kernel);

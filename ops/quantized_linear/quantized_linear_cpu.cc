@@ -63,20 +63,20 @@ absl::Status QuantizeLinearWeightCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-// x [rows, in] -> u [groups, rows, 4] (int8_panels.h) in [0, levels] with
-// zp, sx per row (int8_quantize_rows.h), with `quantize_row`. Rows are
+// x [rows, in] -> levels in [0, levels] with zp, sx per row
+// (int8_quantize_rows.h), with `quantize_row`: row r's group g at
+// u + r * row_step + g * group_stride (int8_panels.h's layouts). Rows are
 // independent; a thread takes at least ~64 K inputs, since the vector
 // quantization runs at several inputs per cycle and a split of less costs
 // more in waking a thread than it saves.
 void QuantizeRows(Int8QuantizeRowFn quantize_row, const float* x, int64_t rows, int64_t in,
-                  int64_t groups, int levels, ThreadPool* pool, uint8_t* u, int32_t* zero_points,
-                  float* x_scales) {
-  const int64_t group_stride = rows * kInt8GroupInputs;
+                  int64_t groups, int64_t row_step, int64_t group_stride, int levels,
+                  ThreadPool* pool, uint8_t* u, int32_t* zero_points, float* x_scales) {
   pool->ParallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, in)),
                     [&](int64_t first, int64_t last) {
                       for (int64_t r = first; r < last; ++r) {
                         quantize_row(x + r * in, in, groups, group_stride, levels,
-                                     u + r * kInt8GroupInputs, zero_points + r, x_scales + r);
+                                     u + r * row_step, zero_points + r, x_scales + r);
                       }
                     });
 }
@@ -91,6 +91,7 @@ Int8QuantizeRowFn QuantizeRowFor(Int8Kernel kernel) {
     case Int8Kernel::kAvxVnni:
       return Int8QuantizeRowAvx2;
     case Int8Kernel::kAvx512Vnni:
+    case Int8Kernel::kAmxInt8:
       return Int8QuantizeRowAvx512;
   }
   return Int8QuantizeRowScalar;
@@ -106,6 +107,8 @@ Int8PanelsFn PanelsFor(Int8Kernel kernel) {
       return Int8PanelsAvxVnni;
     case Int8Kernel::kAvx512Vnni:
       return Int8PanelsAvx512Vnni;
+    case Int8Kernel::kAmxInt8:
+      return Int8PanelsAmx;
   }
   return Int8PanelsScalar;
 }
@@ -128,12 +131,24 @@ absl::Status QuantizedLinearCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, shape, DType::kF32));
   if (rows == 0) return absl::OkStatus();
   const int64_t stride = groups * kInt8GroupInputs;
-  TFM_ASSIGN_OR_RETURN(Tensor u,
-                       Tensor::Empty({groups, rows, kInt8GroupInputs}, DType::kI8, Device::Cpu()));
+  // AMX takes inputs in whole tile rows (int8_panels.h); other widths go to
+  // the AVX-512 VNNI kernel, which reads the same packed weights.
+  if (kernel == Int8Kernel::kAmxInt8 && groups % kInt8AmxTileGroups != 0) {
+    kernel = Int8Kernel::kAvx512Vnni;
+  }
+  // AMX reads the activations row-major, rows padded with zeros to whole
+  // tiles; the others [groups, rows, 4].
+  const bool row_major = kernel == Int8Kernel::kAmxInt8;
+  const int64_t padded_rows =
+      row_major ? (rows + kInt8AmxTileRows - 1) / kInt8AmxTileRows * kInt8AmxTileRows : rows;
+  TFM_ASSIGN_OR_RETURN(Tensor u, Tensor::Empty({padded_rows * stride}, DType::kI8, Device::Cpu()));
   TFM_ASSIGN_OR_RETURN(Tensor zero_points, Tensor::Empty({rows}, DType::kI32, Device::Cpu()));
   TFM_ASSIGN_OR_RETURN(Tensor x_scales, Tensor::Empty({rows}, DType::kF32, Device::Cpu()));
   uint8_t* u_data = reinterpret_cast<uint8_t*>(u.data<int8_t>());
+  if (padded_rows > rows) std::fill(u_data + rows * stride, u_data + padded_rows * stride, 0);
   QuantizeRows(QuantizeRowFor(kernel), x.data<float>(), rows, in, groups,
+               /*row_step=*/row_major ? stride : kInt8GroupInputs,
+               /*group_stride=*/row_major ? kInt8GroupInputs : rows * kInt8GroupInputs,
                Int8ActivationLevels(kernel), context.thread_pool(), u_data,
                zero_points.data<int32_t>(), x_scales.data<float>());
   Int8Product product;
