@@ -1,11 +1,13 @@
 #!/bin/bash
 # The session's GPU checks in one prepared run, on the lent GPU machine,
 # after `tools/device/bundle.sh --gpu_tests //tasks:translate_ende
-# //benchmarks:train_step //benchmarks:decode //benchmarks:attention //tools:bleu` here:
+# //benchmarks:train_step //benchmarks:decode //benchmarks:attention //tools:bleu
+# //benchmarks:int8_linear //ops/quantized_linear:int8_amx_emulated_test
+# //ops/quantized_linear:quantized_linear_test` here:
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
 # STAGE (default: all; they run in the order tests train compare pack
 # decode_bench decode_profile train_step train_profile train_step_f32 attention
-# memcheck memcheck_training:
+# cpu_int8 memcheck memcheck_training:
 # what later stages need, and the most wanted results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
 #   memcheck     compute-sanitizer memcheck over the GPU decoding tests and the fused
@@ -26,6 +28,9 @@
 #                (TFM_PROFILE_OPS=sync): the trained model and the random base model
 #   attention    benchmarks/attention --decode_only: the decode kernel against the
 #                32-query tiles (and cuDNN)
+#   cpu_int8     the host CPU's int8 kernels (the GPU machines' Xeons have AMX, which
+#                no development machine exposed): the AMX kernel's tests on real
+#                tiles, benchmarks/int8_linear, and int8 against f32 CPU decoding
 #   pack         the trained model back here (model split in 15 MiB parts)
 # TFM_GPU_MODEL names a trained model directory carried with the call (e.g.
 # .gpu_model/m30k): compare, decode_bench and decode_profile use it when the
@@ -45,7 +50,7 @@ run_bundle() { "$bundle/run_bundle.sh" "$@"; }
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(nproc)"
 
-stages=" ${*:-tests train compare pack decode_bench train_step decode_profile train_profile attention memcheck train_step_f32 memcheck_training} "
+stages=" ${*:-tests train compare pack decode_bench train_step decode_profile train_profile attention cpu_int8 memcheck train_step_f32 memcheck_training} "
 run() { [[ "$stages" == *" $1 "* ]] && echo "== $(date -u +%T) stage $1"; }
 work=/tmp/m30k_gpu
 data="$PWD/.gpu_data/multi30k"
@@ -149,6 +154,15 @@ fi
 
 if run attention; then
   timeout 60 "$bundle/run_bundle.sh" benchmarks/attention --decode_only
+fi
+
+if run cpu_int8; then
+  "$bundle/run_bundle.sh" ops/quantized_linear/int8_amx_emulated_test
+  "$bundle/run_bundle.sh" ops/quantized_linear/quantized_linear_test
+  timeout 90 "$bundle/run_bundle.sh" benchmarks/int8_linear --threads=1
+  timeout 150 "$bundle/run_bundle.sh" benchmarks/decode --device=cpu --model="$model" \
+    --input="$data/test_2016_flickr.en.gz" --reference="$data/test_2016_flickr.de.gz" \
+    --max_lines=300 --lines_at_batch_1=40 --batch_sizes=32 --threads=2 --peers= --memory=false
 fi
 
 if run memcheck; then
