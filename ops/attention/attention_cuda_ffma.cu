@@ -1,5 +1,5 @@
-// Attention on CUDA cores with fp32 arithmetic: the f32 path, the f16 path,
-// and the bf16 path for head sizes the tensor-core kernels do not take.
+// Attention on CUDA cores with fp32 arithmetic: the f32 path, and the bf16
+// and f16 paths for head sizes the tensor-core kernels do not take.
 //
 // Flash attention 2 with square tiles of kTile queries x kTile keys held in
 // shared memory as floats (rows padded by one word, so that a warp reading

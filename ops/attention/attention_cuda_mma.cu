@@ -1,4 +1,4 @@
-// bf16 attention forward on tensor cores (FlashAttention-2): mma.sync
+// bf16 and f16 attention forward on tensor cores (FlashAttention-2): mma.sync
 // m16n8k16 with fp32 accumulation through inline PTX, operands loaded from
 // shared memory with ldmatrix, K and V tiles double-buffered with cp.async.
 //
@@ -31,15 +31,15 @@ struct Tiles {
   static constexpr size_t kSmemBytes = sizeof(bf16) * (kBlockM + 4 * kBlockN) * kHeadDim;
 };
 
-template <int kHeadDim, int kMTiles>
+template <typename E, int kHeadDim, int kMTiles>
 __global__ void __launch_bounds__(kThreads)
-    ForwardMmaKernel(AttentionCudaProblem p, const bf16* q, const bf16* k, const bf16* v, bf16* out,
+    ForwardMmaKernel(AttentionCudaProblem p, const E* q, const E* k, const E* v, E* out,
                      float* lse) {
   using T = Tiles<kHeadDim, kMTiles>;
   extern __shared__ __align__(128) unsigned char smem[];
-  bf16* s_q = reinterpret_cast<bf16*>(smem);
-  bf16* s_k = s_q + T::kBlockM * kHeadDim;   // [2][kBlockN][kHeadDim]
-  bf16* s_v = s_k + 2 * kBlockN * kHeadDim;  // [2][kBlockN][kHeadDim]
+  E* s_q = reinterpret_cast<E*>(smem);
+  E* s_k = s_q + T::kBlockM * kHeadDim;   // [2][kBlockN][kHeadDim]
+  E* s_v = s_k + 2 * kBlockN * kHeadDim;  // [2][kBlockN][kHeadDim]
 
   // The longest (causal: last) query tiles first, so that short ones fill
   // the tail of the grid.
@@ -60,8 +60,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t unmasked_end = bias != nullptr ? 0 : RowKeyEnd(p, key_end, q0);
   const int key_tiles = static_cast<int>((tile_key_end + kBlockN - 1) / kBlockN);
 
-  const bf16* k_head = k + bh * p.k_len * kHeadDim;
-  const bf16* v_head = v + bh * p.k_len * kHeadDim;
+  const E* k_head = k + bh * p.k_len * kHeadDim;
+  const E* v_head = v + bh * p.k_len * kHeadDim;
   if (key_tiles > 0) {
     LoadTileAsync<kHeadDim, T::kBlockM>(q + bh * p.q_len * kHeadDim, q0, p.q_len - q0, s_q);
     LoadTileAsync<kHeadDim, kBlockN>(k_head, 0, p.k_len, s_k);
@@ -100,8 +100,8 @@ __global__ void __launch_bounds__(kThreads)
       CpAsyncWait<0>();
     }
     __syncthreads();
-    const bf16* k_tile = s_k + buffer * kBlockN * kHeadDim;
-    const bf16* v_tile = s_v + buffer * kBlockN * kHeadDim;
+    const E* k_tile = s_k + buffer * kBlockN * kHeadDim;
+    const E* v_tile = s_v + buffer * kBlockN * kHeadDim;
     if (j == 0) {
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
@@ -134,8 +134,8 @@ __global__ void __launch_bounds__(kThreads)
                    SmemAddress(k_tile + SwizzledOffset<kHeadDim>(key, ks * 2 + (lane / 8) % 2)));
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
-          Mma(s[mt][2 * np], q_frag[mt][ks], frag[0], frag[1]);
-          Mma(s[mt][2 * np + 1], q_frag[mt][ks], frag[2], frag[3]);
+          Mma<E>(s[mt][2 * np], q_frag[mt][ks], frag[0], frag[1]);
+          Mma<E>(s[mt][2 * np + 1], q_frag[mt][ks], frag[2], frag[3]);
         }
       }
     }
@@ -211,10 +211,10 @@ __global__ void __launch_bounds__(kThreads)
       uint32_t a[kMTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        a[mt][0] = PackBf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        a[mt][1] = PackBf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        a[mt][2] = PackBf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        a[mt][3] = PackBf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        a[mt][0] = Pack<E>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        a[mt][1] = Pack<E>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        a[mt][2] = Pack<E>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        a[mt][3] = Pack<E>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
       }
 #pragma unroll
       for (int dp = 0; dp < T::kOutTiles / 2; ++dp) {
@@ -224,8 +224,8 @@ __global__ void __launch_bounds__(kThreads)
                         SmemAddress(v_tile + SwizzledOffset<kHeadDim>(key, dp * 2 + lane / 16)));
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
-          Mma(o[mt][2 * dp], a[mt], frag[0], frag[1]);
-          Mma(o[mt][2 * dp + 1], a[mt], frag[2], frag[3]);
+          Mma<E>(o[mt][2 * dp], a[mt], frag[0], frag[1]);
+          Mma<E>(o[mt][2 * dp + 1], a[mt], frag[2], frag[3]);
         }
       }
     }
@@ -242,11 +242,11 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t row = q0 + warp_row0 + mt * 16 + g + half * 8;
       if (row >= p.q_len) continue;
       const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
-      bf16* out_row = out + (bh * p.q_len + row) * kHeadDim;
+      E* out_row = out + (bh * p.q_len + row) * kHeadDim;
 #pragma unroll
       for (int dt = 0; dt < T::kOutTiles; ++dt) {
         *reinterpret_cast<uint32_t*>(out_row + dt * 8 + 2 * t) =
-            PackBf16(o[mt][dt][half * 2] * inverse, o[mt][dt][half * 2 + 1] * inverse);
+            Pack<E>(o[mt][dt][half * 2] * inverse, o[mt][dt][half * 2 + 1] * inverse);
       }
       if (t == 0) {
         lse[bh * p.q_len + row] = sum > 0.0f ? row_max[mt][half] * p.scale + logf(sum) : kNegInf;
@@ -255,43 +255,50 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int kHeadDim, int kMTiles>
+template <typename E, int kHeadDim, int kMTiles>
 const char* LaunchForwardMma(const AttentionCudaProblem& p, const void* q, const void* k,
                              const void* v, void* out, float* lse, cudaStream_t stream) {
   using T = Tiles<kHeadDim, kMTiles>;
   const int64_t blocks = p.batch * p.heads * ((p.q_len + T::kBlockM - 1) / T::kBlockM);
   if (blocks == 0) return nullptr;
   if (blocks > 0x7fffffff) return "too many query tiles for one launch";
-  const auto kernel = ForwardMmaKernel<kHeadDim, kMTiles>;
+  const auto kernel = ForwardMmaKernel<E, kHeadDim, kMTiles>;
   if (T::kSmemBytes > 48 * 1024) {
     const cudaError_t error = cudaFuncSetAttribute(
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
     if (error != cudaSuccess) return cudaGetErrorString(error);
   }
   kernel<<<static_cast<unsigned>(blocks), kThreads, T::kSmemBytes, stream>>>(
-      p, static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
-      static_cast<bf16*>(out), lse);
+      p, static_cast<const E*>(q), static_cast<const E*>(k), static_cast<const E*>(v),
+      static_cast<E*>(out), lse);
   return LastLaunchError();
+}
+
+template <typename E>
+const char* ForwardMmaTyped(const AttentionCudaProblem& p, const void* q, const void* k,
+                            const void* v, void* out, float* lse, cudaStream_t stream) {
+  // Up to 64 queries (short sentences, decoding steps), 128-row blocks would
+  // idle half their warps.
+  const bool short_queries = p.q_len <= 64;
+  switch (p.d_k) {
+    case 32:
+      return short_queries ? LaunchForwardMma<E, 32, 1>(p, q, k, v, out, lse, stream)
+                           : LaunchForwardMma<E, 32, 2>(p, q, k, v, out, lse, stream);
+    case 64:
+      return short_queries ? LaunchForwardMma<E, 64, 1>(p, q, k, v, out, lse, stream)
+                           : LaunchForwardMma<E, 64, 2>(p, q, k, v, out, lse, stream);
+    case 128:
+      return LaunchForwardMma<E, 128, 1>(p, q, k, v, out, lse, stream);
+  }
+  return "the tensor-core attention kernels take head sizes 32, 64 and 128";
 }
 
 }  // namespace
 
 const char* ForwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                        void* out, float* lse, cudaStream_t stream) {
-  // Up to 64 queries (short sentences, decoding steps), 128-row blocks would
-  // idle half their warps.
-  const bool short_queries = p.q_len <= 64;
-  switch (p.d_k) {
-    case 32:
-      return short_queries ? LaunchForwardMma<32, 1>(p, q, k, v, out, lse, stream)
-                           : LaunchForwardMma<32, 2>(p, q, k, v, out, lse, stream);
-    case 64:
-      return short_queries ? LaunchForwardMma<64, 1>(p, q, k, v, out, lse, stream)
-                           : LaunchForwardMma<64, 2>(p, q, k, v, out, lse, stream);
-    case 128:
-      return LaunchForwardMma<128, 1>(p, q, k, v, out, lse, stream);
-  }
-  return "the tensor-core attention kernels take head sizes 32, 64 and 128";
+  return p.f16 ? ForwardMmaTyped<f16>(p, q, k, v, out, lse, stream)
+               : ForwardMmaTyped<bf16>(p, q, k, v, out, lse, stream);
 }
 
 }  // namespace attention_cuda

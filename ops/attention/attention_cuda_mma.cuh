@@ -1,7 +1,11 @@
-// Tensor-core building blocks of the bf16 attention kernels
-// (attention_cuda_mma*.cu): inline PTX for mma.sync m16n8k16 (bf16 in, fp32
-// accumulators), ldmatrix and cp.async, and the swizzled shared-memory tile
-// layout they read.
+// Tensor-core building blocks of the bf16 and f16 attention kernels
+// (attention_cuda_mma*.cu, templated on the element type E): inline PTX for
+// mma.sync m16n8k16 (bf16 or f16 in, fp32 accumulators), ldmatrix and
+// cp.async, and the swizzled shared-memory tile layout they read. The two
+// types differ only in the MMA's operand type and in the conversion of the
+// f32 probabilities and gradients that feed the next MMA (Pack<E>); f16
+// keeps 3 more mantissa bits of P but overflows above 65504 (the f16
+// trainer's loss scaling skips such steps).
 //
 // Fragments (PTX ISA, "Matrix fragments for mma.m16n8k16"), with
 // g = lane / 4 and t = lane % 4: A a0 = (g, 2t..2t+1), a1 = (g+8, 2t..),
@@ -18,9 +22,11 @@
 #define TFM_OPS_ATTENTION_ATTENTION_CUDA_MMA_CUH_
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/attention/attention_cuda_common.cuh"
 
@@ -28,6 +34,8 @@ namespace tfm {
 namespace attention_cuda {
 
 using bf16 = __nv_bfloat16;
+using f16 = __half;
+static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2, "tiles are sized for 16-bit elements");
 
 // Both kernels run 4 warps per block.
 constexpr int kMmaWarps = 4;
@@ -79,13 +87,22 @@ __device__ __forceinline__ void LdMatrixX4Trans(uint32_t (&r)[4], uint32_t addre
                : "memory");
 }
 
-// d += a b for one 16x8x16 tile.
+// d += a b for one 16x8x16 tile of E (bf16 or f16) operands.
+template <typename E>
 __device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                     uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  if constexpr (std::is_same_v<E, f16>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    static_assert(std::is_same_v<E, bf16>, "bf16 or f16 operands");
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
 }
 
 // 2^x by the SFU alone: exp2f adds range checks for denormal results,
@@ -96,10 +113,17 @@ __device__ __forceinline__ float FastExp2(float x) {
   return y;
 }
 
-// Two floats as bf16x2, `low` in the low half (the lower column).
-__device__ __forceinline__ uint32_t PackBf16(float low, float high) {
-  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
-  return *reinterpret_cast<const uint32_t*>(&pair);
+// Two floats as an E pair (bf16x2 or f16x2), `low` in the low half (the
+// lower column), rounded to nearest.
+template <typename E>
+__device__ __forceinline__ uint32_t Pack(float low, float high) {
+  if constexpr (std::is_same_v<E, f16>) {
+    const __half2 pair = __floats2half2_rn(low, high);
+    return *reinterpret_cast<const uint32_t*>(&pair);
+  } else {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+    return *reinterpret_cast<const uint32_t*>(&pair);
+  }
 }
 
 // Bit i set when dropout keeps element element_of(i), i < kCount <= 32.
@@ -133,14 +157,14 @@ __device__ __forceinline__ uint32_t DropoutKeptBits(const AttentionCudaProblem& 
 
 // Starts copying rows [row0, row0 + kRows) of a [len, kHeadDim] matrix into
 // a swizzled tile; rows at or past row0 + valid_rows become zeros.
-template <int kHeadDim, int kRows>
-__device__ __forceinline__ void LoadTileAsync(const bf16* src, int64_t row0, int64_t valid_rows,
-                                              bf16* tile) {
+template <int kHeadDim, int kRows, typename E>
+__device__ __forceinline__ void LoadTileAsync(const E* src, int64_t row0, int64_t valid_rows,
+                                              E* tile) {
   constexpr int kChunks = kHeadDim / 8;
   for (int e = threadIdx.x; e < kRows * kChunks; e += kMmaThreads) {
     const int r = e / kChunks, c = e % kChunks;
     const bool valid = r < valid_rows;
-    const bf16* from = valid ? src + (row0 + r) * kHeadDim + c * 8 : src;
+    const E* from = valid ? src + (row0 + r) * kHeadDim + c * 8 : src;
     CpAsync16(SmemAddress(tile + SwizzledOffset<kHeadDim>(r, c)), from, valid);
   }
 }

@@ -1,4 +1,4 @@
-// bf16 attention backward on tensor cores (FlashAttention-2).
+// bf16 and f16 attention backward on tensor cores (FlashAttention-2).
 //
 // A block of 4 warps owns 64 keys of one head (16 per warp) and walks the
 // query tiles (64 rows) that see them. Each warp works on the transposed
@@ -43,21 +43,21 @@ struct BackwardTiles {
       sizeof(float) * 2 * kBlockM;
 };
 
-template <int kHeadDim>
+template <typename E, int kHeadDim>
 __global__ void __launch_bounds__(kMmaThreads)
-    BackwardMmaKernel(AttentionCudaProblem p, const bf16* q, const bf16* k, const bf16* v,
-                      const float* lse, const float* delta, const bf16* d_out, float* dq_accum,
-                      bf16* dk, bf16* dv) {
+    BackwardMmaKernel(AttentionCudaProblem p, const E* q, const E* k, const E* v,
+                      const float* lse, const float* delta, const E* d_out, float* dq_accum,
+                      E* dk, E* dv) {
   using T = BackwardTiles<kHeadDim>;
   constexpr int kBlockM = T::kBlockM, kQueryTiles = T::kQueryTiles;
   extern __shared__ __align__(128) unsigned char smem[];
-  bf16* s_k = reinterpret_cast<bf16*>(smem);
-  bf16* s_v = s_k + kBlockN * kHeadDim;
+  E* s_k = reinterpret_cast<E*>(smem);
+  E* s_v = s_k + kBlockN * kHeadDim;
   // Q and dO: two buffers each, the next query step's filling while this
   // one computes.
-  bf16* s_q_buffers = s_v + kBlockN * kHeadDim;
-  bf16* s_do_buffers = s_q_buffers + 2 * kBlockM * kHeadDim;
-  bf16* s_ds = s_do_buffers + 2 * kBlockM * kHeadDim;  // dS^T [kBlockN keys][kBlockM queries].
+  E* s_q_buffers = s_v + kBlockN * kHeadDim;
+  E* s_do_buffers = s_q_buffers + 2 * kBlockM * kHeadDim;
+  E* s_ds = s_do_buffers + 2 * kBlockM * kHeadDim;  // dS^T [kBlockN keys][kBlockM queries].
   // Per query: lse in log2 units, +inf where the row saw no key (so that
   // exp2(x - lse) = 0), and delta.
   float* s_lse = reinterpret_cast<float*>(s_ds + kBlockN * kBlockM);
@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   const int64_t key_end = KeyEnd(p, b);
   const float* bias = KeyBias(p, b);
   const float scale_log2 = p.scale * kLog2e;
-  const bf16* q_head = q + bh * p.q_len * kHeadDim;
-  const bf16* d_out_head = d_out + bh * p.q_len * kHeadDim;
+  const E* q_head = q + bh * p.q_len * kHeadDim;
+  const E* d_out_head = d_out + bh * p.q_len * kHeadDim;
 
   LoadTileAsync<kHeadDim, kBlockN>(k + bh * p.k_len * kHeadDim, c0, p.k_len - c0, s_k);
   LoadTileAsync<kHeadDim, kBlockN>(v + bh * p.k_len * kHeadDim, c0, p.k_len - c0, s_v);
@@ -100,8 +100,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   // warp starts step i + 1, no warp reads step i's buffer (refilled now with
   // step i + 2's tiles) or s_lse; the barrier below guards s_ds.
   for (int64_t q0 = first_q0, step = 0; q0 < p.q_len; q0 += kBlockM, ++step) {
-    const bf16* s_q = s_q_buffers + (step & 1) * kBlockM * kHeadDim;
-    const bf16* s_do = s_do_buffers + (step & 1) * kBlockM * kHeadDim;
+    const E* s_q = s_q_buffers + (step & 1) * kBlockM * kHeadDim;
+    const E* s_do = s_do_buffers + (step & 1) * kBlockM * kHeadDim;
     const int64_t next = q0 + kBlockM;
     if (next < p.q_len) {
       LoadTileAsync<kHeadDim, kBlockM>(q_head, next, p.q_len - next,
@@ -142,11 +142,11 @@ __global__ void __launch_bounds__(kMmaThreads)
             SwizzledOffset<kHeadDim>(np * 16 + lane % 8 + (lane / 16) * 8, ks * 2 + (lane / 8) % 2);
         uint32_t frag[4];
         LdMatrixX4(frag, SmemAddress(s_q + b_offset));
-        Mma(s[2 * np], k_frag, frag[0], frag[1]);
-        Mma(s[2 * np + 1], k_frag, frag[2], frag[3]);
+        Mma<E>(s[2 * np], k_frag, frag[0], frag[1]);
+        Mma<E>(s[2 * np + 1], k_frag, frag[2], frag[3]);
         LdMatrixX4(frag, SmemAddress(s_do + b_offset));
-        Mma(dp[2 * np], v_frag, frag[0], frag[1]);
-        Mma(dp[2 * np + 1], v_frag, frag[2], frag[3]);
+        Mma<E>(dp[2 * np], v_frag, frag[0], frag[1]);
+        Mma<E>(dp[2 * np + 1], v_frag, frag[2], frag[3]);
       }
     }
 
@@ -190,25 +190,25 @@ __global__ void __launch_bounds__(kMmaThreads)
 #pragma unroll
     for (int kk = 0; kk < kBlockM / 16; ++kk) {
       uint32_t p_frag[4], ds_frag[4];
-      p_frag[0] = PackBf16(s[2 * kk][0], s[2 * kk][1]);
-      p_frag[1] = PackBf16(s[2 * kk][2], s[2 * kk][3]);
-      p_frag[2] = PackBf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      p_frag[3] = PackBf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-      ds_frag[0] = PackBf16(dp[2 * kk][0], dp[2 * kk][1]);
-      ds_frag[1] = PackBf16(dp[2 * kk][2], dp[2 * kk][3]);
-      ds_frag[2] = PackBf16(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-      ds_frag[3] = PackBf16(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+      p_frag[0] = Pack<E>(s[2 * kk][0], s[2 * kk][1]);
+      p_frag[1] = Pack<E>(s[2 * kk][2], s[2 * kk][3]);
+      p_frag[2] = Pack<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      p_frag[3] = Pack<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      ds_frag[0] = Pack<E>(dp[2 * kk][0], dp[2 * kk][1]);
+      ds_frag[1] = Pack<E>(dp[2 * kk][2], dp[2 * kk][3]);
+      ds_frag[2] = Pack<E>(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
+      ds_frag[3] = Pack<E>(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
 #pragma unroll
       for (int dpair = 0; dpair < T::kOutTiles / 2; ++dpair) {
         const int offset = SwizzledOffset<kHeadDim>(kk * 16 + lane % 8 + ((lane / 8) % 2) * 8,
                                                     dpair * 2 + lane / 16);
         uint32_t frag[4];
         LdMatrixX4Trans(frag, SmemAddress(s_do + offset));
-        Mma(dv_acc[2 * dpair], p_frag, frag[0], frag[1]);
-        Mma(dv_acc[2 * dpair + 1], p_frag, frag[2], frag[3]);
+        Mma<E>(dv_acc[2 * dpair], p_frag, frag[0], frag[1]);
+        Mma<E>(dv_acc[2 * dpair + 1], p_frag, frag[2], frag[3]);
         LdMatrixX4Trans(frag, SmemAddress(s_q + offset));
-        Mma(dk_acc[2 * dpair], ds_frag, frag[0], frag[1]);
-        Mma(dk_acc[2 * dpair + 1], ds_frag, frag[2], frag[3]);
+        Mma<E>(dk_acc[2 * dpair], ds_frag, frag[0], frag[1]);
+        Mma<E>(dk_acc[2 * dpair + 1], ds_frag, frag[2], frag[3]);
       }
     }
 
@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(kMmaThreads)
       for (int half = 0; half < 2; ++half) {
         const int key_local = warp_key0 + g + half * 8;
         *reinterpret_cast<uint32_t*>(s_ds + SwizzledOffset<kBlockM>(key_local, nt) + 2 * t) =
-            PackBf16(dp[nt][half * 2], dp[nt][half * 2 + 1]);
+            Pack<E>(dp[nt][half * 2], dp[nt][half * 2 + 1]);
       }
     }
     __syncthreads();
@@ -247,8 +247,8 @@ __global__ void __launch_bounds__(kMmaThreads)
         LdMatrixX4Trans(frag, SmemAddress(s_k + SwizzledOffset<kHeadDim>(
                                                     kk * 16 + lane % 8 + ((lane / 8) % 2) * 8,
                                                     dq_tile0 + dpair * 2 + lane / 16)));
-        Mma(dq_acc[2 * dpair], ds_frag, frag[0], frag[1]);
-        Mma(dq_acc[2 * dpair + 1], ds_frag, frag[2], frag[3]);
+        Mma<E>(dq_acc[2 * dpair], ds_frag, frag[0], frag[1]);
+        Mma<E>(dq_acc[2 * dpair + 1], ds_frag, frag[2], frag[3]);
       }
     }
 #pragma unroll
@@ -270,19 +270,19 @@ __global__ void __launch_bounds__(kMmaThreads)
   for (int half = 0; half < 2; ++half) {
     const int64_t key = c0 + warp_key0 + g + half * 8;
     if (key >= p.k_len) continue;
-    bf16* dk_row = dk + (bh * p.k_len + key) * kHeadDim;
-    bf16* dv_row = dv + (bh * p.k_len + key) * kHeadDim;
+    E* dk_row = dk + (bh * p.k_len + key) * kHeadDim;
+    E* dv_row = dv + (bh * p.k_len + key) * kHeadDim;
 #pragma unroll
     for (int dt = 0; dt < T::kOutTiles; ++dt) {
       *reinterpret_cast<uint32_t*>(dk_row + dt * 8 + 2 * t) =
-          PackBf16(p.scale * dk_acc[dt][half * 2], p.scale * dk_acc[dt][half * 2 + 1]);
+          Pack<E>(p.scale * dk_acc[dt][half * 2], p.scale * dk_acc[dt][half * 2 + 1]);
       *reinterpret_cast<uint32_t*>(dv_row + dt * 8 + 2 * t) =
-          PackBf16(dv_acc[dt][half * 2], dv_acc[dt][half * 2 + 1]);
+          Pack<E>(dv_acc[dt][half * 2], dv_acc[dt][half * 2 + 1]);
     }
   }
 }
 
-template <int kHeadDim>
+template <typename E, int kHeadDim>
 const char* LaunchBackwardMma(const AttentionCudaProblem& p, const void* q, const void* k,
                               const void* v, const float* lse, const float* delta,
                               const void* d_out, float* dq_accum, void* dk, void* dv,
@@ -291,17 +291,33 @@ const char* LaunchBackwardMma(const AttentionCudaProblem& p, const void* q, cons
   const int64_t blocks = p.batch * p.heads * ((p.k_len + kBlockN - 1) / kBlockN);
   if (blocks == 0) return nullptr;
   if (blocks > 0x7fffffff) return "too many key tiles for one launch";
-  const auto kernel = BackwardMmaKernel<kHeadDim>;
+  const auto kernel = BackwardMmaKernel<E, kHeadDim>;
   if (T::kSmemBytes > 48 * 1024) {
     const cudaError_t error = cudaFuncSetAttribute(
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
     if (error != cudaSuccess) return cudaGetErrorString(error);
   }
   kernel<<<static_cast<unsigned>(blocks), kMmaThreads, T::kSmemBytes, stream>>>(
-      p, static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v), lse,
-      delta, static_cast<const bf16*>(d_out), dq_accum, static_cast<bf16*>(dk),
-      static_cast<bf16*>(dv));
+      p, static_cast<const E*>(q), static_cast<const E*>(k), static_cast<const E*>(v), lse,
+      delta, static_cast<const E*>(d_out), dq_accum, static_cast<E*>(dk),
+      static_cast<E*>(dv));
   return LastLaunchError();
+}
+
+template <typename E>
+const char* BackwardMmaTyped(const AttentionCudaProblem& p, const void* q, const void* k,
+                             const void* v, const float* lse, const float* delta,
+                             const void* d_out, float* dq_accum, void* dk, void* dv,
+                             cudaStream_t stream) {
+  switch (p.d_k) {
+    case 32:
+      return LaunchBackwardMma<E, 32>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
+    case 64:
+      return LaunchBackwardMma<E, 64>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
+    case 128:
+      return LaunchBackwardMma<E, 128>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
+  }
+  return "the tensor-core attention kernels take head sizes 32, 64 and 128";
 }
 
 }  // namespace
@@ -311,15 +327,8 @@ int64_t BackwardMmaKeyTile() { return kBlockN; }
 const char* BackwardMma(const AttentionCudaProblem& p, const void* q, const void* k, const void* v,
                         const float* lse, const float* delta, const void* d_out, float* dq_accum,
                         void* dk, void* dv, cudaStream_t stream) {
-  switch (p.d_k) {
-    case 32:
-      return LaunchBackwardMma<32>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
-    case 64:
-      return LaunchBackwardMma<64>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
-    case 128:
-      return LaunchBackwardMma<128>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
-  }
-  return "the tensor-core attention kernels take head sizes 32, 64 and 128";
+  return p.f16 ? BackwardMmaTyped<f16>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream)
+               : BackwardMmaTyped<bf16>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
 }
 
 }  // namespace attention_cuda

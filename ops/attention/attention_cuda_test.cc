@@ -504,8 +504,8 @@ TEST_P(AttentionCudaTest, KeyRowsReadEachPositionFromItsRow) {
 // attention, halved under the causal mask, over the unpadded keys.
 // Deterministic mode (core/deterministic.h): the backward repeats bit for
 // bit (dQ summed per key tile in a fixed order, not with atomics), still
-// matches the CPU, on the CUDA-core kernels (f32, f16) and the tensor-core
-// ones (bf16 at d 64), causal, masked and long enough for many key tiles.
+// matches the CPU, on the CUDA-core kernels (f32) and the tensor-core ones
+// (bf16 and f16 at d 64), causal, masked and long enough for many key tiles.
 TEST_P(AttentionCudaTest, DeterministicBackwardRepeatsBitForBit) {
   TFM_SKIP_WITHOUT_GPU();
   const DType dtype = GetParam();
