@@ -82,24 +82,44 @@ void TopCandidates(const float* step_log_probs, int64_t vocab,
   std::sort(out.begin(), out.end(), Better);
 }
 
+// Whether row_log_prob + p (in double) keeps apart p and every other float:
+// the float gap beside p (its smaller one, toward zero) is more than 8
+// double ulps of the largest such sum, so two distinct floats at or beyond
+// p's magnitude never round to the same sum, nor does p with a float
+// nearer zero. Then a sum equal to p's comes only from p itself.
+bool SumsKeepFloatsApart(double row_log_prob, float p) {
+  const double float_gap = std::abs(static_cast<double>(p) - std::nextafter(p, 0.0f));
+  const double magnitude = std::abs(row_log_prob) + std::abs(static_cast<double>(p));
+  const double double_ulp =
+      std::nextafter(magnitude, std::numeric_limits<double>::infinity()) - magnitude;
+  return float_gap > 8 * double_ulp;
+}
+
 // TopCandidates from each row's best `count` + 1 tokens as the model's
 // device ranked them (StepTopTokens, already without NaN, -inf and a
-// forbidden eos). A row's sums row_log_prob + p are in its tokens' order,
-// but two tokens' sums may round to the same double: then a token past the
-// row's list could tie with its last, and the list cannot decide. Returns
-// false in that case (the caller ranks the whole distribution instead).
+// forbidden eos: by log-probability descending, then token ascending). The
+// row's unlisted tokens must all rank after its listed ones, which holds
+// when the sum with the one past the list is below the last listed one's;
+// or when the two log-probabilities are the same float (ties of a coarse
+// distribution, bf16 logits: the listed tokens of that value have the
+// smaller ids, which Better prefers) and no other float can round to that
+// sum (SumsKeepFloatsApart). Otherwise two different log-probabilities gave
+// one double, a token past the list could tie with the last listed one, and
+// the list cannot decide: returns false (the caller ranks the whole
+// distribution instead).
 bool TopCandidatesOfRowTops(const StepTopTokens& top, const std::vector<double>& row_log_probs,
                             int first, int rows, int count, std::vector<Candidate>& out) {
   out.clear();
   for (int row = first; row < first + rows; ++row) {
-    if (row_log_probs[row] == kDead) continue;
+    const double row_log_prob = row_log_probs[row];
+    if (row_log_prob == kDead) continue;
     const float* p = top.log_probs.data() + static_cast<int64_t>(row) * top.count;
     const int32_t* tokens = top.tokens.data() + static_cast<int64_t>(row) * top.count;
     for (int i = 0; i < count && tokens[i] >= 0; ++i) {
-      out.push_back(Candidate{row_log_probs[row] + p[i], row, tokens[i]});
+      out.push_back(Candidate{row_log_prob + p[i], row, tokens[i]});
     }
-    if (tokens[count] >= 0 &&
-        row_log_probs[row] + p[count] == row_log_probs[row] + p[count - 1]) {
+    if (tokens[count] >= 0 && row_log_prob + p[count] == row_log_prob + p[count - 1] &&
+        !(p[count] == p[count - 1] && SumsKeepFloatsApart(row_log_prob, p[count]))) {
       return false;
     }
   }

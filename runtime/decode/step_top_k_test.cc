@@ -2,7 +2,7 @@
 // device ranks them, here the row_top_k op's CPU kernel) choose exactly what
 // searches through Step choose: same tokens, same scores, bit for bit, with
 // ties in the distributions (which take the fallback to the whole
-// distribution) and with ignore_eos.
+// distribution only where a list cannot decide) and with ignore_eos.
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -46,7 +46,10 @@ class RankedModel : public IncrementalModel {
     top.count = count;
     TFM_ASSIGN_OR_RETURN(Tensor all, Rounded(state, last));
     TFM_ASSIGN_OR_RETURN(RowTopK ranked, RowTopKOf(all, count, forbidden_token));
-    top.all_log_probs = [all]() -> absl::StatusOr<Tensor> { return all; };
+    top.all_log_probs = [all, this]() -> absl::StatusOr<Tensor> {
+      ++whole_distributions_;
+      return all;
+    };
     top.log_probs = ranked.values.ToVector<float>();
     top.tokens = ranked.columns.ToVector<int32_t>();
     return top;
@@ -84,6 +87,9 @@ class RankedModel : public IncrementalModel {
   ScriptedModel& model_;
   float grid_;
   bool ranks_;
+
+ public:
+  int whole_distributions_ = 0;  // Steps that fell back to all_log_probs.
 };
 
 TEST(StepTopKTest, SearchesChooseWhatTheHostRankingChooses) {
@@ -107,6 +113,17 @@ TEST(StepTopKTest, SearchesChooseWhatTheHostRankingChooses) {
               testing::SearchForBeamSize(options)->Search(model, sources);
           ASSERT_TRUE(results.ok()) << results.status();
           runs.push_back(*results);
+          if (!ranks || beam == 1) continue;  // Greedy never needs more than its best.
+          const int tokens_left = 13 - (ignore_eos ? 1 : 0);
+          if (grid == kTiny && 2 * beam + 1 <= tokens_left) {
+            // Distinct floats with one sum: only the whole distribution
+            // decides (unless the list holds every token).
+            EXPECT_GT(model.whole_distributions_, 0);
+          } else if (grid != 0 && grid != kTiny) {
+            // Exact ties on the grid (bf16 logits' kind) are decided by the
+            // lists: the tied tokens past a list have the larger ids.
+            EXPECT_EQ(model.whole_distributions_, 0);
+          }
         }
         for (size_t s = 0; s < sources.size(); ++s) {
           ASSERT_EQ(runs[1][s].size(), runs[0][s].size()) << "source " << s;
