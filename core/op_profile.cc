@@ -20,7 +20,8 @@ struct OpTotal {
 };
 
 // -1: not read yet; else bit 0: profiling on, bit 1: GPU ops waited for
-// while it is on (kept while profiling is turned off and on again).
+// while it is on, bit 2: rows by shape (bits 1 and 2 kept while profiling
+// is turned off and on again).
 std::atomic<int>& EnabledFlag() {
   static std::atomic<int> flag{-1};
   return flag;
@@ -31,7 +32,7 @@ int ReadFlag() {
   if (flag < 0) {
     const char* value = std::getenv("TFM_PROFILE_OPS");
     const absl::string_view text = value == nullptr ? "" : value;
-    flag = text == "sync" ? 3 : (!text.empty() && text != "0") ? 1 : 0;
+    flag = text == "shapes" ? 7 : text == "sync" ? 3 : (!text.empty() && text != "0") ? 1 : 0;
     EnabledFlag().store(flag, std::memory_order_relaxed);
   }
   return flag;
@@ -59,12 +60,18 @@ int64_t NowNs() {
 
 bool OpProfilingEnabled() { return (ReadFlag() & 1) != 0; }
 
-bool OpProfilingSynchronizes() { return ReadFlag() == 3; }
+bool OpProfilingSynchronizes() { return (ReadFlag() & 3) == 3; }
 
-void SetOpProfiling(bool enabled) { EnabledFlag().store((ReadFlag() & 2) | (enabled ? 1 : 0)); }
+bool OpProfilingByShape() { return (ReadFlag() & 5) == 5; }
+
+void SetOpProfiling(bool enabled) { EnabledFlag().store((ReadFlag() & 6) | (enabled ? 1 : 0)); }
 
 void SetOpProfilingSynchronizes(bool synchronize) {
-  EnabledFlag().store(synchronize ? 3 : (ReadFlag() & 1));
+  EnabledFlag().store(synchronize ? (ReadFlag() | 3) : (ReadFlag() & 1));
+}
+
+void SetOpProfilingByShape(bool by_shape) {
+  EnabledFlag().store(by_shape ? 7 : (ReadFlag() & 3));
 }
 
 void RecordOpTime(absl::string_view op, double seconds) {
@@ -90,14 +97,16 @@ std::string OpProfileReport(double wall_seconds) {
             [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
   double sum = 0;
   for (const auto& row : rows) sum += row.second.seconds;
-  std::string report = absl::StrFormat("%-34s %8s %11s %10s %7s\n", "op", "calls", "total ms",
-                                       "ms/call", "share");
+  int width = 34;  // Wider for rows by shape.
+  for (const auto& row : rows) width = std::max(width, static_cast<int>(row.first.size()));
+  std::string report = absl::StrFormat("%-*s %8s %11s %10s %7s\n", width, "op", "calls",
+                                       "total ms", "ms/call", "share");
   for (const auto& [op, total] : rows) {
-    absl::StrAppendFormat(&report, "%-34s %8d %11.2f %10.4f %6.1f%%\n", op, total.calls,
+    absl::StrAppendFormat(&report, "%-*s %8d %11.2f %10.4f %6.1f%%\n", width, op, total.calls,
                           1e3 * total.seconds, 1e3 * total.seconds / total.calls,
                           sum > 0 ? 100 * total.seconds / sum : 0.0);
   }
-  absl::StrAppendFormat(&report, "%-34s %8s %11.2f\n", "all ops", "", 1e3 * sum);
+  absl::StrAppendFormat(&report, "%-*s %8s %11.2f\n", width, "all ops", "", 1e3 * sum);
   if (wall_seconds > 0) {
     absl::StrAppendFormat(&report, "ops' share of %.2f ms wall time: %.1f%% (the rest: outside ops)\n",
                           1e3 * wall_seconds, 100 * sum / wall_seconds);
@@ -113,7 +122,10 @@ ScopedOpTimer::ScopedOpTimer(absl::string_view op) : op_(op) {
 ScopedOpTimer::~ScopedOpTimer() {
   if (!OpProfilingEnabled()) return;
   --op_depth;
-  if (start_ns_ >= 0) RecordOpTime(op_, 1e-9 * static_cast<double>(NowNs() - start_ns_));
+  if (start_ns_ >= 0) {
+    RecordOpTime(row_.empty() ? op_ : absl::string_view(row_),
+                 1e-9 * static_cast<double>(NowNs() - start_ns_));
+  }
 }
 
 }  // namespace tfm

@@ -3,8 +3,11 @@
 // output allocation and the kernel, threads included) to a per-op total;
 // with TFM_PROFILE_OPS=sync, RunOp also waits for a GPU op's device before
 // its timer stops, so the table holds kernel time instead of launch time
-// (the waits slow the run: profile in a pass that is not timed);
-// OpProfileReport() prints the table, largest first. Off, it costs one
+// (the waits slow the run: profile in a pass that is not timed); with
+// TFM_PROFILE_OPS=shapes, the same waits and a row per op, dtype and input
+// shapes ("linear bf16 27648x1024 4096x1024 4096"), to see which of an
+// op's calls (a GEMM's shapes) take the time; OpProfileReport() prints the
+// table, largest first. Off, it costs one
 // branch on a cached flag per RunOp. Time spent outside ops (layers'
 // bookkeeping, copies made without an op) is not in the table: the report
 // gives the ops' share of the wall time it is handed, so the rest shows.
@@ -13,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/strings/string_view.h"
 
@@ -27,6 +31,10 @@ void SetOpProfiling(bool enabled);
 // Asking for the wait turns profiling on.
 bool OpProfilingSynchronizes();
 void SetOpProfilingSynchronizes(bool synchronize);
+// Whether rows are per op, dtype and input shapes (TFM_PROFILE_OPS=shapes),
+// kept as the wait is; asking for it turns profiling and the wait on.
+bool OpProfilingByShape();
+void SetOpProfilingByShape(bool by_shape);
 
 // Adds one call of `op` taking `seconds`.
 void RecordOpTime(absl::string_view op, double seconds);
@@ -45,11 +53,14 @@ class ScopedOpTimer {
   ~ScopedOpTimer();
   // True for the outermost op while profiling: the one whose time counts.
   bool timing() const { return start_ns_ >= 0; }
+  // The row this call counts in, instead of the op's name (by shape).
+  void set_row(std::string row) { row_ = std::move(row); }
   ScopedOpTimer(const ScopedOpTimer&) = delete;
   ScopedOpTimer& operator=(const ScopedOpTimer&) = delete;
 
  private:
   absl::string_view op_;
+  std::string row_;        // Empty: the op's name.
   int64_t start_ns_ = -1;  // -1: not timing (disabled, or nested).
 };
 

@@ -65,5 +65,35 @@ TEST(OpProfileTest, WaitingForTheDeviceIsItsOwnSwitchAndImpliesProfiling) {
   EXPECT_FALSE(OpProfilingEnabled());
 }
 
+TEST(OpProfileTest, RowsByShapeKeepTheWaitAndNameTheRow) {
+  SetOpProfiling(false);
+  SetOpProfilingSynchronizes(false);
+  EXPECT_FALSE(OpProfilingByShape());
+  SetOpProfilingByShape(true);
+  EXPECT_TRUE(OpProfilingEnabled());
+  EXPECT_TRUE(OpProfilingSynchronizes());
+  EXPECT_TRUE(OpProfilingByShape());
+  SetOpProfiling(false);
+  EXPECT_FALSE(OpProfilingByShape());
+  SetOpProfiling(true);  // Back on: still by shape.
+  EXPECT_TRUE(OpProfilingByShape());
+  ResetOpProfile();
+  {
+    ScopedOpTimer timer("linear");
+    ASSERT_TRUE(timer.timing());
+    timer.set_row("linear bf16 8x4 2x4");
+  }
+  { const ScopedOpTimer timer("linear"); }  // No row set: the op's name.
+  const std::string report = OpProfileReport();
+  EXPECT_EQ(CountOccurrences(report, "linear bf16 8x4 2x4 "), 1) << report;
+  EXPECT_EQ(CountOccurrences(report, "linear "), 2) << report;
+  SetOpProfilingByShape(false);  // Profiling and the wait stay on.
+  EXPECT_FALSE(OpProfilingByShape());
+  EXPECT_TRUE(OpProfilingSynchronizes());
+  SetOpProfilingSynchronizes(false);
+  SetOpProfiling(false);
+  ResetOpProfile();
+}
+
 }  // namespace
 }  // namespace tfm

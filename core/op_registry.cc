@@ -266,6 +266,16 @@ absl::Status CheckNoUndeclaredAliases(const OpDef& def, const OpCallLayout& layo
   return absl::OkStatus();
 }
 
+// The profile's row for a call by shape: "linear bf16 27648x1024 4096x1024
+// 4096" (the op, the kernel's dtype, each input's dimensions).
+std::string ProfileRowByShape(absl::string_view op, DType dtype, absl::Span<const Tensor> inputs) {
+  std::string row = absl::StrCat(op, " ", DTypeName(dtype));
+  for (const Tensor& input : inputs) {
+    absl::StrAppend(&row, " ", input.rank() == 0 ? "scalar" : absl::StrJoin(input.shape(), "x"));
+  }
+  return row;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
@@ -273,7 +283,7 @@ absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
                                           const Attrs& attrs,
                                           std::optional<OpTarget> target,
                                           StreamHandle stream) {
-  const ScopedOpTimer timer(op);
+  ScopedOpTimer timer(op);
   TFM_ASSIGN_OR_RETURN(std::shared_ptr<const OpDef> def, OpRegistry().Find(op));
   TFM_ASSIGN_OR_RETURN(const OpCallLayout layout, OpCallLayout::Create(*def, inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -299,6 +309,9 @@ absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
       KernelRegistry().Find(KernelName(op, target->device.type, target->dtype));
   // The op exists, so a failed lookup is a dtype or device it lacks.
   if (!kernel.ok()) return NoKernelError(op, target->device.type, target->dtype);
+  if (timer.timing() && OpProfilingByShape()) {
+    timer.set_row(ProfileRowByShape(op, target->dtype, inputs));
+  }
   KernelContext context(*def, layout, inputs, attrs, target->device, target->dtype, stream);
   TFM_RETURN_IF_ERROR(CheckKernelDTypeInputs(context));
   if (def->validate) TFM_RETURN_IF_ERROR(def->validate(context));

@@ -1,7 +1,10 @@
 // The registries themselves, with entries made up for the test.
 #include "core/registry.h"
 
+#include <string>
+
 #include "core/layer_registry.h"
+#include "core/op_profile.h"
 #include "core/op_registry.h"
 #include "core/task_registry.h"
 #include "gtest/gtest.h"
@@ -149,6 +152,28 @@ TEST(OpRegistryTest, RunsAStaticallyRegisteredKernel) {
   absl::StatusOr<std::vector<Tensor>> y = RunOp("test_double", {x});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ((*y)[0].ToVector<float>(), std::vector<float>({2, 4, 6}));
+}
+
+// TFM_PROFILE_OPS=shapes: a row per op, dtype and input shapes.
+TEST(OpRegistryTest, ProfileByShapeGivesARowPerShape) {
+  SetOpProfilingByShape(true);
+  ResetOpProfile();
+  const Tensor a = *Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor b = *Tensor::FromVector<float>({1, 2, 3}, {3});
+  ASSERT_TRUE(RunOp("test_double", {a}).ok());
+  ASSERT_TRUE(RunOp("test_double", {a}).ok());
+  ASSERT_TRUE(RunOp("test_double", {b}).ok());
+  const std::string report = OpProfileReport();
+  SetOpProfilingByShape(false);
+  SetOpProfilingSynchronizes(false);
+  SetOpProfiling(false);
+  ResetOpProfile();
+  // "test_double f32 2x3   2 calls ..." and "test_double f32 3   1 call".
+  EXPECT_NE(report.find("test_double f32 2x3 "), std::string::npos) << report;
+  EXPECT_NE(report.find("test_double f32 3 "), std::string::npos) << report;
+  const size_t row = report.find("test_double f32 2x3 ");
+  const std::string line = report.substr(row, report.find('\n', row) - row);
+  EXPECT_NE(line.find(" 2 "), std::string::npos) << line;
 }
 
 TEST(OpRegistryTest, ErrorsNameTheOpAndWhatIsMissing) {

@@ -21,7 +21,8 @@
 #                lines, BLEU of each (beam 4, and greedy)
 #   train_step   benchmarks/train_step --device=cuda against PyTorch (base_25k, big_25k
 #                in bf16 with MFU; base_25k in f16)
-#   train_profile  our bf16 big update op by op, GPU ops waited for (TFM_PROFILE_OPS=sync)
+#   train_profile  our bf16 big update op by op and shape, GPU ops waited for
+#                (TFM_PROFILE_OPS=shapes)
 #   train_step_f32  the same at the CPU presets' shapes (base, paper) in f32
 #   decode_bench benchmarks/decode --device=cuda against Hugging Face and PyTorch
 #   decode_profile  ours only, op by op with every GPU op waited for
@@ -140,8 +141,9 @@ fi
 
 if run train_profile; then
   # Where a bf16 big update's time goes, every GPU op waited for (the MFU
-  # gap): our side only counts here, its timing is slowed by the waits.
-  TFM_PROFILE_OPS=sync timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda \
+  # gap), a row per op and input shapes (which GEMMs are slow): our side only
+  # counts here, its timing is slowed by the waits.
+  TFM_PROFILE_OPS=shapes timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda \
     --dtype=bf16 --presets=big_25k --steps=2 --threads=16 --torch_compile=false \
     --profile_ops --peer_python=python3
 fi
