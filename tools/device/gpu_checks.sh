@@ -18,6 +18,8 @@
 #                preset $TFM_GPU_PRESET, default multi30k_ende_gpu: bf16): train, average,
 #                decode the test split on the GPU, BLEU; if that preset fails before its
 #                first checkpoint, multi30k_ende_small (f32) instead
+#   sweep        settings for the Multi30k run by validation BLEU: the preset and two
+#                variants, $TFM_SWEEP_MINUTES (default 2) each (not in the default list)
 #   compare      that model's test split decoded on the GPU and on the CPU: identical
 #                lines, BLEU of each (beam 4, and greedy)
 #   train_step   benchmarks/train_step --device=cuda against PyTorch (base_25k, big_25k
@@ -91,6 +93,30 @@ if run train; then
     # Without validation BLEU: if decoding during training was what failed.
     main_job multi30k_ende_small --set=train.validate_bleu_sentences=0
   fi
+  # Every update's and validation's figures, elapsed time included (the
+  # validation-BLEU curve against minutes).
+  cp "$work/metrics.csv" "$out/train_metrics.csv" 2>/dev/null || true
+fi
+
+if run sweep; then
+  # Settings for the 5-minute run, chosen by validation BLEU (each variant
+  # $TFM_SWEEP_MINUTES, default 2, validation BLEU every minute; no test
+  # decoding): the preset, more dropout, and a wider model with more dropout.
+  sweep_minutes="${TFM_SWEEP_MINUTES:-2}"
+  preset="${TFM_GPU_PRESET:-multi30k_ende_gpu}"
+  variants=("" "--set=model.dropout=0.3"
+    "--set=model.d_model=512 --set=model.d_ff=2048 --set=model.num_heads=8 --set=model.dropout=0.3")
+  for variant in "${variants[@]}"; do
+    echo "== sweep: $preset ${variant:-(as it is)}"
+    sweep_dir=/tmp/m30k_sweep && rm -rf "$sweep_dir" && mkdir -p "$sweep_dir"
+    [[ -f .gpu_data/multi30k_ende_spm.model ]] && cp .gpu_data/multi30k_ende_spm.model "$sweep_dir/spm.model"
+    # shellcheck disable=SC2086
+    timeout $((sweep_minutes * 60 + 90)) "$bundle/run_bundle.sh" tasks/translate_ende train \
+      --device=cuda --config="$preset" --data="$data" --workdir="$sweep_dir" \
+      --minutes="$sweep_minutes" $variant | grep -iE 'valid|bleu|error'
+    sweep_index=$((${sweep_index:-0} + 1))
+    cp "$sweep_dir/metrics.csv" "$out/sweep_${sweep_index}_metrics.csv" 2>/dev/null || true
+  done
 fi
 
 if run compare; then
