@@ -42,7 +42,8 @@
 // the CPU, CTranslate2's configurations (back end, packed GEMM, ISA, wait
 // policy, compute type, threads) are first timed on --ct2_search_lines lines
 // and the fastest of each compute family (float32; int8 or int8_float32)
-// runs its rows. Rows ours_int8 decode with the decoder's products in int8
+// runs its rows; a second search at batch 1 (--ct2_search_lines_at_batch_1
+// lines) picks the setup of its batch-1 rows. Rows ours_int8 decode with the decoder's products in int8
 // (--quantize=int8 at load), checked against ours (BLEU within
 // --int8_max_bleu_gap); with --memory each side's peak memory (its own
 // process) and the model's size on disk are printed. On a GPU, rows
@@ -149,6 +150,10 @@ ABSL_FLAG(int, ct2_search_lines, 200,
           "CTranslate2's configurations (back end, packed GEMM, ISA, OpenMP wait policy, compute "
           "type, threads) are timed on the first N lines at the first batch size, and the fastest "
           "of each compute family runs its rows; 0: its defaults only (always so on a GPU)");
+ABSL_FLAG(int, ct2_search_lines_at_batch_1, 24,
+          "CTranslate2's configurations are also timed at batch 1 on the first N lines, and the "
+          "fastest of each compute family runs its batch-1 rows (a setup fast in batches may be "
+          "slow for one sentence); 0: the batch-1 rows run in the batched rows' setup");
 ABSL_FLAG(bool, ours_int8, true,
           "Also time ours with the decoder's products in int8 (decode.quantize INT8, quantized "
           "at load), rows ours_int8, on the CPU");
@@ -236,6 +241,12 @@ struct PeerSetup {
   std::string description;  // For the settings lines.
 };
 
+// Per peer: the setup of its batched rows, and of its batch-1 rows where
+// a search at batch 1 chose one.
+struct PeerSetups {
+  std::map<std::string, PeerSetup> batched, at_batch_1;
+};
+
 // A way of ours to decode beside the default: rows named `side`; `set`
 // turns it on (true) and back off (false).
 struct OursVariant {
@@ -258,7 +269,7 @@ struct Section {
   std::vector<OursVariant> variants;
   // Peers that run in a chosen setup (CTranslate2 after its configuration
   // search) instead of once per --peer_wait_policies value.
-  std::map<std::string, PeerSetup> peer_setups;
+  PeerSetups peer_setups;
 };
 
 // What the peers need to know of a model beside its model.safetensors.
@@ -595,12 +606,15 @@ std::string WaitPolicyEnvironment(const std::string& policy) {
                              : absl::StrCat("env OMP_WAIT_POLICY=", ShellQuote(policy), " ");
 }
 
-// The command that runs `peer`'s rows: in its chosen setup if it has one,
-// else under `policy`.
+// The command that runs `peer`'s rows (at batch 1 when `at_batch_1`): in
+// its chosen setup if it has one, else under `policy`.
 std::string PeerProcess(const Section& section, const std::string& peer,
-                        const std::string& policy) {
-  auto setup = section.peer_setups.find(peer);
-  if (setup == section.peer_setups.end()) {
+                        const std::string& policy, bool at_batch_1 = false) {
+  const std::map<std::string, PeerSetup>& setups =
+      at_batch_1 && section.peer_setups.at_batch_1.count(peer) > 0 ? section.peer_setups.at_batch_1
+                                                                   : section.peer_setups.batched;
+  auto setup = setups.find(peer);
+  if (setup == setups.end()) {
     return WaitPolicyEnvironment(policy) + section.peer_command;
   }
   return setup->second.environment + section.peer_command + setup->second.arguments;
@@ -684,16 +698,15 @@ std::string Ct2BackendReport(const std::string& log) {
   return parts.empty() ? "no back end report in " + log : absl::StrJoin(parts, "; ");
 }
 
-// CTranslate2's configurations on the first --ct2_search_lines sources at
+// CTranslate2's configurations on the first `lines` sources at
 // `batch_size` (decode_peers.py --ct2_search): every back end of
 // kCt2Backends x kCt2Isas x wait policy `policies` in a process of its own,
 // each trying the compute types and thread settings; prints one line per
 // configuration and the fastest (target tokens/s) of each compute family,
 // whose setups it returns: "ct2_float32", "ct2_int8".
 absl::StatusOr<std::map<std::string, PeerSetup>> SearchCt2Configurations(
-    const Section& section, int batch_size, const std::vector<std::string>& policies,
+    const Section& section, int batch_size, int lines, const std::vector<std::string>& policies,
     const std::string& work) {
-  const int lines = absl::GetFlag(FLAGS_ct2_search_lines);
   std::cout << absl::StrFormat(
       "\nCTranslate2's configurations: the first %d lines at batch %d, each after the same "
       "%d untimed sentences (timings on a shared machine: compare neighbours only)\n",
@@ -708,7 +721,8 @@ absl::StatusOr<std::map<std::string, PeerSetup>> SearchCt2Configurations(
     for (const char* isa : kCt2Isas) {
       for (const std::string& policy : policies) {
         const std::string environment = WaitPolicyEnvironment(policy) + backend + isa;
-        const std::string log = absl::StrCat(work, "/ct2_search_", process++, ".log");
+        const std::string log =
+            absl::StrCat(work, "/ct2_search_", batch_size, "_", process++, ".log");
         TFM_ASSIGN_OR_RETURN(
             const std::string out,
             RunCommand(absl::StrCat(environment, "CT2_VERBOSE=1 ", section.peer_command,
@@ -748,9 +762,10 @@ absl::StatusOr<std::map<std::string, PeerSetup>> SearchCt2Configurations(
   }
   std::map<std::string, PeerSetup> setups;
   for (const auto& [family, kept] : best) {
-    std::cout << absl::StrFormat("fastest %s: %s (%.1f tok/s): its rows run so (batch 1: "
-                                 "inter_threads 1, intra_threads --threads)\n",
-                                 family, kept.setup.description, kept.rate);
+    std::cout << absl::StrFormat(
+        "fastest %s at batch %d: %s (%.1f tok/s): its %s run so%s\n", family, batch_size,
+        kept.setup.description, kept.rate, batch_size == 1 ? "batch-1 rows" : "rows",
+        batch_size == 1 ? "" : " (batch 1: inter_threads 1, intra_threads --threads)");
     setups[family] = kept.setup;
   }
   return setups;
@@ -806,10 +821,25 @@ absl::StatusOr<std::vector<Row>> RunTimedRows(const Section& section,
     for (const std::string& peer : peers) {
       std::vector<std::string> peer_rows;
       for (int size : batch_sizes) peer_rows.push_back(absl::StrCat(peer, "@", size));
-      // A peer with a chosen setup runs in it alone (its wait policy chosen too).
-      const std::vector<std::string> peer_policies =
-          section.peer_setups.count(peer) > 0 ? std::vector<std::string>{"chosen"} : policies;
-      for (const std::string& policy : peer_policies) {
+      if (section.peer_setups.batched.count(peer) > 0) {
+        // A peer with a chosen setup runs in it alone (its wait policy chosen
+        // too); its batch-1 rows in the setup chosen at batch 1, if any.
+        std::vector<std::string> single, batched;
+        for (int size : batch_sizes) {
+          const bool own = size == 1 && section.peer_setups.at_batch_1.count(peer) > 0;
+          (own ? single : batched).push_back(absl::StrCat(peer, "@", size));
+        }
+        for (const bool at_batch_1 : {true, false}) {
+          const std::vector<std::string>& list = at_batch_1 ? single : batched;
+          if (list.empty()) continue;
+          TFM_ASSIGN_OR_RETURN(std::vector<Row> timed,
+                               RunPeers(PeerProcess(section, peer, "chosen", at_batch_1),
+                                        absl::StrJoin(list, ",")));
+          for (Row& row : timed) KeepFastest(std::move(row), &rows);
+        }
+        continue;
+      }
+      for (const std::string& policy : policies) {
         TFM_ASSIGN_OR_RETURN(std::vector<Row> timed,
                              RunPeers(PeerProcess(section, peer, policy),
                                       absl::StrJoin(peer_rows, ",")));
@@ -1119,7 +1149,7 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
                                    const std::vector<int>& batch_sizes,
                                    const std::vector<std::string>& peers,
                                    const std::vector<std::string>& policies,
-                                   const std::map<std::string, PeerSetup>& ct2_setups) {
+                                   const PeerSetups& ct2_setups) {
   const int length = absl::GetFlag(FLAGS_random_source_length);
   const int steps = absl::GetFlag(FLAGS_random_steps);
   if (length < 1 || steps < length) {
@@ -1347,8 +1377,15 @@ absl::Status Main(const std::vector<std::string>& args) {
   const bool ct2 = std::any_of(peers.begin(), peers.end(),
                                [](const std::string& p) { return absl::StartsWith(p, "ct2_"); });
   if (ct2 && device.is_cpu() && absl::GetFlag(FLAGS_ct2_search_lines) > 0) {
-    TFM_ASSIGN_OR_RETURN(section.peer_setups,
-                         SearchCt2Configurations(section, batch_sizes[1], policies, work));
+    TFM_ASSIGN_OR_RETURN(section.peer_setups.batched,
+                         SearchCt2Configurations(section, batch_sizes[1],
+                                                 absl::GetFlag(FLAGS_ct2_search_lines), policies,
+                                                 work));
+    const int lines_at_batch_1 = absl::GetFlag(FLAGS_ct2_search_lines_at_batch_1);
+    if (batch_sizes[0] == 1 && lines_at_batch_1 > 0) {
+      TFM_ASSIGN_OR_RETURN(section.peer_setups.at_batch_1,
+                           SearchCt2Configurations(section, 1, lines_at_batch_1, policies, work));
+    }
   }
   TFM_ASSIGN_OR_RETURN(const bool agree, CheckPeersAgree(section, peers, ours_batched,
                                                          trained.tokenizer, encoded, references));

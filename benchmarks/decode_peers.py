@@ -50,7 +50,7 @@ environment.
 --ct2_search N: CTranslate2's configurations in this process's environment,
 on the first --max_sources sources at batch N: each compute type of
 float32, int8, int8_float32, with inter_threads 1 and intra_threads
---threads, and inter_threads --threads with intra_threads 1; one line each:
+--threads, and (N > 1) inter_threads --threads with intra_threads 1; one line each:
 `ct2config`, compute type asked, compute type CTranslate2 reports,
 inter_threads, intra_threads, seconds, target tokens, tab-separated.
 
@@ -380,7 +380,9 @@ def ct2_search(weights, pieces, sources):
 
     model_dir = ct2_model_dir(weights, pieces)
     index = {piece: i for i, piece in enumerate(pieces)}
-    settings = [(1, ARGS.threads)] + ([(ARGS.threads, 1)] if ARGS.threads > 1 else [])
+    # At batch 1 only one batch is ever in flight: inter_threads > 1 would idle.
+    settings = [(1, ARGS.threads)] + (
+        [(ARGS.threads, 1)] if ARGS.threads > 1 and ARGS.ct2_search > 1 else [])
     for compute_type in ("float32", "int8", "int8_float32"):
         for inter_threads, intra_threads in settings:
             translator = ctranslate2.Translator(model_dir, device="cpu",
