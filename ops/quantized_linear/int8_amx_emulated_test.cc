@@ -16,6 +16,8 @@
 #include "gtest/gtest.h"
 #include "ops/quantized_linear/int8_panels.h"
 #include "ops/quantized_linear/int8_product_sample.h"
+#include "ops/quantized_linear/quantized_linear.h"
+#include "ops/random/random.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,bmi,bmi2,avx512f,avx512bw,avx512dq,avx512vl")
@@ -123,6 +125,42 @@ TEST(Int8AmxTest, TheComparisonCatchesAKernelReadingTheOtherLayout) {
   EXPECT_FALSE(Int8RowMajorKernelAgrees(Int8PanelsScalar, Int8ProductSample(20, 16, 40, 7),
                                         /*relu=*/false, &bad_row, &bad_column));
   EXPECT_GE(bad_row, 0);
+}
+
+// The op's AMX path (row-major activations padded to whole tiles, the
+// AVX-512 VNNI fallback for inputs that are no multiple of 64, panels over
+// the pool's threads) over the model tiles: the same outputs, bit for bit,
+// as the AVX-512 VNNI kernel's (the same levels, the same integer sums, the
+// same finish).
+TEST(Int8AmxTest, TheOpsAmxPathOverModelTilesGivesTheVnniKernelsOutputs) {
+  if (!HostCpuFeatures().avx512_vnni) GTEST_SKIP() << "needs AVX-512 VNNI: " << CpuSummary();
+  SetInt8AmxStandInForTesting(ModelPanels);
+  struct Restore {
+    ~Restore() { SetInt8AmxStandInForTesting(nullptr); }
+  } restore;
+  uint64_t stream = 1;
+  for (int64_t rows : {1, 4, 15, 16, 17, 40}) {
+    for (int64_t in : {64, 128, 100}) {
+      for (int64_t out : {16, 40}) {
+        const bool relu = (rows + out) % 2 == 0;
+        SCOPED_TRACE(absl::StrCat(rows, " rows, ", in, " -> ", out, relu ? ", relu" : ""));
+        const Tensor x = *RandomUniform({rows, in}, PhiloxState{5, stream++, 0}, -1.0f, 1.0f);
+        const Tensor w = *RandomUniform({out, in}, PhiloxState{5, stream++, 0}, -1.0f, 1.0f);
+        const Tensor b = *RandomUniform({out}, PhiloxState{5, stream++, 0}, -1.0f, 1.0f);
+        absl::StatusOr<QuantizedWeight> q = QuantizeLinearWeight(w);
+        ASSERT_TRUE(q.ok()) << q.status();
+        absl::StatusOr<Tensor> amx = QuantizedLinear(x, *q, b, relu, Int8Kernel::kAmxInt8);
+        ASSERT_TRUE(amx.ok()) << amx.status();
+        absl::StatusOr<Tensor> vnni = QuantizedLinear(x, *q, b, relu, Int8Kernel::kAvx512Vnni);
+        ASSERT_TRUE(vnni.ok()) << vnni.status();
+        EXPECT_EQ(amx->ToVector<float>(), vnni->ToVector<float>());
+      }
+    }
+  }
+  if (!HostCpuFeatures().amx_int8) {
+    EXPECT_NE(ActiveInt8Kernel(), Int8Kernel::kAmxInt8)
+        << "the stand-in became the active kernel on a CPU without AMX";
+  }
 }
 
 TEST(Int8AmxTest, RealTilesMatchTheScalarReference) {

@@ -49,6 +49,15 @@ void Int8PanelsAvxVnni(const Int8Product& product, int64_t first_panel, int64_t 
 void Int8PanelsAvx512Vnni(const Int8Product& product, int64_t first_panel, int64_t last_panel);
 void Int8PanelsAmx(const Int8Product& product, int64_t first_panel, int64_t last_panel);
 
+// What quantized_linear runs for the AMX kernel: Int8PanelsAmx, or the
+// stand-in a test set. SetInt8AmxStandInForTesting(panels) (the AMX
+// blocking over a model of the tiles, int8_amx_emulated_test) lets kernel
+// "amx_int8" be asked for on a CPU with AVX-512 VNNI but no AMX, so that
+// the op's AMX path (its activation layout, the fallback) runs there; null
+// removes it. The active kernel is never the stand-in.
+Int8PanelsFn Int8AmxPanels();
+void SetInt8AmxStandInForTesting(Int8PanelsFn panels);
+
 }  // namespace tfm
 
 #endif  // TFM_OPS_QUANTIZED_LINEAR_INT8_PANELS_H_

@@ -1,5 +1,6 @@
 #include "ops/quantized_linear/quantized_linear.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -24,6 +25,20 @@ constexpr Int8Kernel kAllKernels[] = {Int8Kernel::kScalar, Int8Kernel::kAvx2,
                                       Int8Kernel::kAvxVnni, Int8Kernel::kAvx512Vnni,
                                       Int8Kernel::kAmxInt8};
 
+// The AMX kernel's stand-in for tests (SetInt8AmxStandInForTesting), or
+// null.
+std::atomic<Int8PanelsFn>& AmxStandIn() {
+  static std::atomic<Int8PanelsFn> stand_in{nullptr};
+  return stand_in;
+}
+
+// The CPU has AMX-INT8, the tiles are ours, and AVX-512 VNNI (the AMX
+// kernel's finish and its fallback) runs.
+bool HostHasAmx() {
+  const CpuFeatures& f = HostCpuFeatures();
+  return f.amx_int8 && f.avx512_vnni;
+}
+
 bool HostRuns(Int8Kernel kernel) {
   const CpuFeatures& f = HostCpuFeatures();
   switch (kernel) {
@@ -35,8 +50,8 @@ bool HostRuns(Int8Kernel kernel) {
       return f.avx_vnni;
     case Int8Kernel::kAvx512Vnni:
       return f.avx512_vnni;
-    case Int8Kernel::kAmxInt8:  // Its finish and its fallback are AVX-512 VNNI's.
-      return f.amx_int8 && f.avx512_vnni;
+    case Int8Kernel::kAmxInt8:
+      return HostHasAmx() || (f.avx512_vnni && AmxStandIn().load() != nullptr);
   }
   return false;
 }
@@ -62,8 +77,9 @@ Int8Kernel DetectActiveKernel() {
   const char* cap = std::getenv("TFM_CPU_ISA");
   if (cap != nullptr && absl::AsciiStrToLower(cap) == "avx2") return Int8Kernel::kAvx2;
   if (f.avx512_vnni && ActiveCpuIsa() == CpuIsa::kAvx512) {
-    return HostRuns(Int8Kernel::kAmxInt8) && AmxAgreesWithReference() ? Int8Kernel::kAmxInt8
-                                                                       : Int8Kernel::kAvx512Vnni;
+    // The hardware's tiles only: never a test's stand-in.
+    return HostHasAmx() && AmxAgreesWithReference() ? Int8Kernel::kAmxInt8
+                                                    : Int8Kernel::kAvx512Vnni;
   }
   if (f.avx_vnni) return Int8Kernel::kAvxVnni;
   // AVX-512 without VNNI (Skylake-SP) too: vpmaddubsw at 256 bits.
@@ -195,6 +211,13 @@ std::vector<Int8Kernel> HostInt8Kernels() {
 Int8Kernel ActiveInt8Kernel() {
   static const Int8Kernel kernel = DetectActiveKernel();
   return kernel;
+}
+
+void SetInt8AmxStandInForTesting(Int8PanelsFn panels) { AmxStandIn().store(panels); }
+
+Int8PanelsFn Int8AmxPanels() {
+  const Int8PanelsFn stand_in = AmxStandIn().load();
+  return stand_in != nullptr ? stand_in : Int8PanelsAmx;
 }
 
 int Int8ActivationLevels(Int8Kernel kernel) { return kernel == Int8Kernel::kAvx2 ? 127 : 255; }

@@ -108,7 +108,7 @@ Int8PanelsFn PanelsFor(Int8Kernel kernel) {
     case Int8Kernel::kAvx512Vnni:
       return Int8PanelsAvx512Vnni;
     case Int8Kernel::kAmxInt8:
-      return Int8PanelsAmx;
+      return Int8AmxPanels();
   }
   return Int8PanelsScalar;
 }
