@@ -101,6 +101,7 @@
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "core/thread_pool.h"
+#include "ops/fill/fill.h"
 #include "runtime/decode/beam_search.h"
 #include "runtime/decode/length_penalty.h"
 #include "runtime/decode/search.h"
@@ -1006,17 +1007,44 @@ double FastestRate(const std::vector<Row>& rows, const std::string& side, bool b
 
 // Each side's mean time per sentence in its batch-1 row.
 void PrintLatency(const std::vector<Row>& rows) {
-  std::vector<std::string> parts;
+  std::vector<std::string> parts, steps;
   size_t sentences = 0;
   for (const Row& row : rows) {
     if (row.batch_size != 1 || row.outputs.empty()) continue;
     sentences = row.outputs.size();
     parts.push_back(absl::StrFormat("%s %.1f ms", row.side, 1e3 * row.seconds / sentences));
+    if (!absl::StartsWith(row.side, "ours")) continue;
+    // A step per output token and one for the end of sentence.
+    size_t step_count = 0;
+    for (const std::vector<int>& output : row.outputs) step_count += output.size() + 1;
+    steps.push_back(absl::StrFormat("%s %.3f ms", row.side, 1e3 * row.seconds / step_count));
   }
   if (parts.empty()) return;
   std::cout << absl::StrFormat(
       "latency of one sentence at batch 1 (mean over the batch-1 rows' %d sentences): %s\n",
       sentences, absl::StrJoin(parts, ", "));
+  std::cout << "one decoding step at batch 1 (beam rows of one sentence): "
+            << absl::StrJoin(steps, ", ") << "\n";
+}
+
+// The host's cost of one op that does nothing on `device` (RunOp, the
+// output's allocation and, on a GPU, a kernel launch): the floor of a
+// step's time per op when it is launch-bound, which a CUDA graph of the
+// step would remove. Printed beside the batch-1 step times above; the op
+// profile's calls per step give the ops a step runs.
+absl::Status PrintEmptyOpCost(const Device& device) {
+  constexpr int kWarmup = 200, kCalls = 5000;
+  for (int i = 0; i < kWarmup; ++i) TFM_RETURN_IF_ERROR(Fill({1}, 0.0, DType::kF32, device).status());
+  if (device.is_cuda()) TFM_RETURN_IF_ERROR(cuda::Synchronize(device.index));
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < kCalls; ++i) TFM_RETURN_IF_ERROR(Fill({1}, 0.0, DType::kF32, device).status());
+  if (device.is_cuda()) TFM_RETURN_IF_ERROR(cuda::Synchronize(device.index));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::cout << absl::StrFormat(
+      "an empty op (fill of one float) on %s: %.2f us each over %d calls, launch and "
+      "allocation included (what a CUDA graph would save per op of a launch-bound step)\n",
+      device.ToString(), 1e6 * seconds / kCalls, kCalls);
+  return absl::OkStatus();
 }
 
 // "decode tokens/s LABEL: X`note`": `side`'s fastest row over `base`'s
@@ -1399,6 +1427,7 @@ absl::Status Main(const std::vector<std::string>& args) {
   PrintSettings(rows, device);
   const std::vector<Ratio> ratios = PrintResults(section.title, rows);
   PrintLatency(rows);
+  TFM_RETURN_IF_ERROR(PrintEmptyOpCost(device));
   // Each variant against the rows it changes, at the first batched size.
   const struct {
     const char* side;
