@@ -87,6 +87,8 @@ bool ModelTilesMisused() { return Tiles::misused; }
 
 }  // namespace
 }  // namespace tfm
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
 
 // The tests compile for the baseline: this file runs on CPUs without
 // AVX-512 too, where they skip.
