@@ -5,11 +5,10 @@
 // v [batch, heads, k_len, d_v], out [batch, heads, q_len, d_v], all dense
 // row-major f32 (the layer splits [batch, len, heads * d] into heads). On
 // CUDA q, k, v, out and the gradients may also be bf16 or f16 (lse stays
-// f32; f16 on the CUDA-core kernels only):
-// flash-attention kernels in attention_cuda*.cu, tensor cores for bf16 at
-// head sizes 32, 64 and 128, and for up to 8 query rows without dropout (a
-// decoding step) a split-K decode kernel; TFM_ATTENTION_BACKEND picks the
-// implementation (attention_backend.h).
+// f32): flash-attention kernels in attention_cuda*.cu, tensor cores for bf16
+// and f16 at head sizes 32, 64 and 128, and for up to 8 query rows without
+// dropout (a decoding step) a split-K decode kernel (f32 and bf16);
+// TFM_ATTENTION_BACKEND picks the implementation (attention_backend.h).
 //
 // Masks (combined):
 //   - causal: query i sees keys j <= i + (k_len - q_len), i.e. the queries are

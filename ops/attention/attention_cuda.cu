@@ -90,9 +90,9 @@ __global__ void SumSlabsKernel(const float* slabs, int64_t slab_count, int64_t c
 // q, k, v ... are 16 bits wide: dQ is summed in an f32 workspace.
 bool SixteenBit(const AttentionCudaProblem& p) { return p.bf16 || p.f16; }
 
-// Whether the tensor-core kernels take the problem: bf16 or f16, a head size they
-// are built for, a positive scale (they take row maxima of unscaled
-// scores), and tensors that cp.async can copy 16 bytes at a time.
+// Whether the tensor-core kernels take the problem: bf16 or f16, a head
+// size they are built for, a positive scale (they take row maxima of
+// unscaled scores), and tensors that cp.async can copy 16 bytes at a time.
 bool UseMma(const AttentionCudaProblem& p, std::initializer_list<const void*> tensors) {
   if (!SixteenBit(p) || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) {
     return false;

@@ -33,8 +33,9 @@ struct AttentionCudaProblem {
   // rows). The decode kernel only.
   const int32_t* key_rows = nullptr;
   // Element type of q, k, v, out, d_out, dq, dk, dv: bf16, f16 (__half) or
-  // neither (f32). f16 runs on the CUDA-core kernels (the tensor-core and
-  // decode kernels are bf16 and f32 only): f16 is for GPUs without bf16.
+  // neither (f32). The tensor-core kernels take bf16 and f16, the decode
+  // kernel f32 and bf16: f16 decoding steps run the CUDA-core kernels (f16
+  // is for GPUs without bf16).
   bool bf16 = false;
   bool f16 = false;
   // The backward's dQ: 0 adds every key tile's share with f32 atomics into

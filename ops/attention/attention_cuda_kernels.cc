@@ -182,8 +182,8 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
   // A decoding step's few query rows: the decode kernel reads each head's
   // keys once for all of them where a 32-query tile would leave most of its
   // rows idle. Ahead of cuDNN unless cuDNN is asked for by name.
-  bool decode = cuda.backend != AttentionBackend::kFlashTiles &&
-                AttentionDecodeTakes(p, {in.q, in.k, in.v, out->raw_data()});
+  const bool decode = cuda.backend != AttentionBackend::kFlashTiles &&
+                      AttentionDecodeTakes(p, {in.q, in.k, in.v, out->raw_data()});
   Tensor k_gathered, v_gathered;  // Alive until the launches are queued.
   if (has_key_rows) {
     // A beam's caches reordered by table: the decode kernel reads each key
@@ -196,7 +196,6 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
     p.key_rows = nullptr;
     in.k = k_gathered.raw_data();
     in.v = v_gathered.raw_data();
-    decode = false;
   }
   if (decode && cuda.backend != AttentionBackend::kCudnn) {
     return DecodeForward(context, p, in, out, lse);

@@ -10,7 +10,7 @@
 // 16-row warp). Head size 128 keeps kMTiles = 1 so that the O accumulators
 // (64 floats) and the scores (32) fit the register file without spills, and
 // so do problems of at most 64 queries.
-// Shared memory: Q [kBlockM][d] + 2 x (K, V) [64][d] bf16, 48 KiB at d = 64.
+// Shared memory: Q [kBlockM][d] + 2 x (K, V) [64][d] 16-bit, 48 KiB at d = 64.
 // Fragment layouts and the swizzle: attention_cuda_mma.cuh.
 #include "ops/attention/attention_cuda_mma.cuh"
 

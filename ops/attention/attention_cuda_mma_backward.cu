@@ -9,13 +9,13 @@
 //   dV  += (P^T o M) dO,   dK += scale dS^T Q             (registers)
 //   dQ  += scale dS K                       (fp32 atomics, or a slab per block)
 // dQ sums over all key blocks, so it goes through shared memory (dS^T,
-// bf16) to warps split by query rows, and is added with fp32 atomics into a
-// zeroed f32 buffer that the caller converts to bf16 afterwards (in
+// 16-bit) to warps split by query rows, and is added with fp32 atomics into
+// a zeroed f32 buffer that the caller converts to 16 bits afterwards (in
 // deterministic mode stored in the block's own slab, which the caller sums
 // in key-block order).
 // delta_i = dO_i . O_i comes from a pre-kernel. Query steps are 64 rows (32
 // at head size 128), Q and dO double-buffered with cp.async. Shared memory:
-// K, V [64][d], 2 x (Q, dO) [64][d] and dS^T [64][64] bf16, 56.5 KiB at
+// K, V [64][d], 2 x (Q, dO) [64][d] and dS^T [64][64] 16-bit, 56.5 KiB at
 // d = 64.
 #include "ops/attention/attention_cuda_mma.cuh"
 
