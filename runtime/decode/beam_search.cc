@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
-#include <optional>
 #include <queue>
 #include <utility>
 
@@ -221,59 +220,59 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
         }
       });
     }
-    std::optional<ScopedOpTimer> bookkeeping_timer;
-    bookkeeping_timer.emplace("(beam search: bookkeeping, host)");
-    for (int group = 0; group < groups; ++group) {
-      const int s = active[group];
-      const int first = group * width;
-      const std::vector<Candidate>& candidates = group_candidates[group];
-      NBestList& done = finished[s];
-      kept.clear();
-      for (size_t i = 0; i < candidates.size(); ++i) {
-        const Candidate& c = candidates[i];
-        if (c.token != vocabulary.eos_id) {
-          if (static_cast<int>(kept.size()) < beam) kept.push_back(c);
-        } else if (static_cast<int>(i) < beam) {
-          done.push_back(Finish(tokens[c.row], c.log_prob, step, /*ended=*/true));
+    {
+      const ScopedOpTimer timer("(beam search: bookkeeping, host)");
+      for (int group = 0; group < groups; ++group) {
+        const int s = active[group];
+        const int first = group * width;
+        const std::vector<Candidate>& candidates = group_candidates[group];
+        NBestList& done = finished[s];
+        kept.clear();
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          const Candidate& c = candidates[i];
+          if (c.token != vocabulary.eos_id) {
+            if (static_cast<int>(kept.size()) < beam) kept.push_back(c);
+          } else if (static_cast<int>(i) < beam) {
+            done.push_back(Finish(tokens[c.row], c.log_prob, step, /*ended=*/true));
+          }
         }
-      }
-      const int max_length = MaxLength(batch.lengths[s]);
-      bool stop = kept.empty() || static_cast<int>(done.size()) >= beam;
-      if (!stop && step >= max_length) {
-        for (const Candidate& c : kept) {
-          std::vector<int> cut = tokens[c.row];
-          cut.push_back(c.token);
-          done.push_back(Finish(std::move(cut), c.log_prob, step, /*ended=*/false));
+        const int max_length = MaxLength(batch.lengths[s]);
+        bool stop = kept.empty() || static_cast<int>(done.size()) >= beam;
+        if (!stop && step >= max_length) {
+          for (const Candidate& c : kept) {
+            std::vector<int> cut = tokens[c.row];
+            cut.push_back(c.token);
+            done.push_back(Finish(std::move(cut), c.log_prob, step, /*ended=*/false));
+          }
+          stop = true;
+        } else if (!stop && static_cast<int>(done.size()) >= options_.nbest) {
+          std::nth_element(done.begin(), done.begin() + (options_.nbest - 1), done.end(),
+                           BetterHypothesis);
+          const double reachable =
+              kept.front().log_prob / LengthPenalty(max_length, options_.length_penalty_alpha,
+                                                    options_.length_penalty);
+          stop = done[options_.nbest - 1].score >= reachable;
         }
-        stop = true;
-      } else if (!stop && static_cast<int>(done.size()) >= options_.nbest) {
-        std::nth_element(done.begin(), done.begin() + (options_.nbest - 1), done.end(),
-                         BetterHypothesis);
-        const double reachable =
-            kept.front().log_prob / LengthPenalty(max_length, options_.length_penalty_alpha,
-                                                  options_.length_penalty);
-        stop = done[options_.nbest - 1].score >= reachable;
-      }
-      if (stop) continue;
-      next_active.push_back(s);
-      for (int i = 0; i < beam; ++i) {
-        // Fewer than `beam` extensions (a vocabulary smaller than the beam):
-        // the rest of the group are dead rows.
-        const bool live = i < static_cast<int>(kept.size());
-        const Candidate c = live ? kept[i] : Candidate{kDead, first, vocabulary.eos_id};
-        // Reuses the vectors of two steps ago: no allocation once they
-        // have grown to the output's length.
-        const size_t slot = next_rows.size();
-        if (next_tokens.size() <= slot) next_tokens.emplace_back();
-        next_tokens[slot].assign(tokens[c.row].begin(), tokens[c.row].end());
-        if (live) next_tokens[slot].push_back(c.token);
-        constraint.Extend(static_cast<int>(slot), c.row, live ? c.token : -1);
-        next_rows.push_back(c.row);
-        next_last.push_back(c.token);
-        next_log_probs.push_back(c.log_prob);
+        if (stop) continue;
+        next_active.push_back(s);
+        for (int i = 0; i < beam; ++i) {
+          // Fewer than `beam` extensions (a vocabulary smaller than the beam):
+          // the rest of the group are dead rows.
+          const bool live = i < static_cast<int>(kept.size());
+          const Candidate c = live ? kept[i] : Candidate{kDead, first, vocabulary.eos_id};
+          // Reuses the vectors of two steps ago: no allocation once they
+          // have grown to the output's length.
+          const size_t slot = next_rows.size();
+          if (next_tokens.size() <= slot) next_tokens.emplace_back();
+          next_tokens[slot].assign(tokens[c.row].begin(), tokens[c.row].end());
+          if (live) next_tokens[slot].push_back(c.token);
+          constraint.Extend(static_cast<int>(slot), c.row, live ? c.token : -1);
+          next_rows.push_back(c.row);
+          next_last.push_back(c.token);
+          next_log_probs.push_back(c.log_prob);
+        }
       }
     }
-    bookkeeping_timer.reset();
     if (next_active.empty()) break;
     next_tokens.resize(next_rows.size());
     if (width != beam || !IsIdentity(next_rows, static_cast<int64_t>(last.size()))) {
