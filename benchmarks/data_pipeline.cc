@@ -45,7 +45,6 @@ ABSL_FLAG(double, gpu_target_tokens_per_second, 437813,
 namespace tfm {
 namespace {
 
-
 void WriteSyntheticCorpus(const std::string& dir, int pairs) {
   std::ofstream en(dir + "/train.en"), de(dir + "/train.de");
   for (int i = 0; i < pairs; ++i) {

@@ -43,10 +43,10 @@
 // policy, compute type, threads) are first timed on --ct2_search_lines lines
 // and the fastest of each compute family (float32; int8 or int8_float32)
 // runs its rows; a second search at batch 1 (--ct2_search_lines_at_batch_1
-// lines) picks the setup of its batch-1 rows. Rows ours_int8 decode with the decoder's products in int8
-// (--quantize=int8 at load), checked against ours (BLEU within
-// --int8_max_bleu_gap); with --memory each side's peak memory (its own
-// process) and the model's size on disk are printed. On a GPU, rows
+// lines) picks the setup of its batch-1 rows. Rows ours_int8 decode with
+// the decoder's products in int8 (--quantize=int8 at load), checked
+// against ours (BLEU within --int8_max_bleu_gap); with --memory each side's
+// peak memory (its own process) and the model's size on disk are printed. On a GPU, rows
 // ours_bf16 decode in bf16 (--dtype=bf16), checked against ours (BLEU within
 // --bf16_max_bleu_gap). With --shortlist=FILE, rows ours_shortlist and
 // ours_int8_shortlist decode with that vocabulary shortlist, checked against
@@ -820,8 +820,6 @@ absl::StatusOr<std::vector<Row>> RunTimedRows(const Section& section,
       TFM_RETURN_IF_ERROR(RunVariantRows(section, variant, batch_sizes, &rows));
     }
     for (const std::string& peer : peers) {
-      std::vector<std::string> peer_rows;
-      for (int size : batch_sizes) peer_rows.push_back(absl::StrCat(peer, "@", size));
       if (section.peer_setups.batched.count(peer) > 0) {
         // A peer with a chosen setup runs in it alone (its wait policy chosen
         // too); its batch-1 rows in the setup chosen at batch 1, if any.
@@ -840,6 +838,8 @@ absl::StatusOr<std::vector<Row>> RunTimedRows(const Section& section,
         }
         continue;
       }
+      std::vector<std::string> peer_rows;
+      for (int size : batch_sizes) peer_rows.push_back(absl::StrCat(peer, "@", size));
       for (const std::string& policy : policies) {
         TFM_ASSIGN_OR_RETURN(std::vector<Row> timed,
                              RunPeers(PeerProcess(section, peer, policy),
@@ -1034,11 +1034,16 @@ void PrintLatency(const std::vector<Row>& rows) {
 // profile's calls per step give the ops a step runs.
 absl::Status PrintEmptyOpCost(const Device& device) {
   constexpr int kWarmup = 200, kCalls = 5000;
-  for (int i = 0; i < kWarmup; ++i) TFM_RETURN_IF_ERROR(Fill({1}, 0.0, DType::kF32, device).status());
-  if (device.is_cuda()) TFM_RETURN_IF_ERROR(cuda::Synchronize(device.index));
+  // `calls` fills, then the device's wait.
+  const auto fill = [&device](int calls) -> absl::Status {
+    for (int i = 0; i < calls; ++i) {
+      TFM_RETURN_IF_ERROR(Fill({1}, 0.0, DType::kF32, device).status());
+    }
+    return device.is_cuda() ? cuda::Synchronize(device.index) : absl::OkStatus();
+  };
+  TFM_RETURN_IF_ERROR(fill(kWarmup));
   const absl::Time start = absl::Now();
-  for (int i = 0; i < kCalls; ++i) TFM_RETURN_IF_ERROR(Fill({1}, 0.0, DType::kF32, device).status());
-  if (device.is_cuda()) TFM_RETURN_IF_ERROR(cuda::Synchronize(device.index));
+  TFM_RETURN_IF_ERROR(fill(kCalls));
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::cout << absl::StrFormat(
       "an empty op (fill of one float) on %s: %.2f us each over %d calls, launch and "

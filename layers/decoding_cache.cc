@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <optional>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"

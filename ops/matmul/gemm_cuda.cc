@@ -72,9 +72,8 @@ struct PlanKey {
   template <typename H>
   friend H AbslHashValue(H state, const PlanKey& key) {
     return H::combine(std::move(state), key.device, key.dtype, key.tf32, key.c_f32, key.trans_a,
-                      key.trans_b,
-                      key.m, key.n, key.k, key.batch, key.stride_a, key.stride_b, key.epilogue,
-                      key.align_a, key.align_b, key.align_c, key.align_bias);
+                      key.trans_b, key.m, key.n, key.k, key.batch, key.stride_a, key.stride_b,
+                      key.epilogue, key.align_a, key.align_b, key.align_c, key.align_bias);
   }
 };
 
@@ -104,8 +103,9 @@ class PlanCache {
 };
 
 std::string Describe(const GemmCudaProblem& p) {
-  return absl::StrCat(p.op, ": ", DTypeName(p.dtype), p.c_f32 ? " (f32 C)" : "", " GEMM m=", p.m, " n=", p.n, " k=", p.k,
-                      " batch=", p.batch, p.trans_a ? " A^T" : "", p.trans_b ? " B^T" : "");
+  return absl::StrCat(p.op, ": ", DTypeName(p.dtype), p.c_f32 ? " (f32 C)" : "", " GEMM m=", p.m,
+                      " n=", p.n, " k=", p.k, " batch=", p.batch, p.trans_a ? " A^T" : "",
+                      p.trans_b ? " B^T" : "");
 }
 
 absl::Status CublasError(const char* call, cublasStatus_t status, const GemmCudaProblem& p) {

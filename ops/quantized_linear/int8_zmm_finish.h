@@ -12,8 +12,8 @@ struct ZmmFinish {
   // exact, then one rounding to float.
   static void Finish(Acc acc, int32_t zp, float sx, const float* scales, const int32_t* row_sums,
                      const float* bias, bool relu, float* y) {
-    const __m512i exact =
-        _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), _mm512_loadu_si512(row_sums)));
+    const __m512i sums = _mm512_loadu_si512(row_sums);
+    const __m512i exact = _mm512_sub_epi32(acc, _mm512_mullo_epi32(_mm512_set1_epi32(zp), sums));
     __m512 out = _mm512_mul_ps(_mm512_cvtepi32_ps(exact),
                                _mm512_mul_ps(_mm512_set1_ps(sx), _mm512_loadu_ps(scales)));
     if (bias != nullptr) out = _mm512_add_ps(out, _mm512_loadu_ps(bias));

@@ -117,8 +117,8 @@ Int8PanelsFn PanelsFor(Int8Kernel kernel) {
 // One call's quantized activations, their zero points and scales: kept by
 // the calling thread from call to call (a decoding step's products at a few
 // rows would otherwise spend a visible share of their time on three
-// allocations each). Only the calling thread writes them (the pool's
-// threads write disjoint rows of them inside the call), and no call runs
+// allocations each). They are the calling thread's alone: the pool's
+// threads write disjoint rows of them within its call, and no call runs
 // inside another on one thread.
 struct ActivationScratch {
   std::vector<uint8_t> levels;
