@@ -5,9 +5,9 @@
 # //benchmarks:int8_linear //ops/quantized_linear:int8_amx_emulated_test
 # //ops/quantized_linear:quantized_linear_test` here:
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
-# STAGE (default: all; they run in the order tests train compare pack
-# decode_bench decode_profile train_step train_profile train_step_f32 attention
-# cpu_int8 memcheck memcheck_training:
+# STAGE (default: all but sweep; they run in the order tests train sweep
+# compare pack decode_bench decode_profile train_step train_profile
+# train_step_f32 attention cpu_int8 memcheck memcheck_training:
 # what later stages need, and the most wanted results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
 #   memcheck     compute-sanitizer memcheck over the GPU decoding tests and the fused
@@ -56,6 +56,13 @@ echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(npro
 
 stages=" ${*:-tests train compare pack decode_bench train_step decode_profile train_profile attention cpu_int8 memcheck train_step_f32 memcheck_training} "
 run() { [[ "$stages" == *" $1 "* ]] && echo "== $(date -u +%T) stage $1"; }
+# An empty work directory for a training run, with the vocabulary trained
+# here when it was carried.
+fresh_workdir() {
+  rm -rf "$1" && mkdir -p "$1"
+  [[ -f .gpu_data/multi30k_ende_spm.model ]] && cp .gpu_data/multi30k_ende_spm.model "$1/spm.model"
+  return 0
+}
 work=/tmp/m30k_gpu
 data="$PWD/.gpu_data/multi30k"
 model="$work"
@@ -68,8 +75,7 @@ fi
 
 if run train; then
   minutes="${TFM_TRAIN_MINUTES:-5}"
-  rm -rf "$work" && mkdir -p "$work"
-  [[ -f .gpu_data/multi30k_ende_spm.model ]] && cp .gpu_data/multi30k_ende_spm.model "$work/spm.model"
+  fresh_workdir "$work"
   # The main job: train, average the last checkpoints, decode the test split
   # (beam 4, on the GPU) and print BLEU.
   # The GPU presets validate BLEU every minute (the curve against minutes);
@@ -88,8 +94,7 @@ if run train; then
   main_job "$preset"
   if ! ls -d "$work"/checkpoint_0* >/dev/null 2>&1; then
     echo "== $preset left no checkpoint: multi30k_ende_small (f32) instead"
-    rm -rf "$work" && mkdir -p "$work"
-    cp .gpu_data/multi30k_ende_spm.model "$work/spm.model"
+    fresh_workdir "$work"
     # Without validation BLEU: if decoding during training was what failed.
     main_job multi30k_ende_small --set=train.validate_bleu_sentences=0
   fi
@@ -108,8 +113,8 @@ if run sweep; then
     "--set=model.d_model=512 --set=model.d_ff=2048 --set=model.num_heads=8 --set=model.dropout=0.3")
   for variant in "${variants[@]}"; do
     echo "== sweep: $preset ${variant:-(as it is)}"
-    sweep_dir=/tmp/m30k_sweep && rm -rf "$sweep_dir" && mkdir -p "$sweep_dir"
-    [[ -f .gpu_data/multi30k_ende_spm.model ]] && cp .gpu_data/multi30k_ende_spm.model "$sweep_dir/spm.model"
+    sweep_dir=/tmp/m30k_sweep
+    fresh_workdir "$sweep_dir"
     # shellcheck disable=SC2086
     timeout $((sweep_minutes * 60 + 90)) "$bundle/run_bundle.sh" tasks/translate_ende train \
       --device=cuda --config="$preset" --data="$data" --workdir="$sweep_dir" \
