@@ -7,10 +7,10 @@
 // TFM_PROFILE_OPS=shapes, the same waits and a row per op, dtype and input
 // shapes ("linear bf16 27648x1024 4096x1024 4096"), to see which of an
 // op's calls (a GEMM's shapes) take the time; OpProfileReport() prints the
-// table, largest first. Off, it costs one
-// branch on a cached flag per RunOp. Time spent outside ops (layers'
-// bookkeeping, copies made without an op) is not in the table: the report
-// gives the ops' share of the wall time it is handed, so the rest shows.
+// table, largest first. Off, it costs one branch on a cached flag per
+// RunOp. Time spent outside ops (layers' bookkeeping, copies made without
+// an op) is not in the table: the report gives the ops' share of the wall
+// time it is handed, so the rest shows.
 #ifndef TFM_CORE_OP_PROFILE_H_
 #define TFM_CORE_OP_PROFILE_H_
 
