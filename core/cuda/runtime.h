@@ -5,6 +5,7 @@
 #define TFM_CORE_CUDA_RUNTIME_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -28,6 +29,27 @@ void Free(int device, void* ptr);
 enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
 // Copies `bytes` and waits until the copy is done.
 absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind);
+
+// Copies `bytes` from the host to device memory `dst` in the order of the
+// device's default stream (after the work queued there, before the work
+// queued after it), without waiting for the device: `src` is copied into
+// pinned staging memory first, so the caller may reuse it at once. A copy
+// from pageable memory (Memcpy) makes the host wait until the device has run
+// everything queued, so each token upload of a decoding step, and each
+// batch of a training update, drained the GPU's queue. Copies larger than a
+// staging slot (kStagingSlotBytes) wait as Memcpy does.
+inline constexpr size_t kStagingSlotBytes = size_t{4} << 20;
+absl::Status CopyHostToDeviceInStreamOrder(int device, void* dst, const void* src,
+                                           size_t bytes);
+// Staging slots this process holds (pinned, kStagingSlotBytes each), and the
+// copies that have waited for a slot's previous copy to finish: what a test
+// or a benchmark reports.
+struct StagingStats {
+  int slots = 0;
+  int64_t staged_copies = 0;
+  int64_t waits_for_slot = 0;
+};
+StagingStats GetStagingStats();
 absl::Status Synchronize(int device);
 
 // What a benchmark reports about a GPU and derives its peaks from.

@@ -5,6 +5,8 @@
 #include <cudnn.h>
 #include <nccl.h>
 
+#include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -17,6 +19,77 @@ namespace {
 absl::Status ToStatus(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return absl::OkStatus();
   return absl::InternalError(std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+// CopyHostToDeviceInStreamOrder's pinned slots on one device, taken in turn.
+// A slot is written again only after the event recorded behind its last copy
+// has passed; with several slots that has almost always happened, so the
+// host does not wait.
+class Staging {
+ public:
+  absl::Status Copy(void* dst, const void* src, size_t bytes) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    Slot& slot = slots_[next_];
+    next_ = (next_ + 1) % kSlots;
+    if (slot.host == nullptr) {
+      absl::Status status = ToStatus(cudaHostAlloc(&slot.host, kStagingSlotBytes,
+                                                   cudaHostAllocDefault),
+                                     "cudaHostAlloc (staging)");
+      if (status.ok()) {
+        status = ToStatus(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming),
+                          "cudaEventCreate (staging)");
+      }
+      if (!status.ok()) {
+        if (slot.host != nullptr) cudaFreeHost(slot.host);
+        slot.host = nullptr;
+        return status;
+      }
+      ++stats_.slots;
+    } else if (slot.pending && cudaEventQuery(slot.done) == cudaErrorNotReady) {
+      ++stats_.waits_for_slot;
+      absl::Status status = ToStatus(cudaEventSynchronize(slot.done), "cudaEventSynchronize");
+      if (!status.ok()) return status;
+    }
+    std::memcpy(slot.host, src, bytes);
+    absl::Status status = ToStatus(
+        cudaMemcpyAsync(dst, slot.host, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy),
+        "cudaMemcpyAsync");
+    if (status.ok()) {
+      status = ToStatus(cudaEventRecord(slot.done, cudaStreamLegacy), "cudaEventRecord");
+    }
+    slot.pending = status.ok();
+    ++stats_.staged_copies;
+    return status;
+  }
+
+  StagingStats stats() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  // Eight slots: a decoding step uploads a few small tensors, a training
+  // update about five; the oldest copy in the ring is then a step behind.
+  static constexpr int kSlots = 8;
+  struct Slot {
+    void* host = nullptr;
+    cudaEvent_t done = nullptr;
+    bool pending = false;  // An event was recorded behind a copy from it.
+  };
+
+  std::mutex mu_;
+  Slot slots_[kSlots];
+  int next_ = 0;
+  StagingStats stats_;
+};
+
+constexpr int kMaxStagingDevices = 64;
+
+// Never destroyed: pinned memory freed after the CUDA context has gone at
+// exit would fail; the process's end returns it.
+Staging* StagingFor(int device) {
+  static Staging* const staging = new Staging[kMaxStagingDevices];
+  return device >= 0 && device < kMaxStagingDevices ? &staging[device] : nullptr;
 }
 
 }  // namespace
@@ -62,6 +135,33 @@ absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
                                        ? cudaMemcpyDeviceToHost
                                        : cudaMemcpyDeviceToDevice;
   return ToStatus(cudaMemcpy(dst, src, bytes, cuda_kind), "cudaMemcpy");
+}
+
+absl::Status CopyHostToDeviceInStreamOrder(int device, void* dst, const void* src,
+                                           size_t bytes) {
+  // The stream order is that of the device's own default stream.
+  int current = 0;
+  absl::Status status = ToStatus(cudaGetDevice(&current), "cudaGetDevice");
+  if (status.ok() && current != device) status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
+  if (!status.ok()) return status;
+  Staging* staging = StagingFor(device);
+  if (bytes > kStagingSlotBytes || staging == nullptr) {
+    return Memcpy(dst, src, bytes, CopyKind::kHostToDevice);
+  }
+  if (bytes == 0) return absl::OkStatus();
+  return staging->Copy(dst, src, bytes);
+}
+
+StagingStats GetStagingStats() {
+  StagingStats total;
+  const int devices = DeviceCount();
+  for (int device = 0; device < devices && device < kMaxStagingDevices; ++device) {
+    const StagingStats one = StagingFor(device)->stats();
+    total.slots += one.slots;
+    total.staged_copies += one.staged_copies;
+    total.waits_for_slot += one.waits_for_slot;
+  }
+  return total;
 }
 
 absl::Status Synchronize(int device) {

@@ -18,6 +18,10 @@ absl::StatusOr<std::string> DeviceName(int) { return NoCuda(); }
 absl::StatusOr<void*> Malloc(int, size_t) { return NoCuda(); }
 void Free(int, void*) {}
 absl::Status Memcpy(void*, const void*, size_t, CopyKind) { return NoCuda(); }
+absl::Status CopyHostToDeviceInStreamOrder(int, void*, const void*, size_t) {
+  return NoCuda();
+}
+StagingStats GetStagingStats() { return {}; }
 absl::Status Synchronize(int) { return NoCuda(); }
 absl::StatusOr<DeviceInfo> GetDeviceInfo(int) { return NoCuda(); }
 std::string LibraryVersions() { return "built without CUDA"; }
