@@ -8,11 +8,20 @@
 // its array up. The comparison is the CPU kernel's (value descending, column
 // ascending), and no arithmetic touches the values, so both devices return
 // the same bits.
+//
+// log_softmax_top_k runs the same kernel on each row's log-probabilities,
+// computed on the fly as LogSoftmaxKernel computes them
+// (ops/softmax/softmax_cuda.cu: the same group width for the row's length,
+// the same per-thread order and reductions, the same expression), so its
+// values are log_softmax's to the bit and nothing of the row's size is
+// written: three reads of the logits instead of log_softmax's three reads
+// and a write, and row_top_k's read.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "ops/cuda_elementwise.cuh"
+#include "ops/cuda_row_reduce.cuh"
 #include "ops/row_top_k/row_top_k_cuda.h"
 
 namespace tfm {
@@ -61,7 +70,32 @@ __device__ __forceinline__ void Offer(Entry (&best)[kKeep], float v, int64_t col
   }
 }
 
-template <int kKeep>
+// A row's log-softmax shift, max and log of the sum of exponentials, as
+// LogSoftmaxKernel<kWidth> computes them for a row its group of kWidth
+// threads holds: here every group of the block computes the whole row (for
+// kWidth = 32, each warp alike), so every thread gets the same two floats.
+template <int kWidth>
+__device__ __forceinline__ void LogSoftmaxShift(const float* in, int64_t n, float* max,
+                                                float* log_sum) {
+  using cuda_row_reduce::GroupReduce;
+  __shared__ cuda_row_reduce::GroupScratch<float> scratch;
+  const int lane = threadIdx.x % kWidth;
+  float m = -INFINITY;
+  for (int64_t i = lane; i < n; i += kWidth) m = cuda_row_reduce::MaxOrNaN()(m, in[i]);
+  m = GroupReduce<kWidth>(m, cuda_row_reduce::MaxOrNaN(), &scratch);
+  float l = 0.0f;
+  if (m != -INFINITY && isfinite(m)) {  // The same in the whole block.
+    float sum = 0.0f;
+    for (int64_t i = lane; i < n; i += kWidth) sum += expf(in[i] - m);
+    l = logf(GroupReduce<kWidth>(sum, cuda_row_reduce::Sum(), &scratch));
+  }
+  *max = m;
+  *log_sum = l;
+}
+
+// kSoftmaxWidth 0: row_top_k of x. Otherwise log_softmax_top_k, the shift
+// computed with LogSoftmaxKernel's group width for rows of length n.
+template <int kKeep, int kSoftmaxWidth>
 __global__ void RowTopKKernel(const float* x, int64_t n, int count, int64_t forbidden,
                               float* values, int32_t* columns) {
   const int64_t row = blockIdx.x;
@@ -70,17 +104,35 @@ __global__ void RowTopKKernel(const float* x, int64_t n, int count, int64_t forb
   Entry best[kKeep];
 #pragma unroll
   for (int i = 0; i < kKeep; ++i) best[i] = kNone;
+  float max = 0.0f, log_sum = 0.0f;
+  bool scan = true;
+  if constexpr (kSoftmaxWidth > 0) {
+    LogSoftmaxShift<kSoftmaxWidth>(in, n, &max, &log_sum);
+    // A row of -infinity only: log_softmax's row is -infinity, nothing to rank.
+    scan = max != -INFINITY;
+  }
+  // The value ranked: the entry, or its log-probability as log_softmax
+  // writes it.
+  const auto value = [&](float v) {
+    if constexpr (kSoftmaxWidth > 0) {
+      return (v - max) - log_sum;
+    } else {
+      return v;
+    }
+  };
   // Four loads in flight before the first compare.
   constexpr int kLoads = 4;
   int64_t column = threadIdx.x;
-  for (; column + (kLoads - 1) * kThreads < n; column += kLoads * kThreads) {
-    float v[kLoads];
+  if (scan) {
+    for (; column + (kLoads - 1) * kThreads < n; column += kLoads * kThreads) {
+      float v[kLoads];
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) v[j] = in[column + j * kThreads];
+      for (int j = 0; j < kLoads; ++j) v[j] = in[column + j * kThreads];
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) Offer(best, v[j], column + j * kThreads, forbidden);
+      for (int j = 0; j < kLoads; ++j) Offer(best, value(v[j]), column + j * kThreads, forbidden);
+    }
+    for (; column < n; column += kThreads) Offer(best, value(in[column]), column, forbidden);
   }
-  for (; column < n; column += kThreads) Offer(best, in[column], column, forbidden);
 
   __shared__ Entry warp_best[kThreads / kWarp];
   __shared__ Entry winner;
@@ -112,38 +164,58 @@ __global__ void RowTopKKernel(const float* x, int64_t n, int count, int64_t forb
 }
 
 template <int kKeep>
-void Launch(const float* x, int64_t rows, int64_t n, int count, int64_t forbidden, float* values,
-            int32_t* columns, StreamHandle stream) {
-  RowTopKKernel<kKeep><<<static_cast<unsigned>(rows), kThreads, 0,
-                         static_cast<cudaStream_t>(stream)>>>(x, n, count, forbidden, values,
-                                                              columns);
+void Launch(bool log_softmax, const float* x, int64_t rows, int64_t n, int count,
+            int64_t forbidden, float* values, int32_t* columns, StreamHandle stream) {
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const unsigned blocks = static_cast<unsigned>(rows);
+  if (!log_softmax) {
+    RowTopKKernel<kKeep, 0><<<blocks, kThreads, 0, s>>>(x, n, count, forbidden, values, columns);
+    return;
+  }
+  static_assert(kThreads == cuda_row_reduce::kRowThreads,
+                "the block must be LogSoftmaxKernel's for its wide rows' reductions");
+  cuda_row_reduce::ForRowWidth(n, [&](auto width) {
+    RowTopKKernel<kKeep, decltype(width)::value>
+        <<<blocks, kThreads, 0, s>>>(x, n, count, forbidden, values, columns);
+  });
 }
 
 // Launch with the fewest kept entries of kKeep, kMore... that hold `count`
 // (the last holds every count): 2 beam + 1 for beams 1, 2, 4, 6, 8, 12, 16
 // and 24 (a search ranks one more than it keeps).
 template <int kKeep, int... kMore>
-void LaunchFitting(const float* x, int64_t rows, int64_t n, int count, int64_t forbidden,
-                   float* values, int32_t* columns, StreamHandle stream) {
+void LaunchFitting(bool log_softmax, const float* x, int64_t rows, int64_t n, int count,
+                   int64_t forbidden, float* values, int32_t* columns, StreamHandle stream) {
   if constexpr (sizeof...(kMore) == 0) {
-    Launch<kKeep>(x, rows, n, count, forbidden, values, columns, stream);
+    Launch<kKeep>(log_softmax, x, rows, n, count, forbidden, values, columns, stream);
   } else if (count <= kKeep) {
-    Launch<kKeep>(x, rows, n, count, forbidden, values, columns, stream);
+    Launch<kKeep>(log_softmax, x, rows, n, count, forbidden, values, columns, stream);
   } else {
-    LaunchFitting<kMore...>(x, rows, n, count, forbidden, values, columns, stream);
+    LaunchFitting<kMore...>(log_softmax, x, rows, n, count, forbidden, values, columns, stream);
   }
+}
+
+const char* LaunchTopK(bool log_softmax, const float* x, int64_t rows, int64_t n, int count,
+                       int64_t forbidden, float* values, int32_t* columns, StreamHandle stream) {
+  if (count < 1 || count > kMaxCount) return "row_top_k: count outside [1, 64]";
+  if (rows == 0) return nullptr;
+  if (rows > 0x7fffffff) return "row_top_k: more rows than a CUDA grid holds";
+  LaunchFitting<1, 3, 5, 9, 13, 17, 25, 33, 49, kMaxCount>(log_softmax, x, rows, n, count,
+                                                           forbidden, values, columns, stream);
+  return cuda_elementwise::LastError();
 }
 
 }  // namespace
 
 const char* LaunchRowTopK(const float* x, int64_t rows, int64_t n, int count, int64_t forbidden,
                           float* values, int32_t* columns, StreamHandle stream) {
-  if (count < 1 || count > kMaxCount) return "row_top_k: count outside [1, 64]";
-  if (rows == 0) return nullptr;
-  if (rows > 0x7fffffff) return "row_top_k: more rows than a CUDA grid holds";
-  LaunchFitting<1, 3, 5, 9, 13, 17, 25, 33, 49, kMaxCount>(x, rows, n, count, forbidden, values,
-                                                           columns, stream);
-  return cuda_elementwise::LastError();
+  return LaunchTopK(false, x, rows, n, count, forbidden, values, columns, stream);
+}
+
+const char* LaunchLogSoftmaxTopK(const float* x, int64_t rows, int64_t n, int count,
+                                 int64_t forbidden, float* values, int32_t* columns,
+                                 StreamHandle stream) {
+  return LaunchTopK(true, x, rows, n, count, forbidden, values, columns, stream);
 }
 
 }  // namespace tfm

@@ -13,6 +13,12 @@ namespace tfm {
 const char* LaunchRowTopK(const float* x, int64_t rows, int64_t n, int count, int64_t forbidden,
                           float* values, int32_t* columns, StreamHandle stream);
 
+// log_softmax_top_k: the same of log_softmax(x), computed as log_softmax's
+// CUDA kernel computes it (the same bits), without writing it.
+const char* LaunchLogSoftmaxTopK(const float* x, int64_t rows, int64_t n, int count,
+                                 int64_t forbidden, float* values, int32_t* columns,
+                                 StreamHandle stream);
+
 }  // namespace tfm
 
 #endif  // TFM_OPS_ROW_TOP_K_ROW_TOP_K_CUDA_H_
