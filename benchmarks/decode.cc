@@ -210,6 +210,9 @@ ABSL_FLAG(bool, random_base, false,
           "steps (see the file's comment)");
 ABSL_FLAG(int, random_vocab, 32000, "--random_base: its vocabulary");
 ABSL_FLAG(int, random_sentences, 256, "--random_base: sources decoded by the batched rows");
+ABSL_FLAG(std::string, random_batch_sizes, "",
+          "--random_base: its batched rows' sizes (empty: --batch_sizes); with more "
+          "--random_sentences, batches up to the GPU's best");
 ABSL_FLAG(int, random_lines_at_batch_1, 16, "--random_base: sources decoded at batch 1");
 ABSL_FLAG(int, random_source_length, 24, "--random_base: ids per source, eos included");
 ABSL_FLAG(int, random_steps, 64, "--random_base: steps every hypothesis decodes");
@@ -1152,18 +1155,18 @@ absl::StatusOr<ModelBytes> OurModelBytes(const std::string& checkpoint_dir,
   return bytes;
 }
 
-absl::StatusOr<std::vector<int>> ParseBatchSizes() {
+// 1, then the sizes of `flag`'s list (named `name` in errors).
+absl::StatusOr<std::vector<int>> ParseBatchSizes(absl::string_view name, absl::string_view flag) {
   std::vector<int> sizes = {1};
-  for (absl::string_view text :
-       absl::StrSplit(absl::GetFlag(FLAGS_batch_sizes), ',', absl::SkipEmpty())) {
+  for (absl::string_view text : absl::StrSplit(flag, ',', absl::SkipEmpty())) {
     int size = 0;
     if (!absl::SimpleAtoi(text, &size) || size < 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--batch_sizes: '", text, "' is not a positive number"));
+          absl::StrCat("--", name, ": '", text, "' is not a positive number"));
     }
     if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
   }
-  if (sizes.size() < 2) return absl::InvalidArgumentError("--batch_sizes: none above 1");
+  if (sizes.size() < 2) return absl::InvalidArgumentError(absl::StrCat("--", name, ": none above 1"));
   return sizes;
 }
 
@@ -1249,7 +1252,13 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
 absl::Status Main(const std::vector<std::string>& args) {
   const char* argv0 = args[0].c_str();
   const int threads = absl::GetFlag(FLAGS_threads);
-  TFM_ASSIGN_OR_RETURN(const std::vector<int> batch_sizes, ParseBatchSizes());
+  TFM_ASSIGN_OR_RETURN(const std::vector<int> batch_sizes,
+                       ParseBatchSizes("batch_sizes", absl::GetFlag(FLAGS_batch_sizes)));
+  const std::string random_sizes_flag = absl::GetFlag(FLAGS_random_batch_sizes);
+  TFM_ASSIGN_OR_RETURN(
+      const std::vector<int> random_batch_sizes,
+      random_sizes_flag.empty() ? batch_sizes
+                                : ParseBatchSizes("random_batch_sizes", random_sizes_flag));
   // Before any op runs: the pool reads it once.
   setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
   TFM_ASSIGN_OR_RETURN(const Device device, ResolveDevice(absl::GetFlag(FLAGS_device)));
@@ -1478,7 +1487,7 @@ absl::Status Main(const std::vector<std::string>& args) {
 
   if (absl::GetFlag(FLAGS_random_base)) {
     TFM_ASSIGN_OR_RETURN(const bool random_pass,
-                         RunRandomBase(argv0, device, batch_sizes, peers, policies,
+                         RunRandomBase(argv0, device, random_batch_sizes, peers, policies,
                                        section.peer_setups));
     pass &= random_pass;
   }
