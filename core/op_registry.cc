@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/check.h"
 #include "core/cuda/runtime.h"
+#include "core/current_stream.h"
 #include "core/op_profile.h"
 #include "core/status_macros.h"
 
@@ -284,6 +285,7 @@ absl::StatusOr<std::vector<Tensor>> RunOp(absl::string_view op,
                                           std::optional<OpTarget> target,
                                           StreamHandle stream) {
   ScopedOpTimer timer(op);
+  if (stream == nullptr) stream = CurrentStream();
   TFM_ASSIGN_OR_RETURN(std::shared_ptr<const OpDef> def, OpRegistry().Find(op));
   TFM_ASSIGN_OR_RETURN(const OpCallLayout layout, OpCallLayout::Create(*def, inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/current_stream.h"
 #include "core/status_macros.h"
 
 namespace tfm {
@@ -12,6 +13,8 @@ absl::StatusOr<Tensor> Tensor::Empty(const Shape& shape, DType dtype,
   TFM_RETURN_IF_ERROR(ValidateShape(shape, DTypeSize(dtype)));
   TFM_ASSIGN_OR_RETURN(Allocator * allocator, AllocatorFor(device));
   const size_t bytes = NumElements(shape) * DTypeSize(dtype);
+  // Unnamed: the thread's current stream (a graph capture's, say).
+  if (stream == nullptr) stream = CurrentStream();
   TFM_ASSIGN_OR_RETURN(void* data, allocator->Allocate(bytes, stream));
   return Tensor(std::make_shared<Buffer>(allocator, data, bytes), 0, shape, dtype);
 }

@@ -52,4 +52,14 @@ absl::StatusOr<Tensor> Int32OnDevice(absl::Span<const int32_t> values, const Sha
   return CopyToDevice(host, device);
 }
 
+absl::Status Int32IntoBuffer(absl::Span<const int32_t> values, const Shape& shape,
+                             const Device& device, Tensor& buffer) {
+  TFM_ASSIGN_OR_RETURN(const Tensor host, Tensor::FromVector<int32_t>(values, shape));
+  if (!buffer.defined() || buffer.shape() != shape || buffer.dtype() != DType::kI32 ||
+      buffer.device() != device) {
+    TFM_ASSIGN_OR_RETURN(buffer, Tensor::Empty(shape, DType::kI32, device));
+  }
+  return CopyInto(host, buffer);
+}
+
 }  // namespace tfm

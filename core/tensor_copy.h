@@ -22,6 +22,12 @@ absl::Status CopyInto(const Tensor& from, Tensor to);
 absl::StatusOr<Tensor> Int32OnDevice(absl::Span<const int32_t> values, const Shape& shape,
                                      const Device& device);
 
+// `values` copied into `buffer` when it is an i32 tensor of `shape` on
+// `device` (keeping its address: a CUDA graph reads it there), else into a
+// new one that `buffer` then holds.
+absl::Status Int32IntoBuffer(absl::Span<const int32_t> values, const Shape& shape,
+                             const Device& device, Tensor& buffer);
+
 }  // namespace tfm
 
 #endif  // TFM_CORE_TENSOR_COPY_H_

@@ -103,9 +103,43 @@ absl::Status DecodingCache::BeginStep() {
     TFM_RETURN_IF_ERROR(
         GatherEntries(entries_, Indexing::kRow, all, position_, capacity_, device_));
   }
-  TFM_ASSIGN_OR_RETURN(key_lengths_,
-                       Fill({rows()}, static_cast<double>(position_ + 1), DType::kI32, device_));
-  return absl::OkStatus();
+  if (!device_position_) {
+    TFM_ASSIGN_OR_RETURN(key_lengths_,
+                         Fill({rows()}, static_cast<double>(position_ + 1), DType::kI32, device_));
+    return absl::OkStatus();
+  }
+  // Copied into the buffers the previous step read (a copy queued in stream
+  // order: core/tensor_copy.h), not written by a kernel whose value a graph
+  // would keep.
+  const std::vector<int32_t> lengths(rows(), static_cast<int32_t>(position_ + 1));
+  TFM_RETURN_IF_ERROR(Int32IntoBuffer(lengths, {rows()}, device_, key_lengths_));
+  const int32_t position = static_cast<int32_t>(position_);
+  return Int32IntoBuffer(absl::MakeConstSpan(&position, 1), {1}, device_, position_tensor_);
+}
+
+std::vector<int64_t> DecodingCache::LayoutFingerprint() const {
+  std::vector<int64_t> print = {sentences_, rows_per_sentence_, capacity_};
+  const auto add = [&print](const Tensor& tensor) {
+    print.push_back(tensor.defined() ? reinterpret_cast<int64_t>(tensor.raw_data()) : 0);
+    print.push_back(tensor.defined() ? tensor.rank() : -1);
+    if (tensor.defined()) print.insert(print.end(), tensor.shape().begin(), tensor.shape().end());
+  };
+  // The maps' orders are fixed while their keys are: sorted by owner, to be
+  // sure.
+  const absl::node_hash_map<const void*, Entry>* maps[] = {&entries_, shared_.get()};
+  for (const auto* map : maps) {
+    std::vector<std::pair<const void*, const Entry*>> sorted;
+    for (const auto& [owner, entry] : *map) sorted.emplace_back(owner, &entry);
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& [owner, entry] : sorted) {
+      print.push_back(reinterpret_cast<int64_t>(owner));
+      for (const Tensor& tensor : entry->tensors) add(tensor);
+    }
+  }
+  add(key_lengths_);
+  add(key_rows_);
+  add(position_tensor_);
+  return print;
 }
 
 absl::StatusOr<std::vector<int32_t>> DecodingCache::Reorder(absl::Span<const int> rows,
@@ -189,6 +223,7 @@ absl::Status DecodingCache::SetKeyRows() {
     return absl::OkStatus();
   }
   const int64_t rows = static_cast<int64_t>(table_.size()) / capacity_;
+  if (device_position_) return Int32IntoBuffer(table_, {rows, capacity_}, device_, key_rows_);
   TFM_ASSIGN_OR_RETURN(key_rows_, Int32OnDevice(table_, {rows, capacity_}, device_));
   return absl::OkStatus();
 }

@@ -100,6 +100,21 @@ class DecodingCache {
   absl::Status BeginStep();
   void EndStep() { ++position_; }
 
+  // Steps whose ops read the position from device memory (a CUDA graph
+  // replays one captured step at every position): position_tensor() is then
+  // [1] i32 on the device, holding position() during a step, and
+  // key_lengths() and key_rows() keep their buffers from step to step while
+  // their shapes do (their new values copied in), so that a step reads and
+  // writes the same addresses as long as the cache's layout holds.
+  void set_device_position(bool on) { device_position_ = on; }
+  // Undefined unless device_position is on (then set by BeginStep).
+  const Tensor& position_tensor() const { return position_tensor_; }
+  // Every device address and shape a step reads or writes through this
+  // cache (its entries', the shared ones', key_lengths, key_rows, the
+  // position's), in a fixed order: equal fingerprints mean a step captured
+  // at one may replay at the other.
+  std::vector<int64_t> LayoutFingerprint() const;
+
   // Keeps rows `rows` in that order (new row i is old row rows[i]), which
   // come in groups of `rows_per_sentence` (the new rows_per_sentence(); a
   // beam widens from 1 after its first step), each group from one sentence.
@@ -119,6 +134,7 @@ class DecodingCache {
   // key_rows_ from table_.
   absl::Status SetKeyRows();
 
+
   int64_t sentences_, rows_per_sentence_, max_steps_;
   int64_t position_ = 0, capacity_;
   // kRowByTable: [rows, capacity] on the host (empty: the identity), and the
@@ -126,6 +142,8 @@ class DecodingCache {
   std::vector<int32_t> table_;
   int64_t table_rows_;
   Tensor key_rows_;
+  bool device_position_ = false;
+  Tensor position_tensor_;
   Device device_;
   DecodingPrecision precision_;
   Tensor key_lengths_;

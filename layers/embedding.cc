@@ -60,8 +60,21 @@ class EmbeddingLayer : public Layer {
     }
     // A decoding step's tokens sit after those already decoded.
     const int64_t offset = context.cache != nullptr ? context.cache->position() : 0;
+    // A step that reads its position from the device (a CUDA graph's:
+    // layers/decoding_cache.h) takes it from there.
+    const Tensor* device_position =
+        context.cache != nullptr && context.cache->position_tensor().defined() && ids.dim(1) == 1
+            ? &context.cache->position_tensor()
+            : nullptr;
     if (positions_) {
-      TFM_ASSIGN_OR_RETURN(Tensor position_ids, PositionIds(offset, ids.dim(1)));
+      Tensor position_ids;
+      if (device_position != nullptr) {
+        // Checked here, on the host, as PositionIds checks.
+        TFM_RETURN_IF_ERROR(PositionIds(offset, 1).status());
+        position_ids = *device_position;
+      } else {
+        TFM_ASSIGN_OR_RETURN(position_ids, PositionIds(offset, ids.dim(1)));
+      }
       TFM_ASSIGN_OR_RETURN(const Tensor positions, ValueFor(*positions_, table.dtype()));
       // PositionIds built them within the table.
       TFM_ASSIGN_OR_RETURN(Tensor position_rows,
@@ -71,6 +84,8 @@ class EmbeddingLayer : public Layer {
         position_ids_ = std::move(position_ids);
         position_rows_ = std::move(position_rows);
       }
+    } else if (device_position != nullptr) {
+      TFM_ASSIGN_OR_RETURN(x, AddPositionalEncodingAt(x, *device_position));
     } else {
       TFM_ASSIGN_OR_RETURN(x, AddPositionalEncoding(x, offset));
     }

@@ -158,8 +158,8 @@ class MultiHeadAttention : public Layer {
         TFM_ASSIGN_OR_RETURN(Tensor qkv, DecodingLinear(cache, &fused->tensors[0], x,
                                                         fused->tensors[0], fused->tensors[1]));
         TFM_ASSIGN_OR_RETURN(qkv, qkv.Reshape({x.dim(0), 3 * heads_, 1, qkv.dim(2) / (3 * heads_)}));
-        TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[0], qkv, cache.position(), heads_));
-        TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[1], qkv, cache.position(), 2 * heads_));
+        TFM_RETURN_IF_ERROR(WriteStep(cache, entry->tensors[0], qkv, heads_));
+        TFM_RETURN_IF_ERROR(WriteStep(cache, entry->tensors[1], qkv, 2 * heads_));
         TFM_ASSIGN_OR_RETURN(q, Tensor::Empty({x.dim(0), heads_, 1, qkv.dim(3)}, DType::kF32,
                                               x.device()));
         TFM_RETURN_IF_ERROR(KvCacheWrite(q, qkv, 0, 0));
@@ -169,8 +169,8 @@ class MultiHeadAttention : public Layer {
         TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Step(cache, x));
         TFM_ASSIGN_OR_RETURN(k, StepHeads(k));
         TFM_ASSIGN_OR_RETURN(v, StepHeads(v));
-        TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[0], k, cache.position()));
-        TFM_RETURN_IF_ERROR(KvCacheWrite(entry->tensors[1], v, cache.position()));
+        TFM_RETURN_IF_ERROR(WriteStep(cache, entry->tensors[0], k, 0));
+        TFM_RETURN_IF_ERROR(WriteStep(cache, entry->tensors[1], v, 0));
         TFM_ASSIGN_OR_RETURN(q, StepHeads(q));
       }
       options.key_lengths = cache.key_lengths();
@@ -201,6 +201,17 @@ class MultiHeadAttention : public Layer {
     TFM_ASSIGN_OR_RETURN(merged, merged.Reshape({cache.rows(), 1, merged.dim(2)}));
     TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Step(cache, merged));
     return std::vector<Tensor>{y};
+  }
+
+  // The step's keys or values (x's heads from first_head on) into their
+  // cache at the step's position: from device memory where the cache keeps
+  // it there (a CUDA graph replays the step at every position).
+  static absl::Status WriteStep(const DecodingCache& cache, const Tensor& to, const Tensor& x,
+                                int64_t first_head) {
+    if (cache.position_tensor().defined()) {
+      return KvCacheWriteAt(to, x, cache.position_tensor(), first_head);
+    }
+    return KvCacheWrite(to, x, cache.position(), first_head);
   }
 
   // split_heads of a step's [batch, len, h d] projection: with one position

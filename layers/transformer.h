@@ -34,6 +34,7 @@
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
 #include "layers/decoding_cache.h"
+#include "layers/decoding_step_graph.h"
 #include "core/incremental_model.h"
 #include "core/device.h"
 #include "core/layer_registry.h"
@@ -83,6 +84,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   absl::Status ZeroGrads();
 
   const config::ModelConfig& config() const { return model_; }
+  const Device& device() const { return device_; }
 
   // log p(target token | earlier target tokens, source) at every target
   // position of `batch` from one whole-sequence pass without dropout:
@@ -111,6 +113,13 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // InvalidArgument.
   absl::Status SetShortlist(std::shared_ptr<const VocabularyShortlist> shortlist);
   const VocabularyShortlist* shortlist() const { return shortlist_.get(); }
+  // Whether the searches that start from now on replay their steps as CUDA
+  // graphs where the layout holds (decode.cuda_graphs;
+  // layers/decoding_step_graph.h). Off by default; the CPU then runs its
+  // steps as a GPU's graphs would, eagerly (the same translations).
+  void SetCudaGraphs(bool on);
+  // Captures, replays and eager steps so far (all zero without graphs).
+  StepGraphStats cuda_graph_stats() const;
 
   // IncrementalModel (layers/transformer_decoding.cc).
   DecodingVocabulary vocabulary() const override;
@@ -138,6 +147,14 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // One decoding step's f32 logits on device_: [rows, vocabulary], or with
   // a shortlist [rows, the batch's candidates].
   absl::StatusOr<Tensor> StepLogits(DecoderState& state, absl::Span<const int> last_tokens);
+  // The work of a step between the cache's BeginStep and EndStep, from the
+  // step's token ids on the device ([rows, 1] i32).
+  absl::StatusOr<Tensor> StepLogitsOf(DecoderState& state, const Tensor& ids);
+  // StepTopK's logits and ranking ({logits, values, columns}) through the
+  // step graphs (decode.cuda_graphs).
+  absl::StatusOr<std::vector<Tensor>> GraphedStepTopK(DecoderState& state,
+                                                      absl::Span<const int> last_tokens,
+                                                      int count, int64_t forbidden_column);
   absl::StatusOr<BatchTensors> ToTensors(const Batch& batch) const;
   absl::StatusOr<ForwardResult> Forward(ForwardContext& context, const Batch& batch);
   // The decoder's output [batch * target_length, d_model] for `tensors`.
@@ -174,6 +191,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   DecodingPrecision decoding_precision_ = DecodingPrecision::kF32;
   DType decoding_dtype_ = DType::kF32;
   std::shared_ptr<const VocabularyShortlist> shortlist_;
+  std::unique_ptr<StepGraphRunner> step_graphs_;  // Null: graphs off.
 };
 
 }  // namespace tfm

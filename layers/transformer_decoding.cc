@@ -55,6 +55,10 @@ class TransformerState : public DecoderState {
   // [candidates, d_model], in the decoding dtype.
   std::vector<int32_t> candidates;
   Tensor candidate_table;
+  // With CUDA graphs: the step's token ids, in one buffer from step to step,
+  // and the graph of this state's steps.
+  Tensor step_ids;
+  StepGraphSlot graph_slot;
 };
 
 absl::StatusOr<TransformerState*> StateOf(DecoderState& state, const Transformer* model) {
@@ -79,7 +83,40 @@ absl::Status CheckSources(const SourceBatch& sources, int rows_per_sentence, int
       rows_per_sentence, " rows per sentence for ", max_steps, " steps"));
 }
 
+// A step's last tokens: one per row, each in the vocabulary.
+absl::Status CheckStepTokens(absl::Span<const int> last_tokens, int64_t rows,
+                             int64_t vocabulary_size) {
+  if (static_cast<int64_t>(last_tokens.size()) != rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(last_tokens.size(), " last tokens for ", rows, " decoder rows"));
+  }
+  for (int token : last_tokens) {
+    if (token < 0 || token >= vocabulary_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token ", token, " is outside the vocabulary of ", vocabulary_size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Where a step's token ids and ranking of its logits begin: a device
+// address and shape per tensor, for a graph's fingerprint.
+void AddToFingerprint(const Tensor& tensor, std::vector<int64_t>& print) {
+  print.push_back(tensor.defined() ? reinterpret_cast<int64_t>(tensor.raw_data()) : 0);
+  if (tensor.defined()) print.insert(print.end(), tensor.shape().begin(), tensor.shape().end());
+}
+
 }  // namespace
+
+void Transformer::SetCudaGraphs(bool on) {
+  // On the CPU the runner runs every step eagerly, through the same
+  // buffers and ops as a GPU's graphs (what the CPU's tests check).
+  step_graphs_ = on ? std::make_unique<StepGraphRunner>(device_) : nullptr;
+}
+
+StepGraphStats Transformer::cuda_graph_stats() const {
+  return step_graphs_ != nullptr ? step_graphs_->stats() : StepGraphStats{};
+}
 
 DecodingVocabulary Transformer::vocabulary() const {
   return {vocabulary_.size, vocabulary_.pad_id, vocabulary_.bos_id, vocabulary_.eos_id};
@@ -132,6 +169,9 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   auto state = std::make_unique<TransformerState>(this, sources.size, rows_per_sentence,
                                                   max_steps, device_, search_entries_,
                                                   decoding_precision_);
+  // Graphed or not, the steps of a search with graphs read their position
+  // from the device, so that replays and eager steps run the same ops.
+  state->cache.set_device_position(step_graphs_ != nullptr);
   for (const int id : sources.ids) {
     if (id < 0 || id >= vocabulary_.size) {
       return absl::InvalidArgumentError(
@@ -184,29 +224,30 @@ absl::StatusOr<Tensor> Transformer::StepLogits(DecoderState& base,
                                                absl::Span<const int> last_tokens) {
   TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
   const int64_t rows = state->cache.rows();
-  if (static_cast<int64_t>(last_tokens.size()) != rows) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(last_tokens.size(), " last tokens for ", rows, " decoder rows"));
-  }
-  for (int token : last_tokens) {
-    if (token < 0 || token >= vocabulary_.size) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("token ", token, " is outside the vocabulary of ", vocabulary_.size));
-    }
-  }
+  TFM_RETURN_IF_ERROR(CheckStepTokens(last_tokens, rows, vocabulary_.size));
   TFM_RETURN_IF_ERROR(state->cache.BeginStep());
   TFM_ASSIGN_OR_RETURN(Tensor ids, Int32OnDevice(last_tokens, {rows, 1}, device_));
-  ForwardContext context{/*training=*/false, /*rng=*/nullptr, &state->cache};
-  context.ids_checked = true;  // The tokens, above.
-  TFM_ASSIGN_OR_RETURN(const Tensor table, ValueFor(TargetTable(), decoding_dtype_));
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target,
-                       target_embedding_->Forward(context, {table, ids}));
   if (state->input_tracker) {
     // As in training (DecoderInputHook::BatchMemoryRows): the hook picks the
     // memory row added to each row's input.
     state->aligned_rows.resize(rows);
     state->input_tracker->Step(last_tokens, state->cache.rows_per_sentence(),
                                absl::MakeSpan(state->aligned_rows));
+  }
+  TFM_ASSIGN_OR_RETURN(Tensor logits, StepLogitsOf(base, ids));
+  state->cache.EndStep();
+  return logits;
+}
+
+absl::StatusOr<Tensor> Transformer::StepLogitsOf(DecoderState& base, const Tensor& ids) {
+  TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
+  const int64_t rows = state->cache.rows();
+  ForwardContext context{/*training=*/false, /*rng=*/nullptr, &state->cache};
+  context.ids_checked = true;  // The tokens, by the caller.
+  TFM_ASSIGN_OR_RETURN(const Tensor table, ValueFor(TargetTable(), decoding_dtype_));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target,
+                       target_embedding_->Forward(context, {table, ids}));
+  if (state->input_tracker) {
     TFM_ASSIGN_OR_RETURN(Tensor aligned_ids, Int32OnDevice(state->aligned_rows, {rows, 1}, device_));
     TFM_ASSIGN_OR_RETURN(target[0], AddMemoryRows(target[0], state->memory, aligned_ids));
   }
@@ -217,22 +258,50 @@ absl::StatusOr<Tensor> Transformer::StepLogits(DecoderState& base,
   // The tied projection: hidden E^T, or onto the shortlist's candidates
   // only (their rows laid out once per batch).
   const bool shortlisted = !state->candidates.empty();
-  Tensor logits;
   if (hidden.dtype() != DType::kF32) {
     // 16-bit decoding keeps the product's f32 sums: logits rounded to bf16
     // tie (8 bits), a beam's order among them is lost, and a tie at the
     // ranking's cut sends the whole distribution to the host (ops/linear).
-    TFM_ASSIGN_OR_RETURN(logits,
-                         LinearToF32(hidden, shortlisted ? state->candidate_table : table));
-  } else {
-    TFM_ASSIGN_OR_RETURN(
-        logits, shortlisted ? DecodingLinear(state->cache, &state->candidate_table, hidden,
-                                             state->candidate_table, std::nullopt, false,
-                                             DecodingCache::Indexing::kBatch)
-                            : DecodingLinear(state->cache, &TargetTable().value, hidden, table));
+    return LinearToF32(hidden, shortlisted ? state->candidate_table : table);
   }
+  return shortlisted ? DecodingLinear(state->cache, &state->candidate_table, hidden,
+                                      state->candidate_table, std::nullopt, false,
+                                      DecodingCache::Indexing::kBatch)
+                     : DecodingLinear(state->cache, &TargetTable().value, hidden, table);
+}
+
+absl::StatusOr<std::vector<Tensor>> Transformer::GraphedStepTopK(DecoderState& base,
+                                                                absl::Span<const int> last_tokens,
+                                                                int count,
+                                                                int64_t forbidden_column) {
+  TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
+  const int64_t rows = state->cache.rows();
+  TFM_RETURN_IF_ERROR(CheckStepTokens(last_tokens, rows, vocabulary_.size));
+  // Before the step, in stream order: the position, key lengths and tokens
+  // into the buffers the step reads.
+  TFM_RETURN_IF_ERROR(state->cache.BeginStep());
+  std::vector<int32_t> tokens(last_tokens.begin(), last_tokens.end());
+  TFM_RETURN_IF_ERROR(Int32IntoBuffer(tokens, {rows, 1}, device_, state->step_ids));
+  std::vector<int64_t> fingerprint = state->cache.LayoutFingerprint();
+  for (const Tensor* tensor :
+       {&state->step_ids, &state->memory, &state->memory_lengths, &state->candidate_table}) {
+    AddToFingerprint(*tensor, fingerprint);
+  }
+  fingerprint.push_back(count);
+  fingerprint.push_back(forbidden_column);
+  fingerprint.push_back(static_cast<int64_t>(decoding_dtype_));
+  TFM_ASSIGN_OR_RETURN(
+      std::vector<Tensor> outputs,
+      step_graphs_->Run(state->graph_slot, fingerprint,
+                        [&]() -> absl::StatusOr<std::vector<Tensor>> {
+                          TFM_ASSIGN_OR_RETURN(Tensor logits,
+                                               StepLogitsOf(base, state->step_ids));
+                          TFM_ASSIGN_OR_RETURN(RowTopK ranked,
+                                               LogSoftmaxTopK(logits, count, forbidden_column));
+                          return std::vector<Tensor>{logits, ranked.values, ranked.columns};
+                        }));
   state->cache.EndStep();
-  return logits;
+  return outputs;
 }
 
 absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const int> last_tokens) {
@@ -247,7 +316,6 @@ absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
                                                     absl::Span<const int> last_tokens, int count,
                                                     int forbidden_token) {
   TFM_ASSIGN_OR_RETURN(TransformerState * ours, StateOf(state, this));
-  TFM_ASSIGN_OR_RETURN(const Tensor logits, StepLogits(state, last_tokens));
   // With a shortlist the columns are its candidates: the forbidden token's
   // column, if it is one, and each ranked column's token.
   const std::vector<int32_t>& candidates = ours->candidates;
@@ -261,11 +329,21 @@ absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
   // (ops/log_softmax_top_k: the same numbers as log_softmax's); a count
   // past the GPU kernel's limit (a wide beam) on the host, which takes any.
   const bool on_host = !device_.is_cpu() && count > kMaxRowTopK;
-  Tensor ranked_logits = logits;
-  if (on_host) {
-    TFM_ASSIGN_OR_RETURN(ranked_logits, CopyToDevice(logits, Device::Cpu()));
+  Tensor logits;
+  RowTopK ranked;
+  if (step_graphs_ != nullptr && !on_host && ours->input_tracker == nullptr) {
+    TFM_ASSIGN_OR_RETURN(std::vector<Tensor> step,
+                         GraphedStepTopK(state, last_tokens, count, forbidden_column));
+    logits = step[0];
+    ranked = RowTopK{step[1], step[2]};
+  } else {
+    TFM_ASSIGN_OR_RETURN(logits, StepLogits(state, last_tokens));
+    Tensor ranked_logits = logits;
+    if (on_host) {
+      TFM_ASSIGN_OR_RETURN(ranked_logits, CopyToDevice(logits, Device::Cpu()));
+    }
+    TFM_ASSIGN_OR_RETURN(ranked, LogSoftmaxTopK(ranked_logits, count, forbidden_column));
   }
-  TFM_ASSIGN_OR_RETURN(RowTopK ranked, LogSoftmaxTopK(ranked_logits, count, forbidden_column));
   TFM_ASSIGN_OR_RETURN(Tensor log_probs, CopyToDevice(ranked.values, Device::Cpu()));
   TFM_ASSIGN_OR_RETURN(Tensor tokens, CopyToDevice(ranked.columns, Device::Cpu()));
   StepTopTokens top;

@@ -294,6 +294,57 @@ TEST(GpuDecodingTest, Bf16AndF16DecodingFollowF32) {
   EXPECT_NE(cpu.message().find("bf16 decoding on the CPU"), std::string::npos) << cpu;
 }
 
+// decode.cuda_graphs: replayed steps are the eager steps, bit for bit
+// (tolerance 0), greedy and beam, at batch 1 (where graphs pay) and 64 (where
+// finished sentences change the layout and force recaptures), in f32 and
+// bf16; and graphs were captured and replayed, none failed. On the CPU the
+// same code runs every step eagerly through the graphs' buffers and ops
+// (device positions, fixed buffers), which must equal plain decoding too.
+void StepGraphsGiveTheEagerOutputs(Transformer& model, const std::string& name) {
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    if (dtype != DType::kF32 && model.device().is_cpu()) continue;
+    ASSERT_TRUE(model.SetDecodingDType(dtype).ok());
+    for (const int beam : {1, 4}) {
+      for (const int batch_size : {1, 64}) {
+        model.SetCudaGraphs(false);
+        const absl::StatusOr<std::vector<Hypothesis>> eager = Decode(model, beam, batch_size);
+        model.SetCudaGraphs(true);
+        const absl::StatusOr<std::vector<Hypothesis>> graphed = Decode(model, beam, batch_size);
+        const StepGraphStats stats = model.cuda_graph_stats();
+        model.SetCudaGraphs(false);
+        std::printf("%s %s beam %d batch %d: %lld captures, %lld replays, %lld eager steps%s\n",
+                    name.c_str(), DTypeName(dtype).data(), beam, batch_size,
+                    static_cast<long long>(stats.captures), static_cast<long long>(stats.replays),
+                    static_cast<long long>(stats.eager_steps), stats.broken ? ", BROKEN" : "");
+        Compare(absl::StrCat(name, " ", DTypeName(dtype), " beam ", beam, " batch ", batch_size,
+                             ": eager vs graphs"),
+                eager, graphed, /*min_identical_share=*/1.0, /*score_tolerance=*/0.0);
+        EXPECT_FALSE(stats.broken);
+        if (model.device().is_cuda()) {
+          EXPECT_GT(stats.captures, 0);
+          // Most steps replay: a sentence's steps outnumber its layouts.
+          EXPECT_GT(stats.replays, stats.captures);
+        } else {
+          EXPECT_EQ(stats.captures + stats.replays, 0);
+          EXPECT_GT(stats.eager_steps, 0);
+        }
+      }
+    }
+  }
+  ASSERT_TRUE(model.SetDecodingDType(DType::kF32).ok());
+}
+
+TEST(GpuDecodingTest, StepGraphsGiveTheEagerOutputs) {
+  TFM_SKIP_WITHOUT_GPU();
+  ASSERT_TRUE(TrainedModels().ok()) << TrainedModels().status();
+  StepGraphsGiveTheEagerOutputs(*(*TrainedModels())->gpu[0], "cuda");
+}
+
+TEST(GpuDecodingTest, StepGraphsOnTheCpuRunEagerlyAndEqualPlainDecoding) {
+  ASSERT_TRUE(TrainedModels().ok()) << TrainedModels().status();
+  StepGraphsGiveTheEagerOutputs(*(*TrainedModels())->cpu_copy[0], "cpu");
+}
+
 // The same checks with a CPU copy in the GPU's place, everywhere: they pass
 // exactly, which keeps the harness (copying, comparing, counting) honest
 // where there is no GPU.

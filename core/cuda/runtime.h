@@ -52,6 +52,27 @@ struct StagingStats {
 StagingStats GetStagingStats();
 absl::Status Synchronize(int device);
 
+// CUDA graphs: a decoding step's kernels captured once and replayed, so
+// that the host launches one graph instead of a hundred kernels (at batch 1
+// a step is launch-bound). Handles are opaque (cudaStream_t and
+// cudaGraphExec_t).
+//
+// A stream for capture and replay on `device`, blocking: it waits for the
+// work queued before on the default stream, and the default stream's later
+// work waits for it, so replays fall in line with eager work on either side.
+absl::StatusOr<void*> CreateStream(int device);
+void DestroyStream(int device, void* stream);
+// Starts capturing `stream` in relaxed mode (the caching allocator may still
+// cudaMalloc a new block during the capture).
+absl::Status BeginCapture(void* stream);
+// Ends the capture and returns the instantiated graph; an error if the
+// capture broke (work that could not be captured: a copy to the host, a
+// synchronisation), or if `failed` (the caller's work failed: the capture is
+// ended and thrown away, so the stream is usable again).
+absl::StatusOr<void*> EndCapture(void* stream, bool failed = false);
+absl::Status LaunchGraph(void* graph, void* stream);
+void DestroyGraph(void* graph);
+
 // What a benchmark reports about a GPU and derives its peaks from.
 struct DeviceInfo {
   std::string name;             // "NVIDIA H100 80GB HBM3"

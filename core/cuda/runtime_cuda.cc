@@ -170,6 +170,54 @@ absl::Status Synchronize(int device) {
   return ToStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
+absl::StatusOr<void*> CreateStream(int device) {
+  absl::Status status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
+  if (!status.ok()) return status;
+  cudaStream_t stream = nullptr;
+  status = ToStatus(cudaStreamCreateWithFlags(&stream, cudaStreamDefault), "cudaStreamCreate");
+  if (!status.ok()) return status;
+  return static_cast<void*>(stream);
+}
+
+void DestroyStream(int device, void* stream) {
+  if (stream == nullptr) return;
+  cudaSetDevice(device);
+  cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+}
+
+absl::Status BeginCapture(void* stream) {
+  return ToStatus(
+      cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeRelaxed),
+      "cudaStreamBeginCapture");
+}
+
+absl::StatusOr<void*> EndCapture(void* stream, bool failed) {
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
+  if (ended != cudaSuccess || failed || graph == nullptr) {
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();  // A broken capture leaves its error behind.
+    if (failed) return absl::AbortedError("the captured work failed");
+    return ToStatus(ended != cudaSuccess ? ended : cudaErrorStreamCaptureInvalidated,
+                    "cudaStreamEndCapture");
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (instantiated != cudaSuccess) return ToStatus(instantiated, "cudaGraphInstantiate");
+  return static_cast<void*>(exec);
+}
+
+absl::Status LaunchGraph(void* graph, void* stream) {
+  return ToStatus(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph),
+                                  static_cast<cudaStream_t>(stream)),
+                  "cudaGraphLaunch");
+}
+
+void DestroyGraph(void* graph) {
+  if (graph != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+}
+
 absl::StatusOr<DeviceInfo> GetDeviceInfo(int device) {
   cudaDeviceProp properties;
   absl::Status status = ToStatus(cudaGetDeviceProperties(&properties, device),

@@ -23,6 +23,12 @@ absl::Status CopyHostToDeviceInStreamOrder(int, void*, const void*, size_t) {
 }
 StagingStats GetStagingStats() { return {}; }
 absl::Status Synchronize(int) { return NoCuda(); }
+absl::StatusOr<void*> CreateStream(int) { return NoCuda(); }
+void DestroyStream(int, void*) {}
+absl::Status BeginCapture(void*) { return NoCuda(); }
+absl::StatusOr<void*> EndCapture(void*, bool) { return NoCuda(); }
+absl::Status LaunchGraph(void*, void*) { return NoCuda(); }
+void DestroyGraph(void*) {}
 absl::StatusOr<DeviceInfo> GetDeviceInfo(int) { return NoCuda(); }
 std::string LibraryVersions() { return "built without CUDA"; }
 

@@ -20,7 +20,9 @@ absl::Status ValidateCache(const KernelContext& context, const Tensor& cache) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateWrite(const KernelContext& context) {
+// What kv_cache_write and kv_cache_write_at check alike: the cache, and x
+// against it and first_head.
+absl::Status ValidateWriteOf(const KernelContext& context) {
   const Tensor& cache = context.input(0);
   const Tensor& x = context.input(1);
   TFM_RETURN_IF_ERROR(ValidateCache(context, cache));
@@ -32,10 +34,36 @@ absl::Status ValidateWrite(const KernelContext& context) {
         "d and dtype, with heads first_head (",
         first_head, ") .. first_head + the cache's heads - 1"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateWrite(const KernelContext& context) {
+  TFM_RETURN_IF_ERROR(ValidateWriteOf(context));
+  const Tensor& cache = context.input(0);
+  const Tensor& x = context.input(1);
   TFM_ASSIGN_OR_RETURN(int64_t position, context.attrs().Get<int64_t>("position"));
   if (position < 0 || position + x.dim(2) > cache.dim(2)) {
     return context.Error(absl::StrCat("positions ", position, " .. ", position + x.dim(2) - 1,
                                       " do not fit a capacity of ", cache.dim(2)));
+  }
+  return absl::OkStatus();
+}
+
+// The position is on the device (a captured CUDA graph replays the same
+// launch at every step), out of the host's sight: only what does not depend
+// on it is checked here, and the kernels guard the range themselves.
+absl::Status ValidateWriteAt(const KernelContext& context) {
+  TFM_RETURN_IF_ERROR(ValidateWriteOf(context));
+  const Tensor& cache = context.input(0);
+  const Tensor& x = context.input(1);
+  const Tensor& position = context.input(2);
+  if (position.rank() != 1 || position.dim(0) != 1 || position.dtype() != DType::kI32 ||
+      position.device() != cache.device()) {
+    return context.Error("position must be [1] i32 on the cache's device");
+  }
+  if (x.dim(2) > cache.dim(2)) {
+    return context.Error(absl::StrCat(x.dim(2), " positions do not fit a capacity of ",
+                                      cache.dim(2)));
   }
   return absl::OkStatus();
 }
@@ -65,6 +93,19 @@ TFM_REGISTER_OP(OpDef{
     .doc = "cache[:, :, position:position + n] = x[:, first_head:first_head + cache heads], in "
            "place (first_head optional, 0)",
     .validate = ValidateWrite,
+    .in_place = {{0, 0}},
+});
+
+TFM_REGISTER_OP(OpDef{
+    .name = "kv_cache_write_at",
+    .inputs = {"cache", "x", "position"},
+    .outputs = {"cache"},
+    .attrs = {"first_head"},
+    .doc = "kv_cache_write at the position held by the [1] i32 tensor `position` (on the "
+           "cache's device): cache[:, :, position:position + n] = x[:, first_head:first_head + "
+           "cache heads], in place (first_head optional, 0); CUDA writes nothing for a position "
+           "outside [0, capacity - n]",
+    .validate = ValidateWriteAt,
     .in_place = {{0, 0}},
 });
 
@@ -123,6 +164,13 @@ absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position
   attrs.Set("position", position);
   if (first_head != 0) attrs.Set("first_head", first_head);
   return RunOp("kv_cache_write", {cache, x}, attrs).status();
+}
+
+absl::Status KvCacheWriteAt(const Tensor& cache, const Tensor& x, const Tensor& position,
+                            int64_t first_head) {
+  Attrs attrs;
+  if (first_head != 0) attrs.Set("first_head", first_head);
+  return RunOp("kv_cache_write_at", {cache, x, position}, attrs).status();
 }
 
 absl::StatusOr<Tensor> KvCacheGather(const Tensor& cache, const Tensor& rows, int64_t length,

@@ -1,7 +1,7 @@
-// kv_cache_write, kv_cache_gather and kv_cache_reorder: the attention
-// key/value caches of incremental decoding, [rows, heads, capacity, d] (the
-// attention op's [batch, heads, k_len, d] layout with room for every step
-// of a search).
+// kv_cache_write (and kv_cache_write_at), kv_cache_gather and
+// kv_cache_reorder: the attention key/value caches of incremental decoding,
+// [rows, heads, capacity, d] (the attention op's [batch, heads, k_len, d]
+// layout with room for every step of a search).
 //
 // A step writes its new position into the cache in place instead of
 // concatenating (no copy of the whole cache, no allocation per step), and
@@ -31,6 +31,15 @@ namespace tfm {
 // values) whose keys and values go to their caches without a split copy.
 absl::Status KvCacheWrite(const Tensor& cache, const Tensor& x, int64_t position,
                           int64_t first_head = 0);
+
+// KvCacheWrite at the position held by `position`, a [1] i32 tensor on the
+// cache's device: the step of a captured CUDA graph, replayed at every
+// position without a new launch. The host cannot see the position, so the
+// caller guarantees 0 <= position <= capacity - n: the CPU kernel returns
+// an error otherwise, and the CUDA kernel (which cannot report one without
+// waiting for the GPU) writes nothing.
+absl::Status KvCacheWriteAt(const Tensor& cache, const Tensor& x, const Tensor& position,
+                            int64_t first_head = 0);
 
 // A new cache [rows.size, heads, capacity, d] whose row i holds positions
 // 0 .. length - 1 of cache row rows[i] (i32 ids in [0, cache rows)); later

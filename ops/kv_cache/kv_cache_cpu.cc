@@ -18,10 +18,11 @@ int64_t Grain(int64_t floats_per_head) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, floats_per_head));
 }
 
-absl::Status KvCacheWriteCpu(KernelContext& context) {
+// cache[r, h, position + i] = x[r, first_head + h, i]: kv_cache_write with
+// the position checked (by the op's validation, or by KvCacheWriteAtCpu).
+absl::Status WriteAt(KernelContext& context, int64_t position) {
   Tensor cache = context.in_place_input(0);
   const Tensor& x = context.input(1);
-  TFM_ASSIGN_OR_RETURN(const int64_t position, context.attrs().Get<int64_t>("position"));
   TFM_ASSIGN_OR_RETURN(const int64_t first_head, context.attrs().GetOr<int64_t>("first_head", 0));
   const int64_t capacity = cache.dim(2), n = x.dim(2), d = x.dim(3);
   const int64_t heads = cache.dim(1), x_heads = x.dim(1);
@@ -39,6 +40,23 @@ absl::Status KvCacheWriteCpu(KernelContext& context) {
       });
   context.SetOutput(0, cache);
   return absl::OkStatus();
+}
+
+absl::Status KvCacheWriteCpu(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(const int64_t position, context.attrs().Get<int64_t>("position"));
+  return WriteAt(context, position);
+}
+
+// The position validation could not see: checked here, before any write.
+absl::Status KvCacheWriteAtCpu(KernelContext& context) {
+  const int64_t position = context.input(2).data<int32_t>()[0];
+  const int64_t capacity = context.input(0).dim(2), n = context.input(1).dim(2);
+  if (position < 0 || position + n > capacity) {
+    return context.Error(absl::StrCat("position ", position, " with ", n,
+                                      " positions to write does not fit a capacity of ",
+                                      capacity));
+  }
+  return WriteAt(context, position);
 }
 
 absl::Status KvCacheGatherCpu(KernelContext& context) {
@@ -139,6 +157,7 @@ absl::Status KvCacheReorderCpu(KernelContext& context) {
 }
 
 TFM_REGISTER_KERNEL("kv_cache_write", DeviceType::kCPU, DType::kF32, KvCacheWriteCpu);
+TFM_REGISTER_KERNEL("kv_cache_write_at", DeviceType::kCPU, DType::kF32, KvCacheWriteAtCpu);
 TFM_REGISTER_KERNEL("kv_cache_reorder", DeviceType::kCPU, DType::kF32, KvCacheReorderCpu);
 TFM_REGISTER_KERNEL("kv_cache_gather", DeviceType::kCPU, DType::kF32, KvCacheGatherCpu);
 

@@ -31,10 +31,25 @@ struct SegmentCopy {
   // Target segment of segment s: s, or with target_rows (moves within a
   // cache) target_rows[s / heads] * heads + s % heads.
   const int32_t* target_rows = nullptr;
+  // With position (kv_cache_write_at: the step's position in device memory,
+  // so that a captured graph serves every step), every target segment
+  // starts *position * target_position_stride words further on, and nothing
+  // is written unless 0 <= *position <= max_position: a bad position cannot
+  // be reported without a host sync, so it must at least not write out of
+  // bounds.
+  const int32_t* position = nullptr;
+  int64_t target_position_stride = 0;
+  int64_t max_position = 0;
 };
 
 template <typename Word>
 __global__ void CopySegmentsKernel(const Word* source, Word* target, SegmentCopy copy) {
+  if (copy.position != nullptr) {
+    // One load per thread, before the loop; the same for every thread.
+    const int64_t position = *copy.position;
+    if (position < 0 || position > copy.max_position) return;
+    target += position * copy.target_position_stride;
+  }
   const int64_t total = copy.segments * copy.words;
   for (int64_t u = GlobalThread(); u < total; u += GridThreads()) {
     const int64_t segment = u / copy.words;
@@ -59,6 +74,7 @@ const char* Launch(const void* source, void* target, SegmentCopy bytes, cudaStre
   words.words /= kWord;
   words.source_stride /= kWord;
   words.target_stride /= kWord;
+  words.target_position_stride /= kWord;
   CopySegmentsKernel<Word><<<BlocksFor(words.segments * words.words), kThreads, 0, stream>>>(
       static_cast<const Word*>(source), static_cast<Word*>(target), words);
   return LastError();
@@ -75,13 +91,15 @@ const char* WithWidestWord(uint64_t alignment, LaunchFn launch) {
   return launch(uint8_t{});
 }
 
-// `copy` in bytes; picks the word.
+// `copy` in bytes; picks the word (one that divides the per-position
+// offset too).
 const char* CopySegments(const void* source, void* target, const SegmentCopy& copy,
                          StreamHandle stream) {
   if (copy.segments * copy.words == 0) return nullptr;
   cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   const uint64_t alignment =
-      static_cast<uint64_t>(copy.words | copy.source_stride | copy.target_stride) |
+      static_cast<uint64_t>(copy.words | copy.source_stride | copy.target_stride |
+                            copy.target_position_stride) |
       reinterpret_cast<uintptr_t>(source) | reinterpret_cast<uintptr_t>(target);
   return WithWidestWord(alignment, [&](auto word) {
     return Launch<decltype(word)>(source, target, copy, cuda_stream);
@@ -142,6 +160,19 @@ const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t rows, int64_t
                       static_cast<char*>(cache) + position * row_bytes,
                       SegmentCopy{rows * heads, n * row_bytes, n * row_bytes, capacity * row_bytes,
                                   nullptr, heads, x_heads},
+                      stream);
+}
+
+const char* LaunchKvCacheWriteAt(void* cache, const void* x, const int32_t* position,
+                                 int64_t rows, int64_t heads, int64_t x_heads, int64_t first_head,
+                                 int64_t capacity, int64_t n, int64_t row_bytes,
+                                 StreamHandle stream) {
+  SegmentCopy copy{rows * heads, n * row_bytes, n * row_bytes, capacity * row_bytes, nullptr,
+                   heads, x_heads};
+  copy.position = position;
+  copy.target_position_stride = row_bytes;
+  copy.max_position = capacity - n;
+  return CopySegments(static_cast<const char*>(x) + first_head * n * row_bytes, cache, copy,
                       stream);
 }
 

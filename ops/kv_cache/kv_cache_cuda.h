@@ -16,6 +16,15 @@ const char* LaunchKvCacheWrite(void* cache, const void* x, int64_t rows, int64_t
                                int64_t x_heads, int64_t first_head, int64_t capacity, int64_t n,
                                int64_t position, int64_t row_bytes, StreamHandle stream);
 
+// LaunchKvCacheWrite at the position *position (device memory, read by the
+// kernel: no host sync, so a captured graph replays it at every step). The
+// caller guarantees 0 <= *position <= capacity - n; outside that range the
+// kernel writes nothing (and reports nothing).
+const char* LaunchKvCacheWriteAt(void* cache, const void* x, const int32_t* position,
+                                 int64_t rows, int64_t heads, int64_t x_heads, int64_t first_head,
+                                 int64_t capacity, int64_t n, int64_t row_bytes,
+                                 StreamHandle stream);
+
 // The first i < count with rows[i] outside [0, cache_rows), with that row,
 // or *position = -1. `scratch`: 8 bytes of device memory. Waits for the
 // stream (one 8-byte copy back).

@@ -23,6 +23,21 @@ absl::Status KvCacheWriteCuda(KernelContext& context) {
   return absl::OkStatus();
 }
 
+// The position stays on the device (no host sync: the launch is the same
+// at every step of a captured graph); the kernel skips a bad one.
+absl::Status KvCacheWriteAtCuda(KernelContext& context) {
+  Tensor cache = context.in_place_input(0);
+  const Tensor& x = context.input(1);
+  TFM_ASSIGN_OR_RETURN(const int64_t first_head, context.attrs().GetOr<int64_t>("first_head", 0));
+  TFM_RETURN_IF_ERROR(CudaLaunchStatus(
+      context, LaunchKvCacheWriteAt(cache.raw_data(), x.raw_data(),
+                                    context.input(2).data<int32_t>(), x.dim(0), cache.dim(1),
+                                    x.dim(1), first_head, cache.dim(2), x.dim(2),
+                                    x.dim(3) * DTypeSize(x.dtype()), context.stream())));
+  context.SetOutput(0, cache);
+  return absl::OkStatus();
+}
+
 // The plan comes from PlanKvReorder, which checked its rows on the host: no
 // check here, and no wait for the GPU.
 absl::Status KvCacheReorderCuda(KernelContext& context) {
@@ -78,6 +93,8 @@ absl::Status KvCacheGatherCuda(KernelContext& context) {
 }
 
 TFM_REGISTER_KERNELS("kv_cache_write", DeviceType::kCUDA, KvCacheWriteCuda, DType::kF32,
+                     DType::kF16, DType::kBF16);
+TFM_REGISTER_KERNELS("kv_cache_write_at", DeviceType::kCUDA, KvCacheWriteAtCuda, DType::kF32,
                      DType::kF16, DType::kBF16);
 TFM_REGISTER_KERNELS("kv_cache_gather", DeviceType::kCUDA, KvCacheGatherCuda, DType::kF32,
                      DType::kF16, DType::kBF16);

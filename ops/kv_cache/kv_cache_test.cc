@@ -1,5 +1,7 @@
 #include "ops/kv_cache/kv_cache.h"
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -195,6 +197,101 @@ TEST(KvCacheTest, RejectsWhatDoesNotFit) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A position tensor for kv_cache_write_at: [1] i32 on the host.
+Tensor Position(int32_t position) { return *Tensor::FromVector<int32_t>({position}, {1}); }
+
+// The bytes of `tensor` (any device): equality is bit for bit.
+std::vector<uint8_t> Bytes(const Tensor& tensor) {
+  const Tensor host = *CopyToDevice(tensor, Device::Cpu());
+  const auto* data = static_cast<const uint8_t*>(host.raw_data());
+  return std::vector<uint8_t>(data, data + host.nbytes());
+}
+
+// Write shapes: x's rows (at most the cache's), heads of x (the cache's or a
+// fused projection's three times as many), positions written, row width.
+struct WriteCase {
+  int64_t rows, x_rows, heads, x_heads, capacity, n, d;
+};
+const WriteCase kWriteCases[] = {
+    {3, 3, 2, 2, 5, 1, 4}, {2, 2, 3, 9, 4, 1, 5},   {4, 2, 2, 2, 7, 3, 3},
+    {1, 1, 1, 1, 4, 4, 8}, {2, 2, 2, 6, 9, 0, 64}, {4, 4, 8, 24, 33, 1, 64}};
+
+// The first heads of x each write may start at: 0, and for a fused x each
+// third.
+std::vector<int64_t> FirstHeads(const WriteCase& c) {
+  std::vector<int64_t> heads;
+  for (int64_t h = 0; h + c.heads <= c.x_heads; h += c.heads) heads.push_back(h);
+  return heads;
+}
+
+// The position as a tensor writes exactly what it writes as an attribute:
+// at the start, in the middle and at the end of the capacity.
+TEST(KvCacheTest, WriteAtMatchesWriteBitForBit) {
+  uint64_t stream = 20;
+  for (const WriteCase& c : kWriteCases) {
+    for (const int64_t first_head : FirstHeads(c)) {
+      for (const int64_t position : {int64_t{0}, (c.capacity - c.n) / 2, c.capacity - c.n}) {
+        SCOPED_TRACE(::testing::Message() << c.rows << "x" << c.heads << "x" << c.capacity << "x"
+                                          << c.d << " n " << c.n << " first_head " << first_head
+                                          << " position " << position);
+        const Tensor original =
+            *RandomUniform({c.rows, c.heads, c.capacity, c.d}, {4, stream++, 0}, -1.0f, 1.0f);
+        const Tensor x =
+            *RandomUniform({c.x_rows, c.x_heads, c.n, c.d}, {4, stream++, 0}, -1.0f, 1.0f);
+        const Tensor expected = *CopyToDevice(original, Device::Cpu());
+        const Tensor cache = *CopyToDevice(original, Device::Cpu());
+        ASSERT_TRUE(KvCacheWrite(expected, x, position, first_head).ok());
+        const absl::Status status =
+            KvCacheWriteAt(cache, x, Position(static_cast<int32_t>(position)), first_head);
+        ASSERT_TRUE(status.ok()) << status;
+        EXPECT_EQ(Bytes(cache), Bytes(expected));
+      }
+    }
+  }
+}
+
+// The host's validation cannot see the position: the CPU kernel rejects one
+// that does not fit, naming it and the capacity, before writing anything.
+TEST(KvCacheTest, WriteAtRejectsABadPositionAndLeavesTheCache) {
+  const Tensor original = *RandomUniform({2, 1, 5, 4}, {4, 40, 0}, -1.0f, 1.0f);
+  const Tensor cache = *CopyToDevice(original, Device::Cpu());
+  const Tensor x = Numbered(2, 1, 2, 4);
+  for (const int32_t position : {-1, 4, 5, 1 << 30}) {
+    const absl::Status status = KvCacheWriteAt(cache, x, Position(position));
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << position;
+    EXPECT_NE(status.message().find(absl::StrCat("position ", position)), std::string::npos)
+        << status;
+    EXPECT_NE(status.message().find("capacity of 5"), std::string::npos) << status;
+    EXPECT_EQ(Bytes(cache), Bytes(original)) << position;
+  }
+  ASSERT_TRUE(KvCacheWriteAt(cache, x, Position(3)).ok());  // The last that fits.
+}
+
+TEST(KvCacheTest, WriteAtValidatesAllButThePositionsValue) {
+  const Tensor cache = *Tensor::Zeros({2, 1, 3, 4}, DType::kF32);
+  const Tensor x = Numbered(2, 1, 1, 4);
+  // The position must be [1] i32.
+  for (const Tensor& position :
+       {*Tensor::FromVector<int32_t>({0, 1}, {2}), *Tensor::FromVector<int32_t>({0}, {1, 1}),
+        *Tensor::FromVector<float>({0.0f}, {1}), *Tensor::FromVector<int64_t>({0}, {1})}) {
+    const absl::Status status = KvCacheWriteAt(cache, x, position);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << position.DebugString();
+    EXPECT_NE(status.message().find("position must be [1] i32"), std::string::npos) << status;
+  }
+  // What kv_cache_write checks besides the position: more positions than
+  // the capacity, rows, d, dtype, heads.
+  EXPECT_EQ(KvCacheWriteAt(cache, Numbered(2, 1, 4, 4), Position(0)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheWriteAt(cache, Numbered(3, 1, 1, 4), Position(0)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheWriteAt(cache, Numbered(2, 1, 1, 3), Position(0)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheWriteAt(cache, *Tensor::Zeros({2, 1, 1, 4}, DType::kI32), Position(0)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheWriteAt(cache, x, Position(0), 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCacheWriteAt(cache, x, Position(0), -1).code(), absl::StatusCode::kInvalidArgument);
+}
+
 using ::tfm::testing::HostAs;
 using ::tfm::testing::HostF32;
 using ::tfm::testing::OnCuda;
@@ -328,6 +425,61 @@ TEST(KvCacheTest, CudaReorderMatchesCpu) {
       ExpectReorderedAsGathered(*reordered, original, order, length);
     }
   }
+}
+
+// On the GPU the position tensor writes exactly what the attribute does,
+// both the CPU's bytes on the rounded values (16-byte words at d 64, 2- and
+// 4-byte ones at odd widths); a position outside [0, capacity - n] writes
+// nothing.
+TEST(KvCacheTest, CudaWriteAtMatchesWrite) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Device gpu = Device::Cuda(0);
+  uint64_t stream = 60;
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const WriteCase& c : kWriteCases) {
+      for (const int64_t first_head : FirstHeads(c)) {
+        const Shape shape = {c.rows, c.heads, c.capacity, c.d};
+        const Tensor original =
+            RoundedThrough(*RandomUniform(shape, {4, stream++, 0}, -1.0f, 1.0f), dtype);
+        const Tensor x = RoundedThrough(
+            *RandomUniform({c.x_rows, c.x_heads, c.n, c.d}, {4, stream++, 0}, -1.0f, 1.0f),
+            dtype);
+        const Tensor x_gpu = *CopyToDevice(HostAs(x, dtype), gpu);
+        for (const int64_t position : {int64_t{0}, (c.capacity - c.n) / 2, c.capacity - c.n}) {
+          SCOPED_TRACE(::testing::Message()
+                       << DTypeName(dtype) << " " << c.rows << "x" << c.heads << "x"
+                       << c.capacity << "x" << c.d << " n " << c.n << " first_head "
+                       << first_head << " position " << position);
+          const Tensor expected = *CopyToDevice(original, Device::Cpu());
+          ASSERT_TRUE(KvCacheWrite(expected, x, position, first_head).ok());
+          const Tensor by_attr = *CopyToDevice(HostAs(original, dtype), gpu);
+          ASSERT_TRUE(KvCacheWrite(by_attr, x_gpu, position, first_head).ok());
+          const Tensor cache = *CopyToDevice(HostAs(original, dtype), gpu);
+          const absl::Status status = KvCacheWriteAt(
+              cache, x_gpu, *CopyToDevice(Position(static_cast<int32_t>(position)), gpu),
+              first_head);
+          ASSERT_TRUE(status.ok()) << status;
+          EXPECT_EQ(Bytes(cache), Bytes(by_attr));
+          EXPECT_EQ(HostF32(cache).ToVector<float>(), expected.ToVector<float>());
+        }
+        if (c.n == 0) continue;  // Every position up to the capacity fits.
+        for (const int64_t position : {int64_t{-1}, c.capacity - c.n + 1, c.capacity,
+                                       int64_t{1} << 30}) {
+          SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " bad position " << position);
+          const Tensor cache = *CopyToDevice(HostAs(original, dtype), gpu);
+          const absl::Status status = KvCacheWriteAt(
+              cache, x_gpu, *CopyToDevice(Position(static_cast<int32_t>(position)), gpu),
+              first_head);
+          ASSERT_TRUE(status.ok()) << status;  // Not seen on the host.
+          EXPECT_EQ(Bytes(cache), Bytes(HostAs(original, dtype)));
+        }
+      }
+    }
+  }
+  // A position on the host for a cache on the GPU is rejected.
+  const Tensor cache = *CopyToDevice(*Tensor::Zeros({2, 1, 3, 4}, DType::kF32), gpu);
+  EXPECT_FALSE(
+      KvCacheWriteAt(cache, *CopyToDevice(Numbered(2, 1, 1, 4), gpu), Position(0)).ok());
 }
 
 }  // namespace

@@ -46,6 +46,28 @@ TFM_REGISTER_OP(OpDef{
         },
 });
 
+// The position is on the device, out of the host's sight: only its shape,
+// dtype and device are checked here (its sign by the CPU kernel).
+TFM_REGISTER_OP(OpDef{
+    .name = "add_positional_encoding_at",
+    .inputs = {"x", "position"},
+    .outputs = {"out"},
+    .attrs = {},
+    .doc = "add_positional_encoding from the offset held by the [1] i32 tensor `position` (on "
+           "x's device)",
+    .validate =
+        [](const KernelContext& context) {
+          const Tensor& x = context.input(0);
+          const Tensor& position = context.input(1);
+          if (x.rank() < 2) return context.Error("x must be [..., length, d_model]");
+          if (position.rank() != 1 || position.dim(0) != 1 ||
+              position.dtype() != DType::kI32 || position.device() != x.device()) {
+            return context.Error("position must be [1] i32 on x's device");
+          }
+          return absl::OkStatus();
+        },
+});
+
 }  // namespace
 
 absl::StatusOr<Tensor> PositionalEncoding(int64_t length, int64_t d_model, int64_t offset,
@@ -61,6 +83,12 @@ absl::StatusOr<Tensor> AddPositionalEncoding(const Tensor& x, int64_t offset) {
   Attrs attrs;
   attrs.Set("offset", offset);
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("add_positional_encoding", {x}, attrs));
+  return out[0];
+}
+
+absl::StatusOr<Tensor> AddPositionalEncodingAt(const Tensor& x, const Tensor& position) {
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       RunOp("add_positional_encoding_at", {x, position}));
   return out[0];
 }
 

@@ -27,6 +27,14 @@ absl::StatusOr<Tensor> PositionalEncoding(int64_t length, int64_t d_model, int64
 // incremental decoding.
 absl::StatusOr<Tensor> AddPositionalEncoding(const Tensor& x, int64_t offset = 0);
 
+// AddPositionalEncoding(x, offset) with the offset held by `position`, a [1]
+// i32 tensor on x's device, bit for bit: the step of a captured CUDA graph,
+// replayed at every position without a new launch (the CUDA kernel reads
+// the position from device memory). The caller guarantees position >= 0:
+// the CPU kernel returns an error otherwise; the CUDA kernel cannot report
+// one without waiting for the GPU (and evaluates the formula as it is).
+absl::StatusOr<Tensor> AddPositionalEncodingAt(const Tensor& x, const Tensor& position);
+
 // Gradient of sum(dout * AddPositionalEncoding(x, offset)) with respect to x:
 // dout itself, as a new tensor (an op's result never aliases its input, see
 // OpDef::in_place), on dout's device. It needs no kernel of its own: the

@@ -1,4 +1,5 @@
-// CPU f32 kernels of positional_encoding and add_positional_encoding.
+// CPU f32 kernels of positional_encoding, add_positional_encoding and
+// add_positional_encoding_at.
 //
 // The encodings depend only on (position, d_model), so, like fairseq's
 // SinusoidalPositionalEmbedding, each d_model's rows are computed once (in
@@ -15,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
@@ -144,9 +146,11 @@ absl::Status PositionalEncodingCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-absl::Status AddPositionalEncodingCpu(KernelContext& context) {
+namespace {
+
+// out = x + PE rows from `offset` (checked >= 0): both ops' kernel.
+absl::Status AddFrom(KernelContext& context, int64_t offset) {
   const Tensor& x = context.input(0);
-  TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
   const int64_t length = x.dim(-2), d_model = x.dim(-1);
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), DType::kF32));
   const int64_t rows = length == 0 || d_model == 0 ? 0 : x.num_elements() / d_model;
@@ -154,7 +158,24 @@ absl::Status AddPositionalEncodingCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status AddPositionalEncodingCpu(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
+  return AddFrom(context, offset);
+}
+
+// The position validation could not see: its sign checked here.
+absl::Status AddPositionalEncodingAtCpu(KernelContext& context) {
+  const int64_t position = context.input(1).data<int32_t>()[0];
+  if (position < 0) {
+    return context.Error(absl::StrCat("position ", position, " is negative"));
+  }
+  return AddFrom(context, position);
+}
+
 TFM_ISA_END
 
 TFM_REGISTER_ISA_KERNEL("positional_encoding", DType::kF32, PositionalEncodingCpu);
 TFM_REGISTER_ISA_KERNEL("add_positional_encoding", DType::kF32, AddPositionalEncodingCpu);
+TFM_REGISTER_ISA_KERNEL("add_positional_encoding_at", DType::kF32, AddPositionalEncodingAtCpu);

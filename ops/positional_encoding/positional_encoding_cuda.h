@@ -24,6 +24,14 @@ template <typename T>
 const char* LaunchAddPositionalEncoding(const T* x, T* out, int64_t count, int64_t length,
                                         int64_t d_model, int64_t offset, StreamHandle stream);
 
+// LaunchAddPositionalEncoding with offset = *position, read by the kernel
+// from device memory (no host sync: a captured graph replays it at every
+// step); the caller guarantees *position >= 0.
+template <typename T>
+const char* LaunchAddPositionalEncodingAt(const T* x, T* out, int64_t count, int64_t length,
+                                          int64_t d_model, const int32_t* position,
+                                          StreamHandle stream);
+
 }  // namespace tfm
 
 #endif  // TFM_OPS_POSITIONAL_ENCODING_POSITIONAL_ENCODING_CUDA_H_

@@ -28,10 +28,25 @@ absl::Status AddPositionalEncodingCuda(KernelContext& context) {
                                               x.dim(-2), x.dim(-1), offset, context.stream()));
 }
 
+// The position stays on the device: no host sync, the same launch at every
+// step of a captured graph.
+template <typename T>
+absl::Status AddPositionalEncodingAtCuda(KernelContext& context) {
+  const Tensor& x = context.input(0);
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), x.dtype()));
+  return CudaLaunchStatus(
+      context, LaunchAddPositionalEncodingAt<T>(x.data<T>(), out->data<T>(), x.num_elements(),
+                                                x.dim(-2), x.dim(-1),
+                                                context.input(1).data<int32_t>(),
+                                                context.stream()));
+}
+
 TFM_REGISTER_TYPED_KERNELS("positional_encoding", DeviceType::kCUDA, PositionalEncodingCuda, float,
                            Half, BFloat16);
 TFM_REGISTER_TYPED_KERNELS("add_positional_encoding", DeviceType::kCUDA, AddPositionalEncodingCuda,
                            float, Half, BFloat16);
+TFM_REGISTER_TYPED_KERNELS("add_positional_encoding_at", DeviceType::kCUDA,
+                           AddPositionalEncodingAtCuda, float, Half, BFloat16);
 
 }  // namespace
 }  // namespace tfm

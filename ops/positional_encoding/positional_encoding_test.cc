@@ -1,7 +1,12 @@
 #include "ops/positional_encoding/positional_encoding.h"
 
 #include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
 #include "tests/util/cuda_compare.h"
@@ -151,6 +156,88 @@ TEST(PositionalEncodingTest, CudaMatchesCpu) {
       }
     }
   }
+}
+
+// A position tensor for add_positional_encoding_at: [1] i32 on the host.
+Tensor Position(int32_t position) { return *Tensor::FromVector<int32_t>({position}, {1}); }
+
+// The bytes of `tensor` (any device): equality is bit for bit.
+std::vector<uint8_t> Bytes(const Tensor& tensor) {
+  const Tensor host = *CopyToDevice(tensor, Device::Cpu());
+  const auto* data = static_cast<const uint8_t*>(host.raw_data());
+  return std::vector<uint8_t>(data, data + host.nbytes());
+}
+
+const Shape kAtShapes[] = {{2, 5, 64}, {5, 64}, {3, 4, 11, 7}, {1, 1, 512}, {0, 4}, {2, 0, 3}};
+// The table's first rows, rows further on, and offsets past the table
+// (computed on the fly: 2^24 floats of d_model 64 are 262144 rows).
+const int32_t kAtPositions[] = {0, 1, 11, 2995, 300000, 2147483647 - 16};
+
+// The position as a tensor gives exactly what it gives as an attribute.
+TEST(PositionalEncodingTest, AtMatchesOffsetBitForBit) {
+  for (const Shape& shape : kAtShapes) {
+    const Tensor x = *RandomNormal(shape, {6, 4, 0}, 0.0f, 1.0f);
+    for (const int32_t position : kAtPositions) {
+      SCOPED_TRACE(::testing::Message() << ShapeToString(shape) << " +" << position);
+      absl::StatusOr<Tensor> at = AddPositionalEncodingAt(x, Position(position));
+      ASSERT_TRUE(at.ok()) << at.status();
+      absl::StatusOr<Tensor> expected = AddPositionalEncoding(x, position);
+      ASSERT_TRUE(expected.ok()) << expected.status();
+      ASSERT_EQ(at->shape(), shape);
+      EXPECT_EQ(Bytes(*at), Bytes(*expected));
+    }
+  }
+}
+
+TEST(PositionalEncodingTest, AtRejectsANegativeOrMalformedPosition) {
+  const Tensor x = *RandomNormal({2, 3, 8}, {6, 5, 0}, 0.0f, 1.0f);
+  // Only the kernel sees the value.
+  for (const int32_t position : {-1, -2147483647}) {
+    const absl::Status status = AddPositionalEncodingAt(x, Position(position)).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find(absl::StrCat("position ", position)), std::string::npos)
+        << status;
+  }
+  for (const Tensor& position :
+       {*Tensor::FromVector<int32_t>({0, 1}, {2}), *Tensor::FromVector<int32_t>({0}, {1, 1}),
+        *Tensor::FromVector<float>({0.0f}, {1}), *Tensor::FromVector<int64_t>({0}, {1})}) {
+    const absl::Status status = AddPositionalEncodingAt(x, position).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << position.DebugString();
+    EXPECT_NE(status.message().find("position must be [1] i32"), std::string::npos) << status;
+  }
+  EXPECT_EQ(AddPositionalEncodingAt(*RandomNormal({4}, {6, 0, 0}, 0.0f, 1.0f), Position(0))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// On the GPU the kernel reads the position from device memory and computes
+// exactly what the attribute's kernel does.
+TEST(PositionalEncodingTest, CudaAtMatchesOffsetBitForBit) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Device gpu = Device::Cuda(0);
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const Shape& shape : kAtShapes) {
+      const Tensor x = *CopyToDevice(HostAs(*RandomNormal(shape, {6, 6, 0}, 0.0f, 1.0f), dtype),
+                                     gpu);
+      for (const int32_t position : kAtPositions) {
+        SCOPED_TRACE(::testing::Message()
+                     << DTypeName(dtype) << " " << ShapeToString(shape) << " +" << position);
+        absl::StatusOr<Tensor> at =
+            AddPositionalEncodingAt(x, *CopyToDevice(Position(position), gpu));
+        ASSERT_TRUE(at.ok()) << at.status();
+        absl::StatusOr<Tensor> expected = AddPositionalEncoding(x, position);
+        ASSERT_TRUE(expected.ok()) << expected.status();
+        EXPECT_EQ(at->device(), gpu);
+        EXPECT_EQ(at->dtype(), dtype);
+        EXPECT_EQ(Bytes(*at), Bytes(*expected));
+      }
+    }
+  }
+  // A position on the host for x on the GPU is rejected.
+  EXPECT_FALSE(AddPositionalEncodingAt(
+                   *CopyToDevice(*Tensor::Zeros({2, 4}, DType::kF32), gpu), Position(0))
+                   .ok());
 }
 
 TEST(PositionalEncodingTest, BadArgumentsAreInvalidArgument) {
