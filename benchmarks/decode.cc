@@ -161,6 +161,9 @@ ABSL_FLAG(bool, ours_int8, true,
 ABSL_FLAG(bool, ours_bf16, true,
           "Also time ours decoding in bf16 (decode.dtype bf16: 16-bit weights, activations and "
           "caches, f32 log-probabilities), rows ours_bf16, on a GPU");
+ABSL_FLAG(bool, ours_cuda_graphs, true,
+          "On a GPU, also time ours with its steps replayed as CUDA graphs (rows ours_graphs: "
+          "decode.cuda_graphs; the same translations, checked) against its eager launches");
 ABSL_FLAG(double, bf16_max_bleu_gap, 0.3,
           "check: FAIL if ours_bf16's batched BLEU is further than this from ours (f32)");
 ABSL_FLAG(double, int8_max_bleu_gap, 0.3,
@@ -989,7 +992,9 @@ absl::StatusOr<bool> CheckVariant(const std::vector<Row>& rows, const std::strin
                        Bleu(reference->outputs, encoded, tokenizer, references));
   TFM_ASSIGN_OR_RETURN(const double bleu, Bleu(variant->outputs, encoded, tokenizer, references));
   const int lines = static_cast<int>(reference->outputs.size());
-  return Check(std::abs(bleu - base_bleu) <= gap,
+  // A gap of 0: the variant must give every line as the base does.
+  const bool pass = gap == 0.0 ? differ.empty() : std::abs(bleu - base_bleu) <= gap;
+  return Check(pass,
                absl::StrFormat("%s vs %s at batch %d: BLEU %.2f vs %.2f (within %.2f required); "
                                "%d of %d lines identical",
                                side, base == "ours" ? "ours f32" : base, batch_size, bleu,
@@ -1076,6 +1081,16 @@ void PrintInt8Ratios(const std::vector<Row>& rows) {
 
 // The bf16 lines (a GPU): ours_bf16 over ours f32 and over Hugging Face's
 // bf16, at their fastest batched rows.
+// The CUDA graph lines: ours_graphs over ours (eager launches), at batch 1
+// and at their fastest batched rows, where the rows ran.
+void PrintGraphRatios(const std::vector<Row>& rows, const std::string& label) {
+  for (const bool batched : {false, true}) {
+    PrintRateRatio(rows, "ours_graphs", "ours", batched,
+                   absl::StrCat("ours_graphs/ours", label, " (cuda)"),
+                   batched ? " (batched)" : " (batch 1)");
+  }
+}
+
 void PrintBf16Ratios(const std::vector<Row>& rows, const Device& device) {
   const std::string where = device.is_cuda() ? " (cuda)" : "";
   PrintRateRatio(rows, "ours_bf16", "ours", /*batched=*/true, "ours_bf16/ours_f32" + where);
@@ -1217,6 +1232,13 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
   section.sources = RandomSources(absl::GetFlag(FLAGS_random_sentences), length, random.vocabulary,
                                   /*seed=*/2);
   section.lines_at_batch_1 = absl::GetFlag(FLAGS_random_lines_at_batch_1);
+  if (absl::GetFlag(FLAGS_ours_cuda_graphs) && device.is_cuda()) {
+    Transformer* model = random.model.get();
+    section.variants.push_back({"ours_graphs", [model](bool on) -> absl::Status {
+                                  model->SetCudaGraphs(on);
+                                  return absl::OkStatus();
+                                }});
+  }
   std::vector<std::string> pieces(random.vocabulary.size);
   for (size_t id = 0; id < pieces.size(); ++id) pieces[id] = absl::StrCat("p", id);
   TFM_ASSIGN_OR_RETURN(const std::string work, WritePeerInputs(pieces, section.sources));
@@ -1245,7 +1267,26 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
   same_work = Check(wrong == 0, absl::StrFormat("random base model: every row's every output has "
                                                 "exactly %d tokens (%d outputs do not)",
                                                 steps, wrong));
+  // Graph replays compute what eager steps do: every output the same.
+  int graphs_differ = 0, graphs_lines = 0;
+  for (const Row& row : rows) {
+    if (row.side != "ours_graphs") continue;
+    for (const Row& ours : rows) {
+      if (ours.side != "ours" || ours.batch_size != row.batch_size) continue;
+      for (size_t i = 0; i < row.outputs.size() && i < ours.outputs.size(); ++i) {
+        graphs_differ += row.outputs[i] != ours.outputs[i];
+        ++graphs_lines;
+      }
+    }
+  }
+  if (graphs_lines > 0) {
+    same_work &= Check(graphs_differ == 0,
+                       absl::StrFormat("random base model: ours_graphs gives ours' outputs (%d of "
+                                       "%d differ)",
+                                       graphs_differ, graphs_lines));
+  }
   PrintRatios(" (random base, fixed steps)", PrintResults(section.title, rows), device);
+  PrintGraphRatios(rows, " (random base, fixed steps)");
   return same_work;
 }
 
@@ -1332,6 +1373,13 @@ absl::Status Main(const std::vector<std::string>& args) {
   if (bf16_rows) {
     section.variants.push_back({"ours_bf16", [&trained](bool on) -> absl::Status {
                                   return trained.SetDecodingDType(on ? "bf16" : "f32");
+                                }});
+  }
+
+  if (absl::GetFlag(FLAGS_ours_cuda_graphs) && device.is_cuda()) {
+    section.variants.push_back({"ours_graphs", [&trained](bool on) -> absl::Status {
+                                  trained.model->SetCudaGraphs(on);
+                                  return absl::OkStatus();
                                 }});
   }
 
@@ -1450,6 +1498,8 @@ absl::Status Main(const std::vector<std::string>& args) {
   } variant_checks[] = {
       {"ours_int8", "ours", absl::GetFlag(FLAGS_int8_max_bleu_gap)},
       {"ours_bf16", "ours", absl::GetFlag(FLAGS_bf16_max_bleu_gap)},
+      // The same ops on the same inputs: the same translations.
+      {"ours_graphs", "ours", 0.0},
       {"ours_shortlist", "ours", absl::GetFlag(FLAGS_shortlist_max_bleu_gap)},
       {"ours_int8_shortlist", "ours_int8", absl::GetFlag(FLAGS_shortlist_max_bleu_gap)},
   };
@@ -1495,6 +1545,7 @@ absl::Status Main(const std::vector<std::string>& args) {
   PrintRatios("", ratios, device);
   PrintInt8Ratios(rows);
   PrintBf16Ratios(rows, device);
+  PrintGraphRatios(rows, "");
   PrintShortlistRatios(rows);
   if (!pass) return absl::FailedPreconditionError("a check failed (check: FAIL above)");
   return absl::OkStatus();

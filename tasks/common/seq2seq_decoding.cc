@@ -247,6 +247,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
   TFM_RETURN_IF_ERROR(trained.SetDecodingPrecision(decode.quantize(), log));
   TFM_RETURN_IF_ERROR(trained.SetDecodingDType(decode.dtype()));
   TFM_RETURN_IF_ERROR(trained.SetShortlist(decode, log));
+  trained.SetCudaGraphs(decode.cuda_graphs());
   if (trained.ensemble_size() == 1) {
     return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines, input_name,
                        log, with_files);

@@ -240,6 +240,11 @@ absl::Status TrainedModel::SetDecodingDType(const std::string& dtype) {
   return absl::OkStatus();
 }
 
+void TrainedModel::SetCudaGraphs(bool on) {
+  model->SetCudaGraphs(on);
+  for (std::unique_ptr<Transformer>& member : other_members) member->SetCudaGraphs(on);
+}
+
 absl::Status TrainedModel::SetShortlist(const config::DecodeConfig& decode, std::ostream* log) {
   const std::string source =
       decode.shortlist().empty()

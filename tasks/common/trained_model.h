@@ -55,6 +55,8 @@ struct TrainedModel {
   // decode.dtype (f32, bf16, f16) for every member: what the searches
   // compute in (Transformer::SetDecodingDType; 16-bit on a GPU only).
   absl::Status SetDecodingDType(const std::string& dtype);
+  // decode.cuda_graphs for every member (Transformer::SetCudaGraphs).
+  void SetCudaGraphs(bool on);
   // decode.shortlist (with shortlist_frequent and shortlist_best) for every
   // member from the next search on: the file loaded and checked against
   // this model's vocabulary (runtime/decode/shortlist_file.h), or none when
