@@ -321,9 +321,14 @@ void StepGraphsGiveTheEagerOutputs(Transformer& model, const std::string& name) 
                 eager, graphed, /*min_identical_share=*/1.0, /*score_tolerance=*/0.0);
         EXPECT_FALSE(stats.broken);
         if (model.device().is_cuda()) {
-          EXPECT_GT(stats.captures, 0);
-          // Most steps replay: a sentence's steps outnumber its layouts.
-          EXPECT_GT(stats.replays, stats.captures);
+          // Greedy at batch 1 keeps its layout from its second step on:
+          // captured once per sentence, then replayed. (A beam's layout
+          // settles after its first reorders, a batch's changes as its
+          // sentences finish: the toy's short outputs may replay little.)
+          if (beam == 1 && batch_size == 1) {
+            EXPECT_GT(stats.captures, 0);
+            EXPECT_GT(stats.replays, stats.captures);
+          }
         } else {
           EXPECT_EQ(stats.captures + stats.replays, 0);
           EXPECT_GT(stats.eager_steps, 0);
