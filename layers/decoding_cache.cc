@@ -245,6 +245,7 @@ absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, c
     return QuantizedLinear(x, QuantizedWeight{q[0], q[1], q[2]}, bias, relu);
   }
   if (!PackedLinearSupported(weight) || x.dtype() != DType::kF32) {
+    if (relu && bias.has_value()) return LinearRelu(x, weight, *bias);
     TFM_ASSIGN_OR_RETURN(Tensor y, Linear(x, weight, bias));
     if (!relu) return y;
     return Relu(y);

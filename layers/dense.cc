@@ -24,6 +24,13 @@ absl::StatusOr<Tensor> Dense::Forward(const Tensor& x, bool keep) {
   return Linear(x, weight, bias);
 }
 
+absl::StatusOr<Tensor> Dense::ForwardRelu(const Tensor& x) {
+  TFM_ASSIGN_OR_RETURN(const Tensor weight, ValueFor(weight_, x.dtype()));
+  TFM_ASSIGN_OR_RETURN(const Tensor bias, ValueFor(bias_, x.dtype()));
+  x_ = x;
+  return LinearRelu(x, weight, bias);
+}
+
 absl::StatusOr<Tensor> Dense::Step(DecodingCache& cache, const Tensor& x, bool relu) const {
   if (x.dtype() != weight_.value.dtype()) {
     // A 16-bit search (decode.dtype): the copies rounded for its batch.

@@ -20,8 +20,10 @@ class Dense {
   static absl::StatusOr<Dense> Create(const LayerArgs& args, absl::string_view name, int64_t in,
                                       int64_t out);
 
-  // x [..., in] -> [..., out]; keeps x (for Backward) if `keep`.
+  // x [..., in] -> [..., out]; keeps x (for Backward) if `keep`. ForwardRelu:
+  // max(0, that) in one op (Backward then takes the gradient past the ReLU).
   absl::StatusOr<Tensor> Forward(const Tensor& x, bool keep = true);
+  absl::StatusOr<Tensor> ForwardRelu(const Tensor& x);
   // The same map in a decoding step (DecodingLinear: the weight packed once
   // per search on the CPU), with `relu` max(0, .) of it; keeps nothing.
   absl::StatusOr<Tensor> Step(DecodingCache& cache, const Tensor& x, bool relu = false) const;

@@ -33,8 +33,8 @@ class FeedForward : public Layer {
       TFM_ASSIGN_OR_RETURN(Tensor y, fc2_.Step(*cache, hidden));
       return std::vector<Tensor>{y};
     }
-    TFM_ASSIGN_OR_RETURN(Tensor hidden, fc1_.Forward(inputs[0]));
-    TFM_ASSIGN_OR_RETURN(activated_, Relu(hidden));
+    // The ReLU in fc1's product (a GEMM epilogue on CUDA).
+    TFM_ASSIGN_OR_RETURN(activated_, fc1_.ForwardRelu(inputs[0]));
     TFM_ASSIGN_OR_RETURN(Tensor dropped, relu_dropout_.Forward(context, activated_));
     TFM_ASSIGN_OR_RETURN(Tensor y, fc2_.Forward(dropped));
     return std::vector<Tensor>{y};

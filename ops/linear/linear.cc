@@ -32,6 +32,7 @@ absl::Status ValidateXAndWeight(const KernelContext& context, int first) {
 absl::Status ValidateLinear(const KernelContext& context) {
   TFM_RETURN_IF_ERROR(ValidateXAndWeight(context, 0));
   TFM_RETURN_IF_ERROR(context.attrs().GetOr<bool>("f32_out", false).status());
+  TFM_RETURN_IF_ERROR(context.attrs().GetOr<bool>("relu", false).status());
   if (context.num_inputs() == 3 && context.input(2).shape() != Shape{context.input(1).dim(0)}) {
     return context.Error("bias must be [out_features]");
   }
@@ -64,7 +65,8 @@ TFM_REGISTER_OP(OpDef{
     .name = "linear",
     .inputs = {"x", "weight", "bias"},
     .outputs = {"out"},
-    .doc = "out = x weight^T + bias",
+    .attrs = {"relu"},
+    .doc = "out = x weight^T + bias; relu: max(0, out) (one pass: a GEMM epilogue on CUDA)",
     .validate = ValidateLinear,
     .kernel_dtype_inputs = {0, 1, 2},
     .output_shapes = LinearOutputShapes,
@@ -99,6 +101,13 @@ absl::StatusOr<Tensor> Linear(const Tensor& x, const Tensor& weight,
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                        bias.has_value() ? RunOp("linear", {x, weight, *bias})
                                         : RunOp("linear_no_bias", {x, weight}));
+  return out[0];
+}
+
+absl::StatusOr<Tensor> LinearRelu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  Attrs attrs;
+  attrs.Set("relu", true);
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("linear", {x, weight, bias}, attrs));
   return out[0];
 }
 

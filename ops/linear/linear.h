@@ -20,6 +20,10 @@ namespace tfm {
 absl::StatusOr<Tensor> Linear(const Tensor& x, const Tensor& weight,
                               const std::optional<Tensor>& bias = std::nullopt);
 
+// max(0, Linear(x, weight, bias)) in one op: on CUDA the GEMM's epilogue
+// applies the ReLU (no second pass over the output).
+absl::StatusOr<Tensor> LinearRelu(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
 // x weight^T in f32 whatever the dtype of x and weight (which agree): 16-bit
 // operands accumulate in f32 and the sums are kept, not rounded to 16 bits.
 // 16-bit decoding's logits: rounded to bf16 (8 bits) near-equal logits tie,

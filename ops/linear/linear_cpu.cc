@@ -32,6 +32,17 @@ absl::Status LinearCpu(KernelContext& context) {
   }
   GemmCpu(false, true, rows, out_features, in, x.data<float>(), weight.data<float>(),
           has_bias ? 1.0f : 0.0f, y);
+  TFM_ASSIGN_OR_RETURN(const bool relu, context.attrs().GetOr<bool>("relu", false));
+  if (relu) {
+    // As ops/relu: negatives and -0 become +0, NaN stays.
+    context.thread_pool()->ParallelFor(
+        rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_features)),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin * out_features; i < end * out_features; ++i) {
+            if (y[i] <= 0.0f) y[i] = 0.0f;
+          }
+        });
+  }
   return absl::OkStatus();
 }
 

@@ -30,9 +30,10 @@ absl::Status LinearCuda(KernelContext& context) {
                              .b = weight.raw_data(),
                              .c = out->raw_data()};
   product.c_f32 = f32_out;
+  TFM_ASSIGN_OR_RETURN(const bool relu, context.attrs().GetOr<bool>("relu", false));
   if (context.num_inputs() == 3) {
     const void* bias = context.input(2).raw_data();
-    product.epilogue = GemmCudaEpilogue::kBias;
+    product.epilogue = relu ? GemmCudaEpilogue::kBiasRelu : GemmCudaEpilogue::kBias;
     product.bias = bias;
     TFM_ASSIGN_OR_RETURN(const bool fused, RunGemmCuda(context, product));
     if (fused) return absl::OkStatus();
@@ -45,7 +46,10 @@ absl::Status LinearCuda(KernelContext& context) {
     product.bias = nullptr;
     product.accumulate = true;
   }
-  return RunGemmCuda(context, product).status();
+  TFM_RETURN_IF_ERROR(RunGemmCuda(context, product).status());
+  if (!relu) return absl::OkStatus();
+  return CudaLaunchStatus(context,
+                          LaunchReluInPlace(out->data<T>(), out->num_elements(), context.stream()));
 }
 
 template <typename T>

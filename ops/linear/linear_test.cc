@@ -1,8 +1,12 @@
 #include "ops/linear/linear.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "ops/relu/relu.h"
 #include "tests/util/cuda_compare.h"
 #include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
@@ -115,6 +119,13 @@ void ExpectCudaMatchesCpu(const Tensor& x, const Tensor& weight, const Tensor& b
     ASSERT_TRUE(y_gpu.ok()) << y_gpu.status();
     EXPECT_EQ(y_gpu->dtype(), dtype);
     EXPECT_TRUE(AllClose(HostF32(*y_gpu), *y, tolerance));
+    if (has_bias) {
+      // The ReLU in the epilogue (or after the GEMM where cuBLASLt refuses).
+      absl::StatusOr<Tensor> relu = LinearRelu(x, weight, bias);
+      absl::StatusOr<Tensor> relu_gpu = LinearRelu(x_gpu, weight_gpu, bias_on_gpu);
+      ASSERT_TRUE(relu.ok() && relu_gpu.ok()) << relu.status() << relu_gpu.status();
+      EXPECT_TRUE(AllClose(HostF32(*relu_gpu), *relu, tolerance));
+    }
 
     const Tensor dy = RoundedThrough(Random(y->shape(), 4), dtype);
     absl::StatusOr<LinearGrads> grads = LinearBackward(dy, x, weight, has_bias);
@@ -167,6 +178,29 @@ TEST(LinearTest, CudaMatchesCpuWithUnalignedBias) {
     ExpectCudaMatchesCpu(RoundedThrough(Random({33, 48}, 1), dtype),
                          RoundedThrough(Random({64, 48}, 2), dtype), bias, dtype, &bias_gpu);
   }
+}
+
+// LinearRelu: Relu(Linear(...)) to the bit on the CPU (the same sums, then
+// the same max: negatives and -0 to +0, NaN kept).
+TEST(LinearTest, ReluIsReluOfLinear) {
+  Tensor x = Random({9, 31}, 1);
+  x.data<float>()[5] = NAN;  // A NaN row must stay NaN.
+  const Tensor w = Random({17, 31}, 2), b = Random({17}, 3);
+  absl::StatusOr<Tensor> fused = LinearRelu(x, w, b);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  const Tensor separate = *Relu(*Linear(x, w, b));
+  ASSERT_EQ(fused->num_elements(), separate.num_elements());
+  int zeros = 0;
+  for (int64_t i = 0; i < separate.num_elements(); ++i) {
+    const float want = separate.data<float>()[i], got = fused->data<float>()[i];
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << i;
+    } else {
+      EXPECT_EQ(std::memcmp(&want, &got, sizeof(float)), 0) << i << ": " << got << " vs " << want;
+    }
+    zeros += want == 0.0f;
+  }
+  EXPECT_GT(zeros, 0);  // Some negatives, or the check would be vacuous.
 }
 
 // LinearToF32: on f32 operands Linear's bits; on 16-bit operands on a GPU

@@ -146,7 +146,9 @@ cublasStatus_t SetMatmulAttribute(Descriptors& d, cublasLtMatmulDescAttributes_t
 
 // The vector of the epilogue, read or written.
 const void* BiasPointerOf(const GemmCudaProblem& p) {
-  return p.epilogue == GemmCudaEpilogue::kBias ? p.bias : p.bias_gradient;
+  return p.epilogue == GemmCudaEpilogue::kBias || p.epilogue == GemmCudaEpilogue::kBiasRelu
+             ? p.bias
+             : p.bias_gradient;
 }
 
 absl::Status InitDescriptors(const GemmCudaProblem& p, Descriptors& d) {
@@ -163,6 +165,8 @@ absl::Status InitDescriptors(const GemmCudaProblem& p, Descriptors& d) {
   if (p.epilogue == GemmCudaEpilogue::kBias) {
     // cuBLASLt's bias has one entry per row of its D, that is per our column.
     epilogue = CUBLASLT_EPILOGUE_BIAS;
+  } else if (p.epilogue == GemmCudaEpilogue::kBiasRelu) {
+    epilogue = CUBLASLT_EPILOGUE_RELU_BIAS;
   } else if (p.epilogue == GemmCudaEpilogue::kBiasGradientOfA) {
     // Our op(A) is cuBLASLt's op(B), whose sum over k has one entry per
     // column of its D, that is per our row.

@@ -24,6 +24,8 @@ enum class GemmCudaEpilogue {
   kNone,
   // C[i, j] = product[i, j] (+ C[i, j]) + bias[j]; bias has n entries.
   kBias,
+  // max(0, that): the feed-forward network's first product and its ReLU.
+  kBiasRelu,
   // Also writes bias_gradient[i] = sum over k of op(A)[i, k], m entries:
   // the bias gradient when op(A) is a transposed output gradient (linear's
   // dW).
