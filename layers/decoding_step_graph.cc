@@ -42,8 +42,16 @@ StepGraphStats StepGraphRunner::stats() const {
 absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Run(StepGraphSlot& slot,
                                                          const std::vector<int64_t>& fingerprint,
                                                          const Step& step) {
+  if (!device_.is_cuda()) {
+    // Not under the lock: the CPU may search batches side by side.
+    {
+      const absl::MutexLock lock(&mu_);
+      ++stats_.eager_steps;
+    }
+    return step();
+  }
   const absl::MutexLock lock(&mu_);
-  if (!device_.is_cuda() || stats_.broken) {
+  if (stats_.broken) {
     ++stats_.eager_steps;
     return step();
   }
