@@ -6,16 +6,19 @@
 #include "ops/row_top_k/row_top_k_kernel_args.h"
 
 namespace tfm {
-namespace {
 
-absl::Status RowTopKCuda(KernelContext& context) {
+absl::Status RunRowTopKCuda(KernelContext& context, RowTopKLauncher launch) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(const RowTopKArgs args, RowTopKArgsOf(context));
   return CudaLaunchStatus(
-      context, LaunchRowTopK(x.data<float>(), x.dim(0), x.dim(1), static_cast<int>(args.count),
-                             args.forbidden, args.values->data<float>(),
-                             args.columns->data<int32_t>(), context.stream()));
+      context, launch(x.data<float>(), x.dim(0), x.dim(1), static_cast<int>(args.count),
+                      args.forbidden, args.values->data<float>(), args.columns->data<int32_t>(),
+                      context.stream()));
 }
+
+namespace {
+
+absl::Status RowTopKCuda(KernelContext& context) { return RunRowTopKCuda(context, LaunchRowTopK); }
 
 TFM_REGISTER_KERNEL("row_top_k", DeviceType::kCUDA, DType::kF32, RowTopKCuda);
 

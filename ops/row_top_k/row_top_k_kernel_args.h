@@ -101,6 +101,14 @@ absl::Status RunRowTopKCpu(KernelContext& context, const TopOfRow& top_of_row) {
   return absl::OkStatus();
 }
 
+// A CUDA launcher of row_top_k_cuda.h (LaunchRowTopK, LaunchLogSoftmaxTopK),
+// and the CUDA kernel of a row_top_k-shaped op through it (defined in CUDA
+// builds only, in row_top_k_cuda_kernels.cc).
+using RowTopKLauncher = const char* (*)(const float* x, int64_t rows, int64_t n, int count,
+                                        int64_t forbidden, float* values, int32_t* columns,
+                                        StreamHandle stream);
+absl::Status RunRowTopKCuda(KernelContext& context, RowTopKLauncher launch);
+
 }  // namespace tfm
 
 #endif  // TFM_OPS_ROW_TOP_K_ROW_TOP_K_KERNEL_ARGS_H_

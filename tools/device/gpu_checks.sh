@@ -165,7 +165,8 @@ if run decode_profile; then
   TFM_PROFILE_OPS=sync timeout 120 "$bundle/run_bundle.sh" benchmarks/decode --device=cuda \
     --model="$model" --input="$data/test_2016_flickr.en.gz" \
     --reference="$data/test_2016_flickr.de.gz" --batch_sizes=256 --lines_at_batch_1=16 \
-    --random_base --random_lines_at_batch_1=4 --threads=16 --peers= --memory=false
+    --random_base --random_lines_at_batch_1=4 --threads=16 --peers= --memory=false \
+    --ours_cuda_graphs=false
 fi
 
 if run train_step; then
