@@ -69,8 +69,8 @@ class EmbeddingLayer : public Layer {
     if (positions_) {
       Tensor position_ids;
       if (device_position != nullptr) {
-        // Checked here, on the host, as PositionIds checks.
-        TFM_RETURN_IF_ERROR(PositionIds(offset, 1).status());
+        // Checked here, on the host (nothing copied: a graph may be capturing).
+        TFM_RETURN_IF_ERROR(CheckPositions(offset, 1));
         position_ids = *device_position;
       } else {
         TFM_ASSIGN_OR_RETURN(position_ids, PositionIds(offset, ids.dim(1)));
@@ -114,16 +114,20 @@ class EmbeddingLayer : public Layer {
   }
 
  private:
+  // Whether the learned table has rows offset .. offset + length - 1.
+  absl::Status CheckPositions(int64_t offset, int64_t length) const {
+    const int64_t rows = positions_->value.dim(0);
+    if (offset + length <= rows) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sequence of ", offset + length, " tokens is longer than model.max_positions = ", rows,
+        " (learned positional embeddings have no row for it)"));
+  }
+
   // offset .. offset + length - 1 on the model's device; too long a
   // sequence is the user's data or config (max_positions), so it is a
   // status, not a check.
   absl::StatusOr<Tensor> PositionIds(int64_t offset, int64_t length) const {
-    const int64_t rows = positions_->value.dim(0);
-    if (offset + length > rows) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sequence of ", offset + length, " tokens is longer than model.max_positions = ", rows,
-          " (learned positional embeddings have no row for it)"));
-    }
+    TFM_RETURN_IF_ERROR(CheckPositions(offset, length));
     std::vector<int32_t> ids(length);
     for (int64_t i = 0; i < length; ++i) ids[i] = static_cast<int32_t>(offset + i);
     TFM_ASSIGN_OR_RETURN(Tensor host, Tensor::FromVector<int32_t>(ids, {length}));

@@ -99,8 +99,7 @@ absl::Status CheckStepTokens(absl::Span<const int> last_tokens, int64_t rows,
   return absl::OkStatus();
 }
 
-// Where a step's token ids and ranking of its logits begin: a device
-// address and shape per tensor, for a graph's fingerprint.
+// A tensor's device address and shape, for a step graph's fingerprint.
 void AddToFingerprint(const Tensor& tensor, std::vector<int64_t>& print) {
   print.push_back(tensor.defined() ? reinterpret_cast<int64_t>(tensor.raw_data()) : 0);
   if (tensor.defined()) print.insert(print.end(), tensor.shape().begin(), tensor.shape().end());

@@ -118,40 +118,48 @@ std::vector<const std::vector<int>*> Pointers(const std::vector<std::vector<int>
 
 // Sentence s's group of `group` rows decodes targets[s * group + i]; steps
 // run past the cache's first capacity (16), so growth is covered too.
+// With decode.cuda_graphs too: the CPU then runs the steps a GPU would
+// capture, eagerly, reading their positions from tensors
+// (kv_cache_write_at, add_positional_encoding_at, learned positions by a
+// position tensor) and their key lengths from buffers kept across steps.
 TEST(TransformerDecodingTest, StepsEqualTheWholeSequenceForward) {
   const std::vector<std::vector<int>> sources = {Ids(5, 1), Ids(9, 2), Ids(1, 3)};
   for (const config::ModelConfig& variant : Variants()) {
-    std::unique_ptr<Transformer> model = Build(variant);
-    ASSERT_NE(model, nullptr);
-    for (int group : {1, 3}) {
-      std::vector<std::vector<int>> row_sources, targets;
-      for (size_t s = 0; s < sources.size(); ++s) {
-        for (int i = 0; i < group; ++i) {
-          row_sources.push_back(sources[s]);
-          targets.push_back(Ids(20, 10 + static_cast<int>(s) * group + i));
-        }
-      }
-      const Reference reference(*model, row_sources, targets);
-      for (int extra_padding : {0, 4}) {
-        const SourceBatch batch = PadSources(Pointers(sources), kPad, extra_padding);
-        absl::StatusOr<std::unique_ptr<DecoderState>> state = model->Start(batch, group, 20);
-        ASSERT_TRUE(state.ok()) << state.status();
-        ASSERT_EQ((*state)->rows(), static_cast<int>(targets.size()));
-        std::vector<int> last(targets.size(), kBos);
-        for (int t = 0; t < 20; ++t) {
-          absl::StatusOr<Tensor> step = model->Step(**state, last);
-          ASSERT_TRUE(step.ok()) << step.status();
-          ASSERT_EQ(step->shape(), Shape({static_cast<int64_t>(targets.size()), kVocab}));
-          for (size_t r = 0; r < targets.size(); ++r) {
-            ExpectStepMatches(
-                *step, r, reference.At(r, t),
-                absl::StrCat("group ", group, " padding ", extra_padding, " step ", t));
-            last[r] = targets[r][t];
+    for (const bool graphs : {false, true}) {
+      SCOPED_TRACE(graphs ? "with step graphs" : "eager");
+      std::unique_ptr<Transformer> model = Build(variant);
+      ASSERT_NE(model, nullptr);
+      model->SetCudaGraphs(graphs);
+      for (int group : {1, 3}) {
+        std::vector<std::vector<int>> row_sources, targets;
+        for (size_t s = 0; s < sources.size(); ++s) {
+          for (int i = 0; i < group; ++i) {
+            row_sources.push_back(sources[s]);
+            targets.push_back(Ids(20, 10 + static_cast<int>(s) * group + i));
           }
         }
-        // The state was sized for 20 steps.
-        EXPECT_EQ(model->Step(**state, last).status().code(),
-                  absl::StatusCode::kFailedPrecondition);
+        const Reference reference(*model, row_sources, targets);
+        for (int extra_padding : {0, 4}) {
+          const SourceBatch batch = PadSources(Pointers(sources), kPad, extra_padding);
+          absl::StatusOr<std::unique_ptr<DecoderState>> state = model->Start(batch, group, 20);
+          ASSERT_TRUE(state.ok()) << state.status();
+          ASSERT_EQ((*state)->rows(), static_cast<int>(targets.size()));
+          std::vector<int> last(targets.size(), kBos);
+          for (int t = 0; t < 20; ++t) {
+            absl::StatusOr<Tensor> step = model->Step(**state, last);
+            ASSERT_TRUE(step.ok()) << step.status();
+            ASSERT_EQ(step->shape(), Shape({static_cast<int64_t>(targets.size()), kVocab}));
+            for (size_t r = 0; r < targets.size(); ++r) {
+              ExpectStepMatches(
+                  *step, r, reference.At(r, t),
+                  absl::StrCat("group ", group, " padding ", extra_padding, " step ", t));
+              last[r] = targets[r][t];
+            }
+          }
+          // The state was sized for 20 steps.
+          EXPECT_EQ(model->Step(**state, last).status().code(),
+                    absl::StatusCode::kFailedPrecondition);
+        }
       }
     }
   }
@@ -337,67 +345,73 @@ TEST(TransformerDecodingTest, ShortlistOfAnotherVocabularySizeIsRefused) {
 // does after its first step, beam reordering within sentences, then a
 // sentence leaving) continues exactly as decoding the reordered rows from
 // scratch.
+// With decode.cuda_graphs too (key rows copied into a buffer kept across
+// reorders).
 TEST(TransformerDecodingTest, ReorderingEqualsDecodingTheReorderedRows) {
   for (const config::ModelConfig& variant : {Variants()[0], Variants()[1], Variants()[4]}) {
-    std::unique_ptr<Transformer> model = Build(variant);
-    ASSERT_NE(model, nullptr);
-    const std::vector<std::vector<int>> sources = {Ids(6, 4), Ids(3, 5)};
-    // Row r's next tokens (over 12 steps): one row per source first.
-    std::vector<std::vector<int>> tokens = {Ids(12, 20), Ids(12, 22)};
-    absl::StatusOr<std::unique_ptr<DecoderState>> state =
-        model->Start(PadSources(Pointers(sources), kPad), /*rows_per_sentence=*/1, 12);
-    ASSERT_TRUE(state.ok()) << state.status();
-    // What each current row has decoded, and which source it reads.
-    std::vector<std::vector<int>> prefixes(2);
-    std::vector<int> row_source = {0, 1};
-    const auto run = [&](int steps) {
-      for (int k = 0; k < steps; ++k) {
-        std::vector<int> last;
-        for (const std::vector<int>& prefix : prefixes) {
-          last.push_back(prefix.empty() ? kBos : prefix.back());
+    for (const bool graphs : {false, true}) {
+      SCOPED_TRACE(graphs ? "with step graphs" : "eager");
+      std::unique_ptr<Transformer> model = Build(variant);
+      ASSERT_NE(model, nullptr);
+      model->SetCudaGraphs(graphs);
+      const std::vector<std::vector<int>> sources = {Ids(6, 4), Ids(3, 5)};
+      // Row r's next tokens (over 12 steps): one row per source first.
+      std::vector<std::vector<int>> tokens = {Ids(12, 20), Ids(12, 22)};
+      absl::StatusOr<std::unique_ptr<DecoderState>> state =
+          model->Start(PadSources(Pointers(sources), kPad), /*rows_per_sentence=*/1, 12);
+      ASSERT_TRUE(state.ok()) << state.status();
+      // What each current row has decoded, and which source it reads.
+      std::vector<std::vector<int>> prefixes(2);
+      std::vector<int> row_source = {0, 1};
+      const auto run = [&](int steps) {
+        for (int k = 0; k < steps; ++k) {
+          std::vector<int> last;
+          for (const std::vector<int>& prefix : prefixes) {
+            last.push_back(prefix.empty() ? kBos : prefix.back());
+          }
+          absl::StatusOr<Tensor> step = model->Step(**state, last);
+          ASSERT_TRUE(step.ok()) << step.status();
+          // The whole-sequence forward of each row's prefix + one more token.
+          std::vector<std::vector<int>> row_sources, targets;
+          for (size_t r = 0; r < prefixes.size(); ++r) {
+            row_sources.push_back(sources[row_source[r]]);
+            std::vector<int> target = prefixes[r];
+            target.push_back(kEos);  // Scored position; its id does not matter.
+            targets.push_back(target);
+          }
+          const Reference reference(*model, row_sources, targets);
+          for (size_t r = 0; r < prefixes.size(); ++r) {
+            ExpectStepMatches(*step, r, reference.At(r, prefixes[r].size()),
+                              absl::StrCat("step ", prefixes[r].size()));
+            prefixes[r].push_back(tokens[r][prefixes[r].size()]);
+          }
         }
-        absl::StatusOr<Tensor> step = model->Step(**state, last);
-        ASSERT_TRUE(step.ok()) << step.status();
-        // The whole-sequence forward of each row's prefix + one more token.
-        std::vector<std::vector<int>> row_sources, targets;
-        for (size_t r = 0; r < prefixes.size(); ++r) {
-          row_sources.push_back(sources[row_source[r]]);
-          std::vector<int> target = prefixes[r];
-          target.push_back(kEos);  // Scored position; its id does not matter.
-          targets.push_back(target);
-        }
-        const Reference reference(*model, row_sources, targets);
-        for (size_t r = 0; r < prefixes.size(); ++r) {
-          ExpectStepMatches(*step, r, reference.At(r, prefixes[r].size()),
-                            absl::StrCat("step ", prefixes[r].size()));
-          prefixes[r].push_back(tokens[r][prefixes[r].size()]);
-        }
-      }
-    };
-    run(2);
-    // Widened: rows 0, 1 continue source 0's row, rows 2, 3 source 1's, each
-    // pair then apart.
-    ASSERT_TRUE(model->Reorder(**state, {0, 0, 1, 1}, /*rows_per_sentence=*/2).ok());
-    EXPECT_EQ((*state)->rows(), 4);
-    prefixes = {prefixes[0], prefixes[0], prefixes[1], prefixes[1]};
-    tokens = {Ids(12, 20), Ids(12, 21), Ids(12, 22), Ids(12, 23)};
-    row_source = {0, 0, 1, 1};
-    run(2);
-    // Beam reordering: row 1 twice for sentence 0, rows 3 and 2 swapped.
-    ASSERT_TRUE(model->Reorder(**state, {1, 1, 3, 2}, 2).ok());
-    prefixes = {prefixes[1], prefixes[1], prefixes[3], prefixes[2]};
-    tokens = {tokens[1], tokens[0], tokens[3], tokens[2]};
-    run(4);
-    // Sentence 0 finishes; sentence 1 continues with its rows swapped back.
-    ASSERT_TRUE(model->Reorder(**state, {3, 2}, 2).ok());
-    EXPECT_EQ((*state)->rows(), 2);
-    prefixes = {prefixes[3], prefixes[2]};
-    tokens = {tokens[3], tokens[2]};
-    row_source = {1, 1};
-    run(3);
-    // Groups must not mix sentences, nor leave a partial group.
-    EXPECT_EQ(model->Reorder(**state, {0, 1, 1}, 2).code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(model->Reorder(**state, {0}, 2).code(), absl::StatusCode::kInvalidArgument);
+      };
+      run(2);
+      // Widened: rows 0, 1 continue source 0's row, rows 2, 3 source 1's, each
+      // pair then apart.
+      ASSERT_TRUE(model->Reorder(**state, {0, 0, 1, 1}, /*rows_per_sentence=*/2).ok());
+      EXPECT_EQ((*state)->rows(), 4);
+      prefixes = {prefixes[0], prefixes[0], prefixes[1], prefixes[1]};
+      tokens = {Ids(12, 20), Ids(12, 21), Ids(12, 22), Ids(12, 23)};
+      row_source = {0, 0, 1, 1};
+      run(2);
+      // Beam reordering: row 1 twice for sentence 0, rows 3 and 2 swapped.
+      ASSERT_TRUE(model->Reorder(**state, {1, 1, 3, 2}, 2).ok());
+      prefixes = {prefixes[1], prefixes[1], prefixes[3], prefixes[2]};
+      tokens = {tokens[1], tokens[0], tokens[3], tokens[2]};
+      run(4);
+      // Sentence 0 finishes; sentence 1 continues with its rows swapped back.
+      ASSERT_TRUE(model->Reorder(**state, {3, 2}, 2).ok());
+      EXPECT_EQ((*state)->rows(), 2);
+      prefixes = {prefixes[3], prefixes[2]};
+      tokens = {tokens[3], tokens[2]};
+      row_source = {1, 1};
+      run(3);
+      // Groups must not mix sentences, nor leave a partial group.
+      EXPECT_EQ(model->Reorder(**state, {0, 1, 1}, 2).code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_EQ(model->Reorder(**state, {0}, 2).code(), absl::StatusCode::kInvalidArgument);
+    }
   }
 }
 
