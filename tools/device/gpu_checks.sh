@@ -217,9 +217,16 @@ if run memcheck; then
   # The kernels added without a GPU: the fused residual + LayerNorm, the
   # device-side top-k of the search, the multi-tensor Adam and norm, and
   # deterministic mode's sorted embedding gradient.
-  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512' \
+  # Then the 2026-11-27 ones: the fused log-softmax top-k, the device-position
+  # cache write and positional encoding (CUDA graphs), the ReLU epilogue,
+  # the pinned staging of uploads.
+  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512|kv_cache_test|positional_encoding_test_avx512|linear_test|staged_upload_test' \
     TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
-    timeout 200 "$bundle/run_gpu_tests.sh" --gtest_filter='*Cuda*:*Gpu*:*GPU*'
+    timeout 240 "$bundle/run_gpu_tests.sh" --gtest_filter='*Cuda*:*Gpu*:*GPU*:*Staged*'
+  # Shared memory in the new top-k reductions.
+  TFM_TESTS='row_top_k_test|log_softmax_top_k_test_avx512' \
+    TFM_TEST_WRAPPER="timeout 60 compute-sanitizer --tool racecheck --error-exitcode 7 --print-limit 20" \
+    timeout 130 "$bundle/run_gpu_tests.sh" --gtest_filter='*Cuda*'
 fi
 if run memcheck_training; then
   # The training tests under memcheck (minutes: their loss-curve cases run
