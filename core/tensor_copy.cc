@@ -16,6 +16,27 @@ absl::StatusOr<Tensor> CopyToDevice(const Tensor& tensor, const Device& device) 
   return copy;
 }
 
+absl::StatusOr<std::vector<Tensor>> CopyAllToHost(absl::Span<const Tensor> tensors) {
+  std::vector<Tensor> host(tensors.begin(), tensors.end());
+  std::vector<cuda::DeviceToHostCopy> copies;
+  int device = -1;
+  for (Tensor& tensor : host) {
+    if (!tensor.defined()) return absl::InvalidArgumentError("CopyAllToHost: undefined tensor");
+    if (tensor.device().is_cpu()) continue;
+    if (device >= 0 && tensor.device().index != device) {
+      return absl::InvalidArgumentError("CopyAllToHost: tensors on several devices");
+    }
+    device = tensor.device().index;
+    const Tensor from = tensor;
+    TFM_ASSIGN_OR_RETURN(tensor, Tensor::Empty(from.shape(), from.dtype(), Device::Cpu()));
+    copies.push_back({tensor.raw_data(), from.raw_data(), from.nbytes()});
+  }
+  if (copies.empty()) return host;
+  const ScopedOpTimer timer("(copy device to host)");
+  TFM_RETURN_IF_ERROR(cuda::CopyDeviceToHostTogether(device, copies.data(), copies.size()));
+  return host;
+}
+
 absl::Status CopyInto(const Tensor& from, Tensor to) {
   if (!from.defined() || !to.defined() || from.dtype() != to.dtype() ||
       from.shape() != to.shape()) {

@@ -2,6 +2,8 @@
 #ifndef TFM_CORE_TENSOR_COPY_H_
 #define TFM_CORE_TENSOR_COPY_H_
 
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/tensor.h"
@@ -11,6 +13,11 @@ namespace tfm {
 // A new tensor on `device` with the contents of `tensor` (a copy even when
 // the devices are the same).
 absl::StatusOr<Tensor> CopyToDevice(const Tensor& tensor, const Device& device);
+
+// Each of `tensors` on the host: host tensors as they are, device tensors
+// copied with one wait for the device (cuda::CopyDeviceToHostTogether), not
+// one per tensor as CopyToDevice's copies wait.
+absl::StatusOr<std::vector<Tensor>> CopyAllToHost(absl::Span<const Tensor> tensors);
 
 // Copies the elements of `from` into the buffer `to` views (a handle that
 // shares it, e.g. a model's parameter), across devices; dtypes and shapes

@@ -42,22 +42,14 @@ struct Transformer::ForwardResult {
 
 namespace {
 
-template <typename T>
-absl::StatusOr<T> ScalarOnHost(const Tensor& scalar) {
-  Tensor host = scalar;
-  if (!scalar.device().is_cpu()) {
-    TFM_ASSIGN_OR_RETURN(host, CopyToDevice(scalar, Device::Cpu()));
-  }
-  return host.data<T>()[0];
-}
-
-// A forward pass's loss sums on the host.
+// A forward pass's loss sums on the host (one wait for the device).
 absl::StatusOr<LossStats> ReadStats(const Tensor& loss, const Tensor& nll, const Tensor& count,
                                     int64_t source_tokens) {
+  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> host, CopyAllToHost({loss, nll, count}));
   LossStats stats;
-  TFM_ASSIGN_OR_RETURN(stats.loss, ScalarOnHost<float>(loss));
-  TFM_ASSIGN_OR_RETURN(stats.nll, ScalarOnHost<float>(nll));
-  TFM_ASSIGN_OR_RETURN(stats.target_tokens, ScalarOnHost<int64_t>(count));
+  stats.loss = host[0].data<float>()[0];
+  stats.nll = host[1].data<float>()[0];
+  stats.target_tokens = host[2].data<int64_t>()[0];
   stats.source_tokens = source_tokens;
   return stats;
 }

@@ -343,12 +343,13 @@ absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
     }
     TFM_ASSIGN_OR_RETURN(ranked, LogSoftmaxTopK(ranked_logits, count, forbidden_column));
   }
-  TFM_ASSIGN_OR_RETURN(Tensor log_probs, CopyToDevice(ranked.values, Device::Cpu()));
-  TFM_ASSIGN_OR_RETURN(Tensor tokens, CopyToDevice(ranked.columns, Device::Cpu()));
+  // The step's one wait for the device.
+  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> ranked_on_host,
+                       CopyAllToHost({ranked.values, ranked.columns}));
   StepTopTokens top;
   top.count = count;
-  top.log_probs = log_probs.ToVector<float>();
-  top.tokens = tokens.ToVector<int32_t>();
+  top.log_probs = ranked_on_host[0].ToVector<float>();
+  top.tokens = ranked_on_host[1].ToVector<int32_t>();
   if (!candidates.empty()) {
     for (int32_t& token : top.tokens) {
       if (token >= 0) token = candidates[token];

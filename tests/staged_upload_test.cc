@@ -3,7 +3,8 @@
 // tests queue them behind real GPU work and check that each lands intact and
 // in its place in the stream's order, that the host's buffer may change at
 // once, that more copies than slots reuse the slots safely, and that a copy
-// too large for a slot still arrives. Skip without a GPU.
+// too large for a slot still arrives. And the reads back with one wait
+// (CopyAllToHost). The GPU cases skip without a GPU.
 #include <cstdint>
 #include <algorithm>
 #include <cstdio>
@@ -109,6 +110,38 @@ TEST(StagedUploadTest, CopyLargerThanASlotArrives) {
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(OnHost(*t), values);
   EXPECT_EQ(cuda::GetStagingStats().staged_copies, before.staged_copies);
+}
+
+// Several device tensors (f32, i32, i64, queued behind GPU work) read back
+// together, with a host tensor among them returned as it is.
+TEST(StagedUploadTest, TensorsReadTogetherAreTheirValues) {
+  TFM_SKIP_WITHOUT_GPU();
+  const std::vector<float> floats = {1.5f, -2.0f, 3.25f};
+  const std::vector<int32_t> ints = Numbered(1000, 7);
+  const std::vector<int64_t> longs = {int64_t{1} << 40, -3};
+  const Tensor on_host = Tensor::FromVector<int32_t>(ints, {1000}).value();
+  QueueGpuWork();
+  const Tensor a = CopyToDevice(Tensor::FromVector<float>(floats, {3}).value(), kGpu).value();
+  const Tensor b = CopyToDevice(on_host, kGpu).value();
+  const Tensor c = CopyToDevice(Tensor::FromVector<int64_t>(longs, {2}).value(), kGpu).value();
+  absl::StatusOr<std::vector<Tensor>> read = CopyAllToHost({a, on_host, b, c});
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->size(), 4u);
+  for (const Tensor& t : *read) EXPECT_TRUE(t.device().is_cpu());
+  EXPECT_EQ((*read)[0].ToVector<float>(), floats);
+  EXPECT_EQ((*read)[1].raw_data(), on_host.raw_data());
+  EXPECT_EQ((*read)[2].ToVector<int32_t>(), ints);
+  EXPECT_EQ((*read)[3].ToVector<int64_t>(), longs);
+}
+
+// Everywhere: host tensors come back as they are; an undefined one is an
+// error.
+TEST(StagedUploadTest, HostTensorsReadTogetherComeBackAsTheyAre) {
+  const Tensor x = Tensor::FromVector<float>({1.0f, 2.0f}, {2}).value();
+  absl::StatusOr<std::vector<Tensor>> read = CopyAllToHost({x, x});
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)[1].raw_data(), x.raw_data());
+  EXPECT_FALSE(CopyAllToHost({x, Tensor()}).ok());
 }
 
 }  // namespace

@@ -41,6 +41,17 @@ absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind);
 inline constexpr size_t kStagingSlotBytes = size_t{4} << 20;
 absl::Status CopyHostToDeviceInStreamOrder(int device, void* dst, const void* src,
                                            size_t bytes);
+// Copies each of `copies` from device memory to the host, with one wait for
+// the device's default stream (through pinned memory) instead of one per
+// copy: the values and tokens a decoding step ranked, a pass's loss sums.
+// Copies larger together than a staging slot go one by one, as Memcpy.
+struct DeviceToHostCopy {
+  void* dst;        // Host memory.
+  const void* src;  // Device memory.
+  size_t bytes;
+};
+absl::Status CopyDeviceToHostTogether(int device, const DeviceToHostCopy* copies, size_t count);
+
 // Staging slots this process holds (pinned, kStagingSlotBytes each), and the
 // copies that have waited for a slot's previous copy to finish: what a test
 // or a benchmark reports.

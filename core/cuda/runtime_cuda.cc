@@ -62,6 +62,38 @@ class Staging {
     return status;
   }
 
+  // The reads of CopyDeviceToHostTogether, through a pinned block of their
+  // own (a slot's ring is for uploads, whose copies stay queued).
+  absl::Status Read(const DeviceToHostCopy* copies, size_t count) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (read_buffer_ == nullptr) {
+      absl::Status status = ToStatus(cudaHostAlloc(&read_buffer_, kStagingSlotBytes,
+                                                   cudaHostAllocDefault),
+                                     "cudaHostAlloc (reads)");
+      if (!status.ok()) {
+        read_buffer_ = nullptr;
+        return status;
+      }
+    }
+    char* at = static_cast<char*>(read_buffer_);
+    for (size_t i = 0; i < count; ++i) {
+      absl::Status status =
+          ToStatus(cudaMemcpyAsync(at, copies[i].src, copies[i].bytes, cudaMemcpyDeviceToHost,
+                                   cudaStreamLegacy),
+                   "cudaMemcpyAsync");
+      if (!status.ok()) return status;
+      at += copies[i].bytes;
+    }
+    absl::Status status = ToStatus(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
+    if (!status.ok()) return status;
+    at = static_cast<char*>(read_buffer_);
+    for (size_t i = 0; i < count; ++i) {
+      std::memcpy(copies[i].dst, at, copies[i].bytes);
+      at += copies[i].bytes;
+    }
+    return absl::OkStatus();
+  }
+
   StagingStats stats() {
     const std::lock_guard<std::mutex> lock(mu_);
     return stats_;
@@ -79,6 +111,7 @@ class Staging {
 
   std::mutex mu_;
   Slot slots_[kSlots];
+  void* read_buffer_ = nullptr;  // kStagingSlotBytes, pinned.
   int next_ = 0;
   StagingStats stats_;
 };
@@ -150,6 +183,26 @@ absl::Status CopyHostToDeviceInStreamOrder(int device, void* dst, const void* sr
   }
   if (bytes == 0) return absl::OkStatus();
   return staging->Copy(dst, src, bytes);
+}
+
+absl::Status CopyDeviceToHostTogether(int device, const DeviceToHostCopy* copies,
+                                      size_t count) {
+  int current = 0;
+  absl::Status status = ToStatus(cudaGetDevice(&current), "cudaGetDevice");
+  if (status.ok() && current != device) status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
+  if (!status.ok()) return status;
+  size_t total = 0;
+  for (size_t i = 0; i < count; ++i) total += copies[i].bytes;
+  Staging* staging = StagingFor(device);
+  if (total > kStagingSlotBytes || staging == nullptr) {
+    for (size_t i = 0; i < count; ++i) {
+      status = Memcpy(copies[i].dst, copies[i].src, copies[i].bytes, CopyKind::kDeviceToHost);
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  }
+  if (total == 0) return absl::OkStatus();
+  return staging->Read(copies, count);
 }
 
 StagingStats GetStagingStats() {

@@ -21,6 +21,7 @@ absl::Status Memcpy(void*, const void*, size_t, CopyKind) { return NoCuda(); }
 absl::Status CopyHostToDeviceInStreamOrder(int, void*, const void*, size_t) {
   return NoCuda();
 }
+absl::Status CopyDeviceToHostTogether(int, const DeviceToHostCopy*, size_t) { return NoCuda(); }
 StagingStats GetStagingStats() { return {}; }
 absl::Status Synchronize(int) { return NoCuda(); }
 absl::StatusOr<void*> CreateStream(int) { return NoCuda(); }
