@@ -1096,6 +1096,8 @@ void PrintBf16Ratios(const std::vector<Row>& rows, const Device& device) {
   PrintRateRatio(rows, "ours_bf16", "ours", /*batched=*/true, "ours_bf16/ours_f32" + where);
   PrintRateRatio(rows, "ours_bf16", "hf_bfloat16", /*batched=*/true,
                  "ours_bf16/huggingface_bf16" + where);
+  PrintRateRatio(rows, "ours_bf16_f32res", "ours", /*batched=*/true,
+                 "ours_bf16_f32res/ours_f32" + where);
 }
 
 // The shortlist lines: each shortlist row over the same precision's row
@@ -1374,6 +1376,11 @@ absl::Status Main(const std::vector<std::string>& args) {
     section.variants.push_back({"ours_bf16", [&trained](bool on) -> absl::Status {
                                   return trained.SetDecodingDType(on ? "bf16" : "f32");
                                 }});
+    // bf16 sublayers around an f32 residual stream (decode.f32_residual).
+    section.variants.push_back(
+        {"ours_bf16_f32res", [&trained](bool on) -> absl::Status {
+           return trained.SetDecodingDType(on ? "bf16" : "f32", /*f32_residual=*/on);
+         }});
   }
 
   if (absl::GetFlag(FLAGS_ours_cuda_graphs) && device.is_cuda()) {
@@ -1498,6 +1505,7 @@ absl::Status Main(const std::vector<std::string>& args) {
   } variant_checks[] = {
       {"ours_int8", "ours", absl::GetFlag(FLAGS_int8_max_bleu_gap)},
       {"ours_bf16", "ours", absl::GetFlag(FLAGS_bf16_max_bleu_gap)},
+      {"ours_bf16_f32res", "ours", absl::GetFlag(FLAGS_bf16_max_bleu_gap)},
       // The same ops on the same inputs: the same translations.
       {"ours_graphs", "ours", 0.0},
       {"ours_shortlist", "ours", absl::GetFlag(FLAGS_shortlist_max_bleu_gap)},

@@ -62,6 +62,10 @@ struct ForwardContext {
   // from a batch's host ids): gathers on a GPU skip their own check, and
   // the wait for the GPU it costs.
   bool ids_checked = false;
+  // 16-bit decoding with an f32 residual stream (decode.f32_residual): the
+  // dtype residual blocks run their sublayers in (their input cast to it,
+  // their output back to the stream's f32); kF32: as the stream, no casts.
+  DType sublayer_dtype = DType::kF32;
 
   // Whether layers keep what a backward pass needs: not in a decoding step,
   // which keeps nothing in the layers (only in its cache), so that several

@@ -8,7 +8,8 @@
 // returns {dx, the sublayer's gradients of the extras}. Dropout is the
 // model's dropout (P_drop). Post-norm runs dropout, the residual add and the
 // norm as one op (ops/residual_layer_norm: the same values, one pass over
-// memory instead of three, each way).
+// memory instead of three, each way). 16-bit decoding may keep the stream in
+// f32 around 16-bit sublayers (ForwardContext::sublayer_dtype).
 #include <memory>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "layers/dropout_site.h"
 #include "layers/norm.h"
 #include "ops/add/add.h"
+#include "ops/cast/cast.h"
 
 namespace tfm {
 namespace {
@@ -47,8 +49,18 @@ class Residual : public Layer {
     if (pre_norm_) {
       TFM_ASSIGN_OR_RETURN(sublayer_inputs[0], norm_.Forward(x, context.keeps()));
     }
+    // An f32 residual stream around 16-bit sublayers (ForwardContext::
+    // sublayer_dtype): the sublayer's input rounded once, its output
+    // widened for the sum and the norm.
+    const bool cast = context.sublayer_dtype != x.dtype() && x.dtype() == DType::kF32;
+    if (cast) {
+      TFM_ASSIGN_OR_RETURN(sublayer_inputs[0], Cast(sublayer_inputs[0], context.sublayer_dtype));
+    }
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> sublayer_out,
                          sublayer_->Forward(context, sublayer_inputs));
+    if (cast) {
+      TFM_ASSIGN_OR_RETURN(sublayer_out[0], Cast(sublayer_out[0], x.dtype()));
+    }
     if (!pre_norm_) {
       TFM_RETURN_IF_ERROR(dropout_.Begin(context, sublayer_out[0].num_elements()));
       TFM_ASSIGN_OR_RETURN(

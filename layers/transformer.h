@@ -101,8 +101,13 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // once per batch, the activations and the key/value caches in that dtype,
   // the log-probabilities in f32 (from the rounded logits). The CPU has f32
   // kernels only, and int8 products take f32 activations: both are
-  // FailedPrecondition for a 16-bit dtype.
-  absl::Status SetDecodingDType(DType dtype);
+  // FailedPrecondition for a 16-bit dtype. With `f32_residual`
+  // (decode.f32_residual) a 16-bit search keeps its residual stream in f32
+  // as mixed-precision training does: the embeddings, each sublayer's input
+  // and the LayerNorms' outputs f32, the sublayers (products, attention,
+  // caches) in the 16-bit dtype; the encoder's output is rounded once for
+  // the cross-attention and the last hidden state for the output product.
+  absl::Status SetDecodingDType(DType dtype, bool f32_residual = false);
   DType decoding_dtype() const { return decoding_dtype_; }
   // The shortlist the searches that start from now on decode with (null,
   // the default: the whole vocabulary). Each batch's steps then project
@@ -190,6 +195,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   std::shared_ptr<DecodingCache::SharedEntries> search_entries_;
   DecodingPrecision decoding_precision_ = DecodingPrecision::kF32;
   DType decoding_dtype_ = DType::kF32;
+  bool decoding_f32_residual_ = false;  // Only with a 16-bit decoding_dtype_.
   std::shared_ptr<const VocabularyShortlist> shortlist_;
   std::unique_ptr<StepGraphRunner> step_graphs_;  // Null: graphs off.
 };

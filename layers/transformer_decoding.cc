@@ -18,6 +18,7 @@
 #include "layers/parameter_init.h"
 #include "layers/transformer.h"
 #include "ops/linear/linear.h"
+#include "ops/cast/cast.h"
 #include "ops/embedding/embedding.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/log_softmax_top_k/log_softmax_top_k.h"
@@ -121,9 +122,10 @@ DecodingVocabulary Transformer::vocabulary() const {
   return {vocabulary_.size, vocabulary_.pad_id, vocabulary_.bos_id, vocabulary_.eos_id};
 }
 
-absl::Status Transformer::SetDecodingDType(DType dtype) {
+absl::Status Transformer::SetDecodingDType(DType dtype, bool f32_residual) {
   if (dtype == DType::kF32) {
     decoding_dtype_ = dtype;
+    decoding_f32_residual_ = false;
     return absl::OkStatus();
   }
   if (dtype != DType::kBF16 && dtype != DType::kF16) {
@@ -141,6 +143,7 @@ absl::Status Transformer::SetDecodingDType(DType dtype) {
         DTypeName(dtype), " decoding with int8 weights: int8 products take f32 activations"));
   }
   decoding_dtype_ = dtype;
+  decoding_f32_residual_ = f32_residual;
   return absl::OkStatus();
 }
 
@@ -189,7 +192,10 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
     // reads for activations of that dtype (ValueFor).
     TFM_RETURN_IF_ERROR(RoundComputeCopies(Parameters(), decoding_dtype_));
   }
-  TFM_ASSIGN_OR_RETURN(const Tensor source_table, ValueFor(source_table_, decoding_dtype_));
+  // The residual stream's dtype: the sublayers' unless it stays f32.
+  const DType stream_dtype = decoding_f32_residual_ ? DType::kF32 : decoding_dtype_;
+  if (decoding_f32_residual_) context.sublayer_dtype = decoding_dtype_;
+  TFM_ASSIGN_OR_RETURN(const Tensor source_table, ValueFor(source_table_, stream_dtype));
   // With int8 weights the encoder's products are int8 too (every linear
   // layer quantized); in f32 they stay Linear's, as training computes them.
   if (decoding_precision_ == DecodingPrecision::kInt8) context.products = &state->cache;
@@ -198,6 +204,11 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
                        encoder_->Forward(context, {embedded[0], state->memory_lengths}));
   state->memory = memory[0];
+  if (state->memory.dtype() != decoding_dtype_ && decoding_precision_ != DecodingPrecision::kInt8) {
+    // An f32 stream's encoder output, rounded once for the 16-bit
+    // cross-attention products of every step.
+    TFM_ASSIGN_OR_RETURN(state->memory, Cast(state->memory, decoding_dtype_));
+  }
   if (shortlist_ != nullptr) {
     std::vector<int> source_ids;
     source_ids.reserve(sources.ids.size());
@@ -243,17 +254,33 @@ absl::StatusOr<Tensor> Transformer::StepLogitsOf(DecoderState& base, const Tenso
   const int64_t rows = state->cache.rows();
   ForwardContext context{/*training=*/false, /*rng=*/nullptr, &state->cache};
   context.ids_checked = true;  // The tokens, by the caller.
+  if (decoding_f32_residual_) context.sublayer_dtype = decoding_dtype_;
   TFM_ASSIGN_OR_RETURN(const Tensor table, ValueFor(TargetTable(), decoding_dtype_));
+  // The embedding in the residual stream's dtype (f32 from the master
+  // table, with an f32 stream).
+  TFM_ASSIGN_OR_RETURN(
+      const Tensor embedding_table,
+      ValueFor(TargetTable(), decoding_f32_residual_ ? DType::kF32 : decoding_dtype_));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> target,
-                       target_embedding_->Forward(context, {table, ids}));
+                       target_embedding_->Forward(context, {embedding_table, ids}));
   if (state->input_tracker) {
     TFM_ASSIGN_OR_RETURN(Tensor aligned_ids, Int32OnDevice(state->aligned_rows, {rows, 1}, device_));
-    TFM_ASSIGN_OR_RETURN(target[0], AddMemoryRows(target[0], state->memory, aligned_ids));
+    // With an f32 stream the 16-bit memory, widened (the hook's rows are
+    // rounded once, as the cross-attention's are).
+    Tensor memory = state->memory;
+    if (memory.dtype() != target[0].dtype()) {
+      TFM_ASSIGN_OR_RETURN(memory, Cast(memory, target[0].dtype()));
+    }
+    TFM_ASSIGN_OR_RETURN(target[0], AddMemoryRows(target[0], memory, aligned_ids));
   }
   TFM_ASSIGN_OR_RETURN(
       std::vector<Tensor> decoded,
       decoder_->Forward(context, {target[0], state->memory, state->memory_lengths}));
   TFM_ASSIGN_OR_RETURN(Tensor hidden, decoded[0].Reshape({rows, model_.d_model()}));
+  if (hidden.dtype() != table.dtype()) {
+    // An f32 stream's last hidden state, rounded for the 16-bit product.
+    TFM_ASSIGN_OR_RETURN(hidden, Cast(hidden, table.dtype()));
+  }
   // The tied projection: hidden E^T, or onto the shortlist's candidates
   // only (their rows laid out once per batch).
   const bool shortlisted = !state->candidates.empty();
@@ -289,6 +316,7 @@ absl::StatusOr<std::vector<Tensor>> Transformer::GraphedStepTopK(DecoderState& b
   fingerprint.push_back(count);
   fingerprint.push_back(forbidden_column);
   fingerprint.push_back(static_cast<int64_t>(decoding_dtype_));
+  fingerprint.push_back(decoding_f32_residual_);
   TFM_ASSIGN_OR_RETURN(
       std::vector<Tensor> outputs,
       step_graphs_->Run(state->graph_slot, fingerprint,

@@ -267,7 +267,8 @@ TEST(GpuDecodingTest, BatchingDoesNotChangeTheGpusOutputs) {
   BatchingDoesNotChangeTheOutputs((*TrainedModels())->gpu, "cuda");
 }
 
-// bf16 and f16 decoding (decode.dtype) on the GPU against f32 on the CPU:
+// bf16 and f16 decoding (decode.dtype), pure and around an f32 residual
+// stream (decode.f32_residual), on the GPU against f32 on the CPU:
 // the bar is 97% of lines identical; the scores of identical lines
 // differ by the 16-bit rounding of the activations (bf16 8 bits of
 // mantissa: a few hundredths over a sentence's log-probabilities).
@@ -280,11 +281,15 @@ TEST(GpuDecodingTest, Bf16AndF16DecodingFollowF32) {
   const Models& models = **TrainedModels();
   Transformer& gpu = *models.gpu[0];
   for (const DType dtype : {DType::kBF16, DType::kF16}) {
-    ASSERT_TRUE(gpu.SetDecodingDType(dtype).ok());
-    for (const int beam : {1, 4}) {
-      Compare(absl::StrCat(beam == 1 ? "greedy" : "beam 4", " cpu f32 vs cuda ", DTypeName(dtype)),
-              Decode(*models.cpu[0], beam, 16), Decode(gpu, beam, 16), kHalfMinIdenticalShare,
-              kHalfScoreTolerance);
+    // Pure 16-bit, and with an f32 residual stream (decode.f32_residual).
+    for (const bool f32_residual : {false, true}) {
+      ASSERT_TRUE(gpu.SetDecodingDType(dtype, f32_residual).ok());
+      for (const int beam : {1, 4}) {
+        Compare(absl::StrCat(beam == 1 ? "greedy" : "beam 4", " cpu f32 vs cuda ",
+                             DTypeName(dtype), f32_residual ? " (f32 residual)" : ""),
+                Decode(*models.cpu[0], beam, 16), Decode(gpu, beam, 16), kHalfMinIdenticalShare,
+                kHalfScoreTolerance);
+      }
     }
   }
   ASSERT_TRUE(gpu.SetDecodingDType(DType::kF32).ok());

@@ -231,11 +231,11 @@ absl::Status TrainedModel::SetDecodingPrecision(config::DecodeConfig::Quantizati
   return absl::OkStatus();
 }
 
-absl::Status TrainedModel::SetDecodingDType(const std::string& dtype) {
+absl::Status TrainedModel::SetDecodingDType(const std::string& dtype, bool f32_residual) {
   TFM_ASSIGN_OR_RETURN(const DType parsed, ParseDType(dtype));
-  TFM_RETURN_IF_ERROR(model->SetDecodingDType(parsed));
+  TFM_RETURN_IF_ERROR(model->SetDecodingDType(parsed, f32_residual));
   for (std::unique_ptr<Transformer>& member : other_members) {
-    TFM_RETURN_IF_ERROR(member->SetDecodingDType(parsed));
+    TFM_RETURN_IF_ERROR(member->SetDecodingDType(parsed, f32_residual));
   }
   return absl::OkStatus();
 }

@@ -54,7 +54,7 @@ struct TrainedModel {
                                     std::ostream* log);
   // decode.dtype (f32, bf16, f16) for every member: what the searches
   // compute in (Transformer::SetDecodingDType; 16-bit on a GPU only).
-  absl::Status SetDecodingDType(const std::string& dtype);
+  absl::Status SetDecodingDType(const std::string& dtype, bool f32_residual = false);
   // decode.cuda_graphs for every member (Transformer::SetCudaGraphs).
   void SetCudaGraphs(bool on);
   // decode.shortlist (with shortlist_frequent and shortlist_best) for every
