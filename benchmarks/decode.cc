@@ -1183,7 +1183,9 @@ absl::StatusOr<std::vector<int>> ParseBatchSizes(absl::string_view name, absl::s
     }
     if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
   }
-  if (sizes.size() < 2) return absl::InvalidArgumentError(absl::StrCat("--", name, ": none above 1"));
+  if (sizes.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": none above 1"));
+  }
   return sizes;
 }
 

@@ -84,7 +84,8 @@ class Staging {
       if (!status.ok()) return status;
       at += copies[i].bytes;
     }
-    absl::Status status = ToStatus(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
+    absl::Status status =
+        ToStatus(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
     if (!status.ok()) return status;
     at = static_cast<char*>(read_buffer_);
     for (size_t i = 0; i < count; ++i) {

@@ -31,12 +31,23 @@ absl::Status LinearCuda(KernelContext& context) {
                              .c = out->raw_data()};
   product.c_f32 = f32_out;
   TFM_ASSIGN_OR_RETURN(const bool relu, context.attrs().GetOr<bool>("relu", false));
+  const auto relu_in_place = [&]() -> absl::Status {
+    if (!relu) return absl::OkStatus();
+    return CudaLaunchStatus(
+        context, LaunchReluInPlace(out->data<T>(), out->num_elements(), context.stream()));
+  };
   if (context.num_inputs() == 3) {
-    const void* bias = context.input(2).raw_data();
-    product.epilogue = relu ? GemmCudaEpilogue::kBiasRelu : GemmCudaEpilogue::kBias;
-    product.bias = bias;
-    TFM_ASSIGN_OR_RETURN(const bool fused, RunGemmCuda(context, product));
-    if (fused) return absl::OkStatus();
+    product.bias = context.input(2).raw_data();
+    // The bias and the ReLU in the epilogue; else the bias alone there.
+    for (const GemmCudaEpilogue epilogue :
+         {relu ? GemmCudaEpilogue::kBiasRelu : GemmCudaEpilogue::kBias, GemmCudaEpilogue::kBias}) {
+      product.epilogue = epilogue;
+      TFM_ASSIGN_OR_RETURN(const bool fused, RunGemmCuda(context, product));
+      if (fused) {
+        return epilogue == GemmCudaEpilogue::kBiasRelu ? absl::OkStatus() : relu_in_place();
+      }
+      if (!relu) break;
+    }
     // Start every row at the bias and let the GEMM accumulate onto it: one
     // rounding of the sum, as with the epilogue.
     TFM_RETURN_IF_ERROR(
@@ -47,9 +58,7 @@ absl::Status LinearCuda(KernelContext& context) {
     product.accumulate = true;
   }
   TFM_RETURN_IF_ERROR(RunGemmCuda(context, product).status());
-  if (!relu) return absl::OkStatus();
-  return CudaLaunchStatus(context,
-                          LaunchReluInPlace(out->data<T>(), out->num_elements(), context.stream()));
+  return relu_in_place();
 }
 
 template <typename T>

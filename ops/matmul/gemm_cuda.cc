@@ -37,6 +37,20 @@ bool UseTf32() {
   return tf32;
 }
 
+// TFM_GEMM_EPILOGUES: "all" (the default), "bias" (no fused ReLU) or "none"
+// (every bias, ReLU and bias gradient by linear's own kernels): to measure
+// what each fused epilogue costs or saves, since cuBLASLt may pick another
+// algorithm for a problem with one.
+bool EpilogueAllowed(GemmCudaEpilogue epilogue) {
+  static const int level = [] {
+    const char* value = std::getenv("TFM_GEMM_EPILOGUES");
+    if (value == nullptr || std::strcmp(value, "all") == 0) return 2;
+    return std::strcmp(value, "bias") == 0 ? 1 : 0;
+  }();
+  if (epilogue == GemmCudaEpilogue::kNone) return true;
+  return epilogue == GemmCudaEpilogue::kBiasRelu ? level >= 2 : level >= 1;
+}
+
 size_t ElementBytes(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16 ? 2 : 4; }
 
 size_t CBytes(const GemmCudaProblem& p) { return p.c_f32 ? 4 : ElementBytes(p.dtype); }
@@ -283,6 +297,7 @@ bool FitsInt32(int64_t value) { return value <= std::numeric_limits<int32_t>::ma
 absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
   const bool empty = p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0;
   if (empty && p.epilogue != GemmCudaEpilogue::kNone) return false;
+  if (!EpilogueAllowed(p.epilogue)) return false;
   if (p.m == 0 || p.n == 0 || p.batch == 0) return true;
   if (p.dtype != DType::kF32 && p.dtype != DType::kBF16 && p.dtype != DType::kF16) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(p), ": unsupported dtype"));

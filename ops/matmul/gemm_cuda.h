@@ -59,7 +59,8 @@ struct GemmCudaProblem {
 
 // Enqueues the product on `stream`. Returns true when done. Returns false,
 // having enqueued nothing, only when an epilogue was asked and this problem
-// cannot fuse it (no cuBLASLt algorithm for it, or an extent is 0): the
+// cannot fuse it (no cuBLASLt algorithm for it, an extent is 0, or
+// TFM_GEMM_EPILOGUES leaves it out, to measure the difference): the
 // caller then runs the product without it and does the epilogue's work
 // itself. Any extent may be 0; with k = 0 the product is 0.
 absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& problem, StreamHandle stream);
