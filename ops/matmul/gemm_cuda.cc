@@ -10,6 +10,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -24,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/cuda/cublaslt.h"
+#include "core/deterministic.h"
 
 namespace tfm {
 namespace {
@@ -50,6 +53,27 @@ bool EpilogueAllowed(GemmCudaEpilogue epilogue) {
   if (epilogue == GemmCudaEpilogue::kNone) return true;
   return epilogue == GemmCudaEpilogue::kBiasRelu ? level >= 2 : level >= 1;
 }
+
+// TFM_GEMM_AUTOTUNE=1: the first time a problem's plan is made, time up to
+// kAutotuneCandidates of the heuristic's algorithms on the problem itself
+// and keep the fastest (PyTorch's TunableOp), instead of the heuristic's
+// first. Off by default, and in deterministic mode (the choice follows
+// timings, so another process could pick another algorithm: other sums).
+std::atomic<int>& AutotuneSetting() {  // -1: TFM_GEMM_AUTOTUNE decides.
+  static std::atomic<int> setting{-1};
+  return setting;
+}
+
+bool Autotune() {
+  static const bool from_environment = [] {
+    const char* value = std::getenv("TFM_GEMM_AUTOTUNE");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  const int setting = AutotuneSetting().load(std::memory_order_relaxed);
+  return (setting < 0 ? from_environment : setting == 1) && !DeterministicKernels();
+}
+constexpr int kAutotuneCandidates = 8;
+constexpr int kAutotuneRuns = 3;
 
 size_t ElementBytes(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16 ? 2 : 4; }
 
@@ -242,11 +266,13 @@ PlanKey KeyOf(const GemmCudaProblem& p) {
   };
 }
 
-// Asks cuBLASLt's heuristic for the best algorithm; nullopt if it has none.
-absl::StatusOr<std::optional<cublasLtMatmulAlgo_t>> ChooseAlgorithm(const GemmCudaProblem& p,
-                                                                    const PlanKey& key,
-                                                                    Descriptors& d,
-                                                                    cublasLtHandle_t handle) {
+// Asks cuBLASLt's heuristic for its best `candidates` (<= kAutotuneCandidates)
+// algorithms, best first; none if it has none.
+absl::StatusOr<std::vector<cublasLtMatmulAlgo_t>> HeuristicAlgorithms(const GemmCudaProblem& p,
+                                                                      const PlanKey& key,
+                                                                      Descriptors& d,
+                                                                      cublasLtHandle_t handle,
+                                                                      int candidates) {
   cublasLtMatmulPreferenceOpaque_t preference;
   cublasStatus_t status = cublasLtMatmulPreferenceInit(&preference);
   if (status != CUBLAS_STATUS_SUCCESS) {
@@ -274,25 +300,75 @@ absl::StatusOr<std::optional<cublasLtMatmulAlgo_t>> ChooseAlgorithm(const GemmCu
   if (status != CUBLAS_STATUS_SUCCESS) {
     return CublasError("cublasLtMatmulPreferenceSetAttribute", status, p);
   }
-  cublasLtMatmulHeuristicResult_t result;
+  cublasLtMatmulHeuristicResult_t results[kAutotuneCandidates];
   int found = 0;
-  status = cublasLtMatmulAlgoGetHeuristic(handle, &d.matmul, &d.a, &d.b, &d.c, &d.c, &preference, 1,
-                                          &result, &found);
+  status = cublasLtMatmulAlgoGetHeuristic(handle, &d.matmul, &d.a, &d.b, &d.c, &d.c, &preference,
+                                          candidates, results, &found);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
-    return std::optional<cublasLtMatmulAlgo_t>();
+    return std::vector<cublasLtMatmulAlgo_t>();
   }
   if (status != CUBLAS_STATUS_SUCCESS) {
     return CublasError("cublasLtMatmulAlgoGetHeuristic", status, p);
   }
-  if (result.state != CUBLAS_STATUS_SUCCESS) {
-    return CublasError("cublasLtMatmulAlgoGetHeuristic result", result.state, p);
+  if (results[0].state != CUBLAS_STATUS_SUCCESS) {
+    return CublasError("cublasLtMatmulAlgoGetHeuristic result", results[0].state, p);
   }
-  return std::optional<cublasLtMatmulAlgo_t>(result.algo);
+  std::vector<cublasLtMatmulAlgo_t> algos;
+  for (int i = 0; i < found; ++i) {
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) algos.push_back(results[i].algo);
+  }
+  return algos;
 }
 
 bool FitsInt32(int64_t value) { return value <= std::numeric_limits<int32_t>::max(); }
 
+// The candidate whose runs on `p` itself (kAutotuneRuns each, after one
+// untimed) take the least time; candidates that fail are passed over, and
+// the first (the heuristic's) stands if timing fails. The runs write p.c
+// (and the bias gradient), which the real product then overwrites.
+cublasLtMatmulAlgo_t FastestAlgorithm(const GemmCudaProblem& p, Descriptors& d,
+                                      const cuda::CublasLtContext& context,
+                                      const std::vector<cublasLtMatmulAlgo_t>& candidates,
+                                      cudaStream_t stream) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+    if (start != nullptr) cudaEventDestroy(start);
+    cudaGetLastError();
+    return candidates[0];
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const auto run = [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(context.handle, &d.matmul, &alpha, p.b, &d.a, p.a, &d.b, &beta, p.c,
+                          &d.c, p.c, &d.c, &algo, context.workspace,
+                          cuda::kCublasLtWorkspaceBytes, stream);
+  };
+  cublasLtMatmulAlgo_t best = candidates[0];
+  float best_ms = std::numeric_limits<float>::infinity();
+  for (const cublasLtMatmulAlgo_t& algo : candidates) {
+    if (run(algo) != CUBLAS_STATUS_SUCCESS) continue;
+    cudaEventRecord(start, stream);
+    bool ok = true;
+    for (int i = 0; i < kAutotuneRuns && ok; ++i) ok = run(algo) == CUBLAS_STATUS_SUCCESS;
+    cudaEventRecord(stop, stream);
+    float ms = 0.0f;
+    if (!ok || cudaEventSynchronize(stop) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = algo;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
 }  // namespace
+
+void SetGemmAutotune(bool on) { AutotuneSetting().store(on ? 1 : 0, std::memory_order_relaxed); }
 
 absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
   const bool empty = p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0;
@@ -326,10 +402,21 @@ absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& p, StreamHandle stream) {
   const PlanKey key = KeyOf(p);
   std::optional<cublasLtMatmulAlgo_t> algo;
   if (!PlanCache::Get().Find(key, &algo)) {
-    absl::StatusOr<std::optional<cublasLtMatmulAlgo_t>> chosen =
-        ChooseAlgorithm(p, key, descriptors, context->handle);
-    if (!chosen.ok()) return chosen.status();
-    algo = *chosen;
+    // Timing runs write C: not for a product that accumulates onto it, nor
+    // while a CUDA graph captures the stream (the timing waits).
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capturing);
+    const bool tune = Autotune() && !p.accumulate && capturing == cudaStreamCaptureStatusNone;
+    absl::StatusOr<std::vector<cublasLtMatmulAlgo_t>> candidates = HeuristicAlgorithms(
+        p, key, descriptors, context->handle, tune ? kAutotuneCandidates : 1);
+    if (!candidates.ok()) return candidates.status();
+    if (!candidates->empty()) {
+      algo = (*candidates)[0];
+      if (tune && candidates->size() > 1) {
+        algo = FastestAlgorithm(p, descriptors, *context, *candidates,
+                                static_cast<cudaStream_t>(stream));
+      }
+    }
     PlanCache::Get().Set(key, algo);
   }
   if (!algo.has_value()) {

@@ -65,6 +65,11 @@ struct GemmCudaProblem {
 // itself. Any extent may be 0; with k = 0 the product is 0.
 absl::StatusOr<bool> GemmCuda(const GemmCudaProblem& problem, StreamHandle stream);
 
+// Whether plans made from now on time the heuristic's best algorithms on
+// their problem and keep the fastest (TFM_GEMM_AUTOTUNE=1 by default; never
+// in deterministic mode). Plans already made stay.
+void SetGemmAutotune(bool on);
+
 }  // namespace tfm
 
 #endif  // TFM_OPS_MATMUL_GEMM_CUDA_H_

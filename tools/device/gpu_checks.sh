@@ -28,6 +28,8 @@
 #                (TFM_PROFILE_OPS=shapes)
 #   train_step_f32  the same at the CPU presets' shapes (base, paper) in f32
 #   decode_bench benchmarks/decode --device=cuda against Hugging Face and PyTorch
+#   autotune     train_step (big, bf16) and the random base decode rows with
+#                TFM_GEMM_AUTOTUNE=1 (not in the default list)
 #   decode_profile  ours only, op by op with every GPU op waited for
 #                (TFM_PROFILE_OPS=sync): the trained model and the random base model
 #   attention    benchmarks/attention --decode_only: the decode kernel against the
@@ -71,6 +73,11 @@ model="$work"
 if run tests; then
   TFM_TEST_LOGS=/tmp/test_logs timeout 240 "$bundle/run_gpu_tests.sh"
   tar -C /tmp -czf "$out/test_logs.tar.gz" test_logs
+  # The products again with their algorithms timed and chosen
+  # (TFM_GEMM_AUTOTUNE=1): each must still match the CPU.
+  echo "== GEMM autotuning"
+  TFM_GEMM_AUTOTUNE=1 TFM_TESTS='ops/linear/linear_test|ops/matmul/matmul_test' \
+    timeout 60 "$bundle/run_gpu_tests.sh" --gtest_filter='*Cuda*'
 fi
 
 if run train; then
@@ -159,6 +166,20 @@ if run decode_bench; then
     --input="$data/test_2016_flickr.en.gz" --reference="$data/test_2016_flickr.de.gz" \
     --batch_sizes=64,256,1000 --lines_at_batch_1=40 --random_base --random_sentences=1000 \
     --random_batch_sizes=256,1000 --threads=16 --peer_python=python3
+fi
+
+if run autotune; then
+  # Our side with its GEMM algorithms timed and chosen (TFM_GEMM_AUTOTUNE=1)
+  # against train_step's rows without: big in bf16, and the decode rows of
+  # the random base model in f32.
+  TFM_GEMM_AUTOTUNE=1 timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda \
+    --dtype=bf16 --presets=big_25k --steps=5 --threads=16 --torch_compile=false \
+    --peer_python=python3
+  TFM_GEMM_AUTOTUNE=1 timeout 150 "$bundle/run_bundle.sh" benchmarks/decode --device=cuda \
+    --model="$model" --input="$data/test_2016_flickr.en.gz" \
+    --reference="$data/test_2016_flickr.de.gz" --max_lines=100 --batch_sizes=100 \
+    --lines_at_batch_1=8 --random_base --random_sentences=1000 --random_batch_sizes=256,1000 \
+    --random_lines_at_batch_1=4 --threads=16 --peers= --memory=false --ours_bf16=false
 fi
 
 if run decode_profile; then
