@@ -8,11 +8,38 @@
 
 namespace tfm {
 
+namespace {
+
+// The CUDA runtime's graph calls on one device.
+class CudaGraphBackend final : public StepGraphBackend {
+ public:
+  explicit CudaGraphBackend(int device) : device_(device) {}
+  absl::StatusOr<void*> CreateStream() override { return cuda::CreateStream(device_); }
+  void DestroyStream(void* stream) override { cuda::DestroyStream(device_, stream); }
+  absl::Status BeginCapture(void* stream) override { return cuda::BeginCapture(stream); }
+  absl::StatusOr<void*> EndCapture(void* stream, bool failed) override {
+    return cuda::EndCapture(stream, failed);
+  }
+  absl::Status Launch(void* graph, void* stream) override {
+    return cuda::LaunchGraph(graph, stream);
+  }
+  void DestroyGraph(void* graph) override { cuda::DestroyGraph(graph); }
+
+ private:
+  int device_;
+};
+
+}  // namespace
+
 class CapturedStep {
  public:
-  CapturedStep(void* exec, std::vector<int64_t> fingerprint, std::vector<Tensor> outputs)
-      : exec_(exec), fingerprint_(std::move(fingerprint)), outputs_(std::move(outputs)) {}
-  ~CapturedStep() { cuda::DestroyGraph(exec_); }
+  CapturedStep(StepGraphBackend* backend, void* exec, std::vector<int64_t> fingerprint,
+               std::vector<Tensor> outputs)
+      : backend_(backend),
+        exec_(exec),
+        fingerprint_(std::move(fingerprint)),
+        outputs_(std::move(outputs)) {}
+  ~CapturedStep() { backend_->DestroyGraph(exec_); }
   CapturedStep(const CapturedStep&) = delete;
   CapturedStep& operator=(const CapturedStep&) = delete;
 
@@ -22,16 +49,21 @@ class CapturedStep {
   bool retired = false;  // Guarded by the runner's mutex.
 
  private:
+  StepGraphBackend* backend_;  // The runner's, which outlives its graphs.
   void* exec_;
   std::vector<int64_t> fingerprint_;
   std::vector<Tensor> outputs_;
 };
 
-StepGraphRunner::StepGraphRunner(Device device) : device_(device) {}
+StepGraphRunner::StepGraphRunner(Device device)
+    : backend_(device.is_cuda() ? std::make_unique<CudaGraphBackend>(device.index) : nullptr) {}
+
+StepGraphRunner::StepGraphRunner(std::unique_ptr<StepGraphBackend> backend)
+    : backend_(std::move(backend)) {}
 
 StepGraphRunner::~StepGraphRunner() {
   const absl::MutexLock lock(&mu_);
-  cuda::DestroyStream(device_.index, stream_);
+  if (backend_ != nullptr && stream_ != nullptr) backend_->DestroyStream(stream_);
 }
 
 StepGraphStats StepGraphRunner::stats() const {
@@ -42,7 +74,7 @@ StepGraphStats StepGraphRunner::stats() const {
 absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Run(StepGraphSlot& slot,
                                                          const std::vector<int64_t>& fingerprint,
                                                          const Step& step) {
-  if (!device_.is_cuda()) {
+  if (backend_ == nullptr) {
     // Not under the lock: the CPU may search batches side by side.
     {
       const absl::MutexLock lock(&mu_);
@@ -59,7 +91,7 @@ absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Run(StepGraphSlot& slot,
     slot.graph.reset();
   }
   if (slot.graph != nullptr) {
-    const absl::Status launched = cuda::LaunchGraph(slot.graph->exec(), stream_);
+    const absl::Status launched = backend_->Launch(slot.graph->exec(), stream_);
     if (!launched.ok()) return launched;
     ++stats_.replays;
     return slot.graph->outputs();
@@ -74,7 +106,7 @@ absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Run(StepGraphSlot& slot,
 absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Capture(
     StepGraphSlot& slot, const std::vector<int64_t>& fingerprint, const Step& step) {
   if (stream_ == nullptr) {
-    absl::StatusOr<void*> stream = cuda::CreateStream(device_.index);
+    absl::StatusOr<void*> stream = backend_->CreateStream();
     if (!stream.ok()) return stream.status();
     stream_ = *stream;
   }
@@ -84,10 +116,10 @@ absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Capture(
   absl::StatusOr<void*> exec;
   {
     const ScopedStream on_stream(stream_);
-    const absl::Status began = cuda::BeginCapture(stream_);
+    const absl::Status began = backend_->BeginCapture(stream_);
     if (!began.ok()) return began;
     outputs = step();
-    exec = cuda::EndCapture(stream_, /*failed=*/!outputs.ok());
+    exec = backend_->EndCapture(stream_, /*failed=*/!outputs.ok());
   }
   if (!exec.ok()) {
     stats_.broken = true;
@@ -97,12 +129,12 @@ absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Capture(
     ++stats_.eager_steps;
     return step();
   }
-  auto captured = std::make_shared<CapturedStep>(*exec, fingerprint, *outputs);
+  auto captured = std::make_shared<CapturedStep>(backend_.get(), *exec, fingerprint, *outputs);
   live_ = captured;
   slot.graph = captured;
   ++stats_.captures;
   // Capturing ran nothing: the graph's first launch runs this step.
-  const absl::Status launched = cuda::LaunchGraph(captured->exec(), stream_);
+  const absl::Status launched = backend_->Launch(captured->exec(), stream_);
   if (!launched.ok()) return launched;
   return captured->outputs();
 }

@@ -50,10 +50,28 @@ struct StepGraphStats {
   bool broken = false;  // A capture failed: every step runs eagerly.
 };
 
+// What the runner asks of CUDA (core/cuda/runtime.h's graph calls); tests
+// give a stand-in that runs a capture's step and counts launches, to check
+// the runner's choices on a CPU.
+class StepGraphBackend {
+ public:
+  virtual ~StepGraphBackend() = default;
+  virtual absl::StatusOr<void*> CreateStream() = 0;
+  virtual void DestroyStream(void* stream) = 0;
+  virtual absl::Status BeginCapture(void* stream) = 0;
+  // The instantiated graph, or an error (the capture failed, or `failed`).
+  virtual absl::StatusOr<void*> EndCapture(void* stream, bool failed) = 0;
+  virtual absl::Status Launch(void* graph, void* stream) = 0;
+  virtual void DestroyGraph(void* graph) = 0;
+};
+
 // One per model and device.
 class StepGraphRunner {
  public:
+  // On a CUDA device, graphs through CUDA; elsewhere every step eagerly.
   explicit StepGraphRunner(Device device);
+  // Graphs through `backend` whatever the device (tests).
+  explicit StepGraphRunner(std::unique_ptr<StepGraphBackend> backend);
   ~StepGraphRunner();
   StepGraphRunner(const StepGraphRunner&) = delete;
   StepGraphRunner& operator=(const StepGraphRunner&) = delete;
@@ -75,7 +93,8 @@ class StepGraphRunner {
                                               const Step& step)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const Device device_;
+  // Null: no graphs (every step runs eagerly, outside the lock).
+  const std::unique_ptr<StepGraphBackend> backend_;
   mutable absl::Mutex mu_;
   void* stream_ ABSL_GUARDED_BY(mu_) = nullptr;  // Made at the first capture.
   // The graph last captured: a new capture may reuse its temporaries'
