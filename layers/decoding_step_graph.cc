@@ -33,9 +33,9 @@ class CudaGraphBackend final : public StepGraphBackend {
 
 class CapturedStep {
  public:
-  CapturedStep(StepGraphBackend* backend, void* exec, std::vector<int64_t> fingerprint,
-               std::vector<Tensor> outputs)
-      : backend_(backend),
+  CapturedStep(std::shared_ptr<StepGraphBackend> backend, void* exec,
+               std::vector<int64_t> fingerprint, std::vector<Tensor> outputs)
+      : backend_(std::move(backend)),
         exec_(exec),
         fingerprint_(std::move(fingerprint)),
         outputs_(std::move(outputs)) {}
@@ -49,14 +49,15 @@ class CapturedStep {
   bool retired = false;  // Guarded by the runner's mutex.
 
  private:
-  StepGraphBackend* backend_;  // The runner's, which outlives its graphs.
+  // The runner's, shared: a state may keep its graph past the runner.
+  std::shared_ptr<StepGraphBackend> backend_;
   void* exec_;
   std::vector<int64_t> fingerprint_;
   std::vector<Tensor> outputs_;
 };
 
 StepGraphRunner::StepGraphRunner(Device device)
-    : backend_(device.is_cuda() ? std::make_unique<CudaGraphBackend>(device.index) : nullptr) {}
+    : backend_(device.is_cuda() ? std::make_shared<CudaGraphBackend>(device.index) : nullptr) {}
 
 StepGraphRunner::StepGraphRunner(std::unique_ptr<StepGraphBackend> backend)
     : backend_(std::move(backend)) {}
@@ -129,7 +130,7 @@ absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Capture(
     ++stats_.eager_steps;
     return step();
   }
-  auto captured = std::make_shared<CapturedStep>(backend_.get(), *exec, fingerprint, *outputs);
+  auto captured = std::make_shared<CapturedStep>(backend_, *exec, fingerprint, *outputs);
   live_ = captured;
   slot.graph = captured;
   ++stats_.captures;

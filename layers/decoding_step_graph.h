@@ -93,8 +93,9 @@ class StepGraphRunner {
                                               const Step& step)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Null: no graphs (every step runs eagerly, outside the lock).
-  const std::unique_ptr<StepGraphBackend> backend_;
+  // Null: no graphs (every step runs eagerly, outside the lock). Shared
+  // with the captured graphs, which states may keep past the runner.
+  const std::shared_ptr<StepGraphBackend> backend_;
   mutable absl::Mutex mu_;
   void* stream_ ABSL_GUARDED_BY(mu_) = nullptr;  // Made at the first capture.
   // The graph last captured: a new capture may reuse its temporaries'
