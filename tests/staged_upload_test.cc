@@ -70,6 +70,11 @@ TEST(StagedUploadTest, ManyCopiesBehindGpuWorkLandIntact) {
     EXPECT_EQ(OnHost(uploaded[i]), expected[i]) << "copy " << i;
   }
   const cuda::StagingStats after = cuda::GetStagingStats();
+  if (after.pinning_refused) {
+    // Copied as plain copies: intact all the same (checked above).
+    std::printf("staging: this machine refuses pinned memory; copies waited\n");
+    return;
+  }
   EXPECT_EQ(after.staged_copies - before.staged_copies, kCopies);
   EXPECT_GE(after.slots, 1);
   EXPECT_LE(after.slots, 8);

@@ -59,6 +59,8 @@ struct StagingStats {
   int slots = 0;
   int64_t staged_copies = 0;
   int64_t waits_for_slot = 0;
+  // The machine would not pin memory: copies wait as Memcpy does.
+  bool pinning_refused = false;
 };
 StagingStats GetStagingStats();
 absl::Status Synchronize(int device);

@@ -25,22 +25,23 @@ absl::Status ToStatus(cudaError_t error, const char* what) {
 // A slot is written again only after the event recorded behind its last copy
 // has passed; with several slots that has almost always happened, so the
 // host does not wait.
+//
+// A machine that will not pin memory (cudaHostAlloc fails: a sandbox, a
+// locked-memory limit) gets no staging: Copy and Read return false, and the
+// caller copies as Memcpy does.
 class Staging {
  public:
-  absl::Status Copy(void* dst, const void* src, size_t bytes) {
+  // False: no staging here (nothing was copied).
+  absl::StatusOr<bool> Copy(void* dst, const void* src, size_t bytes) {
     const std::lock_guard<std::mutex> lock(mu_);
+    if (unavailable_) return false;
     Slot& slot = slots_[next_];
-    next_ = (next_ + 1) % kSlots;
     if (slot.host == nullptr) {
-      absl::Status status = ToStatus(cudaHostAlloc(&slot.host, kStagingSlotBytes,
-                                                   cudaHostAllocDefault),
-                                     "cudaHostAlloc (staging)");
-      if (status.ok()) {
-        status = ToStatus(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming),
-                          "cudaEventCreate (staging)");
-      }
+      if (!Pin(&slot.host)) return false;
+      absl::Status status = ToStatus(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming),
+                                     "cudaEventCreate (staging)");
       if (!status.ok()) {
-        if (slot.host != nullptr) cudaFreeHost(slot.host);
+        cudaFreeHost(slot.host);
         slot.host = nullptr;
         return status;
       }
@@ -50,6 +51,7 @@ class Staging {
       absl::Status status = ToStatus(cudaEventSynchronize(slot.done), "cudaEventSynchronize");
       if (!status.ok()) return status;
     }
+    next_ = (next_ + 1) % kSlots;
     std::memcpy(slot.host, src, bytes);
     absl::Status status = ToStatus(
         cudaMemcpyAsync(dst, slot.host, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy),
@@ -59,22 +61,16 @@ class Staging {
     }
     slot.pending = status.ok();
     ++stats_.staged_copies;
-    return status;
+    if (!status.ok()) return status;
+    return true;
   }
 
   // The reads of CopyDeviceToHostTogether, through a pinned block of their
   // own (a slot's ring is for uploads, whose copies stay queued).
-  absl::Status Read(const DeviceToHostCopy* copies, size_t count) {
+  absl::StatusOr<bool> Read(const DeviceToHostCopy* copies, size_t count) {
     const std::lock_guard<std::mutex> lock(mu_);
-    if (read_buffer_ == nullptr) {
-      absl::Status status = ToStatus(cudaHostAlloc(&read_buffer_, kStagingSlotBytes,
-                                                   cudaHostAllocDefault),
-                                     "cudaHostAlloc (reads)");
-      if (!status.ok()) {
-        read_buffer_ = nullptr;
-        return status;
-      }
-    }
+    if (unavailable_) return false;
+    if (read_buffer_ == nullptr && !Pin(&read_buffer_)) return false;
     char* at = static_cast<char*>(read_buffer_);
     for (size_t i = 0; i < count; ++i) {
       absl::Status status =
@@ -92,12 +88,14 @@ class Staging {
       std::memcpy(copies[i].dst, at, copies[i].bytes);
       at += copies[i].bytes;
     }
-    return absl::OkStatus();
+    return true;
   }
 
   StagingStats stats() {
     const std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
+    StagingStats stats = stats_;
+    stats.pinning_refused = unavailable_;
+    return stats;
   }
 
  private:
@@ -110,9 +108,20 @@ class Staging {
     bool pending = false;  // An event was recorded behind a copy from it.
   };
 
+  // A pinned block of kStagingSlotBytes into *host; false (and no staging
+  // from now on) where the machine refuses.
+  bool Pin(void** host) {
+    if (cudaHostAlloc(host, kStagingSlotBytes, cudaHostAllocDefault) == cudaSuccess) return true;
+    cudaGetLastError();  // Not sticky: the device is fine.
+    *host = nullptr;
+    unavailable_ = true;
+    return false;
+  }
+
   std::mutex mu_;
   Slot slots_[kSlots];
   void* read_buffer_ = nullptr;  // kStagingSlotBytes, pinned.
+  bool unavailable_ = false;
   int next_ = 0;
   StagingStats stats_;
 };
@@ -183,7 +192,10 @@ absl::Status CopyHostToDeviceInStreamOrder(int device, void* dst, const void* sr
     return Memcpy(dst, src, bytes, CopyKind::kHostToDevice);
   }
   if (bytes == 0) return absl::OkStatus();
-  return staging->Copy(dst, src, bytes);
+  absl::StatusOr<bool> staged = staging->Copy(dst, src, bytes);
+  if (!staged.ok()) return staged.status();
+  if (*staged) return absl::OkStatus();
+  return Memcpy(dst, src, bytes, CopyKind::kHostToDevice);
 }
 
 absl::Status CopyDeviceToHostTogether(int device, const DeviceToHostCopy* copies,
@@ -194,16 +206,18 @@ absl::Status CopyDeviceToHostTogether(int device, const DeviceToHostCopy* copies
   if (!status.ok()) return status;
   size_t total = 0;
   for (size_t i = 0; i < count; ++i) total += copies[i].bytes;
-  Staging* staging = StagingFor(device);
-  if (total > kStagingSlotBytes || staging == nullptr) {
-    for (size_t i = 0; i < count; ++i) {
-      status = Memcpy(copies[i].dst, copies[i].src, copies[i].bytes, CopyKind::kDeviceToHost);
-      if (!status.ok()) return status;
-    }
-    return absl::OkStatus();
-  }
   if (total == 0) return absl::OkStatus();
-  return staging->Read(copies, count);
+  Staging* staging = StagingFor(device);
+  if (total <= kStagingSlotBytes && staging != nullptr) {
+    absl::StatusOr<bool> read = staging->Read(copies, count);
+    if (!read.ok() || *read) return read.status();
+  }
+  // Too much for the block, or no pinned memory here: one wait per copy.
+  for (size_t i = 0; i < count; ++i) {
+    status = Memcpy(copies[i].dst, copies[i].src, copies[i].bytes, CopyKind::kDeviceToHost);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
 }
 
 StagingStats GetStagingStats() {
@@ -214,6 +228,7 @@ StagingStats GetStagingStats() {
     total.slots += one.slots;
     total.staged_copies += one.staged_copies;
     total.waits_for_slot += one.waits_for_slot;
+    total.pinning_refused |= one.pinning_refused;
   }
   return total;
 }
