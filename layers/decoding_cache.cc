@@ -117,13 +117,15 @@ absl::Status DecodingCache::BeginStep() {
   return Int32IntoBuffer(absl::MakeConstSpan(&position, 1), {1}, device_, position_tensor_);
 }
 
+void DecodingCache::AppendToFingerprint(const Tensor& tensor, std::vector<int64_t>& print) {
+  print.push_back(tensor.defined() ? reinterpret_cast<int64_t>(tensor.raw_data()) : 0);
+  print.push_back(tensor.defined() ? tensor.rank() : -1);
+  if (tensor.defined()) print.insert(print.end(), tensor.shape().begin(), tensor.shape().end());
+}
+
 std::vector<int64_t> DecodingCache::LayoutFingerprint() const {
   std::vector<int64_t> print = {sentences_, rows_per_sentence_, capacity_};
-  const auto add = [&print](const Tensor& tensor) {
-    print.push_back(tensor.defined() ? reinterpret_cast<int64_t>(tensor.raw_data()) : 0);
-    print.push_back(tensor.defined() ? tensor.rank() : -1);
-    if (tensor.defined()) print.insert(print.end(), tensor.shape().begin(), tensor.shape().end());
-  };
+  const auto add = [&print](const Tensor& tensor) { AppendToFingerprint(tensor, print); };
   // The maps' orders are fixed while their keys are: sorted by owner, to be
   // sure.
   const absl::node_hash_map<const void*, Entry>* maps[] = {&entries_, shared_.get()};

@@ -114,6 +114,9 @@ class DecodingCache {
   // position's), in a fixed order: equal fingerprints mean a step captured
   // at one may replay at the other.
   std::vector<int64_t> LayoutFingerprint() const;
+  // One tensor's part of a fingerprint (its address, rank and shape; 0 and
+  // -1 when undefined), for the tensors a step uses beside the cache's.
+  static void AppendToFingerprint(const Tensor& tensor, std::vector<int64_t>& print);
 
   // Keeps rows `rows` in that order (new row i is old row rows[i]), which
   // come in groups of `rows_per_sentence` (the new rows_per_sentence(); a

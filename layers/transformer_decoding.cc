@@ -100,12 +100,6 @@ absl::Status CheckStepTokens(absl::Span<const int> last_tokens, int64_t rows,
   return absl::OkStatus();
 }
 
-// A tensor's device address and shape, for a step graph's fingerprint.
-void AddToFingerprint(const Tensor& tensor, std::vector<int64_t>& print) {
-  print.push_back(tensor.defined() ? reinterpret_cast<int64_t>(tensor.raw_data()) : 0);
-  if (tensor.defined()) print.insert(print.end(), tensor.shape().begin(), tensor.shape().end());
-}
-
 }  // namespace
 
 void Transformer::SetCudaGraphs(bool on) {
@@ -306,12 +300,11 @@ absl::StatusOr<std::vector<Tensor>> Transformer::GraphedStepTopK(DecoderState& b
   // Before the step, in stream order: the position, key lengths and tokens
   // into the buffers the step reads.
   TFM_RETURN_IF_ERROR(state->cache.BeginStep());
-  std::vector<int32_t> tokens(last_tokens.begin(), last_tokens.end());
-  TFM_RETURN_IF_ERROR(Int32IntoBuffer(tokens, {rows, 1}, device_, state->step_ids));
+  TFM_RETURN_IF_ERROR(Int32IntoBuffer(last_tokens, {rows, 1}, device_, state->step_ids));
   std::vector<int64_t> fingerprint = state->cache.LayoutFingerprint();
   for (const Tensor* tensor :
        {&state->step_ids, &state->memory, &state->memory_lengths, &state->candidate_table}) {
-    AddToFingerprint(*tensor, fingerprint);
+    DecodingCache::AppendToFingerprint(*tensor, fingerprint);
   }
   fingerprint.push_back(count);
   fingerprint.push_back(forbidden_column);

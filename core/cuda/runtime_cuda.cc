@@ -126,6 +126,14 @@ class Staging {
   StagingStats stats_;
 };
 
+// Makes `device` current: the staged copies follow its own default stream.
+absl::Status UseDevice(int device) {
+  int current = 0;
+  absl::Status status = ToStatus(cudaGetDevice(&current), "cudaGetDevice");
+  if (status.ok() && current != device) status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
+  return status;
+}
+
 constexpr int kMaxStagingDevices = 64;
 
 // Never destroyed: pinned memory freed after the CUDA context has gone at
@@ -182,27 +190,21 @@ absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
 
 absl::Status CopyHostToDeviceInStreamOrder(int device, void* dst, const void* src,
                                            size_t bytes) {
-  // The stream order is that of the device's own default stream.
-  int current = 0;
-  absl::Status status = ToStatus(cudaGetDevice(&current), "cudaGetDevice");
-  if (status.ok() && current != device) status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
+  absl::Status status = UseDevice(device);
   if (!status.ok()) return status;
-  Staging* staging = StagingFor(device);
-  if (bytes > kStagingSlotBytes || staging == nullptr) {
-    return Memcpy(dst, src, bytes, CopyKind::kHostToDevice);
-  }
   if (bytes == 0) return absl::OkStatus();
-  absl::StatusOr<bool> staged = staging->Copy(dst, src, bytes);
-  if (!staged.ok()) return staged.status();
-  if (*staged) return absl::OkStatus();
+  Staging* staging = StagingFor(device);
+  if (bytes <= kStagingSlotBytes && staging != nullptr) {
+    absl::StatusOr<bool> staged = staging->Copy(dst, src, bytes);
+    if (!staged.ok() || *staged) return staged.status();
+  }
+  // Too large for a slot, or no pinned memory here: a copy that waits.
   return Memcpy(dst, src, bytes, CopyKind::kHostToDevice);
 }
 
 absl::Status CopyDeviceToHostTogether(int device, const DeviceToHostCopy* copies,
                                       size_t count) {
-  int current = 0;
-  absl::Status status = ToStatus(cudaGetDevice(&current), "cudaGetDevice");
-  if (status.ok() && current != device) status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
+  absl::Status status = UseDevice(device);
   if (!status.ok()) return status;
   size_t total = 0;
   for (size_t i = 0; i < count; ++i) total += copies[i].bytes;
