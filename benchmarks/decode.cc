@@ -1272,15 +1272,14 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
                                                 "exactly %d tokens (%d outputs do not)",
                                                 steps, wrong));
   // Graph replays compute what eager steps do: every output the same.
-  int graphs_differ = 0, graphs_lines = 0;
+  size_t graphs_differ = 0, graphs_lines = 0;
   for (const Row& row : rows) {
     if (row.side != "ours_graphs") continue;
     for (const Row& ours : rows) {
       if (ours.side != "ours" || ours.batch_size != row.batch_size) continue;
-      for (size_t i = 0; i < row.outputs.size() && i < ours.outputs.size(); ++i) {
-        graphs_differ += row.outputs[i] != ours.outputs[i];
-        ++graphs_lines;
-      }
+      TFM_ASSIGN_OR_RETURN(const std::vector<size_t> differ, DifferingLines(row, ours));
+      graphs_differ += differ.size();
+      graphs_lines += ours.outputs.size();
     }
   }
   if (graphs_lines > 0) {
