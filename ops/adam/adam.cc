@@ -50,6 +50,10 @@ absl::Status ValidateMultiTensorAdam(const KernelContext& context) {
   if (sum.dtype() != DType::kF32 || sum.rank() != 0) {
     return context.Error("grad_sum_of_squares must be an f32 scalar");
   }
+  const Tensor& guard = context.input(context.layout().input(5));
+  if (guard.dtype() != DType::kF32 || guard.rank() != 0) {
+    return context.Error("skip_guard must be an f32 scalar");
+  }
   TFM_ASSIGN_OR_RETURN(double max_norm, context.attrs().Get<double>("max_norm"));
   if (!(max_norm >= 0) || !std::isfinite(max_norm)) {
     return context.Error(absl::StrCat("max_norm ", max_norm, " must be finite and >= 0"));
@@ -73,11 +77,12 @@ TFM_REGISTER_OP(OpDef{
 // uploads) per update.
 TFM_REGISTER_OP(OpDef{
     .name = "multi_tensor_adam",
-    .inputs = {"param", "grad", "m", "v", "grad_sum_of_squares"},
+    .inputs = {"param", "grad", "m", "v", "grad_sum_of_squares", "skip_guard"},
     .outputs = {"param", "m", "v"},
     .attrs = {"lr", "beta1", "beta2", "eps", "step", "max_norm"},
     .doc = "adam over a list of (param, grad, m, v), the gradients clipped to a global norm of "
-           "max_norm (0: none) by a factor read from grad_sum_of_squares on the device, in place",
+           "max_norm (0: none) by a factor read from grad_sum_of_squares on the device, in "
+           "place; skipped on the device when grad_sum_of_squares or skip_guard is not finite",
     .validate = ValidateMultiTensorAdam,
     .kernel_dtype_inputs = {0, 1, 2, 3},
     .in_place = {{0, 0}, {1, 2}, {2, 3}},
@@ -104,13 +109,14 @@ absl::Status AdamUpdate(const Tensor& param, const Tensor& grad, const Tensor& m
 
 absl::Status MultiTensorAdamUpdate(absl::Span<const AdamTensors> tensors,
                                    const Tensor& grad_sum_of_squares, double max_norm,
-                                   const AdamOptions& options) {
+                                   const AdamOptions& options, const Tensor* skip_guard) {
   std::vector<Tensor> inputs;
-  inputs.reserve(4 * tensors.size() + 1);
+  inputs.reserve(4 * tensors.size() + 2);
   for (const AdamTensors& t : tensors) {
     inputs.insert(inputs.end(), {t.param, t.grad, t.m, t.v});
   }
   inputs.push_back(grad_sum_of_squares);
+  inputs.push_back(skip_guard != nullptr ? *skip_guard : grad_sum_of_squares);
   Attrs attrs = AdamAttrs(options);
   attrs.Set("max_norm", max_norm);
   return RunOp("multi_tensor_adam", inputs, attrs).status();

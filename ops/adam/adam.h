@@ -44,9 +44,17 @@ struct AdamTensors {
 // grad_norm.h), so no value comes back to the host. Equal bits to
 // ClipGradNorm then AdamUpdate per tensor; the gradients are left as they
 // were (the clipping happens as they are read).
+//
+// When grad_sum_of_squares or `skip_guard` (an f32 scalar on the same
+// device; the trainer passes the update's loss) is not finite, the whole
+// update is skipped on the device: no parameter or moment changes. So a
+// trainer can leave a non-finite update unapplied without reading its norm
+// back first (as PyTorch's fused Adam takes GradScaler's found_inf). Without
+// a guard, the sum of squares guards itself.
 absl::Status MultiTensorAdamUpdate(absl::Span<const AdamTensors> tensors,
                                    const Tensor& grad_sum_of_squares, double max_norm,
-                                   const AdamOptions& options);
+                                   const AdamOptions& options,
+                                   const Tensor* skip_guard = nullptr);
 
 }  // namespace tfm
 

@@ -51,6 +51,10 @@ void AdamSpan(const AdamStep& c, float grad_scale, const AdamEntry& t, int64_t b
 absl::Status AdamCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const AdamStep c, ReadAdamStep(context));
   TFM_ASSIGN_OR_RETURN(const AdamCall call, ReadAdamCall(context));
+  if (SkipsUpdate(call.grad_sum_of_squares, call.skip_guard)) {
+    HandBackAdamState(context);
+    return absl::OkStatus();
+  }
   const float grad_scale = call.grad_sum_of_squares == nullptr
                                ? 1.0f
                                : ClipFactor(*call.grad_sum_of_squares, call.max_norm);

@@ -19,8 +19,11 @@ constexpr int64_t kMaxBlocks = 1 << 16;
 
 __global__ void __launch_bounds__(kThreads)
     AdamKernel(const AdamCudaTensor* __restrict__ tensors, int num_tensors, int64_t total_chunks,
-               const AdamStep c, const float* __restrict__ grad_sum_of_squares, double max_norm) {
-  // Read on the device: the host never waits for the norm.
+               const AdamStep c, const float* __restrict__ grad_sum_of_squares,
+               const float* __restrict__ skip_guard, double max_norm) {
+  // Read on the device: the host never waits for the norm. Every thread
+  // reads the same two scalars, so a skipped update writes nothing.
+  if (SkipsUpdate(grad_sum_of_squares, skip_guard)) return;
   const float grad_scale =
       grad_sum_of_squares == nullptr ? 1.0f : ClipFactor(*grad_sum_of_squares, max_norm);
   for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
@@ -45,8 +48,8 @@ __global__ void __launch_bounds__(kThreads)
 
 const char* LaunchAdamFromHost(AdamCudaTensor* tensors, int num_tensors,
                                AdamCudaTensor* device_list, const AdamStep& step,
-                               const float* grad_sum_of_squares, double max_norm,
-                               StreamHandle stream) {
+                               const float* grad_sum_of_squares, const float* skip_guard,
+                               double max_norm, StreamHandle stream) {
   const int64_t chunks = cuda_multi_tensor::AssignFirstChunks(tensors, num_tensors, kChunk);
   if (chunks == 0) return nullptr;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -55,7 +58,7 @@ const char* LaunchAdamFromHost(AdamCudaTensor* tensors, int num_tensors,
   }
   const int blocks = static_cast<int>(chunks < kMaxBlocks ? chunks : kMaxBlocks);
   AdamKernel<<<blocks, kThreads, 0, s>>>(device_list, num_tensors, chunks, step,
-                                         grad_sum_of_squares, max_norm);
+                                         grad_sum_of_squares, skip_guard, max_norm);
   return LastError();
 }
 

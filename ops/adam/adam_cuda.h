@@ -27,11 +27,12 @@ struct AdamCudaTensor {
 // `device_list` (num_tensors entries of device memory) on `stream`, and
 // updates every tensor as AdamCpu does, each gradient multiplied as it is
 // read by ClipFactor(*grad_sum_of_squares, max_norm) (a device scalar, or
-// nullptr for no clipping).
+// nullptr for no clipping); nothing changes when SkipsUpdate(
+// grad_sum_of_squares, skip_guard) (device scalars or nullptr).
 const char* LaunchAdamFromHost(AdamCudaTensor* tensors, int num_tensors,
                                AdamCudaTensor* device_list, const AdamStep& step,
-                               const float* grad_sum_of_squares, double max_norm,
-                               StreamHandle stream);
+                               const float* grad_sum_of_squares, const float* skip_guard,
+                               double max_norm, StreamHandle stream);
 
 }  // namespace tfm
 

@@ -32,7 +32,8 @@ absl::Status AdamCuda(KernelContext& context) {
   TFM_RETURN_IF_ERROR(CudaLaunchStatus(
       context, LaunchAdamFromHost(tensors.data(), static_cast<int>(tensors.size()),
                                   reinterpret_cast<AdamCudaTensor*>(list.data<int64_t>()), step,
-                                  call.grad_sum_of_squares, call.max_norm, context.stream())));
+                                  call.grad_sum_of_squares, call.skip_guard, call.max_norm,
+                                  context.stream())));
   HandBackAdamState(context);
   return absl::OkStatus();
 }

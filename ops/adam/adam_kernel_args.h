@@ -52,6 +52,16 @@ TFM_HOST_DEVICE inline float ClipFactor(float sum_of_squares, double max_norm) {
   return coefficient < 1.0 ? static_cast<float>(coefficient) : 1.0f;
 }
 
+// multi_tensor_adam leaves everything as it was when its gradients' sum of
+// squares or its guard (the trainer's loss) is not finite: a non-finite
+// update skipped on the device, with no read by the host. Either pointer
+// may be nullptr (adam, which has neither).
+TFM_HOST_DEVICE inline bool SkipsUpdate(const float* sum_of_squares, const float* guard) {
+  // x - x is NaN exactly when x is infinite or NaN.
+  return (sum_of_squares != nullptr && !(*sum_of_squares - *sum_of_squares == 0.0f)) ||
+         (guard != nullptr && !(*guard - *guard == 0.0f));
+}
+
 #undef TFM_HOST_DEVICE
 
 }  // namespace tfm
@@ -88,10 +98,12 @@ struct AdamEntry {
 // The tensors of a call of adam (one) or multi_tensor_adam (its list), and
 // the factor each gradient is multiplied by as it is read: multi_tensor_adam
 // reads its clip factor (ClipFactor) on the device, so a kernel gets a
-// pointer to the gradients' sum of squares (nullptr: a factor of 1).
+// pointer to the gradients' sum of squares (nullptr: a factor of 1), and
+// the guard that, with it, decides whether to skip (SkipsUpdate).
 struct AdamCall {
   std::vector<AdamEntry> entries;
   const float* grad_sum_of_squares = nullptr;
+  const float* skip_guard = nullptr;
   double max_norm = 0;
 };
 
@@ -111,6 +123,7 @@ inline absl::StatusOr<AdamCall> ReadAdamCall(const KernelContext& context) {
   }
   if (listed) {
     call.grad_sum_of_squares = context.input(layout.input(4)).data<float>();
+    call.skip_guard = context.input(layout.input(5)).data<float>();
     TFM_ASSIGN_OR_RETURN(call.max_norm, context.attrs().Get<double>("max_norm"));
   }
   return call;

@@ -221,6 +221,7 @@ TEST(AdamTest, MultiTensorHandsBackItsStateAndTakesAnEmptyList) {
     inputs.insert(inputs.end(), {t.param, t.grad, t.m, t.v});
   }
   inputs.push_back(sum);
+  inputs.push_back(sum);  // The guard.
   Attrs attrs = AdamAttrs({.step = 1});
   attrs.Set("max_norm", 1.0);
   absl::StatusOr<std::vector<Tensor>> out = RunOp("multi_tensor_adam", inputs, attrs);
@@ -232,6 +233,69 @@ TEST(AdamTest, MultiTensorHandsBackItsStateAndTakesAnEmptyList) {
     EXPECT_TRUE((*out)[3 * i + 2].SharesBufferWith(state.v[i]));
   }
   EXPECT_TRUE(MultiTensorAdamUpdate({}, sum, 1.0, {}).ok());
+}
+
+// A non-finite sum of squares or guard skips the whole update where it
+// runs; a finite pair applies it exactly as a call without a guard.
+void ExpectSkipsNonFiniteUpdates(const Device& device) {
+  const auto on_device = [&](const Tensor& t) {
+    return device.is_cuda() ? testing::OnCuda(t) : Copy(t);
+  };
+  const auto state_on_device = [&](const AdamState& state) {
+    AdamState copy;
+    for (size_t i = 0; i < state.param.size(); ++i) {
+      copy.param.push_back(on_device(state.param[i]));
+      copy.m.push_back(on_device(state.m[i]));
+      copy.v.push_back(on_device(state.v[i]));
+    }
+    return copy;
+  };
+  const auto on_host = [](const AdamState& state) {
+    AdamState host;
+    for (size_t i = 0; i < state.param.size(); ++i) {
+      host.param.push_back(testing::HostF32(state.param[i]));
+      host.m.push_back(testing::HostF32(state.m[i]));
+      host.v.push_back(testing::HostF32(state.v[i]));
+    }
+    return host;
+  };
+  const AdamState initial = RandomState(31);
+  std::vector<Tensor> grads;
+  for (const Tensor& g : RandomGrads(32, 1e-2f)) grads.push_back(on_device(g));
+  const Tensor sum = *GradSumOfSquares(grads);
+  const auto scalar = [&](float value) {
+    return on_device(*Tensor::FromVector<float>(std::vector<float>{value}, {}));
+  };
+  const AdamOptions options{.lr = 1e-3, .step = 2};
+  for (const float bad : {NAN, INFINITY, -INFINITY}) {
+    SCOPED_TRACE("bad value " + std::to_string(bad));
+    AdamState state = state_on_device(initial);
+    const Tensor finite = scalar(3.5f), non_finite = scalar(bad);
+    // The guard (the trainer's loss) is not finite.
+    ASSERT_TRUE(MultiTensorAdamUpdate(ListOf(state, grads), sum, 1.0, options, &non_finite).ok());
+    ExpectSameBits(on_host(state), initial);
+    // The sum of squares is not finite, clipped or not.
+    for (const double max_norm : {0.0, 1.0}) {
+      ASSERT_TRUE(
+          MultiTensorAdamUpdate(ListOf(state, grads), non_finite, max_norm, options, &finite)
+              .ok());
+      ASSERT_TRUE(MultiTensorAdamUpdate(ListOf(state, grads), non_finite, max_norm, options).ok());
+      ExpectSameBits(on_host(state), initial);
+    }
+    // Finite: applied, with the bits of a call without a guard.
+    AdamState unguarded = state_on_device(initial);
+    ASSERT_TRUE(MultiTensorAdamUpdate(ListOf(state, grads), sum, 1.0, options, &finite).ok());
+    ASSERT_TRUE(MultiTensorAdamUpdate(ListOf(unguarded, grads), sum, 1.0, options).ok());
+    ExpectSameBits(on_host(state), on_host(unguarded));
+    EXPECT_FALSE(SameBits(testing::HostF32(state.param[0]), initial.param[0]));
+  }
+}
+
+TEST(AdamTest, MultiTensorSkipsANonFiniteUpdate) { ExpectSkipsNonFiniteUpdates(Device::Cpu()); }
+
+TEST(AdamTest, MultiTensorSkipsANonFiniteUpdateOnCuda) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectSkipsNonFiniteUpdates(Device::Cuda(0));
 }
 
 TEST(AdamTest, MultiTensorErrorsNameTheEntry) {
@@ -252,15 +316,18 @@ TEST(AdamTest, MultiTensorErrorsNameTheEntry) {
   EXPECT_NE(message(MultiTensorAdamUpdate({{a, a, a, a}}, a, 1.0, {}))
                 .find("grad_sum_of_squares must be an f32 scalar"),
             std::string::npos);
+  EXPECT_NE(message(MultiTensorAdamUpdate({{a, a, a, a}}, sum, 1.0, {}, &a))
+                .find("skip_guard must be an f32 scalar"),
+            std::string::npos);
   EXPECT_NE(message(MultiTensorAdamUpdate({{a, a, a, a}}, sum, -1.0, {}))
                 .find("max_norm -1 must be finite and >= 0"),
             std::string::npos);
   EXPECT_NE(message(MultiTensorAdamUpdate({{a, a, a, a}}, sum, 1.0, {.step = 0}))
                 .find("step 0 must be >= 1"),
             std::string::npos);
-  EXPECT_NE(message(RunOp("multi_tensor_adam", {a, a, a, a, a, sum}, AdamAttrs({})).status())
+  EXPECT_NE(message(RunOp("multi_tensor_adam", {a, a, a, a, a, sum, sum}, AdamAttrs({})).status())
                 .find("expected 4 inputs per list entry (param, grad, m, v) followed by "
-                      "grad_sum_of_squares; got 6 inputs"),
+                      "grad_sum_of_squares, skip_guard; got 7 inputs"),
             std::string::npos);
 }
 
