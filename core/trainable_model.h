@@ -14,6 +14,7 @@
 #include "core/data/batch.h"
 #include "core/dtype.h"
 #include "core/layer_registry.h"
+#include "core/tensor.h"
 
 namespace tfm {
 
@@ -31,6 +32,16 @@ struct LossStats {
     target_tokens += other.target_tokens;
     return *this;
   }
+};
+
+// One batch's sums left where the model computed them, so that a trainer
+// reads them back only when it logs them: a GPU's queue need not drain
+// once a batch for two numbers. The token counts are known on the host.
+struct DeviceLossStats {
+  Tensor loss;  // f32 scalar on the model's device: the objective, summed.
+  Tensor nll;   // f32 scalar on the model's device.
+  int64_t source_tokens = 0;
+  int64_t target_tokens = 0;
 };
 
 // Where a forward pass draws its randomness: dropout masks are a pure
@@ -54,6 +65,11 @@ class TrainableModel {
   // Parameter::grad (the trainer zeroes them once per update).
   virtual absl::StatusOr<LossStats> ForwardBackward(const Batch& batch,
                                                     const StepContext& context) = 0;
+  // The same with the sums left on the model's device. A model that
+  // computes its sums on the host keeps this default, which gives them as
+  // host scalars (rounded to f32).
+  virtual absl::StatusOr<DeviceLossStats> ForwardBackwardOnDevice(const Batch& batch,
+                                                                  const StepContext& context);
   // The loss without gradients, dropout off.
   virtual absl::StatusOr<LossStats> Evaluate(const Batch& batch) = 0;
   // The dtype the passes compute in (train.dtype): f32, or a lower precision

@@ -241,6 +241,14 @@ absl::StatusOr<Transformer::ForwardResult> Transformer::Forward(ForwardContext& 
 
 absl::StatusOr<LossStats> Transformer::ForwardBackward(const Batch& batch,
                                                        const StepContext& step) {
+  TFM_ASSIGN_OR_RETURN(const DeviceLossStats sums, ForwardBackwardOnDevice(batch, step));
+  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> host, CopyAllToHost({sums.loss, sums.nll}));
+  return LossStats{host[0].data<float>()[0], host[1].data<float>()[0], sums.source_tokens,
+                   sums.target_tokens};
+}
+
+absl::StatusOr<DeviceLossStats> Transformer::ForwardBackwardOnDevice(const Batch& batch,
+                                                                     const StepContext& step) {
   Generator rng(step.seed, step.counter);
   ForwardContext context{step.training, &rng};
   TFM_ASSIGN_OR_RETURN(ForwardResult forward, Forward(context, batch));
@@ -276,7 +284,10 @@ absl::StatusOr<LossStats> Transformer::ForwardBackward(const Batch& batch,
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> source_grads,
                        source_embedding_->Backward({encoder_grads[0]}));
   TFM_RETURN_IF_ERROR(AccumulateGrad(source_table_, source_grads[0]));
-  return ReadStats(forward.loss, forward.nll, forward.count, forward.source_tokens);
+  // The count of real targets is the batch's, known here (ToTensors built
+  // the targets from it).
+  return DeviceLossStats{forward.loss, forward.nll, forward.source_tokens,
+                         batch.target_tokens()};
 }
 
 absl::StatusOr<LossStats> Transformer::Evaluate(const Batch& batch) {

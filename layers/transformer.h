@@ -68,6 +68,10 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // Loss of `batch` and its gradient added into Parameter::grad.
   absl::StatusOr<LossStats> ForwardBackward(const Batch& batch,
                                             const StepContext& context) override;
+  // The same, the sums left on the model's device (the trainer reads them
+  // when it logs).
+  absl::StatusOr<DeviceLossStats> ForwardBackwardOnDevice(const Batch& batch,
+                                                          const StepContext& context) override;
   // Loss only (validation), with dropout off and no gradient.
   absl::StatusOr<LossStats> Evaluate(const Batch& batch) override;
   // f32 (the default) or, where the device has the kernels

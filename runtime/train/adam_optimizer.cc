@@ -33,7 +33,8 @@ absl::StatusOr<AdamOptimizer> AdamOptimizer::Create(std::vector<Parameter*> para
 }
 
 absl::Status AdamOptimizer::Step(int64_t update, double lr_factor,
-                                 const Tensor& grad_sum_of_squares, double max_norm) {
+                                 const Tensor& grad_sum_of_squares, double max_norm,
+                                 const Tensor* skip_guard) {
   AdamOptions options;
   options.lr = LearningRate(update, lr_factor);
   options.beta1 = adam_.beta1();
@@ -46,7 +47,7 @@ absl::Status AdamOptimizer::Step(int64_t update, double lr_factor,
     tensors.push_back(
         {parameters_[i]->value, parameters_[i]->grad, exp_avg_[i], exp_avg_sq_[i]});
   }
-  return MultiTensorAdamUpdate(tensors, grad_sum_of_squares, max_norm, options);
+  return MultiTensorAdamUpdate(tensors, grad_sum_of_squares, max_norm, options, skip_guard);
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamOptimizer::State() const {

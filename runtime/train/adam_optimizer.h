@@ -31,8 +31,11 @@ class AdamOptimizer {
   // reads the clip factor from `grad_sum_of_squares` (GradSumOfSquares of
   // the gradients, ops/adam/grad_norm.h) on their device: nothing is read
   // back to the host. The gradients are left as they are.
+  // When the sum of squares or `skip_guard` (an f32 scalar on the same
+  // device, e.g. the update's loss) is not finite, the step is skipped on
+  // the device and nothing changes (MultiTensorAdamUpdate).
   absl::Status Step(int64_t update, double lr_factor, const Tensor& grad_sum_of_squares,
-                    double max_norm);
+                    double max_norm, const Tensor* skip_guard = nullptr);
   // The same without clipping.
   absl::Status Step(int64_t update, double lr_factor = 1.0) {
     return Step(update, lr_factor, unread_sum_of_squares_, 0.0);

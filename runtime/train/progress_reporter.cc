@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -24,7 +26,9 @@ ProgressReporter::ProgressReporter(std::ostream* out, bool terminal, int64_t tot
     : out_(out),
       terminal_(terminal),
       total_updates_(total_updates),
-      log_every_(std::max<int64_t>(1, log_every)) {}
+      log_every_(std::max<int64_t>(1, log_every)) {
+  last_.loss = std::numeric_limits<double>::quiet_NaN();  // No figures yet.
+}
 
 ProgressReporter ProgressReporter::ForStderr(int64_t total_updates, int64_t log_every) {
   return ProgressReporter(&std::cerr, isatty(STDERR_FILENO) == 1, total_updates, log_every);
@@ -44,7 +48,7 @@ std::string ProgressReporter::Bar(const TrainingMetrics& metrics) const {
   } else {
     absl::StrAppend(&bar, "update ", metrics.update);
   }
-  absl::StrAppendFormat(&bar, " | loss %.4g", metrics.loss);
+  if (!std::isnan(metrics.loss)) absl::StrAppendFormat(&bar, " | loss %.4g", metrics.loss);
   const int64_t done = metrics.update - first_update_;
   const double spent = metrics.elapsed_seconds - first_elapsed_;
   if (total_updates_ > 0 && done > 0 && spent > 0) {
@@ -65,12 +69,25 @@ void ProgressReporter::DrawBar() {
   bar_drawn_at_ = last_.elapsed_seconds;
 }
 
-void ProgressReporter::Update(const TrainingMetrics& metrics) {
-  if (!started_) {
-    started_ = true;
-    first_update_ = metrics.update;
-    first_elapsed_ = metrics.elapsed_seconds;
+void ProgressReporter::Start(int64_t update, double elapsed_seconds) {
+  if (started_) return;
+  started_ = true;
+  first_update_ = update;
+  first_elapsed_ = elapsed_seconds;
+}
+
+void ProgressReporter::Advance(int64_t update, double elapsed_seconds) {
+  Start(update, elapsed_seconds);
+  last_.update = update;
+  last_.elapsed_seconds = elapsed_seconds;
+  if (terminal_ && (bar_drawn_at_ < 0 || elapsed_seconds - bar_drawn_at_ >= kRedrawSeconds)) {
+    DrawBar();
+    out_->flush();
   }
+}
+
+void ProgressReporter::Update(const TrainingMetrics& metrics) {
+  Start(metrics.update, metrics.elapsed_seconds);
   last_ = metrics;
   const bool log_now = metrics.update % log_every_ == 0;
   if (log_now) {

@@ -26,17 +26,24 @@ class ProgressReporter {
   // log_every; on a terminal, the bar at most every 0.1 s of
   // metrics.elapsed_seconds, so fast steps do not flood the terminal.
   void Update(const TrainingMetrics& metrics);
+  // After an update whose figures are not yet read (the trainer reads them
+  // every log_every updates): the bar moves to `update`, with the figures
+  // of the last Update.
+  void Advance(int64_t update, double elapsed_seconds);
   // A line of another kind (validation, checkpoint saved), kept above the bar.
   void Message(absl::string_view line);
   // Leaves the bar's last state on its own line.
   void Finish();
 
-  // "[=========>          ] 45.0% 4500/10000 | loss 4.213 | eta 0:12:00".
+  // "[=========>          ] 45.0% 4500/10000 | loss 4.213 | eta 0:12:00"
+  // (no loss before the first figures: a NaN).
   std::string Bar(const TrainingMetrics& metrics) const;
 
  private:
   void ClearBar();
   void DrawBar();
+  // The first report fixes where the ETA's rate is measured from.
+  void Start(int64_t update, double elapsed_seconds);
 
   std::ostream* out_;
   bool terminal_;

@@ -60,6 +60,24 @@ TEST(ProgressReporterTest, TerminalKeepsLogLinesAboveALiveBar) {
   EXPECT_THAT(out.str(), testing::EndsWith("\n"));
 }
 
+TEST(ProgressReporterTest, AdvanceMovesTheBarWithTheLastFigures) {
+  std::ostringstream out;
+  ProgressReporter reporter(&out, /*terminal=*/true, /*total_updates=*/100, /*log_every=*/10);
+  reporter.Advance(1, 0.0);  // No figures read yet: no loss.
+  EXPECT_EQ(out.str(), "\r\033[K[>                             ]   1.0% 1/100");
+  out.str("");
+  reporter.Advance(2, 0.05);  // Within 0.1 s of the last drawing: no redraw.
+  EXPECT_EQ(out.str(), "");
+  reporter.Update(At(10, 0.3));  // The first log line: its figures.
+  out.str("");
+  reporter.Advance(13, 0.5);  // 12 updates in 0.5 s: 87 more take 3.6 s.
+  EXPECT_EQ(out.str(), "\r\033[K[===>                          ]  13.0% 13/100 | loss 5 | eta 0:00:03");
+  ProgressReporter plain(&out, /*terminal=*/false, 100, 10);
+  out.str("");
+  plain.Advance(3, 1.0);  // Piped: only log lines, no bar.
+  EXPECT_EQ(out.str(), "");
+}
+
 TEST(ProgressReporterTest, BarShowsPercentageAndEtaFromTheObservedRate) {
   std::ostringstream out;
   ProgressReporter reporter(&out, true, /*total_updates=*/101, /*log_every=*/1000);

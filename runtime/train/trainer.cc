@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
+#include "core/tensor_copy.h"
 #include "core/status_macros.h"
 #include "runtime/train/checkpoint_schedule.h"
 #include "runtime/train/lr_schedule.h"
@@ -16,6 +17,31 @@ namespace tfm {
 namespace {
 
 double PerToken(double sum, int64_t tokens) { return tokens > 0 ? sum / tokens : 0.0; }
+
+// The scalars an update's figures are read from: each batch's loss and
+// nll, then the gradients' sum of squares.
+std::vector<Tensor> ScalarsOf(const Trainer::QueuedGradients& queued) {
+  std::vector<Tensor> scalars;
+  for (const DeviceLossStats& sums : queued.batches) {
+    scalars.push_back(sums.loss);
+    scalars.push_back(sums.nll);
+  }
+  scalars.push_back(queued.sum_of_squares);
+  return scalars;
+}
+
+// This rank's figures from those scalars on the host (ScalarsOf's order):
+// the batches' sums added in double in order, as the ranks' are.
+Trainer::Gradients FiguresOf(const Trainer::QueuedGradients& queued,
+                             absl::Span<const Tensor> host) {
+  Trainer::Gradients figures;
+  for (size_t i = 0; i < queued.batches.size(); ++i) {
+    figures.stats += LossStats{host[2 * i].data<float>()[0], host[2 * i + 1].data<float>()[0],
+                               queued.batches[i].source_tokens, queued.batches[i].target_tokens};
+  }
+  figures.gnorm = std::sqrt(static_cast<double>(host.back().data<float>()[0]));
+  return figures;
+}
 
 }  // namespace
 
@@ -115,9 +141,8 @@ absl::StatusOr<std::vector<Batch>> Trainer::NextBatches() {
   return batches;
 }
 
-absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<Batch>& batches,
-                                                             uint64_t first_counter,
-                                                             int64_t update) {
+absl::StatusOr<Trainer::QueuedGradients> Trainer::QueueGradients(
+    const std::vector<Batch>& batches, uint64_t first_counter, int64_t update) {
   TFM_RETURN_IF_ERROR(UseComputeDType());
   TFM_RETURN_IF_ERROR(ZeroGradients());
   // The objective is the mean over the update's target tokens (on all
@@ -130,7 +155,7 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
   if ((ranks > 1 || options_.reduce_with_one_rank) && reducer_ == nullptr) {
     TFM_ASSIGN_OR_RETURN(reducer_, GradientReducer::Create(communicator_, parameters_));
   }
-  Gradients result;
+  QueuedGradients queued;
   for (size_t i = rank; i < batches.size(); i += ranks) {
     StepContext context;
     context.training = true;
@@ -152,16 +177,47 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     }
     const bool reducer_adds = reducer_ != nullptr && last;
     if (reducer_) reducer_->BeginBackward(update, last, reducer_adds ? earlier : std::vector<Tensor>());
-    TFM_ASSIGN_OR_RETURN(LossStats stats, model_->ForwardBackward(batches[i], context));
-    result.stats += stats;
+    TFM_ASSIGN_OR_RETURN(DeviceLossStats sums,
+                         model_->ForwardBackwardOnDevice(batches[i], context));
+    queued.batches.push_back(std::move(sums));
     if (!earlier.empty() && !reducer_adds) {
       for (size_t k = 0; k < parameters_.size(); ++k) {
         TFM_ASSIGN_OR_RETURN(parameters_[k]->grad, Add(earlier[k], parameters_[k]->grad));
       }
     }
   }
+  if (reducer_) TFM_RETURN_IF_ERROR(reducer_->Finish());
+  if (loss_scale_.scale != 1.0) {
+    // Exact (a power of two); overflowed elements stay infinite or NaN, so
+    // the norm below finds them.
+    TFM_RETURN_IF_ERROR(ScaleInPlace(GradientTensors(), 1.0 / loss_scale_.scale));
+  }
+  TFM_ASSIGN_OR_RETURN(grad_sum_of_squares_, GradSumOfSquares(GradientTensors()));
+  queued.sum_of_squares = grad_sum_of_squares_;
+  // The update's loss on the gradients' device, for ApplyUpdate's skip: a
+  // non-finite sum when any batch's is (this rank's; with several ranks
+  // the host has seen all of theirs before it applies).
+  loss_guard_ = Tensor();
+  for (const DeviceLossStats& sums : queued.batches) {
+    Tensor loss = sums.loss;
+    if (loss.device() != grad_sum_of_squares_.device()) {  // A model whose sums are the host's.
+      TFM_ASSIGN_OR_RETURN(loss, CopyToDevice(loss, grad_sum_of_squares_.device()));
+    }
+    if (loss_guard_.defined()) {
+      TFM_ASSIGN_OR_RETURN(loss_guard_, Add(loss_guard_, loss));
+    } else {
+      loss_guard_ = loss;
+    }
+  }
+  if (!loss_guard_.defined()) loss_guard_ = grad_sum_of_squares_;  // A rank without batches.
+  return queued;
+}
+
+absl::StatusOr<Trainer::Gradients> Trainer::ReadGradients(const QueuedGradients& queued,
+                                                          int64_t update) {
+  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> host, CopyAllToHost(ScalarsOf(queued)));
+  Gradients result = FiguresOf(queued, host);
   if (reducer_) {
-    TFM_RETURN_IF_ERROR(reducer_->Finish());
     double sums[] = {result.stats.loss, result.stats.nll,
                      static_cast<double>(result.stats.source_tokens),
                      static_cast<double>(result.stats.target_tokens)};
@@ -170,15 +226,15 @@ absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<B
     result.stats = LossStats{sums[0], sums[1], static_cast<int64_t>(sums[2]),
                              static_cast<int64_t>(sums[3])};
   }
-  if (loss_scale_.scale != 1.0) {
-    // Exact (a power of two); overflowed elements stay infinite or NaN, so
-    // the norm below finds them.
-    TFM_RETURN_IF_ERROR(ScaleInPlace(GradientTensors(), 1.0 / loss_scale_.scale));
-  }
-  TFM_ASSIGN_OR_RETURN(grad_sum_of_squares_, GradSumOfSquares(GradientTensors()));
-  TFM_ASSIGN_OR_RETURN(const double sum_of_squares, ReadSumOfSquares(grad_sum_of_squares_));
-  result.gnorm = std::sqrt(sum_of_squares);
   return result;
+}
+
+absl::StatusOr<Trainer::Gradients> Trainer::ComputeGradients(const std::vector<Batch>& batches,
+                                                             uint64_t first_counter,
+                                                             int64_t update) {
+  TFM_ASSIGN_OR_RETURN(const QueuedGradients queued,
+                       QueueGradients(batches, first_counter, update));
+  return ReadGradients(queued, update);
 }
 
 absl::Status Trainer::ApplyUpdate(int64_t update, double lr_factor) {
@@ -186,12 +242,12 @@ absl::Status Trainer::ApplyUpdate(int64_t update, double lr_factor) {
     return absl::FailedPreconditionError(
         absl::StrCat("trainer: update ", update, " applied before any ComputeGradients"));
   }
-  return optimizer_->Step(update, lr_factor, grad_sum_of_squares_, options_.clip_norm);
+  return optimizer_->Step(update, lr_factor, grad_sum_of_squares_, options_.clip_norm,
+                          &loss_guard_);
 }
 
 absl::Status Trainer::SkipOverflow(TrainProgress& progress, int64_t update, double gnorm) {
   ++progress.skipped_updates;
-  progress.data = batcher_->position();
   const double scale = loss_scale_.scale;
   TFM_ASSIGN_OR_RETURN(loss_scale_, AfterOverflow(options_.loss_scaling, loss_scale_, update));
   progress.loss_scale = loss_scale_;
@@ -300,6 +356,18 @@ struct Trainer::RunState {
   absl::Time window_start = absl::Now();
   double last_gnorm = 0;
   double lr_factor = 1.0;  // The cooldown's at the last update.
+  // Updates queued whose figures are not yet read, oldest first
+  // (ReadPending), and the count of applied updates before them.
+  std::vector<PendingUpdate> pending;
+  int64_t settled_updates = progress->update;
+  bool last_settled_applied = true;  // Whether Settle applied the last it saw.
+};
+
+struct Trainer::PendingUpdate {
+  QueuedGradients queued;
+  double lr_factor = 1.0;  // The cooldown's, as applied.
+  absl::Time start;        // When the host began it.
+  int64_t epoch = 0;       // Its last batch's, counted from 1.
 };
 
 absl::Status Trainer::CheckRunnable() const {
@@ -343,11 +411,11 @@ Trainer::Agreement Trainer::ClockView(const RunState& run) const {
 }
 
 UpdateLog Trainer::MakeLog(const RunState& run, const LossStats& stats, absl::Time start,
-                           double gnorm) const {
+                           absl::Time end, double gnorm, int64_t epoch) const {
   const TrainProgress& p = *run.progress;
-  const double seconds = std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
+  const double seconds = std::max(1e-9, absl::ToDoubleSeconds(end - start));
   UpdateLog log;
-  log.epoch = p.data.epoch + 1;
+  log.epoch = epoch;
   log.update = p.update;
   log.loss = PerToken(stats.loss, stats.target_tokens);
   log.nll = PerToken(stats.nll, stats.target_tokens);
@@ -362,30 +430,65 @@ UpdateLog Trainer::MakeLog(const RunState& run, const LossStats& stats, absl::Ti
   return log;
 }
 
+bool Trainer::ReadsEveryUpdate() const {
+  return options_.read_every_update || options_.loss_scaling.dynamic || communicator_->size() > 1;
+}
+
 absl::StatusOr<bool> Trainer::TrainOneUpdate(const Agreement& agreed, RunState& run) {
   TrainProgress& progress = *run.progress;
-  const absl::Time update_start = absl::Now();
+  PendingUpdate pending;
+  pending.start = absl::Now();
+  pending.lr_factor = agreed.lr_factor;
   TFM_ASSIGN_OR_RETURN(const std::vector<Batch> batches, NextBatches());
-  TFM_ASSIGN_OR_RETURN(const Gradients gradients,
-                       ComputeGradients(batches, static_cast<uint64_t>(progress.batches),
-                                        progress.update + 1));
+  const int64_t update = progress.update + 1;
+  TFM_ASSIGN_OR_RETURN(pending.queued,
+                       QueueGradients(batches, static_cast<uint64_t>(progress.batches), update));
   progress.batches += static_cast<int64_t>(batches.size());
+  progress.data = batcher_->position();
+  pending.epoch = progress.data.epoch + 1;
+  if (ReadsEveryUpdate()) {
+    // Settled before it is applied: the host decides the skip (over all
+    // ranks' losses), and the loss scale changes before the next update.
+    TFM_ASSIGN_OR_RETURN(const Gradients gradients, ReadGradients(pending.queued, update));
+    TFM_ASSIGN_OR_RETURN(const bool applied, Settle(pending, gradients, absl::Now(), run));
+    run.settled_updates = progress.update;
+    run.last_settled_applied = applied;
+    if (applied) TFM_RETURN_IF_ERROR(ApplyUpdate(update, pending.lr_factor));
+    if (hooks_.on_update_queued) hooks_.on_update_queued(progress, run.Elapsed());
+    return applied;
+  }
+  // Skipped on the device if its loss or norm is not finite; counted as
+  // applied until ReadPending says otherwise.
+  TFM_RETURN_IF_ERROR(ApplyUpdate(update, pending.lr_factor));
+  run.pending.push_back(std::move(pending));
+  ++progress.update;
+  if (hooks_.on_update_queued) hooks_.on_update_queued(progress, run.Elapsed());
+  if (options_.log_every > 0 && progress.update % options_.log_every == 0) {
+    TFM_RETURN_IF_ERROR(ReadPending(run));
+    return run.last_settled_applied;
+  }
+  return true;
+}
+
+absl::StatusOr<bool> Trainer::Settle(const PendingUpdate& pending, const Gradients& gradients,
+                                     absl::Time end, RunState& run) {
+  TrainProgress& progress = *run.progress;
   const LossStats& stats = gradients.stats;
   const double gnorm = gradients.gnorm;
+  const int64_t update = progress.update + 1;  // Its number among the applied ones.
   if (options_.loss_scaling.dynamic && std::isfinite(stats.loss) && !std::isfinite(gnorm)) {
-    TFM_RETURN_IF_ERROR(SkipOverflow(progress, progress.update + 1, gnorm));
+    TFM_RETURN_IF_ERROR(SkipOverflow(progress, update, gnorm));
     return false;
   }
   if (!std::isfinite(stats.loss) || !std::isfinite(gnorm)) {
     ++progress.skipped_updates;
     ++progress.consecutive_nonfinite;
-    progress.data = batcher_->position();
     std::fprintf(stderr, "update %lld skipped: loss %g, gradient norm %g (%lld in a row)\n",
-                 static_cast<long long>(progress.update + 1), stats.loss, gnorm,
+                 static_cast<long long>(update), stats.loss, gnorm,
                  static_cast<long long>(progress.consecutive_nonfinite));
     if (progress.consecutive_nonfinite >= options_.max_consecutive_nonfinite) {
       return absl::InternalError(absl::StrCat(
-          "training diverged: update ", progress.update + 1, " had loss ", stats.loss,
+          "training diverged: update ", update, " had loss ", stats.loss,
           " and gradient norm ", gnorm, ", the ", progress.consecutive_nonfinite,
           "th non-finite update in a row; no checkpoint was written after update ",
           progress.update, " (lower the learning rate or raise warmup_steps)"));
@@ -393,26 +496,53 @@ absl::StatusOr<bool> Trainer::TrainOneUpdate(const Agreement& agreed, RunState& 
     return false;
   }
   progress.consecutive_nonfinite = 0;
-  run.lr_factor = agreed.lr_factor;
-  TFM_RETURN_IF_ERROR(ApplyUpdate(progress.update + 1, run.lr_factor));
-  ++progress.update;
+  progress.update = update;
+  run.lr_factor = pending.lr_factor;
   if (options_.loss_scaling.dynamic) {
     // The logs show the scale the next update computes at.
     loss_scale_ = AfterAppliedUpdate(options_.loss_scaling, loss_scale_);
     progress.loss_scale = loss_scale_;
   }
-  progress.data = batcher_->position();
   run.last_gnorm = gnorm;
   run.window += stats;
-  if (hooks_.on_update) hooks_.on_update(progress, MakeLog(run, stats, update_start, gnorm));
+  if (hooks_.on_update) {
+    hooks_.on_update(progress, MakeLog(run, stats, pending.start, end, gnorm, pending.epoch));
+  }
   if (options_.log_every > 0 && progress.update % options_.log_every == 0) {
     if (hooks_.on_update_log) {
-      hooks_.on_update_log(MakeLog(run, run.window, run.window_start, run.last_gnorm));
+      hooks_.on_update_log(
+          MakeLog(run, run.window, run.window_start, end, run.last_gnorm, pending.epoch));
     }
     run.window = LossStats();
-    run.window_start = absl::Now();
+    run.window_start = end;
   }
   return true;
+}
+
+absl::Status Trainer::ReadPending(RunState& run) {
+  if (run.pending.empty()) return absl::OkStatus();
+  // Every pending update's scalars with one wait (a single rank: its sums
+  // are all there is).
+  std::vector<Tensor> scalars;
+  std::vector<size_t> first;  // Each update's first scalar.
+  for (const PendingUpdate& pending : run.pending) {
+    first.push_back(scalars.size());
+    for (Tensor& scalar : ScalarsOf(pending.queued)) scalars.push_back(std::move(scalar));
+  }
+  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> host, CopyAllToHost(scalars));
+  const absl::Time read = absl::Now();
+  run.progress->update = run.settled_updates;
+  const std::vector<PendingUpdate> pending = std::move(run.pending);
+  run.pending.clear();
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const size_t end_scalar = i + 1 < pending.size() ? first[i + 1] : host.size();
+    const Gradients figures = FiguresOf(
+        pending[i].queued, absl::MakeConstSpan(host).subspan(first[i], end_scalar - first[i]));
+    const absl::Time end = i + 1 < pending.size() ? pending[i + 1].start : read;
+    TFM_ASSIGN_OR_RETURN(run.last_settled_applied, Settle(pending[i], figures, end, run));
+  }
+  run.settled_updates = run.progress->update;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> Trainer::ValidateIfDue(const Agreement& agreed, RunState& run) {
@@ -452,7 +582,8 @@ absl::StatusOr<bool> Trainer::ValidateIfDue(const Agreement& agreed, RunState& r
   return best;
 }
 
-absl::Status Trainer::Save(const RunState& run, bool best) {
+absl::Status Trainer::Save(RunState& run, bool best) {
+  TFM_RETURN_IF_ERROR(ReadPending(run));
   TrainProgress saved = *run.progress;
   saved.train_seconds = run.Elapsed();  // With this run's training time.
   return SaveEverywhere(saved, best);
@@ -471,7 +602,13 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
   }
   RunState run(progress, options_);
   StopReason reason = StopReason::kMaxUpdates;
-  while (progress->update < options_.max_updates) {
+  while (true) {
+    if (progress->update >= options_.max_updates) {
+      // Counted with the updates not yet read: settle them (a skip among
+      // them leaves more to do).
+      TFM_RETURN_IF_ERROR(ReadPending(run));
+      if (progress->update >= options_.max_updates) break;
+    }
     // Rank 0's view of the clocks; the others' is ignored.
     TFM_ASSIGN_OR_RETURN(const Agreement agreed, Agree(ClockView(run), progress->update + 1));
     if (agreed.stop_signal) {
@@ -482,7 +619,14 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
       reason = StopReason::kTimeLimit;
       break;
     }
-    TFM_ASSIGN_OR_RETURN(const bool applied, TrainOneUpdate(agreed, run));
+    TFM_ASSIGN_OR_RETURN(bool applied, TrainOneUpdate(agreed, run));
+    const bool validation_by_count =
+        options_.validate_every > 0 && progress->update % options_.validate_every == 0;
+    if (applied && (validation_by_count || agreed.validate_by_time || agreed.checkpoint_due)) {
+      // Validations and checkpoints follow the applied count: read first.
+      TFM_RETURN_IF_ERROR(ReadPending(run));
+      applied = run.last_settled_applied;
+    }
     if (!applied) continue;  // Skipped as non-finite.
     TFM_ASSIGN_OR_RETURN(const bool best, ValidateIfDue(agreed, run));
     if (best || agreed.checkpoint_due) {

@@ -21,6 +21,23 @@
 // validation and checkpoints by minutes) are rank 0's, and a stop signal on
 // any rank stops all, agreed at the start of each update; rank 0 alone
 // validates (the others receive its figures) and writes through the hooks.
+//
+// Reading the figures: an update's loss and gradient norm are computed on
+// the model's device, and reading them back makes the host wait for the
+// device's queue to drain, so a GPU would idle while the host queues the
+// next update. So a single-rank run without dynamic loss scaling reads them
+// only where it needs them: at each log line (every log_every updates), a
+// validation, a checkpoint and the end, all the updates since the last read
+// with one wait. Meanwhile a non-finite update (its loss or gradient norm)
+// is skipped on the device (multi_tensor_adam's guard), and counted as
+// applied until the read, which settles the count, the skips, the
+// divergence error and the per-update hooks in order; figures and events
+// are those of a run that reads every update. One difference: the updates
+// queued after a skipped one and before the read take the schedule's rate
+// and Adam's bias correction one number on (as torch.optim's steps go on
+// after GradScaler skips one). Dynamic loss scaling needs each overflow
+// before the next update's scale, and several ranks sum their losses on the
+// host to agree on a skip: both read every update.
 #ifndef TFM_RUNTIME_TRAIN_TRAINER_H_
 #define TFM_RUNTIME_TRAIN_TRAINER_H_
 
@@ -118,9 +135,14 @@ struct TrainerHooks {
   std::function<absl::Status(const TrainProgress& progress, bool best)> save_checkpoint;
   std::function<void(const UpdateLog&)> on_update_log;
   std::function<void(const ValidationLog&)> on_validation;
-  // Called after every update with that update's own figures (progress
-  // bars, tests).
+  // Called for every applied update with that update's own figures, once
+  // they are read (see "Reading the figures" in the Trainer's comment):
+  // with `progress` as it stood after that update (tests, per-update logs).
   std::function<void(const TrainProgress&, const UpdateLog&)> on_update;
+  // Called as soon as each update is queued, before its figures are read,
+  // with the updates so far (those not yet read counted as applied) and
+  // the training time: progress bars, which must move every update.
+  std::function<void(const TrainProgress&, double elapsed_seconds)> on_update_queued;
   // Optional: called at each validation after the loss.
   ValidationScorer validation_score;
 };
@@ -155,6 +177,10 @@ struct TrainerOptions {
   // Sum the gradients through the communicator's GradientReducer even with
   // one rank (tests: the NCCL path on one GPU); several ranks always do.
   bool reduce_with_one_rank = false;
+  // Read each update's loss and gradient norm before the next (see
+  // "Reading the figures"): what dynamic loss scaling and several ranks
+  // do anyway; tests set it to compare the two ways.
+  bool read_every_update = false;
 
   // best_by_score stays false: it depends on the task's scorer (see
   // BestByScore).
@@ -203,8 +229,19 @@ class Trainer {
   // gradients are the unscaled ones (a non-finite norm: an overflow).
   absl::StatusOr<Gradients> ComputeGradients(const std::vector<Batch>& batches,
                                              uint64_t first_counter, int64_t update);
+  // ComputeGradients in two halves: the work queued on the device, and its
+  // figures read back (over all ranks).
+  struct QueuedGradients {
+    std::vector<DeviceLossStats> batches;  // This rank's, on the model's device.
+    Tensor sum_of_squares;                 // Of the gradients (all ranks'), on their device.
+  };
+  absl::StatusOr<QueuedGradients> QueueGradients(const std::vector<Batch>& batches,
+                                                 uint64_t first_counter, int64_t update);
+  absl::StatusOr<Gradients> ReadGradients(const QueuedGradients& queued, int64_t update);
   // One launch over all parameters (multi_tensor_adam), clipping by the
-  // last ComputeGradients' norm read on the device.
+  // last QueueGradients' norm read on the device; skipped there, leaving
+  // the weights and moments as they were, when that norm or the loss is
+  // not finite.
   absl::Status ApplyUpdate(int64_t update, double lr_factor = 1.0);
 
   // What ComputeGradients multiplies the loss by: 1 without dynamic loss
@@ -218,6 +255,9 @@ class Trainer {
   // Handles update `update`'s overflowed gradients under dynamic loss
   // scaling: the scale halves (an error below its minimum).
   absl::Status SkipOverflow(TrainProgress& progress, int64_t update, double gnorm);
+  // True when every update's figures are read before the next (see
+  // "Reading the figures").
+  bool ReadsEveryUpdate() const;
   // Tells the model options_.compute_dtype before a pass (cheap; the model
   // may refuse the dtype on its device).
   absl::Status UseComputeDType();
@@ -239,15 +279,28 @@ class Trainer {
   // This rank's view of the clocks (time limit, validation and checkpoint
   // by time, the cooldown) before the next update.
   Agreement ClockView(const RunState& run) const;
-  // Computes and applies the next update, and logs it; false when it was
-  // skipped as non-finite (an error after too many in a row).
+  // Computes and applies the next update; false when it was found
+  // non-finite and skipped (an error after too many in a row). Reading
+  // once per log line, it is counted as applied until then.
   absl::StatusOr<bool> TrainOneUpdate(const Agreement& agreed, RunState& run);
+  // An update queued on the device, its figures not yet settled.
+  struct PendingUpdate;
+  // Counts `pending` (an update whose figures `gradients` have been read) as
+  // applied or skipped, in order after the updates settled before it, and
+  // reports it through the hooks and the log; false for a skip.
+  absl::StatusOr<bool> Settle(const PendingUpdate& pending, const Gradients& gradients,
+                              absl::Time end, RunState& run);
+  // Reads the figures of every pending update with one wait and settles
+  // them.
+  absl::Status ReadPending(RunState& run);
   // Validates when due; true for a new best.
   absl::StatusOr<bool> ValidateIfDue(const Agreement& agreed, RunState& run);
-  // The figures of the updates whose sums are `stats`, begun at `start`.
+  // The figures of the updates whose sums are `stats`, run from `start` to
+  // `end`, the last in epoch `epoch`.
   UpdateLog MakeLog(const RunState& run, const LossStats& stats, absl::Time start,
-                    double gnorm) const;
-  absl::Status Save(const RunState& run, bool best);
+                    absl::Time end, double gnorm, int64_t epoch) const;
+  // Reads the pending figures, then writes a checkpoint.
+  absl::Status Save(RunState& run, bool best);
   // Rank 0 validates; every rank returns its figures.
   absl::StatusOr<ValidationLog> ValidateOnRankZero(const TrainProgress& progress);
   // Writes a checkpoint through the hook; fails on every rank if it failed
@@ -264,9 +317,11 @@ class Trainer {
   LocalCommunicator single_process_;
   Communicator* communicator_;
   std::unique_ptr<GradientReducer> reducer_;  // With more than one rank.
-  // The last ComputeGradients' sum of the gradients' squares, on their
-  // device, where ApplyUpdate's clipping reads it.
+  // The last QueueGradients' sum of the gradients' squares, on their
+  // device, where ApplyUpdate's clipping reads it, and its loss (the sum of
+  // its batches'), which with it decides whether the update is skipped.
   Tensor grad_sum_of_squares_;
+  Tensor loss_guard_;
   // Dynamic loss scaling's state (scale 1 when off), mirrored in the
   // progress that Run is given.
   LossScaleState loss_scale_;

@@ -87,9 +87,14 @@ struct TrainingRun {
     while (*valid_batcher.Next(&batch)) valid.push_back(batch);
   }
 
-  std::unique_ptr<Trainer> MakeTrainer(const config::TrainConfig& train, TrainerHooks hooks) {
-    return std::make_unique<Trainer>(&model, optimizer.get(), batcher.get(), valid,
-                                     TrainerOptions::FromConfig(train), std::move(hooks));
+  // `read_every_update`: TrainerOptions::read_every_update (else the
+  // figures are read at log lines).
+  std::unique_ptr<Trainer> MakeTrainer(const config::TrainConfig& train, TrainerHooks hooks,
+                                       bool read_every_update = false) {
+    TrainerOptions options = TrainerOptions::FromConfig(train);
+    options.read_every_update = read_every_update;
+    return std::make_unique<Trainer>(&model, optimizer.get(), batcher.get(), valid, options,
+                                     std::move(hooks));
   }
 
   BigramModel model{kVocab, kBos};
@@ -247,39 +252,104 @@ TEST(TrainerTest, ResumeIsExact) {
             straight_progress.validations_without_improvement);
 }
 
+// Whether the figures are read every update or at log lines, a non-finite
+// update is skipped (on the device in the second case) and counted alike.
 TEST(TrainerTest, NonFiniteUpdatesAreSkippedAndRepeatedOnesStopTheRun) {
-  config::TrainConfig train = SmallTraining();
-  train.set_max_consecutive_nonfinite(3);
-  train.set_update_freq(1);
-  TrainingRun run(train);
-  run.model.nan_counters = {4};  // One bad batch: skipped, training goes on.
-  int saves = 0;
-  TrainerHooks hooks;
-  hooks.save_checkpoint = [&](const TrainProgress&, bool) {
-    ++saves;
-    return absl::OkStatus();
-  };
-  TrainProgress progress;
-  ASSERT_TRUE(run.MakeTrainer(train, hooks)->Run(&progress).ok());
-  EXPECT_EQ(progress.skipped_updates, 1);
-  EXPECT_EQ(progress.update, 40);
-  EXPECT_EQ(progress.batches, 41);
+  for (const bool read_every_update : {false, true}) {
+    SCOPED_TRACE(read_every_update ? "read every update" : "read at log lines");
+    config::TrainConfig train = SmallTraining();
+    train.set_max_consecutive_nonfinite(3);
+    train.set_update_freq(1);
+    TrainingRun run(train);
+    run.model.nan_counters = {4};  // One bad batch: skipped, training goes on.
+    TrainerHooks hooks;
+    hooks.save_checkpoint = [&](const TrainProgress&, bool) { return absl::OkStatus(); };
+    std::vector<int64_t> logged;
+    hooks.on_update = [&](const TrainProgress& p, const UpdateLog& log) {
+      EXPECT_EQ(p.update, log.update);
+      logged.push_back(log.update);
+    };
+    TrainProgress progress;
+    ASSERT_TRUE(run.MakeTrainer(train, hooks, read_every_update)->Run(&progress).ok());
+    EXPECT_EQ(progress.skipped_updates, 1);
+    EXPECT_EQ(progress.update, 40);
+    EXPECT_EQ(progress.batches, 41);
+    // Every applied update reported once, in order.
+    ASSERT_EQ(logged.size(), 40u);
+    for (int64_t i = 0; i < 40; ++i) EXPECT_EQ(logged[i], i + 1);
 
-  TrainingRun diverging(train);
-  diverging.model.nan_counters = {10, 11, 12};
-  saves = 0;
-  int saves_after_update_10 = 0;
-  hooks.save_checkpoint = [&](const TrainProgress& p, bool) {
-    if (p.update > 10) ++saves_after_update_10;
-    return absl::OkStatus();
+    TrainingRun diverging(train);
+    diverging.model.nan_counters = {10, 11, 12};
+    int saves_after_update_10 = 0;
+    hooks.on_update = nullptr;
+    hooks.save_checkpoint = [&](const TrainProgress& p, bool) {
+      if (p.update > 10) ++saves_after_update_10;
+      return absl::OkStatus();
+    };
+    TrainProgress diverged;
+    const absl::StatusOr<StopReason> result =
+        diverging.MakeTrainer(train, hooks, read_every_update)->Run(&diverged);
+    ASSERT_FALSE(result.ok());
+    EXPECT_NE(std::string(result.status().message()).find("update 11"), std::string::npos)
+        << result.status();
+    EXPECT_EQ(saves_after_update_10, 0);
+    EXPECT_EQ(diverged.update, 10);
+  }
+}
+
+// Reading the figures at log lines changes nothing a run leaves (weights,
+// moments, progress, every update's figures and every log line) from
+// reading them every update, and it does wait until the log line: the
+// figures of updates 1 to 4 arrive once update 5 is queued.
+TEST(TrainerTest, ReadingAtLogLinesEqualsReadingEveryUpdate) {
+  const config::TrainConfig train = SmallTraining();
+  struct Result {
+    Snapshot snapshot;
+    std::vector<std::vector<double>> updates, lines;
+    std::vector<int64_t> saved;
   };
-  TrainProgress diverged;
-  const absl::StatusOr<StopReason> result = diverging.MakeTrainer(train, hooks)->Run(&diverged);
-  ASSERT_FALSE(result.ok());
-  EXPECT_NE(std::string(result.status().message()).find("update 11"), std::string::npos)
-      << result.status();
-  EXPECT_EQ(saves_after_update_10, 0);
-  EXPECT_EQ(diverged.update, 10);
+  std::vector<int64_t> queued_when_read;
+  auto run_with = [&](bool read_every_update) {
+    TrainingRun run(train);
+    Result result;
+    int64_t queued = 0;
+    TrainerHooks hooks;
+    hooks.save_checkpoint = [&](const TrainProgress& p, bool) {
+      result.saved.push_back(p.update);
+      return absl::OkStatus();
+    };
+    hooks.on_update_queued = [&](const TrainProgress& p, double) { queued = p.update; };
+    hooks.on_update = [&](const TrainProgress& p, const UpdateLog& log) {
+      result.updates.push_back({static_cast<double>(p.update), log.loss, log.nll, log.gnorm,
+                                log.lr, static_cast<double>(log.epoch)});
+      if (!read_every_update) queued_when_read.push_back(queued);
+    };
+    hooks.on_update_log = [&](const UpdateLog& log) {
+      result.lines.push_back({static_cast<double>(log.update), log.loss, log.nll, log.gnorm,
+                              log.lr});
+    };
+    TrainProgress progress;
+    EXPECT_EQ(*run.MakeTrainer(train, hooks, read_every_update)->Run(&progress),
+              StopReason::kMaxUpdates);
+    result.snapshot = Take(run, progress);
+    return result;
+  };
+  const Result every = run_with(true);
+  const Result at_lines = run_with(false);
+  EXPECT_EQ(at_lines.snapshot.weights, every.snapshot.weights);
+  EXPECT_EQ(at_lines.snapshot.moments, every.snapshot.moments);
+  EXPECT_EQ(at_lines.snapshot.progress.update, 40);
+  EXPECT_EQ(at_lines.snapshot.progress.batches, every.snapshot.progress.batches);
+  EXPECT_EQ(at_lines.snapshot.progress.data, every.snapshot.progress.data);
+  EXPECT_EQ(at_lines.snapshot.progress.best_valid_loss, every.snapshot.progress.best_valid_loss);
+  EXPECT_EQ(at_lines.updates, every.updates);
+  EXPECT_EQ(at_lines.lines, every.lines);
+  EXPECT_EQ(at_lines.lines.size(), 8u);
+  EXPECT_EQ(at_lines.saved, every.saved);
+  ASSERT_EQ(queued_when_read.size(), 40u);
+  for (int64_t update = 1; update <= 40; ++update) {
+    EXPECT_EQ(queued_when_read[update - 1], (update + 4) / 5 * 5) << "update " << update;
+  }
 }
 
 // Everything a run leaves that scaling must not change.
@@ -440,7 +510,7 @@ TEST(TrainerTest, SignalStopsAtTheNextUpdateWithACheckpoint) {
     saved_updates.push_back(p.update);
     return absl::OkStatus();
   };
-  hooks.on_update = [&](const TrainProgress& p, const UpdateLog&) {
+  hooks.on_update_queued = [&](const TrainProgress& p, double) {
     if (p.update == 7) raise(SIGTERM);
   };
   TrainProgress progress;

@@ -252,10 +252,11 @@ class RankZeroOutputs {
   }
 
   void SetHooks(TrainerHooks* hooks) {
-    hooks->on_update = [this](const TrainProgress& p, const UpdateLog& update) {
-      // Log updates get the window's averages below; the others only move the bar.
+    hooks->on_update_queued = [this](const TrainProgress& p, double elapsed_seconds) {
+      // Log updates get the window's averages below; the others only move
+      // the bar (their figures are read at the next log line).
       const int64_t every = run_.options.log_every;
-      if (every <= 0 || p.update % every != 0) reporter_->Update(ToMetrics(update));
+      if (every <= 0 || p.update % every != 0) reporter_->Advance(p.update, elapsed_seconds);
     };
     hooks->on_update_log = [this](const UpdateLog& window) {
       const TrainingMetrics metrics = ToMetrics(window);
