@@ -340,6 +340,123 @@ TEST(GpuTrainingTest, OneRankOverNcclUpdatesAsThePlainTrainer) {
               (*nccl)->name().c_str());
 }
 
+// A fixed list of batches as the trainer's data, one epoch a pass.
+class ListedBatches : public BatchStream {
+ public:
+  explicit ListedBatches(std::vector<Batch> batches) : batches_(std::move(batches)) {}
+  absl::StatusOr<bool> Next(Batch* batch) override {
+    if (position_.batch == static_cast<int64_t>(batches_.size())) {
+      position_ = BatchPosition{position_.epoch + 1, 0, 0};
+      return false;
+    }
+    *batch = batches_[position_.batch++];
+    position_.pairs += batch->size;
+    return true;
+  }
+  const BatchPosition& position() const override { return position_; }
+  void Seek(const BatchPosition& position) override { position_ = position; }
+
+ private:
+  std::vector<Batch> batches_;
+  BatchPosition position_;
+};
+
+// Every weight and moment of `run`, as bits on the host (NaNs compare too).
+std::vector<std::string> StateBits(TrainingSetup& run) {
+  std::vector<Tensor> tensors;
+  for (Parameter* p : run.model->Parameters()) tensors.push_back(p->value);
+  for (const auto& [name, moment] : run.optimizer->State()) tensors.push_back(moment);
+  std::vector<std::string> bits;
+  for (const Tensor& tensor : tensors) {
+    const Tensor host = testing::HostF32(tensor);
+    bits.emplace_back(static_cast<const char*>(host.raw_data()), host.nbytes());
+  }
+  return bits;
+}
+
+// Trainer::Run for 12 updates logged every 4, reading the figures at the
+// log lines or every update: the final state and every update's loss.
+std::pair<std::vector<std::string>, std::vector<double>> TrainTwelveUpdates(
+    const Device& device, bool read_every_update) {
+  TrainingSetup run = MakeRun(SmallModel(0.1f), device);
+  ListedBatches data({MakeBatch(3, 0), MakeBatch(4, 1), MakeBatch(2, 2), MakeBatch(5, 3),
+                      MakeBatch(3, 4)});
+  TrainerOptions options;
+  options.max_updates = 12;
+  options.update_freq = 2;
+  options.clip_norm = 0.5;
+  options.seed = 11;
+  options.log_every = 4;
+  options.read_every_update = read_every_update;
+  std::vector<double> losses;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  hooks.on_update = [&](const TrainProgress&, const UpdateLog& log) {
+    losses.push_back(log.loss);
+  };
+  Trainer trainer(run.model.get(), run.optimizer.get(), &data, {}, options, std::move(hooks));
+  TrainProgress progress;
+  const absl::StatusOr<StopReason> reason = trainer.Run(&progress);
+  EXPECT_TRUE(reason.ok()) << reason.status();
+  EXPECT_EQ(progress.update, 12);
+  return {StateBits(run), losses};
+}
+
+// Reading the loss and norm at log lines only (no wait for the device
+// between updates) gives the bits of reading them every update.
+void ExpectReadingAtLogLinesChangesNothing(const Device& device) {
+  const auto every = TrainTwelveUpdates(device, true);
+  const auto at_lines = TrainTwelveUpdates(device, false);
+  ASSERT_EQ(every.second.size(), 12u);
+  EXPECT_EQ(at_lines.second, every.second);
+  EXPECT_TRUE(at_lines.first == every.first) << "the final weights or moments differ";
+  std::printf("12 updates on %s, figures read at log lines or every update: the same bits; "
+              "loss %.6g -> %.6g\n",
+              device.ToString().c_str(), every.second.front(), every.second.back());
+}
+
+TEST(GpuTrainingTest, ReadingAtLogLinesChangesNothingOnTheCpu) {
+  ExpectReadingAtLogLinesChangesNothing(Device::Cpu());
+}
+
+TEST(GpuTrainingTest, ReadingAtLogLinesChangesNothingOnTheGpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const DeterministicKernelsForThisScope deterministic;
+  ExpectReadingAtLogLinesChangesNothing(Device::Cuda(0));
+}
+
+// A NaN in a weight makes the loss and every gradient NaN; the update is
+// then skipped on the device, with nothing read back: every weight and
+// moment keeps its bits.
+void ExpectNonFiniteUpdateSkippedOnTheDevice(const Device& device) {
+  TrainingSetup run = MakeRun(SmallModel(0.0f), device);
+  const std::vector<Batch> batches = {MakeBatch(3, 0), MakeBatch(4, 1)};
+  ASSERT_TRUE(run.trainer->QueueGradients(batches, 5, 1).ok());
+  ASSERT_TRUE(run.trainer->ApplyUpdate(1).ok());  // Moments no longer zero.
+  Parameter* poisoned = run.model->Parameters()[0];
+  Tensor host = testing::HostF32(poisoned->value);
+  host.data<float>()[0] = std::nanf("");
+  ASSERT_TRUE(CopyInto(host, poisoned->value).ok());
+  const std::vector<std::string> before = StateBits(run);
+  absl::StatusOr<Trainer::QueuedGradients> queued = run.trainer->QueueGradients(batches, 7, 2);
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  ASSERT_TRUE(run.trainer->ApplyUpdate(2).ok());
+  EXPECT_TRUE(StateBits(run) == before) << "a weight or moment changed";
+  absl::StatusOr<Trainer::Gradients> read = run.trainer->ReadGradients(*queued, 2);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(std::isnan(read->stats.loss));
+  EXPECT_FALSE(std::isfinite(read->gnorm));
+}
+
+TEST(GpuTrainingTest, NonFiniteUpdateIsSkippedOnTheCpu) {
+  ExpectNonFiniteUpdateSkippedOnTheDevice(Device::Cpu());
+}
+
+TEST(GpuTrainingTest, NonFiniteUpdateIsSkippedOnTheGpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  ExpectNonFiniteUpdateSkippedOnTheDevice(Device::Cuda(0));
+}
+
 NamedTensors Weights(Transformer& model) {
   NamedTensors tensors;
   for (Parameter* p : model.Parameters()) tensors.emplace_back(p->name, p->value);
