@@ -54,6 +54,10 @@ struct StepContext {
   // dynamic loss scale (1 without one) over the update's target tokens, so
   // each backward forms its share of the mean loss's gradient.
   float loss_scale = 1.0f;
+  // The same factor as an f32 scalar on the model's device, when the
+  // trainer keeps a dynamic loss scale there and the model takes it
+  // (TakesLossScaleOnDevice); it then overrides loss_scale.
+  Tensor loss_scale_on_device;
 };
 
 class TrainableModel {
@@ -70,6 +74,10 @@ class TrainableModel {
   // host scalars (rounded to f32).
   virtual absl::StatusOr<DeviceLossStats> ForwardBackwardOnDevice(const Batch& batch,
                                                                   const StepContext& context);
+  // Whether ForwardBackward seeds its gradient with
+  // StepContext::loss_scale_on_device when it is set: then a trainer's
+  // dynamic loss scale never comes back to the host between updates.
+  virtual bool TakesLossScaleOnDevice() const { return false; }
   // The loss without gradients, dropout off.
   virtual absl::StatusOr<LossStats> Evaluate(const Batch& batch) = 0;
   // The dtype the passes compute in (train.dtype): f32, or a lower precision

@@ -254,7 +254,10 @@ absl::StatusOr<DeviceLossStats> Transformer::ForwardBackwardOnDevice(const Batch
   TFM_ASSIGN_OR_RETURN(ForwardResult forward, Forward(context, batch));
   const CrossEntropyOptions options{model_.label_smoothing(), vocabulary_.pad_id,
                                     /*targets_checked=*/true};
-  TFM_ASSIGN_OR_RETURN(Tensor d_loss, Fill({}, step.loss_scale, DType::kF32, device_));
+  Tensor d_loss = step.loss_scale_on_device;
+  if (!d_loss.defined()) {
+    TFM_ASSIGN_OR_RETURN(d_loss, Fill({}, step.loss_scale, DType::kF32, device_));
+  }
   TFM_ASSIGN_OR_RETURN(Tensor d_logits,
                        LabelSmoothedCrossEntropyBackward(forward.logits, forward.targets,
                                                          forward.lse, d_loss, options));

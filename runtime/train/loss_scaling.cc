@@ -21,26 +21,14 @@ LossScaleState InitialLossScale(const LossScaling& scaling) {
   return LossScaleState{scaling.dynamic ? scaling.initial_scale : 1.0, 0};
 }
 
-LossScaleState AfterAppliedUpdate(const LossScaling& scaling, LossScaleState state) {
-  if (!scaling.dynamic) return state;
-  if (++state.clean_updates >= scaling.window && state.scale < kMaxLossScale) {
-    state.scale = std::min(kMaxLossScale, 2 * state.scale);
-    state.clean_updates = 0;
-  }
-  return state;
-}
-
-absl::StatusOr<LossScaleState> AfterOverflow(const LossScaling& scaling, LossScaleState state,
-                                             int64_t update) {
-  const double halved = state.scale / 2;
-  if (halved < scaling.min_scale) {
-    return absl::InternalError(absl::StrCat(
-        "training diverged: update ", update, "'s gradients are not finite even at loss scale ",
-        state.scale, ", and halving it would pass train.min_loss_scale ", scaling.min_scale,
-        " (lower the learning rate or raise warmup_steps; or train in bf16, which needs no "
-        "loss scaling, where the GPU has it)"));
-  }
-  return LossScaleState{halved, 0};
+absl::Status CheckAboveMinimum(const LossScaling& scaling, const LossScaleState& after,
+                               int64_t update) {
+  if (after.scale >= scaling.min_scale) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(
+      "training diverged: update ", update, "'s gradients are not finite even at loss scale ",
+      2 * after.scale, ", and halving it passed train.min_loss_scale ", scaling.min_scale,
+      " (lower the learning rate or raise warmup_steps; or train in bf16, which needs no "
+      "loss scaling, where the GPU has it)"));
 }
 
 }  // namespace tfm

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "absl/status/statusor.h"
+#include "absl/status/status.h"
 #include "core/config/task_config.pb.h"
 #include "core/dtype.h"
 
@@ -47,15 +47,17 @@ struct LossScaleState {
 // A run's first state: the initial scale when dynamic, else 1.
 LossScaleState InitialLossScale(const LossScaling& scaling);
 
-// After an update whose gradients were finite and applied: counted, and the
-// scale doubled (up to kMaxLossScale) once `window` have come in a row.
-LossScaleState AfterAppliedUpdate(const LossScaling& scaling, LossScaleState state);
+// The rule that moves the scale (halved after an overflow, doubled after
+// `window` clean updates, up to kMaxLossScale) runs on the device:
+// ops/loss_scale (StepLossScale). The trainer reads the state back with an
+// update's other figures.
 
-// After update `update`'s scaled gradients overflowed (and it was skipped):
-// the scale halved. Falling below min_scale means the gradients are not
-// finite at any scale (the run diverged): an error naming the update.
-absl::StatusOr<LossScaleState> AfterOverflow(const LossScaling& scaling, LossScaleState state,
-                                             int64_t update);
+// After update `update`'s scaled gradients overflowed (and it was skipped)
+// and the scale was halved to `after.scale`: falling below min_scale means
+// the gradients are not finite at any scale (the run diverged), an error
+// naming the update.
+absl::Status CheckAboveMinimum(const LossScaling& scaling, const LossScaleState& after,
+                               int64_t update);
 
 }  // namespace tfm
 

@@ -27,61 +27,26 @@ TEST(LossScalingTest, AutoScalesF16OnlyAndDynamicOrOffOverrideIt) {
   EXPECT_DOUBLE_EQ(defaults.min_scale, 1e-4);
 }
 
-TEST(LossScalingTest, OffKeepsTheScaleAtOne) {
-  LossScaling off;
-  off.dynamic = false;
-  off.window = 1;
-  LossScaleState state = InitialLossScale(off);
-  EXPECT_EQ(state.scale, 1.0);
-  for (int i = 0; i < 5; ++i) state = AfterAppliedUpdate(off, state);
-  EXPECT_EQ(state.scale, 1.0);
-}
-
-TEST(LossScalingTest, DoublesAfterACleanWindowAndHalvesOnOverflow) {
+// The rule itself is ops/loss_scale's (StepLossScale), tested there.
+TEST(LossScalingTest, InitialScaleIsOneWhenOff) {
   LossScaling scaling;
+  scaling.dynamic = false;
+  EXPECT_EQ(InitialLossScale(scaling).scale, 1.0);
   scaling.dynamic = true;
-  scaling.initial_scale = 128;
-  scaling.window = 3;
-  LossScaleState state = InitialLossScale(scaling);
-  EXPECT_EQ(state.scale, 128.0);
-  state = AfterAppliedUpdate(scaling, state);
-  state = AfterAppliedUpdate(scaling, state);
-  EXPECT_EQ(state.scale, 128.0);  // Two clean updates of three.
-  EXPECT_EQ(state.clean_updates, 2);
-
-  // An overflow halves the scale and restarts the count.
-  absl::StatusOr<LossScaleState> halved = AfterOverflow(scaling, state, 3);
-  ASSERT_TRUE(halved.ok()) << halved.status();
-  EXPECT_EQ(halved->scale, 64.0);
-  EXPECT_EQ(halved->clean_updates, 0);
-
-  state = *halved;
-  for (int i = 0; i < 3; ++i) state = AfterAppliedUpdate(scaling, state);
-  EXPECT_EQ(state.scale, 128.0);
-  EXPECT_EQ(state.clean_updates, 0);
-}
-
-TEST(LossScalingTest, StopsGrowingAtTheMaximum) {
-  LossScaling scaling;
-  scaling.dynamic = true;
-  scaling.window = 1;
-  LossScaleState state{kMaxLossScale / 2, 0};
-  state = AfterAppliedUpdate(scaling, state);
-  EXPECT_EQ(state.scale, kMaxLossScale);
-  state = AfterAppliedUpdate(scaling, state);
-  EXPECT_EQ(state.scale, kMaxLossScale);
+  scaling.initial_scale = 512;
+  EXPECT_EQ(InitialLossScale(scaling).scale, 512.0);
+  EXPECT_EQ(InitialLossScale(scaling).clean_updates, 0);
 }
 
 TEST(LossScalingTest, FallingBelowTheMinimumIsAnErrorNamingTheUpdate) {
   LossScaling scaling;
   scaling.dynamic = true;
   scaling.min_scale = 0.25;
-  absl::StatusOr<LossScaleState> state = AfterOverflow(scaling, LossScaleState{0.5, 7}, 41);
-  ASSERT_TRUE(state.ok()) << state.status();
-  EXPECT_EQ(state->scale, 0.25);  // At the minimum is allowed.
-  const absl::Status below = AfterOverflow(scaling, *state, 42).status();
+  EXPECT_TRUE(CheckAboveMinimum(scaling, LossScaleState{0.25, 0}, 41).ok());  // At it: allowed.
+  const absl::Status below = CheckAboveMinimum(scaling, LossScaleState{0.125, 0}, 42);
   EXPECT_EQ(below.code(), absl::StatusCode::kInternal);
   EXPECT_NE(below.message().find("update 42"), std::string::npos) << below;
+  EXPECT_NE(below.message().find("at loss scale 0.25"), std::string::npos) << below;
   EXPECT_NE(below.message().find("train.min_loss_scale 0.25"), std::string::npos) << below;
 }
 

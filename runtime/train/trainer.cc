@@ -27,6 +27,10 @@ std::vector<Tensor> ScalarsOf(const Trainer::QueuedGradients& queued) {
     scalars.push_back(sums.nll);
   }
   scalars.push_back(queued.sum_of_squares);
+  if (queued.loss_scale.scale.defined()) {
+    scalars.push_back(queued.loss_scale.scale);
+    scalars.push_back(queued.loss_scale.clean_updates);
+  }
   return scalars;
 }
 
@@ -39,7 +43,13 @@ Trainer::Gradients FiguresOf(const Trainer::QueuedGradients& queued,
     figures.stats += LossStats{host[2 * i].data<float>()[0], host[2 * i + 1].data<float>()[0],
                                queued.batches[i].source_tokens, queued.batches[i].target_tokens};
   }
-  figures.gnorm = std::sqrt(static_cast<double>(host.back().data<float>()[0]));
+  const size_t sum_of_squares = 2 * queued.batches.size();
+  figures.gnorm = std::sqrt(static_cast<double>(host[sum_of_squares].data<float>()[0]));
+  if (queued.loss_scale.scale.defined()) {
+    figures.loss_scale =
+        LossScaleState{host[sum_of_squares + 1].data<float>()[0],
+                       static_cast<int64_t>(host[sum_of_squares + 2].data<float>()[0])};
+  }
   return figures;
 }
 
@@ -156,14 +166,24 @@ absl::StatusOr<Trainer::QueuedGradients> Trainer::QueueGradients(
     TFM_ASSIGN_OR_RETURN(reducer_, GradientReducer::Create(communicator_, parameters_));
   }
   QueuedGradients queued;
+  const bool dynamic = options_.loss_scaling.dynamic;
+  if (dynamic && !device_loss_scale_.scale.defined()) TFM_RETURN_IF_ERROR(PlaceLossScale());
+  const float per_token = 1.0f / static_cast<float>(std::max<int64_t>(1, target_tokens));
   for (size_t i = rank; i < batches.size(); i += ranks) {
     StepContext context;
     context.training = true;
     context.seed = options_.seed;
     context.counter = first_counter + i;
-    // A power-of-two scale changes no bit of the f32 quotient's mantissa.
-    context.loss_scale = static_cast<float>(loss_scale_.scale) /
-                         static_cast<float>(std::max<int64_t>(1, target_tokens));
+    // A power-of-two scale changes no bit of the f32 quotient's mantissa:
+    // scale / T, scale * (1 / T) and, without a scale, 1 / T round alike.
+    context.loss_scale = static_cast<float>(loss_scale_.scale) * per_token;
+    if (dynamic && model_->TakesLossScaleOnDevice()) {
+      // The device's scale: nothing read back between updates.
+      TFM_ASSIGN_OR_RETURN(context.loss_scale_on_device,
+                           Fill({}, per_token, DType::kF32, device_loss_scale_.scale.device()));
+      TFM_RETURN_IF_ERROR(MultiTensorScaleBy({context.loss_scale_on_device},
+                                             device_loss_scale_.scale, /*reciprocal=*/false));
+    }
     const bool last = i + ranks >= batches.size();
     // Each batch's gradient is formed from zero and then added to the sum
     // of those before it, never accumulated into it: floating-point sums
@@ -187,13 +207,21 @@ absl::StatusOr<Trainer::QueuedGradients> Trainer::QueueGradients(
     }
   }
   if (reducer_) TFM_RETURN_IF_ERROR(reducer_->Finish());
-  if (loss_scale_.scale != 1.0) {
+  if (dynamic) {
     // Exact (a power of two); overflowed elements stay infinite or NaN, so
     // the norm below finds them.
-    TFM_RETURN_IF_ERROR(ScaleInPlace(GradientTensors(), 1.0 / loss_scale_.scale));
+    TFM_RETURN_IF_ERROR(
+        MultiTensorScaleBy(GradientTensors(), device_loss_scale_.scale, /*reciprocal=*/true));
   }
   TFM_ASSIGN_OR_RETURN(grad_sum_of_squares_, GradSumOfSquares(GradientTensors()));
   queued.sum_of_squares = grad_sum_of_squares_;
+  if (dynamic) {
+    // The next update's scale, halved if these gradients overflowed.
+    TFM_ASSIGN_OR_RETURN(device_loss_scale_,
+                         LossScaleStep(device_loss_scale_, grad_sum_of_squares_,
+                                       options_.loss_scaling.window, kMaxLossScale));
+    queued.loss_scale = device_loss_scale_;
+  }
   // The update's loss on the gradients' device, for ApplyUpdate's skip: a
   // non-finite sum when any batch's is (this rank's; with several ranks
   // the host has seen all of theirs before it applies).
@@ -246,17 +274,25 @@ absl::Status Trainer::ApplyUpdate(int64_t update, double lr_factor) {
                           &loss_guard_);
 }
 
-absl::Status Trainer::SkipOverflow(TrainProgress& progress, int64_t update, double gnorm) {
+absl::Status Trainer::SkipOverflow(TrainProgress& progress, int64_t update, double gnorm,
+                                   double scale_before) {
   ++progress.skipped_updates;
-  const double scale = loss_scale_.scale;
-  TFM_ASSIGN_OR_RETURN(loss_scale_, AfterOverflow(options_.loss_scaling, loss_scale_, update));
-  progress.loss_scale = loss_scale_;
   // Not counted as a non-finite update in a row: the scale is searching
   // for its level (min_loss_scale bounds the search).
   std::fprintf(stderr,
                "update %lld skipped: its gradients overflowed at loss scale %g (norm %g); the "
                "scale is now %g\n",
-               static_cast<long long>(update), scale, gnorm, loss_scale_.scale);
+               static_cast<long long>(update), scale_before, gnorm, loss_scale_.scale);
+  return CheckAboveMinimum(options_.loss_scaling, loss_scale_, update);
+}
+
+absl::Status Trainer::PlaceLossScale() {
+  const Device device = parameters_.empty() ? Device::Cpu() : parameters_[0]->grad.device();
+  TFM_ASSIGN_OR_RETURN(device_loss_scale_.scale,
+                       Fill({}, loss_scale_.scale, DType::kF32, device));
+  TFM_ASSIGN_OR_RETURN(device_loss_scale_.clean_updates,
+                       Fill({}, static_cast<double>(loss_scale_.clean_updates), DType::kF32,
+                            device));
   return absl::OkStatus();
 }
 
@@ -431,7 +467,8 @@ UpdateLog Trainer::MakeLog(const RunState& run, const LossStats& stats, absl::Ti
 }
 
 bool Trainer::ReadsEveryUpdate() const {
-  return options_.read_every_update || options_.loss_scaling.dynamic || communicator_->size() > 1;
+  return options_.read_every_update || communicator_->size() > 1 ||
+         (options_.loss_scaling.dynamic && !model_->TakesLossScaleOnDevice());
 }
 
 absl::StatusOr<bool> Trainer::TrainOneUpdate(const Agreement& agreed, RunState& run) {
@@ -476,9 +513,15 @@ absl::StatusOr<bool> Trainer::Settle(const PendingUpdate& pending, const Gradien
   const LossStats& stats = gradients.stats;
   const double gnorm = gradients.gnorm;
   const int64_t update = progress.update + 1;  // Its number among the applied ones.
-  if (options_.loss_scaling.dynamic && std::isfinite(stats.loss) && !std::isfinite(gnorm)) {
-    TFM_RETURN_IF_ERROR(SkipOverflow(progress, update, gnorm));
-    return false;
+  if (options_.loss_scaling.dynamic && gradients.loss_scale.has_value()) {
+    // The device moved the scale (StepLossScale); the host follows it.
+    const double scale_before = loss_scale_.scale;
+    loss_scale_ = *gradients.loss_scale;
+    progress.loss_scale = loss_scale_;
+    if (!std::isfinite(gnorm)) {
+      TFM_RETURN_IF_ERROR(SkipOverflow(progress, update, gnorm, scale_before));
+      return false;
+    }
   }
   if (!std::isfinite(stats.loss) || !std::isfinite(gnorm)) {
     ++progress.skipped_updates;
@@ -498,11 +541,6 @@ absl::StatusOr<bool> Trainer::Settle(const PendingUpdate& pending, const Gradien
   progress.consecutive_nonfinite = 0;
   progress.update = update;
   run.lr_factor = pending.lr_factor;
-  if (options_.loss_scaling.dynamic) {
-    // The logs show the scale the next update computes at.
-    loss_scale_ = AfterAppliedUpdate(options_.loss_scaling, loss_scale_);
-    progress.loss_scale = loss_scale_;
-  }
   run.last_gnorm = gnorm;
   run.window += stats;
   if (hooks_.on_update) {
@@ -600,6 +638,7 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     loss_scale_ = InitialLossScale(options_.loss_scaling);
     progress->loss_scale.reset();
   }
+  if (options_.loss_scaling.dynamic) TFM_RETURN_IF_ERROR(PlaceLossScale());
   RunState run(progress, options_);
   StopReason reason = StopReason::kMaxUpdates;
   while (true) {

@@ -35,9 +35,12 @@
 // are those of a run that reads every update. One difference: the updates
 // queued after a skipped one and before the read take the schedule's rate
 // and Adam's bias correction one number on (as torch.optim's steps go on
-// after GradScaler skips one). Dynamic loss scaling needs each overflow
-// before the next update's scale, and several ranks sum their losses on the
-// host to agree on a skip: both read every update.
+// after GradScaler skips one). Dynamic loss scaling keeps its scale on the
+// device too (ops/loss_scale), where each update's overflow halves it, for
+// a model that takes it there (TakesLossScaleOnDevice); a model that takes
+// its scale from the host reads every update. So do several ranks, which
+// sum their losses on the host to agree on a skip (their NCCL collectives
+// wait on the host anyway).
 #ifndef TFM_RUNTIME_TRAIN_TRAINER_H_
 #define TFM_RUNTIME_TRAIN_TRAINER_H_
 
@@ -55,6 +58,7 @@
 #include "core/data/batch.h"
 #include "core/data/token_batcher.h"
 #include "core/trainable_model.h"
+#include "ops/loss_scale/loss_scale.h"
 #include "runtime/distributed/communicator.h"
 #include "runtime/distributed/gradient_reducer.h"
 #include "runtime/distributed/local_communicator.h"
@@ -221,6 +225,8 @@ class Trainer {
   struct Gradients {
     LossStats stats;   // Over all ranks.
     double gnorm = 0;  // Global norm before clipping.
+    // Dynamic loss scaling's state after the update (its device's).
+    std::optional<LossScaleState> loss_scale;
   };
   // The norm is read back to the host (the skipping of non-finite updates
   // and the log need it); its square stays on the device for ApplyUpdate.
@@ -234,6 +240,7 @@ class Trainer {
   struct QueuedGradients {
     std::vector<DeviceLossStats> batches;  // This rank's, on the model's device.
     Tensor sum_of_squares;                 // Of the gradients (all ranks'), on their device.
+    LossScaleTensors loss_scale;           // After the update; with dynamic loss scaling.
   };
   absl::StatusOr<QueuedGradients> QueueGradients(const std::vector<Batch>& batches,
                                                  uint64_t first_counter, int64_t update);
@@ -245,16 +252,21 @@ class Trainer {
   absl::Status ApplyUpdate(int64_t update, double lr_factor = 1.0);
 
   // What ComputeGradients multiplies the loss by: 1 without dynamic loss
-  // scaling, else the run's current scale.
+  // scaling, else the run's scale as last read from the device.
   double loss_scale() const { return loss_scale_.scale; }
 
  private:
   // The next update_freq batches, across an epoch's end.
   absl::StatusOr<std::vector<Batch>> NextBatches();
   absl::Status ZeroGradients();
-  // Handles update `update`'s overflowed gradients under dynamic loss
-  // scaling: the scale halves (an error below its minimum).
-  absl::Status SkipOverflow(TrainProgress& progress, int64_t update, double gnorm);
+  // Counts update `update`, whose gradients overflowed under dynamic loss
+  // scaling and whose scale was halved on the device from `scale_before`
+  // (an error below the minimum).
+  absl::Status SkipOverflow(TrainProgress& progress, int64_t update, double gnorm,
+                            double scale_before);
+  // The run's loss scale (loss_scale_) on the parameters' device, where the
+  // updates move it.
+  absl::Status PlaceLossScale();
   // True when every update's figures are read before the next (see
   // "Reading the figures").
   bool ReadsEveryUpdate() const;
@@ -322,9 +334,11 @@ class Trainer {
   // its batches'), which with it decides whether the update is skipped.
   Tensor grad_sum_of_squares_;
   Tensor loss_guard_;
-  // Dynamic loss scaling's state (scale 1 when off), mirrored in the
-  // progress that Run is given.
+  // Dynamic loss scaling's state (scale 1 when off) as last read, mirrored
+  // in the progress that Run is given; and the state itself, on the
+  // parameters' device (with dynamic loss scaling).
   LossScaleState loss_scale_;
+  LossScaleTensors device_loss_scale_;
 };
 
 }  // namespace tfm

@@ -359,10 +359,13 @@ struct RunResult {
   TrainProgress progress;
 };
 
+// `scale_on_device`: the model takes the loss scale from the trainer's
+// tensor, so the trainer reads at log lines only (else every update).
 RunResult TrainToTheEnd(const config::TrainConfig& train, float gradient_limit = 0,
-                        absl::Status* status = nullptr) {
+                        absl::Status* status = nullptr, bool scale_on_device = false) {
   TrainingRun run(train);
   run.model.gradient_limit = gradient_limit;
+  run.model.scale_on_device = scale_on_device;
   RunResult result;
   TrainerHooks hooks;
   hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
@@ -464,6 +467,56 @@ TEST(TrainerTest, AnOverflowSkipsTheUpdateAndHalvesTheScale) {
   EXPECT_EQ(second.model.Parameters()[0]->value.ToVector<float>(), result.weights);
   EXPECT_EQ(resumed.skipped_updates, result.progress.skipped_updates);
   EXPECT_EQ(resumed.loss_scale->scale, result.progress.loss_scale->scale);
+}
+
+// With the scale kept on the device between reads (a model that takes it
+// there), overflows halve it there and are settled when the figures are
+// read. Read after every update (log_every 1) through that path, the run is
+// the one whose host reads every update, bit for bit, skips and scales
+// included. Read every 5, it differs only in the rate and bias correction
+// of the updates queued after a skip before the read (one step on): it
+// still skips, halves and learns; and a scale falling below its minimum
+// stops it with the same error.
+TEST(TrainerTest, OverflowsSettleAlikeWithTheScaleOnTheDevice) {
+  config::TrainConfig train = SmallTraining();
+  train.set_update_freq(1);
+  train.set_loss_scaling("dynamic");
+  train.set_initial_loss_scale(std::ldexp(1.0, 22));
+  train.set_loss_scale_window(4);
+  config::TrainConfig read_each = train;
+  read_each.set_log_every_steps(1);
+  const RunResult every = TrainToTheEnd(read_each, 65504.0f);
+  const RunResult on_device = TrainToTheEnd(read_each, 65504.0f, nullptr, /*scale_on_device=*/true);
+  EXPECT_GE(every.progress.skipped_updates, 2);
+  EXPECT_EQ(on_device.weights, every.weights);
+  EXPECT_EQ(on_device.losses, every.losses);
+  EXPECT_EQ(on_device.gnorms, every.gnorms);
+  EXPECT_EQ(on_device.loss_scales, every.loss_scales);
+  EXPECT_EQ(on_device.progress.skipped_updates, every.progress.skipped_updates);
+  EXPECT_EQ(on_device.progress.batches, every.progress.batches);
+  ASSERT_TRUE(on_device.progress.loss_scale.has_value());
+  EXPECT_EQ(on_device.progress.loss_scale->scale, every.progress.loss_scale->scale);
+  EXPECT_EQ(on_device.progress.loss_scale->clean_updates,
+            every.progress.loss_scale->clean_updates);
+
+  const RunResult at_lines = TrainToTheEnd(train, 65504.0f, nullptr, /*scale_on_device=*/true);
+  EXPECT_EQ(at_lines.progress.update, 40);
+  EXPECT_GE(at_lines.progress.skipped_updates, 2);
+  EXPECT_EQ(at_lines.progress.batches, 40 + at_lines.progress.skipped_updates);
+  ASSERT_EQ(at_lines.loss_scales.size(), 40u);
+  EXPECT_LT(at_lines.loss_scales.front(), std::ldexp(1.0, 22));  // Halved before the first.
+  for (double scale : at_lines.loss_scales) {
+    int exponent = 0;
+    EXPECT_EQ(std::frexp(scale, &exponent), 0.5) << scale;  // Powers of two only.
+  }
+  EXPECT_LT(at_lines.losses.back(), 0.8 * at_lines.losses.front());
+
+  train.set_min_loss_scale(1.0);
+  absl::Status every_status, at_lines_status;
+  TrainToTheEnd(train, 1e-30f, &every_status);
+  TrainToTheEnd(train, 1e-30f, &at_lines_status, /*scale_on_device=*/true);
+  EXPECT_FALSE(every_status.ok());
+  EXPECT_EQ(at_lines_status, every_status);
 }
 
 // Gradients that are not finite at any scale: the scale falls to its

@@ -39,7 +39,11 @@ class BigramModel : public TrainableModel {
       stats.target_tokens = 1;
       return stats;
     }
-    const LossStats stats = Run(batch, &context);
+    StepContext step = context;
+    if (context.loss_scale_on_device.defined()) {  // A host tensor here.
+      step.loss_scale = context.loss_scale_on_device.data<float>()[0];
+    }
+    const LossStats stats = Run(batch, &step);
     if (gradient_limit > 0) {
       // As f16 would hold the pass's gradients: beyond its range, infinite.
       float* g = weight_.grad.data<float>();
@@ -54,7 +58,12 @@ class BigramModel : public TrainableModel {
     return Run(batch, nullptr);
   }
 
+  bool TakesLossScaleOnDevice() const override { return scale_on_device; }
+
   std::set<uint64_t> nan_counters;
+  // Takes a dynamic loss scale as the Transformer does, from the trainer's
+  // device tensor (the CPU's here), so that the trainer keeps it there.
+  bool scale_on_device = false;
   // > 0: gradient elements beyond it in magnitude overflow to infinity (65504
   // is f16's largest), so that dynamic loss scaling can be tested in f32.
   float gradient_limit = 0;
