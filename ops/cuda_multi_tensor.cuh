@@ -57,6 +57,24 @@ const char* UploadList(const Entry* entries, int num_entries, Entry* device_entr
                                                      cudaMemcpyHostToDevice, stream));
 }
 
+// Numbers the chunks of the host list `entries` (of `chunk` elements),
+// copies the list into `device_entries` on `stream`, and launches
+// kernel(device_entries, num_entries, total_chunks, args...) with one
+// block of `threads` per chunk, at most max_blocks (a kernel's blocks loop
+// over the rest). Nothing to do (no elements) launches nothing. Returns
+// nullptr or the CUDA error text.
+template <typename Entry, typename... KernelArgs, typename... Args>
+const char* LaunchOverList(void (*kernel)(const Entry*, int, int64_t, KernelArgs...), int threads,
+                           int64_t chunk, int64_t max_blocks, Entry* entries, int num_entries,
+                           Entry* device_entries, cudaStream_t stream, Args... args) {
+  const int64_t chunks = AssignFirstChunks(entries, num_entries, chunk);
+  if (chunks == 0) return nullptr;
+  if (const char* error = UploadList(entries, num_entries, device_entries, stream)) return error;
+  const int blocks = static_cast<int>(chunks < max_blocks ? chunks : max_blocks);
+  kernel<<<blocks, threads, 0, stream>>>(device_entries, num_entries, chunks, args...);
+  return cuda_elementwise::LastError();
+}
+
 }  // namespace cuda_multi_tensor
 }  // namespace tfm
 

@@ -11,7 +11,6 @@
 namespace tfm {
 namespace {
 
-using cuda_elementwise::LastError;
 
 constexpr int kThreads = 256;
 constexpr int64_t kChunk = 16 * kThreads;
@@ -50,16 +49,9 @@ const char* LaunchAdamFromHost(AdamCudaTensor* tensors, int num_tensors,
                                AdamCudaTensor* device_list, const AdamStep& step,
                                const float* grad_sum_of_squares, const float* skip_guard,
                                double max_norm, StreamHandle stream) {
-  const int64_t chunks = cuda_multi_tensor::AssignFirstChunks(tensors, num_tensors, kChunk);
-  if (chunks == 0) return nullptr;
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (const char* error = cuda_multi_tensor::UploadList(tensors, num_tensors, device_list, s)) {
-    return error;
-  }
-  const int blocks = static_cast<int>(chunks < kMaxBlocks ? chunks : kMaxBlocks);
-  AdamKernel<<<blocks, kThreads, 0, s>>>(device_list, num_tensors, chunks, step,
-                                         grad_sum_of_squares, skip_guard, max_norm);
-  return LastError();
+  return cuda_multi_tensor::LaunchOverList(
+      AdamKernel, kThreads, kChunk, kMaxBlocks, tensors, num_tensors, device_list,
+      static_cast<cudaStream_t>(stream), step, grad_sum_of_squares, skip_guard, max_norm);
 }
 
 }  // namespace tfm

@@ -46,15 +46,9 @@ __global__ void LossScaleStepKernel(const float* scale, const float* clean,
 const char* LaunchScaleBy(ScaleByCudaTensor* tensors, int num_tensors,
                           ScaleByCudaTensor* device_list, const float* scale, bool reciprocal,
                           StreamHandle stream) {
-  const int64_t chunks = cuda_multi_tensor::AssignFirstChunks(tensors, num_tensors, kChunk);
-  if (chunks == 0) return nullptr;
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (const char* error = cuda_multi_tensor::UploadList(tensors, num_tensors, device_list, s)) {
-    return error;
-  }
-  const int blocks = static_cast<int>(chunks < kMaxBlocks ? chunks : kMaxBlocks);
-  ScaleByKernel<<<blocks, kThreads, 0, s>>>(device_list, num_tensors, chunks, scale, reciprocal);
-  return LastError();
+  return cuda_multi_tensor::LaunchOverList(ScaleByKernel, kThreads, kChunk, kMaxBlocks, tensors,
+                                           num_tensors, device_list,
+                                           static_cast<cudaStream_t>(stream), scale, reciprocal);
 }
 
 const char* LaunchLossScaleStep(const float* scale, const float* clean,
