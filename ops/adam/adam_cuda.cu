@@ -11,7 +11,6 @@
 namespace tfm {
 namespace {
 
-
 constexpr int kThreads = 256;
 constexpr int64_t kChunk = 16 * kThreads;
 constexpr int64_t kMaxBlocks = 1 << 16;
