@@ -418,15 +418,22 @@ TEST(TrainerTest, DynamicLossScalingWithoutOverflowChangesNoBit) {
   EXPECT_FALSE(plain.progress.loss_scale.has_value());
 }
 
-// The model overflows as f16 would (gradients beyond 65504 become
-// infinite): an update whose scaled gradients overflow is skipped and the
-// scale halved, not counted as a divergence; training goes on and learns.
-TEST(TrainerTest, AnOverflowSkipsTheUpdateAndHalvesTheScale) {
+// Dynamic loss scaling from 2^22, doubling after 4 clean updates: with the
+// model's gradients overflowing as f16's would, it halves several times.
+config::TrainConfig OverflowingTraining() {
   config::TrainConfig train = SmallTraining();
   train.set_update_freq(1);
   train.set_loss_scaling("dynamic");
   train.set_initial_loss_scale(std::ldexp(1.0, 22));
   train.set_loss_scale_window(4);
+  return train;
+}
+
+// The model overflows as f16 would (gradients beyond 65504 become
+// infinite): an update whose scaled gradients overflow is skipped and the
+// scale halved, not counted as a divergence; training goes on and learns.
+TEST(TrainerTest, AnOverflowSkipsTheUpdateAndHalvesTheScale) {
+  config::TrainConfig train = OverflowingTraining();
   train.set_max_consecutive_nonfinite(1);  // Overflows are not counted.
   const RunResult result = TrainToTheEnd(train, 65504.0f);
   EXPECT_EQ(result.progress.update, 40);
@@ -478,11 +485,7 @@ TEST(TrainerTest, AnOverflowSkipsTheUpdateAndHalvesTheScale) {
 // still skips, halves and learns; and a scale falling below its minimum
 // stops it with the same error.
 TEST(TrainerTest, OverflowsSettleAlikeWithTheScaleOnTheDevice) {
-  config::TrainConfig train = SmallTraining();
-  train.set_update_freq(1);
-  train.set_loss_scaling("dynamic");
-  train.set_initial_loss_scale(std::ldexp(1.0, 22));
-  train.set_loss_scale_window(4);
+  config::TrainConfig train = OverflowingTraining();
   config::TrainConfig read_each = train;
   read_each.set_log_every_steps(1);
   const RunResult every = TrainToTheEnd(read_each, 65504.0f);
