@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
-#include "core/tensor_copy.h"
 #include "core/status_macros.h"
+#include "core/tensor_copy.h"
 #include "runtime/train/checkpoint_schedule.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/stop_signal.h"
