@@ -60,6 +60,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/deterministic.h"
 #include "core/environment_report.h"
 #include "core/op_profile.h"
 #include "core/status_macros.h"
@@ -88,6 +89,9 @@ ABSL_FLAG(std::string, peer_python, "/opt/transformer-bench-venv/bin/python3",
 ABSL_FLAG(bool, torch_compile, true, "also time torch.compile (a second PyTorch row)");
 ABSL_FLAG(bool, profile_ops, false,
           "also print where our update's time goes, op by op (core/op_profile.h), per preset");
+ABSL_FLAG(bool, deterministic, false,
+          "our side with deterministic kernels (train.deterministic), to measure what they "
+          "cost against the fast ones");
 ABSL_FLAG(std::string, child, "", "internal: run our side of one preset and print its figures");
 ABSL_FLAG(std::string, init_out, "",
           "internal (child): write the initial weights here (safetensors) for the PyTorch side");
@@ -370,6 +374,7 @@ absl::Status Main(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_child).empty()) {
     setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
     TFM_ASSIGN_OR_RETURN(const Preset preset, Find(absl::GetFlag(FLAGS_child)));
+    SetDeterministicKernels(absl::GetFlag(FLAGS_deterministic));
     return RunOurs(preset, device, dtype);
   }
   if (device.is_cuda() && cuda::DeviceCount() <= device.index) {
@@ -407,6 +412,11 @@ absl::Status Main(int argc, char** argv) {
                     : " (ours: f16 compute, f32 master weights, dynamic loss scaling; torch: "
                       "autocast f16, GradScaler)")
             << "\n";
+  std::cout << "our kernels: "
+            << (absl::GetFlag(FLAGS_deterministic)
+                    ? "deterministic (train.deterministic: no float atomics decide an order)"
+                    : "the fast ones (train.deterministic off)")
+            << "\n";
   // MFU's denominators, on a GPU: the datasheet's dense peak and a large
   // GEMM measured here.
   double peak_tflops = 0, gemm_tflops = 0;
@@ -440,10 +450,12 @@ absl::Status Main(int argc, char** argv) {
                                               " --device=", device.ToString(),
                                               " --dtype=", DTypeName(dtype), " --init_out=",
                                               init, " --profile_ops=",
-                                              absl::GetFlag(FLAGS_profile_ops))));
-    if (absl::GetFlag(FLAGS_profile_ops)) {
-      std::cout << ours_out.substr(0, ours_out.rfind("ours "));
-    }
+                                              absl::GetFlag(FLAGS_profile_ops),
+                                              " --deterministic=",
+                                              absl::GetFlag(FLAGS_deterministic))));
+    // What our side said before its figures (the op profile, the host's
+    // time to queue an update).
+    std::cout << ours_out.substr(0, ours_out.rfind("ours "));
     Row ours{"ours"};
     std::vector<std::string> f = absl::StrSplit(ours_out.substr(ours_out.rfind("ours ")), ' ');
     if (f.size() < 9) return absl::InternalError("our side printed: " + ours_out);

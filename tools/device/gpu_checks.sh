@@ -6,7 +6,7 @@
 # //ops/quantized_linear:quantized_linear_test` here:
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
 # STAGE (default: all but sweep; they run in the order tests train sweep
-# compare pack decode_bench decode_profile train_step train_profile
+# compare pack decode_bench decode_profile train_step deterministic train_profile
 # train_step_f32 attention cpu_int8 memcheck memcheck_training:
 # what later stages need, and the most wanted results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
@@ -24,6 +24,7 @@
 #                lines, BLEU of each (beam 4, and greedy)
 #   train_step   benchmarks/train_step --device=cuda against PyTorch eager and
 #                torch.compile (base_25k, big_25k in bf16 with MFU; base_25k in f16)
+#   deterministic  train_step's bf16 rows with train.deterministic's kernels (its cost)
 #   train_profile  our bf16 big update op by op and shape, GPU ops waited for
 #                (TFM_PROFILE_OPS=shapes)
 #   train_step_f32  the same at the CPU presets' shapes (base, paper) in f32
@@ -56,7 +57,7 @@ run_bundle() { "$bundle/run_bundle.sh" "$@"; }
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(nproc)"
 
-stages=" ${*:-tests train compare pack decode_bench train_step decode_profile train_profile attention cpu_int8 memcheck train_step_f32 memcheck_training} "
+stages=" ${*:-tests train compare pack decode_bench train_step deterministic decode_profile train_profile attention cpu_int8 memcheck train_step_f32 memcheck_training} "
 run() { [[ "$stages" == *" $1 "* ]] && echo "== $(date -u +%T) stage $1"; }
 # An empty work directory for a training run, with the vocabulary trained
 # here when it was carried.
@@ -200,6 +201,15 @@ if run train_step; then
     --torch_compile="${TFM_TORCH_COMPILE:-true}" --peer_python=python3
   timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=f16 \
     --presets=base_25k --steps=5 --threads=16 --torch_compile=false --peer_python=python3
+fi
+
+if run deterministic; then
+  # What train.deterministic costs (issue 33: "say the cost"): our bf16 base
+  # and big updates with deterministic kernels, against train_step's rows
+  # without them (PyTorch eager again as the yardstick of the machine).
+  timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=bf16 \
+    --presets=base_25k,big_25k --steps=5 --threads=16 --torch_compile=false --deterministic \
+    --peer_python=python3
 fi
 
 if run train_profile; then
