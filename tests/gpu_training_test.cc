@@ -27,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/check.h"
+#include "core/cuda/runtime.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "core/deterministic.h"
@@ -471,6 +472,37 @@ TEST(GpuTrainingTest, ReadingAtLogLinesChangesNothingOnTheGpu) {
   TFM_SKIP_WITHOUT_GPU();
   const DeterministicKernelsForThisScope deterministic;
   ExpectReadingAtLogLinesChangesNothing(Device::Cuda(0));
+}
+
+// Between log lines an update waits for nothing on the GPU: 8 updates of
+// Trainer::Run logged every 4 wait for it twice (the two reads), where
+// reading the figures every update waits 8 times.
+TEST(GpuTrainingTest, AnUpdateBetweenLogLinesWaitsForNothing) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (const bool read_every_update : {false, true}) {
+    SCOPED_TRACE(read_every_update ? "read every update" : "read at log lines");
+    TrainingSetup run = MakeRun(SmallModel(0.1f), Device::Cuda(0));
+    ListedBatches data({MakeBatch(3, 0), MakeBatch(4, 1), MakeBatch(2, 2)});
+    TrainerOptions options;
+    options.max_updates = 8;
+    options.update_freq = 2;
+    options.clip_norm = 0.5;
+    options.log_every = 4;
+    options.read_every_update = read_every_update;
+    TrainerHooks hooks;
+    hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+    Trainer trainer(run.model.get(), run.optimizer.get(), &data, {}, options, std::move(hooks));
+    TrainProgress progress;
+    const int64_t before = cuda::HostWaits();
+    const absl::StatusOr<StopReason> reason = trainer.Run(&progress);
+    const int64_t waits = cuda::HostWaits() - before;
+    ASSERT_TRUE(reason.ok()) << reason.status();
+    EXPECT_EQ(progress.update, 8);
+    EXPECT_EQ(waits, read_every_update ? 8 : 2);
+    std::printf("8 updates, figures read %s: %lld waits for the GPU\n",
+                read_every_update ? "every update" : "every 4 (the log lines)",
+                static_cast<long long>(waits));
+  }
 }
 
 // A NaN in a weight makes the loss and every gradient NaN; the update is

@@ -64,6 +64,12 @@ struct StagingStats {
 };
 StagingStats GetStagingStats();
 absl::Status Synchronize(int device);
+// How many times this process has waited for a device to finish its queue:
+// copies that wait (Memcpy, a read of CopyDeviceToHostTogether, an upload
+// too large to stage) and Synchronize. A wait for a staging slot is not one
+// (it waits only for an earlier copy: StagingStats::waits_for_slot). Tests
+// count them: a training update between log lines makes none.
+int64_t HostWaits();
 
 // CUDA graphs: a decoding step's kernels captured once and replayed, so
 // that the host launches one graph instead of a hundred kernels (at batch 1

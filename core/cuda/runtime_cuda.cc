@@ -5,6 +5,7 @@
 #include <cudnn.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -20,6 +21,13 @@ absl::Status ToStatus(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return absl::OkStatus();
   return absl::InternalError(std::string(what) + ": " + cudaGetErrorString(error));
 }
+
+std::atomic<int64_t>& HostWaitCounter() {
+  static std::atomic<int64_t> waits{0};
+  return waits;
+}
+
+void CountHostWait() { HostWaitCounter().fetch_add(1, std::memory_order_relaxed); }
 
 // CopyHostToDeviceInStreamOrder's pinned slots on one device, taken in turn.
 // A slot is written again only after the event recorded behind its last copy
@@ -80,6 +88,7 @@ class Staging {
       if (!status.ok()) return status;
       at += copies[i].bytes;
     }
+    CountHostWait();
     absl::Status status =
         ToStatus(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
     if (!status.ok()) return status;
@@ -181,6 +190,7 @@ void Free(int device, void* ptr) {
 }
 
 absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
+  CountHostWait();
   const cudaMemcpyKind cuda_kind = kind == CopyKind::kHostToDevice ? cudaMemcpyHostToDevice
                                    : kind == CopyKind::kDeviceToHost
                                        ? cudaMemcpyDeviceToHost
@@ -235,7 +245,10 @@ StagingStats GetStagingStats() {
   return total;
 }
 
+int64_t HostWaits() { return HostWaitCounter().load(std::memory_order_relaxed); }
+
 absl::Status Synchronize(int device) {
+  CountHostWait();
   absl::Status status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
   if (!status.ok()) return status;
   return ToStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");

@@ -23,6 +23,7 @@ absl::Status CopyHostToDeviceInStreamOrder(int, void*, const void*, size_t) {
 }
 absl::Status CopyDeviceToHostTogether(int, const DeviceToHostCopy*, size_t) { return NoCuda(); }
 StagingStats GetStagingStats() { return {}; }
+int64_t HostWaits() { return 0; }
 absl::Status Synchronize(int) { return NoCuda(); }
 absl::StatusOr<void*> CreateStream(int) { return NoCuda(); }
 void DestroyStream(int, void*) {}
