@@ -25,8 +25,8 @@
 // Reading the figures: an update's loss and gradient norm are computed on
 // the model's device, and reading them back makes the host wait for the
 // device's queue to drain, so a GPU would idle while the host queues the
-// next update. So a single-rank run without dynamic loss scaling reads them
-// only where it needs them: at each log line (every log_every updates), a
+// next update. So a single-rank run reads them only where it needs them:
+// at each log line (every log_every updates), a
 // validation, a checkpoint and the end, all the updates since the last read
 // with one wait. Meanwhile a non-finite update (its loss or gradient norm)
 // is skipped on the device (multi_tensor_adam's guard), and counted as
