@@ -18,6 +18,10 @@ namespace {
 
 double PerToken(double sum, int64_t tokens) { return tokens > 0 ? sum / tokens : 0.0; }
 
+// The most updates whose figures wait unread (a few small device tensors
+// each), whatever log_every is.
+constexpr size_t kMaxPendingUpdates = 1000;
+
 // The scalars an update's figures are read from: each batch's loss and
 // nll, then the gradients' sum of squares.
 std::vector<Tensor> ScalarsOf(const Trainer::QueuedGradients& queued) {
@@ -500,7 +504,10 @@ absl::StatusOr<bool> Trainer::TrainOneUpdate(const Agreement& agreed, RunState& 
   run.pending.push_back(std::move(pending));
   ++progress.update;
   if (hooks_.on_update_queued) hooks_.on_update_queued(progress, run.Elapsed());
-  if (options_.log_every > 0 && progress.update % options_.log_every == 0) {
+  // At each log line; and at most kMaxPendingUpdates apart, so that a run
+  // that logs rarely or never holds a bounded number of unread figures.
+  if ((options_.log_every > 0 && progress.update % options_.log_every == 0) ||
+      run.pending.size() >= kMaxPendingUpdates) {
     TFM_RETURN_IF_ERROR(ReadPending(run));
     return run.last_settled_applied;
   }

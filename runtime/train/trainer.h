@@ -25,12 +25,12 @@
 // Reading the figures: an update's loss and gradient norm are computed on
 // the model's device, and reading them back makes the host wait for the
 // device's queue to drain, so a GPU would idle while the host queues the
-// next update. So a single-rank run reads them only where it needs them:
-// at each log line (every log_every updates), a
-// validation, a checkpoint and the end, all the updates since the last read
-// with one wait. Meanwhile a non-finite update (its loss or gradient norm)
-// is skipped on the device (multi_tensor_adam's guard), and counted as
-// applied until the read, which settles the count, the skips, the
+// next update. So a single-rank run reads them only where it needs them: at
+// each log line (every log_every updates), a validation, a checkpoint and
+// the end (and at least every 1000 updates), all the updates since the last
+// read with one wait. Meanwhile a non-finite update (its loss or gradient
+// norm) is skipped on the device (multi_tensor_adam's guard), and counted
+// as applied until the read, which settles the count, the skips, the
 // divergence error and the per-update hooks in order; figures and events
 // are those of a run that reads every update. One difference: the updates
 // queued after a skipped one and before the read take the schedule's rate
