@@ -352,6 +352,31 @@ TEST(TrainerTest, ReadingAtLogLinesEqualsReadingEveryUpdate) {
   }
 }
 
+// A run that never logs still reads its figures, 1000 updates at a time,
+// so that what waits unread stays bounded.
+TEST(TrainerTest, FiguresAreReadAtLeastEvery1000Updates) {
+  config::TrainConfig train = SmallTraining();
+  train.set_log_every_steps(0);
+  train.set_validate_every_steps(0);
+  train.set_max_steps(1200);
+  train.set_update_freq(1);
+  TrainingRun run(train);
+  int64_t queued = 0;
+  std::vector<int64_t> queued_when_read;
+  TrainerHooks hooks;
+  hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
+  hooks.on_update_queued = [&](const TrainProgress& p, double) { queued = p.update; };
+  hooks.on_update = [&](const TrainProgress&, const UpdateLog&) {
+    queued_when_read.push_back(queued);
+  };
+  TrainProgress progress;
+  ASSERT_EQ(*run.MakeTrainer(train, hooks)->Run(&progress), StopReason::kMaxUpdates);
+  ASSERT_EQ(queued_when_read.size(), 1200u);
+  EXPECT_EQ(queued_when_read.front(), 1000);  // Read when the 1000th was queued,
+  EXPECT_EQ(queued_when_read[999], 1000);
+  EXPECT_EQ(queued_when_read.back(), 1200);  // the rest at the end.
+}
+
 // Everything a run leaves that scaling must not change.
 struct RunResult {
   std::vector<float> weights;
