@@ -1,7 +1,6 @@
 // Registers the CUDA kernel of adam and multi_tensor_adam (linked only in
 // builds with CUDA): f32 parameters and state, updated in place by one
 // multi-tensor launch over the call's tensors (a list of one for adam).
-#include <algorithm>
 #include <vector>
 
 #include "core/op_registry.h"
@@ -21,17 +20,10 @@ absl::Status AdamCuda(KernelContext& context) {
   for (const AdamEntry& t : call.entries) {
     tensors.push_back(AdamCudaTensor{t.param, t.grad, t.m, t.v, t.count, 0});
   }
-  // The list lives in device memory (from the caching allocator, in 8-byte
-  // words) until the kernel on this stream has read it.
-  static_assert(sizeof(AdamCudaTensor) % 8 == 0, "the list is held in 8-byte words");
-  constexpr int64_t kWordsPerTensor = sizeof(AdamCudaTensor) / 8;
-  TFM_ASSIGN_OR_RETURN(
-      Tensor list,
-      Tensor::Empty({std::max<int64_t>(1, kWordsPerTensor * static_cast<int64_t>(tensors.size()))},
-                    DType::kI64, context.device(), context.stream()));
+  TFM_ASSIGN_OR_RETURN(Tensor list, DeviceListBuffer<AdamCudaTensor>(context, tensors.size()));
   TFM_RETURN_IF_ERROR(CudaLaunchStatus(
       context, LaunchAdamFromHost(tensors.data(), static_cast<int>(tensors.size()),
-                                  reinterpret_cast<AdamCudaTensor*>(list.data<int64_t>()), step,
+                                  ListEntries<AdamCudaTensor>(list), step,
                                   call.grad_sum_of_squares, call.skip_guard, call.max_norm,
                                   context.stream())));
   HandBackAdamState(context);

@@ -1,6 +1,5 @@
 // Registers multi_tensor_scale_by's and loss_scale_step's CUDA kernels
 // (linked only in builds with CUDA).
-#include <algorithm>
 #include <vector>
 
 #include "core/op_registry.h"
@@ -21,17 +20,11 @@ absl::Status MultiTensorScaleByCuda(KernelContext& context) {
         context.in_place_input(layout.input(0, entry)).data<float>(),
         context.input(layout.input(0, entry)).num_elements(), 0});
   }
-  // The list lives in device memory (8-byte words from the caching
-  // allocator) until the kernel on this stream has read it.
-  static_assert(sizeof(ScaleByCudaTensor) % 8 == 0, "the list is held in 8-byte words");
-  constexpr int64_t kWordsPerTensor = sizeof(ScaleByCudaTensor) / 8;
-  TFM_ASSIGN_OR_RETURN(
-      Tensor list,
-      Tensor::Empty({std::max<int64_t>(1, kWordsPerTensor * static_cast<int64_t>(tensors.size()))},
-                    DType::kI64, context.device(), context.stream()));
+  TFM_ASSIGN_OR_RETURN(Tensor list,
+                       DeviceListBuffer<ScaleByCudaTensor>(context, tensors.size()));
   TFM_RETURN_IF_ERROR(CudaLaunchStatus(
       context, LaunchScaleBy(tensors.data(), static_cast<int>(tensors.size()),
-                             reinterpret_cast<ScaleByCudaTensor*>(list.data<int64_t>()),
+                             ListEntries<ScaleByCudaTensor>(list),
                              context.input(layout.input(1)).data<float>(), reciprocal,
                              context.stream())));
   for (int entry = 0; entry < context.list_size(); ++entry) {
