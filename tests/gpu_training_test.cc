@@ -382,18 +382,19 @@ struct RunOutcome {
   std::vector<double> losses, scales;
   int64_t skipped = 0;
   LossScaleState final_scale;
+  int64_t host_waits = 0;  // The run's waits for the device (cuda::HostWaits).
 };
 
-// Trainer::Run for 12 updates logged every 4, reading the figures at the
-// log lines or every update; with dynamic loss scaling from
+// Trainer::Run for `updates` updates logged every 4, reading the figures at
+// the log lines or every update; with dynamic loss scaling from
 // `initial_scale` (window 3) when it is not 0.
-RunOutcome TrainTwelveUpdates(const Device& device, bool read_every_update,
-                              double initial_scale = 0) {
+RunOutcome TrainWithRun(const Device& device, int64_t updates, bool read_every_update,
+                        double initial_scale = 0) {
   TrainingSetup run = MakeRun(SmallModel(0.1f), device);
   ListedBatches data({MakeBatch(3, 0), MakeBatch(4, 1), MakeBatch(2, 2), MakeBatch(5, 3),
                       MakeBatch(3, 4)});
   TrainerOptions options;
-  options.max_updates = 12;
+  options.max_updates = updates;
   options.update_freq = 2;
   options.clip_norm = 0.5;
   options.seed = 11;
@@ -413,9 +414,11 @@ RunOutcome TrainTwelveUpdates(const Device& device, bool read_every_update,
   };
   Trainer trainer(run.model.get(), run.optimizer.get(), &data, {}, options, std::move(hooks));
   TrainProgress progress;
+  const int64_t waits_before = cuda::HostWaits();
   const absl::StatusOr<StopReason> reason = trainer.Run(&progress);
+  outcome.host_waits = cuda::HostWaits() - waits_before;
   EXPECT_TRUE(reason.ok()) << reason.status();
-  EXPECT_EQ(progress.update, 12);
+  EXPECT_EQ(progress.update, updates);
   outcome.state = StateBits(run);
   outcome.skipped = progress.skipped_updates;
   outcome.final_scale = progress.loss_scale.value_or(LossScaleState{});
@@ -434,8 +437,8 @@ void ExpectReadingAtLogLinesChangesNothing(const Device& device) {
   std::vector<double> unscaled_losses;
   for (const double initial_scale : {0.0, 0x1p40}) {
     SCOPED_TRACE(initial_scale > 0 ? "dynamic loss scaling" : "no loss scaling");
-    const RunOutcome every = TrainTwelveUpdates(device, true, initial_scale);
-    const RunOutcome at_lines = TrainTwelveUpdates(device, false, initial_scale);
+    const RunOutcome every = TrainWithRun(device, 12, true, initial_scale);
+    const RunOutcome at_lines = TrainWithRun(device, 12, false, initial_scale);
     ASSERT_EQ(every.losses.size(), 12u);
     EXPECT_EQ(at_lines.losses, every.losses);
     EXPECT_EQ(at_lines.scales, every.scales);
@@ -481,27 +484,11 @@ TEST(GpuTrainingTest, AnUpdateBetweenLogLinesWaitsForNothing) {
   TFM_SKIP_WITHOUT_GPU();
   for (const bool read_every_update : {false, true}) {
     SCOPED_TRACE(read_every_update ? "read every update" : "read at log lines");
-    TrainingSetup run = MakeRun(SmallModel(0.1f), Device::Cuda(0));
-    ListedBatches data({MakeBatch(3, 0), MakeBatch(4, 1), MakeBatch(2, 2)});
-    TrainerOptions options;
-    options.max_updates = 8;
-    options.update_freq = 2;
-    options.clip_norm = 0.5;
-    options.log_every = 4;
-    options.read_every_update = read_every_update;
-    TrainerHooks hooks;
-    hooks.save_checkpoint = [](const TrainProgress&, bool) { return absl::OkStatus(); };
-    Trainer trainer(run.model.get(), run.optimizer.get(), &data, {}, options, std::move(hooks));
-    TrainProgress progress;
-    const int64_t before = cuda::HostWaits();
-    const absl::StatusOr<StopReason> reason = trainer.Run(&progress);
-    const int64_t waits = cuda::HostWaits() - before;
-    ASSERT_TRUE(reason.ok()) << reason.status();
-    EXPECT_EQ(progress.update, 8);
-    EXPECT_EQ(waits, read_every_update ? 8 : 2);
+    const RunOutcome outcome = TrainWithRun(Device::Cuda(0), 8, read_every_update);
+    EXPECT_EQ(outcome.host_waits, read_every_update ? 8 : 2);
     std::printf("8 updates, figures read %s: %lld waits for the GPU\n",
                 read_every_update ? "every update" : "every 4 (the log lines)",
-                static_cast<long long>(waits));
+                static_cast<long long>(outcome.host_waits));
   }
 }
 
