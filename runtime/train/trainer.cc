@@ -172,22 +172,24 @@ absl::StatusOr<Trainer::QueuedGradients> Trainer::QueueGradients(
   QueuedGradients queued;
   const bool dynamic = options_.loss_scaling.dynamic;
   if (dynamic && !device_loss_scale_.scale.defined()) TFM_RETURN_IF_ERROR(PlaceLossScale());
+  // Every batch of the update seeds its gradient with the same factor. A
+  // power-of-two scale changes no bit of the f32 quotient's mantissa:
+  // scale / T, scale * (1 / T) and, without a scale, 1 / T round alike.
   const float per_token = 1.0f / static_cast<float>(std::max<int64_t>(1, target_tokens));
+  StepContext seed;
+  seed.loss_scale = static_cast<float>(loss_scale_.scale) * per_token;
+  if (dynamic && model_->TakesLossScaleOnDevice()) {
+    // The device's scale: nothing read back between updates.
+    TFM_ASSIGN_OR_RETURN(seed.loss_scale_on_device,
+                         Fill({}, per_token, DType::kF32, device_loss_scale_.scale.device()));
+    TFM_RETURN_IF_ERROR(MultiTensorScaleBy({seed.loss_scale_on_device}, device_loss_scale_.scale,
+                                           /*reciprocal=*/false));
+  }
   for (size_t i = rank; i < batches.size(); i += ranks) {
-    StepContext context;
+    StepContext context = seed;
     context.training = true;
     context.seed = options_.seed;
     context.counter = first_counter + i;
-    // A power-of-two scale changes no bit of the f32 quotient's mantissa:
-    // scale / T, scale * (1 / T) and, without a scale, 1 / T round alike.
-    context.loss_scale = static_cast<float>(loss_scale_.scale) * per_token;
-    if (dynamic && model_->TakesLossScaleOnDevice()) {
-      // The device's scale: nothing read back between updates.
-      TFM_ASSIGN_OR_RETURN(context.loss_scale_on_device,
-                           Fill({}, per_token, DType::kF32, device_loss_scale_.scale.device()));
-      TFM_RETURN_IF_ERROR(MultiTensorScaleBy({context.loss_scale_on_device},
-                                             device_loss_scale_.scale, /*reciprocal=*/false));
-    }
     const bool last = i + ranks >= batches.size();
     // Each batch's gradient is formed from zero and then added to the sum
     // of those before it, never accumulated into it: floating-point sums
