@@ -399,10 +399,8 @@ struct Trainer::RunState {
   double last_gnorm = 0;
   double lr_factor = 1.0;  // The cooldown's at the last update.
   // Updates queued whose figures are not yet read, oldest first
-  // (ReadPending), and the count of applied updates before them.
+  // (ReadPending); progress->update counts them as applied.
   std::vector<PendingUpdate> pending;
-  int64_t settled_updates = progress->update;
-  bool last_settled_applied = true;  // Whether Settle applied the last it saw.
 };
 
 struct Trainer::PendingUpdate {
@@ -494,8 +492,6 @@ absl::StatusOr<bool> Trainer::TrainOneUpdate(const Agreement& agreed, RunState& 
     // ranks' losses), and the loss scale changes before the next update.
     TFM_ASSIGN_OR_RETURN(const Gradients gradients, ReadGradients(pending.queued, update));
     TFM_ASSIGN_OR_RETURN(const bool applied, Settle(pending, gradients, absl::Now(), run));
-    run.settled_updates = progress.update;
-    run.last_settled_applied = applied;
     if (applied) TFM_RETURN_IF_ERROR(ApplyUpdate(update, pending.lr_factor));
     if (hooks_.on_update_queued) hooks_.on_update_queued(progress, run.Elapsed());
     return applied;
@@ -510,8 +506,7 @@ absl::StatusOr<bool> Trainer::TrainOneUpdate(const Agreement& agreed, RunState& 
   // that logs rarely or never holds a bounded number of unread figures.
   if ((options_.log_every > 0 && progress.update % options_.log_every == 0) ||
       run.pending.size() >= kMaxPendingUpdates) {
-    TFM_RETURN_IF_ERROR(ReadPending(run));
-    return run.last_settled_applied;
+    return ReadPending(run);
   }
   return true;
 }
@@ -566,8 +561,8 @@ absl::StatusOr<bool> Trainer::Settle(const PendingUpdate& pending, const Gradien
   return true;
 }
 
-absl::Status Trainer::ReadPending(RunState& run) {
-  if (run.pending.empty()) return absl::OkStatus();
+absl::StatusOr<bool> Trainer::ReadPending(RunState& run) {
+  if (run.pending.empty()) return true;
   // Every pending update's scalars with one wait (a single rank: its sums
   // are all there is).
   std::vector<Tensor> scalars;
@@ -578,18 +573,19 @@ absl::Status Trainer::ReadPending(RunState& run) {
   }
   TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> host, CopyAllToHost(scalars));
   const absl::Time read = absl::Now();
-  run.progress->update = run.settled_updates;
-  const std::vector<PendingUpdate> pending = std::move(run.pending);
+  // Back to the updates applied before these; Settle counts each again.
+  run.progress->update -= static_cast<int64_t>(run.pending.size());
+  const std::vector<PendingUpdate> settling = std::move(run.pending);
   run.pending.clear();
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const size_t end_scalar = i + 1 < pending.size() ? first[i + 1] : host.size();
+  bool applied = true;
+  for (size_t i = 0; i < settling.size(); ++i) {
+    const size_t end_scalar = i + 1 < settling.size() ? first[i + 1] : host.size();
     const Gradients figures = FiguresOf(
-        pending[i].queued, absl::MakeConstSpan(host).subspan(first[i], end_scalar - first[i]));
-    const absl::Time end = i + 1 < pending.size() ? pending[i + 1].start : read;
-    TFM_ASSIGN_OR_RETURN(run.last_settled_applied, Settle(pending[i], figures, end, run));
+        settling[i].queued, absl::MakeConstSpan(host).subspan(first[i], end_scalar - first[i]));
+    const absl::Time end = i + 1 < settling.size() ? settling[i + 1].start : read;
+    TFM_ASSIGN_OR_RETURN(applied, Settle(settling[i], figures, end, run));
   }
-  run.settled_updates = run.progress->update;
-  return absl::OkStatus();
+  return applied;
 }
 
 absl::StatusOr<bool> Trainer::ValidateIfDue(const Agreement& agreed, RunState& run) {
@@ -630,7 +626,7 @@ absl::StatusOr<bool> Trainer::ValidateIfDue(const Agreement& agreed, RunState& r
 }
 
 absl::Status Trainer::Save(RunState& run, bool best) {
-  TFM_RETURN_IF_ERROR(ReadPending(run));
+  TFM_RETURN_IF_ERROR(ReadPending(run).status());
   TrainProgress saved = *run.progress;
   saved.train_seconds = run.Elapsed();  // With this run's training time.
   return SaveEverywhere(saved, best);
@@ -654,7 +650,7 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     if (progress->update >= options_.max_updates) {
       // Counted with the updates not yet read: settle them (a skip among
       // them leaves more to do).
-      TFM_RETURN_IF_ERROR(ReadPending(run));
+      TFM_RETURN_IF_ERROR(ReadPending(run).status());
       if (progress->update >= options_.max_updates) break;
     }
     // Rank 0's view of the clocks; the others' is ignored.
@@ -672,8 +668,7 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
         options_.validate_every > 0 && progress->update % options_.validate_every == 0;
     if (applied && (validation_by_count || agreed.validate_by_time || agreed.checkpoint_due)) {
       // Validations and checkpoints follow the applied count: read first.
-      TFM_RETURN_IF_ERROR(ReadPending(run));
-      applied = run.last_settled_applied;
+      TFM_ASSIGN_OR_RETURN(applied, ReadPending(run));
     }
     if (!applied) continue;  // Skipped as non-finite.
     TFM_ASSIGN_OR_RETURN(const bool best, ValidateIfDue(agreed, run));

@@ -303,8 +303,8 @@ class Trainer {
   absl::StatusOr<bool> Settle(const PendingUpdate& pending, const Gradients& gradients,
                               absl::Time end, RunState& run);
   // Reads the figures of every pending update with one wait and settles
-  // them.
-  absl::Status ReadPending(RunState& run);
+  // them; whether the last of them was applied (true when none waited).
+  absl::StatusOr<bool> ReadPending(RunState& run);
   // Validates when due; true for a new best.
   absl::StatusOr<bool> ValidateIfDue(const Agreement& agreed, RunState& run);
   // The figures of the updates whose sums are `stats`, run from `start` to
