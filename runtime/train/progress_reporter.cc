@@ -69,6 +69,11 @@ void ProgressReporter::DrawBar() {
   bar_drawn_at_ = last_.elapsed_seconds;
 }
 
+bool ProgressReporter::BarDue(bool log_line) const {
+  return terminal_ && (log_line || bar_drawn_at_ < 0 ||
+                       last_.elapsed_seconds - bar_drawn_at_ >= kRedrawSeconds);
+}
+
 void ProgressReporter::Start(int64_t update, double elapsed_seconds) {
   if (started_) return;
   started_ = true;
@@ -80,7 +85,7 @@ void ProgressReporter::Advance(int64_t update, double elapsed_seconds) {
   Start(update, elapsed_seconds);
   last_.update = update;
   last_.elapsed_seconds = elapsed_seconds;
-  if (terminal_ && (bar_drawn_at_ < 0 || elapsed_seconds - bar_drawn_at_ >= kRedrawSeconds)) {
+  if (BarDue(/*log_line=*/false)) {
     DrawBar();
     out_->flush();
   }
@@ -94,10 +99,7 @@ void ProgressReporter::Update(const TrainingMetrics& metrics) {
     ClearBar();
     *out_ << FormatLogLine(metrics, total_updates_) << "\n";
   }
-  if (terminal_ &&
-      (log_now || bar_drawn_at_ < 0 || metrics.elapsed_seconds - bar_drawn_at_ >= kRedrawSeconds)) {
-    DrawBar();
-  }
+  if (BarDue(log_now)) DrawBar();
   out_->flush();
 }
 

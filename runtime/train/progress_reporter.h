@@ -44,6 +44,9 @@ class ProgressReporter {
   void DrawBar();
   // The first report fixes where the ETA's rate is measured from.
   void Start(int64_t update, double elapsed_seconds);
+  // Whether to redraw the bar for last_: on a terminal, after a log line
+  // (which erased it), the first time, or 0.1 s after the last drawing.
+  bool BarDue(bool log_line) const;
 
   std::ostream* out_;
   bool terminal_;
