@@ -164,6 +164,21 @@ absl::Status KernelContext::Error(absl::string_view message) const {
       def_.list_inputs > 0 ? absl::StrCat("a list of ", layout_.list_size(), " entries") : "");
 }
 
+absl::Status KernelContext::RequireF32Scalar(const Tensor& tensor, absl::string_view name) const {
+  if (tensor.dtype() == DType::kF32 && tensor.rank() == 0) return absl::OkStatus();
+  return Error(absl::StrCat(name, " must be an f32 scalar"));
+}
+
+absl::Status KernelContext::RequireDevicePosition(const Tensor& position, absl::string_view name,
+                                                  const Device& device,
+                                                  absl::string_view where) const {
+  if (position.rank() == 1 && position.dim(0) == 1 && position.dtype() == DType::kI32 &&
+      position.device() == device) {
+    return absl::OkStatus();
+  }
+  return Error(absl::StrCat(name, " must be [1] i32 on ", where));
+}
+
 absl::Status KernelContext::EntryError(int entry, absl::string_view message) const {
   std::vector<int> shown;
   for (int d = 0; d < def_.list_inputs; ++d) shown.push_back(layout_.input(d, entry));

@@ -155,6 +155,12 @@ class KernelContext {
   // The same about list entry `entry` of a variadic op: names the entry and
   // gives its inputs' shapes.
   absl::Status EntryError(int entry, absl::string_view message) const;
+  // Checks validations share: OK, or Error("<name> must be an f32 scalar");
+  // OK, or Error("<name> must be [1] i32 on <where>") for a position held on
+  // `device` (read there by a kernel that a captured CUDA graph replays).
+  absl::Status RequireF32Scalar(const Tensor& tensor, absl::string_view name) const;
+  absl::Status RequireDevicePosition(const Tensor& position, absl::string_view name,
+                                     const Device& device, absl::string_view where) const;
 
  private:
   const OpDef& def_;

@@ -46,14 +46,10 @@ absl::Status ValidateMultiTensorAdam(const KernelContext& context) {
       }
     }
   }
-  const Tensor& sum = context.input(context.layout().input(4));
-  if (sum.dtype() != DType::kF32 || sum.rank() != 0) {
-    return context.Error("grad_sum_of_squares must be an f32 scalar");
-  }
-  const Tensor& guard = context.input(context.layout().input(5));
-  if (guard.dtype() != DType::kF32 || guard.rank() != 0) {
-    return context.Error("skip_guard must be an f32 scalar");
-  }
+  TFM_RETURN_IF_ERROR(
+      context.RequireF32Scalar(context.input(context.layout().input(4)), "grad_sum_of_squares"));
+  TFM_RETURN_IF_ERROR(
+      context.RequireF32Scalar(context.input(context.layout().input(5)), "skip_guard"));
   TFM_ASSIGN_OR_RETURN(double max_norm, context.attrs().Get<double>("max_norm"));
   if (!(max_norm >= 0) || !std::isfinite(max_norm)) {
     return context.Error(absl::StrCat("max_norm ", max_norm, " must be finite and >= 0"));

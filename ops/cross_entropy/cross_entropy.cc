@@ -45,10 +45,7 @@ TFM_REGISTER_OP(OpDef{
           if (lse.shape() != Shape{context.input(0).dim(0)} || lse.dtype() != DType::kF32) {
             return context.Error("lse must be f32 [N]");
           }
-          if (d_loss.rank() != 0 || d_loss.dtype() != DType::kF32) {
-            return context.Error("d_loss must be an f32 scalar");
-          }
-          return absl::OkStatus();
+          return context.RequireF32Scalar(d_loss, "d_loss");
         },
 });
 

@@ -56,11 +56,8 @@ absl::Status ValidateWriteAt(const KernelContext& context) {
   TFM_RETURN_IF_ERROR(ValidateWriteOf(context));
   const Tensor& cache = context.input(0);
   const Tensor& x = context.input(1);
-  const Tensor& position = context.input(2);
-  if (position.rank() != 1 || position.dim(0) != 1 || position.dtype() != DType::kI32 ||
-      position.device() != cache.device()) {
-    return context.Error("position must be [1] i32 on the cache's device");
-  }
+  TFM_RETURN_IF_ERROR(context.RequireDevicePosition(context.input(2), "position",
+                                                    cache.device(), "the cache's device"));
   if (x.dim(2) > cache.dim(2)) {
     return context.Error(absl::StrCat(x.dim(2), " positions do not fit a capacity of ",
                                       cache.dim(2)));

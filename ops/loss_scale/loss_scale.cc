@@ -10,14 +10,6 @@
 namespace tfm {
 namespace {
 
-absl::Status RequireF32Scalar(const KernelContext& context, const Tensor& tensor,
-                              const char* name) {
-  if (tensor.dtype() != DType::kF32 || tensor.rank() != 0) {
-    return context.Error(absl::StrCat(name, " must be an f32 scalar"));
-  }
-  return absl::OkStatus();
-}
-
 TFM_REGISTER_OP(OpDef{
     .name = "multi_tensor_scale_by",
     .inputs = {"x", "scale"},
@@ -27,7 +19,7 @@ TFM_REGISTER_OP(OpDef{
            "place, one launch",
     .validate =
         [](const KernelContext& context) {
-          return RequireF32Scalar(context, context.input(context.layout().input(1)), "scale");
+          return context.RequireF32Scalar(context.input(context.layout().input(1)), "scale");
         },
     .kernel_dtype_inputs = {0},
     .in_place = {{0, 0}},
@@ -44,9 +36,10 @@ TFM_REGISTER_OP(OpDef{
            "after non-finite gradients, doubled after `window` finite ones in a row",
     .validate =
         [](const KernelContext& context) {
-          TFM_RETURN_IF_ERROR(RequireF32Scalar(context, context.input(0), "scale"));
-          TFM_RETURN_IF_ERROR(RequireF32Scalar(context, context.input(1), "clean_updates"));
-          TFM_RETURN_IF_ERROR(RequireF32Scalar(context, context.input(2), "grad_sum_of_squares"));
+          TFM_RETURN_IF_ERROR(context.RequireF32Scalar(context.input(0), "scale"));
+          TFM_RETURN_IF_ERROR(context.RequireF32Scalar(context.input(1), "clean_updates"));
+          TFM_RETURN_IF_ERROR(
+              context.RequireF32Scalar(context.input(2), "grad_sum_of_squares"));
           TFM_ASSIGN_OR_RETURN(int64_t window, context.attrs().Get<int64_t>("window"));
           TFM_ASSIGN_OR_RETURN(double max_scale, context.attrs().Get<double>("max_scale"));
           if (window < 1) return context.Error(absl::StrCat("window ", window, " must be >= 1"));

@@ -58,13 +58,9 @@ TFM_REGISTER_OP(OpDef{
     .validate =
         [](const KernelContext& context) {
           const Tensor& x = context.input(0);
-          const Tensor& position = context.input(1);
           if (x.rank() < 2) return context.Error("x must be [..., length, d_model]");
-          if (position.rank() != 1 || position.dim(0) != 1 ||
-              position.dtype() != DType::kI32 || position.device() != x.device()) {
-            return context.Error("position must be [1] i32 on x's device");
-          }
-          return absl::OkStatus();
+          return context.RequireDevicePosition(context.input(1), "position", x.device(),
+                                               "x's device");
         },
 });
 
