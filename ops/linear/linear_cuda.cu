@@ -1,6 +1,5 @@
 // linear's bias kernels for when cuBLASLt cannot fuse the bias (or its
-// gradient, or the ReLU after it) into a GEMM: a row broadcast, a column sum
-// and a ReLU in place.
+// gradient) into a GEMM: a row broadcast and a column sum.
 #include <cuda_runtime.h>
 
 #include "ops/cuda_elementwise.cuh"
@@ -50,15 +49,6 @@ __global__ void SumRowsKernel(const T* __restrict__ in, int64_t rows, int64_t co
 }
 
 template <typename T>
-__global__ void ReluInPlaceKernel(T* __restrict__ x, int64_t count) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    // As ops/relu: negatives and -0 become +0, NaN stays.
-    if (ToFloat(x[i]) <= 0.0f) x[i] = FromFloat<T>(0.0f);
-  }
-}
-
-template <typename T>
 const char* BroadcastRow(const void* row, int64_t rows, int64_t cols, void* out,
                          StreamHandle stream) {
   const int64_t count = rows * cols;
@@ -94,21 +84,9 @@ const char* LaunchSumRows(const T* in, int64_t rows, int64_t cols, T* out, Strea
   return SumRows<DeviceT<T>>(in, rows, cols, out, stream);
 }
 
-template <typename T>
-const char* LaunchReluInPlace(T* x, int64_t count, StreamHandle stream) {
-  if (count == 0) return nullptr;
-  constexpr int kThreads = 256;
-  const int64_t blocks = (count + kThreads - 1) / kThreads;
-  ReluInPlaceKernel<DeviceT<T>>
-      <<<static_cast<int>(blocks < 65535 * 8 ? blocks : 65535 * 8), kThreads, 0,
-         static_cast<cudaStream_t>(stream)>>>(reinterpret_cast<DeviceT<T>*>(x), count);
-  return LastError();
-}
-
 #define TFM_INSTANTIATE_LINEAR_CUDA(T)                                                      \
   template const char* LaunchBroadcastRow<T>(const T*, int64_t, int64_t, T*, StreamHandle); \
-  template const char* LaunchSumRows<T>(const T*, int64_t, int64_t, T*, StreamHandle); \
-  template const char* LaunchReluInPlace<T>(T*, int64_t, StreamHandle)
+  template const char* LaunchSumRows<T>(const T*, int64_t, int64_t, T*, StreamHandle)
 TFM_INSTANTIATE_LINEAR_CUDA(float);
 TFM_INSTANTIATE_LINEAR_CUDA(Half);
 TFM_INSTANTIATE_LINEAR_CUDA(BFloat16);

@@ -24,11 +24,6 @@ const char* LaunchBroadcastRow(const T* row, int64_t rows, int64_t cols, T* out,
 template <typename T>
 const char* LaunchSumRows(const T* in, int64_t rows, int64_t cols, T* out, StreamHandle stream);
 
-// x = max(0, x) over `count` elements: the ReLU where the GEMM could not
-// apply it.
-template <typename T>
-const char* LaunchReluInPlace(T* x, int64_t count, StreamHandle stream);
-
 }  // namespace tfm
 
 #endif  // TFM_OPS_LINEAR_LINEAR_CUDA_H_

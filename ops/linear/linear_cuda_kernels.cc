@@ -7,6 +7,7 @@
 #include "ops/cuda_launch_status.h"
 #include "ops/linear/linear_cuda.h"
 #include "ops/matmul/gemm_cuda_op.h"
+#include "ops/relu/relu_cuda.h"
 
 namespace tfm {
 namespace {
@@ -33,8 +34,9 @@ absl::Status LinearCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const bool relu, context.attrs().GetOr<bool>("relu", false));
   const auto relu_in_place = [&]() -> absl::Status {
     if (!relu) return absl::OkStatus();
-    return CudaLaunchStatus(
-        context, LaunchReluInPlace(out->data<T>(), out->num_elements(), context.stream()));
+    // relu's own kernel, in place (each element is read before it is written).
+    return CudaLaunchStatus(context, LaunchRelu(out->data<T>(), out->data<T>(),
+                                                out->num_elements(), context.stream()));
   };
   if (context.num_inputs() == 3) {
     product.bias = context.input(2).raw_data();
