@@ -261,6 +261,15 @@ struct OursVariant {
   std::function<absl::Status(bool on)> set;
 };
 
+// Rows ours_graphs: `model`'s steps replayed as CUDA graphs
+// (decode.cuda_graphs), against its eager launches.
+OursVariant CudaGraphsVariant(Transformer* model) {
+  return {"ours_graphs", [model](bool on) -> absl::Status {
+            model->SetCudaGraphs(on);
+            return absl::OkStatus();
+          }};
+}
+
 // What one part of the benchmark times: a model and its sources, how ours
 // searches them, and the command that runs the peers on the same.
 struct Section {
@@ -1237,11 +1246,7 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
                                   /*seed=*/2);
   section.lines_at_batch_1 = absl::GetFlag(FLAGS_random_lines_at_batch_1);
   if (absl::GetFlag(FLAGS_ours_cuda_graphs) && device.is_cuda()) {
-    Transformer* model = random.model.get();
-    section.variants.push_back({"ours_graphs", [model](bool on) -> absl::Status {
-                                  model->SetCudaGraphs(on);
-                                  return absl::OkStatus();
-                                }});
+    section.variants.push_back(CudaGraphsVariant(random.model.get()));
   }
   std::vector<std::string> pieces(random.vocabulary.size);
   for (size_t id = 0; id < pieces.size(); ++id) pieces[id] = absl::StrCat("p", id);
@@ -1385,10 +1390,7 @@ absl::Status Main(const std::vector<std::string>& args) {
   }
 
   if (absl::GetFlag(FLAGS_ours_cuda_graphs) && device.is_cuda()) {
-    section.variants.push_back({"ours_graphs", [&trained](bool on) -> absl::Status {
-                                  trained.model->SetCudaGraphs(on);
-                                  return absl::OkStatus();
-                                }});
+    section.variants.push_back(CudaGraphsVariant(trained.model.get()));
   }
 
   const std::string shortlist_path = absl::GetFlag(FLAGS_shortlist);
