@@ -24,11 +24,13 @@ class DecodingCache;  // layers/decoding_cache.h
 // A trainable tensor and its gradient, owned by a layer. `name` is its
 // state_dict key (e.g. "encoder.layers.0.self_attn.q_proj.weight").
 // Backward passes add into `grad` (shaped like `value`) until the trainer
-// zeroes it, so gradients accumulate over micro-batches.
+// zeroes it, so gradients accumulate over micro-batches. An undefined
+// `grad` is a zero one that AccumulateGrad has not yet reached (a model
+// that says AccumulatesThroughAccumulateGrad: core/trainable_model.h).
 struct Parameter {
   std::string name;
   Tensor value;  // The master copy: f32, what the optimizer updates and checkpoints hold.
-  Tensor grad;   // f32, whatever dtype the passes compute in.
+  Tensor grad;   // f32, whatever dtype the passes compute in; undefined: zero (above).
   // `value` rounded to the dtype a model's passes compute in (bf16 mixed
   // precision), made once per pass by the model so that every layer reads
   // one copy; undefined while the model computes in f32

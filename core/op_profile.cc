@@ -82,6 +82,18 @@ void RecordOpTime(absl::string_view op, double seconds) {
   it->second.seconds += seconds;
 }
 
+int64_t OpProfileCalls(absl::string_view op) {
+  absl::MutexLock lock(&ProfileMutex());
+  int64_t calls = 0;
+  // Rows by shape start with the op's name and a space.
+  for (auto it = Totals().lower_bound(op); it != Totals().end(); ++it) {
+    const absl::string_view row = it->first;
+    if (row.substr(0, op.size()) != op) break;
+    if (row.size() == op.size() || row[op.size()] == ' ') calls += it->second.calls;
+  }
+  return calls;
+}
+
 void ResetOpProfile() {
   absl::MutexLock lock(&ProfileMutex());
   Totals().clear();

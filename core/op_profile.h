@@ -39,6 +39,10 @@ void SetOpProfilingByShape(bool by_shape);
 // Adds one call of `op` taking `seconds`.
 void RecordOpTime(absl::string_view op, double seconds);
 
+// Calls of `op` counted since the last reset (outermost calls; every row
+// of the op when rows are by shape).
+int64_t OpProfileCalls(absl::string_view op);
+
 // Clears the totals (e.g. after warm-up steps).
 void ResetOpProfile();
 

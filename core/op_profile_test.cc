@@ -35,6 +35,9 @@ TEST(OpProfileTest, OnlyOutermostCallsCountAndRowsSortByTotal) {
   EXPECT_TRUE(absl::StrContains(report, "3000.00")) << report;
   EXPECT_TRUE(absl::StrContains(report, "1500.0000")) << report;  // big_op's ms per call.
   EXPECT_TRUE(absl::StrContains(report, "ops' share of 4000.00 ms wall time: 87.")) << report;
+  EXPECT_EQ(OpProfileCalls("big_op"), 2);
+  EXPECT_EQ(OpProfileCalls("outer_op"), 1);
+  EXPECT_EQ(OpProfileCalls("nested_op"), 0);
   ResetOpProfile();
   EXPECT_EQ(CountOccurrences(OpProfileReport(), "big_op"), 0);
 }
@@ -84,9 +87,14 @@ TEST(OpProfileTest, RowsByShapeKeepTheWaitAndNameTheRow) {
     timer.set_row("linear bf16 8x4 2x4");
   }
   { const ScopedOpTimer timer("linear"); }  // No row set: the op's name.
+  { const ScopedOpTimer timer("linear_backward"); }  // Another op sharing the prefix.
   const std::string report = OpProfileReport();
   EXPECT_EQ(CountOccurrences(report, "linear bf16 8x4 2x4 "), 1) << report;
   EXPECT_EQ(CountOccurrences(report, "linear "), 2) << report;
+  // Both of linear's rows, not linear_backward's.
+  EXPECT_EQ(OpProfileCalls("linear"), 2) << report;
+  EXPECT_EQ(OpProfileCalls("linear_backward"), 1) << report;
+  EXPECT_EQ(OpProfileCalls("line"), 0) << report;
   SetOpProfilingByShape(false);  // Profiling and the wait stay on.
   EXPECT_FALSE(OpProfilingByShape());
   EXPECT_TRUE(OpProfilingSynchronizes());

@@ -78,6 +78,15 @@ class TrainableModel {
   // StepContext::loss_scale_on_device when it is set: then a trainer's
   // dynamic loss scale never comes back to the host between updates.
   virtual bool TakesLossScaleOnDevice() const { return false; }
+  // Whether every gradient the passes write goes through AccumulateGrad
+  // (layers/parameter_init.h), which takes the first gradient of an
+  // undefined Parameter::grad as it is. The trainer then starts each
+  // batch's gradients undefined (read: zero) instead of filling them with
+  // zeros that the first gradient would be added to: two passes over every
+  // gradient (and two kernel launches per parameter on a GPU) fewer a
+  // batch. It gives zeros to any the passes did not reach. A model that
+  // writes into Parameter::grad itself keeps this default.
+  virtual bool AccumulatesThroughAccumulateGrad() const { return false; }
   // The loss without gradients, dropout off.
   virtual absl::StatusOr<LossStats> Evaluate(const Batch& batch) = 0;
   // The dtype the passes compute in (train.dtype): f32, or a lower precision

@@ -1,6 +1,7 @@
 #include "layers/parameter_init.h"
 
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/shape.h"
@@ -52,10 +53,14 @@ absl::StatusOr<Parameter> MakeParameter(const LayerArgs& args, absl::string_view
 absl::Status AccumulateGrad(Parameter& parameter, const Tensor& grad) {
   TFM_CHECK(grad.shape() == parameter.value.shape(), "gradient shaped unlike its parameter");
   Tensor widened = grad;
-  if (grad.dtype() != parameter.grad.dtype()) {
-    TFM_ASSIGN_OR_RETURN(widened, Cast(grad, parameter.grad.dtype()));
+  if (grad.dtype() != DType::kF32) {
+    TFM_ASSIGN_OR_RETURN(widened, Cast(grad, DType::kF32));
   }
-  TFM_ASSIGN_OR_RETURN(parameter.grad, Add(parameter.grad, widened));
+  if (parameter.grad.defined()) {
+    TFM_ASSIGN_OR_RETURN(parameter.grad, Add(parameter.grad, widened));
+  } else {
+    parameter.grad = std::move(widened);
+  }
   if (parameter.on_grad_accumulated) parameter.on_grad_accumulated();
   return absl::OkStatus();
 }

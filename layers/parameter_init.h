@@ -39,7 +39,10 @@ absl::StatusOr<Parameter> MakeParameter(const LayerArgs& args, absl::string_view
 
 // parameter.grad += grad (a programming error unless the shapes match); a
 // grad in another dtype (bf16 from a mixed-precision backward) is widened
-// to the sum's dtype first.
+// to the sum's dtype (f32) first. An undefined parameter.grad (zero, not
+// yet reached this batch) becomes `grad` itself, widened where it must be:
+// no zeros to add to. It then shares `grad`'s buffer, which backward passes
+// hand over and keep no other use for.
 absl::Status AccumulateGrad(Parameter& parameter, const Tensor& grad);
 
 // The parameter's value for a pass computing in `dtype` (the dtype of the

@@ -73,6 +73,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   absl::StatusOr<DeviceLossStats> ForwardBackwardOnDevice(const Batch& batch,
                                                           const StepContext& context) override;
   bool TakesLossScaleOnDevice() const override { return true; }
+  bool AccumulatesThroughAccumulateGrad() const override { return true; }
   // Loss only (validation), with dropout off and no gradient.
   absl::StatusOr<LossStats> Evaluate(const Batch& batch) override;
   // f32 (the default) or, where the device has the kernels

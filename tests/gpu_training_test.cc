@@ -456,7 +456,9 @@ void ExpectReadingAtLogLinesChangesNothing(const Device& device) {
       // flush values that scaling keeps from being subnormal, so there it is
       // only said.
       const bool same = every.losses == unscaled_losses && every.state == unscaled_state;
-      if (device.is_cpu()) EXPECT_TRUE(same) << "scaling changed a loss, weight or moment";
+      if (device.is_cpu()) {
+        EXPECT_TRUE(same) << "scaling changed a loss, weight or moment";
+      }
       std::printf("dynamic loss scaling on %s: %s bits as without it\n",
                   device.ToString().c_str(), same ? "the same" : "NOT the same");
     }

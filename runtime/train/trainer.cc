@@ -124,10 +124,19 @@ Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, BatchStream* b
 // A fresh zero tensor on the gradient's device (the fill op), not a host
 // memset: the same code zeroes CPU and GPU gradients. The model replaces
 // Parameter::grad when it accumulates (AccumulateGrad), so nothing holds
-// the old buffer.
+// the old buffer. A model that accumulates only that way needs no zeros:
+// its first gradient is taken as it is, and the old buffers go back to the
+// allocator before the forward pass.
 absl::Status Trainer::ZeroGradients() {
+  for (Parameter* p : parameters_) p->grad = Tensor();
+  if (model_->AccumulatesThroughAccumulateGrad()) return absl::OkStatus();
+  return FillUnreachedGradients();
+}
+
+absl::Status Trainer::FillUnreachedGradients() {
   for (Parameter* p : parameters_) {
-    TFM_ASSIGN_OR_RETURN(p->grad, Fill(p->grad.shape(), 0.0, p->grad.dtype(), p->grad.device()));
+    if (p->grad.defined()) continue;
+    TFM_ASSIGN_OR_RETURN(p->grad, Fill(p->value.shape(), 0.0, DType::kF32, p->value.device()));
   }
   return absl::OkStatus();
 }
@@ -158,6 +167,11 @@ absl::StatusOr<std::vector<Batch>> Trainer::NextBatches() {
 absl::StatusOr<Trainer::QueuedGradients> Trainer::QueueGradients(
     const std::vector<Batch>& batches, uint64_t first_counter, int64_t update) {
   TFM_RETURN_IF_ERROR(UseComputeDType());
+  const size_t rank = communicator_->rank(), ranks = communicator_->size();
+  if ((ranks > 1 || options_.reduce_with_one_rank) && reducer_ == nullptr) {
+    // Before the gradients are zeroed: it sizes its buckets by them.
+    TFM_ASSIGN_OR_RETURN(reducer_, GradientReducer::Create(communicator_, parameters_));
+  }
   TFM_RETURN_IF_ERROR(ZeroGradients());
   // The objective is the mean over the update's target tokens (on all
   // ranks: every rank has read every batch): known before the first forward
@@ -165,10 +179,6 @@ absl::StatusOr<Trainer::QueuedGradients> Trainer::QueueGradients(
   // the gradients is needed.
   int64_t target_tokens = 0;
   for (const Batch& batch : batches) target_tokens += batch.target_tokens();
-  const size_t rank = communicator_->rank(), ranks = communicator_->size();
-  if ((ranks > 1 || options_.reduce_with_one_rank) && reducer_ == nullptr) {
-    TFM_ASSIGN_OR_RETURN(reducer_, GradientReducer::Create(communicator_, parameters_));
-  }
   QueuedGradients queued;
   const bool dynamic = options_.loss_scaling.dynamic;
   if (dynamic && !device_loss_scale_.scale.defined()) TFM_RETURN_IF_ERROR(PlaceLossScale());
@@ -205,6 +215,7 @@ absl::StatusOr<Trainer::QueuedGradients> Trainer::QueueGradients(
     if (reducer_) reducer_->BeginBackward(update, last, reducer_adds ? earlier : std::vector<Tensor>());
     TFM_ASSIGN_OR_RETURN(DeviceLossStats sums,
                          model_->ForwardBackwardOnDevice(batches[i], context));
+    TFM_RETURN_IF_ERROR(FillUnreachedGradients());
     queued.batches.push_back(std::move(sums));
     if (!earlier.empty() && !reducer_adds) {
       for (size_t k = 0; k < parameters_.size(); ++k) {
@@ -212,6 +223,7 @@ absl::StatusOr<Trainer::QueuedGradients> Trainer::QueueGradients(
       }
     }
   }
+  TFM_RETURN_IF_ERROR(FillUnreachedGradients());  // A rank without batches.
   if (reducer_) TFM_RETURN_IF_ERROR(reducer_->Finish());
   if (dynamic) {
     // Exact (a power of two); overflowed elements stay infinite or NaN, so
@@ -293,7 +305,7 @@ absl::Status Trainer::SkipOverflow(TrainProgress& progress, int64_t update, doub
 }
 
 absl::Status Trainer::PlaceLossScale() {
-  const Device device = parameters_.empty() ? Device::Cpu() : parameters_[0]->grad.device();
+  const Device device = parameters_.empty() ? Device::Cpu() : parameters_[0]->value.device();
   TFM_ASSIGN_OR_RETURN(device_loss_scale_.scale,
                        Fill({}, loss_scale_.scale, DType::kF32, device));
   TFM_ASSIGN_OR_RETURN(device_loss_scale_.clean_updates,
