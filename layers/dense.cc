@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "layers/parameter_gradients.h"
 #include "layers/parameter_init.h"
 #include "ops/linear/linear.h"
 

@@ -21,6 +21,7 @@
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "layers/dropout_site.h"
+#include "layers/parameter_gradients.h"
 #include "layers/parameter_init.h"
 #include "ops/add/add.h"
 #include "ops/positional_encoding/positional_encoding.h"

@@ -1,11 +1,14 @@
 // Mixed precision's parameter handling, which runs on the CPU too (the cast
 // and add ops have CPU kernels; the bf16 passes themselves need CUDA and are
-// tested by tests/gpu_bf16_training_test.cc): the per-pass copies a layer
-// reads, and bf16 gradients summed into the f32 gradient.
+// tested by tests/gpu_training_test.cc): the per-pass copies a layer reads,
+// bf16 gradients summed into the f32 gradient, and a batch's first bf16
+// gradients widened together after it.
 #include <string>
 #include <vector>
 
+#include "core/op_profile.h"
 #include "gtest/gtest.h"
+#include "layers/parameter_gradients.h"
 #include "layers/parameter_init.h"
 #include "layers/transformer.h"
 
@@ -70,6 +73,63 @@ TEST(MixedPrecisionTest, Bf16GradientsAddIntoTheF32Sum) {
   EXPECT_EQ(p.grad.dtype(), DType::kF32);
   EXPECT_EQ(p.grad.ToVector<float>(), (std::vector<float>{1.0f + 0x1p-10f, 0x1p-12f - 2.0f}));
   EXPECT_EQ(accumulated, 2);
+}
+
+Tensor Bf16(const std::vector<float>& values) {
+  Tensor t = *Tensor::Empty({static_cast<int64_t>(values.size())}, DType::kBF16);
+  for (size_t i = 0; i < values.size(); ++i) t.data<BFloat16>()[i] = BFloat16(values[i]);
+  return t;
+}
+
+// A trainer's undefined start (core/trainable_model.h): a batch's first bf16
+// gradient is kept as it came, a second one sums in f32, and
+// CompleteGradients widens what is still 16-bit with one cast, fills what no
+// pass reached and leaves f32 sums as they are.
+TEST(MixedPrecisionTest, FirstGradientsStayBf16UntilOneCastCompletesThem) {
+  Parameter kept = MakeF32("kept", {0, 0}), summed = MakeF32("summed", {0, 0});
+  Parameter other = MakeF32("other", {0, 0}), unreached = MakeF32("unreached", {0, 0, 0});
+  Parameter f32 = MakeF32("f32", {0, 0});
+  for (Parameter* p : {&kept, &summed, &other, &unreached, &f32}) p->grad = Tensor();
+  const Tensor first = Bf16({1.0f, -0.5f});
+  ASSERT_TRUE(AccumulateGrad(kept, first).ok());
+  EXPECT_EQ(kept.grad.dtype(), DType::kBF16);
+  EXPECT_EQ(kept.grad.raw_data(), first.raw_data());  // Taken, not copied.
+  ASSERT_TRUE(AccumulateGrad(summed, Bf16({1.0f, 3.0f})).ok());
+  ASSERT_TRUE(AccumulateGrad(summed, Bf16({0x1p-10f, 1.0f})).ok());
+  EXPECT_EQ(summed.grad.dtype(), DType::kF32);  // Summed in f32: 1 + 2^-10 kept.
+  EXPECT_EQ(summed.grad.ToVector<float>(), (std::vector<float>{1.0f + 0x1p-10f, 4.0f}));
+  ASSERT_TRUE(AccumulateGrad(other, Bf16({2.0f, 0x1p-20f})).ok());
+  const Tensor f32_grad = *Tensor::FromVector<float>({5.0f, 6.0f}, {2});
+  ASSERT_TRUE(AccumulateGrad(f32, f32_grad).ok());
+
+  SetOpProfiling(true);
+  ResetOpProfile();
+  Parameter* parameters[] = {&kept, &summed, &other, &unreached, &f32};
+  ASSERT_TRUE(CompleteGradients(parameters).ok());
+  EXPECT_EQ(OpProfileCalls("cast"), 1);  // kept and other, together.
+  EXPECT_EQ(OpProfileCalls("fill"), 1);  // unreached.
+  SetOpProfiling(false);
+  for (Parameter* p : parameters) EXPECT_EQ(p->grad.dtype(), DType::kF32) << p->name;
+  EXPECT_EQ(kept.grad.ToVector<float>(), (std::vector<float>{1.0f, -0.5f}));
+  EXPECT_EQ(other.grad.ToVector<float>(), (std::vector<float>{2.0f, 0x1p-20f}));
+  EXPECT_EQ(unreached.grad.ToVector<float>(), (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ(summed.grad.ToVector<float>(), (std::vector<float>{1.0f + 0x1p-10f, 4.0f}));
+  EXPECT_EQ(f32.grad.raw_data(), f32_grad.raw_data());
+}
+
+// A watched parameter (the data-parallel reducer's hook) sees f32 at every
+// addition, the first included.
+TEST(MixedPrecisionTest, AWatchedFirstGradientIsWidenedAtOnce) {
+  Parameter p = MakeF32("watched", {0, 0});
+  p.grad = Tensor();
+  int accumulated = 0;
+  p.on_grad_accumulated = [&] {
+    ++accumulated;
+    EXPECT_EQ(p.grad.dtype(), DType::kF32);
+  };
+  ASSERT_TRUE(AccumulateGrad(p, Bf16({3.0f, -1.0f})).ok());
+  EXPECT_EQ(accumulated, 1);
+  EXPECT_EQ(p.grad.ToVector<float>(), (std::vector<float>{3.0f, -1.0f}));
 }
 
 // The CPU kernels compute in f32 only: a model asked for bf16 there says so

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "layers/parameter_gradients.h"
 #include "layers/parameter_init.h"
 #include "ops/layer_norm/layer_norm.h"
 #include "ops/residual_layer_norm/residual_layer_norm.h"

@@ -2,11 +2,11 @@
 
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/shape.h"
 #include "core/status_macros.h"
-#include "ops/add/add.h"
 #include "ops/cast/cast.h"
 #include "ops/fill/fill.h"
 #include "ops/random/random.h"
@@ -50,21 +50,6 @@ absl::StatusOr<Parameter> MakeParameter(const LayerArgs& args, absl::string_view
   return parameter;
 }
 
-absl::Status AccumulateGrad(Parameter& parameter, const Tensor& grad) {
-  TFM_CHECK(grad.shape() == parameter.value.shape(), "gradient shaped unlike its parameter");
-  Tensor widened = grad;
-  if (grad.dtype() != DType::kF32) {
-    TFM_ASSIGN_OR_RETURN(widened, Cast(grad, DType::kF32));
-  }
-  if (parameter.grad.defined()) {
-    TFM_ASSIGN_OR_RETURN(parameter.grad, Add(parameter.grad, widened));
-  } else {
-    parameter.grad = std::move(widened);
-  }
-  if (parameter.on_grad_accumulated) parameter.on_grad_accumulated();
-  return absl::OkStatus();
-}
-
 absl::StatusOr<Tensor> ValueFor(const Parameter& parameter, DType dtype) {
   if (parameter.value.dtype() == dtype) return parameter.value;
   if (parameter.compute_copy.defined() && parameter.compute_copy.dtype() == dtype) {
@@ -77,13 +62,18 @@ absl::StatusOr<Tensor> ValueFor(const Parameter& parameter, DType dtype) {
 }
 
 absl::Status RoundComputeCopies(absl::Span<Parameter* const> parameters, DType dtype) {
+  // One cast over every value to round (one launch on a GPU, not one per
+  // parameter); values already in dtype need no copy.
+  std::vector<Parameter*> rounded;
+  std::vector<Tensor> values;
   for (Parameter* p : parameters) {
-    if (p->value.dtype() == dtype) {
-      p->compute_copy = Tensor();
-      continue;
-    }
-    TFM_ASSIGN_OR_RETURN(p->compute_copy, Cast(p->value, dtype));
+    p->compute_copy = Tensor();
+    if (p->value.dtype() == dtype) continue;
+    rounded.push_back(p);
+    values.push_back(p->value);
   }
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> copies, CastAll(values, dtype));
+  for (size_t i = 0; i < rounded.size(); ++i) rounded[i]->compute_copy = std::move(copies[i]);
   return absl::OkStatus();
 }
 

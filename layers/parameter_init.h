@@ -1,6 +1,6 @@
-// Creating a layer's parameters with their initial values, the values a
-// pass computes with (mixed precision: a rounded copy per pass), and adding
-// a backward pass's gradient into them.
+// Creating a layer's parameters with their initial values and the values a
+// pass computes with (mixed precision: a rounded copy per pass). Adding a
+// backward pass's gradients into them: layers/parameter_gradients.h.
 //
 // Mixed precision (train.dtype bf16): the parameters stay f32 (the master
 // weights the optimizer updates and checkpoints hold) and so do their
@@ -8,7 +8,8 @@
 // Parameter::compute_copy; a layer takes the copy in its input's dtype
 // (ValueFor), so the dtype of a pass is set where it starts (the embedding
 // tables) and everything downstream follows it. Backward's gradients come
-// out in the compute dtype and AccumulateGrad widens them into the f32 sums.
+// out in the compute dtype and are widened into the f32 sums
+// (layers/parameter_gradients.h).
 #ifndef TFM_LAYERS_PARAMETER_INIT_H_
 #define TFM_LAYERS_PARAMETER_INIT_H_
 
@@ -37,13 +38,6 @@ enum class ParameterInit {
 absl::StatusOr<Parameter> MakeParameter(const LayerArgs& args, absl::string_view name,
                                         const Shape& shape, ParameterInit init);
 
-// parameter.grad += grad (a programming error unless the shapes match); a
-// grad in another dtype (bf16 from a mixed-precision backward) is widened
-// to the sum's dtype (f32) first. An undefined parameter.grad (zero, not
-// yet reached this batch) becomes `grad` itself, widened where it must be:
-// no zeros to add to. It then shares `grad`'s buffer, which backward passes
-// hand over and keep no other use for.
-absl::Status AccumulateGrad(Parameter& parameter, const Tensor& grad);
 
 // The parameter's value for a pass computing in `dtype` (the dtype of the
 // layer's input): `value` when they match, else compute_copy, which must

@@ -8,6 +8,7 @@
 #include "core/config/training_dtype.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
+#include "layers/parameter_gradients.h"
 #include "layers/parameter_init.h"
 #include "ops/add/add.h"
 #include "ops/cross_entropy/cross_entropy.h"

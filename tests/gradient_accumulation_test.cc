@@ -14,7 +14,7 @@
 #include "core/op_profile.h"
 #include "core/status_macros.h"
 #include "gtest/gtest.h"
-#include "layers/parameter_init.h"
+#include "layers/parameter_gradients.h"
 #include "layers/transformer.h"
 #include "runtime/train/adam_optimizer.h"
 #include "runtime/train/lr_schedule.h"

@@ -23,26 +23,40 @@ absl::Status ValidateCast(const KernelContext& context) {
   return absl::OkStatus();
 }
 
+// Variadic: every entry's x (one dtype, the kernel's) to dtype, in one call
+// (on CUDA one launch for a list of several).
 TFM_REGISTER_OP(OpDef{
     .name = "cast",
     .inputs = {"x"},
     .outputs = {"out"},
     .attrs = {"dtype"},
-    .doc = "out = x as dtype (round to nearest even when narrowing)",
+    .doc = "out = x as dtype (round to nearest even when narrowing), for each x of a list",
     .validate = ValidateCast,
     .kernel_dtype_inputs = {0},
     .output_shapes = [](const KernelContext& context) -> absl::StatusOr<std::vector<Shape>> {
-      return std::vector<Shape>{context.input(0).shape()};
+      std::vector<Shape> shapes;
+      shapes.reserve(context.list_size());
+      for (int entry = 0; entry < context.list_size(); ++entry) {
+        shapes.push_back(context.list_input(entry, 0).shape());
+      }
+      return shapes;
     },
+    .list_inputs = 1,
+    .list_outputs = 1,
 });
 
 }  // namespace
 
 absl::StatusOr<Tensor> Cast(const Tensor& x, DType dtype) {
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, CastAll({x}, dtype));
+  return out[0];
+}
+
+absl::StatusOr<std::vector<Tensor>> CastAll(absl::Span<const Tensor> xs, DType dtype) {
+  if (xs.empty()) return std::vector<Tensor>();
   Attrs attrs;
   attrs.Set("dtype", std::string(DTypeName(dtype)));
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("cast", {x}, attrs));
-  return out[0];
+  return RunOp("cast", std::vector<Tensor>(xs.begin(), xs.end()), attrs);
 }
 
 }  // namespace tfm

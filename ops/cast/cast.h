@@ -7,7 +7,10 @@
 #ifndef TFM_OPS_CAST_CAST_H_
 #define TFM_OPS_CAST_CAST_H_
 
+#include <vector>
+
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/tensor.h"
 
 namespace tfm {
@@ -15,6 +18,11 @@ namespace tfm {
 // A new tensor of x's shape on x's device holding x's values as `dtype` (a
 // copy when x already has it).
 absl::StatusOr<Tensor> Cast(const Tensor& x, DType dtype);
+
+// Cast of each of `xs` (one dtype, one device) in one op call: on CUDA one
+// launch over the list instead of one per tensor (a model's weights rounded
+// for a pass, its 16-bit gradients widened after one).
+absl::StatusOr<std::vector<Tensor>> CastAll(absl::Span<const Tensor> xs, DType dtype);
 
 }  // namespace tfm
 

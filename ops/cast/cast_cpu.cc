@@ -18,11 +18,9 @@ void ConvertAll(const From* in, To* out, int64_t count, ThreadPool* pool) {
 }
 
 template <typename From>
-absl::Status CastCpu(KernelContext& context) {
-  const Tensor& x = context.input(0);
-  TFM_ASSIGN_OR_RETURN(std::string name, context.attrs().Get<std::string>("dtype"));
-  TFM_ASSIGN_OR_RETURN(DType dtype, ParseDType(name));
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, dtype));
+absl::Status CastEntry(KernelContext& context, int entry, DType dtype) {
+  const Tensor& x = context.list_input(entry, 0);
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(context.layout().output(0, entry), dtype));
   const From* in = x.data<From>();
   switch (dtype) {
     case DType::kF32:
@@ -34,9 +32,19 @@ absl::Status CastCpu(KernelContext& context) {
     case DType::kBF16:
       ConvertAll(in, out->data<BFloat16>(), x.num_elements(), context.thread_pool());
       return absl::OkStatus();
-    default:
-      return context.Error(absl::StrCat("no conversion to ", name));  // Validation stops it.
+    default:  // Validation stops it.
+      return context.Error(absl::StrCat("no conversion to ", DTypeName(dtype)));
   }
+}
+
+template <typename From>
+absl::Status CastCpu(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(std::string name, context.attrs().Get<std::string>("dtype"));
+  TFM_ASSIGN_OR_RETURN(DType dtype, ParseDType(name));
+  for (int entry = 0; entry < context.list_size(); ++entry) {
+    TFM_RETURN_IF_ERROR(CastEntry<From>(context, entry, dtype));
+  }
+  return absl::OkStatus();
 }
 
 TFM_REGISTER_TYPED_KERNELS("cast", DeviceType::kCPU, CastCpu, float, Half, BFloat16);

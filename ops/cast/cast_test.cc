@@ -75,6 +75,43 @@ TEST(CastTest, RefusesIntegersNamingTheOp) {
   EXPECT_FALSE(Cast(*Tensor::Zeros({3}, DType::kF32), DType::kI64).ok());
 }
 
+// A list of tensors of several shapes (one empty) cast in one call: each
+// output is that tensor's own Cast, bit for bit; a list of mixed dtypes is
+// refused naming the entry.
+std::vector<Tensor> ListOfShapes(DType dtype) {
+  std::vector<Tensor> list;
+  const Tensor x = Values(5000);
+  int64_t at = 0;
+  for (const int64_t count : {int64_t{3}, int64_t{0}, int64_t{4097}, int64_t{1}, int64_t{700}}) {
+    list.push_back(testing::HostAs(*x.Slice(at, at + count), dtype));
+    at += count;
+  }
+  return list;
+}
+
+TEST(CastTest, AListCastsEachTensorAsItsOwnCast) {
+  for (const DType from : kFloating) {
+    const std::vector<Tensor> list = ListOfShapes(from);
+    for (const DType to : kFloating) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(from), " -> ", DTypeName(to)));
+      absl::StatusOr<std::vector<Tensor>> out = CastAll(list, to);
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_EQ(out->size(), list.size());
+      for (size_t i = 0; i < list.size(); ++i) {
+        EXPECT_EQ((*out)[i].dtype(), to);
+        EXPECT_EQ((*out)[i].shape(), list[i].shape());
+        EXPECT_EQ(Bits((*out)[i]), Bits(*Cast(list[i], to))) << "entry " << i;
+      }
+    }
+  }
+  EXPECT_TRUE(CastAll({}, DType::kBF16)->empty());
+  const absl::Status mixed =
+      CastAll({*Tensor::Zeros({2}, DType::kF32), *Tensor::Zeros({2}, DType::kBF16)}, DType::kF16)
+          .status();
+  EXPECT_EQ(mixed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mixed.message().find("x[1]"), std::string::npos) << mixed;
+}
+
 // Both devices round with round-to-nearest-even: the CUDA kernel's bits
 // equal the CPU kernel's for every pair, specials and empty tensors included.
 TEST(CastTest, CudaMatchesCpuBitForBit) {
@@ -107,6 +144,36 @@ TEST(CastTest, CudaMatchesCpuBitForBit) {
                     std::string(DTypeName(from)).c_str(), std::string(DTypeName(to)).c_str(),
                     static_cast<long long>(count), static_cast<long long>(differing));
         EXPECT_EQ(differing, 0);
+      }
+    }
+  }
+}
+
+// The one-launch list kernel gives each tensor's CPU cast, bit for bit
+// (NaNs as NaNs), chunk boundaries and an empty entry included.
+TEST(CastTest, CudaListMatchesCpuBitForBit) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (const DType from : kFloating) {
+    const std::vector<Tensor> host = ListOfShapes(from);
+    std::vector<Tensor> gpu;
+    for (const Tensor& t : host) gpu.push_back(OnCuda(t));
+    for (const DType to : kFloating) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(from), " -> ", DTypeName(to)));
+      absl::StatusOr<std::vector<Tensor>> out = CastAll(gpu, to);
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_EQ(out->size(), host.size());
+      for (size_t i = 0; i < host.size(); ++i) {
+        EXPECT_EQ((*out)[i].device(), Device::Cuda(0));
+        const std::vector<float> expected = HostF32(*Cast(host[i], to)).ToVector<float>();
+        const std::vector<float> actual = HostF32((*out)[i]).ToVector<float>();
+        ASSERT_EQ(actual.size(), expected.size());
+        int64_t differing = 0;
+        for (size_t k = 0; k < expected.size(); ++k) {
+          differing += std::isnan(expected[k])
+                           ? !std::isnan(actual[k])
+                           : std::memcmp(&expected[k], &actual[k], sizeof(float)) != 0;
+        }
+        EXPECT_EQ(differing, 0) << "entry " << i;
       }
     }
   }

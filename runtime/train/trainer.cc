@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
+#include "layers/parameter_gradients.h"
 #include "runtime/train/checkpoint_schedule.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/stop_signal.h"
@@ -125,20 +126,13 @@ Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, BatchStream* b
 // memset: the same code zeroes CPU and GPU gradients. The model replaces
 // Parameter::grad when it accumulates (AccumulateGrad), so nothing holds
 // the old buffer. A model that accumulates only that way needs no zeros:
-// its first gradient is taken as it is, and the old buffers go back to the
-// allocator before the forward pass.
+// its first gradient is taken as it is (16-bit ones widened after the pass,
+// all in one cast), and the old buffers go back to the allocator before the
+// forward pass.
 absl::Status Trainer::ZeroGradients() {
   for (Parameter* p : parameters_) p->grad = Tensor();
   if (model_->AccumulatesThroughAccumulateGrad()) return absl::OkStatus();
-  return FillUnreachedGradients();
-}
-
-absl::Status Trainer::FillUnreachedGradients() {
-  for (Parameter* p : parameters_) {
-    if (p->grad.defined()) continue;
-    TFM_ASSIGN_OR_RETURN(p->grad, Fill(p->value.shape(), 0.0, DType::kF32, p->value.device()));
-  }
-  return absl::OkStatus();
+  return CompleteGradients(parameters_);  // Zeros, all of them.
 }
 
 absl::Status Trainer::UseComputeDType() {
@@ -215,7 +209,7 @@ absl::StatusOr<Trainer::QueuedGradients> Trainer::QueueGradients(
     if (reducer_) reducer_->BeginBackward(update, last, reducer_adds ? earlier : std::vector<Tensor>());
     TFM_ASSIGN_OR_RETURN(DeviceLossStats sums,
                          model_->ForwardBackwardOnDevice(batches[i], context));
-    TFM_RETURN_IF_ERROR(FillUnreachedGradients());
+    TFM_RETURN_IF_ERROR(CompleteGradients(parameters_));
     queued.batches.push_back(std::move(sums));
     if (!earlier.empty() && !reducer_adds) {
       for (size_t k = 0; k < parameters_.size(); ++k) {
@@ -223,7 +217,7 @@ absl::StatusOr<Trainer::QueuedGradients> Trainer::QueueGradients(
       }
     }
   }
-  TFM_RETURN_IF_ERROR(FillUnreachedGradients());  // A rank without batches.
+  TFM_RETURN_IF_ERROR(CompleteGradients(parameters_));  // A rank without batches.
   if (reducer_) TFM_RETURN_IF_ERROR(reducer_->Finish());
   if (dynamic) {
     // Exact (a power of two); overflowed elements stay infinite or NaN, so

@@ -259,12 +259,9 @@ class Trainer {
   // The next update_freq batches, across an epoch's end.
   absl::StatusOr<std::vector<Batch>> NextBatches();
   // Zero gradients before a batch: undefined where the model accumulates
-  // only through AccumulateGrad (it takes its first gradient as it is),
-  // else tensors of zeros.
+  // only through AccumulateGrad (it takes its first gradient as it is, and
+  // CompleteGradients finishes them after the batch), else tensors of zeros.
   absl::Status ZeroGradients();
-  // Zeros for the gradients a batch's passes left undefined (parameters
-  // they did not reach).
-  absl::Status FillUnreachedGradients();
   // Counts update `update`, whose gradients overflowed under dynamic loss
   // scaling and whose scale was halved on the device from `scale_before`
   // (an error below the minimum).

@@ -258,8 +258,9 @@ if run memcheck; then
   # Then the 2026-11-27 ones: the fused log-softmax top-k, the device-position
   # cache write and positional encoding (CUDA graphs), the ReLU epilogue,
   # the pinned staging of uploads. Then the loss scale's ops and Adam's
-  # skip of a non-finite update (the trainer's reads at log lines only).
-  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512|kv_cache_test|positional_encoding_test_avx512|linear_test|staged_upload_test|loss_scale_test' \
+  # skip of a non-finite update (the trainer's reads at log lines only),
+  # and cast's one-launch list (a pass's weights and bf16 gradients).
+  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512|kv_cache_test|positional_encoding_test_avx512|linear_test|staged_upload_test|loss_scale_test|cast_test' \
     TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
     timeout 240 "$bundle/run_gpu_tests.sh" --gtest_filter='*Cuda*:*Gpu*:*GPU*:*Staged*'
   # Shared memory in the new top-k reductions.
