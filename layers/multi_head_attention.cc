@@ -19,6 +19,8 @@
 // into a per-sentence entry; each sentence's rows then query it together as
 // that sentence's rows_per_sentence queries, so no row copies the memory.
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "layers/decoding_cache.h"
@@ -67,9 +69,11 @@ class MultiHeadAttention : public Layer {
     TFM_ASSIGN_OR_RETURN(Tensor q, q_proj_.Project(context, x));
     TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Project(context, memory));
     TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Project(context, memory));
-    TFM_ASSIGN_OR_RETURN(q_, SplitHeads(q, heads_));
-    TFM_ASSIGN_OR_RETURN(k_, SplitHeads(k, heads_));
-    TFM_ASSIGN_OR_RETURN(v_, SplitHeads(v, heads_));
+    // One op (one launch on a GPU) for the three.
+    TFM_ASSIGN_OR_RETURN(std::vector<Tensor> heads, SplitHeadsAll({q, k, v}, heads_));
+    q_ = std::move(heads[0]);
+    k_ = std::move(heads[1]);
+    v_ = std::move(heads[2]);
     // The probabilities [batch, heads, q_len, k_len] draw one number each.
     options_.dropout = context.training ? attention_dropout_ : 0.0f;
     options_.dropout_state = PhiloxState{};
@@ -92,12 +96,13 @@ class MultiHeadAttention : public Layer {
                                                            attention_.lse, d_out, options_));
     q_ = k_ = v_ = Tensor();
     attention_ = AttentionOutput{};
-    TFM_ASSIGN_OR_RETURN(Tensor dq, SplitHeadsBackward(grads.dq));
-    TFM_ASSIGN_OR_RETURN(Tensor dk, SplitHeadsBackward(grads.dk));
-    TFM_ASSIGN_OR_RETURN(Tensor dv, SplitHeadsBackward(grads.dv));
-    TFM_ASSIGN_OR_RETURN(Tensor dx, q_proj_.Backward(dq));
-    TFM_ASSIGN_OR_RETURN(Tensor dmemory, k_proj_.Backward(dk));
-    TFM_ASSIGN_OR_RETURN(Tensor dmemory_v, v_proj_.Backward(dv));
+    // Split's backward is merge: the three gradients in one op.
+    TFM_ASSIGN_OR_RETURN(std::vector<Tensor> merged,
+                         MergeHeadsAll({grads.dq, grads.dk, grads.dv}));
+    grads = AttentionGrads{};
+    TFM_ASSIGN_OR_RETURN(Tensor dx, q_proj_.Backward(merged[0]));
+    TFM_ASSIGN_OR_RETURN(Tensor dmemory, k_proj_.Backward(merged[1]));
+    TFM_ASSIGN_OR_RETURN(Tensor dmemory_v, v_proj_.Backward(merged[2]));
     TFM_ASSIGN_OR_RETURN(dmemory, Add(dmemory, dmemory_v));
     if (self_attention_) {
       TFM_ASSIGN_OR_RETURN(dx, Add(dx, dmemory));
@@ -186,9 +191,8 @@ class MultiHeadAttention : public Layer {
                                             : k_proj_.Forward(memory, /*keep=*/false));
         TFM_ASSIGN_OR_RETURN(Tensor v, int8 ? v_proj_.Step(cache, memory)
                                             : v_proj_.Forward(memory, /*keep=*/false));
-        TFM_ASSIGN_OR_RETURN(k, SplitHeads(k, heads_));
-        TFM_ASSIGN_OR_RETURN(v, SplitHeads(v, heads_));
-        entry = &cache.Store(this, {DecodingCache::Indexing::kSentence, {k, v}});
+        TFM_ASSIGN_OR_RETURN(std::vector<Tensor> kv, SplitHeadsAll({k, v}, heads_));
+        entry = &cache.Store(this, {DecodingCache::Indexing::kSentence, std::move(kv)});
       }
       TFM_ASSIGN_OR_RETURN(q, q.Reshape({cache.sentences(), cache.rows_per_sentence(), q.dim(2)}));
       TFM_ASSIGN_OR_RETURN(q, StepHeads(q));

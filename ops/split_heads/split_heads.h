@@ -9,8 +9,10 @@
 #define TFM_OPS_SPLIT_HEADS_SPLIT_HEADS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/tensor.h"
 
 namespace tfm {
@@ -21,6 +23,12 @@ absl::StatusOr<Tensor> SplitHeads(const Tensor& x, int64_t heads);
 
 // x [batch, heads, len, d] -> [batch, len, heads * d].
 absl::StatusOr<Tensor> MergeHeads(const Tensor& x);
+
+// SplitHeads and MergeHeads of each of `xs` (one dtype, one device; shapes
+// may differ) in one op call: on CUDA one launch for attention's q, k and v
+// (or their gradients) instead of three.
+absl::StatusOr<std::vector<Tensor>> SplitHeadsAll(absl::Span<const Tensor> xs, int64_t heads);
+absl::StatusOr<std::vector<Tensor>> MergeHeadsAll(absl::Span<const Tensor> xs);
 
 // Gradient of sum(dout * SplitHeads(x, heads)): dout merged back.
 absl::StatusOr<Tensor> SplitHeadsBackward(const Tensor& dout);

@@ -30,24 +30,30 @@ void PermuteHeads(const char* from, char* to, int64_t batch, int64_t len, int64_
       });
 }
 
-absl::Status SplitHeadsCpu(KernelContext& context) {
-  const Tensor& x = context.input(0);
-  TFM_ASSIGN_OR_RETURN(int64_t heads, context.attrs().Get<int64_t>("heads"));
-  const int64_t batch = x.dim(0), len = x.dim(1), d = x.dim(2) / heads;
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.dtype()));
-  PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()), batch,
-               len, heads, d * DTypeSize(x.dtype()), /*split=*/true);
+// Each list entry in turn: [batch, len, heads * d] split, or
+// [batch, heads, len, d] merged.
+absl::Status PermuteHeadsCpu(KernelContext& context, bool split) {
+  int64_t heads = 0;
+  if (split) {
+    TFM_ASSIGN_OR_RETURN(heads, context.attrs().Get<int64_t>("heads"));
+  }
+  for (int entry = 0; entry < context.list_size(); ++entry) {
+    const Tensor& x = context.list_input(entry, 0);
+    const int64_t batch = x.dim(0);
+    const int64_t len = split ? x.dim(1) : x.dim(2);
+    const int64_t entry_heads = split ? heads : x.dim(1);
+    const int64_t d = split ? x.dim(2) / heads : x.dim(3);
+    TFM_ASSIGN_OR_RETURN(Tensor * out,
+                         context.AllocateOutput(context.layout().output(0, entry), x.dtype()));
+    PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()),
+                 batch, len, entry_heads, d * DTypeSize(x.dtype()), split);
+  }
   return absl::OkStatus();
 }
 
-absl::Status MergeHeadsCpu(KernelContext& context) {
-  const Tensor& x = context.input(0);
-  const int64_t batch = x.dim(0), heads = x.dim(1), len = x.dim(2), d = x.dim(3);
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.dtype()));
-  PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()), batch,
-               len, heads, d * DTypeSize(x.dtype()), /*split=*/false);
-  return absl::OkStatus();
-}
+absl::Status SplitHeadsCpu(KernelContext& context) { return PermuteHeadsCpu(context, true); }
+
+absl::Status MergeHeadsCpu(KernelContext& context) { return PermuteHeadsCpu(context, false); }
 
 // Every dtype: only bytes move.
 TFM_REGISTER_KERNELS("split_heads", DeviceType::kCPU, SplitHeadsCpu, DType::kF32, DType::kF16,

@@ -1,7 +1,12 @@
 // CUDA kernel of split_heads and merge_heads: one grid-stride copy in the
 // widest word (16, 8, 4, 2 or 1 bytes) that divides the rows and both
 // addresses; consecutive threads write consecutive words of the output and
-// read consecutive words of a source row, so both sides coalesce.
+// read consecutive words of a source row, so both sides coalesce. A list of
+// tensors (attention's q, k and v) takes one launch, an entry per grid row.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 #include "ops/cuda_elementwise.cuh"
 #include "ops/split_heads/split_heads_cuda.h"
 
@@ -14,68 +19,103 @@ using cuda_elementwise::GridThreads;
 using cuda_elementwise::kThreads;
 using cuda_elementwise::LastError;
 
-// Word u of the output is word u % words_per_row of output row u /
+// One list entry, in Words: its rows of words_per_row words, and the
+// (batch, len, heads) row order of its input.
+struct PermuteEntry {
+  const void* from;
+  void* to;
+  int64_t len, heads, words_per_row, total_words;
+};
+
+// Up to kMaxPermuteEntries entries, passed by value (no list upload).
+struct PermuteList {
+  PermuteEntry entries[kMaxPermuteEntries];
+};
+
+// Word u of an output is word u % words_per_row of output row u /
 // words_per_row; the source row is the same (b, t, h) in the other order.
+// blockIdx.y picks the entry.
 template <typename Word, bool kSplit>
-__global__ void PermuteHeadsKernel(const Word* from, Word* to, int64_t len, int64_t heads,
-                                   int64_t words_per_row, int64_t total_words) {
-  for (int64_t u = GlobalThread(); u < total_words; u += GridThreads()) {
-    const int64_t row = u / words_per_row;
-    const int64_t word = u - row * words_per_row;
-    const int64_t per_batch = len * heads;
+__global__ void PermuteHeadsKernel(PermuteList list) {
+  const PermuteEntry e = list.entries[blockIdx.y];
+  const Word* from = static_cast<const Word*>(e.from);
+  Word* to = static_cast<Word*>(e.to);
+  const int64_t per_batch = e.len * e.heads;
+  for (int64_t u = GlobalThread(); u < e.total_words; u += GridThreads()) {
+    const int64_t row = u / e.words_per_row;
+    const int64_t word = u - row * e.words_per_row;
     const int64_t b = row / per_batch;
     const int64_t rest = row - b * per_batch;
     int64_t source_row;
     if (kSplit) {  // Output row (b, h, t) from input row (b, t, h).
-      const int64_t h = rest / len, t = rest - h * len;
-      source_row = (b * len + t) * heads + h;
+      const int64_t h = rest / e.len, t = rest - h * e.len;
+      source_row = (b * e.len + t) * e.heads + h;
     } else {  // Output row (b, t, h) from input row (b, h, t).
-      const int64_t t = rest / heads, h = rest - t * heads;
-      source_row = (b * heads + h) * len + t;
+      const int64_t t = rest / e.heads, h = rest - t * e.heads;
+      source_row = (b * e.heads + h) * e.len + t;
     }
-    to[u] = from[source_row * words_per_row + word];
+    to[u] = from[source_row * e.words_per_row + word];
   }
 }
 
 template <typename Word>
-const char* Launch(const void* from, void* to, int64_t batch, int64_t len, int64_t heads,
-                   int64_t row_bytes, bool split, cudaStream_t stream) {
-  const int64_t words_per_row = row_bytes / static_cast<int64_t>(sizeof(Word));
-  const int64_t total = batch * len * heads * words_per_row;
-  const Word* source = static_cast<const Word*>(from);
-  Word* target = static_cast<Word*>(to);
+const char* Launch(const PermuteHeadsTensor* tensors, int count, bool split,
+                   cudaStream_t stream) {
+  PermuteList list{};
+  int64_t most_words = 0;
+  for (int i = 0; i < count; ++i) {
+    const PermuteHeadsTensor& t = tensors[i];
+    const int64_t words_per_row = t.row_bytes / static_cast<int64_t>(sizeof(Word));
+    list.entries[i] = PermuteEntry{t.from, t.to, t.len, t.heads, words_per_row,
+                                   t.batch * t.len * t.heads * words_per_row};
+    most_words = most_words > list.entries[i].total_words ? most_words
+                                                          : list.entries[i].total_words;
+  }
+  const dim3 grid(BlocksFor(most_words), count);
   if (split) {
-    PermuteHeadsKernel<Word, true><<<BlocksFor(total), kThreads, 0, stream>>>(
-        source, target, len, heads, words_per_row, total);
+    PermuteHeadsKernel<Word, true><<<grid, kThreads, 0, stream>>>(list);
   } else {
-    PermuteHeadsKernel<Word, false><<<BlocksFor(total), kThreads, 0, stream>>>(
-        source, target, len, heads, words_per_row, total);
+    PermuteHeadsKernel<Word, false><<<grid, kThreads, 0, stream>>>(list);
   }
   return LastError();
 }
 
+// One launch for up to kMaxPermuteEntries tensors, in the widest word that
+// divides every row and address among them.
+const char* LaunchGroup(const PermuteHeadsTensor* tensors, int count, bool split,
+                        cudaStream_t stream) {
+  uint64_t alignment = 0;
+  for (int i = 0; i < count; ++i) {
+    alignment |= static_cast<uint64_t>(tensors[i].row_bytes) |
+                 reinterpret_cast<uintptr_t>(tensors[i].from) |
+                 reinterpret_cast<uintptr_t>(tensors[i].to);
+  }
+  if (alignment % 16 == 0) return Launch<uint4>(tensors, count, split, stream);
+  if (alignment % 8 == 0) return Launch<uint2>(tensors, count, split, stream);
+  if (alignment % 4 == 0) return Launch<uint32_t>(tensors, count, split, stream);
+  if (alignment % 2 == 0) return Launch<uint16_t>(tensors, count, split, stream);
+  return Launch<uint8_t>(tensors, count, split, stream);
+}
+
 }  // namespace
 
-const char* LaunchPermuteHeads(const void* from, void* to, int64_t batch, int64_t len,
-                               int64_t heads, int64_t row_bytes, bool split, StreamHandle stream) {
-  if (batch * len * heads * row_bytes == 0) return nullptr;
-  cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
-  // The widest word dividing the row and both addresses.
-  const uint64_t alignment = static_cast<uint64_t>(row_bytes) | reinterpret_cast<uintptr_t>(from) |
-                             reinterpret_cast<uintptr_t>(to);
-  if (alignment % 16 == 0) {
-    return Launch<uint4>(from, to, batch, len, heads, row_bytes, split, cuda_stream);
+const char* LaunchPermuteHeads(const PermuteHeadsTensor* tensors, int count, bool split,
+                               StreamHandle stream) {
+  // Empty tensors move nothing and take no launch.
+  std::vector<PermuteHeadsTensor> nonempty;
+  for (int i = 0; i < count; ++i) {
+    const PermuteHeadsTensor& t = tensors[i];
+    if (t.batch * t.len * t.heads * t.row_bytes != 0) nonempty.push_back(t);
   }
-  if (alignment % 8 == 0) {
-    return Launch<uint2>(from, to, batch, len, heads, row_bytes, split, cuda_stream);
+  for (size_t first = 0; first < nonempty.size(); first += kMaxPermuteEntries) {
+    const int group = static_cast<int>(
+        std::min<size_t>(kMaxPermuteEntries, nonempty.size() - first));
+    if (const char* error = LaunchGroup(nonempty.data() + first, group, split,
+                                        static_cast<cudaStream_t>(stream))) {
+      return error;
+    }
   }
-  if (alignment % 4 == 0) {
-    return Launch<uint32_t>(from, to, batch, len, heads, row_bytes, split, cuda_stream);
-  }
-  if (alignment % 2 == 0) {
-    return Launch<uint16_t>(from, to, batch, len, heads, row_bytes, split, cuda_stream);
-  }
-  return Launch<uint8_t>(from, to, batch, len, heads, row_bytes, split, cuda_stream);
+  return nullptr;
 }
 
 }  // namespace tfm

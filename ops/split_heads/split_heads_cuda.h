@@ -9,11 +9,22 @@
 
 namespace tfm {
 
-// Copies the [batch, len, heads] rows of `row_bytes` bytes of `from` to the
-// [batch, heads, len] row order of `to` (split), or back (merge). Returns
-// nullptr or the CUDA error text.
-const char* LaunchPermuteHeads(const void* from, void* to, int64_t batch, int64_t len,
-                               int64_t heads, int64_t row_bytes, bool split, StreamHandle stream);
+// One tensor to move: the [batch, len, heads] rows of `row_bytes` bytes of
+// `from` to the [batch, heads, len] row order of `to` (split), or back
+// (merge).
+struct PermuteHeadsTensor {
+  const void* from;
+  void* to;
+  int64_t batch, len, heads, row_bytes;
+};
+
+// Tensors one launch moves (passed by value to the kernel); a longer list
+// takes a launch per this many.
+inline constexpr int kMaxPermuteEntries = 4;
+
+// Moves every tensor of the list. Returns nullptr or the CUDA error text.
+const char* LaunchPermuteHeads(const PermuteHeadsTensor* tensors, int count, bool split,
+                               StreamHandle stream);
 
 }  // namespace tfm
 

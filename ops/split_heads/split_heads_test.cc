@@ -51,6 +51,44 @@ TEST(SplitHeadsTest, RejectsHeadsThatDoNotDivide) {
   EXPECT_FALSE(MergeHeads(x).ok());  // Rank 3 is not [batch, heads, len, d].
 }
 
+// Attention's q (its own length) with k and v, or a longer list: each entry
+// moved as its own call moves it; a bad entry is named.
+std::vector<Tensor> QkvLike(DType dtype, int entries) {
+  std::vector<Tensor> list;
+  for (int i = 0; i < entries; ++i) {
+    const Shape shape = {2, i == 0 ? 3 : 5 + i, 12};
+    list.push_back(HostAs(*RandomUniform(shape, PhiloxState{9, static_cast<uint64_t>(i), 0},
+                                         -1, 1), dtype));
+  }
+  return list;
+}
+
+TEST(SplitHeadsTest, AListMovesEachTensorAsItsOwnCall) {
+  for (const int entries : {3, 6}) {
+    const std::vector<Tensor> list = QkvLike(DType::kF32, entries);
+    absl::StatusOr<std::vector<Tensor>> split = SplitHeadsAll(list, 4);
+    ASSERT_TRUE(split.ok()) << split.status();
+    ASSERT_EQ(split->size(), list.size());
+    absl::StatusOr<std::vector<Tensor>> merged = MergeHeadsAll(*split);
+    ASSERT_TRUE(merged.ok()) << merged.status();
+    for (size_t i = 0; i < list.size(); ++i) {
+      EXPECT_EQ((*split)[i].ToVector<float>(), SplitHeads(list[i], 4)->ToVector<float>()) << i;
+      EXPECT_EQ((*split)[i].shape(), SplitHeads(list[i], 4)->shape()) << i;
+      EXPECT_EQ((*merged)[i].ToVector<float>(), list[i].ToVector<float>()) << i;
+      EXPECT_EQ((*merged)[i].shape(), list[i].shape()) << i;
+    }
+  }
+  std::vector<Tensor> bad = QkvLike(DType::kF32, 3);
+  bad[2] = *RandomUniform({2, 3, 10}, PhiloxState{1, 0, 0}, -1, 1);
+  const absl::Status status = SplitHeadsAll(bad, 4).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("x[2]"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("divide 10"), std::string::npos) << status;
+  std::vector<Tensor> mixed = QkvLike(DType::kF32, 2);
+  mixed[1] = HostAs(mixed[1], DType::kBF16);
+  EXPECT_FALSE(SplitHeadsAll(mixed, 4).ok());
+}
+
 TEST(SplitHeadsTest, GradientsOfBothDirections) {
   const Tensor x = *RandomUniform({2, 5, 12}, PhiloxState{2, 0, 0}, -1, 1);
   EXPECT_TRUE(CheckGradients(
@@ -148,6 +186,35 @@ TEST(SplitHeadsTest, CudaMatchesCpu) {
         ASSERT_TRUE(merged.ok()) << merged.status();
         EXPECT_TRUE(SameBytes(*merged, *MergeHeads(split_cpu)));
         EXPECT_TRUE(SameBytes(*merged, x));
+      }
+    }
+  }
+}
+
+// The one-launch list on CUDA (one group of 3, and 6 entries: two
+// launches, one a view one element in, so narrower words) gives the CPU's
+// bytes.
+TEST(SplitHeadsTest, CudaListMatchesCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const int entries : {3, 6}) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " entries " << entries);
+      const std::vector<Tensor> list = QkvLike(dtype, entries);
+      std::vector<Tensor> gpu;
+      for (const Tensor& t : list) gpu.push_back(OnCuda(t));
+      if (entries == 6) {
+        const Tensor flat = *OnCuda(list[5]).Reshape({list[5].num_elements()});
+        const Tensor padded = OnCuda(*Tensor::Zeros({list[5].num_elements() + 1}, dtype));
+        ASSERT_TRUE(CopyInto(flat, *padded.Slice(1, padded.num_elements())).ok());
+        gpu[5] = *padded.Slice(1, padded.num_elements())->Reshape(list[5].shape());
+      }
+      absl::StatusOr<std::vector<Tensor>> split = SplitHeadsAll(gpu, 4);
+      ASSERT_TRUE(split.ok()) << split.status();
+      absl::StatusOr<std::vector<Tensor>> merged = MergeHeadsAll(*split);
+      ASSERT_TRUE(merged.ok()) << merged.status();
+      for (size_t i = 0; i < list.size(); ++i) {
+        EXPECT_TRUE(SameBytes((*split)[i], *SplitHeads(list[i], 4))) << "entry " << i;
+        EXPECT_TRUE(SameBytes((*merged)[i], list[i])) << "entry " << i;
       }
     }
   }
