@@ -69,30 +69,7 @@ config::ModelConfig SmallModel(float dropout) {
   return model;
 }
 
-// `rows` pairs of different lengths, padded; ids depend on `salt`.
-Batch MakeBatch(int rows, int salt) {
-  Batch batch;
-  batch.size = rows;
-  for (int r = 0; r < rows; ++r) {
-    batch.source_lengths.push_back(4 + (r * 3 + salt) % 5);
-    batch.target_lengths.push_back(3 + (r * 2 + salt) % 5);
-  }
-  batch.source_length = *std::max_element(batch.source_lengths.begin(), batch.source_lengths.end());
-  batch.target_length = *std::max_element(batch.target_lengths.begin(), batch.target_lengths.end());
-  batch.source.assign(rows * batch.source_length, kPad);
-  batch.target.assign(rows * batch.target_length, kPad);
-  for (int r = 0; r < rows; ++r) {
-    for (int t = 0; t < batch.source_lengths[r]; ++t) {
-      const bool last = t + 1 == batch.source_lengths[r];
-      batch.source[r * batch.source_length + t] = last ? kEos : 3 + (r * 7 + t * 5 + salt) % 37;
-    }
-    for (int t = 0; t < batch.target_lengths[r]; ++t) {
-      const bool last = t + 1 == batch.target_lengths[r];
-      batch.target[r * batch.target_length + t] = last ? kEos : 3 + (r * 11 + t * 3 + salt) % 37;
-    }
-  }
-  return batch;
-}
+using ::tfm::testing::ToyBatch;
 
 // Tensors below this share of the model's largest value count at that floor.
 // The key projections' bias gradients are exactly zero in exact arithmetic
@@ -220,7 +197,7 @@ void ExpectUpdateEqualsCpu(const Device& device, float dropout) {
   TrainingSetup cpu = MakeRun(model, Device::Cpu());
   TrainingSetup gpu = MakeRun(model, device);
   CopyWeights(*cpu.model, *gpu.model);
-  const std::vector<Batch> batches = {MakeBatch(3, 0), MakeBatch(4, 1)};
+  const std::vector<Batch> batches = {ToyBatch(3, 0), ToyBatch(4, 1)};
 
   absl::StatusOr<Trainer::Gradients> cpu_grads = cpu.trainer->ComputeGradients(batches, 5, 1);
   ASSERT_TRUE(cpu_grads.ok()) << cpu_grads.status();
@@ -277,7 +254,7 @@ struct DeterministicKernelsForThisScope {
 TEST(GpuTrainingTest, DeterministicModeRepeatsUpdatesBitForBit) {
   TFM_SKIP_WITHOUT_GPU();
   const DeterministicKernelsForThisScope deterministic;
-  const std::vector<Batch> batches = {MakeBatch(3, 0), MakeBatch(4, 1)};
+  const std::vector<Batch> batches = {ToyBatch(3, 0), ToyBatch(4, 1)};
   for (const DType dtype : {DType::kF32, DType::kBF16}) {
     SCOPED_TRACE(DTypeName(dtype));
     std::vector<std::vector<float>> first;
@@ -321,7 +298,7 @@ TEST(GpuTrainingTest, OneRankOverNcclUpdatesAsThePlainTrainer) {
   TrainingSetup reduced = MakeRun(model, gpu, DType::kF32, 4, kVocab, nccl->get());
   CopyWeights(*plain.model, *reduced.model);
   for (int64_t update = 1; update <= 3; ++update) {
-    const std::vector<Batch> batches = {MakeBatch(3, update), MakeBatch(4, update + 1)};
+    const std::vector<Batch> batches = {ToyBatch(3, update), ToyBatch(4, update + 1)};
     absl::StatusOr<Trainer::Gradients> a = plain.trainer->ComputeGradients(batches, 5, update);
     ASSERT_TRUE(a.ok()) << a.status();
     absl::StatusOr<Trainer::Gradients> b = reduced.trainer->ComputeGradients(batches, 5, update);
@@ -391,8 +368,8 @@ struct RunOutcome {
 RunOutcome TrainWithRun(const Device& device, int64_t updates, bool read_every_update,
                         double initial_scale = 0) {
   TrainingSetup run = MakeRun(SmallModel(0.1f), device);
-  ListedBatches data({MakeBatch(3, 0), MakeBatch(4, 1), MakeBatch(2, 2), MakeBatch(5, 3),
-                      MakeBatch(3, 4)});
+  ListedBatches data({ToyBatch(3, 0), ToyBatch(4, 1), ToyBatch(2, 2), ToyBatch(5, 3),
+                      ToyBatch(3, 4)});
   TrainerOptions options;
   options.max_updates = updates;
   options.update_freq = 2;
@@ -499,7 +476,7 @@ TEST(GpuTrainingTest, AnUpdateBetweenLogLinesWaitsForNothing) {
 // moment keeps its bits.
 void ExpectNonFiniteUpdateSkippedOnTheDevice(const Device& device) {
   TrainingSetup run = MakeRun(SmallModel(0.0f), device);
-  const std::vector<Batch> batches = {MakeBatch(3, 0), MakeBatch(4, 1)};
+  const std::vector<Batch> batches = {ToyBatch(3, 0), ToyBatch(4, 1)};
   ASSERT_TRUE(run.trainer->QueueGradients(batches, 5, 1).ok());
   ASSERT_TRUE(run.trainer->ApplyUpdate(1).ok());  // Moments no longer zero.
   Parameter* poisoned = run.model->Parameters()[0];
@@ -544,7 +521,7 @@ absl::StatusOr<Checkpoint> WriteAndRead(const std::string& dir, const Checkpoint
 void ExpectCheckpointResumesOnTheCpu(const Device& device) {
   const config::ModelConfig model = SmallModel(0.1f);
   TrainingSetup trained = MakeRun(model, device);
-  ASSERT_TRUE(trained.trainer->ComputeGradients({MakeBatch(3, 2), MakeBatch(2, 3)}, 0, 1).ok());
+  ASSERT_TRUE(trained.trainer->ComputeGradients({ToyBatch(3, 2), ToyBatch(2, 3)}, 0, 1).ok());
   ASSERT_TRUE(trained.trainer->ApplyUpdate(1).ok());
   Checkpoint checkpoint;
   checkpoint.model = Weights(*trained.model);
@@ -596,7 +573,7 @@ TEST(GpuTrainingTest, GpuCheckpointResumesOnTheCpu) {
 // different pairs of batches so that the model learns something.
 std::vector<Batch> UpdateBatches(int64_t update, int rows) {
   const int salt = static_cast<int>(update % 8) * 2;
-  return {MakeBatch(rows, salt), MakeBatch(rows - 1, salt + 1)};
+  return {ToyBatch(rows, salt), ToyBatch(rows - 1, salt + 1)};
 }
 
 // One update's loss per target token (the trainer's objective).
@@ -753,7 +730,7 @@ TEST(GpuTrainingTest, Bf16CheckpointEvaluatesOnTheCpu) {
               cpu_weights[i].second.ToVector<float>())
         << checkpoint.model[i].first;
   }
-  const Batch batch = MakeBatch(6, 5);
+  const Batch batch = ToyBatch(6, 5);
   absl::StatusOr<LossStats> on_gpu = trained.model->Evaluate(batch);
   ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
   absl::StatusOr<LossStats> on_cpu = cpu.model->Evaluate(batch);

@@ -50,30 +50,7 @@ class ZeroFilledGradients final : public TrainableModel {
   TrainableModel* model_;
 };
 
-// `rows` pairs of lengths 3..7, padded; ids depend on `salt`.
-Batch MakeBatch(int rows, int salt) {
-  Batch batch;
-  batch.size = rows;
-  for (int r = 0; r < rows; ++r) {
-    batch.source_lengths.push_back(3 + (r * 3 + salt) % 5);
-    batch.target_lengths.push_back(3 + (r * 2 + salt) % 5);
-  }
-  batch.source_length = *std::max_element(batch.source_lengths.begin(), batch.source_lengths.end());
-  batch.target_length = *std::max_element(batch.target_lengths.begin(), batch.target_lengths.end());
-  batch.source.assign(rows * batch.source_length, kPad);
-  batch.target.assign(rows * batch.target_length, kPad);
-  for (int r = 0; r < rows; ++r) {
-    for (int t = 0; t < batch.source_lengths[r]; ++t) {
-      const bool last = t + 1 == batch.source_lengths[r];
-      batch.source[r * batch.source_length + t] = last ? kEos : 3 + (r * 7 + t * 5 + salt) % 37;
-    }
-    for (int t = 0; t < batch.target_lengths[r]; ++t) {
-      const bool last = t + 1 == batch.target_lengths[r];
-      batch.target[r * batch.target_length + t] = last ? kEos : 3 + (r * 11 + t * 3 + salt) % 37;
-    }
-  }
-  return batch;
-}
+using ::tfm::testing::ToyBatch;
 
 // A trainer over `model`'s parameters with Adam and two batches an update.
 struct TrainingRun {
@@ -96,7 +73,7 @@ TrainingRun MakeRun(TrainableModel* model) {
 }
 
 std::vector<Batch> UpdateBatches(int64_t update) {
-  return {MakeBatch(6, static_cast<int>(update)), MakeBatch(5, static_cast<int>(update) + 3)};
+  return {ToyBatch(6, static_cast<int>(update)), ToyBatch(5, static_cast<int>(update) + 3)};
 }
 
 // Every element of a against b with == (a zero's sign aside: the zero-filled
@@ -202,7 +179,7 @@ TEST(GradientAccumulationTest, AParameterNoPassReachesHasAZeroGradient) {
     for (float& g : p->grad.span<float>()) g = 7.0f;
   }
   absl::StatusOr<Trainer::Gradients> gradients =
-      run.trainer->ComputeGradients({MakeBatch(4, 0), MakeBatch(2, 1)}, 0, 1);
+      run.trainer->ComputeGradients({ToyBatch(4, 0), ToyBatch(2, 1)}, 0, 1);
   ASSERT_TRUE(gradients.ok()) << gradients.status();
   const std::vector<Parameter*> parameters = model.Parameters();
   ASSERT_TRUE(parameters[1]->grad.defined());

@@ -1,5 +1,7 @@
 #include "tests/util/tiny_model.h"
 
+#include <algorithm>
+
 namespace tfm {
 namespace testing {
 
@@ -12,6 +14,31 @@ void SetTinyModelShape(config::ModelConfig& model, int layers, int heads) {
   model.set_num_heads(heads);
   model.set_d_k(kDModel / heads);
   model.set_d_v(kDModel / heads);
+}
+
+Batch ToyBatch(int rows, int salt) {
+  constexpr int kPad = 0, kEos = 2;
+  Batch batch;
+  batch.size = rows;
+  for (int r = 0; r < rows; ++r) {
+    batch.source_lengths.push_back(4 + (r * 3 + salt) % 5);
+    batch.target_lengths.push_back(3 + (r * 2 + salt) % 5);
+  }
+  batch.source_length = *std::max_element(batch.source_lengths.begin(), batch.source_lengths.end());
+  batch.target_length = *std::max_element(batch.target_lengths.begin(), batch.target_lengths.end());
+  batch.source.assign(rows * batch.source_length, kPad);
+  batch.target.assign(rows * batch.target_length, kPad);
+  for (int r = 0; r < rows; ++r) {
+    for (int t = 0; t < batch.source_lengths[r]; ++t) {
+      const bool last = t + 1 == batch.source_lengths[r];
+      batch.source[r * batch.source_length + t] = last ? kEos : 3 + (r * 7 + t * 5 + salt) % 37;
+    }
+    for (int t = 0; t < batch.target_lengths[r]; ++t) {
+      const bool last = t + 1 == batch.target_lengths[r];
+      batch.target[r * batch.target_length + t] = last ? kEos : 3 + (r * 11 + t * 3 + salt) % 37;
+    }
+  }
+  return batch;
 }
 
 }  // namespace testing
