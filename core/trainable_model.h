@@ -79,7 +79,7 @@ class TrainableModel {
   // dynamic loss scale never comes back to the host between updates.
   virtual bool TakesLossScaleOnDevice() const { return false; }
   // Whether every gradient the passes write goes through AccumulateGrad
-  // (layers/parameter_init.h), which takes the first gradient of an
+  // (layers/parameter_gradients.h), which takes the first gradient of an
   // undefined Parameter::grad as it is. The trainer then starts each
   // batch's gradients undefined (read: zero) instead of filling them with
   // zeros that the first gradient would be added to: two passes over every
