@@ -12,6 +12,7 @@
 #include "layers/decoding_cache.h"
 #include "core/layer_registry.h"
 #include "core/tensor.h"
+#include "ops/linear/linear.h"  // LinearGrads.
 
 namespace tfm {
 
@@ -32,6 +33,10 @@ class Dense {
   absl::StatusOr<Tensor> Project(const ForwardContext& context, const Tensor& x);
   // Adds dW and db into the gradients; returns dx.
   absl::StatusOr<Tensor> Backward(const Tensor& dout);
+  // The same with dx added into `dx_sum` (shaped like x, in place) instead:
+  // an input that feeds several projections sums its gradient without an
+  // add op.
+  absl::Status BackwardAdding(const Tensor& dout, const Tensor& dx_sum);
 
   const Tensor& weight() const { return weight_.value; }
   const Tensor& bias() const { return bias_.value; }
@@ -42,6 +47,9 @@ class Dense {
   }
 
  private:
+  // A backward's dW and db into the gradients; x is no longer needed.
+  absl::Status TakeGradients(const LinearGrads& grads);
+
   Parameter weight_;
   Parameter bias_;
   Tensor x_;

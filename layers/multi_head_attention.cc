@@ -28,7 +28,6 @@
 #include "core/status_macros.h"
 #include "layers/dense.h"
 #include "layers/dropout_site.h"
-#include "ops/add/add.h"
 #include "ops/attention/attention.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
@@ -100,14 +99,18 @@ class MultiHeadAttention : public Layer {
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> merged,
                          MergeHeadsAll({grads.dq, grads.dk, grads.dv}));
     grads = AttentionGrads{};
+    // The keys' and values' products add into their input's gradient in
+    // their GEMMs: x's for self-attention (after the queries'), the
+    // memory's otherwise. No add op.
     TFM_ASSIGN_OR_RETURN(Tensor dx, q_proj_.Backward(merged[0]));
-    TFM_ASSIGN_OR_RETURN(Tensor dmemory, k_proj_.Backward(merged[1]));
-    TFM_ASSIGN_OR_RETURN(Tensor dmemory_v, v_proj_.Backward(merged[2]));
-    TFM_ASSIGN_OR_RETURN(dmemory, Add(dmemory, dmemory_v));
+    Tensor dmemory = dx;
     if (self_attention_) {
-      TFM_ASSIGN_OR_RETURN(dx, Add(dx, dmemory));
-      return std::vector<Tensor>{dx, Tensor()};
+      TFM_RETURN_IF_ERROR(k_proj_.BackwardAdding(merged[1], dmemory));
+    } else {
+      TFM_ASSIGN_OR_RETURN(dmemory, k_proj_.Backward(merged[1]));
     }
+    TFM_RETURN_IF_ERROR(v_proj_.BackwardAdding(merged[2], dmemory));
+    if (self_attention_) return std::vector<Tensor>{dx, Tensor()};
     return std::vector<Tensor>{dx, dmemory, Tensor()};
   }
 

@@ -49,6 +49,16 @@ absl::Status ValidateLinearBackward(const KernelContext& context) {
   return absl::OkStatus();
 }
 
+// linear_backward's checks, and dx_sum shaped like x.
+absl::Status ValidateLinearBackwardAdding(const KernelContext& context) {
+  TFM_RETURN_IF_ERROR(ValidateLinearBackward(context));
+  if (context.input(3).shape() != context.input(1).shape()) {
+    return context.Error(
+        absl::StrCat("dx_sum must be shaped like x, ", ShapeToString(context.input(1).shape())));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<Shape>> LinearOutputShapes(const KernelContext& context) {
   return std::vector<Shape>{LinearOutputShape(context.input(0), context.input(1))};
 }
@@ -94,6 +104,21 @@ TFM_REGISTER_OP(OpDef{
     .output_shapes = LinearBackwardOutputShapes,
 });
 
+// An input that feeds several projections (attention's memory feeds its
+// keys and values) takes its gradient as one sum: each product adds into it
+// in its GEMM (beta 1), with no add op and one rounding per element.
+TFM_REGISTER_OP(OpDef{
+    .name = "linear_backward_adding",
+    .inputs = {"dout", "x", "weight", "dx_sum"},
+    .outputs = {"dx_sum", "dweight", "dbias"},
+    .attrs = {"bias"},
+    .doc = "linear_backward with dx added into dx_sum in place; dbias is [0] if bias=false",
+    .validate = ValidateLinearBackwardAdding,
+    .kernel_dtype_inputs = {0, 1, 2, 3},
+    .output_shapes = LinearBackwardOutputShapes,
+    .in_place = {{0, 3}},
+});
+
 }  // namespace
 
 absl::StatusOr<Tensor> Linear(const Tensor& x, const Tensor& weight,
@@ -124,6 +149,16 @@ absl::StatusOr<LinearGrads> LinearBackward(const Tensor& dout, const Tensor& x,
   attrs.Set("bias", has_bias);
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                        RunOp("linear_backward", {dout, x, weight}, attrs));
+  return LinearGrads{out[0], out[1], has_bias ? out[2] : Tensor()};
+}
+
+absl::StatusOr<LinearGrads> LinearBackwardAdding(const Tensor& dout, const Tensor& x,
+                                                 const Tensor& weight, const Tensor& dx_sum,
+                                                 bool has_bias) {
+  Attrs attrs;
+  attrs.Set("bias", has_bias);
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       RunOp("linear_backward_adding", {dout, x, weight, dx_sum}, attrs));
   return LinearGrads{out[0], out[1], has_bias ? out[2] : Tensor()};
 }
 

@@ -5,6 +5,8 @@
 // (x, weight), since an op's inputs are fixed. Backward is
 // "linear_backward" (dout, x, weight) -> (dx, dweight, dbias); with attribute
 // bias=false it skips the bias reduction and dbias is an empty [0] tensor.
+// "linear_backward_adding" (dout, x, weight, dx_sum) adds dx into dx_sum in
+// place instead.
 // The leading axes of x are flattened into one GEMM. f32 on every device,
 // bf16 and f16 on CUDA (outputs of the inputs' dtype, or f32: LinearToF32).
 #ifndef TFM_OPS_LINEAR_LINEAR_H_
@@ -40,6 +42,14 @@ struct LinearGrads {
 // Gradients of sum(dout * Linear(x, weight, bias)).
 absl::StatusOr<LinearGrads> LinearBackward(const Tensor& dout, const Tensor& x,
                                            const Tensor& weight, bool has_bias = true);
+
+// The same, with dx added into `dx_sum` (shaped like x; updated in place,
+// the GEMM accumulating onto it) instead of made anew; the result's dx is
+// dx_sum. For an input that feeds several projections: its gradient's sum
+// without an add op (attention's q, k and v of one input).
+absl::StatusOr<LinearGrads> LinearBackwardAdding(const Tensor& dout, const Tensor& x,
+                                                 const Tensor& weight, const Tensor& dx_sum,
+                                                 bool has_bias = true);
 
 }  // namespace tfm
 

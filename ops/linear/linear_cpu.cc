@@ -53,12 +53,23 @@ absl::Status LinearBackwardCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const bool has_bias, context.attrs().GetOr<bool>("bias", true));
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
   const int64_t rows = NumRows(x.shape());
-  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, DType::kF32));
+  // linear_backward_adding: dx goes into its dx_sum (beta 1).
+  const bool adding = context.num_inputs() == 4;
+  Tensor dx_sum;
+  float* dx = nullptr;
+  if (adding) {
+    dx_sum = context.in_place_input(3);
+    dx = dx_sum.data<float>();
+  } else {
+    TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, DType::kF32));
+    dx = out->data<float>();
+  }
   TFM_ASSIGN_OR_RETURN(Tensor * dweight, context.AllocateOutput(1, DType::kF32));
   TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, DType::kF32));
-  // dx[rows, in] = dout[rows, out] W[out, in]; dW[out, in] = dout^T x.
-  GemmCpu(false, false, rows, in, out_features, dout.data<float>(), weight.data<float>(), 0.0f,
-          dx->data<float>());
+  // dx[rows, in] (+)= dout[rows, out] W[out, in]; dW[out, in] = dout^T x.
+  GemmCpu(false, false, rows, in, out_features, dout.data<float>(), weight.data<float>(),
+          adding ? 1.0f : 0.0f, dx);
+  if (adding) context.SetOutput(0, dx_sum);
   GemmCpu(true, false, out_features, in, rows, dout.data<float>(), x.data<float>(), 0.0f,
           dweight->data<float>());
   if (has_bias) SumRowsCpu(dout.data<float>(), rows, out_features, dbias->data<float>());
@@ -68,6 +79,7 @@ absl::Status LinearBackwardCpu(KernelContext& context) {
 TFM_REGISTER_KERNEL("linear", DeviceType::kCPU, DType::kF32, LinearCpu);
 TFM_REGISTER_KERNEL("linear_no_bias", DeviceType::kCPU, DType::kF32, LinearCpu);
 TFM_REGISTER_KERNEL("linear_backward", DeviceType::kCPU, DType::kF32, LinearBackwardCpu);
+TFM_REGISTER_KERNEL("linear_backward_adding", DeviceType::kCPU, DType::kF32, LinearBackwardCpu);
 
 }  // namespace
 }  // namespace tfm

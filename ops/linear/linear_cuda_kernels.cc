@@ -71,17 +71,29 @@ absl::Status LinearBackwardCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const bool has_bias, context.attrs().GetOr<bool>("bias", true));
   const int64_t in = weight.dim(1), out_features = weight.dim(0);
   const int64_t rows = NumRows(x.shape());
-  TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, context.dtype()));
+  // linear_backward_adding: dx goes into its dx_sum (the GEMM accumulates).
+  const bool adding = context.num_inputs() == 4;
+  Tensor dx_sum;
+  void* dx = nullptr;
+  if (adding) {
+    dx_sum = context.in_place_input(3);
+    dx = dx_sum.raw_data();
+  } else {
+    TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, context.dtype()));
+    dx = out->raw_data();
+  }
   TFM_ASSIGN_OR_RETURN(Tensor * dweight, context.AllocateOutput(1, context.dtype()));
   TFM_ASSIGN_OR_RETURN(Tensor * dbias, context.AllocateOutput(2, context.dtype()));
-  // dx[rows, in] = dout[rows, out] W[out, in].
+  // dx[rows, in] (+)= dout[rows, out] W[out, in].
   TFM_RETURN_IF_ERROR(RunGemmCuda(context, {.m = rows,
                                             .n = in,
                                             .k = out_features,
                                             .a = dout.raw_data(),
                                             .b = weight.raw_data(),
-                                            .c = dx->raw_data()})
+                                            .c = dx,
+                                            .accumulate = adding})
                           .status());
+  if (adding) context.SetOutput(0, dx_sum);
   // dW[out, in] = dout^T x; db[out], the sum of dout's rows, is the sum over
   // this product's k of op(A) = dout^T.
   GemmCudaProblem dweight_product = {.trans_a = true,
@@ -108,6 +120,8 @@ TFM_REGISTER_TYPED_KERNELS("linear", DeviceType::kCUDA, LinearCuda, float, Half,
 TFM_REGISTER_TYPED_KERNELS("linear_no_bias", DeviceType::kCUDA, LinearCuda, float, Half, BFloat16);
 TFM_REGISTER_TYPED_KERNELS("linear_backward", DeviceType::kCUDA, LinearBackwardCuda, float, Half,
                            BFloat16);
+TFM_REGISTER_TYPED_KERNELS("linear_backward_adding", DeviceType::kCUDA, LinearBackwardCuda, float,
+                           Half, BFloat16);
 
 }  // namespace
 }  // namespace tfm

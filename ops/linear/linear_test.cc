@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "ops/cast/cast.h"
 #include "ops/random/random.h"
 #include "ops/relu/relu.h"
 #include "tests/util/cuda_compare.h"
@@ -139,6 +140,17 @@ void ExpectCudaMatchesCpu(const Tensor& x, const Tensor& weight, const Tensor& b
     if (has_bias) {
       EXPECT_TRUE(AllClose(HostF32(grads_gpu->dbias), grads->dbias, tolerance));
     }
+    // dx added into a sum in its GEMM.
+    const Tensor sum = RoundedThrough(Random(x.shape(), 5), dtype);
+    const Tensor sum_gpu = OnCuda(HostAs(sum, dtype));
+    absl::StatusOr<LinearGrads> added =
+        LinearBackwardAdding(dy, x, weight, *Cast(sum, DType::kF32), has_bias);
+    absl::StatusOr<LinearGrads> added_gpu = LinearBackwardAdding(
+        OnCuda(HostAs(dy, dtype)), x_gpu, weight_gpu, sum_gpu, has_bias);
+    ASSERT_TRUE(added.ok() && added_gpu.ok()) << added.status() << added_gpu.status();
+    EXPECT_EQ(added_gpu->dx.raw_data(), sum_gpu.raw_data());  // In place.
+    EXPECT_TRUE(AllClose(HostF32(added_gpu->dx), added->dx, tolerance));
+    EXPECT_TRUE(AllClose(HostF32(added_gpu->dweight), grads->dweight, tolerance));
   }
 }
 
@@ -178,6 +190,32 @@ TEST(LinearTest, CudaMatchesCpuWithUnalignedBias) {
     ExpectCudaMatchesCpu(RoundedThrough(Random({33, 48}, 1), dtype),
                          RoundedThrough(Random({64, 48}, 2), dtype), bias, dtype, &bias_gpu);
   }
+}
+
+// LinearBackwardAdding: dx added into the given sum, in place (its buffer
+// is the result's), within rounding of sum + LinearBackward's dx; the
+// weight's and bias's gradients are LinearBackward's; a sum shaped unlike x
+// is refused naming it.
+TEST(LinearTest, AddingPutsDxIntoTheSumInPlace) {
+  const Tensor x = Random({37, 29}, 1), weight = Random({13, 29}, 2);
+  const Tensor dy = Random({37, 13}, 4), start = Random({37, 29}, 5);
+  absl::StatusOr<LinearGrads> grads = LinearBackward(dy, x, weight);
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  const Tensor sum = *Cast(start, DType::kF32);  // A copy to add into.
+  absl::StatusOr<LinearGrads> added = LinearBackwardAdding(dy, x, weight, sum);
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(added->dx.raw_data(), sum.raw_data());
+  std::vector<float> expected = start.ToVector<float>();
+  const std::vector<float> dx = grads->dx.ToVector<float>();
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] += dx[i];
+  EXPECT_TRUE(AllClose(added->dx, *Tensor::FromVector<float>(expected, x.shape()),
+                       SumTolerance()));
+  EXPECT_EQ(added->dweight.ToVector<float>(), grads->dweight.ToVector<float>());
+  EXPECT_EQ(added->dbias.ToVector<float>(), grads->dbias.ToVector<float>());
+  const absl::Status status =
+      LinearBackwardAdding(dy, x, weight, *Tensor::Zeros({37, 28}, DType::kF32)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("dx_sum must be shaped like x"), std::string::npos) << status;
 }
 
 // LinearRelu: Relu(Linear(...)) to the bit on the CPU (the same sums, then
