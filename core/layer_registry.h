@@ -85,6 +85,17 @@ class Layer {
   // Given d(loss)/d(outputs), accumulates parameter gradients and returns
   // d(loss)/d(inputs).
   virtual absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) = 0;
+  // Backward with the gradient of input 0 added into `input_grad_sum`
+  // (shaped and typed like that gradient; updated in place and returned as
+  // the first gradient), for a layer that says AddsInputGradient: its
+  // products of input 0 add there in their GEMMs, so the caller (a residual
+  // connection summing the two paths' gradients) needs no add op. Other
+  // layers are never asked.
+  virtual bool AddsInputGradient() const { return false; }
+  virtual absl::StatusOr<std::vector<Tensor>> BackwardAdding(absl::Span<const Tensor> output_grads,
+                                                             const Tensor& input_grad_sum) {
+    return absl::UnimplementedError("this layer does not add its input gradient into a sum");
+  }
   virtual std::vector<Parameter*> Parameters() { return {}; }
 };
 

@@ -41,12 +41,13 @@ class FeedForward : public Layer {
   }
 
   absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
-    TFM_ASSIGN_OR_RETURN(Tensor d_dropped, fc2_.Backward(output_grads[0]));
-    TFM_ASSIGN_OR_RETURN(Tensor d_activated, relu_dropout_.Backward(d_dropped));
-    TFM_ASSIGN_OR_RETURN(Tensor d_hidden, ReluBackward(d_activated, activated_));
-    activated_ = Tensor();
-    TFM_ASSIGN_OR_RETURN(Tensor dx, fc1_.Backward(d_hidden));
-    return std::vector<Tensor>{dx};
+    return BackwardInto(output_grads, nullptr);
+  }
+
+  bool AddsInputGradient() const override { return true; }
+  absl::StatusOr<std::vector<Tensor>> BackwardAdding(absl::Span<const Tensor> output_grads,
+                                                     const Tensor& input_grad_sum) override {
+    return BackwardInto(output_grads, &input_grad_sum);
   }
 
   std::vector<Parameter*> Parameters() override {
@@ -57,6 +58,21 @@ class FeedForward : public Layer {
   }
 
  private:
+  // dx made anew, or added into *sum (BackwardAdding) by fc1's GEMM.
+  absl::StatusOr<std::vector<Tensor>> BackwardInto(absl::Span<const Tensor> output_grads,
+                                                   const Tensor* sum) {
+    TFM_ASSIGN_OR_RETURN(Tensor d_dropped, fc2_.Backward(output_grads[0]));
+    TFM_ASSIGN_OR_RETURN(Tensor d_activated, relu_dropout_.Backward(d_dropped));
+    TFM_ASSIGN_OR_RETURN(Tensor d_hidden, ReluBackward(d_activated, activated_));
+    activated_ = Tensor();
+    if (sum != nullptr) {
+      TFM_RETURN_IF_ERROR(fc1_.BackwardAdding(d_hidden, *sum));
+      return std::vector<Tensor>{*sum};
+    }
+    TFM_ASSIGN_OR_RETURN(Tensor dx, fc1_.Backward(d_hidden));
+    return std::vector<Tensor>{dx};
+  }
+
   Dense fc1_, fc2_;
   DropoutSite relu_dropout_;
   Tensor activated_;  // ReLU's output: its backward's mask.

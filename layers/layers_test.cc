@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/layer_registry.h"
+#include "core/op_profile.h"
+#include "core/rng.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "layers/layer_gradient_check.h"
@@ -205,6 +207,41 @@ TEST_F(LayersTest, EncoderAndDecoderLayerGradients) {
                                     "fc2.weight", "final_layer_norm.bias"}));
   EXPECT_TRUE(CheckLayerGradients(*decoder, {Random({2, 3, 8}), Random({2, 4, 8}), Lengths({4, 2})},
                                   /*training=*/true, AcrossRelu()));
+}
+
+// Post-norm: each sublayer's products of its input add into the residual
+// path's gradient in their GEMMs (q, k and v of self-attention, fc1), so an
+// encoder layer's backward runs no add op; pre-norm adds the two paths'
+// gradients with one add per sublayer. (The gradients themselves are
+// checked above.)
+TEST_F(LayersTest, PostNormResidualsSumGradientsInTheirProducts) {
+  for (const auto position : {config::ModelConfig::POST, config::ModelConfig::PRE}) {
+    config::ModelConfig model = SmallModel();
+    model.set_norm_position(position);
+    std::unique_ptr<Layer> encoder = Create("encoder_layer", model);
+    ASSERT_NE(encoder, nullptr);
+    Generator rng(3);
+    ForwardContext context{/*training=*/true, &rng};
+    absl::StatusOr<std::vector<Tensor>> y =
+        encoder->Forward(context, {Random({2, 4, 8}), Lengths({4, 2})});
+    ASSERT_TRUE(y.ok()) << y.status();
+    // As a trainer starts a batch: parameter gradients taken, not added.
+    for (Parameter* p : encoder->Parameters()) p->grad = Tensor();
+    SetOpProfiling(true);
+    ResetOpProfile();
+    absl::StatusOr<std::vector<Tensor>> grads = encoder->Backward({Random({2, 4, 8})});
+    const int64_t adds = OpProfileCalls("add"), adding = OpProfileCalls("linear_backward_adding");
+    SetOpProfiling(false);
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    SCOPED_TRACE(config::ModelConfig::NormPosition_Name(position));
+    if (position == config::ModelConfig::POST) {
+      EXPECT_EQ(adds, 0);
+      EXPECT_EQ(adding, 4);  // Self-attention's q, k and v; fc1.
+    } else {
+      EXPECT_EQ(adds, 2);    // One per sublayer.
+      EXPECT_EQ(adding, 2);  // Self-attention's k and v into q's.
+    }
+  }
 }
 
 TEST_F(LayersTest, PreNormDecoderStackGradientsAndFinalNorm) {

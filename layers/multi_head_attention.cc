@@ -88,6 +88,18 @@ class MultiHeadAttention : public Layer {
   }
 
   absl::StatusOr<std::vector<Tensor>> Backward(absl::Span<const Tensor> output_grads) override {
+    return BackwardInto(output_grads, nullptr);
+  }
+
+  bool AddsInputGradient() const override { return true; }
+  absl::StatusOr<std::vector<Tensor>> BackwardAdding(absl::Span<const Tensor> output_grads,
+                                                     const Tensor& input_grad_sum) override {
+    return BackwardInto(output_grads, &input_grad_sum);
+  }
+
+  // x's gradient made anew, or added into *sum (BackwardAdding).
+  absl::StatusOr<std::vector<Tensor>> BackwardInto(absl::Span<const Tensor> output_grads,
+                                                   const Tensor* sum) {
     TFM_ASSIGN_OR_RETURN(Tensor d_merged, out_proj_.Backward(output_grads[0]));
     TFM_ASSIGN_OR_RETURN(Tensor d_out, MergeHeadsBackward(d_merged, heads_));
     TFM_ASSIGN_OR_RETURN(AttentionGrads grads,
@@ -102,7 +114,13 @@ class MultiHeadAttention : public Layer {
     // The keys' and values' products add into their input's gradient in
     // their GEMMs: x's for self-attention (after the queries'), the
     // memory's otherwise. No add op.
-    TFM_ASSIGN_OR_RETURN(Tensor dx, q_proj_.Backward(merged[0]));
+    Tensor dx;
+    if (sum != nullptr) {
+      dx = *sum;
+      TFM_RETURN_IF_ERROR(q_proj_.BackwardAdding(merged[0], dx));
+    } else {
+      TFM_ASSIGN_OR_RETURN(dx, q_proj_.Backward(merged[0]));
+    }
     Tensor dmemory = dx;
     if (self_attention_) {
       TFM_RETURN_IF_ERROR(k_proj_.BackwardAdding(merged[1], dmemory));

@@ -85,6 +85,12 @@ class Residual : public Layer {
       d_sum = std::move(residual.dx);
       d_sublayer_out = std::move(residual.dh);
     }
+    if (!pre_norm_ && sublayer_->AddsInputGradient() &&
+        d_sum.dtype() == d_sublayer_out.dtype()) {
+      // The sublayer's products of x add into the residual path's gradient
+      // (post-norm: x reaches the sublayer as it is).
+      return sublayer_->BackwardAdding({d_sublayer_out}, d_sum);
+    }
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> grads, sublayer_->Backward({d_sublayer_out}));
     Tensor d_sublayer_x = grads[0];
     if (pre_norm_) {
