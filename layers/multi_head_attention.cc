@@ -97,6 +97,7 @@ class MultiHeadAttention : public Layer {
     return BackwardInto(output_grads, &input_grad_sum);
   }
 
+ private:
   // x's gradient made anew, or added into *sum (BackwardAdding).
   absl::StatusOr<std::vector<Tensor>> BackwardInto(absl::Span<const Tensor> output_grads,
                                                    const Tensor* sum) {
@@ -131,6 +132,8 @@ class MultiHeadAttention : public Layer {
     if (self_attention_) return std::vector<Tensor>{dx, Tensor()};
     return std::vector<Tensor>{dx, dmemory, Tensor()};
   }
+
+ public:
 
   std::vector<Parameter*> Parameters() override {
     std::vector<Parameter*> parameters;
