@@ -282,10 +282,22 @@ absl::Status CheckNoUndeclaredAliases(const OpDef& def, const OpCallLayout& layo
   return absl::OkStatus();
 }
 
+// Inputs a row by shape lists one by one; a longer call (a variadic op over
+// a model's parameters) is summed up instead.
+constexpr size_t kProfileRowInputs = 8;
+
 // The profile's row for a call by shape: "linear bf16 27648x1024 4096x1024
-// 4096" (the op, the kernel's dtype, each input's dimensions).
+// 4096" (the op, the kernel's dtype, each input's dimensions), or for a
+// call of more inputs "multi_tensor_adam f32 1017 inputs of 63082498
+// elements" (what its time is spent on).
 std::string ProfileRowByShape(absl::string_view op, DType dtype, absl::Span<const Tensor> inputs) {
   std::string row = absl::StrCat(op, " ", DTypeName(dtype));
+  if (inputs.size() > kProfileRowInputs) {
+    int64_t elements = 0;
+    for (const Tensor& input : inputs) elements += input.num_elements();
+    absl::StrAppend(&row, " ", inputs.size(), " inputs of ", elements, " elements");
+    return row;
+  }
   for (const Tensor& input : inputs) {
     absl::StrAppend(&row, " ", input.rank() == 0 ? "scalar" : absl::StrJoin(input.shape(), "x"));
   }

@@ -176,6 +176,30 @@ TEST(OpRegistryTest, ProfileByShapeGivesARowPerShape) {
   EXPECT_NE(line.find(" 2 "), std::string::npos) << line;
 }
 
+// A variadic call over many tensors (a model's parameters) is one short
+// row: the count of inputs and their elements, not every shape.
+TEST(OpRegistryTest, ProfileByShapeSumsUpLongCalls) {
+  SetOpProfilingByShape(true);
+  ResetOpProfile();
+  const Tensor alpha = *Tensor::FromVector<float>({2}, {});
+  std::vector<Tensor> inputs;
+  for (int entry = 0; entry < 5; ++entry) {  // 11 inputs, 2 x 5 x 3 + 1 elements.
+    inputs.push_back(*Tensor::Zeros({3}, DType::kF32));
+    inputs.push_back(*Tensor::Zeros({3}, DType::kF32));
+  }
+  inputs.push_back(alpha);
+  const absl::Status ran = RunOp("test_axpy_list", inputs).status();
+  const std::string report = OpProfileReport();
+  SetOpProfilingByShape(false);
+  SetOpProfilingSynchronizes(false);
+  SetOpProfiling(false);
+  ResetOpProfile();
+  ASSERT_TRUE(ran.ok()) << ran;
+  EXPECT_NE(report.find("test_axpy_list f32 11 inputs of 31 elements "), std::string::npos)
+      << report;
+  EXPECT_EQ(report.find(" 3 3 "), std::string::npos) << report;  // No shapes listed.
+}
+
 TEST(OpRegistryTest, ErrorsNameTheOpAndWhatIsMissing) {
   Tensor x = *Tensor::FromVector<float>({1}, {1});
   absl::Status unknown = RunOp("no_such_op", {x}).status();

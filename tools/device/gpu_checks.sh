@@ -28,7 +28,8 @@
 #                torch.compile (base_25k, big_25k in bf16 with MFU; base_25k in f16)
 #   deterministic  train_step's bf16 rows with train.deterministic's kernels (its cost)
 #   train_profile  our bf16 big update op by op and shape, GPU ops waited for
-#                (TFM_PROFILE_OPS=shapes)
+#                (TFM_PROFILE_OPS=shapes), each row against the roof
+#                (tools/profile_roofline.py: the rows that lose the most time)
 #   train_step_f32  the same at the CPU presets' shapes (base, paper) in f32
 #   decode_bench benchmarks/decode --device=cuda against Hugging Face and PyTorch
 #   autotune     train_step (big, bf16) and the random base decode rows with
@@ -240,7 +241,12 @@ if run train_profile; then
   # counts here, its timing is slowed by the waits.
   TFM_PROFILE_OPS=shapes timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda \
     --dtype=bf16 --presets=big_25k --steps=2 --threads=16 --torch_compile=false \
-    --profile_ops --peer_python=python3
+    --profile_ops --peer_python=python3 | tee /tmp/train_profile.txt
+  # Each row against the roof: bf16's dense datasheet peak and the copy rate
+  # the benchmark measured; the rows that lose the most time first.
+  bandwidth=$(grep -oE 'HBM copy [0-9]+ GB/s' /tmp/train_profile.txt | head -1 | grep -oE '[0-9]+')
+  python3 tools/profile_roofline.py /tmp/train_profile.txt --peak_tflops=989.4 \
+    --bandwidth_gbs="${bandwidth:-3350}" --top=25
 fi
 
 if run train_step_f32; then
