@@ -47,24 +47,15 @@ absl::StatusOr<Tensor> Dense::Project(const ForwardContext& context, const Tenso
   return Forward(x);
 }
 
-absl::StatusOr<Tensor> Dense::Backward(const Tensor& dout) {
+absl::StatusOr<Tensor> Dense::Backward(const Tensor& dout, const Tensor* dx_sum) {
   TFM_ASSIGN_OR_RETURN(const Tensor weight, ValueFor(weight_, x_.dtype()));
-  TFM_ASSIGN_OR_RETURN(LinearGrads grads, LinearBackward(dout, x_, weight));
-  TFM_RETURN_IF_ERROR(TakeGradients(grads));
-  return grads.dx;
-}
-
-absl::Status Dense::BackwardAdding(const Tensor& dout, const Tensor& dx_sum) {
-  TFM_ASSIGN_OR_RETURN(const Tensor weight, ValueFor(weight_, x_.dtype()));
-  TFM_ASSIGN_OR_RETURN(LinearGrads grads, LinearBackwardAdding(dout, x_, weight, dx_sum));
-  return TakeGradients(grads);
-}
-
-absl::Status Dense::TakeGradients(const LinearGrads& grads) {
+  TFM_ASSIGN_OR_RETURN(LinearGrads grads, dx_sum != nullptr
+                                              ? LinearBackwardAdding(dout, x_, weight, *dx_sum)
+                                              : LinearBackward(dout, x_, weight));
   TFM_RETURN_IF_ERROR(AccumulateGrad(weight_, grads.dweight));
   TFM_RETURN_IF_ERROR(AccumulateGrad(bias_, grads.dbias));
   x_ = Tensor();
-  return absl::OkStatus();
+  return grads.dx;
 }
 
 }  // namespace tfm

@@ -12,7 +12,6 @@
 #include "layers/decoding_cache.h"
 #include "core/layer_registry.h"
 #include "core/tensor.h"
-#include "ops/linear/linear.h"  // LinearGrads.
 
 namespace tfm {
 
@@ -31,12 +30,10 @@ class Dense {
   // Forward, or in a search's whole-sequence pass (ForwardContext::products)
   // Step through that cache.
   absl::StatusOr<Tensor> Project(const ForwardContext& context, const Tensor& x);
-  // Adds dW and db into the gradients; returns dx.
-  absl::StatusOr<Tensor> Backward(const Tensor& dout);
-  // The same with dx added into `dx_sum` (shaped like x, in place) instead:
-  // an input that feeds several projections sums its gradient without an
-  // add op.
-  absl::Status BackwardAdding(const Tensor& dout, const Tensor& dx_sum);
+  // Adds dW and db into the gradients; returns dx, made anew, or added into
+  // *dx_sum (shaped like x, in place, and returned) when given: an input
+  // that feeds several projections sums its gradient without an add op.
+  absl::StatusOr<Tensor> Backward(const Tensor& dout, const Tensor* dx_sum = nullptr);
 
   const Tensor& weight() const { return weight_.value; }
   const Tensor& bias() const { return bias_.value; }
@@ -47,9 +44,6 @@ class Dense {
   }
 
  private:
-  // A backward's dW and db into the gradients; x is no longer needed.
-  absl::Status TakeGradients(const LinearGrads& grads);
-
   Parameter weight_;
   Parameter bias_;
   Tensor x_;

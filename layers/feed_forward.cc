@@ -65,11 +65,7 @@ class FeedForward : public Layer {
     TFM_ASSIGN_OR_RETURN(Tensor d_activated, relu_dropout_.Backward(d_dropped));
     TFM_ASSIGN_OR_RETURN(Tensor d_hidden, ReluBackward(d_activated, activated_));
     activated_ = Tensor();
-    if (sum != nullptr) {
-      TFM_RETURN_IF_ERROR(fc1_.BackwardAdding(d_hidden, *sum));
-      return std::vector<Tensor>{*sum};
-    }
-    TFM_ASSIGN_OR_RETURN(Tensor dx, fc1_.Backward(d_hidden));
+    TFM_ASSIGN_OR_RETURN(Tensor dx, fc1_.Backward(d_hidden, sum));
     return std::vector<Tensor>{dx};
   }
 

@@ -115,20 +115,10 @@ class MultiHeadAttention : public Layer {
     // The keys' and values' products add into their input's gradient in
     // their GEMMs: x's for self-attention (after the queries'), the
     // memory's otherwise. No add op.
-    Tensor dx;
-    if (sum != nullptr) {
-      dx = *sum;
-      TFM_RETURN_IF_ERROR(q_proj_.BackwardAdding(merged[0], dx));
-    } else {
-      TFM_ASSIGN_OR_RETURN(dx, q_proj_.Backward(merged[0]));
-    }
-    Tensor dmemory = dx;
-    if (self_attention_) {
-      TFM_RETURN_IF_ERROR(k_proj_.BackwardAdding(merged[1], dmemory));
-    } else {
-      TFM_ASSIGN_OR_RETURN(dmemory, k_proj_.Backward(merged[1]));
-    }
-    TFM_RETURN_IF_ERROR(v_proj_.BackwardAdding(merged[2], dmemory));
+    TFM_ASSIGN_OR_RETURN(const Tensor dx, q_proj_.Backward(merged[0], sum));
+    TFM_ASSIGN_OR_RETURN(const Tensor dmemory,
+                         k_proj_.Backward(merged[1], self_attention_ ? &dx : nullptr));
+    TFM_RETURN_IF_ERROR(v_proj_.Backward(merged[2], &dmemory).status());
     if (self_attention_) return std::vector<Tensor>{dx, Tensor()};
     return std::vector<Tensor>{dx, dmemory, Tensor()};
   }
