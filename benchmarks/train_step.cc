@@ -112,6 +112,7 @@ absl::StatusOr<Preset> Find(absl::string_view name) {
   // One batch of 576 x 48 positions: ~24k real target tokens (a GPU's).
   if (name == "base_25k") return Preset{"base_25k", 6, 512, 2048, 8, 37000, 576, 48, 48};
   if (name == "big_25k") return Preset{"big_25k", 6, 1024, 4096, 16, 37000, 576, 48, 48};
+  if (name == "big_cpu64") return Preset{"big_cpu64", 6, 1024, 4096, 16, 37000, 64, 48, 48};
   return absl::InvalidArgumentError(absl::StrCat(
       "--presets: unknown preset '", name, "' (small, base, paper, base_25k, big_25k)"));
 }

@@ -29,6 +29,8 @@ absl::StatusOr<Tensor> DropoutSite::Forward(ForwardContext& context, const Tenso
   return Dropout(x, p_, state_);
 }
 
+float DropoutSite::keep_scale() const { return active_ ? DropoutKeepScale(p_) : 1.0f; }
+
 absl::StatusOr<Tensor> DropoutSite::Backward(const Tensor& dout) const {
   if (!active_) return dout;
   return DropoutBackward(dout, p_, state_);

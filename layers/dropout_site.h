@@ -24,6 +24,9 @@ class DropoutSite {
   // identity, and state() the mask's state; both hold for the backward.
   absl::Status Begin(ForwardContext& context, int64_t count);
   float rate() const { return active_ ? p_ : 0.0f; }
+  // What the last Forward multiplied kept elements by: the dropout op's
+  // 1 / (1 - p), or 1 where it was the identity.
+  float keep_scale() const;
   const PhiloxState& state() const { return state_; }
 
   // The state of an active forward (the attention op draws its own mask).

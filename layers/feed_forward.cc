@@ -33,10 +33,12 @@ class FeedForward : public Layer {
       TFM_ASSIGN_OR_RETURN(Tensor y, fc2_.Step(*cache, hidden));
       return std::vector<Tensor>{y};
     }
-    // The ReLU in fc1's product (a GEMM epilogue on CUDA).
-    TFM_ASSIGN_OR_RETURN(activated_, fc1_.ForwardRelu(inputs[0]));
-    TFM_ASSIGN_OR_RETURN(Tensor dropped, relu_dropout_.Forward(context, activated_));
-    TFM_ASSIGN_OR_RETURN(Tensor y, fc2_.Forward(dropped));
+    // The ReLU in fc1's product (a GEMM epilogue on CUDA). Only the dropped
+    // activations are kept (fc2 keeps them anyway): they mask the backward
+    // of both the dropout and the ReLU.
+    TFM_ASSIGN_OR_RETURN(Tensor activated, fc1_.ForwardRelu(inputs[0]));
+    TFM_ASSIGN_OR_RETURN(dropped_, relu_dropout_.Forward(context, activated));
+    TFM_ASSIGN_OR_RETURN(Tensor y, fc2_.Forward(dropped_));
     return std::vector<Tensor>{y};
   }
 
@@ -62,16 +64,18 @@ class FeedForward : public Layer {
   absl::StatusOr<std::vector<Tensor>> BackwardInto(absl::Span<const Tensor> output_grads,
                                                    const Tensor* sum) {
     TFM_ASSIGN_OR_RETURN(Tensor d_dropped, fc2_.Backward(output_grads[0]));
-    TFM_ASSIGN_OR_RETURN(Tensor d_activated, relu_dropout_.Backward(d_dropped));
-    TFM_ASSIGN_OR_RETURN(Tensor d_hidden, ReluBackward(d_activated, activated_));
-    activated_ = Tensor();
+    // The dropout's and the ReLU's backward in one pass (ops/relu/relu.h):
+    // a dropped element is 0 in dropped_, as is a negative one.
+    TFM_ASSIGN_OR_RETURN(Tensor d_hidden,
+                         ReluBackward(d_dropped, dropped_, relu_dropout_.keep_scale()));
+    dropped_ = Tensor();
     TFM_ASSIGN_OR_RETURN(Tensor dx, fc1_.Backward(d_hidden, sum));
     return std::vector<Tensor>{dx};
   }
 
   Dense fc1_, fc2_;
   DropoutSite relu_dropout_;
-  Tensor activated_;  // ReLU's output: its backward's mask.
+  Tensor dropped_;  // The ReLU's output after dropout: the backward's mask.
 };
 
 TFM_REGISTER_LAYER(LayerDef{

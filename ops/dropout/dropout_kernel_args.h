@@ -22,10 +22,16 @@ struct DropoutScaling {
   float scale;
 };
 
+// The factor kept elements are multiplied by: 1 / (1 - p) in f32, or 0 for
+// p = 1. Layers that undo a dropout themselves (relu_backward's scale) take
+// it from here, so that it is the kernels' factor to the bit.
+inline float DropoutKeepScale(double p) {
+  return p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
+}
+
 inline absl::StatusOr<DropoutScaling> ReadDropoutScaling(const KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const double p, context.attrs().Get<double>("p"));
-  return DropoutScaling{p, static_cast<float>(p),
-                        p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f};
+  return DropoutScaling{p, static_cast<float>(p), DropoutKeepScale(p)};
 }
 
 }  // namespace tfm

@@ -28,7 +28,8 @@ TFM_REGISTER_OP(OpDef{
     .name = "relu_backward",
     .inputs = {"dout", "out"},
     .outputs = {"dx"},
-    .doc = "dx = dout * (out > 0)",
+    .attrs = {"scale"},
+    .doc = "dx = dout * scale * (out > 0); scale defaults to 1",
     .validate = ValidateRelu,
     .kernel_dtype_inputs = {0, 1},
 });
@@ -40,8 +41,10 @@ absl::StatusOr<Tensor> Relu(const Tensor& x) {
   return out[0];
 }
 
-absl::StatusOr<Tensor> ReluBackward(const Tensor& dout, const Tensor& out) {
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> dx, RunOp("relu_backward", {dout, out}));
+absl::StatusOr<Tensor> ReluBackward(const Tensor& dout, const Tensor& out, float scale) {
+  Attrs attrs;
+  if (scale != 1.0f) attrs.Set("scale", static_cast<double>(scale));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> dx, RunOp("relu_backward", {dout, out}, attrs));
   return dx[0];
 }
 

@@ -40,16 +40,19 @@ absl::Status ReluCpu(KernelContext& context) {
 absl::Status ReluBackwardCpu(KernelContext& context) {
   const Tensor& dout = context.input(0);
   TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), DType::kF32));
+  TFM_ASSIGN_OR_RETURN(const double scale, context.attrs().GetOr<double>("scale", 1.0));
   const float* dy = dout.data<float>();
   const float* y = context.input(1).data<float>();
   float* out = dx->data<float>();
   context.thread_pool()->ParallelFor(
       dout.num_elements(), kGrain, [&](int64_t begin, int64_t end) {
-        // Ordered compare: out = 0 or NaN passes no gradient.
+        // Ordered compare: out = 0 or NaN passes no gradient. The product
+        // as dropout's backward rounds it (dy * scale, once).
         const VecF zero = simd::Zero();
+        const VecF vscale = simd::Set(static_cast<float>(scale));
         ForEachVector(begin, end, [&](int64_t i, auto lanes) {
           const simd::Mask keep = simd::Gt(Load(y + i, lanes), zero);
-          Store(simd::IfThenElseZero(keep, Load(dy + i, lanes)), out + i, lanes);
+          Store(simd::IfThenElseZero(keep, Load(dy + i, lanes) * vscale), out + i, lanes);
         });
       });
   return absl::OkStatus();

@@ -18,9 +18,10 @@ struct ReluOp {
 };
 
 struct ReluBackwardOp {
+  float scale;
   // Ordered compare: out = 0 or NaN passes no gradient. v = {dout, out}.
   __device__ float operator()(int64_t, const float (&v)[2]) const {
-    return v[1] > 0.0f ? v[0] : 0.0f;
+    return v[1] > 0.0f ? v[0] * scale : 0.0f;
   }
 };
 
@@ -34,17 +35,17 @@ const char* LaunchRelu(const T* x, T* y, int64_t count, StreamHandle stream) {
 }
 
 template <typename T>
-const char* LaunchReluBackward(const T* dout, const T* out, T* dx, int64_t count,
+const char* LaunchReluBackward(const T* dout, const T* out, T* dx, int64_t count, float scale,
                                StreamHandle stream) {
   using D = DeviceT<T>;
   return LaunchMap<2>(
-      ReluBackwardOp(), static_cast<cudaStream_t>(stream), reinterpret_cast<D*>(dx), count,
+      ReluBackwardOp{scale}, static_cast<cudaStream_t>(stream), reinterpret_cast<D*>(dx), count,
       MapInputs<2, D>{{reinterpret_cast<const D*>(dout), reinterpret_cast<const D*>(out)}});
 }
 
 #define TFM_INSTANTIATE_RELU(T)                                            \
   template const char* LaunchRelu<T>(const T*, T*, int64_t, StreamHandle); \
-  template const char* LaunchReluBackward<T>(const T*, const T*, T*, int64_t, StreamHandle);
+  template const char* LaunchReluBackward<T>(const T*, const T*, T*, int64_t, float, StreamHandle);
 TFM_INSTANTIATE_RELU(float)
 TFM_INSTANTIATE_RELU(Half)
 TFM_INSTANTIATE_RELU(BFloat16)

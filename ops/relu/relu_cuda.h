@@ -17,9 +17,9 @@ struct BFloat16;
 template <typename T>
 const char* LaunchRelu(const T* x, T* y, int64_t count, StreamHandle stream);
 
-// dx[i] = dout[i] where out[i] > 0, else +0.
+// dx[i] = dout[i] * scale (in f32, rounded once) where out[i] > 0, else +0.
 template <typename T>
-const char* LaunchReluBackward(const T* dout, const T* out, T* dx, int64_t count,
+const char* LaunchReluBackward(const T* dout, const T* out, T* dx, int64_t count, float scale,
                                StreamHandle stream);
 
 }  // namespace tfm

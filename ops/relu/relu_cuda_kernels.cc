@@ -20,9 +20,11 @@ template <typename T>
 absl::Status ReluBackwardCuda(KernelContext& context) {
   const Tensor& dout = context.input(0);
   TFM_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dout.shape(), dout.dtype()));
+  TFM_ASSIGN_OR_RETURN(const double scale, context.attrs().GetOr<double>("scale", 1.0));
   return CudaLaunchStatus(
       context, LaunchReluBackward<T>(dout.data<T>(), context.input(1).data<T>(), dx->data<T>(),
-                                     dout.num_elements(), context.stream()));
+                                     dout.num_elements(), static_cast<float>(scale),
+                                     context.stream()));
 }
 
 TFM_REGISTER_TYPED_KERNELS("relu", DeviceType::kCUDA, ReluCuda, float, Half, BFloat16);

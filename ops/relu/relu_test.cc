@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ops/dropout/dropout.h"
 #include "ops/random/random.h"
 #include "tests/util/cuda_compare.h"
 #include "tests/util/gpu.h"
@@ -162,6 +163,49 @@ TEST(ReluTest, CudaSpecialValuesMatchCpuBits) {
       EXPECT_EQ(std::memcmp(&y[i], &y_cpu.data<float>()[i], 4), 0) << skip << " " << i;
       EXPECT_EQ(std::memcmp(&dxv[i], &dx_cpu.data<float>()[i], 4), 0) << skip << " " << i;
     }
+  }
+}
+
+// The feed-forward's dropout after the ReLU: ReluBackward(dz, z, scale) on
+// z = Dropout(Relu(x)) is DropoutBackward then ReluBackward on Relu(x), bit
+// for bit, at p = 0.1, 0.5 and 1 (nothing kept), sizes around the vector
+// width and a threaded one.
+void ExpectScaledBackwardIsDropoutThenRelu(const Device& device, DType dtype) {
+  for (const double p : {0.1, 0.5, 1.0}) {
+    for (int64_t n : {1, 9, 33, 70001}) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " p " << p << " n " << n);
+      const Tensor x_host = RoundedThrough(Random({n}, 3), dtype);
+      const Tensor dz_host = RoundedThrough(Random({n}, 4), dtype);
+      const Tensor x = device.is_cuda() ? OnCuda(HostAs(x_host, dtype)) : x_host;
+      const Tensor dz = device.is_cuda() ? OnCuda(HostAs(dz_host, dtype)) : dz_host;
+      const PhiloxState state{5, 9, 0};
+      const Tensor y = *Relu(x);
+      const Tensor z = *Dropout(y, p, state);
+      const Tensor expected = *ReluBackward(*DropoutBackward(dz, p, state), y);
+      absl::StatusOr<Tensor> dx = ReluBackward(dz, z, DropoutKeepScale(p));
+      ASSERT_TRUE(dx.ok()) << dx.status();
+      const std::vector<float> got = HostF32(*dx).ToVector<float>();
+      const std::vector<float> want = HostF32(expected).ToVector<float>();
+      int64_t nonzero = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(std::memcmp(&got[i], &want[i], 4), 0) << i << ": " << got[i] << " " << want[i];
+        nonzero += got[i] != 0.0f;
+      }
+      // Not vacuous: at p < 1 some gradients pass (about (1 - p) / 2).
+      if (p < 1.0 && n > 1000) EXPECT_GT(nonzero, n / 5);
+      if (p == 1.0) EXPECT_EQ(nonzero, 0);
+    }
+  }
+}
+
+TEST(ReluTest, ScaledBackwardIsDropoutThenRelu) {
+  ExpectScaledBackwardIsDropoutThenRelu(Device::Cpu(), DType::kF32);
+}
+
+TEST(ReluTest, CudaScaledBackwardIsDropoutThenRelu) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    ExpectScaledBackwardIsDropoutThenRelu(Device::Cuda(0), dtype);
   }
 }
 
