@@ -195,8 +195,10 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
   const int64_t rows = p.batch * p.heads * p.q_len;
   const bool mma = UseMma(p, {q, k, v, d_out, dk, dv});
   AttentionCudaProblem problem = p;
+  // One key tile per head: the tensor-core kernel stores dQ itself.
+  if (mma && p.k_len <= attention_cuda::BackwardMmaKeyTile()) problem.dq_direct = dq;
   int64_t slabs = 1;
-  if (p.deterministic) {
+  if (p.deterministic && problem.dq_direct == nullptr) {
     slabs = DqSlabs(p, mma ? attention_cuda::BackwardMmaKeyTile()
                            : attention_cuda::BackwardFfmaKeyTile(p));
     problem.dq_slab_floats = rows * p.d_k;
@@ -204,11 +206,14 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
   float* delta = workspace;
   float* dq_accum =
       SixteenBit(p) || p.deterministic ? workspace + rows : static_cast<float*>(dq);
+  if (problem.dq_direct != nullptr) dq_accum = nullptr;
   if (rows > 0) {
     // Slabs too: a key tile that no query row sees stores nothing.
-    const cudaError_t error =
-        cudaMemsetAsync(dq_accum, 0, slabs * rows * p.d_k * sizeof(float), cuda_stream);
-    if (error != cudaSuccess) return cudaGetErrorString(error);
+    if (dq_accum != nullptr) {
+      const cudaError_t error =
+          cudaMemsetAsync(dq_accum, 0, slabs * rows * p.d_k * sizeof(float), cuda_stream);
+      if (error != cudaSuccess) return cudaGetErrorString(error);
+    }
     if (p.bf16) {
       RowDotsKernel<<<GridFor(rows * 32), kThreads, 0, cuda_stream>>>(
           static_cast<const __nv_bfloat16*>(d_out), static_cast<const __nv_bfloat16*>(out), rows,
@@ -229,7 +234,7 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
   }
   // dQ from its f32 accumulation (unless the atomics added into dq itself).
   const int64_t count = rows * p.d_k;
-  if (static_cast<void*>(dq_accum) != dq && count > 0) {
+  if (dq_accum != nullptr && static_cast<void*>(dq_accum) != dq && count > 0) {
     if (p.bf16) {
       SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(
           dq_accum, slabs, count, static_cast<__nv_bfloat16*>(dq));

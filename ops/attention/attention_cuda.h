@@ -44,6 +44,12 @@ struct AttentionCudaProblem {
   // floats, and the slabs are then summed in key-tile order (deterministic
   // mode: bit for bit the same each run). Set by LaunchAttentionBackward.
   int64_t dq_slab_floats = 0;
+  // The tensor-core backward where each head's keys fit one key tile (the
+  // paper's sentences: up to 64 keys): one block makes the whole dQ of its
+  // head, so it stores dQ here, in the element type, with no f32 buffer to
+  // zero, add into and convert (and no atomics: deterministic as it is).
+  // The value is the other paths' to the bit. Set by LaunchAttentionBackward.
+  void* dq_direct = nullptr;
   // The backward in deterministic mode (train.deterministic).
   bool deterministic = false;
 };

@@ -13,6 +13,8 @@
 // a zeroed f32 buffer that the caller converts to 16 bits afterwards (in
 // deterministic mode stored in the block's own slab, which the caller sums
 // in key-block order).
+// Where a head's keys fit one block (p.dq_direct), the block's dQ is the
+// whole dQ: stored in 16 bits at once, rows no query step reaches zeroed.
 // delta_i = dO_i . O_i comes from a pre-kernel. Query steps are 64 rows (32
 // at head size 128), Q and dO double-buffered with cp.async. Shared memory:
 // K, V [64][d], 2 x (Q, dO) [64][d] and dS^T [64][64] 16-bit, 56.5 KiB at
@@ -87,6 +89,14 @@ __global__ void __launch_bounds__(kMmaThreads)
     LoadTileAsync<kHeadDim, kBlockM>(d_out_head, first_q0, p.q_len - first_q0, s_do_buffers);
   }
   CpAsyncCommit();
+  E* const dq_direct =
+      p.dq_direct != nullptr ? static_cast<E*>(p.dq_direct) + bh * p.q_len * kHeadDim : nullptr;
+  if (dq_direct != nullptr) {
+    // Rows before the first query step see none of the keys (causal with
+    // more queries than keys, or a sentence with no key): dQ 0.
+    const int64_t unreached = MinI64(first_q0, p.q_len) * kHeadDim;
+    for (int64_t i = threadIdx.x; i < unreached; i += kMmaThreads) dq_direct[i] = E(0.0f);
+  }
 
   float dk_acc[T::kOutTiles][4], dv_acc[T::kOutTiles][4];
 #pragma unroll
@@ -255,6 +265,15 @@ __global__ void __launch_bounds__(kMmaThreads)
     for (int half = 0; half < 2; ++half) {
       const int64_t row = q0 + dq_mtile * 16 + g + half * 8;
       if (row >= p.q_len) continue;
+      if (dq_direct != nullptr) {
+        E* dq_row = dq_direct + row * kHeadDim + dq_tile0 * 8;
+#pragma unroll
+        for (int dt = 0; dt < T::kDqTiles; ++dt) {
+          *reinterpret_cast<uint32_t*>(dq_row + dt * 8 + 2 * t) =
+              Pack<E>(p.scale * dq_acc[dt][half * 2], p.scale * dq_acc[dt][half * 2 + 1]);
+        }
+        continue;
+      }
       float* dq_row = DqShare(p, dq_accum, key_block, bh, kHeadDim) + row * kHeadDim +
                       dq_tile0 * 8;
 #pragma unroll

@@ -269,6 +269,34 @@ TEST_P(AttentionCudaTest, Dropout) {
                        GetParam());
 }
 
+// The paper's sentences: every head's keys fit one 64-key tile, so the
+// tensor-core backward stores dQ itself (no f32 buffer): lengths, an empty
+// sentence (its dQ rows must be zeroed, not left as the allocator gave
+// them), holes, dropout, causal with more queries than keys, and exactly 64
+// keys; head sizes 32, 64 and 128.
+TEST_P(AttentionCudaTest, ShortSentencesOneKeyTile) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (const int64_t d : {32, 64, 128}) {
+    Case c{.batch = 4,
+           .heads = 2,
+           .q_len = 48,
+           .k_len = 48,
+           .d_k = d,
+           .d_v = d,
+           .key_lengths = {48, 30, 0, 1},
+           .dropout = 0.1f};
+    ExpectCudaMatchesCpu(c, GetParam());
+    c.as_padding_mask = true;
+    c.with_holes = true;
+    ExpectCudaMatchesCpu(c, GetParam());
+    c.causal = true;
+    c.q_len = 70;  // The first rows see no key.
+    c.k_len = 64;
+    c.key_lengths = {64, 33, 0, 64};
+    ExpectCudaMatchesCpu(c, GetParam());
+  }
+}
+
 // Many key tiles (the tensor-core kernels double-buffer 64-key tiles) and
 // several query tiles per head.
 TEST_P(AttentionCudaTest, LongSequences) {
@@ -505,7 +533,8 @@ TEST_P(AttentionCudaTest, KeyRowsReadEachPositionFromItsRow) {
 // Deterministic mode (core/deterministic.h): the backward repeats bit for
 // bit (dQ summed per key tile in a fixed order, not with atomics), still
 // matches the CPU, on the CUDA-core kernels (f32) and the tensor-core ones
-// (bf16 and f16 at d 64), causal, masked and long enough for many key tiles.
+// (bf16 and f16 at d 64), causal, masked and long enough for many key tiles,
+// and short enough for one.
 TEST_P(AttentionCudaTest, DeterministicBackwardRepeatsBitForBit) {
   TFM_SKIP_WITHOUT_GPU();
   const DType dtype = GetParam();
@@ -517,7 +546,10 @@ TEST_P(AttentionCudaTest, DeterministicBackwardRepeatsBitForBit) {
        {Case{.batch = 2, .heads = 2, .q_len = 130, .k_len = 300, .d_k = 64, .d_v = 64,
              .key_lengths = {300, 170}},
         Case{.batch = 1, .heads = 3, .q_len = 200, .k_len = 200, .d_k = 64, .d_v = 64,
-             .causal = true}}) {
+             .causal = true},
+        // One key tile: dQ stored by its only block.
+        Case{.batch = 3, .heads = 2, .q_len = 48, .k_len = 48, .d_k = 64, .d_v = 64,
+             .key_lengths = {48, 20, 0}}}) {
     ExpectCudaMatchesCpu(c, dtype);
     SCOPED_TRACE(Describe(c, dtype));
     const Device gpu = Device::Cuda(0);
