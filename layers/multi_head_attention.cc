@@ -44,6 +44,7 @@ class MultiHeadAttention : public Layer {
     const int64_t d = model.d_model(), h = model.num_heads();
     TFM_ASSIGN_OR_RETURN(layer->self_attention_, args.attrs.GetOr<bool>("self_attention", false));
     TFM_ASSIGN_OR_RETURN(layer->options_.causal, args.attrs.GetOr<bool>("causal", false));
+    layer->options_.interleaved_heads = true;  // See Forward.
     layer->heads_ = h;
     layer->attention_dropout_ = model.attention_dropout();
     TFM_ASSIGN_OR_RETURN(layer->q_proj_, Dense::Create(args, "q_proj", d, h * model.d_k()));
@@ -68,21 +69,22 @@ class MultiHeadAttention : public Layer {
     TFM_ASSIGN_OR_RETURN(Tensor q, q_proj_.Project(context, x));
     TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Project(context, memory));
     TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Project(context, memory));
-    // One op (one launch on a GPU) for the three.
-    TFM_ASSIGN_OR_RETURN(std::vector<Tensor> heads, SplitHeadsAll({q, k, v}, heads_));
-    q_ = std::move(heads[0]);
-    k_ = std::move(heads[1]);
-    v_ = std::move(heads[2]);
+    // The projections' [batch, len, heads * d] are the attention op's
+    // interleaved heads as they are: no split_heads and merge_heads (on a
+    // GPU the tensor-core kernels read and write them in place).
+    TFM_ASSIGN_OR_RETURN(q_, Interleaved(q));
+    TFM_ASSIGN_OR_RETURN(k_, Interleaved(k));
+    TFM_ASSIGN_OR_RETURN(v_, Interleaved(v));
     // The probabilities [batch, heads, q_len, k_len] draw one number each.
     options_.dropout = context.training ? attention_dropout_ : 0.0f;
     options_.dropout_state = PhiloxState{};
     if (options_.dropout > 0.0f) {
       TFM_ASSIGN_OR_RETURN(
           options_.dropout_state,
-          DropoutSite::Reserve(context, q_.dim(0) * heads_ * q_.dim(2) * k_.dim(2)));
+          DropoutSite::Reserve(context, q_.dim(0) * heads_ * q_.dim(1) * k_.dim(1)));
     }
     TFM_ASSIGN_OR_RETURN(attention_, ScaledDotProductAttention(q_, k_, v_, options_));
-    TFM_ASSIGN_OR_RETURN(Tensor merged, MergeHeads(attention_.out));
+    TFM_ASSIGN_OR_RETURN(const Tensor merged, Flat(attention_.out));
     TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Project(context, merged));
     return std::vector<Tensor>{y};
   }
@@ -102,23 +104,23 @@ class MultiHeadAttention : public Layer {
   absl::StatusOr<std::vector<Tensor>> BackwardInto(absl::Span<const Tensor> output_grads,
                                                    const Tensor* sum) {
     TFM_ASSIGN_OR_RETURN(Tensor d_merged, out_proj_.Backward(output_grads[0]));
-    TFM_ASSIGN_OR_RETURN(Tensor d_out, MergeHeadsBackward(d_merged, heads_));
+    TFM_ASSIGN_OR_RETURN(Tensor d_out, Interleaved(d_merged));
     TFM_ASSIGN_OR_RETURN(AttentionGrads grads,
                          ScaledDotProductAttentionBackward(q_, k_, v_, attention_.out,
                                                            attention_.lse, d_out, options_));
     q_ = k_ = v_ = Tensor();
     attention_ = AttentionOutput{};
-    // Split's backward is merge: the three gradients in one op.
-    TFM_ASSIGN_OR_RETURN(std::vector<Tensor> merged,
-                         MergeHeadsAll({grads.dq, grads.dk, grads.dv}));
+    TFM_ASSIGN_OR_RETURN(const Tensor dq, Flat(grads.dq));
+    TFM_ASSIGN_OR_RETURN(const Tensor dk, Flat(grads.dk));
+    TFM_ASSIGN_OR_RETURN(const Tensor dv, Flat(grads.dv));
     grads = AttentionGrads{};
     // The keys' and values' products add into their input's gradient in
     // their GEMMs: x's for self-attention (after the queries'), the
     // memory's otherwise. No add op.
-    TFM_ASSIGN_OR_RETURN(const Tensor dx, q_proj_.Backward(merged[0], sum));
+    TFM_ASSIGN_OR_RETURN(const Tensor dx, q_proj_.Backward(dq, sum));
     TFM_ASSIGN_OR_RETURN(const Tensor dmemory,
-                         k_proj_.Backward(merged[1], self_attention_ ? &dx : nullptr));
-    TFM_RETURN_IF_ERROR(v_proj_.Backward(merged[2], &dmemory).status());
+                         k_proj_.Backward(dk, self_attention_ ? &dx : nullptr));
+    TFM_RETURN_IF_ERROR(v_proj_.Backward(dv, &dmemory).status());
     if (self_attention_) return std::vector<Tensor>{dx, Tensor()};
     return std::vector<Tensor>{dx, dmemory, Tensor()};
   }
@@ -232,6 +234,15 @@ class MultiHeadAttention : public Layer {
     return KvCacheWrite(to, x, cache.position(), first_head);
   }
 
+  // A projection [batch, len, h d] as the attention op's interleaved heads
+  // [batch, len, h, d] (a view), and back.
+  absl::StatusOr<Tensor> Interleaved(const Tensor& x) const {
+    return x.Reshape({x.dim(0), x.dim(1), heads_, x.dim(2) / heads_});
+  }
+  static absl::StatusOr<Tensor> Flat(const Tensor& x) {
+    return x.Reshape({x.dim(0), x.dim(1), x.dim(2) * x.dim(3)});
+  }
+
   // split_heads of a step's [batch, len, h d] projection: with one position
   // per batch entry, [batch, h, 1, d] is the same memory, so a reshape
   // (no copy) serves; several rows of a sentence querying together
@@ -285,7 +296,7 @@ class MultiHeadAttention : public Layer {
   float attention_dropout_ = 0.0f;
   AttentionOptions options_;  // Of the last forward (dropout 0 outside training).
   Dense q_proj_, k_proj_, v_proj_, out_proj_;
-  Tensor q_, k_, v_;  // [batch, heads, len, d]: what the attention backward needs.
+  Tensor q_, k_, v_;  // [batch, len, heads, d]: what the attention backward needs.
   AttentionOutput attention_;
 };
 

@@ -15,26 +15,34 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
   const Tensor& q = context.input(0);
   const Tensor& k = context.input(1);
   const Tensor& v = context.input(2);
-  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
-    return context.Error("q, k and v must be [batch, heads, len, d]");
-  }
+  const Attrs& attrs = context.attrs();
   AttentionParams params;
+  TFM_ASSIGN_OR_RETURN(params.interleaved_heads, attrs.GetOr<bool>("interleaved_heads", false));
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
+    return context.Error(params.interleaved_heads ? "q, k and v must be [batch, len, heads, d]"
+                                                  : "q, k and v must be [batch, heads, len, d]");
+  }
+  if (params.interleaved_heads && key_rows) {
+    return context.Error("key rows take q, k and v as [batch, heads, len, d], not interleaved");
+  }
+  // The extents of heads and of positions.
+  const int heads_dim = params.interleaved_heads ? 2 : 1;
+  const int len_dim = params.interleaved_heads ? 1 : 2;
   params.batch = q.dim(0);
-  params.heads = q.dim(1);
-  params.q_len = q.dim(2);
-  params.k_len = k.dim(2);
+  params.heads = q.dim(heads_dim);
+  params.q_len = q.dim(len_dim);
+  params.k_len = k.dim(len_dim);
   params.d_k = q.dim(3);
   params.d_v = v.dim(3);
   params.key_batch = k.dim(0);
   const bool batch_ok = key_rows ? k.dim(0) >= params.batch : k.dim(0) == params.batch;
-  if (!batch_ok || v.dim(0) != k.dim(0) || k.dim(1) != params.heads ||
-      v.dim(1) != params.heads) {
+  if (!batch_ok || v.dim(0) != k.dim(0) || k.dim(heads_dim) != params.heads ||
+      v.dim(heads_dim) != params.heads) {
     return context.Error("q, k and v disagree on batch or heads");
   }
   if (k.dim(3) != params.d_k) return context.Error("q and k disagree on d_k");
-  if (v.dim(2) != params.k_len) return context.Error("k and v disagree on the key length");
+  if (v.dim(len_dim) != params.k_len) return context.Error("k and v disagree on the key length");
 
-  const Attrs& attrs = context.attrs();
   TFM_ASSIGN_OR_RETURN(params.causal, attrs.GetOr<bool>("causal", false));
   TFM_ASSIGN_OR_RETURN(std::string key_mask, attrs.GetOr<std::string>("key_mask", "none"));
   const Tensor& mask = context.input(key_mask_input);
@@ -76,6 +84,11 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
   return params;
 }
 
+Shape AttentionOutShape(const AttentionParams& p) {
+  if (p.interleaved_heads) return {p.batch, p.q_len, p.heads, p.d_v};
+  return {p.batch, p.heads, p.q_len, p.d_v};
+}
+
 namespace {
 
 absl::Status ValidateForward(const KernelContext& context) {
@@ -106,7 +119,7 @@ absl::Status ValidateForward(const KernelContext& context) {
 
 absl::Status ValidateBackward(const KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(AttentionParams p, ParseAttentionParams(context, kBackwardKeyMaskInput));
-  const Shape out_shape = {p.batch, p.heads, p.q_len, p.d_v};
+  const Shape out_shape = AttentionOutShape(p);
   const Tensor& out = context.input(3);
   const Tensor& lse = context.input(4);
   const Tensor& d_out = context.input(5);
@@ -119,9 +132,9 @@ absl::Status ValidateBackward(const KernelContext& context) {
   return absl::OkStatus();
 }
 
-const std::vector<std::string> kAttrNames = {"causal", "key_mask", "dropout", "seed",
-                                             "stream", "offset",   "scale",   "backend",
-                                             "deterministic"};
+const std::vector<std::string> kAttrNames = {
+    "causal", "key_mask", "dropout", "seed",          "stream",
+    "offset", "scale",    "backend", "deterministic", "interleaved_heads"};
 
 TFM_REGISTER_OP(OpDef{
     .name = "scaled_dot_product_attention",
@@ -157,6 +170,7 @@ Attrs AttentionAttrs(const AttentionOptions& options) {
       .Set("offset", static_cast<int64_t>(options.dropout_state.offset));
   if (options.scale.has_value()) attrs.Set("scale", static_cast<double>(*options.scale));
   if (!options.backend.empty()) attrs.Set("backend", options.backend);
+  if (options.interleaved_heads) attrs.Set("interleaved_heads", true);
   // Read by the CUDA backward (core/deterministic.h).
   if (DeterministicKernels()) attrs.Set("deterministic", true);
   return attrs;

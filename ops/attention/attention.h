@@ -3,7 +3,13 @@
 //
 // Layout: q [batch, heads, q_len, d_k], k [batch, heads, k_len, d_k],
 // v [batch, heads, k_len, d_v], out [batch, heads, q_len, d_v], all dense
-// row-major f32 (the layer splits [batch, len, heads * d] into heads). On
+// row-major f32; or with interleaved_heads each of them (and the
+// gradients) [batch, len, heads, d]: the projections' [batch, len, heads * d]
+// as they are, so that a layer needs no split_heads and merge_heads around
+// the op. The CUDA tensor-core kernels read and write that layout in place;
+// the other kernels permute it to heads-first and back inside the op (the
+// cost the two ops had), so the results are the same either way, to the
+// bit. lse stays [batch, heads, q_len]; key rows take heads-first only. On
 // CUDA q, k, v, out and the gradients may also be bf16 or f16 (lse stays
 // f32): flash-attention kernels in attention_cuda*.cu, tensor cores for bf16
 // and f16 at head sizes 32, 64 and 128, and for up to 8 query rows without
@@ -67,10 +73,12 @@ struct AttentionOptions {
   // The forward's key rows [batch, k_len] i32 on q's device (see above);
   // undefined: each batch item reads its own keys.
   Tensor key_rows;
+  // Tensors [batch, len, heads, d] instead of [batch, heads, len, d].
+  bool interleaved_heads = false;
 };
 
 struct AttentionOutput {
-  Tensor out;  // [batch, heads, q_len, d_v]
+  Tensor out;  // [batch, heads, q_len, d_v], or interleaved [batch, q_len, heads, d_v].
   Tensor lse;  // [batch, heads, q_len]: saved for backward.
 };
 
@@ -91,7 +99,7 @@ absl::StatusOr<AttentionGrads> ScaledDotProductAttentionBackward(
 // The ops' attributes and their key_mask input for `options` (for callers of
 // RunOp). Attributes: causal (bool), key_mask ("none", "lengths",
 // "padding"), dropout (double), seed/stream/offset (int64), scale (double,
-// optional). The key_mask input is an empty i32 tensor on `device` when
+// optional), interleaved_heads (bool, when set). The key_mask input is an empty i32 tensor on `device` when
 // there is none.
 Attrs AttentionAttrs(const AttentionOptions& options);
 absl::StatusOr<Tensor> AttentionKeyMaskInput(const AttentionOptions& options, const Device& device);

@@ -18,6 +18,7 @@ namespace {
 using attention_cuda::FromFloat;
 using attention_cuda::kNegInf;
 using attention_cuda::LastLaunchError;
+using attention_cuda::RowOffset;
 using attention_cuda::ToFloat;
 
 constexpr int kThreads = 256;
@@ -57,16 +58,19 @@ __global__ void PrepareKeyMaskKernel(const Index* mask, bool is_lengths, int64_t
   }
 }
 
-// delta_i = dO_i . O_i, one warp per row.
+// delta_i = dO_i . O_i, one warp per row (heads-first row order, either
+// layout).
 template <typename T>
-__global__ void RowDotsKernel(const T* a, const T* b, int64_t rows, int64_t d, float* dots) {
+__global__ void RowDotsKernel(AttentionCudaProblem p, const T* a, const T* b, int64_t rows,
+                              int64_t d, float* dots) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
   for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows;
        row += warps) {
+    const int64_t offset = RowOffset(p, row, p.q_len, d);
     float sum = 0.0f;
     for (int64_t x = lane; x < d; x += 32) {
-      sum = fmaf(ToFloat(a[row * d + x]), ToFloat(b[row * d + x]), sum);
+      sum = fmaf(ToFloat(a[offset + x]), ToFloat(b[offset + x]), sum);
     }
     for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
     if (lane == 0) dots[row] = sum;
@@ -76,14 +80,16 @@ __global__ void RowDotsKernel(const T* a, const T* b, int64_t rows, int64_t d, f
 // dq[i] = the sum over the slabs in order of slabs[s * count + i], in dq's
 // element type: one slab (the buffer the atomics added into) rounded to 16
 // bits, or deterministic mode's slab per key tile summed in a fixed order,
-// so the same bits every run.
+// so the same bits every run. The slabs are heads-first; dq is in the
+// problem's layout.
 template <typename T>
-__global__ void SumSlabsKernel(const float* slabs, int64_t slab_count, int64_t count, T* out) {
+__global__ void SumSlabsKernel(AttentionCudaProblem p, const float* slabs, int64_t slab_count,
+                               int64_t count, T* out) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float sum = 0.0f;
     for (int64_t s = 0; s < slab_count; ++s) sum += slabs[s * count + i];
-    out[i] = FromFloat<T>(sum);
+    out[RowOffset(p, i / p.d_k, p.q_len, p.d_k) + i % p.d_k] = FromFloat<T>(sum);
   }
 }
 
@@ -104,6 +110,10 @@ bool UseMma(const AttentionCudaProblem& p, std::initializer_list<const void*> te
   return true;
 }
 
+// What the interleaved layout needs: the tensor-core kernels.
+constexpr char kInterleavedNeedsMma[] =
+    "interleaved heads take the tensor-core kernels only (AttentionMmaTakes)";
+
 int GridFor(int64_t threads) {
   const int64_t blocks = (threads + kThreads - 1) / kThreads;
   return static_cast<int>(blocks < 65536 ? blocks : 65536);
@@ -122,6 +132,11 @@ __global__ void ClearEmptySentencesKernel(const int32_t* key_end, int64_t per_se
 }
 
 }  // namespace
+
+bool AttentionMmaTakes(const AttentionCudaProblem& problem,
+                       std::initializer_list<const void*> tensors) {
+  return UseMma(problem, tensors);
+}
 
 const char* LaunchClearEmptySentences(const int32_t* key_end, int64_t batch, int64_t per_sentence,
                                       int word_bytes, uint32_t fill_bits, void* data,
@@ -162,8 +177,9 @@ const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const vo
                                    StreamHandle stream) {
   // The tensor-core kernel where it applies (an H100 run found the forward
   // left on CUDA cores at 7 TFLOP/s), else the f32/FFMA one.
-  const auto forward =
-      UseMma(problem, {q, k, v, out}) ? attention_cuda::ForwardMma : attention_cuda::ForwardFfma;
+  const bool mma = UseMma(problem, {q, k, v, out});
+  if (problem.interleaved_heads && !mma) return kInterleavedNeedsMma;
+  const auto forward = mma ? attention_cuda::ForwardMma : attention_cuda::ForwardFfma;
   return forward(problem, q, k, v, out, lse, static_cast<cudaStream_t>(stream));
 }
 
@@ -194,6 +210,7 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   const int64_t rows = p.batch * p.heads * p.q_len;
   const bool mma = UseMma(p, {q, k, v, d_out, dk, dv});
+  if (p.interleaved_heads && !mma) return kInterleavedNeedsMma;
   AttentionCudaProblem problem = p;
   // One key tile per head: the tensor-core kernel stores dQ itself.
   if (mma && p.k_len <= attention_cuda::BackwardMmaKeyTile()) problem.dq_direct = dq;
@@ -216,14 +233,14 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
     }
     if (p.bf16) {
       RowDotsKernel<<<GridFor(rows * 32), kThreads, 0, cuda_stream>>>(
-          static_cast<const __nv_bfloat16*>(d_out), static_cast<const __nv_bfloat16*>(out), rows,
+          p, static_cast<const __nv_bfloat16*>(d_out), static_cast<const __nv_bfloat16*>(out), rows,
           p.d_v, delta);
     } else if (p.f16) {
       RowDotsKernel<<<GridFor(rows * 32), kThreads, 0, cuda_stream>>>(
-          static_cast<const __half*>(d_out), static_cast<const __half*>(out), rows, p.d_v, delta);
+          p, static_cast<const __half*>(d_out), static_cast<const __half*>(out), rows, p.d_v, delta);
     } else {
       RowDotsKernel<<<GridFor(rows * 32), kThreads, 0, cuda_stream>>>(
-          static_cast<const float*>(d_out), static_cast<const float*>(out), rows, p.d_v, delta);
+          p, static_cast<const float*>(d_out), static_cast<const float*>(out), rows, p.d_v, delta);
     }
     if (const char* error = LastLaunchError()) return error;
   }
@@ -237,12 +254,12 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
   if (dq_accum != nullptr && static_cast<void*>(dq_accum) != dq && count > 0) {
     if (p.bf16) {
       SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(
-          dq_accum, slabs, count, static_cast<__nv_bfloat16*>(dq));
+          p, dq_accum, slabs, count, static_cast<__nv_bfloat16*>(dq));
     } else if (p.f16) {
-      SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(dq_accum, slabs, count,
+      SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(p, dq_accum, slabs, count,
                                                                    static_cast<__half*>(dq));
     } else {
-      SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(dq_accum, slabs, count,
+      SumSlabsKernel<<<GridFor(count), kThreads, 0, cuda_stream>>>(p, dq_accum, slabs, count,
                                                                    static_cast<float*>(dq));
     }
     return LastLaunchError();

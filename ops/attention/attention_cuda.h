@@ -52,6 +52,11 @@ struct AttentionCudaProblem {
   void* dq_direct = nullptr;
   // The backward in deterministic mode (train.deterministic).
   bool deterministic = false;
+  // q, k, v, out, d_out and the gradients are [batch, len, heads, d] (lse
+  // stays [batch, heads, q_len]). The tensor-core kernels and the
+  // backward's small kernels take it; for the others the op permutes to
+  // heads-first and back (AttentionMmaTakes says which).
+  bool interleaved_heads = false;
 };
 
 // Every launcher returns nullptr or the CUDA error text; all run on `stream`.
@@ -72,7 +77,15 @@ const char* LaunchPrepareKeyMask(const void* mask, bool is_i64, bool is_lengths,
                                  int64_t k_len, int32_t* key_end, float* key_bias,
                                  int32_t* key_has_holes, StreamHandle stream);
 
-// out [batch, heads, q_len, d_v] and lse [batch, heads, q_len] (f32).
+// Whether the tensor-core kernels take the problem: bf16 or f16, d_k ==
+// d_v in {32, 64, 128}, a positive scale, and `tensors` 16-byte aligned.
+// Interleaved heads need them: LaunchAttentionForward and
+// LaunchAttentionBackward refuse the layout otherwise.
+bool AttentionMmaTakes(const AttentionCudaProblem& problem,
+                       std::initializer_list<const void*> tensors);
+
+// out [batch, heads, q_len, d_v] (interleaved: [batch, q_len, heads, d_v])
+// and lse [batch, heads, q_len] (f32).
 const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const void* q,
                                    const void* k, const void* v, void* out, float* lse,
                                    StreamHandle stream);

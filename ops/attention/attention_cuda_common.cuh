@@ -58,6 +58,25 @@ __device__ __forceinline__ int64_t RowKeyEnd(const AttentionCudaProblem& p, int6
   return causal_end < 0 ? 0 : MinI64(causal_end, key_end);
 }
 
+// Where head bh's [len, d] matrix of q, k, v, out or a gradient starts (its
+// row 0, in elements), and how far apart its rows lie: heads-first, each
+// head's rows are contiguous; interleaved ([batch, len, heads, d]), a row
+// is followed by the other heads' rows of the same position.
+__device__ __forceinline__ int64_t HeadOffset(const AttentionCudaProblem& p, int64_t bh,
+                                              int64_t len, int64_t d) {
+  if (!p.interleaved_heads) return bh * len * d;
+  return ((bh / p.heads) * len * p.heads + bh % p.heads) * d;
+}
+__device__ __forceinline__ int64_t RowStride(const AttentionCudaProblem& p, int64_t d) {
+  return p.interleaved_heads ? p.heads * d : d;
+}
+
+// Where row `row` of the heads-first row order (bh * len + position) lies.
+__device__ __forceinline__ int64_t RowOffset(const AttentionCudaProblem& p, int64_t row,
+                                             int64_t len, int64_t d) {
+  return HeadOffset(p, row / len, len, d) + (row % len) * RowStride(p, d);
+}
+
 // The first query row that sees key c0 (0 without the causal mask).
 __device__ __forceinline__ int64_t FirstQueryRow(const AttentionCudaProblem& p, int64_t c0) {
   if (!p.causal) return 0;

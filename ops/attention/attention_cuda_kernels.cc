@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
@@ -17,6 +18,7 @@
 #include "ops/attention/cudnn_sdpa.h"
 #include "ops/cuda_launch_status.h"
 #include "ops/kv_cache/kv_cache_cuda.h"
+#include "ops/split_heads/split_heads_cuda.h"
 
 namespace tfm {
 namespace {
@@ -60,6 +62,7 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
   problem.seed = params.dropout_state.seed;
   problem.stream = params.dropout_state.stream;
   problem.offset = params.dropout_state.offset;
+  problem.interleaved_heads = params.interleaved_heads;
   problem.bf16 = context.dtype() == DType::kBF16;
   problem.f16 = context.dtype() == DType::kF16;
   TFM_ASSIGN_OR_RETURN(problem.deterministic,
@@ -167,18 +170,63 @@ absl::StatusOr<Tensor> GatherByKeyRows(const KernelContext& context, const Tenso
   return gathered;
 }
 
-absl::Status AttentionForwardCuda(KernelContext& context) {
+// Interleaved heads for the kernels that read heads-first ones (cuDNN's, the
+// CUDA-core and decode kernels): a layer's split_heads and merge_heads, run
+// inside the op.
+absl::Status PermuteHeadsAll(const KernelContext& context,
+                             const std::vector<PermuteHeadsTensor>& entries, bool split) {
+  return CudaLaunchStatus(context, LaunchPermuteHeads(entries.data(), static_cast<int>(entries.size()),
+                                                      split, context.stream()));
+}
+
+// Heads-first copies [batch, heads, len, d] of interleaved [batch, len,
+// heads, d] tensors, in one launch per few.
+absl::StatusOr<std::vector<Tensor>> HeadsFirstCopies(const KernelContext& context,
+                                                     std::initializer_list<const Tensor*> xs) {
+  std::vector<Tensor> copies;
+  std::vector<PermuteHeadsTensor> entries;
+  for (const Tensor* x : xs) {
+    TFM_ASSIGN_OR_RETURN(Tensor copy, Tensor::Empty({x->dim(0), x->dim(2), x->dim(1), x->dim(3)},
+                                                    x->dtype(), context.device(), context.stream()));
+    entries.push_back({x->raw_data(), copy.raw_data(), x->dim(0), x->dim(1), x->dim(2),
+                       x->dim(3) * static_cast<int64_t>(DTypeSize(x->dtype()))});
+    copies.push_back(std::move(copy));
+  }
+  TFM_RETURN_IF_ERROR(PermuteHeadsAll(context, entries, /*split=*/true));
+  return copies;
+}
+
+// Heads-first results into the op's interleaved outputs.
+absl::Status InterleaveInto(const KernelContext& context, const std::vector<Tensor>& heads_first,
+                            std::initializer_list<Tensor*> outputs) {
+  std::vector<PermuteHeadsTensor> entries;
+  auto from = heads_first.begin();
+  for (Tensor* to : outputs) {
+    entries.push_back({from->raw_data(), to->raw_data(), to->dim(0), to->dim(1), to->dim(2),
+                       to->dim(3) * static_cast<int64_t>(DTypeSize(to->dtype()))});
+    ++from;
+  }
+  return PermuteHeadsAll(context, entries, /*split=*/false);
+}
+
+// Uninitialised heads-first tensors shaped as interleaved `like`'s.
+absl::StatusOr<std::vector<Tensor>> HeadsFirstLike(const KernelContext& context,
+                                                   std::initializer_list<const Tensor*> like) {
+  std::vector<Tensor> tensors;
+  for (const Tensor* x : like) {
+    TFM_ASSIGN_OR_RETURN(Tensor t, Tensor::Empty({x->dim(0), x->dim(2), x->dim(1), x->dim(3)},
+                                                 x->dtype(), context.device(), context.stream()));
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+// The forward on heads-first q, k and v (`in`), key rows included.
+absl::Status ForwardHeadsFirst(const KernelContext& context, CudaProblem& cuda, ForwardInputs in,
+                               Tensor* out, Tensor* lse) {
+  AttentionCudaProblem& p = cuda.problem;
   const Tensor& key_rows = context.input(kForwardKeyRowsInput);
   const bool has_key_rows = key_rows.num_elements() > 0;
-  TFM_ASSIGN_OR_RETURN(CudaProblem cuda,
-                       MakeCudaProblem(context, kForwardKeyMaskInput, has_key_rows));
-  AttentionCudaProblem& p = cuda.problem;
-  TFM_ASSIGN_OR_RETURN(
-      Tensor * out, context.AllocateOutput(0, {p.batch, p.heads, p.q_len, p.d_v}, context.dtype()));
-  TFM_ASSIGN_OR_RETURN(Tensor * lse,
-                       context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32));
-  ForwardInputs in{context.input(0).raw_data(), context.input(1).raw_data(),
-                   context.input(2).raw_data()};
   // A decoding step's few query rows: the decode kernel reads each head's
   // keys once for all of them where a 32-query tile would leave most of its
   // rows idle. Ahead of cuDNN unless cuDNN is asked for by name.
@@ -218,22 +266,53 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
                                                           lse->data<float>(), context.stream()));
 }
 
-absl::Status AttentionBackwardCuda(KernelContext& context) {
-  TFM_ASSIGN_OR_RETURN(CudaProblem cuda, MakeCudaProblem(context, kBackwardKeyMaskInput));
-  const AttentionCudaProblem& p = cuda.problem;
-  Tensor* grads[3];
-  for (int i = 0; i < 3; ++i) {
-    TFM_ASSIGN_OR_RETURN(grads[i],
-                         context.AllocateOutput(i, context.input(i).shape(), context.dtype()));
+absl::Status AttentionForwardCuda(KernelContext& context) {
+  const bool has_key_rows = context.input(kForwardKeyRowsInput).num_elements() > 0;
+  TFM_ASSIGN_OR_RETURN(CudaProblem cuda,
+                       MakeCudaProblem(context, kForwardKeyMaskInput, has_key_rows));
+  AttentionCudaProblem& p = cuda.problem;
+  const Shape out_shape = p.interleaved_heads ? Shape{p.batch, p.q_len, p.heads, p.d_v}
+                                              : Shape{p.batch, p.heads, p.q_len, p.d_v};
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, out_shape, context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * lse,
+                       context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32));
+  const ForwardInputs in{context.input(0).raw_data(), context.input(1).raw_data(),
+                         context.input(2).raw_data()};
+  if (!p.interleaved_heads) return ForwardHeadsFirst(context, cuda, in, out, lse);
+  // The tensor-core kernels read and write interleaved heads in place,
+  // unless cuDNN comes first (long sentences without dropout: faster than
+  // ours there, by more than the permutes cost).
+  if (!CudnnProblemFor(cuda).has_value() &&
+      AttentionMmaTakes(p, {in.q, in.k, in.v, out->raw_data()})) {
+    return CudaLaunchStatus(context, LaunchAttentionForward(p, in.q, in.k, in.v, out->raw_data(),
+                                                            lse->data<float>(), context.stream()));
   }
+  TFM_ASSIGN_OR_RETURN(
+      const std::vector<Tensor> inputs,
+      HeadsFirstCopies(context, {&context.input(0), &context.input(1), &context.input(2)}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> heads_first_out, HeadsFirstLike(context, {out}));
+  p.interleaved_heads = false;
+  TFM_RETURN_IF_ERROR(ForwardHeadsFirst(
+      context, cuda, {inputs[0].raw_data(), inputs[1].raw_data(), inputs[2].raw_data()},
+      &heads_first_out[0], lse));
+  return InterleaveInto(context, heads_first_out, {out});
+}
+
+// The backward's tensors: the op's inputs, or their heads-first copies.
+struct BackwardTensors {
+  const void *q, *k, *v, *out, *d_out;
+};
+
+// The backward into `grads` (dq, dk, dv), in the problem's layout.
+absl::Status BackwardInto(const KernelContext& context, const CudaProblem& cuda,
+                          const BackwardTensors& in, Tensor* const (&grads)[3]) {
+  const AttentionCudaProblem& p = cuda.problem;
   // cuDNN's backward adds dQ with atomics: not in deterministic mode.
   if (std::optional<CudnnSdpaProblem> cudnn =
           p.deterministic ? std::nullopt : CudnnProblemFor(cuda)) {
     absl::Status status = CudnnSdpaBackward(
-        *cudnn, context.input(0).raw_data(), context.input(1).raw_data(),
-        context.input(2).raw_data(), context.input(3).raw_data(), context.input(4).data<float>(),
-        context.input(5).raw_data(), grads[0]->raw_data(), grads[1]->raw_data(),
-        grads[2]->raw_data(), context.stream());
+        *cudnn, in.q, in.k, in.v, in.out, context.input(4).data<float>(), in.d_out,
+        grads[0]->raw_data(), grads[1]->raw_data(), grads[2]->raw_data(), context.stream());
     if (status.ok()) {
       return ClearEmptySentences(context, cuda, {{grads[0], 0u}, {grads[1], 0u}, {grads[2], 0u}});
     }
@@ -243,12 +322,45 @@ absl::Status AttentionBackwardCuda(KernelContext& context) {
                        Tensor::Empty({AttentionBackwardWorkspaceFloats(p)}, DType::kF32,
                                      context.device(), context.stream()));
   return CudaLaunchStatus(
-      context,
-      LaunchAttentionBackward(p, context.input(0).raw_data(), context.input(1).raw_data(),
-                              context.input(2).raw_data(), context.input(3).raw_data(),
-                              context.input(4).data<float>(), context.input(5).raw_data(),
-                              grads[0]->raw_data(), grads[1]->raw_data(), grads[2]->raw_data(),
-                              workspace.data<float>(), context.stream()));
+      context, LaunchAttentionBackward(p, in.q, in.k, in.v, in.out, context.input(4).data<float>(),
+                                       in.d_out, grads[0]->raw_data(), grads[1]->raw_data(),
+                                       grads[2]->raw_data(), workspace.data<float>(),
+                                       context.stream()));
+}
+
+absl::Status AttentionBackwardCuda(KernelContext& context) {
+  TFM_ASSIGN_OR_RETURN(CudaProblem cuda, MakeCudaProblem(context, kBackwardKeyMaskInput));
+  AttentionCudaProblem& p = cuda.problem;
+  Tensor* grads[3];
+  for (int i = 0; i < 3; ++i) {
+    TFM_ASSIGN_OR_RETURN(grads[i],
+                         context.AllocateOutput(i, context.input(i).shape(), context.dtype()));
+  }
+  const BackwardTensors in{context.input(0).raw_data(), context.input(1).raw_data(),
+                           context.input(2).raw_data(), context.input(3).raw_data(),
+                           context.input(5).raw_data()};
+  // Interleaved heads: in place on the tensor cores unless cuDNN comes
+  // first (as in the forward).
+  const bool cudnn_first = !p.deterministic && CudnnProblemFor(cuda).has_value();
+  if (!p.interleaved_heads ||
+      (!cudnn_first && AttentionMmaTakes(p, {in.q, in.k, in.v, in.d_out, grads[0]->raw_data(),
+                                             grads[1]->raw_data(), grads[2]->raw_data()}))) {
+    return BackwardInto(context, cuda, in, grads);
+  }
+  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> inputs,
+                       HeadsFirstCopies(context, {&context.input(0), &context.input(1),
+                                                  &context.input(2), &context.input(3),
+                                                  &context.input(5)}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> heads_first,
+                       HeadsFirstLike(context, {grads[0], grads[1], grads[2]}));
+  p.interleaved_heads = false;
+  Tensor* const heads_first_grads[3] = {&heads_first[0], &heads_first[1], &heads_first[2]};
+  TFM_RETURN_IF_ERROR(BackwardInto(context, cuda,
+                                   {inputs[0].raw_data(), inputs[1].raw_data(),
+                                    inputs[2].raw_data(), inputs[3].raw_data(),
+                                    inputs[4].raw_data()},
+                                   heads_first_grads));
+  return InterleaveInto(context, heads_first, {grads[0], grads[1], grads[2]});
 }
 
 TFM_REGISTER_KERNELS("scaled_dot_product_attention", DeviceType::kCUDA, AttentionForwardCuda,

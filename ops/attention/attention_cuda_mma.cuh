@@ -155,16 +155,17 @@ __device__ __forceinline__ uint32_t DropoutKeptBits(const AttentionCudaProblem& 
   return kept;
 }
 
-// Starts copying rows [row0, row0 + kRows) of a [len, kHeadDim] matrix into
-// a swizzled tile; rows at or past row0 + valid_rows become zeros.
+// Starts copying rows [row0, row0 + kRows) of a [len, kHeadDim] matrix,
+// whose rows lie `row_stride` elements apart (RowStride), into a swizzled
+// tile; rows at or past row0 + valid_rows become zeros.
 template <int kHeadDim, int kRows, typename E>
-__device__ __forceinline__ void LoadTileAsync(const E* src, int64_t row0, int64_t valid_rows,
-                                              E* tile) {
+__device__ __forceinline__ void LoadTileAsync(const E* src, int64_t row_stride, int64_t row0,
+                                              int64_t valid_rows, E* tile) {
   constexpr int kChunks = kHeadDim / 8;
   for (int e = threadIdx.x; e < kRows * kChunks; e += kMmaThreads) {
     const int r = e / kChunks, c = e % kChunks;
     const bool valid = r < valid_rows;
-    const E* from = valid ? src + (row0 + r) * kHeadDim + c * 8 : src;
+    const E* from = valid ? src + (row0 + r) * row_stride + c * 8 : src;
     CpAsync16(SmemAddress(tile + SwizzledOffset<kHeadDim>(r, c)), from, valid);
   }
 }

@@ -76,26 +76,33 @@ __global__ void __launch_bounds__(kMmaThreads)
   const int64_t key_end = KeyEnd(p, b);
   const float* bias = KeyBias(p, b);
   const float scale_log2 = p.scale * kLog2e;
-  const E* q_head = q + bh * p.q_len * kHeadDim;
-  const E* d_out_head = d_out + bh * p.q_len * kHeadDim;
+  // Rows of q, k, v, d_out and the gradients lie this far apart.
+  const int64_t stride = RowStride(p, kHeadDim);
+  const int64_t q_offset = HeadOffset(p, bh, p.q_len, kHeadDim);
+  const int64_t k_offset = HeadOffset(p, bh, p.k_len, kHeadDim);
+  const E* q_head = q + q_offset;
+  const E* d_out_head = d_out + q_offset;
 
-  LoadTileAsync<kHeadDim, kBlockN>(k + bh * p.k_len * kHeadDim, c0, p.k_len - c0, s_k);
-  LoadTileAsync<kHeadDim, kBlockN>(v + bh * p.k_len * kHeadDim, c0, p.k_len - c0, s_v);
+  LoadTileAsync<kHeadDim, kBlockN>(k + k_offset, stride, c0, p.k_len - c0, s_k);
+  LoadTileAsync<kHeadDim, kBlockN>(v + k_offset, stride, c0, p.k_len - c0, s_v);
   // Keys at or past key_end get zero gradients; so do keys no row sees.
   const int64_t first_row = c0 < key_end ? FirstQueryRow(p, c0) : p.q_len;
   const int64_t first_q0 = first_row / kBlockM * kBlockM;
   if (first_q0 < p.q_len) {
-    LoadTileAsync<kHeadDim, kBlockM>(q_head, first_q0, p.q_len - first_q0, s_q_buffers);
-    LoadTileAsync<kHeadDim, kBlockM>(d_out_head, first_q0, p.q_len - first_q0, s_do_buffers);
+    LoadTileAsync<kHeadDim, kBlockM>(q_head, stride, first_q0, p.q_len - first_q0,
+                                     s_q_buffers);
+    LoadTileAsync<kHeadDim, kBlockM>(d_out_head, stride, first_q0, p.q_len - first_q0,
+                                     s_do_buffers);
   }
   CpAsyncCommit();
-  E* const dq_direct =
-      p.dq_direct != nullptr ? static_cast<E*>(p.dq_direct) + bh * p.q_len * kHeadDim : nullptr;
+  E* const dq_direct = p.dq_direct != nullptr ? static_cast<E*>(p.dq_direct) + q_offset : nullptr;
   if (dq_direct != nullptr) {
     // Rows before the first query step see none of the keys (causal with
     // more queries than keys, or a sentence with no key): dQ 0.
     const int64_t unreached = MinI64(first_q0, p.q_len) * kHeadDim;
-    for (int64_t i = threadIdx.x; i < unreached; i += kMmaThreads) dq_direct[i] = E(0.0f);
+    for (int64_t i = threadIdx.x; i < unreached; i += kMmaThreads) {
+      dq_direct[i / kHeadDim * stride + i % kHeadDim] = E(0.0f);
+    }
   }
 
   float dk_acc[T::kOutTiles][4], dv_acc[T::kOutTiles][4];
@@ -114,9 +121,9 @@ __global__ void __launch_bounds__(kMmaThreads)
     const E* s_do = s_do_buffers + (step & 1) * kBlockM * kHeadDim;
     const int64_t next = q0 + kBlockM;
     if (next < p.q_len) {
-      LoadTileAsync<kHeadDim, kBlockM>(q_head, next, p.q_len - next,
+      LoadTileAsync<kHeadDim, kBlockM>(q_head, stride, next, p.q_len - next,
                                        s_q_buffers + ((step + 1) & 1) * kBlockM * kHeadDim);
-      LoadTileAsync<kHeadDim, kBlockM>(d_out_head, next, p.q_len - next,
+      LoadTileAsync<kHeadDim, kBlockM>(d_out_head, stride, next, p.q_len - next,
                                        s_do_buffers + ((step + 1) & 1) * kBlockM * kHeadDim);
       CpAsyncCommit();
     }
@@ -266,7 +273,7 @@ __global__ void __launch_bounds__(kMmaThreads)
       const int64_t row = q0 + dq_mtile * 16 + g + half * 8;
       if (row >= p.q_len) continue;
       if (dq_direct != nullptr) {
-        E* dq_row = dq_direct + row * kHeadDim + dq_tile0 * 8;
+        E* dq_row = dq_direct + row * stride + dq_tile0 * 8;
 #pragma unroll
         for (int dt = 0; dt < T::kDqTiles; ++dt) {
           *reinterpret_cast<uint32_t*>(dq_row + dt * 8 + 2 * t) =
@@ -289,8 +296,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   for (int half = 0; half < 2; ++half) {
     const int64_t key = c0 + warp_key0 + g + half * 8;
     if (key >= p.k_len) continue;
-    E* dk_row = dk + (bh * p.k_len + key) * kHeadDim;
-    E* dv_row = dv + (bh * p.k_len + key) * kHeadDim;
+    E* dk_row = dk + k_offset + key * stride;
+    E* dv_row = dv + k_offset + key * stride;
 #pragma unroll
     for (int dt = 0; dt < T::kOutTiles; ++dt) {
       *reinterpret_cast<uint32_t*>(dk_row + dt * 8 + 2 * t) =

@@ -22,6 +22,7 @@
 #include "ops/attention/attention_backend.h"
 #include "ops/attention/key_rows_testing.h"
 #include "ops/random/random.h"
+#include "ops/split_heads/split_heads.h"
 #include "tests/util/gpu.h"
 #include "tests/util/torch_parity.h"
 
@@ -576,6 +577,69 @@ TEST_P(AttentionCudaTest, DeterministicBackwardRepeatsBitForBit) {
         }
       }
     }
+  }
+}
+
+// [batch, len, heads, d] seen as [batch, len, heads * d].
+Tensor Flat(const Tensor& x) { return *x.Reshape({x.dim(0), x.dim(1), x.dim(2) * x.dim(3)}); }
+
+void ExpectSameBits(const Tensor& a, const Tensor& b, const std::string& what) {
+  const Tensor x = *CopyToDevice(a, Device::Cpu());
+  const Tensor y = *CopyToDevice(b, Device::Cpu());
+  ASSERT_EQ(x.shape(), y.shape()) << what;
+  EXPECT_EQ(std::memcmp(x.raw_data(), y.raw_data(), x.num_elements() * DTypeSize(x.dtype())), 0)
+      << what;
+}
+
+// Interleaved heads on the GPU are the heads-first op between split_heads
+// and merge_heads, to the bit (deterministic mode, so that dQ's sums run in
+// one order): the tensor-core kernels reading the layout in place (one key
+// tile and many, causal, holes, dropout), the CUDA-core kernels (f32, head
+// size 40) and cuDNN's (bf16, long, no dropout) behind the op's permutes.
+TEST_P(AttentionCudaTest, InterleavedHeadsMatchHeadsFirst) {
+  TFM_SKIP_WITHOUT_GPU();
+  const DType dtype = GetParam();
+  struct Restore {
+    ~Restore() { SetDeterministicKernels(false); }
+  } restore;
+  SetDeterministicKernels(true);
+  const Device gpu = Device::Cuda(0);
+  for (const Case& c :
+       {Case{.batch = 3, .heads = 2, .q_len = 48, .k_len = 48, .d_k = 64, .d_v = 64,
+             .key_lengths = {48, 20, 0}, .dropout = 0.1f},
+        Case{.batch = 2, .heads = 3, .q_len = 100, .k_len = 130, .d_k = 64, .d_v = 64,
+             .causal = true, .key_lengths = {130, 70}, .as_padding_mask = true,
+             .with_holes = true},
+        Case{.batch = 2, .heads = 2, .q_len = 33, .k_len = 70, .d_k = 128, .d_v = 128,
+             .dropout = 0.2f},
+        Case{.batch = 2, .heads = 2, .q_len = 30, .k_len = 50, .d_k = 40, .d_v = 40},
+        Case{.batch = 2, .heads = 2, .q_len = 200, .k_len = 200, .d_k = 64, .d_v = 64,
+             .key_lengths = {200, 120}}}) {
+    SCOPED_TRACE(Describe(c, dtype));
+    const Tensor q = OnDevice(Normal({c.batch, c.q_len, c.heads, c.d_k}, 1), dtype, gpu);
+    const Tensor k = OnDevice(Normal({c.batch, c.k_len, c.heads, c.d_k}, 2), dtype, gpu);
+    const Tensor v = OnDevice(Normal({c.batch, c.k_len, c.heads, c.d_v}, 3), dtype, gpu);
+    const Tensor d_out = OnDevice(Normal({c.batch, c.q_len, c.heads, c.d_v}, 4), dtype, gpu);
+    const AttentionOptions heads_first = OptionsFor(c, gpu);
+    AttentionOptions interleaved = heads_first;
+    interleaved.interleaved_heads = true;
+
+    absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(q, k, v, interleaved);
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<AttentionGrads> grads =
+        ScaledDotProductAttentionBackward(q, k, v, got->out, got->lse, d_out, interleaved);
+    ASSERT_TRUE(grads.ok()) << grads.status();
+
+    const std::vector<Tensor> split =
+        *SplitHeadsAll({Flat(q), Flat(k), Flat(v), Flat(d_out)}, c.heads);
+    const AttentionOutput want = *ScaledDotProductAttention(split[0], split[1], split[2], heads_first);
+    const AttentionGrads want_grads = *ScaledDotProductAttentionBackward(
+        split[0], split[1], split[2], want.out, want.lse, split[3], heads_first);
+    ExpectSameBits(Flat(got->out), *MergeHeads(want.out), "out");
+    ExpectSameBits(got->lse, want.lse, "lse");
+    ExpectSameBits(Flat(grads->dq), *MergeHeads(want_grads.dq), "dq");
+    ExpectSameBits(Flat(grads->dk), *MergeHeads(want_grads.dk), "dk");
+    ExpectSameBits(Flat(grads->dv), *MergeHeads(want_grads.dv), "dv");
   }
 }
 

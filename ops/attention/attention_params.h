@@ -17,6 +17,8 @@ struct AttentionParams {
   int64_t batch = 0, heads = 0, q_len = 0, k_len = 0, d_k = 0, d_v = 0;
   int64_t key_batch = 0;  // k's and v's batch: batch, or more with key rows.
   bool causal = false;
+  // q, k, v, out and the gradients are [batch, len, heads, d] (attention.h).
+  bool interleaved_heads = false;
   KeyMaskKind key_mask = KeyMaskKind::kNone;
   float scale = 1.0f;
   float dropout = 0.0f;
@@ -39,6 +41,11 @@ inline constexpr int64_t kMaxRowwiseQueries = 8;
 // caches keep rows past the live ones); key_batch says how many.
 absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& context,
                                                      int key_mask_input, bool key_rows = false);
+
+// The forward's out (and the backward's out and d_out) in the problem's
+// layout: [batch, heads, q_len, d_v], or interleaved [batch, q_len, heads,
+// d_v].
+Shape AttentionOutShape(const AttentionParams& p);
 
 }  // namespace tfm
 

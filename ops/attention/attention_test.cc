@@ -1,12 +1,14 @@
 #include "ops/attention/attention.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "core/philox.h"
 #include "gtest/gtest.h"
 #include "ops/attention/key_rows_testing.h"
 #include "ops/random/random.h"
+#include "ops/split_heads/split_heads.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -443,6 +445,68 @@ TEST(AttentionTest, DropoutZeroIsExactlyNoDropoutAndSeedsMatter) {
             ScaledDotProductAttention(q, k, v, dropped)->out.ToVector<float>());
   EXPECT_NE(b.ToVector<float>(),
             ScaledDotProductAttention(q, k, v, reseeded)->out.ToVector<float>());
+}
+
+// [batch, len, heads, d] seen as [batch, len, heads * d], the projections'
+// layout.
+Tensor Flat(const Tensor& x) { return *x.Reshape({x.dim(0), x.dim(1), x.dim(2) * x.dim(3)}); }
+
+// Heads-first [batch, heads, len, d] of interleaved `x`, by split_heads.
+Tensor Split(const Tensor& x) { return *SplitHeads(Flat(x), x.dim(2)); }
+
+void ExpectBitwiseEqual(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.num_elements() * sizeof(float)), 0) << what;
+}
+
+// Interleaved heads are the heads-first op between split_heads and
+// merge_heads, to the bit: self- and cross-attention shapes, causal, both
+// masks, dropout (its numbering is by (batch, head, query, key) either way),
+// and a size the packed kernels take.
+TEST(AttentionTest, InterleavedHeadsEqualHeadsFirstBetweenSplitAndMerge) {
+  for (const Case& c : {Case{2, 3, 9, 9, 8, 8, true, {9, 4}, false, 0.2f},
+                        Case{2, 2, 5, 7, 4, 6, false, {7, 3}, true, 0.1f},
+                        Case{1, 2, 70, 90, 64, 64, false, {}, false, 0.0f}}) {
+    SCOPED_TRACE(::testing::Message() << c.q_len << "x" << c.k_len << " d " << c.d_k);
+    const Tensor q = Normal({c.batch, c.q_len, c.heads, c.d_k}, 1);
+    const Tensor k = Normal({c.batch, c.k_len, c.heads, c.d_k}, 2);
+    const Tensor v = Normal({c.batch, c.k_len, c.heads, c.d_v}, 3);
+    const Tensor d_out = Normal({c.batch, c.q_len, c.heads, c.d_v}, 4);
+    const AttentionOptions heads_first = OptionsFor(c);
+    AttentionOptions interleaved = heads_first;
+    interleaved.interleaved_heads = true;
+
+    absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(q, k, v, interleaved);
+    ASSERT_TRUE(got.ok()) << got.status();
+    const AttentionOutput want =
+        *ScaledDotProductAttention(Split(q), Split(k), Split(v), heads_first);
+    ExpectBitwiseEqual(Flat(got->out), *MergeHeads(want.out), "out");
+    ExpectBitwiseEqual(got->lse, want.lse, "lse");
+
+    absl::StatusOr<AttentionGrads> grads =
+        ScaledDotProductAttentionBackward(q, k, v, got->out, got->lse, d_out, interleaved);
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    const AttentionGrads want_grads = *ScaledDotProductAttentionBackward(
+        Split(q), Split(k), Split(v), want.out, want.lse, Split(d_out), heads_first);
+    ExpectBitwiseEqual(Flat(grads->dq), *MergeHeads(want_grads.dq), "dq");
+    ExpectBitwiseEqual(Flat(grads->dk), *MergeHeads(want_grads.dk), "dk");
+    ExpectBitwiseEqual(Flat(grads->dv), *MergeHeads(want_grads.dv), "dv");
+  }
+  // Shapes are read in the interleaved order, and key rows refuse it.
+  AttentionOptions options;
+  options.interleaved_heads = true;
+  absl::Status status =
+      ScaledDotProductAttention(Normal({2, 5, 3, 4}, 1), Normal({2, 6, 2, 4}, 2),
+                                Normal({2, 6, 2, 4}, 3), options)
+          .status();
+  EXPECT_NE(status.message().find("disagree on batch or heads"), std::string::npos) << status;
+  options.key_rows = *Tensor::FromVector<int32_t>({0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1}, {2, 6});
+  status = ScaledDotProductAttention(Normal({2, 1, 3, 4}, 1), Normal({2, 6, 3, 4}, 2),
+                                     Normal({2, 6, 3, 4}, 3), options)
+               .status();
+  EXPECT_NE(status.message().find("key rows take q, k and v as [batch, heads, len, d]"),
+            std::string::npos)
+      << status;
 }
 
 TEST(AttentionTest, BadArgumentsAreInvalidArgumentNamingTheOp) {

@@ -5,14 +5,15 @@
 
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/split_heads/split_heads.h"
 
 namespace tfm {
-namespace {
 
-// Copies the [batch, len, heads, d] view of `from` to the [batch, heads, len,
-// d] view of `to` (split), or back (merge), one d-sized row at a time.
-void PermuteHeads(const char* from, char* to, int64_t batch, int64_t len, int64_t heads,
-                  int64_t row_bytes, bool split) {
+// One d-sized row at a time.
+void PermuteHeadsOnHost(const void* from_bytes, void* to_bytes, int64_t batch, int64_t len,
+                        int64_t heads, int64_t row_bytes, bool split) {
+  const char* from = static_cast<const char*>(from_bytes);
+  char* to = static_cast<char*>(to_bytes);
   ThreadPool::Default()->ParallelFor(
       batch * len, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, row_bytes * heads)),
       [&](int64_t begin, int64_t end) {
@@ -30,6 +31,8 @@ void PermuteHeads(const char* from, char* to, int64_t batch, int64_t len, int64_
       });
 }
 
+namespace {
+
 // Each list entry in turn: [batch, len, heads * d] split, or
 // [batch, heads, len, d] merged.
 absl::Status PermuteHeadsCpu(KernelContext& context, bool split) {
@@ -45,8 +48,8 @@ absl::Status PermuteHeadsCpu(KernelContext& context, bool split) {
     const int64_t d = split ? x.dim(2) / heads : x.dim(3);
     TFM_ASSIGN_OR_RETURN(Tensor * out,
                          context.AllocateOutput(context.layout().output(0, entry), x.dtype()));
-    PermuteHeads(static_cast<const char*>(x.raw_data()), static_cast<char*>(out->raw_data()),
-                 batch, len, entry_heads, d * DTypeSize(x.dtype()), split);
+    PermuteHeadsOnHost(x.raw_data(), out->raw_data(), batch, len, entry_heads,
+                       d * DTypeSize(x.dtype()), split);
   }
   return absl::OkStatus();
 }
