@@ -14,6 +14,21 @@ namespace tfm {
 void SetDeterministicKernels(bool on);
 bool DeterministicKernels();
 
+// Deterministic kernels on for a scope (tests), the setting before it back
+// at its end.
+class ScopedDeterministicKernels {
+ public:
+  ScopedDeterministicKernels() : previous_(DeterministicKernels()) {
+    SetDeterministicKernels(true);
+  }
+  ~ScopedDeterministicKernels() { SetDeterministicKernels(previous_); }
+  ScopedDeterministicKernels(const ScopedDeterministicKernels&) = delete;
+  ScopedDeterministicKernels& operator=(const ScopedDeterministicKernels&) = delete;
+
+ private:
+  bool previous_;
+};
+
 }  // namespace tfm
 
 #endif  // TFM_CORE_DETERMINISTIC_H_

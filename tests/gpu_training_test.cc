@@ -241,19 +241,13 @@ TEST(GpuTrainingTest, OneUpdateEqualsTheCpuUpdateWithDropout) {
   ExpectUpdateEqualsCpu(Device::Cuda(0), 0.1f);
 }
 
-// Deterministic kernels while in scope, the fast ones again after.
-struct DeterministicKernelsForThisScope {
-  DeterministicKernelsForThisScope() { SetDeterministicKernels(true); }
-  ~DeterministicKernelsForThisScope() { SetDeterministicKernels(false); }
-};
-
 // train.deterministic (core/deterministic.h): two GPU runs from the same
 // weights over the same batches end with the same bits, in f32 and bf16,
 // with dropout: no float atomics decide an order (the embedding gradient is
 // summed per id in position order, attention's dQ per key tile).
 TEST(GpuTrainingTest, DeterministicModeRepeatsUpdatesBitForBit) {
   TFM_SKIP_WITHOUT_GPU();
-  const DeterministicKernelsForThisScope deterministic;
+  const ScopedDeterministicKernels deterministic;
   const std::vector<Batch> batches = {ToyBatch(3, 0), ToyBatch(4, 1)};
   for (const DType dtype : {DType::kF32, DType::kBF16}) {
     SCOPED_TRACE(DTypeName(dtype));
@@ -287,7 +281,7 @@ TEST(GpuTrainingTest, DeterministicModeRepeatsUpdatesBitForBit) {
 // runs differ in the last bits from update 2 (seen on an H200).
 TEST(GpuTrainingTest, OneRankOverNcclUpdatesAsThePlainTrainer) {
   TFM_SKIP_WITHOUT_GPU();
-  const DeterministicKernelsForThisScope deterministic;
+  const ScopedDeterministicKernels deterministic;
   const Device gpu = Device::Cuda(0);
   LocalCommunicator bootstrap;
   absl::StatusOr<std::unique_ptr<NcclCommunicator>> nccl =
@@ -452,7 +446,7 @@ TEST(GpuTrainingTest, ReadingAtLogLinesChangesNothingOnTheCpu) {
 
 TEST(GpuTrainingTest, ReadingAtLogLinesChangesNothingOnTheGpu) {
   TFM_SKIP_WITHOUT_GPU();
-  const DeterministicKernelsForThisScope deterministic;
+  const ScopedDeterministicKernels deterministic;
   ExpectReadingAtLogLinesChangesNothing(Device::Cuda(0));
 }
 

@@ -539,10 +539,7 @@ TEST_P(AttentionCudaTest, KeyRowsReadEachPositionFromItsRow) {
 TEST_P(AttentionCudaTest, DeterministicBackwardRepeatsBitForBit) {
   TFM_SKIP_WITHOUT_GPU();
   const DType dtype = GetParam();
-  struct Restore {
-    ~Restore() { SetDeterministicKernels(false); }
-  } restore;
-  SetDeterministicKernels(true);
+  const ScopedDeterministicKernels deterministic;
   for (const Case& c :
        {Case{.batch = 2, .heads = 2, .q_len = 130, .k_len = 300, .d_k = 64, .d_v = 64,
              .key_lengths = {300, 170}},
@@ -599,10 +596,7 @@ void ExpectSameBits(const Tensor& a, const Tensor& b, const std::string& what) {
 TEST_P(AttentionCudaTest, InterleavedHeadsMatchHeadsFirst) {
   TFM_SKIP_WITHOUT_GPU();
   const DType dtype = GetParam();
-  struct Restore {
-    ~Restore() { SetDeterministicKernels(false); }
-  } restore;
-  SetDeterministicKernels(true);
+  const ScopedDeterministicKernels deterministic;
   const Device gpu = Device::Cuda(0);
   for (const Case& c :
        {Case{.batch = 3, .heads = 2, .q_len = 48, .k_len = 48, .d_k = 64, .d_v = 64,

@@ -81,9 +81,10 @@ TEST(EmbeddingTest, DeterministicModeChangesNothingOnTheCpu) {
   const Tensor ids = *Tensor::FromVector<int64_t>(values, {5000});
   const Tensor d_out = *RandomNormal({5000, 8}, {5, 0, 0}, 0.0f, 1.0f);
   const std::vector<float> fast = EmbeddingBackward(ids, d_out, 40, 3.0f)->ToVector<float>();
-  SetDeterministicKernels(true);
-  absl::StatusOr<Tensor> deterministic = EmbeddingBackward(ids, d_out, 40, 3.0f);
-  SetDeterministicKernels(false);
+  absl::StatusOr<Tensor> deterministic = [&] {
+    const ScopedDeterministicKernels scope;
+    return EmbeddingBackward(ids, d_out, 40, 3.0f);
+  }();
   ASSERT_TRUE(deterministic.ok()) << deterministic.status();
   EXPECT_EQ(deterministic->ToVector<float>(), fast);
 }
@@ -172,10 +173,7 @@ TEST(EmbeddingTest, CudaMatchesCpu) {
 // unused rows, odd widths and no positions.
 TEST(EmbeddingTest, CudaDeterministicBackwardRepeatsBitForBit) {
   TFM_SKIP_WITHOUT_GPU();
-  struct Restore {
-    ~Restore() { SetDeterministicKernels(false); }
-  } restore;
-  SetDeterministicKernels(true);
+  const ScopedDeterministicKernels deterministic;
   struct Case {
     int64_t vocab, d, positions, modulus;
   };
