@@ -277,9 +277,12 @@ if run memcheck; then
   TFM_TESTS='gpu_decoding_test' \
     TFM_TEST_WRAPPER="timeout 120 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
     timeout 130 "$bundle/run_gpu_tests.sh" --gtest_filter='*StepGraphsGiveTheEagerOutputs*'
+  # Attention's decode kernel, deterministic dQ, the one-tile dQ stores and
+  # the interleaved heads' strides (2026-11-27, sixth session).
   TFM_TESTS='attention_cuda_test' \
     TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
-    timeout 110 "$bundle/run_gpu_tests.sh" --gtest_filter='*Decode*:*Deterministic*'
+    timeout 110 "$bundle/run_gpu_tests.sh" \
+    --gtest_filter='*Decode*:*Deterministic*:*OneKeyTile*:*Interleaved*'
   # The kernels added without a GPU: the fused residual + LayerNorm, the
   # device-side top-k of the search, the multi-tensor Adam and norm, and
   # deterministic mode's sorted embedding gradient.
@@ -288,8 +291,9 @@ if run memcheck; then
   # the pinned staging of uploads. Then the loss scale's ops and Adam's
   # skip of a non-finite update (the trainer's reads at log lines only),
   # and the one-launch lists of cast (a pass's weights and bf16 gradients)
-  # and split_heads/merge_heads (attention's q, k and v).
-  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512|kv_cache_test|positional_encoding_test_avx512|linear_test|staged_upload_test|loss_scale_test|cast_test|split_heads_test' \
+  # and split_heads/merge_heads (attention's q, k and v); relu_backward's
+  # dropout scale.
+  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512|kv_cache_test|positional_encoding_test_avx512|linear_test|staged_upload_test|loss_scale_test|cast_test|split_heads_test|relu_test_avx512' \
     TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
     timeout 240 "$bundle/run_gpu_tests.sh" --gtest_filter='*Cuda*:*Gpu*:*GPU*:*Staged*'
   # Shared memory in the new top-k reductions.
