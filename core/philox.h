@@ -10,11 +10,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TFM_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define TFM_HOST_DEVICE inline
-#endif
+#include "core/host_device.h"
 
 namespace tfm {
 namespace philox {

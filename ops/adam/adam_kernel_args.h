@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/host_device.h"
+
 namespace tfm {
 
 // param -= step_size * m / (sqrt(v) / correction2_sqrt + eps) after the
@@ -32,19 +34,13 @@ inline AdamStep MakeAdamStep(double lr, double beta1, double beta2, double eps, 
   };
 }
 
-#ifdef __CUDACC__
-#define TFM_HOST_DEVICE __host__ __device__
-#else
-#define TFM_HOST_DEVICE
-#endif
-
 // The factor that clips gradients whose squares sum to `sum_of_squares` to
 // a global norm of at most max_norm (0: no clipping), exactly as ClipGradNorm
 // (ops/adam/grad_norm.h) computes it, torch.nn.utils.clip_grad_norm_'s
 // max_norm / (norm + 1e-6) in double, rounded once to f32: the multi-tensor
 // update multiplies each gradient by it, as scale_in_place would. A NaN
 // norm leaves the gradients alone, as ClipGradNorm does.
-TFM_HOST_DEVICE inline float ClipFactor(float sum_of_squares, double max_norm) {
+TFM_HOST_DEVICE float ClipFactor(float sum_of_squares, double max_norm) {
   if (!(max_norm > 0)) return 1.0f;
   const double norm = sqrt(static_cast<double>(sum_of_squares));
   if (norm != norm) return 1.0f;
@@ -56,13 +52,12 @@ TFM_HOST_DEVICE inline float ClipFactor(float sum_of_squares, double max_norm) {
 // squares or its guard (the trainer's loss) is not finite: a non-finite
 // update skipped on the device, with no read by the host. Either pointer
 // may be nullptr (adam, which has neither).
-TFM_HOST_DEVICE inline bool SkipsUpdate(const float* sum_of_squares, const float* guard) {
+TFM_HOST_DEVICE bool SkipsUpdate(const float* sum_of_squares, const float* guard) {
   // x - x is NaN exactly when x is infinite or NaN.
   return (sum_of_squares != nullptr && !(*sum_of_squares - *sum_of_squares == 0.0f)) ||
          (guard != nullptr && !(*guard - *guard == 0.0f));
 }
 
-#undef TFM_HOST_DEVICE
 
 }  // namespace tfm
 

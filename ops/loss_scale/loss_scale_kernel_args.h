@@ -7,11 +7,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define TFM_HOST_DEVICE __host__ __device__
-#else
-#define TFM_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace tfm {
 
@@ -21,7 +17,7 @@ namespace tfm {
 // of clean updates restarts; finite, the count grows, and at `window` in a
 // row the scale doubles (up to max_scale) and the count restarts. The
 // scale stays a power of two, so every product with it is exact.
-TFM_HOST_DEVICE inline void StepLossScale(float sum_of_squares, int64_t window, float max_scale,
+TFM_HOST_DEVICE void StepLossScale(float sum_of_squares, int64_t window, float max_scale,
                                           float* scale, float* clean_updates) {
   if (!(sum_of_squares - sum_of_squares == 0.0f)) {  // NaN or infinite.
     *scale = *scale * 0.5f;
@@ -38,6 +34,5 @@ TFM_HOST_DEVICE inline void StepLossScale(float sum_of_squares, int64_t window, 
 
 }  // namespace tfm
 
-#undef TFM_HOST_DEVICE
 
 #endif  // TFM_OPS_LOSS_SCALE_LOSS_SCALE_KERNEL_ARGS_H_
