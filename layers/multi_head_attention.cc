@@ -44,7 +44,8 @@ class MultiHeadAttention : public Layer {
     const int64_t d = model.d_model(), h = model.num_heads();
     TFM_ASSIGN_OR_RETURN(layer->self_attention_, args.attrs.GetOr<bool>("self_attention", false));
     TFM_ASSIGN_OR_RETURN(layer->options_.causal, args.attrs.GetOr<bool>("causal", false));
-    layer->options_.interleaved_heads = true;  // See Forward.
+    // See Forward.
+    layer->options_.interleaved_queries = layer->options_.interleaved_keys = true;
     layer->heads_ = h;
     layer->attention_dropout_ = model.attention_dropout();
     TFM_ASSIGN_OR_RETURN(layer->q_proj_, Dense::Create(args, "q_proj", d, h * model.d_k()));
@@ -184,15 +185,17 @@ class MultiHeadAttention : public Layer {
         TFM_ASSIGN_OR_RETURN(q, Tensor::Empty({x.dim(0), heads_, 1, qkv.dim(3)}, DType::kF32,
                                               x.device()));
         TFM_RETURN_IF_ERROR(KvCacheWrite(q, qkv, 0, 0));
+        // One position: [rows, h, 1, d] has the bytes of [rows, 1, h, d].
+        TFM_ASSIGN_OR_RETURN(q, q.Reshape({x.dim(0), 1, heads_, qkv.dim(3)}));
       } else {
         TFM_ASSIGN_OR_RETURN(q, q_proj_.Step(cache, x));
         TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Step(cache, x));
         TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Step(cache, x));
-        TFM_ASSIGN_OR_RETURN(k, StepHeads(k));
-        TFM_ASSIGN_OR_RETURN(v, StepHeads(v));
+        TFM_ASSIGN_OR_RETURN(k, OnePositionHeads(k));
+        TFM_ASSIGN_OR_RETURN(v, OnePositionHeads(v));
         TFM_RETURN_IF_ERROR(WriteStep(cache, entry->tensors[0], k, 0));
         TFM_RETURN_IF_ERROR(WriteStep(cache, entry->tensors[1], v, 0));
-        TFM_ASSIGN_OR_RETURN(q, StepHeads(q));
+        TFM_ASSIGN_OR_RETURN(q, Interleaved(q));
       }
       options.key_lengths = cache.key_lengths();
       options.key_rows = cache.key_rows();
@@ -210,15 +213,20 @@ class MultiHeadAttention : public Layer {
         TFM_ASSIGN_OR_RETURN(std::vector<Tensor> kv, SplitHeadsAll({k, v}, heads_));
         entry = &cache.Store(this, {DecodingCache::Indexing::kSentence, std::move(kv)});
       }
+      // A sentence's rows query its keys together: [sentences, rows per
+      // sentence, h, d].
       TFM_ASSIGN_OR_RETURN(q, q.Reshape({cache.sentences(), cache.rows_per_sentence(), q.dim(2)}));
-      TFM_ASSIGN_OR_RETURN(q, StepHeads(q));
+      TFM_ASSIGN_OR_RETURN(q, Interleaved(q));
       options.key_lengths = inputs.back();
     }
+    // The queries and the output interleaved (the keys and values stay in
+    // their heads-first caches): no split_heads or merge_heads per step.
+    options.interleaved_queries = true;
     TFM_ASSIGN_OR_RETURN(
         AttentionOutput attention,
         ScaledDotProductAttention(q, entry->tensors[0], entry->tensors[1], options));
-    TFM_ASSIGN_OR_RETURN(Tensor merged, StepMergeHeads(attention.out));
-    TFM_ASSIGN_OR_RETURN(merged, merged.Reshape({cache.rows(), 1, merged.dim(2)}));
+    TFM_ASSIGN_OR_RETURN(Tensor merged,
+                         attention.out.Reshape({cache.rows(), 1, heads_ * attention.out.dim(3)}));
     TFM_ASSIGN_OR_RETURN(Tensor y, out_proj_.Step(cache, merged));
     return std::vector<Tensor>{y};
   }
@@ -243,20 +251,10 @@ class MultiHeadAttention : public Layer {
     return x.Reshape({x.dim(0), x.dim(1), x.dim(2) * x.dim(3)});
   }
 
-  // split_heads of a step's [batch, len, h d] projection: with one position
-  // per batch entry, [batch, h, 1, d] is the same memory, so a reshape
-  // (no copy) serves; several rows of a sentence querying together
-  // (encoder-decoder attention in a beam) need the real transpose.
-  absl::StatusOr<Tensor> StepHeads(const Tensor& x) const {
-    if (x.dim(1) != 1) return SplitHeads(x, heads_);
+  // A step's [rows, 1, h d] key or value projection as its cache's rows
+  // [rows, h, 1, d]: with one position, the same bytes (a reshape).
+  absl::StatusOr<Tensor> OnePositionHeads(const Tensor& x) const {
     return x.Reshape({x.dim(0), heads_, 1, x.dim(2) / heads_});
-  }
-
-  // merge_heads of a step's [batch, h, len, d] attention output, the inverse
-  // of StepHeads: a reshape for one position per batch entry.
-  absl::StatusOr<Tensor> StepMergeHeads(const Tensor& out) const {
-    if (out.dim(2) != 1) return MergeHeads(out);
-    return out.Reshape({out.dim(0), 1, heads_ * out.dim(3)});
   }
 
   // Stores (under &q_proj_, shared by every row and every batch of a

@@ -17,31 +17,37 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
   const Tensor& v = context.input(2);
   const Attrs& attrs = context.attrs();
   AttentionParams params;
-  TFM_ASSIGN_OR_RETURN(params.interleaved_heads, attrs.GetOr<bool>("interleaved_heads", false));
+  TFM_ASSIGN_OR_RETURN(params.interleaved_queries,
+                       attrs.GetOr<bool>("interleaved_queries", false));
+  TFM_ASSIGN_OR_RETURN(params.interleaved_keys, attrs.GetOr<bool>("interleaved_keys", false));
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
-    return context.Error(params.interleaved_heads ? "q, k and v must be [batch, len, heads, d]"
-                                                  : "q, k and v must be [batch, heads, len, d]");
+    return context.Error(
+        "q, k and v must be [batch, heads, len, d] (interleaved: [batch, len, heads, d])");
   }
-  if (params.interleaved_heads && key_rows) {
-    return context.Error("key rows take q, k and v as [batch, heads, len, d], not interleaved");
+  if (params.interleaved_keys && key_rows) {
+    return context.Error("key rows take k and v as [batch, heads, len, d], not interleaved");
   }
-  // The extents of heads and of positions.
-  const int heads_dim = params.interleaved_heads ? 2 : 1;
-  const int len_dim = params.interleaved_heads ? 1 : 2;
+  // The extents of heads and of positions, per side.
+  const int q_heads_dim = params.interleaved_queries ? 2 : 1;
+  const int q_len_dim = params.interleaved_queries ? 1 : 2;
+  const int k_heads_dim = params.interleaved_keys ? 2 : 1;
+  const int k_len_dim = params.interleaved_keys ? 1 : 2;
   params.batch = q.dim(0);
-  params.heads = q.dim(heads_dim);
-  params.q_len = q.dim(len_dim);
-  params.k_len = k.dim(len_dim);
+  params.heads = q.dim(q_heads_dim);
+  params.q_len = q.dim(q_len_dim);
+  params.k_len = k.dim(k_len_dim);
   params.d_k = q.dim(3);
   params.d_v = v.dim(3);
   params.key_batch = k.dim(0);
   const bool batch_ok = key_rows ? k.dim(0) >= params.batch : k.dim(0) == params.batch;
-  if (!batch_ok || v.dim(0) != k.dim(0) || k.dim(heads_dim) != params.heads ||
-      v.dim(heads_dim) != params.heads) {
+  if (!batch_ok || v.dim(0) != k.dim(0) || k.dim(k_heads_dim) != params.heads ||
+      v.dim(k_heads_dim) != params.heads) {
     return context.Error("q, k and v disagree on batch or heads");
   }
   if (k.dim(3) != params.d_k) return context.Error("q and k disagree on d_k");
-  if (v.dim(len_dim) != params.k_len) return context.Error("k and v disagree on the key length");
+  if (v.dim(k_len_dim) != params.k_len) {
+    return context.Error("k and v disagree on the key length");
+  }
 
   TFM_ASSIGN_OR_RETURN(params.causal, attrs.GetOr<bool>("causal", false));
   TFM_ASSIGN_OR_RETURN(std::string key_mask, attrs.GetOr<std::string>("key_mask", "none"));
@@ -85,7 +91,7 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
 }
 
 Shape AttentionOutShape(const AttentionParams& p) {
-  if (p.interleaved_heads) return {p.batch, p.q_len, p.heads, p.d_v};
+  if (p.interleaved_queries) return {p.batch, p.q_len, p.heads, p.d_v};
   return {p.batch, p.heads, p.q_len, p.d_v};
 }
 
@@ -134,7 +140,7 @@ absl::Status ValidateBackward(const KernelContext& context) {
 
 const std::vector<std::string> kAttrNames = {
     "causal", "key_mask", "dropout", "seed",          "stream",
-    "offset", "scale",    "backend", "deterministic", "interleaved_heads"};
+    "offset", "scale",    "backend", "deterministic", "interleaved_queries", "interleaved_keys"};
 
 TFM_REGISTER_OP(OpDef{
     .name = "scaled_dot_product_attention",
@@ -170,7 +176,8 @@ Attrs AttentionAttrs(const AttentionOptions& options) {
       .Set("offset", static_cast<int64_t>(options.dropout_state.offset));
   if (options.scale.has_value()) attrs.Set("scale", static_cast<double>(*options.scale));
   if (!options.backend.empty()) attrs.Set("backend", options.backend);
-  if (options.interleaved_heads) attrs.Set("interleaved_heads", true);
+  if (options.interleaved_queries) attrs.Set("interleaved_queries", true);
+  if (options.interleaved_keys) attrs.Set("interleaved_keys", true);
   // Read by the CUDA backward (core/deterministic.h).
   if (DeterministicKernels()) attrs.Set("deterministic", true);
   return attrs;

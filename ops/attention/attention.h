@@ -3,13 +3,17 @@
 //
 // Layout: q [batch, heads, q_len, d_k], k [batch, heads, k_len, d_k],
 // v [batch, heads, k_len, d_v], out [batch, heads, q_len, d_v], all dense
-// row-major f32; or with interleaved_heads each of them (and the
-// gradients) [batch, len, heads, d]: the projections' [batch, len, heads * d]
-// as they are, so that a layer needs no split_heads and merge_heads around
-// the op. The CUDA tensor-core kernels read and write that layout in place;
-// the other kernels permute it to heads-first and back inside the op (the
-// cost the two ops had), so the results are the same either way, to the
-// bit. lse stays [batch, heads, q_len]; key rows take heads-first only. On
+// row-major f32. Interleaved heads: with interleaved_queries q, out and
+// their gradients, with interleaved_keys k, v and theirs, are [batch, len,
+// heads, d] instead: the projections' [batch, len, heads * d] as they are,
+// so that a layer needs no split_heads and merge_heads around the op
+// (training sets both; a decoding step its queries, against heads-first
+// caches). The CUDA tensor-core kernels, and the decode kernel for queries,
+// read and write that layout in place; the other kernels get heads-first
+// copies inside the op (the cost the two ops had; none where len or heads
+// is 1, the same bytes either way), so the results are the same either
+// way, to the bit. lse stays [batch, heads, q_len]; key rows take
+// heads-first keys only. On
 // CUDA q, k, v, out and the gradients may also be bf16 or f16 (lse stays
 // f32): flash-attention kernels in attention_cuda*.cu, tensor cores for bf16
 // and f16 at head sizes 32, 64 and 128, and for up to 8 query rows without
@@ -73,8 +77,10 @@ struct AttentionOptions {
   // The forward's key rows [batch, k_len] i32 on q's device (see above);
   // undefined: each batch item reads its own keys.
   Tensor key_rows;
-  // Tensors [batch, len, heads, d] instead of [batch, heads, len, d].
-  bool interleaved_heads = false;
+  // [batch, len, heads, d] instead of [batch, heads, len, d]: q and out
+  // (and dq, d_out); k and v (and dk, dv).
+  bool interleaved_queries = false;
+  bool interleaved_keys = false;
 };
 
 struct AttentionOutput {
@@ -99,8 +105,8 @@ absl::StatusOr<AttentionGrads> ScaledDotProductAttentionBackward(
 // The ops' attributes and their key_mask input for `options` (for callers of
 // RunOp). Attributes: causal (bool), key_mask ("none", "lengths",
 // "padding"), dropout (double), seed/stream/offset (int64), scale (double,
-// optional), interleaved_heads (bool, when set). The key_mask input is an empty i32 tensor on `device` when
-// there is none.
+// optional), interleaved_queries and interleaved_keys (bool, when set). The
+// key_mask input is an empty i32 tensor on `device` when there is none.
 Attrs AttentionAttrs(const AttentionOptions& options);
 absl::StatusOr<Tensor> AttentionKeyMaskInput(const AttentionOptions& options, const Device& device);
 

@@ -44,11 +44,8 @@ absl::Status ReadKeyMask(const KernelContext& context, const Tensor& mask,
 
 absl::StatusOr<attention_cpu::Problem> MakeProblem(const KernelContext& context,
                                                    int key_mask_input, bool key_rows = false) {
-  attention_cpu::Problem problem;
+  attention_cpu::Problem problem;  // q, k and v: ReadInputs.
   TFM_ASSIGN_OR_RETURN(problem.params, ParseAttentionParams(context, key_mask_input, key_rows));
-  problem.q = context.input(0).data<float>();
-  problem.k = context.input(1).data<float>();
-  problem.v = context.input(2).data<float>();
   problem.key_end.assign(problem.params.batch, problem.params.k_len);
   const Tensor& mask = context.input(key_mask_input);
   if (mask.dtype() == DType::kI64) {
@@ -62,30 +59,47 @@ absl::StatusOr<attention_cpu::Problem> MakeProblem(const KernelContext& context,
 // [batch, heads, len, d] for interleaved `x` [batch, len, heads, d].
 Shape HeadsFirstShape(const Tensor& x) { return {x.dim(0), x.dim(2), x.dim(1), x.dim(3)}; }
 
-// The heads-first copy of interleaved `x`.
-absl::StatusOr<Tensor> HeadsFirst(const Tensor& x) {
+// Whether interleaved `x` has the bytes of its heads-first form: one
+// position (a decoding step's query) or one head.
+bool SameAsHeadsFirst(const Tensor& x) { return x.dim(1) == 1 || x.dim(2) == 1; }
+
+// An input as the loops read it: itself where it is heads-first, or where
+// the layouts share their bytes (a view), else a heads-first copy.
+absl::StatusOr<Tensor> AsHeadsFirst(const Tensor& x, bool interleaved) {
+  if (!interleaved) return x;
+  if (SameAsHeadsFirst(x)) return x.Reshape(HeadsFirstShape(x));
   TFM_ASSIGN_OR_RETURN(Tensor copy, Tensor::Empty(HeadsFirstShape(x), DType::kF32));
   PermuteHeadsOnHost(x.raw_data(), copy.raw_data(), x.dim(0), x.dim(1), x.dim(2),
                      x.dim(3) * sizeof(float), /*split=*/true);
   return copy;
 }
 
-// Heads-first `from` [batch, heads, len, d] into interleaved `to`.
-void Interleave(const Tensor& from, Tensor& to) {
-  PermuteHeadsOnHost(from.raw_data(), to.raw_data(), from.dim(0), from.dim(2), from.dim(1),
-                     from.dim(3) * sizeof(float), /*split=*/false);
+// Where the loops write an output: the output itself (a heads-first view of
+// it where the layouts share their bytes), or a heads-first temporary that
+// FinishOutput interleaves into it.
+absl::StatusOr<Tensor> HeadsFirstTarget(const Tensor& out, bool interleaved) {
+  if (!interleaved) return out;
+  if (SameAsHeadsFirst(out)) return out.Reshape(HeadsFirstShape(out));
+  return Tensor::Empty(HeadsFirstShape(out), DType::kF32);
 }
 
-// Interleaved q, k and v as the loops read them: heads-first copies, kept
-// alive in `copies`, behind the problem's pointers.
-absl::Status ReadHeadsFirst(const KernelContext& context, attention_cpu::Problem& problem,
-                            Tensor (&copies)[3]) {
-  for (int i = 0; i < 3; ++i) {
-    TFM_ASSIGN_OR_RETURN(copies[i], HeadsFirst(context.input(i)));
-  }
-  problem.q = copies[0].data<float>();
-  problem.k = copies[1].data<float>();
-  problem.v = copies[2].data<float>();
+void FinishOutput(const Tensor& target, Tensor& out, bool interleaved) {
+  if (!interleaved || SameAsHeadsFirst(out)) return;
+  PermuteHeadsOnHost(target.raw_data(), out.raw_data(), out.dim(0), out.dim(1), out.dim(2),
+                     out.dim(3) * sizeof(float), /*split=*/false);
+}
+
+// q, k and v as the loops read them, kept alive in `inputs`, behind the
+// problem's pointers.
+absl::Status ReadInputs(const KernelContext& context, attention_cpu::Problem& problem,
+                        Tensor (&inputs)[3]) {
+  const AttentionParams& p = problem.params;
+  TFM_ASSIGN_OR_RETURN(inputs[0], AsHeadsFirst(context.input(0), p.interleaved_queries));
+  TFM_ASSIGN_OR_RETURN(inputs[1], AsHeadsFirst(context.input(1), p.interleaved_keys));
+  TFM_ASSIGN_OR_RETURN(inputs[2], AsHeadsFirst(context.input(2), p.interleaved_keys));
+  problem.q = inputs[0].data<float>();
+  problem.k = inputs[1].data<float>();
+  problem.v = inputs[2].data<float>();
   return absl::OkStatus();
 }
 
@@ -103,44 +117,35 @@ absl::Status AttentionForwardCpu(KernelContext& context) {
   // outputs only once all are allocated.
   TFM_RETURN_IF_ERROR(context.AllocateOutput(0, AttentionOutShape(p), DType::kF32).status());
   TFM_RETURN_IF_ERROR(context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32).status());
-  if (!p.interleaved_heads) {
-    attention_cpu::Forward(problem, context.outputs()[0].data<float>(),
-                           context.outputs()[1].data<float>());
-    return absl::OkStatus();
-  }
   Tensor inputs[3];
-  TFM_RETURN_IF_ERROR(ReadHeadsFirst(context, problem, inputs));
-  TFM_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(HeadsFirstShape(context.outputs()[0]), DType::kF32));
-  attention_cpu::Forward(problem, out.data<float>(), context.outputs()[1].data<float>());
-  Interleave(out, context.outputs()[0]);
+  TFM_RETURN_IF_ERROR(ReadInputs(context, problem, inputs));
+  Tensor& out = context.outputs()[0];
+  TFM_ASSIGN_OR_RETURN(Tensor target, HeadsFirstTarget(out, p.interleaved_queries));
+  attention_cpu::Forward(problem, target.data<float>(), context.outputs()[1].data<float>());
+  FinishOutput(target, out, p.interleaved_queries);
   return absl::OkStatus();
 }
 
 absl::Status AttentionBackwardCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem, MakeProblem(context, kBackwardKeyMaskInput));
+  const AttentionParams& p = problem.params;
   for (int i = 0; i < 3; ++i) {
     TFM_RETURN_IF_ERROR(context.AllocateOutput(i, context.input(i).shape(), DType::kF32).status());
   }
-  std::vector<Tensor>& grads = context.outputs();
-  if (!problem.params.interleaved_heads) {
-    attention_cpu::Backward(problem, context.input(3).data<float>(),
-                            context.input(4).data<float>(), context.input(5).data<float>(),
-                            grads[0].data<float>(), grads[1].data<float>(),
-                            grads[2].data<float>());
-    return absl::OkStatus();
-  }
   Tensor inputs[3];
-  TFM_RETURN_IF_ERROR(ReadHeadsFirst(context, problem, inputs));
-  TFM_ASSIGN_OR_RETURN(const Tensor out, HeadsFirst(context.input(3)));
-  TFM_ASSIGN_OR_RETURN(const Tensor d_out, HeadsFirst(context.input(5)));
-  Tensor heads_first[3];
+  TFM_RETURN_IF_ERROR(ReadInputs(context, problem, inputs));
+  TFM_ASSIGN_OR_RETURN(const Tensor out, AsHeadsFirst(context.input(3), p.interleaved_queries));
+  TFM_ASSIGN_OR_RETURN(const Tensor d_out, AsHeadsFirst(context.input(5), p.interleaved_queries));
+  std::vector<Tensor>& grads = context.outputs();
+  const bool interleaved[3] = {p.interleaved_queries, p.interleaved_keys, p.interleaved_keys};
+  Tensor targets[3];
   for (int i = 0; i < 3; ++i) {
-    TFM_ASSIGN_OR_RETURN(heads_first[i], Tensor::Empty(HeadsFirstShape(grads[i]), DType::kF32));
+    TFM_ASSIGN_OR_RETURN(targets[i], HeadsFirstTarget(grads[i], interleaved[i]));
   }
   attention_cpu::Backward(problem, out.data<float>(), context.input(4).data<float>(),
-                          d_out.data<float>(), heads_first[0].data<float>(),
-                          heads_first[1].data<float>(), heads_first[2].data<float>());
-  for (int i = 0; i < 3; ++i) Interleave(heads_first[i], grads[i]);
+                          d_out.data<float>(), targets[0].data<float>(),
+                          targets[1].data<float>(), targets[2].data<float>());
+  for (int i = 0; i < 3; ++i) FinishOutput(targets[i], grads[i], interleaved[i]);
   return absl::OkStatus();
 }
 

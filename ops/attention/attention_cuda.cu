@@ -18,7 +18,7 @@ namespace {
 using attention_cuda::FromFloat;
 using attention_cuda::kNegInf;
 using attention_cuda::LastLaunchError;
-using attention_cuda::RowOffset;
+using attention_cuda::QueryRowOffset;
 using attention_cuda::ToFloat;
 
 constexpr int kThreads = 256;
@@ -67,7 +67,7 @@ __global__ void RowDotsKernel(AttentionCudaProblem p, const T* a, const T* b, in
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
   for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows;
        row += warps) {
-    const int64_t offset = RowOffset(p, row, p.q_len, d);
+    const int64_t offset = QueryRowOffset(p, row, d);
     float sum = 0.0f;
     for (int64_t x = lane; x < d; x += 32) {
       sum = fmaf(ToFloat(a[offset + x]), ToFloat(b[offset + x]), sum);
@@ -89,7 +89,8 @@ __global__ void SumSlabsKernel(AttentionCudaProblem p, const float* slabs, int64
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float sum = 0.0f;
     for (int64_t s = 0; s < slab_count; ++s) sum += slabs[s * count + i];
-    out[RowOffset(p, i / p.d_k, p.q_len, p.d_k) + i % p.d_k] = FromFloat<T>(sum);
+    const int64_t at = p.interleaved_queries ? QueryRowOffset(p, i / p.d_k, p.d_k) + i % p.d_k : i;
+    out[at] = FromFloat<T>(sum);
   }
 }
 
@@ -178,7 +179,9 @@ const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const vo
   // The tensor-core kernel where it applies (an H100 run found the forward
   // left on CUDA cores at 7 TFLOP/s), else the f32/FFMA one.
   const bool mma = UseMma(problem, {q, k, v, out});
-  if (problem.interleaved_heads && !mma) return kInterleavedNeedsMma;
+  if ((problem.interleaved_queries || problem.interleaved_keys) && !mma) {
+    return kInterleavedNeedsMma;
+  }
   const auto forward = mma ? attention_cuda::ForwardMma : attention_cuda::ForwardFfma;
   return forward(problem, q, k, v, out, lse, static_cast<cudaStream_t>(stream));
 }
@@ -210,7 +213,7 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   const int64_t rows = p.batch * p.heads * p.q_len;
   const bool mma = UseMma(p, {q, k, v, d_out, dk, dv});
-  if (p.interleaved_heads && !mma) return kInterleavedNeedsMma;
+  if ((p.interleaved_queries || p.interleaved_keys) && !mma) return kInterleavedNeedsMma;
   AttentionCudaProblem problem = p;
   // One key tile per head: the tensor-core kernel stores dQ itself.
   if (mma && p.k_len <= attention_cuda::BackwardMmaKeyTile()) problem.dq_direct = dq;

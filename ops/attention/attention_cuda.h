@@ -52,11 +52,13 @@ struct AttentionCudaProblem {
   void* dq_direct = nullptr;
   // The backward in deterministic mode (train.deterministic).
   bool deterministic = false;
-  // q, k, v, out, d_out and the gradients are [batch, len, heads, d] (lse
-  // stays [batch, heads, q_len]). The tensor-core kernels and the
-  // backward's small kernels take it; for the others the op permutes to
-  // heads-first and back (AttentionMmaTakes says which).
-  bool interleaved_heads = false;
+  // [batch, len, heads, d] instead of heads-first (lse stays [batch,
+  // heads, q_len]): q, out, d_out and dq; k, v, dk and dv. The tensor-core
+  // kernels and the backward's small kernels take both, the decode kernel
+  // interleaved queries; for the others the op permutes to heads-first and
+  // back (AttentionMmaTakes, AttentionDecodeTakes).
+  bool interleaved_queries = false;
+  bool interleaved_keys = false;
 };
 
 // Every launcher returns nullptr or the CUDA error text; all run on `stream`.

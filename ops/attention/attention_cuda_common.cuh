@@ -60,21 +60,26 @@ __device__ __forceinline__ int64_t RowKeyEnd(const AttentionCudaProblem& p, int6
 
 // Where head bh's [len, d] matrix of q, k, v, out or a gradient starts (its
 // row 0, in elements), and how far apart its rows lie: heads-first, each
-// head's rows are contiguous; interleaved ([batch, len, heads, d]), a row
-// is followed by the other heads' rows of the same position.
-__device__ __forceinline__ int64_t HeadOffset(const AttentionCudaProblem& p, int64_t bh,
-                                              int64_t len, int64_t d) {
-  if (!p.interleaved_heads) return bh * len * d;
+// head's rows are contiguous; interleaved ([batch, len, heads, d]: the
+// problem's interleaved_queries for q, out, d_out and dq, interleaved_keys
+// for k, v and theirs), a row is followed by the other heads' rows of the
+// same position.
+__device__ __forceinline__ int64_t HeadOffset(const AttentionCudaProblem& p, bool interleaved,
+                                              int64_t bh, int64_t len, int64_t d) {
+  if (!interleaved) return bh * len * d;
   return ((bh / p.heads) * len * p.heads + bh % p.heads) * d;
 }
-__device__ __forceinline__ int64_t RowStride(const AttentionCudaProblem& p, int64_t d) {
-  return p.interleaved_heads ? p.heads * d : d;
+__device__ __forceinline__ int64_t RowStride(const AttentionCudaProblem& p, bool interleaved,
+                                             int64_t d) {
+  return interleaved ? p.heads * d : d;
 }
 
-// Where row `row` of the heads-first row order (bh * len + position) lies.
-__device__ __forceinline__ int64_t RowOffset(const AttentionCudaProblem& p, int64_t row,
-                                             int64_t len, int64_t d) {
-  return HeadOffset(p, row / len, len, d) + (row % len) * RowStride(p, d);
+// Where query row `row` of the heads-first row order (bh * q_len +
+// position) of out, d_out or dq lies.
+__device__ __forceinline__ int64_t QueryRowOffset(const AttentionCudaProblem& p, int64_t row,
+                                                  int64_t d) {
+  return HeadOffset(p, p.interleaved_queries, row / p.q_len, p.q_len, d) +
+         (row % p.q_len) * RowStride(p, p.interleaved_queries, d);
 }
 
 // The first query row that sees key c0 (0 without the causal mask).

@@ -33,11 +33,14 @@ namespace tfm {
 namespace {
 
 using attention_cuda::FromFloat;
+using attention_cuda::HeadOffset;
 using attention_cuda::KeyBias;
 using attention_cuda::KeyEnd;
 using attention_cuda::kNegInf;
 using attention_cuda::LastLaunchError;
+using attention_cuda::QueryRowOffset;
 using attention_cuda::RowKeyEnd;
+using attention_cuda::RowStride;
 
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
@@ -118,10 +121,15 @@ __global__ void __launch_bounds__(kThreads)
 
   float q_row[kQ][kElems];
   const float q_scale = p.scale * kLog2e;
+  // q's and out's rows of this head (interleaved queries: [batch, q_len,
+  // heads, d]).
+  const int64_t q_offset = HeadOffset(p, p.interleaved_queries, bh, q_len, kD);
+  const int64_t q_stride = RowStride(p, p.interleaved_queries, kD);
 #pragma unroll
   for (int i = 0; i < kQ; ++i) {
     if (i < q_len) {
-      Unpack(*reinterpret_cast<const uint4*>(q + (bh * q_len + i) * kD + slot * kElems), q_row[i]);
+      Unpack(*reinterpret_cast<const uint4*>(q + q_offset + i * q_stride + slot * kElems),
+             q_row[i]);
     } else {
 #pragma unroll
       for (int e = 0; e < kElems; ++e) q_row[i][e] = 0.0f;
@@ -252,7 +260,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t r = bh * q_len + i;
     if (splits == 1) {
       // A row that sees no key gets zeros and lse -inf (attention.h).
-      out[r * kD + d] = FromFloat<T>(sum > 0.0f ? value / sum : 0.0f);
+      out[q_offset + i * q_stride + d] = FromFloat<T>(sum > 0.0f ? value / sum : 0.0f);
       if (d == 0) lse[r] = sum > 0.0f ? (max + log2f(sum)) * kLn2 : kNegInf;
     } else {
       const int64_t part = r * splits + split;
@@ -269,7 +277,8 @@ __global__ void __launch_bounds__(kThreads)
 // One warp per query row: merges the row's splits into out and lse.
 template <typename T, int kD>
 __global__ void __launch_bounds__(kThreads)
-    CombineSplitsKernel(int64_t rows, int splits, const float* partial, T* out, float* lse) {
+    CombineSplitsKernel(AttentionCudaProblem p, int64_t rows, int splits, const float* partial,
+                        T* out, float* lse) {
   const int lane = threadIdx.x % 32;
   const int64_t r = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / 32;
   if (r >= rows) return;  // Whole warps leave together.
@@ -281,12 +290,13 @@ __global__ void __launch_bounds__(kThreads)
   float sum = 0.0f;
   for (int s = lane; s < splits; s += 32) sum += stats[2 * s + 1] * MergeWeight(stats[2 * s], max);
   for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
+  const int64_t out_row = QueryRowOffset(p, r, kD);
   for (int d = lane; d < kD; d += 32) {
     float value = 0.0f;
     for (int s = 0; s < splits; ++s) {
       value += values[s * kD + d] * MergeWeight(stats[2 * s], max);
     }
-    out[r * kD + d] = FromFloat<T>(sum > 0.0f ? value / sum : 0.0f);
+    out[out_row + d] = FromFloat<T>(sum > 0.0f ? value / sum : 0.0f);
   }
   if (lane == 0) lse[r] = sum > 0.0f ? (max + log2f(sum)) * kLn2 : kNegInf;
 }
@@ -321,7 +331,7 @@ const char* LaunchFor(const AttentionCudaProblem& p, int splits, const void* q, 
   const int64_t rows = heads_total * p.q_len;
   const int64_t blocks = (rows * 32 + kThreads - 1) / kThreads;
   CombineSplitsKernel<T, kD><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      rows, splits, partial, static_cast<T*>(out), lse);
+      p, rows, splits, partial, static_cast<T*>(out), lse);
   return LastLaunchError();
 }
 
@@ -359,6 +369,7 @@ bool AttentionDecodeTakes(const AttentionCudaProblem& p,
     return false;
   }
   if (p.f16) return false;  // bf16 and f32 kernels only.
+  if (p.interleaved_keys) return false;  // Caches are heads-first; queries may interleave.
   if (p.dropout > 0.0f || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) {
     return false;
   }

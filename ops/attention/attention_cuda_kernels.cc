@@ -62,7 +62,8 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
   problem.seed = params.dropout_state.seed;
   problem.stream = params.dropout_state.stream;
   problem.offset = params.dropout_state.offset;
-  problem.interleaved_heads = params.interleaved_heads;
+  problem.interleaved_queries = params.interleaved_queries;
+  problem.interleaved_keys = params.interleaved_keys;
   problem.bf16 = context.dtype() == DType::kBF16;
   problem.f16 = context.dtype() == DType::kF16;
   TFM_ASSIGN_OR_RETURN(problem.deterministic,
@@ -171,55 +172,97 @@ absl::StatusOr<Tensor> GatherByKeyRows(const KernelContext& context, const Tenso
 }
 
 // Interleaved heads for the kernels that read heads-first ones (cuDNN's, the
-// CUDA-core and decode kernels): a layer's split_heads and merge_heads, run
-// inside the op.
+// CUDA-core kernels, the decode kernel for keys): a layer's split_heads and
+// merge_heads, run inside the op.
+
+// Whether interleaved `x` [batch, len, heads, d] has the bytes of its
+// heads-first form: one position (a decoding step's query) or one head.
+bool SameAsHeadsFirst(const Tensor& x) { return x.dim(1) == 1 || x.dim(2) == 1; }
+
+Shape HeadsFirstShape(const Tensor& x) { return {x.dim(0), x.dim(2), x.dim(1), x.dim(3)}; }
+
+PermuteHeadsTensor PermuteEntry(const Tensor& interleaved, const void* from, void* to) {
+  return {from, to, interleaved.dim(0), interleaved.dim(1), interleaved.dim(2),
+          interleaved.dim(3) * static_cast<int64_t>(DTypeSize(interleaved.dtype()))};
+}
+
 absl::Status PermuteHeadsAll(const KernelContext& context,
                              const std::vector<PermuteHeadsTensor>& entries, bool split) {
-  return CudaLaunchStatus(context, LaunchPermuteHeads(entries.data(), static_cast<int>(entries.size()),
-                                                      split, context.stream()));
+  if (entries.empty()) return absl::OkStatus();
+  return CudaLaunchStatus(context, LaunchPermuteHeads(entries.data(),
+                                                      static_cast<int>(entries.size()), split,
+                                                      context.stream()));
 }
 
-// Heads-first copies [batch, heads, len, d] of interleaved [batch, len,
-// heads, d] tensors, in one launch per few.
-absl::StatusOr<std::vector<Tensor>> HeadsFirstCopies(const KernelContext& context,
-                                                     std::initializer_list<const Tensor*> xs) {
-  std::vector<Tensor> copies;
+// An input and whether it is interleaved.
+struct Side {
+  const Tensor* tensor;
+  bool interleaved;
+};
+
+// The inputs as heads-first kernels read them: each itself where it is
+// heads-first, a view where the layouts share their bytes, else a copy
+// (the copies in one launch per few).
+absl::StatusOr<std::vector<Tensor>> HeadsFirstInputs(const KernelContext& context,
+                                                     std::initializer_list<Side> inputs) {
+  std::vector<Tensor> tensors;
   std::vector<PermuteHeadsTensor> entries;
-  for (const Tensor* x : xs) {
-    TFM_ASSIGN_OR_RETURN(Tensor copy, Tensor::Empty({x->dim(0), x->dim(2), x->dim(1), x->dim(3)},
-                                                    x->dtype(), context.device(), context.stream()));
-    entries.push_back({x->raw_data(), copy.raw_data(), x->dim(0), x->dim(1), x->dim(2),
-                       x->dim(3) * static_cast<int64_t>(DTypeSize(x->dtype()))});
-    copies.push_back(std::move(copy));
+  for (const Side& input : inputs) {
+    const Tensor& x = *input.tensor;
+    if (!input.interleaved) {
+      tensors.push_back(x);
+    } else if (SameAsHeadsFirst(x)) {
+      TFM_ASSIGN_OR_RETURN(Tensor view, x.Reshape(HeadsFirstShape(x)));
+      tensors.push_back(std::move(view));
+    } else {
+      TFM_ASSIGN_OR_RETURN(Tensor copy, Tensor::Empty(HeadsFirstShape(x), x.dtype(),
+                                                      context.device(), context.stream()));
+      entries.push_back(PermuteEntry(x, x.raw_data(), copy.raw_data()));
+      tensors.push_back(std::move(copy));
+    }
   }
   TFM_RETURN_IF_ERROR(PermuteHeadsAll(context, entries, /*split=*/true));
-  return copies;
-}
-
-// Heads-first results into the op's interleaved outputs.
-absl::Status InterleaveInto(const KernelContext& context, const std::vector<Tensor>& heads_first,
-                            std::initializer_list<Tensor*> outputs) {
-  std::vector<PermuteHeadsTensor> entries;
-  auto from = heads_first.begin();
-  for (Tensor* to : outputs) {
-    entries.push_back({from->raw_data(), to->raw_data(), to->dim(0), to->dim(1), to->dim(2),
-                       to->dim(3) * static_cast<int64_t>(DTypeSize(to->dtype()))});
-    ++from;
-  }
-  return PermuteHeadsAll(context, entries, /*split=*/false);
-}
-
-// Uninitialised heads-first tensors shaped as interleaved `like`'s.
-absl::StatusOr<std::vector<Tensor>> HeadsFirstLike(const KernelContext& context,
-                                                   std::initializer_list<const Tensor*> like) {
-  std::vector<Tensor> tensors;
-  for (const Tensor* x : like) {
-    TFM_ASSIGN_OR_RETURN(Tensor t, Tensor::Empty({x->dim(0), x->dim(2), x->dim(1), x->dim(3)},
-                                                 x->dtype(), context.device(), context.stream()));
-    tensors.push_back(std::move(t));
-  }
   return tensors;
 }
+
+// Where heads-first kernels write the op's outputs: each output itself, or
+// a heads-first view of it, or a temporary that Finish interleaves into it.
+class HeadsFirstOutputs {
+ public:
+  absl::Status Add(const KernelContext& context, Tensor* output, bool interleaved) {
+    outputs_.push_back(output);
+    if (!interleaved) {
+      targets_.push_back(*output);
+      temporary_.push_back(false);
+    } else if (SameAsHeadsFirst(*output)) {
+      TFM_ASSIGN_OR_RETURN(Tensor view, output->Reshape(HeadsFirstShape(*output)));
+      targets_.push_back(std::move(view));
+      temporary_.push_back(false);
+    } else {
+      TFM_ASSIGN_OR_RETURN(Tensor target, Tensor::Empty(HeadsFirstShape(*output), output->dtype(),
+                                                        context.device(), context.stream()));
+      targets_.push_back(std::move(target));
+      temporary_.push_back(true);
+    }
+    return absl::OkStatus();
+  }
+  Tensor* target(int i) { return &targets_[i]; }
+  absl::Status Finish(const KernelContext& context) {
+    std::vector<PermuteHeadsTensor> entries;
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      if (temporary_[i]) {
+        entries.push_back(PermuteEntry(*outputs_[i], targets_[i].raw_data(),
+                                       outputs_[i]->raw_data()));
+      }
+    }
+    return PermuteHeadsAll(context, entries, /*split=*/false);
+  }
+
+ private:
+  std::vector<Tensor*> outputs_;
+  std::vector<Tensor> targets_;
+  std::vector<bool> temporary_;
+};
 
 // The forward on heads-first q, k and v (`in`), key rows included.
 absl::Status ForwardHeadsFirst(const KernelContext& context, CudaProblem& cuda, ForwardInputs in,
@@ -267,38 +310,53 @@ absl::Status ForwardHeadsFirst(const KernelContext& context, CudaProblem& cuda, 
 }
 
 absl::Status AttentionForwardCuda(KernelContext& context) {
-  const bool has_key_rows = context.input(kForwardKeyRowsInput).num_elements() > 0;
+  const Tensor& key_rows = context.input(kForwardKeyRowsInput);
+  const bool has_key_rows = key_rows.num_elements() > 0;
   TFM_ASSIGN_OR_RETURN(CudaProblem cuda,
                        MakeCudaProblem(context, kForwardKeyMaskInput, has_key_rows));
   AttentionCudaProblem& p = cuda.problem;
-  const Shape out_shape = p.interleaved_heads ? Shape{p.batch, p.q_len, p.heads, p.d_v}
-                                              : Shape{p.batch, p.heads, p.q_len, p.d_v};
+  const Shape out_shape = p.interleaved_queries ? Shape{p.batch, p.q_len, p.heads, p.d_v}
+                                                : Shape{p.batch, p.heads, p.q_len, p.d_v};
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, out_shape, context.dtype()));
   TFM_ASSIGN_OR_RETURN(Tensor * lse,
                        context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32));
   const ForwardInputs in{context.input(0).raw_data(), context.input(1).raw_data(),
                          context.input(2).raw_data()};
-  if (!p.interleaved_heads) return ForwardHeadsFirst(context, cuda, in, out, lse);
-  // The tensor-core kernels read and write interleaved heads in place,
-  // unless cuDNN comes first (long sentences without dropout: faster than
-  // ours there, by more than the permutes cost).
-  if (!CudnnProblemFor(cuda).has_value() &&
+  if (!p.interleaved_queries && !p.interleaved_keys) {
+    return ForwardHeadsFirst(context, cuda, in, out, lse);
+  }
+  // Kernels that read interleaved heads in place: the decode kernel
+  // (interleaved queries; it refuses interleaved keys), else the tensor-core
+  // kernels unless cuDNN comes first (long sentences without dropout:
+  // faster than ours there, by more than the permutes cost).
+  const bool decode = cuda.backend != AttentionBackend::kFlashTiles &&
+                      AttentionDecodeTakes(p, {in.q, in.k, in.v, out->raw_data()});
+  if (decode && (has_key_rows || cuda.backend != AttentionBackend::kCudnn)) {
+    if (has_key_rows) p.key_rows = key_rows.data<int32_t>();
+    return DecodeForward(context, p, in, out, lse);
+  }
+  const bool cudnn_first =
+      (p.q_len > kMaxAttentionDecodeQueries || cuda.backend == AttentionBackend::kCudnn) &&
+      CudnnProblemFor(cuda).has_value();
+  if (!has_key_rows && !decode && !cudnn_first &&
       AttentionMmaTakes(p, {in.q, in.k, in.v, out->raw_data()})) {
     return CudaLaunchStatus(context, LaunchAttentionForward(p, in.q, in.k, in.v, out->raw_data(),
                                                             lse->data<float>(), context.stream()));
   }
-  TFM_ASSIGN_OR_RETURN(
-      const std::vector<Tensor> inputs,
-      HeadsFirstCopies(context, {&context.input(0), &context.input(1), &context.input(2)}));
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> heads_first_out, HeadsFirstLike(context, {out}));
-  p.interleaved_heads = false;
+  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> inputs,
+                       HeadsFirstInputs(context, {{&context.input(0), p.interleaved_queries},
+                                                  {&context.input(1), p.interleaved_keys},
+                                                  {&context.input(2), p.interleaved_keys}}));
+  HeadsFirstOutputs outputs;
+  TFM_RETURN_IF_ERROR(outputs.Add(context, out, p.interleaved_queries));
+  p.interleaved_queries = p.interleaved_keys = false;
   TFM_RETURN_IF_ERROR(ForwardHeadsFirst(
       context, cuda, {inputs[0].raw_data(), inputs[1].raw_data(), inputs[2].raw_data()},
-      &heads_first_out[0], lse));
-  return InterleaveInto(context, heads_first_out, {out});
+      outputs.target(0), lse));
+  return outputs.Finish(context);
 }
 
-// The backward's tensors: the op's inputs, or their heads-first copies.
+// The backward's tensors: the op's inputs, or their heads-first forms.
 struct BackwardTensors {
   const void *q, *k, *v, *out, *d_out;
 };
@@ -342,25 +400,29 @@ absl::Status AttentionBackwardCuda(KernelContext& context) {
   // Interleaved heads: in place on the tensor cores unless cuDNN comes
   // first (as in the forward).
   const bool cudnn_first = !p.deterministic && CudnnProblemFor(cuda).has_value();
-  if (!p.interleaved_heads ||
+  if ((!p.interleaved_queries && !p.interleaved_keys) ||
       (!cudnn_first && AttentionMmaTakes(p, {in.q, in.k, in.v, in.d_out, grads[0]->raw_data(),
                                              grads[1]->raw_data(), grads[2]->raw_data()}))) {
     return BackwardInto(context, cuda, in, grads);
   }
   TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> inputs,
-                       HeadsFirstCopies(context, {&context.input(0), &context.input(1),
-                                                  &context.input(2), &context.input(3),
-                                                  &context.input(5)}));
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> heads_first,
-                       HeadsFirstLike(context, {grads[0], grads[1], grads[2]}));
-  p.interleaved_heads = false;
-  Tensor* const heads_first_grads[3] = {&heads_first[0], &heads_first[1], &heads_first[2]};
+                       HeadsFirstInputs(context, {{&context.input(0), p.interleaved_queries},
+                                                  {&context.input(1), p.interleaved_keys},
+                                                  {&context.input(2), p.interleaved_keys},
+                                                  {&context.input(3), p.interleaved_queries},
+                                                  {&context.input(5), p.interleaved_queries}}));
+  HeadsFirstOutputs outputs;
+  TFM_RETURN_IF_ERROR(outputs.Add(context, grads[0], p.interleaved_queries));
+  TFM_RETURN_IF_ERROR(outputs.Add(context, grads[1], p.interleaved_keys));
+  TFM_RETURN_IF_ERROR(outputs.Add(context, grads[2], p.interleaved_keys));
+  p.interleaved_queries = p.interleaved_keys = false;
+  Tensor* const targets[3] = {outputs.target(0), outputs.target(1), outputs.target(2)};
   TFM_RETURN_IF_ERROR(BackwardInto(context, cuda,
                                    {inputs[0].raw_data(), inputs[1].raw_data(),
                                     inputs[2].raw_data(), inputs[3].raw_data(),
                                     inputs[4].raw_data()},
-                                   heads_first_grads));
-  return InterleaveInto(context, heads_first, {grads[0], grads[1], grads[2]});
+                                   targets));
+  return outputs.Finish(context);
 }
 
 TFM_REGISTER_KERNELS("scaled_dot_product_attention", DeviceType::kCUDA, AttentionForwardCuda,

@@ -60,14 +60,16 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t unmasked_end = bias != nullptr ? 0 : RowKeyEnd(p, key_end, q0);
   const int key_tiles = static_cast<int>((tile_key_end + kBlockN - 1) / kBlockN);
 
-  const int64_t stride = RowStride(p, kHeadDim);
-  const E* k_head = k + HeadOffset(p, bh, p.k_len, kHeadDim);
-  const E* v_head = v + HeadOffset(p, bh, p.k_len, kHeadDim);
+  // Rows of q and out, and of k and v, lie this far apart.
+  const int64_t q_stride = RowStride(p, p.interleaved_queries, kHeadDim);
+  const int64_t k_stride = RowStride(p, p.interleaved_keys, kHeadDim);
+  const int64_t q_offset = HeadOffset(p, p.interleaved_queries, bh, p.q_len, kHeadDim);
+  const E* k_head = k + HeadOffset(p, p.interleaved_keys, bh, p.k_len, kHeadDim);
+  const E* v_head = v + HeadOffset(p, p.interleaved_keys, bh, p.k_len, kHeadDim);
   if (key_tiles > 0) {
-    LoadTileAsync<kHeadDim, T::kBlockM>(q + HeadOffset(p, bh, p.q_len, kHeadDim), stride, q0,
-                                        p.q_len - q0, s_q);
-    LoadTileAsync<kHeadDim, kBlockN>(k_head, stride, 0, p.k_len, s_k);
-    LoadTileAsync<kHeadDim, kBlockN>(v_head, stride, 0, p.k_len, s_v);
+    LoadTileAsync<kHeadDim, T::kBlockM>(q + q_offset, q_stride, q0, p.q_len - q0, s_q);
+    LoadTileAsync<kHeadDim, kBlockN>(k_head, k_stride, 0, p.k_len, s_k);
+    LoadTileAsync<kHeadDim, kBlockN>(v_head, k_stride, 0, p.k_len, s_v);
     CpAsyncCommit();
   }
 
@@ -92,9 +94,9 @@ __global__ void __launch_bounds__(kThreads)
     const int buffer = j & 1;
     if (j + 1 < key_tiles) {  // Fetch the next tiles while this one computes.
       const int64_t next = c0 + kBlockN;
-      LoadTileAsync<kHeadDim, kBlockN>(k_head, stride, next, p.k_len - next,
+      LoadTileAsync<kHeadDim, kBlockN>(k_head, k_stride, next, p.k_len - next,
                                        s_k + (buffer ^ 1) * kBlockN * kHeadDim);
-      LoadTileAsync<kHeadDim, kBlockN>(v_head, stride, next, p.k_len - next,
+      LoadTileAsync<kHeadDim, kBlockN>(v_head, k_stride, next, p.k_len - next,
                                        s_v + (buffer ^ 1) * kBlockN * kHeadDim);
       CpAsyncCommit();
       CpAsyncWait<1>();
@@ -244,7 +246,7 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t row = q0 + warp_row0 + mt * 16 + g + half * 8;
       if (row >= p.q_len) continue;
       const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
-      E* out_row = out + HeadOffset(p, bh, p.q_len, kHeadDim) + row * stride;
+      E* out_row = out + q_offset + row * q_stride;
 #pragma unroll
       for (int dt = 0; dt < T::kOutTiles; ++dt) {
         *reinterpret_cast<uint32_t*>(out_row + dt * 8 + 2 * t) =

@@ -76,22 +76,23 @@ __global__ void __launch_bounds__(kMmaThreads)
   const int64_t key_end = KeyEnd(p, b);
   const float* bias = KeyBias(p, b);
   const float scale_log2 = p.scale * kLog2e;
-  // Rows of q, k, v, d_out and the gradients lie this far apart.
-  const int64_t stride = RowStride(p, kHeadDim);
-  const int64_t q_offset = HeadOffset(p, bh, p.q_len, kHeadDim);
-  const int64_t k_offset = HeadOffset(p, bh, p.k_len, kHeadDim);
+  // Rows of q, d_out and dq, and of k, v and theirs, lie this far apart.
+  const int64_t q_stride = RowStride(p, p.interleaved_queries, kHeadDim);
+  const int64_t k_stride = RowStride(p, p.interleaved_keys, kHeadDim);
+  const int64_t q_offset = HeadOffset(p, p.interleaved_queries, bh, p.q_len, kHeadDim);
+  const int64_t k_offset = HeadOffset(p, p.interleaved_keys, bh, p.k_len, kHeadDim);
   const E* q_head = q + q_offset;
   const E* d_out_head = d_out + q_offset;
 
-  LoadTileAsync<kHeadDim, kBlockN>(k + k_offset, stride, c0, p.k_len - c0, s_k);
-  LoadTileAsync<kHeadDim, kBlockN>(v + k_offset, stride, c0, p.k_len - c0, s_v);
+  LoadTileAsync<kHeadDim, kBlockN>(k + k_offset, k_stride, c0, p.k_len - c0, s_k);
+  LoadTileAsync<kHeadDim, kBlockN>(v + k_offset, k_stride, c0, p.k_len - c0, s_v);
   // Keys at or past key_end get zero gradients; so do keys no row sees.
   const int64_t first_row = c0 < key_end ? FirstQueryRow(p, c0) : p.q_len;
   const int64_t first_q0 = first_row / kBlockM * kBlockM;
   if (first_q0 < p.q_len) {
-    LoadTileAsync<kHeadDim, kBlockM>(q_head, stride, first_q0, p.q_len - first_q0,
+    LoadTileAsync<kHeadDim, kBlockM>(q_head, q_stride, first_q0, p.q_len - first_q0,
                                      s_q_buffers);
-    LoadTileAsync<kHeadDim, kBlockM>(d_out_head, stride, first_q0, p.q_len - first_q0,
+    LoadTileAsync<kHeadDim, kBlockM>(d_out_head, q_stride, first_q0, p.q_len - first_q0,
                                      s_do_buffers);
   }
   CpAsyncCommit();
@@ -101,7 +102,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     // more queries than keys, or a sentence with no key): dQ 0.
     const int64_t unreached = MinI64(first_q0, p.q_len) * kHeadDim;
     for (int64_t i = threadIdx.x; i < unreached; i += kMmaThreads) {
-      dq_direct[i / kHeadDim * stride + i % kHeadDim] = E(0.0f);
+      dq_direct[i / kHeadDim * q_stride + i % kHeadDim] = E(0.0f);
     }
   }
 
@@ -121,9 +122,9 @@ __global__ void __launch_bounds__(kMmaThreads)
     const E* s_do = s_do_buffers + (step & 1) * kBlockM * kHeadDim;
     const int64_t next = q0 + kBlockM;
     if (next < p.q_len) {
-      LoadTileAsync<kHeadDim, kBlockM>(q_head, stride, next, p.q_len - next,
+      LoadTileAsync<kHeadDim, kBlockM>(q_head, q_stride, next, p.q_len - next,
                                        s_q_buffers + ((step + 1) & 1) * kBlockM * kHeadDim);
-      LoadTileAsync<kHeadDim, kBlockM>(d_out_head, stride, next, p.q_len - next,
+      LoadTileAsync<kHeadDim, kBlockM>(d_out_head, q_stride, next, p.q_len - next,
                                        s_do_buffers + ((step + 1) & 1) * kBlockM * kHeadDim);
       CpAsyncCommit();
     }
@@ -273,7 +274,7 @@ __global__ void __launch_bounds__(kMmaThreads)
       const int64_t row = q0 + dq_mtile * 16 + g + half * 8;
       if (row >= p.q_len) continue;
       if (dq_direct != nullptr) {
-        E* dq_row = dq_direct + row * stride + dq_tile0 * 8;
+        E* dq_row = dq_direct + row * q_stride + dq_tile0 * 8;
 #pragma unroll
         for (int dt = 0; dt < T::kDqTiles; ++dt) {
           *reinterpret_cast<uint32_t*>(dq_row + dt * 8 + 2 * t) =
@@ -296,8 +297,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   for (int half = 0; half < 2; ++half) {
     const int64_t key = c0 + warp_key0 + g + half * 8;
     if (key >= p.k_len) continue;
-    E* dk_row = dk + k_offset + key * stride;
-    E* dv_row = dv + k_offset + key * stride;
+    E* dk_row = dk + k_offset + key * k_stride;
+    E* dv_row = dv + k_offset + key * k_stride;
 #pragma unroll
     for (int dt = 0; dt < T::kOutTiles; ++dt) {
       *reinterpret_cast<uint32_t*>(dk_row + dt * 8 + 2 * t) =

@@ -590,9 +590,13 @@ void ExpectSameBits(const Tensor& a, const Tensor& b, const std::string& what) {
 
 // Interleaved heads on the GPU are the heads-first op between split_heads
 // and merge_heads, to the bit (deterministic mode, so that dQ's sums run in
-// one order): the tensor-core kernels reading the layout in place (one key
-// tile and many, causal, holes, dropout), the CUDA-core kernels (f32, head
-// size 40) and cuDNN's (bf16, long, no dropout) behind the op's permutes.
+// one order), with queries and keys interleaved (training), queries only (a
+// decoding step against heads-first caches) and keys only: the tensor-core
+// kernels reading the layout in place (one key tile and many, causal,
+// holes, dropout), the decode kernel reading interleaved queries (a beam's
+// 4 rows and one row, with and without split keys), the CUDA-core kernels
+// (f32, head size 40) and cuDNN's (bf16, long, no dropout) behind the op's
+// permutes.
 TEST_P(AttentionCudaTest, InterleavedHeadsMatchHeadsFirst) {
   TFM_SKIP_WITHOUT_GPU();
   const DType dtype = GetParam();
@@ -608,32 +612,51 @@ TEST_P(AttentionCudaTest, InterleavedHeadsMatchHeadsFirst) {
              .dropout = 0.2f},
         Case{.batch = 2, .heads = 2, .q_len = 30, .k_len = 50, .d_k = 40, .d_v = 40},
         Case{.batch = 2, .heads = 2, .q_len = 200, .k_len = 200, .d_k = 64, .d_v = 64,
-             .key_lengths = {200, 120}}}) {
-    SCOPED_TRACE(Describe(c, dtype));
-    const Tensor q = OnDevice(Normal({c.batch, c.q_len, c.heads, c.d_k}, 1), dtype, gpu);
-    const Tensor k = OnDevice(Normal({c.batch, c.k_len, c.heads, c.d_k}, 2), dtype, gpu);
-    const Tensor v = OnDevice(Normal({c.batch, c.k_len, c.heads, c.d_v}, 3), dtype, gpu);
-    const Tensor d_out = OnDevice(Normal({c.batch, c.q_len, c.heads, c.d_v}, 4), dtype, gpu);
-    const AttentionOptions heads_first = OptionsFor(c, gpu);
-    AttentionOptions interleaved = heads_first;
-    interleaved.interleaved_heads = true;
+             .key_lengths = {200, 120}},
+        Case{.batch = 3, .heads = 8, .q_len = 4, .k_len = 30, .d_k = 64, .d_v = 64,
+             .key_lengths = {30, 9, 1}},
+        Case{.batch = 2, .heads = 8, .q_len = 1, .k_len = 3000, .d_k = 64, .d_v = 64,
+             .key_lengths = {3000, 1700}}}) {
+    for (const auto& [queries, keys] : {std::pair{true, true}, {true, false}, {false, true}}) {
+      SCOPED_TRACE(::testing::Message() << Describe(c, dtype) << " interleaved queries "
+                                        << queries << " keys " << keys);
+      const auto make = [&](int64_t len, int64_t d, bool interleaved, uint64_t stream) {
+        return OnDevice(interleaved ? Normal({c.batch, len, c.heads, d}, stream)
+                                    : Normal({c.batch, c.heads, len, d}, stream),
+                        dtype, gpu);
+      };
+      const Tensor q = make(c.q_len, c.d_k, queries, 1);
+      const Tensor k = make(c.k_len, c.d_k, keys, 2);
+      const Tensor v = make(c.k_len, c.d_v, keys, 3);
+      const Tensor d_out = make(c.q_len, c.d_v, queries, 4);
+      const AttentionOptions heads_first = OptionsFor(c, gpu);
+      AttentionOptions interleaved = heads_first;
+      interleaved.interleaved_queries = queries;
+      interleaved.interleaved_keys = keys;
 
-    absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(q, k, v, interleaved);
-    ASSERT_TRUE(got.ok()) << got.status();
-    absl::StatusOr<AttentionGrads> grads =
-        ScaledDotProductAttentionBackward(q, k, v, got->out, got->lse, d_out, interleaved);
-    ASSERT_TRUE(grads.ok()) << grads.status();
-
-    const std::vector<Tensor> split =
-        *SplitHeadsAll({Flat(q), Flat(k), Flat(v), Flat(d_out)}, c.heads);
-    const AttentionOutput want = *ScaledDotProductAttention(split[0], split[1], split[2], heads_first);
-    const AttentionGrads want_grads = *ScaledDotProductAttentionBackward(
-        split[0], split[1], split[2], want.out, want.lse, split[3], heads_first);
-    ExpectSameBits(Flat(got->out), *MergeHeads(want.out), "out");
-    ExpectSameBits(got->lse, want.lse, "lse");
-    ExpectSameBits(Flat(grads->dq), *MergeHeads(want_grads.dq), "dq");
-    ExpectSameBits(Flat(grads->dk), *MergeHeads(want_grads.dk), "dk");
-    ExpectSameBits(Flat(grads->dv), *MergeHeads(want_grads.dv), "dv");
+      absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(q, k, v, interleaved);
+      ASSERT_TRUE(got.ok()) << got.status();
+      const auto heads_first_of = [&](const Tensor& x, bool layout) {
+        return layout ? *SplitHeads(Flat(x), c.heads) : x;
+      };
+      const auto compared = [](const Tensor& x, bool layout) { return layout ? Flat(x) : x; };
+      const auto in_layout = [](const Tensor& x, bool layout) {
+        return layout ? *MergeHeads(x) : x;
+      };
+      const Tensor q_hf = heads_first_of(q, queries), k_hf = heads_first_of(k, keys),
+                   v_hf = heads_first_of(v, keys);
+      const AttentionOutput want = *ScaledDotProductAttention(q_hf, k_hf, v_hf, heads_first);
+      ExpectSameBits(compared(got->out, queries), in_layout(want.out, queries), "out");
+      ExpectSameBits(got->lse, want.lse, "lse");
+      absl::StatusOr<AttentionGrads> grads =
+          ScaledDotProductAttentionBackward(q, k, v, got->out, got->lse, d_out, interleaved);
+      ASSERT_TRUE(grads.ok()) << grads.status();
+      const AttentionGrads want_grads = *ScaledDotProductAttentionBackward(
+          q_hf, k_hf, v_hf, want.out, want.lse, heads_first_of(d_out, queries), heads_first);
+      ExpectSameBits(compared(grads->dq, queries), in_layout(want_grads.dq, queries), "dq");
+      ExpectSameBits(compared(grads->dk, keys), in_layout(want_grads.dk, keys), "dk");
+      ExpectSameBits(compared(grads->dv, keys), in_layout(want_grads.dv, keys), "dv");
+    }
   }
 }
 

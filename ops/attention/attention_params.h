@@ -17,8 +17,10 @@ struct AttentionParams {
   int64_t batch = 0, heads = 0, q_len = 0, k_len = 0, d_k = 0, d_v = 0;
   int64_t key_batch = 0;  // k's and v's batch: batch, or more with key rows.
   bool causal = false;
-  // q, k, v, out and the gradients are [batch, len, heads, d] (attention.h).
-  bool interleaved_heads = false;
+  // [batch, len, heads, d] (attention.h): q, out and their gradients; k, v
+  // and theirs.
+  bool interleaved_queries = false;
+  bool interleaved_keys = false;
   KeyMaskKind key_mask = KeyMaskKind::kNone;
   float scale = 1.0f;
   float dropout = 0.0f;

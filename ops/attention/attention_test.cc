@@ -459,42 +459,77 @@ void ExpectBitwiseEqual(const Tensor& a, const Tensor& b, const std::string& wha
   EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.num_elements() * sizeof(float)), 0) << what;
 }
 
+// The heads-first form of `x`, which is interleaved when `interleaved`.
+Tensor HeadsFirstOf(const Tensor& x, bool interleaved) { return interleaved ? Split(x) : x; }
+
+// A heads-first result `x` in the layout `interleaved` says, flattened to
+// compare: [batch, len, heads * d] or as it is.
+Tensor InLayout(const Tensor& x, bool interleaved) { return interleaved ? *MergeHeads(x) : x; }
+Tensor Compared(const Tensor& x, bool interleaved) { return interleaved ? Flat(x) : x; }
+
 // Interleaved heads are the heads-first op between split_heads and
-// merge_heads, to the bit: self- and cross-attention shapes, causal, both
-// masks, dropout (its numbering is by (batch, head, query, key) either way),
-// and a size the packed kernels take.
+// merge_heads, to the bit: queries and keys both interleaved (training),
+// queries only (a decoding step against heads-first caches) and keys only;
+// self- and cross-attention shapes, causal, both masks, dropout (its
+// numbering is by (batch, head, query, key) either way), one query row (no
+// copy: the layouts share their bytes) and a size the packed kernels take.
 TEST(AttentionTest, InterleavedHeadsEqualHeadsFirstBetweenSplitAndMerge) {
   for (const Case& c : {Case{2, 3, 9, 9, 8, 8, true, {9, 4}, false, 0.2f},
                         Case{2, 2, 5, 7, 4, 6, false, {7, 3}, true, 0.1f},
+                        Case{3, 2, 1, 6, 8, 8, false, {6, 2, 0}, false, 0.0f},
                         Case{1, 2, 70, 90, 64, 64, false, {}, false, 0.0f}}) {
-    SCOPED_TRACE(::testing::Message() << c.q_len << "x" << c.k_len << " d " << c.d_k);
-    const Tensor q = Normal({c.batch, c.q_len, c.heads, c.d_k}, 1);
-    const Tensor k = Normal({c.batch, c.k_len, c.heads, c.d_k}, 2);
-    const Tensor v = Normal({c.batch, c.k_len, c.heads, c.d_v}, 3);
-    const Tensor d_out = Normal({c.batch, c.q_len, c.heads, c.d_v}, 4);
-    const AttentionOptions heads_first = OptionsFor(c);
-    AttentionOptions interleaved = heads_first;
-    interleaved.interleaved_heads = true;
+    for (const auto& [queries, keys] : {std::pair{true, true}, {true, false}, {false, true}}) {
+      SCOPED_TRACE(::testing::Message() << c.q_len << "x" << c.k_len << " d " << c.d_k
+                                        << " queries " << queries << " keys " << keys);
+      const auto make = [](int64_t batch, int64_t len, int64_t heads, int64_t d, bool interleaved,
+                           uint64_t stream) {
+        return interleaved ? Normal({batch, len, heads, d}, stream)
+                           : Normal({batch, heads, len, d}, stream);
+      };
+      const Tensor q = make(c.batch, c.q_len, c.heads, c.d_k, queries, 1);
+      const Tensor k = make(c.batch, c.k_len, c.heads, c.d_k, keys, 2);
+      const Tensor v = make(c.batch, c.k_len, c.heads, c.d_v, keys, 3);
+      const Tensor d_out = make(c.batch, c.q_len, c.heads, c.d_v, queries, 4);
+      const AttentionOptions heads_first = OptionsFor(c);
+      AttentionOptions interleaved = heads_first;
+      interleaved.interleaved_queries = queries;
+      interleaved.interleaved_keys = keys;
 
-    absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(q, k, v, interleaved);
-    ASSERT_TRUE(got.ok()) << got.status();
-    const AttentionOutput want =
-        *ScaledDotProductAttention(Split(q), Split(k), Split(v), heads_first);
-    ExpectBitwiseEqual(Flat(got->out), *MergeHeads(want.out), "out");
-    ExpectBitwiseEqual(got->lse, want.lse, "lse");
+      absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(q, k, v, interleaved);
+      ASSERT_TRUE(got.ok()) << got.status();
+      const Tensor q_hf = HeadsFirstOf(q, queries), k_hf = HeadsFirstOf(k, keys),
+                   v_hf = HeadsFirstOf(v, keys);
+      const AttentionOutput want = *ScaledDotProductAttention(q_hf, k_hf, v_hf, heads_first);
+      ExpectBitwiseEqual(Compared(got->out, queries), InLayout(want.out, queries), "out");
+      ExpectBitwiseEqual(got->lse, want.lse, "lse");
 
-    absl::StatusOr<AttentionGrads> grads =
-        ScaledDotProductAttentionBackward(q, k, v, got->out, got->lse, d_out, interleaved);
-    ASSERT_TRUE(grads.ok()) << grads.status();
-    const AttentionGrads want_grads = *ScaledDotProductAttentionBackward(
-        Split(q), Split(k), Split(v), want.out, want.lse, Split(d_out), heads_first);
-    ExpectBitwiseEqual(Flat(grads->dq), *MergeHeads(want_grads.dq), "dq");
-    ExpectBitwiseEqual(Flat(grads->dk), *MergeHeads(want_grads.dk), "dk");
-    ExpectBitwiseEqual(Flat(grads->dv), *MergeHeads(want_grads.dv), "dv");
+      absl::StatusOr<AttentionGrads> grads =
+          ScaledDotProductAttentionBackward(q, k, v, got->out, got->lse, d_out, interleaved);
+      ASSERT_TRUE(grads.ok()) << grads.status();
+      const AttentionGrads want_grads = *ScaledDotProductAttentionBackward(
+          q_hf, k_hf, v_hf, want.out, want.lse, HeadsFirstOf(d_out, queries), heads_first);
+      ExpectBitwiseEqual(Compared(grads->dq, queries), InLayout(want_grads.dq, queries), "dq");
+      ExpectBitwiseEqual(Compared(grads->dk, keys), InLayout(want_grads.dk, keys), "dk");
+      ExpectBitwiseEqual(Compared(grads->dv, keys), InLayout(want_grads.dv, keys), "dv");
+    }
   }
-  // Shapes are read in the interleaved order, and key rows refuse it.
+  // A decoding step's interleaved query against key rows (heads-first
+  // caches): the rows are read as with a heads-first query.
+  const auto [q, k, v, table, k_gathered, v_gathered] =
+      testing::MakeKeyRowsCase(3, 5, 2, 6, 8, Normal);
+  AttentionOptions rows;
+  rows.key_rows = *Tensor::FromVector<int32_t>(table, {3, 6});
+  const AttentionOutput want = *ScaledDotProductAttention(q, k, v, rows);
+  rows.interleaved_queries = true;
+  const Tensor q_interleaved = *q.Reshape({q.dim(0), q.dim(2), q.dim(1), q.dim(3)});
+  absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(q_interleaved, k, v, rows);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->out.ToVector<float>(), want.out.ToVector<float>());
+  EXPECT_EQ(got->lse.ToVector<float>(), want.lse.ToVector<float>());
+  // Shapes are read in each side's order, and key rows refuse interleaved
+  // keys.
   AttentionOptions options;
-  options.interleaved_heads = true;
+  options.interleaved_queries = options.interleaved_keys = true;
   absl::Status status =
       ScaledDotProductAttention(Normal({2, 5, 3, 4}, 1), Normal({2, 6, 2, 4}, 2),
                                 Normal({2, 6, 2, 4}, 3), options)
@@ -504,7 +539,7 @@ TEST(AttentionTest, InterleavedHeadsEqualHeadsFirstBetweenSplitAndMerge) {
   status = ScaledDotProductAttention(Normal({2, 1, 3, 4}, 1), Normal({2, 6, 3, 4}, 2),
                                      Normal({2, 6, 3, 4}, 3), options)
                .status();
-  EXPECT_NE(status.message().find("key rows take q, k and v as [batch, heads, len, d]"),
+  EXPECT_NE(status.message().find("key rows take k and v as [batch, heads, len, d]"),
             std::string::npos)
       << status;
 }
