@@ -20,9 +20,9 @@
 #include "gtest/gtest.h"
 #include "ops/attention/attention.h"
 #include "ops/attention/attention_backend.h"
+#include "ops/attention/interleaved_testing.h"
 #include "ops/attention/key_rows_testing.h"
 #include "ops/random/random.h"
-#include "ops/split_heads/split_heads.h"
 #include "tests/util/gpu.h"
 #include "tests/util/torch_parity.h"
 
@@ -577,17 +577,6 @@ TEST_P(AttentionCudaTest, DeterministicBackwardRepeatsBitForBit) {
   }
 }
 
-// [batch, len, heads, d] seen as [batch, len, heads * d].
-Tensor Flat(const Tensor& x) { return *x.Reshape({x.dim(0), x.dim(1), x.dim(2) * x.dim(3)}); }
-
-void ExpectSameBits(const Tensor& a, const Tensor& b, const std::string& what) {
-  const Tensor x = *CopyToDevice(a, Device::Cpu());
-  const Tensor y = *CopyToDevice(b, Device::Cpu());
-  ASSERT_EQ(x.shape(), y.shape()) << what;
-  EXPECT_EQ(std::memcmp(x.raw_data(), y.raw_data(), x.num_elements() * DTypeSize(x.dtype())), 0)
-      << what;
-}
-
 // Interleaved heads on the GPU are the heads-first op between split_heads
 // and merge_heads, to the bit (deterministic mode, so that dQ's sums run in
 // one order), with queries and keys interleaved (training), queries only (a
@@ -629,33 +618,10 @@ TEST_P(AttentionCudaTest, InterleavedHeadsMatchHeadsFirst) {
       const Tensor k = make(c.k_len, c.d_k, keys, 2);
       const Tensor v = make(c.k_len, c.d_v, keys, 3);
       const Tensor d_out = make(c.q_len, c.d_v, queries, 4);
-      const AttentionOptions heads_first = OptionsFor(c, gpu);
-      AttentionOptions interleaved = heads_first;
-      interleaved.interleaved_queries = queries;
-      interleaved.interleaved_keys = keys;
-
-      absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(q, k, v, interleaved);
-      ASSERT_TRUE(got.ok()) << got.status();
-      const auto heads_first_of = [&](const Tensor& x, bool layout) {
-        return layout ? *SplitHeads(Flat(x), c.heads) : x;
-      };
-      const auto compared = [](const Tensor& x, bool layout) { return layout ? Flat(x) : x; };
-      const auto in_layout = [](const Tensor& x, bool layout) {
-        return layout ? *MergeHeads(x) : x;
-      };
-      const Tensor q_hf = heads_first_of(q, queries), k_hf = heads_first_of(k, keys),
-                   v_hf = heads_first_of(v, keys);
-      const AttentionOutput want = *ScaledDotProductAttention(q_hf, k_hf, v_hf, heads_first);
-      ExpectSameBits(compared(got->out, queries), in_layout(want.out, queries), "out");
-      ExpectSameBits(got->lse, want.lse, "lse");
-      absl::StatusOr<AttentionGrads> grads =
-          ScaledDotProductAttentionBackward(q, k, v, got->out, got->lse, d_out, interleaved);
-      ASSERT_TRUE(grads.ok()) << grads.status();
-      const AttentionGrads want_grads = *ScaledDotProductAttentionBackward(
-          q_hf, k_hf, v_hf, want.out, want.lse, heads_first_of(d_out, queries), heads_first);
-      ExpectSameBits(compared(grads->dq, queries), in_layout(want_grads.dq, queries), "dq");
-      ExpectSameBits(compared(grads->dk, keys), in_layout(want_grads.dk, keys), "dk");
-      ExpectSameBits(compared(grads->dv, keys), in_layout(want_grads.dv, keys), "dv");
+      AttentionOptions options = OptionsFor(c, gpu);
+      options.interleaved_queries = queries;
+      options.interleaved_keys = keys;
+      testing::ExpectInterleavedEqualsHeadsFirst(q, k, v, d_out, options);
     }
   }
 }

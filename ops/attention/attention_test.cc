@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/philox.h"
 #include "gtest/gtest.h"
+#include "ops/attention/interleaved_testing.h"
 #include "ops/attention/key_rows_testing.h"
 #include "ops/random/random.h"
-#include "ops/split_heads/split_heads.h"
 #include "tests/util/gradient_check.h"
 #include "tests/util/torch_parity.h"
 
@@ -447,26 +447,6 @@ TEST(AttentionTest, DropoutZeroIsExactlyNoDropoutAndSeedsMatter) {
             ScaledDotProductAttention(q, k, v, reseeded)->out.ToVector<float>());
 }
 
-// [batch, len, heads, d] seen as [batch, len, heads * d], the projections'
-// layout.
-Tensor Flat(const Tensor& x) { return *x.Reshape({x.dim(0), x.dim(1), x.dim(2) * x.dim(3)}); }
-
-// Heads-first [batch, heads, len, d] of interleaved `x`, by split_heads.
-Tensor Split(const Tensor& x) { return *SplitHeads(Flat(x), x.dim(2)); }
-
-void ExpectBitwiseEqual(const Tensor& a, const Tensor& b, const std::string& what) {
-  ASSERT_EQ(a.shape(), b.shape()) << what;
-  EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.num_elements() * sizeof(float)), 0) << what;
-}
-
-// The heads-first form of `x`, which is interleaved when `interleaved`.
-Tensor HeadsFirstOf(const Tensor& x, bool interleaved) { return interleaved ? Split(x) : x; }
-
-// A heads-first result `x` in the layout `interleaved` says, flattened to
-// compare: [batch, len, heads * d] or as it is.
-Tensor InLayout(const Tensor& x, bool interleaved) { return interleaved ? *MergeHeads(x) : x; }
-Tensor Compared(const Tensor& x, bool interleaved) { return interleaved ? Flat(x) : x; }
-
 // Interleaved heads are the heads-first op between split_heads and
 // merge_heads, to the bit: queries and keys both interleaved (training),
 // queries only (a decoding step against heads-first caches) and keys only;
@@ -490,27 +470,10 @@ TEST(AttentionTest, InterleavedHeadsEqualHeadsFirstBetweenSplitAndMerge) {
       const Tensor k = make(c.batch, c.k_len, c.heads, c.d_k, keys, 2);
       const Tensor v = make(c.batch, c.k_len, c.heads, c.d_v, keys, 3);
       const Tensor d_out = make(c.batch, c.q_len, c.heads, c.d_v, queries, 4);
-      const AttentionOptions heads_first = OptionsFor(c);
-      AttentionOptions interleaved = heads_first;
-      interleaved.interleaved_queries = queries;
-      interleaved.interleaved_keys = keys;
-
-      absl::StatusOr<AttentionOutput> got = ScaledDotProductAttention(q, k, v, interleaved);
-      ASSERT_TRUE(got.ok()) << got.status();
-      const Tensor q_hf = HeadsFirstOf(q, queries), k_hf = HeadsFirstOf(k, keys),
-                   v_hf = HeadsFirstOf(v, keys);
-      const AttentionOutput want = *ScaledDotProductAttention(q_hf, k_hf, v_hf, heads_first);
-      ExpectBitwiseEqual(Compared(got->out, queries), InLayout(want.out, queries), "out");
-      ExpectBitwiseEqual(got->lse, want.lse, "lse");
-
-      absl::StatusOr<AttentionGrads> grads =
-          ScaledDotProductAttentionBackward(q, k, v, got->out, got->lse, d_out, interleaved);
-      ASSERT_TRUE(grads.ok()) << grads.status();
-      const AttentionGrads want_grads = *ScaledDotProductAttentionBackward(
-          q_hf, k_hf, v_hf, want.out, want.lse, HeadsFirstOf(d_out, queries), heads_first);
-      ExpectBitwiseEqual(Compared(grads->dq, queries), InLayout(want_grads.dq, queries), "dq");
-      ExpectBitwiseEqual(Compared(grads->dk, keys), InLayout(want_grads.dk, keys), "dk");
-      ExpectBitwiseEqual(Compared(grads->dv, keys), InLayout(want_grads.dv, keys), "dv");
+      AttentionOptions options = OptionsFor(c);
+      options.interleaved_queries = queries;
+      options.interleaved_keys = keys;
+      testing::ExpectInterleavedEqualsHeadsFirst(q, k, v, d_out, options);
     }
   }
   // A decoding step's interleaved query against key rows (heads-first
