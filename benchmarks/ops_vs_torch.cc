@@ -43,6 +43,7 @@
 #include "benchmarks/output_check.h"
 #include "benchmarks/peer_table.h"
 #include "benchmarks/torch_peer.h"
+#include "core/allocator.h"
 #include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
 #include "core/status_macros.h"
@@ -214,9 +215,8 @@ bool UseTf32() {
 }
 
 std::string AllocatorSummary() {
-  const char* cap = std::getenv("TFM_CPU_CACHE_MB");
   return absl::StrCat("caching allocator (blocks >= 1 MiB kept for reuse, cap ",
-                      cap != nullptr ? cap : "2048", " MiB), glibc malloc below");
+                      CpuCacheCapBytes() >> 20, " MiB), glibc malloc below");
 }
 
 absl::StatusOr<std::vector<DType>> Dtypes(const Device& device) {

@@ -1,7 +1,13 @@
 #include "core/allocator.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -30,22 +36,49 @@ class AlignedHostMemory final : public SystemMemory {
   void Free(void* ptr) override { std::free(ptr); }
 };
 
+// The memory this process may use: the machine's, or its cgroup (v2)
+// limit where that is lower; 0 when unknown.
+size_t UsableMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = sysconf(_SC_PAGE_SIZE);
+  size_t bytes = pages > 0 && page_bytes > 0 ? static_cast<size_t>(pages) * page_bytes : 0;
+  std::ifstream limit_file("/sys/fs/cgroup/memory.max");
+  std::string limit;
+  uint64_t limit_bytes = 0;
+  if (limit_file >> limit && absl::SimpleAtoi(limit, &limit_bytes) && limit_bytes > 0 &&
+      (bytes == 0 || limit_bytes < bytes)) {
+    bytes = static_cast<size_t>(limit_bytes);
+  }
+  return bytes;
+}
+
 // Host blocks from 1 MiB up are cached: glibc returns large blocks to the
 // kernel with munmap, and mapping them again costs a page fault per 4 KiB on
 // every op call (a 32 MiB activation: ~8k faults). Smaller blocks are left to
-// malloc. TFM_CPU_CACHE_MB caps the cache (default 2048).
+// malloc. CpuCacheCapBytes caps the cache.
 CachingAllocator::Options CpuCacheOptions() {
   CachingAllocator::Options options;
   options.min_cached_bytes = size_t{1} << 20;
-  int64_t megabytes = 2048;
-  const char* env = std::getenv("TFM_CPU_CACHE_MB");
-  if (env != nullptr && absl::SimpleAtoi(env, &megabytes) && megabytes >= 0) {
-    options.max_cached_bytes = static_cast<size_t>(megabytes) << 20;
-  } else {
-    options.max_cached_bytes = size_t{2048} << 20;
-  }
+  options.max_cached_bytes = CpuCacheCapBytes();
   return options;
 }
+
+}  // namespace
+
+size_t DefaultCpuCacheCapBytes(size_t memory_bytes) {
+  return std::max(size_t{2048} << 20, memory_bytes / 4);
+}
+
+size_t CpuCacheCapBytes() {
+  int64_t megabytes = 0;
+  const char* env = std::getenv("TFM_CPU_CACHE_MB");
+  if (env != nullptr && absl::SimpleAtoi(env, &megabytes) && megabytes >= 0) {
+    return static_cast<size_t>(megabytes) << 20;
+  }
+  return DefaultCpuCacheCapBytes(UsableMemoryBytes());
+}
+
+namespace {
 
 struct AllocatorTable {
   absl::Mutex mu;

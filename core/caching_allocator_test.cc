@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 #include <set>
+#include <string>
 
+#include "core/allocator.h"
 #include "gtest/gtest.h"
 
 namespace tfm {
@@ -163,6 +165,24 @@ TEST(CpuAllocatorTest, AlignsAndCounts) {
   EXPECT_EQ(cpu->stats().num_allocs, before.num_allocs + 5);
   for (void* ptr : seen) cpu->Free(ptr);
   EXPECT_EQ(cpu->stats().bytes_in_use, before.bytes_in_use);
+}
+
+// The host cache's cap: a quarter of the usable memory, at least 2 GiB
+// (also when the memory is unknown); TFM_CPU_CACHE_MB wins.
+TEST(CpuAllocatorTest, CacheCapIsAQuarterOfMemoryAtLeastTwoGiB) {
+  constexpr size_t kGiB = size_t{1} << 30;
+  EXPECT_EQ(DefaultCpuCacheCapBytes(0), 2 * kGiB);
+  EXPECT_EQ(DefaultCpuCacheCapBytes(4 * kGiB), 2 * kGiB);
+  EXPECT_EQ(DefaultCpuCacheCapBytes(8 * kGiB), 2 * kGiB);
+  EXPECT_EQ(DefaultCpuCacheCapBytes(24 * kGiB), 6 * kGiB);
+  EXPECT_EQ(DefaultCpuCacheCapBytes(256 * kGiB), 64 * kGiB);
+  const char* before = std::getenv("TFM_CPU_CACHE_MB");
+  const std::string saved = before != nullptr ? before : "";
+  setenv("TFM_CPU_CACHE_MB", "300", 1);
+  EXPECT_EQ(CpuCacheCapBytes(), size_t{300} << 20);
+  unsetenv("TFM_CPU_CACHE_MB");
+  EXPECT_GE(CpuCacheCapBytes(), 2 * kGiB);
+  if (before != nullptr) setenv("TFM_CPU_CACHE_MB", saved.c_str(), 1);
 }
 
 TEST(AllocatorForTest, CudaWithoutGpuIsAnErrorNotACrash) {
