@@ -7,6 +7,7 @@
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/attention/attention_cpu_tiles.h"
+#include "ops/attention/heads_first.h"
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/isa_dispatch.h"
 #include "ops/split_heads/split_heads.h"
@@ -56,47 +57,26 @@ absl::StatusOr<attention_cpu::Problem> MakeProblem(const KernelContext& context,
   return problem;
 }
 
-// [batch, heads, len, d] for interleaved `x` [batch, len, heads, d].
-Shape HeadsFirstShape(const Tensor& x) { return {x.dim(0), x.dim(2), x.dim(1), x.dim(3)}; }
-
-// Whether interleaved `x` has the bytes of its heads-first form: one
-// position (a decoding step's query) or one head.
-bool SameAsHeadsFirst(const Tensor& x) { return x.dim(1) == 1 || x.dim(2) == 1; }
-
-// An input as the loops read it: itself where it is heads-first, or where
-// the layouts share their bytes (a view), else a heads-first copy.
-absl::StatusOr<Tensor> AsHeadsFirst(const Tensor& x, bool interleaved) {
-  if (!interleaved) return x;
-  if (SameAsHeadsFirst(x)) return x.Reshape(HeadsFirstShape(x));
-  TFM_ASSIGN_OR_RETURN(Tensor copy, Tensor::Empty(HeadsFirstShape(x), DType::kF32));
-  PermuteHeadsOnHost(x.raw_data(), copy.raw_data(), x.dim(0), x.dim(1), x.dim(2),
-                     x.dim(3) * sizeof(float), /*split=*/true);
-  return copy;
-}
-
-// Where the loops write an output: the output itself (a heads-first view of
-// it where the layouts share their bytes), or a heads-first temporary that
-// FinishOutput interleaves into it.
-absl::StatusOr<Tensor> HeadsFirstTarget(const Tensor& out, bool interleaved) {
-  if (!interleaved) return out;
-  if (SameAsHeadsFirst(out)) return out.Reshape(HeadsFirstShape(out));
-  return Tensor::Empty(HeadsFirstShape(out), DType::kF32);
-}
-
-void FinishOutput(const Tensor& target, Tensor& out, bool interleaved) {
-  if (!interleaved || SameAsHeadsFirst(out)) return;
-  PermuteHeadsOnHost(target.raw_data(), out.raw_data(), out.dim(0), out.dim(1), out.dim(2),
-                     out.dim(3) * sizeof(float), /*split=*/false);
+// Interleaved heads through the host's permute (split_heads' loop).
+HeadsFirstTensors HostHeadsFirst() {
+  return HeadsFirstTensors(Device::Cpu(), nullptr,
+                           [](absl::Span<const HeadsPermute> permutes, bool split) {
+                             for (const HeadsPermute& t : permutes) {
+                               PermuteHeadsOnHost(t.from, t.to, t.batch, t.len, t.heads,
+                                                  t.row_bytes, split);
+                             }
+                             return absl::OkStatus();
+                           });
 }
 
 // q, k and v as the loops read them, kept alive in `inputs`, behind the
 // problem's pointers.
-absl::Status ReadInputs(const KernelContext& context, attention_cpu::Problem& problem,
-                        Tensor (&inputs)[3]) {
+absl::Status ReadInputs(const KernelContext& context, HeadsFirstTensors& layout,
+                        attention_cpu::Problem& problem, std::vector<Tensor>& inputs) {
   const AttentionParams& p = problem.params;
-  TFM_ASSIGN_OR_RETURN(inputs[0], AsHeadsFirst(context.input(0), p.interleaved_queries));
-  TFM_ASSIGN_OR_RETURN(inputs[1], AsHeadsFirst(context.input(1), p.interleaved_keys));
-  TFM_ASSIGN_OR_RETURN(inputs[2], AsHeadsFirst(context.input(2), p.interleaved_keys));
+  TFM_ASSIGN_OR_RETURN(inputs, layout.Inputs({{&context.input(0), p.interleaved_queries},
+                                              {&context.input(1), p.interleaved_keys},
+                                              {&context.input(2), p.interleaved_keys}}));
   problem.q = inputs[0].data<float>();
   problem.k = inputs[1].data<float>();
   problem.v = inputs[2].data<float>();
@@ -117,13 +97,13 @@ absl::Status AttentionForwardCpu(KernelContext& context) {
   // outputs only once all are allocated.
   TFM_RETURN_IF_ERROR(context.AllocateOutput(0, AttentionOutShape(p), DType::kF32).status());
   TFM_RETURN_IF_ERROR(context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32).status());
-  Tensor inputs[3];
-  TFM_RETURN_IF_ERROR(ReadInputs(context, problem, inputs));
-  Tensor& out = context.outputs()[0];
-  TFM_ASSIGN_OR_RETURN(Tensor target, HeadsFirstTarget(out, p.interleaved_queries));
-  attention_cpu::Forward(problem, target.data<float>(), context.outputs()[1].data<float>());
-  FinishOutput(target, out, p.interleaved_queries);
-  return absl::OkStatus();
+  HeadsFirstTensors layout = HostHeadsFirst();
+  std::vector<Tensor> inputs;
+  TFM_RETURN_IF_ERROR(ReadInputs(context, layout, problem, inputs));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       layout.Outputs({{&context.outputs()[0], p.interleaved_queries}}));
+  attention_cpu::Forward(problem, out[0].data<float>(), context.outputs()[1].data<float>());
+  return layout.Finish();
 }
 
 absl::Status AttentionBackwardCpu(KernelContext& context) {
@@ -132,21 +112,21 @@ absl::Status AttentionBackwardCpu(KernelContext& context) {
   for (int i = 0; i < 3; ++i) {
     TFM_RETURN_IF_ERROR(context.AllocateOutput(i, context.input(i).shape(), DType::kF32).status());
   }
-  Tensor inputs[3];
-  TFM_RETURN_IF_ERROR(ReadInputs(context, problem, inputs));
-  TFM_ASSIGN_OR_RETURN(const Tensor out, AsHeadsFirst(context.input(3), p.interleaved_queries));
-  TFM_ASSIGN_OR_RETURN(const Tensor d_out, AsHeadsFirst(context.input(5), p.interleaved_queries));
+  HeadsFirstTensors layout = HostHeadsFirst();
+  std::vector<Tensor> inputs;
+  TFM_RETURN_IF_ERROR(ReadInputs(context, layout, problem, inputs));
+  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> out_and_d_out,
+                       layout.Inputs({{&context.input(3), p.interleaved_queries},
+                                      {&context.input(5), p.interleaved_queries}}));
   std::vector<Tensor>& grads = context.outputs();
-  const bool interleaved[3] = {p.interleaved_queries, p.interleaved_keys, p.interleaved_keys};
-  Tensor targets[3];
-  for (int i = 0; i < 3; ++i) {
-    TFM_ASSIGN_OR_RETURN(targets[i], HeadsFirstTarget(grads[i], interleaved[i]));
-  }
-  attention_cpu::Backward(problem, out.data<float>(), context.input(4).data<float>(),
-                          d_out.data<float>(), targets[0].data<float>(),
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> targets,
+                       layout.Outputs({{&grads[0], p.interleaved_queries},
+                                       {&grads[1], p.interleaved_keys},
+                                       {&grads[2], p.interleaved_keys}}));
+  attention_cpu::Backward(problem, out_and_d_out[0].data<float>(), context.input(4).data<float>(),
+                          out_and_d_out[1].data<float>(), targets[0].data<float>(),
                           targets[1].data<float>(), targets[2].data<float>());
-  for (int i = 0; i < 3; ++i) FinishOutput(targets[i], grads[i], interleaved[i]);
-  return absl::OkStatus();
+  return layout.Finish();
 }
 
 TFM_ISA_END

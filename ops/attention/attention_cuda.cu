@@ -97,20 +97,6 @@ __global__ void SumSlabsKernel(AttentionCudaProblem p, const float* slabs, int64
 // q, k, v ... are 16 bits wide: dQ is summed in an f32 workspace.
 bool SixteenBit(const AttentionCudaProblem& p) { return p.bf16 || p.f16; }
 
-// Whether the tensor-core kernels take the problem: bf16 or f16, a head
-// size they are built for, a positive scale (they take row maxima of
-// unscaled scores), and tensors that cp.async can copy 16 bytes at a time.
-bool UseMma(const AttentionCudaProblem& p, std::initializer_list<const void*> tensors) {
-  if (!SixteenBit(p) || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) {
-    return false;
-  }
-  if (!(p.scale > 0.0f)) return false;
-  for (const void* tensor : tensors) {
-    if (reinterpret_cast<uintptr_t>(tensor) % 16 != 0) return false;
-  }
-  return true;
-}
-
 // What the interleaved layout needs: the tensor-core kernels.
 constexpr char kInterleavedNeedsMma[] =
     "interleaved heads take the tensor-core kernels only (AttentionMmaTakes)";
@@ -134,9 +120,17 @@ __global__ void ClearEmptySentencesKernel(const int32_t* key_end, int64_t per_se
 
 }  // namespace
 
-bool AttentionMmaTakes(const AttentionCudaProblem& problem,
-                       std::initializer_list<const void*> tensors) {
-  return UseMma(problem, tensors);
+// A positive scale: the tensor-core kernels take row maxima of unscaled
+// scores. The 16-byte alignment: cp.async copies 16 bytes at a time.
+bool AttentionMmaTakes(const AttentionCudaProblem& p, std::initializer_list<const void*> tensors) {
+  if (!SixteenBit(p) || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) {
+    return false;
+  }
+  if (!(p.scale > 0.0f)) return false;
+  for (const void* tensor : tensors) {
+    if (reinterpret_cast<uintptr_t>(tensor) % 16 != 0) return false;
+  }
+  return true;
 }
 
 const char* LaunchClearEmptySentences(const int32_t* key_end, int64_t batch, int64_t per_sentence,
@@ -178,7 +172,7 @@ const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const vo
                                    StreamHandle stream) {
   // The tensor-core kernel where it applies (an H100 run found the forward
   // left on CUDA cores at 7 TFLOP/s), else the f32/FFMA one.
-  const bool mma = UseMma(problem, {q, k, v, out});
+  const bool mma = AttentionMmaTakes(problem, {q, k, v, out});
   if ((problem.interleaved_queries || problem.interleaved_keys) && !mma) {
     return kInterleavedNeedsMma;
   }
@@ -212,7 +206,7 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
                                     float* workspace, StreamHandle stream) {
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   const int64_t rows = p.batch * p.heads * p.q_len;
-  const bool mma = UseMma(p, {q, k, v, d_out, dk, dv});
+  const bool mma = AttentionMmaTakes(p, {q, k, v, d_out, dk, dv});
   if ((p.interleaved_queries || p.interleaved_keys) && !mma) return kInterleavedNeedsMma;
   AttentionCudaProblem problem = p;
   // One key tile per head: the tensor-core kernel stores dQ itself.

@@ -16,6 +16,7 @@
 #include "ops/attention/attention_cuda.h"
 #include "ops/attention/attention_params.h"
 #include "ops/attention/cudnn_sdpa.h"
+#include "ops/attention/heads_first.h"
 #include "ops/cuda_launch_status.h"
 #include "ops/kv_cache/kv_cache_cuda.h"
 #include "ops/split_heads/split_heads_cuda.h"
@@ -30,6 +31,7 @@ struct CudaProblem {
   AttentionCudaProblem problem;
   AttentionBackend backend = AttentionBackend::kAuto;
   bool key_lengths_only = false;  // The mask, if any, is key lengths (key_end).
+  Shape out_shape;                // The forward's out, in the problem's layout.
   Tensor key_end;
   Tensor key_bias;
 };
@@ -48,6 +50,7 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
   }
   CudaProblem cuda;
   cuda.backend = backend;
+  cuda.out_shape = AttentionOutShape(params);
   cuda.key_lengths_only = params.key_mask != KeyMaskKind::kPadding;
   AttentionCudaProblem& problem = cuda.problem;
   problem.batch = params.batch;
@@ -171,98 +174,39 @@ absl::StatusOr<Tensor> GatherByKeyRows(const KernelContext& context, const Tenso
   return gathered;
 }
 
-// Interleaved heads for the kernels that read heads-first ones (cuDNN's, the
-// CUDA-core kernels, the decode kernel for keys): a layer's split_heads and
-// merge_heads, run inside the op.
-
-// Whether interleaved `x` [batch, len, heads, d] has the bytes of its
-// heads-first form: one position (a decoding step's query) or one head.
-bool SameAsHeadsFirst(const Tensor& x) { return x.dim(1) == 1 || x.dim(2) == 1; }
-
-Shape HeadsFirstShape(const Tensor& x) { return {x.dim(0), x.dim(2), x.dim(1), x.dim(3)}; }
-
-PermuteHeadsTensor PermuteEntry(const Tensor& interleaved, const void* from, void* to) {
-  return {from, to, interleaved.dim(0), interleaved.dim(1), interleaved.dim(2),
-          interleaved.dim(3) * static_cast<int64_t>(DTypeSize(interleaved.dtype()))};
+// Interleaved heads for the kernels that read heads-first ones (cuDNN's,
+// the CUDA-core kernels), through split_heads' launcher: a few tensors a
+// launch.
+HeadsFirstTensors DeviceHeadsFirst(const KernelContext& context) {
+  return HeadsFirstTensors(
+      context.device(), context.stream(),
+      [&context](absl::Span<const HeadsPermute> permutes, bool split) {
+        std::vector<PermuteHeadsTensor> tensors;
+        for (const HeadsPermute& t : permutes) {
+          tensors.push_back({t.from, t.to, t.batch, t.len, t.heads, t.row_bytes});
+        }
+        return CudaLaunchStatus(context,
+                                LaunchPermuteHeads(tensors.data(), static_cast<int>(tensors.size()),
+                                                   split, context.stream()));
+      });
 }
 
-absl::Status PermuteHeadsAll(const KernelContext& context,
-                             const std::vector<PermuteHeadsTensor>& entries, bool split) {
-  if (entries.empty()) return absl::OkStatus();
-  return CudaLaunchStatus(context, LaunchPermuteHeads(entries.data(),
-                                                      static_cast<int>(entries.size()), split,
-                                                      context.stream()));
+// Whether the forward runs the decode kernel (few query rows), and the
+// cuDNN problem where the forward tries cuDNN before our tiles: shared by
+// the heads-first forward and the choice of kernels for interleaved heads.
+bool ForwardDecodes(const CudaProblem& cuda, const ForwardInputs& in, const Tensor& out) {
+  return cuda.backend != AttentionBackend::kFlashTiles &&
+         AttentionDecodeTakes(cuda.problem, {in.q, in.k, in.v, out.raw_data()});
 }
-
-// An input and whether it is interleaved.
-struct Side {
-  const Tensor* tensor;
-  bool interleaved;
-};
-
-// The inputs as heads-first kernels read them: each itself where it is
-// heads-first, a view where the layouts share their bytes, else a copy
-// (the copies in one launch per few).
-absl::StatusOr<std::vector<Tensor>> HeadsFirstInputs(const KernelContext& context,
-                                                     std::initializer_list<Side> inputs) {
-  std::vector<Tensor> tensors;
-  std::vector<PermuteHeadsTensor> entries;
-  for (const Side& input : inputs) {
-    const Tensor& x = *input.tensor;
-    if (!input.interleaved) {
-      tensors.push_back(x);
-    } else if (SameAsHeadsFirst(x)) {
-      TFM_ASSIGN_OR_RETURN(Tensor view, x.Reshape(HeadsFirstShape(x)));
-      tensors.push_back(std::move(view));
-    } else {
-      TFM_ASSIGN_OR_RETURN(Tensor copy, Tensor::Empty(HeadsFirstShape(x), x.dtype(),
-                                                      context.device(), context.stream()));
-      entries.push_back(PermuteEntry(x, x.raw_data(), copy.raw_data()));
-      tensors.push_back(std::move(copy));
-    }
-  }
-  TFM_RETURN_IF_ERROR(PermuteHeadsAll(context, entries, /*split=*/true));
-  return tensors;
+std::optional<CudnnSdpaProblem> ForwardCudnnProblem(const CudaProblem& cuda) {
+  // A decoding step the decode kernel does not take (another head size) goes
+  // to our tiles, which read no key past each row's length, unless cuDNN is
+  // asked for by name: cuDNN reads the cache's unwritten tail (0 x garbage,
+  // NaN where the garbage is NaN: seen on an H200, bf16, d 40).
+  const bool cudnn_allowed = cuda.problem.q_len > kMaxAttentionDecodeQueries ||
+                             cuda.backend == AttentionBackend::kCudnn;
+  return cudnn_allowed ? CudnnProblemFor(cuda) : std::nullopt;
 }
-
-// Where heads-first kernels write the op's outputs: each output itself, or
-// a heads-first view of it, or a temporary that Finish interleaves into it.
-class HeadsFirstOutputs {
- public:
-  absl::Status Add(const KernelContext& context, Tensor* output, bool interleaved) {
-    outputs_.push_back(output);
-    if (!interleaved) {
-      targets_.push_back(*output);
-      temporary_.push_back(false);
-    } else if (SameAsHeadsFirst(*output)) {
-      TFM_ASSIGN_OR_RETURN(Tensor view, output->Reshape(HeadsFirstShape(*output)));
-      targets_.push_back(std::move(view));
-      temporary_.push_back(false);
-    } else {
-      TFM_ASSIGN_OR_RETURN(Tensor target, Tensor::Empty(HeadsFirstShape(*output), output->dtype(),
-                                                        context.device(), context.stream()));
-      targets_.push_back(std::move(target));
-      temporary_.push_back(true);
-    }
-    return absl::OkStatus();
-  }
-  Tensor* target(int i) { return &targets_[i]; }
-  absl::Status Finish(const KernelContext& context) {
-    std::vector<PermuteHeadsTensor> entries;
-    for (size_t i = 0; i < outputs_.size(); ++i) {
-      if (temporary_[i]) {
-        entries.push_back(PermuteEntry(*outputs_[i], targets_[i].raw_data(),
-                                       outputs_[i]->raw_data()));
-      }
-    }
-    return PermuteHeadsAll(context, entries, /*split=*/false);
-  }
-
- private:
-  std::vector<Tensor*> outputs_;
-  std::vector<Tensor> targets_;
-  std::vector<bool> temporary_;
-};
 
 // The forward on heads-first q, k and v (`in`), key rows included.
 absl::Status ForwardHeadsFirst(const KernelContext& context, CudaProblem& cuda, ForwardInputs in,
@@ -273,8 +217,7 @@ absl::Status ForwardHeadsFirst(const KernelContext& context, CudaProblem& cuda, 
   // A decoding step's few query rows: the decode kernel reads each head's
   // keys once for all of them where a 32-query tile would leave most of its
   // rows idle. Ahead of cuDNN unless cuDNN is asked for by name.
-  const bool decode = cuda.backend != AttentionBackend::kFlashTiles &&
-                      AttentionDecodeTakes(p, {in.q, in.k, in.v, out->raw_data()});
+  const bool decode = ForwardDecodes(cuda, in, *out);
   Tensor k_gathered, v_gathered;  // Alive until the launches are queued.
   if (has_key_rows) {
     // A beam's caches reordered by table: the decode kernel reads each key
@@ -291,14 +234,7 @@ absl::Status ForwardHeadsFirst(const KernelContext& context, CudaProblem& cuda, 
   if (decode && cuda.backend != AttentionBackend::kCudnn) {
     return DecodeForward(context, p, in, out, lse);
   }
-  // A decoding step the decode kernel does not take (another head size) goes
-  // to our tiles, which read no key past each row's length, unless cuDNN is
-  // asked for by name: cuDNN reads the cache's unwritten tail (0 x garbage,
-  // NaN where the garbage is NaN: seen on an H200, bf16, d 40).
-  const bool cudnn_allowed =
-      p.q_len > kMaxAttentionDecodeQueries || cuda.backend == AttentionBackend::kCudnn;
-  if (std::optional<CudnnSdpaProblem> cudnn =
-          cudnn_allowed ? CudnnProblemFor(cuda) : std::nullopt) {
+  if (std::optional<CudnnSdpaProblem> cudnn = ForwardCudnnProblem(cuda)) {
     absl::Status status = CudnnSdpaForward(*cudnn, in.q, in.k, in.v, out->raw_data(),
                                            lse->data<float>(), context.stream());
     if (status.ok()) return ClearEmptySentences(context, cuda, {{out, 0u}, {lse, 0xff800000u}});
@@ -315,9 +251,7 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(CudaProblem cuda,
                        MakeCudaProblem(context, kForwardKeyMaskInput, has_key_rows));
   AttentionCudaProblem& p = cuda.problem;
-  const Shape out_shape = p.interleaved_queries ? Shape{p.batch, p.q_len, p.heads, p.d_v}
-                                                : Shape{p.batch, p.heads, p.q_len, p.d_v};
-  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, out_shape, context.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, cuda.out_shape, context.dtype()));
   TFM_ASSIGN_OR_RETURN(Tensor * lse,
                        context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32));
   const ForwardInputs in{context.input(0).raw_data(), context.input(1).raw_data(),
@@ -329,31 +263,28 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
   // (interleaved queries; it refuses interleaved keys), else the tensor-core
   // kernels unless cuDNN comes first (long sentences without dropout:
   // faster than ours there, by more than the permutes cost).
-  const bool decode = cuda.backend != AttentionBackend::kFlashTiles &&
-                      AttentionDecodeTakes(p, {in.q, in.k, in.v, out->raw_data()});
+  const bool decode = ForwardDecodes(cuda, in, *out);
   if (decode && (has_key_rows || cuda.backend != AttentionBackend::kCudnn)) {
     if (has_key_rows) p.key_rows = key_rows.data<int32_t>();
     return DecodeForward(context, p, in, out, lse);
   }
-  const bool cudnn_first =
-      (p.q_len > kMaxAttentionDecodeQueries || cuda.backend == AttentionBackend::kCudnn) &&
-      CudnnProblemFor(cuda).has_value();
-  if (!has_key_rows && !decode && !cudnn_first &&
+  if (!has_key_rows && !decode && !ForwardCudnnProblem(cuda).has_value() &&
       AttentionMmaTakes(p, {in.q, in.k, in.v, out->raw_data()})) {
     return CudaLaunchStatus(context, LaunchAttentionForward(p, in.q, in.k, in.v, out->raw_data(),
                                                             lse->data<float>(), context.stream()));
   }
+  HeadsFirstTensors layout = DeviceHeadsFirst(context);
   TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> inputs,
-                       HeadsFirstInputs(context, {{&context.input(0), p.interleaved_queries},
-                                                  {&context.input(1), p.interleaved_keys},
-                                                  {&context.input(2), p.interleaved_keys}}));
-  HeadsFirstOutputs outputs;
-  TFM_RETURN_IF_ERROR(outputs.Add(context, out, p.interleaved_queries));
+                       layout.Inputs({{&context.input(0), p.interleaved_queries},
+                                      {&context.input(1), p.interleaved_keys},
+                                      {&context.input(2), p.interleaved_keys}}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> heads_first_out,
+                       layout.Outputs({{out, p.interleaved_queries}}));
   p.interleaved_queries = p.interleaved_keys = false;
   TFM_RETURN_IF_ERROR(ForwardHeadsFirst(
       context, cuda, {inputs[0].raw_data(), inputs[1].raw_data(), inputs[2].raw_data()},
-      outputs.target(0), lse));
-  return outputs.Finish(context);
+      &heads_first_out[0], lse));
+  return layout.Finish();
 }
 
 // The backward's tensors: the op's inputs, or their heads-first forms.
@@ -405,24 +336,25 @@ absl::Status AttentionBackwardCuda(KernelContext& context) {
                                              grads[1]->raw_data(), grads[2]->raw_data()}))) {
     return BackwardInto(context, cuda, in, grads);
   }
+  HeadsFirstTensors layout = DeviceHeadsFirst(context);
   TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> inputs,
-                       HeadsFirstInputs(context, {{&context.input(0), p.interleaved_queries},
-                                                  {&context.input(1), p.interleaved_keys},
-                                                  {&context.input(2), p.interleaved_keys},
-                                                  {&context.input(3), p.interleaved_queries},
-                                                  {&context.input(5), p.interleaved_queries}}));
-  HeadsFirstOutputs outputs;
-  TFM_RETURN_IF_ERROR(outputs.Add(context, grads[0], p.interleaved_queries));
-  TFM_RETURN_IF_ERROR(outputs.Add(context, grads[1], p.interleaved_keys));
-  TFM_RETURN_IF_ERROR(outputs.Add(context, grads[2], p.interleaved_keys));
+                       layout.Inputs({{&context.input(0), p.interleaved_queries},
+                                      {&context.input(1), p.interleaved_keys},
+                                      {&context.input(2), p.interleaved_keys},
+                                      {&context.input(3), p.interleaved_queries},
+                                      {&context.input(5), p.interleaved_queries}}));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> heads_first,
+                       layout.Outputs({{grads[0], p.interleaved_queries},
+                                       {grads[1], p.interleaved_keys},
+                                       {grads[2], p.interleaved_keys}}));
   p.interleaved_queries = p.interleaved_keys = false;
-  Tensor* const targets[3] = {outputs.target(0), outputs.target(1), outputs.target(2)};
+  Tensor* const targets[3] = {&heads_first[0], &heads_first[1], &heads_first[2]};
   TFM_RETURN_IF_ERROR(BackwardInto(context, cuda,
                                    {inputs[0].raw_data(), inputs[1].raw_data(),
                                     inputs[2].raw_data(), inputs[3].raw_data(),
                                     inputs[4].raw_data()},
                                    targets));
-  return outputs.Finish(context);
+  return layout.Finish();
 }
 
 TFM_REGISTER_KERNELS("scaled_dot_product_attention", DeviceType::kCUDA, AttentionForwardCuda,

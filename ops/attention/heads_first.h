@@ -1,0 +1,59 @@
+// Interleaved attention tensors ([batch, len, heads, d], attention.h) for
+// kernels that read heads-first ones ([batch, heads, len, d]): the CPU
+// loops, and on CUDA cuDNN's and the CUDA-core kernels. Each input is
+// itself where it is heads-first, a view where the two layouts share their
+// bytes (one position or one head), else a heads-first copy; each output is
+// written in place the same way, or into a heads-first temporary that
+// Finish permutes into it. The device's permute (split_heads' kernels) does
+// the copies, all of a call at once.
+#ifndef TFM_OPS_ATTENTION_HEADS_FIRST_H_
+#define TFM_OPS_ATTENTION_HEADS_FIRST_H_
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/device.h"
+#include "core/tensor.h"
+
+namespace tfm {
+
+// One tensor to permute: the [batch, len, heads] rows of `row_bytes` bytes
+// of `from` to the [batch, heads, len] row order of `to` (split), or back.
+struct HeadsPermute {
+  const void* from;
+  void* to;
+  int64_t batch, len, heads, row_bytes;
+};
+using PermuteHeadsFn = std::function<absl::Status(absl::Span<const HeadsPermute>, bool split)>;
+
+class HeadsFirstTensors {
+ public:
+  // New tensors on `device`, usable on `stream`.
+  HeadsFirstTensors(Device device, StreamHandle stream, PermuteHeadsFn permute)
+      : device_(device), stream_(stream), permute_(std::move(permute)) {}
+
+  // Each (tensor, interleaved) as heads-first kernels read it.
+  absl::StatusOr<std::vector<Tensor>> Inputs(
+      std::initializer_list<std::pair<const Tensor*, bool>> inputs);
+
+  // Where heads-first kernels write each (output, interleaved); Finish
+  // completes the outputs that got a temporary.
+  absl::StatusOr<std::vector<Tensor>> Outputs(std::initializer_list<std::pair<Tensor*, bool>> outputs);
+  absl::Status Finish();
+
+ private:
+  Device device_;
+  StreamHandle stream_;
+  PermuteHeadsFn permute_;
+  std::vector<HeadsPermute> pending_;  // Temporaries into their outputs.
+  std::vector<Tensor> temporaries_;    // Alive until Finish has run.
+};
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_ATTENTION_HEADS_FIRST_H_
