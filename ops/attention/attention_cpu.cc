@@ -60,10 +60,9 @@ absl::StatusOr<attention_cpu::Problem> MakeProblem(const KernelContext& context,
 // Interleaved heads through the host's permute (split_heads' loop).
 HeadsFirstTensors HostHeadsFirst() {
   return HeadsFirstTensors(Device::Cpu(), nullptr,
-                           [](absl::Span<const HeadsPermute> permutes, bool split) {
-                             for (const HeadsPermute& t : permutes) {
-                               PermuteHeadsOnHost(t.from, t.to, t.batch, t.len, t.heads,
-                                                  t.row_bytes, split);
+                           [](absl::Span<const PermuteHeadsTensor> tensors, bool split) {
+                             for (const PermuteHeadsTensor& t : tensors) {
+                               PermuteHeadsOnHost(t, split);
                              }
                              return absl::OkStatus();
                            });

@@ -180,11 +180,7 @@ absl::StatusOr<Tensor> GatherByKeyRows(const KernelContext& context, const Tenso
 HeadsFirstTensors DeviceHeadsFirst(const KernelContext& context) {
   return HeadsFirstTensors(
       context.device(), context.stream(),
-      [&context](absl::Span<const HeadsPermute> permutes, bool split) {
-        std::vector<PermuteHeadsTensor> tensors;
-        for (const HeadsPermute& t : permutes) {
-          tensors.push_back({t.from, t.to, t.batch, t.len, t.heads, t.row_bytes});
-        }
+      [&context](absl::Span<const PermuteHeadsTensor> tensors, bool split) {
         return CudaLaunchStatus(context,
                                 LaunchPermuteHeads(tensors.data(), static_cast<int>(tensors.size()),
                                                    split, context.stream()));

@@ -10,7 +10,7 @@ bool SameAsHeadsFirst(const Tensor& x) { return x.dim(1) == 1 || x.dim(2) == 1; 
 
 Shape HeadsFirstShape(const Tensor& x) { return {x.dim(0), x.dim(2), x.dim(1), x.dim(3)}; }
 
-HeadsPermute PermuteOf(const Tensor& interleaved, const void* from, void* to) {
+PermuteHeadsTensor PermuteOf(const Tensor& interleaved, const void* from, void* to) {
   return {from, to, interleaved.dim(0), interleaved.dim(1), interleaved.dim(2),
           interleaved.dim(3) * static_cast<int64_t>(DTypeSize(interleaved.dtype()))};
 }
@@ -20,7 +20,7 @@ HeadsPermute PermuteOf(const Tensor& interleaved, const void* from, void* to) {
 absl::StatusOr<std::vector<Tensor>> HeadsFirstTensors::Inputs(
     std::initializer_list<std::pair<const Tensor*, bool>> inputs) {
   std::vector<Tensor> tensors;
-  std::vector<HeadsPermute> copies;
+  std::vector<PermuteHeadsTensor> copies;
   for (const auto& [x, interleaved] : inputs) {
     if (!interleaved) {
       tensors.push_back(*x);

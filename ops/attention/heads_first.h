@@ -19,17 +19,12 @@
 #include "absl/types/span.h"
 #include "core/device.h"
 #include "core/tensor.h"
+#include "ops/split_heads/split_heads_kernel_args.h"
 
 namespace tfm {
 
-// One tensor to permute: the [batch, len, heads] rows of `row_bytes` bytes
-// of `from` to the [batch, heads, len] row order of `to` (split), or back.
-struct HeadsPermute {
-  const void* from;
-  void* to;
-  int64_t batch, len, heads, row_bytes;
-};
-using PermuteHeadsFn = std::function<absl::Status(absl::Span<const HeadsPermute>, bool split)>;
+using PermuteHeadsFn =
+    std::function<absl::Status(absl::Span<const PermuteHeadsTensor>, bool split)>;
 
 class HeadsFirstTensors {
  public:
@@ -50,7 +45,7 @@ class HeadsFirstTensors {
   Device device_;
   StreamHandle stream_;
   PermuteHeadsFn permute_;
-  std::vector<HeadsPermute> pending_;  // Temporaries into their outputs.
+  std::vector<PermuteHeadsTensor> pending_;  // Temporaries into their outputs.
   std::vector<Tensor> temporaries_;    // Alive until Finish has run.
 };
 

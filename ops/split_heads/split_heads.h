@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/tensor.h"
+#include "ops/split_heads/split_heads_kernel_args.h"
 
 namespace tfm {
 
@@ -36,12 +37,10 @@ absl::StatusOr<Tensor> SplitHeadsBackward(const Tensor& dout);
 // Gradient of sum(dout * MergeHeads(x)): dout split into x's heads.
 absl::StatusOr<Tensor> MergeHeadsBackward(const Tensor& dout, int64_t heads);
 
-// The permutation itself, on host memory, for other ops' CPU kernels that
-// take the [batch, len, heads, d] layout (attention's interleaved heads):
-// rows of `row_bytes` bytes from [batch, len, heads] order in `from` to
-// [batch, heads, len] order in `to` (split), or back (merge). Threaded.
-void PermuteHeadsOnHost(const void* from, void* to, int64_t batch, int64_t len, int64_t heads,
-                        int64_t row_bytes, bool split);
+// The permutation itself, on host memory (PermuteHeadsTensor: split, or
+// back), for other ops' CPU kernels that take the [batch, len, heads, d]
+// layout (attention's interleaved heads). Threaded.
+void PermuteHeadsOnHost(const PermuteHeadsTensor& tensor, bool split);
 
 }  // namespace tfm
 

@@ -10,12 +10,13 @@
 namespace tfm {
 
 // One d-sized row at a time.
-void PermuteHeadsOnHost(const void* from_bytes, void* to_bytes, int64_t batch, int64_t len,
-                        int64_t heads, int64_t row_bytes, bool split) {
-  const char* from = static_cast<const char*>(from_bytes);
-  char* to = static_cast<char*>(to_bytes);
+void PermuteHeadsOnHost(const PermuteHeadsTensor& tensor, bool split) {
+  const char* from = static_cast<const char*>(tensor.from);
+  char* to = static_cast<char*>(tensor.to);
+  const int64_t len = tensor.len, heads = tensor.heads, row_bytes = tensor.row_bytes;
   ThreadPool::Default()->ParallelFor(
-      batch * len, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, row_bytes * heads)),
+      tensor.batch * len,
+      std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, row_bytes * heads)),
       [&](int64_t begin, int64_t end) {
         for (int64_t bt = begin; bt < end; ++bt) {
           const int64_t b = bt / len;
@@ -48,8 +49,9 @@ absl::Status PermuteHeadsCpu(KernelContext& context, bool split) {
     const int64_t d = split ? x.dim(2) / heads : x.dim(3);
     TFM_ASSIGN_OR_RETURN(Tensor * out,
                          context.AllocateOutput(context.layout().output(0, entry), x.dtype()));
-    PermuteHeadsOnHost(x.raw_data(), out->raw_data(), batch, len, entry_heads,
-                       d * DTypeSize(x.dtype()), split);
+    PermuteHeadsOnHost({x.raw_data(), out->raw_data(), batch, len, entry_heads,
+                        d * static_cast<int64_t>(DTypeSize(x.dtype()))},
+                       split);
   }
   return absl::OkStatus();
 }

@@ -6,17 +6,9 @@
 #include <cstdint>
 
 #include "core/device.h"
+#include "ops/split_heads/split_heads_kernel_args.h"
 
 namespace tfm {
-
-// One tensor to move: the [batch, len, heads] rows of `row_bytes` bytes of
-// `from` to the [batch, heads, len] row order of `to` (split), or back
-// (merge).
-struct PermuteHeadsTensor {
-  const void* from;
-  void* to;
-  int64_t batch, len, heads, row_bytes;
-};
 
 // Tensors one launch moves (passed by value to the kernel); a longer list
 // takes a launch per this many.
