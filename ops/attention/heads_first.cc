@@ -17,22 +17,24 @@ PermuteHeadsTensor PermuteOf(const Tensor& interleaved, const void* from, void* 
 
 }  // namespace
 
+absl::StatusOr<Tensor> HeadsFirstTensors::HeadsFirstForm(const Tensor& x, bool interleaved,
+                                                         bool* fresh) const {
+  *fresh = false;
+  if (!interleaved) return x;
+  if (SameAsHeadsFirst(x)) return x.Reshape(HeadsFirstShape(x));
+  *fresh = true;
+  return Tensor::Empty(HeadsFirstShape(x), x.dtype(), device_, stream_);
+}
+
 absl::StatusOr<std::vector<Tensor>> HeadsFirstTensors::Inputs(
     std::initializer_list<std::pair<const Tensor*, bool>> inputs) {
   std::vector<Tensor> tensors;
   std::vector<PermuteHeadsTensor> copies;
   for (const auto& [x, interleaved] : inputs) {
-    if (!interleaved) {
-      tensors.push_back(*x);
-    } else if (SameAsHeadsFirst(*x)) {
-      TFM_ASSIGN_OR_RETURN(Tensor view, x->Reshape(HeadsFirstShape(*x)));
-      tensors.push_back(std::move(view));
-    } else {
-      TFM_ASSIGN_OR_RETURN(Tensor copy,
-                           Tensor::Empty(HeadsFirstShape(*x), x->dtype(), device_, stream_));
-      copies.push_back(PermuteOf(*x, x->raw_data(), copy.raw_data()));
-      tensors.push_back(std::move(copy));
-    }
+    bool fresh = false;
+    TFM_ASSIGN_OR_RETURN(Tensor tensor, HeadsFirstForm(*x, interleaved, &fresh));
+    if (fresh) copies.push_back(PermuteOf(*x, x->raw_data(), tensor.raw_data()));
+    tensors.push_back(std::move(tensor));
   }
   if (!copies.empty()) TFM_RETURN_IF_ERROR(permute_(copies, /*split=*/true));
   return tensors;
@@ -42,18 +44,13 @@ absl::StatusOr<std::vector<Tensor>> HeadsFirstTensors::Outputs(
     std::initializer_list<std::pair<Tensor*, bool>> outputs) {
   std::vector<Tensor> targets;
   for (const auto& [output, interleaved] : outputs) {
-    if (!interleaved) {
-      targets.push_back(*output);
-    } else if (SameAsHeadsFirst(*output)) {
-      TFM_ASSIGN_OR_RETURN(Tensor view, output->Reshape(HeadsFirstShape(*output)));
-      targets.push_back(std::move(view));
-    } else {
-      TFM_ASSIGN_OR_RETURN(Tensor target, Tensor::Empty(HeadsFirstShape(*output),
-                                                        output->dtype(), device_, stream_));
+    bool fresh = false;
+    TFM_ASSIGN_OR_RETURN(Tensor target, HeadsFirstForm(*output, interleaved, &fresh));
+    if (fresh) {
       pending_.push_back(PermuteOf(*output, target.raw_data(), output->raw_data()));
       temporaries_.push_back(target);
-      targets.push_back(std::move(target));
     }
+    targets.push_back(std::move(target));
   }
   return targets;
 }

@@ -42,6 +42,10 @@ class HeadsFirstTensors {
   absl::Status Finish();
 
  private:
+  // `x` itself where it is heads-first, a heads-first view where the
+  // layouts share their bytes, else a fresh heads-first tensor (*fresh).
+  absl::StatusOr<Tensor> HeadsFirstForm(const Tensor& x, bool interleaved, bool* fresh) const;
+
   Device device_;
   StreamHandle stream_;
   PermuteHeadsFn permute_;
