@@ -5,23 +5,22 @@
 # //benchmarks:int8_linear //ops/quantized_linear:int8_amx_emulated_test
 # //ops/quantized_linear:quantized_linear_test` here:
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
-# STAGE (default: all but sweep; they run in the order tests train loss_curve
-# sweep compare pack decode_bench decode_profile train_step deterministic
+# STAGE (default: all but autotune; they run in the order tests train loss_curve
+# compare pack decode_bench autotune decode_profile train_step deterministic
 # train_profile train_step_f32 attention cpu_int8 memcheck memcheck_training:
 # what later stages need, and the most wanted results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
 #   memcheck     compute-sanitizer memcheck over the GPU decoding tests and the fused
 #                residual LayerNorm, row top-k, multi-tensor Adam and deterministic kernels
 #   memcheck_training  the same over the GPU training tests (slow: last)
-#   train        the main job on Multi30k EN-DE on the GPU ($TFM_TRAIN_MINUTES, default 5,
-#                the issue's run, validation BLEU every minute;
-#                preset $TFM_GPU_PRESET, default multi30k_ende_gpu: bf16): train, average,
-#                decode the test split on the GPU, BLEU; if that preset fails before its
-#                first checkpoint, multi30k_ende_small (f32) instead
+#   train        the issue's Multi30k EN-DE run on the GPU ($TFM_TRAIN_MINUTES, default 5):
+#                variants of preset $TFM_GPU_PRESET (default multi30k_ende_gpu: bf16)
+#                trained side by side, validation BLEU every minute, the model chosen on
+#                the validation set (tools/device/quality_sweep.sh), the test split
+#                scored once; $TFM_TRAIN_VARIANTS (default 4) of them, 1: the preset
+#                alone. If none leaves a model, multi30k_ende_small (f32) instead
 #   loss_curve   the Multi30k GPU preset 300 updates in f32 and in bf16 from one seed:
 #                bf16's loss within 2% of f32's (tools/compare_loss_curves.py; ~1 minute)
-#   sweep        settings for the Multi30k run by validation BLEU: the preset and two
-#                variants, $TFM_SWEEP_MINUTES (default 2) each (not in the default list)
 #   compare      that model's test split decoded on the GPU and on the CPU: identical
 #                lines, BLEU of each (beam 4, and greedy)
 #   train_step   benchmarks/train_step --device=cuda against PyTorch eager and
@@ -85,33 +84,45 @@ if run tests; then
 fi
 
 if run train; then
+  # The issue's run: Multi30k EN-DE on the GPU for $TFM_TRAIN_MINUTES (5),
+  # settings chosen on the validation set, averaged (or the best checkpoint,
+  # whichever validation prefers), the test split scored once
+  # (tools/device/quality_sweep.sh). The variants train side by side on the
+  # GPU in the same minutes, each validating BLEU every minute (the curve
+  # against minutes): the preset as it is, more dropout, a wider model, and
+  # a deeper one with fairseq's IWSLT regularisation (dropout 0.3, attention
+  # and ReLU dropout 0.1); the two 512-wide ones warm up over 1000 updates
+  # to a lower peak rate (7.0e-4 against 2.0e-3). TFM_TRAIN_VARIANTS=1: the
+  # preset alone, with the GPU to itself.
   minutes="${TFM_TRAIN_MINUTES:-5}"
-  fresh_workdir "$work"
-  # The main job: train, average the last checkpoints, decode the test split
-  # (beam 4, on the GPU) and print BLEU.
-  # The GPU presets validate BLEU every minute (the curve against minutes);
-  # the log keeps those lines.
-  main_job() {
-    timeout $((minutes * 60 + 200)) "$bundle/run_bundle.sh" tasks/translate_ende --device=cuda \
-      --config="$1" --data="$data" --workdir="$work" --minutes="$minutes" \
-      --set=train.checkpoint_every_minutes=0 --set=train.checkpoint_every_steps=1000 "${@:2}" |
-      grep -vE '^epoch '
-  }
   preset="${TFM_GPU_PRESET:-multi30k_ende_gpu}"
-  # The corpus tokenized once into the work directory (memory-mapped, a
-  # global shuffle each epoch, batches built on a background thread).
-  timeout 60 "$bundle/run_bundle.sh" tasks/translate_ende preprocess --config="$preset" \
-    --data="$data" --workdir="$work" || rm -f "$work/train_corpus.bin"
-  main_job "$preset"
-  if ! ls -d "$work"/checkpoint_0* >/dev/null 2>&1; then
-    echo "== $preset left no checkpoint: multi30k_ende_small (f32) instead"
+  wide="--set=model.d_model=512 --set=train.warmup_steps=1000 --set=train.lr_scale=0.5"
+  variants=("" "--set=model.dropout=0.3"
+    "$wide --set=model.d_ff=2048 --set=model.num_heads=8 --set=model.dropout=0.3"
+    "$wide --set=model.d_ff=1024 --set=model.num_heads=4 --set=model.d_k=128 --set=model.d_v=128 --set=model.num_encoder_layers=6 --set=model.num_decoder_layers=6 --set=model.dropout=0.3 --set=model.attention_dropout=0.1 --set=model.relu_dropout=0.1")
+  variants=("${variants[@]:0:${TFM_TRAIN_VARIANTS:-4}}")
+  quality=/tmp/m30k_quality
+  vocab=()
+  [[ -f .gpu_data/multi30k_ende_spm.model ]] && vocab=(--vocab=.gpu_data/multi30k_ende_spm.model)
+  timeout $((minutes * 60 + 900)) tools/device/quality_sweep.sh \
+    --runner="$bundle/run_bundle.sh tasks/translate_ende" --preset="$preset" --data="$data" \
+    --root="$quality" --minutes="$minutes" --device=cuda --checkpoint_steps=1000 "${vocab[@]}" \
+    -- "${variants[@]}"
+  cp "$quality/choice.tsv" "$out/train_choice.tsv" 2>/dev/null || true
+  for dir in "$quality"/v*; do
+    # Every update's and validation's figures, elapsed time included.
+    cp "$dir/metrics.csv" "$out/train_metrics_$(basename "$dir").csv" 2>/dev/null || true
+  done
+  if [[ -e "$quality/chosen/model.safetensors" ]]; then
+    model="$(readlink -f "$quality/chosen")"
+  else
+    echo "== no variant of $preset gave a model: the main job on multi30k_ende_small (f32) instead"
     fresh_workdir "$work"
     # Without validation BLEU: if decoding during training was what failed.
-    main_job multi30k_ende_small --set=train.validate_bleu_sentences=0
+    timeout $((minutes * 60 + 200)) "$bundle/run_bundle.sh" tasks/translate_ende --device=cuda \
+      --config=multi30k_ende_small --data="$data" --workdir="$work" --minutes="$minutes" \
+      --set=train.validate_bleu_sentences=0 | grep -vE '^epoch '
   fi
-  # Every update's and validation's figures, elapsed time included (the
-  # validation-BLEU curve against minutes).
-  cp "$work/metrics.csv" "$out/train_metrics.csv" 2>/dev/null || true
 fi
 
 if run loss_curve; then
@@ -134,27 +145,6 @@ if run loss_curve; then
     /tmp/m30k_curve_bf16/metrics.csv --updates=300 --window=10 --tolerance=0.02
 fi
 
-if run sweep; then
-  # Settings for the 5-minute run, chosen by validation BLEU (each variant
-  # $TFM_SWEEP_MINUTES, default 2, validation BLEU every minute; no test
-  # decoding): the preset, more dropout, and a wider model with more dropout.
-  sweep_minutes="${TFM_SWEEP_MINUTES:-2}"
-  preset="${TFM_GPU_PRESET:-multi30k_ende_gpu}"
-  variants=("" "--set=model.dropout=0.3"
-    "--set=model.d_model=512 --set=model.d_ff=2048 --set=model.num_heads=8 --set=model.dropout=0.3")
-  for variant in "${variants[@]}"; do
-    echo "== sweep: $preset ${variant:-(as it is)}"
-    sweep_dir=/tmp/m30k_sweep
-    fresh_workdir "$sweep_dir"
-    # shellcheck disable=SC2086
-    timeout $((sweep_minutes * 60 + 90)) "$bundle/run_bundle.sh" tasks/translate_ende train \
-      --device=cuda --config="$preset" --data="$data" --workdir="$sweep_dir" \
-      --minutes="$sweep_minutes" $variant | grep -iE 'valid|bleu|error'
-    sweep_index=$((${sweep_index:-0} + 1))
-    cp "$sweep_dir/metrics.csv" "$out/sweep_${sweep_index}_metrics.csv" 2>/dev/null || true
-  done
-fi
-
 if run compare; then
   # evaluate on the test split's files, beam 4 (the model's) and greedy; the
   # CPU side uses this machine's 16 cores.
@@ -174,7 +164,10 @@ if run compare; then
 fi
 
 if run pack; then
-  packed="$(ls -d "$work"/checkpoint_average 2>/dev/null || ls -d "$work"/checkpoint_0* | tail -1)"
+  # The chosen checkpoint, or the main job's average (or last checkpoint).
+  packed="$model"
+  [[ -f "$packed/model.safetensors" ]] ||
+    packed="$(ls -d "$work"/checkpoint_average 2>/dev/null || ls -d "$work"/checkpoint_0* | tail -1)"
   echo "packing $packed"
   split -b 15M "$packed/model.safetensors" "$out/model.safetensors.part_"
   tar -C "$packed" --exclude=model.safetensors --exclude=optimizer.safetensors \
