@@ -1,0 +1,101 @@
+#!/bin/bash
+# tools/device/quality_sweep.sh with a made-up task binary: the candidate
+# with the highest validation BLEU over every variant's average and best
+# checkpoint is chosen, and only it decodes the test set, once; a variant
+# whose training fails is reported and the others still count; a variant
+# with one checkpoint offers that checkpoint; no model at all, a missing
+# flag and a missing data file are errors.
+set -euo pipefail
+
+sweep="tools/device/quality_sweep.sh"
+dir="$TEST_TMPDIR"
+data="$dir/data"
+mkdir -p "$data"
+for name in val.en.gz val.de.gz test_2016_flickr.en.gz test_2016_flickr.de.gz; do
+  : >"$data/$name"
+done
+
+# The made-up binary. Its --set=fake.* flags say what a variant yields:
+# fake.average and fake.best (validation BLEU of the average and of the best
+# checkpoint), fake.checkpoints (how many it writes), fake.fail (exit 1
+# before any checkpoint). evaluate prints the BLEU stored with the model
+# (the test set scores validation + 1) and logs every call.
+fake="$dir/fake_task"
+cat >"$fake" <<'FAKE'
+#!/bin/bash
+command="$1"; shift
+workdir="" model="" src="" average=0 best=0 checkpoints=2 fail=0
+for arg in "$@"; do
+  case "$arg" in
+    --workdir=*) workdir="${arg#*=}" ;;
+    --model=*) model="${arg#*=}" ;;
+    --src=*) src="${arg#*=}" ;;
+    --set=fake.average=*) average="${arg#*=fake.average=}" ;;
+    --set=fake.best=*) best="${arg#*=fake.best=}" ;;
+    --set=fake.checkpoints=*) checkpoints="${arg#*=fake.checkpoints=}" ;;
+    --set=fake.fail=*) fail="${arg#*=fake.fail=}" ;;
+  esac
+done
+case "$command" in
+  preprocess)
+    echo vocabulary >"$workdir/spm.model"
+    echo corpus >"$workdir/train_corpus.bin" ;;
+  train)
+    [[ -f "$workdir/spm.model" && -f "$workdir/train_corpus.bin" ]] || { echo "error: no corpus"; exit 1; }
+    if ((fail)); then echo "error: made-up failure"; exit 1; fi
+    for ((i = 1; i <= checkpoints; i++)); do
+      mkdir -p "$workdir/checkpoint_00000000$i"
+      echo "$best" >"$workdir/checkpoint_00000000$i/bleu"
+    done
+    echo "$average" >"$workdir/average_bleu"
+    mkdir -p "$workdir/checkpoint_best" && echo "$best" >"$workdir/checkpoint_best/bleu"
+    echo "valid | epoch 1 | update 100 | bleu $best | elapsed 0:01:00 | best" ;;
+  average)
+    mkdir -p "$workdir/checkpoint_average"
+    cp "$workdir/average_bleu" "$workdir/checkpoint_average/bleu" ;;
+  evaluate)
+    echo "$model $(basename "$src")" >>"$(dirname "$0")/evaluations.log"
+    bleu=$(cat "$model/bleu")
+    [[ "$src" == */test_* ]] && bleu=$(awk "BEGIN { print $bleu + 1 }")
+    echo "BLEU = $bleu 1/2/3/4 (BP = 1.000)" ;;
+esac
+FAKE
+chmod +x "$fake"
+
+run_sweep() { "$sweep" --runner="$fake" --preset=p --data="$data" --root="$dir/root" \
+  --minutes=1 --device=cpu "$@"; }
+
+# v2's best checkpoint (31.5) beats v1's average (30.9) and v3's one
+# checkpoint (29.0); v4 fails.
+out=$(run_sweep -- "--set=fake.average=30.9 --set=fake.best=30.1" \
+  "--set=fake.average=31.2 --set=fake.best=31.5" \
+  "--set=fake.best=29.0 --set=fake.checkpoints=1" "--set=fake.fail=1")
+echo "$out"
+grep -q "chosen on validation: v2 checkpoint_best (validation BLEU 31.5)" <<<"$out"
+grep -q "test BLEU of the model chosen on validation: 32.5" <<<"$out"
+grep -q "v4: no checkpoint" <<<"$out"
+grep -q "v3 checkpoint_000000001: validation BLEU 29.0" <<<"$out"
+# The test set was decoded once, by the chosen model; each variant's
+# candidates on validation (v3: its checkpoint and its best).
+[[ $(grep -c "test_2016_flickr.en.gz" "$dir/evaluations.log") == 1 ]]
+grep -q "^$dir/root/v2/checkpoint_best test_2016_flickr.en.gz$" "$dir/evaluations.log"
+[[ $(grep -c "val.en.gz" "$dir/evaluations.log") == 6 ]]
+[[ "$(readlink "$dir/root/chosen")" == "$dir/root/v2/checkpoint_best" ]]
+[[ $(wc -l <"$dir/root/choice.tsv") == 7 ]]  # A header and 6 candidates.
+
+# No variant leaves a model: an error, and no test decoding.
+rm -f "$dir/evaluations.log"
+if out=$(run_sweep -- "--set=fake.fail=1"); then
+  echo "expected a failure without any model"; exit 1
+fi
+grep -q "no candidate was decoded on the validation set" <<<"$out"
+[[ ! -f "$dir/evaluations.log" ]]
+
+# Bad arguments.
+if out=$("$sweep" --runner="$fake" --data="$data" --root="$dir/root" 2>&1); then exit 1; fi
+grep -q -- "--preset is required" <<<"$out"
+if out=$("$sweep" --runner="$fake" --preset=p --data="$dir" --root="$dir/root" 2>&1); then exit 1; fi
+grep -q "$dir/val.en.gz: no such file" <<<"$out"
+if out=$(run_sweep --bogus 2>&1); then exit 1; fi
+grep -q "unknown argument --bogus" <<<"$out"
+echo PASS
