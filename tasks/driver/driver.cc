@@ -1,6 +1,7 @@
 #include "tasks/driver/driver.h"
 
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -24,6 +25,8 @@
 #include "core/op_registry.h"
 #include "core/paths.h"
 #include "core/plugin_loader.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpoint_directory.h"
 #include "tasks/plugin_abi_version.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
@@ -365,6 +368,17 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   return task->Run(context);
 }
 
+std::string WorkDirConfig(const std::string& mode, const std::string& config_flag,
+                          const std::string& work_dir) {
+  if (!config_flag.empty() || work_dir.empty() || (mode != "train" && mode != "average")) {
+    return "";
+  }
+  absl::StatusOr<CheckpointEntry> latest = LatestCheckpoint(work_dir);
+  if (!latest.ok()) return "";  // A new run, or no readable directory: the preset.
+  const std::string config = (std::filesystem::path(latest->path) / kConfigFile).string();
+  return std::filesystem::exists(config) ? config : "";
+}
+
 absl::StatusOr<LoadedPlugin> LoadEnginePlugin(const std::string& path) {
   return LoadPlugin(path, TFM_PLUGIN_ABI_VERSION);
 }
@@ -442,11 +456,17 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   if (options.mode.empty()) options.mode = default_config.empty() ? "validate" : "run";
   options.program = argv[0];
   options.program = options.program.substr(options.program.rfind('/') + 1);
-  options.config = ResolvePreset(absl::GetFlag(FLAGS_config), default_config);
-  if (options.config.empty()) options.config = default_config;
+  options.work_dir = ResolveUserPath(absl::GetFlag(FLAGS_workdir));
+  options.config = WorkDirConfig(options.mode, absl::GetFlag(FLAGS_config), options.work_dir);
+  if (!options.config.empty()) {
+    std::cout << "config: " << options.config
+              << " (the work directory's latest checkpoint; --config to run another)\n";
+  } else {
+    options.config = ResolvePreset(absl::GetFlag(FLAGS_config), default_config);
+    if (options.config.empty()) options.config = default_config;
+  }
   for (std::string& plugin : options.plugins) plugin = ResolveUserPath(plugin);
   options.list = absl::GetFlag(FLAGS_list);
-  options.work_dir = ResolveUserPath(absl::GetFlag(FLAGS_workdir));
   options.data_dir = ResolveUserPath(absl::GetFlag(FLAGS_data));
   options.minutes = absl::GetFlag(FLAGS_minutes);
   options.average_last = absl::GetFlag(FLAGS_last);

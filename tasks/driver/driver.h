@@ -51,6 +51,15 @@ std::vector<char*> ExtractTaskFlags(const std::vector<char*>& args, DriverOption
 // and in every task's configs folder.
 std::string ResolvePreset(const std::string& config, const std::string& default_config);
 
+// The config of a command given no --config (`config_flag` empty) whose
+// --workdir holds checkpoints: for train and average, the config that the
+// latest checkpoint saved, so that `train --workdir=W` trains W's run on (as
+// the main job's closing hint says) and `average --workdir=W` takes W's
+// average_last_checkpoints, not the binary's preset. Empty otherwise (the
+// preset applies).
+std::string WorkDirConfig(const std::string& mode, const std::string& config_flag,
+                          const std::string& work_dir);
+
 // Writes the registered ops (with their kernels), layers, tasks, corpus
 // formats and decoder input hooks, and what CUDA this binary has.
 void ListRegistered(std::ostream& out);

@@ -1,5 +1,7 @@
 #include "tasks/driver/driver.h"
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -171,6 +173,34 @@ TEST(DriverTest, PresetNamesResolveBesideTheDefaultAndInEveryTask) {
   // Paths and unknown names are left to the loader, which names the file.
   EXPECT_EQ(ResolvePreset("/abs/x.pbtxt", default_config), "/abs/x.pbtxt");
   EXPECT_EQ(ResolvePreset("no_such_preset", default_config).find(configs), std::string::npos);
+}
+
+// train and average over a work directory with checkpoints, given no
+// --config, take the config its latest committed checkpoint saved.
+TEST(DriverTest, TrainAndAverageWithoutConfigTakeTheWorkDirectorysConfig) {
+  const std::filesystem::path work_dir =
+      std::filesystem::path(::testing::TempDir()) / "driver_work_dir_config";
+  std::filesystem::remove_all(work_dir);
+  auto make_checkpoint = [&](const std::string& name, bool committed) {
+    const std::filesystem::path dir = work_dir / name;
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "config.pbtxt") << "task: \"translation\"\n";
+    if (committed) std::ofstream(dir / "MANIFEST") << "";
+  };
+  // No checkpoint yet: a new run takes the preset.
+  EXPECT_EQ(WorkDirConfig("train", "", work_dir.string()), "");
+  make_checkpoint("checkpoint_000000010", true);
+  make_checkpoint("checkpoint_000000020", true);
+  make_checkpoint("checkpoint_000000030", false);  // A save cut short.
+  const std::string latest = (work_dir / "checkpoint_000000020" / "config.pbtxt").string();
+  EXPECT_EQ(WorkDirConfig("train", "", work_dir.string()), latest);
+  EXPECT_EQ(WorkDirConfig("average", "", work_dir.string()), latest);
+  // --config wins; other commands and no --workdir keep the preset.
+  EXPECT_EQ(WorkDirConfig("train", "multi30k_ende_small", work_dir.string()), "");
+  EXPECT_EQ(WorkDirConfig("run", "", work_dir.string()), "");
+  EXPECT_EQ(WorkDirConfig("evaluate", "", work_dir.string()), "");
+  EXPECT_EQ(WorkDirConfig("train", "", ""), "");
+  std::filesystem::remove_all(work_dir);
 }
 
 }  // namespace
