@@ -1,9 +1,7 @@
 #!/bin/bash
 # The session's GPU checks in one prepared run, on the lent GPU machine,
-# after `tools/device/bundle.sh --gpu_tests //tasks:translate_ende
-# //benchmarks:train_step //benchmarks:decode //benchmarks:attention //tools:bleu
-# //benchmarks:int8_linear //ops/quantized_linear:int8_amx_emulated_test
-# //ops/quantized_linear:quantized_linear_test` here:
+# after `tools/device/prepare_gpu_run.sh` here (the bundle of binaries and
+# GPU tests, and .gpu_data):
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
 # STAGE (default: all but autotune; they run in the order tests train loss_curve
 # compare pack decode_bench autotune decode_profile train_step deterministic

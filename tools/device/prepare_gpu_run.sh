@@ -1,0 +1,37 @@
+#!/bin/bash
+# Everything a session lent a GPU carries to it, made here on a fresh
+# checkout (the ignored folders do not survive a session): the bundle of
+# opt-built binaries and GPU tests that gpu_checks.sh runs, and .gpu_data
+# (the GPU machine has no ../shared): a copy of Multi30k and a vocabulary
+# trained here (SentencePiece training once segfaulted there from the
+# bundle's library). Then, on the device machine:
+#   tools/device/gpu_checks.sh [STAGE...]   carry: .device_bundle .gpu_data
+# Takes long on 2 cores (every CUDA kernel and GPU test is compiled with -c
+# opt): start it early in the session.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+targets=(//tasks:translate_ende //benchmarks:train_step //benchmarks:decode
+  //benchmarks:attention //tools:bleu //benchmarks:int8_linear
+  //ops/quantized_linear:int8_amx_emulated_test //ops/quantized_linear:quantized_linear_test)
+tools/device/bundle.sh --gpu_tests "${targets[@]}"
+
+shared="../shared/data/multi30k"
+if [[ ! -f "$shared/train.en.gz" ]]; then
+  echo "prepare_gpu_run: $shared/train.en.gz: no such file (the Multi30k copy needs ../shared/data)" >&2
+  exit 1
+fi
+rm -rf .gpu_data && mkdir -p .gpu_data/multi30k
+cp "$shared"/*.gz .gpu_data/multi30k/
+# The vocabulary of the GPU presets (BPE, 8000 pieces, as multi30k_ende_gpu),
+# trained once by the preprocess command in a scratch work directory.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+bazel-bin/tasks/translate_ende preprocess --config=multi30k_ende_gpu --data=.gpu_data/multi30k \
+  --workdir="$scratch" >"$scratch/preprocess.log" 2>&1 || {
+  tail -5 "$scratch/preprocess.log"
+  exit 1
+}
+cp "$scratch/spm.model" .gpu_data/multi30k_ende_spm.model
+echo "prepare_gpu_run: carry .device_bundle and .gpu_data ($(du -sh .device_bundle .gpu_data |
+  awk '{print $2 " " $1}' | paste -sd, -); the device tool's limit is 64 MiB with the tree)"
