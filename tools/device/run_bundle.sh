@@ -5,9 +5,18 @@
 #   .device_bundle/run_bundle.sh ops/fill/fill_test --gtest_brief=1
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# Unpacked once, under a lock and into a folder renamed into place when
+# whole: commands started side by side (tools/device/quality_sweep.sh) wait
+# for the first one's unpacking instead of running a half-written bundle.
+exec 9>/tmp/bundle.lock
+flock 9 2>/dev/null
 if [[ ! -d /tmp/bundle ]]; then
-  mkdir -p /tmp/bundle && tar -C /tmp/bundle -xJf "$here/bundle.tar.xz" || exit 1
+  rm -rf /tmp/bundle.partial && mkdir -p /tmp/bundle.partial &&
+    tar -C /tmp/bundle.partial -xJf "$here/bundle.tar.xz" && mv /tmp/bundle.partial /tmp/bundle ||
+    exit 1
 fi
+flock -u 9 2>/dev/null
+exec 9>&-
 if [[ -z "${TFM_CUDA_LIBS:-}" ]]; then
   dirs=""
   for soname in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libcudnn.so.9 libnccl.so.2; do
