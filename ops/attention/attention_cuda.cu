@@ -209,8 +209,12 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
   const bool mma = AttentionMmaTakes(p, {q, k, v, d_out, dk, dv});
   if ((p.interleaved_queries || p.interleaved_keys) && !mma) return kInterleavedNeedsMma;
   AttentionCudaProblem problem = p;
-  // One key tile per head: the tensor-core kernel stores dQ itself.
-  if (mma && p.k_len <= attention_cuda::BackwardMmaKeyTile()) problem.dq_direct = dq;
+  // One key tile per head: the tensor-core kernel stores dQ itself. Not
+  // without keys: no block runs then, and the zeroed accumulation below
+  // gives dQ its zeros.
+  if (mma && p.k_len > 0 && p.k_len <= attention_cuda::BackwardMmaKeyTile()) {
+    problem.dq_direct = dq;
+  }
   int64_t slabs = 1;
   if (p.deterministic && problem.dq_direct == nullptr) {
     slabs = DqSlabs(p, mma ? attention_cuda::BackwardMmaKeyTile()
