@@ -8,8 +8,8 @@
 // heads, d] instead: the projections' [batch, len, heads * d] as they are,
 // so that a layer needs no split_heads and merge_heads around the op
 // (training sets both; a decoding step its queries, against heads-first
-// caches). The CUDA tensor-core kernels, and the decode kernel for queries,
-// read and write that layout in place; the other kernels get heads-first
+// caches). The CUDA tensor-core kernels and the decode kernel read and
+// write that layout in place; the other kernels get heads-first
 // copies inside the op (the cost the two ops had; none where len or heads
 // is 1, the same bytes either way), so the results are the same either
 // way, to the bit. lse stays [batch, heads, q_len]; key rows take

@@ -34,7 +34,7 @@ struct AttentionCudaProblem {
   const int32_t* key_rows = nullptr;
   // Element type of q, k, v, out, d_out, dq, dk, dv: bf16, f16 (__half) or
   // neither (f32). The tensor-core kernels take bf16 and f16, the decode
-  // kernel f32 and bf16: f16 decoding steps run the CUDA-core kernels (f16
+  // kernel f32 and bf16: f16 decoding steps run the tensor-core tiles (f16
   // is for GPUs without bf16).
   bool bf16 = false;
   bool f16 = false;

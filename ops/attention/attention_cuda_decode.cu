@@ -148,12 +148,15 @@ __global__ void __launch_bounds__(kThreads)
   }
   const float* bias = KeyBias(p, b);
   // Key j of this head: in item b, or with key rows in item key_rows[b, j]
-  // (a beam reordered by table), at the same head and position.
+  // (a beam reordered by table), at the same head and position; heads-first
+  // ([items, heads, k_len, d]) or interleaved ([items, k_len, heads, d]).
   const int64_t head = bh - b * p.heads;
   const int32_t* item_of_key = p.key_rows != nullptr ? p.key_rows + b * p.k_len : nullptr;
   const auto key_offset = [&](int64_t j) {
     const int64_t item = item_of_key != nullptr ? static_cast<int64_t>(item_of_key[j]) : b;
-    return ((item * p.heads + head) * p.k_len + j) * kD + slot * kElems;
+    const int64_t row = p.interleaved_keys ? (item * p.k_len + j) * p.heads + head
+                                           : (item * p.heads + head) * p.k_len + j;
+    return row * kD + slot * kElems;
   };
 
   // Every lane runs the same passes (start and end are the block's), so the
@@ -369,7 +372,6 @@ bool AttentionDecodeTakes(const AttentionCudaProblem& p,
     return false;
   }
   if (p.f16) return false;  // bf16 and f32 kernels only.
-  if (p.interleaved_keys) return false;  // Caches are heads-first; queries may interleave.
   if (p.dropout > 0.0f || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) {
     return false;
   }

@@ -107,6 +107,9 @@ std::optional<CudnnSdpaProblem> CudnnProblemFor(const CudaProblem& cuda) {
       !CudnnSdpaAvailable()) {
     return std::nullopt;
   }
+  // Empty problems: cuDNN's graph validation refuses zero extents (an error,
+  // not Unimplemented); our kernels write the empty or zero results.
+  if (p.batch == 0 || p.heads == 0 || p.q_len == 0 || p.k_len == 0) return std::nullopt;
   // Measured on an H100 (benchmarks/results/attention_h100.txt): at 64 keys
   // our kernels are 2x cuDNN's forward and 1.2x its forward+backward.
   if (cuda.backend == AttentionBackend::kAuto && p.k_len <= 64) return std::nullopt;
@@ -255,9 +258,9 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
   if (!p.interleaved_queries && !p.interleaved_keys) {
     return ForwardHeadsFirst(context, cuda, in, out, lse);
   }
-  // Kernels that read interleaved heads in place: the decode kernel
-  // (interleaved queries; it refuses interleaved keys), else the tensor-core
-  // kernels unless cuDNN comes first (long sentences without dropout:
+  // Kernels that read interleaved heads in place: the decode kernel (so
+  // that the same problem takes the same kernel in either layout, bit for
+  // bit), else the tensor-core kernels unless cuDNN comes first (long sentences without dropout:
   // faster than ours there, by more than the permutes cost).
   const bool decode = ForwardDecodes(cuda, in, *out);
   if (decode && (has_key_rows || cuda.backend != AttentionBackend::kCudnn)) {

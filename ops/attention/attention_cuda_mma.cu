@@ -66,10 +66,14 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t q_offset = HeadOffset(p, p.interleaved_queries, bh, p.q_len, kHeadDim);
   const E* k_head = k + HeadOffset(p, p.interleaved_keys, bh, p.k_len, kHeadDim);
   const E* v_head = v + HeadOffset(p, p.interleaved_keys, bh, p.k_len, kHeadDim);
+  // Keys no row of the block sees load as zeros: a decoding cache holds
+  // garbage past its length, and a masked P of 0 times a NaN or infinite
+  // value would still be NaN in the MMA.
+  const int64_t loaded_keys = MinI64(p.k_len, tile_key_end);
   if (key_tiles > 0) {
     LoadTileAsync<kHeadDim, T::kBlockM>(q + q_offset, q_stride, q0, p.q_len - q0, s_q);
-    LoadTileAsync<kHeadDim, kBlockN>(k_head, k_stride, 0, p.k_len, s_k);
-    LoadTileAsync<kHeadDim, kBlockN>(v_head, k_stride, 0, p.k_len, s_v);
+    LoadTileAsync<kHeadDim, kBlockN>(k_head, k_stride, 0, loaded_keys, s_k);
+    LoadTileAsync<kHeadDim, kBlockN>(v_head, k_stride, 0, loaded_keys, s_v);
     CpAsyncCommit();
   }
 
@@ -94,9 +98,9 @@ __global__ void __launch_bounds__(kThreads)
     const int buffer = j & 1;
     if (j + 1 < key_tiles) {  // Fetch the next tiles while this one computes.
       const int64_t next = c0 + kBlockN;
-      LoadTileAsync<kHeadDim, kBlockN>(k_head, k_stride, next, p.k_len - next,
+      LoadTileAsync<kHeadDim, kBlockN>(k_head, k_stride, next, loaded_keys - next,
                                        s_k + (buffer ^ 1) * kBlockN * kHeadDim);
-      LoadTileAsync<kHeadDim, kBlockN>(v_head, k_stride, next, p.k_len - next,
+      LoadTileAsync<kHeadDim, kBlockN>(v_head, k_stride, next, loaded_keys - next,
                                        s_v + (buffer ^ 1) * kBlockN * kHeadDim);
       CpAsyncCommit();
       CpAsyncWait<1>();
