@@ -54,10 +54,18 @@ class Staging {
         return status;
       }
       ++stats_.slots;
-    } else if (slot.pending && cudaEventQuery(slot.done) == cudaErrorNotReady) {
-      ++stats_.waits_for_slot;
-      absl::Status status = ToStatus(cudaEventSynchronize(slot.done), "cudaEventSynchronize");
-      if (!status.ok()) return status;
+    } else if (slot.pending) {
+      const cudaError_t query = cudaEventQuery(slot.done);
+      if (query == cudaErrorNotReady) {
+        // The runtime keeps "not ready" as the thread's last error: cleared
+        // here, or the next launcher's cudaGetLastError reports it as its own.
+        cudaGetLastError();
+        ++stats_.waits_for_slot;
+        absl::Status status = ToStatus(cudaEventSynchronize(slot.done), "cudaEventSynchronize");
+        if (!status.ok()) return status;
+      } else if (query != cudaSuccess) {
+        return ToStatus(query, "cudaEventQuery (staging)");
+      }
     }
     next_ = (next_ + 1) % kSlots;
     std::memcpy(slot.host, src, bytes);

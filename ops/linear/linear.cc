@@ -31,8 +31,13 @@ absl::Status ValidateXAndWeight(const KernelContext& context, int first) {
 
 absl::Status ValidateLinear(const KernelContext& context) {
   TFM_RETURN_IF_ERROR(ValidateXAndWeight(context, 0));
-  TFM_RETURN_IF_ERROR(context.attrs().GetOr<bool>("f32_out", false).status());
-  TFM_RETURN_IF_ERROR(context.attrs().GetOr<bool>("relu", false).status());
+  TFM_ASSIGN_OR_RETURN(const bool f32_out, context.attrs().GetOr<bool>("f32_out", false));
+  TFM_ASSIGN_OR_RETURN(const bool relu, context.attrs().GetOr<bool>("relu", false));
+  // The attributes of linear_no_bias (f32_out) and linear (relu) do not mix:
+  // an f32 output takes no epilogue on CUDA.
+  if (f32_out && (relu || context.num_inputs() == 3)) {
+    return context.Error("f32_out takes no bias and no relu (linear_no_bias only)");
+  }
   if (context.num_inputs() == 3 && context.input(2).shape() != Shape{context.input(1).dim(0)}) {
     return context.Error("bias must be [out_features]");
   }

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/attrs.h"
+#include "core/op_registry.h"
 #include "gtest/gtest.h"
 #include "ops/cast/cast.h"
 #include "ops/random/random.h"
@@ -241,6 +243,28 @@ TEST(LinearTest, ReluIsReluOfLinear) {
   EXPECT_GT(zeros, 0);  // Some negatives, or the check would be vacuous.
 }
 
+// A NaN row stays NaN through the CUDA ReLU (cuBLASLt's epilogue, or the
+// kernel after the GEMM), as through the CPU's: the CUDA comparisons above
+// draw no NaN.
+TEST(LinearTest, CudaReluKeepsNaN) {
+  TFM_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    Tensor x = RoundedThrough(Random({9, 32}, 1), dtype);
+    x.data<float>()[5 * 32 + 3] = NAN;  // Row 5.
+    const Tensor w = RoundedThrough(Random({64, 32}, 2), dtype);
+    const Tensor b = RoundedThrough(Random({64}, 3), dtype);
+    absl::StatusOr<Tensor> want = LinearRelu(x, w, b);
+    absl::StatusOr<Tensor> got =
+        LinearRelu(OnCuda(HostAs(x, dtype)), OnCuda(HostAs(w, dtype)), OnCuda(HostAs(b, dtype)));
+    ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+    const Tensor host = HostF32(*got);
+    for (int64_t i = 0; i < want->num_elements(); ++i) {
+      EXPECT_EQ(std::isnan(host.data<float>()[i]), std::isnan(want->data<float>()[i])) << i;
+    }
+  }
+}
+
 // LinearToF32: on f32 operands Linear's bits; on 16-bit operands on a GPU
 // the f32 sums, which the CPU's f32 product of the same (rounded) operands
 // matches up to the order of the sums, and which a 16-bit result is within
@@ -295,6 +319,17 @@ TEST(LinearTest, BadArgumentsNameTheOpAndShapes) {
   EXPECT_EQ(Linear(x, *Tensor::Zeros({4, 3}, DType::kI32)).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(LinearBackward(Random({2, 5}, 4), x, w).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // linear_no_bias's f32_out with a bias or with relu: refused (the CUDA
+  // kernel would write f32 through a 16-bit pointer).
+  Attrs f32_out;
+  f32_out.Set("f32_out", true);
+  const absl::Status with_bias = RunOp("linear", {x, w, Random({4}, 3)}, f32_out).status();
+  EXPECT_EQ(with_bias.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(with_bias.message().find("f32_out takes no bias and no relu"), std::string::npos)
+      << with_bias;
+  f32_out.Set("relu", true);
+  EXPECT_EQ(RunOp("linear_no_bias", {x, w}, f32_out).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

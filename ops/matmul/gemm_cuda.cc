@@ -345,7 +345,10 @@ cublasLtMatmulAlgo_t FastestAlgorithm(const GemmCudaProblem& p, Descriptors& d,
   cublasLtMatmulAlgo_t best = candidates[0];
   float best_ms = std::numeric_limits<float>::infinity();
   for (const cublasLtMatmulAlgo_t& algo : candidates) {
-    if (run(algo) != CUBLAS_STATUS_SUCCESS) continue;
+    if (run(algo) != CUBLAS_STATUS_SUCCESS) {
+      cudaGetLastError();  // A failed candidate's launch error is not the product's.
+      continue;
+    }
     cudaEventRecord(start, stream);
     bool ok = true;
     for (int i = 0; i < kAutotuneRuns && ok; ++i) ok = run(algo) == CUBLAS_STATUS_SUCCESS;

@@ -47,6 +47,7 @@ struct NcclCommunicator::State {
         const cudaError_t query = cudaStreamQuery(wait_stream);
         if (query == cudaSuccess) return absl::OkStatus();
         if (query != cudaErrorNotReady) return Error(what, cudaGetErrorString(query));
+        cudaGetLastError();  // "Not ready" stays the last error otherwise (runtime_cuda.cc).
       }
       const absl::Duration waited = absl::Now() - start;
       if (waited > timeout) {
