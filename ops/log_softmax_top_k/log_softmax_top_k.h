@@ -5,9 +5,10 @@
 // CPU in one kernel that never writes the [rows, n] log-probabilities: a
 // beam step of 128 rows over 8000 tokens reads its logits three times in
 // the cache (max, sum of exponentials, ranking) where the two ops write and
-// re-read 4 MB. A search that needs only each row's best tokens (beam
-// search's 2 * beam + 1) decodes through it (layers/transformer_decoding.cc).
-// Devices without its kernel (CUDA) run the two ops.
+// re-read 4 MB; on CUDA row_top_k's kernel ranks log-probabilities it
+// computes on the fly (up to kMaxRowTopK a row). A search that needs only
+// each row's best tokens (beam search's 2 * beam + 1) decodes through it
+// (layers/transformer_decoding.cc).
 #ifndef TFM_OPS_LOG_SOFTMAX_TOP_K_LOG_SOFTMAX_TOP_K_H_
 #define TFM_OPS_LOG_SOFTMAX_TOP_K_LOG_SOFTMAX_TOP_K_H_
 

@@ -41,7 +41,8 @@ Tensor Logits(int64_t rows, int64_t n, uint64_t seed) {
 void ExpectEqualsRowTopKOfLogSoftmax(const Device& device) {
   {
     for (const int64_t n : {1, 5, 16, 37, 8000}) {
-      for (const int64_t count : {int64_t{1}, int64_t{9}, int64_t{40}, kMaxRowTopK + 7}) {
+      for (const int64_t count : {int64_t{1}, int64_t{3}, int64_t{5}, int64_t{9}, int64_t{25},
+                                  int64_t{40}, kMaxRowTopK + 7}) {
         if (count > kMaxRowTopK && !device.is_cpu()) continue;  // The CPU's alone.
         for (const int64_t forbidden : {int64_t{-1}, int64_t{0}, n / 2}) {
           const Tensor host = Logits(8, n, 100 + n + count);

@@ -15,8 +15,8 @@
 
 namespace tfm {
 
-// Most entries a row may keep on CUDA: the kernel holds a thread's best in
-// a fixed array of this size. The CPU takes any count (a beam search of a
+// Most entries a row may keep on CUDA: the kernel holds each thread's best
+// entries in registers, in lists of up to this many. The CPU takes any count (a beam search of a
 // wide beam ranks 2 x beam + 1 per row).
 inline constexpr int64_t kMaxRowTopK = 64;
 

@@ -108,7 +108,10 @@ TEST(RowTopKTest, CudaMatchesCpuExactly) {
   const struct {
     int64_t rows, n, count;
   } cases[] = {{1, 1, 1}, {6, 300, 9}, {3, 5, 64}, {64, 8000, 9}, {2000, 32000, 9},
-               {400, 40000, 33}, {0, 100, 3}};
+               {400, 40000, 33}, {0, 100, 3},
+               // Each count picks the smallest kept list that holds it:
+               // lists of 3, 5 and 25 too.
+               {8, 1000, 3}, {8, 1000, 5}, {8, 1000, 25}};
   for (const auto& c : cases) {
     for (const int64_t forbidden : {int64_t{-1}, c.n - 1}) {
       SCOPED_TRACE(absl::StrCat(c.rows, " x ", c.n, " count ", c.count, " forbidden ",
