@@ -92,12 +92,14 @@ if run train; then
   # 1000 updates to a lower peak rate (7.0e-4 against 2.0e-3). At GPU speed
   # the preset passes 100 epochs a minute, so each validates BLEU every 1000
   # updates (with a checkpoint: its log and metrics.csv give the curve
-  # against minutes) instead of every minute, and stops after 5 validations
-  # without a new best, leaving the GPU to the others. TFM_TRAIN_VARIANTS=1:
-  # the preset alone, with the GPU to itself.
+  # against minutes) instead of every minute, and stops after 3 validations
+  # without a new best, leaving the GPU to the others: its last 5
+  # checkpoints, which the average takes, then hold its best, the one before
+  # and the three after. TFM_TRAIN_VARIANTS=1: the preset alone, with the
+  # GPU to itself.
   minutes="${TFM_TRAIN_MINUTES:-5}"
   preset="${TFM_GPU_PRESET:-multi30k_ende_gpu}"
-  every="--set=train.validate_every_steps=1000 --set=train.validate_every_minutes=0 --set=train.patience=5"
+  every="--set=train.validate_every_steps=1000 --set=train.validate_every_minutes=0 --set=train.patience=3"
   wide="$every --set=model.d_model=512 --set=train.warmup_steps=1000 --set=train.lr_scale=0.5"
   variants=("$every" "$every --set=model.dropout=0.3"
     "$wide --set=model.d_ff=2048 --set=model.num_heads=8 --set=model.dropout=0.3"

@@ -12,7 +12,7 @@
 #   2. Each variant gives two candidates: the average of its last
 #      checkpoints (the `average` command; its last checkpoint where it wrote
 #      only one) and its best checkpoint by the validation BLEU it printed
-#      every minute (checkpoint_best). Each is decoded on the validation set
+#      at each validation (checkpoint_best). Each is decoded on the validation set
 #      with the preset's beam search.
 #   3. The candidate with the highest validation BLEU is the model, and only
 #      it decodes the test set, once.
