@@ -192,8 +192,12 @@ void ExpectScaledBackwardIsDropoutThenRelu(const Device& device, DType dtype) {
         nonzero += got[i] != 0.0f;
       }
       // Not vacuous: at p < 1 some gradients pass (about (1 - p) / 2).
-      if (p < 1.0 && n > 1000) EXPECT_GT(nonzero, n / 5);
-      if (p == 1.0) EXPECT_EQ(nonzero, 0);
+      if (p < 1.0 && n > 1000) {
+        EXPECT_GT(nonzero, n / 5);
+      }
+      if (p == 1.0) {
+        EXPECT_EQ(nonzero, 0);
+      }
     }
   }
 }
