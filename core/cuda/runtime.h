@@ -64,6 +64,10 @@ struct StagingStats {
 };
 StagingStats GetStagingStats();
 absl::Status Synchronize(int device);
+// Makes `device` the calling thread's current GPU, where the kernels it
+// launches run (a new thread starts on GPU 0: a worker thread of rank r's
+// process calls this before it launches on GPU r).
+absl::Status SetCurrentDevice(int device);
 // How many times this process has waited for a device to finish its queue:
 // copies that wait (Memcpy, a read of CopyDeviceToHostTogether, an upload
 // too large to stage) and Synchronize. A wait for a staging slot is not one

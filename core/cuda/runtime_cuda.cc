@@ -262,6 +262,8 @@ absl::Status Synchronize(int device) {
   return ToStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
+absl::Status SetCurrentDevice(int device) { return UseDevice(device); }
+
 absl::StatusOr<void*> CreateStream(int device) {
   absl::Status status = ToStatus(cudaSetDevice(device), "cudaSetDevice");
   if (!status.ok()) return status;

@@ -25,6 +25,7 @@ absl::Status CopyDeviceToHostTogether(int, const DeviceToHostCopy*, size_t) { re
 StagingStats GetStagingStats() { return {}; }
 int64_t HostWaits() { return 0; }
 absl::Status Synchronize(int) { return NoCuda(); }
+absl::Status SetCurrentDevice(int) { return NoCuda(); }
 absl::StatusOr<void*> CreateStream(int) { return NoCuda(); }
 void DestroyStream(int, void*) {}
 absl::Status BeginCapture(void*) { return NoCuda(); }

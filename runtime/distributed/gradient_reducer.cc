@@ -173,6 +173,9 @@ void GradientReducer::Work() {
 
 absl::Status GradientReducer::Reduce(Bucket& bucket, int index, int64_t update) {
   const Device device = bucket.flat.device();
+  // This worker thread began on GPU 0; rank r's gradients are on GPU r, and
+  // the add and the copies below must run there, behind its backward.
+  if (device.is_cuda()) TFM_RETURN_IF_ERROR(cuda::SetCurrentDevice(device.index));
   char* flat = static_cast<char*>(bucket.flat.raw_data());
   size_t offset = 0;
   for (int i : bucket.parameters) {
