@@ -19,6 +19,10 @@ struct AllocatorStats {
   int64_t peak_bytes_in_use = 0;
   int64_t num_allocs = 0;       // Allocate() calls that succeeded.
   int64_t num_system_allocs = 0;  // Calls that reached the system allocator.
+  // Times the cached free blocks went back to the system (an allocation
+  // that found the device full, EmptyCache): a captured CUDA graph's
+  // temporaries among them may since belong to other tensors.
+  int64_t num_cache_releases = 0;
 };
 
 class Allocator {

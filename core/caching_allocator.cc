@@ -87,6 +87,7 @@ void CachingAllocator::EmptyCache() {
 }
 
 void CachingAllocator::EmptyCacheLocked() {
+  if (!cached_.empty()) ++stats_.num_cache_releases;
   for (auto& [ptr, block] : cached_) {
     memory_->Free(ptr);
     stats_.bytes_reserved -= block.size;

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <utility>
 
+#include "core/allocator.h"
 #include "core/cuda/runtime.h"
 #include "core/current_stream.h"
 
@@ -24,6 +25,10 @@ class CudaGraphBackend final : public StepGraphBackend {
     return cuda::LaunchGraph(graph, stream);
   }
   void DestroyGraph(void* graph) override { cuda::DestroyGraph(graph); }
+  int64_t MemoryReleases() override {
+    absl::StatusOr<Allocator*> allocator = AllocatorFor(Device::Cuda(device_));
+    return allocator.ok() ? (*allocator)->stats().num_cache_releases : 0;
+  }
 
  private:
   int device_;
@@ -34,11 +39,13 @@ class CudaGraphBackend final : public StepGraphBackend {
 class CapturedStep {
  public:
   CapturedStep(std::shared_ptr<StepGraphBackend> backend, void* exec,
-               std::vector<int64_t> fingerprint, std::vector<Tensor> outputs)
+               std::vector<int64_t> fingerprint, std::vector<Tensor> outputs,
+               int64_t memory_releases)
       : backend_(std::move(backend)),
         exec_(exec),
         fingerprint_(std::move(fingerprint)),
-        outputs_(std::move(outputs)) {}
+        outputs_(std::move(outputs)),
+        memory_releases_(memory_releases) {}
   ~CapturedStep() { backend_->DestroyGraph(exec_); }
   CapturedStep(const CapturedStep&) = delete;
   CapturedStep& operator=(const CapturedStep&) = delete;
@@ -46,6 +53,8 @@ class CapturedStep {
   void* exec() const { return exec_; }
   const std::vector<int64_t>& fingerprint() const { return fingerprint_; }
   const std::vector<Tensor>& outputs() const { return outputs_; }
+  // The allocator's releases counted before the capture began.
+  int64_t memory_releases() const { return memory_releases_; }
   bool retired = false;  // Guarded by the runner's mutex.
 
  private:
@@ -54,6 +63,7 @@ class CapturedStep {
   void* exec_;
   std::vector<int64_t> fingerprint_;
   std::vector<Tensor> outputs_;
+  int64_t memory_releases_;
 };
 
 StepGraphRunner::StepGraphRunner(Device device)
@@ -88,7 +98,9 @@ absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Run(StepGraphSlot& slot,
     ++stats_.eager_steps;
     return step();
   }
-  if (slot.graph != nullptr && (slot.graph->retired || slot.graph->fingerprint() != fingerprint)) {
+  if (slot.graph != nullptr &&
+      (slot.graph->retired || slot.graph->fingerprint() != fingerprint ||
+       slot.graph->memory_releases() != backend_->MemoryReleases())) {
     slot.graph.reset();
   }
   if (slot.graph != nullptr) {
@@ -115,6 +127,7 @@ absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Capture(
   if (std::shared_ptr<CapturedStep> live = live_.lock()) live->retired = true;
   absl::StatusOr<std::vector<Tensor>> outputs;
   absl::StatusOr<void*> exec;
+  const int64_t releases = backend_->MemoryReleases();
   {
     const ScopedStream on_stream(stream_);
     const absl::Status began = backend_->BeginCapture(stream_);
@@ -130,7 +143,14 @@ absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Capture(
     ++stats_.eager_steps;
     return step();
   }
-  auto captured = std::make_shared<CapturedStep>(backend_, *exec, fingerprint, *outputs);
+  auto captured =
+      std::make_shared<CapturedStep>(backend_, *exec, fingerprint, *outputs, releases);
+  if (releases != backend_->MemoryReleases()) {
+    // The device ran full during the capture: blocks the graph used may have
+    // gone back to CUDA. This step runs eagerly; the next one captures anew.
+    ++stats_.eager_steps;
+    return step();
+  }
   live_ = captured;
   slot.graph = captured;
   ++stats_.captures;

@@ -12,6 +12,10 @@
 // own stream (ScopedStream), they come from blocks the caching allocator
 // hands only to that stream, on which nothing but captures allocates.
 //
+// A graph is also dropped when the caching allocator has given its free
+// blocks back to CUDA since the capture (the device ran full): its
+// temporaries' memory may have gone to other tensors.
+//
 // When: a step whose fingerprint is its state's previous step's is
 // captured (its layout has settled: a first step makes the cache's entries,
 // a beam's widening and a cache's growth move them), then replayed while
@@ -63,6 +67,10 @@ class StepGraphBackend {
   virtual absl::StatusOr<void*> EndCapture(void* stream, bool failed) = 0;
   virtual absl::Status Launch(void* graph, void* stream) = 0;
   virtual void DestroyGraph(void* graph) = 0;
+  // How many times the device's allocator has given its cached blocks back
+  // (AllocatorStats::num_cache_releases): a graph captured before the last
+  // time may write into memory that is no longer its own, so it is dropped.
+  virtual int64_t MemoryReleases() { return 0; }
 };
 
 // One per model and device.

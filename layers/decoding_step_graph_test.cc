@@ -20,6 +20,7 @@ struct FakeCalls {
   int streams = 0, captures_begun = 0, graphs = 0, destroyed_graphs = 0;
   bool fail_next_capture = false;
   std::map<void*, int> launches;
+  int64_t releases = 0;  // The allocator's cache releases (MemoryReleases).
 };
 
 class FakeBackend final : public StepGraphBackend {
@@ -46,6 +47,7 @@ class FakeBackend final : public StepGraphBackend {
     return absl::OkStatus();
   }
   void DestroyGraph(void*) override { ++calls_->destroyed_graphs; }
+  int64_t MemoryReleases() override { return calls_->releases; }
 
  private:
   FakeCalls* calls_;
@@ -127,6 +129,45 @@ TEST(StepGraphRunnerTest, ANewCaptureRetiresAnotherStatesGraph) {
   EXPECT_EQ(step.runs, before + 1);
   EXPECT_EQ(runner.stats().captures, 3);
   EXPECT_EQ(runner.stats().replays, 0);
+}
+
+// The allocator gave its cached blocks back (the device ran full) after a
+// capture: the graph's temporaries may belong to other tensors now, so it
+// is dropped and the step captured anew. During a capture: that capture is
+// not launched, its step runs eagerly, and the next one captures.
+TEST(StepGraphRunnerTest, ADeviceThatRanFullDropsItsGraphs) {
+  FakeCalls calls;
+  StepGraphRunner runner(std::make_unique<FakeBackend>(&calls));
+  StepGraphSlot slot;
+  CountingStep step;
+  const std::vector<int64_t> a = {1};
+  EXPECT_EQ(Value(runner.Run(slot, a, step.Get())), 1);  // Eager.
+  EXPECT_EQ(Value(runner.Run(slot, a, step.Get())), 2);  // Captured.
+  EXPECT_EQ(Value(runner.Run(slot, a, step.Get())), 2);  // Replayed.
+  calls.releases = 1;
+  EXPECT_EQ(Value(runner.Run(slot, a, step.Get())), 3);  // Captured anew, not replayed.
+  EXPECT_EQ(calls.destroyed_graphs, 1);
+  EXPECT_EQ(Value(runner.Run(slot, a, step.Get())), 3);  // The new graph replays.
+  EXPECT_EQ(runner.stats().captures, 2);
+
+  // A release while the step is being captured.
+  CountingStep releasing;
+  const StepGraphRunner::Step releasing_step = [&]() {
+    ++calls.releases;
+    return releasing.Get()();
+  };
+  StepGraphSlot other;
+  const std::vector<int64_t> b = {2};
+  runner.Run(other, b, releasing.Get()).IgnoreError();  // Eager: first step.
+  const int launches_before = calls.launches.size();
+  // Captured (run 2), not launched; run eagerly (run 3).
+  EXPECT_EQ(Value(runner.Run(other, b, releasing_step)), 3);
+  EXPECT_EQ(static_cast<int>(calls.launches.size()), launches_before);
+  EXPECT_EQ(runner.stats().captures, 2);
+  // Settled and nothing released since: captured (run 4) and launched.
+  EXPECT_EQ(Value(runner.Run(other, b, releasing.Get())), 4);
+  EXPECT_EQ(Value(runner.Run(other, b, releasing.Get())), 4);  // Replayed.
+  EXPECT_EQ(runner.stats().captures, 3);
 }
 
 TEST(StepGraphRunnerTest, WithoutAGpuEveryStepRunsEagerly) {
