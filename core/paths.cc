@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
+
 namespace tfm {
 namespace {
 
@@ -12,6 +14,10 @@ std::string ResolveAgainst(const char* variable, const std::string& path) {
 }
 
 }  // namespace
+
+std::string JoinPath(absl::string_view dir, absl::string_view name) {
+  return absl::StrCat(dir, "/", name);
+}
 
 std::string ResolveUserPath(const std::string& path) {
   return ResolveAgainst("BUILD_WORKING_DIRECTORY", path);

@@ -5,7 +5,12 @@
 
 #include <string>
 
+#include "absl/strings/string_view.h"
+
 namespace tfm {
+
+// `name` inside directory `dir`: "dir/name".
+std::string JoinPath(absl::string_view dir, absl::string_view name);
 
 // A path given on the command line: relative paths are taken from the
 // user's working directory (BUILD_WORKING_DIRECTORY under `bazel run`).

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/data/mo_catalog.h"
+#include "core/paths.h"
 
 namespace tfm {
 namespace {
@@ -25,7 +26,7 @@ absl::StatusOr<std::vector<std::string>> ListCatalogs(const std::string& dir) {
   while (const dirent* entry = readdir(handle)) {
     const std::string name = entry->d_name;
     if (!absl::EndsWith(name, ".mo")) continue;
-    const std::string path = absl::StrCat(dir, "/", name);
+    const std::string path = JoinPath(dir, name);
     struct stat info;
     if (stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode)) paths.push_back(path);
   }

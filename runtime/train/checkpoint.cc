@@ -19,6 +19,7 @@
 #include "core/config/config_upgrades.h"
 #include "core/check.h"
 #include "core/data/file_io.h"
+#include "core/paths.h"
 #include "core/status_macros.h"
 #include "runtime/train/crc32c.h"
 #include "runtime/train/file_writers.h"
@@ -42,10 +43,6 @@ fs::path NormalDirectory(const std::string& dir) {
 
 fs::path ParentOf(const fs::path& path) {
   return path.has_parent_path() ? path.parent_path() : fs::path(".");
-}
-
-std::string JoinPath(absl::string_view dir, absl::string_view name) {
-  return absl::StrCat(dir, "/", name);
 }
 
 absl::Status RemoveTree(const std::string& path) {

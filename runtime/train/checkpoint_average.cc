@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/check.h"
 #include "core/data/file_io.h"
+#include "core/paths.h"
 #include "core/status_macros.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_match.h"
@@ -14,10 +15,6 @@
 
 namespace tfm {
 namespace {
-
-std::string PathIn(const std::string& dir, absl::string_view name) {
-  return absl::StrCat(dir, "/", name);
-}
 
 bool IsFloating(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
@@ -99,23 +96,23 @@ absl::Status AverageCheckpoints(const std::vector<std::string>& paths, const std
                        ReadCheckpointTaskFiles(newest, newest_manifest));
   TFM_ASSIGN_OR_RETURN(config::TaskConfig config, ReadCheckpointConfig(newest));
   TFM_ASSIGN_OR_RETURN(train::TrainingState state, ReadCheckpointState(newest));
-  TFM_ASSIGN_OR_RETURN(std::string vocabulary, ReadFileToString(PathIn(newest, kVocabularyFile)));
+  TFM_ASSIGN_OR_RETURN(std::string vocabulary, ReadFileToString(JoinPath(newest, kVocabularyFile)));
   TFM_ASSIGN_OR_RETURN(SafetensorsReader reference,
-                       SafetensorsReader::Open(PathIn(newest, kModelFile)));
+                       SafetensorsReader::Open(JoinPath(newest, kModelFile)));
   std::vector<SafetensorsReader> readers;
   for (const std::string& path : paths) {
     if (path != newest) {
       TFM_ASSIGN_OR_RETURN(const train::Manifest manifest, VerifyCheckpoint(path));
       TFM_RETURN_IF_ERROR(CheckNotQuantized(path, manifest, "average"));
       TFM_ASSIGN_OR_RETURN(config::TaskConfig other_config, ReadCheckpointConfig(path));
-      TFM_RETURN_IF_ERROR(CheckConfigMatches(other_config, PathIn(path, kConfigFile), config));
+      TFM_RETURN_IF_ERROR(CheckConfigMatches(other_config, JoinPath(path, kConfigFile), config));
       TFM_ASSIGN_OR_RETURN(std::string other_vocabulary,
-                           ReadFileToString(PathIn(path, kVocabularyFile)));
-      TFM_RETURN_IF_ERROR(CheckVocabularyMatches(other_vocabulary, PathIn(path, kVocabularyFile),
-                                                 vocabulary, PathIn(newest, kVocabularyFile)));
+                           ReadFileToString(JoinPath(path, kVocabularyFile)));
+      TFM_RETURN_IF_ERROR(CheckVocabularyMatches(other_vocabulary, JoinPath(path, kVocabularyFile),
+                                                 vocabulary, JoinPath(newest, kVocabularyFile)));
     }
     TFM_ASSIGN_OR_RETURN(SafetensorsReader reader,
-                         SafetensorsReader::Open(PathIn(path, kModelFile)));
+                         SafetensorsReader::Open(JoinPath(path, kModelFile)));
     TFM_RETURN_IF_ERROR(CheckSameTensors(reference, reader));
     readers.push_back(std::move(reader));
   }

@@ -14,6 +14,7 @@
 #include "core/config/device_setting.h"
 #include "core/cuda/runtime.h"
 #include "core/data/file_io.h"
+#include "core/paths.h"
 #include "runtime/distributed/broadcast.h"
 #include "runtime/distributed/launch.h"
 #include "runtime/distributed/nccl_communicator.h"
@@ -38,10 +39,6 @@
 
 namespace tfm {
 namespace {
-
-std::string Join(const std::string& dir, const std::string& name) {
-  return absl::StrCat(dir, "/", name);
-}
 
 NamedTensors ModelTensors(TrainableModel& model) {
   NamedTensors tensors;
@@ -122,7 +119,7 @@ struct Resume {
 // there would write f32 checkpoints beside (and mistake for) its int8 files.
 absl::Status CheckNotQuantizedModelDir(const std::string& work_dir, absl::string_view what) {
   struct stat info;
-  if (stat(Join(work_dir, kManifestFile).c_str(), &info) != 0) return absl::OkStatus();
+  if (stat(JoinPath(work_dir, kManifestFile).c_str(), &info) != 0) return absl::OkStatus();
   absl::StatusOr<train::Manifest> manifest = VerifyCheckpoint(work_dir);
   if (!manifest.ok()) return absl::OkStatus();  // Not a checkpoint of ours: as before.
   return CheckNotQuantized(work_dir, *manifest, what);
@@ -167,7 +164,7 @@ absl::StatusOr<StartingPoint> FindStartingPoint(const config::TaskConfig& config
                                                 const std::string& work_dir, std::ostream& log) {
   StartingPoint start;
   TFM_ASSIGN_OR_RETURN(start.resume, FindResume(work_dir, config));
-  const std::string tokenizer_path = Join(work_dir, config.data().tokenizer().model_path());
+  const std::string tokenizer_path = JoinPath(work_dir, config.data().tokenizer().model_path());
   if (!start.resume) {
     TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer,
                          LoadOrTrainTokenizer(config.data(), work_dir, &log));
@@ -240,11 +237,11 @@ class RankZeroOutputs {
     run_ = std::move(run);
     const std::string& work_dir = *run_.work_dir;
     TFM_ASSIGN_OR_RETURN(MetricsCsvWriter csv,
-                         MetricsCsvWriter::Open(Join(work_dir, kMetricsCsv),
+                         MetricsCsvWriter::Open(JoinPath(work_dir, kMetricsCsv),
                                                 MetricColumns(run_.score_name), first_update));
     csv_.emplace(std::move(csv));
     TFM_ASSIGN_OR_RETURN(TensorBoardWriter tensorboard,
-                         TensorBoardWriter::Create(Join(work_dir, kTensorBoardDir)));
+                         TensorBoardWriter::Create(JoinPath(work_dir, kTensorBoardDir)));
     tensorboard_.emplace(std::move(tensorboard));
     reporter_.emplace(ProgressReporter::ForStderr(
         run_.options.max_updates, std::max<int64_t>(1, run_.options.log_every)));
@@ -305,7 +302,7 @@ class RankZeroOutputs {
     checkpoint.task_files = *run_.task_files;
     TFM_ASSIGN_OR_RETURN(const std::string path, WriteCheckpoint(work_dir, checkpoint));
     if (best) {
-      TFM_RETURN_IF_ERROR(WriteCheckpointTo(Join(work_dir, kBestCheckpoint), checkpoint));
+      TFM_RETURN_IF_ERROR(WriteCheckpointTo(JoinPath(work_dir, kBestCheckpoint), checkpoint));
     }
     TFM_RETURN_IF_ERROR(PruneCheckpoints(work_dir, KeepLast(config.train())));
     reporter_->Message(absl::StrCat("checkpoint ", path, best ? " (best)" : ""));
@@ -447,9 +444,9 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   if (!rank_zero) return absl::OkStatus();
   // A run too short to log anything has nothing to plot; that is no error.
   const absl::Status plotted =
-      WritePlotSvg(Join(work_dir, kMetricsCsv), Join(work_dir, kMetricsSvg));
+      WritePlotSvg(JoinPath(work_dir, kMetricsCsv), JoinPath(work_dir, kMetricsSvg));
   if (plotted.ok()) {
-    log << "plot: " << Join(work_dir, kMetricsSvg) << "\n";
+    log << "plot: " << JoinPath(work_dir, kMetricsSvg) << "\n";
   } else if (absl::IsFailedPrecondition(plotted)) {
     log << "plot: none (no update was logged; log_every_steps is "
         << config.train().log_every_steps() << ")\n";
@@ -488,7 +485,7 @@ absl::Status RunAveraging(const TaskContext& context) {
                        LastCheckpoints(context.work_dir, last));
   std::vector<std::string> paths;
   for (const CheckpointEntry& entry : entries) paths.push_back(entry.path);
-  const std::string out = Join(context.work_dir, "checkpoint_average");
+  const std::string out = JoinPath(context.work_dir, "checkpoint_average");
   TFM_RETURN_IF_ERROR(AverageCheckpoints(paths, out));
   if (context.log) {
     *context.log << "averaged " << paths.size() << " checkpoints (updates "
@@ -499,8 +496,8 @@ absl::Status RunAveraging(const TaskContext& context) {
 }
 
 absl::Status RunPlot(const TaskContext& context) {
-  const std::string svg = Join(context.work_dir, kMetricsSvg);
-  TFM_RETURN_IF_ERROR(WritePlotSvg(Join(context.work_dir, kMetricsCsv), svg));
+  const std::string svg = JoinPath(context.work_dir, kMetricsSvg);
+  TFM_RETURN_IF_ERROR(WritePlotSvg(JoinPath(context.work_dir, kMetricsCsv), svg));
   if (context.log) *context.log << "wrote " << svg << "\n";
   return absl::OkStatus();
 }

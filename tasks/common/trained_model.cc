@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/paths.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
 #include "ops/quantized_linear/quantized_linear.h"
@@ -42,7 +43,7 @@ absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostre
   }
   if (IsFile(absl::StrCat(path, "/", kManifestFile))) return path;
   for (const char* name : {"checkpoint_average", kBestCheckpoint}) {
-    const std::string candidate = absl::StrCat(path, "/", name);
+    const std::string candidate = JoinPath(path, name);
     if (IsFile(absl::StrCat(candidate, "/", kManifestFile))) {
       if (log) *log << "model: " << candidate << "\n";
       return candidate;

@@ -375,7 +375,7 @@ std::string WorkDirConfig(const std::string& mode, const std::string& config_fla
   }
   absl::StatusOr<CheckpointEntry> latest = LatestCheckpoint(work_dir);
   if (!latest.ok()) return "";  // A new run, or no readable directory: the preset.
-  const std::string config = (std::filesystem::path(latest->path) / kConfigFile).string();
+  const std::string config = JoinPath(latest->path, kConfigFile);
   return std::filesystem::exists(config) ? config : "";
 }
 
