@@ -69,11 +69,16 @@ int Value(const absl::StatusOr<std::vector<Tensor>>& out) {
   return out.ok() ? (*out)[0].data<int32_t>()[0] : -1;
 }
 
-TEST(StepGraphRunnerTest, CapturesOnceSettledReplaysWhileTheLayoutHolds) {
+// A runner over the stand-in backend, its calls, and a counting step.
+class StepGraphRunnerTest : public ::testing::Test {
+ protected:
   FakeCalls calls;
-  StepGraphRunner runner(std::make_unique<FakeBackend>(&calls));
-  StepGraphSlot slot;
+  StepGraphRunner runner{std::make_unique<FakeBackend>(&calls)};
   CountingStep step;
+};
+
+TEST_F(StepGraphRunnerTest, CapturesOnceSettledReplaysWhileTheLayoutHolds) {
+  StepGraphSlot slot;
   const std::vector<int64_t> a = {1}, b = {2}, c = {3};
   EXPECT_EQ(Value(runner.Run(slot, a, step.Get())), 1);  // Eager: first step.
   EXPECT_EQ(Value(runner.Run(slot, b, step.Get())), 2);  // Eager: the layout moved.
@@ -96,11 +101,8 @@ TEST(StepGraphRunnerTest, CapturesOnceSettledReplaysWhileTheLayoutHolds) {
   EXPECT_EQ(launches, 5);  // Each capture's first run, and the replays.
 }
 
-TEST(StepGraphRunnerTest, AFailedCaptureTurnsGraphsOff) {
-  FakeCalls calls;
-  StepGraphRunner runner(std::make_unique<FakeBackend>(&calls));
+TEST_F(StepGraphRunnerTest, AFailedCaptureTurnsGraphsOff) {
   StepGraphSlot slot;
-  CountingStep step;
   const std::vector<int64_t> a = {1};
   calls.fail_next_capture = true;
   EXPECT_EQ(Value(runner.Run(slot, a, step.Get())), 1);
@@ -113,11 +115,8 @@ TEST(StepGraphRunnerTest, AFailedCaptureTurnsGraphsOff) {
   EXPECT_EQ(runner.stats().replays, 0);
 }
 
-TEST(StepGraphRunnerTest, ANewCaptureRetiresAnotherStatesGraph) {
-  FakeCalls calls;
-  StepGraphRunner runner(std::make_unique<FakeBackend>(&calls));
+TEST_F(StepGraphRunnerTest, ANewCaptureRetiresAnotherStatesGraph) {
   StepGraphSlot first, second;
-  CountingStep step;
   const std::vector<int64_t> a = {1}, b = {2};
   runner.Run(first, a, step.Get()).IgnoreError();
   runner.Run(first, a, step.Get()).IgnoreError();  // first's graph.
@@ -135,11 +134,8 @@ TEST(StepGraphRunnerTest, ANewCaptureRetiresAnotherStatesGraph) {
 // capture: the graph's temporaries may belong to other tensors now, so it
 // is dropped and the step captured anew. During a capture: that capture is
 // not launched, its step runs eagerly, and the next one captures.
-TEST(StepGraphRunnerTest, ADeviceThatRanFullDropsItsGraphs) {
-  FakeCalls calls;
-  StepGraphRunner runner(std::make_unique<FakeBackend>(&calls));
+TEST_F(StepGraphRunnerTest, ADeviceThatRanFullDropsItsGraphs) {
   StepGraphSlot slot;
-  CountingStep step;
   const std::vector<int64_t> a = {1};
   EXPECT_EQ(Value(runner.Run(slot, a, step.Get())), 1);  // Eager.
   EXPECT_EQ(Value(runner.Run(slot, a, step.Get())), 2);  // Captured.
@@ -170,13 +166,12 @@ TEST(StepGraphRunnerTest, ADeviceThatRanFullDropsItsGraphs) {
   EXPECT_EQ(runner.stats().captures, 3);
 }
 
-TEST(StepGraphRunnerTest, WithoutAGpuEveryStepRunsEagerly) {
-  StepGraphRunner runner(Device::Cpu());
+TEST_F(StepGraphRunnerTest, WithoutAGpuEveryStepRunsEagerly) {
+  StepGraphRunner cpu_runner(Device::Cpu());
   StepGraphSlot slot;
-  CountingStep step;
-  for (int i = 1; i <= 4; ++i) EXPECT_EQ(Value(runner.Run(slot, {7}, step.Get())), i);
-  EXPECT_EQ(runner.stats().eager_steps, 4);
-  EXPECT_EQ(runner.stats().captures + runner.stats().replays, 0);
+  for (int i = 1; i <= 4; ++i) EXPECT_EQ(Value(cpu_runner.Run(slot, {7}, step.Get())), i);
+  EXPECT_EQ(cpu_runner.stats().eager_steps, 4);
+  EXPECT_EQ(cpu_runner.stats().captures + cpu_runner.stats().replays, 0);
 }
 
 }  // namespace
