@@ -13,7 +13,7 @@
 #   memcheck_training  the same over the GPU training tests (slow: last)
 #   train        the Multi30k EN-DE run on the GPU ($TFM_TRAIN_MINUTES, default 5):
 #                variants of preset $TFM_GPU_PRESET (default multi30k_ende_gpu: bf16)
-#                trained side by side, validation BLEU every minute, the model chosen on
+#                trained side by side, validation BLEU every 1000 updates, the model chosen on
 #                the validation set (tools/device/quality_sweep.sh), the test split
 #                scored once; $TFM_TRAIN_VARIANTS (default 4) of them, 1: the preset
 #                alone. If none leaves a model, multi30k_ende_small (f32) instead
@@ -99,7 +99,8 @@ if run train; then
   # GPU to itself.
   minutes="${TFM_TRAIN_MINUTES:-5}"
   preset="${TFM_GPU_PRESET:-multi30k_ende_gpu}"
-  every="--set=train.validate_every_steps=1000 --set=train.validate_every_minutes=0 --set=train.patience=3"
+  interval=1000  # Updates between validations, each with a checkpoint.
+  every="--set=train.validate_every_steps=$interval --set=train.validate_every_minutes=0 --set=train.patience=3"
   wide="$every --set=model.d_model=512 --set=train.warmup_steps=1000 --set=train.lr_scale=0.5"
   variants=("$every" "$every --set=model.dropout=0.3"
     "$wide --set=model.d_ff=2048 --set=model.num_heads=8 --set=model.dropout=0.3"
@@ -110,7 +111,7 @@ if run train; then
   [[ -f .gpu_data/multi30k_ende_spm.model ]] && vocab=(--vocab=.gpu_data/multi30k_ende_spm.model)
   timeout $((minutes * 60 + 900)) tools/device/quality_sweep.sh \
     --runner="$bundle/run_bundle.sh tasks/translate_ende" --preset="$preset" --data="$data" \
-    --root="$quality" --minutes="$minutes" --device=cuda --checkpoint_steps=1000 "${vocab[@]}" \
+    --root="$quality" --minutes="$minutes" --device=cuda --checkpoint_steps="$interval" "${vocab[@]}" \
     -- "${variants[@]}"
   cp "$quality/choice.tsv" "$out/train_choice.tsv" 2>/dev/null || true
   for dir in "$quality"/v*; do
