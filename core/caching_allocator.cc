@@ -43,7 +43,7 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes, StreamHandle stre
     return ptr;
   }
   absl::StatusOr<void*> fresh = memory_->Malloc(size);
-  if (!fresh.ok()) {
+  if (!fresh.ok() && memory_->MayRelease()) {
     // Out of memory with blocks cached: give them back and try once more.
     EmptyCacheLocked();
     fresh = memory_->Malloc(size);

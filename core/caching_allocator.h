@@ -30,6 +30,12 @@ class SystemMemory {
   virtual ~SystemMemory() = default;
   virtual absl::StatusOr<void*> Malloc(size_t bytes) = 0;
   virtual void Free(void* ptr) = 0;
+  // Whether cached blocks may be given back now, when an allocation finds
+  // the device full. Not while a CUDA graph is being captured: cudaFree then
+  // may be refused or break the capture, and a refused free would lose the
+  // block from the books for good. The allocation fails instead; the
+  // captured step's eager re-run, outside the capture, releases and retries.
+  virtual bool MayRelease() { return true; }
 };
 
 class CachingAllocator final : public Allocator {

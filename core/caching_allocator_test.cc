@@ -121,6 +121,36 @@ TEST_F(CachingAllocatorTest, OutOfMemoryReleasesCacheAndRetries) {
   allocator_->Free(*b);
 }
 
+// While a CUDA graph is being captured (MayRelease false) a full device
+// keeps its cached blocks: the allocation fails, and succeeds once releasing
+// is allowed again.
+class NoReleaseMemory final : public FakeSystemMemory {
+ public:
+  using FakeSystemMemory::FakeSystemMemory;
+  bool MayRelease() override { return may_release; }
+  bool may_release = false;
+};
+
+TEST(CachingAllocatorCaptureTest, OutOfMemoryDuringACaptureKeepsTheCache) {
+  auto memory = std::make_unique<NoReleaseMemory>(1 << 20);
+  NoReleaseMemory* fake = memory.get();
+  CachingAllocator allocator(Device::Cuda(0), std::move(memory));
+  void* a = *allocator.Allocate(600 * 1024, Stream(1));
+  allocator.Free(a);  // Cached for stream 1 only.
+  absl::StatusOr<void*> during = allocator.Allocate(600 * 1024, Stream(2));
+  ASSERT_FALSE(during.ok());
+  EXPECT_EQ(during.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(fake->frees, 0);
+  EXPECT_EQ(allocator.stats().num_cache_releases, 0);
+  EXPECT_EQ(allocator.stats().bytes_reserved, 600 * 1024);
+  fake->may_release = true;
+  absl::StatusOr<void*> after = allocator.Allocate(600 * 1024, Stream(2));
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(fake->frees, 1);
+  EXPECT_EQ(allocator.stats().num_cache_releases, 1);
+  allocator.Free(*after);
+}
+
 TEST(CachingAllocatorOptionsTest, SmallBlocksBypassTheCacheAndTheCacheIsCapped) {
   auto memory = std::make_unique<FakeSystemMemory>(1 << 20);
   FakeSystemMemory* fake = memory.get();

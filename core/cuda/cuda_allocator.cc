@@ -14,6 +14,7 @@ class CudaMemory final : public SystemMemory {
   explicit CudaMemory(int device) : device_(device) {}
   absl::StatusOr<void*> Malloc(size_t bytes) override { return cuda::Malloc(device_, bytes); }
   void Free(void* ptr) override { cuda::Free(device_, ptr); }
+  bool MayRelease() override { return !cuda::CaptureUnderWay(); }
 
  private:
   int device_;

@@ -93,6 +93,9 @@ absl::Status BeginCapture(void* stream);
 // synchronisation), or if `failed` (the caller's work failed: the capture is
 // ended and thrown away, so the stream is usable again).
 absl::StatusOr<void*> EndCapture(void* stream, bool failed = false);
+// Whether a capture begun by BeginCapture (in any thread) has not yet been
+// ended: the caching allocator gives no cached block back meanwhile.
+bool CaptureUnderWay();
 absl::Status LaunchGraph(void* graph, void* stream);
 void DestroyGraph(void* graph);
 

@@ -17,8 +17,13 @@ namespace tfm {
 namespace cuda {
 namespace {
 
+// A failed call's error travels in the status; it is also cleared from the
+// thread's last error (where the runtime leaves a non-sticky one), or the
+// next kernel launcher's cudaGetLastError would report it as its own: a
+// failed graph instantiation would fail the eager step that replaces it.
 absl::Status ToStatus(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return absl::OkStatus();
+  cudaGetLastError();
   return absl::InternalError(std::string(what) + ": " + cudaGetErrorString(error));
 }
 
@@ -198,7 +203,9 @@ void Free(int device, void* ptr) {
 }
 
 absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
-  CountHostWait();
+  // A copy within the device does not wait for it (CUDA's API sync
+  // behaviour): only copies to or from the host count.
+  if (kind != CopyKind::kDeviceToDevice) CountHostWait();
   const cudaMemcpyKind cuda_kind = kind == CopyKind::kHostToDevice ? cudaMemcpyHostToDevice
                                    : kind == CopyKind::kDeviceToHost
                                        ? cudaMemcpyDeviceToHost
@@ -279,15 +286,28 @@ void DestroyStream(int device, void* stream) {
   cudaStreamDestroy(static_cast<cudaStream_t>(stream));
 }
 
+namespace {
+// Captures begun and not yet ended, in all threads (CaptureUnderWay).
+std::atomic<int>& CapturesUnderWay() {
+  static std::atomic<int> captures{0};
+  return captures;
+}
+}  // namespace
+
 absl::Status BeginCapture(void* stream) {
-  return ToStatus(
+  absl::Status status = ToStatus(
       cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeRelaxed),
       "cudaStreamBeginCapture");
+  if (status.ok()) CapturesUnderWay().fetch_add(1);
+  return status;
 }
+
+bool CaptureUnderWay() { return CapturesUnderWay().load() > 0; }
 
 absl::StatusOr<void*> EndCapture(void* stream, bool failed) {
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
+  CapturesUnderWay().fetch_sub(1);
   if (ended != cudaSuccess || failed || graph == nullptr) {
     if (graph != nullptr) cudaGraphDestroy(graph);
     cudaGetLastError();  // A broken capture leaves its error behind.

@@ -30,6 +30,7 @@ absl::StatusOr<void*> CreateStream(int) { return NoCuda(); }
 void DestroyStream(int, void*) {}
 absl::Status BeginCapture(void*) { return NoCuda(); }
 absl::StatusOr<void*> EndCapture(void*, bool) { return NoCuda(); }
+bool CaptureUnderWay() { return false; }
 absl::Status LaunchGraph(void*, void*) { return NoCuda(); }
 void DestroyGraph(void*) {}
 absl::StatusOr<DeviceInfo> GetDeviceInfo(int) { return NoCuda(); }
