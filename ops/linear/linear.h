@@ -23,7 +23,11 @@ absl::StatusOr<Tensor> Linear(const Tensor& x, const Tensor& weight,
                               const std::optional<Tensor>& bias = std::nullopt);
 
 // max(0, Linear(x, weight, bias)) in one op: on CUDA the GEMM's epilogue
-// applies the ReLU (no second pass over the output).
+// applies the ReLU (no second pass over the output). A NaN sum stays NaN on
+// the CPU and through the CUDA kernel that follows a plain GEMM; cuBLASLt's
+// ReLU epilogue (max(x, 0)) may give 0 for it instead. A NaN sum comes from
+// a NaN input, which the residual stream carries to the loss all the same,
+// so a training update is still skipped.
 absl::StatusOr<Tensor> LinearRelu(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // x weight^T in f32 whatever the dtype of x and weight (which agree): 16-bit
