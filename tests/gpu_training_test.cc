@@ -807,6 +807,9 @@ TEST(GpuTrainingTest, AModelTrainingOnTheCpuDecodesAsItsCopy) {
 
 TEST(GpuTrainingTest, AModelTrainingInBf16DecodesOnTheGpuAsOnTheCpu) {
   TFM_SKIP_WITHOUT_GPU();
+  // The twin must repeat the trained model's updates bit for bit: the fast
+  // kernels' float atomics (embedding gradient, attention's dQ) would not.
+  const ScopedDeterministicKernels deterministic;
   ExpectTrainingModelDecodesAsItsCpuCopy(Device::Cuda(0), DType::kBF16);
 }
 
