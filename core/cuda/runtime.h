@@ -86,7 +86,10 @@ int64_t HostWaits();
 absl::StatusOr<void*> CreateStream(int device);
 void DestroyStream(int device, void* stream);
 // Starts capturing `stream` in relaxed mode (the caching allocator may still
-// cudaMalloc a new block during the capture).
+// cudaMalloc a new block during the capture). The stream is blocking, so
+// work another thread queues on the default stream meanwhile (an upload, a
+// read, NCCL's wait) would break the capture: GPU searches run one batch at
+// a time, and a broken capture only turns graphs off.
 absl::Status BeginCapture(void* stream);
 // Ends the capture and returns the instantiated graph; an error if the
 // capture broke (work that could not be captured: a copy to the host, a
