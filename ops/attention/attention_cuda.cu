@@ -206,7 +206,8 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
                                     float* workspace, StreamHandle stream) {
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   const int64_t rows = p.batch * p.heads * p.q_len;
-  const bool mma = AttentionMmaTakes(p, {q, k, v, d_out, dk, dv});
+  // dq too: the one-key-tile case stores it from the kernel in 32-bit words.
+  const bool mma = AttentionMmaTakes(p, {q, k, v, d_out, dq, dk, dv});
   if ((p.interleaved_queries || p.interleaved_keys) && !mma) return kInterleavedNeedsMma;
   AttentionCudaProblem problem = p;
   // One key tile per head: the tensor-core kernel stores dQ itself. Not

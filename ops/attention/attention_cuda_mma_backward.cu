@@ -84,8 +84,12 @@ __global__ void __launch_bounds__(kMmaThreads)
   const E* q_head = q + q_offset;
   const E* d_out_head = d_out + q_offset;
 
-  LoadTileAsync<kHeadDim, kBlockN>(k + k_offset, k_stride, c0, p.k_len - c0, s_k);
-  LoadTileAsync<kHeadDim, kBlockN>(v + k_offset, k_stride, c0, p.k_len - c0, s_v);
+  // Keys at or past key_end load as zeros, as in the forward: no row sees
+  // them, and a NaN or infinite value there would make dP, and through
+  // 0 * NaN dS and dQ, NaN.
+  const int64_t loaded_keys = MinI64(p.k_len, key_end) - c0;
+  LoadTileAsync<kHeadDim, kBlockN>(k + k_offset, k_stride, c0, loaded_keys, s_k);
+  LoadTileAsync<kHeadDim, kBlockN>(v + k_offset, k_stride, c0, loaded_keys, s_v);
   // Keys at or past key_end get zero gradients; so do keys no row sees.
   const int64_t first_row = c0 < key_end ? FirstQueryRow(p, c0) : p.q_len;
   const int64_t first_q0 = first_row / kBlockM * kBlockM;
