@@ -185,8 +185,11 @@ __global__ void __launch_bounds__(kThreads)
   const T* d_out_head = d_out + bh * p.q_len * d_v;
   float* dq_head = DqShare(p, dq_accum, blockIdx.x % k_tiles, bh, d_k);
 
-  LoadTile<T, kTile>(k + bh * p.k_len * d_k, c0, cols, d_k, s_k);
-  LoadTile<T, kTile>(v + bh * p.k_len * d_v, c0, cols, d_v, s_v);
+  // Keys at or past key_end load as zeros: no row sees them, and a NaN
+  // there (a decoding cache's unwritten tail) would reach dQ through 0 * NaN.
+  const int loaded = static_cast<int>(MinI64(cols, key_end - c0));
+  LoadTile<T, kTile>(k + bh * p.k_len * d_k, c0, loaded, d_k, s_k);
+  LoadTile<T, kTile>(v + bh * p.k_len * d_v, c0, loaded, d_v, s_v);
   for (int e = threadIdx.x; e < kTile * ldk; e += kThreads) s_dk[e] = 0.0f;
   for (int e = threadIdx.x; e < kTile * ldv; e += kThreads) s_dv[e] = 0.0f;
   // Keys at or past key_end get zero gradients; so do all keys no row sees.

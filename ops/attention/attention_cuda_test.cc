@@ -39,7 +39,26 @@ struct Case {
   bool as_padding_mask = false;      // Give the lengths as a padding mask,
   bool with_holes = false;           // which also pads every 7th key before them.
   float dropout = 0.0f;
+  // The GPU's keys and values past each item's length are NaN (a decoding
+  // cache's unwritten tail); the CPU's keep their values. No row sees
+  // them, so nothing may change.
+  bool nan_past_lengths = false;
 };
+
+// `t` ([batch, heads, len, d], host f32) with NaN at every position at or
+// past its item's length in c.key_lengths.
+Tensor NanPastLengths(const Tensor& t, const Case& c) {
+  std::vector<float> values(t.span<float>().begin(), t.span<float>().end());
+  const int64_t len = t.dim(2), width = t.dim(3);
+  for (int64_t b = 0; b < c.batch; ++b) {
+    for (int64_t h = 0; h < c.heads; ++h) {
+      for (int64_t j = c.key_lengths[b]; j < len; ++j) {
+        for (int64_t x = 0; x < width; ++x) values[((b * c.heads + h) * len + j) * width + x] = NAN;
+      }
+    }
+  }
+  return *Tensor::FromVector<float>(values, t.shape());
+}
 
 std::string Describe(const Case& c, DType dtype) {
   return absl::StrCat(DTypeName(dtype), " ", c.batch, "x", c.heads, " q_len ", c.q_len, " k_len ",
@@ -112,6 +131,8 @@ AttentionOptions OptionsFor(const Case& c, const Device& device) {
   }
   options.dropout = c.dropout;
   options.dropout_state = PhiloxState{99, 3, 5};
+  // Our kernels: cuDNN is never given a decoding cache's tail.
+  if (c.nan_past_lengths) options.backend = "flash";
   return options;
 }
 
@@ -134,8 +155,8 @@ void ExpectCudaMatchesCpu(const Case& c, DType dtype) {
 
   const AttentionOptions gpu_options = OptionsFor(c, gpu);
   const Tensor q_gpu = OnDevice(q, dtype, gpu);
-  const Tensor k_gpu = OnDevice(k, dtype, gpu);
-  const Tensor v_gpu = OnDevice(v, dtype, gpu);
+  const Tensor k_gpu = OnDevice(c.nan_past_lengths ? NanPastLengths(k, c) : k, dtype, gpu);
+  const Tensor v_gpu = OnDevice(c.nan_past_lengths ? NanPastLengths(v, c) : v, dtype, gpu);
   absl::StatusOr<AttentionOutput> cuda =
       ScaledDotProductAttention(q_gpu, k_gpu, v_gpu, gpu_options);
   ASSERT_TRUE(cuda.ok()) << cuda.status();
@@ -223,6 +244,32 @@ TEST_P(AttentionCudaTest, KeyLengthsAndPaddingMask) {
   c.causal = true;
   c.q_len = 130;
   c.key_lengths = {130, 17, 1};
+  ExpectCudaMatchesCpu(c, GetParam());
+}
+
+// Keys and values past the lengths hold NaN on the GPU: forward and
+// backward (dQ sums over a key tile's keys, the unseen ones' included) must
+// not read them, on the tensor-core kernels (d 64: one key tile and
+// several) and the CUDA-core ones (d 40).
+TEST_P(AttentionCudaTest, NaNPastTheKeyLengthsIsNeverRead) {
+  TFM_SKIP_WITHOUT_GPU();
+  Case c{.batch = 3,
+         .heads = 2,
+         .q_len = 40,
+         .k_len = 48,
+         .d_k = 64,
+         .d_v = 64,
+         .key_lengths = {48, 20, 1},
+         .nan_past_lengths = true};
+  ExpectCudaMatchesCpu(c, GetParam());
+  c.k_len = 150;
+  c.key_lengths = {150, 70, 3};
+  ExpectCudaMatchesCpu(c, GetParam());
+  c.as_padding_mask = true;
+  c.causal = true;
+  c.q_len = 150;
+  ExpectCudaMatchesCpu(c, GetParam());
+  c.d_k = c.d_v = 40;
   ExpectCudaMatchesCpu(c, GetParam());
 }
 
