@@ -126,7 +126,10 @@ for i in "${!variants[@]}"; do
   count=${#checkpoints[@]}
   last=$((count < average_last ? count : average_last))
   if ((last >= 2)); then
-    timeout 300 "${run[@]}" average --config="$preset" --workdir="$dir" --last="$last" \
+    # --data too: the preset names its corpus relative to the repository,
+    # which is not where a bundle's runner starts.
+    timeout 300 "${run[@]}" average --config="$preset" --data="$data" --workdir="$dir" \
+      --last="$last" \
       >"$dir/average.log" 2>&1 || tail -3 "$dir/average.log"
     candidates=(checkpoint_average checkpoint_best)
   else

@@ -24,10 +24,11 @@ fake="$dir/fake_task"
 cat >"$fake" <<'FAKE'
 #!/bin/bash
 command="$1"; shift
-workdir="" model="" src="" average=0 best=0 checkpoints=2 fail=0
+workdir="" model="" src="" data="" average=0 best=0 checkpoints=2 fail=0
 for arg in "$@"; do
   case "$arg" in
     --workdir=*) workdir="${arg#*=}" ;;
+    --data=*) data="${arg#*=}" ;;
     --model=*) model="${arg#*=}" ;;
     --src=*) src="${arg#*=}" ;;
     --set=fake.average=*) average="${arg#*=fake.average=}" ;;
@@ -36,6 +37,12 @@ for arg in "$@"; do
     --set=fake.fail=*) fail="${arg#*=fake.fail=}" ;;
   esac
 done
+# Commands that read the preset's corpus fail without --data, as the real
+# binary does where it does not start in the repository (a bundle's runner).
+if [[ "$command" =~ ^(preprocess|train|average)$ && -z "$data" ]]; then
+  echo "error: p.pbtxt:10: data.train[0]: file '../shared/data/train.en.gz' not found"
+  exit 1
+fi
 case "$command" in
   preprocess)
     echo vocabulary >"$workdir/spm.model"
