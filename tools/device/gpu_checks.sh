@@ -5,18 +5,23 @@
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
 # STAGE (default: all but autotune; they run in the order tests train loss_curve
 # compare pack decode_bench autotune decode_profile train_step deterministic
-# train_profile train_step_f32 attention cpu_int8 memcheck memcheck_training:
+# train_profile train_step_f32 attention cpu_int8 memcheck memcheck_ops memcheck_training:
 # what later stages need, and the most wanted results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
-#   memcheck     compute-sanitizer memcheck over the GPU decoding tests and the fused
-#                residual LayerNorm, row top-k, multi-tensor Adam and deterministic kernels
+#   memcheck     compute-sanitizer memcheck over the GPU decoding tests, CUDA graph
+#                replays and the attention kernels (up to 400 s)
+#   memcheck_ops the same over the op kernels written without a GPU (the fused residual
+#                LayerNorm, top-k, multi-tensor Adam, casts, ...) and racecheck over the
+#                top-k reductions (up to 370 s: a 600 s call holds one memcheck stage)
 #   memcheck_training  the same over the GPU training tests (slow: last)
 #   train        the issue's Multi30k EN-DE run on the GPU ($TFM_TRAIN_MINUTES, default 5):
 #                variants of preset $TFM_GPU_PRESET (default multi30k_ende_gpu: bf16)
 #                trained side by side, validation BLEU every 1000 updates, the model chosen on
 #                the validation set (tools/device/quality_sweep.sh), the test split
 #                scored once; $TFM_TRAIN_VARIANTS (default 4) of them, 1: the preset
-#                alone. If none leaves a model, multi30k_ende_small (f32) instead
+#                alone. If none leaves a model, multi30k_ende_small (f32) instead, for the
+#                minutes left in a 600 s call. Back: train_choice.tsv (every candidate's
+#                validation BLEU), train_variants.tar.gz (logs, metrics.csv per variant)
 #   loss_curve   the Multi30k GPU preset 300 updates in f32 and in bf16 from one seed:
 #                bf16's loss within 2% of f32's (tools/compare_loss_curves.py; ~1 minute)
 #   compare      that model's test split decoded on the GPU and on the CPU: identical
@@ -38,7 +43,16 @@
 #   cpu_int8     the host CPU's int8 kernels (the GPU machines' Xeons have AMX, which
 #                no development machine exposed): the AMX kernel's tests on real
 #                tiles, benchmarks/int8_linear, and int8 against f32 CPU decoding
-#   pack         the trained model back here (model split in 15 MiB parts)
+#   pack         the trained model back here (its weights in 15 MiB parts): the chosen
+#                one if its weights are at most 32 MiB, else the best on validation that is
+# A session's calls (about 900 s of device time, the machine's start included;
+# each call at most 600 s and 8 files back), in the issue's order:
+#   1. tests train_step                     (~210 s)
+#   2. train pack                           (~400 s: 5 minutes of training, then the
+#                                            candidates on validation, the test split once)
+#   3. loss_curve train_profile, if time is left on the warm machine (~150 s)
+# A later session: decode_bench compare with .gpu_model and a --decode bundle
+# (prepare_gpu_run.sh --decode), then memcheck, memcheck_ops, deterministic.
 # TFM_GPU_MODEL names a trained model directory carried with the call (e.g.
 # .gpu_model/m30k): compare, decode_bench and decode_profile use it when the
 # train stage does not run.
@@ -57,7 +71,7 @@ run_bundle() { "$bundle/run_bundle.sh" "$@"; }
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(nproc)"
 
-stages=" ${*:-tests train compare pack decode_bench train_step loss_curve deterministic decode_profile train_profile attention cpu_int8 memcheck train_step_f32 memcheck_training} "
+stages=" ${*:-tests train compare pack decode_bench train_step loss_curve deterministic decode_profile train_profile attention cpu_int8 memcheck memcheck_ops train_step_f32 memcheck_training} "
 run() { [[ "$stages" == *" $1 "* ]] && echo "== $(date -u +%T) stage $1"; }
 # An empty work directory for a training run, with the vocabulary trained
 # here when it was carried.
@@ -67,8 +81,13 @@ fresh_workdir() {
   return 0
 }
 work=/tmp/m30k_gpu
+quality=/tmp/m30k_quality
 data="$PWD/.gpu_data/multi30k"
+# The model of compare, pack and decode_bench: the train stage's (this call's,
+# or an earlier call's on this warm machine: the chosen one), else the main
+# job's fallback, else a carried one (TFM_GPU_MODEL).
 model="$work"
+[[ -e "$quality/chosen/model.safetensors" ]] && model="$(readlink -f "$quality/chosen")"
 [[ -n "${TFM_GPU_MODEL:-}" && "$stages" != *" train "* ]] && model="$PWD/$TFM_GPU_MODEL"
 
 if run tests; then
@@ -106,7 +125,6 @@ if run train; then
     "$wide --set=model.d_ff=2048 --set=model.num_heads=8 --set=model.dropout=0.3"
     "$wide --set=model.d_ff=1024 --set=model.num_heads=4 --set=model.d_k=128 --set=model.d_v=128 --set=model.num_encoder_layers=6 --set=model.num_decoder_layers=6 --set=model.dropout=0.3 --set=model.attention_dropout=0.1 --set=model.relu_dropout=0.1")
   variants=("${variants[@]:0:${TFM_TRAIN_VARIANTS:-4}}")
-  quality=/tmp/m30k_quality
   vocab=()
   [[ -f .gpu_data/multi30k_ende_spm.model ]] && vocab=(--vocab=.gpu_data/multi30k_ende_spm.model)
   timeout $((minutes * 60 + 900)) tools/device/quality_sweep.sh \
@@ -114,19 +132,27 @@ if run train; then
     --root="$quality" --minutes="$minutes" --device=cuda --checkpoint_steps="$interval" "${vocab[@]}" \
     -- "${variants[@]}"
   cp "$quality/choice.tsv" "$out/train_choice.tsv" 2>/dev/null || true
-  for dir in "$quality"/v*; do
-    # Every update's and validation's figures, elapsed time included.
-    cp "$dir/metrics.csv" "$out/train_metrics_$(basename "$dir").csv" 2>/dev/null || true
-  done
+  # Each variant's every update and validation (elapsed time included), its
+  # log and its settings, in one archive: a call brings back 8 files at most.
+  (cd "$quality" && tar -czf "$out/train_variants.tar.gz" v*/metrics.csv v*/train.log \
+    v*/variant.txt v*/*.valid.log test.log 2>/dev/null) || true
   if [[ -e "$quality/chosen/model.safetensors" ]]; then
     model="$(readlink -f "$quality/chosen")"
   else
-    echo "== no variant of $preset gave a model: the main job on multi30k_ende_small (f32) instead"
-    fresh_workdir "$work"
-    # Without validation BLEU: if decoding during training was what failed.
-    timeout $((minutes * 60 + 200)) "$bundle/run_bundle.sh" tasks/translate_ende --device=cuda \
-      --config=multi30k_ende_small --data="$data" --workdir="$work" --minutes="$minutes" \
-      --set=train.validate_bleu_sentences=0 | grep -vE '^epoch '
+    # As many minutes as a 600 s call has left after the sweep (less a
+    # minute and a half for the main job's decoding), at most $minutes.
+    left=$(((600 - SECONDS - 90) / 60))
+    ((left > minutes)) && left=$minutes
+    if ((left >= 1)); then
+      echo "== no variant of $preset gave a model: the main job on multi30k_ende_small (f32) instead, $left minutes"
+      fresh_workdir "$work"
+      # Without validation BLEU: if decoding during training was what failed.
+      timeout $((left * 60 + 120)) "$bundle/run_bundle.sh" tasks/translate_ende --device=cuda \
+        --config=multi30k_ende_small --data="$data" --workdir="$work" --minutes="$left" \
+        --set=train.validate_bleu_sentences=0 | grep -vE '^epoch '
+    else
+      echo "== no variant of $preset gave a model, and no time is left in this call for another run"
+    fi
   fi
 fi
 
@@ -169,14 +195,34 @@ if run compare; then
 fi
 
 if run pack; then
-  # The chosen checkpoint, or the main job's average (or last checkpoint).
+  # The trained model back here in 15 MiB parts. A call brings back 8 files
+  # of 16 MiB at most, 64 MiB in all, and a later call carries the model
+  # within its 64 MiB with the tree and a bundle (prepare_gpu_run.sh
+  # --decode): so the chosen model when its weights are at most 32 MiB (the
+  # preset's size: 30 MB in f32), else the candidate best on validation
+  # that is (a 512-wide variant's weights are 105 to 143 MB).
+  fits() { [[ -f "$1/model.safetensors" ]] && (($(stat -c %s "$1/model.safetensors") <= 32 << 20)); }
   packed="$model"
-  [[ -f "$packed/model.safetensors" ]] ||
-    packed="$(ls -d "$work"/checkpoint_average 2>/dev/null || ls -d "$work"/checkpoint_0* | tail -1)"
-  echo "packing $packed"
-  split -b 15M "$packed/model.safetensors" "$out/model.safetensors.part_"
-  tar -C "$packed" --exclude=model.safetensors --exclude=optimizer.safetensors \
-    -czf "$out/checkpoint_rest.tar.gz" .
+  if ! fits "$packed" && [[ -f "$quality/choice.tsv" ]]; then
+    while IFS=$'\t' read -r variant candidate bleu; do
+      if fits "$quality/$variant/$candidate"; then
+        echo "the chosen model's weights are too large to bring back: $variant $candidate instead (validation BLEU $bleu)"
+        packed="$quality/$variant/$candidate"
+        break
+      fi
+    done < <(tail -n +2 "$quality/choice.tsv" | sort -t$'\t' -k3,3gr)
+  fi
+  # Or the main job's average (or its last checkpoint).
+  fits "$packed" ||
+    packed="$(ls -d "$work"/checkpoint_average 2>/dev/null || ls -d "$work"/checkpoint_0* 2>/dev/null | tail -1)"
+  if fits "$packed"; then
+    echo "packing $packed"
+    split -b 15M "$packed/model.safetensors" "$out/model.safetensors.part_"
+    tar -C "$packed" --exclude=model.safetensors --exclude=optimizer.safetensors \
+      -czf "$out/checkpoint_rest.tar.gz" .
+  else
+    echo "pack: no trained model small enough to bring back"
+  fi
 fi
 
 if run decode_bench; then
@@ -281,6 +327,8 @@ if run memcheck; then
     TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
     timeout 110 "$bundle/run_gpu_tests.sh" \
     --gtest_filter='*Decode*:*Deterministic*:*OneKeyTile*:*Interleaved*:*NaNPast*'
+fi
+if run memcheck_ops; then
   # The kernels added without a GPU: the fused residual + LayerNorm, the
   # device-side top-k of the search, the multi-tensor Adam and norm, and
   # deterministic mode's sorted embedding gradient.
@@ -291,7 +339,7 @@ if run memcheck; then
   # and the one-launch lists of cast (a pass's weights and bf16 gradients)
   # and split_heads/merge_heads (attention's q, k and v); relu_backward's
   # dropout scale.
-  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512|kv_cache_test|positional_encoding_test_avx512|linear_test|staged_upload_test|loss_scale_test|cast_test|split_heads_test|relu_test_avx512' \
+  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512|kv_cache_test|positional_encoding_test_avx512|ops/linear/linear_test|staged_upload_test|loss_scale_test|cast_test|split_heads_test|relu_test_avx512' \
     TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
     timeout 240 "$bundle/run_gpu_tests.sh" --gtest_filter='*Cuda*:*Gpu*:*GPU*:*Staged*'
   # Shared memory in the new top-k reductions.

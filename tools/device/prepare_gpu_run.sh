@@ -8,13 +8,20 @@
 #   tools/device/gpu_checks.sh [STAGE...]   carry: .device_bundle .gpu_data
 # Takes long on 2 cores (every CUDA kernel and GPU test is compiled with -c
 # opt): start it early in the session.
+# --decode: only what compare, decode_bench and decode_profile run (about 20
+# MB against 31), for a call that also carries a trained model (.gpu_model,
+# 30 MB for the preset's size): the carry limit is 64 MiB with the tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-targets=(//tasks:translate_ende //benchmarks:train_step //benchmarks:decode
-  //benchmarks:attention //tools:bleu //benchmarks:int8_linear
-  //ops/quantized_linear:int8_amx_emulated_test //ops/quantized_linear:quantized_linear_test)
-tools/device/bundle.sh --gpu_tests "${targets[@]}"
+if [[ "${1:-}" == "--decode" ]]; then
+  tools/device/bundle.sh //tasks:translate_ende //benchmarks:decode //tools:bleu
+else
+  targets=(//tasks:translate_ende //benchmarks:train_step //benchmarks:decode
+    //benchmarks:attention //tools:bleu //benchmarks:int8_linear
+    //ops/quantized_linear:int8_amx_emulated_test //ops/quantized_linear:quantized_linear_test)
+  tools/device/bundle.sh --gpu_tests "${targets[@]}"
+fi
 
 shared="../shared/data/multi30k"
 if [[ ! -f "$shared/train.en.gz" ]]; then

@@ -8,11 +8,16 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # Unpacked once, under a lock and into a folder renamed into place when
 # whole: commands started side by side (tools/device/quality_sweep.sh) wait
 # for the first one's unpacking instead of running a half-written bundle.
+# Unpacked again when the archive is not the one unpacked (its checksum in
+# /tmp/bundle/.stamp): a warm machine keeps /tmp between calls, and a
+# bundle rebuilt in between must not run the old binaries.
 exec 9>/tmp/bundle.lock
 flock 9 2>/dev/null
-if [[ ! -d /tmp/bundle ]]; then
-  rm -rf /tmp/bundle.partial && mkdir -p /tmp/bundle.partial &&
-    tar -C /tmp/bundle.partial -xJf "$here/bundle.tar.xz" && mv /tmp/bundle.partial /tmp/bundle ||
+stamp="$(md5sum <"$here/bundle.tar.xz" | cut -d' ' -f1)"
+if [[ ! -d /tmp/bundle || "$(cat /tmp/bundle/.stamp 2>/dev/null)" != "$stamp" ]]; then
+  rm -rf /tmp/bundle /tmp/bundle.partial && mkdir -p /tmp/bundle.partial &&
+    tar -C /tmp/bundle.partial -xJf "$here/bundle.tar.xz" &&
+    echo "$stamp" >/tmp/bundle.partial/.stamp && mv /tmp/bundle.partial /tmp/bundle ||
     exit 1
 fi
 flock -u 9 2>/dev/null
