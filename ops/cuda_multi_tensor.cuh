@@ -10,11 +10,24 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "ops/cuda_elementwise.cuh"
 
 namespace tfm {
+namespace cuda {
+// Copies `bytes` of host memory at `src` to `dst` on `stream`; the host may
+// reuse `src` at once. On the default stream, through the pinned staging
+// ring of uploads (core/cuda/runtime.h's CopyHostToDeviceInStreamOrder), so
+// that the host does not wait for the device; elsewhere, or where nothing
+// is pinned, cudaMemcpyAsync from pageable memory (where the driver may
+// wait for the stream). Returns nullptr or the error's text. Defined in
+// core/cuda/runtime_cuda.cc; declared here, where nvcc compiles without
+// the runtime header's absl.
+const char* UploadHostList(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+}  // namespace cuda
+
 namespace cuda_multi_tensor {
 
 // Numbers every entry's chunks of `chunk` elements, from 0 in list order;
@@ -46,15 +59,14 @@ __device__ int FindEntry(const Entry* __restrict__ entries, int num_entries, int
   return low;
 }
 
-// Copies the host list into `device_entries` on `stream`. From pageable
-// memory the copy is staged before cudaMemcpyAsync returns, so the host
-// list may go at once; a kernel after it on the stream sees the list.
+// Copies the host list into `device_entries` on `stream`, staged so that
+// the host list may go at once (cuda::UploadHostList: without a wait for
+// the device on the default stream, where training's updates run); a
+// kernel after it on the stream sees the list.
 template <typename Entry>
 const char* UploadList(const Entry* entries, int num_entries, Entry* device_entries,
                        cudaStream_t stream) {
-  return cuda_elementwise::ErrorText(cudaMemcpyAsync(device_entries, entries,
-                                                     num_entries * sizeof(Entry),
-                                                     cudaMemcpyHostToDevice, stream));
+  return cuda::UploadHostList(device_entries, entries, num_entries * sizeof(Entry), stream);
 }
 
 // Numbers the chunks of the host list `entries` (of `chunk` elements),

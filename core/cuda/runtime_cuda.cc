@@ -213,6 +213,29 @@ absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   return ToStatus(cudaMemcpy(dst, src, bytes, cuda_kind), "cudaMemcpy");
 }
 
+// ops/cuda_multi_tensor.cuh's list uploads (declared there).
+const char* UploadHostList(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return nullptr;
+  int device = 0;
+  if ((stream == nullptr || stream == cudaStreamLegacy) && bytes <= kStagingSlotBytes &&
+      cudaGetDevice(&device) == cudaSuccess) {
+    if (Staging* staging = StagingFor(device)) {
+      const absl::StatusOr<bool> staged = staging->Copy(dst, src, bytes);
+      if (!staged.ok()) {
+        // Kept for the caller, who reads it before this thread's next call.
+        thread_local std::string error;
+        error = std::string(staged.status().message());
+        return error.c_str();
+      }
+      if (*staged) return nullptr;
+    }
+  }
+  const cudaError_t error = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
+  if (error == cudaSuccess) return nullptr;
+  cudaGetLastError();
+  return cudaGetErrorString(error);
+}
+
 absl::Status CopyHostToDeviceInStreamOrder(int device, void* dst, const void* src,
                                            size_t bytes) {
   absl::Status status = UseDevice(device);
