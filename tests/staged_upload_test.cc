@@ -52,7 +52,7 @@ TEST(StagedUploadTest, ManyCopiesBehindGpuWorkLandIntact) {
   const cuda::StagingStats before = cuda::GetStagingStats();
   QueueGpuWork();
   // Four times the slots, of sizes from one element to a whole slot.
-  constexpr int kCopies = 32;
+  constexpr int kCopies = 4 * cuda::kStagingSlots;
   std::vector<Tensor> uploaded;
   std::vector<std::vector<int32_t>> expected;
   for (int i = 0; i < kCopies; ++i) {
@@ -77,7 +77,7 @@ TEST(StagedUploadTest, ManyCopiesBehindGpuWorkLandIntact) {
   }
   EXPECT_EQ(after.staged_copies - before.staged_copies, kCopies);
   EXPECT_GE(after.slots, 1);
-  EXPECT_LE(after.slots, 8);
+  EXPECT_LE(after.slots, cuda::kStagingSlots);
   std::printf("staging: %d slots, %lld copies staged, %lld waited for a slot\n", after.slots,
               static_cast<long long>(after.staged_copies),
               static_cast<long long>(after.waits_for_slot));

@@ -39,6 +39,8 @@ absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind);
 // batch of a training update, drained the GPU's queue. Copies larger than a
 // staging slot (kStagingSlotBytes) wait as Memcpy does.
 inline constexpr size_t kStagingSlotBytes = size_t{4} << 20;
+// Slots in the ring, each pinned when first used (64 MiB when all are).
+inline constexpr int kStagingSlots = 16;
 absl::Status CopyHostToDeviceInStreamOrder(int device, void* dst, const void* src,
                                            size_t bytes);
 // Copies each of `copies` from device memory to the host, with one wait for

@@ -121,9 +121,11 @@ class Staging {
   }
 
  private:
-  // Eight slots: a decoding step uploads a few small tensors, a training
-  // update about five; the oldest copy in the ring is then a step behind.
-  static constexpr int kSlots = 8;
+  // A decoding step uploads a few small tensors, a training update about
+  // ten (its batch, and the lists of its multi-tensor ops): with
+  // kStagingSlots the oldest copy in the ring is an update or more behind,
+  // so the host waits only when it runs more than that ahead of the device.
+  static constexpr int kSlots = kStagingSlots;
   struct Slot {
     void* host = nullptr;
     cudaEvent_t done = nullptr;
