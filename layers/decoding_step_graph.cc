@@ -1,7 +1,9 @@
 #include "layers/decoding_step_graph.h"
 
 #include <iostream>
+#include <map>
 #include <utility>
+#include <vector>
 
 #include "core/allocator.h"
 #include "core/cuda/runtime.h"
@@ -11,12 +13,47 @@ namespace tfm {
 
 namespace {
 
+// Capture streams of runners that have gone, by device, for the next
+// runner. A stream's cuBLASLt workspace (32 MiB) and its cached blocks are
+// kept under its handle (core/cuda/cublaslt.h, the caching allocator's
+// per-stream pools): a destroyed stream would strand them. A runner's stream
+// is its own while it lives; a graph it left behind never replays on the
+// stream again (only its runner launches it).
+class CaptureStreams {
+ public:
+  absl::StatusOr<void*> Take(int device) {
+    {
+      const absl::MutexLock lock(&mu_);
+      std::vector<void*>& free = free_[device];
+      if (!free.empty()) {
+        void* stream = free.back();
+        free.pop_back();
+        return stream;
+      }
+    }
+    return cuda::CreateStream(device);
+  }
+  void GiveBack(int device, void* stream) {
+    const absl::MutexLock lock(&mu_);
+    free_[device].push_back(stream);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<int, std::vector<void*>> free_ ABSL_GUARDED_BY(mu_);
+};
+
+CaptureStreams& AllCaptureStreams() {
+  static CaptureStreams* const streams = new CaptureStreams;
+  return *streams;
+}
+
 // The CUDA runtime's graph calls on one device.
 class CudaGraphBackend final : public StepGraphBackend {
  public:
   explicit CudaGraphBackend(int device) : device_(device) {}
-  absl::StatusOr<void*> CreateStream() override { return cuda::CreateStream(device_); }
-  void DestroyStream(void* stream) override { cuda::DestroyStream(device_, stream); }
+  absl::StatusOr<void*> CreateStream() override { return AllCaptureStreams().Take(device_); }
+  void DestroyStream(void* stream) override { AllCaptureStreams().GiveBack(device_, stream); }
   absl::Status BeginCapture(void* stream) override { return cuda::BeginCapture(stream); }
   absl::StatusOr<void*> EndCapture(void* stream, bool failed) override {
     return cuda::EndCapture(stream, failed);

@@ -60,6 +60,9 @@ struct StepGraphStats {
 class StepGraphBackend {
  public:
   virtual ~StepGraphBackend() = default;
+  // The runner's own stream for captures and replays, and its return when
+  // the runner goes (CUDA's backend keeps it for the next runner, with the
+  // GEMM workspace and cached blocks that belong to it).
   virtual absl::StatusOr<void*> CreateStream() = 0;
   virtual void DestroyStream(void* stream) = 0;
   virtual absl::Status BeginCapture(void* stream) = 0;
