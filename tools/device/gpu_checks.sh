@@ -47,7 +47,8 @@
 #                one if its weights are at most 32 MiB, else the best on validation that is
 # A session's calls (about 900 s of device time, the machine's start included;
 # each call at most 600 s and 8 files back), in the order:
-#   1. tests train_step                     (~210 s)
+#   1. TFM_TORCH_COMPILE=false ... tests train_step   (~210 s; the torch.compile row
+#                                            adds up to 240 s a preset: a later call)
 #   2. train pack                           (~400 s: 5 minutes of training, then the
 #                                            candidates on validation, the test split once)
 #   3. loss_curve train_profile, if time is left on the warm machine (~150 s)
