@@ -206,8 +206,8 @@ double ModelFlopsPerUpdate(const Preset& p, const std::vector<Batch>& batches) {
 
 // The dense rate of an n x n x n `dtype` GEMM (the matmul op, our cuBLASLt
 // path) on `device`, TFLOP/s: best of 10 after 3 warm-up runs. On random
-// operands: a GPU multiplies constant ones faster (less switching), about
-// 894 against 788 TFLOP/s on an H200, which is not the rate of training.
+// operands: a GPU multiplies constant ones faster (the device notes: 894 on
+// zeros against 788 TFLOP/s on random data, H200), not training's rate.
 absl::StatusOr<double> MeasureGemmTflops(const Device& device, DType dtype) {
   constexpr int64_t n = 8192;
   TFM_ASSIGN_OR_RETURN(const Tensor a_f32, RandomUniform({n, n}, PhiloxState{1, 0, 0}, -1.0f,
