@@ -499,12 +499,11 @@ absl::Status Main(int argc, char** argv) {
           "%s%s %s --threads %d --layers %d --d_model %d --d_ff %d --heads %d --vocab %d "
           "--batch %d --source_len %d --target_len %d --update_freq %d --steps %d --dropout %g "
           "--device %s --dtype %s --init %s --mapping %s%s 2>%s",
-          compiled ? "timeout 240 " : "", absl::GetFlag(FLAGS_peer_python), script, threads, preset.layers, preset.d_model,
-          preset.d_ff, preset.heads, preset.vocab, preset.batch, preset.source_len,
-          preset.target_len, preset.update_freq, absl::GetFlag(FLAGS_steps), kDropout,
-          device.is_cuda() ? absl::StrCat("cuda:", device.index) : "cpu", DTypeName(dtype), init,
-          mapping,
-          compiled ? " --compile" : "", errors);
+          compiled ? "timeout 240 " : "", absl::GetFlag(FLAGS_peer_python), script, threads,
+          preset.layers, preset.d_model, preset.d_ff, preset.heads, preset.vocab, preset.batch,
+          preset.source_len, preset.target_len, preset.update_freq, absl::GetFlag(FLAGS_steps),
+          kDropout, device.is_cuda() ? absl::StrCat("cuda:", device.index) : "cpu",
+          DTypeName(dtype), init, mapping, compiled ? " --compile" : "", errors);
       absl::StatusOr<std::string> json = Capture(command);
       if (!json.ok()) {
         std::cout << (compiled ? "torch.compile" : "torch eager")

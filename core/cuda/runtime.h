@@ -85,8 +85,9 @@ int64_t HostWaits();
 // A stream for capture and replay on `device`, blocking: it waits for the
 // work queued before on the default stream, and the default stream's later
 // work waits for it, so replays fall in line with eager work on either side.
+// Kept for the process (layers/decoding_step_graph.cc hands a runner's back
+// for the next runner).
 absl::StatusOr<void*> CreateStream(int device);
-void DestroyStream(int device, void* stream);
 // Starts capturing `stream` in relaxed mode (the caching allocator may still
 // cudaMalloc a new block during the capture). The stream is blocking, so
 // work another thread queues on the default stream meanwhile (an upload, a

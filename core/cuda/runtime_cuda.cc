@@ -215,22 +215,30 @@ absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   return ToStatus(cudaMemcpy(dst, src, bytes, cuda_kind), "cudaMemcpy");
 }
 
+namespace {
+// The copy through `device`'s staging ring, on the default stream: false
+// (nothing copied) when it is larger than a slot or nothing is pinned here.
+absl::StatusOr<bool> Stage(int device, void* dst, const void* src, size_t bytes) {
+  Staging* staging = StagingFor(device);
+  if (bytes > kStagingSlotBytes || staging == nullptr) return false;
+  return staging->Copy(dst, src, bytes);
+}
+}  // namespace
+
 // ops/cuda_multi_tensor.cuh's list uploads (declared there).
 const char* UploadHostList(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return nullptr;
   int device = 0;
-  if ((stream == nullptr || stream == cudaStreamLegacy) && bytes <= kStagingSlotBytes &&
+  if ((stream == nullptr || stream == cudaStreamLegacy) &&
       cudaGetDevice(&device) == cudaSuccess) {
-    if (Staging* staging = StagingFor(device)) {
-      const absl::StatusOr<bool> staged = staging->Copy(dst, src, bytes);
-      if (!staged.ok()) {
-        // Kept for the caller, who reads it before this thread's next call.
-        thread_local std::string error;
-        error = std::string(staged.status().message());
-        return error.c_str();
-      }
-      if (*staged) return nullptr;
+    const absl::StatusOr<bool> staged = Stage(device, dst, src, bytes);
+    if (!staged.ok()) {
+      // Kept for the caller, who reads it before this thread's next call.
+      thread_local std::string error;
+      error = std::string(staged.status().message());
+      return error.c_str();
     }
+    if (*staged) return nullptr;
   }
   const cudaError_t error = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
   if (error == cudaSuccess) return nullptr;
@@ -243,11 +251,8 @@ absl::Status CopyHostToDeviceInStreamOrder(int device, void* dst, const void* sr
   absl::Status status = UseDevice(device);
   if (!status.ok()) return status;
   if (bytes == 0) return absl::OkStatus();
-  Staging* staging = StagingFor(device);
-  if (bytes <= kStagingSlotBytes && staging != nullptr) {
-    absl::StatusOr<bool> staged = staging->Copy(dst, src, bytes);
-    if (!staged.ok() || *staged) return staged.status();
-  }
+  const absl::StatusOr<bool> staged = Stage(device, dst, src, bytes);
+  if (!staged.ok() || *staged) return staged.status();
   // Too large for a slot, or no pinned memory here: a copy that waits.
   return Memcpy(dst, src, bytes, CopyKind::kHostToDevice);
 }
@@ -303,12 +308,6 @@ absl::StatusOr<void*> CreateStream(int device) {
   status = ToStatus(cudaStreamCreateWithFlags(&stream, cudaStreamDefault), "cudaStreamCreate");
   if (!status.ok()) return status;
   return static_cast<void*>(stream);
-}
-
-void DestroyStream(int device, void* stream) {
-  if (stream == nullptr) return;
-  cudaSetDevice(device);
-  cudaStreamDestroy(static_cast<cudaStream_t>(stream));
 }
 
 namespace {

@@ -27,7 +27,6 @@ int64_t HostWaits() { return 0; }
 absl::Status Synchronize(int) { return NoCuda(); }
 absl::Status SetCurrentDevice(int) { return NoCuda(); }
 absl::StatusOr<void*> CreateStream(int) { return NoCuda(); }
-void DestroyStream(int, void*) {}
 absl::Status BeginCapture(void*) { return NoCuda(); }
 absl::StatusOr<void*> EndCapture(void*, bool) { return NoCuda(); }
 bool CaptureUnderWay() { return false; }
