@@ -66,4 +66,11 @@ tar -C "$stage" -cJf .device_bundle/bundle.tar.xz .
 cp tools/device/run_bundle.sh tools/device/run_gpu_tests.sh .device_bundle/
 printf '%s\n' "$@" | grep -E '_test(_avx512)?$' | sed -e 's|^//||' -e 's|:|/|' \
   >.device_bundle/gpu_tests.txt || true
+# What the bundle was built from, so a later session can tell whether it is
+# current (prepare_gpu_run.sh) and the GPU log says which code ran.
+{
+  echo "commit $(git rev-parse HEAD)"
+  echo "changes $({ git diff HEAD; git ls-files --others --exclude-standard; } | md5sum | cut -d' ' -f1)"
+  echo "targets $*"
+} >.device_bundle/source.txt
 echo "bundle: $(du -h .device_bundle/bundle.tar.xz | cut -f1) for $# targets"

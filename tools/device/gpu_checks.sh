@@ -71,6 +71,7 @@ bundle=.device_bundle
 run_bundle() { "$bundle/run_bundle.sh" "$@"; }
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(nproc)"
+echo "== bundle built from: $(head -2 "$bundle/source.txt" 2>/dev/null | paste -sd' ' || echo '?')"
 
 stages=" ${*:-tests train compare pack decode_bench train_step loss_curve deterministic decode_profile train_profile attention cpu_int8 memcheck memcheck_ops train_step_f32 memcheck_training} "
 run() { [[ "$stages" == *" $1 "* ]] && echo "== $(date -u +%T) stage $1"; }

@@ -14,14 +14,31 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-if [[ "${1:-}" == "--decode" ]]; then
-  tools/device/bundle.sh //tasks:translate_ende //benchmarks:decode //tools:bleu
+if [[ " $* " == *" --decode "* ]]; then
+  bundle_args=(//tasks:translate_ende //benchmarks:decode //tools:bleu)
 else
-  targets=(//tasks:translate_ende //benchmarks:train_step //benchmarks:decode
+  bundle_args=(--gpu_tests //tasks:translate_ende //benchmarks:train_step //benchmarks:decode
     //benchmarks:attention //tools:bleu //benchmarks:int8_linear
     //ops/quantized_linear:int8_amx_emulated_test //ops/quantized_linear:quantized_linear_test)
-  tools/device/bundle.sh --gpu_tests "${targets[@]}"
 fi
+# A bundle built from this very tree (bundle.sh's source.txt: the commit, the
+# uncommitted changes and the targets) is kept: a GPU session then starts its
+# first call at once instead of after 5 minutes of building. --force rebuilds.
+expected_targets="${bundle_args[*]}"
+if [[ "${bundle_args[0]}" == --gpu_tests ]]; then
+  expected_targets="${bundle_args[*]:1} $(tools/device/gpu_test_targets.sh | paste -sd' ')"
+fi
+current() {
+  [[ -f .device_bundle/source.txt && -f .device_bundle/bundle.tar.xz && -f .gpu_data/multi30k_ende_spm.model ]] &&
+    [[ "$(cat .device_bundle/source.txt)" == "commit $(git rev-parse HEAD)
+changes $({ git diff HEAD; git ls-files --others --exclude-standard; } | md5sum | cut -d' ' -f1)
+targets $expected_targets" ]]
+}
+if [[ "${FORCE:-}" != 1 && " $* " != *" --force "* ]] && current; then
+  echo "prepare_gpu_run: .device_bundle and .gpu_data are current ($(head -1 .device_bundle/source.txt)); --force rebuilds"
+  exit 0
+fi
+tools/device/bundle.sh "${bundle_args[@]}"
 
 shared="../shared/data/multi30k"
 if [[ ! -f "$shared/train.en.gz" ]]; then
