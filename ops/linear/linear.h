@@ -25,9 +25,11 @@ absl::StatusOr<Tensor> Linear(const Tensor& x, const Tensor& weight,
 // max(0, Linear(x, weight, bias)) in one op: on CUDA the GEMM's epilogue
 // applies the ReLU (no second pass over the output). A NaN sum stays NaN on
 // the CPU and through the CUDA kernel that follows a plain GEMM; cuBLASLt's
-// ReLU epilogue (max(x, 0)) may give 0 for it instead. A NaN sum comes from
-// a NaN input, which the residual stream carries to the loss all the same,
-// so a training update is still skipped.
+// ReLU epilogue (max(x, 0)) may give 0 for it instead. A NaN sum from a NaN
+// input is still seen: the residual stream carries that input to the loss,
+// so the training update is skipped. One from finite inputs whose sums
+// overflow (inf - inf) may be hidden as 0 there: sums past 3.4e38 (f32
+// accumulation in every dtype), far beyond what a model that trains holds.
 absl::StatusOr<Tensor> LinearRelu(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // x weight^T in f32 whatever the dtype of x and weight (which agree): 16-bit
