@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "core/allocator.h"
 #include "core/cuda/runtime.h"
 #include "core/current_stream.h"
@@ -172,6 +173,14 @@ absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Capture(
     outputs = step();
     exec = backend_->EndCapture(stream_, /*failed=*/!outputs.ok());
   }
+  if (!exec.ok() && !outputs.ok() && absl::IsResourceExhausted(outputs.status()) &&
+      ++out_of_memory_captures_ < kOutOfMemoryCaptureTries) {
+    // The device ran full during the capture, where the allocator gives no
+    // cached block back (core/caching_allocator.h): this step runs eagerly,
+    // which may give them back, and the next settled step captures anew.
+    ++stats_.eager_steps;
+    return step();
+  }
   if (!exec.ok()) {
     stats_.broken = true;
     std::cerr << "CUDA graphs off: a decoding step could not be captured ("
@@ -191,6 +200,7 @@ absl::StatusOr<std::vector<Tensor>> StepGraphRunner::Capture(
   live_ = captured;
   slot.graph = captured;
   ++stats_.captures;
+  out_of_memory_captures_ = 0;
   // Capturing ran nothing: the graph's first launch runs this step.
   const absl::Status launched = backend_->Launch(captured->exec(), stream_);
   if (!launched.ok()) return launched;

@@ -21,8 +21,12 @@
 // a beam's widening and a cache's growth move them), then replayed while
 // the fingerprint stays; any other step runs eagerly, as without graphs.
 // A capture that fails (work that a graph cannot hold) turns graphs off for
-// the runner, with one line on stderr; the step then runs eagerly. Replays
-// and eager steps run the same ops on the same inputs: the same bits.
+// the runner, with one line on stderr; the step then runs eagerly. One that
+// ran out of device memory (no cached block is given back during a capture)
+// runs its step eagerly, which may give them back, and the next settled step
+// captures anew; graphs go off after kOutOfMemoryCaptureTries such failures
+// in a row. Replays and eager steps run the same ops on the same inputs: the
+// same bits.
 #ifndef TFM_LAYERS_DECODING_STEP_GRAPH_H_
 #define TFM_LAYERS_DECODING_STEP_GRAPH_H_
 
@@ -113,6 +117,9 @@ class StepGraphRunner {
   // blocks, so it never replays again (retired).
   std::weak_ptr<CapturedStep> live_ ABSL_GUARDED_BY(mu_);
   StepGraphStats stats_ ABSL_GUARDED_BY(mu_);
+  // Captures in a row that ran out of device memory.
+  static constexpr int kOutOfMemoryCaptureTries = 3;
+  int out_of_memory_captures_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tfm

@@ -19,6 +19,7 @@ namespace {
 struct FakeCalls {
   int streams = 0, captures_begun = 0, graphs = 0, destroyed_graphs = 0;
   bool fail_next_capture = false;
+  bool capturing = false;
   std::map<void*, int> launches;
   int64_t releases = 0;  // The allocator's cache releases (MemoryReleases).
 };
@@ -33,9 +34,11 @@ class FakeBackend final : public StepGraphBackend {
   void DestroyStream(void*) override {}
   absl::Status BeginCapture(void*) override {
     ++calls_->captures_begun;
+    calls_->capturing = true;
     return absl::OkStatus();
   }
   absl::StatusOr<void*> EndCapture(void*, bool failed) override {
+    calls_->capturing = false;
     if (failed || calls_->fail_next_capture) {
       calls_->fail_next_capture = false;
       return absl::InternalError("the capture broke");
@@ -164,6 +167,41 @@ TEST_F(StepGraphRunnerTest, ADeviceThatRanFullDropsItsGraphs) {
   EXPECT_EQ(Value(runner.Run(other, b, releasing.Get())), 4);
   EXPECT_EQ(Value(runner.Run(other, b, releasing.Get())), 4);  // Replayed.
   EXPECT_EQ(runner.stats().captures, 3);
+}
+
+// The device ran full during a capture (the allocator gives nothing back
+// then): that step runs eagerly, where it may, and the next settled step
+// captures anew; graphs go off only after 3 such captures in a row.
+TEST_F(StepGraphRunnerTest, ACaptureOutOfMemoryRetriesAtTheNextStep) {
+  int out_of_memory_captures = 1;
+  const StepGraphRunner::Step step_short_of_memory = [&]() -> absl::StatusOr<std::vector<Tensor>> {
+    if (calls.capturing && out_of_memory_captures > 0) {
+      --out_of_memory_captures;
+      return absl::ResourceExhaustedError("out of memory on cuda:0");
+    }
+    return step.Get()();
+  };
+  StepGraphSlot slot;
+  const std::vector<int64_t> a = {1};
+  EXPECT_EQ(Value(runner.Run(slot, a, step_short_of_memory)), 1);  // Eager: first step.
+  EXPECT_EQ(Value(runner.Run(slot, a, step_short_of_memory)), 2);  // Capture failed: eager.
+  EXPECT_FALSE(runner.stats().broken);
+  EXPECT_EQ(runner.stats().captures, 0);
+  EXPECT_EQ(Value(runner.Run(slot, a, step_short_of_memory)), 3);  // Captured anew.
+  EXPECT_EQ(Value(runner.Run(slot, a, step_short_of_memory)), 3);  // Replayed.
+  EXPECT_EQ(runner.stats().captures, 1);
+
+  // Three in a row: graphs off.
+  out_of_memory_captures = 3;
+  StepGraphSlot other;
+  const std::vector<int64_t> b = {2};
+  EXPECT_EQ(Value(runner.Run(other, b, step_short_of_memory)), 4);  // Eager: first step.
+  for (int run = 5; run <= 7; ++run) {
+    EXPECT_EQ(Value(runner.Run(other, b, step_short_of_memory)), run);  // Each capture failed.
+  }
+  EXPECT_TRUE(runner.stats().broken);
+  EXPECT_EQ(Value(runner.Run(other, b, step_short_of_memory)), 8);  // Eager from now on.
+  EXPECT_EQ(runner.stats().captures, 1);
 }
 
 TEST_F(StepGraphRunnerTest, WithoutAGpuEveryStepRunsEagerly) {

@@ -457,6 +457,7 @@ TEST(GpuTrainingTest, AnUpdateBetweenLogLinesWaitsForNothing) {
   TFM_SKIP_WITHOUT_GPU();
   for (const bool read_every_update : {false, true}) {
     SCOPED_TRACE(read_every_update ? "read every update" : "read at log lines");
+    const int64_t slot_waits_before = cuda::GetStagingStats().waits_for_slot;
     const RunOutcome outcome = TrainWithRun(Device::Cuda(0), 8, read_every_update);
     if (cuda::GetStagingStats().pinning_refused) {
       // Then every upload is a cudaMemcpy, which waits (staged_upload_test
@@ -464,9 +465,14 @@ TEST(GpuTrainingTest, AnUpdateBetweenLogLinesWaitsForNothing) {
       GTEST_SKIP() << "this machine refuses pinned memory: every upload waits for the GPU";
     }
     EXPECT_EQ(outcome.host_waits, read_every_update ? 8 : 2);
-    std::printf("8 updates, figures read %s: %lld waits for the GPU\n",
+    // A wait for a staging slot (the host more than a ring of uploads
+    // ahead) is not a wait for the device's queue to drain; printed, not
+    // asserted: how far ahead the host runs depends on the machine.
+    std::printf("8 updates, figures read %s: %lld waits for the GPU, %lld for a staging slot\n",
                 read_every_update ? "every update" : "every 4 (the log lines)",
-                static_cast<long long>(outcome.host_waits));
+                static_cast<long long>(outcome.host_waits),
+                static_cast<long long>(cuda::GetStagingStats().waits_for_slot -
+                                       slot_waits_before));
   }
 }
 

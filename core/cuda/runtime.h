@@ -27,7 +27,9 @@ absl::StatusOr<void*> Malloc(int device, size_t bytes);
 void Free(int device, void* ptr);
 
 enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
-// Copies `bytes` and waits until the copy is done.
+// Copies `bytes`; a copy to or from the host returns when it is done (the
+// host waits for the device), a device-to-device one is queued in the
+// default stream's order without a wait.
 absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind);
 
 // Copies `bytes` from the host to device memory `dst` in the order of the
@@ -99,8 +101,12 @@ absl::Status BeginCapture(void* stream);
 // synchronisation), or if `failed` (the caller's work failed: the capture is
 // ended and thrown away, so the stream is usable again).
 absl::StatusOr<void*> EndCapture(void* stream, bool failed = false);
-// Whether a capture begun by BeginCapture (in any thread) has not yet been
-// ended: the caching allocator gives no cached block back meanwhile.
+// Whether a capture begun by BeginCapture (in any thread, on any device) has
+// not yet been ended: the caching allocator gives no cached block back
+// meanwhile. Process-wide, and read before a release starts: a release that
+// another thread has begun when a capture starts is not stopped, which the
+// note above rules out (one GPU search at a time; the data-parallel
+// reducer's thread runs only while training).
 bool CaptureUnderWay();
 absl::Status LaunchGraph(void* graph, void* stream);
 void DestroyGraph(void* graph);

@@ -74,15 +74,21 @@ class Staging {
     }
     next_ = (next_ + 1) % kSlots;
     std::memcpy(slot.host, src, bytes);
+    slot.pending = false;
     absl::Status status = ToStatus(
         cudaMemcpyAsync(dst, slot.host, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy),
         "cudaMemcpyAsync");
-    if (status.ok()) {
-      status = ToStatus(cudaEventRecord(slot.done, cudaStreamLegacy), "cudaEventRecord");
-    }
-    slot.pending = status.ok();
-    ++stats_.staged_copies;
     if (!status.ok()) return status;
+    ++stats_.staged_copies;
+    status = ToStatus(cudaEventRecord(slot.done, cudaStreamLegacy), "cudaEventRecord");
+    if (!status.ok()) {
+      // The copy is queued but nothing marks its end: wait for it here, or
+      // a later copy into this slot could overwrite what it has yet to read.
+      cudaStreamSynchronize(cudaStreamLegacy);
+      cudaGetLastError();
+      return status;
+    }
+    slot.pending = true;
     return true;
   }
 
@@ -239,6 +245,15 @@ const char* UploadHostList(void* dst, const void* src, size_t bytes, cudaStream_
       return error.c_str();
     }
     if (*staged) return nullptr;
+  }
+  // A copy from pageable memory inside a stream capture would become a
+  // graph node that reads `src` again at every replay, long after it died.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (stream != nullptr && stream != cudaStreamLegacy) {
+    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) cudaGetLastError();
+    if (capture != cudaStreamCaptureStatusNone) {
+      return "a multi-tensor op's list upload inside a CUDA graph capture (not supported)";
+    }
   }
   const cudaError_t error = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
   if (error == cudaSuccess) return nullptr;
