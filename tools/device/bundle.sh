@@ -23,6 +23,9 @@ if [[ "$1" == "--gpu_tests" ]]; then
   shift
   set -- "$@" $(tools/device/gpu_test_targets.sh)
 fi
+# Read before the build: an edit or commit during it must not be recorded as
+# built.
+source_state="$(tools/device/source_state.sh)"
 bazel build -c opt "$@"
 bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
 stage="$(mktemp -d)"
@@ -68,9 +71,5 @@ printf '%s\n' "$@" | grep -E '_test(_avx512)?$' | sed -e 's|^//||' -e 's|:|/|' \
   >.device_bundle/gpu_tests.txt || true
 # What the bundle was built from, so a later session can tell whether it is
 # current (prepare_gpu_run.sh) and the GPU log says which code ran.
-{
-  echo "commit $(git rev-parse HEAD)"
-  echo "changes $({ git diff HEAD; git ls-files --others --exclude-standard; } | md5sum | cut -d' ' -f1)"
-  echo "targets $*"
-} >.device_bundle/source.txt
+printf '%s\ntargets %s\n' "$source_state" "$*" >.device_bundle/source.txt
 echo "bundle: $(du -h .device_bundle/bundle.tar.xz | cut -f1) for $# targets"

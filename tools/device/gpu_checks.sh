@@ -69,6 +69,9 @@ mkdir -p "$out"
 exec > >(tee -a "$out/gpu_checks.log") 2>&1
 bundle=.device_bundle
 run_bundle() { "$bundle/run_bundle.sh" "$@"; }
+# The device tool's limit on one call (its timeout_s, at most 600 s): the
+# stages that could overrun it stop early enough to return their files.
+call_seconds="${TFM_CALL_SECONDS:-600}"
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(nproc)"
 echo "== bundle built from: $(head -2 "$bundle/source.txt" 2>/dev/null | paste -sd' ' || echo '?')"
@@ -129,7 +132,11 @@ if run train; then
   variants=("${variants[@]:0:${TFM_TRAIN_VARIANTS:-4}}")
   vocab=()
   [[ -f .gpu_data/multi30k_ende_spm.model ]] && vocab=(--vocab=.gpu_data/multi30k_ende_spm.model)
-  timeout $((minutes * 60 + 900)) tools/device/quality_sweep.sh \
+  # Within the call's limit (the device tool kills the call at 600 s), so
+  # that the figures and the model the sweep leaves still come back.
+  sweep_limit=$((minutes * 60 + 900))
+  ((sweep_limit > call_seconds - 40 - SECONDS)) && sweep_limit=$((call_seconds - 40 - SECONDS))
+  timeout "$sweep_limit" tools/device/quality_sweep.sh \
     --runner="$bundle/run_bundle.sh tasks/translate_ende" --preset="$preset" --data="$data" \
     --root="$quality" --minutes="$minutes" --device=cuda --checkpoint_steps="$interval" "${vocab[@]}" \
     -- "${variants[@]}"
@@ -143,7 +150,7 @@ if run train; then
   else
     # As many minutes as a 600 s call has left after the sweep (less a
     # minute and a half for the main job's decoding), at most $minutes.
-    left=$(((600 - SECONDS - 90) / 60))
+    left=$(((call_seconds - SECONDS - 90) / 60))
     ((left > minutes)) && left=$minutes
     if ((left >= 1)); then
       echo "== no variant of $preset gave a model: the main job on multi30k_ende_small (f32) instead, $left minutes"
@@ -151,7 +158,7 @@ if run train; then
       # Without validation BLEU: if decoding during training was what failed.
       timeout $((left * 60 + 120)) "$bundle/run_bundle.sh" tasks/translate_ende --device=cuda \
         --config=multi30k_ende_small --data="$data" --workdir="$work" --minutes="$left" \
-        --set=train.validate_bleu_sentences=0 | grep -vE '^epoch '
+        --set=train.validate_bleu_sentences=0 2>&1 | grep -vE '^epoch '
     else
       echo "== no variant of $preset gave a model, and no time is left in this call for another run"
     fi
@@ -171,7 +178,7 @@ if run loss_curve; then
       --config=multi30k_ende_gpu --data="$data" --workdir="$curve_dir" --set=train.dtype=$dtype \
       --set=train.max_steps=300 --set=train.log_every_steps=1 \
       --set=train.validate_every_minutes=0 --set=train.validate_every_steps=0 \
-      --set=train.validate_bleu_sentences=0 | grep -vE '^epoch '
+      --set=train.validate_bleu_sentences=0 2>&1 | grep -vE '^epoch '
     cp "$curve_dir/metrics.csv" "$out/loss_curve_$dtype.csv" 2>/dev/null || true
   done
   python3 tools/compare_loss_curves.py /tmp/m30k_curve_f32/metrics.csv \

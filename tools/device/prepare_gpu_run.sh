@@ -21,21 +21,21 @@ else
     //benchmarks:attention //tools:bleu //benchmarks:int8_linear
     //ops/quantized_linear:int8_amx_emulated_test //ops/quantized_linear:quantized_linear_test)
 fi
-# A bundle built from this very tree (bundle.sh's source.txt: the commit, the
-# uncommitted changes and the targets) is kept: a GPU session then starts its
+# A bundle built from this tree's code (bundle.sh's source.txt: the checksum
+# of source_state.sh and the targets) is kept: a GPU session then starts its
 # first call at once instead of after 5 minutes of building. --force rebuilds.
 expected_targets="${bundle_args[*]}"
 if [[ "${bundle_args[0]}" == --gpu_tests ]]; then
   expected_targets="${bundle_args[*]:1} $(tools/device/gpu_test_targets.sh | paste -sd' ')"
 fi
 current() {
-  [[ -f .device_bundle/source.txt && -f .device_bundle/bundle.tar.xz && -f .gpu_data/multi30k_ende_spm.model ]] &&
-    [[ "$(cat .device_bundle/source.txt)" == "commit $(git rev-parse HEAD)
-changes $({ git diff HEAD; git ls-files --others --exclude-standard; } | md5sum | cut -d' ' -f1)
+  [[ -f .device_bundle/source.txt && -f .device_bundle/bundle.tar.xz &&
+    -f .gpu_data/multi30k_ende_spm.model && -f .gpu_data/multi30k/train.en.gz ]] &&
+    [[ "$(grep -v '^commit ' .device_bundle/source.txt)" == "$(tools/device/source_state.sh | grep -v '^commit ')
 targets $expected_targets" ]]
 }
 if [[ "${FORCE:-}" != 1 && " $* " != *" --force "* ]] && current; then
-  echo "prepare_gpu_run: .device_bundle and .gpu_data are current ($(head -1 .device_bundle/source.txt)); --force rebuilds"
+  echo "prepare_gpu_run: .device_bundle and .gpu_data are current (built from $(head -1 .device_bundle/source.txt); the code is the same); --force rebuilds"
   exit 0
 fi
 tools/device/bundle.sh "${bundle_args[@]}"
