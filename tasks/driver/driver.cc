@@ -56,8 +56,8 @@ ABSL_FLAG(std::string, device, "",
           "(the first GPU if there is one); sets train.device and decode.device, whose default "
           "is auto");
 ABSL_FLAG(std::string, dtype, "",
-          "decode/evaluate: f32 (bf16 and f16 once the decoder's ops have kernels in them); "
-          "sets decode.dtype, whose default is f32");
+          "decode/evaluate: f32, or bf16 or f16 on a GPU (16-bit activations and caches, f32 "
+          "logits); sets decode.dtype, whose default is f32");
 ABSL_FLAG(int, max_tokens, 0,
           "decode/evaluate: a batch's budget of source tokens x beam, besides decode.batch_size "
           "sentences (0: the model's decode.max_tokens)");
@@ -411,7 +411,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "\n  --plugin=LIB.so              load a plugin first (repeatable)"
       "\n  --device=auto|cpu|cuda[:N]   run, train, translate, parse, evaluate: where to train and "
       "decode (train.device, decode.device; default auto)"
-      "\n  --dtype=f32                  translate, parse, evaluate: decoding's dtype (decode.dtype)"
+      "\n  --dtype=f32|bf16|f16         translate, parse, evaluate: decoding's dtype (decode.dtype; 16-bit on a GPU)"
       "\n  --max_tokens=N               translate, parse, evaluate: batch by a budget of source "
       "tokens x beam (decode.max_tokens)");
   // --help lists the driver's own flags (absl's default only shows flags
