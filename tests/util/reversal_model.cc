@@ -46,18 +46,18 @@ Batch MakeReversalBatch(const std::vector<Example>& examples) {
   return batch;
 }
 
-config::ModelConfig ReversalModelConfig() {
+config::ModelConfig ReversalModelConfig(int heads) {
   config::ModelConfig model;
-  SetTinyModelShape(model);
+  SetTinyModelShape(model, /*layers=*/2, heads);
   model.set_dropout(0.1f);
   return model;
 }
 
-absl::StatusOr<TrainedReversal> TrainReversalModel(int updates, uint64_t init_seed) {
+absl::StatusOr<TrainedReversal> TrainReversalModel(int updates, uint64_t init_seed, int heads) {
   TrainedReversal trained;
   TFM_ASSIGN_OR_RETURN(
       trained.model,
-      Transformer::Create(ReversalModelConfig(),
+      Transformer::Create(ReversalModelConfig(heads),
                           VocabularySpec{kReversalVocab, kReversalPad, kReversalBos, kReversalEos},
                           Device::Cpu(), init_seed));
   TFM_ASSIGN_OR_RETURN(InverseSqrtSchedule schedule, InverseSqrtSchedule::Create(32, 30));

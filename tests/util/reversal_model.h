@@ -26,8 +26,9 @@ Example Reversal(uint64_t seed);
 // `examples` padded into one batch.
 Batch MakeReversalBatch(const std::vector<Example>& examples);
 
-// 2 + 2 layers, d_model 32, 4 heads, dropout 0.1.
-config::ModelConfig ReversalModelConfig();
+// 2 + 2 layers, d_model 32, `heads` heads (4 of 8 dimensions by default; 1
+// of 32: a size the GPU's fast attention kernels take), dropout 0.1.
+config::ModelConfig ReversalModelConfig(int heads = 4);
 
 struct TrainedReversal {
   std::unique_ptr<Transformer> model;  // On the CPU.
@@ -35,9 +36,10 @@ struct TrainedReversal {
   double trained_nll = 0;              // The same after.
 };
 
-// Trains a model initialised with `init_seed` for `updates` Adam updates of
-// 32 pairs each.
-absl::StatusOr<TrainedReversal> TrainReversalModel(int updates, uint64_t init_seed);
+// Trains a model (ReversalModelConfig(heads)) initialised with `init_seed`
+// for `updates` Adam updates of 32 pairs each.
+absl::StatusOr<TrainedReversal> TrainReversalModel(int updates, uint64_t init_seed,
+                                                   int heads = 4);
 
 }  // namespace testing
 }  // namespace tfm
