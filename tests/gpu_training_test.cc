@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -112,30 +113,42 @@ double RelativeError(double actual, double expected) {
   return std::abs(actual - expected) / std::max(std::abs(expected), 1e-30);
 }
 
-// Expects every tensor of `gpu` close to the same tensor of `cpu`, printing
-// the worst relative error of each and overall.
-void ExpectAllClose(const std::string& what, const std::vector<Parameter*>& gpu,
-                    const std::vector<Parameter*>& cpu, bool gradients) {
+// Expects `error`(tensor of gpu, same tensor of cpu) <= `tolerance` for every
+// tensor (gradients or weights), printing each tensor's error (`metric`)
+// and the worst.
+void ExpectEachTensorWithin(const std::string& what, const std::vector<Parameter*>& gpu,
+                            const std::vector<Parameter*>& cpu, bool gradients,
+                            const char* metric, double tolerance,
+                            const std::function<double(const Tensor&, const Tensor&)>& error) {
   ASSERT_EQ(gpu.size(), cpu.size());
   double worst = 0;
   std::string worst_name;
-  const double floor = kScaleFloor * ModelScale(cpu, gradients);
   for (size_t i = 0; i < cpu.size(); ++i) {
     ASSERT_EQ(gpu[i]->name, cpu[i]->name);
     const Tensor& g = gradients ? gpu[i]->grad : gpu[i]->value;
     const Tensor& c = gradients ? cpu[i]->grad : cpu[i]->value;
     ASSERT_EQ(g.device(), gpu[0]->value.device()) << cpu[i]->name << " " << g.DebugString();
     ASSERT_EQ(g.shape(), c.shape()) << cpu[i]->name;
-    const double error = RelativeError(g, c, floor);
-    std::printf("%-10s %-48s worst relative error %.3g\n", what.c_str(), cpu[i]->name.c_str(),
-                error);
-    EXPECT_LE(error, kTolerance) << what << " of " << cpu[i]->name;
-    if (worst_name.empty() || !(error <= worst)) {
-      worst = error;
+    const double e = error(g, c);
+    std::printf("%-10s %-48s %s %.3g\n", what.c_str(), cpu[i]->name.c_str(), metric, e);
+    EXPECT_LE(e, tolerance) << what << " of " << cpu[i]->name;
+    if (worst_name.empty() || !(e <= worst)) {
+      worst = e;
       worst_name = cpu[i]->name;
     }
   }
   std::printf("%-10s worst of all: %.3g (%s)\n", what.c_str(), worst, worst_name.c_str());
+}
+
+// Every tensor of `gpu` close to the same tensor of `cpu` (f32 on both):
+// the worst relative error of each within kTolerance.
+void ExpectAllClose(const std::string& what, const std::vector<Parameter*>& gpu,
+                    const std::vector<Parameter*>& cpu, bool gradients) {
+  const double floor = kScaleFloor * ModelScale(cpu, gradients);
+  ExpectEachTensorWithin(what, gpu, cpu, gradients, "worst relative error", kTolerance,
+                         [floor](const Tensor& g, const Tensor& c) {
+                           return RelativeError(g, c, floor);
+                         });
 }
 
 // A model with its optimizer and a trainer to drive one update.
@@ -304,24 +317,16 @@ void ExpectUpdateAtFastHeadSizesFollowsTheCpu(const Device& device, DType dtype,
               device.ToString().c_str(), actual->stats.loss, loss_error, norm_error);
   EXPECT_LE(loss_error, f32 ? kTolerance : kBf16LossTolerance);
   EXPECT_LE(norm_error, f32 ? kTolerance : kBf16GradientTolerance);
-  const std::vector<Parameter*> x = other.model->Parameters(), y = cpu.model->Parameters();
-  ASSERT_EQ(x.size(), y.size());
   // Tensors whose gradients are near zero (the key biases': see kScaleFloor)
   // count against a share of the largest gradient's norm.
   double largest = 0;
-  for (const Parameter* p : y) largest = std::max(largest, L2Norm(p->grad));
-  double worst = 0;
-  std::string worst_name;
-  for (size_t i = 0; i < y.size(); ++i) {
-    ASSERT_EQ(x[i]->name, y[i]->name);
-    const double error = RelativeL2Error(x[i]->grad, y[i]->grad, 1e-2 * largest);
-    EXPECT_LE(error, f32 ? kTolerance : kBf16GradientTolerance) << y[i]->name;
-    if (worst_name.empty() || !(error <= worst)) {
-      worst = error;
-      worst_name = y[i]->name;
-    }
-  }
-  std::printf("  gradients: worst relative L2 error %.3g (%s)\n", worst, worst_name.c_str());
+  for (const Parameter* p : cpu.model->Parameters()) largest = std::max(largest, L2Norm(p->grad));
+  ExpectEachTensorWithin("gradient", other.model->Parameters(), cpu.model->Parameters(),
+                         /*gradients=*/true, "relative L2 error",
+                         f32 ? kTolerance : kBf16GradientTolerance,
+                         [floor = 1e-2 * largest](const Tensor& g, const Tensor& c) {
+                           return RelativeL2Error(g, c, floor);
+                         });
 }
 
 // On the CPU (everywhere): the harness and the long batch, f32 against f32.

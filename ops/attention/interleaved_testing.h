@@ -4,8 +4,6 @@
 #ifndef TFM_OPS_ATTENTION_INTERLEAVED_TESTING_H_
 #define TFM_OPS_ATTENTION_INTERLEAVED_TESTING_H_
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -14,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "ops/attention/attention.h"
 #include "ops/split_heads/split_heads.h"
-#include "tests/util/cuda_compare.h"
+#include "tests/util/torch_parity.h"
 
 namespace tfm {
 namespace testing {
@@ -33,19 +31,12 @@ inline void ExpectSameBits(const Tensor& a, const Tensor& b, const std::string& 
       << what;
 }
 
-// |a - b| <= tolerance * max |b| elementwise; tolerance 0: the same bits.
+// |a - b| <= tolerance * max |b| elementwise (SumTolerance); tolerance 0:
+// the same bits.
 inline void ExpectWithin(const Tensor& a, const Tensor& b, double tolerance,
                          const std::string& what) {
   if (tolerance == 0) return ExpectSameBits(a, b, what);
-  const Tensor x = HostF32(a), y = HostF32(b);
-  ASSERT_EQ(x.shape(), y.shape()) << what;
-  double scale = 0, worst = 0;
-  for (int64_t i = 0; i < y.num_elements(); ++i) {
-    const double want = y.data<float>()[i], difference = std::abs(x.data<float>()[i] - want);
-    scale = std::max(scale, std::abs(want));
-    worst = std::max(worst, std::isfinite(difference) ? difference : INFINITY);
-  }
-  EXPECT_LE(worst, tolerance * scale) << what << " (largest |value| " << scale << ")";
+  EXPECT_TRUE(AllClose(a, b, SumTolerance(tolerance))) << what;
 }
 
 // Forward and backward of q, k, v and d_out, laid out as `options`'
