@@ -3,12 +3,14 @@
 // by element). The backward scatter-adds f32 atomics, one thread per
 // element of d_out, into an f32 accumulator, rounded once at the end for
 // 16-bit tables; in deterministic mode it sorts the positions by id (CUB's
-// stable radix sort) and sums each id's positions in order instead. Ids are
-// checked before any kernel runs.
+// stable radix sort) and sums each id's positions in a fixed order instead,
+// in chunks that run in parallel (embedding_sorted_sums.h). Ids are checked
+// before any kernel runs.
 #include <cub/device/device_radix_sort.cuh>
 
 #include "ops/cuda_elementwise.cuh"
 #include "ops/embedding/embedding_cuda.h"
+#include "ops/embedding/embedding_sorted_sums.h"
 
 namespace tfm {
 namespace {
@@ -65,23 +67,52 @@ __global__ void IotaKernel(int32_t* out, int64_t count) {
   for (int64_t i = GlobalThread(); i < count; i += GridThreads()) out[i] = static_cast<int32_t>(i);
 }
 
-// Element (i, j) of the sorted positions: where i starts a run of one id,
-// that id's row j is the sum, in position order, of the run's d_out[., j].
-// Other threads have nothing to do; the table was zeroed before.
+// The summands and the rows of the sorted sums (embedding_sorted_sums.h):
+// element `column` of scale * d_out at the k-th sorted position, and of an
+// id's row of d_table.
+template <typename D>
+struct SortedGrad {
+  const int32_t* order;
+  const D* d_out;
+  int64_t d, column;
+  float scale;
+  __device__ float operator()(int64_t k) const {
+    return scale * ToFloat(d_out[static_cast<int64_t>(order[k]) * d + column]);
+  }
+};
+template <typename D>
+struct TableRowStore {
+  D* d_table;
+  int64_t d, column;
+  template <typename Id>
+  __device__ void operator()(Id id, float sum) const {
+    d_table[static_cast<int64_t>(id) * d + column] = FromFloat<D>(sum);
+  }
+};
+
+// Thread u: chunk u / d, column u % d (a warp reads consecutive columns).
 template <typename D, typename Id>
-__global__ void SortedRowSumsKernel(const Id* sorted_ids, const int32_t* order, const D* d_out,
-                                    D* d_table, int64_t positions, int64_t d, float scale) {
-  const int64_t count = positions * d;
+__global__ void SumChunkRunsKernel(const Id* sorted_ids, const int32_t* order, const D* d_out,
+                                   D* d_table, float* entering, float* leaving,
+                                   int64_t positions, int64_t d, float scale) {
+  const int64_t count = embedding_sorted_sums::Chunks(positions) * d;
   for (int64_t u = GlobalThread(); u < count; u += GridThreads()) {
-    const int64_t i = u / d;
-    const int64_t j = u - i * d;
-    const Id id = sorted_ids[i];
-    if (i > 0 && sorted_ids[i - 1] == id) continue;
-    float sum = 0.0f;
-    for (int64_t k = i; k < positions && sorted_ids[k] == id; ++k) {
-      sum += scale * ToFloat(d_out[static_cast<int64_t>(order[k]) * d + j]);
-    }
-    d_table[static_cast<int64_t>(id) * d + j] = FromFloat<D>(sum);
+    const int64_t chunk = u / d, column = u - chunk * d;
+    embedding_sorted_sums::SumChunkRuns(sorted_ids, positions, d, chunk, column,
+                                        SortedGrad<D>{order, d_out, d, column, scale},
+                                        TableRowStore<D>{d_table, d, column}, entering, leaving);
+  }
+}
+
+template <typename D, typename Id>
+__global__ void JoinChunkPiecesKernel(const Id* sorted_ids, const float* entering,
+                                      const float* leaving, D* d_table, int64_t positions,
+                                      int64_t d) {
+  const int64_t count = embedding_sorted_sums::Chunks(positions) * d;
+  for (int64_t u = GlobalThread(); u < count; u += GridThreads()) {
+    const int64_t chunk = u / d, column = u - chunk * d;
+    embedding_sorted_sums::JoinChunkPieces(sorted_ids, positions, d, chunk, column, entering,
+                                           leaving, TableRowStore<D>{d_table, d, column});
   }
 }
 
@@ -92,8 +123,9 @@ int IdBits(int64_t vocab) {
   return bits;
 }
 
-// The sort's buffers in the scratch: sorted ids, positions in and out, then
-// CUB's temporary storage, each 256-byte aligned.
+// The scratch: sorted ids, positions in and out, the entering and leaving
+// pieces ([chunks, d] f32 each), then CUB's temporary storage, each
+// 256-byte aligned.
 size_t AlignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 template <typename Id>
@@ -164,8 +196,9 @@ const char* LaunchEmbeddingBackward(const Id* ids, const T* d_out, float* accumu
 }
 
 template <typename Id>
-size_t EmbeddingBackwardSortedScratchBytes(int64_t positions, int64_t vocab) {
+size_t EmbeddingBackwardSortedScratchBytes(int64_t positions, int64_t vocab, int64_t d) {
   return AlignUp(positions * sizeof(Id)) + 2 * AlignUp(positions * sizeof(int32_t)) +
+         2 * AlignUp(embedding_sorted_sums::Chunks(positions) * d * sizeof(float)) +
          AlignUp(CubSortBytes<Id>(positions, vocab));
 }
 
@@ -182,7 +215,7 @@ const char* LaunchEmbeddingBackwardSorted(const Id* ids, const T* d_out, T* d_ta
     return error;
   }
   if (positions == 0) return nullptr;
-  if (scratch_bytes < EmbeddingBackwardSortedScratchBytes<Id>(positions, vocab)) {
+  if (scratch_bytes < EmbeddingBackwardSortedScratchBytes<Id>(positions, vocab, d)) {
     return "embedding_backward: scratch too small for the sort";
   }
   char* at = static_cast<char*>(scratch);
@@ -192,6 +225,11 @@ const char* LaunchEmbeddingBackwardSorted(const Id* ids, const T* d_out, T* d_ta
   at += AlignUp(positions * sizeof(int32_t));
   int32_t* order = reinterpret_cast<int32_t*>(at);
   at += AlignUp(positions * sizeof(int32_t));
+  const size_t piece_bytes = AlignUp(embedding_sorted_sums::Chunks(positions) * d * sizeof(float));
+  float* entering = reinterpret_cast<float*>(at);
+  at += piece_bytes;
+  float* leaving = reinterpret_cast<float*>(at);
+  at += piece_bytes;
   size_t cub_bytes = CubSortBytes<Id>(positions, vocab);
   IotaKernel<<<BlocksFor(positions), kThreads, 0, cuda_stream>>>(order_in, positions);
   if (const char* error = LastError()) return error;
@@ -200,9 +238,13 @@ const char* LaunchEmbeddingBackwardSorted(const Id* ids, const T* d_out, T* d_ta
           cuda_stream))) {
     return error;
   }
-  SortedRowSumsKernel<D, Id><<<BlocksFor(positions * d), kThreads, 0, cuda_stream>>>(
+  const int64_t units = embedding_sorted_sums::Chunks(positions) * d;
+  SumChunkRunsKernel<D, Id><<<BlocksFor(units), kThreads, 0, cuda_stream>>>(
       sorted_ids, order, reinterpret_cast<const D*>(d_out), reinterpret_cast<D*>(d_table),
-      positions, d, scale);
+      entering, leaving, positions, d, scale);
+  if (const char* error = LastError()) return error;
+  JoinChunkPiecesKernel<D, Id><<<BlocksFor(units), kThreads, 0, cuda_stream>>>(
+      sorted_ids, entering, leaving, reinterpret_cast<D*>(d_table), positions, d);
   return LastError();
 }
 
@@ -220,8 +262,8 @@ TFM_INSTANTIATE_EMBEDDING(Half, int64_t)
 TFM_INSTANTIATE_EMBEDDING(BFloat16, int32_t)
 TFM_INSTANTIATE_EMBEDDING(BFloat16, int64_t)
 #undef TFM_INSTANTIATE_EMBEDDING
-template size_t EmbeddingBackwardSortedScratchBytes<int32_t>(int64_t, int64_t);
-template size_t EmbeddingBackwardSortedScratchBytes<int64_t>(int64_t, int64_t);
+template size_t EmbeddingBackwardSortedScratchBytes<int32_t>(int64_t, int64_t, int64_t);
+template size_t EmbeddingBackwardSortedScratchBytes<int64_t>(int64_t, int64_t, int64_t);
 template const char* FindBadEmbeddingId<int32_t>(const int32_t*, int64_t, int64_t, void*,
                                                  StreamHandle, int64_t*, int64_t*);
 template const char* FindBadEmbeddingId<int64_t>(const int64_t*, int64_t, int64_t, void*,

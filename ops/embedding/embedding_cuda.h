@@ -36,11 +36,12 @@ const char* LaunchEmbeddingBackward(const Id* ids, const T* d_out, float* accumu
 
 // Deterministic mode (core/deterministic.h): the same d_table, summed in a
 // fixed order: positions sorted by id (a stable radix sort, so each id's
-// positions stay in order), then each id's row summed position by position
-// in f32 and rounded once. `scratch` holds EmbeddingBackwardSortedScratchBytes
-// (positions) bytes of device memory.
+// positions stay in order), then each id's row summed in f32 in an order
+// fixed by the ids alone (embedding_sorted_sums.h) and rounded once.
+// `scratch` holds EmbeddingBackwardSortedScratchBytes(positions, vocab, d)
+// bytes of device memory.
 template <typename Id>
-size_t EmbeddingBackwardSortedScratchBytes(int64_t positions, int64_t vocab);
+size_t EmbeddingBackwardSortedScratchBytes(int64_t positions, int64_t vocab, int64_t d);
 template <typename T, typename Id>
 const char* LaunchEmbeddingBackwardSorted(const Id* ids, const T* d_out, T* d_table,
                                           int64_t positions, int64_t vocab, int64_t d,

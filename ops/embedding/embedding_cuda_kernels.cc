@@ -60,7 +60,7 @@ absl::Status EmbeddingBackwardWithIds(KernelContext& context) {
                        context.attrs().GetOr<bool>("deterministic", false));
   if (deterministic) {
     const int64_t positions = ids.num_elements();
-    const size_t bytes = EmbeddingBackwardSortedScratchBytes<Id>(positions, vocab);
+    const size_t bytes = EmbeddingBackwardSortedScratchBytes<Id>(positions, vocab, d);
     TFM_ASSIGN_OR_RETURN(Tensor sort_scratch,
                          Tensor::Empty({static_cast<int64_t>(bytes)}, DType::kI8,
                                        context.device(), context.stream()));

@@ -111,10 +111,13 @@ using ::tfm::testing::RoundedThrough;
 using ::tfm::testing::SumTolerance;
 using ::tfm::testing::Tolerance;
 
-// ids as `dtype` (i32 or i64) on the host: (i * 7919) % modulus.
-Tensor Ids(int64_t count, int64_t modulus, DType dtype) {
+// ids as `dtype` (i32 or i64) on the host: (i * 7919) % modulus, except
+// that `padded_tenths` of every ten positions take id 1, as padding would.
+Tensor Ids(int64_t count, int64_t modulus, DType dtype, int64_t padded_tenths = 0) {
   std::vector<int64_t> values(count);
-  for (int64_t i = 0; i < count; ++i) values[i] = (i * 7919) % modulus;
+  for (int64_t i = 0; i < count; ++i) {
+    values[i] = i % 10 < padded_tenths ? 1 : (i * 7919) % modulus;
+  }
   if (dtype == DType::kI64) return *Tensor::FromVector<int64_t>(values, {count});
   return *Tensor::FromVector<int32_t>(std::vector<int32_t>(values.begin(), values.end()), {count});
 }
@@ -168,23 +171,28 @@ TEST(EmbeddingTest, CudaMatchesCpu) {
 }
 
 // Deterministic mode (core/deterministic.h): the CUDA gradient (positions
-// sorted by id, each row summed in position order) repeats bit for bit and
-// matches the CPU's; with repeated ids (20,000 positions over 37 rows),
-// unused rows, odd widths and no positions.
+// sorted by id, each row summed in an order the ids fix,
+// embedding_sorted_sums.h) repeats bit for bit and matches the CPU's; with
+// repeated ids (20,000 positions over 37 rows), padding on 60% of 12,000
+// positions beside 500 other ids, unused rows, odd widths, a single position
+// and none.
 TEST(EmbeddingTest, CudaDeterministicBackwardRepeatsBitForBit) {
   TFM_SKIP_WITHOUT_GPU();
   const ScopedDeterministicKernels deterministic;
   struct Case {
-    int64_t vocab, d, positions, modulus;
+    int64_t vocab, d, positions, modulus, padded_tenths;
   };
   for (const DType dtype : {DType::kF32, DType::kBF16}) {
     for (const DType id_dtype : {DType::kI32, DType::kI64}) {
-      for (const Case& c : {Case{40, 8, 20000, 37}, Case{1000, 513, 51, 997}, Case{5, 16, 0, 5}}) {
-        SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " " << DTypeName(id_dtype)
-                                          << " vocab " << c.vocab << " positions " << c.positions);
+      for (const Case& c : {Case{40, 8, 20000, 37, 0}, Case{1000, 513, 51, 997, 0},
+                            Case{512, 64, 12000, 500, 6}, Case{7, 33, 1, 7, 0},
+                            Case{5, 16, 0, 5, 0}}) {
+        SCOPED_TRACE(::testing::Message()
+                     << DTypeName(dtype) << " " << DTypeName(id_dtype) << " vocab " << c.vocab
+                     << " positions " << c.positions << " padded tenths " << c.padded_tenths);
         const Tensor d_out =
             RoundedThrough(*RandomNormal({c.positions, c.d}, {4, 0, 0}, 0.0f, 1.0f), dtype);
-        const Tensor ids = Ids(c.positions, c.modulus, id_dtype);
+        const Tensor ids = Ids(c.positions, c.modulus, id_dtype, c.padded_tenths);
         const Tensor ids_gpu = OnCuda(ids), d_out_gpu = OnCuda(HostAs(d_out, dtype));
         std::vector<float> first;
         for (int run = 0; run < 3; ++run) {
