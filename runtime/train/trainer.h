@@ -34,8 +34,9 @@
 // divergence error and the per-update hooks in order; figures and events
 // are those of a run that reads every update. One difference: the updates
 // queued after a skipped one and before the read take the schedule's rate
-// and Adam's bias correction one number on (as torch.optim's steps go on
-// after GradScaler skips one). Dynamic loss scaling keeps its scale on the
+// and Adam's bias correction one number on (a training loop's torch.optim
+// scheduler goes on likewise after GradScaler skips a step; torch's Adam
+// does not count the skipped step, fairseq counts neither). Dynamic loss scaling keeps its scale on the
 // device too (ops/loss_scale), where each update's overflow halves it, for
 // a model that takes it there (TakesLossScaleOnDevice); a model that takes
 // its scale from the host reads every update. So do several ranks, which
