@@ -180,24 +180,44 @@ const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const vo
   return forward(problem, q, k, v, out, lse, static_cast<cudaStream_t>(stream));
 }
 
-// Deterministic mode's dQ slabs for `backward_key_tile` keys per block.
-int64_t DqSlabs(const AttentionCudaProblem& p, int64_t backward_key_tile) {
-  return (p.k_len + backward_key_tile - 1) / backward_key_tile;
-}
+namespace {
 
-// The most slabs either backward kernel may need: the workspace is sized
-// before the kernel is chosen.
-int64_t MaxDqSlabs(const AttentionCudaProblem& p) {
-  return DqSlabs(p, std::min(attention_cuda::BackwardFfmaKeyTile(p),
-                             attention_cuda::BackwardMmaKeyTile()));
-}
+// What the backward runs for a problem and its tensors, decided once for
+// the workspace's size and again by the launcher.
+struct BackwardPlan {
+  bool mma = false;  // The tensor-core kernels (else the CUDA-core ones).
+  // One key tile per head: the tensor-core kernel stores dQ itself. Not
+  // without keys: no block runs then, and the zeroed accumulation gives dQ
+  // its zeros.
+  bool dq_direct = false;
+  int64_t slabs = 1;  // dQ accumulations: one per key tile in deterministic mode.
+  int64_t workspace_floats = 0;
+};
 
-int64_t AttentionBackwardWorkspaceFloats(const AttentionCudaProblem& p) {
+BackwardPlan PlanBackward(const AttentionCudaProblem& p, const void* q, const void* k,
+                          const void* v, const void* d_out, const void* dq, const void* dk,
+                          const void* dv) {
+  BackwardPlan plan;
+  // dq too: the one-key-tile case stores it from the kernel in 32-bit words.
+  plan.mma = AttentionMmaTakes(p, {q, k, v, d_out, dq, dk, dv});
+  plan.dq_direct = plan.mma && p.k_len > 0 && p.k_len <= attention_cuda::BackwardMmaKeyTile();
+  const int64_t key_tile = plan.mma ? attention_cuda::BackwardMmaKeyTile()
+                                    : attention_cuda::BackwardFfmaKeyTile(p);
+  if (p.deterministic && !plan.dq_direct) plan.slabs = (p.k_len + key_tile - 1) / key_tile;
+  // delta; then the f32 dQ that the atomics add into for bf16 and f16, or
+  // deterministic mode's slabs, unless dQ is stored directly.
   const int64_t rows = p.batch * p.heads * p.q_len;
-  // delta, and for bf16 and f16 the f32 dQ that the atomics add into; in
-  // deterministic mode a dQ slab per key tile instead.
-  if (p.deterministic) return rows + MaxDqSlabs(p) * rows * p.d_k;
-  return rows + (SixteenBit(p) ? rows * p.d_k : 0);
+  const bool accumulates = !plan.dq_direct && (SixteenBit(p) || p.deterministic);
+  plan.workspace_floats = rows + (accumulates ? plan.slabs * rows * p.d_k : 0);
+  return plan;
+}
+
+}  // namespace
+
+int64_t AttentionBackwardWorkspaceFloats(const AttentionCudaProblem& p, const void* q,
+                                         const void* k, const void* v, const void* d_out,
+                                         const void* dq, const void* dk, const void* dv) {
+  return PlanBackward(p, q, k, v, d_out, dq, dk, dv).workspace_floats;
 }
 
 const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q, const void* k,
@@ -206,22 +226,13 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
                                     float* workspace, StreamHandle stream) {
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   const int64_t rows = p.batch * p.heads * p.q_len;
-  // dq too: the one-key-tile case stores it from the kernel in 32-bit words.
-  const bool mma = AttentionMmaTakes(p, {q, k, v, d_out, dq, dk, dv});
+  const BackwardPlan plan = PlanBackward(p, q, k, v, d_out, dq, dk, dv);
+  const bool mma = plan.mma;
   if ((p.interleaved_queries || p.interleaved_keys) && !mma) return kInterleavedNeedsMma;
   AttentionCudaProblem problem = p;
-  // One key tile per head: the tensor-core kernel stores dQ itself. Not
-  // without keys: no block runs then, and the zeroed accumulation below
-  // gives dQ its zeros.
-  if (mma && p.k_len > 0 && p.k_len <= attention_cuda::BackwardMmaKeyTile()) {
-    problem.dq_direct = dq;
-  }
-  int64_t slabs = 1;
-  if (p.deterministic && problem.dq_direct == nullptr) {
-    slabs = DqSlabs(p, mma ? attention_cuda::BackwardMmaKeyTile()
-                           : attention_cuda::BackwardFfmaKeyTile(p));
-    problem.dq_slab_floats = rows * p.d_k;
-  }
+  if (plan.dq_direct) problem.dq_direct = dq;
+  const int64_t slabs = plan.slabs;
+  if (p.deterministic && !plan.dq_direct) problem.dq_slab_floats = rows * p.d_k;
   float* delta = workspace;
   float* dq_accum =
       SixteenBit(p) || p.deterministic ? workspace + rows : static_cast<float*>(dq);

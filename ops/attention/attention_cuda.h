@@ -93,8 +93,12 @@ const char* LaunchAttentionForward(const AttentionCudaProblem& problem, const vo
                                    StreamHandle stream);
 
 // dq, dk, dv shaped like q, k, v. `workspace` holds
-// AttentionBackwardWorkspaceFloats(problem) floats on the device.
-int64_t AttentionBackwardWorkspaceFloats(const AttentionCudaProblem& problem);
+// AttentionBackwardWorkspaceFloats(problem, the same tensors) floats on the
+// device: the tensors' alignment picks the kernels, and with them whether
+// dQ needs an f32 accumulation (not where a head's keys fit one key tile).
+int64_t AttentionBackwardWorkspaceFloats(const AttentionCudaProblem& problem, const void* q,
+                                         const void* k, const void* v, const void* d_out,
+                                         const void* dq, const void* dk, const void* dv);
 const char* LaunchAttentionBackward(const AttentionCudaProblem& problem, const void* q,
                                     const void* k, const void* v, const void* out, const float* lse,
                                     const void* d_out, void* dq, void* dk, void* dv,

@@ -306,9 +306,11 @@ absl::Status BackwardInto(const KernelContext& context, const CudaProblem& cuda,
     }
     if (!absl::IsUnimplemented(status)) return status;
   }
-  TFM_ASSIGN_OR_RETURN(Tensor workspace,
-                       Tensor::Empty({AttentionBackwardWorkspaceFloats(p)}, DType::kF32,
-                                     context.device(), context.stream()));
+  const int64_t workspace_floats = AttentionBackwardWorkspaceFloats(
+      p, in.q, in.k, in.v, in.d_out, grads[0]->raw_data(), grads[1]->raw_data(),
+      grads[2]->raw_data());
+  TFM_ASSIGN_OR_RETURN(Tensor workspace, Tensor::Empty({workspace_floats}, DType::kF32,
+                                                       context.device(), context.stream()));
   return CudaLaunchStatus(
       context, LaunchAttentionBackward(p, in.q, in.k, in.v, in.out, context.input(4).data<float>(),
                                        in.d_out, grads[0]->raw_data(), grads[1]->raw_data(),
