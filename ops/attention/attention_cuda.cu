@@ -190,6 +190,10 @@ struct BackwardPlan {
   // without keys: no block runs then, and the zeroed accumulation gives dQ
   // its zeros.
   bool dq_direct = false;
+  // dQ accumulates in f32 in the workspace after delta (bf16 and f16, or
+  // deterministic mode's slabs); else, unless stored directly, the f32
+  // atomics add into dq itself.
+  bool accumulates_in_workspace = false;
   int64_t slabs = 1;  // dQ accumulations: one per key tile in deterministic mode.
   int64_t workspace_floats = 0;
 };
@@ -204,11 +208,11 @@ BackwardPlan PlanBackward(const AttentionCudaProblem& p, const void* q, const vo
   const int64_t key_tile = plan.mma ? attention_cuda::BackwardMmaKeyTile()
                                     : attention_cuda::BackwardFfmaKeyTile(p);
   if (p.deterministic && !plan.dq_direct) plan.slabs = (p.k_len + key_tile - 1) / key_tile;
-  // delta; then the f32 dQ that the atomics add into for bf16 and f16, or
-  // deterministic mode's slabs, unless dQ is stored directly.
+  plan.accumulates_in_workspace = !plan.dq_direct && (SixteenBit(p) || p.deterministic);
+  // delta, then the accumulation.
   const int64_t rows = p.batch * p.heads * p.q_len;
-  const bool accumulates = !plan.dq_direct && (SixteenBit(p) || p.deterministic);
-  plan.workspace_floats = rows + (accumulates ? plan.slabs * rows * p.d_k : 0);
+  plan.workspace_floats =
+      rows + (plan.accumulates_in_workspace ? plan.slabs * rows * p.d_k : 0);
   return plan;
 }
 
@@ -234,9 +238,9 @@ const char* LaunchAttentionBackward(const AttentionCudaProblem& p, const void* q
   const int64_t slabs = plan.slabs;
   if (p.deterministic && !plan.dq_direct) problem.dq_slab_floats = rows * p.d_k;
   float* delta = workspace;
-  float* dq_accum =
-      SixteenBit(p) || p.deterministic ? workspace + rows : static_cast<float*>(dq);
-  if (problem.dq_direct != nullptr) dq_accum = nullptr;
+  float* dq_accum = plan.dq_direct                  ? nullptr
+                    : plan.accumulates_in_workspace ? workspace + rows
+                                                    : static_cast<float*>(dq);
   if (rows > 0) {
     // Slabs too: a key tile that no query row sees stores nothing.
     if (dq_accum != nullptr) {
