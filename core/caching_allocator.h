@@ -16,9 +16,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <unordered_map>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "core/allocator.h"
 
@@ -73,7 +74,10 @@ class CachingAllocator final : public Allocator {
     StreamHandle stream;
     bool cacheable;
   };
-  using FreePool = std::multimap<size_t, void*>;  // size -> block, best fit.
+  // size -> block, best fit; among equal sizes the first freed first. Flat
+  // containers: an allocation and a free, which every op call makes, then
+  // allocate no nodes of their own.
+  using FreePool = absl::btree_multimap<size_t, void*>;
 
   void EmptyCacheLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -81,8 +85,8 @@ class CachingAllocator final : public Allocator {
   const std::unique_ptr<SystemMemory> memory_;
   const Options options_;
   mutable absl::Mutex mu_;
-  std::unordered_map<void*, Block> in_use_ ABSL_GUARDED_BY(mu_);
-  std::unordered_map<void*, Block> cached_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<void*, Block> in_use_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<void*, Block> cached_ ABSL_GUARDED_BY(mu_);
   std::map<StreamHandle, FreePool> free_by_stream_ ABSL_GUARDED_BY(mu_);
   AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
   size_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -43,7 +43,7 @@ class Registry {
   // NotFound naming the known entries when `name` is not registered.
   absl::StatusOr<std::shared_ptr<const Entry>> Find(absl::string_view name) const {
     absl::MutexLock lock(&mu_);
-    auto it = entries_.find(std::string(name));
+    auto it = entries_.find(name);
     if (it != entries_.end()) return it->second;
     std::vector<std::string> known;
     for (const auto& [known_name, unused] : entries_) known.push_back(known_name);
@@ -54,7 +54,7 @@ class Registry {
 
   bool Contains(absl::string_view name) const {
     absl::MutexLock lock(&mu_);
-    return entries_.count(std::string(name)) != 0;
+    return entries_.find(name) != entries_.end();
   }
 
   std::vector<std::string> Names() const {  // Sorted.
@@ -74,7 +74,9 @@ class Registry {
  private:
   const std::string kind_;
   mutable absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<const Entry>> entries_;
+  // std::less<>: looked up by string_view without building a string (an op
+  // call looks up its op and its kernel).
+  std::map<std::string, std::shared_ptr<const Entry>, std::less<>> entries_;
 };
 
 // Adds to a registry from a static initialiser; failures go to the journal.
