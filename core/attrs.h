@@ -26,13 +26,13 @@ class Attrs {
     values_[name] = std::move(value);
     return *this;
   }
-  bool Has(absl::string_view name) const { return values_.count(std::string(name)) != 0; }
+  bool Has(absl::string_view name) const { return values_.find(name) != values_.end(); }
 
   // The attribute as T, or InvalidArgument naming it if absent or of another
   // type. Integers convert to double implicitly.
   template <typename T>
   absl::StatusOr<T> Get(absl::string_view name) const {
-    auto it = values_.find(std::string(name));
+    auto it = values_.find(name);
     if (it == values_.end()) {
       return absl::InvalidArgumentError(absl::StrCat("missing attribute '", name, "'"));
     }
@@ -53,10 +53,11 @@ class Attrs {
     return Get<T>(name);
   }
 
-  const std::map<std::string, AttrValue>& values() const { return values_; }
+  using Map = std::map<std::string, AttrValue, std::less<>>;
+  const Map& values() const { return values_; }
 
  private:
-  std::map<std::string, AttrValue> values_;
+  Map values_;  // std::less<>: found by string_view, no string built.
 };
 
 }  // namespace tfm
