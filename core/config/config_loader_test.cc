@@ -263,5 +263,73 @@ TEST(ConfigLoaderTest, WorkDirMustBeCreatable) {
       << "checking must not create the directory";
 }
 
+// Settings the trainer would refuse late (after writing into the work
+// directory), or take silently in a nonsense sense: refused by the config
+// check, naming the file's line or the --set.
+TEST(ConfigLoaderTest, TrainingSettingsOutOfRangeAreRefusedUpFront) {
+  LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\n"
+      "train {\n"
+      "  update_freq: 0\n"
+      "  patience: -1\n"
+      "}\n",
+      "u.pbtxt");
+  ASSERT_TRUE(ApplyOverride("train.validate_every_minutes=-1", &loaded).ok());
+  ASSERT_TRUE(ApplyOverride("data.batching.shuffle_buffer=-1", &loaded).ok());
+  ASSERT_TRUE(ApplyOverride("data.batching.prefetch_batches=-1", &loaded).ok());
+  const absl::Status status = ValidateTaskConfig(loaded);
+  for (const std::string expected :
+       {"u.pbtxt:3: train.update_freq: must be positive, got 0",
+        "u.pbtxt:4: train.patience: must be >= 0, got -1",
+        "--set=train.validate_every_minutes=-1: train.validate_every_minutes: must be >= 0",
+        "data.batching.shuffle_buffer: must be >= 0", "data.batching.prefetch_batches: must be >= 0"}) {
+    EXPECT_NE(status.message().find(expected), std::string::npos) << expected << "\n" << status;
+  }
+}
+
+TEST(ConfigLoaderTest, LearnedPositionsMustHoldTheLongestTrainingPair) {
+  LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\n"
+      "model {\n"
+      "  positional_encoding: LEARNED\n"
+      "  max_positions: 5\n"
+      "}\n"
+      "data { batching { max_length: 64 } }\n",
+      "p.pbtxt");
+  EXPECT_NE(ValidateTaskConfig(loaded).message().find(
+                "p.pbtxt:4: model.max_positions: 5 rows of the LEARNED position tables cannot hold"),
+            std::string::npos)
+      << ValidateTaskConfig(loaded);
+  ASSERT_TRUE(ApplyOverride("model.max_positions=64", &loaded).ok());
+  EXPECT_EQ(ValidateTaskConfig(loaded).message().find("max_positions"), std::string::npos)
+      << ValidateTaskConfig(loaded);
+  // Sinusoidal positions have no table to outgrow.
+  ASSERT_TRUE(ApplyOverride("model.max_positions=5", &loaded).ok());
+  ASSERT_TRUE(ApplyOverride("model.positional_encoding=SINUSOIDAL", &loaded).ok());
+  EXPECT_EQ(ValidateTaskConfig(loaded).message().find("max_positions"), std::string::npos)
+      << ValidateTaskConfig(loaded);
+}
+
+TEST(ConfigLoaderTest, AShortlistThatKeepsNoTokensIsRefused) {
+  LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\n"
+      "decode {\n"
+      "  shortlist: \"/nonexistent/m30k.shortlist\"\n"
+      "  shortlist_frequent: 0\n"
+      "  shortlist_best: 0\n"
+      "}\n",
+      "d.pbtxt");
+  EXPECT_NE(ValidateTaskConfig(loaded).message().find(
+                "d.pbtxt:5: decode.shortlist_best: and decode.shortlist_frequent are both 0"),
+            std::string::npos)
+      << ValidateTaskConfig(loaded);
+  // Where it runs, the file must be there.
+  EXPECT_NE(CheckConfigRunsHere(loaded, /*check_devices=*/false)
+                .message()
+                .find("d.pbtxt:3: decode.shortlist: /nonexistent/m30k.shortlist: no such file"),
+            std::string::npos)
+      << CheckConfigRunsHere(loaded, false);
+}
+
 }  // namespace
 }  // namespace tfm

@@ -76,6 +76,8 @@ void CheckData(const config::DataConfig& data, Problems& problems) {
   problems.RequirePositive("data.batching.max_source_tokens", batching.max_source_tokens());
   problems.RequirePositive("data.batching.max_target_tokens", batching.max_target_tokens());
   problems.RequirePositive("data.batching.min_length", batching.min_length());
+  problems.RequireNonNegative("data.batching.shuffle_buffer", batching.shuffle_buffer());
+  problems.RequireNonNegative("data.batching.prefetch_batches", batching.prefetch_batches());
   if (batching.max_length() < batching.min_length()) {
     problems.Add("data.batching.max_length", "must be >= min_length");
   }
@@ -122,6 +124,21 @@ void CheckModel(const config::ModelConfig& model, Problems& problems) {
   problems.RequirePositive("model.layer_norm_epsilon", model.layer_norm_epsilon());
 }
 
+// A learned position table has a row per position: every training pair
+// (up to data.batching.max_length tokens a side, eos included) must fit it,
+// or training stops at the first long batch.
+void CheckPositions(const config::TaskConfig& config, Problems& problems) {
+  const config::ModelConfig& model = config.model();
+  if (model.positional_encoding() != config::ModelConfig::LEARNED) return;
+  const int max_length = config.data().batching().max_length();
+  if (model.max_positions() < max_length) {
+    problems.Add("model.max_positions",
+                 absl::StrCat(model.max_positions(), " rows of the LEARNED position tables "
+                              "cannot hold the training pairs data.batching.max_length = ",
+                              max_length, " allows (at least ", max_length, ")"));
+  }
+}
+
 // Whether `scale` is 2^k within f32's normal range (so is 1 / scale):
 // multiplying f32 gradients by it, and by its inverse, is then exact.
 bool IsPowerOfTwoScale(double scale) {
@@ -164,6 +181,10 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
   problems.RequireNonNegative("train.checkpoint_every_minutes", train.checkpoint_every_minutes());
   problems.RequireNonNegative("train.checkpoint_every_steps", train.checkpoint_every_steps());
   problems.RequirePositive("train.log_every_steps", train.log_every_steps());
+  problems.RequirePositive("train.update_freq", train.update_freq());
+  problems.RequireNonNegative("train.validate_every_minutes", train.validate_every_minutes());
+  problems.RequireNonNegative("train.patience", train.patience());
+  problems.RequireNonNegative("train.keep_last_checkpoints", train.keep_last_checkpoints());
   problems.RequireNonNegative("train.validate_every_steps", train.validate_every_steps());
   problems.RequireNonNegative("train.validate_bleu_sentences", train.validate_bleu_sentences());
   problems.RequireNonEmpty("train.best_checkpoint_metric", train.best_checkpoint_metric());
@@ -214,6 +235,12 @@ void CheckDecode(const config::DecodeConfig& decode, Problems& problems) {
   }
   problems.RequireNonNegative("decode.shortlist_frequent", decode.shortlist_frequent());
   problems.RequireNonNegative("decode.shortlist_best", decode.shortlist_best());
+  if (!decode.shortlist().empty() && decode.shortlist_frequent() == 0 &&
+      decode.shortlist_best() == 0) {
+    problems.Add("decode.shortlist_best",
+                 "and decode.shortlist_frequent are both 0: the shortlist would leave every "
+                 "step only eos, so every translation would be empty");
+  }
   if (absl::Status syntax = CheckDeviceSyntax(decode.device()); !syntax.ok()) {
     problems.Add("decode.device", std::string(syntax.message()));
   }
@@ -236,6 +263,7 @@ absl::Status ValidateTaskConfig(const LoadedConfig& loaded) {
   if (config.task().empty()) problems.Add("task", "must name a registered task");
   CheckData(config.data(), problems);
   CheckModel(config.model(), problems);
+  CheckPositions(config, problems);
   CheckTrain(config.train(), problems);
   CheckDecode(config.decode(), problems);
   return problems.ToStatus();
@@ -284,6 +312,16 @@ absl::Status CheckConfigRunsHere(const LoadedConfig& loaded, bool check_devices)
     }
   }
   CheckWorkDirIsWritable(loaded.config.data(), problems);
+  // Read only when the main job decodes its test set, after training: a
+  // wrong path would otherwise fail hours in.
+  if (const std::string& shortlist = config.decode().shortlist(); !shortlist.empty()) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(shortlist, error)) {
+      problems.Add("decode.shortlist", absl::StrCat(shortlist, ": no such file (the `shortlist` "
+                                                    "command writes one; a relative path is "
+                                                    "from the working directory)"));
+    }
+  }
   return problems.ToStatus();
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -300,6 +301,35 @@ absl::StatusOr<train::TrainingState> ReadCheckpointState(const std::string& dir)
   return ReadTextProto<train::TrainingState>(JoinPath(dir, kStateFile));
 }
 
+namespace {
+
+// A weight or moment that is NaN or infinite would not fail anywhere visible:
+// attention absorbs some NaNs, so a model decodes plausible but wrong
+// translations (and slowly). The trainer never saves after a non-finite
+// update, so such a file was edited, or written by another program.
+absl::Status CheckFinite(const NamedTensors& tensors, const std::string& path) {
+  for (const auto& [name, tensor] : tensors) {
+    if (tensor.dtype() != DType::kF32 || !tensor.device().is_cpu()) continue;
+    const float* data = tensor.data<float>();
+    const int64_t count = tensor.num_elements();
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < count; ++i) {
+      if (!std::isfinite(data[i])) {
+        if (bad++ == 0) first = i;
+      }
+    }
+    if (bad > 0) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": tensor '", name, "' holds ", bad, " non-finite value", bad == 1 ? "" : "s",
+          " (NaN or infinity; the first at element ", first, " of ", count,
+          "): not a model that can decode or train on"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir, CheckpointParts parts) {
   TFM_ASSIGN_OR_RETURN(train::Manifest manifest, VerifyCheckpoint(dir));
   if (parts == CheckpointParts::kAll) {
@@ -308,11 +338,13 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir, CheckpointPart
   Checkpoint checkpoint;
   checkpoint.quantization = manifest.quantization();
   TFM_ASSIGN_OR_RETURN(checkpoint.model, ReadSafetensors(JoinPath(dir, kModelFile)));
+  TFM_RETURN_IF_ERROR(CheckFinite(checkpoint.model, JoinPath(dir, kModelFile)));
   const bool has_optimizer =
       std::any_of(manifest.file().begin(), manifest.file().end(),
                   [](const train::Manifest::File& file) { return file.name() == kOptimizerFile; });
   if (parts == CheckpointParts::kAll && has_optimizer) {
     TFM_ASSIGN_OR_RETURN(checkpoint.optimizer, ReadSafetensors(JoinPath(dir, kOptimizerFile)));
+    TFM_RETURN_IF_ERROR(CheckFinite(checkpoint.optimizer, JoinPath(dir, kOptimizerFile)));
   }
   TFM_ASSIGN_OR_RETURN(checkpoint.state, ReadCheckpointState(dir));
   TFM_ASSIGN_OR_RETURN(checkpoint.config, ReadCheckpointConfig(dir));

@@ -1,6 +1,7 @@
 #include "runtime/train/checkpoint.h"
 
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -191,6 +192,31 @@ TEST_F(CorruptionTest, NewerFormatIsRefusedNotMisread) {
   absl::Status status = ReadCheckpoint(dir_).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(status.message(), HasSubstr("format 2 is newer"));
+}
+
+// Written through the writer, so every checksum holds: only the values are
+// wrong, in the model's weights or in the optimizer's moments.
+TEST(CheckpointTest, NonFiniteValuesAreRefusedNamingTheTensor) {
+  for (const bool in_optimizer : {false, true}) {
+    Checkpoint checkpoint = SampleCheckpoint(60);
+    NamedTensors& tensors = in_optimizer ? checkpoint.optimizer : checkpoint.model;
+    Tensor& poisoned = tensors[1].second;
+    ASSERT_GE(poisoned.num_elements(), 3);
+    poisoned.data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+    poisoned.data<float>()[2] = -std::numeric_limits<float>::infinity();
+    const std::string dir =
+        WriteCheckpoint(FreshDirectory(in_optimizer ? "nan_moment" : "nan_weight"), checkpoint)
+            .value();
+    const absl::Status status = ReadCheckpoint(dir).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    const std::string message(status.message());
+    EXPECT_THAT(message, HasSubstr(dir + "/" + (in_optimizer ? kOptimizerFile : kModelFile)));
+    EXPECT_THAT(message,
+                HasSubstr(absl::StrCat("'", tensors[1].first, "' holds 2 non-finite values")));
+    EXPECT_THAT(message, HasSubstr("first at element 1"));
+    // Decoding reads no moments: a bad one does not stop it.
+    EXPECT_EQ(ReadCheckpoint(dir, CheckpointParts::kDecoding).ok(), in_optimizer);
+  }
 }
 
 TEST_F(CorruptionTest, MissingListedFileIsNamed) {

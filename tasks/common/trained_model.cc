@@ -90,9 +90,15 @@ struct LoadedMember {
 };
 
 absl::StatusOr<LoadedMember> LoadMember(const std::string& path, const Device& device,
-                                        std::ostream* log) {
+                                        std::ostream* log, absl::string_view task) {
   TFM_ASSIGN_OR_RETURN(const std::string dir, ChooseCheckpoint(path, log));
   TFM_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(dir, CheckpointParts::kDecoding));
+  if (!task.empty() && checkpoint.config.task() != task) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model: ", dir, " holds a model of the '", checkpoint.config.task(),
+        "' task (its ", kConfigFile, "); this command decodes '", task,
+        "' models: run that task's binary on it"));
+  }
   if (checkpoint.quantization == kInt8Quantization && !device.is_cpu()) {
     return absl::FailedPreconditionError(
         absl::StrCat(dir, " is an int8 model, which decodes on the CPU only; it cannot load on ",
@@ -162,12 +168,12 @@ absl::Status CheckSameOutputs(const LoadedMember& first, const LoadedMember& mem
 }  // namespace
 
 absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, const Device& device,
-                                              std::ostream* log) {
+                                              std::ostream* log, absl::string_view task) {
   std::vector<std::string> paths = absl::StrSplit(path, ',', absl::SkipWhitespace());
   if (paths.empty()) paths.push_back(path);  // Let ChooseCheckpoint name the empty path.
   std::vector<LoadedMember> members;
   for (const std::string& member_path : paths) {
-    TFM_ASSIGN_OR_RETURN(LoadedMember member, LoadMember(member_path, device, log));
+    TFM_ASSIGN_OR_RETURN(LoadedMember member, LoadMember(member_path, device, log, task));
     if (!members.empty()) TFM_RETURN_IF_ERROR(CheckSameOutputs(members.front(), member));
     members.push_back(std::move(member));
   }

@@ -97,8 +97,11 @@ absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostre
 // other tree leaves), is an error naming both. (ReadCheckpoint upgrades configs
 // saved before a task's settings moved into its extension.) Every member's
 // weights are placed on `device` (the checkpoint's host tensors are copied).
+// With `task` (the command's own task), a checkpoint of another task is an
+// error naming both (a parsing model would otherwise "translate" into
+// trees, and the other way round).
 absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path, const Device& device,
-                                              std::ostream* log);
+                                              std::ostream* log, absl::string_view task = {});
 
 }  // namespace tfm
 

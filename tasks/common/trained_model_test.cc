@@ -3,12 +3,16 @@
 #include "tasks/common/trained_model.h"
 
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tasks/common/random_model_testing.h"
 #include "tests/util/gpu.h"
+#include "tests/util/tiny_model.h"
 
 namespace tfm {
 namespace {
@@ -26,6 +30,43 @@ std::unique_ptr<Transformer> TinyModel(const Device& device) {
       Transformer::Create(model, VocabularySpec{20, 0, 2, 3}, device, 5);
   EXPECT_TRUE(transformer.ok()) << transformer.status();
   return transformer.ok() ? *std::move(transformer) : nullptr;
+}
+
+// A checkpoint of another task is refused by name where the command says
+// its own task (translate_ende on a parsing model decoded trees as if they
+// were German); without a task, or with its own, it loads.
+TEST(TrainedModelTest, AnotherTasksModelIsRefusedNamingBothTasks) {
+  const std::string text = absl::StrCat(::testing::TempDir(), "/parsing_model_text.txt");
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 40; ++i) out << "(S (NP the dog) (VP runs " << i << " times))\n";
+  }
+  config::TaskConfig config;
+  config.set_task("parsing");
+  config.mutable_data()->mutable_tokenizer()->set_vocab_size(40);
+  absl::StatusOr<Tokenizer> tokenizer =
+      Tokenizer::TrainOnFiles(config.data().tokenizer(), {text});
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  testing::SetTinyModelShape(*config.mutable_model(), /*layers=*/1, /*heads=*/2, /*d_model=*/16);
+  const std::string work_dir = absl::StrCat(::testing::TempDir(), "/parsing_model");
+  absl::StatusOr<std::string> dir =
+      testing::WriteRandomModelCheckpoint(config, *tokenizer, work_dir, /*init_seed=*/3);
+  ASSERT_TRUE(dir.ok()) << dir.status();
+
+  const absl::StatusOr<TrainedModel> refused =
+      LoadTrainedModel(work_dir, Device::Cpu(), nullptr, "translation");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  const std::string message(refused.status().message());
+  EXPECT_NE(message.find(*dir), std::string::npos) << message;
+  EXPECT_NE(message.find("'parsing' task"), std::string::npos) << message;
+  EXPECT_NE(message.find("decodes 'translation' models"), std::string::npos) << message;
+  // As an ensemble's second member too.
+  EXPECT_FALSE(
+      LoadTrainedModel(absl::StrCat(work_dir, ",", work_dir), Device::Cpu(), nullptr, "translation")
+          .ok());
+
+  EXPECT_TRUE(LoadTrainedModel(work_dir, Device::Cpu(), nullptr, "parsing").ok());
+  EXPECT_TRUE(LoadTrainedModel(work_dir, Device::Cpu(), nullptr).ok());
 }
 
 // Every member follows, and the log says so once per change.

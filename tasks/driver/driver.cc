@@ -1,5 +1,6 @@
 #include "tasks/driver/driver.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -293,7 +294,46 @@ void ListRegistered(std::ostream& out) {
   }
 }
 
+namespace {
+
+// Numeric flags whose default stands for "the config's" (0 or -1): any other
+// value out of range is an error, not a silent fall back to the config (a
+// typo such as --beam=-4 or --alpha=nan would otherwise decode with settings
+// the user did not ask for).
+absl::Status CheckNumericFlags(const DriverOptions& options) {
+  std::vector<std::string> problems;
+  const DecodeRequest& decode = options.decode;
+  if (!std::isfinite(options.minutes) || options.minutes < 0) {
+    problems.push_back(absl::StrCat("--minutes=", options.minutes,
+                                    ": must be a number >= 0 (0: no limit)"));
+  }
+  const auto at_least = [&](const char* flag, double value, double minimum, const char* meaning) {
+    if (!(value >= minimum)) {
+      problems.push_back(absl::StrCat("--", flag, "=", value, ": must be >= ", minimum, " (",
+                                      meaning, ")"));
+    }
+  };
+  at_least("last", options.average_last, 0, "0: the config's train.average_last_checkpoints");
+  at_least("beam", decode.beam, 0, "1: greedy; 0: the model's decode.beam_size");
+  at_least("nbest", decode.nbest, 0, "0: the model's decode.nbest");
+  at_least("max_tokens", decode.max_tokens, 0, "0: the model's decode.max_tokens");
+  at_least("shortlist_frequent", decode.shortlist_frequent, -1,
+           "-1: the model's decode.shortlist_frequent");
+  at_least("shortlist_best", decode.shortlist_best, -1, "-1: the model's decode.shortlist_best");
+  // -1 (the flag's default) leaves the model's alpha; any other value is used.
+  if (decode.alpha != -1 && !(decode.alpha >= 0 && std::isfinite(decode.alpha))) {
+    problems.push_back(absl::StrCat("--alpha=", decode.alpha,
+                                    ": must be a finite number >= 0 (leave it out for the "
+                                    "model's decode.length_penalty_alpha)"));
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
+}
+
+}  // namespace
+
 absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
+  TFM_RETURN_IF_ERROR(CheckNumericFlags(options));
   TFM_RETURN_IF_ERROR(RegistrationJournal::Get().Check());
   TFM_ASSIGN_OR_RETURN(std::vector<LoadedPlugin> plugins, LoadPlugins(options.plugins, TFM_PLUGIN_ABI_VERSION));
   for (const LoadedPlugin& plugin : plugins) {

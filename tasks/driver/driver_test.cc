@@ -1,7 +1,9 @@
 #include "tasks/driver/driver.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -137,6 +139,38 @@ TEST(DriverTest, ErrorsAreClear) {
   status = RunDriver(decode, out);
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(status.message().find("/no/such/model_dir"), std::string::npos) << status;
+}
+
+// A numeric flag out of range is an error naming it, before anything runs:
+// not a silent fall back to the config's value.
+TEST(DriverTest, NumericFlagsOutOfRangeAreErrors) {
+  std::ostringstream out;
+  DriverOptions options;
+  options.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  options.mode = "decode";
+  options.minutes = std::nan("");
+  options.average_last = -1;
+  options.decode.beam = -4;
+  options.decode.nbest = -1;
+  options.decode.max_tokens = -100;
+  options.decode.shortlist_best = -2;
+  options.decode.alpha = std::numeric_limits<double>::infinity();
+  const absl::Status status = RunDriver(options, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  for (const char* expected :
+       {"--minutes=nan: must be a number >= 0", "--last=-1: must be >= 0",
+        "--beam=-4: must be >= 0", "--nbest=-1: must be >= 0", "--max_tokens=-100: must be >= 0",
+        "--shortlist_best=-2: must be >= -1", "--alpha=inf: must be a finite number >= 0"}) {
+    EXPECT_NE(status.message().find(expected), std::string::npos) << expected << "\n" << status;
+  }
+  // The defaults stand for the model's settings; a real alpha is taken.
+  DriverOptions defaults;
+  defaults.config = options.config;
+  defaults.mode = "decode";
+  defaults.decode.alpha = 1.5;
+  EXPECT_EQ(RunDriver(defaults, out).message().find("--alpha"), std::string::npos);
+  options.decode.alpha = -0.5;
+  EXPECT_NE(RunDriver(options, out).message().find("--alpha=-0.5"), std::string::npos);
 }
 
 // Translation knows its validation score: a metric it cannot compute is

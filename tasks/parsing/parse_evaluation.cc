@@ -136,7 +136,8 @@ absl::Status RunParseEvaluation(const TaskContext& context) {
       "bracketed tree a line"));
   TFM_ASSIGN_OR_RETURN(const DecodingTarget target, ChooseDecodingTarget(context, context.log));
   TFM_ASSIGN_OR_RETURN(TrainedModel trained,
-                       LoadTrainedModel(request.model, target.device, context.log));
+                       LoadTrainedModel(request.model, target.device, context.log,
+                                        context.config.config.task()));
   std::vector<std::string> sentences, gold_lines;
   std::string source_name = request.source, gold_name = request.reference;
   if (!request.split.empty()) {
