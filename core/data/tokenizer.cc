@@ -45,15 +45,21 @@ absl::StatusOr<Tokenizer> Tokenizer::Train(const config::TokenizerConfig& config
   // The backend's source cannot fail; a read error ends the input early and
   // is reported here after training.
   absl::Status read_status;
+  int64_t sentences = 0;
   const spm::SentenceSource source = [&](std::string* sentence) {
     if (!read_status.ok()) return false;
     absl::StatusOr<bool> more = next(sentence);
     if (!more.ok()) read_status = more.status();
+    if (more.ok() && *more) ++sentences;
     return more.ok() && *more;
   };
   std::string model;
   const std::string error = api->train(options, source, &model);
   TFM_RETURN_IF_ERROR(read_status);
+  // SentencePiece's own message for this is an assertion in its sources.
+  if (sentences == 0) {
+    return absl::InvalidArgumentError("no sentence to train the vocabulary on");
+  }
   if (!error.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("SentencePiece training failed: ", error));
   }

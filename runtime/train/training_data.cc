@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/data/corpus.h"
 #include "core/data/file_io.h"
 #include "core/data/tokenizing_reader.h"
@@ -83,6 +84,20 @@ absl::Status ReadCorpusPairs(
   return absl::OkStatus();
 }
 
+namespace {
+
+// "a.en, b.en" for messages: each corpus by its source file (a treebank by
+// its root).
+std::string CorpusNames(const google::protobuf::RepeatedPtrField<config::CorpusConfig>& corpora) {
+  std::vector<std::string> names;
+  for (const config::CorpusConfig& corpus : corpora) {
+    names.push_back(!corpus.source_path().empty() ? corpus.source_path() : corpus.root());
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+}  // namespace
+
 absl::StatusOr<Tokenizer> LoadOrTrainTokenizer(const config::DataConfig& data,
                                                const std::string& work_dir, std::ostream* log) {
   const std::string path = absl::StrCat(work_dir, "/", data.tokenizer().model_path());
@@ -106,8 +121,25 @@ absl::StatusOr<Tokenizer> LoadOrTrainTokenizer(const config::DataConfig& data,
     *log << "tokenizer: training " << data.tokenizer().vocab_size() << " pieces on "
          << "data.train\n"
          << std::flush;
-  TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer,
-                       Tokenizer::TrainOnPairs(data.tokenizer(), reader.get()));
+  absl::StatusOr<Tokenizer> trained = Tokenizer::TrainOnPairs(data.tokenizer(), reader.get());
+  if (!trained.ok()) {
+    // SentencePiece's messages name neither the corpus nor the setting.
+    return absl::Status(
+        trained.status().code(),
+        absl::StrCat("tokenizer: training data.tokenizer.vocab_size = ",
+                     data.tokenizer().vocab_size(), " pieces on data.train (",
+                     CorpusNames(corpora), "): ", trained.status().message(),
+                     reader->skips().total() > 0 ? absl::StrCat(" (", reader->skips().Summary(), ")")
+                                                 : ""));
+  }
+  Tokenizer tokenizer = *std::move(trained);
+  // This pass reads the whole corpus before training: the place to say which
+  // pairs every epoch will leave out (invalid UTF-8, over-long or empty
+  // lines, malformed trees), with where the first ones are, as preprocess
+  // does.
+  if (log && reader->skips().total() > 0) {
+    *log << "data.train: " << reader->skips().Summary() << "\n";
+  }
   TFM_RETURN_IF_ERROR(tokenizer.Save(path));
   if (log) *log << "tokenizer: saved " << path << " (" << tokenizer.vocab_size() << " pieces)\n";
   return tokenizer;
@@ -134,6 +166,15 @@ absl::StatusOr<std::vector<Batch>> LoadValidationBatches(const config::DataConfi
     TFM_ASSIGN_OR_RETURN(const bool more, batcher.Next(&batch));
     if (!more) break;
     batches.push_back(batch);
+  }
+  // A validation set that was asked for but holds nothing would leave the run
+  // without validation, best checkpoint or early stopping, silently.
+  if (batches.empty()) {
+    const SkipReport skips = batcher.skips();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "data.valid (", CorpusNames(corpora), ") yields no pair to validate on",
+        skips.total() > 0 ? absl::StrCat(": ", skips.Summary()) : ": it is empty",
+        "; fix it, or leave data.valid out to train without validation"));
   }
   return batches;
 }

@@ -55,6 +55,62 @@ TEST(TrainingDataTest, BatchesDecodeBackToTheCorpus) {
                                                  "the cat sees the horse"}));
 }
 
+// The tokenizer's pass over the corpus says which pairs every epoch will
+// leave out, naming the file and line of the first ones.
+TEST(TrainingDataTest, TheFirstPassReportsSkippedPairsWithTheirPlace) {
+  const std::string dir = TempDir() + "/skipped_pairs";
+  ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  const config::DataConfig data = testing::WriteToyCorpus(dir);
+  {
+    std::ofstream en(dir + "/train.en", std::ios::app), de(dir + "/train.de", std::ios::app);
+    en << "the dog \xff\xfe sees\n";
+    de << "die Hund sieht\n";
+  }
+  std::ostringstream log;
+  ASSERT_TRUE(LoadOrTrainTokenizer(data, dir + "/work", &log).ok());
+  EXPECT_NE(log.str().find("data.train: skipped 1 record: 1 invalid utf-8 (" + dir +
+                           "/train.en:61)"),
+            std::string::npos)
+      << log.str();
+}
+
+// SentencePiece's failures come back naming the corpus and the setting.
+TEST(TrainingDataTest, VocabularyTrainingErrorsNameTheCorpusAndTheSetting) {
+  const std::string dir = TempDir() + "/vocabulary_errors";
+  ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  config::DataConfig data = testing::WriteToyCorpus(dir);
+  data.mutable_tokenizer()->set_vocab_size(100000);
+  absl::Status status = LoadOrTrainTokenizer(data, dir + "/too_many", nullptr).status();
+  EXPECT_NE(status.message().find("training data.tokenizer.vocab_size = 100000 pieces on "
+                                  "data.train (" + dir + "/train.en)"),
+            std::string::npos)
+      << status;
+  data.mutable_tokenizer()->set_vocab_size(40);
+  { std::ofstream truncate_en(dir + "/train.en"), truncate_de(dir + "/train.de"); }
+  status = LoadOrTrainTokenizer(data, dir + "/empty", nullptr).status();
+  EXPECT_NE(status.message().find(dir + "/train.en): no sentence to train the vocabulary on"),
+            std::string::npos)
+      << status;
+}
+
+// A validation set given but empty is an error naming it, not a run that
+// silently never validates.
+TEST(TrainingDataTest, AnEmptyValidationSetIsAnError) {
+  const std::string dir = TempDir() + "/empty_valid";
+  ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  const config::DataConfig data = testing::WriteToyCorpus(dir);
+  absl::StatusOr<Tokenizer> tokenizer = LoadOrTrainTokenizer(data, dir, nullptr);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  { std::ofstream truncate_en(dir + "/valid.en"), truncate_de(dir + "/valid.de"); }
+  const absl::StatusOr<std::vector<Batch>> valid = LoadValidationBatches(data, *tokenizer);
+  EXPECT_EQ(valid.status().code(), absl::StatusCode::kFailedPrecondition) << valid.status();
+  EXPECT_NE(valid.status().message().find(dir + "/valid.en) yields no pair"), std::string::npos)
+      << valid.status();
+  config::DataConfig without = data;
+  without.clear_valid();
+  ASSERT_TRUE(LoadValidationBatches(without, *tokenizer).ok());
+}
+
 TEST(TrainingDataTest, MissingCorpusNamesTheField) {
   config::DataConfig data = testing::WriteToyCorpus(TempDir());
   data.mutable_train(0)->set_source_path("/no/such/train.en");
