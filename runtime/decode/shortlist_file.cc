@@ -15,7 +15,11 @@ namespace tfm {
 namespace {
 
 constexpr absl::string_view kMagic = "tfm-shortlist";
-constexpr int kFormatVersion = 1;
+// 2 ends with an "end" line, so that a file cut at a line boundary (every
+// line whole, some missing) is not read as a smaller shortlist. 1 has none;
+// it is still read.
+constexpr int kFormatVersion = 2;
+constexpr absl::string_view kEnd = "end";
 
 void AppendIds(const std::vector<int32_t>& ids, std::string* out) {
   for (const int32_t id : ids) absl::StrAppend(out, " ", id);
@@ -53,6 +57,7 @@ absl::Status WriteShortlistFile(const std::string& path, const ShortlistTable& t
     AppendIds(table.best[s], &text);
     absl::StrAppend(&text, "\n");
   }
+  absl::StrAppend(&text, kEnd, "\n");
   return WriteFileAtomically(path, text);
 }
 
@@ -64,16 +69,21 @@ absl::StatusOr<ShortlistTable> ReadShortlistFile(const std::string& path) {
   }
   ShortlistTable table;
   bool has_magic = false, has_size = false, has_checksum = false, has_frequent = false;
+  int version = 0;
+  bool ended = false;
   int line_number = 0;
   for (const absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_number;
     if (line.empty()) continue;  // Blank lines, and the split after the last newline.
     const std::string where = absl::StrCat(path, ":", line_number);
     if (!has_magic) {
-      if (line != absl::StrCat(kMagic, " ", kFormatVersion)) {
+      for (const int known : {1, kFormatVersion}) {
+        if (line == absl::StrCat(kMagic, " ", known)) version = known;
+      }
+      if (version == 0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            where, ": not a shortlist file of format ", kFormatVersion, " (expected '", kMagic, " ",
-            kFormatVersion, "', the `shortlist` command's output)"));
+            where, ": not a shortlist file of format 1 or ", kFormatVersion, " (expected '",
+            kMagic, " ", kFormatVersion, "', the `shortlist` command's output)"));
       }
       has_magic = true;
       continue;
@@ -81,6 +91,14 @@ absl::StatusOr<ShortlistTable> ReadShortlistFile(const std::string& path) {
     if (line.front() == '#') continue;
     const std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
     const absl::string_view key = words.empty() ? absl::string_view() : words[0];
+    if (ended) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": '", key, "' after the '", kEnd, "' line"));
+    }
+    if (key == kEnd && version >= 2) {
+      ended = true;
+      continue;
+    }
     if (key == "vocabulary_size") {
       if (words.size() != 2 || !absl::SimpleAtoi(words[1], &table.vocabulary_size) ||
           table.vocabulary_size < 1 || table.vocabulary_size > (int64_t{1} << 31) - 1) {
@@ -134,6 +152,11 @@ absl::StatusOr<ShortlistTable> ReadShortlistFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": no ", !has_size ? "vocabulary_size" : !has_checksum ? "vocabulary_checksum" : "frequent",
         " line (a truncated file?)"));
+  }
+  if (version >= 2 && !ended) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": no '", kEnd, "' line after its ", line_number - 1,
+        " lines: the file is cut short (write it again with the `shortlist` command)"));
   }
   return table;
 }

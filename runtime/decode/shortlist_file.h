@@ -3,13 +3,15 @@
 // decode.shortlist). Text, one record a line, so that a user can read and
 // edit one:
 //
-//   tfm-shortlist 1
+//   tfm-shortlist 2
 //   vocabulary_size 8000
 //   vocabulary_checksum 9f86d081884c7d65   (Fnv1a64 of the SentencePiece model)
 //   frequent 5 12 7 ...                    (target ids, most frequent first)
 //   source 17 4051 933 12 ...              (source id 17's targets, best first)
 //   ...
+//   end                                    (a file without it was cut short)
 //
+// Format 1, without the end line, is still read.
 // Lines starting with '#' are comments; a source with no line has no
 // targets of its own. The checksum ties the file to the vocabulary it was
 // learned with: another model's ids would mean other tokens.

@@ -72,6 +72,13 @@ TEST(ShortlistFileTest, BadFilesNameTheLine) {
       {header, "no frequent line (a truncated file?)"},
       {header + "frequent 1\nsource 3 4", "the last line has no newline"},
       {"", "empty"},
+      // Format 2 ends with an end line: without it the file was cut short,
+      // even at a line boundary; nothing may follow it.
+      {"tfm-shortlist 2\nvocabulary_size 12\nvocabulary_checksum ff\nfrequent 1\nsource 3 4\n",
+       ": no 'end' line after its 5 lines: the file is cut short"},
+      {"tfm-shortlist 2\nvocabulary_size 12\nvocabulary_checksum ff\nfrequent 1\nend\nsource 3 4\n",
+       ":6: 'source' after the 'end' line"},
+      {"tfm-shortlist 3\n", ":1: not a shortlist file of format 1 or 2"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = TempPath("bad_" + std::to_string(i) + ".shortlist");
@@ -83,6 +90,23 @@ TEST(ShortlistFileTest, BadFilesNameTheLine) {
         << "case " << i << ": " << read.status();
   }
   EXPECT_FALSE(ReadShortlistFile(TempPath("missing.shortlist")).ok());
+}
+
+// What the command writes ends with the end line; cutting any whole lines
+// off it is refused. A format-1 file (no end line) still reads.
+TEST(ShortlistFileTest, AFileCutAtALineBoundaryIsRefused) {
+  const std::string path = TempPath("cut.shortlist");
+  ASSERT_TRUE(WriteShortlistFile(path, SmallTable()).ok());
+  const std::string whole = ReadFileToString(path).value();
+  ASSERT_EQ(whole.substr(whole.size() - 4), "end\n");
+  const std::string cut = whole.substr(0, whole.rfind('\n', whole.size() - 5) + 1);
+  ASSERT_TRUE(WriteFileAtomically(path, cut).ok());
+  EXPECT_NE(ReadShortlistFile(path).status().message().find("cut short"), std::string::npos)
+      << ReadShortlistFile(path).status();
+  std::string version_1 = cut;
+  version_1.replace(0, std::string("tfm-shortlist 2").size(), "tfm-shortlist 1");
+  ASSERT_TRUE(WriteFileAtomically(path, version_1).ok());
+  EXPECT_TRUE(ReadShortlistFile(path).ok()) << ReadShortlistFile(path).status();
 }
 
 }  // namespace
