@@ -310,6 +310,19 @@ TEST(ConfigLoaderTest, LearnedPositionsMustHoldTheLongestTrainingPair) {
       << ValidateTaskConfig(loaded);
 }
 
+TEST(ConfigLoaderTest, DecodingDTypeIsAFloatType) {
+  LoadedConfig loaded = *ParseTaskConfig("task: \"translation\"\n", "f.pbtxt");
+  for (const char* dtype : {"f64", "i32"}) {
+    ASSERT_TRUE(ApplyOverride(absl::StrCat("decode.dtype=", dtype), &loaded).ok());
+    EXPECT_NE(ValidateTaskConfig(loaded).message().find(
+                  absl::StrCat("decode.dtype: '", dtype, "': expected f32, bf16 or f16")),
+              std::string::npos)
+        << ValidateTaskConfig(loaded);
+  }
+  ASSERT_TRUE(ApplyOverride("decode.dtype=bf16", &loaded).ok());
+  EXPECT_TRUE(ValidateTaskConfig(loaded).ok()) << ValidateTaskConfig(loaded);
+}
+
 TEST(ConfigLoaderTest, AShortlistThatKeepsNoTokensIsRefused) {
   LoadedConfig loaded = *ParseTaskConfig(
       "task: \"translation\"\n"

@@ -190,8 +190,8 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
   problems.RequireNonEmpty("train.best_checkpoint_metric", train.best_checkpoint_metric());
   problems.RequireProbability("train.cooldown_fraction", train.cooldown_fraction());
   CheckLossScaling(train, problems);
-  if (train.average_last_checkpoints() > 1 && train.checkpoint_every_minutes() <= 0 &&
-      train.checkpoint_every_steps() <= 0) {
+  if (train.average_last_checkpoints() > 1 && train.checkpoint_every_minutes() == 0 &&
+      train.checkpoint_every_steps() == 0) {
     problems.Add("train.average_last_checkpoints",
                  absl::StrCat("averages the last ", train.average_last_checkpoints(),
                               " checkpoints, but checkpoint_every_minutes and "
@@ -246,8 +246,11 @@ void CheckDecode(const config::DecodeConfig& decode, Problems& problems) {
   }
   // Which dtypes have kernels is the decoding command's check (it asks the
   // kernel registry on the device it resolved); here only the name.
-  if (absl::StatusOr<DType> dtype = ParseDType(decode.dtype()); !dtype.ok()) {
-    problems.Add("decode.dtype", std::string(dtype.status().message()));
+  // Decoding computes in a float type; the integer dtypes ParseDType knows
+  // are not choices here.
+  if (absl::StatusOr<DType> dtype = ParseDType(decode.dtype());
+      !dtype.ok() || (*dtype != DType::kF32 && *dtype != DType::kBF16 && *dtype != DType::kF16)) {
+    problems.Add("decode.dtype", absl::StrCat("'", decode.dtype(), "': expected f32, bf16 or f16"));
   }
   if (decode.strategy() == config::DecodeConfig::GREEDY && decode.beam_size() != 1 &&
       decode.has_beam_size()) {

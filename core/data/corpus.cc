@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include <string>
 #include <vector>
 
@@ -33,13 +35,32 @@ bool IsFile(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
+// Why `path` (as the config gives it) is not a readable corpus file: a
+// directory, or missing; a relative path says where it was looked for,
+// since that depends on how the binary was started.
+std::string WhyNotAFile(const std::string& path) {
+  const std::string resolved = ResolveDataPath(path);
+  struct stat info;
+  if (stat(resolved.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    return absl::StrCat("'", path, "' is a directory, not a file");
+  }
+  std::string why = absl::StrCat("file '", path, "' not found");
+  if (!path.empty() && path.front() != '/') {
+    const std::string looked_for = std::filesystem::absolute(resolved).lexically_normal().string();
+    absl::StrAppend(&why, " (looked for ", looked_for,
+                    ": a relative path is taken from the project root under `bazel run`, "
+                    "else from the working directory)");
+  }
+  return why;
+}
+
 // PLAIN_TEXT's and WMT_SGML's check: both files exist.
 absl::StatusOr<std::string> CheckSourceAndTarget(const config::CorpusConfig& corpus) {
   if (absl::Status status = RequireSourceAndTarget(corpus); !status.ok()) return status;
   for (const std::string& path : {corpus.source_path(), corpus.target_path()}) {
     if (!IsFile(ResolveDataPath(path))) {
       return absl::NotFoundError(
-          absl::StrCat("corpus ", CorpusName(corpus), ": file '", path, "' not found"));
+          absl::StrCat("corpus ", CorpusName(corpus), ": ", WhyNotAFile(path)));
     }
   }
   return absl::StrCat(ResolveDataPath(corpus.source_path()), " and ",

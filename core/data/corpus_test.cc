@@ -87,6 +87,19 @@ TEST(CorpusTest, CheckCorpusPresentNamesWhatIsMissing) {
   EXPECT_EQ(found.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(found.status().message().find("no_such_file.de"), std::string::npos);
   EXPECT_NE(found.status().message().find("m30k"), std::string::npos);
+  // A directory is called one; a relative path says where it was looked for.
+  corpus.set_target_path(::testing::TempDir());
+  found = CheckCorpusPresent(corpus);
+  EXPECT_NE(found.status().message().find("is a directory, not a file"), std::string::npos)
+      << found.status();
+  corpus.set_target_path("relative/no_such.de");
+  found = CheckCorpusPresent(corpus);
+  EXPECT_NE(found.status().message().find("'relative/no_such.de' not found (looked for /"),
+            std::string::npos)
+      << found.status();
+  EXPECT_NE(found.status().message().find("relative/no_such.de: a relative path is taken from"),
+            std::string::npos)
+      << found.status();
 
   // Gettext catalogs are found under the non-English language, whichever
   // side it is on (DE -> EN reads the de catalogs too).

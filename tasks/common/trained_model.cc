@@ -37,9 +37,9 @@ bool IsFile(const std::string& path) {
 absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostream* log) {
   if (!IsDirectory(path)) {
     return absl::NotFoundError(
-        absl::StrCat("--model=", path,
-                     ": no such directory (give a work directory of `train` or one of "
-                     "its checkpoint_* directories)"));
+        absl::StrCat("--model=", path, IsFile(path) ? ": a file, not a directory" : ": no such directory",
+                     " (give a work directory of `train` or one of its checkpoint_* "
+                     "directories)"));
   }
   if (IsFile(absl::StrCat(path, "/", kManifestFile))) return path;
   for (const char* name : {"checkpoint_average", kBestCheckpoint}) {

@@ -67,6 +67,10 @@ TEST(TrainedModelTest, AnotherTasksModelIsRefusedNamingBothTasks) {
 
   EXPECT_TRUE(LoadTrainedModel(work_dir, Device::Cpu(), nullptr, "parsing").ok());
   EXPECT_TRUE(LoadTrainedModel(work_dir, Device::Cpu(), nullptr).ok());
+  // --model naming a file says so.
+  EXPECT_NE(ChooseCheckpoint(text, nullptr).status().message().find("a file, not a directory"),
+            std::string::npos)
+      << ChooseCheckpoint(text, nullptr).status();
 }
 
 // Every member follows, and the log says so once per change.

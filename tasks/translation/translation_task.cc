@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/data/corpus.h"
 #include "core/status_macros.h"
@@ -22,12 +24,13 @@ absl::Status CheckCorpus(const LoadedConfig& loaded, const std::string& field,
                          const config::CorpusConfig& corpus, std::ostream* log) {
   absl::StatusOr<std::string> found = CheckCorpusPresent(corpus);
   if (!found.ok()) {
-    const bool text = corpus.format() == config::CorpusConfig::PLAIN_TEXT ||
-                      corpus.format() == config::CorpusConfig::WMT_SGML;
+    // The download hint only where the missing file is WMT's.
+    const bool wmt = corpus.format() == config::CorpusConfig::WMT_SGML ||
+                     absl::StrContains(absl::AsciiStrToLower(corpus.source_path()), "wmt");
     return absl::Status(
         found.status().code(),
         absl::StrCat(loaded.sources.Describe(field), ": ", field, ": ", found.status().message(),
-                     text && absl::IsNotFound(found.status())
+                     wmt && absl::IsNotFound(found.status())
                          ? " (WMT14 data comes from tools/prepare_wmt14.sh)"
                          : ""));
   }
