@@ -158,6 +158,33 @@ absl::StatusOr<std::unique_ptr<PairReader>> OpenPtbCorpus(std::vector<std::strin
       std::make_unique<PtbCorpusReader>(std::move(trees), leaves, subtree_min_words));
 }
 
+absl::StatusOr<std::string> DescribePtbCorpus(const config::CorpusConfig& corpus) {
+  const std::string root = ResolveDataPath(corpus.root());
+  TFM_ASSIGN_OR_RETURN(const std::vector<std::string> files, PtbCorpusFiles(corpus, root));
+  std::string found = absl::StrCat(files.size(), " documents (",
+                                   std::filesystem::path(files.front()).filename().string(), " .. ",
+                                   std::filesystem::path(files.back()).filename().string(),
+                                   ") under ", root);
+  // An explicit range that is not all there: a partial copy of the treebank
+  // would otherwise train on what it holds without a word.
+  const int64_t asked = int64_t{corpus.last_document()} - corpus.first_document() + 1;
+  if (corpus.has_last_document() && static_cast<int64_t>(files.size()) < asked) {
+    std::vector<bool> present(asked, false);
+    for (const std::string& file : files) {
+      present[DocumentNumber(std::filesystem::path(file).filename().string()) -
+              corpus.first_document()] = true;
+    }
+    const int64_t first_missing = corpus.first_document() +
+                                  (std::find(present.begin(), present.end(), false) -
+                                   present.begin());
+    absl::StrAppend(&found, "; warning: ", asked - static_cast<int64_t>(files.size()), " of the ",
+                    asked, " documents ", corpus.first_document(), "..", corpus.last_document(),
+                    " are missing (the first: wsj_", absl::Dec(first_missing, absl::kZeroPad4),
+                    ".mrg)");
+  }
+  return found;
+}
+
 namespace {
 
 // The parsing task's corpus format: OpenCorpus reads treebanks through it.
@@ -176,6 +203,7 @@ TFM_REGISTER_CORPUS_FORMAT(CorpusFormatDef{
       return OpenPtbCorpus(std::move(files), TreeLeafStyle(corpus.tree_leaves()),
                            corpus.subtree_min_words());
     },
+    .check = DescribePtbCorpus,
 });
 
 }  // namespace

@@ -23,6 +23,11 @@ namespace tfm {
 absl::StatusOr<std::vector<std::string>> PtbCorpusFiles(const config::CorpusConfig& corpus,
                                                         const std::string& root);
 
+// The check before a run (CorpusFormatDef::check): the documents found, and
+// a warning when some of an explicit first_document..last_document range
+// are missing; errors as PtbCorpusFiles.
+absl::StatusOr<std::string> DescribePtbCorpus(const config::CorpusConfig& corpus);
+
 // The linearisation's leaf style a corpus's tree_leaves asks for.
 LeafStyle TreeLeafStyle(config::CorpusConfig::TreeLeaves leaves);
 

@@ -208,6 +208,22 @@ TEST(PtbCorpusTest, FindsSectionFoldersAndNamesWhatIsMissing) {
   auto missing = OpenCorpus(Corpus(root + "/nowhere", 0, 9999));
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(absl::StrContains(missing.status().message(), root + "/nowhere"));
+
+  // The check before a run says what it found, and warns where an explicit
+  // range is not all there; the default range (every document) does not.
+  absl::StatusOr<std::string> described = DescribePtbCorpus(Corpus(root, 5, 299));
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_TRUE(
+      absl::StrContains(*described, "3 documents (wsj_0005.mrg .. wsj_0201.mrg) under " + root))
+      << *described;
+  EXPECT_TRUE(absl::StrContains(
+      *described, "warning: 292 of the 295 documents 5..299 are missing (the first: wsj_0006.mrg)"))
+      << *described;
+  config::CorpusConfig everything = Corpus(root, 0, 9999);
+  everything.clear_last_document();
+  described = DescribePtbCorpus(everything);
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_FALSE(absl::StrContains(*described, "missing")) << *described;
 }
 
 // Subtrees (CorpusConfig.subtree_min_words) are extra training pairs, and
