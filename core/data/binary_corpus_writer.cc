@@ -1,9 +1,7 @@
 #include "core/data/binary_corpus_writer.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -14,10 +12,6 @@ namespace {
 // Large writes: the corpus is written once, sequentially.
 constexpr size_t kWriteBuffer = 1 << 20;
 
-absl::Status ErrnoError(const std::string& what, const std::string& path) {
-  return absl::InternalError(absl::StrCat(path, ": ", what, ": ", std::strerror(errno)));
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BinaryCorpusWriter>> BinaryCorpusWriter::Create(
@@ -25,10 +19,7 @@ absl::StatusOr<std::unique_ptr<BinaryCorpusWriter>> BinaryCorpusWriter::Create(
   if (vocab_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": vocabulary size ", vocab_size));
   }
-  const std::string temp_path = absl::StrCat(path, ".tmp.", getpid());
-  std::FILE* file = std::fopen(temp_path.c_str(), "wb");
-  if (file == nullptr) return ErrnoError("cannot create", temp_path);
-  std::setvbuf(file, nullptr, _IOFBF, kWriteBuffer);
+  TFM_ASSIGN_OR_RETURN(AtomicFileWriter file, AtomicFileWriter::Create(path));
   BinaryCorpusHeader header{};
   std::memcpy(header.magic, kBinaryCorpusMagic, sizeof(header.magic));
   header.version = kBinaryCorpusVersion;
@@ -36,26 +27,30 @@ absl::StatusOr<std::unique_ptr<BinaryCorpusWriter>> BinaryCorpusWriter::Create(
   header.vocabulary_checksum = vocabulary_checksum;
   header.vocab_size = vocab_size;
   header.data_checksum = data_checksum;
-  std::unique_ptr<BinaryCorpusWriter> writer(new BinaryCorpusWriter(path, temp_path, file, header));
+  std::unique_ptr<BinaryCorpusWriter> writer(new BinaryCorpusWriter(path, std::move(file), header));
   // The header's place; its counts are written by Finish.
   TFM_RETURN_IF_ERROR(writer->WriteBytes(&header, sizeof(header)));
   return writer;
 }
 
-BinaryCorpusWriter::BinaryCorpusWriter(std::string path, std::string temp_path, std::FILE* file,
+BinaryCorpusWriter::BinaryCorpusWriter(std::string path, AtomicFileWriter file,
                                        BinaryCorpusHeader header)
-    : path_(std::move(path)), temp_path_(std::move(temp_path)), file_(file), header_(header) {}
-
-BinaryCorpusWriter::~BinaryCorpusWriter() {
-  if (file_ != nullptr) std::fclose(file_);
-  if (!finished_) std::remove(temp_path_.c_str());
+    : path_(std::move(path)), file_(std::move(file)), header_(header) {
+  buffer_.reserve(kWriteBuffer);
 }
 
+// An unfinished file_ removes its temporary file itself.
+BinaryCorpusWriter::~BinaryCorpusWriter() = default;
+
 absl::Status BinaryCorpusWriter::WriteBytes(const void* data, size_t size) {
-  if (size > 0 && std::fwrite(data, 1, size, file_) != size) {
-    return ErrnoError("cannot write", temp_path_);
-  }
-  return absl::OkStatus();
+  buffer_.append(static_cast<const char*>(data), size);
+  return buffer_.size() >= kWriteBuffer ? FlushBuffer() : absl::OkStatus();
+}
+
+absl::Status BinaryCorpusWriter::FlushBuffer() {
+  absl::Status status = file_.Append(buffer_);
+  buffer_.clear();
+  return status;
 }
 
 absl::Status BinaryCorpusWriter::AppendIds(const std::vector<int>& ids) {
@@ -99,17 +94,12 @@ absl::Status BinaryCorpusWriter::Finish() {
   header_.tokens = tokens_;
   header_.index_checksum =
       Fnv1a64(absl::string_view(reinterpret_cast<const char*>(index_.data()), index_bytes));
-  if (std::fseek(file_, 0, SEEK_SET) != 0) return ErrnoError("cannot seek", temp_path_);
-  TFM_RETURN_IF_ERROR(WriteBytes(&header_, sizeof(header_)));
-  if (std::fflush(file_) != 0 || fsync(fileno(file_)) != 0) {
-    return ErrnoError("cannot flush", temp_path_);
-  }
-  const int closed = std::fclose(file_);
-  file_ = nullptr;
-  if (closed != 0) return ErrnoError("cannot close", temp_path_);
-  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    return ErrnoError(absl::StrCat("cannot rename ", temp_path_, " to"), path_);
-  }
+  TFM_RETURN_IF_ERROR(FlushBuffer());
+  // The placeholder written by Create gets its counts (a FIFO cannot seek:
+  // an error naming the path; a corpus is for memory-mapping anyway).
+  TFM_RETURN_IF_ERROR(file_.WriteAt(
+      0, absl::string_view(reinterpret_cast<const char*>(&header_), sizeof(header_))));
+  TFM_RETURN_IF_ERROR(file_.Commit());
   finished_ = true;
   return absl::OkStatus();
 }

@@ -1,11 +1,11 @@
 // Writes a binary corpus (binary_corpus_format.h) one pair at a time: the ids
 // go straight to the file, only the index (16 bytes a pair) stays in memory,
-// and the file appears under its name complete or not at all.
+// and the file appears under its name complete or not at all (file_io.h's
+// AtomicFileWriter: a symbolic link stays a link, a file's mode is kept).
 #ifndef TFM_CORE_DATA_BINARY_CORPUS_WRITER_H_
 #define TFM_CORE_DATA_BINARY_CORPUS_WRITER_H_
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "core/data/batch.h"
 #include "core/data/binary_corpus_format.h"
+#include "core/data/file_io.h"
 
 namespace tfm {
 
@@ -37,14 +38,15 @@ class BinaryCorpusWriter {
   uint32_t token_bytes() const { return header_.token_bytes; }
 
  private:
-  BinaryCorpusWriter(std::string path, std::string temp_path, std::FILE* file,
-                     BinaryCorpusHeader header);
+  BinaryCorpusWriter(std::string path, AtomicFileWriter file, BinaryCorpusHeader header);
+  // Appends through buffer_: pairs are small and many.
   absl::Status WriteBytes(const void* data, size_t size);
+  absl::Status FlushBuffer();
   absl::Status AppendIds(const std::vector<int>& ids);
 
   std::string path_;
-  std::string temp_path_;
-  std::FILE* file_;
+  AtomicFileWriter file_;
+  std::string buffer_;
   BinaryCorpusHeader header_;
   std::vector<BinaryCorpusIndexEntry> index_;
   std::vector<char> scratch_;  // One side's ids in the file's width.
