@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/data/binary_corpus_writer.h"
+#include "core/data/crc32c.h"
 #include "core/data/shuffled_corpus_reader.h"
 #include "core/data/token_batcher.h"
 #include "gtest/gtest.h"
@@ -178,12 +179,35 @@ TEST_F(DamagedCorpusTest, IndexOutOfRange) {
   ExpectError(OpenWith(WithEntry(9, {0, 0xFFFFFFFFu, 0xFFFFFFFFu})), "pair 9: tokens");
 }
 
+// Any changed id, even to another valid one, fails the ids' checksum when
+// the file is opened.
+TEST_F(DamagedCorpusTest, TokenChecksum) {
+  std::string bytes = bytes_;
+  bytes[sizeof(BinaryCorpusHeader) + 2 * 6] ^= 1;  // Still an id of the vocabulary.
+  ExpectError(OpenWith(bytes), "the token ids (bytes 64..");
+  ExpectError(OpenWith(bytes), ") do not match their checksum");
+  EXPECT_TRUE(absl::IsDataLoss(OpenWith(bytes)));
+}
+
+TEST_F(DamagedCorpusTest, OlderVersionIsRefusedNamingTheCommand) {
+  std::string bytes = bytes_;
+  BinaryCorpusHeader header = Header();
+  header.version = 1;
+  std::memcpy(&bytes[0], &header, sizeof(header));
+  ExpectError(OpenWith(bytes), "version 1, this build reads 2; run preprocess again");
+}
+
 TEST_F(DamagedCorpusTest, BadIdIsFoundWhenReadNamingTheByte) {
   std::string bytes = bytes_;
-  // Pair 0 holds ids 0-1, pair 1 ids 2-5: id 6 is pair 2's first.
+  // Pair 0 holds ids 0-1, pair 1 ids 2-5: id 6 is pair 2's first. The ids'
+  // checksum made right again, as a writer with a bug would.
   const size_t byte = sizeof(BinaryCorpusHeader) + 2 * 6;
   bytes[byte] = '\xff';
   bytes[byte + 1] = '\xff';
+  BinaryCorpusHeader header = Header();
+  header.tokens_crc32c = Crc32c(absl::string_view(bytes).substr(
+      sizeof(BinaryCorpusHeader), header.tokens * header.token_bytes));
+  std::memcpy(&bytes[0], &header, sizeof(header));
   WriteAll(path_, bytes);
   auto corpus = BinaryCorpus::Open(path_, Expect(1000));
   ASSERT_TRUE(corpus.ok()) << corpus.status();  // Ids are checked as they are read.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/data/crc32c.h"
 #include "core/status_macros.h"
 
 namespace tfm {
@@ -70,6 +71,8 @@ absl::Status BinaryCorpusWriter::AppendIds(const std::vector<int>& ids) {
       std::memcpy(&scratch_[i * width], &id, width);
     }
   }
+  tokens_crc32c_ =
+      ExtendCrc32c(tokens_crc32c_, absl::string_view(scratch_.data(), scratch_.size()));
   return WriteBytes(scratch_.data(), scratch_.size());
 }
 
@@ -92,6 +95,7 @@ absl::Status BinaryCorpusWriter::Finish() {
   TFM_RETURN_IF_ERROR(WriteBytes(index_.data(), index_bytes));
   header_.pairs = index_.size();
   header_.tokens = tokens_;
+  header_.tokens_crc32c = tokens_crc32c_;
   header_.index_checksum =
       Fnv1a64(absl::string_view(reinterpret_cast<const char*>(index_.data()), index_bytes));
   TFM_RETURN_IF_ERROR(FlushBuffer());

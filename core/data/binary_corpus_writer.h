@@ -51,6 +51,7 @@ class BinaryCorpusWriter {
   std::vector<BinaryCorpusIndexEntry> index_;
   std::vector<char> scratch_;  // One side's ids in the file's width.
   int64_t tokens_ = 0;
+  uint32_t tokens_crc32c_ = 0;  // Of every id written so far.
   bool finished_ = false;
 };
 

@@ -1,5 +1,6 @@
 #include "runtime/train/binary_training_corpus.h"
 
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/data/binary_corpus.h"
 #include "core/data/binary_corpus_format.h"
+#include "core/data/crc32c.h"
 #include "core/data/token_batcher.h"
 #include "core/thread_pool.h"
 #include "gtest/gtest.h"
@@ -154,6 +156,19 @@ TEST(BinaryTrainingCorpusTest, DamageFoundMidEpochIsAnErrorNamingTheByte) {
   bytes[byte + 1] = '\xff';
   std::ofstream(p.path, std::ios::binary | std::ios::trunc) << bytes;
   std::ostringstream log;
+  // Damage is found when the file opens: the ids' checksum.
+  const auto refused = OpenTrainingBatches(p.data, p.tokenizer, p.path, log);
+  EXPECT_TRUE(absl::IsDataLoss(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("do not match their checksum"), std::string::npos)
+      << refused.status();
+  // An id out of the vocabulary under a checksum that holds (a writer's
+  // bug): found as it is read, naming the byte.
+  BinaryCorpusHeader header;
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  header.tokens_crc32c = Crc32c(absl::string_view(bytes).substr(
+      sizeof(BinaryCorpusHeader), header.tokens * header.token_bytes));
+  std::memcpy(&bytes[0], &header, sizeof(header));
+  std::ofstream(p.path, std::ios::binary | std::ios::trunc) << bytes;
   auto batches = OpenTrainingBatches(p.data, p.tokenizer, p.path, log);
   ASSERT_TRUE(batches.ok()) << batches.status();
   Batch batch;

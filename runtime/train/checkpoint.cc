@@ -19,10 +19,10 @@
 #include "absl/strings/strip.h"
 #include "core/config/config_upgrades.h"
 #include "core/check.h"
+#include "core/data/crc32c.h"
 #include "core/data/file_io.h"
 #include "core/paths.h"
 #include "core/status_macros.h"
-#include "runtime/train/crc32c.h"
 #include "runtime/train/file_writers.h"
 #include "google/protobuf/text_format.h"
 

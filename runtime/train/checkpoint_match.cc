@@ -8,10 +8,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/data/crc32c.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "runtime/train/checkpoint.pb.h"
-#include "runtime/train/crc32c.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace tfm {

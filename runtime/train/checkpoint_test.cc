@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/data/crc32c.h"
 #include "core/data/file_io.h"
 #include "runtime/train/checkpoint_testing.h"
-#include "runtime/train/crc32c.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"

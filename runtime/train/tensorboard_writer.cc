@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/data/crc32c.h"
 #include "core/status_macros.h"
-#include "runtime/train/crc32c.h"
 #include "runtime/train/file_writers.h"
 #include "runtime/train/tensorboard_event.pb.h"
 

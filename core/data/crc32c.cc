@@ -1,4 +1,4 @@
-#include "runtime/train/crc32c.h"
+#include "core/data/crc32c.h"
 
 #include <array>
 #include <fstream>

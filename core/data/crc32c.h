@@ -1,7 +1,7 @@
 // CRC-32C (Castagnoli), the checksum of checkpoint manifests and of
 // TensorBoard's TFRecord framing.
-#ifndef TFM_RUNTIME_TRAIN_CRC32C_H_
-#define TFM_RUNTIME_TRAIN_CRC32C_H_
+#ifndef TFM_CORE_DATA_CRC32C_H_
+#define TFM_CORE_DATA_CRC32C_H_
 
 #include <cstdint>
 #include <string>
@@ -26,4 +26,4 @@ absl::StatusOr<uint32_t> FileCrc32c(const std::string& path);
 
 }  // namespace tfm
 
-#endif  // TFM_RUNTIME_TRAIN_CRC32C_H_
+#endif  // TFM_CORE_DATA_CRC32C_H_
