@@ -22,7 +22,14 @@ ABSL_FLAG(bool, chrf, false, "also print chrF (sacreBLEU defaults: nc 6, nw 0, b
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("bleu --ref=REF [--ref=REF2] --hyp=HYP [--chrf]");
-  absl::ParseCommandLine(argc, argv);
+  // Files are given only by flag: a stray argument (another reference, a
+  // flag without its "--") would otherwise be ignored without a word.
+  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    std::cerr << "bleu: unexpected argument '" << positional[1]
+              << "': give the files as --ref=REF [--ref=REF2] --hyp=HYP\n";
+    return 2;
+  }
   // Relative paths are the user's, also under `bazel run`.
   std::vector<std::string> refs = absl::GetFlag(FLAGS_ref);
   for (std::string& ref : refs) ref = tfm::ResolveUserPath(ref);

@@ -5,7 +5,9 @@
 //
 // Files ending in .mrg hold treebank trees spread over lines; any other file
 // holds one tree per line, and an empty line is a sentence the parser did not
-// parse (EVALB counts it as skipped).
+// parse (EVALB counts it as skipped). Every skipped or error sentence is
+// listed on stderr as "N : what [FILE:LINE]", naming the file the bad line is
+// in; files with no sentence at all are an error.
 #include <iostream>
 #include <optional>
 #include <string>
@@ -63,24 +65,59 @@ absl::StatusOr<Tree> ReadTree(const std::string& text) {
   return NormalizePtbTree(*std::move(parsed));
 }
 
-EvalbSentence ScorePair(const SentenceText& gold_text, const SentenceText& test_text) {
+bool IsBlank(const std::string& text) { return absl::StripAsciiWhitespace(text).empty(); }
+
+// A sentence's score and, for a skip or an error, why, each with the
+// file:line it is about (the gold or the test file, whichever is bad).
+struct ScoredPair {
+  EvalbSentence sentence;
+  std::vector<std::string> notes;  // "what [FILE:LINE]".
+};
+
+std::string Note(const std::string& what, const SentenceText& where) {
+  return absl::StrCat(what, " [", where.where, "]");
+}
+
+ScoredPair ScorePair(const SentenceText& gold_text, const SentenceText& test_text) {
+  ScoredPair scored;
   const absl::StatusOr<Tree> gold = ReadTree(gold_text.text);
   const int length = gold.ok() ? EvalbLength(*gold) : 0;
-  // A test sentence without words, empty line included, is a skip.
-  if (absl::StripAsciiWhitespace(test_text.text).empty()) return EvalbSkipSentence(length);
+  std::string gold_problem;
+  if (!gold.ok()) {
+    gold_problem = IsBlank(gold_text.text)
+                       ? "empty gold line"
+                       : absl::StrCat("unreadable gold tree: ", gold.status().message());
+  }
+  // A test sentence without words, empty line included, is a skip, as EVALB
+  // counts it; a bad gold line beside it is still named.
+  const auto skip = [&](const std::string& why) {
+    scored.sentence = EvalbSkipSentence(length);
+    scored.notes.push_back(Note(absl::StrCat("skip sentence: ", why), test_text));
+    if (!gold.ok()) scored.notes.push_back(Note(gold_problem, gold_text));
+    return scored;
+  };
+  if (IsBlank(test_text.text)) return skip("empty test line");
   const absl::StatusOr<Tree> test = ReadTree(test_text.text);
   if (!test.ok()) {
     if (test.status().message() == "tree is empty after removing -NONE- elements") {
-      return EvalbSkipSentence(length);
+      return skip("test tree has no words besides -NONE- elements");
     }
-    return EvalbErrorSentence(length, absl::StrCat("unreadable test tree: ",
-                                                   test.status().message()));
+    const std::string error = absl::StrCat("unreadable test tree: ", test.status().message());
+    scored.sentence = EvalbErrorSentence(length, error);
+    scored.notes.push_back(Note(error, test_text));
+    return scored;
   }
   if (!gold.ok()) {
-    return EvalbErrorSentence(length, absl::StrCat("unreadable gold tree: ",
-                                                   gold.status().message()));
+    scored.sentence = EvalbErrorSentence(length, gold_problem);
+    scored.notes.push_back(Note(gold_problem, gold_text));
+    return scored;
   }
-  return EvalbScoreTrees(*gold, *test);
+  scored.sentence = EvalbScoreTrees(*gold, *test);
+  // "Length unmatch", "Words unmatch": the test tree does not fit its gold.
+  if (scored.sentence.status == EvalbStatus::kError) {
+    scored.notes.push_back(Note(scored.sentence.error, test_text));
+  }
+  return scored;
 }
 
 int Run(const std::string& gold_path, const std::string& test_path) {
@@ -94,6 +131,11 @@ int Run(const std::string& gold_path, const std::string& test_path) {
     std::cerr << "evalb: " << test.status().message() << "\n";
     return 1;
   }
+  if (gold->empty() && test->empty()) {
+    std::cerr << "evalb: no sentences to score: gold file '" << gold_path << "' and test file '"
+              << test_path << "' are both empty\n";
+    return 1;
+  }
   if (gold->size() != test->size()) {
     std::cerr << "evalb: sentence counts differ: gold file '" << gold_path << "' has "
               << gold->size() << ", test file '" << test_path << "' has " << test->size()
@@ -102,11 +144,9 @@ int Run(const std::string& gold_path, const std::string& test_path) {
   }
   EvalbScorer scorer;
   for (size_t i = 0; i < gold->size(); ++i) {
-    const EvalbSentence sentence = ScorePair((*gold)[i], (*test)[i]);
-    if (sentence.status == EvalbStatus::kError) {
-      std::cerr << i + 1 << " : " << sentence.error << " [" << (*test)[i].where << "]\n";
-    }
-    scorer.Add(sentence);
+    const ScoredPair scored = ScorePair((*gold)[i], (*test)[i]);
+    for (const std::string& note : scored.notes) std::cerr << i + 1 << " : " << note << "\n";
+    scorer.Add(scored.sentence);
   }
   std::cout << scorer.Format();
   return 0;
@@ -117,7 +157,14 @@ int Run(const std::string& gold_path, const std::string& test_path) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("evalb --gold=GOLD --test=TEST");
-  absl::ParseCommandLine(argc, argv);
+  // Files are given only by flag: a stray argument (a third file, a flag
+  // without its "--") would otherwise be ignored without a word.
+  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    std::cerr << "evalb: unexpected argument '" << positional[1]
+              << "': give the files as --gold=GOLD --test=TEST\n";
+    return 2;
+  }
   // Relative paths are the user's, also under `bazel run`.
   const std::string gold = tfm::ResolveUserPath(absl::GetFlag(FLAGS_gold));
   const std::string test = tfm::ResolveUserPath(absl::GetFlag(FLAGS_test));

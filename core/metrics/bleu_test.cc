@@ -244,5 +244,20 @@ TEST(BleuTest, ErrorsNameFilesAndCounts) {
   EXPECT_FALSE(CorpusChrf({"a", "b"}, {{"a"}}).ok());
 }
 
+// The lines tools/bleu and `evaluate` score: sacreBLEU's, without trailing
+// whitespace (Unicode's too, "\r" included); leading whitespace stays.
+TEST(BleuTest, StrippedLinesLoseOnlyTrailingWhitespace) {
+  const std::string path = WriteTempFile("stripped.txt", "a b \r\n\tc\xC2\xA0\n\nd");
+  absl::StatusOr<std::vector<std::string>> raw = ReadTextLines(path);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_EQ(*raw, (std::vector<std::string>{"a b \r", "\tc\xC2\xA0", "", "d"}));
+  absl::StatusOr<std::vector<std::string>> stripped = ReadStrippedTextLines(path);
+  ASSERT_TRUE(stripped.ok()) << stripped.status();
+  EXPECT_EQ(*stripped, (std::vector<std::string>{"a b", "\tc", "", "d"}));
+  const std::string bad = WriteTempFile("stripped_bad.txt", "ok\nbad \xFF\n");
+  EXPECT_TRUE(absl::StrContains(ReadStrippedTextLines(bad).status().message(),
+                                bad + ":2: line is not valid UTF-8"));
+}
+
 }  // namespace
 }  // namespace tfm

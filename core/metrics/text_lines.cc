@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/data/line_reader.h"
 #include "core/data/utf8.h"
+#include "core/metrics/python_text.h"
 
 namespace tfm {
 
@@ -30,6 +31,13 @@ absl::StatusOr<std::vector<std::string>> ReadTextLines(const std::string& path) 
     }
     lines.push_back(std::move(line));
   }
+  return lines;
+}
+
+absl::StatusOr<std::vector<std::string>> ReadStrippedTextLines(const std::string& path) {
+  absl::StatusOr<std::vector<std::string>> lines = ReadTextLines(path);
+  if (!lines.ok()) return lines.status();
+  for (std::string& line : *lines) line.resize(PythonRstrip(line).size());
   return lines;
 }
 

@@ -16,6 +16,12 @@ namespace tfm {
 // (sacreBLEU refuses such files too).
 absl::StatusOr<std::vector<std::string>> ReadTextLines(const std::string& path);
 
+// The same lines without trailing whitespace (Python's str.rstrip()): what
+// sacreBLEU's command line scores. tools/bleu and `evaluate` read
+// hypotheses and references with it, so both accept and refuse the same
+// files and give the same score.
+absl::StatusOr<std::vector<std::string>> ReadStrippedTextLines(const std::string& path);
+
 }  // namespace tfm
 
 #endif  // TFM_CORE_METRICS_TEXT_LINES_H_

@@ -3,29 +3,19 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/metrics/python_text.h"
 #include "core/metrics/text_lines.h"
 #include "core/status_macros.h"
 
 namespace tfm {
-namespace {
-
-absl::StatusOr<std::vector<std::string>> ReadStrippedLines(const std::string& path) {
-  TFM_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadTextLines(path));
-  for (std::string& line : lines) line = std::string(PythonRstrip(line));
-  return lines;
-}
-
-}  // namespace
 
 absl::StatusOr<FileScores> ScoreFiles(const std::string& hypothesis_path,
                                       const std::vector<std::string>& reference_paths,
                                       bool with_chrf) {
   if (reference_paths.empty()) return absl::InvalidArgumentError("no reference file given");
-  TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses, ReadStrippedLines(hypothesis_path));
+  TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses, ReadStrippedTextLines(hypothesis_path));
   std::vector<std::vector<std::string>> references;
   for (const std::string& path : reference_paths) {
-    TFM_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadStrippedLines(path));
+    TFM_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadStrippedTextLines(path));
     if (lines.size() != hypotheses.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "line counts differ: hypothesis file '", hypothesis_path, "' has ", hypotheses.size(),

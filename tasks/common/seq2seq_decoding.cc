@@ -1,5 +1,7 @@
 #include "tasks/common/seq2seq_decoding.h"
 
+#include <sys/stat.h>
+
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -12,6 +14,7 @@
 #include "core/data/file_io.h"
 #include "core/data/line_reader.h"
 #include "core/data/utf8.h"
+#include "core/metrics/text_lines.h"
 #include "core/status_macros.h"
 #include "runtime/train/training_data.h"
 #include "tasks/common/decoding_device.h"
@@ -21,6 +24,28 @@ namespace {
 
 // Lines longer than this many bytes are bad input, not something to decode.
 constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
+
+// Refuses an output path that names an input file: the input is read whole
+// first, so the run would succeed and leave only its output where the input
+// was. A different spelling of the same file (./x, a symbolic link, whose
+// target the output is written to) is caught by device and inode; only
+// regular files count, so /dev/stdin and /dev/stdout on one terminal are not
+// the same file.
+absl::Status CheckOutputIsNotInput(const std::string& input_flag, const std::string& input,
+                                   const std::string& output) {
+  if (input.empty() || output.empty()) return absl::OkStatus();  // stdin, stdout.
+  bool same = input == output;
+  struct stat input_info, output_info;
+  if (!same && stat(input.c_str(), &input_info) == 0 && stat(output.c_str(), &output_info) == 0) {
+    same = S_ISREG(input_info.st_mode) && input_info.st_dev == output_info.st_dev &&
+           input_info.st_ino == output_info.st_ino;
+  }
+  if (!same) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      input_flag, "=", input, " and --output=", output,
+      " are the same file: writing the output would overwrite the input; give --output "
+      "another path"));
+}
 
 }  // namespace
 
@@ -62,15 +87,19 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
   if (request.model.empty()) {
     return absl::InvalidArgumentError("decode needs --model=DIR (a work directory of `train`)");
   }
+  TFM_RETURN_IF_ERROR(CheckOutputIsNotInput("--input", request.input, request.output));
   TFM_ASSIGN_OR_RETURN(const DecodingTarget target, ChooseDecodingTarget(context, &std::cerr));
   TFM_ASSIGN_OR_RETURN(TrainedModel trained,
-                       LoadTrainedModel(request.model, target.device, &std::cerr));
+                       LoadTrainedModel(request.model, target.device, &std::cerr,
+                                        context.config.config.task()));
   TFM_ASSIGN_OR_RETURN(InputLines input, ReadInputLines(request.input));
   const std::string input_name = request.input.empty() ? "<stdin>" : request.input;
   const absl::Time start = absl::Now();
   std::vector<std::string> output;
-  // Bad lines keep their place: only the cut ones are blanked here, the
-  // rest are checked in DecodeLines.
+  // Bad lines keep their place: only the cut ones are blanked (and reported)
+  // here, the rest are checked in DecodeLines.
+  DecodingHooks with_cut_lines = hooks;
+  with_cut_lines.reported = input.too_long;
   for (size_t i = 0; i < input.lines.size(); ++i) {
     if (input.too_long[i]) {
       std::cerr << input_name << ":" << i + 1 << ": longer than " << kMaxLineBytes
@@ -79,7 +108,7 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
     }
   }
   TFM_ASSIGN_OR_RETURN(output, DecodeLines(trained, DecodeSettings(trained.config, request),
-                                           input.lines, input_name, &std::cerr, hooks));
+                                           input.lines, input_name, &std::cerr, with_cut_lines));
   TFM_RETURN_IF_ERROR(WriteOutputLines(request.output, output));
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::cerr << absl::StrFormat("decoded %d lines in %.1f s (%.1f lines/s)%s\n", input.lines.size(),
@@ -108,20 +137,25 @@ absl::Status CheckEvaluateRequest(const DecodeRequest& request, const std::strin
   if (request.source.empty() || request.reference.empty()) {
     return absl::InvalidArgumentError(usage);
   }
-  return absl::OkStatus();
+  TFM_RETURN_IF_ERROR(CheckOutputIsNotInput("--src", request.source, request.output));
+  return CheckOutputIsNotInput("--ref", request.reference, request.output);
 }
 
 absl::Status ReadEvaluationFiles(const DecodeRequest& request, std::vector<std::string>* sources,
                                  std::vector<std::string>* references) {
   TFM_ASSIGN_OR_RETURN(InputLines source, ReadInputLines(request.source));
-  TFM_ASSIGN_OR_RETURN(InputLines reference, ReadInputLines(request.reference));
-  if (source.lines.size() != reference.lines.size()) {
+  // References are read as tools/bleu reads them (and tools/evalb gold trees
+  // are UTF-8 too): a reference that is not UTF-8 is an error naming its
+  // line, not a line scored as something else.
+  TFM_ASSIGN_OR_RETURN(std::vector<std::string> reference,
+                       ReadStrippedTextLines(request.reference));
+  if (source.lines.size() != reference.size()) {
     return absl::InvalidArgumentError(absl::StrCat(request.source, " has ", source.lines.size(),
                                                    " lines but ", request.reference, " has ",
-                                                   reference.lines.size()));
+                                                   reference.size()));
   }
   *sources = std::move(source.lines);
-  *references = std::move(reference.lines);
+  *references = std::move(reference);
   return absl::OkStatus();
 }
 
@@ -145,7 +179,8 @@ absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& 
       CheckEvaluateRequest(request, "plain or .gz, one sentence a line, and its references"));
   TFM_ASSIGN_OR_RETURN(const DecodingTarget target, ChooseDecodingTarget(context, context.log));
   TFM_ASSIGN_OR_RETURN(TrainedModel trained,
-                       LoadTrainedModel(request.model, target.device, context.log));
+                       LoadTrainedModel(request.model, target.device, context.log,
+                                        context.config.config.task()));
   std::vector<std::string> sources, references;
   std::string source_name = request.source;
   if (!request.split.empty()) {
@@ -210,18 +245,32 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const Decod
 
 EncodedLines EncodeLines(const Tokenizer& tokenizer, int max_length,
                          const std::vector<std::string>& lines, const std::string& input_name,
-                         std::ostream* log) {
+                         std::ostream* log, const std::vector<bool>& reported) {
   EncodedLines encoded;
   encoded.source_of.assign(lines.size(), -1);
+  // A line is reported once: the caller's `reported` ones (cut when read)
+  // were blanked and reported before.
+  const auto no_words = [&](size_t i) {
+    if (log && !(i < reported.size() && reported[i])) {
+      *log << input_name << ":" << i + 1
+           << ": no words (empty or only whitespace); its output line is left empty\n";
+    }
+  };
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].empty()) continue;
+    if (lines[i].empty()) {
+      no_words(i);
+      continue;
+    }
     if (!IsValidUtf8(lines[i])) {
       if (log)
         *log << input_name << ":" << i + 1 << ": not valid UTF-8; its output line is left empty\n";
       continue;
     }
     std::vector<int> ids = tokenizer.Encode(lines[i]);
-    if (ids.empty()) continue;          // Only spaces.
+    if (ids.empty()) {  // Only spaces.
+      no_words(i);
+      continue;
+    }
     ids.push_back(tokenizer.eos_id());  // Sources end with eos, as in training.
     if (static_cast<int>(ids.size()) > max_length) {
       if (log)
@@ -267,8 +316,9 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(
     prepared.reserve(lines.size());
     for (const std::string& line : lines) prepared.push_back(hooks.prepare(line));
   }
-  const EncodedLines encoded = EncodeLines(tokenizer, config.data().batching().max_length(),
-                                           hooks.prepare ? prepared : lines, input_name, log);
+  const EncodedLines encoded =
+      EncodeLines(tokenizer, config.data().batching().max_length(),
+                  hooks.prepare ? prepared : lines, input_name, log, hooks.reported);
   const std::vector<std::vector<int>>& sources = encoded.sources;
   const std::vector<int>& source_of = encoded.source_of;
   std::unique_ptr<DecodingConstraint> constraint;

@@ -6,10 +6,11 @@
 // Search settings come from the checkpoint's decode section unless --beam,
 // --alpha or --nbest override them.
 //
-// Bad lines never stop a run: an empty line gives an empty line; a line that
-// is not UTF-8 or is longer than the model's data.batching.max_length
-// subwords gives an empty line and a message on the log naming the input
-// and line number. Output files are written atomically.
+// Bad lines never stop a run: an empty or blank line, a line that is not
+// UTF-8 or is longer than the model's data.batching.max_length subwords
+// gives an empty line and a message on the log naming the input and line
+// number. Output files are written atomically, never over an input file
+// (refused before the model is loaded).
 #ifndef TFM_TASKS_COMMON_SEQ2SEQ_DECODING_H_
 #define TFM_TASKS_COMMON_SEQ2SEQ_DECODING_H_
 
@@ -57,6 +58,10 @@ struct DecodingHooks {
   // (runtime/train/task_files.h): DecodeLines with a TrainedModel sets them
   // from it; empty for the model being trained.
   TaskFiles model_files;
+  // Per input line, true where the caller already blanked and reported it
+  // (decode's lines over 1 MiB, cut when read), so it gets no second
+  // message; shorter than the lines (empty included) means false for the rest.
+  std::vector<bool> reported;
 };
 
 // decode and evaluate (BLEU).
@@ -71,11 +76,14 @@ absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& 
                                 const DecodingHooks& hooks = {});
 
 // Checks evaluate's flags before anything is loaded: --model, and either
-// both --src and --ref or --split alone. `inputs` says what --src and --ref
-// hold, for the message.
+// both --src and --ref or --split alone; --output must not be --src or --ref
+// (by device and inode, whatever the spelling). `inputs` says what --src and
+// --ref hold, for the message.
 absl::Status CheckEvaluateRequest(const DecodeRequest& request, const std::string& inputs);
 
-// evaluate's --src and --ref files, which must have as many lines.
+// evaluate's --src and --ref files, which must have as many lines. --ref is
+// read as tools/bleu reads it (core/metrics/text_lines.h: lines not UTF-8
+// are an error naming file:line; trailing whitespace is dropped).
 absl::Status ReadEvaluationFiles(const DecodeRequest& request, std::vector<std::string>* sources,
                                  std::vector<std::string>* references);
 
@@ -105,8 +113,8 @@ config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const Decod
 
 // The sources a search takes (each line's subwords and eos, as in training)
 // and, per input line, its index among them or -1 for a line that gives an
-// empty output (empty, only spaces, not UTF-8 or too long: the last two are
-// reported on `log`).
+// empty output (empty, only spaces, not UTF-8 or too long: each reported on
+// `log` by input_name:line, except the lines `reported` marks).
 struct EncodedLines {
   std::vector<std::vector<int>> sources;
   std::vector<int> source_of;
@@ -114,7 +122,7 @@ struct EncodedLines {
 // `max_length` counts subwords with the eos (data.batching.max_length).
 EncodedLines EncodeLines(const Tokenizer& tokenizer, int max_length,
                          const std::vector<std::string>& lines, const std::string& input_name,
-                         std::ostream* log);
+                         std::ostream* log, const std::vector<bool>& reported = {});
 
 // One output line per input line (n-best: `nbest` lines per input line,
 // "INDEX ||| TEXT ||| SCORE" as fairseq and Moses write them). `input_name`

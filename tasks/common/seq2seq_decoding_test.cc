@@ -4,6 +4,7 @@
 #include "tasks/common/seq2seq_decoding.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -140,8 +141,9 @@ TEST_F(Seq2SeqDecodingTest, BadLinesKeepTheirPlaceAndAreReported) {
   TrainedModel trained = Load();
   std::string long_line;
   for (int i = 0; i < 60; ++i) absl::StrAppend(&long_line, "horse ");
-  const std::vector<std::string> lines = {"A man rides a bike.", "", "bad \xff\xfe bytes",
-                                          long_line, "Two dogs play in the snow."};
+  const std::vector<std::string> lines = {"A man rides a bike.",        "",
+                                          "bad \xff\xfe bytes",         long_line,
+                                          "Two dogs play in the snow.", " \t  "};
   std::ostringstream log;
   config::DecodeConfig decode = trained.config.decode();
   absl::StatusOr<std::vector<std::string>> out =
@@ -151,6 +153,13 @@ TEST_F(Seq2SeqDecodingTest, BadLinesKeepTheirPlaceAndAreReported) {
   EXPECT_EQ((*out)[1], "");
   EXPECT_EQ((*out)[2], "");
   EXPECT_EQ((*out)[3], "");
+  EXPECT_EQ((*out)[5], "");
+  // Empty and blank lines are reported like the others (README: "an empty,
+  // over-long ... or invalid UTF-8 line gives ... a message").
+  EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:2: no words (empty or only whitespace)"))
+      << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:6: no words (empty or only whitespace)"))
+      << log.str();
   EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:3: not valid UTF-8")) << log.str();
   EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:4: ")) << log.str();
   EXPECT_TRUE(absl::StrContains(log.str(), "max_length")) << log.str();
@@ -161,6 +170,131 @@ TEST_F(Seq2SeqDecodingTest, BadLinesKeepTheirPlaceAndAreReported) {
     ASSERT_TRUE(alone.ok()) << alone.status();
     EXPECT_EQ(alone->front(), (*out)[i]) << lines[i];
   }
+}
+
+// The decode command (translate, parse) reports each bad line once, by file
+// and line: a line cut at 1 MiB is blanked before decoding and not reported
+// again as empty.
+TEST_F(Seq2SeqDecodingTest, DecodeCommandReportsEachBadLineOnce) {
+  const std::string input = absl::StrCat(::testing::TempDir(), "/bad_lines.en");
+  const std::string output = absl::StrCat(::testing::TempDir(), "/bad_lines.de");
+  ASSERT_TRUE(WriteFileAtomically(
+                  input, absl::StrCat("A man rides a bike.\n", std::string((1 << 20) + 10, 'x'),
+                                      "\n\n", "   \nTwo dogs play in the snow.\n"))
+                  .ok());
+  TaskContext context;
+  context.mode = TaskMode::kDecode;
+  context.decode.model = *work_dir_;
+  context.decode.device = "cpu";
+  context.decode.input = input;
+  context.decode.output = output;
+  ::testing::internal::CaptureStderr();
+  const absl::Status status = RunDecodeCommand(context, DecodingHooks{});
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(absl::StrContains(log, absl::StrCat(input, ":2: longer than 1048576 bytes"))) << log;
+  EXPECT_FALSE(absl::StrContains(log, absl::StrCat(input, ":2: no words"))) << log;
+  EXPECT_TRUE(absl::StrContains(log, absl::StrCat(input, ":3: no words"))) << log;
+  EXPECT_TRUE(absl::StrContains(log, absl::StrCat(input, ":4: no words"))) << log;
+  EXPECT_FALSE(absl::StrContains(log, absl::StrCat(input, ":1:"))) << log;
+  EXPECT_FALSE(absl::StrContains(log, absl::StrCat(input, ":5:"))) << log;
+  absl::StatusOr<std::string> written = ReadFileToString(output);
+  ASSERT_TRUE(written.ok()) << written.status();
+  const std::vector<std::string> out = absl::StrSplit(*written, '\n');
+  ASSERT_EQ(out.size(), 6u) << *written;  // Five lines, each ending with '\n'.
+  EXPECT_EQ(out[1], "");
+  EXPECT_EQ(out[2], "");
+  EXPECT_EQ(out[3], "");
+}
+
+// --output naming an input file (however spelled) is refused before the
+// model is loaded, naming both flags and the paths; the input is untouched.
+TEST_F(Seq2SeqDecodingTest, OutputOverAnInputIsRefused) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/same_file");
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  const std::string input = absl::StrCat(dir, "/in.en");
+  const std::string text = "A man rides a bike.\n";
+  ASSERT_TRUE(WriteFileAtomically(input, text).ok());
+  const std::string link = absl::StrCat(dir, "/link.en");
+  std::remove(link.c_str());
+  ASSERT_EQ(symlink(input.c_str(), link.c_str()), 0);
+  TaskContext context;
+  context.mode = TaskMode::kDecode;
+  context.decode.model = "/no/such/model";  // Not loaded: the paths fail first.
+  context.decode.device = "cpu";
+  context.decode.input = input;
+  for (const std::string& output : {input, absl::StrCat(dir, "/./in.en"), link}) {
+    context.decode.output = output;
+    const absl::Status status = RunDecodeCommand(context, DecodingHooks{});
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_TRUE(absl::StrContains(
+        status.message(),
+        absl::StrCat("--input=", input, " and --output=", output, " are the same file")))
+        << status;
+  }
+  absl::StatusOr<std::string> kept = ReadFileToString(input);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, text);
+  // Another path (existing or not) goes on to load the model.
+  context.decode.output = absl::StrCat(dir, "/out.de");
+  EXPECT_EQ(RunDecodeCommand(context, DecodingHooks{}).code(), absl::StatusCode::kNotFound);
+
+  // evaluate: --output may be neither --src nor --ref.
+  DecodeRequest request;
+  request.model = *work_dir_;
+  request.source = input;
+  request.reference = *valid_target_;
+  request.output = absl::StrCat(dir, "/./in.en");
+  absl::Status status = CheckEvaluateRequest(request, "files");
+  EXPECT_TRUE(absl::StrContains(
+      status.message(),
+      absl::StrCat("--src=", input, " and --output=", request.output, " are the same file")))
+      << status;
+  request.output = *valid_target_;
+  status = CheckEvaluateRequest(request, "files");
+  EXPECT_TRUE(absl::StrContains(status.message(), absl::StrCat("--ref=", *valid_target_)))
+      << status;
+  request.output = absl::StrCat(dir, "/out.de");
+  EXPECT_TRUE(CheckEvaluateRequest(request, "files").ok());
+}
+
+// evaluate reads --ref as tools/bleu does (core/metrics/text_lines.h): a
+// reference that is not UTF-8 is an error naming file:line, not a line
+// scored as something else; trailing whitespace ("\r" included) is dropped.
+TEST_F(Seq2SeqDecodingTest, EvaluateReadsReferencesAsTheBleuToolDoes) {
+  const std::string reference = absl::StrCat(::testing::TempDir(), "/refs_bad.de");
+  ASSERT_TRUE(
+      WriteFileAtomically(reference, "Ein Mann fährt Fahrrad.\nZwei \xff Hunde.\nLeute gehen.\n")
+          .ok());
+  DecodeRequest request;
+  request.source = *valid_source_;
+  request.reference = reference;
+  std::vector<std::string> sources, references;
+  absl::Status status = ReadEvaluationFiles(request, &sources, &references);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(
+      absl::StrContains(status.message(), absl::StrCat(reference, ":2: line is not valid UTF-8")))
+      << status;
+
+  // The whole command stops on it, before any BLEU is printed.
+  TaskContext context;
+  std::ostringstream log;
+  context.log = &log;
+  context.decode.model = *work_dir_;
+  context.decode.device = "cpu";
+  context.decode.source = *valid_source_;
+  context.decode.reference = reference;
+  status = RunEvaluateCommand(context, BleuMetric());
+  EXPECT_TRUE(absl::StrContains(status.message(), absl::StrCat(reference, ":2:"))) << status;
+  EXPECT_FALSE(absl::StrContains(log.str(), "BLEU")) << log.str();
+
+  ASSERT_TRUE(
+      WriteFileAtomically(reference, "Ein Mann fährt Fahrrad. \r\nZwei Hunde.\t\nLeute gehen.")
+          .ok());
+  status = ReadEvaluationFiles(request, &sources, &references);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(references,
+            (std::vector<std::string>{"Ein Mann fährt Fahrrad.", "Zwei Hunde.", "Leute gehen."}));
 }
 
 // evaluate --split=valid decodes the pairs the model's saved config names
