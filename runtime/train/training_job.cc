@@ -441,7 +441,15 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   TFM_RETURN_IF_ERROR(reason.status());
   TFM_RETURN_IF_ERROR(outputs.log_status());
   log << "stopped at update " << progress.update << ": " << StopReasonName(*reason) << "\n";
-  if (!rank_zero) return absl::OkStatus();
+  // Interrupted, the run is not finished: a script's `train && evaluate`
+  // must not go on with it (the driver exits with 128 + the signal).
+  const absl::Status interrupted =
+      *reason == StopReason::kSignal
+          ? absl::CancelledError(absl::StrCat(
+                "training stopped by a signal at update ", progress.update,
+                "; its checkpoint is in ", work_dir, ": run the same command to resume"))
+          : absl::OkStatus();
+  if (!rank_zero) return interrupted;
   // A run too short to log anything has nothing to plot; that is no error.
   const absl::Status plotted =
       WritePlotSvg(JoinPath(work_dir, kMetricsCsv), JoinPath(work_dir, kMetricsSvg));
@@ -453,7 +461,7 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   } else {
     log << "plot: " << plotted.ToString() << "\n";
   }
-  return absl::OkStatus();
+  return interrupted;
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "core/plugin_loader.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_directory.h"
+#include "runtime/train/stop_signal.h"
 #include "tasks/plugin_abi_version.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
@@ -547,6 +548,12 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   options.decode.alpha = absl::GetFlag(FLAGS_alpha);
   options.decode.nbest = absl::GetFlag(FLAGS_nbest);
   absl::Status status = RunDriver(options, std::cout);
+  // Training stopped by SIGINT or SIGTERM wrote its checkpoint; the exit
+  // status says it was interrupted, as the shell's convention has it.
+  if (absl::IsCancelled(status) && StopSignalReceived() != 0) {
+    std::cerr << "stopped: " << status.message() << "\n";
+    return 128 + StopSignalReceived();
+  }
   if (!status.ok()) {
     std::cerr << "error: " << status.message() << "\n";
     return 1;
