@@ -471,6 +471,14 @@ TEST_F(Seq2SeqDecodingTest, WideBeamsDecodeOnTheCpu) {
       DecodeLines(trained, decode, {"A dog runs.", "Two men play football."}, "x", nullptr);
   ASSERT_TRUE(lines.ok()) << lines.status();
   EXPECT_EQ(lines->size(), 80u);
+  // Wider than the vocabulary: refused, not run at that width for nothing.
+  request.beam = trained.tokenizer.vocab_size() + 1;
+  request.nbest = 1;
+  const absl::Status too_wide =
+      DecodeLines(trained, DecodeSettings(trained.config, request), {"A dog runs."}, "x", nullptr)
+          .status();
+  EXPECT_EQ(too_wide.code(), absl::StatusCode::kInvalidArgument) << too_wide;
+  EXPECT_NE(too_wide.message().find("is wider than the model's"), std::string::npos) << too_wide;
 }
 
 TEST_F(Seq2SeqDecodingTest, NBestGivesSortedScoresPerLine) {
