@@ -28,43 +28,38 @@ Tensor Filled(const Shape& shape, float value) {
   return t;
 }
 
-void BM_Add(benchmark::State& state) {
-  const Tensor a = Filled({2, 4}, 1.0f), b = Filled({4}, 2.0f);
+// Times `call` (an op call returning StatusOr of its outputs); `first`
+// picks a tensor of them to keep the result alive.
+template <typename Call, typename First>
+void TimeOpCall(benchmark::State& state, Call call, First first) {
   for (auto _ : state) {
-    absl::StatusOr<Tensor> out = Add(a, b);
+    auto out = call();
     if (!out.ok()) {
       state.SkipWithError(std::string(out.status().message()).c_str());
       break;
     }
-    benchmark::DoNotOptimize(out->data<float>());
+    benchmark::DoNotOptimize(first(*out).template data<float>());
   }
+}
+
+void BM_Add(benchmark::State& state) {
+  const Tensor a = Filled({2, 4}, 1.0f), b = Filled({4}, 2.0f);
+  TimeOpCall(state, [&] { return Add(a, b); }, [](const Tensor& t) -> const Tensor& { return t; });
 }
 BENCHMARK(BM_Add);
 
 void BM_Relu(benchmark::State& state) {
   const Tensor x = Filled({2, 4}, -1.0f);
-  for (auto _ : state) {
-    absl::StatusOr<Tensor> out = Relu(x);
-    if (!out.ok()) {
-      state.SkipWithError(std::string(out.status().message()).c_str());
-      break;
-    }
-    benchmark::DoNotOptimize(out->data<float>());
-  }
+  TimeOpCall(state, [&] { return Relu(x); }, [](const Tensor& t) -> const Tensor& { return t; });
 }
 BENCHMARK(BM_Relu);
 
 // Three outputs and a shape function.
 void BM_LayerNorm(benchmark::State& state) {
   const Tensor x = Filled({2, 8}, 0.5f), gain = Filled({8}, 1.0f), bias = Filled({8}, 0.0f);
-  for (auto _ : state) {
-    absl::StatusOr<LayerNormOutputs> out = LayerNorm(x, gain, bias);
-    if (!out.ok()) {
-      state.SkipWithError(std::string(out.status().message()).c_str());
-      break;
-    }
-    benchmark::DoNotOptimize(out->out.data<float>());
-  }
+  TimeOpCall(
+      state, [&] { return LayerNorm(x, gain, bias); },
+      [](const LayerNormOutputs& out) -> const Tensor& { return out.out; });
 }
 BENCHMARK(BM_LayerNorm);
 
