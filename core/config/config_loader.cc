@@ -202,7 +202,12 @@ absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded,
                                             ? absl::StrCat("\"", absl::CEscape(item), "\"")
                                             : std::string(item));
         std::unique_ptr<Message> scratch(message->New());
-        if (!TextFormat::MergeFromString(text, scratch.get())) {
+        // Errors go to a collector: the message below says it, without
+        // protobuf's own log line before it.
+        FirstErrorCollector errors;
+        TextFormat::Parser parser;
+        parser.RecordErrorsTo(&errors);
+        if (!parser.MergeFromString(text, scratch.get())) {
           return absl::InvalidArgumentError(
               absl::StrCat(origin, ": '", item, "' is not a valid ", field->type_name()));
         }
@@ -214,7 +219,10 @@ absl::Status ApplyOverride(absl::string_view assignment, LoadedConfig* loaded,
           field->type() == FieldDescriptor::TYPE_BYTES) {
         text = absl::StrCat("\"", absl::CEscape(value), "\"");
       }
-      if (!TextFormat::ParseFieldValueFromString(text, field, message)) {
+      FirstErrorCollector errors;
+      TextFormat::Parser parser;
+      parser.RecordErrorsTo(&errors);
+      if (!parser.ParseFieldValueFromString(text, field, message)) {
         return absl::InvalidArgumentError(absl::StrCat(
             origin, ": '", value, "' is not a valid ", field->type_name(), " for ",
             field->full_name()));

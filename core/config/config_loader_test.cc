@@ -310,6 +310,19 @@ TEST(ConfigLoaderTest, LearnedPositionsMustHoldTheLongestTrainingPair) {
       << ValidateTaskConfig(loaded);
 }
 
+// A bad --set value is one error, without protobuf's own log line on stderr
+// before it.
+TEST(ConfigLoaderTest, ABadOverrideValueLogsNothingBesideItsError) {
+  LoadedConfig loaded = *ParseTaskConfig("task: \"translation\"\n", "o.pbtxt");
+  ::testing::internal::CaptureStderr();
+  const absl::Status scalar = ApplyOverride("train.max_steps=abc", &loaded);
+  const absl::Status repeated = ApplyOverride("train.device=cpu", &loaded);
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(scalar.message().find("'abc' is not a valid int64"), std::string::npos) << scalar;
+  EXPECT_TRUE(repeated.ok()) << repeated;
+  EXPECT_EQ(logged, "");
+}
+
 TEST(ConfigLoaderTest, DecodingDTypeIsAFloatType) {
   LoadedConfig loaded = *ParseTaskConfig("task: \"translation\"\n", "f.pbtxt");
   for (const char* dtype : {"f64", "i32"}) {
