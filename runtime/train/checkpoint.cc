@@ -301,29 +301,29 @@ absl::StatusOr<train::TrainingState> ReadCheckpointState(const std::string& dir)
   return ReadTextProto<train::TrainingState>(JoinPath(dir, kStateFile));
 }
 
+absl::Status CheckFiniteTensor(const std::string& name, const Tensor& tensor,
+                               const std::string& path) {
+  if (tensor.dtype() != DType::kF32 || !tensor.device().is_cpu()) return absl::OkStatus();
+  const float* data = tensor.data<float>();
+  const int64_t count = tensor.num_elements();
+  int64_t bad = 0, first = -1;
+  for (int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(data[i])) {
+      if (bad++ == 0) first = i;
+    }
+  }
+  if (bad == 0) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(
+      path, ": tensor '", name, "' holds ", bad, " non-finite value", bad == 1 ? "" : "s",
+      " (NaN or infinity; the first at element ", first, " of ", count,
+      "): not a model that can decode or train on"));
+}
+
 namespace {
 
-// A weight or moment that is NaN or infinite would not fail anywhere visible:
-// attention absorbs some NaNs, so a model decodes plausible but wrong
-// translations (and slowly). The trainer never saves after a non-finite
-// update, so such a file was edited, or written by another program.
 absl::Status CheckFinite(const NamedTensors& tensors, const std::string& path) {
   for (const auto& [name, tensor] : tensors) {
-    if (tensor.dtype() != DType::kF32 || !tensor.device().is_cpu()) continue;
-    const float* data = tensor.data<float>();
-    const int64_t count = tensor.num_elements();
-    int64_t bad = 0, first = -1;
-    for (int64_t i = 0; i < count; ++i) {
-      if (!std::isfinite(data[i])) {
-        if (bad++ == 0) first = i;
-      }
-    }
-    if (bad > 0) {
-      return absl::DataLossError(absl::StrCat(
-          path, ": tensor '", name, "' holds ", bad, " non-finite value", bad == 1 ? "" : "s",
-          " (NaN or infinity; the first at element ", first, " of ", count,
-          "): not a model that can decode or train on"));
-    }
+    TFM_RETURN_IF_ERROR(CheckFiniteTensor(name, tensor, path));
   }
   return absl::OkStatus();
 }

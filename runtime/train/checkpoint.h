@@ -120,6 +120,15 @@ enum class CheckpointParts {
   kDecoding,  // Model, config, state and vocabulary; the optimizer is skipped.
 };
 
+// OK, or DataLoss naming `path`, the tensor, how many of its values are NaN
+// or infinite and the first: a weight or moment like that would fail nowhere
+// visible (attention absorbs some NaNs: a model decodes plausible but wrong
+// translations, slowly). The trainer never saves after a non-finite update,
+// so such a file was edited or written by another program. Checks f32 host
+// tensors; others pass.
+absl::Status CheckFiniteTensor(const std::string& name, const Tensor& tensor,
+                               const std::string& path);
+
 // Verifies, then reads the checkpoint in `dir`; kAll of a quantized model is
 // CheckNotQuantized's error.
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir,

@@ -1,10 +1,12 @@
 #include "runtime/train/checkpoint_average.h"
 
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/data/file_io.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_testing.h"
 #include "gmock/gmock.h"
@@ -138,6 +140,26 @@ TEST(AverageCheckpointsTest, CorruptInputIsRefused) {
   absl::Status status = AverageCheckpoints({a, b}, work_dir + "/out");
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(status.message(), HasSubstr(a + "/model.safetensors"));
+}
+
+// A member with a NaN weight (its checksums intact) is refused naming it,
+// and the average already there stays.
+TEST(AverageCheckpointsTest, NonFiniteMemberIsRefusedAndTheOldAverageKept) {
+  const std::string work_dir = FreshDirectory("average_nan");
+  const std::vector<std::string> paths = WriteThree(work_dir);
+  const std::string out = work_dir + "/checkpoint_average";
+  ASSERT_TRUE(AverageCheckpoints(paths, out).ok());
+  const std::string before = ReadFileToString(out + "/model.safetensors").value();
+  Checkpoint poisoned = SampleCheckpoint(400, 3.0f);
+  poisoned.model.emplace_back(
+      "decoder.scale", Tensor::FromVector<BFloat16>({BFloat16(1), BFloat16(2)}, {2}).value());
+  poisoned.model[0].second.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  const std::string bad = WriteCheckpoint(work_dir, poisoned).value();
+  const absl::Status status = AverageCheckpoints({paths[1], paths[2], bad}, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(status.message(), HasSubstr(bad + "/model.safetensors: tensor '" +
+                                          poisoned.model[0].first + "' holds 1 non-finite value"));
+  EXPECT_EQ(ReadFileToString(out + "/model.safetensors").value(), before);
 }
 
 }  // namespace
