@@ -32,6 +32,7 @@
 #include "runtime/train/plot_svg.h"
 #include "runtime/train/progress_reporter.h"
 #include "runtime/train/stop_signal.h"
+#include "runtime/train/work_dir_lock.h"
 #include "runtime/train/tensorboard_writer.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/training_data.h"
@@ -333,7 +334,13 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   TFM_ASSIGN_OR_RETURN(const Device device,
                        ChooseRankDevice(config.train().device(), communicator.size(),
                                         LocalRank(communicator.rank()), cuda::DeviceCount()));
-  if (rank_zero) TFM_RETURN_IF_ERROR(MakeDirectories(work_dir));
+  // Held until this run ends: a second run on the directory is refused.
+  std::optional<WorkDirLock> work_dir_lock;
+  if (rank_zero) {
+    TFM_RETURN_IF_ERROR(MakeDirectories(work_dir));
+    TFM_ASSIGN_OR_RETURN(WorkDirLock lock, WorkDirLock::Acquire(work_dir));
+    work_dir_lock.emplace(std::move(lock));
+  }
   for (const auto& [label, text] : EnvironmentReport()) log << label << ": " << text << "\n";
   log << "device: " << DescribeDevice(device, "train.device", config.train().device()) << "\n";
   // Process-wide: every op call of this run (and its validation) sees it.
