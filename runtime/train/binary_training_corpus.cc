@@ -27,7 +27,9 @@ BinaryCorpusExpectation Expectation(const config::DataConfig& data, const Tokeni
 }  // namespace
 
 std::string BinaryTrainingCorpusPath(const config::DataConfig& data, const std::string& work_dir) {
-  return absl::StrCat(work_dir, "/", data.binary_train_path());
+  // An absolute path is where the user keeps it (a corpus shared by runs).
+  const std::string& path = data.binary_train_path();
+  return !path.empty() && path.front() == '/' ? path : absl::StrCat(work_dir, "/", path);
 }
 
 uint64_t TrainingDataChecksum(const config::DataConfig& data) {

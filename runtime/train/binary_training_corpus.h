@@ -19,7 +19,8 @@
 
 namespace tfm {
 
-// <work_dir>/data.binary_train_path.
+// <work_dir>/data.binary_train_path, or the setting itself where it is an
+// absolute path.
 std::string BinaryTrainingCorpusPath(const config::DataConfig& data, const std::string& work_dir);
 
 // What a binary corpus of `data` was made from: data.train and the length

@@ -60,6 +60,17 @@ std::multiset<std::vector<int>> Rows(BatchStream* batches) {
   }
 }
 
+// Relative to the work directory; an absolute setting is used as given (it
+// was put under the work directory, and training then read the text).
+TEST(BinaryTrainingCorpusTest, AnAbsolutePathIsUsedAsGiven) {
+  config::DataConfig data;
+  EXPECT_EQ(BinaryTrainingCorpusPath(data, "/w"), "/w/train_corpus.bin");
+  data.set_binary_train_path("corpora/ende.bin");
+  EXPECT_EQ(BinaryTrainingCorpusPath(data, "/w"), "/w/corpora/ende.bin");
+  data.set_binary_train_path("/shared/ende.bin");
+  EXPECT_EQ(BinaryTrainingCorpusPath(data, "/w"), "/shared/ende.bin");
+}
+
 TEST(BinaryTrainingCorpusTest, HoldsTheTextPathsIdsInCorpusOrder) {
   const Prepared p = Prepare("round_trip");
   auto corpus = BinaryCorpus::Open(p.path, {p.tokenizer.vocab_size(), Fnv1a64(p.tokenizer.model()),

@@ -408,7 +408,16 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   if (rank_zero) {
     const std::string path = BinaryTrainingCorpusPath(config.data(), work_dir);
     struct stat info;
-    if (stat(path.c_str(), &info) == 0) binary_path = path;
+    if (stat(path.c_str(), &info) == 0) {
+      binary_path = path;
+    } else if (config.data().has_binary_train_path()) {
+      // Named on purpose: reading the text instead would hide a typo.
+      return absl::NotFoundError(absl::StrCat(
+          context.config.sources.Describe("data.binary_train_path"),
+          ": data.binary_train_path: ", path,
+          " not found (the preprocess command writes it; leave the setting out to train from "
+          "data.train's text)"));
+    }
   }
   TFM_RETURN_IF_ERROR(BroadcastString(communicator, 0, "the binary corpus path",
                                       absl::InfiniteDuration(), &binary_path));

@@ -282,6 +282,19 @@ TEST(TrainingJobTest, CorruptOrTruncatedCheckpointIsAnErrorNamingTheFile) {
   EXPECT_NE(status.message().find(model), std::string::npos) << status;
 }
 
+// A binary corpus named in the config but not there is an error naming the
+// setting, not a run that quietly reads the text instead.
+TEST(TrainingJobTest, ANamedBinaryCorpusThatIsMissingIsAnError) {
+  const std::string data = FreshDir("named_binary_data"), work = FreshDir("named_binary_work");
+  TaskContext context = ToyContext(data, work, 3);
+  context.config.config.mutable_data()->set_binary_train_path(data + "/nowhere.bin");
+  const absl::Status status = Train(context);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_NE(status.message().find("data.binary_train_path: " + data + "/nowhere.bin not found"),
+            std::string::npos)
+      << status;
+}
+
 // checkpoint_best is the best by BLEU, whose value the checkpoint keeps: a
 // resumed run's lower score is no new best though it is its first.
 TEST(TrainingJobTest, BestCheckpointByBleuSurvivesResume) {
