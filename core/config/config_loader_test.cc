@@ -287,6 +287,17 @@ TEST(ConfigLoaderTest, TrainingSettingsOutOfRangeAreRefusedUpFront) {
   }
 }
 
+// A vocabulary too small for the special ids names where its size was set.
+TEST(ConfigLoaderTest, ATooSmallVocabularyNamesWhereItsSizeWasSet) {
+  LoadedConfig loaded = *ParseTaskConfig("task: \"translation\"\n", "v.pbtxt");
+  ASSERT_TRUE(ApplyOverride("data.tokenizer.vocab_size=1", &loaded).ok());
+  EXPECT_NE(ValidateTaskConfig(loaded).message().find(
+                "outside the vocabulary of 1 pieces (data.tokenizer.vocab_size, "
+                "--set=data.tokenizer.vocab_size=1)"),
+            std::string::npos)
+      << ValidateTaskConfig(loaded);
+}
+
 TEST(ConfigLoaderTest, LearnedPositionsMustHoldTheLongestTrainingPair) {
   LoadedConfig loaded = *ParseTaskConfig(
       "task: \"translation\"\n"

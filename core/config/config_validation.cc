@@ -29,6 +29,8 @@ class Problems {
   void Add(const std::string& field, const std::string& message) {
     problems_.push_back(absl::StrCat(sources_.Describe(field), ": ", field, ": ", message));
   }
+  // Where `field` was set: "file.pbtxt:7", or the --set.
+  std::string Where(const std::string& field) const { return sources_.Describe(field); }
   void RequirePositive(const std::string& field, double value) {
     if (!(value > 0)) Add(field, absl::StrCat("must be positive, got ", value));
   }
@@ -64,7 +66,10 @@ void CheckData(const config::DataConfig& data, Problems& problems) {
   for (size_t i = 0; i < ids.size(); ++i) {
     const std::string field = "data.tokenizer." + ids[i].first;
     if (ids[i].second < 0 || ids[i].second >= tok.vocab_size()) {
-      problems.Add(field, absl::StrCat("id ", ids[i].second, " is outside the vocabulary"));
+      // Often the size was what changed: say where it was set.
+      problems.Add(field, absl::StrCat("id ", ids[i].second, " is outside the vocabulary of ",
+                                       tok.vocab_size(), " pieces (data.tokenizer.vocab_size, ",
+                                       problems.Where("data.tokenizer.vocab_size"), ")"));
     }
     for (size_t j = 0; j < i; ++j) {
       if (ids[i].second == ids[j].second) {

@@ -152,7 +152,13 @@ absl::StatusOr<std::vector<Batch>> Trainer::NextBatches() {
     TFM_ASSIGN_OR_RETURN(bool more, batcher_->Next(&batch));
     if (!more) {  // End of an epoch: the batcher starts the next one.
       TFM_ASSIGN_OR_RETURN(more, batcher_->Next(&batch));
-      if (!more) return absl::FailedPreconditionError("trainer: the training corpus is empty");
+      if (!more) {
+        return absl::FailedPreconditionError(
+            "trainer: no batch from data.train: the corpus is empty, or no pair fits "
+            "data.batching (min_length, max_length, and max_source_tokens and "
+            "max_target_tokens, a batch's budget, which a pair longer than it never fits); "
+            "the preprocess command lists each skipped pair with its reason");
+      }
     }
   }
   return batches;
