@@ -381,10 +381,10 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   const bool runs_saved_model = mode == TaskMode::kDecode || mode == TaskMode::kEvaluate;
   if (!runs_saved_model) {
     TFM_RETURN_IF_ERROR(task->Validate(loaded));
-    if (mode != TaskMode::kValidate) {
-      TFM_RETURN_IF_ERROR(
-          CheckConfigRunsHere(loaded, /*check_devices=*/mode != TaskMode::kPreprocess));
-    }
+    // validate checks the files a run reads (the corpora, a shortlist), not
+    // the devices: a config may be checked on a machine without its GPU.
+    TFM_RETURN_IF_ERROR(CheckConfigRunsHere(
+        loaded, /*check_devices=*/mode != TaskMode::kPreprocess && mode != TaskMode::kValidate));
   }
   if (mode == TaskMode::kValidate) {
     std::string text;

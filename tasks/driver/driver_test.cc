@@ -173,6 +173,22 @@ TEST(DriverTest, NumericFlagsOutOfRangeAreErrors) {
   EXPECT_NE(RunDriver(options, out).message().find("--alpha=-0.5"), std::string::npos);
 }
 
+// validate checks the files a run would read, a shortlist among them, but
+// not the devices.
+TEST(DriverTest, ValidateChecksAShortlistFile) {
+  std::ostringstream out;
+  DriverOptions options;
+  options.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  options.mode = "validate";
+  options.overrides = {"decode.shortlist=/no/such/file.shortlist"};
+  const absl::Status status = RunDriver(options, out);
+  EXPECT_NE(status.message().find("decode.shortlist: /no/such/file.shortlist: no such file"),
+            std::string::npos)
+      << status;
+  options.overrides = {"train.device=cuda:7"};
+  EXPECT_TRUE(RunDriver(options, out).ok()) << RunDriver(options, out);
+}
+
 // Translation knows its validation score: a metric it cannot compute is
 // caught when the config loads, naming the override.
 TEST(DriverTest, TranslationChecksTheBestCheckpointMetric) {

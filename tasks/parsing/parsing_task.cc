@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/data/corpus.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
 #include "tasks/common/seq2seq_main_job.h"
@@ -36,15 +38,22 @@ class ParsingTask : public Task {
   }
 
   absl::Status Run(const TaskContext& context) override {
-    if (context.mode == TaskMode::kValidate) return Validate(context.config);
+    if (context.mode == TaskMode::kValidate) {
+      TFM_RETURN_IF_ERROR(Validate(context.config));
+      return ReportTreebanks(context);
+    }
     if (context.mode == TaskMode::kRun) {
       TFM_RETURN_IF_ERROR(Validate(context.config));
+      TFM_RETURN_IF_ERROR(ReportTreebanks(context));
       return RunSeq2SeqMainJob(context, absl::StrCat("//tasks:", context.program),
                                ValidationF1(context.config.config), ParsingHeldOut(),
                                ParsingTaskFiles);
     }
     if (IsTrainingCommand(context.mode)) {
-      if (context.mode == TaskMode::kTrain) TFM_RETURN_IF_ERROR(Validate(context.config));
+      if (context.mode == TaskMode::kTrain) {
+        TFM_RETURN_IF_ERROR(Validate(context.config));
+        TFM_RETURN_IF_ERROR(ReportTreebanks(context));
+      }
       return RunSeq2SeqTraining(context, ValidationF1(context.config.config), ParsingTaskFiles);
     }
     if (context.mode == TaskMode::kEvaluate) return RunParseEvaluation(context);
@@ -53,6 +62,30 @@ class ParsingTask : public Task {
   }
 
  private:
+  // Each treebank's documents, as the check before a run finds them (with a
+  // warning where an explicit document range is not all there), on the log.
+  static absl::Status ReportTreebanks(const TaskContext& context) {
+    if (context.log == nullptr) return absl::OkStatus();
+    const config::DataConfig& data = context.config.config.data();
+    for (const auto& [name, corpora] :
+         {std::pair<const char*, const google::protobuf::RepeatedPtrField<config::CorpusConfig>*>{
+              "data.train", &data.train()},
+          {"data.valid", &data.valid()},
+          {"data.test", &data.test()}}) {
+      for (int i = 0; i < corpora->size(); ++i) {
+        const std::string field = absl::StrCat(name, "[", i, "]");
+        absl::StatusOr<std::string> found = CheckCorpusPresent(corpora->Get(i));
+        if (!found.ok()) {
+          return absl::Status(found.status().code(),
+                              absl::StrCat(context.config.sources.Describe(field), ": ", field,
+                                           ": ", found.status().message()));
+        }
+        *context.log << field << ": " << *found << "\n";
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // EVALB F1 of greedy, tree-constrained parses of the validation trees,
   // read in the config's leaf style.
   static ValidationScorerFactory ValidationF1(const config::TaskConfig& config) {

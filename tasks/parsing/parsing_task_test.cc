@@ -106,6 +106,28 @@ TEST(ParsingTaskTest, SubtreesAreForTrainingTreebanksOnly) {
 
 // The main job trains as the train command does: its checkpoints, and the
 // average it parses the test trees with, keep the tag counts.
+// validate (as train and the main job) says what each treebank holds, so
+// a partial copy's warning (ptb_corpus_test) reaches the user.
+TEST(ParsingTaskTest, ValidateReportsEachTreebanksDocuments) {
+  config::TaskConfig config;
+  config.set_task("parsing");
+  config::DataConfig& data = *config.mutable_data();
+  *data.add_train() = Treebank(1, 169, config::CorpusConfig::WORDS);
+  *data.add_valid() = Treebank(170, 179, config::CorpusConfig::WORDS);
+  absl::StatusOr<std::unique_ptr<Task>> task = CreateTask("parsing");
+  ASSERT_TRUE(task.ok()) << task.status();
+  TaskContext context;
+  context.config.config = config;
+  context.mode = TaskMode::kValidate;
+  std::ostringstream log;
+  context.log = &log;
+  ASSERT_TRUE((*task)->Run(context).ok()) << log.str();
+  EXPECT_NE(log.str().find("data.train[0]: 169 documents (wsj_0001.mrg .. wsj_0169.mrg)"),
+            std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("data.valid[0]: 10 documents"), std::string::npos) << log.str();
+}
+
 TEST(ParsingTaskTest, MainJobCheckpointsKeepTheTagCounts) {
   config::TaskConfig config;
   config.set_task("parsing");
