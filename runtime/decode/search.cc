@@ -138,6 +138,12 @@ absl::StatusOr<std::unique_ptr<SearchStrategy>> CreateSearchStrategy(
     const config::DecodeConfig& decode, const DecodingConstraint* constraint) {
   SearchOptions options = SearchOptions::FromConfig(decode);
   options.constraint = constraint;
+  // The common mistake first, in the words of the flags that set it.
+  if (options.beam_size >= 1 && options.nbest > options.beam_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "nbest ", options.nbest, " (--nbest or decode.nbest) exceeds the ", options.beam_size,
+        " hypotheses the search keeps (--beam or decode.beam_size; 1 for greedy)"));
+  }
   if (options.beam_size < 1 || options.nbest < 1 || options.nbest > options.beam_size ||
       options.batch_size < 1 || options.max_tokens < 0 || options.inter_threads < 1 ||
       options.max_length_offset < 0 ||

@@ -296,7 +296,12 @@ TEST(SearchTest, StrategyAndOptionsFromTheConfig) {
   EXPECT_EQ(CreateSearchStrategy(decode).status().code(), absl::StatusCode::kInvalidArgument);
   decode.set_strategy(config::DecodeConfig::BEAM);
   decode.set_nbest(5);
-  EXPECT_EQ(CreateSearchStrategy(decode).status().code(), absl::StatusCode::kInvalidArgument);
+  const absl::Status too_many = CreateSearchStrategy(decode).status();
+  EXPECT_EQ(too_many.code(), absl::StatusCode::kInvalidArgument);
+  // Named as the flags name it.
+  EXPECT_NE(too_many.message().find("nbest 5 (--nbest or decode.nbest) exceeds the 4 hypotheses"),
+            std::string::npos)
+      << too_many;
 }
 
 }  // namespace

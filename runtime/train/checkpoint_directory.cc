@@ -1,6 +1,7 @@
 #include "runtime/train/checkpoint_directory.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -58,6 +59,12 @@ absl::StatusOr<std::vector<CheckpointEntry>> LastCheckpoints(const std::string& 
                                                              int count) {
   if (count < 1) return absl::InvalidArgumentError(absl::StrCat("--last=", count, " must be >= 1"));
   TFM_ASSIGN_OR_RETURN(std::vector<CheckpointEntry> entries, ListCheckpoints(work_dir));
+  if (entries.empty()) {
+    struct stat info;
+    if (stat(work_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+      return absl::NotFoundError(absl::StrCat(work_dir, ": no such work directory"));
+    }
+  }
   if (static_cast<int>(entries.size()) < count) {
     return absl::InvalidArgumentError(absl::StrCat("asked for the last ", count,
                                                    " checkpoints, but ", work_dir, " has only ",

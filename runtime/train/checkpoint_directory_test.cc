@@ -42,6 +42,10 @@ TEST(CheckpointDirectoryTest, ListsCommittedCheckpointsByUpdate) {
 
 TEST(CheckpointDirectoryTest, EmptyOrMissingDirectoryHasNoLatest) {
   EXPECT_TRUE(ListCheckpoints(FreshDirectory("none") + "/absent").value().empty());
+  // average's message for a work directory that is not there says so.
+  const absl::Status absent = LastCheckpoints(FreshDirectory("none") + "/absent", 2).status();
+  EXPECT_EQ(absent.code(), absl::StatusCode::kNotFound) << absent;
+  EXPECT_THAT(absent.message(), HasSubstr("/absent: no such work directory"));
   EXPECT_EQ(LatestCheckpoint(FreshDirectory("empty")).status().code(), absl::StatusCode::kNotFound);
 }
 

@@ -34,12 +34,14 @@ constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
 absl::Status CheckOutputIsNotInput(const std::string& input_flag, const std::string& input,
                                    const std::string& output) {
   if (input.empty() || output.empty()) return absl::OkStatus();  // stdin, stdout.
-  bool same = input == output;
   struct stat input_info, output_info;
-  if (!same && stat(input.c_str(), &input_info) == 0 && stat(output.c_str(), &output_info) == 0) {
-    same = S_ISREG(input_info.st_mode) && input_info.st_dev == output_info.st_dev &&
-           input_info.st_ino == output_info.st_ino;
-  }
+  const bool both_exist =
+      stat(input.c_str(), &input_info) == 0 && stat(output.c_str(), &output_info) == 0;
+  // A device named twice (--input=/dev/null --output=/dev/null) is fine.
+  const bool same = both_exist ? S_ISREG(input_info.st_mode) &&
+                                     input_info.st_dev == output_info.st_dev &&
+                                     input_info.st_ino == output_info.st_ino
+                               : input == output;
   if (!same) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       input_flag, "=", input, " and --output=", output,

@@ -238,6 +238,13 @@ TEST_F(Seq2SeqDecodingTest, OutputOverAnInputIsRefused) {
   // Another path (existing or not) goes on to load the model.
   context.decode.output = absl::StrCat(dir, "/out.de");
   EXPECT_EQ(RunDecodeCommand(context, DecodingHooks{}).code(), absl::StatusCode::kNotFound);
+  // So does a device named on both sides.
+  DecodeRequest devices;
+  devices.model = "x";
+  devices.source = "/dev/null";
+  devices.reference = *valid_target_;
+  devices.output = "/dev/null";
+  EXPECT_TRUE(CheckEvaluateRequest(devices, "files").ok()) << CheckEvaluateRequest(devices, "files");
 
   // evaluate: --output may be neither --src nor --ref.
   DecodeRequest request;

@@ -13,6 +13,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -303,6 +304,22 @@ namespace {
 // the user did not ask for).
 absl::Status CheckNumericFlags(const DriverOptions& options) {
   std::vector<std::string> problems;
+  // --model=a,,b or a trailing comma: a member lost to a typo would decode
+  // as a smaller ensemble without a word. quantize and shortlist take one.
+  const std::string& models = options.decode.model;
+  if (!models.empty()) {
+    const std::vector<std::string> members = absl::StrSplit(models, ',');
+    for (const std::string& member : members) {
+      if (absl::StripAsciiWhitespace(member).empty()) {
+        problems.push_back(absl::StrCat("--model=", models, ": an empty member"));
+        break;
+      }
+    }
+    if (members.size() > 1 && (options.mode == "quantize" || options.mode == "shortlist")) {
+      problems.push_back(absl::StrCat("--model=", models, ": ", options.mode,
+                                      " takes one model, not an ensemble"));
+    }
+  }
   const DecodeRequest& decode = options.decode;
   if (!std::isfinite(options.minutes) || options.minutes < 0) {
     problems.push_back(absl::StrCat("--minutes=", options.minutes,
@@ -512,9 +529,14 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   options.minutes = absl::GetFlag(FLAGS_minutes);
   options.average_last = absl::GetFlag(FLAGS_last);
   // Each of an ensemble's paths is relative to where the command was run.
-  std::vector<std::string> model_paths =
-      absl::StrSplit(absl::GetFlag(FLAGS_model), ',', absl::SkipWhitespace());
-  for (std::string& path : model_paths) path = ResolveUserPath(path);
+  // Empty members are kept (as empty), for RunDriver to refuse.
+  std::vector<std::string> model_paths;
+  if (!absl::GetFlag(FLAGS_model).empty()) {
+    model_paths = absl::StrSplit(absl::GetFlag(FLAGS_model), ',');
+  }
+  for (std::string& path : model_paths) {
+    if (!absl::StripAsciiWhitespace(path).empty()) path = ResolveUserPath(path);
+  }
   options.decode.model = absl::StrJoin(model_paths, ",");
   const std::string combination = absl::GetFlag(FLAGS_ensemble_combination);
   if (combination == "probability_mean") {

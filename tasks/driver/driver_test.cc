@@ -163,6 +163,16 @@ TEST(DriverTest, NumericFlagsOutOfRangeAreErrors) {
         "--shortlist_best=-2: must be >= -1", "--alpha=inf: must be a finite number >= 0"}) {
     EXPECT_NE(status.message().find(expected), std::string::npos) << expected << "\n" << status;
   }
+  // A list of models with an empty member, or a list where one model goes.
+  DriverOptions lists;
+  lists.config = options.config;
+  lists.mode = "decode";
+  lists.decode.model = "/a,,/b";
+  EXPECT_NE(RunDriver(lists, out).message().find("--model=/a,,/b: an empty member"),
+            std::string::npos);
+  lists.decode.model = "/a,/b";
+  lists.mode = "shortlist";
+  EXPECT_NE(RunDriver(lists, out).message().find("shortlist takes one model"), std::string::npos);
   // The defaults stand for the model's settings; a real alpha is taken.
   DriverOptions defaults;
   defaults.config = options.config;
