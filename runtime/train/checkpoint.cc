@@ -328,6 +328,27 @@ absl::Status CheckFinite(const NamedTensors& tensors, const std::string& path) {
   return absl::OkStatus();
 }
 
+// Adam's second moments are running means of squares: a negative one makes
+// its sqrt NaN at the first update, which the trainer would then report as
+// divergence and blame the learning rate.
+absl::Status CheckSecondMoments(const NamedTensors& tensors, const std::string& path) {
+  for (const auto& [name, tensor] : tensors) {
+    if (!absl::EndsWith(name, ".exp_avg_sq") || tensor.dtype() != DType::kF32 ||
+        !tensor.device().is_cpu()) {
+      continue;
+    }
+    const float* data = tensor.data<float>();
+    for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+      if (data[i] < 0) {
+        return absl::DataLossError(absl::StrCat(path, ": tensor '", name, "' holds ", data[i],
+                                                " at element ", i,
+                                                ": a second moment cannot be negative"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir, CheckpointParts parts) {
@@ -345,6 +366,8 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir, CheckpointPart
   if (parts == CheckpointParts::kAll && has_optimizer) {
     TFM_ASSIGN_OR_RETURN(checkpoint.optimizer, ReadSafetensors(JoinPath(dir, kOptimizerFile)));
     TFM_RETURN_IF_ERROR(CheckFinite(checkpoint.optimizer, JoinPath(dir, kOptimizerFile)));
+    TFM_RETURN_IF_ERROR(
+        CheckSecondMoments(checkpoint.optimizer, JoinPath(dir, kOptimizerFile)));
   }
   TFM_ASSIGN_OR_RETURN(checkpoint.state, ReadCheckpointState(dir));
   TFM_ASSIGN_OR_RETURN(checkpoint.config, ReadCheckpointConfig(dir));

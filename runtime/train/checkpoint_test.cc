@@ -219,6 +219,19 @@ TEST(CheckpointTest, NonFiniteValuesAreRefusedNamingTheTensor) {
   }
 }
 
+// A negative second moment (checksums intact) is refused naming it, rather
+// than surfacing as "training diverged" at the first update.
+TEST(CheckpointTest, NegativeSecondMomentIsRefused) {
+  Checkpoint checkpoint = SampleCheckpoint(70);
+  checkpoint.optimizer.emplace_back("encoder.embedding.weight.exp_avg_sq",
+                                    Tensor::FromVector<float>({0.5f, -1.0f}, {2}).value());
+  const std::string dir = WriteCheckpoint(FreshDirectory("negative_moment"), checkpoint).value();
+  const absl::Status status = ReadCheckpoint(dir).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("'encoder.embedding.weight.exp_avg_sq' holds -1 at element 1"));
+}
+
 TEST_F(CorruptionTest, MissingListedFileIsNamed) {
   std::filesystem::remove(Path(kConfigFile));
   EXPECT_THAT(ReadError(), HasSubstr(Path(kConfigFile) + " is listed in the MANIFEST but missing"));
