@@ -5,10 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/data/crc32c.h"
@@ -66,31 +64,6 @@ absl::Status CheckHeader(const std::string& path, const BinaryCorpusHeader& head
   return absl::OkStatus();
 }
 
-// CRC-32C of bytes [offset, offset + length) of the file at `path`.
-absl::StatusOr<uint32_t> FileRangeCrc32c(const std::string& path, uint64_t offset,
-                                         uint64_t length) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
-  posix_fadvise(fd, offset, length, POSIX_FADV_SEQUENTIAL);
-  std::vector<char> buffer(size_t{1} << 20);
-  uint32_t crc = 0;
-  while (length > 0) {
-    const ssize_t got =
-        pread(fd, buffer.data(), std::min<uint64_t>(buffer.size(), length), offset);
-    if (got <= 0) {
-      const int error = got < 0 ? errno : EIO;
-      close(fd);
-      return absl::InternalError(
-          absl::StrCat(path, ": reading byte ", offset, ": ", std::strerror(error)));
-    }
-    crc = ExtendCrc32c(crc, absl::string_view(buffer.data(), got));
-    offset += got;
-    length -= got;
-  }
-  close(fd);
-  return crc;
-}
-
 BinaryCorpusIndexEntry EntryAt(const char* index, int64_t i) {
   BinaryCorpusIndexEntry entry;
   std::memcpy(&entry, index + i * sizeof(entry), sizeof(entry));
@@ -131,10 +104,9 @@ absl::StatusOr<std::unique_ptr<const BinaryCorpus>> BinaryCorpus::Open(
       new BinaryCorpus(path, static_cast<const char*>(mapped), size, header));
   absl::Status checked = CheckHeader(path, header, size, expected);
   if (!checked.ok()) return checked;
-  // The ids' checksum, read with pread into a small buffer rather than
-  // through the mapping, so that checking a corpus of gigabytes does not
-  // map all of it into this process (it stays in the page cache, not in
-  // our resident memory).
+  // The ids' checksum, read with pread rather than through the mapping, so
+  // that checking a corpus of gigabytes does not map all of it into this
+  // process (it stays in the page cache, not in our resident memory).
   const uint64_t id_bytes = header.tokens * header.token_bytes;
   absl::StatusOr<uint32_t> crc = FileRangeCrc32c(path, sizeof(BinaryCorpusHeader), id_bytes);
   if (!crc.ok()) return crc.status();

@@ -1,7 +1,12 @@
 #include "core/data/crc32c.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -58,16 +63,31 @@ uint32_t ExtendCrc32c(uint32_t crc, absl::string_view data) {
 
 uint32_t MaskCrc32c(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 
-absl::StatusOr<uint32_t> FileCrc32c(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::vector<char> buffer(1 << 20);
-  uint32_t crc = 0;
-  while (file) {
-    file.read(buffer.data(), buffer.size());
-    crc = ExtendCrc32c(crc, absl::string_view(buffer.data(), file.gcount()));
+absl::StatusOr<uint32_t> FileRangeCrc32c(const std::string& path, uint64_t offset,
+                                         uint64_t length) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }
-  if (file.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
+  posix_fadvise(fd, offset, length == kToEnd ? 0 : length, POSIX_FADV_SEQUENTIAL);
+  std::vector<char> buffer(size_t{1} << 20);
+  uint32_t crc = 0;
+  while (length > 0) {
+    const ssize_t got =
+        pread(fd, buffer.data(), std::min<uint64_t>(buffer.size(), length), offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 0 && length == kToEnd) break;
+    if (got <= 0) {
+      const std::string why = got < 0 ? std::strerror(errno) : "the file ends there";
+      close(fd);
+      return absl::DataLossError(
+          absl::StrCat("cannot read ", path, " at byte ", offset, ": ", why));
+    }
+    crc = ExtendCrc32c(crc, absl::string_view(buffer.data(), got));
+    offset += got;
+    if (length != kToEnd) length -= got;
+  }
+  close(fd);
   return crc;
 }
 

@@ -42,6 +42,13 @@ TEST(Crc32cTest, FileChecksumEqualsInMemoryChecksum) {
   ASSERT_TRUE(crc.ok()) << crc.status();
   EXPECT_EQ(*crc, Crc32c(contents));
   EXPECT_EQ(FileCrc32c(path + ".missing").status().code(), absl::StatusCode::kNotFound);
+  // A range across the 1 MiB reads, and one past the end.
+  const uint64_t offset = 64, length = (2 << 20) + 3;
+  absl::StatusOr<uint32_t> range = FileRangeCrc32c(path, offset, length);
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(*range, Crc32c(absl::string_view(contents).substr(offset, length)));
+  const absl::Status past = FileRangeCrc32c(path, offset, contents.size()).status();
+  EXPECT_EQ(past.code(), absl::StatusCode::kDataLoss) << past;
 }
 
 }  // namespace
