@@ -282,7 +282,8 @@ TEST(ConfigLoaderTest, TrainingSettingsOutOfRangeAreRefusedUpFront) {
        {"u.pbtxt:3: train.update_freq: must be positive, got 0",
         "u.pbtxt:4: train.patience: must be >= 0, got -1",
         "--set=train.validate_every_minutes=-1: train.validate_every_minutes: must be >= 0",
-        "data.batching.shuffle_buffer: must be >= 0", "data.batching.prefetch_batches: must be >= 0"}) {
+        "data.batching.shuffle_buffer: must be >= 0",
+        "data.batching.prefetch_batches: must be >= 0"}) {
     EXPECT_NE(status.message().find(expected), std::string::npos) << expected << "\n" << status;
   }
 }
@@ -308,7 +309,8 @@ TEST(ConfigLoaderTest, LearnedPositionsMustHoldTheLongestTrainingPair) {
       "data { batching { max_length: 64 } }\n",
       "p.pbtxt");
   EXPECT_NE(ValidateTaskConfig(loaded).message().find(
-                "p.pbtxt:4: model.max_positions: 5 rows of the LEARNED position tables cannot hold"),
+                "p.pbtxt:4: model.max_positions: 5 rows of the LEARNED position tables "
+                "cannot hold"),
             std::string::npos)
       << ValidateTaskConfig(loaded);
   ASSERT_TRUE(ApplyOverride("model.max_positions=64", &loaded).ok());

@@ -301,50 +301,42 @@ absl::StatusOr<train::TrainingState> ReadCheckpointState(const std::string& dir)
   return ReadTextProto<train::TrainingState>(JoinPath(dir, kStateFile));
 }
 
-absl::Status CheckFiniteTensor(const std::string& name, const Tensor& tensor,
+absl::Status CheckTensorValues(const std::string& name, const Tensor& tensor,
                                const std::string& path) {
   if (tensor.dtype() != DType::kF32 || !tensor.device().is_cpu()) return absl::OkStatus();
+  // Adam's second moments are running means of squares: a negative one makes
+  // its sqrt NaN at the first update, which the trainer would then report as
+  // divergence and blame the learning rate.
+  const bool second_moment = absl::EndsWith(name, ".exp_avg_sq");
   const float* data = tensor.data<float>();
   const int64_t count = tensor.num_elements();
-  int64_t bad = 0, first = -1;
+  int64_t bad = 0, first = -1, negative = -1;
   for (int64_t i = 0; i < count; ++i) {
     if (!std::isfinite(data[i])) {
       if (bad++ == 0) first = i;
+    } else if (second_moment && data[i] < 0 && negative < 0) {
+      negative = i;
     }
   }
-  if (bad == 0) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(
-      path, ": tensor '", name, "' holds ", bad, " non-finite value", bad == 1 ? "" : "s",
-      " (NaN or infinity; the first at element ", first, " of ", count,
-      "): not a model that can decode or train on"));
-}
-
-namespace {
-
-absl::Status CheckFinite(const NamedTensors& tensors, const std::string& path) {
-  for (const auto& [name, tensor] : tensors) {
-    TFM_RETURN_IF_ERROR(CheckFiniteTensor(name, tensor, path));
+  if (bad > 0) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": tensor '", name, "' holds ", bad, " non-finite value", bad == 1 ? "" : "s",
+        " (NaN or infinity; the first at element ", first, " of ", count,
+        "): not a model that can decode or train on"));
+  }
+  if (negative >= 0) {
+    return absl::DataLossError(absl::StrCat(path, ": tensor '", name, "' holds ", data[negative],
+                                            " at element ", negative,
+                                            ": a second moment cannot be negative"));
   }
   return absl::OkStatus();
 }
 
-// Adam's second moments are running means of squares: a negative one makes
-// its sqrt NaN at the first update, which the trainer would then report as
-// divergence and blame the learning rate.
-absl::Status CheckSecondMoments(const NamedTensors& tensors, const std::string& path) {
+namespace {
+
+absl::Status CheckValues(const NamedTensors& tensors, const std::string& path) {
   for (const auto& [name, tensor] : tensors) {
-    if (!absl::EndsWith(name, ".exp_avg_sq") || tensor.dtype() != DType::kF32 ||
-        !tensor.device().is_cpu()) {
-      continue;
-    }
-    const float* data = tensor.data<float>();
-    for (int64_t i = 0; i < tensor.num_elements(); ++i) {
-      if (data[i] < 0) {
-        return absl::DataLossError(absl::StrCat(path, ": tensor '", name, "' holds ", data[i],
-                                                " at element ", i,
-                                                ": a second moment cannot be negative"));
-      }
-    }
+    TFM_RETURN_IF_ERROR(CheckTensorValues(name, tensor, path));
   }
   return absl::OkStatus();
 }
@@ -359,15 +351,13 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir, CheckpointPart
   Checkpoint checkpoint;
   checkpoint.quantization = manifest.quantization();
   TFM_ASSIGN_OR_RETURN(checkpoint.model, ReadSafetensors(JoinPath(dir, kModelFile)));
-  TFM_RETURN_IF_ERROR(CheckFinite(checkpoint.model, JoinPath(dir, kModelFile)));
+  TFM_RETURN_IF_ERROR(CheckValues(checkpoint.model, JoinPath(dir, kModelFile)));
   const bool has_optimizer =
       std::any_of(manifest.file().begin(), manifest.file().end(),
                   [](const train::Manifest::File& file) { return file.name() == kOptimizerFile; });
   if (parts == CheckpointParts::kAll && has_optimizer) {
     TFM_ASSIGN_OR_RETURN(checkpoint.optimizer, ReadSafetensors(JoinPath(dir, kOptimizerFile)));
-    TFM_RETURN_IF_ERROR(CheckFinite(checkpoint.optimizer, JoinPath(dir, kOptimizerFile)));
-    TFM_RETURN_IF_ERROR(
-        CheckSecondMoments(checkpoint.optimizer, JoinPath(dir, kOptimizerFile)));
+    TFM_RETURN_IF_ERROR(CheckValues(checkpoint.optimizer, JoinPath(dir, kOptimizerFile)));
   }
   TFM_ASSIGN_OR_RETURN(checkpoint.state, ReadCheckpointState(dir));
   TFM_ASSIGN_OR_RETURN(checkpoint.config, ReadCheckpointConfig(dir));

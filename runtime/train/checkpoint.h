@@ -124,9 +124,10 @@ enum class CheckpointParts {
 // or infinite and the first: a weight or moment like that would fail nowhere
 // visible (attention absorbs some NaNs: a model decodes plausible but wrong
 // translations, slowly). The trainer never saves after a non-finite update,
-// so such a file was edited or written by another program. Checks f32 host
-// tensors; others pass.
-absl::Status CheckFiniteTensor(const std::string& name, const Tensor& tensor,
+// so such a file was edited or written by another program. An Adam second
+// moment (".exp_avg_sq") must also not be negative. One pass over the
+// values; checks f32 host tensors, others pass.
+absl::Status CheckTensorValues(const std::string& name, const Tensor& tensor,
                                const std::string& path);
 
 // Verifies, then reads the checkpoint in `dir`; kAll of a quantized model is

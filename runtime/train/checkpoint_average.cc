@@ -137,12 +137,12 @@ absl::Status AverageCheckpoints(const std::vector<std::string>& paths, const std
     }
     // A NaN in one member would make the average's tensor NaN, and the
     // average replaces the last good one: refused, naming the member.
-    TFM_RETURN_IF_ERROR(CheckFiniteTensor(spec.name, first, readers.front().path()));
+    TFM_RETURN_IF_ERROR(CheckTensorValues(spec.name, first, readers.front().path()));
     std::vector<double> sum(first.num_elements(), 0.0);
     Accumulate(first, &sum);
     for (size_t i = 1; i < readers.size(); ++i) {
       TFM_ASSIGN_OR_RETURN(Tensor other, readers[i].Read(spec.name));
-      TFM_RETURN_IF_ERROR(CheckFiniteTensor(spec.name, other, readers[i].path()));
+      TFM_RETURN_IF_ERROR(CheckTensorValues(spec.name, other, readers[i].path()));
       Accumulate(other, &sum);
     }
     StoreMean(sum, static_cast<double>(readers.size()), &first);  // Reuses its storage.
