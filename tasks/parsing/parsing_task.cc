@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/data/corpus.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
+#include "tasks/common/corpus_check.h"
 #include "tasks/common/seq2seq_main_job.h"
 #include "tasks/common/seq2seq_training.h"
 #include "tasks/common/validation_bleu.h"
@@ -73,14 +73,8 @@ class ParsingTask : public Task {
           {"data.valid", &data.valid()},
           {"data.test", &data.test()}}) {
       for (int i = 0; i < corpora->size(); ++i) {
-        const std::string field = absl::StrCat(name, "[", i, "]");
-        absl::StatusOr<std::string> found = CheckCorpusPresent(corpora->Get(i));
-        if (!found.ok()) {
-          return absl::Status(found.status().code(),
-                              absl::StrCat(context.config.sources.Describe(field), ": ", field,
-                                           ": ", found.status().message()));
-        }
-        *context.log << field << ": " << *found << "\n";
+        TFM_RETURN_IF_ERROR(CheckCorpusAt(context.config, absl::StrCat(name, "[", i, "]"),
+                                          corpora->Get(i), context.log));
       }
     }
     return absl::OkStatus();

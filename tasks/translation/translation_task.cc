@@ -7,9 +7,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/data/corpus.h"
 #include "core/status_macros.h"
 #include "core/task_registry.h"
+#include "tasks/common/corpus_check.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/seq2seq_main_job.h"
 #include "tasks/common/seq2seq_training.h"
@@ -17,26 +17,6 @@
 
 namespace tfm {
 namespace {
-
-// The check before a run that data.train[i] is there (CheckCorpusPresent,
-// by its format), with the error naming the config line.
-absl::Status CheckCorpus(const LoadedConfig& loaded, const std::string& field,
-                         const config::CorpusConfig& corpus, std::ostream* log) {
-  absl::StatusOr<std::string> found = CheckCorpusPresent(corpus);
-  if (!found.ok()) {
-    // The download hint only where the missing file is WMT's.
-    const bool wmt = corpus.format() == config::CorpusConfig::WMT_SGML ||
-                     absl::StrContains(absl::AsciiStrToLower(corpus.source_path()), "wmt");
-    return absl::Status(
-        found.status().code(),
-        absl::StrCat(loaded.sources.Describe(field), ": ", field, ": ", found.status().message(),
-                     wmt && absl::IsNotFound(found.status())
-                         ? " (WMT14 data comes from tools/prepare_wmt14.sh)"
-                         : ""));
-  }
-  if (log) *log << field << ": " << *found << "\n";
-  return absl::OkStatus();
-}
 
 class TranslationTask : public Task {
  public:
@@ -66,8 +46,13 @@ class TranslationTask : public Task {
           absl::StrCat(loaded.sources.file(), ": data.train: translation needs a corpus"));
     }
     for (int i = 0; i < data.train_size(); ++i) {
-      TFM_RETURN_IF_ERROR(
-          CheckCorpus(loaded, absl::StrCat("data.train[", i, "]"), data.train(i), log));
+      const config::CorpusConfig& corpus = data.train(i);
+      // The download hint only where the missing file is WMT's.
+      const bool wmt = corpus.format() == config::CorpusConfig::WMT_SGML ||
+                       absl::StrContains(absl::AsciiStrToLower(corpus.source_path()), "wmt");
+      TFM_RETURN_IF_ERROR(CheckCorpusAt(loaded, absl::StrCat("data.train[", i, "]"), corpus, log,
+                                        wmt ? " (WMT14 data comes from tools/prepare_wmt14.sh)"
+                                            : ""));
     }
     return CheckBestMetric(loaded);
   }
