@@ -98,7 +98,7 @@ ABSL_FLAG(std::string, split, "",
           "evaluate: instead of --src/--ref, the model's own held-out split, valid or test (the "
           "data.valid or data.test its saved config names, as fairseq's --gen-subset)");
 ABSL_FLAG(int, beam, 0, "decode/evaluate: beam size (1: greedy; 0: the model's config)");
-ABSL_FLAG(double, alpha, -1, "decode/evaluate: length penalty alpha (< 0: the model's config)");
+ABSL_FLAG(double, alpha, -1, "decode/evaluate: length penalty alpha (-1: the model's config)");
 ABSL_FLAG(int, nbest, 0, "decode: hypotheses per line (0: the model's config)");
 ABSL_FLAG(bool, list, false, "list registered ops, kernels, layers and tasks, then exit");
 // Declared for --help only: ExtractRepeatedFlags consumes them before parsing.
@@ -298,11 +298,11 @@ void ListRegistered(std::ostream& out) {
 
 namespace {
 
-// Numeric flags whose default stands for "the config's" (0 or -1): any other
-// value out of range is an error, not a silent fall back to the config (a
-// typo such as --beam=-4 or --alpha=nan would otherwise decode with settings
-// the user did not ask for).
-absl::Status CheckNumericFlags(const DriverOptions& options) {
+// Flag values that would otherwise be taken in a sense the user did not
+// mean. Numeric flags whose default stands for "the config's" (0 or -1): any
+// other value out of range is an error, not a silent fall back to the config
+// (--beam=-4 or --alpha=nan would decode with settings nobody asked for).
+absl::Status CheckFlagValues(const DriverOptions& options) {
   std::vector<std::string> problems;
   // --model=a,,b or a trailing comma: a member lost to a typo would decode
   // as a smaller ensemble without a word. quantize and shortlist take one.
@@ -351,7 +351,7 @@ absl::Status CheckNumericFlags(const DriverOptions& options) {
 }  // namespace
 
 absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
-  TFM_RETURN_IF_ERROR(CheckNumericFlags(options));
+  TFM_RETURN_IF_ERROR(CheckFlagValues(options));
   TFM_RETURN_IF_ERROR(RegistrationJournal::Get().Check());
   TFM_ASSIGN_OR_RETURN(std::vector<LoadedPlugin> plugins, LoadPlugins(options.plugins, TFM_PLUGIN_ABI_VERSION));
   for (const LoadedPlugin& plugin : plugins) {
