@@ -12,8 +12,10 @@
 #                                 environment of this machine left out)
 #   _solib_k8/                    our shared libraries (dynamic-mode tests)
 #   lib/                          the system libraries they need, except
-#                                 glibc, libstdc++/libgcc and CUDA's own (the
-#                                 GPU machine has newer ones)
+#                                 glibc (libc, libm, libpthread, libdl, librt:
+#                                 they must match the machine's ld.so),
+#                                 libstdc++/libgcc and CUDA's own (the GPU
+#                                 machine has newer ones)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [[ $# -gt 0 ]] || { echo "usage: $0 [--gpu_tests] //pkg:target..." >&2; exit 2; }
@@ -43,7 +45,7 @@ for label in "$@"; do
   fi
   while read -r lib; do libs["$lib"]=1; done < <(
     ldd "$bin/$path" | awk '$3 ~ /^\// {print $3}' |
-      grep -v -E '/usr/local/cuda|/libc\.so|/libm\.so|/libstdc\+\+|/libgcc_s|ld-linux|/_solib_k8/')
+      grep -v -E '/usr/local/cuda|/lib(c|m|pthread|dl|rt|util|resolv)\.so|/libstdc\+\+|/libgcc_s|ld-linux|/_solib_k8/')
 done
 # dlopen()ed at run time: OpenBLAS (ops/blas), jemalloc (the benchmarks'
 # caching-malloc peer), our SentencePiece wrapper's dependencies.
