@@ -31,8 +31,8 @@ struct Tiles {
   static constexpr size_t kSmemBytes = sizeof(bf16) * (kBlockM + 4 * kBlockN) * kHeadDim;
 };
 
-template <typename E, int kHeadDim, int kMTiles>
-__global__ void __launch_bounds__(kThreads)
+template <typename E, int kHeadDim, int kMTiles, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
     ForwardMmaKernel(AttentionCudaProblem p, const E* q, const E* k, const E* v, E* out,
                      float* lse) {
   using T = Tiles<kHeadDim, kMTiles>;
@@ -263,14 +263,16 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename E, int kHeadDim, int kMTiles>
+// kMinBlocks: blocks a multiprocessor must hold at once (a register cap;
+// ShortProblemOccupancy).
+template <typename E, int kHeadDim, int kMTiles, int kMinBlocks = 1>
 const char* LaunchForwardMma(const AttentionCudaProblem& p, const void* q, const void* k,
                              const void* v, void* out, float* lse, cudaStream_t stream) {
   using T = Tiles<kHeadDim, kMTiles>;
   const int64_t blocks = p.batch * p.heads * ((p.q_len + T::kBlockM - 1) / T::kBlockM);
   if (blocks == 0) return nullptr;
   if (blocks > 0x7fffffff) return "too many query tiles for one launch";
-  const auto kernel = ForwardMmaKernel<E, kHeadDim, kMTiles>;
+  const auto kernel = ForwardMmaKernel<E, kHeadDim, kMTiles, kMinBlocks>;
   if (T::kSmemBytes > 48 * 1024) {
     const cudaError_t error = cudaFuncSetAttribute(
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
@@ -293,8 +295,10 @@ const char* ForwardMmaTyped(const AttentionCudaProblem& p, const void* q, const 
       return short_queries ? LaunchForwardMma<E, 32, 1>(p, q, k, v, out, lse, stream)
                            : LaunchForwardMma<E, 32, 2>(p, q, k, v, out, lse, stream);
     case 64:
-      return short_queries ? LaunchForwardMma<E, 64, 1>(p, q, k, v, out, lse, stream)
-                           : LaunchForwardMma<E, 64, 2>(p, q, k, v, out, lse, stream);
+      if (!short_queries) return LaunchForwardMma<E, 64, 2>(p, q, k, v, out, lse, stream);
+      return p.k_len <= kBlockN && ShortProblemOccupancy()
+                 ? LaunchForwardMma<E, 64, 1, 4>(p, q, k, v, out, lse, stream)
+                 : LaunchForwardMma<E, 64, 1>(p, q, k, v, out, lse, stream);
     case 128:
       return LaunchForwardMma<E, 128, 1>(p, q, k, v, out, lse, stream);
   }

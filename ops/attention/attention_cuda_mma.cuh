@@ -26,6 +26,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "ops/attention/attention_cuda_common.cuh"
@@ -36,6 +38,24 @@ namespace attention_cuda {
 using bf16 = __nv_bfloat16;
 using f16 = __half;
 static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2, "tiles are sized for 16-bit elements");
+
+// Short problems (at most 64 queries and 64 keys a head: the paper's
+// sentences, a training batch of 25k tokens in ~48-token rows) give each
+// block one tile of work, so a block's time is mostly the latency of its
+// loads, hidden only by the other blocks on the multiprocessor. Their
+// kernels are also built with a register cap that lets more blocks share
+// one (__launch_bounds__'s minimum: forward 4 at head size 64, 128
+// registers, no spills; backward 3, 168 registers, 84 bytes spilled; from
+// 3 and 2 by registers). TFM_ATTENTION_SHORT_OCCUPANCY=0 runs the uncapped
+// kernels, to time the two on one machine (tools/device/gpu_checks.sh's
+// occupancy stage).
+inline bool ShortProblemOccupancy() {
+  static const bool on = [] {
+    const char* setting = std::getenv("TFM_ATTENTION_SHORT_OCCUPANCY");
+    return setting == nullptr || std::strcmp(setting, "0") != 0;
+  }();
+  return on;
+}
 
 // Both kernels run 4 warps per block.
 constexpr int kMmaWarps = 4;

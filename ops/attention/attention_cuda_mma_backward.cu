@@ -45,8 +45,8 @@ struct BackwardTiles {
       sizeof(float) * 2 * kBlockM;
 };
 
-template <typename E, int kHeadDim>
-__global__ void __launch_bounds__(kMmaThreads)
+template <typename E, int kHeadDim, int kMinBlocks>
+__global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
     BackwardMmaKernel(AttentionCudaProblem p, const E* q, const E* k, const E* v,
                       const float* lse, const float* delta, const E* d_out, float* dq_accum,
                       E* dk, E* dv) {
@@ -313,7 +313,9 @@ __global__ void __launch_bounds__(kMmaThreads)
   }
 }
 
-template <typename E, int kHeadDim>
+// kMinBlocks: blocks a multiprocessor must hold at once (a register cap;
+// ShortProblemOccupancy).
+template <typename E, int kHeadDim, int kMinBlocks = 1>
 const char* LaunchBackwardMma(const AttentionCudaProblem& p, const void* q, const void* k,
                               const void* v, const float* lse, const float* delta,
                               const void* d_out, float* dq_accum, void* dk, void* dv,
@@ -322,7 +324,7 @@ const char* LaunchBackwardMma(const AttentionCudaProblem& p, const void* q, cons
   const int64_t blocks = p.batch * p.heads * ((p.k_len + kBlockN - 1) / kBlockN);
   if (blocks == 0) return nullptr;
   if (blocks > 0x7fffffff) return "too many key tiles for one launch";
-  const auto kernel = BackwardMmaKernel<E, kHeadDim>;
+  const auto kernel = BackwardMmaKernel<E, kHeadDim, kMinBlocks>;
   if (T::kSmemBytes > 48 * 1024) {
     const cudaError_t error = cudaFuncSetAttribute(
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
@@ -344,6 +346,11 @@ const char* BackwardMmaTyped(const AttentionCudaProblem& p, const void* q, const
     case 32:
       return LaunchBackwardMma<E, 32>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
     case 64:
+      if (p.q_len <= BackwardTiles<64>::kBlockM && p.k_len <= kBlockN &&
+          ShortProblemOccupancy()) {
+        return LaunchBackwardMma<E, 64, 3>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv,
+                                           stream);
+      }
       return LaunchBackwardMma<E, 64>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
     case 128:
       return LaunchBackwardMma<E, 128>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);

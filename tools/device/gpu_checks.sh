@@ -5,7 +5,7 @@
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
 # STAGE (default: all but autotune; they run in the order tests train loss_curve
 # compare pack decode_bench autotune decode_profile train_step deterministic
-# train_profile train_step_f32 attention cpu_int8 memcheck memcheck_ops memcheck_training:
+# occupancy train_profile train_step_f32 attention cpu_int8 memcheck memcheck_ops memcheck_training:
 # what later stages need, and the most wanted results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
 #   memcheck     compute-sanitizer memcheck over the GPU decoding tests, CUDA graph
@@ -29,6 +29,8 @@
 #   train_step   benchmarks/train_step --device=cuda against PyTorch eager and
 #                torch.compile (base_25k, big_25k in bf16 with MFU; base_25k in f16)
 #   deterministic  train_step's bf16 rows with train.deterministic's kernels (its cost)
+#   occupancy    train_step's bf16 rows and the attention op rows with the short-problem
+#                attention kernels' register cap off and on (TFM_ATTENTION_SHORT_OCCUPANCY)
 #   train_profile  our bf16 big update op by op and shape, GPU ops waited for
 #                (TFM_PROFILE_OPS=shapes), each row against the roof
 #                (tools/profile_roofline.py: the rows that lose the most time)
@@ -76,7 +78,7 @@ echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --forma
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), nproc $(nproc)"
 echo "== bundle built from: $(head -2 "$bundle/source.txt" 2>/dev/null | paste -sd' ' || echo '?')"
 
-stages=" ${*:-tests train compare pack decode_bench train_step loss_curve deterministic decode_profile train_profile attention cpu_int8 memcheck memcheck_ops train_step_f32 memcheck_training} "
+stages=" ${*:-tests train compare pack decode_bench train_step loss_curve deterministic occupancy decode_profile train_profile attention cpu_int8 memcheck memcheck_ops train_step_f32 memcheck_training} "
 run() { [[ "$stages" == *" $1 "* ]] && echo "== $(date -u +%T) stage $1"; }
 # An empty work directory for a training run, with the vocabulary trained
 # here when it was carried.
@@ -296,6 +298,26 @@ if run deterministic; then
   timeout 150 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=bf16 \
     --presets=base_25k,big_25k --steps=5 --threads=16 --torch_compile=false --deterministic \
     --peer_python=python3
+fi
+
+if run occupancy; then
+  # The short-problem attention kernels with and without their register cap
+  # (ops/attention/attention_cuda_mma.cuh, ShortProblemOccupancy): the bf16
+  # base and big updates (~48-token rows) three times, capped in the middle,
+  # then the attention rows of the op profile each way.
+  for setting in 0 1 0; do
+    echo "-- TFM_ATTENTION_SHORT_OCCUPANCY=$setting"
+    TFM_ATTENTION_SHORT_OCCUPANCY=$setting timeout 100 "$bundle/run_bundle.sh" \
+      benchmarks/train_step --device=cuda --dtype=bf16 --presets=base_25k,big_25k --steps=5 \
+      --threads=16 --torch_compile=false --peer_python=python3 | grep -E '^(ours|torch|check|per preset)'
+  done
+  for setting in 0 1; do
+    echo "-- op profile, TFM_ATTENTION_SHORT_OCCUPANCY=$setting"
+    TFM_ATTENTION_SHORT_OCCUPANCY=$setting TFM_PROFILE_OPS=shapes timeout 100 \
+      "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=bf16 \
+      --presets=big_25k --steps=2 --threads=16 --torch_compile=false --profile_ops \
+      --peer_python=python3 | grep -E '^scaled_dot_product_attention|^all ops'
+  done
 fi
 
 if run train_profile; then
