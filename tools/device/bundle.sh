@@ -1,7 +1,7 @@
 #!/bin/bash
 # Packs opt-built binaries for the lent GPU machine, which has no Bazel and
 # none of Debian's libraries: tools/device/bundle.sh TARGET... writes
-# .device_bundle/bundle.tar.xz (git ignores the folder; name it in the device
+# .device_bundle/bundle.tar.xz ($TFM_BUNDLE_DIR/ where set; git ignores the folder; name it in the device
 # tool's `carry`). There, tools/device/run_bundle.sh unpacks it and runs a
 # command with the libraries found. Kept small: the carry limit is 64 MiB.
 #
@@ -66,12 +66,13 @@ while read -r sum file; do
     first_copy[$sum]="$file"
   fi
 done < <(find "$stage" -type f -size +64k -print0 | xargs -0 md5sum | sort)
-mkdir -p .device_bundle
-tar -C "$stage" -cJf .device_bundle/bundle.tar.xz .
-cp tools/device/run_bundle.sh tools/device/run_gpu_tests.sh .device_bundle/
+out="${TFM_BUNDLE_DIR:-.device_bundle}"
+mkdir -p "$out"
+tar -C "$stage" -cJf "$out/bundle.tar.xz" .
+cp tools/device/run_bundle.sh tools/device/run_gpu_tests.sh "$out/"
 printf '%s\n' "$@" | grep -E '_test(_avx512)?$' | sed -e 's|^//||' -e 's|:|/|' \
-  >.device_bundle/gpu_tests.txt || true
+  >"$out/gpu_tests.txt" || true
 # What the bundle was built from, so a later session can tell whether it is
 # current (prepare_gpu_run.sh) and the GPU log says which code ran.
-printf '%s\ntargets %s\n' "$source_state" "$*" >.device_bundle/source.txt
-echo "bundle: $(du -h .device_bundle/bundle.tar.xz | cut -f1) for $# targets"
+printf '%s\ntargets %s\n' "$source_state" "$*" >"$out/source.txt"
+echo "bundle: $(du -h "$out/bundle.tar.xz" | cut -f1) for $# targets in $out"

@@ -48,14 +48,19 @@
 #   pack         the trained model back here (its weights in 15 MiB parts): the chosen
 #                one if its weights are at most 32 MiB, else the best on validation that is
 # A session's calls (about 900 s of device time, the machine's start included;
-# each call at most 600 s and 8 files back), in the order:
-#   1. TFM_TORCH_COMPILE=false ... tests train_step   (~250 s; the torch.compile row
-#                                            adds up to 240 s a preset: a later call)
-#   2. train pack                           (~400 s: 5 minutes of training, then the
-#                                            candidates on validation, the test split once)
-#   3. loss_curve train_profile, if time is left on the warm machine (~150 s)
-# A later session: decode_bench compare with .gpu_model and a --decode bundle
-# (prepare_gpu_run.sh --decode), then memcheck, memcheck_ops, deterministic.
+# each call at most 600 s and 8 files back). Here first:
+# tools/device/prepare_gpu_run.sh and prepare_gpu_run.sh --decode (two bundles,
+# side by side), and the trained model in .gpu_model/m30k (the last pack's
+# parts joined; it is there while this machine's checkout lasts). Then:
+#   1. TFM_TORCH_COMPILE=false ... tests occupancy autotune  (~450 s; carry
+#      .device_bundle .gpu_data): the tests, the attention register cap and
+#      GEMM autotuning, each against its baseline in the same call
+#   2. TFM_BUNDLE=.device_bundle_decode TFM_GPU_MODEL=.gpu_model/m30k ...
+#      compare decode_bench  (carry .device_bundle_decode .gpu_data .gpu_model)
+#   3. train pack  (~340 s), loss_curve, train_profile: when a session has
+#      the time (the 2026-11-28 session ran them: results/gpu_checks_h200_2026-11-28.log)
+# Later: memcheck, memcheck_ops, the torch.compile row (train_step without
+# TFM_TORCH_COMPILE=false: up to 240 s a preset).
 # TFM_GPU_MODEL names a trained model directory carried with the call (e.g.
 # .gpu_model/m30k): compare, decode_bench and decode_profile use it when the
 # train stage does not run.
@@ -69,7 +74,9 @@ cd "$(dirname "$0")/../.."
 out="${OUT:-/tmp/gpu_checks}"
 mkdir -p "$out"
 exec > >(tee -a "$out/gpu_checks.log") 2>&1
-bundle=.device_bundle
+# The bundle carried with the call: prepare_gpu_run.sh's full one, or its
+# --decode one (TFM_BUNDLE=.device_bundle_decode, beside a trained model).
+bundle="${TFM_BUNDLE:-.device_bundle}"
 run_bundle() { "$bundle/run_bundle.sh" "$@"; }
 # The device tool's limit on one call (its timeout_s, at most 600 s): the
 # stages that could overrun it stop early enough to return their files.

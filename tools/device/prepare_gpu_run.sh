@@ -9,12 +9,17 @@
 # Takes long on 2 cores (every CUDA kernel and GPU test is compiled with -c
 # opt): start it early in the session.
 # --decode: only what compare, decode_bench and decode_profile run (about 20
-# MB against 31), for a call that also carries a trained model (.gpu_model,
-# 30 MB for the preset's size): the carry limit is 64 MiB with the tree.
+# MB against 31), into .device_bundle_decode, for a call that also carries a
+# trained model (.gpu_model, 30 MB for the preset's size): the carry limit is
+# 64 MiB with the tree. Both bundles can stand side by side, so a session
+# needs no build between its calls; such a call sets
+# TFM_BUNDLE=.device_bundle_decode for gpu_checks.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+bundle_dir=.device_bundle
 if [[ " $* " == *" --decode "* ]]; then
+  bundle_dir=.device_bundle_decode
   bundle_args=(//tasks:translate_ende //benchmarks:decode //tools:bleu)
 else
   bundle_args=(--gpu_tests //tasks:translate_ende //benchmarks:train_step //benchmarks:decode
@@ -29,16 +34,16 @@ if [[ "${bundle_args[0]}" == --gpu_tests ]]; then
   expected_targets="${bundle_args[*]:1} $(tools/device/gpu_test_targets.sh | paste -sd' ')"
 fi
 current() {
-  [[ -f .device_bundle/source.txt && -f .device_bundle/bundle.tar.xz &&
+  [[ -f $bundle_dir/source.txt && -f $bundle_dir/bundle.tar.xz &&
     -f .gpu_data/multi30k_ende_spm.model && -f .gpu_data/multi30k/train.en.gz ]] &&
-    [[ "$(grep -v '^commit ' .device_bundle/source.txt)" == "$(tools/device/source_state.sh | grep -v '^commit ')
+    [[ "$(grep -v '^commit ' $bundle_dir/source.txt)" == "$(tools/device/source_state.sh | grep -v '^commit ')
 targets $expected_targets" ]]
 }
 if [[ "${FORCE:-}" != 1 && " $* " != *" --force "* ]] && current; then
-  echo "prepare_gpu_run: .device_bundle and .gpu_data are current (built from $(head -1 .device_bundle/source.txt); the code is the same); --force rebuilds"
+  echo "prepare_gpu_run: $bundle_dir and .gpu_data are current (built from $(head -1 $bundle_dir/source.txt); the code is the same); --force rebuilds"
   exit 0
 fi
-tools/device/bundle.sh "${bundle_args[@]}"
+TFM_BUNDLE_DIR=$bundle_dir tools/device/bundle.sh "${bundle_args[@]}"
 
 shared="../shared/data/multi30k"
 if [[ ! -f "$shared/train.en.gz" ]]; then
@@ -57,5 +62,5 @@ bazel-bin/tasks/translate_ende preprocess --config=multi30k_ende_gpu --data=.gpu
   exit 1
 }
 cp "$scratch/spm.model" .gpu_data/multi30k_ende_spm.model
-echo "prepare_gpu_run: carry .device_bundle and .gpu_data ($(du -sh .device_bundle .gpu_data |
+echo "prepare_gpu_run: carry $bundle_dir and .gpu_data ($(du -sh $bundle_dir .gpu_data |
   awk '{print $2 " " $1}' | paste -sd, -); the device tool's limit is 64 MiB with the tree)"
