@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/philox.h"
@@ -16,6 +17,24 @@ namespace tfm {
 namespace attention_cuda {
 
 constexpr float kNegInf = -__builtin_huge_valf();
+
+// The current device's multiprocessor count, read once per device (the
+// grids of the kernels that size themselves to the GPU).
+inline int MultiprocessorCount() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> counts[kMaxDevices] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 1;
+  int count = counts[device].load(std::memory_order_relaxed);
+  if (count == 0) {
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        count <= 0) {
+      return 1;
+    }
+    counts[device].store(count, std::memory_order_relaxed);
+  }
+  return count;
+}
 
 __device__ __forceinline__ float ToFloat(float x) { return x; }
 __device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }

@@ -23,7 +23,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 #include "ops/attention/attention_cuda.h"
@@ -38,6 +37,7 @@ using attention_cuda::KeyBias;
 using attention_cuda::KeyEnd;
 using attention_cuda::kNegInf;
 using attention_cuda::LastLaunchError;
+using attention_cuda::MultiprocessorCount;
 using attention_cuda::QueryRowOffset;
 using attention_cuda::RowKeyEnd;
 using attention_cuda::RowStride;
@@ -302,23 +302,6 @@ __global__ void __launch_bounds__(kThreads)
     out[out_row + d] = FromFloat<T>(sum > 0.0f ? value / sum : 0.0f);
   }
   if (lane == 0) lse[r] = sum > 0.0f ? (max + log2f(sum)) * kLn2 : kNegInf;
-}
-
-// The current device's multiprocessor count, read once per device.
-int MultiprocessorCount() {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> counts[kMaxDevices] = {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 1;
-  int count = counts[device].load(std::memory_order_relaxed);
-  if (count == 0) {
-    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        count <= 0) {
-      return 1;
-    }
-    counts[device].store(count, std::memory_order_relaxed);
-  }
-  return count;
 }
 
 template <typename T, int kD, int kQ>

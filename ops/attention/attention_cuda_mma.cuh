@@ -42,19 +42,27 @@ static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2, "tiles are sized for 16-bit
 // Short problems (at most 64 queries and 64 keys a head: the paper's
 // sentences, a training batch of 25k tokens in ~48-token rows) give each
 // block one tile of work, so a block's time is mostly the latency of its
-// loads, hidden only by the other blocks on the multiprocessor. Their
-// kernels are also built with a register cap that lets more blocks share
-// one (__launch_bounds__'s minimum: forward 4 at head size 64, 128
-// registers, no spills; backward 3, 168 registers, 84 bytes spilled; from
-// 3 and 2 by registers). TFM_ATTENTION_SHORT_OCCUPANCY=0 runs the uncapped
-// kernels, to time the two on one machine (tools/device/gpu_checks.sh's
-// occupancy stage).
-inline bool ShortProblemOccupancy() {
-  static const bool on = [] {
+// loads, hidden only by the other blocks on the multiprocessor (an H200's
+// profile of the big model's bf16 update: forward and backward at about 1%
+// of their roof). TFM_ATTENTION_SHORT_OCCUPANCY picks their kernels at head
+// size 64, to time the choices on one machine (tools/device/gpu_checks.sh's
+// occupancy stage):
+//   0  the kernels as for long problems;
+//   1  (default) built with a register cap that lets more blocks share a
+//      multiprocessor (__launch_bounds__'s minimum: forward 4, 128
+//      registers, no spills; backward 3, 168 registers, 84 bytes spilled;
+//      uncapped 3 and 2 by registers);
+//   2  1, and the forward's blocks persistent: 4 a multiprocessor, each
+//      loading its next head while it computes this one.
+enum class ShortProblems { kUncapped, kCapped, kPersistent };
+inline ShortProblems ShortProblemMode() {
+  static const ShortProblems mode = [] {
     const char* setting = std::getenv("TFM_ATTENTION_SHORT_OCCUPANCY");
-    return setting == nullptr || std::strcmp(setting, "0") != 0;
+    if (setting != nullptr && std::strcmp(setting, "0") == 0) return ShortProblems::kUncapped;
+    if (setting != nullptr && std::strcmp(setting, "2") == 0) return ShortProblems::kPersistent;
+    return ShortProblems::kCapped;
   }();
-  return on;
+  return mode;
 }
 
 // Both kernels run 4 warps per block.

@@ -47,9 +47,8 @@ struct BackwardTiles {
 
 template <typename E, int kHeadDim, int kMinBlocks>
 __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
-    BackwardMmaKernel(AttentionCudaProblem p, const E* q, const E* k, const E* v,
-                      const float* lse, const float* delta, const E* d_out, float* dq_accum,
-                      E* dk, E* dv) {
+    BackwardMmaKernel(AttentionCudaProblem p, const E* q, const E* k, const E* v, const float* lse,
+                      const float* delta, const E* d_out, float* dq_accum, E* dk, E* dv) {
   using T = BackwardTiles<kHeadDim>;
   constexpr int kBlockM = T::kBlockM, kQueryTiles = T::kQueryTiles;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -94,8 +93,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
   const int64_t first_row = c0 < key_end ? FirstQueryRow(p, c0) : p.q_len;
   const int64_t first_q0 = first_row / kBlockM * kBlockM;
   if (first_q0 < p.q_len) {
-    LoadTileAsync<kHeadDim, kBlockM>(q_head, q_stride, first_q0, p.q_len - first_q0,
-                                     s_q_buffers);
+    LoadTileAsync<kHeadDim, kBlockM>(q_head, q_stride, first_q0, p.q_len - first_q0, s_q_buffers);
     LoadTileAsync<kHeadDim, kBlockM>(d_out_head, q_stride, first_q0, p.q_len - first_q0,
                                      s_do_buffers);
   }
@@ -286,8 +284,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
         }
         continue;
       }
-      float* dq_row = DqShare(p, dq_accum, key_block, bh, kHeadDim) + row * kHeadDim +
-                      dq_tile0 * 8;
+      float* dq_row = DqShare(p, dq_accum, key_block, bh, kHeadDim) + row * kHeadDim + dq_tile0 * 8;
 #pragma unroll
       for (int dt = 0; dt < T::kDqTiles; ++dt) {
         AddDq(p, dq_row + dt * 8 + 2 * t, p.scale * dq_acc[dt][half * 2]);
@@ -314,8 +311,8 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
 }
 
 // kMinBlocks: blocks a multiprocessor must hold at once (a register cap;
-// ShortProblemOccupancy).
-template <typename E, int kHeadDim, int kMinBlocks = 1>
+// ShortProblemMode), 0 for none.
+template <typename E, int kHeadDim, int kMinBlocks = 0>
 const char* LaunchBackwardMma(const AttentionCudaProblem& p, const void* q, const void* k,
                               const void* v, const float* lse, const float* delta,
                               const void* d_out, float* dq_accum, void* dk, void* dv,
@@ -331,25 +328,22 @@ const char* LaunchBackwardMma(const AttentionCudaProblem& p, const void* q, cons
     if (error != cudaSuccess) return cudaGetErrorString(error);
   }
   kernel<<<static_cast<unsigned>(blocks), kMmaThreads, T::kSmemBytes, stream>>>(
-      p, static_cast<const E*>(q), static_cast<const E*>(k), static_cast<const E*>(v), lse,
-      delta, static_cast<const E*>(d_out), dq_accum, static_cast<E*>(dk),
-      static_cast<E*>(dv));
+      p, static_cast<const E*>(q), static_cast<const E*>(k), static_cast<const E*>(v), lse, delta,
+      static_cast<const E*>(d_out), dq_accum, static_cast<E*>(dk), static_cast<E*>(dv));
   return LastLaunchError();
 }
 
 template <typename E>
 const char* BackwardMmaTyped(const AttentionCudaProblem& p, const void* q, const void* k,
-                             const void* v, const float* lse, const float* delta,
-                             const void* d_out, float* dq_accum, void* dk, void* dv,
-                             cudaStream_t stream) {
+                             const void* v, const float* lse, const float* delta, const void* d_out,
+                             float* dq_accum, void* dk, void* dv, cudaStream_t stream) {
   switch (p.d_k) {
     case 32:
       return LaunchBackwardMma<E, 32>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
     case 64:
       if (p.q_len <= BackwardTiles<64>::kBlockM && p.k_len <= kBlockN &&
-          ShortProblemOccupancy()) {
-        return LaunchBackwardMma<E, 64, 3>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv,
-                                           stream);
+          ShortProblemMode() != ShortProblems::kUncapped) {
+        return LaunchBackwardMma<E, 64, 3>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
       }
       return LaunchBackwardMma<E, 64>(p, q, k, v, lse, delta, d_out, dq_accum, dk, dv, stream);
     case 128:

@@ -29,8 +29,9 @@
 #   train_step   benchmarks/train_step --device=cuda against PyTorch eager and
 #                torch.compile (base_25k, big_25k in bf16 with MFU; base_25k in f16)
 #   deterministic  train_step's bf16 rows with train.deterministic's kernels (its cost)
-#   occupancy    train_step's bf16 rows and the attention op rows with the short-problem
-#                attention kernels' register cap off and on (TFM_ATTENTION_SHORT_OCCUPANCY)
+#   occupancy    the short-problem attention kernels' modes (TFM_ATTENTION_SHORT_OCCUPANCY
+#                0, 1, 2): their tests, train_step's bf16 rows and the attention op rows
+#                in each (~250 s)
 #   train_profile  our bf16 big update op by op and shape, GPU ops waited for
 #                (TFM_PROFILE_OPS=shapes), each row against the roof
 #                (tools/profile_roofline.py: the rows that lose the most time)
@@ -52,15 +53,16 @@
 # tools/device/prepare_gpu_run.sh and prepare_gpu_run.sh --decode (two bundles,
 # side by side), and the trained model in .gpu_model/m30k (the last pack's
 # parts joined; it is there while this machine's checkout lasts). Then:
-#   1. TFM_TORCH_COMPILE=false ... tests occupancy autotune  (~450 s; carry
-#      .device_bundle .gpu_data): the tests, the attention register cap and
-#      GEMM autotuning, each against its baseline in the same call
+#   1. TFM_TORCH_COMPILE=false ... tests occupancy  (~440 s; carry
+#      .device_bundle .gpu_data): the tests, then the short-problem attention
+#      kernels' three modes against each other in the same call
 #   2. TFM_BUNDLE=.device_bundle_decode TFM_GPU_MODEL=.gpu_model/m30k ...
 #      compare decode_bench  (carry .device_bundle_decode .gpu_data .gpu_model)
 #   3. train pack  (~340 s), loss_curve, train_profile: when a session has
 #      the time (the 2026-11-28 session ran them: results/gpu_checks_h200_2026-11-28.log)
-# Later: memcheck, memcheck_ops, the torch.compile row (train_step without
-# TFM_TORCH_COMPILE=false: up to 240 s a preset).
+# Later: autotune (GEMM algorithms timed, ~150 s), memcheck, memcheck_ops,
+# the torch.compile row (train_step without TFM_TORCH_COMPILE=false: up to
+# 240 s a preset).
 # TFM_GPU_MODEL names a trained model directory carried with the call (e.g.
 # .gpu_model/m30k): compare, decode_bench and decode_profile use it when the
 # train stage does not run.
@@ -308,17 +310,25 @@ if run deterministic; then
 fi
 
 if run occupancy; then
-  # The short-problem attention kernels with and without their register cap
-  # (ops/attention/attention_cuda_mma.cuh, ShortProblemOccupancy): the bf16
-  # base and big updates (~48-token rows) three times, capped in the middle,
-  # then the attention rows of the op profile each way.
-  for setting in 0 1 0; do
-    echo "-- TFM_ATTENTION_SHORT_OCCUPANCY=$setting"
+  # The short-problem attention kernels (ops/attention/attention_cuda_mma.cuh,
+  # ShortProblemMode): TFM_ATTENTION_SHORT_OCCUPANCY 0 (uncapped), 1 (the
+  # default: a register cap), 2 (1 and persistent forward blocks). First the
+  # attention tests in modes 0 and 2 (the tests stage ran 1), then the bf16
+  # base and big updates (~48-token rows) in each mode, then the attention
+  # rows of the op profile in each.
+  for setting in 0 2; do
+    echo "-- attention tests, TFM_ATTENTION_SHORT_OCCUPANCY=$setting"
+    TFM_ATTENTION_SHORT_OCCUPANCY=$setting TFM_TESTS='ops/attention/attention_cuda_test' \
+      timeout 120 "$bundle/run_gpu_tests.sh"
+  done
+  for setting in 0 1 2; do
+    echo "-- train_step, TFM_ATTENTION_SHORT_OCCUPANCY=$setting"
     TFM_ATTENTION_SHORT_OCCUPANCY=$setting timeout 100 "$bundle/run_bundle.sh" \
       benchmarks/train_step --device=cuda --dtype=bf16 --presets=base_25k,big_25k --steps=5 \
-      --threads=16 --torch_compile=false --peer_python=python3 | grep -E '^(ours|torch|check|per preset)'
+      --threads=16 --torch_compile=false --peer_python=python3 |
+      grep -E '^(ours|torch|check|per preset|train MFU)'
   done
-  for setting in 0 1; do
+  for setting in 0 1 2; do
     echo "-- op profile, TFM_ATTENTION_SHORT_OCCUPANCY=$setting"
     TFM_ATTENTION_SHORT_OCCUPANCY=$setting TFM_PROFILE_OPS=shapes timeout 100 \
       "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=bf16 \
