@@ -31,8 +31,11 @@ struct Tiles {
   static constexpr int kScoreTiles = kBlockN / 8;
   static constexpr int kOutTiles = kHeadDim / 8;
   // Persistent blocks (below) keep two Q tiles.
+  // A warp's dropout keep bits for a key tile: 16 kMTiles rows of 64 keys.
+  static constexpr int kKeepWords = 16 * kMTiles * kBlockN / 32;
   static constexpr size_t SmemBytes(bool persistent) {
-    return sizeof(bf16) * ((persistent ? 2 : 1) * kBlockM + 4 * kBlockN) * kHeadDim;
+    return sizeof(bf16) * ((persistent ? 2 : 1) * kBlockM + 4 * kBlockN) * kHeadDim +
+           sizeof(uint32_t) * kWarps * kKeepWords;
   }
 };
 
@@ -46,14 +49,18 @@ struct Tiles {
 // buffers are otherwise idle).
 template <typename E, int kHeadDim, int kMTiles, int kMinBlocks, bool kPersistent>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    ForwardMmaKernel(AttentionCudaProblem p, const E* q, const E* k, const E* v, E* out,
-                     float* lse) {
+    ForwardMmaKernel(AttentionCudaProblem p, const E* q, const E* k, const E* v, E* out, float* lse,
+                     bool shared_dropout) {
   using T = Tiles<kHeadDim, kMTiles>;
   static_assert(!kPersistent || kMTiles == 1, "persistent blocks take one 64-row query tile");
   extern __shared__ __align__(128) unsigned char smem[];
   E* const s_q_buffers = reinterpret_cast<E*>(smem);  // [kPersistent ? 2 : 1][kBlockM][kHeadDim]
   E* const s_k = s_q_buffers + (kPersistent ? 2 : 1) * T::kBlockM * kHeadDim;  // [2][kBlockN][d]
   E* const s_v = s_k + 2 * kBlockN * kHeadDim;  // [2][kBlockN][kHeadDim]
+  // Dropout's keep bits of this warp's rows for the key tile: [row][2 words]
+  // (WarpKeepMasks).
+  uint32_t* const s_keep = reinterpret_cast<uint32_t*>(s_v + 2 * kBlockN * kHeadDim) +
+                           (threadIdx.x / 32) * T::kKeepWords;
 
   // The longest (causal: last) query tiles first, so that short ones fill
   // the tail of the grid.
@@ -197,6 +204,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         }
       }
 
+      if (p.dropout > 0.0f && shared_dropout) {
+        WarpKeepMasks<16 * kMTiles, kBlockN>(p, (bh * p.q_len + q0 + warp_row0) * p.k_len + c0,
+                                             lane, s_keep);
+      }
+
       // Online softmax on the rows g and g + 8 of each m-tile; the four
       // threads of a quad hold one row between them.
       const bool masked = c0 + kBlockN > unmasked_end;
@@ -247,9 +259,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
             o[mt][dt][half * 2 + 1] *= correction;
           }
           if (p.dropout > 0.0f) {  // After the sum: l is undropped.
-            const uint64_t first = (bh * p.q_len + row) * p.k_len + c0 + 2 * t;
-            const uint32_t kept = DropoutKeptBits<T::kScoreTiles * 2, /*kShareBlocks=*/true>(
-                p, [&](int i) { return first + (i / 2) * 8 + i % 2; });
+            uint32_t kept = 0;
+            if (shared_dropout) {
+              // Bit nt * 2 + e: key nt * 8 + 2t + e of the tile (words of 32).
+              const uint32_t* row_words = s_keep + (mt * 16 + g + half * 8) * 2;
+#pragma unroll
+              for (int i = 0; i < T::kScoreTiles * 2; ++i) {
+                const int key = (i / 2) * 8 + 2 * t + i % 2;
+                kept |= ((row_words[key / 32] >> (key % 32)) & 1u) << i;
+              }
+            } else {
+              const uint64_t first = (bh * p.q_len + row) * p.k_len + c0 + 2 * t;
+              kept = DropoutKeptBits<T::kScoreTiles * 2, /*kShareBlocks=*/true>(
+                  p, [&](int i) { return first + (i / 2) * 8 + i % 2; });
+            }
             const float keep_scale = 1.0f / (1.0f - p.dropout);
 #pragma unroll
             for (int nt = 0; nt < T::kScoreTiles; ++nt) {
@@ -344,7 +367,7 @@ const char* LaunchForwardMma(const AttentionCudaProblem& p, const void* q, const
   }
   kernel<<<static_cast<unsigned>(blocks), kThreads, kSmemBytes, stream>>>(
       p, static_cast<const E*>(q), static_cast<const E*>(k), static_cast<const E*>(v),
-      static_cast<E*>(out), lse);
+      static_cast<E*>(out), lse, SharedDropoutMasks());
   return LastLaunchError();
 }
 

@@ -65,6 +65,17 @@ inline ShortProblems ShortProblemMode() {
   return mode;
 }
 
+// TFM_ATTENTION_SHARED_DROPOUT=0: the tensor-core kernels compute each of
+// their dropout elements' Philox block per thread, as before WarpKeepMasks
+// (the same bits; to time the two on one machine).
+inline bool SharedDropoutMasks() {
+  static const bool on = [] {
+    const char* setting = std::getenv("TFM_ATTENTION_SHARED_DROPOUT");
+    return setting == nullptr || std::strcmp(setting, "0") != 0;
+  }();
+  return on;
+}
+
 // Both kernels run 4 warps per block.
 constexpr int kMmaWarps = 4;
 constexpr int kMmaThreads = 32 * kMmaWarps;
@@ -181,6 +192,43 @@ __device__ __forceinline__ uint32_t DropoutKeptBits(const AttentionCudaProblem& 
     }
   }
   return kept;
+}
+
+// Dropout's keep bits of kKeys consecutive keys for kRows consecutive
+// queries, as words of 32 keys: masks[r * words + w] bit j is key 32 w + j
+// of query r, whose elements are first + r * k_len + 32 w + j in the
+// dropout stream's order (attention_cuda_common.cuh). The lanes of a warp
+// split the (query, word) pairs and compute whole Philox blocks (at most 9
+// cover 32 keys, 5 cover 16), where each thread drawing its own elements'
+// blocks used one or two of each block's 4 numbers: a quarter (backward) or
+// a half (forward) of the Philox work, which at the paper's sentence
+// lengths was a large part of the kernels' time. The bits are the same.
+// Every lane of the warp must call it; the warp may read `masks` after.
+template <int kRows, int kKeys>
+__device__ __forceinline__ void WarpKeepMasks(const AttentionCudaProblem& p, uint64_t first,
+                                              int lane, uint32_t* masks) {
+  constexpr int kWords = (kKeys + 31) / 32;
+  constexpr int kWordKeys = kKeys < 32 ? kKeys : 32;
+#pragma unroll 1
+  for (int job = lane; job < kRows * kWords; job += 32) {
+    const uint64_t word_first =
+        first + static_cast<uint64_t>(job / kWords) * p.k_len + (job % kWords) * 32;
+    uint32_t bits = 0;
+#pragma unroll 1
+    for (uint64_t block = word_first / 4; block * 4 < word_first + kWordKeys; ++block) {
+      const philox::Uint4 numbers = philox::Block(p.seed, p.stream, p.offset + block);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const uint64_t element = block * 4 + c;
+        if (element >= word_first && element < word_first + kWordKeys &&
+            DropoutKeeps(numbers, c, p.dropout)) {
+          bits |= 1u << (element - word_first);
+        }
+      }
+    }
+    masks[job] = bits;
+  }
+  __syncwarp();
 }
 
 // Starts copying rows [row0, row0 + kRows) of a [len, kHeadDim] matrix,

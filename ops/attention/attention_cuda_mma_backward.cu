@@ -42,13 +42,14 @@ struct BackwardTiles {
   static constexpr int kOutTiles = kHeadDim / 8;
   static constexpr size_t kSmemBytes =
       sizeof(bf16) * ((2 * kBlockN + 4 * kBlockM) * kHeadDim + kBlockN * kBlockM) +
-      sizeof(float) * 2 * kBlockM;
+      sizeof(float) * 2 * kBlockM + sizeof(uint32_t) * kMmaWarps * kBlockM;
 };
 
 template <typename E, int kHeadDim, int kMinBlocks>
 __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
     BackwardMmaKernel(AttentionCudaProblem p, const E* q, const E* k, const E* v, const float* lse,
-                      const float* delta, const E* d_out, float* dq_accum, E* dk, E* dv) {
+                      const float* delta, const E* d_out, float* dq_accum, E* dk, E* dv,
+                      bool shared_dropout) {
   using T = BackwardTiles<kHeadDim>;
   constexpr int kBlockM = T::kBlockM, kQueryTiles = T::kQueryTiles;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -63,6 +64,9 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
   // exp2(x - lse) = 0), and delta.
   float* s_lse = reinterpret_cast<float*>(s_ds + kBlockN * kBlockM);
   float* s_delta = s_lse + kBlockM;
+  // Dropout's keep bits of each warp's 16 keys, a word per query of the
+  // step (WarpKeepMasks).
+  uint32_t* s_keep = reinterpret_cast<uint32_t*>(s_delta + kBlockM) + (threadIdx.x / 32) * kBlockM;
 
   const int64_t k_tiles = (p.k_len + kBlockN - 1) / kBlockN;
   const int64_t bh = blockIdx.x / k_tiles;
@@ -175,7 +179,18 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
     const bool masked = c0 + kBlockN > RowKeyEnd(p, key_end, q0) || bias != nullptr;
     uint32_t kept = ~0u;
     float keep_scale = 1.0f;
-    if (p.dropout > 0.0f) {
+    if (p.dropout > 0.0f && shared_dropout) {
+      // Bit i: key g + (i % 4 / 2) * 8 of the warp's, query (i / 4) * 8 +
+      // 2t + i % 2 of the step's.
+      WarpKeepMasks<kBlockM, 16>(p, (bh * p.q_len + q0) * p.k_len + c0 + warp_key0, lane, s_keep);
+      kept = 0;
+#pragma unroll
+      for (int i = 0; i < kQueryTiles * 4; ++i) {
+        const uint32_t row = s_keep[(i / 4) * 8 + 2 * t + i % 2];
+        kept |= ((row >> (g + (i % 4 / 2) * 8)) & 1u) << i;
+      }
+      keep_scale = 1.0f / (1.0f - p.dropout);
+    } else if (p.dropout > 0.0f) {
       kept = DropoutKeptBits<kQueryTiles * 4, /*kShareBlocks=*/false>(p, [&](int i) {
         const int64_t key = c0 + warp_key0 + g + (i % 4 / 2) * 8;
         const int64_t query = q0 + (i / 4) * 8 + 2 * t + i % 2;
@@ -329,7 +344,8 @@ const char* LaunchBackwardMma(const AttentionCudaProblem& p, const void* q, cons
   }
   kernel<<<static_cast<unsigned>(blocks), kMmaThreads, T::kSmemBytes, stream>>>(
       p, static_cast<const E*>(q), static_cast<const E*>(k), static_cast<const E*>(v), lse, delta,
-      static_cast<const E*>(d_out), dq_accum, static_cast<E*>(dk), static_cast<E*>(dv));
+      static_cast<const E*>(d_out), dq_accum, static_cast<E*>(dk), static_cast<E*>(dv),
+      SharedDropoutMasks());
   return LastLaunchError();
 }
 

@@ -29,9 +29,9 @@
 #   train_step   benchmarks/train_step --device=cuda against PyTorch eager and
 #                torch.compile (base_25k, big_25k in bf16 with MFU; base_25k in f16)
 #   deterministic  train_step's bf16 rows with train.deterministic's kernels (its cost)
-#   occupancy    the short-problem attention kernels' modes (TFM_ATTENTION_SHORT_OCCUPANCY
-#                0, 1, 2): their tests, train_step's bf16 rows and the attention op rows
-#                in each (~250 s)
+#   occupancy    the attention kernels' settings for short problems and dropout
+#                (TFM_ATTENTION_SHORT_OCCUPANCY, TFM_ATTENTION_SHARED_DROPOUT): their
+#                tests, train_step's bf16 rows and the attention op rows in each (~300 s)
 #   train_profile  our bf16 big update op by op and shape, GPU ops waited for
 #                (TFM_PROFILE_OPS=shapes), each row against the roof
 #                (tools/profile_roofline.py: the rows that lose the most time)
@@ -53,9 +53,9 @@
 # tools/device/prepare_gpu_run.sh and prepare_gpu_run.sh --decode (two bundles,
 # side by side), and the trained model in .gpu_model/m30k (the last pack's
 # parts joined; it is there while this machine's checkout lasts). Then:
-#   1. TFM_TORCH_COMPILE=false ... tests occupancy  (~440 s; carry
-#      .device_bundle .gpu_data): the tests, then the short-problem attention
-#      kernels' three modes against each other in the same call
+#   1. TFM_TORCH_COMPILE=false ... tests occupancy  (~490 s; carry
+#      .device_bundle .gpu_data): the tests, then the attention kernels'
+#      settings for short problems and dropout against each other
 #   2. TFM_BUNDLE=.device_bundle_decode TFM_GPU_MODEL=.gpu_model/m30k ...
 #      compare decode_bench  (carry .device_bundle_decode .gpu_data .gpu_model)
 #   3. train pack  (~340 s), loss_curve, train_profile: when a session has
@@ -310,30 +310,38 @@ if run deterministic; then
 fi
 
 if run occupancy; then
-  # The short-problem attention kernels (ops/attention/attention_cuda_mma.cuh,
-  # ShortProblemMode): TFM_ATTENTION_SHORT_OCCUPANCY 0 (uncapped), 1 (the
-  # default: a register cap), 2 (1 and persistent forward blocks). First the
-  # attention tests in modes 0 and 2 (the tests stage ran 1), then the bf16
-  # base and big updates (~48-token rows) in each mode, then the attention
-  # rows of the op profile in each.
-  for setting in 0 2; do
-    echo "-- attention tests, TFM_ATTENTION_SHORT_OCCUPANCY=$setting"
-    TFM_ATTENTION_SHORT_OCCUPANCY=$setting TFM_TESTS='ops/attention/attention_cuda_test' \
-      timeout 120 "$bundle/run_gpu_tests.sh"
+  # The attention kernels' choices for short problems and dropout, each
+  # against the others in one call: TFM_ATTENTION_SHORT_OCCUPANCY 0
+  # (uncapped), 1 (the default: a register cap), 2 (1 and persistent forward
+  # blocks), ops/attention/attention_cuda_mma.cuh's ShortProblemMode; and
+  # TFM_ATTENTION_SHARED_DROPOUT 0 (each thread draws its own elements'
+  # Philox blocks) or 1 (the default: a warp's lanes draw whole blocks,
+  # WarpKeepMasks). First the attention tests in the settings the tests
+  # stage did not run, then the bf16 base and big updates (~48-token rows,
+  # dropout 0.1) in each setting, then the attention rows of the op profile.
+  settings=("0 0" "1 0" "1 1" "2 1")
+  for tested in "0 0" "2 1"; do
+    read -r short shared <<<"$tested"
+    echo "-- attention tests, TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared"
+    TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared \
+      TFM_TESTS='ops/attention/attention_cuda_test' timeout 120 "$bundle/run_gpu_tests.sh"
   done
-  for setting in 0 1 2; do
-    echo "-- train_step, TFM_ATTENTION_SHORT_OCCUPANCY=$setting"
-    TFM_ATTENTION_SHORT_OCCUPANCY=$setting timeout 100 "$bundle/run_bundle.sh" \
-      benchmarks/train_step --device=cuda --dtype=bf16 --presets=base_25k,big_25k --steps=5 \
-      --threads=16 --torch_compile=false --peer_python=python3 |
-      grep -E '^(ours|torch|check|per preset|train MFU)'
-  done
-  for setting in 0 1 2; do
-    echo "-- op profile, TFM_ATTENTION_SHORT_OCCUPANCY=$setting"
-    TFM_ATTENTION_SHORT_OCCUPANCY=$setting TFM_PROFILE_OPS=shapes timeout 100 \
+  for setting in "${settings[@]}"; do
+    read -r short shared <<<"$setting"
+    echo "-- train_step, TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared"
+    TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared timeout 100 \
       "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=bf16 \
-      --presets=big_25k --steps=2 --threads=16 --torch_compile=false --profile_ops \
-      --peer_python=python3 | grep -E '^scaled_dot_product_attention|^all ops'
+      --presets=base_25k,big_25k --steps=5 --threads=16 --torch_compile=false \
+      --peer_python=python3 | grep -E '^(ours|torch|check|per preset|train MFU)'
+  done
+  for setting in "${settings[@]}"; do
+    read -r short shared <<<"$setting"
+    echo "-- op profile, TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared"
+    TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared \
+      TFM_PROFILE_OPS=shapes timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step \
+      --device=cuda --dtype=bf16 --presets=big_25k --steps=2 --threads=16 \
+      --torch_compile=false --profile_ops --peer_python=python3 |
+      grep -E '^scaled_dot_product_attention|^all ops'
   done
 fi
 
