@@ -27,16 +27,16 @@
 #include "core/op_registry.h"
 #include "core/paths.h"
 #include "core/plugin_loader.h"
+#include "core/status_macros.h"
+#include "core/task_registry.h"
+#include "google/protobuf/text_format.h"
+#include "layers/decoder_input_hook.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_directory.h"
 #include "runtime/train/stop_signal.h"
-#include "tasks/plugin_abi_version.h"
-#include "core/status_macros.h"
-#include "core/task_registry.h"
 #include "tasks/common/quantized_model.h"
 #include "tasks/common/shortlist_command.h"
-#include "google/protobuf/text_format.h"
-#include "layers/decoder_input_hook.h"
+#include "tasks/plugin_abi_version.h"
 
 ABSL_FLAG(std::string, config, "",
           "task config: a .pbtxt file or a preset name (ende_base, ende_gettext, ...); task "
@@ -322,13 +322,13 @@ absl::Status CheckFlagValues(const DriverOptions& options) {
   }
   const DecodeRequest& decode = options.decode;
   if (!std::isfinite(options.minutes) || options.minutes < 0) {
-    problems.push_back(absl::StrCat("--minutes=", options.minutes,
-                                    ": must be a number >= 0 (0: no limit)"));
+    problems.push_back(
+        absl::StrCat("--minutes=", options.minutes, ": must be a number >= 0 (0: no limit)"));
   }
   const auto at_least = [&](const char* flag, double value, double minimum, const char* meaning) {
     if (!(value >= minimum)) {
-      problems.push_back(absl::StrCat("--", flag, "=", value, ": must be >= ", minimum, " (",
-                                      meaning, ")"));
+      problems.push_back(
+          absl::StrCat("--", flag, "=", value, ": must be >= ", minimum, " (", meaning, ")"));
     }
   };
   at_least("last", options.average_last, 0, "0: the config's train.average_last_checkpoints");
@@ -348,12 +348,41 @@ absl::Status CheckFlagValues(const DriverOptions& options) {
   return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
 }
 
+// Flags that only some commands read: given to another, they would be
+// ignored without a word (`translate --split=test` decodes standard input;
+// `evaluate --minutes=5` has nothing to time). The commands by the names
+// users type; translate, parse and decode are one command.
+absl::Status CheckFlagsForCommand(const DriverOptions& options) {
+  static const auto* readers = new std::map<std::string, std::set<std::string>>{
+      {"split", {"evaluate"}}, {"src", {"evaluate"}}, {"ref", {"evaluate"}},
+      {"input", {"decode"}},   {"nbest", {"decode"}}, {"minutes", {"train", "run"}},
+      {"last", {"average"}},
+  };
+  const std::string command =
+      options.mode == "translate" || options.mode == "parse" ? "decode" : options.mode;
+  std::vector<std::string> problems;
+  for (const std::string& flag : options.given_flags) {
+    const auto it = readers->find(flag);
+    if (it == readers->end() || it->second.count(command) > 0) continue;
+    std::vector<std::string> names;
+    for (const std::string& reader : it->second) {
+      names.push_back(reader == "decode" ? "translate/parse/decode" : reader);
+    }
+    problems.push_back(absl::StrCat("--", flag, " is not read by ", options.mode, " (only by ",
+                                    absl::StrJoin(names, " and "), ")"));
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
+}
+
 }  // namespace
 
 absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   TFM_RETURN_IF_ERROR(CheckFlagValues(options));
+  TFM_RETURN_IF_ERROR(CheckFlagsForCommand(options));
   TFM_RETURN_IF_ERROR(RegistrationJournal::Get().Check());
-  TFM_ASSIGN_OR_RETURN(std::vector<LoadedPlugin> plugins, LoadPlugins(options.plugins, TFM_PLUGIN_ABI_VERSION));
+  TFM_ASSIGN_OR_RETURN(std::vector<LoadedPlugin> plugins,
+                       LoadPlugins(options.plugins, TFM_PLUGIN_ABI_VERSION));
   for (const LoadedPlugin& plugin : plugins) {
     out << "loaded plugin " << plugin.path << ": " << absl::StrJoin(plugin.registered, ", ")
         << "\n";
@@ -381,12 +410,12 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   absl::StatusOr<std::unique_ptr<Task>> created = CreateTask(loaded.config.task());
   if (!created.ok()) {
     // Most often a plugin's task whose library was not loaded.
-    return absl::Status(created.status().code(),
-                        absl::StrCat(loaded.sources.Describe("task"), ": task: ",
-                                     created.status().message(),
-                                     plugins.empty() ? "; a plugin's task needs its library: "
-                                                       "--plugin=PATH/libNAME.so"
-                                                     : ""));
+    return absl::Status(
+        created.status().code(),
+        absl::StrCat(loaded.sources.Describe("task"), ": task: ", created.status().message(),
+                     plugins.empty() ? "; a plugin's task needs its library: "
+                                       "--plugin=PATH/libNAME.so"
+                                     : ""));
   }
   std::unique_ptr<Task> task = *std::move(created);
   TFM_ASSIGN_OR_RETURN(std::shared_ptr<const TaskDef> def,
@@ -469,7 +498,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "\n  --plugin=LIB.so              load a plugin first (repeatable)"
       "\n  --device=auto|cpu|cuda[:N]   run, train, translate, parse, evaluate: where to train and "
       "decode (train.device, decode.device; default auto)"
-      "\n  --dtype=f32|bf16|f16         translate, parse, evaluate: decoding's dtype (decode.dtype; 16-bit on a GPU)"
+      "\n  --dtype=f32|bf16|f16         translate, parse, evaluate: decoding's dtype "
+      "(decode.dtype; 16-bit on a GPU)"
       "\n  --max_tokens=N               translate, parse, evaluate: batch by a budget of source "
       "tokens x beam (decode.max_tokens)");
   // --help lists the driver's own flags (absl's default only shows flags
@@ -481,8 +511,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
   DriverOptions options;
-  std::vector<char*> rest =
-      ExtractTaskFlags(ExtractRepeatedFlags(argc, argv, &options), &options);
+  std::vector<char*> rest = ExtractTaskFlags(ExtractRepeatedFlags(argc, argv, &options), &options);
   const std::vector<char*> positional =
       absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
   if (positional.size() > 2) {
@@ -569,6 +598,13 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   options.decode.beam = absl::GetFlag(FLAGS_beam);
   options.decode.alpha = absl::GetFlag(FLAGS_alpha);
   options.decode.nbest = absl::GetFlag(FLAGS_nbest);
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    // (Abseil keeps "given on the command line" private: a flag set to its
+    // default changes nothing, so its value is what counts.)
+    if (flag->CurrentValue() != flag->DefaultValue()) {
+      options.given_flags.push_back(std::string(name));
+    }
+  }
   absl::Status status = RunDriver(options, std::cout);
   // Training stopped by SIGINT or SIGTERM wrote its checkpoint; the exit
   // status says it was interrupted, as the shell's convention has it.

@@ -22,17 +22,20 @@ struct DriverOptions {
   std::vector<std::string> overrides;  // --set=section.field=value, repeatable.
   // What --device and --dtype set (after the overrides), named as typed.
   std::vector<FlagOverride> flag_overrides;
-  std::string config;                  // --config=PATH.
-  std::string mode = "validate";       // The command, or --mode=.
-  bool list = false;                   // --list.
-  std::string work_dir;                // --workdir=DIR (default: data.work_dir).
-  std::string data_dir;                // --data=DIR: corpora from there (empty: the config's).
-  double minutes = 0;                  // --minutes=N: train's time limit (0: none).
-  int average_last = 0;                // --last=N: average's checkpoint count.
-  DecodeRequest decode;                // --model, --input, --output, --src, --ref, ...
+  std::string config;             // --config=PATH.
+  std::string mode = "validate";  // The command, or --mode=.
+  bool list = false;              // --list.
+  std::string work_dir;           // --workdir=DIR (default: data.work_dir).
+  std::string data_dir;           // --data=DIR: corpora from there (empty: the config's).
+  double minutes = 0;             // --minutes=N: train's time limit (0: none).
+  int average_last = 0;           // --last=N: average's checkpoint count.
+  DecodeRequest decode;           // --model, --input, --output, --src, --ref, ...
   // The task's own flags (TaskDef::flags) by name: --name=value.
   std::map<std::string, std::string> task_flags;
-  std::string program;                 // argv[0]'s base name.
+  std::string program;  // argv[0]'s base name.
+  // The flags given a value other than their default (their names, without
+  // "--"): one that the command does not read is an error.
+  std::vector<std::string> given_flags;
 };
 
 // Takes every --plugin and --set out of argv (absl flags keep only the last

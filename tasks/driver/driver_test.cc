@@ -35,17 +35,23 @@ TEST(DriverTest, RepeatedFlagsAreAllKept) {
 // driver's: a built-in task's with its value in the same or the next
 // argument, any other (a plugin's, not loaded yet) as --name=value.
 TEST(DriverTest, TaskFlagsAreTakenOutForTheTask) {
-  std::vector<std::string> args = {"prog", "parse",       "--config=c",      "--tag_dictionary=3",
-                                   "--open_class_tags", "1", "--nolist", "--plugin_setting=x",
-                                   "--", "--tag_dictionary=9"};
+  std::vector<std::string> args = {"prog",
+                                   "parse",
+                                   "--config=c",
+                                   "--tag_dictionary=3",
+                                   "--open_class_tags",
+                                   "1",
+                                   "--nolist",
+                                   "--plugin_setting=x",
+                                   "--",
+                                   "--tag_dictionary=9"};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   DriverOptions options;
   std::vector<char*> rest = ExtractTaskFlags(argv, &options);
-  EXPECT_EQ(options.task_flags, (std::map<std::string, std::string>{
-                                    {"tag_dictionary", "3"},
-                                    {"open_class_tags", "1"},
-                                    {"plugin_setting", "x"}}));
+  EXPECT_EQ(options.task_flags,
+            (std::map<std::string, std::string>{
+                {"tag_dictionary", "3"}, {"open_class_tags", "1"}, {"plugin_setting", "x"}}));
   ASSERT_EQ(rest.size(), 6u);
   EXPECT_STREQ(rest[1], "parse");
   EXPECT_STREQ(rest[2], "--config=c");
@@ -183,6 +189,40 @@ TEST(DriverTest, NumericFlagsOutOfRangeAreErrors) {
   EXPECT_NE(RunDriver(options, out).message().find("--alpha=-0.5"), std::string::npos);
 }
 
+// A flag only other commands read is an error, named with the commands that
+// read it; the same flag given to its own command passes this check.
+TEST(DriverTest, FlagsTheCommandDoesNotReadAreErrors) {
+  std::ostringstream out;
+  DriverOptions options;
+  options.config = testing::RunfilePath("tasks/translation/configs/ende_gettext.pbtxt");
+  options.mode = "translate";
+  options.given_flags = {"split", "minutes", "beam", "config"};
+  const absl::Status status = RunDriver(options, out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("--split is not read by translate (only by evaluate)"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("--minutes is not read by translate (only by run and train)"),
+            std::string::npos)
+      << status;
+  EXPECT_EQ(status.message().find("--beam"), std::string::npos) << status;
+  options.mode = "evaluate";
+  options.given_flags = {"nbest", "input", "last"};
+  const absl::Status evaluate = RunDriver(options, out);
+  for (const char* expected :
+       {"--nbest is not read by evaluate (only by translate/parse/decode)",
+        "--input is not read by evaluate", "--last is not read by evaluate"}) {
+    EXPECT_NE(evaluate.message().find(expected), std::string::npos) << expected << "\n" << evaluate;
+  }
+  // Read by its command: no such error (the command fails later, for want
+  // of a model).
+  options.given_flags = {"split", "src", "ref"};
+  EXPECT_EQ(RunDriver(options, out).message().find("is not read by"), std::string::npos);
+  options.mode = "parse";
+  options.given_flags = {"nbest", "input"};
+  EXPECT_EQ(RunDriver(options, out).message().find("is not read by"), std::string::npos);
+}
+
 // validate checks the files a run would read, a shortlist among them, but
 // not the devices.
 TEST(DriverTest, ValidateChecksAShortlistFile) {
@@ -228,8 +268,7 @@ TEST(DriverTest, PresetNamesResolveBesideTheDefaultAndInEveryTask) {
   const std::string configs = default_config.substr(0, default_config.rfind('/') + 1);
   EXPECT_EQ(ResolvePreset("ende_base", default_config), configs + "ende_base.pbtxt");
   const std::string parsing = ResolvePreset("wsj_parsing", default_config);
-  EXPECT_NE(parsing.find("/tasks/parsing/configs/wsj_parsing.pbtxt"), std::string::npos)
-      << parsing;
+  EXPECT_NE(parsing.find("/tasks/parsing/configs/wsj_parsing.pbtxt"), std::string::npos) << parsing;
   // Paths and unknown names are left to the loader, which names the file.
   EXPECT_EQ(ResolvePreset("/abs/x.pbtxt", default_config), "/abs/x.pbtxt");
   EXPECT_EQ(ResolvePreset("no_such_preset", default_config).find(configs), std::string::npos);
