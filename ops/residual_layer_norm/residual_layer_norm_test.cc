@@ -256,11 +256,15 @@ TEST(ResidualLayerNormTest, Bf16OnCpuSaysThereIsNoKernel) {
 // and of each output; the statistics stay f32 and match to 1e-5). Shapes: one element, rows
 // inside Philox blocks (d = 7, 37), a warp per row (d <= 1024) and a block
 // per row (d > 1024), no rows, and rows enough for several column chunks;
-// small enough for compute-sanitizer. Prints the largest differences.
+// the row kernels' layouts (d = 40: 1 quad a lane, 200: 2, 512: 4, 1024: 8,
+// 2048: the backward's block per row, over 2 chunks) and the general
+// kernels past the row kernels' longest row (4100); small enough for
+// compute-sanitizer. Prints the largest differences.
 TEST(ResidualLayerNormTest, CudaMatchesCpu) {
   TFM_SKIP_WITHOUT_GPU();
-  const Shape shapes[] = {{1, 1},     {3, 7},     {5, 37},  {2, 3, 512},
-                          {300, 1024}, {3, 1025}, {0, 8},   {2100, 33}};
+  const Shape shapes[] = {{1, 1},      {3, 7},    {5, 37},     {2, 3, 512},
+                          {300, 1024}, {3, 1025}, {0, 8},      {2100, 33},
+                          {9, 40},     {4, 200},  {130, 2048}, {2, 4100}};
   uint64_t stream = 2000;
   for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     const bool bf16 = dtype != DType::kF32;  // Or f16: bf16's bounds hold it.
@@ -346,22 +350,85 @@ TEST(ResidualLayerNormTest, CudaDrawsTheCpuMask) {
 }
 
 // dgain, dbias and dh_bias are summed without atomics: every run gives the
-// same bits.
+// same bits (f32 rows of 96, and bf16 rows of 1024 over 5 chunks).
 TEST(ResidualLayerNormTest, CudaBackwardIsReproducible) {
   TFM_SKIP_WITHOUT_GPU();
-  const Problem in({5000, 96}, 0.1, 4000);
-  const Tensor x = OnCuda(in.x), h = OnCuda(in.h), gain = OnCuda(in.gain);
-  absl::StatusOr<ResidualLayerNormOutputs> out = ResidualLayerNorm(
-      x, h, OnCuda(in.h_bias), gain, OnCuda(in.bias), in.dropout);
-  ASSERT_TRUE(out.ok()) << out.status();
-  const Tensor dout = OnCuda(in.dout);
-  absl::StatusOr<ResidualLayerNormGrads> first =
-      ResidualLayerNormBackward(dout, *out, gain, in.dropout, true);
-  absl::StatusOr<ResidualLayerNormGrads> second =
-      ResidualLayerNormBackward(dout, *out, gain, in.dropout, true);
-  ASSERT_TRUE(first.ok() && second.ok());
-  EXPECT_TRUE(SameBits(HostF32(first->dgain), HostF32(second->dgain)));
-  EXPECT_TRUE(SameBits(HostF32(first->dh_bias), HostF32(second->dh_bias)));
+  const struct {
+    Shape shape;
+    DType dtype;
+  } cases[] = {{{5000, 96}, DType::kF32}, {{600, 1024}, DType::kBF16}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.shape) + " " + std::string(DTypeName(c.dtype)));
+    const Problem in(c.shape, 0.1, 4000);
+    auto gpu = [&](const Tensor& t) { return OnCuda(HostAs(t, c.dtype)); };
+    const Tensor x = gpu(in.x), h = gpu(in.h), gain = gpu(in.gain);
+    absl::StatusOr<ResidualLayerNormOutputs> out =
+        ResidualLayerNorm(x, h, gpu(in.h_bias), gain, gpu(in.bias), in.dropout);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const Tensor dout = gpu(in.dout);
+    absl::StatusOr<ResidualLayerNormGrads> first =
+        ResidualLayerNormBackward(dout, *out, gain, in.dropout, true);
+    absl::StatusOr<ResidualLayerNormGrads> second =
+        ResidualLayerNormBackward(dout, *out, gain, in.dropout, true);
+    ASSERT_TRUE(first.ok() && second.ok());
+    EXPECT_TRUE(SameBits(HostF32(first->dgain), HostF32(second->dgain)));
+    EXPECT_TRUE(SameBits(HostF32(first->dbias), HostF32(second->dbias)));
+    EXPECT_TRUE(SameBits(HostF32(first->dh_bias), HostF32(second->dh_bias)));
+  }
+}
+
+// A view that starts one element into its buffer: the same values as
+// OnCuda(HostAs(t, dtype)), not aligned for the row kernels' quads.
+Tensor UnalignedOnCuda(const Tensor& t, DType dtype) {
+  const int64_t n = t.num_elements();
+  Tensor padded = *Tensor::Zeros({n + 1}, DType::kF32);
+  std::memcpy(padded.data<float>() + 1, t.data<float>(), n * sizeof(float));
+  return *OnCuda(HostAs(padded, dtype)).Slice(1, n + 1)->Reshape(t.shape());
+}
+
+// The row kernels (rows of a multiple of 4, aligned tensors) against the
+// general kernels, which take the same problem when x or dout starts off a
+// quad: out, sum, mean, rstd, dx and dh bit for bit (the same arithmetic in
+// the same order), dgain, dbias and dh_bias as sums of the same terms in
+// another order. Rows of 1024 (a warp per row, 3 chunks, the last partial),
+// 2048 (the backward's block per row; the general forward on both sides)
+// and 40 (1 quad on 10 of the 32 lanes).
+TEST(ResidualLayerNormTest, CudaRowKernelsEqualTheGeneralKernels) {
+  TFM_SKIP_WITHOUT_GPU();
+  uint64_t stream = 5000;
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    const Tolerance sums{
+        .atol = 0.0, .rtol = dtype == DType::kF32 ? 1e-5 : 1e-2, .relative_to_max = true};
+    for (const Shape& shape : {Shape{300, 1024}, Shape{130, 2048}, Shape{9, 40}}) {
+      SCOPED_TRACE(ShapeToString(shape) + " " + std::string(DTypeName(dtype)));
+      const Problem in(shape, 0.1, stream += 10);
+      auto gpu = [&](const Tensor& t) { return OnCuda(HostAs(t, dtype)); };
+      const Tensor h = gpu(in.h), h_bias = gpu(in.h_bias), gain = gpu(in.gain),
+                   bias = gpu(in.bias);
+      absl::StatusOr<ResidualLayerNormOutputs> rows =
+          ResidualLayerNorm(gpu(in.x), h, h_bias, gain, bias, in.dropout);
+      absl::StatusOr<ResidualLayerNormOutputs> general =
+          ResidualLayerNorm(UnalignedOnCuda(in.x, dtype), h, h_bias, gain, bias, in.dropout);
+      ASSERT_TRUE(rows.ok()) << rows.status();
+      ASSERT_TRUE(general.ok()) << general.status();
+      EXPECT_TRUE(SameBits(HostF32(rows->sum), HostF32(general->sum)));
+      EXPECT_TRUE(SameBits(HostF32(rows->out), HostF32(general->out)));
+      EXPECT_TRUE(SameBits(HostF32(rows->mean), HostF32(general->mean)));
+      EXPECT_TRUE(SameBits(HostF32(rows->rstd), HostF32(general->rstd)));
+
+      absl::StatusOr<ResidualLayerNormGrads> row_grads =
+          ResidualLayerNormBackward(gpu(in.dout), *rows, gain, in.dropout, true);
+      absl::StatusOr<ResidualLayerNormGrads> general_grads = ResidualLayerNormBackward(
+          UnalignedOnCuda(in.dout, dtype), *rows, gain, in.dropout, true);
+      ASSERT_TRUE(row_grads.ok()) << row_grads.status();
+      ASSERT_TRUE(general_grads.ok()) << general_grads.status();
+      EXPECT_TRUE(SameBits(HostF32(row_grads->dx), HostF32(general_grads->dx)));
+      EXPECT_TRUE(SameBits(HostF32(row_grads->dh), HostF32(general_grads->dh)));
+      EXPECT_TRUE(AllClose(HostF32(row_grads->dgain), HostF32(general_grads->dgain), sums));
+      EXPECT_TRUE(AllClose(HostF32(row_grads->dbias), HostF32(general_grads->dbias), sums));
+      EXPECT_TRUE(AllClose(HostF32(row_grads->dh_bias), HostF32(general_grads->dh_bias), sums));
+    }
+  }
 }
 
 }  // namespace

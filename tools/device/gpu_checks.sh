@@ -30,8 +30,9 @@
 #                torch.compile (base_25k, big_25k in bf16 with MFU; base_25k in f16)
 #   deterministic  train_step's bf16 rows with train.deterministic's kernels (its cost)
 #   occupancy    the attention kernels' settings for short problems and dropout
-#                (TFM_ATTENTION_SHORT_OCCUPANCY, TFM_ATTENTION_SHARED_DROPOUT): their
-#                tests, train_step's bf16 rows and the attention op rows in each (~300 s)
+#                (TFM_ATTENTION_SHORT_OCCUPANCY, TFM_ATTENTION_SHARED_DROPOUT) and the
+#                residual LayerNorm's (TFM_LAYER_NORM_FUSED): their tests, train_step's
+#                bf16 rows and the op profile's rows in each (~310 s)
 #   train_profile  our bf16 big update op by op and shape, GPU ops waited for
 #                (TFM_PROFILE_OPS=shapes), each row against the roof
 #                (tools/profile_roofline.py: the rows that lose the most time)
@@ -53,7 +54,7 @@
 # tools/device/prepare_gpu_run.sh and prepare_gpu_run.sh --decode (two bundles,
 # side by side), and the trained model in .gpu_model/m30k (the last pack's
 # parts joined; it is there while this machine's checkout lasts). Then:
-#   1. TFM_TORCH_COMPILE=false ... tests occupancy  (~490 s; carry
+#   1. TFM_TORCH_COMPILE=false ... tests occupancy  (~500 s; carry
 #      .device_bundle .gpu_data): the tests, then the attention kernels'
 #      settings for short problems and dropout against each other
 #   2. TFM_BUNDLE=.device_bundle_decode TFM_GPU_MODEL=.gpu_model/m30k ...
@@ -326,7 +327,7 @@ if run occupancy; then
     TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared \
       TFM_TESTS='ops/attention/attention_cuda_test' timeout 120 "$bundle/run_gpu_tests.sh"
   done
-  for setting in "${settings[@]}"; do
+  for setting in "0 0" "1 1" "2 1"; do
     read -r short shared <<<"$setting"
     echo "-- train_step, TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared"
     TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared timeout 100 \
@@ -334,6 +335,17 @@ if run occupancy; then
       --presets=base_25k,big_25k --steps=5 --threads=16 --torch_compile=false \
       --peer_python=python3 | grep -E '^(ours|torch|check|per preset|train MFU)'
   done
+  # The residual LayerNorm's row kernels against the general ones
+  # (TFM_LAYER_NORM_FUSED=0; the "1 1" row above has the row kernels):
+  # their tests once more with the general ones, then the updates.
+  echo "-- residual LayerNorm tests, TFM_LAYER_NORM_FUSED=0"
+  TFM_LAYER_NORM_FUSED=0 TFM_TESTS='ops/residual_layer_norm/' timeout 60 \
+    "$bundle/run_gpu_tests.sh"
+  echo "-- train_step, TFM_LAYER_NORM_FUSED=0 (attention as in 1 1)"
+  TFM_LAYER_NORM_FUSED=0 timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step \
+    --device=cuda --dtype=bf16 --presets=base_25k,big_25k --steps=5 --threads=16 \
+    --torch_compile=false --peer_python=python3 |
+    grep -E '^(ours|torch|check|per preset|train MFU)'
   for setting in "${settings[@]}"; do
     read -r short shared <<<"$setting"
     echo "-- op profile, TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared"
@@ -341,8 +353,13 @@ if run occupancy; then
       TFM_PROFILE_OPS=shapes timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step \
       --device=cuda --dtype=bf16 --presets=big_25k --steps=2 --threads=16 \
       --torch_compile=false --profile_ops --peer_python=python3 |
-      grep -E '^scaled_dot_product_attention|^all ops'
+      grep -E '^scaled_dot_product_attention|^residual_layer_norm|^all ops'
   done
+  echo "-- op profile, TFM_LAYER_NORM_FUSED=0"
+  TFM_LAYER_NORM_FUSED=0 TFM_PROFILE_OPS=shapes timeout 100 "$bundle/run_bundle.sh" \
+    benchmarks/train_step --device=cuda --dtype=bf16 --presets=big_25k --steps=2 --threads=16 \
+    --torch_compile=false --profile_ops --peer_python=python3 |
+    grep -E '^residual_layer_norm|^all ops'
 fi
 
 if run train_profile; then
