@@ -35,6 +35,12 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib"
 cp -rL "$bin/_solib_k8" "$stage/" 2>/dev/null || true
 declare -A libs
+# The system libraries `file` needs (ldd), less glibc, libstdc++/libgcc,
+# CUDA's and our own.
+system_deps() {
+  ldd "$1" 2>/dev/null | awk '$3 ~ /^\// {print $3}' |
+    grep -v -E '/usr/local/cuda|/lib(c|m|pthread|dl|rt|util|resolv)\.so|/libstdc\+\+|/libgcc_s|ld-linux|/_solib_k8/'
+}
 for label in "$@"; do
   path="${label#//}"; path="${path/://}"
   mkdir -p "$stage/$(dirname "$path")"
@@ -43,16 +49,23 @@ for label in "$@"; do
     cp -rL "$bin/$path.runfiles" "$stage/$path.runfiles"
     find "$stage/$path.runfiles" -depth -name peer_python_env -exec rm -rf {} +
   fi
-  while read -r lib; do libs["$lib"]=1; done < <(
-    ldd "$bin/$path" | awk '$3 ~ /^\// {print $3}' |
-      grep -v -E '/usr/local/cuda|/lib(c|m|pthread|dl|rt|util|resolv)\.so|/libstdc\+\+|/libgcc_s|ld-linux|/_solib_k8/')
+  while read -r lib; do libs["$lib"]=1; done < <(system_deps "$bin/$path")
 done
-# dlopen()ed at run time: OpenBLAS (ops/blas), jemalloc (the benchmarks'
-# caching-malloc peer), our SentencePiece wrapper's dependencies.
+# dlopen()ed at run time, so no binary's ldd names their dependencies: our
+# own shared libraries in the runfiles (the SentencePiece wrapper, whose
+# libsentencepiece and libsentencepiece_train must be this machine's
+# version: a missing libsentencepiece_train let the GPU machine's own, of
+# another version, crash every vocabulary training there, 2026-11-28),
+# OpenBLAS (ops/blas) and jemalloc (the benchmarks' caching-malloc peer).
+while read -r so; do
+  while read -r lib; do libs["$lib"]=1; done < <(system_deps "$so")
+done < <(find "$stage" -name '*.so' -type f)
 ldconfig -p >"$stage/ldcache"
-for extra in libopenblas.so.0 libjemalloc.so.2 libsentencepiece.so.0 libgfortran.so.5 libquadmath.so.0; do
+for extra in libopenblas.so.0 libjemalloc.so.2; do
   found="$(awk -v n="$extra" '$1 == n {print $NF; exit}' "$stage/ldcache")"
-  [[ -n "$found" ]] && libs["$found"]=1
+  [[ -z "$found" ]] && continue
+  libs["$found"]=1
+  while read -r lib; do libs["$lib"]=1; done < <(system_deps "$found")
 done
 rm "$stage/ldcache"
 for lib in "${!libs[@]}"; do cp -L "$lib" "$stage/lib/"; done
