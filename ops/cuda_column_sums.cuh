@@ -92,26 +92,41 @@ struct ColumnOutputs {
 
 // out[k][column] = the chunks' partial sums k, kRowLanes lanes per column
 // each over a fixed stride of chunks, then the lanes in order. Grid:
-// ColumnTiles(d) blocks of kThreads.
-template <typename D>
+// ColumnTiles(d) blocks of kThreads. kSums is a template parameter so that
+// the totals stay in registers (indexed by a run-time count they went to
+// local memory, read and written at every chunk).
+template <typename D, int kSums>
 __global__ void __launch_bounds__(kThreads)
-    ColumnTotalsKernel(const float* __restrict__ partial, int64_t chunks, int sums, int64_t d,
+    ColumnTotalsKernel(const float* __restrict__ partial, int64_t chunks, int64_t d,
                        ColumnOutputs<D> outputs) {
   __shared__ float lanes[kRowLanes][kColumns];
   const int column_lane = threadIdx.x % kColumns, row_lane = threadIdx.x / kColumns;
   const int64_t column = static_cast<int64_t>(blockIdx.x) * kColumns + column_lane;
-  float totals[kMaxSums] = {};
+  float totals[kSums] = {};
   if (column < d) {
     for (int64_t chunk = row_lane; chunk < chunks; chunk += kRowLanes) {
-      for (int k = 0; k < sums; ++k) totals[k] += partial[(chunk * sums + k) * d + column];
+#pragma unroll
+      for (int k = 0; k < kSums; ++k) totals[k] += partial[(chunk * kSums + k) * d + column];
     }
   }
-  for (int k = 0; k < sums; ++k) {
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) {
     totals[k] = SumRowLanes(totals[k], lanes);
     if (row_lane == 0 && column < d) {
       outputs.out[k][column] = cuda_elementwise::FromFloat<D>(totals[k]);
     }
   }
+}
+
+// outputs.out[k][0..d) = the totals of `chunks` chunks of partial sums
+// k < kSums laid out [chunk][k][d] (ColumnPartialsKernel's layout).
+template <int kSums, typename D>
+const char* LaunchColumnTotals(const float* partial, int64_t chunks, int64_t d,
+                               ColumnOutputs<D> outputs, cudaStream_t stream) {
+  static_assert(kSums <= kMaxSums, "ColumnOutputs holds kMaxSums columns");
+  ColumnTotalsKernel<D, kSums>
+      <<<ColumnTiles(d), kThreads, 0, stream>>>(partial, chunks, d, outputs);
+  return cuda_elementwise::LastError();
 }
 
 // outputs.out[k][0..d) = the column sums k < kSums of `rows` rows, through
@@ -128,9 +143,7 @@ const char* LaunchColumnSums(Accumulate accumulate, int64_t rows, int64_t d, flo
         <<<grid, kThreads, 0, stream>>>(accumulate, rows, d, ChunkRows(rows), workspace);
     if (const char* error = cuda_elementwise::LastError()) return error;
   }
-  ColumnTotalsKernel<D>
-      <<<ColumnTiles(d), kThreads, 0, stream>>>(workspace, chunks, kSums, d, outputs);
-  return cuda_elementwise::LastError();
+  return LaunchColumnTotals<kSums>(workspace, chunks, d, outputs, stream);
 }
 
 }  // namespace cuda_column_sums

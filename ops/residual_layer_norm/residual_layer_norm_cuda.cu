@@ -50,9 +50,8 @@ namespace {
 
 using cuda_column_sums::ChunkRows;
 using cuda_column_sums::ColumnOutputs;
-using cuda_column_sums::ColumnTiles;
-using cuda_column_sums::ColumnTotalsKernel;
 using cuda_column_sums::LaunchColumnSums;
+using cuda_column_sums::LaunchColumnTotals;
 using cuda_column_sums::NumChunks;
 using cuda_elementwise::Aligned16;
 using cuda_elementwise::DeviceT;
@@ -150,8 +149,7 @@ __device__ __forceinline__ void KeepBits(const ResidualDropoutLaunch& dropout, i
 }
 
 // A kept value times the scale, a dropped one +0 (the dropout op's select).
-__device__ __forceinline__ float Dropped(const ResidualDropoutLaunch& dropout, bool keep,
-                                         float v) {
+__device__ __forceinline__ float Dropped(const ResidualDropoutLaunch& dropout, bool keep, float v) {
   return dropout.enabled ? (keep ? v * dropout.scale : 0.0f) : v;
 }
 
@@ -699,9 +697,7 @@ const char* LaunchBackwardRowKernels(const D* dout, const D* sum, const D* gain,
             dout, sum, gain, mean, rstd, rows, d, ChunkRows(rows), dropout, dx, dh, workspace);
   });
   if (const char* error = LastError()) return error;
-  ColumnTotalsKernel<D>
-      <<<ColumnTiles(d), kThreads, 0, stream>>>(workspace, chunks, kSums, d, totals);
-  return LastError();
+  return LaunchColumnTotals<kSums>(workspace, chunks, d, totals, stream);
 }
 
 }  // namespace
@@ -731,8 +727,8 @@ const char* LaunchResidualLayerNorm(const T* x, const T* h, const T* h_bias, con
     ResidualLayerNormKernel<kWidth, D><<<RowBlocks<kWidth>(rows), kThreads, 0, s>>>(
         reinterpret_cast<const D*>(x), reinterpret_cast<const D*>(h),
         reinterpret_cast<const D*>(h_bias), reinterpret_cast<const D*>(gain),
-        reinterpret_cast<const D*>(bias), rows, d, eps, dropout, quads,
-        reinterpret_cast<D*>(out), reinterpret_cast<D*>(sum), mean, rstd);
+        reinterpret_cast<const D*>(bias), rows, d, eps, dropout, quads, reinterpret_cast<D*>(out),
+        reinterpret_cast<D*>(sum), mean, rstd);
   });
   return LastError();
 }
@@ -745,9 +741,9 @@ int64_t ResidualLayerNormBackwardWorkspaceFloats(int64_t rows, int64_t d) {
 template <typename T>
 const char* LaunchResidualLayerNormBackward(const T* dout, const T* sum, const T* gain,
                                             const float* mean, const float* rstd, int64_t rows,
-                                            int64_t d, const ResidualDropoutLaunch& dropout,
-                                            T* dx, T* dh, T* dgain, T* dbias, T* dh_bias,
-                                            float* workspace, StreamHandle stream) {
+                                            int64_t d, const ResidualDropoutLaunch& dropout, T* dx,
+                                            T* dh, T* dgain, T* dbias, T* dh_bias, float* workspace,
+                                            StreamHandle stream) {
   using D = DeviceT<T>;
   const auto* dyd = reinterpret_cast<const D*>(dout);
   const auto* sd = reinterpret_cast<const D*>(sum);
@@ -783,13 +779,12 @@ const char* LaunchResidualLayerNormBackward(const T* dout, const T* sum, const T
                              totals, s);
 }
 
-#define TFM_INSTANTIATE_RESIDUAL_LAYER_NORM_CUDA(T)                                              \
-  template const char* LaunchResidualLayerNorm<T>(const T*, const T*, const T*, const T*,        \
-                                                  const T*, int64_t, int64_t, float,             \
-                                                  const ResidualDropoutLaunch&, T*, T*, float*,  \
-                                                  float*, StreamHandle);                         \
-  template const char* LaunchResidualLayerNormBackward<T>(                                       \
-      const T*, const T*, const T*, const float*, const float*, int64_t, int64_t,                \
+#define TFM_INSTANTIATE_RESIDUAL_LAYER_NORM_CUDA(T)                               \
+  template const char* LaunchResidualLayerNorm<T>(                                \
+      const T*, const T*, const T*, const T*, const T*, int64_t, int64_t, float,  \
+      const ResidualDropoutLaunch&, T*, T*, float*, float*, StreamHandle);        \
+  template const char* LaunchResidualLayerNormBackward<T>(                        \
+      const T*, const T*, const T*, const float*, const float*, int64_t, int64_t, \
       const ResidualDropoutLaunch&, T*, T*, T*, T*, T*, float*, StreamHandle)
 TFM_INSTANTIATE_RESIDUAL_LAYER_NORM_CUDA(float);
 TFM_INSTANTIATE_RESIDUAL_LAYER_NORM_CUDA(Half);
