@@ -18,6 +18,25 @@ namespace attention_cuda {
 
 constexpr float kNegInf = -__builtin_huge_valf();
 
+// Raises kernel kKernel's dynamic shared-memory limit to `bytes` where they
+// pass the default 48 KB, once per device: the attribute stays set, and the
+// driver call at every launch was host time before each kernel. nullptr or
+// the CUDA error text.
+template <auto kKernel>
+const char* AllowDynamicSmem(size_t bytes) {
+  if (bytes <= 48 * 1024) return nullptr;
+  constexpr int kMaxDevices = 64;
+  static std::atomic<bool> allowed[kMaxDevices] = {};
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess || device >= kMaxDevices) device = -1;
+  if (device >= 0 && allowed[device].load(std::memory_order_acquire)) return nullptr;
+  const cudaError_t error = cudaFuncSetAttribute(
+      kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (error != cudaSuccess) return cudaGetErrorString(error);
+  if (device >= 0) allowed[device].store(true, std::memory_order_release);
+  return nullptr;
+}
+
 // The current device's multiprocessor count, read once per device (the
 // grids of the kernels that size themselves to the GPU).
 inline int MultiprocessorCount() {

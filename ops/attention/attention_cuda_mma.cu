@@ -10,7 +10,9 @@
 // 16-row warp). Head size 128 keeps kMTiles = 1 so that the O accumulators
 // (64 floats) and the scores (32) fit the register file without spills, and
 // so do problems of at most 64 queries.
-// Shared memory: Q [kBlockM][d] + 2 x (K, V) [64][d] 16-bit, 48 KiB at d = 64.
+// Shared memory: Q [kBlockM][d] + 2 x (K, V) [64][d] 16-bit and each warp's
+// dropout keep bits, 41.5 KiB at d = 64 with 64-row blocks, 49 KiB with 128
+// (persistent blocks: a second Q tile).
 // Fragment layouts and the swizzle: attention_cuda_mma.cuh.
 #include <algorithm>
 
@@ -204,7 +206,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         }
       }
 
-      if (p.dropout > 0.0f && shared_dropout) {
+      // (A warp whose rows are all past q_len stores nothing: no draws.)
+      if (p.dropout > 0.0f && shared_dropout && q0 + warp_row0 < p.q_len) {
         WarpKeepMasks<16 * kMTiles, kBlockN>(p, (bh * p.q_len + q0 + warp_row0) * p.k_len + c0,
                                              lane, s_keep);
       }
@@ -358,13 +361,9 @@ const char* LaunchForwardMma(const AttentionCudaProblem& p, const void* q, const
     blocks = std::min<int64_t>(blocks, static_cast<int64_t>(MultiprocessorCount()) * kMinBlocks);
   }
   if (blocks > 0x7fffffff) return "too many query tiles for one launch";
-  const auto kernel = ForwardMmaKernel<E, kHeadDim, kMTiles, kMinBlocks, kPersistent>;
+  constexpr auto kernel = ForwardMmaKernel<E, kHeadDim, kMTiles, kMinBlocks, kPersistent>;
   constexpr size_t kSmemBytes = T::SmemBytes(kPersistent);
-  if (kSmemBytes > 48 * 1024) {
-    const cudaError_t error = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
-    if (error != cudaSuccess) return cudaGetErrorString(error);
-  }
+  if (const char* error = AllowDynamicSmem<kernel>(kSmemBytes)) return error;
   kernel<<<static_cast<unsigned>(blocks), kThreads, kSmemBytes, stream>>>(
       p, static_cast<const E*>(q), static_cast<const E*>(k), static_cast<const E*>(v),
       static_cast<E*>(out), lse, SharedDropoutMasks());

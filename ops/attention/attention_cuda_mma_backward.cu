@@ -336,12 +336,8 @@ const char* LaunchBackwardMma(const AttentionCudaProblem& p, const void* q, cons
   const int64_t blocks = p.batch * p.heads * ((p.k_len + kBlockN - 1) / kBlockN);
   if (blocks == 0) return nullptr;
   if (blocks > 0x7fffffff) return "too many key tiles for one launch";
-  const auto kernel = BackwardMmaKernel<E, kHeadDim, kMinBlocks>;
-  if (T::kSmemBytes > 48 * 1024) {
-    const cudaError_t error = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
-    if (error != cudaSuccess) return cudaGetErrorString(error);
-  }
+  constexpr auto kernel = BackwardMmaKernel<E, kHeadDim, kMinBlocks>;
+  if (const char* error = AllowDynamicSmem<kernel>(T::kSmemBytes)) return error;
   kernel<<<static_cast<unsigned>(blocks), kMmaThreads, T::kSmemBytes, stream>>>(
       p, static_cast<const E*>(q), static_cast<const E*>(k), static_cast<const E*>(v), lse, delta,
       static_cast<const E*>(d_out), dq_accum, static_cast<E*>(dk), static_cast<E*>(dv),

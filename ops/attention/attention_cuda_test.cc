@@ -343,6 +343,17 @@ TEST_P(AttentionCudaTest, ShortSentencesOneKeyTile) {
     c.key_lengths = {64, 33, 0, 64};
     ExpectCudaMatchesCpu(c, GetParam());
   }
+  // More heads than a GPU holds blocks at once (1,024 against 4 a
+  // multiprocessor, 528 on an H100 or H200): with
+  // TFM_ATTENTION_SHORT_OCCUPANCY=2 a persistent forward block walks
+  // several heads, the next one's tiles loading while it computes this one
+  // (tools/device/gpu_checks.sh's occupancy stage runs this test so).
+  Case many{.batch = 64, .heads = 16, .q_len = 48, .k_len = 48, .d_k = 64, .d_v = 64,
+            .dropout = 0.1f};
+  for (int64_t b = 0; b < many.batch; ++b) {
+    many.key_lengths.push_back(b % 5 == 4 ? 0 : 48 - b % 37);
+  }
+  ExpectCudaMatchesCpu(many, GetParam());
 }
 
 // Many key tiles (the tensor-core kernels double-buffer 64-key tiles) and

@@ -262,9 +262,12 @@ TEST(ResidualLayerNormTest, Bf16OnCpuSaysThereIsNoKernel) {
 // compute-sanitizer. Prints the largest differences.
 TEST(ResidualLayerNormTest, CudaMatchesCpu) {
   TFM_SKIP_WITHOUT_GPU();
-  const Shape shapes[] = {{1, 1},      {3, 7},    {5, 37},     {2, 3, 512},
-                          {300, 1024}, {3, 1025}, {0, 8},      {2100, 33},
-                          {9, 40},     {4, 200},  {130, 2048}, {2, 4100}};
+  // The row kernels' layouts among them: a warp per row at 1 to 8 quads a
+  // lane with one or two rows loaded ahead ({300, 512}), the block per row
+  // at 2 and 4 quads ({130, 2048}, {130, 4096}), and past their limit.
+  const Shape shapes[] = {{1, 1},      {3, 7},      {5, 37},     {2, 3, 512}, {300, 1024},
+                          {3, 1025},   {0, 8},      {2100, 33},  {9, 40},     {4, 200},
+                          {130, 2048}, {2, 4100},   {300, 512},  {130, 4096}};
   uint64_t stream = 2000;
   for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     const bool bf16 = dtype != DType::kF32;  // Or f16: bf16's bounds hold it.
@@ -396,10 +399,11 @@ Tensor UnalignedOnCuda(const Tensor& t, DType dtype) {
 TEST(ResidualLayerNormTest, CudaRowKernelsEqualTheGeneralKernels) {
   TFM_SKIP_WITHOUT_GPU();
   uint64_t stream = 5000;
-  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+  for (const DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
     const Tolerance sums{
         .atol = 0.0, .rtol = dtype == DType::kF32 ? 1e-5 : 1e-2, .relative_to_max = true};
-    for (const Shape& shape : {Shape{300, 1024}, Shape{130, 2048}, Shape{9, 40}}) {
+    for (const Shape& shape : {Shape{300, 1024}, Shape{130, 2048}, Shape{9, 40}, Shape{300, 512},
+                               Shape{130, 4096}}) {
       SCOPED_TRACE(ShapeToString(shape) + " " + std::string(DTypeName(dtype)));
       const Problem in(shape, 0.1, stream += 10);
       auto gpu = [&](const Tensor& t) { return OnCuda(HostAs(t, dtype)); };
