@@ -9,6 +9,7 @@ const char* SentenceRejection(absl::string_view text, bool too_long) {
   if (too_long) return kSkipTooLong;
   if (absl::StripAsciiWhitespace(text).empty()) return kSkipEmpty;
   if (!IsValidUtf8(text)) return kSkipInvalidUtf8;
+  if (text.find('\0') != absl::string_view::npos) return kSkipNulByte;
   return nullptr;
 }
 

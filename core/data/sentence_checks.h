@@ -12,6 +12,9 @@ namespace tfm {
 
 // Skip reasons (SkipReport keys).
 inline constexpr char kSkipInvalidUtf8[] = "invalid utf-8";
+// A NUL byte is valid UTF-8 (U+0000) but in a text corpus it means binary
+// data or a corrupt file (a sentence piece of it would be a token of junk).
+inline constexpr char kSkipNulByte[] = "nul byte";
 inline constexpr char kSkipEmpty[] = "empty line";
 inline constexpr char kSkipTooLong[] = "over-long line";
 
@@ -21,7 +24,7 @@ inline constexpr int64_t kDefaultMaxSentenceBytes = 4096;
 
 // The reason to skip `text`, or nullptr to keep it. `too_long` says the
 // reader already cut the text at the byte limit. Whitespace-only text counts
-// as empty.
+// as empty; a NUL byte is refused as invalid UTF-8 is.
 const char* SentenceRejection(absl::string_view text, bool too_long);
 
 // The reason to skip a pair: the first side's reason, else the second's.

@@ -35,6 +35,7 @@ TEST(SentenceChecksTest, ReasonsInOrder) {
   EXPECT_EQ(SentenceRejection("fine", false), nullptr);
   EXPECT_STREQ(SentenceRejection("  \t", false), kSkipEmpty);
   EXPECT_STREQ(SentenceRejection("\xFF", false), kSkipInvalidUtf8);
+  EXPECT_STREQ(SentenceRejection(absl::string_view("a\0b", 3), false), kSkipNulByte);
   EXPECT_STREQ(SentenceRejection("cut", true), kSkipTooLong);
   EXPECT_STREQ(PairRejection("ok", false, "", false), kSkipEmpty);
   EXPECT_EQ(PairRejection("ok", false, "ok", false), nullptr);

@@ -268,6 +268,13 @@ EncodedLines EncodeLines(const Tokenizer& tokenizer, int max_length,
         *log << input_name << ":" << i + 1 << ": not valid UTF-8; its output line is left empty\n";
       continue;
     }
+    if (lines[i].find('\0') != std::string::npos) {
+      if (log) {
+        *log << input_name << ":" << i + 1
+             << ": a NUL byte (binary data?); its output line is left empty\n";
+      }
+      continue;
+    }
     std::vector<int> ids = tokenizer.Encode(lines[i]);
     if (ids.empty()) {  // Only spaces.
       no_words(i);

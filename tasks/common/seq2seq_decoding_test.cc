@@ -141,9 +141,13 @@ TEST_F(Seq2SeqDecodingTest, BadLinesKeepTheirPlaceAndAreReported) {
   TrainedModel trained = Load();
   std::string long_line;
   for (int i = 0; i < 60; ++i) absl::StrAppend(&long_line, "horse ");
-  const std::vector<std::string> lines = {"A man rides a bike.",        "",
-                                          "bad \xff\xfe bytes",         long_line,
-                                          "Two dogs play in the snow.", " \t  "};
+  const std::vector<std::string> lines = {"A man rides a bike.",
+                                          "",
+                                          "bad \xff\xfe bytes",
+                                          long_line,
+                                          "Two dogs play in the snow.",
+                                          " \t  ",
+                                          std::string("A dog\0 runs.", 13)};
   std::ostringstream log;
   config::DecodeConfig decode = trained.config.decode();
   absl::StatusOr<std::vector<std::string>> out =
@@ -154,6 +158,7 @@ TEST_F(Seq2SeqDecodingTest, BadLinesKeepTheirPlaceAndAreReported) {
   EXPECT_EQ((*out)[2], "");
   EXPECT_EQ((*out)[3], "");
   EXPECT_EQ((*out)[5], "");
+  EXPECT_EQ((*out)[6], "");
   // Empty and blank lines are reported like the others (README: "an empty,
   // over-long ... or invalid UTF-8 line gives ... a message").
   EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:2: no words (empty or only whitespace)"))
@@ -161,6 +166,7 @@ TEST_F(Seq2SeqDecodingTest, BadLinesKeepTheirPlaceAndAreReported) {
   EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:6: no words (empty or only whitespace)"))
       << log.str();
   EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:3: not valid UTF-8")) << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:7: a NUL byte")) << log.str();
   EXPECT_TRUE(absl::StrContains(log.str(), "input.txt:4: ")) << log.str();
   EXPECT_TRUE(absl::StrContains(log.str(), "max_length")) << log.str();
   EXPECT_FALSE(absl::StrContains(log.str(), "input.txt:1:")) << log.str();
