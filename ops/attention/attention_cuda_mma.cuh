@@ -52,8 +52,10 @@ static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2, "tiles are sized for 16-bit
 //      multiprocessor (__launch_bounds__'s minimum: forward 4, 128
 //      registers, no spills; backward 3, 168 registers, 88 bytes spilled;
 //      uncapped 3 and 2 by registers);
-//   2  1, and the forward's blocks persistent: 4 a multiprocessor, each
-//      loading its next head while it computes this one.
+//   2  persistent blocks, each loading its next head while it computes
+//      this one: the forward's 4 a multiprocessor (capped as in 1), the
+//      backward's 2 (uncapped: capped to 3 a multiprocessor its second K
+//      and V buffers' registers spilled 1.1 KB).
 enum class ShortProblems { kUncapped, kCapped, kPersistent };
 inline ShortProblems ShortProblemMode() {
   static const ShortProblems mode = [] {
