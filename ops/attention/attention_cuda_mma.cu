@@ -337,14 +337,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       }
     }
   };
-  if constexpr (kPersistent) {
-    int parity = 0;
-    for (int64_t item = blockIdx.x; item < items; item += gridDim.x, parity ^= 1) {
-      run_item(item, parity);
-    }
-  } else {
-    run_item(blockIdx.x, 0);
-  }
+  ForBlockItems<kPersistent>(items, run_item);
 }
 
 // kMinBlocks: blocks a multiprocessor must hold at once (a register cap;

@@ -233,6 +233,21 @@ __device__ __forceinline__ void WarpKeepMasks(const AttentionCudaProblem& p, uin
   __syncwarp();
 }
 
+// Runs run_item(item, parity) for this block's items: item blockIdx.x
+// alone, or with kPersistent items blockIdx.x, + gridDim.x, ... below
+// `items`, parity (which of two buffers holds the item's tiles) alternating.
+template <bool kPersistent, typename RunItem>
+__device__ __forceinline__ void ForBlockItems(int64_t items, const RunItem& run_item) {
+  if constexpr (kPersistent) {
+    int parity = 0;
+    for (int64_t item = blockIdx.x; item < items; item += gridDim.x, parity ^= 1) {
+      run_item(item, parity);
+    }
+  } else {
+    run_item(static_cast<int64_t>(blockIdx.x), 0);
+  }
+}
+
 // Starts copying rows [row0, row0 + kRows) of a [len, kHeadDim] matrix,
 // whose rows lie `row_stride` elements apart (RowStride), into a swizzled
 // tile; rows at or past row0 + valid_rows become zeros.

@@ -397,14 +397,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
     // after the step's middle barrier) before the next item refills them.
     if constexpr (kPersistent) __syncthreads();
   };
-  if constexpr (kPersistent) {
-    int parity = 0;
-    for (int64_t item = blockIdx.x; item < items; item += gridDim.x, parity ^= 1) {
-      run_item(item, parity);
-    }
-  } else {
-    run_item(blockIdx.x, 0);
-  }
+  ForBlockItems<kPersistent>(items, run_item);
 }
 
 // kMinBlocks: blocks a multiprocessor must hold at once (a register cap;
