@@ -1,5 +1,8 @@
 #include "core/paths.h"
 
+#include <unistd.h>
+
+#include <climits>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +28,12 @@ std::string ResolveUserPath(const std::string& path) {
 
 std::string ResolveDataPath(const std::string& path) {
   return ResolveAgainst("BUILD_WORKSPACE_DIRECTORY", path);
+}
+
+std::string ExecutablePath() {
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  return n > 0 ? std::string(exe, n) : std::string();
 }
 
 }  // namespace tfm

@@ -20,6 +20,11 @@ std::string ResolveUserPath(const std::string& path);
 // (BUILD_WORKSPACE_DIRECTORY under `bazel run`), else the working directory.
 std::string ResolveDataPath(const std::string& path);
 
+// This process's executable, symbolic links resolved (/proc/self/exe), or
+// "" where it cannot be read. Its runfiles lie beside it, whatever path or
+// link the program was started through.
+std::string ExecutablePath();
+
 }  // namespace tfm
 
 #endif  // TFM_CORE_PATHS_H_

@@ -1,13 +1,10 @@
 // main() of the task binaries: the driver with the preset named at build time
 // (TFM_DEFAULT_CONFIG, a runfile path) as the default --config.
-#include <unistd.h>
-
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <vector>
 
+#include "core/paths.h"
 #include "tasks/driver/driver.h"
 
 namespace {
@@ -21,12 +18,8 @@ std::string Runfile(const char* argv0, const std::string& relative) {
   if (const char* dir = std::getenv("RUNFILES_DIR")) {
     return std::string(dir) + "/transformer/" + relative;
   }
-  std::vector<std::string> programs = {argv0};
-  char exe[PATH_MAX];
-  if (const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1); n > 0) {
-    programs.emplace_back(exe, n);
-  }
-  for (const std::string& program : programs) {
+  for (const std::string& program : {std::string(argv0), tfm::ExecutablePath()}) {
+    if (program.empty()) continue;
     const std::string beside = program + ".runfiles/transformer/" + relative;
     if (FILE* file = std::fopen(beside.c_str(), "r")) {
       std::fclose(file);

@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/paths.h"
 
 namespace tfm {
 namespace {
@@ -28,10 +28,7 @@ std::vector<std::string> CandidatePaths() {
       paths.push_back(absl::StrCat(dir, "/", kRunfilesPath));
     }
   }
-  char exe[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0) {
-    const std::string self(exe, n);
+  if (const std::string self = ExecutablePath(); !self.empty()) {
     paths.push_back(absl::StrCat(self, ".runfiles/", kRunfilesPath));
     paths.push_back(absl::StrCat(self.substr(0, self.rfind('/') + 1), spm::kLibraryName));
   }

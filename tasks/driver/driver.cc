@@ -531,12 +531,8 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
         {absl::StrCat("decode.dtype=", dtype), absl::StrCat("--dtype=", dtype)});
     options.decode.dtype = dtype;
   }
+  // A negative value is refused by RunDriver (CheckFlagValues).
   options.decode.max_tokens = absl::GetFlag(FLAGS_max_tokens);
-  if (options.decode.max_tokens < 0) {
-    std::cerr << "error: --max_tokens=" << options.decode.max_tokens
-              << ": must be >= 0 (0: the model's decode.max_tokens)\n";
-    return 1;
-  }
   options.mode = positional.size() == 2 ? positional[1] : absl::GetFlag(FLAGS_mode);
   // A task binary with no command runs its main job; the generic driver
   // only validates.
