@@ -311,55 +311,42 @@ if run deterministic; then
 fi
 
 if run occupancy; then
-  # The attention kernels' choices for short problems and dropout, each
-  # against the others in one call: TFM_ATTENTION_SHORT_OCCUPANCY 0
-  # (uncapped), 1 (the default: a register cap), 2 (1 and persistent forward
-  # blocks), ops/attention/attention_cuda_mma.cuh's ShortProblemMode; and
-  # TFM_ATTENTION_SHARED_DROPOUT 0 (each thread draws its own elements'
-  # Philox blocks) or 1 (the default: a warp's lanes draw whole blocks,
-  # WarpKeepMasks). First the attention tests in the settings the tests
-  # stage did not run, then the bf16 base and big updates (~48-token rows,
-  # dropout 0.1) in each setting, then the attention rows of the op profile.
-  settings=("0 0" "1 0" "1 1" "2 1")
-  for tested in "0 0" "2 1"; do
-    read -r short shared <<<"$tested"
-    echo "-- attention tests, TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared"
-    TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared \
-      TFM_TESTS='ops/attention/attention_cuda_test' timeout 120 "$bundle/run_gpu_tests.sh"
+  # The kernels' choices for short problems, each against the others in one
+  # call (the defaults are in the tests stage and the plain rows):
+  # TFM_ATTENTION_SHORT_OCCUPANCY 0 (uncapped), 1 (the default: a register
+  # cap), 2 (persistent forward and backward blocks), ops/attention/
+  # attention_cuda_mma.cuh's ShortProblemMode; TFM_ATTENTION_SHARED_DROPOUT 0
+  # (each thread draws its own elements' Philox blocks) or 1 (the default: a
+  # warp's lanes draw whole blocks, WarpKeepMasks); TFM_LAYER_NORM_FUSED 0
+  # (the residual LayerNorm's general kernels) or 1 (the default: its row
+  # kernels). First the tests in the settings the tests stage did not run,
+  # then the bf16 base and big updates (~48-token rows, dropout 0.1) in each
+  # setting, then the attention and LayerNorm rows of the op profile.
+  uncapped="TFM_ATTENTION_SHORT_OCCUPANCY=0 TFM_ATTENTION_SHARED_DROPOUT=0"
+  persistent="TFM_ATTENTION_SHORT_OCCUPANCY=2 TFM_ATTENTION_SHARED_DROPOUT=1"
+  defaults="TFM_ATTENTION_SHORT_OCCUPANCY=1 TFM_ATTENTION_SHARED_DROPOUT=1"
+  general_layer_norm="TFM_LAYER_NORM_FUSED=0"
+  for setting in "$uncapped" "$persistent"; do
+    echo "-- attention tests, $setting"
+    env $setting TFM_TESTS='ops/attention/attention_cuda_test' timeout 120 \
+      "$bundle/run_gpu_tests.sh"
   done
-  for setting in "0 0" "1 1" "2 1"; do
-    read -r short shared <<<"$setting"
-    echo "-- train_step, TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared"
-    TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared timeout 100 \
-      "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda --dtype=bf16 \
-      --presets=base_25k,big_25k --steps=5 --threads=16 --torch_compile=false \
+  echo "-- residual LayerNorm tests, $general_layer_norm"
+  env $general_layer_norm TFM_TESTS='ops/residual_layer_norm/' timeout 60 "$bundle/run_gpu_tests.sh"
+  for setting in "$uncapped" "$defaults" "$persistent" "$general_layer_norm"; do
+    echo "-- train_step, $setting"
+    env $setting timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda \
+      --dtype=bf16 --presets=base_25k,big_25k --steps=5 --threads=16 --torch_compile=false \
       --peer_python=python3 | grep -E '^(ours|torch|check|per preset|train MFU)'
   done
-  # The residual LayerNorm's row kernels against the general ones
-  # (TFM_LAYER_NORM_FUSED=0; the "1 1" row above has the row kernels):
-  # their tests once more with the general ones, then the updates.
-  echo "-- residual LayerNorm tests, TFM_LAYER_NORM_FUSED=0"
-  TFM_LAYER_NORM_FUSED=0 TFM_TESTS='ops/residual_layer_norm/' timeout 60 \
-    "$bundle/run_gpu_tests.sh"
-  echo "-- train_step, TFM_LAYER_NORM_FUSED=0 (attention as in 1 1)"
-  TFM_LAYER_NORM_FUSED=0 timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step \
-    --device=cuda --dtype=bf16 --presets=base_25k,big_25k --steps=5 --threads=16 \
-    --torch_compile=false --peer_python=python3 |
-    grep -E '^(ours|torch|check|per preset|train MFU)'
-  for setting in "${settings[@]}"; do
-    read -r short shared <<<"$setting"
-    echo "-- op profile, TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared"
-    TFM_ATTENTION_SHORT_OCCUPANCY=$short TFM_ATTENTION_SHARED_DROPOUT=$shared \
-      TFM_PROFILE_OPS=shapes timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step \
+  for setting in "$uncapped" "TFM_ATTENTION_SHORT_OCCUPANCY=1 TFM_ATTENTION_SHARED_DROPOUT=0" \
+    "$defaults" "$persistent" "$general_layer_norm"; do
+    echo "-- op profile, $setting"
+    env $setting TFM_PROFILE_OPS=shapes timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step \
       --device=cuda --dtype=bf16 --presets=big_25k --steps=2 --threads=16 \
       --torch_compile=false --profile_ops --peer_python=python3 |
       grep -E '^scaled_dot_product_attention|^residual_layer_norm|^all ops'
   done
-  echo "-- op profile, TFM_LAYER_NORM_FUSED=0"
-  TFM_LAYER_NORM_FUSED=0 TFM_PROFILE_OPS=shapes timeout 100 "$bundle/run_bundle.sh" \
-    benchmarks/train_step --device=cuda --dtype=bf16 --presets=big_25k --steps=2 --threads=16 \
-    --torch_compile=false --profile_ops --peer_python=python3 |
-    grep -E '^residual_layer_norm|^all ops'
 fi
 
 if run train_profile; then
