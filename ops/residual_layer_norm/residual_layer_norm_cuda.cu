@@ -97,6 +97,17 @@ __device__ __forceinline__ void ForLaneBlocks(int64_t first, int64_t d, int lane
   }
 }
 
+// Quad `quad` of p (p aligned for quads).
+template <typename D>
+__device__ __forceinline__ Quad<D> QuadAt(const D* p, int64_t quad) {
+  return reinterpret_cast<const Quad<D>*>(p)[quad];
+}
+
+template <typename D>
+__device__ __forceinline__ void StoreQuadAt(D* p, int64_t quad, const Quad<D>& q) {
+  reinterpret_cast<Quad<D>*>(p)[quad] = q;
+}
+
 // v[l] = p[4 block + l] as f32 for the elements in [begin, end), 0 for the
 // others; one vector access when the block is whole and `quads` says the
 // tensors are aligned for it.
@@ -104,7 +115,7 @@ template <typename D>
 __device__ __forceinline__ void LoadQuad(const D* p, int64_t block, int64_t begin, int64_t end,
                                          bool quads, float (&v)[4]) {
   if (quads && end - begin == 4) {
-    const Quad<D> q = reinterpret_cast<const Quad<D>*>(p)[block];
+    const Quad<D> q = QuadAt(p, block);
 #pragma unroll
     for (int l = 0; l < 4; ++l) v[l] = ToFloat(q.v[l]);
     return;
@@ -123,7 +134,7 @@ __device__ __forceinline__ void StoreQuad(D* p, int64_t block, int64_t begin, in
     Quad<D> q;
 #pragma unroll
     for (int l = 0; l < 4; ++l) q.v[l] = FromFloat<D>(v[l]);
-    reinterpret_cast<Quad<D>*>(p)[block] = q;
+    StoreQuadAt(p, block, q);
     return;
   }
 #pragma unroll
@@ -318,17 +329,6 @@ struct ColumnTerms {
 template <int kWidth>
 __device__ __forceinline__ int LaneQuad(int lane, int j) {
   return lane + kWidth * j;
-}
-
-// Quad `quad` of p (p aligned for quads).
-template <typename D>
-__device__ __forceinline__ Quad<D> QuadAt(const D* p, int64_t quad) {
-  return reinterpret_cast<const Quad<D>*>(p)[quad];
-}
-
-template <typename D>
-__device__ __forceinline__ void StoreQuadAt(D* p, int64_t quad, const Quad<D>& q) {
-  reinterpret_cast<Quad<D>*>(p)[quad] = q;
 }
 
 // The forward with a warp per row (d <= 4 * kWarp * kQuads, at most
