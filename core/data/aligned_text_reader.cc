@@ -24,6 +24,10 @@ absl::StatusOr<int64_t> AlignedTextReader::CountToEnd(LineReader* reader) {
   }
 }
 
+std::string AlignedTextReader::Where() const {
+  return absl::StrCat(source_->path(), ":", source_->line_number());
+}
+
 absl::StatusOr<bool> AlignedTextReader::Next(SentencePair* pair) {
   while (true) {
     bool source_too_long, target_too_long;
@@ -40,7 +44,7 @@ absl::StatusOr<bool> AlignedTextReader::Next(SentencePair* pair) {
     const char* reason =
         PairRejection(pair->source, source_too_long, pair->target, target_too_long);
     if (reason == nullptr) return true;
-    skips_.Skip(reason, absl::StrCat(source_->path(), ":", source_->line_number()));
+    skips_.Skip(reason, Where());
   }
 }
 

@@ -26,6 +26,8 @@ class AlignedTextReader : public PairReader {
   // fatal for the corpus.
   absl::StatusOr<bool> Next(SentencePair* pair) override;
   const SkipReport& skips() const override { return skips_; }
+  // The source file and its line (the target's is the same line).
+  std::string Where() const override;
 
  private:
   AlignedTextReader(std::unique_ptr<LineReader> source, std::unique_ptr<LineReader> target)

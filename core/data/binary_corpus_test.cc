@@ -232,6 +232,22 @@ TEST(EpochPermutationTest, IsAPermutationReproducibleAndNewEachEpoch) {
   EXPECT_LT(from_last_half, 600);
 }
 
+// A pair read in the shuffled order names the file and its place there.
+TEST(ShuffledCorpusReaderTest, WhereNamesTheFileAndPair) {
+  const std::string path = TempPath("where.bin");
+  WriteCorpus(path, ToyExamples(50, 500), 500);
+  auto opened = BinaryCorpus::Open(path, Expect(500));
+  ASSERT_TRUE(opened.ok());
+  ShuffledCorpusReader reader(*std::move(opened), 3, 0);
+  EXPECT_EQ(reader.Where(), "");
+  const std::vector<uint32_t> order = EpochPermutation(50, 3, 0);
+  Example example;
+  ASSERT_TRUE(*reader.Next(&example));
+  EXPECT_EQ(reader.Where(), absl::StrCat(path, " pair ", order[0]));
+  ASSERT_TRUE(*reader.Next(&example));
+  EXPECT_EQ(reader.Where(), absl::StrCat(path, " pair ", order[1]));
+}
+
 config::BatchingConfig ToyBatching() {
   config::BatchingConfig config;
   config.set_max_source_tokens(120);

@@ -20,6 +20,7 @@ class SplitFilter : public PairReader {
     }
   }
   const SkipReport& skips() const override { return inner_->skips(); }
+  std::string Where() const override { return inner_->Where(); }
 
  private:
   std::unique_ptr<PairReader> inner_;

@@ -5,6 +5,7 @@
 #define TFM_CORE_DATA_EXAMPLE_READER_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,6 +28,11 @@ class ExampleReader {
 
   // Records the reader itself skipped (bad lines of a text corpus).
   virtual SkipReport skips() const = 0;
+
+  // Where the example that Next last returned came from (PairReader::Where;
+  // a binary corpus: its path and pair), for the batcher's length
+  // rejections; empty where the reader cannot say.
+  virtual std::string Where() const { return std::string(); }
 };
 
 }  // namespace tfm

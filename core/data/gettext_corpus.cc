@@ -59,13 +59,16 @@ absl::StatusOr<std::unique_ptr<GettextCorpusReader>> GettextCorpusReader::Open(
   std::unique_ptr<GettextCorpusReader> reader(new GettextCorpusReader());
   absl::flat_hash_set<std::string> seen;
   for (const std::string& path : *paths) {
-    auto pairs = ReadMoCatalog(path, &reader->skips_, max_sentence_bytes);
+    std::vector<uint32_t> entries;
+    auto pairs = ReadMoCatalog(path, &reader->skips_, max_sentence_bytes, &entries);
     if (!pairs.ok()) {
       reader->skips_.Skip(kSkipUnreadableCatalog, path);
       continue;
     }
     reader->catalogs_.push_back(path);
-    for (SentencePair& pair : *pairs) {
+    const uint32_t catalog = static_cast<uint32_t>(reader->catalogs_.size() - 1);
+    for (size_t i = 0; i < pairs->size(); ++i) {
+      SentencePair& pair = (*pairs)[i];
       if (!english_source) std::swap(pair.source, pair.target);
       // NUL cannot occur inside either side (it ends .mo strings), so it
       // separates them unambiguously.
@@ -74,9 +77,16 @@ absl::StatusOr<std::unique_ptr<GettextCorpusReader>> GettextCorpusReader::Open(
         continue;
       }
       reader->pairs_.push_back(std::move(pair));
+      reader->origins_.push_back({catalog, entries[i]});
     }
   }
   return reader;
+}
+
+std::string GettextCorpusReader::Where() const {
+  if (next_ == 0) return std::string();
+  const Origin& origin = origins_[next_ - 1];
+  return absl::StrCat(catalogs_[origin.catalog], ":#", origin.entry);
 }
 
 absl::StatusOr<bool> GettextCorpusReader::Next(SentencePair* pair) {

@@ -42,6 +42,8 @@ class GettextCorpusReader : public PairReader {
 
   absl::StatusOr<bool> Next(SentencePair* pair) override;
   const SkipReport& skips() const override { return skips_; }
+  // "catalog.mo:#index", as the catalog's skipped entries are named.
+  std::string Where() const override;
 
   // The catalogs that were read, in order.
   const std::vector<std::string>& catalogs() const { return catalogs_; }
@@ -51,6 +53,12 @@ class GettextCorpusReader : public PairReader {
 
   std::vector<std::string> catalogs_;
   std::vector<SentencePair> pairs_;
+  // Per pair: its catalog (index into catalogs_) and string index there.
+  struct Origin {
+    uint32_t catalog;
+    uint32_t entry;
+  };
+  std::vector<Origin> origins_;
   size_t next_ = 0;
   SkipReport skips_;
 };

@@ -43,6 +43,9 @@ TEST(GettextCorpusTest, DeduplicatesAcrossCatalogsInSortedOrder) {
   EXPECT_EQ(pairs[2].target, "Beenden");    // Same source, other translation: kept.
   EXPECT_EQ((*reader)->skips().count(kSkipDuplicatePair), 1);
   EXPECT_EQ((*reader)->skips().count(kSkipUnreadableCatalog), 1);
+  // The last pair, "Exit" of b.mo: that catalog's string 2 (0 is the header,
+  // sorted msgids then: "Cancel", "Exit").
+  EXPECT_EQ((*reader)->Where(), dir + "/b.mo:#2");
 
   auto reversed = GettextCorpusReader::Open(root, "de", "en");
   ASSERT_TRUE(reversed.ok());

@@ -70,7 +70,8 @@ std::string OneLine(absl::string_view text) {
 absl::StatusOr<std::vector<SentencePair>> ParseMoCatalog(const std::string& bytes,
                                                          const std::string& name,
                                                          SkipReport* skips,
-                                                         int64_t max_sentence_bytes) {
+                                                         int64_t max_sentence_bytes,
+                                                         std::vector<uint32_t>* entries) {
   if (bytes.size() < kHeaderBytes) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": too short for a .mo catalog"));
   }
@@ -127,19 +128,21 @@ absl::StatusOr<std::vector<SentencePair>> ParseMoCatalog(const std::string& byte
       continue;
     }
     pairs.push_back(std::move(pair));
+    if (entries != nullptr) entries->push_back(i);
   }
   return pairs;
 }
 
 absl::StatusOr<std::vector<SentencePair>> ReadMoCatalog(const std::string& path,
                                                         SkipReport* skips,
-                                                        int64_t max_sentence_bytes) {
+                                                        int64_t max_sentence_bytes,
+                                                        std::vector<uint32_t>* entries) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   std::ostringstream contents;
   contents << in.rdbuf();
   if (in.bad()) return absl::DataLossError(absl::StrCat("read error in ", path));
-  return ParseMoCatalog(contents.str(), path, skips, max_sentence_bytes);
+  return ParseMoCatalog(contents.str(), path, skips, max_sentence_bytes, entries);
 }
 
 }  // namespace tfm

@@ -35,14 +35,18 @@ inline constexpr char kSkipPlural[] = "plural entry";
 // Parses the .mo file at `path` (either byte order). A file that is not a
 // valid catalog (bad magic, tables or strings outside the file) is an
 // error naming the path; skipped entries go to *skips as "path:#index".
+// `entries`, when given, receives each returned pair's string index (its
+// "path:#index").
 absl::StatusOr<std::vector<SentencePair>> ReadMoCatalog(
     const std::string& path, SkipReport* skips,
-    int64_t max_sentence_bytes = kDefaultMaxSentenceBytes);
+    int64_t max_sentence_bytes = kDefaultMaxSentenceBytes,
+    std::vector<uint32_t>* entries = nullptr);
 
 // The same for a catalog already in memory; `name` is used in messages.
 absl::StatusOr<std::vector<SentencePair>> ParseMoCatalog(
     const std::string& bytes, const std::string& name, SkipReport* skips,
-    int64_t max_sentence_bytes = kDefaultMaxSentenceBytes);
+    int64_t max_sentence_bytes = kDefaultMaxSentenceBytes,
+    std::vector<uint32_t>* entries = nullptr);
 
 }  // namespace tfm
 

@@ -27,6 +27,12 @@ class PairReader {
 
   // What was skipped so far, by reason.
   virtual const SkipReport& skips() const = 0;
+
+  // Where the pair that Next last returned came from, for messages about it
+  // ("train.en.gz:1234": the source file and line); empty where the reader
+  // cannot say. Called only for pairs that are reported, so it may build
+  // its string then.
+  virtual std::string Where() const { return std::string(); }
 };
 
 }  // namespace tfm

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "core/philox.h"
 #include "core/status_macros.h"
 
@@ -33,6 +34,11 @@ std::vector<uint32_t> EpochPermutation(int64_t size, uint64_t seed, int64_t epoc
 absl::Status ShuffledCorpusReader::Skip(int64_t count) {
   next_ = std::min<int64_t>(next_ + count, order_.size());
   return absl::OkStatus();
+}
+
+std::string ShuffledCorpusReader::Where() const {
+  if (next_ == 0) return std::string();
+  return absl::StrCat(corpus_->path(), " pair ", order_[next_ - 1]);
 }
 
 absl::StatusOr<bool> ShuffledCorpusReader::Next(Example* example) {

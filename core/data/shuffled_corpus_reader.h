@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/data/binary_corpus.h"
@@ -29,6 +30,9 @@ class ShuffledCorpusReader : public ExampleReader {
   absl::StatusOr<bool> Next(Example* example) override;
   // Preprocessing skipped the bad pairs already.
   SkipReport skips() const override { return SkipReport(); }
+  // "corpus.bin pair N" (N from 0 in the file's order, which is the text's
+  // order less the pairs preprocessing skipped).
+  std::string Where() const override;
 
  private:
   std::shared_ptr<const BinaryCorpus> corpus_;

@@ -114,7 +114,10 @@ absl::Status TokenBatcher::FillWindow() {
     }
     const int64_t index = reader_pairs_++;
     if (const char* reason = LengthRejection(example, config_); reason != nullptr) {
-      length_skips_.Skip(reason, absl::StrCat("epoch ", position_.epoch, " pair ", index));
+      // By file and line where the reader knows them.
+      std::string where = reader_->Where();
+      if (where.empty()) where = absl::StrCat("epoch ", position_.epoch, " pair ", index);
+      length_skips_.Skip(reason, where);
       continue;
     }
     examples.push_back({std::move(example), PairKey(config_.shuffle_seed(), position_.epoch, index)});

@@ -1,6 +1,7 @@
 #include "core/data/token_batcher.h"
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -214,6 +215,43 @@ TEST(TokenBatcherTest, SeekResumesTheExactSequence) {
       ASSERT_EQ(RowIds(batch), sequence[i].second) << "resumed from " << start << " at " << i;
     }
   }
+}
+
+// A pair its tokens' lengths reject is reported by its file and line, where
+// the reader knows them (a text corpus), not by its place in the stream.
+TEST(TokenBatcherTest, LengthRejectionsNameFileAndLine) {
+  const std::vector<SentencePair> pairs = ToyCorpus(60);
+  const std::string source_path = absl::StrCat(::testing::TempDir(), "/batcher_lines.src");
+  const std::string target_path = absl::StrCat(::testing::TempDir(), "/batcher_lines.tgt");
+  {
+    std::ofstream source(source_path), target(target_path);
+    for (const SentencePair& pair : pairs) {
+      source << pair.source << "\n";
+      target << pair.target << "\n";
+    }
+  }
+  TokenBatcher batcher(
+      ToyConfig(),
+      [&]() -> absl::StatusOr<std::unique_ptr<PairReader>> {
+        return AlignedTextReader::Open(source_path, target_path);
+      },
+      ToyTokenize, /*pad_id=*/0);
+  Epoch(&batcher);
+  // The first pairs too long and too short, 1-based lines.
+  int too_long = -1, too_short = -1;
+  for (int i = 0; i < static_cast<int>(pairs.size()); ++i) {
+    const Example e = ToyTokenize(pairs[i]);
+    if (too_long < 0 && std::max(e.source.size(), e.target.size()) > 30) too_long = i;
+    if (too_short < 0 && std::min(e.source.size(), e.target.size()) < 3) too_short = i;
+  }
+  ASSERT_GE(too_long, 0);
+  ASSERT_GE(too_short, 0);
+  const std::string summary = batcher.skips().Summary();
+  EXPECT_NE(summary.find(absl::StrCat(source_path, ":", too_long + 1)), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find(absl::StrCat(source_path, ":", too_short + 1)), std::string::npos)
+      << summary;
+  EXPECT_EQ(summary.find("epoch 0 pair"), std::string::npos) << summary;
 }
 
 TEST(TokenBatcherTest, CorpusErrorsPropagate) {

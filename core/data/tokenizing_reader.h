@@ -28,6 +28,7 @@ class TokenizingReader : public ExampleReader {
   absl::Status Skip(int64_t count) override;
   absl::StatusOr<bool> Next(Example* example) override;
   SkipReport skips() const override { return pairs_->skips(); }
+  std::string Where() const override { return pairs_->Where(); }
 
  private:
   std::unique_ptr<PairReader> pairs_;

@@ -147,6 +147,8 @@ absl::StatusOr<std::unique_ptr<WmtSgmlReader>> WmtSgmlReader::Open(
       new WmtSgmlReader(std::move(source), std::move(target), max_sentence_bytes));
 }
 
+std::string WmtSgmlReader::Where() const { return absl::StrCat(source_->path(), ":", line_); }
+
 absl::StatusOr<bool> WmtSgmlReader::Next(SentencePair* pair) {
   SgmlSegment source, target;
   while (true) {
@@ -177,16 +179,16 @@ absl::StatusOr<bool> WmtSgmlReader::Next(SentencePair* pair) {
           " is doc \"", source.doc_id, "\" seg \"", source.seg_id, "\" but ", target_->path(),
           ":", target.line, " is doc \"", target.doc_id, "\" seg \"", target.seg_id, "\""));
     }
-    const std::string where = absl::StrCat(source_->path(), ":", source.line);
+    line_ = source.line;
     if (source.malformed || target.malformed) {
-      skips_.Skip(kSkipMalformedSeg, where);
+      skips_.Skip(kSkipMalformedSeg, Where());
       continue;
     }
     const char* reason = PairRejection(
         source.text, source.too_long || static_cast<int64_t>(source.text.size()) > max_bytes_,
         target.text, target.too_long || static_cast<int64_t>(target.text.size()) > max_bytes_);
     if (reason != nullptr) {
-      skips_.Skip(reason, where);
+      skips_.Skip(reason, Where());
       continue;
     }
     pair->source = std::move(source.text);

@@ -59,6 +59,8 @@ class WmtSgmlReader : public PairReader {
 
   absl::StatusOr<bool> Next(SentencePair* pair) override;
   const SkipReport& skips() const override { return skips_; }
+  // The source file and the line of the segment's <seg>.
+  std::string Where() const override;
 
  private:
   WmtSgmlReader(std::unique_ptr<SgmlSegmentReader> source,
@@ -69,6 +71,7 @@ class WmtSgmlReader : public PairReader {
   std::unique_ptr<SgmlSegmentReader> target_;
   int64_t max_bytes_;
   int64_t segments_ = 0;
+  int64_t line_ = 0;  // Of the last segment read.
   SkipReport skips_;
 };
 

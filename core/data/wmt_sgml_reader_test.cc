@@ -1,5 +1,6 @@
 #include "core/data/wmt_sgml_reader.h"
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "tests/util/peer_python.h"
 
@@ -66,6 +67,9 @@ TEST(WmtSgmlReaderTest, PairsSegmentsAndSkipsBadOnes) {
             "They are not even 100 metres apart & \"ok\" <3 \xC3\xA9t\xC3\xA9 &bogus; &#0;");
   EXPECT_EQ(pairs[2].source, "Last one");
   EXPECT_EQ(pairs[2].target, "Die letzte");
+  // The last pair's <seg> is the source file's line 10.
+  const std::string where = (*reader)->Where();
+  EXPECT_TRUE(absl::EndsWith(where, "src.sgm:10")) << where;
   EXPECT_EQ((*reader)->skips().count(kSkipEmpty), 1);
   EXPECT_EQ((*reader)->skips().count(kSkipMalformedSeg), 1);
 }

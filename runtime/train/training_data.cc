@@ -45,6 +45,9 @@ class ConcatenatedCorpora : public PairReader {
   }
 
   const SkipReport& skips() const override { return skips_; }
+  std::string Where() const override {
+    return current_ != nullptr ? current_->Where() : std::string();
+  }
 
  private:
   std::vector<config::CorpusConfig> corpora_;
@@ -187,6 +190,11 @@ absl::Status ForEachTokenizedTrainingPair(
   const MakeExample make = TokenizeWithEos(tokenizer);
   std::vector<SentencePair> chunk(kTokenizedChunk);
   std::vector<Example> examples(kTokenizedChunk);
+  // Each pair's origin (PairReader::Where), for the report of the pairs its
+  // tokens' lengths reject: asked as it is read, since the rejection comes
+  // after the chunk's tokenization (a short string a pair, next to
+  // tokenizing it).
+  std::vector<std::string> wheres(kTokenizedChunk);
   int64_t read = 0;
   bool more = true;
   while (more) {
@@ -194,6 +202,7 @@ absl::Status ForEachTokenizedTrainingPair(
     while (filled < kTokenizedChunk) {
       TFM_ASSIGN_OR_RETURN(more, reader->Next(&chunk[filled]));
       if (!more) break;
+      if (skips != nullptr) wheres[filled] = reader->Where();
       ++filled;
     }
     ThreadPool::Default()->ParallelFor(filled, 16, [&](int64_t begin, int64_t end) {
@@ -201,7 +210,10 @@ absl::Status ForEachTokenizedTrainingPair(
     });
     for (int64_t i = 0; i < filled; ++i, ++read) {
       if (const char* reason = LengthRejection(examples[i], data.batching()); reason != nullptr) {
-        if (skips != nullptr) skips->Skip(reason, absl::StrCat("data.train pair ", read));
+        if (skips != nullptr) {
+          skips->Skip(reason, wheres[i].empty() ? absl::StrCat("data.train pair ", read)
+                                                : std::move(wheres[i]));
+        }
         continue;
       }
       TFM_RETURN_IF_ERROR(visit(read, examples[i]));

@@ -68,6 +68,10 @@ TEST_F(ShortlistCommandTest, LearnsFromTheSavedConfigsTrainingData) {
   EXPECT_NE(log_->find("1004 pairs counted; skipped 10 records: 10 longer than max_length"),
             std::string::npos)
       << *log_;
+  // Each named by its file and line (the first three kept).
+  EXPECT_NE(log_->find("longer than max_length (" + SharedDataPath("multi30k/val.en.gz") + ":"),
+            std::string::npos)
+      << *log_;
   absl::StatusOr<TrainedModel> trained = LoadTrainedModel(*work_dir_, Device::Cpu(), nullptr);
   ASSERT_TRUE(trained.ok()) << trained.status();
   absl::StatusOr<VocabularyShortlist> shortlist =

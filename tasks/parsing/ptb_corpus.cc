@@ -57,6 +57,10 @@ class PtbCorpusReader : public PairReader {
   }
 
   const SkipReport& skips() const override { return trees_->skips(); }
+  // The tree's start; its subtrees' pairs say so.
+  std::string Where() const override {
+    return next_subtree_ == 0 ? trees_->where() : absl::StrCat(trees_->where(), " (a subtree)");
+  }
 
  private:
   SentencePair MakePair(const Tree& tree) const {

@@ -147,6 +147,27 @@ TEST(PtbCorpusTest, SubtreesFollowTheirTreeInPreorder) {
   }
 }
 
+// Each pair names the line its tree starts on, and says when it is a subtree.
+TEST(PtbCorpusTest, PairsNameTheirTreesLine) {
+  config::CorpusConfig corpus = Corpus(SharedDataPath("ptb_sample"), 1, 1);
+  corpus.set_subtree_min_words(3);
+  absl::StatusOr<std::unique_ptr<PairReader>> reader = OpenCorpus(corpus);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<std::string> wheres;
+  SentencePair pair;
+  while (true) {
+    absl::StatusOr<bool> more = (*reader)->Next(&pair);
+    ASSERT_TRUE(more.ok()) << more.status();
+    if (!*more) break;
+    wheres.push_back((*reader)->Where());
+  }
+  ASSERT_GT(wheres.size(), 2u);
+  const std::string file = SharedDataPath("ptb_sample/wsj_0001.mrg");
+  EXPECT_EQ(wheres[0], file + ":2");
+  EXPECT_EQ(wheres[1], file + ":2 (a subtree)");
+  EXPECT_EQ(wheres.back(), file + ":17 (a subtree)");
+}
+
 TEST(PtbCorpusTest, DocumentRangesSplitTheSample) {
   const std::string root = SharedDataPath("ptb_sample");
   auto train = PtbCorpusFiles(Corpus(root, 1, 169), root);

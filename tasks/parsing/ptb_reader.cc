@@ -118,6 +118,7 @@ bool PtbReader::Next(Tree* tree) {
       continue;
     }
     *tree = *std::move(normalized);
+    where_ = std::move(text.where);
     return true;
   }
   return false;

@@ -38,6 +38,8 @@ class PtbReader {
   // The next well-formed tree, cleaned with NormalizePtbTree, or false at
   // the end.
   bool Next(Tree* tree);
+  // Where the tree Next last returned starts, "path:line".
+  const std::string& where() const { return where_; }
 
   const SkipReport& skips() const { return skips_; }
 
@@ -58,6 +60,7 @@ class PtbReader {
   std::string line_;
   size_t pos_ = 0;  // Next unread character of line_.
   bool have_line_ = false;
+  std::string where_;  // Of the last tree Next returned.
   SkipReport skips_;
   absl::Status status_;
 };
