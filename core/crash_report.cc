@@ -14,11 +14,9 @@
 // taken by an outside handler).
 #include <signal.h>
 
-#include <cstdlib>
-#include <cstring>
-
 #include "absl/debugging/failure_signal_handler.h"
 #include "absl/debugging/symbolize.h"
+#include "core/env_setting.h"
 
 namespace tfm {
 namespace {
@@ -37,8 +35,7 @@ constexpr bool kSanitizerBuild = false;
 #endif
 
 const bool kCrashReportInstalled = [] {
-  const char* setting = std::getenv("TFM_CRASH_TRACE");
-  if (kSanitizerBuild || (setting != nullptr && std::strcmp(setting, "0") == 0)) return false;
+  if (kSanitizerBuild || EnvIs("TFM_CRASH_TRACE", "0")) return false;
   absl::InitializeSymbolizer("/proc/self/exe");
   struct sigaction sigterm_before = {};
   sigaction(SIGTERM, nullptr, &sigterm_before);

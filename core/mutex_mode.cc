@@ -12,18 +12,16 @@
 // bundle) turn it off at start-up; fastbuild (`bazel test`) keeps it, so the
 // tests still catch a lock-order inversion. TFM_MUTEX_DEADLOCK_DETECTION=1
 // keeps it in an optimised build too (to chase a hang).
-#include <cstdlib>
-#include <cstring>
 
 #include "absl/synchronization/mutex.h"
+#include "core/env_setting.h"
 
 namespace tfm {
 namespace {
 
 #ifdef NDEBUG
 const bool kDeadlockDetectionSet = [] {
-  const char* keep = std::getenv("TFM_MUTEX_DEADLOCK_DETECTION");
-  if (keep == nullptr || std::strcmp(keep, "1") != 0) {
+  if (!EnvIs("TFM_MUTEX_DEADLOCK_DETECTION", "1")) {
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   }
   return true;

@@ -30,6 +30,7 @@ load("//tools:build_defs.bzl", "tfm_cc_test", "tfm_isa_cc_library", "tfm_isa_tes
 CUDA_COMMON_HDRS = [
     "//ops:cuda_column_sums.cuh",
     "//ops:cuda_row_reduce.cuh",
+    "//core:env_setting.h",
     "//core:host_device.h",
     "//core:philox.h",
     "//core:device.h",

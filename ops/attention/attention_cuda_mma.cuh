@@ -26,10 +26,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
+#include "core/env_setting.h"
 #include "ops/attention/attention_cuda_common.cuh"
 
 namespace tfm {
@@ -59,9 +58,8 @@ static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2, "tiles are sized for 16-bit
 enum class ShortProblems { kUncapped, kCapped, kPersistent };
 inline ShortProblems ShortProblemMode() {
   static const ShortProblems mode = [] {
-    const char* setting = std::getenv("TFM_ATTENTION_SHORT_OCCUPANCY");
-    if (setting != nullptr && std::strcmp(setting, "0") == 0) return ShortProblems::kUncapped;
-    if (setting != nullptr && std::strcmp(setting, "2") == 0) return ShortProblems::kPersistent;
+    if (EnvIs("TFM_ATTENTION_SHORT_OCCUPANCY", "0")) return ShortProblems::kUncapped;
+    if (EnvIs("TFM_ATTENTION_SHORT_OCCUPANCY", "2")) return ShortProblems::kPersistent;
     return ShortProblems::kCapped;
   }();
   return mode;
@@ -71,10 +69,7 @@ inline ShortProblems ShortProblemMode() {
 // their dropout elements' Philox block per thread, as before WarpKeepMasks
 // (the same bits; to time the two on one machine).
 inline bool SharedDropoutMasks() {
-  static const bool on = [] {
-    const char* setting = std::getenv("TFM_ATTENTION_SHARED_DROPOUT");
-    return setting == nullptr || std::strcmp(setting, "0") != 0;
-  }();
+  static const bool on = EnvOnUnlessZero("TFM_ATTENTION_SHARED_DROPOUT");
   return on;
 }
 

@@ -27,16 +27,14 @@
 #include "absl/synchronization/mutex.h"
 #include "core/cuda/cublaslt.h"
 #include "core/deterministic.h"
+#include "core/env_setting.h"
 
 namespace tfm {
 namespace {
 
 // TFM_CUDA_TF32=1 trades f32's exactness for TF32 tensor cores.
 bool UseTf32() {
-  static const bool tf32 = [] {
-    const char* value = std::getenv("TFM_CUDA_TF32");
-    return value != nullptr && std::strcmp(value, "1") == 0;
-  }();
+  static const bool tf32 = EnvIs("TFM_CUDA_TF32", "1");
   return tf32;
 }
 
@@ -46,9 +44,10 @@ bool UseTf32() {
 // algorithm for a problem with one.
 bool EpilogueAllowed(GemmCudaEpilogue epilogue) {
   static const int level = [] {
-    const char* value = std::getenv("TFM_GEMM_EPILOGUES");
-    if (value == nullptr || std::strcmp(value, "all") == 0) return 2;
-    return std::strcmp(value, "bias") == 0 ? 1 : 0;
+    if (std::getenv("TFM_GEMM_EPILOGUES") == nullptr || EnvIs("TFM_GEMM_EPILOGUES", "all")) {
+      return 2;
+    }
+    return EnvIs("TFM_GEMM_EPILOGUES", "bias") ? 1 : 0;
   }();
   if (epilogue == GemmCudaEpilogue::kNone) return true;
   return epilogue == GemmCudaEpilogue::kBiasRelu ? level >= 2 : level >= 1;
@@ -65,10 +64,7 @@ std::atomic<int>& AutotuneSetting() {  // -1: TFM_GEMM_AUTOTUNE decides.
 }
 
 bool Autotune() {
-  static const bool from_environment = [] {
-    const char* value = std::getenv("TFM_GEMM_AUTOTUNE");
-    return value != nullptr && std::strcmp(value, "1") == 0;
-  }();
+  static const bool from_environment = EnvIs("TFM_GEMM_AUTOTUNE", "1");
   const int setting = AutotuneSetting().load(std::memory_order_relaxed);
   return (setting < 0 ? from_environment : setting == 1) && !DeterministicKernels();
 }

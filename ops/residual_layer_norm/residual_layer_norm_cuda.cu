@@ -35,10 +35,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <initializer_list>
 
+#include "core/env_setting.h"
 #include "core/philox.h"
 #include "ops/cuda_column_sums.cuh"
 #include "ops/cuda_elementwise.cuh"
@@ -72,10 +71,7 @@ constexpr int kThreads = cuda_row_reduce::kRowThreads;
 // TFM_LAYER_NORM_FUSED=0 sends every problem to the general kernels, so
 // that the two can be timed on one GPU. Read once.
 bool RowKernelsOn() {
-  static const bool on = [] {
-    const char* setting = std::getenv("TFM_LAYER_NORM_FUSED");
-    return setting == nullptr || std::strcmp(setting, "0") != 0;
-  }();
+  static const bool on = EnvOnUnlessZero("TFM_LAYER_NORM_FUSED");
   return on;
 }
 
