@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/philox.h"
@@ -244,12 +245,18 @@ TEST(DropoutTest, CudaHalfPrecisionMatchesCpu) {
   TFM_SKIP_WITHOUT_GPU();
   const Tolerance rounding{.atol = 1e-2, .rtol = 1e-2};
   for (const DType dtype : {DType::kBF16, DType::kF16}) {
-    for (const int64_t n : {1, 33, 129, 4099, 70001}) {
-      const Tensor x = RoundedThrough(Random({n}, 5), dtype);
-      const Tensor dy = RoundedThrough(Random({n}, 6), dtype);
-      const Tensor x_gpu = OnCuda(HostAs(x, dtype)), dy_gpu = OnCuda(HostAs(dy, dtype));
+    // skip 1: views one element in, not 16-byte aligned (the block path).
+    for (const auto [n, skip] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 0}, {33, 0}, {129, 0}, {4099, 0}, {70001, 0}, {(1 << 20) + 5, 0},
+             {33, 1}, {4099, 1}, {70001, 1}}) {
+      const Tensor x_all = RoundedThrough(Random({n + skip}, 5), dtype);
+      const Tensor dy_all = RoundedThrough(Random({n + skip}, 6), dtype);
+      const Tensor x = *x_all.Slice(skip, n + skip), dy = *dy_all.Slice(skip, n + skip);
+      const Tensor x_gpu = *OnCuda(HostAs(x_all, dtype)).Slice(skip, n + skip);
+      const Tensor dy_gpu = *OnCuda(HostAs(dy_all, dtype)).Slice(skip, n + skip);
       for (const double p : {0.0, 0.1, 0.5}) {
-        SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " n " << n << " p " << p);
+        SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " n " << n << " skip " << skip
+                                          << " p " << p);
         absl::StatusOr<DropoutOutput> fwd = DropoutWithMask(x_gpu, p, kState);
         ASSERT_TRUE(fwd.ok()) << fwd.status();
         EXPECT_EQ(fwd->out.dtype(), dtype);
@@ -264,6 +271,24 @@ TEST(DropoutTest, CudaHalfPrecisionMatchesCpu) {
       }
     }
   }
+}
+
+// A tensor larger than one pass of the kernel's grid (8192 blocks of 256
+// threads, 4 packs of 4 f32 each: 33.5M elements), so that threads take
+// several grid steps: still the CPU's bits.
+TEST(DropoutTest, CudaGridStepsMatchCpu) {
+  TFM_SKIP_WITHOUT_GPU();
+  const int64_t n = 70 * (int64_t{1} << 20) + 37;
+  const Tensor x = Random({n}, 7);
+  const Tensor x_gpu = OnCuda(x);
+  const DropoutOutput cpu = *DropoutWithMask(x, 0.1, kState);
+  absl::StatusOr<DropoutOutput> gpu = DropoutWithMask(x_gpu, 0.1, kState);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  EXPECT_TRUE(SameBits(HostF32(gpu->out), cpu.out));
+  EXPECT_TRUE(SameBits(*CopyToDevice(gpu->mask, Device::Cpu()), cpu.mask));
+  absl::StatusOr<Tensor> y = Dropout(x_gpu, 0.1, kState);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_TRUE(SameBits(HostF32(*y), cpu.out));
 }
 
 TEST(DropoutTest, BadArgumentsNameTheOp) {
