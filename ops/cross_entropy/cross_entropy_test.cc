@@ -169,6 +169,42 @@ TEST(CrossEntropyTest, CudaMatchesCpu) {
 }
 
 // A bad target fails on CUDA with the CPU's message, in both directions.
+// Logits one element into their buffer: rows lie off 16 bytes by another
+// amount than the gradient's fresh rows (the backward's element-by-element
+// path) and the forward reads each row's head and tail one by one.
+TEST(CrossEntropyTest, CudaMatchesCpuOnAViewOffTheAlignment) {
+  TFM_SKIP_WITHOUT_GPU();
+  const int64_t n = 7, v = 1031;
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const Tensor buffer = *RandomNormal({n * v + 1}, {8, 77, 0}, 0.5f, 3.0f);
+    const Tensor logits = *buffer.Slice(1, n * v + 1)->Reshape({n, v});
+    const Tensor on_gpu = *testing::OnCuda(testing::HostAs(buffer, dtype))
+                               .Slice(1, n * v + 1)
+                               ->Reshape({n, v});
+    const Tensor targets = Targets<int32_t>(n, v, 3);
+    const CrossEntropyOptions options{.epsilon = 0.1f, .padding_index = 3};
+    const Tensor rounded = testing::RoundedThrough(logits, dtype);
+    absl::StatusOr<CrossEntropyOutput> cpu = LabelSmoothedCrossEntropy(rounded, targets, options);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    absl::StatusOr<CrossEntropyOutput> gpu =
+        LabelSmoothedCrossEntropy(on_gpu, testing::OnCuda(targets), options);
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu->loss), cpu->loss));
+    EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu->lse), cpu->lse));
+    const Tensor d_loss = Scalar(1.5f);
+    absl::StatusOr<Tensor> cpu_d =
+        LabelSmoothedCrossEntropyBackward(rounded, targets, cpu->lse, d_loss, options);
+    ASSERT_TRUE(cpu_d.ok()) << cpu_d.status();
+    absl::StatusOr<Tensor> gpu_d = LabelSmoothedCrossEntropyBackward(
+        on_gpu, testing::OnCuda(targets), gpu->lse, testing::OnCuda(d_loss), options);
+    ASSERT_TRUE(gpu_d.ok()) << gpu_d.status();
+    const bool bf16 = dtype != DType::kF32;
+    const testing::Tolerance tolerance{.atol = bf16 ? 1e-2 : 1e-6, .rtol = bf16 ? 1e-2 : 1e-5};
+    EXPECT_TRUE(testing::AllClose(testing::HostF32(*gpu_d), *cpu_d, tolerance));
+  }
+}
+
 TEST(CrossEntropyTest, CudaOutOfRangeTargetIsInvalidArgument) {
   TFM_SKIP_WITHOUT_GPU();
   const Tensor logits = testing::OnCuda(*RandomNormal({5, 4}, {8, 0, 0}, 0.0f, 1.0f));
