@@ -2,8 +2,10 @@
 // intrinsics of ops/cuda_elementwise.cuh, so its bits equal the CPU
 // kernel's, and the same conversion over a list of tensors in one launch
 // (a pass's weights, or its 16-bit weight gradients, most of them small:
-// one launch instead of one per tensor). A small share of a step: plain
-// element loads suffice.
+// one launch instead of one per tensor). Both move runs of 8 elements as
+// 16-byte accesses where the tensors are 16-byte aligned: with one element
+// a thread at a time the list casts of a big model's update (214M weights
+// to bf16, 176M gradients back) ran at half of HBM bandwidth.
 #include "ops/cast/cast_cuda.h"
 #include "ops/cuda_elementwise.cuh"
 #include "ops/cuda_multi_tensor.cuh"
@@ -19,14 +21,44 @@ using cuda_elementwise::GridThreads;
 using cuda_elementwise::kThreads;
 using cuda_elementwise::ToFloat;
 
-template <typename From, typename To>
-__global__ void CastKernel(const From* x, To* out, int64_t count) {
-  for (int64_t i = GlobalThread(); i < count; i += GridThreads()) {
-    out[i] = FromFloat<To>(ToFloat(x[i]));
-  }
+// 8 elements, moved as one or two 16-byte accesses.
+template <typename D>
+struct alignas(16) Run8 {
+  static_assert(8 * sizeof(D) % 16 == 0, "8 elements of 2 or 4 bytes: whole 16-byte accesses");
+  D v[8];
+};
+
+__device__ __forceinline__ bool BothAligned16(const void* a, const void* b) {
+  return (reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) % 16 == 0;
 }
 
-constexpr int64_t kListChunk = 16 * kThreads;
+// out[i] = x[i] rounded for i in [begin, end), by the threads
+// [thread, thread + threads): runs of 8 from `begin` (a multiple of 8) when
+// `runs`, each run's loads ahead of its stores, then the rest one by one.
+template <typename From, typename To>
+__device__ __forceinline__ void CastRange(const From* x, To* out, int64_t begin, int64_t end,
+                                          int64_t thread, int64_t threads, bool runs) {
+  int64_t rest = begin;
+  if (runs) {
+    const int64_t runs_end = begin + (end - begin) / 8 * 8;
+    for (int64_t i = begin + 8 * thread; i < runs_end; i += 8 * threads) {
+      const Run8<From> in = *reinterpret_cast<const Run8<From>*>(x + i);
+      Run8<To> result;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) result.v[j] = FromFloat<To>(ToFloat(in.v[j]));
+      *reinterpret_cast<Run8<To>*>(out + i) = result;
+    }
+    rest = runs_end;
+  }
+  for (int64_t i = rest + thread; i < end; i += threads) out[i] = FromFloat<To>(ToFloat(x[i]));
+}
+
+template <typename From, typename To>
+__global__ void CastKernel(const From* x, To* out, int64_t count) {
+  CastRange(x, out, 0, count, GlobalThread(), GridThreads(), BothAligned16(x, out));
+}
+
+constexpr int64_t kListChunk = 16 * kThreads;  // A multiple of 8.
 constexpr int64_t kListMaxBlocks = 1 << 16;
 
 template <typename From, typename To>
@@ -39,9 +71,7 @@ __global__ void __launch_bounds__(kThreads)
     To* out = static_cast<To*>(t.out);
     const int64_t begin = (chunk - t.first_chunk) * kListChunk;
     const int64_t end = begin + kListChunk < t.count ? begin + kListChunk : t.count;
-    for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-      out[i] = FromFloat<To>(ToFloat(x[i]));
-    }
+    CastRange(x, out, begin, end, threadIdx.x, kThreads, BothAligned16(x, out));
   }
 }
 
@@ -52,7 +82,7 @@ const char* LaunchCast(const From* x, To* out, int64_t count, StreamHandle strea
   if (count == 0) return nullptr;
   using F = DeviceT<From>;
   using T = DeviceT<To>;
-  CastKernel<F, T><<<BlocksFor(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  CastKernel<F, T><<<BlocksFor((count + 7) / 8), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       reinterpret_cast<const F*>(x), reinterpret_cast<T*>(out), count);
   return cuda_elementwise::LastError();
 }

@@ -160,6 +160,28 @@ TEST(CastTest, CudaMatchesCpuBitForBit) {
   }
 }
 
+// Views one element into their buffers (not 16-byte aligned: the kernels'
+// element-by-element path), alone and in a list beside aligned tensors.
+TEST(CastTest, CudaCastsViewsOffTheAlignment) {
+  TFM_SKIP_WITHOUT_GPU();
+  const Tensor x = Values(5001);
+  for (const DType from : kFloating) {
+    const Tensor source = testing::HostAs(x, from);
+    const Tensor on_gpu = OnCuda(source);
+    const Tensor view = *on_gpu.Slice(1, 5001), host_view = *source.Slice(1, 5001);
+    for (const DType to : kFloating) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(from), " -> ", DTypeName(to)));
+      absl::StatusOr<Tensor> single = Cast(view, to);
+      ASSERT_TRUE(single.ok()) << single.status();
+      EXPECT_EQ(DifferingValues(*single, *Cast(host_view, to)), 0);
+      absl::StatusOr<std::vector<Tensor>> listed = CastAll({view, on_gpu}, to);
+      ASSERT_TRUE(listed.ok()) << listed.status();
+      EXPECT_EQ(DifferingValues((*listed)[0], *Cast(host_view, to)), 0);
+      EXPECT_EQ(DifferingValues((*listed)[1], *Cast(source, to)), 0);
+    }
+  }
+}
+
 // The one-launch list kernel gives each tensor's CPU cast, chunk
 // boundaries and an empty entry included.
 TEST(CastTest, CudaListMatchesCpuBitForBit) {
