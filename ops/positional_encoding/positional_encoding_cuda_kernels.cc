@@ -1,5 +1,7 @@
 // Registers the positional encoding CUDA kernels (linked only in builds with
 // CUDA): f32, f16 and bf16, computed in double and f32.
+#include <algorithm>
+
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/cuda_launch_status.h"
@@ -18,14 +20,23 @@ absl::Status PositionalEncodingCuda(KernelContext& context) {
                                                                offset, context.stream()));
 }
 
+// The adds' table of encodings (AddPositionalEncodingTableFloats), on the
+// kernel's stream.
+absl::StatusOr<Tensor> EncodingTable(const KernelContext& context, const Tensor& x) {
+  return Tensor::Empty(
+      {std::max<int64_t>(1, AddPositionalEncodingTableFloats(x.dim(-2), x.dim(-1)))}, DType::kF32,
+      context.device(), context.stream());
+}
+
 template <typename T>
 absl::Status AddPositionalEncodingCuda(KernelContext& context) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(int64_t offset, context.attrs().GetOr<int64_t>("offset", 0));
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), x.dtype()));
-  return CudaLaunchStatus(
-      context, LaunchAddPositionalEncoding<T>(x.data<T>(), out->data<T>(), x.num_elements(),
-                                              x.dim(-2), x.dim(-1), offset, context.stream()));
+  TFM_ASSIGN_OR_RETURN(Tensor table, EncodingTable(context, x));
+  return CudaLaunchStatus(context, LaunchAddPositionalEncoding<T>(
+                                       x.data<T>(), out->data<T>(), x.num_elements(), x.dim(-2),
+                                       x.dim(-1), offset, table.data<float>(), context.stream()));
 }
 
 // The position stays on the device: no host sync, the same launch at every
@@ -34,11 +45,12 @@ template <typename T>
 absl::Status AddPositionalEncodingAtCuda(KernelContext& context) {
   const Tensor& x = context.input(0);
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, x.shape(), x.dtype()));
+  TFM_ASSIGN_OR_RETURN(Tensor table, EncodingTable(context, x));
   return CudaLaunchStatus(
       context, LaunchAddPositionalEncodingAt<T>(x.data<T>(), out->data<T>(), x.num_elements(),
                                                 x.dim(-2), x.dim(-1),
                                                 context.input(1).data<int32_t>(),
-                                                context.stream()));
+                                                table.data<float>(), context.stream()));
 }
 
 TFM_REGISTER_TYPED_KERNELS("positional_encoding", DeviceType::kCUDA, PositionalEncodingCuda, float,
