@@ -246,7 +246,7 @@ TEST(DropoutTest, CudaHalfPrecisionMatchesCpu) {
   const Tolerance rounding{.atol = 1e-2, .rtol = 1e-2};
   for (const DType dtype : {DType::kBF16, DType::kF16}) {
     // skip 1: views one element in, not 16-byte aligned (the block path).
-    for (const auto [n, skip] : std::vector<std::pair<int64_t, int64_t>>{
+    for (const auto& [n, skip] : std::vector<std::pair<int64_t, int64_t>>{
              {1, 0}, {33, 0}, {129, 0}, {4099, 0}, {70001, 0}, {(1 << 20) + 5, 0},
              {33, 1}, {4099, 1}, {70001, 1}}) {
       const Tensor x_all = RoundedThrough(Random({n + skip}, 5), dtype);
