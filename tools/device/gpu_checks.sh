@@ -16,9 +16,9 @@
 #   memcheck_training  the same over the GPU training tests (slow: last)
 #   train        the Multi30k EN-DE run on the GPU ($TFM_TRAIN_MINUTES, default 5):
 #                variants of preset $TFM_GPU_PRESET (default multi30k_ende_gpu: bf16)
-#                trained side by side, validation BLEU every 1000 updates, the model chosen on
-#                the validation set (tools/device/quality_sweep.sh), the test split
-#                scored once; $TFM_TRAIN_VARIANTS (default 4) of them, 1: the first
+#                trained side by side, validation BLEU every 1000 updates, the model and
+#                its length penalty's alpha chosen on the validation set
+#                (tools/device/quality_sweep.sh), the test split scored once; $TFM_TRAIN_VARIANTS (default 4) of them, 1: the first
 #                alone. If none leaves a model, multi30k_ende_small (f32) instead, for the
 #                minutes left in a 600 s call. Back: train_choice.tsv (every candidate's
 #                validation BLEU), train_variants.tar.gz (logs, metrics.csv per variant)

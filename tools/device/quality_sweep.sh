@@ -14,26 +14,34 @@
 #      only one) and its best checkpoint by the validation BLEU it printed
 #      at each validation (checkpoint_best). Each is decoded on the validation set
 #      with the preset's beam search.
-#   3. The candidate with the highest validation BLEU is the model, and only
-#      it decodes the test set, once.
+#   3. The candidate with the highest validation BLEU is the model.
+#   4. Its length penalty's alpha is chosen on the validation set too: each
+#      of --alphas decodes it (the beam stays the preset's), and an alpha
+#      replaces the preset's only where its validation BLEU is higher.
+#   5. The model decodes the test set, once, with that alpha.
 #
 # Usage (from the repository root):
 #   tools/device/quality_sweep.sh --runner="CMD" --preset=P --data=DIR --root=DIR
 #     [--minutes=5] [--device=cuda] [--checkpoint_steps=1000] [--average_last=5] [--vocab=FILE]
-#     [--test_src=NAME --test_ref=NAME] -- VARIANT...
+#     [--test_src=NAME --test_ref=NAME] [--alphas="0.8 1.0 1.2"] -- VARIANT...
 # --runner: the task binary as a command (e.g. "bazel-bin/tasks/translate_ende"
 # here, ".device_bundle/run_bundle.sh tasks/translate_ende" on the GPU
 # machine). --data: the folder of train/val/test files (val.en.gz, val.de.gz
 # and the test pair name the validation and test sets). --vocab: a
 # SentencePiece model to use instead of training one.
 # Writes ROOT/v1 ... ROOT/vK (work directories, train.log each),
-# ROOT/choice.tsv (variant, candidate, validation BLEU) and ROOT/chosen (a
-# link to the chosen checkpoint directory). Exits non-zero when no variant
+# ROOT/choice.tsv (variant, candidate, validation BLEU; then the chosen
+# candidate at each alpha) and ROOT/chosen (a link to the chosen checkpoint
+# directory). Exits non-zero when no variant
 # left a checkpoint or the test decoding failed.
 set -uo pipefail
 
 runner="" preset="" data="" root="" minutes=5 device=cuda checkpoint_steps=1000 average_last=5
 vocab=""
+# Length-penalty alphas tried on validation besides the preset's (0.6, the
+# paper's); fairseq's and Marian's users tune it per task (their lenpen and
+# normalize), and on Multi30k's short captions longer outputs may pay.
+alphas="0.8 1.0 1.2"
 test_src=test_2016_flickr.en.gz test_ref=test_2016_flickr.de.gz
 variants=()
 in_variants=false
@@ -55,6 +63,7 @@ for arg in "$@"; do
     --vocab=*) vocab="${arg#*=}" ;;
     --test_src=*) test_src="${arg#*=}" ;;
     --test_ref=*) test_ref="${arg#*=}" ;;
+    --alphas=*) alphas="${arg#*=}" ;;
     *) echo "quality_sweep: unknown argument $arg (variants follow --)" >&2; exit 2 ;;
   esac
 done
@@ -154,8 +163,30 @@ fi
 chosen="$root/$(cut -f1 <<<"$best")/$(cut -f2 <<<"$best")"
 ln -sfn "$chosen" "$root/chosen"
 echo "== chosen on validation: $(cut -f1,2 <<<"$best" | tr '\t' ' ') (validation BLEU $(cut -f3 <<<"$best")): $chosen"
-# The test set, once, with the chosen model only.
-timeout 300 "${run[@]}" evaluate --model="$chosen" --device="$device" \
+# The chosen model's alpha, on validation: the preset's unless another
+# decodes validation better (a tie keeps the preset's).
+alpha_flag=()
+best_bleu=$(cut -f3 <<<"$best")
+for alpha in $alphas; do
+  log="$root/alpha_$alpha.valid.log"
+  timeout 300 "${run[@]}" evaluate --model="$chosen" --device="$device" --alpha="$alpha" \
+    --src="$data/val.en.gz" --ref="$data/val.de.gz" --output="$root/alpha_$alpha.valid.out" \
+    >"$log" 2>&1
+  bleu=$(bleu_of "$log")
+  echo "chosen model, alpha $alpha: validation BLEU ${bleu:-(none: see $log)}"
+  [[ -z "$bleu" ]] && continue
+  printf '%s\t%s alpha=%s\t%s\n' "$(cut -f1 <<<"$best")" "$(cut -f2 <<<"$best")" "$alpha" \
+    "$bleu" >>"$root/choice.tsv"
+  if awk -v a="$bleu" -v b="$best_bleu" 'BEGIN { exit !(a > b) }'; then
+    best_bleu=$bleu
+    alpha_flag=(--alpha="$alpha")
+  fi
+done
+chosen_alpha="${alpha_flag[*]:-}"
+[[ -z "$chosen_alpha" ]] && chosen_alpha="the preset's"
+echo "== alpha chosen on validation: $chosen_alpha (validation BLEU $best_bleu)"
+# The test set, once, with the chosen model and alpha only.
+timeout 300 "${run[@]}" evaluate --model="$chosen" --device="$device" "${alpha_flag[@]}" \
   --src="$data/$test_src" --ref="$data/$test_ref" --output="$root/test.out" \
   >"$root/test.log" 2>&1
 grep -E '^BLEU|^nrefs|decoded in' "$root/test.log"
