@@ -1,8 +1,10 @@
 // CUDA kernels of embedding and embedding_backward. The forward is a gather
 // of rows in 16-byte packs when the rows and addresses allow (else element
-// by element). The backward scatter-adds f32 atomics, one thread per
-// element of d_out, into an f32 accumulator, rounded once at the end for
-// 16-bit tables; in deterministic mode it sorts the positions by id (CUB's
+// by element). The backward scatter-adds f32 atomics into an f32
+// accumulator, 4 columns a thread (one 4-wide atomic on sm_90, where a big
+// model's update spent 0.26 ms a call on one atomic per element) where the
+// rows allow, else one element a thread, rounded once at the end for 16-bit
+// tables; in deterministic mode it sorts the positions by id (CUB's
 // stable radix sort) and sums each id's positions in a fixed order instead,
 // in chunks that run in parallel (embedding_sorted_sums.h). Ids are checked
 // before any kernel runs.
@@ -55,6 +57,29 @@ __global__ void EmbeddingBackwardKernel(const Id* ids, const D* d_out, float* ac
     const int64_t p = i / d;
     const int64_t j = i - p * d;
     atomicAdd(accumulator + static_cast<int64_t>(ids[p]) * d + j, scale * ToFloat(d_out[i]));
+  }
+}
+
+// The same, 4 columns a thread: d % 4 == 0, d_out aligned to 4 elements
+// and the accumulator to 16 bytes; unit u is columns 4 (u % (d / 4)) on of
+// position u / (d / 4).
+template <typename D, typename Id>
+__global__ void EmbeddingBackwardRunsKernel(const Id* ids, const D* d_out, float* accumulator,
+                                            int64_t units, int64_t d, float scale) {
+  const int64_t row_runs = d / 4;
+  for (int64_t u = GlobalThread(); u < units; u += GridThreads()) {
+    const int64_t p = u / row_runs;
+    const int64_t column = 4 * (u - p * row_runs);
+    const Run<D, 4> in = reinterpret_cast<const Run<D, 4>*>(d_out)[u];
+    float* target = accumulator + static_cast<int64_t>(ids[p]) * d + column;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float4*>(target),
+              make_float4(scale * ToFloat(in.v[0]), scale * ToFloat(in.v[1]),
+                          scale * ToFloat(in.v[2]), scale * ToFloat(in.v[3])));
+#else
+#pragma unroll
+    for (int k = 0; k < 4; ++k) atomicAdd(target + k, scale * ToFloat(in.v[k]));
+#endif
   }
 }
 
@@ -184,9 +209,15 @@ const char* LaunchEmbeddingBackward(const Id* ids, const T* d_out, float* accumu
     return error;
   }
   const int64_t count = positions * d;
-  if (count > 0) {
+  const D* d_out_device = reinterpret_cast<const D*>(d_out);
+  if (count > 0 && d % 4 == 0 &&
+      reinterpret_cast<uintptr_t>(d_out_device) % (4 * sizeof(D)) == 0 && Aligned16(accumulator)) {
+    EmbeddingBackwardRunsKernel<D, Id><<<BlocksFor(count / 4), kThreads, 0, cuda_stream>>>(
+        ids, d_out_device, accumulator, count / 4, d, scale);
+    if (const char* error = LastError()) return error;
+  } else if (count > 0) {
     EmbeddingBackwardKernel<D, Id><<<BlocksFor(count), kThreads, 0, cuda_stream>>>(
-        ids, reinterpret_cast<const D*>(d_out), accumulator, count, d, scale);
+        ids, d_out_device, accumulator, count, d, scale);
     if (const char* error = LastError()) return error;
   }
   if (static_cast<void*>(accumulator) == static_cast<void*>(d_table)) return nullptr;
