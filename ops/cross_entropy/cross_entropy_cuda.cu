@@ -141,7 +141,10 @@ __global__ void __launch_bounds__(kThreads)
     if (valid) ForRowElements<kWidth>(x, vocab, lane, [&](int64_t, float v) { scan.Add(v); });
     const float max = scan.max, sum_exp = scan.sum_exp, sum = scan.sum;
     const float row_max = GroupReduce<kWidth>(max, cuda_row_reduce::Max(), &scratch);
-    const float rescaled = max == kNegInf ? 0.0f : sum_exp * expf(max - row_max);
+    // A share of -inf and NaN only keeps max at -inf and sum_exp at NaN: the
+    // NaN goes on into the lse, as on the CPU.
+    const float rescaled =
+        max == kNegInf ? (sum_exp != sum_exp ? sum_exp : 0.0f) : sum_exp * expf(max - row_max);
     const float row_sum_exp = GroupReduce<kWidth>(rescaled, Sum(), &scratch);
     const float row_sum = GroupReduce<kWidth>(sum, Sum(), &scratch);
     if (!valid || lane != 0) continue;

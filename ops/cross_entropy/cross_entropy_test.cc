@@ -1,5 +1,7 @@
 #include "ops/cross_entropy/cross_entropy.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -202,6 +204,59 @@ TEST(CrossEntropyTest, CudaMatchesCpuOnAViewOffTheAlignment) {
     const bool bf16 = dtype != DType::kF32;
     const testing::Tolerance tolerance{.atol = bf16 ? 1e-2 : 1e-6, .rtol = bf16 ? 1e-2 : 1e-5};
     EXPECT_TRUE(testing::AllClose(testing::HostF32(*gpu_d), *cpu_d, tolerance));
+  }
+}
+
+// Logits [4, v] with a NaN as row 0's first element, through row 1's first
+// 8 (a 16-bit pack) and as row 2's last (beside a -inf); row 3 has none.
+Tensor NaNLogits(int64_t v) {
+  const int64_t n = 4;
+  std::vector<float> values(n * v);
+  for (int64_t i = 0; i < n * v; ++i) values[i] = static_cast<float>(i % 7) - 3.0f;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  values[0] = nan;
+  for (int64_t j = 0; j < 8; ++j) values[v + j] = nan;
+  values[2 * v + v - 1] = nan;
+  values[2 * v + 1] = -std::numeric_limits<float>::infinity();
+  return *Tensor::FromVector<float>(values, {n, v});
+}
+
+// Which rows' lse is NaN.
+std::vector<bool> NaNRows(const Tensor& lse) {
+  std::vector<bool> rows;
+  for (const float value : testing::HostF32(lse).ToVector<float>()) rows.push_back(std::isnan(value));
+  return rows;
+}
+
+// A NaN logit makes the loss NaN (the smoothing term sums every logit), so
+// the trainer's non-finite check skips the update. (The CPU's vectorized
+// exp may leave that row's lse finite; the GPU's keeps the NaN, below.)
+TEST(CrossEntropyTest, NaNLogitsGiveANaNLoss) {
+  const CrossEntropyOptions options{.epsilon = 0.1f, .padding_index = -1};
+  for (const int64_t v : {8, 64, 2000}) {
+    absl::StatusOr<CrossEntropyOutput> cpu =
+        LabelSmoothedCrossEntropy(NaNLogits(v), Targets<int32_t>(4, v, -1), options);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    EXPECT_TRUE(std::isnan(cpu->loss.ToVector<float>()[0])) << "vocab " << v;
+  }
+}
+
+// On the GPU the rows with a NaN have a NaN lse wherever it lies against
+// the threads' shares (a share of NaN and -inf only once dropped it) and
+// the packs, and the loss is NaN.
+TEST(CrossEntropyTest, CudaNaNLogitsGiveNaNLse) {
+  TFM_SKIP_WITHOUT_GPU();
+  const CrossEntropyOptions options{.epsilon = 0.1f, .padding_index = -1};
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const int64_t v : {8, 64, 2000}) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " vocab " << v);
+      absl::StatusOr<CrossEntropyOutput> gpu =
+          LabelSmoothedCrossEntropy(testing::OnCuda(testing::HostAs(NaNLogits(v), dtype)),
+                                    testing::OnCuda(Targets<int32_t>(4, v, -1)), options);
+      ASSERT_TRUE(gpu.ok()) << gpu.status();
+      EXPECT_EQ(NaNRows(gpu->lse), (std::vector<bool>{true, true, true, false}));
+      EXPECT_TRUE(std::isnan(testing::HostF32(gpu->loss).ToVector<float>()[0]));
+    }
   }
 }
 
