@@ -105,6 +105,32 @@ TEST(AdamTest, CudaMatchesCpu) {
   }
 }
 
+// Tensors one element into their buffers (not 16-byte aligned: the
+// kernel's element-by-element path) beside aligned gradients.
+TEST(AdamTest, CudaMatchesCpuOnViewsOffTheAlignment) {
+  TFM_SKIP_WITHOUT_GPU();
+  const int64_t n = 10001;
+  Tensor param = *RandomNormal({n + 1}, {9, 90, 0}, 0.0f, 1.0f);
+  Tensor m = *RandomNormal({n + 1}, {9, 91, 0}, 0.0f, 1e-2f);
+  Tensor v = *RandomUniform({n + 1}, {9, 92, 0}, 0.0f, 1e-4f);
+  Tensor gpu_param = *testing::OnCuda(param).Slice(1, n + 1);
+  Tensor gpu_m = *testing::OnCuda(m).Slice(1, n + 1);
+  Tensor gpu_v = *testing::OnCuda(v).Slice(1, n + 1);
+  param = *param.Slice(1, n + 1);
+  m = *m.Slice(1, n + 1);
+  v = *v.Slice(1, n + 1);
+  for (int64_t step = 1; step <= 2; ++step) {
+    const Tensor grad = *RandomNormal({n}, {9, 93 + static_cast<uint64_t>(step), 0}, 0.0f, 1e-2f);
+    const AdamOptions options{.lr = 7e-4, .step = step};
+    ASSERT_TRUE(AdamUpdate(param, grad, m, v, options).ok());
+    const absl::Status status = AdamUpdate(gpu_param, testing::OnCuda(grad), gpu_m, gpu_v, options);
+    ASSERT_TRUE(status.ok()) << status;
+  }
+  EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu_param), param));
+  EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu_m), m));
+  EXPECT_TRUE(testing::AllClose(testing::HostF32(gpu_v), v));
+}
+
 // A model's worth of tensors in miniature: sizes around the CPU's 64K and
 // CUDA's 4096-element chunks, a ragged tail, an empty tensor.
 const std::vector<Shape>& ListShapes() {
