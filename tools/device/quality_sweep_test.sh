@@ -1,7 +1,9 @@
 #!/bin/bash
 # tools/device/quality_sweep.sh with a made-up task binary: the candidate
 # with the highest validation BLEU over every variant's average and best
-# checkpoint is chosen, and only it decodes the test set, once; a variant
+# checkpoint is chosen, its length-penalty alpha is chosen on validation
+# (a tie keeps the earlier), and only it decodes the test set, once, with
+# that alpha; a variant
 # whose training fails is reported and the others still count; a variant
 # with one checkpoint offers that checkpoint; no model at all, a missing
 # flag and a missing data file are errors.
@@ -19,18 +21,20 @@ done
 # fake.average and fake.best (validation BLEU of the average and of the best
 # checkpoint), fake.checkpoints (how many it writes), fake.fail (exit 1
 # before any checkpoint). evaluate prints the BLEU stored with the model
-# (the test set scores validation + 1) and logs every call.
+# (the test set scores validation + 1; --alpha=0.8 -0.1, 1.0 and 1.2 +0.4)
+# and logs every call with its alpha.
 fake="$dir/fake_task"
 cat >"$fake" <<'FAKE'
 #!/bin/bash
 command="$1"; shift
-workdir="" model="" src="" data="" average=0 best=0 checkpoints=2 fail=0
+workdir="" model="" src="" data="" average=0 best=0 checkpoints=2 fail=0 alpha=-
 for arg in "$@"; do
   case "$arg" in
     --workdir=*) workdir="${arg#*=}" ;;
     --data=*) data="${arg#*=}" ;;
     --model=*) model="${arg#*=}" ;;
     --src=*) src="${arg#*=}" ;;
+    --alpha=*) alpha="${arg#*=}" ;;
     --set=fake.average=*) average="${arg#*=fake.average=}" ;;
     --set=fake.best=*) best="${arg#*=fake.best=}" ;;
     --set=fake.checkpoints=*) checkpoints="${arg#*=fake.checkpoints=}" ;;
@@ -61,9 +65,13 @@ case "$command" in
     mkdir -p "$workdir/checkpoint_average"
     cp "$workdir/average_bleu" "$workdir/checkpoint_average/bleu" ;;
   evaluate)
-    echo "$model $(basename "$src")" >>"$(dirname "$0")/evaluations.log"
+    echo "$model $(basename "$src") $alpha" >>"$(dirname "$0")/evaluations.log"
     bleu=$(cat "$model/bleu")
     [[ "$src" == */test_* ]] && bleu=$(awk "BEGIN { print $bleu + 1 }")
+    case "$alpha" in
+      0.8) bleu=$(awk "BEGIN { print $bleu - 0.1 }") ;;
+      1.0 | 1.2) bleu=$(awk "BEGIN { print $bleu + 0.4 }") ;;
+    esac
     echo "BLEU = $bleu 1/2/3/4 (BP = 1.000)" ;;
 esac
 FAKE
@@ -79,16 +87,27 @@ out=$(run_sweep -- "--set=fake.average=30.9 --set=fake.best=30.1" \
   "--set=fake.best=29.0 --set=fake.checkpoints=1" "--set=fake.fail=1")
 echo "$out"
 grep -q "chosen on validation: v2 checkpoint_best (validation BLEU 31.5)" <<<"$out"
-grep -q "test BLEU of the model chosen on validation: 32.5" <<<"$out"
+# Its alpha: 1.0 (31.9; 1.2 ties it and the earlier stays), then the test.
+grep -q "chosen model, alpha 0.8: validation BLEU 31.4" <<<"$out"
+grep -q "alpha chosen on validation: --alpha=1.0 (validation BLEU 31.9)" <<<"$out"
+grep -q "test BLEU of the model chosen on validation: 32.9" <<<"$out"
 grep -q "v4: no checkpoint" <<<"$out"
 grep -q "v3 checkpoint_000000001: validation BLEU 29.0" <<<"$out"
-# The test set was decoded once, by the chosen model; each variant's
-# candidates on validation (v3: its checkpoint and its best).
+# The test set was decoded once, by the chosen model at its alpha; each
+# variant's candidates on validation (v3: its checkpoint and its best),
+# then the chosen one at each alpha.
 [[ $(grep -c "test_2016_flickr.en.gz" "$dir/evaluations.log") == 1 ]]
-grep -q "^$dir/root/v2/checkpoint_best test_2016_flickr.en.gz$" "$dir/evaluations.log"
-[[ $(grep -c "val.en.gz" "$dir/evaluations.log") == 6 ]]
+grep -q "^$dir/root/v2/checkpoint_best test_2016_flickr.en.gz 1.0$" "$dir/evaluations.log"
+[[ $(grep -c "val.en.gz" "$dir/evaluations.log") == 9 ]]
+[[ $(grep -c "^$dir/root/v2/checkpoint_best val.en.gz [0-9]" "$dir/evaluations.log") == 3 ]]
 [[ "$(readlink "$dir/root/chosen")" == "$dir/root/v2/checkpoint_best" ]]
-[[ $(wc -l <"$dir/root/choice.tsv") == 7 ]]  # A header and 6 candidates.
+[[ $(wc -l <"$dir/root/choice.tsv") == 10 ]]  # A header, 6 candidates, 3 alphas.
+
+# Where no alpha beats the preset's, the test decoding takes none.
+rm -f "$dir/evaluations.log"
+out=$(run_sweep --alphas="0.8" -- "--set=fake.average=30.9 --set=fake.best=30.1")
+grep -q "alpha chosen on validation: the preset's (validation BLEU 30.9)" <<<"$out"
+grep -q "^$dir/root/v1/checkpoint_average test_2016_flickr.en.gz -$" "$dir/evaluations.log"
 
 # No variant leaves a model: an error, and no test decoding.
 rm -f "$dir/evaluations.log"
