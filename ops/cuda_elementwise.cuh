@@ -66,7 +66,10 @@ struct alignas(16) Pack {
   D v[kSize];
 };
 
-inline bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+// On the host (choosing a launch) and in kernels (per tensor of a list).
+__host__ __device__ inline bool Aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 constexpr int kThreads = 256;
 // Enough blocks to fill any current GPU; grid-stride loops cover the rest.

@@ -13,6 +13,8 @@
 namespace tfm {
 namespace {
 
+using cuda_elementwise::Aligned16;
+
 constexpr int kThreads = 256;
 constexpr int64_t kChunk = 16 * kThreads;
 constexpr int64_t kMaxBlocks = 1 << 16;
@@ -27,10 +29,6 @@ __device__ __forceinline__ void AdamElement(const AdamStep& c, float grad_scale,
   // torch's order: sqrt(v) / sqrt(1 - beta2^t) + eps, then m / that.
   const float denom = __fadd_rn(__fdiv_rn(sqrtf(v), c.correction2_sqrt), c.eps);
   param = __fsub_rn(param, __fmul_rn(c.step_size, __fdiv_rn(m, denom)));
-}
-
-__device__ __forceinline__ bool Aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
 __global__ void __launch_bounds__(kThreads)

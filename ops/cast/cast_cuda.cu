@@ -13,6 +13,7 @@
 namespace tfm {
 namespace {
 
+using cuda_elementwise::Aligned16;
 using cuda_elementwise::BlocksFor;
 using cuda_elementwise::DeviceT;
 using cuda_elementwise::FromFloat;
@@ -27,10 +28,6 @@ struct alignas(16) Run8 {
   static_assert(8 * sizeof(D) % 16 == 0, "8 elements of 2 or 4 bytes: whole 16-byte accesses");
   D v[8];
 };
-
-__device__ __forceinline__ bool BothAligned16(const void* a, const void* b) {
-  return (reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) % 16 == 0;
-}
 
 // out[i] = x[i] rounded for i in [begin, end), by the threads
 // [thread, thread + threads): runs of 8 from `begin` (a multiple of 8) when
@@ -55,7 +52,7 @@ __device__ __forceinline__ void CastRange(const From* x, To* out, int64_t begin,
 
 template <typename From, typename To>
 __global__ void CastKernel(const From* x, To* out, int64_t count) {
-  CastRange(x, out, 0, count, GlobalThread(), GridThreads(), BothAligned16(x, out));
+  CastRange(x, out, 0, count, GlobalThread(), GridThreads(), Aligned16(x) && Aligned16(out));
 }
 
 constexpr int64_t kListChunk = 16 * kThreads;  // A multiple of 8.
@@ -71,7 +68,7 @@ __global__ void __launch_bounds__(kThreads)
     To* out = static_cast<To*>(t.out);
     const int64_t begin = (chunk - t.first_chunk) * kListChunk;
     const int64_t end = begin + kListChunk < t.count ? begin + kListChunk : t.count;
-    CastRange(x, out, begin, end, threadIdx.x, kThreads, BothAligned16(x, out));
+    CastRange(x, out, begin, end, threadIdx.x, kThreads, Aligned16(x) && Aligned16(out));
   }
 }
 
