@@ -31,19 +31,15 @@ __device__ __forceinline__ float Encoding(int64_t position, int64_t j, int64_t d
   return static_cast<float>(j % 2 == 0 ? sin(angle) : cos(angle));
 }
 
+// pe[r * d_model + j] = PE(start + r)[j] for the count elements, start
+// being *position where given (read on the device), else offset: the
+// positional_encoding op's output, and the adds' table (D float).
 template <typename D>
-__global__ void PositionalEncodingKernel(D* pe, int64_t count, int64_t d_model, int64_t offset) {
-  for (int64_t i = GlobalThread(); i < count; i += GridThreads()) {
-    pe[i] = FromFloat<D>(Encoding(offset + i / d_model, i % d_model, d_model));
-  }
-}
-
-// table[r * d_model + j] = PE(*position or offset, + r)[j], r < length.
-__global__ void EncodingTableKernel(float* table, int64_t length, int64_t d_model, int64_t offset,
-                                    const int32_t* position) {
+__global__ void PositionalEncodingKernel(D* pe, int64_t count, int64_t d_model, int64_t offset,
+                                         const int32_t* position) {
   const int64_t start = position != nullptr ? static_cast<int64_t>(*position) : offset;
-  for (int64_t i = GlobalThread(); i < length * d_model; i += GridThreads()) {
-    table[i] = Encoding(start + i / d_model, i % d_model, d_model);
+  for (int64_t i = GlobalThread(); i < count; i += GridThreads()) {
+    pe[i] = FromFloat<D>(Encoding(start + i / d_model, i % d_model, d_model));
   }
 }
 
@@ -68,8 +64,8 @@ const char* AddThroughTable(const T* x, T* out, int64_t count, int64_t length, i
   if (count == 0) return nullptr;  // Also when length or d_model is 0.
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int64_t period = length * d_model;
-  EncodingTableKernel<<<BlocksFor(period), kThreads, 0, s>>>(table, length, d_model, offset,
-                                                             position);
+  PositionalEncodingKernel<float><<<BlocksFor(period), kThreads, 0, s>>>(table, period, d_model,
+                                                                         offset, position);
   if (const char* error = LastError()) return error;
   const MapInputs<1, D> inputs{{reinterpret_cast<const D*>(x)}};
   D* y = reinterpret_cast<D*>(out);
@@ -88,7 +84,7 @@ const char* LaunchPositionalEncoding(T* pe, int64_t length, int64_t d_model, int
   const int64_t count = length * d_model;
   if (count == 0) return nullptr;
   PositionalEncodingKernel<<<BlocksFor(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      reinterpret_cast<DeviceT<T>*>(pe), count, d_model, offset);
+      reinterpret_cast<DeviceT<T>*>(pe), count, d_model, offset, /*position=*/nullptr);
   return LastError();
 }
 
