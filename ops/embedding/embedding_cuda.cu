@@ -50,36 +50,35 @@ __global__ void EmbeddingKernel(const D* table, const Id* ids, D* out, int64_t u
   }
 }
 
-template <typename D, typename Id>
-__global__ void EmbeddingBackwardKernel(const Id* ids, const D* d_out, float* accumulator,
-                                        int64_t count, int64_t d, float scale) {
-  for (int64_t i = GlobalThread(); i < count; i += GridThreads()) {
-    const int64_t p = i / d;
-    const int64_t j = i - p * d;
-    atomicAdd(accumulator + static_cast<int64_t>(ids[p]) * d + j, scale * ToFloat(d_out[i]));
-  }
-}
+// float4 atomicAdd on global memory: sm_90 and later.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+constexpr bool kHasVectorAtomicAdd = true;
+#else
+constexpr bool kHasVectorAtomicAdd = false;
+#endif
 
-// The same, 4 columns a thread: d % 4 == 0, d_out aligned to 4 elements
-// and the accumulator to 16 bytes; unit u is columns 4 (u % (d / 4)) on of
-// position u / (d / 4).
-template <typename D, typename Id>
-__global__ void EmbeddingBackwardRunsKernel(const Id* ids, const D* d_out, float* accumulator,
-                                            int64_t units, int64_t d, float scale) {
-  const int64_t row_runs = d / 4;
+// kWidth columns a thread (1, or 4 where d % 4 == 0, d_out is aligned to 4
+// elements and the accumulator to 16 bytes): unit u is columns kWidth (u %
+// (d / kWidth)) on of position u / (d / kWidth), added by one 4-wide atomic
+// on sm_90, else one atomic a column.
+template <typename D, typename Id, int kWidth>
+__global__ void EmbeddingBackwardKernel(const Id* ids, const D* d_out, float* accumulator,
+                                        int64_t units, int64_t d, float scale) {
+  using R = Run<D, kWidth>;
+  const int64_t row_runs = d / kWidth;
   for (int64_t u = GlobalThread(); u < units; u += GridThreads()) {
     const int64_t p = u / row_runs;
-    const int64_t column = 4 * (u - p * row_runs);
-    const Run<D, 4> in = reinterpret_cast<const Run<D, 4>*>(d_out)[u];
+    const int64_t column = kWidth * (u - p * row_runs);
+    const R in = reinterpret_cast<const R*>(d_out)[u];
     float* target = accumulator + static_cast<int64_t>(ids[p]) * d + column;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    atomicAdd(reinterpret_cast<float4*>(target),
-              make_float4(scale * ToFloat(in.v[0]), scale * ToFloat(in.v[1]),
-                          scale * ToFloat(in.v[2]), scale * ToFloat(in.v[3])));
-#else
+    if constexpr (kWidth == 4 && kHasVectorAtomicAdd) {
+      atomicAdd(reinterpret_cast<float4*>(target),
+                make_float4(scale * ToFloat(in.v[0]), scale * ToFloat(in.v[1]),
+                            scale * ToFloat(in.v[2]), scale * ToFloat(in.v[3])));
+    } else {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) atomicAdd(target + k, scale * ToFloat(in.v[k]));
-#endif
+      for (int k = 0; k < kWidth; ++k) atomicAdd(target + k, scale * ToFloat(in.v[k]));
+    }
   }
 }
 
@@ -212,11 +211,11 @@ const char* LaunchEmbeddingBackward(const Id* ids, const T* d_out, float* accumu
   const D* d_out_device = reinterpret_cast<const D*>(d_out);
   if (count > 0 && d % 4 == 0 &&
       reinterpret_cast<uintptr_t>(d_out_device) % (4 * sizeof(D)) == 0 && Aligned16(accumulator)) {
-    EmbeddingBackwardRunsKernel<D, Id><<<BlocksFor(count / 4), kThreads, 0, cuda_stream>>>(
+    EmbeddingBackwardKernel<D, Id, 4><<<BlocksFor(count / 4), kThreads, 0, cuda_stream>>>(
         ids, d_out_device, accumulator, count / 4, d, scale);
     if (const char* error = LastError()) return error;
   } else if (count > 0) {
-    EmbeddingBackwardKernel<D, Id><<<BlocksFor(count), kThreads, 0, cuda_stream>>>(
+    EmbeddingBackwardKernel<D, Id, 1><<<BlocksFor(count), kThreads, 0, cuda_stream>>>(
         ids, d_out_device, accumulator, count, d, scale);
     if (const char* error = LastError()) return error;
   }
