@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "core/data/file_io.h"
 #include "core/data/line_reader.h"
-#include "core/data/utf8.h"
+#include "core/data/sentence_checks.h"
 #include "core/metrics/text_lines.h"
 #include "core/status_macros.h"
 #include "runtime/train/training_data.h"
@@ -259,19 +259,15 @@ EncodedLines EncodeLines(const Tokenizer& tokenizer, int max_length,
     }
   };
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].empty()) {
-      no_words(i);
-      continue;
-    }
-    if (!IsValidUtf8(lines[i])) {
-      if (log)
-        *log << input_name << ":" << i + 1 << ": not valid UTF-8; its output line is left empty\n";
-      continue;
-    }
-    if (lines[i].find('\0') != std::string::npos) {
-      if (log) {
-        *log << input_name << ":" << i + 1
-             << ": a NUL byte (binary data?); its output line is left empty\n";
+    // Training's rule for a sentence (core/data/sentence_checks.h), each
+    // reason in a decoding's words.
+    if (const char* reason = SentenceRejection(lines[i], /*too_long=*/false); reason != nullptr) {
+      if (reason == kSkipEmpty) {
+        no_words(i);
+      } else if (log) {
+        *log << input_name << ":" << i + 1 << ": "
+             << (reason == kSkipInvalidUtf8 ? "not valid UTF-8" : "a NUL byte (binary data?)")
+             << "; its output line is left empty\n";
       }
       continue;
     }
