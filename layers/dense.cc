@@ -47,13 +47,20 @@ absl::StatusOr<Tensor> Dense::Project(const ForwardContext& context, const Tenso
   return Forward(x);
 }
 
+absl::StatusOr<Tensor> Dense::WeightFor(DType dtype) const { return ValueFor(weight_, dtype); }
+absl::StatusOr<Tensor> Dense::BiasFor(DType dtype) const { return ValueFor(bias_, dtype); }
+
+absl::Status Dense::AccumulateGrads(const Tensor& dweight, const Tensor& dbias) {
+  TFM_RETURN_IF_ERROR(AccumulateGrad(weight_, dweight));
+  return AccumulateGrad(bias_, dbias);
+}
+
 absl::StatusOr<Tensor> Dense::Backward(const Tensor& dout, const Tensor* dx_sum) {
   TFM_ASSIGN_OR_RETURN(const Tensor weight, ValueFor(weight_, x_.dtype()));
   TFM_ASSIGN_OR_RETURN(LinearGrads grads, dx_sum != nullptr
                                               ? LinearBackwardAdding(dout, x_, weight, *dx_sum)
                                               : LinearBackward(dout, x_, weight));
-  TFM_RETURN_IF_ERROR(AccumulateGrad(weight_, grads.dweight));
-  TFM_RETURN_IF_ERROR(AccumulateGrad(bias_, grads.dbias));
+  TFM_RETURN_IF_ERROR(AccumulateGrads(grads.dweight, grads.dbias));
   x_ = Tensor();
   return grads.dx;
 }

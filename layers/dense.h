@@ -38,6 +38,13 @@ class Dense {
   const Tensor& weight() const { return weight_.value; }
   const Tensor& bias() const { return bias_.value; }
 
+  // For a product that computes this map with others (PackedProjections):
+  // the weight and bias a pass in `dtype` reads (ValueFor), and adding that
+  // product's share of dW and db into the gradients.
+  absl::StatusOr<Tensor> WeightFor(DType dtype) const;
+  absl::StatusOr<Tensor> BiasFor(DType dtype) const;
+  absl::Status AccumulateGrads(const Tensor& dweight, const Tensor& dbias);
+
   void AppendParameters(std::vector<Parameter*>& out) {
     out.push_back(&weight_);
     out.push_back(&bias_);

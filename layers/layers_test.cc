@@ -1,6 +1,7 @@
 // Every built-in layer: gradients of inputs and parameters (dropout on,
 // masks fixed by the generator state), parameter names, mask semantics and
 // replacement of a sublayer by a registered name.
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "layers/layer_gradient_check.h"
+#include "layers/packed_projections.h"
 #include "ops/random/random.h"
 
 namespace tfm {
@@ -87,6 +89,61 @@ TEST_F(LayersTest, EncoderDecoderAttentionGradients) {
   ASSERT_NE(attention, nullptr);
   EXPECT_TRUE(CheckLayerGradients(
       *attention, {Random({2, 4, 8}), Random({2, 6, 8}), Lengths({6, 2})}, /*training=*/true));
+}
+
+// Keys and values of one size: attention packs its projections
+// (layers/packed_projections.h): one product for q, k and v of x (self-
+// attention), or for k and v of the memory. Its gradients against finite
+// differences, and its outputs and gradients against the three products
+// (ScopedPackedProjections(false)): equal up to the sums' rounding.
+TEST_F(LayersTest, PackedProjectionsHaveTheGradientsOfSeparateOnes) {
+  config::ModelConfig model = SmallModel();
+  model.set_d_k(4);
+  model.set_d_v(4);
+  for (const bool self : {true, false}) {
+    SCOPED_TRACE(self ? "self-attention" : "encoder-decoder attention");
+    const std::vector<Tensor> inputs =
+        self ? std::vector<Tensor>{Random({2, 5, 8}), Lengths({5, 3})}
+             : std::vector<Tensor>{Random({2, 4, 8}), Random({2, 6, 8}), Lengths({6, 2})};
+    const Attrs attrs = self ? Attrs{{"self_attention", true}, {"causal", true}} : Attrs{};
+    std::unique_ptr<Layer> attention = Create("multi_head_attention", model, attrs);
+    ASSERT_NE(attention, nullptr);
+    EXPECT_TRUE(CheckLayerGradients(*attention, inputs, /*training=*/true));
+
+    // One pass each way from the same generator state and output gradient.
+    const Tensor dy = Random({2, inputs[0].dim(1), 8});
+    const auto pass = [&](bool packed) {
+      const ScopedPackedProjections packing(packed);
+      Generator rng(11);
+      ForwardContext context{/*training=*/true, &rng};
+      for (Parameter* p : attention->Parameters()) p->grad = Tensor();
+      SetOpProfiling(true);
+      ResetOpProfile();
+      std::vector<Tensor> results = *attention->Forward(context, inputs);
+      const int64_t products = OpProfileCalls("linear");
+      SetOpProfiling(false);
+      absl::StatusOr<std::vector<Tensor>> grads = attention->Backward({dy});
+      EXPECT_TRUE(grads.ok()) << grads.status();
+      for (const Tensor& grad : *grads) {
+        if (grad.defined()) results.push_back(grad);
+      }
+      for (Parameter* p : attention->Parameters()) results.push_back(p->grad);
+      return std::pair{results, products};
+    };
+    const auto [packed, packed_products] = pass(true);
+    const auto [separate, separate_products] = pass(false);
+    EXPECT_EQ(packed_products, self ? 2 : 3);  // + out_proj; + q_proj.
+    EXPECT_EQ(separate_products, 4);
+    ASSERT_EQ(packed.size(), separate.size());
+    for (size_t i = 0; i < packed.size(); ++i) {
+      ASSERT_TRUE(packed[i].defined() && separate[i].defined()) << i;
+      ASSERT_EQ(packed[i].shape(), separate[i].shape()) << i;
+      const std::vector<float> a = packed[i].ToVector<float>(), b = separate[i].ToVector<float>();
+      for (size_t j = 0; j < a.size(); ++j) {
+        EXPECT_NEAR(a[j], b[j], 1e-5f * (1.0f + std::abs(b[j]))) << "result " << i << " at " << j;
+      }
+    }
+  }
 }
 
 TEST_F(LayersTest, AttentionParametersAreNamedLikeFairseq) {

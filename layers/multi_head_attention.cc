@@ -11,6 +11,13 @@
 // out_proj [d_model, h d_v], each with a bias. Attention dropout is the
 // model's attention_dropout.
 //
+// Whole sequences (training, validation) with d_k == d_v project with one
+// product per input (layers/packed_projections.h): self-attention's q, k
+// and v of x as one [batch, len, 3 h d] tensor, encoder-decoder
+// attention's k and v of the memory as one [batch, src_len, 2 h d], which
+// the attention op reads in place (attention.h's PackedHeads), and whose
+// gradient it writes as one tensor for the product's backward.
+//
 // Incremental decoding (ForwardContext::cache): x is [rows, 1, d_model], one
 // new position per row. Self-attention writes the position's keys and
 // values into its per-row cache entry and attends over the positions so far
@@ -28,6 +35,7 @@
 #include "core/status_macros.h"
 #include "layers/dense.h"
 #include "layers/dropout_site.h"
+#include "layers/packed_projections.h"
 #include "ops/attention/attention.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
@@ -67,15 +75,31 @@ class MultiHeadAttention : public Layer {
     const Tensor& x = inputs[0];
     const Tensor& memory = self_attention_ ? inputs[0] : inputs[1];
     options_.key_lengths = inputs.back();
-    TFM_ASSIGN_OR_RETURN(Tensor q, q_proj_.Project(context, x));
-    TFM_ASSIGN_OR_RETURN(Tensor k, k_proj_.Project(context, memory));
-    TFM_ASSIGN_OR_RETURN(Tensor v, v_proj_.Project(context, memory));
-    // The projections' [batch, len, heads * d] are the attention op's
-    // interleaved heads as they are: no split_heads and merge_heads (on a
-    // GPU the tensor-core kernels read and write them in place).
-    TFM_ASSIGN_OR_RETURN(q_, Interleaved(q));
-    TFM_ASSIGN_OR_RETURN(k_, Interleaved(k));
-    TFM_ASSIGN_OR_RETURN(v_, Interleaved(v));
+    // The projections' [batch, len, heads * d] (packed: parts * heads * d)
+    // are the attention op's interleaved heads as they are: no split_heads
+    // and merge_heads (on a GPU the tensor-core kernels read and write them
+    // in place).
+    options_.packed = PackingFor(context);
+    if (options_.packed == PackedHeads::kQueriesKeysValues) {
+      Dense* const projections[] = {&q_proj_, &k_proj_, &v_proj_};
+      TFM_ASSIGN_OR_RETURN(const Tensor qkv, packed_.Forward(projections, x));
+      TFM_ASSIGN_OR_RETURN(q_, Interleaved(qkv, 3));
+      k_ = v_ = q_;
+    } else {
+      TFM_ASSIGN_OR_RETURN(const Tensor q, q_proj_.Project(context, x));
+      TFM_ASSIGN_OR_RETURN(q_, Interleaved(q));
+      if (options_.packed == PackedHeads::kKeysValues) {
+        Dense* const projections[] = {&k_proj_, &v_proj_};
+        TFM_ASSIGN_OR_RETURN(const Tensor kv, packed_.Forward(projections, memory));
+        TFM_ASSIGN_OR_RETURN(k_, Interleaved(kv, 2));
+        v_ = k_;
+      } else {
+        TFM_ASSIGN_OR_RETURN(const Tensor k, k_proj_.Project(context, memory));
+        TFM_ASSIGN_OR_RETURN(const Tensor v, v_proj_.Project(context, memory));
+        TFM_ASSIGN_OR_RETURN(k_, Interleaved(k));
+        TFM_ASSIGN_OR_RETURN(v_, Interleaved(v));
+      }
+    }
     // The probabilities [batch, heads, q_len, k_len] draw one number each.
     options_.dropout = context.training ? attention_dropout_ : 0.0f;
     options_.dropout_state = PhiloxState{};
@@ -111,8 +135,21 @@ class MultiHeadAttention : public Layer {
                                                            attention_.lse, d_out, options_));
     q_ = k_ = v_ = Tensor();
     attention_ = AttentionOutput{};
+    const PackedHeads packed = options_.packed;
     TFM_ASSIGN_OR_RETURN(const Tensor dq, Flat(grads.dq));
+    if (packed == PackedHeads::kQueriesKeysValues) {
+      // dq is the packed [batch, len, 3 h d]: one product's backward.
+      grads = AttentionGrads{};
+      TFM_ASSIGN_OR_RETURN(const Tensor dx, packed_.Backward(dq, sum));
+      return std::vector<Tensor>{dx, Tensor()};
+    }
     TFM_ASSIGN_OR_RETURN(const Tensor dk, Flat(grads.dk));
+    if (packed == PackedHeads::kKeysValues) {
+      grads = AttentionGrads{};
+      TFM_ASSIGN_OR_RETURN(const Tensor dx, q_proj_.Backward(dq, sum));
+      TFM_ASSIGN_OR_RETURN(const Tensor dmemory, packed_.Backward(dk));
+      return std::vector<Tensor>{dx, dmemory, Tensor()};
+    }
     TFM_ASSIGN_OR_RETURN(const Tensor dv, Flat(grads.dv));
     grads = AttentionGrads{};
     // The keys' and values' products add into their input's gradient in
@@ -242,10 +279,22 @@ class MultiHeadAttention : public Layer {
     return KvCacheWrite(to, x, cache.position(), first_head);
   }
 
-  // A projection [batch, len, h d] as the attention op's interleaved heads
-  // [batch, len, h, d] (a view), and back.
-  absl::StatusOr<Tensor> Interleaved(const Tensor& x) const {
-    return x.Reshape({x.dim(0), x.dim(1), heads_, x.dim(2) / heads_});
+  // How a whole-sequence forward packs its projections (see the top of the
+  // file): not in a search's encoder pass (its products go through the
+  // search's prepared weights), nor where keys and values differ in size.
+  PackedHeads PackingFor(const ForwardContext& context) const {
+    if (context.products != nullptr || !PackedProjectionsOn() ||
+        k_proj_.weight().dim(0) != v_proj_.weight().dim(0)) {
+      return PackedHeads::kNone;
+    }
+    return self_attention_ ? PackedHeads::kQueriesKeysValues : PackedHeads::kKeysValues;
+  }
+
+  // A projection [batch, len, h d] (packed: [batch, len, parts h d]) as the
+  // attention op's interleaved heads [batch, len, parts h, d] (a view), and
+  // back.
+  absl::StatusOr<Tensor> Interleaved(const Tensor& x, int64_t parts = 1) const {
+    return x.Reshape({x.dim(0), x.dim(1), parts * heads_, x.dim(2) / (parts * heads_)});
   }
   static absl::StatusOr<Tensor> Flat(const Tensor& x) {
     return x.Reshape({x.dim(0), x.dim(1), x.dim(2) * x.dim(3)});
@@ -294,7 +343,10 @@ class MultiHeadAttention : public Layer {
   float attention_dropout_ = 0.0f;
   AttentionOptions options_;  // Of the last forward (dropout 0 outside training).
   Dense q_proj_, k_proj_, v_proj_, out_proj_;
-  Tensor q_, k_, v_;  // [batch, len, heads, d]: what the attention backward needs.
+  PackedProjections packed_;  // Of the last forward's packed projections.
+  // [batch, len, heads, d] (packed: the one tensor of q, k and v, or k and
+  // v): what the attention backward needs.
+  Tensor q_, k_, v_;
   AttentionOutput attention_;
 };
 

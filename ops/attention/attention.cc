@@ -20,9 +20,37 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
   TFM_ASSIGN_OR_RETURN(params.interleaved_queries,
                        attrs.GetOr<bool>("interleaved_queries", false));
   TFM_ASSIGN_OR_RETURN(params.interleaved_keys, attrs.GetOr<bool>("interleaved_keys", false));
+  TFM_ASSIGN_OR_RETURN(std::string packed, attrs.GetOr<std::string>("packed", "none"));
+  if (packed == "qkv") {
+    params.packed = PackedHeads::kQueriesKeysValues;
+  } else if (packed == "kv") {
+    params.packed = PackedHeads::kKeysValues;
+  } else if (packed != "none") {
+    return context.Error(absl::StrCat("packed must be none, kv or qkv, not '", packed, "'"));
+  }
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
     return context.Error(
         "q, k and v must be [batch, heads, len, d] (interleaved: [batch, len, heads, d])");
+  }
+  if (params.packed != PackedHeads::kNone) {
+    const bool qkv = params.packed == PackedHeads::kQueriesKeysValues;
+    if (!params.interleaved_keys || (qkv && !params.interleaved_queries)) {
+      return context.Error(qkv ? "packed qkv needs interleaved queries and keys"
+                               : "packed kv needs interleaved keys");
+    }
+    // The same tensor: its parts are read where they lie.
+    const auto same = [](const Tensor& a, const Tensor& b) {
+      return a.raw_data() == b.raw_data() && a.shape() == b.shape();
+    };
+    if (!same(k, v) || (qkv && !same(q, k))) {
+      return context.Error(qkv ? "packed qkv takes q, k and v as one tensor"
+                               : "packed kv takes k and v as one tensor");
+    }
+    const int64_t parts = qkv ? 3 : 2;
+    if (k.dim(2) % parts != 0) {
+      return context.Error(absl::StrCat("packed ", packed, ": k's ", k.dim(2),
+                                        " head slots are not ", parts, " parts"));
+    }
   }
   if (params.interleaved_keys && key_rows) {
     return context.Error("key rows take k and v as [batch, heads, len, d], not interleaved");
@@ -33,15 +61,16 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
   const int k_heads_dim = params.interleaved_keys ? 2 : 1;
   const int k_len_dim = params.interleaved_keys ? 1 : 2;
   params.batch = q.dim(0);
-  params.heads = q.dim(q_heads_dim);
+  params.heads = q.dim(q_heads_dim) /
+                 (params.packed == PackedHeads::kQueriesKeysValues ? 3 : 1);
   params.q_len = q.dim(q_len_dim);
   params.k_len = k.dim(k_len_dim);
   params.d_k = q.dim(3);
   params.d_v = v.dim(3);
   params.key_batch = k.dim(0);
   const bool batch_ok = key_rows ? k.dim(0) >= params.batch : k.dim(0) == params.batch;
-  if (!batch_ok || v.dim(0) != k.dim(0) || k.dim(k_heads_dim) != params.heads ||
-      v.dim(k_heads_dim) != params.heads) {
+  if (!batch_ok || v.dim(0) != k.dim(0) || k.dim(k_heads_dim) != KeySlots(params) ||
+      v.dim(k_heads_dim) != KeySlots(params)) {
     return context.Error("q, k and v disagree on batch or heads");
   }
   if (k.dim(3) != params.d_k) return context.Error("q and k disagree on d_k");
@@ -88,6 +117,41 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
   if (!std::isfinite(scale)) return context.Error("scale must be finite");
   params.scale = static_cast<float>(scale);
   return params;
+}
+
+int64_t QuerySlots(const AttentionParams& p) {
+  return p.packed == PackedHeads::kQueriesKeysValues ? 3 * p.heads : p.heads;
+}
+int64_t KeySlots(const AttentionParams& p) {
+  switch (p.packed) {
+    case PackedHeads::kQueriesKeysValues:
+      return 3 * p.heads;
+    case PackedHeads::kKeysValues:
+      return 2 * p.heads;
+    case PackedHeads::kNone:
+      break;
+  }
+  return p.heads;
+}
+int64_t KeyPart(const AttentionParams& p) {
+  return p.packed == PackedHeads::kQueriesKeysValues ? 1 : 0;
+}
+int64_t ValuePart(const AttentionParams& p) {
+  switch (p.packed) {
+    case PackedHeads::kQueriesKeysValues:
+      return 2;
+    case PackedHeads::kKeysValues:
+      return 1;
+    case PackedHeads::kNone:
+      break;
+  }
+  return 0;
+}
+
+Shape AttentionGradShape(const AttentionParams& p, int index, const Shape& input_shape) {
+  const bool given_before = (p.packed == PackedHeads::kQueriesKeysValues && index > 0) ||
+                            (p.packed == PackedHeads::kKeysValues && index == 2);
+  return given_before ? Shape{0} : input_shape;
 }
 
 Shape AttentionOutShape(const AttentionParams& p) {
@@ -140,7 +204,8 @@ absl::Status ValidateBackward(const KernelContext& context) {
 
 const std::vector<std::string> kAttrNames = {
     "causal", "key_mask", "dropout", "seed",          "stream",
-    "offset", "scale",    "backend", "deterministic", "interleaved_queries", "interleaved_keys"};
+    "offset", "scale",    "backend", "deterministic", "interleaved_queries", "interleaved_keys",
+    "packed"};
 
 TFM_REGISTER_OP(OpDef{
     .name = "scaled_dot_product_attention",
@@ -178,6 +243,8 @@ Attrs AttentionAttrs(const AttentionOptions& options) {
   if (!options.backend.empty()) attrs.Set("backend", options.backend);
   if (options.interleaved_queries) attrs.Set("interleaved_queries", true);
   if (options.interleaved_keys) attrs.Set("interleaved_keys", true);
+  if (options.packed == PackedHeads::kQueriesKeysValues) attrs.Set("packed", std::string("qkv"));
+  if (options.packed == PackedHeads::kKeysValues) attrs.Set("packed", std::string("kv"));
   // Read by the CUDA backward (core/deterministic.h).
   if (DeterministicKernels()) attrs.Set("deterministic", true);
   return attrs;

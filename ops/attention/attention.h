@@ -63,6 +63,22 @@
 
 namespace tfm {
 
+// Packed projections: one product's [batch, len, parts * heads * d] output
+// read as it is, interleaved heads [batch, len, parts * heads, d] whose
+// head slots hold one operand's heads after another:
+//   kQueriesKeysValues  q holds q's heads, then k's, then v's (the one GEMM
+//                       of a self-attention's projections); k and v are q
+//                       itself (the same tensor). Needs interleaved queries
+//                       and keys.
+//   kKeysValues         k holds k's heads, then v's (encoder-decoder
+//                       attention's memory projected by one GEMM); v is k
+//                       itself. Needs interleaved keys.
+// out stays [batch, q_len, heads, d_v]. The backward's gradient of a packed
+// input is one tensor shaped like it, in the same order (dq for qkv, dk for
+// kv: the input of the GEMM's backward as it is); the gradients of the
+// inputs that are that tensor again come back empty ([0]).
+enum class PackedHeads { kNone, kKeysValues, kQueriesKeysValues };
+
 struct AttentionOptions {
   bool causal = false;
   // At most one of the two key masks may be defined.
@@ -81,6 +97,7 @@ struct AttentionOptions {
   // (and dq, d_out); k and v (and dk, dv).
   bool interleaved_queries = false;
   bool interleaved_keys = false;
+  PackedHeads packed = PackedHeads::kNone;  // See PackedHeads.
 };
 
 struct AttentionOutput {
@@ -105,8 +122,8 @@ absl::StatusOr<AttentionGrads> ScaledDotProductAttentionBackward(
 // The ops' attributes and their key_mask input for `options` (for callers of
 // RunOp). Attributes: causal (bool), key_mask ("none", "lengths",
 // "padding"), dropout (double), seed/stream/offset (int64), scale (double,
-// optional), interleaved_queries and interleaved_keys (bool, when set). The
-// key_mask input is an empty i32 tensor on `device` when there is none.
+// optional), interleaved_queries and interleaved_keys (bool, when set),
+// packed ("kv" or "qkv", when set). The key_mask input is an empty i32 tensor on `device` when there is none.
 Attrs AttentionAttrs(const AttentionOptions& options);
 absl::StatusOr<Tensor> AttentionKeyMaskInput(const AttentionOptions& options, const Device& device);
 

@@ -73,9 +73,12 @@ HeadsFirstTensors HostHeadsFirst() {
 absl::Status ReadInputs(const KernelContext& context, HeadsFirstTensors& layout,
                         attention_cpu::Problem& problem, std::vector<Tensor>& inputs) {
   const AttentionParams& p = problem.params;
-  TFM_ASSIGN_OR_RETURN(inputs, layout.Inputs({{&context.input(0), p.interleaved_queries},
-                                              {&context.input(1), p.interleaved_keys},
-                                              {&context.input(2), p.interleaved_keys}}));
+  // Packed projections: each operand's heads of the one tensor.
+  TFM_ASSIGN_OR_RETURN(inputs,
+                       layout.Inputs({{&context.input(0), p.interleaved_queries, p.heads, 0},
+                                      {&context.input(1), p.interleaved_keys, p.heads, KeyPart(p)},
+                                      {&context.input(2), p.interleaved_keys, p.heads,
+                                       ValuePart(p)}}));
   problem.q = inputs[0].data<float>();
   problem.k = inputs[1].data<float>();
   problem.v = inputs[2].data<float>();
@@ -109,7 +112,9 @@ absl::Status AttentionBackwardCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(attention_cpu::Problem problem, MakeProblem(context, kBackwardKeyMaskInput));
   const AttentionParams& p = problem.params;
   for (int i = 0; i < 3; ++i) {
-    TFM_RETURN_IF_ERROR(context.AllocateOutput(i, context.input(i).shape(), DType::kF32).status());
+    TFM_RETURN_IF_ERROR(
+        context.AllocateOutput(i, AttentionGradShape(p, i, context.input(i).shape()), DType::kF32)
+            .status());
   }
   HeadsFirstTensors layout = HostHeadsFirst();
   std::vector<Tensor> inputs;
@@ -118,10 +123,14 @@ absl::Status AttentionBackwardCpu(KernelContext& context) {
                        layout.Inputs({{&context.input(3), p.interleaved_queries},
                                       {&context.input(5), p.interleaved_queries}}));
   std::vector<Tensor>& grads = context.outputs();
+  // Packed projections: dk and dv are parts of dq's tensor (qkv), dv of
+  // dk's (kv).
+  Tensor* const dk = p.packed == PackedHeads::kQueriesKeysValues ? &grads[0] : &grads[1];
+  Tensor* const dv = p.packed == PackedHeads::kNone ? &grads[2] : dk;
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> targets,
-                       layout.Outputs({{&grads[0], p.interleaved_queries},
-                                       {&grads[1], p.interleaved_keys},
-                                       {&grads[2], p.interleaved_keys}}));
+                       layout.Outputs({{&grads[0], p.interleaved_queries, p.heads, 0},
+                                       {dk, p.interleaved_keys, p.heads, KeyPart(p)},
+                                       {dv, p.interleaved_keys, p.heads, ValuePart(p)}}));
   attention_cpu::Backward(problem, out_and_d_out[0].data<float>(), context.input(4).data<float>(),
                           out_and_d_out[1].data<float>(), targets[0].data<float>(),
                           targets[1].data<float>(), targets[2].data<float>());

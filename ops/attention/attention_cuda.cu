@@ -19,6 +19,7 @@ using attention_cuda::FromFloat;
 using attention_cuda::kNegInf;
 using attention_cuda::LastLaunchError;
 using attention_cuda::QueryRowOffset;
+using attention_cuda::QuerySlots;
 using attention_cuda::ToFloat;
 
 constexpr int kThreads = 256;
@@ -59,7 +60,7 @@ __global__ void PrepareKeyMaskKernel(const Index* mask, bool is_lengths, int64_t
 }
 
 // delta_i = dO_i . O_i, one warp per row (heads-first row order, either
-// layout).
+// layout; out and d_out hold no packed slots).
 template <typename T>
 __global__ void RowDotsKernel(AttentionCudaProblem p, const T* a, const T* b, int64_t rows,
                               int64_t d, float* dots) {
@@ -67,7 +68,7 @@ __global__ void RowDotsKernel(AttentionCudaProblem p, const T* a, const T* b, in
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
   for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows;
        row += warps) {
-    const int64_t offset = QueryRowOffset(p, row, d);
+    const int64_t offset = QueryRowOffset(p, p.heads, row, d);
     float sum = 0.0f;
     for (int64_t x = lane; x < d; x += 32) {
       sum = fmaf(ToFloat(a[offset + x]), ToFloat(b[offset + x]), sum);
@@ -89,7 +90,8 @@ __global__ void SumSlabsKernel(AttentionCudaProblem p, const float* slabs, int64
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float sum = 0.0f;
     for (int64_t s = 0; s < slab_count; ++s) sum += slabs[s * count + i];
-    const int64_t at = p.interleaved_queries ? QueryRowOffset(p, i / p.d_k, p.d_k) + i % p.d_k : i;
+    const int64_t at =
+        p.interleaved_queries ? QueryRowOffset(p, QuerySlots(p), i / p.d_k, p.d_k) + i % p.d_k : i;
     out[at] = FromFloat<T>(sum);
   }
 }

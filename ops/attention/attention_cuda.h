@@ -59,6 +59,14 @@ struct AttentionCudaProblem {
   // back (AttentionMmaTakes, AttentionDecodeTakes).
   bool interleaved_queries = false;
   bool interleaved_keys = false;
+  // Packed projections (attention.h's PackedHeads), interleaved only: the
+  // head slots a position of q and dq (q_slots), and of k, v, dk and dv
+  // (kv_slots), holds, of which each operand's heads are one part; the
+  // launchers' q, k, v, dq, dk and dv point at their part's first head. 0:
+  // heads (no packing). out and d_out hold heads. The tensor-core kernels
+  // and the backward's small kernels take them; the decode kernel does not.
+  int64_t q_slots = 0;
+  int64_t kv_slots = 0;
 };
 
 // Every launcher returns nullptr or the CUDA error text; all run on `stream`.

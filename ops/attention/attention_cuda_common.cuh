@@ -96,28 +96,36 @@ __device__ __forceinline__ int64_t RowKeyEnd(const AttentionCudaProblem& p, int6
   return causal_end < 0 ? 0 : MinI64(causal_end, key_end);
 }
 
+// Head slots a position holds in the interleaved layout: heads, or with
+// packed projections more (AttentionCudaProblem::q_slots, kv_slots). q and
+// dq take QuerySlots, k, v and theirs KeySlots, out and d_out heads.
+__device__ __forceinline__ int64_t QuerySlots(const AttentionCudaProblem& p) {
+  return p.q_slots > 0 ? p.q_slots : p.heads;
+}
+__device__ __forceinline__ int64_t KeySlots(const AttentionCudaProblem& p) {
+  return p.kv_slots > 0 ? p.kv_slots : p.heads;
+}
+
 // Where head bh's [len, d] matrix of q, k, v, out or a gradient starts (its
 // row 0, in elements), and how far apart its rows lie: heads-first, each
-// head's rows are contiguous; interleaved ([batch, len, heads, d]: the
+// head's rows are contiguous; interleaved ([batch, len, slots, d]: the
 // problem's interleaved_queries for q, out, d_out and dq, interleaved_keys
-// for k, v and theirs), a row is followed by the other heads' rows of the
-// same position.
+// for k, v and theirs), a row is followed by the position's other slots.
 __device__ __forceinline__ int64_t HeadOffset(const AttentionCudaProblem& p, bool interleaved,
-                                              int64_t bh, int64_t len, int64_t d) {
+                                              int64_t slots, int64_t bh, int64_t len, int64_t d) {
   if (!interleaved) return bh * len * d;
-  return ((bh / p.heads) * len * p.heads + bh % p.heads) * d;
+  return ((bh / p.heads) * len * slots + bh % p.heads) * d;
 }
-__device__ __forceinline__ int64_t RowStride(const AttentionCudaProblem& p, bool interleaved,
-                                             int64_t d) {
-  return interleaved ? p.heads * d : d;
+__device__ __forceinline__ int64_t RowStride(bool interleaved, int64_t slots, int64_t d) {
+  return interleaved ? slots * d : d;
 }
 
 // Where query row `row` of the heads-first row order (bh * q_len +
-// position) of out, d_out or dq lies.
-__device__ __forceinline__ int64_t QueryRowOffset(const AttentionCudaProblem& p, int64_t row,
-                                                  int64_t d) {
-  return HeadOffset(p, p.interleaved_queries, row / p.q_len, p.q_len, d) +
-         (row % p.q_len) * RowStride(p, p.interleaved_queries, d);
+// position) of out or d_out (slots: heads) or dq (QuerySlots) lies.
+__device__ __forceinline__ int64_t QueryRowOffset(const AttentionCudaProblem& p, int64_t slots,
+                                                  int64_t row, int64_t d) {
+  return HeadOffset(p, p.interleaved_queries, slots, row / p.q_len, p.q_len, d) +
+         (row % p.q_len) * RowStride(p.interleaved_queries, slots, d);
 }
 
 // The first query row that sees key c0 (0 without the causal mask).

@@ -123,8 +123,8 @@ __global__ void __launch_bounds__(kThreads)
   const float q_scale = p.scale * kLog2e;
   // q's and out's rows of this head (interleaved queries: [batch, q_len,
   // heads, d]).
-  const int64_t q_offset = HeadOffset(p, p.interleaved_queries, bh, q_len, kD);
-  const int64_t q_stride = RowStride(p, p.interleaved_queries, kD);
+  const int64_t q_offset = HeadOffset(p, p.interleaved_queries, p.heads, bh, q_len, kD);
+  const int64_t q_stride = RowStride(p.interleaved_queries, p.heads, kD);
 #pragma unroll
   for (int i = 0; i < kQ; ++i) {
     if (i < q_len) {
@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(kThreads)
   float sum = 0.0f;
   for (int s = lane; s < splits; s += 32) sum += stats[2 * s + 1] * MergeWeight(stats[2 * s], max);
   for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
-  const int64_t out_row = QueryRowOffset(p, r, kD);
+  const int64_t out_row = QueryRowOffset(p, p.heads, r, kD);
   for (int d = lane; d < kD; d += 32) {
     float value = 0.0f;
     for (int s = 0; s < splits; ++s) {
@@ -355,6 +355,8 @@ bool AttentionDecodeTakes(const AttentionCudaProblem& p,
     return false;
   }
   if (p.f16) return false;  // bf16 and f32 kernels only.
+  // Packed projections: training's whole sequences, not a decoding step.
+  if (p.q_slots > 0 || p.kv_slots > 0) return false;
   if (p.dropout > 0.0f || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) {
     return false;
   }

@@ -29,6 +29,7 @@ namespace {
 // stream's work that was queued before its release).
 struct CudaProblem {
   AttentionCudaProblem problem;
+  AttentionParams params;  // As parsed (packed projections' parts).
   AttentionBackend backend = AttentionBackend::kAuto;
   bool key_lengths_only = false;  // The mask, if any, is key lengths (key_end).
   Shape out_shape;                // The forward's out, in the problem's layout.
@@ -49,6 +50,7 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
                      kMaxCudaAttentionHeadSize, ", got d_k ", params.d_k, " and d_v ", params.d_v));
   }
   CudaProblem cuda;
+  cuda.params = params;
   cuda.backend = backend;
   cuda.out_shape = AttentionOutShape(params);
   cuda.key_lengths_only = params.key_mask != KeyMaskKind::kPadding;
@@ -67,6 +69,10 @@ absl::StatusOr<CudaProblem> MakeCudaProblem(const KernelContext& context, int ke
   problem.offset = params.dropout_state.offset;
   problem.interleaved_queries = params.interleaved_queries;
   problem.interleaved_keys = params.interleaved_keys;
+  if (params.packed != PackedHeads::kNone) {
+    problem.q_slots = QuerySlots(params);
+    problem.kv_slots = KeySlots(params);
+  }
   problem.bf16 = context.dtype() == DType::kBF16;
   problem.f16 = context.dtype() == DType::kF16;
   TFM_ASSIGN_OR_RETURN(problem.deterministic,
@@ -146,6 +152,22 @@ struct ForwardInputs {
   const void* k;
   const void* v;
 };
+
+// Where head `part * heads` of a packed tensor's first position lies
+// (PackedHeads): the part's first head, as the in-place kernels read it.
+const void* PartOf(const Tensor& packed, const AttentionParams& p, int64_t part) {
+  return static_cast<const char*>(packed.raw_data()) +
+         part * p.heads * packed.dim(3) * static_cast<int64_t>(DTypeSize(packed.dtype()));
+}
+void* PartOf(Tensor& packed, const AttentionParams& p, int64_t part) {
+  return const_cast<void*>(PartOf(static_cast<const Tensor&>(packed), p, part));
+}
+
+// The problem of the heads-first copies of an interleaved one (no slots).
+void MakeHeadsFirst(AttentionCudaProblem& p) {
+  p.interleaved_queries = p.interleaved_keys = false;
+  p.q_slots = p.kv_slots = 0;
+}
 
 // The decode kernel for few query rows, with its split-K workspace.
 absl::Status DecodeForward(const KernelContext& context, const AttentionCudaProblem& p,
@@ -253,8 +275,10 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, cuda.out_shape, context.dtype()));
   TFM_ASSIGN_OR_RETURN(Tensor * lse,
                        context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32));
-  const ForwardInputs in{context.input(0).raw_data(), context.input(1).raw_data(),
-                         context.input(2).raw_data()};
+  // Packed projections: each operand's part of the one tensor.
+  const ForwardInputs in{context.input(0).raw_data(),
+                         PartOf(context.input(1), cuda.params, KeyPart(cuda.params)),
+                         PartOf(context.input(2), cuda.params, ValuePart(cuda.params))};
   if (!p.interleaved_queries && !p.interleaved_keys) {
     return ForwardHeadsFirst(context, cuda, in, out, lse);
   }
@@ -272,14 +296,16 @@ absl::Status AttentionForwardCuda(KernelContext& context) {
     return CudaLaunchStatus(context, LaunchAttentionForward(p, in.q, in.k, in.v, out->raw_data(),
                                                             lse->data<float>(), context.stream()));
   }
+  const AttentionParams& params = cuda.params;
   HeadsFirstTensors layout = DeviceHeadsFirst(context);
-  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> inputs,
-                       layout.Inputs({{&context.input(0), p.interleaved_queries},
-                                      {&context.input(1), p.interleaved_keys},
-                                      {&context.input(2), p.interleaved_keys}}));
+  TFM_ASSIGN_OR_RETURN(
+      const std::vector<Tensor> inputs,
+      layout.Inputs({{&context.input(0), p.interleaved_queries, params.heads, 0},
+                     {&context.input(1), p.interleaved_keys, params.heads, KeyPart(params)},
+                     {&context.input(2), p.interleaved_keys, params.heads, ValuePart(params)}}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> heads_first_out,
                        layout.Outputs({{out, p.interleaved_queries}}));
-  p.interleaved_queries = p.interleaved_keys = false;
+  MakeHeadsFirst(p);
   TFM_RETURN_IF_ERROR(ForwardHeadsFirst(
       context, cuda, {inputs[0].raw_data(), inputs[1].raw_data(), inputs[2].raw_data()},
       &heads_first_out[0], lse));
@@ -291,65 +317,84 @@ struct BackwardTensors {
   const void *q, *k, *v, *out, *d_out;
 };
 
+// Where the backward writes dq, dk and dv: the op's outputs (in place:
+// each operand's part of a packed one) or heads-first temporaries.
+struct BackwardTargets {
+  Tensor* tensors[3];  // Whole tensors: unpacked ones, where cuDNN may write.
+  void* data[3];       // Where the kernels write each.
+};
+
 // The backward into `grads` (dq, dk, dv), in the problem's layout.
 absl::Status BackwardInto(const KernelContext& context, const CudaProblem& cuda,
-                          const BackwardTensors& in, Tensor* const (&grads)[3]) {
+                          const BackwardTensors& in, const BackwardTargets& grads) {
   const AttentionCudaProblem& p = cuda.problem;
   // cuDNN's backward adds dQ with atomics: not in deterministic mode.
   if (std::optional<CudnnSdpaProblem> cudnn =
           p.deterministic ? std::nullopt : CudnnProblemFor(cuda)) {
-    absl::Status status = CudnnSdpaBackward(
-        *cudnn, in.q, in.k, in.v, in.out, context.input(4).data<float>(), in.d_out,
-        grads[0]->raw_data(), grads[1]->raw_data(), grads[2]->raw_data(), context.stream());
+    absl::Status status =
+        CudnnSdpaBackward(*cudnn, in.q, in.k, in.v, in.out, context.input(4).data<float>(),
+                          in.d_out, grads.data[0], grads.data[1], grads.data[2], context.stream());
     if (status.ok()) {
-      return ClearEmptySentences(context, cuda, {{grads[0], 0u}, {grads[1], 0u}, {grads[2], 0u}});
+      return ClearEmptySentences(
+          context, cuda, {{grads.tensors[0], 0u}, {grads.tensors[1], 0u}, {grads.tensors[2], 0u}});
     }
     if (!absl::IsUnimplemented(status)) return status;
   }
   const int64_t workspace_floats = AttentionBackwardWorkspaceFloats(
-      p, in.q, in.k, in.v, in.d_out, grads[0]->raw_data(), grads[1]->raw_data(),
-      grads[2]->raw_data());
+      p, in.q, in.k, in.v, in.d_out, grads.data[0], grads.data[1], grads.data[2]);
   TFM_ASSIGN_OR_RETURN(Tensor workspace, Tensor::Empty({workspace_floats}, DType::kF32,
                                                        context.device(), context.stream()));
   return CudaLaunchStatus(
       context, LaunchAttentionBackward(p, in.q, in.k, in.v, in.out, context.input(4).data<float>(),
-                                       in.d_out, grads[0]->raw_data(), grads[1]->raw_data(),
-                                       grads[2]->raw_data(), workspace.data<float>(),
-                                       context.stream()));
+                                       in.d_out, grads.data[0], grads.data[1], grads.data[2],
+                                       workspace.data<float>(), context.stream()));
 }
 
 absl::Status AttentionBackwardCuda(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(CudaProblem cuda, MakeCudaProblem(context, kBackwardKeyMaskInput));
   AttentionCudaProblem& p = cuda.problem;
+  const AttentionParams& params = cuda.params;
   Tensor* grads[3];
   for (int i = 0; i < 3; ++i) {
-    TFM_ASSIGN_OR_RETURN(grads[i],
-                         context.AllocateOutput(i, context.input(i).shape(), context.dtype()));
+    TFM_ASSIGN_OR_RETURN(grads[i], context.AllocateOutput(
+                                       i, AttentionGradShape(params, i, context.input(i).shape()),
+                                       context.dtype()));
   }
-  const BackwardTensors in{context.input(0).raw_data(), context.input(1).raw_data(),
-                           context.input(2).raw_data(), context.input(3).raw_data(),
-                           context.input(5).raw_data()};
+  // Packed projections: dk and dv are parts of dq's tensor (qkv) or dv of
+  // dk's (kv), as k and v are of their input.
+  Tensor* const dk = params.packed == PackedHeads::kQueriesKeysValues ? grads[0] : grads[1];
+  Tensor* const dv = params.packed == PackedHeads::kNone ? grads[2] : dk;
+  const BackwardTensors in{context.input(0).raw_data(),
+                           PartOf(context.input(1), params, KeyPart(params)),
+                           PartOf(context.input(2), params, ValuePart(params)),
+                           context.input(3).raw_data(), context.input(5).raw_data()};
+  const BackwardTargets in_place{{grads[0], grads[1], grads[2]},
+                                 {grads[0]->raw_data(), PartOf(*dk, params, KeyPart(params)),
+                                  PartOf(*dv, params, ValuePart(params))}};
   // Interleaved heads: in place on the tensor cores unless cuDNN comes
   // first (as in the forward).
   const bool cudnn_first = !p.deterministic && CudnnProblemFor(cuda).has_value();
   if ((!p.interleaved_queries && !p.interleaved_keys) ||
-      (!cudnn_first && AttentionMmaTakes(p, {in.q, in.k, in.v, in.d_out, grads[0]->raw_data(),
-                                             grads[1]->raw_data(), grads[2]->raw_data()}))) {
-    return BackwardInto(context, cuda, in, grads);
+      (!cudnn_first && AttentionMmaTakes(p, {in.q, in.k, in.v, in.d_out, in_place.data[0],
+                                             in_place.data[1], in_place.data[2]}))) {
+    return BackwardInto(context, cuda, in, in_place);
   }
   HeadsFirstTensors layout = DeviceHeadsFirst(context);
-  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> inputs,
-                       layout.Inputs({{&context.input(0), p.interleaved_queries},
-                                      {&context.input(1), p.interleaved_keys},
-                                      {&context.input(2), p.interleaved_keys},
-                                      {&context.input(3), p.interleaved_queries},
-                                      {&context.input(5), p.interleaved_queries}}));
+  TFM_ASSIGN_OR_RETURN(
+      const std::vector<Tensor> inputs,
+      layout.Inputs({{&context.input(0), p.interleaved_queries, params.heads, 0},
+                     {&context.input(1), p.interleaved_keys, params.heads, KeyPart(params)},
+                     {&context.input(2), p.interleaved_keys, params.heads, ValuePart(params)},
+                     {&context.input(3), p.interleaved_queries},
+                     {&context.input(5), p.interleaved_queries}}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> heads_first,
-                       layout.Outputs({{grads[0], p.interleaved_queries},
-                                       {grads[1], p.interleaved_keys},
-                                       {grads[2], p.interleaved_keys}}));
-  p.interleaved_queries = p.interleaved_keys = false;
-  Tensor* const targets[3] = {&heads_first[0], &heads_first[1], &heads_first[2]};
+                       layout.Outputs({{grads[0], p.interleaved_queries, params.heads, 0},
+                                       {dk, p.interleaved_keys, params.heads, KeyPart(params)},
+                                       {dv, p.interleaved_keys, params.heads, ValuePart(params)}}));
+  MakeHeadsFirst(p);
+  const BackwardTargets targets{
+      {&heads_first[0], &heads_first[1], &heads_first[2]},
+      {heads_first[0].raw_data(), heads_first[1].raw_data(), heads_first[2].raw_data()}};
   TFM_RETURN_IF_ERROR(BackwardInto(context, cuda,
                                    {inputs[0].raw_data(), inputs[1].raw_data(),
                                     inputs[2].raw_data(), inputs[3].raw_data(),

@@ -69,9 +69,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int64_t heads_total = p.batch * p.heads;
   const int64_t q_tiles = (p.q_len + T::kBlockM - 1) / T::kBlockM;
   const int64_t items = heads_total * q_tiles;
-  // Rows of q and out, and of k and v, lie this far apart.
-  const int64_t q_stride = RowStride(p, p.interleaved_queries, kHeadDim);
-  const int64_t k_stride = RowStride(p, p.interleaved_keys, kHeadDim);
+  // Rows of q, of out, and of k and v, lie this far apart.
+  const int64_t q_stride = RowStride(p.interleaved_queries, QuerySlots(p), kHeadDim);
+  const int64_t out_stride = RowStride(p.interleaved_queries, p.heads, kHeadDim);
+  const int64_t k_stride = RowStride(p.interleaved_keys, KeySlots(p), kHeadDim);
   // Starts loading item `item`'s Q tile and its first K and V tiles into
   // buffer `parity`. Keys no row of the block sees load as zeros: a decoding
   // cache holds garbage past its length, and a masked P of 0 times a NaN or
@@ -83,13 +84,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         RowKeyEnd(p, KeyEnd(p, item_bh / p.heads), MinI64(item_q0 + T::kBlockM, p.q_len) - 1);
     const int64_t item_loaded_keys = MinI64(p.k_len, item_key_end);
     LoadTileAsync<kHeadDim, T::kBlockM>(
-        q + HeadOffset(p, p.interleaved_queries, item_bh, p.q_len, kHeadDim), q_stride, item_q0,
+        q + HeadOffset(p, p.interleaved_queries, QuerySlots(p), item_bh, p.q_len, kHeadDim),
+        q_stride, item_q0,
         p.q_len - item_q0, s_q_buffers + (kPersistent ? parity : 0) * T::kBlockM * kHeadDim);
     LoadTileAsync<kHeadDim, kBlockN>(
-        k + HeadOffset(p, p.interleaved_keys, item_bh, p.k_len, kHeadDim), k_stride, 0,
+        k + HeadOffset(p, p.interleaved_keys, KeySlots(p), item_bh, p.k_len, kHeadDim), k_stride, 0,
         item_loaded_keys, s_k + parity * kBlockN * kHeadDim);
     LoadTileAsync<kHeadDim, kBlockN>(
-        v + HeadOffset(p, p.interleaved_keys, item_bh, p.k_len, kHeadDim), k_stride, 0,
+        v + HeadOffset(p, p.interleaved_keys, KeySlots(p), item_bh, p.k_len, kHeadDim), k_stride, 0,
         item_loaded_keys, s_v + parity * kBlockN * kHeadDim);
     CpAsyncCommit();
   };
@@ -116,9 +118,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int key_tiles =
         kPersistent ? 1 : static_cast<int>((tile_key_end + kBlockN - 1) / kBlockN);
 
-    const int64_t q_offset = HeadOffset(p, p.interleaved_queries, bh, p.q_len, kHeadDim);
-    const E* k_head = k + HeadOffset(p, p.interleaved_keys, bh, p.k_len, kHeadDim);
-    const E* v_head = v + HeadOffset(p, p.interleaved_keys, bh, p.k_len, kHeadDim);
+    const int64_t q_offset =
+        HeadOffset(p, p.interleaved_queries, QuerySlots(p), bh, p.q_len, kHeadDim);
+    const int64_t out_offset = HeadOffset(p, p.interleaved_queries, p.heads, bh, p.q_len, kHeadDim);
+    const E* k_head = k + HeadOffset(p, p.interleaved_keys, KeySlots(p), bh, p.k_len, kHeadDim);
+    const E* v_head = v + HeadOffset(p, p.interleaved_keys, KeySlots(p), bh, p.k_len, kHeadDim);
     const int64_t loaded_keys = MinI64(p.k_len, tile_key_end);
     if constexpr (kPersistent) {
       // The items after a block's first were loaded during the item before.
@@ -325,7 +329,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         const int64_t row = q0 + warp_row0 + mt * 16 + g + half * 8;
         if (row >= p.q_len) continue;
         const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
-        E* out_row = out + q_offset + row * q_stride;
+        E* out_row = out + out_offset + row * out_stride;
 #pragma unroll
         for (int dt = 0; dt < T::kOutTiles; ++dt) {
           *reinterpret_cast<uint32_t*>(out_row + dt * 8 + 2 * t) =

@@ -91,10 +91,15 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
     const int64_t item_bh = item / k_tiles;
     const int64_t item_c0 = (item % k_tiles) * kBlockN;
     const int64_t item_key_end = KeyEnd(p, item_bh / p.heads);
-    const int64_t item_k_offset = HeadOffset(p, p.interleaved_keys, item_bh, p.k_len, kHeadDim);
-    const int64_t item_q_offset = HeadOffset(p, p.interleaved_queries, item_bh, p.q_len, kHeadDim);
-    const int64_t k_stride = RowStride(p, p.interleaved_keys, kHeadDim);
-    const int64_t q_stride = RowStride(p, p.interleaved_queries, kHeadDim);
+    const int64_t item_k_offset =
+        HeadOffset(p, p.interleaved_keys, KeySlots(p), item_bh, p.k_len, kHeadDim);
+    const int64_t item_q_offset =
+        HeadOffset(p, p.interleaved_queries, QuerySlots(p), item_bh, p.q_len, kHeadDim);
+    const int64_t item_do_offset =
+        HeadOffset(p, p.interleaved_queries, p.heads, item_bh, p.q_len, kHeadDim);
+    const int64_t k_stride = RowStride(p.interleaved_keys, KeySlots(p), kHeadDim);
+    const int64_t q_stride = RowStride(p.interleaved_queries, QuerySlots(p), kHeadDim);
+    const int64_t do_stride = RowStride(p.interleaved_queries, p.heads, kHeadDim);
     const int64_t item_loaded_keys = MinI64(p.k_len, item_key_end) - item_c0;
     LoadTileAsync<kHeadDim, kBlockN>(k + item_k_offset, k_stride, item_c0, item_loaded_keys,
                                      s_k_buffers + parity * kBlockN * kHeadDim);
@@ -106,7 +111,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
       LoadTileAsync<kHeadDim, kBlockM>(q + item_q_offset, q_stride, item_first_q0,
                                        p.q_len - item_first_q0,
                                        s_q_buffers + parity * kBlockM * kHeadDim);
-      LoadTileAsync<kHeadDim, kBlockM>(d_out + item_q_offset, q_stride, item_first_q0,
+      LoadTileAsync<kHeadDim, kBlockM>(d_out + item_do_offset, do_stride, item_first_q0,
                                        p.q_len - item_first_q0,
                                        s_do_buffers + parity * kBlockM * kHeadDim);
     }
@@ -128,13 +133,17 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
     const int64_t key_end = KeyEnd(p, b);
     const float* bias = KeyBias(p, b);
     const float scale_log2 = p.scale * kLog2e;
-    // Rows of q, d_out and dq, and of k, v and theirs, lie this far apart.
-    const int64_t q_stride = RowStride(p, p.interleaved_queries, kHeadDim);
-    const int64_t k_stride = RowStride(p, p.interleaved_keys, kHeadDim);
-    const int64_t q_offset = HeadOffset(p, p.interleaved_queries, bh, p.q_len, kHeadDim);
-    const int64_t k_offset = HeadOffset(p, p.interleaved_keys, bh, p.k_len, kHeadDim);
+    // Rows of q and dq, of d_out, and of k, v and theirs, lie this far
+    // apart.
+    const int64_t q_stride = RowStride(p.interleaved_queries, QuerySlots(p), kHeadDim);
+    const int64_t do_stride = RowStride(p.interleaved_queries, p.heads, kHeadDim);
+    const int64_t k_stride = RowStride(p.interleaved_keys, KeySlots(p), kHeadDim);
+    const int64_t q_offset =
+        HeadOffset(p, p.interleaved_queries, QuerySlots(p), bh, p.q_len, kHeadDim);
+    const int64_t k_offset = HeadOffset(p, p.interleaved_keys, KeySlots(p), bh, p.k_len, kHeadDim);
     const E* q_head = q + q_offset;
-    const E* d_out_head = d_out + q_offset;
+    const E* d_out_head =
+        d_out + HeadOffset(p, p.interleaved_queries, p.heads, bh, p.q_len, kHeadDim);
 
     // Keys at or past key_end load as zeros, as in the forward: no row sees
     // them, and a NaN or infinite value there would make dP, and through
@@ -152,7 +161,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
       if (first_q0 < p.q_len) {
         LoadTileAsync<kHeadDim, kBlockM>(q_head, q_stride, first_q0, p.q_len - first_q0,
                                          s_q_buffers);
-        LoadTileAsync<kHeadDim, kBlockM>(d_out_head, q_stride, first_q0, p.q_len - first_q0,
+        LoadTileAsync<kHeadDim, kBlockM>(d_out_head, do_stride, first_q0, p.q_len - first_q0,
                                          s_do_buffers);
       }
       CpAsyncCommit();
@@ -187,7 +196,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
       if (next < p.q_len) {
         LoadTileAsync<kHeadDim, kBlockM>(q_head, q_stride, next, p.q_len - next,
                                          s_q_buffers + ((step + 1) & 1) * kBlockM * kHeadDim);
-        LoadTileAsync<kHeadDim, kBlockM>(d_out_head, q_stride, next, p.q_len - next,
+        LoadTileAsync<kHeadDim, kBlockM>(d_out_head, do_stride, next, p.q_len - next,
                                          s_do_buffers + ((step + 1) & 1) * kBlockM * kHeadDim);
         CpAsyncCommit();
       } else if (kPersistent && item + gridDim.x < items) {

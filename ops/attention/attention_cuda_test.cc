@@ -687,6 +687,55 @@ TEST_P(AttentionCudaTest, InterleavedHeadsMatchHeadsFirst) {
   ExpectInterleavedMatchesHeadsFirst(GetParam(), /*gradient_tolerance=*/0);
 }
 
+// Packed projections on the GPU (attention.h's PackedHeads) are the op on
+// q, k and v apart, the gradients to the bit in deterministic mode, within
+// the atomics' rounding otherwise: the tensor-core kernels reading and
+// writing each operand's part in place (one key tile, where the backward
+// stores dQ itself, and many, with the f32 dQ sums scattered back into dq's
+// part), and behind the op's permutes the CUDA-core kernels (f32, head size
+// 40), cuDNN's (bf16, long, no dropout) and a decoding step's few query
+// rows, which the decode kernel leaves to the tiles.
+void ExpectPackedMatchesSeparate(DType dtype, double gradient_tolerance) {
+  const Device gpu = Device::Cuda(0);
+  for (const Case& c :
+       {Case{.batch = 3, .heads = 2, .q_len = 48, .k_len = 48, .d_k = 64, .d_v = 64,
+             .key_lengths = {48, 20, 0}, .dropout = 0.1f},
+        Case{.batch = 2, .heads = 3, .q_len = 130, .k_len = 130, .d_k = 64, .d_v = 64,
+             .causal = true, .key_lengths = {130, 70}, .as_padding_mask = true,
+             .with_holes = true},
+        Case{.batch = 2, .heads = 2, .q_len = 70, .k_len = 70, .d_k = 128, .d_v = 128,
+             .dropout = 0.2f},
+        Case{.batch = 2, .heads = 2, .q_len = 30, .k_len = 30, .d_k = 40, .d_v = 40},
+        Case{.batch = 2, .heads = 2, .q_len = 200, .k_len = 200, .d_k = 64, .d_v = 64,
+             .key_lengths = {200, 120}},
+        Case{.batch = 3, .heads = 8, .q_len = 4, .k_len = 4, .d_k = 64, .d_v = 64,
+             .key_lengths = {4, 3, 1}}}) {
+    SCOPED_TRACE(Describe(c, dtype));
+    const auto make = [&](int64_t len, int64_t d, uint64_t stream) {
+      return OnDevice(Normal({c.batch, len, c.heads, d}, stream), dtype, gpu);
+    };
+    const Tensor q = make(c.q_len, c.d_k, 1), k = make(c.k_len, c.d_k, 2);
+    const Tensor v = make(c.k_len, c.d_v, 3), d_out = make(c.q_len, c.d_v, 4);
+    for (PackedHeads packed : {PackedHeads::kQueriesKeysValues, PackedHeads::kKeysValues}) {
+      SCOPED_TRACE(packed == PackedHeads::kKeysValues ? "kv" : "qkv");
+      testing::ExpectPackedEqualsSeparate(q, k, v, d_out, OptionsFor(c, gpu), packed,
+                                          gradient_tolerance);
+    }
+  }
+}
+
+TEST_P(AttentionCudaTest, PackedProjectionsMatchSeparateOnes) {
+  TFM_SKIP_WITHOUT_GPU();
+  const ScopedDeterministicKernels deterministic;
+  ExpectPackedMatchesSeparate(GetParam(), /*gradient_tolerance=*/0);
+}
+
+TEST_P(AttentionCudaTest, PackedProjectionsFollowSeparateOnesWithTheFastKernels) {
+  TFM_SKIP_WITHOUT_GPU();
+  const DType dtype = GetParam();
+  ExpectPackedMatchesSeparate(dtype, dtype == DType::kF32 ? 1e-5 : 1e-2);
+}
+
 // The same with the fast kernels training runs by default: dQ added with
 // float atomics into a heads-first buffer and scattered back (several key
 // tiles), cuDNN's backward behind the op's permutes (bf16, long, no

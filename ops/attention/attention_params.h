@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "core/op_registry.h"
 #include "core/rng.h"
+#include "ops/attention/attention.h"
 
 namespace tfm {
 
@@ -21,6 +22,7 @@ struct AttentionParams {
   // and theirs.
   bool interleaved_queries = false;
   bool interleaved_keys = false;
+  PackedHeads packed = PackedHeads::kNone;  // attention.h
   KeyMaskKind key_mask = KeyMaskKind::kNone;
   float scale = 1.0f;
   float dropout = 0.0f;
@@ -43,6 +45,21 @@ inline constexpr int64_t kMaxRowwiseQueries = 8;
 // caches keep rows past the live ones); key_batch says how many.
 absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& context,
                                                      int key_mask_input, bool key_rows = false);
+
+// Packed projections (attention.h's PackedHeads): how many head slots a
+// position of q's tensor holds (heads, or 3 heads for qkv), and of k's and
+// v's (heads, 2 heads for kv, 3 for qkv); and the part of its tensor's
+// slots where each operand's heads start (in units of heads: q 0; k 1 for
+// qkv; v 2 for qkv, 1 for kv; else 0).
+int64_t QuerySlots(const AttentionParams& p);
+int64_t KeySlots(const AttentionParams& p);
+int64_t KeyPart(const AttentionParams& p);
+int64_t ValuePart(const AttentionParams& p);
+
+// The shape of the backward's gradient `index` (0 dq, 1 dk, 2 dv) given its
+// input's shape: that shape, or [0] for an input that is a packed tensor
+// already given (k and v of qkv, v of kv).
+Shape AttentionGradShape(const AttentionParams& p, int index, const Shape& input_shape);
 
 // The forward's out (and the backward's out and d_out) in the problem's
 // layout: [batch, heads, q_len, d_v], or interleaved [batch, q_len, heads,

@@ -507,6 +507,63 @@ TEST(AttentionTest, InterleavedHeadsEqualHeadsFirstBetweenSplitAndMerge) {
       << status;
 }
 
+// Packed projections (one product's q, k and v, or k and v, read where they
+// lie) are the op on q, k and v apart, to the bit: the self-attention and
+// cross-attention shapes, causal, key lengths and a padding mask,
+// dropout, one position (where interleaved and heads-first share
+// their bytes, but a packed part does not) and a size the packed kernels
+// take.
+TEST(AttentionTest, PackedProjectionsEqualSeparateOnes) {
+  for (const Case& c : {Case{2, 3, 9, 9, 8, 8, true, {9, 4}, false, 0.2f},
+                        Case{2, 2, 7, 7, 4, 4, false, {7, 3}, true, 0.1f},
+                        Case{3, 2, 1, 1, 8, 8, false, {1, 1, 0}, false, 0.0f},
+                        Case{1, 2, 70, 70, 64, 64, true, {}, false, 0.0f}}) {
+    SCOPED_TRACE(::testing::Message() << c.q_len << "x" << c.k_len << " d " << c.d_k);
+    const Tensor q = Normal({c.batch, c.q_len, c.heads, c.d_k}, 1);
+    const Tensor k = Normal({c.batch, c.k_len, c.heads, c.d_k}, 2);
+    const Tensor v = Normal({c.batch, c.k_len, c.heads, c.d_v}, 3);
+    const Tensor d_out = Normal({c.batch, c.q_len, c.heads, c.d_v}, 4);
+    for (PackedHeads packed : {PackedHeads::kQueriesKeysValues, PackedHeads::kKeysValues}) {
+      SCOPED_TRACE(packed == PackedHeads::kKeysValues ? "kv" : "qkv");
+      testing::ExpectPackedEqualsSeparate(q, k, v, d_out, OptionsFor(c), packed);
+    }
+  }
+  // Cross-attention: keys of another length than the queries.
+  const Case c{2, 2, 5, 11, 8, 8, false, {11, 6}, false, 0.1f};
+  testing::ExpectPackedEqualsSeparate(Normal({2, 5, 2, 8}, 1), Normal({2, 11, 2, 8}, 2),
+                                      Normal({2, 11, 2, 8}, 3), Normal({2, 5, 2, 8}, 4),
+                                      OptionsFor(c), PackedHeads::kKeysValues);
+}
+
+// What packing refuses: layouts it does not take, inputs that are not one
+// tensor, head slots that are not whole parts.
+TEST(AttentionTest, PackedProjectionsRefuseWhatTheyDoNotTake) {
+  const Tensor qkv = Normal({2, 5, 6, 4}, 1);
+  AttentionOptions options;
+  options.interleaved_queries = options.interleaved_keys = true;
+  options.packed = PackedHeads::kQueriesKeysValues;
+  EXPECT_TRUE(ScaledDotProductAttention(qkv, qkv, qkv, options).ok());
+  const auto message = [&](const Tensor& q, const Tensor& k, const Tensor& v) {
+    return std::string(ScaledDotProductAttention(q, k, v, options).status().message());
+  };
+  EXPECT_NE(message(qkv, Normal({2, 5, 6, 4}, 2), qkv).find("q, k and v as one tensor"),
+            std::string::npos);
+  const Tensor seven = Normal({2, 5, 7, 4}, 1);
+  EXPECT_NE(message(seven, seven, seven).find("are not 3 parts"), std::string::npos);
+  options.interleaved_queries = false;
+  EXPECT_NE(message(qkv, qkv, qkv).find("needs interleaved queries and keys"), std::string::npos);
+  options.packed = PackedHeads::kKeysValues;
+  options.interleaved_queries = true;
+  const Tensor kv = Normal({2, 5, 4, 4}, 2);
+  EXPECT_NE(message(Normal({2, 5, 2, 4}, 1), kv, Normal({2, 5, 4, 4}, 2))
+                .find("k and v as one tensor"),
+            std::string::npos);
+  EXPECT_TRUE(ScaledDotProductAttention(Normal({2, 5, 2, 4}, 1), kv, kv, options).ok());
+  // kv's heads are half of k's slots: q with other heads disagrees.
+  EXPECT_NE(message(Normal({2, 5, 3, 4}, 1), kv, kv).find("disagree on batch or heads"),
+            std::string::npos);
+}
+
 TEST(AttentionTest, BadArgumentsAreInvalidArgumentNamingTheOp) {
   const Tensor q = Normal({2, 2, 5, 4}, 1), k = Normal({2, 2, 6, 4}, 2),
                v = Normal({2, 2, 6, 3}, 3);

@@ -5,35 +5,44 @@
 namespace tfm {
 namespace {
 
-// Whether interleaved `x` has the bytes of its heads-first form.
+// Whether interleaved `x` (all of its heads) has the bytes of its
+// heads-first form.
 bool SameAsHeadsFirst(const Tensor& x) { return x.dim(1) == 1 || x.dim(2) == 1; }
-
-Shape HeadsFirstShape(const Tensor& x) { return {x.dim(0), x.dim(2), x.dim(1), x.dim(3)}; }
-
-PermuteHeadsTensor PermuteOf(const Tensor& interleaved, const void* from, void* to) {
-  return {from, to, interleaved.dim(0), interleaved.dim(1), interleaved.dim(2),
-          interleaved.dim(3) * static_cast<int64_t>(DTypeSize(interleaved.dtype()))};
-}
 
 }  // namespace
 
 absl::StatusOr<Tensor> HeadsFirstTensors::HeadsFirstForm(const Tensor& x, bool interleaved,
-                                                         bool* fresh) const {
+                                                         int64_t heads, int64_t part, bool* fresh,
+                                                         PermuteHeadsTensor* permute) const {
   *fresh = false;
   if (!interleaved) return x;
-  if (SameAsHeadsFirst(x)) return x.Reshape(HeadsFirstShape(x));
+  const int64_t slots = x.dim(2);
+  if (heads <= 0) heads = slots;
+  const Shape heads_first = {x.dim(0), heads, x.dim(1), x.dim(3)};
+  if (heads == slots && SameAsHeadsFirst(x)) return x.Reshape(heads_first);
+  const int64_t row_bytes = x.dim(3) * static_cast<int64_t>(DTypeSize(x.dtype()));
   *fresh = true;
-  return Tensor::Empty(HeadsFirstShape(x), x.dtype(), device_, stream_);
+  TFM_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(heads_first, x.dtype(), device_, stream_));
+  // The part's first row; the caller orders from and to.
+  *permute = {static_cast<const char*>(x.raw_data()) + part * heads * row_bytes,
+              tensor.raw_data(),
+              x.dim(0),
+              x.dim(1),
+              heads,
+              row_bytes,
+              slots};
+  return tensor;
 }
 
-absl::StatusOr<std::vector<Tensor>> HeadsFirstTensors::Inputs(
-    std::initializer_list<std::pair<const Tensor*, bool>> inputs) {
+absl::StatusOr<std::vector<Tensor>> HeadsFirstTensors::Inputs(std::initializer_list<Input> inputs) {
   std::vector<Tensor> tensors;
   std::vector<PermuteHeadsTensor> copies;
-  for (const auto& [x, interleaved] : inputs) {
+  for (const Input& input : inputs) {
     bool fresh = false;
-    TFM_ASSIGN_OR_RETURN(Tensor tensor, HeadsFirstForm(*x, interleaved, &fresh));
-    if (fresh) copies.push_back(PermuteOf(*x, x->raw_data(), tensor.raw_data()));
+    PermuteHeadsTensor permute{};
+    TFM_ASSIGN_OR_RETURN(Tensor tensor, HeadsFirstForm(*input.tensor, input.interleaved,
+                                                       input.heads, input.part, &fresh, &permute));
+    if (fresh) copies.push_back(permute);  // From the interleaved tensor.
     tensors.push_back(std::move(tensor));
   }
   if (!copies.empty()) TFM_RETURN_IF_ERROR(permute_(copies, /*split=*/true));
@@ -41,13 +50,20 @@ absl::StatusOr<std::vector<Tensor>> HeadsFirstTensors::Inputs(
 }
 
 absl::StatusOr<std::vector<Tensor>> HeadsFirstTensors::Outputs(
-    std::initializer_list<std::pair<Tensor*, bool>> outputs) {
+    std::initializer_list<Output> outputs) {
   std::vector<Tensor> targets;
-  for (const auto& [output, interleaved] : outputs) {
+  for (const Output& output : outputs) {
     bool fresh = false;
-    TFM_ASSIGN_OR_RETURN(Tensor target, HeadsFirstForm(*output, interleaved, &fresh));
+    PermuteHeadsTensor permute{};
+    TFM_ASSIGN_OR_RETURN(Tensor target, HeadsFirstForm(*output.tensor, output.interleaved,
+                                                       output.heads, output.part, &fresh,
+                                                       &permute));
     if (fresh) {
-      pending_.push_back(PermuteOf(*output, target.raw_data(), output->raw_data()));
+      // From the temporary into the output's part (a mutable tensor's
+      // bytes, reached through the const form HeadsFirstForm gives).
+      permute.to = const_cast<void*>(permute.from);
+      permute.from = target.raw_data();
+      pending_.push_back(permute);
       temporaries_.push_back(target);
     }
     targets.push_back(std::move(target));

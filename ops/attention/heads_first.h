@@ -32,19 +32,35 @@ class HeadsFirstTensors {
   HeadsFirstTensors(Device device, StreamHandle stream, PermuteHeadsFn permute)
       : device_(device), stream_(stream), permute_(std::move(permute)) {}
 
-  // Each (tensor, interleaved) as heads-first kernels read it.
-  absl::StatusOr<std::vector<Tensor>> Inputs(
-      std::initializer_list<std::pair<const Tensor*, bool>> inputs);
+  // A tensor of attention's (attention.h): interleaved or heads-first; with
+  // `heads` > 0, an interleaved tensor's heads [part * heads, (part + 1) *
+  // heads) of its positions' head slots (packed projections), else all of
+  // its heads.
+  template <typename TensorPointer>
+  struct Operand {
+    TensorPointer tensor;
+    bool interleaved;
+    int64_t heads = 0;
+    int64_t part = 0;
+  };
+  using Input = Operand<const Tensor*>;
+  using Output = Operand<Tensor*>;
 
-  // Where heads-first kernels write each (output, interleaved); Finish
-  // completes the outputs that got a temporary.
-  absl::StatusOr<std::vector<Tensor>> Outputs(std::initializer_list<std::pair<Tensor*, bool>> outputs);
+  // Each input as heads-first kernels read it.
+  absl::StatusOr<std::vector<Tensor>> Inputs(std::initializer_list<Input> inputs);
+
+  // Where heads-first kernels write each output; Finish completes the
+  // outputs that got a temporary.
+  absl::StatusOr<std::vector<Tensor>> Outputs(std::initializer_list<Output> outputs);
   absl::Status Finish();
 
  private:
   // `x` itself where it is heads-first, a heads-first view where the
-  // layouts share their bytes, else a fresh heads-first tensor (*fresh).
-  absl::StatusOr<Tensor> HeadsFirstForm(const Tensor& x, bool interleaved, bool* fresh) const;
+  // layouts share their bytes, else a fresh heads-first tensor (*fresh);
+  // *permute says what moves between x and a fresh one.
+  absl::StatusOr<Tensor> HeadsFirstForm(const Tensor& x, bool interleaved, int64_t heads,
+                                        int64_t part, bool* fresh,
+                                        PermuteHeadsTensor* permute) const;
 
   Device device_;
   StreamHandle stream_;

@@ -1,11 +1,14 @@
-// Test helper for attention's interleaved heads (attention.h), shared by the
+// Test helpers for attention's interleaved heads (attention.h), shared by the
 // CPU and CUDA tests: the op on interleaved tensors against the heads-first
-// op between split_heads and merge_heads, to the bit.
+// op between split_heads and merge_heads, to the bit; packed projections
+// against q, k and v apart.
 #ifndef TFM_OPS_ATTENTION_INTERLEAVED_TESTING_H_
 #define TFM_OPS_ATTENTION_INTERLEAVED_TESTING_H_
 
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 #include "core/tensor_copy.h"
@@ -83,6 +86,88 @@ inline void ExpectInterleavedEqualsHeadsFirst(const Tensor& q, const Tensor& k, 
                "dk");
   ExpectWithin(compared(grads->dv, keys), in_layout(want_grads.dv, keys), gradient_tolerance,
                "dv");
+}
+
+// Interleaved tensors [batch, len, heads, d] (one dtype, one device) side by
+// side along the heads: [batch, len, parts * heads, d], as one product's
+// packed projections lay them out (attention.h's PackedHeads).
+inline Tensor PackHeads(std::initializer_list<Tensor> parts) {
+  std::vector<Tensor> host;
+  for (const Tensor& part : parts) host.push_back(*CopyToDevice(part, Device::Cpu()));
+  const Tensor& first = host.front();
+  const int64_t positions = first.dim(0) * first.dim(1);
+  const size_t part_row_bytes = first.dim(2) * first.dim(3) * DTypeSize(first.dtype());
+  Tensor packed = *Tensor::Empty(
+      {first.dim(0), first.dim(1), first.dim(2) * static_cast<int64_t>(host.size()), first.dim(3)},
+      first.dtype());
+  char* to = static_cast<char*>(packed.raw_data());
+  for (int64_t position = 0; position < positions; ++position) {
+    for (const Tensor& part : host) {
+      std::memcpy(to, static_cast<const char*>(part.raw_data()) + position * part_row_bytes,
+                  part_row_bytes);
+      to += part_row_bytes;
+    }
+  }
+  return *CopyToDevice(packed, parts.begin()->device());
+}
+
+// Part `part` of `parts` of a packed tensor, as its own interleaved tensor
+// (on the host).
+inline Tensor UnpackHeads(const Tensor& packed, int64_t part, int64_t parts) {
+  const Tensor host = *CopyToDevice(packed, Device::Cpu());
+  const int64_t heads = host.dim(2) / parts;
+  Tensor out = *Tensor::Empty({host.dim(0), host.dim(1), heads, host.dim(3)}, host.dtype());
+  const size_t part_row_bytes = heads * host.dim(3) * DTypeSize(host.dtype());
+  for (int64_t position = 0; position < host.dim(0) * host.dim(1); ++position) {
+    std::memcpy(static_cast<char*>(out.raw_data()) + position * part_row_bytes,
+                static_cast<const char*>(host.raw_data()) +
+                    (position * parts + part) * part_row_bytes,
+                part_row_bytes);
+  }
+  return out;
+}
+
+// The op on packed projections (`packed`: q, k and v, or k and v, of the
+// interleaved q, k and v given) against the op on q, k and v apart (both
+// interleaved): the same output and lse to the bit, and the packed
+// gradient's parts equal to dq, dk and dv (within `gradient_tolerance` of
+// their largest value: 0, the same bits), the gradients of the inputs that
+// the packed tensor stands for empty.
+inline void ExpectPackedEqualsSeparate(const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& d_out, AttentionOptions options,
+                                       PackedHeads packed, double gradient_tolerance = 0) {
+  options.interleaved_queries = options.interleaved_keys = true;
+  options.packed = PackedHeads::kNone;
+  const AttentionOutput want = *ScaledDotProductAttention(q, k, v, options);
+  const AttentionGrads want_grads =
+      *ScaledDotProductAttentionBackward(q, k, v, want.out, want.lse, d_out, options);
+
+  const bool qkv = packed == PackedHeads::kQueriesKeysValues;
+  const Tensor kv = PackHeads({k, v});
+  const Tensor packed_q = qkv ? PackHeads({q, k, v}) : q;
+  const Tensor packed_k = qkv ? packed_q : kv;
+  options.packed = packed;
+  absl::StatusOr<AttentionOutput> got =
+      ScaledDotProductAttention(packed_q, packed_k, packed_k, options);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectSameBits(got->out, want.out, "out");
+  ExpectSameBits(got->lse, want.lse, "lse");
+  absl::StatusOr<AttentionGrads> grads = ScaledDotProductAttentionBackward(
+      packed_q, packed_k, packed_k, got->out, got->lse, d_out, options);
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_EQ(grads->dv.num_elements(), 0);
+  if (qkv) {
+    EXPECT_EQ(grads->dk.num_elements(), 0);
+    ASSERT_EQ(grads->dq.shape(), packed_q.shape());
+    ExpectWithin(UnpackHeads(grads->dq, 0, 3), want_grads.dq, gradient_tolerance, "dq");
+    ExpectWithin(UnpackHeads(grads->dq, 1, 3), want_grads.dk, gradient_tolerance, "dk");
+    ExpectWithin(UnpackHeads(grads->dq, 2, 3), want_grads.dv, gradient_tolerance, "dv");
+  } else {
+    ExpectWithin(grads->dq, want_grads.dq, gradient_tolerance, "dq");
+    ASSERT_EQ(grads->dk.shape(), kv.shape());
+    ExpectWithin(UnpackHeads(grads->dk, 0, 2), want_grads.dk, gradient_tolerance, "dk");
+    ExpectWithin(UnpackHeads(grads->dk, 1, 2), want_grads.dv, gradient_tolerance, "dv");
+  }
 }
 
 }  // namespace testing

@@ -14,6 +14,7 @@ void PermuteHeadsOnHost(const PermuteHeadsTensor& tensor, bool split) {
   const char* from = static_cast<const char*>(tensor.from);
   char* to = static_cast<char*>(tensor.to);
   const int64_t len = tensor.len, heads = tensor.heads, row_bytes = tensor.row_bytes;
+  const int64_t slots = tensor.slots > 0 ? tensor.slots : heads;
   ThreadPool::Default()->ParallelFor(
       tensor.batch * len,
       std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, row_bytes * heads)),
@@ -22,7 +23,7 @@ void PermuteHeadsOnHost(const PermuteHeadsTensor& tensor, bool split) {
           const int64_t b = bt / len;
           const int64_t t = bt % len;
           for (int64_t h = 0; h < heads; ++h) {
-            const int64_t merged = bt * heads + h;               // [b, t, h] row.
+            const int64_t merged = bt * slots + h;               // [b, t, h] row.
             const int64_t headwise = (b * heads + h) * len + t;  // [b, h, t] row.
             const int64_t src = split ? merged : headwise;
             const int64_t dst = split ? headwise : merged;

@@ -20,11 +20,12 @@ using cuda_elementwise::kThreads;
 using cuda_elementwise::LastError;
 
 // One list entry, in Words: its rows of words_per_row words, and the
-// (batch, len, heads) row order of its input.
+// (batch, len, heads) row order of its input; the [batch, len] side's
+// positions `slots` rows apart (PermuteHeadsTensor::slots).
 struct PermuteEntry {
   const void* from;
   void* to;
-  int64_t len, heads, words_per_row, total_words;
+  int64_t len, heads, slots, words_per_row, total_words;
 };
 
 // Up to kMaxPermuteEntries entries, passed by value (no list upload).
@@ -32,9 +33,9 @@ struct PermuteList {
   PermuteEntry entries[kMaxPermuteEntries];
 };
 
-// Word u of an output is word u % words_per_row of output row u /
-// words_per_row; the source row is the same (b, t, h) in the other order.
-// blockIdx.y picks the entry.
+// Word u of the heads-first side is word u % words_per_row of its row u /
+// words_per_row; the other side's row is the same (b, t, h) in the other
+// order. Split reads that row, merge writes it. blockIdx.y picks the entry.
 template <typename Word, bool kSplit>
 __global__ void PermuteHeadsKernel(PermuteList list) {
   const PermuteEntry e = list.entries[blockIdx.y];
@@ -46,15 +47,15 @@ __global__ void PermuteHeadsKernel(PermuteList list) {
     const int64_t word = u - row * e.words_per_row;
     const int64_t b = row / per_batch;
     const int64_t rest = row - b * per_batch;
-    int64_t source_row;
     if (kSplit) {  // Output row (b, h, t) from input row (b, t, h).
       const int64_t h = rest / e.len, t = rest - h * e.len;
-      source_row = (b * e.len + t) * e.heads + h;
+      to[u] = from[((b * e.len + t) * e.slots + h) * e.words_per_row + word];
     } else {  // Output row (b, t, h) from input row (b, h, t).
       const int64_t t = rest / e.heads, h = rest - t * e.heads;
-      source_row = (b * e.heads + h) * e.len + t;
+      const int64_t source_row = (b * e.heads + h) * e.len + t;
+      to[((b * e.len + t) * e.slots + h) * e.words_per_row + word] =
+          from[source_row * e.words_per_row + word];
     }
-    to[u] = from[source_row * e.words_per_row + word];
   }
 }
 
@@ -66,8 +67,8 @@ const char* Launch(const PermuteHeadsTensor* tensors, int count, bool split,
   for (int i = 0; i < count; ++i) {
     const PermuteHeadsTensor& t = tensors[i];
     const int64_t words_per_row = t.row_bytes / static_cast<int64_t>(sizeof(Word));
-    list.entries[i] = PermuteEntry{t.from, t.to, t.len, t.heads, words_per_row,
-                                   t.batch * t.len * t.heads * words_per_row};
+    list.entries[i] = PermuteEntry{t.from, t.to, t.len, t.heads, t.slots > 0 ? t.slots : t.heads,
+                                   words_per_row, t.batch * t.len * t.heads * words_per_row};
     most_words = most_words > list.entries[i].total_words ? most_words
                                                           : list.entries[i].total_words;
   }
