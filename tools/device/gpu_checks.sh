@@ -5,7 +5,7 @@
 #   device run: tools/device/gpu_checks.sh [STAGE...]   (carry .device_bundle and .gpu_data)
 # STAGE (default: all but autotune; they run in the order tests train loss_curve
 # compare pack decode_bench autotune decode_profile train_step deterministic
-# occupancy train_profile train_step_f32 attention cpu_int8 memcheck memcheck_ops memcheck_training:
+# occupancy train_profile counters train_step_f32 attention cpu_int8 memcheck memcheck_ops memcheck_training:
 # what later stages need, and the most wanted results, first):
 #   tests        every GPU test binary (ops, layers, training, decoding)
 #   memcheck     compute-sanitizer memcheck over the GPU decoding tests, CUDA graph
@@ -30,12 +30,16 @@
 #                torch.compile (base_25k, big_25k in bf16 with MFU; base_25k in f16)
 #   deterministic  train_step's bf16 rows with train.deterministic's kernels (its cost)
 #   occupancy    the attention kernels' settings for short problems and dropout
-#                (TFM_ATTENTION_SHORT_OCCUPANCY, TFM_ATTENTION_SHARED_DROPOUT) and the
-#                residual LayerNorm's (TFM_LAYER_NORM_FUSED): their tests, train_step's
-#                bf16 rows and the op profile's rows in each (~310 s)
+#                (TFM_ATTENTION_SHORT_OCCUPANCY, TFM_ATTENTION_SHARED_DROPOUT), the
+#                residual LayerNorm's (TFM_LAYER_NORM_FUSED) and packed projections'
+#                (TFM_PACKED_PROJECTIONS): their tests, train_step's bf16 big row and
+#                the op profile's rows in each (~330 s)
 #   train_profile  our bf16 big update op by op and shape, GPU ops waited for
 #                (TFM_PROFILE_OPS=shapes), each row against the roof
 #                (tools/profile_roofline.py: the rows that lose the most time)
+#   counters     Nsight Compute's counters (ncu) of one launch each of the attention
+#                and residual LayerNorm kernels in a bf16 big update (Firecracker only:
+#                on gVisor it says so and skips; not in the default list; ~120 s)
 #   train_step_f32  the same at the CPU presets' shapes (base, paper) in f32
 #   decode_bench benchmarks/decode --device=cuda against Hugging Face and PyTorch
 #   autotune     train_step (big, bf16) and the random base decode rows with
@@ -61,6 +65,9 @@
 #      compare decode_bench  (carry .device_bundle_decode .gpu_data .gpu_model)
 #   3. train pack  (~340 s), loss_curve, train_profile: when a session has
 #      the time (the 2026-11-28 session ran them: results/gpu_checks_h200_2026-11-28.log)
+#   On a Firecracker machine (KINDS.md's runtime row; ncu reads no counters on
+#   gVisor), run counters (~120 s) with occupancy: `occupancy counters` (~430 s),
+#   the tests then in a call of their own.
 # Later: autotune (GEMM algorithms timed, ~150 s), memcheck, memcheck_ops,
 # the torch.compile row (train_step without TFM_TORCH_COMPILE=false: up to
 # 240 s a preset).
@@ -319,13 +326,18 @@ if run occupancy; then
   # (each thread draws its own elements' Philox blocks) or 1 (the default: a
   # warp's lanes draw whole blocks, WarpKeepMasks); TFM_LAYER_NORM_FUSED 0
   # (the residual LayerNorm's general kernels) or 1 (the default: its row
-  # kernels). First the tests in the settings the tests stage did not run,
-  # then the bf16 base and big updates (~48-token rows, dropout 0.1) in each
-  # setting, then the attention and LayerNorm rows of the op profile.
+  # kernels); TFM_PACKED_PROJECTIONS 0 (attention's q, k and v as separate
+  # products) or 1 (the default: one product of each input). First the
+  # tests in the settings the tests stage did not run, then the bf16 big
+  # update (~48-token rows, dropout 0.1; the MFU goal's) in each setting,
+  # then the attention, LayerNorm and product rows of the op profile.
   uncapped="TFM_ATTENTION_SHORT_OCCUPANCY=0 TFM_ATTENTION_SHARED_DROPOUT=0"
   persistent="TFM_ATTENTION_SHORT_OCCUPANCY=2 TFM_ATTENTION_SHARED_DROPOUT=1"
   defaults="TFM_ATTENTION_SHORT_OCCUPANCY=1 TFM_ATTENTION_SHARED_DROPOUT=1"
   general_layer_norm="TFM_LAYER_NORM_FUSED=0"
+  # Attention's q, k and v (k and v) as three (two) products instead of one
+  # (layers/packed_projections.h; the default packs them).
+  separate_projections="TFM_PACKED_PROJECTIONS=0"
   for setting in "$uncapped" "$persistent"; do
     echo "-- attention tests, $setting"
     env $setting TFM_TESTS='ops/attention/attention_cuda_test' timeout 120 \
@@ -333,19 +345,20 @@ if run occupancy; then
   done
   echo "-- residual LayerNorm tests, $general_layer_norm"
   env $general_layer_norm TFM_TESTS='ops/residual_layer_norm/' timeout 60 "$bundle/run_gpu_tests.sh"
-  for setting in "$uncapped" "$defaults" "$persistent" "$general_layer_norm"; do
+  for setting in "$uncapped" "$defaults" "$persistent" "$general_layer_norm" \
+    "$separate_projections"; do
     echo "-- train_step, $setting"
     env $setting timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step --device=cuda \
-      --dtype=bf16 --presets=base_25k,big_25k --steps=5 --threads=16 --torch_compile=false \
+      --dtype=bf16 --presets=big_25k --steps=5 --threads=16 --torch_compile=false \
       --peer_python=python3 | grep -E '^(ours|torch|check|per preset|train MFU)'
   done
   for setting in "$uncapped" "TFM_ATTENTION_SHORT_OCCUPANCY=1 TFM_ATTENTION_SHARED_DROPOUT=0" \
-    "$defaults" "$persistent" "$general_layer_norm"; do
+    "$defaults" "$persistent" "$general_layer_norm" "$separate_projections"; do
     echo "-- op profile, $setting"
     env $setting TFM_PROFILE_OPS=shapes timeout 100 "$bundle/run_bundle.sh" benchmarks/train_step \
       --device=cuda --dtype=bf16 --presets=big_25k --steps=2 --threads=16 \
       --torch_compile=false --profile_ops --peer_python=python3 |
-      grep -E '^scaled_dot_product_attention|^residual_layer_norm|^all ops'
+      grep -E '^scaled_dot_product_attention|^residual_layer_norm|^linear|^concat_rows|^all ops'
   done
 fi
 
@@ -361,6 +374,129 @@ if run train_profile; then
   bandwidth=$(grep -oE 'HBM copy [0-9]+ GB/s' /tmp/train_profile.txt | head -1 | grep -oE '[0-9]+')
   python3 tools/profile_roofline.py /tmp/train_profile.txt --peak_tflops=989.4 \
     --bandwidth_gbs="${bandwidth:-3350}" --top=25
+fi
+
+if run counters; then
+  # Why the bf16 big update's attention kernels run at ~1% of their roof and
+  # the residual LayerNorm's backward at 25% of HBM's at 48-token rows
+  # (train_profile: 576 sentences x 16 heads x head size 64, rows of 1024):
+  # latency, issue, shared-memory bank conflicts or occupancy? Nsight
+  # Compute's sections for ONE launch of each kernel after warm-up, as text
+  # here (the details page with each section's body) and as .ncu-rep files
+  # in $out/counters_reports.tar.gz (if at most 4 MiB gzipped). ncu reads
+  # hardware counters on Firecracker machines only (on gVisor: "Failed to
+  # initialize the profiler: LibraryNotLoaded", /work/.library/device/
+  # KINDS.md), so a tiny run first, and one line and no failure where it
+  # cannot. --clock-control none: the clocks as the benchmarks run them.
+  # The program: train_step's own child, our side of one preset in one
+  # process (what the parent runs per preset, with --child: no PyTorch peer,
+  # no GEMM peak measured, no further process), under ncu inside
+  # run_bundle.sh, which cds into the unpacked bundle, sets the libraries'
+  # path and execs its arguments: ncu then starts the binary itself, as
+  # compute-sanitizer does in the memcheck stages. The child runs a check
+  # pass (forward and backward, dropout off), then 2 warm-up updates and
+  # --steps timed ones: 4 passes, the same launches each. --launch-skip
+  # counts the launches that match --kernel-name only; skipping 2 passes of
+  # them profiles the second update's (the third's ~0.1 s then runs as
+  # well). Each profiled launch is replayed once per pass of counters (tens).
+  counters_end=$((SECONDS + ${TFM_COUNTERS_SECONDS:-120}))
+  ((counters_end > call_seconds - 30)) && counters_end=$((call_seconds - 30))
+  ncu_bin="$(command -v ncu)"
+  if [[ -z "$ncu_bin" ]]; then
+    for candidate in /opt/nvidia/nsight-compute/*/ncu; do  # The newest version last.
+      [[ -x "$candidate" ]] && ncu_bin="$candidate"
+    done
+  fi
+  counters_target=(benchmarks/train_step --child=big_25k --device=cuda --dtype=bf16 --steps=1
+    --threads=16)
+  # The sections that answer it: SourceCounters adds the stalls and the
+  # shared-memory conflicts by instruction, MemoryWorkloadAnalysis_Tables the
+  # bank conflicts of shared loads and stores, ComputeWorkloadAnalysis the
+  # pipes' utilisation (tensor cores against the FMA and ALU pipes).
+  ncu_options=(--clock-control none --import-source no -f
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats
+    --section SchedulerStats --section MemoryWorkloadAnalysis
+    --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis
+    --section SourceCounters)
+  rm -rf /tmp/counters && mkdir -p /tmp/counters
+  # counters_profile NAME REGEX SKIP COUNT: launches SKIP+1 to SKIP+COUNT of
+  # the kernels whose names match REGEX, into /tmp/counters/NAME.ncu-rep,
+  # then printed (each section's body: --print-details all).
+  counters_profile() {
+    local left=$((counters_end - SECONDS))
+    if ((left < 30)); then
+      echo "counters: no time left for $1 ($2)"
+      return 1
+    fi
+    ((left > 60)) && left=60
+    echo "-- counters $1: launches $(($3 + 1)) to $(($3 + $4)) of regex $2"
+    timeout -k 5 "$left" "$bundle/run_bundle.sh" "$ncu_bin" "${ncu_options[@]}" \
+      --kernel-name "regex:$2" --launch-skip "$3" --launch-count "$4" \
+      -o "/tmp/counters/$1" "${counters_target[@]}" 2>&1 | grep -v '^==PROF== Disconnected'
+    if [[ ! -f "/tmp/counters/$1.ncu-rep" ]]; then
+      echo "counters $1: ncu wrote no report"
+      return 1
+    fi
+    "$ncu_bin" --import "/tmp/counters/$1.ncu-rep" --page details --print-details all \
+      >"/tmp/counters/$1.txt" 2>&1 ||
+      "$ncu_bin" --import "/tmp/counters/$1.ncu-rep" --page details >"/tmp/counters/$1.txt" 2>&1
+    cat "/tmp/counters/$1.txt"
+  }
+  if [[ -z "$ncu_bin" ]]; then
+    echo "counters: no ncu on this machine (neither on the PATH nor /opt/nvidia/nsight-compute/*/ncu): skipped"
+  elif ! "$bundle/run_bundle.sh" test -x benchmarks/train_step; then
+    echo "counters: $bundle holds no benchmarks/train_step (prepare_gpu_run.sh's full bundle does): skipped"
+  else
+    echo "counters: $("$ncu_bin" --version | tail -1) at $ncu_bin"
+    # The tiny run: one counter of the program's first kernel launch, the
+    # program ended there (--kill yes).
+    probe="$(timeout -k 5 60 "$bundle/run_bundle.sh" "$ncu_bin" --clock-control none \
+      --launch-count 1 --kill yes --metrics sm__cycles_elapsed.max "${counters_target[@]}" 2>&1)"
+    if ! grep -qE 'sm__cycles_elapsed\.max.*[0-9]' <<<"$probe"; then
+      first="$(grep -m1 '==ERROR==' <<<"$probe" || grep -m1 -iE 'error|fail' <<<"$probe" ||
+        tail -1 <<<"$probe")"
+      echo "counters: ncu cannot read hardware counters on this machine (gVisor?): ${first:-no output}"
+    else
+      grep -E 'sm__cycles_elapsed\.max' <<<"$probe" | head -1
+      # A pass's launches in order (2026-11-28's op profile: 18 attention
+      # calls and 30 residual LayerNorms an update; post-norm sublayers).
+      # Forward: an encoder layer's self-attention (ForwardMmaKernel), its
+      # residual LayerNorm (ResidualLayerNormWarpKernel), the FFN's; a
+      # decoder layer's self-attention, LayerNorm, cross-attention,
+      # LayerNorm, LayerNorm: 48 matches a pass. The 97th and 98th: the second
+      # update's first attention (the encoder's, key lengths, 48 x 48) and
+      # the LayerNorm after it.
+      counters_profile forward 'ForwardMmaKernel|ResidualLayerNormWarpKernel' 96 2
+      # Backward, from the last decoder layer: the FFN's residual LayerNorm
+      # (ResidualLayerNormBackwardRowKernel), the cross-attention's, then its
+      # attention backward (RowDotsKernel, delta = dO . O, then
+      # BackwardMmaKernel), the self-attention's LayerNorm, RowDots, the
+      # backward: 7 matches a decoder layer, 4 an encoder layer, 66 a pass.
+      # The 134th to 136th: the cross-attention's LayerNorm, RowDots and
+      # backward (key lengths, 48 x 48) in the second update.
+      counters_profile backward \
+        'ResidualLayerNormBackwardRowKernel|RowDotsKernel|BackwardMmaKernel' 133 3
+      # A kernel that those launches missed (the order above not the
+      # program's), on its own: its launches of 2 passes skipped.
+      for entry in BackwardMmaKernel:18 ForwardMmaKernel:18 ResidualLayerNormBackwardRowKernel:30 \
+        ResidualLayerNormWarpKernel:30 RowDotsKernel:18; do
+        kernel="${entry%:*}"
+        cat /tmp/counters/*.txt 2>/dev/null | grep -q "$kernel" && continue
+        echo "counters: no launch of $kernel among those: on its own"
+        counters_profile "$kernel" "$kernel" $((2 * ${entry#*:})) 1
+      done
+      # The reports themselves (for ncu-ui), if small.
+      if compgen -G '/tmp/counters/*.ncu-rep' >/dev/null; then
+        (cd /tmp/counters && tar -czf /tmp/counters_reports.tar.gz ./*.ncu-rep)
+        size=$(stat -c %s /tmp/counters_reports.tar.gz)
+        if ((size <= 4 << 20)); then
+          cp /tmp/counters_reports.tar.gz "$out/"
+        else
+          echo "counters: the reports are $((size >> 20)) MiB gzipped: left on the machine (/tmp/counters)"
+        fi
+      fi
+    fi
+  fi
 fi
 
 if run train_step_f32; then
