@@ -68,6 +68,10 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
   params.d_k = q.dim(3);
   params.d_v = v.dim(3);
   params.key_batch = k.dim(0);
+  if (params.packed == PackedHeads::kKeysValues && k.dim(2) != KeySlots(params)) {
+    return context.Error(absl::StrCat("packed kv: k holds ", k.dim(2), " head slots, not 2 x q's ",
+                                      params.heads, " heads"));
+  }
   const bool batch_ok = key_rows ? k.dim(0) >= params.batch : k.dim(0) == params.batch;
   if (!batch_ok || v.dim(0) != k.dim(0) || k.dim(k_heads_dim) != KeySlots(params) ||
       v.dim(k_heads_dim) != KeySlots(params)) {

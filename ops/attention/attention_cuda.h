@@ -63,8 +63,8 @@ struct AttentionCudaProblem {
   // head slots a position of q and dq (q_slots), and of k, v, dk and dv
   // (kv_slots), holds, of which each operand's heads are one part; the
   // launchers' q, k, v, dq, dk and dv point at their part's first head. 0:
-  // heads (no packing). out and d_out hold heads. The tensor-core kernels
-  // and the backward's small kernels take them; the decode kernel does not.
+  // heads (no packing). out and d_out hold heads. The tensor-core kernels,
+  // the decode kernel and the backward's small kernels take them.
   int64_t q_slots = 0;
   int64_t kv_slots = 0;
 };

@@ -34,11 +34,13 @@ namespace {
 using attention_cuda::FromFloat;
 using attention_cuda::HeadOffset;
 using attention_cuda::KeyBias;
+using attention_cuda::KeySlots;
 using attention_cuda::KeyEnd;
 using attention_cuda::kNegInf;
 using attention_cuda::LastLaunchError;
 using attention_cuda::MultiprocessorCount;
 using attention_cuda::QueryRowOffset;
+using attention_cuda::QuerySlots;
 using attention_cuda::RowKeyEnd;
 using attention_cuda::RowStride;
 
@@ -122,9 +124,11 @@ __global__ void __launch_bounds__(kThreads)
   float q_row[kQ][kElems];
   const float q_scale = p.scale * kLog2e;
   // q's and out's rows of this head (interleaved queries: [batch, q_len,
-  // heads, d]).
-  const int64_t q_offset = HeadOffset(p, p.interleaved_queries, p.heads, bh, q_len, kD);
-  const int64_t q_stride = RowStride(p.interleaved_queries, p.heads, kD);
+  // slots, d], out's slots its heads).
+  const int64_t q_offset = HeadOffset(p, p.interleaved_queries, QuerySlots(p), bh, q_len, kD);
+  const int64_t q_stride = RowStride(p.interleaved_queries, QuerySlots(p), kD);
+  const int64_t out_offset = HeadOffset(p, p.interleaved_queries, p.heads, bh, q_len, kD);
+  const int64_t out_stride = RowStride(p.interleaved_queries, p.heads, kD);
 #pragma unroll
   for (int i = 0; i < kQ; ++i) {
     if (i < q_len) {
@@ -149,12 +153,13 @@ __global__ void __launch_bounds__(kThreads)
   const float* bias = KeyBias(p, b);
   // Key j of this head: in item b, or with key rows in item key_rows[b, j]
   // (a beam reordered by table), at the same head and position; heads-first
-  // ([items, heads, k_len, d]) or interleaved ([items, k_len, heads, d]).
+  // ([items, heads, k_len, d]) or interleaved ([items, k_len, slots, d]:
+  // KeySlots, k's and v's parts of a packed tensor apart by their pointers).
   const int64_t head = bh - b * p.heads;
   const int32_t* item_of_key = p.key_rows != nullptr ? p.key_rows + b * p.k_len : nullptr;
   const auto key_offset = [&](int64_t j) {
     const int64_t item = item_of_key != nullptr ? static_cast<int64_t>(item_of_key[j]) : b;
-    const int64_t row = p.interleaved_keys ? (item * p.k_len + j) * p.heads + head
+    const int64_t row = p.interleaved_keys ? (item * p.k_len + j) * KeySlots(p) + head
                                            : (item * p.heads + head) * p.k_len + j;
     return row * kD + slot * kElems;
   };
@@ -263,7 +268,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t r = bh * q_len + i;
     if (splits == 1) {
       // A row that sees no key gets zeros and lse -inf (attention.h).
-      out[q_offset + i * q_stride + d] = FromFloat<T>(sum > 0.0f ? value / sum : 0.0f);
+      out[out_offset + i * out_stride + d] = FromFloat<T>(sum > 0.0f ? value / sum : 0.0f);
       if (d == 0) lse[r] = sum > 0.0f ? (max + log2f(sum)) * kLn2 : kNegInf;
     } else {
       const int64_t part = r * splits + split;
@@ -355,8 +360,6 @@ bool AttentionDecodeTakes(const AttentionCudaProblem& p,
     return false;
   }
   if (p.f16) return false;  // bf16 and f32 kernels only.
-  // Packed projections: training's whole sequences, not a decoding step.
-  if (p.q_slots > 0 || p.kv_slots > 0) return false;
   if (p.dropout > 0.0f || p.d_k != p.d_v || (p.d_k != 32 && p.d_k != 64 && p.d_k != 128)) {
     return false;
   }

@@ -693,8 +693,9 @@ TEST_P(AttentionCudaTest, InterleavedHeadsMatchHeadsFirst) {
 // writing each operand's part in place (one key tile, where the backward
 // stores dQ itself, and many, with the f32 dQ sums scattered back into dq's
 // part), and behind the op's permutes the CUDA-core kernels (f32, head size
-// 40), cuDNN's (bf16, long, no dropout) and a decoding step's few query
-// rows, which the decode kernel leaves to the tiles.
+// 40) and cuDNN's (bf16, long, no dropout); and few query rows, which the
+// decode kernel reads in place too (bf16; f32 behind the permutes), so
+// that packing picks the same kernel as the separate tensors do.
 void ExpectPackedMatchesSeparate(DType dtype, double gradient_tolerance) {
   const Device gpu = Device::Cuda(0);
   for (const Case& c :
