@@ -105,6 +105,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int warp_row0 = warp * 16 * kMTiles;  // Within the block.
+    const bool warp_has_rows = q0 + warp_row0 < p.q_len;
 
     const int64_t key_end = KeyEnd(p, b);
     const int64_t tile_key_end = RowKeyEnd(p, key_end, MinI64(q0 + T::kBlockM, p.q_len) - 1);
@@ -172,147 +173,151 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       __syncthreads();
       const E* k_tile = s_k + buffer * kBlockN * kHeadDim;
       const E* v_tile = s_v + buffer * kBlockN * kHeadDim;
-      if (j == 0) {
+      // A warp whose rows all lie past q_len (a block's last warps on short
+      // sentences: 48 queries leave the fourth of four with none) computes
+      // nothing: it keeps its block's loads and barriers only.
+      if (warp_has_rows) {
+        if (j == 0) {
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+            for (int ks = 0; ks < T::kKSteps; ++ks) {
+              const int row = warp_row0 + mt * 16 + lane % 16;
+              LdMatrixX4(q_frag[mt][ks],
+                         SmemAddress(s_q + SwizzledOffset<kHeadDim>(row, ks * 2 + lane / 16)));
+            }
+          }
+        }
+
+        // S = Q K^T; ldmatrix x4 gives b0, b1 of two 8-key tiles.
+        float s[kMTiles][T::kScoreTiles][4];
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
-          for (int ks = 0; ks < T::kKSteps; ++ks) {
-            const int row = warp_row0 + mt * 16 + lane % 16;
-            LdMatrixX4(q_frag[mt][ks],
-                       SmemAddress(s_q + SwizzledOffset<kHeadDim>(row, ks * 2 + lane / 16)));
-          }
-        }
-      }
-
-      // S = Q K^T; ldmatrix x4 gives b0, b1 of two 8-key tiles.
-      float s[kMTiles][T::kScoreTiles][4];
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-        for (int nt = 0; nt < T::kScoreTiles; ++nt) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;
-        }
-      }
-#pragma unroll
-      for (int ks = 0; ks < T::kKSteps; ++ks) {
-#pragma unroll
-        for (int np = 0; np < T::kScoreTiles / 2; ++np) {
-          uint32_t frag[4];
-          const int key = np * 16 + lane % 8 + (lane / 16) * 8;
-          LdMatrixX4(frag,
-                     SmemAddress(k_tile + SwizzledOffset<kHeadDim>(key, ks * 2 + (lane / 8) % 2)));
-#pragma unroll
-          for (int mt = 0; mt < kMTiles; ++mt) {
-            Mma<E>(s[mt][2 * np], q_frag[mt][ks], frag[0], frag[1]);
-            Mma<E>(s[mt][2 * np + 1], q_frag[mt][ks], frag[2], frag[3]);
-          }
-        }
-      }
-
-      // (A warp whose rows are all past q_len stores nothing: no draws.)
-      if (p.dropout > 0.0f && shared_dropout && q0 + warp_row0 < p.q_len) {
-        WarpKeepMasks<16 * kMTiles, kBlockN>(p, (bh * p.q_len + q0 + warp_row0) * p.k_len + c0,
-                                             lane, s_keep);
-      }
-
-      // Online softmax on the rows g and g + 8 of each m-tile; the four
-      // threads of a quad hold one row between them.
-      const bool masked = c0 + kBlockN > unmasked_end;
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int64_t row = q0 + warp_row0 + mt * 16 + g + half * 8;
-          const int64_t row_end = masked ? RowKeyEnd(p, key_end, row) : 0;
-          float max = row_max[mt][half];
-#pragma unroll
           for (int nt = 0; nt < T::kScoreTiles; ++nt) {
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              float& x = s[mt][nt][half * 2 + e];
-              if (masked) {
-                const int64_t key = c0 + nt * 8 + 2 * t + e;
-                if (key >= row_end) {
-                  x = kNegInf;
-                } else if (bias != nullptr) {
-                  x += bias[key];  // 0 or -inf.
-                }
-              }
-              max = fmaxf(max, x);
+            for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;
+          }
+        }
+#pragma unroll
+        for (int ks = 0; ks < T::kKSteps; ++ks) {
+#pragma unroll
+          for (int np = 0; np < T::kScoreTiles / 2; ++np) {
+            uint32_t frag[4];
+            const int key = np * 16 + lane % 8 + (lane / 16) * 8;
+            LdMatrixX4(frag, SmemAddress(k_tile + SwizzledOffset<kHeadDim>(
+                                                      key, ks * 2 + (lane / 8) % 2)));
+#pragma unroll
+            for (int mt = 0; mt < kMTiles; ++mt) {
+              Mma<E>(s[mt][2 * np], q_frag[mt][ks], frag[0], frag[1]);
+              Mma<E>(s[mt][2 * np + 1], q_frag[mt][ks], frag[2], frag[3]);
             }
           }
-          max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 1));
-          max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 2));
-          // exp(scale (x - max)) = 2^(x scale log2(e) - shift) in one FFMA.
-          // A row with nothing visible so far keeps zeros: 2^(-inf - 0).
-          const float shift = max == kNegInf ? 0.0f : max * scale_log2;
-          const float correction = FastExp2(row_max[mt][half] * scale_log2 - shift);
-          row_max[mt][half] = max;
-          float sum = 0.0f;
+        }
+
+        if (p.dropout > 0.0f && shared_dropout) {
+          WarpKeepMasks<16 * kMTiles, kBlockN>(p, (bh * p.q_len + q0 + warp_row0) * p.k_len + c0,
+                                               lane, s_keep);
+        }
+
+        // Online softmax on the rows g and g + 8 of each m-tile; the four
+        // threads of a quad hold one row between them.
+        const bool masked = c0 + kBlockN > unmasked_end;
 #pragma unroll
-          for (int nt = 0; nt < T::kScoreTiles; ++nt) {
+        for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              float& x = s[mt][nt][half * 2 + e];
-              x = FastExp2(fmaf(x, scale_log2, -shift));
-              sum += x;
-            }
-          }
-          row_sum[mt][half] = row_sum[mt][half] * correction + sum;
-#pragma unroll
-          for (int dt = 0; dt < T::kOutTiles; ++dt) {
-            o[mt][dt][half * 2] *= correction;
-            o[mt][dt][half * 2 + 1] *= correction;
-          }
-          if (p.dropout > 0.0f) {  // After the sum: l is undropped.
-            uint32_t kept = 0;
-            if (shared_dropout) {
-              // Bit nt * 2 + e: key nt * 8 + 2t + e of the tile (words of 32).
-              const uint32_t* row_words = s_keep + (mt * 16 + g + half * 8) * 2;
-#pragma unroll
-              for (int i = 0; i < T::kScoreTiles * 2; ++i) {
-                const int key = (i / 2) * 8 + 2 * t + i % 2;
-                kept |= ((row_words[key / 32] >> (key % 32)) & 1u) << i;
-              }
-            } else {
-              const uint64_t first = (bh * p.q_len + row) * p.k_len + c0 + 2 * t;
-              kept = DropoutKeptBits<T::kScoreTiles * 2, /*kShareBlocks=*/true>(
-                  p, [&](int i) { return first + (i / 2) * 8 + i % 2; });
-            }
-            const float keep_scale = 1.0f / (1.0f - p.dropout);
+          for (int half = 0; half < 2; ++half) {
+            const int64_t row = q0 + warp_row0 + mt * 16 + g + half * 8;
+            const int64_t row_end = masked ? RowKeyEnd(p, key_end, row) : 0;
+            float max = row_max[mt][half];
 #pragma unroll
             for (int nt = 0; nt < T::kScoreTiles; ++nt) {
 #pragma unroll
               for (int e = 0; e < 2; ++e) {
-                s[mt][nt][half * 2 + e] *= (kept >> (nt * 2 + e)) & 1 ? keep_scale : 0.0f;
+                float& x = s[mt][nt][half * 2 + e];
+                if (masked) {
+                  const int64_t key = c0 + nt * 8 + 2 * t + e;
+                  if (key >= row_end) {
+                    x = kNegInf;
+                  } else if (bias != nullptr) {
+                    x += bias[key];  // 0 or -inf.
+                  }
+                }
+                max = fmaxf(max, x);
+              }
+            }
+            max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 1));
+            max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 2));
+            // exp(scale (x - max)) = 2^(x scale log2(e) - shift) in one FFMA.
+            // A row with nothing visible so far keeps zeros: 2^(-inf - 0).
+            const float shift = max == kNegInf ? 0.0f : max * scale_log2;
+            const float correction = FastExp2(row_max[mt][half] * scale_log2 - shift);
+            row_max[mt][half] = max;
+            float sum = 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < T::kScoreTiles; ++nt) {
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                float& x = s[mt][nt][half * 2 + e];
+                x = FastExp2(fmaf(x, scale_log2, -shift));
+                sum += x;
+              }
+            }
+            row_sum[mt][half] = row_sum[mt][half] * correction + sum;
+#pragma unroll
+            for (int dt = 0; dt < T::kOutTiles; ++dt) {
+              o[mt][dt][half * 2] *= correction;
+              o[mt][dt][half * 2 + 1] *= correction;
+            }
+            if (p.dropout > 0.0f) {  // After the sum: l is undropped.
+              uint32_t kept = 0;
+              if (shared_dropout) {
+                // Bit nt * 2 + e: key nt * 8 + 2t + e of the tile (words of 32).
+                const uint32_t* row_words = s_keep + (mt * 16 + g + half * 8) * 2;
+#pragma unroll
+                for (int i = 0; i < T::kScoreTiles * 2; ++i) {
+                  const int key = (i / 2) * 8 + 2 * t + i % 2;
+                  kept |= ((row_words[key / 32] >> (key % 32)) & 1u) << i;
+                }
+              } else {
+                const uint64_t first = (bh * p.q_len + row) * p.k_len + c0 + 2 * t;
+                kept = DropoutKeptBits<T::kScoreTiles * 2, /*kShareBlocks=*/true>(
+                    p, [&](int i) { return first + (i / 2) * 8 + i % 2; });
+              }
+              const float keep_scale = 1.0f / (1.0f - p.dropout);
+#pragma unroll
+              for (int nt = 0; nt < T::kScoreTiles; ++nt) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                  s[mt][nt][half * 2 + e] *= (kept >> (nt * 2 + e)) & 1 ? keep_scale : 0.0f;
+                }
               }
             }
           }
         }
-      }
 
-      // O += P V, P from the score registers, V^T fragments by ldmatrix.trans.
+        // O += P V, P from the score registers, V^T fragments by ldmatrix.trans.
 #pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        uint32_t a[kMTiles][4];
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          a[mt][0] = Pack<E>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-          a[mt][1] = Pack<E>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-          a[mt][2] = Pack<E>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-          a[mt][3] = Pack<E>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-        }
-#pragma unroll
-        for (int dp = 0; dp < T::kOutTiles / 2; ++dp) {
-          uint32_t frag[4];
-          const int key = kk * 16 + lane % 8 + ((lane / 8) % 2) * 8;
-          LdMatrixX4Trans(frag,
-                          SmemAddress(v_tile + SwizzledOffset<kHeadDim>(key, dp * 2 + lane / 16)));
+        for (int kk = 0; kk < kBlockN / 16; ++kk) {
+          uint32_t a[kMTiles][4];
 #pragma unroll
           for (int mt = 0; mt < kMTiles; ++mt) {
-            Mma<E>(o[mt][2 * dp], a[mt], frag[0], frag[1]);
-            Mma<E>(o[mt][2 * dp + 1], a[mt], frag[2], frag[3]);
+            a[mt][0] = Pack<E>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+            a[mt][1] = Pack<E>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+            a[mt][2] = Pack<E>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+            a[mt][3] = Pack<E>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+          }
+#pragma unroll
+          for (int dp = 0; dp < T::kOutTiles / 2; ++dp) {
+            uint32_t frag[4];
+            const int key = kk * 16 + lane % 8 + ((lane / 8) % 2) * 8;
+            LdMatrixX4Trans(frag, SmemAddress(v_tile + SwizzledOffset<kHeadDim>(
+                                                           key, dp * 2 + lane / 16)));
+#pragma unroll
+            for (int mt = 0; mt < kMTiles; ++mt) {
+              Mma<E>(o[mt][2 * dp], a[mt], frag[0], frag[1]);
+              Mma<E>(o[mt][2 * dp + 1], a[mt], frag[2], frag[3]);
+            }
           }
         }
       }

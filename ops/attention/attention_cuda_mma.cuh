@@ -49,7 +49,7 @@ static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2, "tiles are sized for 16-bit
 //   0  the kernels as for long problems;
 //   1  (default) built with a register cap that lets more blocks share a
 //      multiprocessor (__launch_bounds__'s minimum: forward 4, 128
-//      registers, no spills; backward 3, 168 registers, 92 bytes spilled;
+//      registers, no spills; backward 3, 168 registers, 48 bytes spilled;
 //      uncapped 3 and 2 by registers);
 //   2  persistent blocks, each loading its next head while it computes
 //      this one: the forward's 4 a multiprocessor (capped as in 1), the

@@ -131,6 +131,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
     const int g = lane / 4, t = lane % 4;
     const int warp_key0 = warp * 16;  // This warp's keys within the block.
     const int64_t key_end = KeyEnd(p, b);
+    const bool warp_has_keys = c0 + warp_key0 < MinI64(p.k_len, key_end);
     const float* bias = KeyBias(p, b);
     const float scale_log2 = p.scale * kLog2e;
     // Rows of q and dq, of d_out, and of k, v and theirs, lie this far
@@ -218,114 +219,134 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
       }
       __syncthreads();  // This step's tiles are in; the last step's dQ is done with s_ds.
 
-      // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys.
-      float s[kQueryTiles][4], dp[kQueryTiles][4];
+      // A warp whose 16 keys all lie at or past the head's key end (the
+      // block's last warps on short sentences, or padding) has P = 0 and
+      // dS = 0 there: it skips their products and writes its dS^T rows as
+      // zeros (the same bits: its dK and dV stay the zeros they start as).
+      // Not at head size 128 nor in persistent blocks: there the branch's
+      // live ranges cost registers (ptxas spilled 76 and 42 bytes).
+      constexpr bool kSkipsIdleWarps = kHeadDim <= 64 && !kPersistent;
+      if (!kSkipsIdleWarps || warp_has_keys) {
+        // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys.
+        float s[kQueryTiles][4], dp[kQueryTiles][4];
 #pragma unroll
-      for (int nt = 0; nt < kQueryTiles; ++nt) {
+        for (int nt = 0; nt < kQueryTiles; ++nt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.0f;
-      }
-#pragma unroll
-      for (int ks = 0; ks < T::kKSteps; ++ks) {
-        uint32_t k_frag[4], v_frag[4];
-        const int a_offset = SwizzledOffset<kHeadDim>(warp_key0 + lane % 16, ks * 2 + lane / 16);
-        LdMatrixX4(k_frag, SmemAddress(s_k + a_offset));
-        LdMatrixX4(v_frag, SmemAddress(s_v + a_offset));
-#pragma unroll
-        for (int np = 0; np < kQueryTiles / 2; ++np) {
-          const int b_offset = SwizzledOffset<kHeadDim>(np * 16 + lane % 8 + (lane / 16) * 8,
-                                                        ks * 2 + (lane / 8) % 2);
-          uint32_t frag[4];
-          LdMatrixX4(frag, SmemAddress(s_q + b_offset));
-          Mma<E>(s[2 * np], k_frag, frag[0], frag[1]);
-          Mma<E>(s[2 * np + 1], k_frag, frag[2], frag[3]);
-          LdMatrixX4(frag, SmemAddress(s_do + b_offset));
-          Mma<E>(dp[2 * np], v_frag, frag[0], frag[1]);
-          Mma<E>(dp[2 * np + 1], v_frag, frag[2], frag[3]);
+          for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.0f;
         }
-      }
-
-      // Element (key, query) of the C fragments: keys g and g + 8, queries
-      // 8 nt + 2t and + 1. s becomes P^T o M, dp becomes dS^T.
-      const bool masked = c0 + kBlockN > RowKeyEnd(p, key_end, q0) || bias != nullptr;
-      uint32_t kept = ~0u;
-      float keep_scale = 1.0f;
-      if (p.dropout > 0.0f && shared_dropout) {
-        // Bit i: key g + (i % 4 / 2) * 8 of the warp's, query (i / 4) * 8 +
-        // 2t + i % 2 of the step's.
-        WarpKeepMasks<kBlockM, 16>(p, (bh * p.q_len + q0) * p.k_len + c0 + warp_key0, lane, s_keep);
-        kept = 0;
 #pragma unroll
-        for (int i = 0; i < kQueryTiles * 4; ++i) {
-          const uint32_t row = s_keep[(i / 4) * 8 + 2 * t + i % 2];
-          kept |= ((row >> (g + (i % 4 / 2) * 8)) & 1u) << i;
-        }
-        keep_scale = 1.0f / (1.0f - p.dropout);
-      } else if (p.dropout > 0.0f) {
-        kept = DropoutKeptBits<kQueryTiles * 4, /*kShareBlocks=*/false>(p, [&](int i) {
-          const int64_t key = c0 + warp_key0 + g + (i % 4 / 2) * 8;
-          const int64_t query = q0 + (i / 4) * 8 + 2 * t + i % 2;
-          return static_cast<uint64_t>((bh * p.q_len + query) * p.k_len + key);
-        });
-        keep_scale = 1.0f / (1.0f - p.dropout);
-      }
+        for (int ks = 0; ks < T::kKSteps; ++ks) {
+          uint32_t k_frag[4], v_frag[4];
+          const int a_offset = SwizzledOffset<kHeadDim>(warp_key0 + lane % 16, ks * 2 + lane / 16);
+          LdMatrixX4(k_frag, SmemAddress(s_k + a_offset));
+          LdMatrixX4(v_frag, SmemAddress(s_v + a_offset));
 #pragma unroll
-      for (int nt = 0; nt < kQueryTiles; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key_local = warp_key0 + g + (e / 2) * 8;
-          const int query_local = nt * 8 + 2 * t + e % 2;
-          const int64_t key = c0 + key_local, query = q0 + query_local;
-          float x = s[nt][e];
-          if (masked) {
-            if (key >= RowKeyEnd(p, key_end, query)) {
-              x = kNegInf;
-            } else if (bias != nullptr) {
-              x += bias[key];  // 0 or -inf.
-            }
+          for (int np = 0; np < kQueryTiles / 2; ++np) {
+            const int b_offset = SwizzledOffset<kHeadDim>(np * 16 + lane % 8 + (lane / 16) * 8,
+                                                          ks * 2 + (lane / 8) % 2);
+            uint32_t frag[4];
+            LdMatrixX4(frag, SmemAddress(s_q + b_offset));
+            Mma<E>(s[2 * np], k_frag, frag[0], frag[1]);
+            Mma<E>(s[2 * np + 1], k_frag, frag[2], frag[3]);
+            LdMatrixX4(frag, SmemAddress(s_do + b_offset));
+            Mma<E>(dp[2 * np], v_frag, frag[0], frag[1]);
+            Mma<E>(dp[2 * np + 1], v_frag, frag[2], frag[3]);
           }
-          const float prob = FastExp2(fmaf(x, scale_log2, -s_lse[query_local]));
-          const float multiplier = (kept >> (nt * 4 + e)) & 1 ? keep_scale : 0.0f;
-          s[nt][e] = prob * multiplier;
-          dp[nt][e] = prob * (dp[nt][e] * multiplier - s_delta[query_local]);
         }
-      }
 
-      // dV += (P^T o M) dO and dK += dS^T Q (scaled at the end); the B
-      // operands, [query][dim] in shared memory, load transposed.
+        // Element (key, query) of the C fragments: keys g and g + 8, queries
+        // 8 nt + 2t and + 1. s becomes P^T o M, dp becomes dS^T.
+        const bool masked = c0 + kBlockN > RowKeyEnd(p, key_end, q0) || bias != nullptr;
+        uint32_t kept = ~0u;
+        float keep_scale = 1.0f;
+        if (p.dropout > 0.0f && shared_dropout) {
+          // Bit i: key g + (i % 4 / 2) * 8 of the warp's, query (i / 4) * 8 +
+          // 2t + i % 2 of the step's.
+          WarpKeepMasks<kBlockM, 16>(p, (bh * p.q_len + q0) * p.k_len + c0 + warp_key0, lane,
+                                     s_keep);
+          kept = 0;
 #pragma unroll
-      for (int kk = 0; kk < kBlockM / 16; ++kk) {
-        uint32_t p_frag[4], ds_frag[4];
-        p_frag[0] = Pack<E>(s[2 * kk][0], s[2 * kk][1]);
-        p_frag[1] = Pack<E>(s[2 * kk][2], s[2 * kk][3]);
-        p_frag[2] = Pack<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        p_frag[3] = Pack<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-        ds_frag[0] = Pack<E>(dp[2 * kk][0], dp[2 * kk][1]);
-        ds_frag[1] = Pack<E>(dp[2 * kk][2], dp[2 * kk][3]);
-        ds_frag[2] = Pack<E>(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-        ds_frag[3] = Pack<E>(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
-#pragma unroll
-        for (int dpair = 0; dpair < T::kOutTiles / 2; ++dpair) {
-          const int offset = SwizzledOffset<kHeadDim>(kk * 16 + lane % 8 + ((lane / 8) % 2) * 8,
-                                                      dpair * 2 + lane / 16);
-          uint32_t frag[4];
-          LdMatrixX4Trans(frag, SmemAddress(s_do + offset));
-          Mma<E>(dv_acc[2 * dpair], p_frag, frag[0], frag[1]);
-          Mma<E>(dv_acc[2 * dpair + 1], p_frag, frag[2], frag[3]);
-          LdMatrixX4Trans(frag, SmemAddress(s_q + offset));
-          Mma<E>(dk_acc[2 * dpair], ds_frag, frag[0], frag[1]);
-          Mma<E>(dk_acc[2 * dpair + 1], ds_frag, frag[2], frag[3]);
+          for (int i = 0; i < kQueryTiles * 4; ++i) {
+            const uint32_t row = s_keep[(i / 4) * 8 + 2 * t + i % 2];
+            kept |= ((row >> (g + (i % 4 / 2) * 8)) & 1u) << i;
+          }
+          keep_scale = 1.0f / (1.0f - p.dropout);
+        } else if (p.dropout > 0.0f) {
+          kept = DropoutKeptBits<kQueryTiles * 4, /*kShareBlocks=*/false>(p, [&](int i) {
+            const int64_t key = c0 + warp_key0 + g + (i % 4 / 2) * 8;
+            const int64_t query = q0 + (i / 4) * 8 + 2 * t + i % 2;
+            return static_cast<uint64_t>((bh * p.q_len + query) * p.k_len + key);
+          });
+          keep_scale = 1.0f / (1.0f - p.dropout);
         }
-      }
+#pragma unroll
+        for (int nt = 0; nt < kQueryTiles; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key_local = warp_key0 + g + (e / 2) * 8;
+            const int query_local = nt * 8 + 2 * t + e % 2;
+            const int64_t key = c0 + key_local, query = q0 + query_local;
+            float x = s[nt][e];
+            if (masked) {
+              if (key >= RowKeyEnd(p, key_end, query)) {
+                x = kNegInf;
+              } else if (bias != nullptr) {
+                x += bias[key];  // 0 or -inf.
+              }
+            }
+            const float prob = FastExp2(fmaf(x, scale_log2, -s_lse[query_local]));
+            const float multiplier = (kept >> (nt * 4 + e)) & 1 ? keep_scale : 0.0f;
+            s[nt][e] = prob * multiplier;
+            dp[nt][e] = prob * (dp[nt][e] * multiplier - s_delta[query_local]);
+          }
+        }
 
-      // dS^T to shared memory, [key][query] swizzled like a 64-wide head.
+        // dV += (P^T o M) dO and dK += dS^T Q (scaled at the end); the B
+        // operands, [query][dim] in shared memory, load transposed.
 #pragma unroll
-      for (int nt = 0; nt < kQueryTiles; ++nt) {
+        for (int kk = 0; kk < kBlockM / 16; ++kk) {
+          uint32_t p_frag[4], ds_frag[4];
+          p_frag[0] = Pack<E>(s[2 * kk][0], s[2 * kk][1]);
+          p_frag[1] = Pack<E>(s[2 * kk][2], s[2 * kk][3]);
+          p_frag[2] = Pack<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+          p_frag[3] = Pack<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+          ds_frag[0] = Pack<E>(dp[2 * kk][0], dp[2 * kk][1]);
+          ds_frag[1] = Pack<E>(dp[2 * kk][2], dp[2 * kk][3]);
+          ds_frag[2] = Pack<E>(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
+          ds_frag[3] = Pack<E>(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int key_local = warp_key0 + g + half * 8;
-          *reinterpret_cast<uint32_t*>(s_ds + SwizzledOffset<kBlockM>(key_local, nt) + 2 * t) =
-              Pack<E>(dp[nt][half * 2], dp[nt][half * 2 + 1]);
+          for (int dpair = 0; dpair < T::kOutTiles / 2; ++dpair) {
+            const int offset = SwizzledOffset<kHeadDim>(kk * 16 + lane % 8 + ((lane / 8) % 2) * 8,
+                                                        dpair * 2 + lane / 16);
+            uint32_t frag[4];
+            LdMatrixX4Trans(frag, SmemAddress(s_do + offset));
+            Mma<E>(dv_acc[2 * dpair], p_frag, frag[0], frag[1]);
+            Mma<E>(dv_acc[2 * dpair + 1], p_frag, frag[2], frag[3]);
+            LdMatrixX4Trans(frag, SmemAddress(s_q + offset));
+            Mma<E>(dk_acc[2 * dpair], ds_frag, frag[0], frag[1]);
+            Mma<E>(dk_acc[2 * dpair + 1], ds_frag, frag[2], frag[3]);
+          }
+        }
+
+        // dS^T to shared memory, [key][query] swizzled like a 64-wide head.
+#pragma unroll
+        for (int nt = 0; nt < kQueryTiles; ++nt) {
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int key_local = warp_key0 + g + half * 8;
+            *reinterpret_cast<uint32_t*>(s_ds + SwizzledOffset<kBlockM>(key_local, nt) + 2 * t) =
+                Pack<E>(dp[nt][half * 2], dp[nt][half * 2 + 1]);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int nt = 0; nt < kQueryTiles; ++nt) {
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int key_local = warp_key0 + g + half * 8;
+            *reinterpret_cast<uint32_t*>(s_ds + SwizzledOffset<kBlockM>(key_local, nt) + 2 * t) =
+                0u;
+          }
         }
       }
       __syncthreads();
