@@ -2,7 +2,6 @@
 
 #include <atomic>
 
-#include "absl/strings/str_cat.h"
 #include "core/env_setting.h"
 #include "core/status_macros.h"
 #include "ops/concat_rows/concat_rows.h"
