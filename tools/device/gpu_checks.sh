@@ -58,15 +58,16 @@
 # tools/device/prepare_gpu_run.sh and prepare_gpu_run.sh --decode (two bundles,
 # side by side), and the trained model in .gpu_model/m30k (the last pack's
 # parts joined; it is there while this machine's checkout lasts). Then:
-#   1. TFM_TORCH_COMPILE=false ... tests occupancy  (~500 s; carry
+#   1. TFM_TORCH_COMPILE=false ... tests occupancy  (~510 s; carry
 #      .device_bundle .gpu_data): the tests, then the attention kernels'
-#      settings for short problems and dropout against each other
+#      settings for short problems and dropout, the LayerNorm kernels and
+#      packed projections against the alternatives
 #   2. TFM_BUNDLE=.device_bundle_decode TFM_GPU_MODEL=.gpu_model/m30k ...
 #      compare decode_bench  (carry .device_bundle_decode .gpu_data .gpu_model)
 #   3. train pack  (~340 s), loss_curve, train_profile: when a session has
 #      the time (the 2026-11-28 session ran them: results/gpu_checks_h200_2026-11-28.log)
 #   On a Firecracker machine (KINDS.md's runtime row; ncu reads no counters on
-#   gVisor), run counters (~120 s) with occupancy: `occupancy counters` (~430 s),
+#   gVisor), run counters (~120 s) with occupancy: `occupancy counters` (~450 s),
 #   the tests then in a call of their own.
 # Later: autotune (GEMM algorithms timed, ~150 s), memcheck, memcheck_ops,
 # the torch.compile row (train_step without TFM_TORCH_COMPILE=false: up to
