@@ -152,10 +152,20 @@ int64_t ValuePart(const AttentionParams& p) {
   return 0;
 }
 
+int AttentionGradOutput(const AttentionParams& p, int index) {
+  switch (p.packed) {
+    case PackedHeads::kQueriesKeysValues:
+      return 0;
+    case PackedHeads::kKeysValues:
+      return index == 0 ? 0 : 1;
+    case PackedHeads::kNone:
+      break;
+  }
+  return index;
+}
+
 Shape AttentionGradShape(const AttentionParams& p, int index, const Shape& input_shape) {
-  const bool given_before = (p.packed == PackedHeads::kQueriesKeysValues && index > 0) ||
-                            (p.packed == PackedHeads::kKeysValues && index == 2);
-  return given_before ? Shape{0} : input_shape;
+  return AttentionGradOutput(p, index) == index ? input_shape : Shape{0};
 }
 
 Shape AttentionOutShape(const AttentionParams& p) {

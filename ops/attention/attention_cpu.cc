@@ -125,8 +125,8 @@ absl::Status AttentionBackwardCpu(KernelContext& context) {
   std::vector<Tensor>& grads = context.outputs();
   // Packed projections: dk and dv are parts of dq's tensor (qkv), dv of
   // dk's (kv).
-  Tensor* const dk = p.packed == PackedHeads::kQueriesKeysValues ? &grads[0] : &grads[1];
-  Tensor* const dv = p.packed == PackedHeads::kNone ? &grads[2] : dk;
+  Tensor* const dk = &grads[AttentionGradOutput(p, 1)];
+  Tensor* const dv = &grads[AttentionGradOutput(p, 2)];
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> targets,
                        layout.Outputs({{&grads[0], p.interleaved_queries, p.heads, 0},
                                        {dk, p.interleaved_keys, p.heads, KeyPart(p)},

@@ -362,8 +362,8 @@ absl::Status AttentionBackwardCuda(KernelContext& context) {
   }
   // Packed projections: dk and dv are parts of dq's tensor (qkv) or dv of
   // dk's (kv), as k and v are of their input.
-  Tensor* const dk = params.packed == PackedHeads::kQueriesKeysValues ? grads[0] : grads[1];
-  Tensor* const dv = params.packed == PackedHeads::kNone ? grads[2] : dk;
+  Tensor* const dk = grads[AttentionGradOutput(params, 1)];
+  Tensor* const dv = grads[AttentionGradOutput(params, 2)];
   const BackwardTensors in{context.input(0).raw_data(),
                            PartOf(context.input(1), params, KeyPart(params)),
                            PartOf(context.input(2), params, ValuePart(params)),

@@ -56,9 +56,14 @@ int64_t KeySlots(const AttentionParams& p);
 int64_t KeyPart(const AttentionParams& p);
 int64_t ValuePart(const AttentionParams& p);
 
-// The shape of the backward's gradient `index` (0 dq, 1 dk, 2 dv) given its
-// input's shape: that shape, or [0] for an input that is a packed tensor
-// already given (k and v of qkv, v of kv).
+// The backward output that holds the gradient of operand `index` (0 q, 1 k,
+// 2 v): its own, or with packed projections that of the packed tensor it
+// is a part of (dq for all three of qkv, dk for k and v of kv).
+int AttentionGradOutput(const AttentionParams& p, int index);
+
+// The shape of the backward's gradient `index` given its input's shape: that
+// shape, or [0] where another output holds the gradient
+// (AttentionGradOutput: k and v of qkv, v of kv).
 Shape AttentionGradShape(const AttentionParams& p, int index, const Shape& input_shape);
 
 // The forward's out (and the backward's out and d_out) in the problem's
