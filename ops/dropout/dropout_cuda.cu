@@ -39,6 +39,19 @@ struct alignas(4 * sizeof(D)) Quad {
   D v[4];
 };
 
+// A 32-bit mask word gathered from the lanes that share it: each lane's
+// kBits keep bits (a Philox block's 4 elements, or a pack's 4 or 8) go to
+// bits kBits * (lane % (32 / kBits)) on, ORed across those 32 / kBits
+// consecutive lanes by shuffles. Every lane of the warp must call it.
+template <int kBits>
+__device__ __forceinline__ uint32_t LanesMaskWord(uint32_t bits, int lane) {
+  constexpr int kLanes = 32 / kBits;
+  uint32_t word = bits << (kBits * (lane % kLanes));
+#pragma unroll
+  for (int s = 1; s < kLanes; s *= 2) word |= __shfl_xor_sync(0xffffffffu, word, s);
+  return word;
+}
+
 // What one dropout kernel computes, shared by its two loops.
 struct DropoutArgs {
   int64_t count;
@@ -94,9 +107,7 @@ __device__ __forceinline__ void DropoutPacks(const D* in, D* out, uint32_t* mask
         // Pack p's bits are bits kSize * (p % kPacksPerWord) on of word
         // p / kPacksPerWord; p % kPacksPerWord is lane % kPacksPerWord, the
         // warp's first pack being a multiple of 32.
-        uint32_t word = bits << (kSize * (lane % kPacksPerWord));
-#pragma unroll
-        for (int s = 1; s < kPacksPerWord; s *= 2) word |= __shfl_xor_sync(0xffffffffu, word, s);
+        const uint32_t word = LanesMaskWord<kSize>(bits, lane);
         if (lane % kPacksPerWord == 0 && p < packs) mask[p / kPacksPerWord] = word;
       }
     }
@@ -146,10 +157,7 @@ __device__ __forceinline__ void DropoutBlocks(const D* in, D* out, uint32_t* mas
     if (mask != nullptr) {
       // Word block / 8 holds the nibbles of blocks 8w .. 8w + 7: lanes
       // 8g .. 8g + 7 of this warp (warp_first is a multiple of 8).
-      uint32_t word = nibble << (4 * (lane % 8));
-      word |= __shfl_xor_sync(0xffffffffu, word, 1);
-      word |= __shfl_xor_sync(0xffffffffu, word, 2);
-      word |= __shfl_xor_sync(0xffffffffu, word, 4);
+      const uint32_t word = LanesMaskWord<4>(nibble, lane);
       if (lane % 8 == 0 && block < blocks) mask[block / 8] = word;
     }
   }
