@@ -78,30 +78,40 @@ struct RowLayout {
   __device__ int64_t tail_begin() const { return head + packs * Pack<D>::kSize; }
 };
 
-// Calls f(i, value) for every element i of `row` that lane `lane` of a
-// group of kWidth threads takes, as f32: the head and tail one element a
-// lane, the packs two a lane per step, both loaded before either is used.
-template <int kWidth, typename D, typename F>
-__device__ __forceinline__ void ForRowElements(const D* row, int64_t vocab, int lane, F f) {
+// Walks the parts of `row` (laid out as `layout`) that lane `lane` of a
+// group of kWidth threads takes: one(i) for each of its head and tail
+// elements, one a lane, and packed(p, pack) for each of its whole packs p
+// (counted from the head's end), two a lane per step, both loaded before
+// either is passed on.
+template <int kWidth, typename D, typename One, typename Packed>
+__device__ __forceinline__ void ForRowParts(const D* row, const RowLayout<D>& layout,
+                                            int64_t vocab, int lane, One one, Packed packed) {
   using P = Pack<D>;
-  const RowLayout<D> layout(row, vocab);
-  for (int64_t i = lane; i < layout.head; i += kWidth) f(i, ToFloat(row[i]));
+  for (int64_t i = lane; i < layout.head; i += kWidth) one(i);
   const P* packs = reinterpret_cast<const P*>(row + layout.head);
   for (int64_t p = lane; p < layout.packs; p += 2 * kWidth) {
     const P first = packs[p];
     const bool second_in = p + kWidth < layout.packs;
     P second;
     if (second_in) second = packs[p + kWidth];
-#pragma unroll
-    for (int j = 0; j < P::kSize; ++j) f(layout.head + p * P::kSize + j, ToFloat(first.v[j]));
-    if (second_in) {
-#pragma unroll
-      for (int j = 0; j < P::kSize; ++j) {
-        f(layout.head + (p + kWidth) * P::kSize + j, ToFloat(second.v[j]));
-      }
-    }
+    packed(p, first);
+    if (second_in) packed(p + kWidth, second);
   }
-  for (int64_t i = layout.tail_begin() + lane; i < vocab; i += kWidth) f(i, ToFloat(row[i]));
+  for (int64_t i = layout.tail_begin() + lane; i < vocab; i += kWidth) one(i);
+}
+
+// Calls f(i, value) for every element i of `row` that lane `lane` of a
+// group of kWidth threads takes, as f32 (ForRowParts' walk).
+template <int kWidth, typename D, typename F>
+__device__ __forceinline__ void ForRowElements(const D* row, int64_t vocab, int lane, F f) {
+  using P = Pack<D>;
+  const RowLayout<D> layout(row, vocab);
+  ForRowParts<kWidth>(
+      row, layout, vocab, lane, [&](int64_t i) { f(i, ToFloat(row[i])); },
+      [&](int64_t p, const P& pack) {
+#pragma unroll
+        for (int j = 0; j < P::kSize; ++j) f(layout.head + p * P::kSize + j, ToFloat(pack.v[j]));
+      });
 }
 
 // One thread's share of a row: running max, the sum of exponentials
@@ -225,32 +235,19 @@ __global__ void __launch_bounds__(kThreads)
       for (int64_t i = lane; i < vocab; i += kWidth) out[i] = gradient(i, ToFloat(x[i]));
       continue;
     }
+    // out's parts are x's (the same head), written as they are read.
     using P = Pack<D>;
-    for (int64_t i = lane; i < layout.head; i += kWidth) out[i] = gradient(i, ToFloat(x[i]));
-    const P* in_packs = reinterpret_cast<const P*>(x + layout.head);
     P* out_packs = reinterpret_cast<P*>(out + layout.head);
-    for (int64_t p = lane; p < layout.packs; p += 2 * kWidth) {
-      const bool second_in = p + kWidth < layout.packs;
-      const P first = in_packs[p];
-      P second;
-      if (second_in) second = in_packs[p + kWidth];
-      P result;
+    ForRowParts<kWidth>(
+        x, layout, vocab, lane, [&](int64_t i) { out[i] = gradient(i, ToFloat(x[i])); },
+        [&](int64_t p, P pack) {
+          P result;
 #pragma unroll
-      for (int j = 0; j < P::kSize; ++j) {
-        result.v[j] = gradient(layout.head + p * P::kSize + j, ToFloat(first.v[j]));
-      }
-      out_packs[p] = result;
-      if (second_in) {
-#pragma unroll
-        for (int j = 0; j < P::kSize; ++j) {
-          result.v[j] = gradient(layout.head + (p + kWidth) * P::kSize + j, ToFloat(second.v[j]));
-        }
-        out_packs[p + kWidth] = result;
-      }
-    }
-    for (int64_t i = layout.tail_begin() + lane; i < vocab; i += kWidth) {
-      out[i] = gradient(i, ToFloat(x[i]));
-    }
+          for (int j = 0; j < P::kSize; ++j) {
+            result.v[j] = gradient(layout.head + p * P::kSize + j, ToFloat(pack.v[j]));
+          }
+          out_packs[p] = result;
+        });
   }
 }
 
