@@ -85,6 +85,17 @@ read -r -a run <<<"$runner"
 # The BLEU figure of an evaluate run's output ("BLEU = 37.86 ..."), or
 # nothing.
 bleu_of() { grep -oE '^BLEU = [0-9.]+' "$1" | tail -1 | grep -oE '[0-9.]+$'; }
+# Decodes the validation set with model $1 (more evaluate flags after $2)
+# into $2.valid.out, its log in $2.valid.log, and prints its BLEU (nothing
+# if it has none).
+valid_bleu() {
+  local model="$1" out="$2"
+  shift 2
+  timeout 300 "${run[@]}" evaluate --model="$model" --device="$device" "$@" \
+    --src="$data/val.en.gz" --ref="$data/val.de.gz" --output="$out.valid.out" \
+    >"$out.valid.log" 2>&1
+  bleu_of "$out.valid.log"
+}
 
 rm -rf "$root" && mkdir -p "$root"
 # One vocabulary and one binary corpus for every variant: the first work
@@ -146,10 +157,7 @@ for i in "${!variants[@]}"; do
   fi
   for candidate in "${candidates[@]}"; do
     [[ -d "$dir/$candidate" ]] || continue
-    timeout 300 "${run[@]}" evaluate --model="$dir/$candidate" --device="$device" \
-      --src="$data/val.en.gz" --ref="$data/val.de.gz" --output="$dir/$candidate.valid.out" \
-      >"$dir/$candidate.valid.log" 2>&1
-    bleu=$(bleu_of "$dir/$candidate.valid.log")
+    bleu=$(valid_bleu "$dir/$candidate" "$dir/$candidate")
     echo "v$((i + 1)) $candidate: validation BLEU ${bleu:-(none: see $dir/$candidate.valid.log)}"
     [[ -n "$bleu" ]] && printf 'v%d\t%s\t%s\n' $((i + 1)) "$candidate" "$bleu" >>"$root/choice.tsv"
   done
@@ -168,12 +176,9 @@ echo "== chosen on validation: $(cut -f1,2 <<<"$best" | tr '\t' ' ') (validation
 alpha_flag=()
 best_bleu=$(cut -f3 <<<"$best")
 for alpha in $alphas; do
-  log="$root/alpha_$alpha.valid.log"
-  timeout 300 "${run[@]}" evaluate --model="$chosen" --device="$device" --alpha="$alpha" \
-    --src="$data/val.en.gz" --ref="$data/val.de.gz" --output="$root/alpha_$alpha.valid.out" \
-    >"$log" 2>&1
-  bleu=$(bleu_of "$log")
-  echo "chosen model, alpha $alpha: validation BLEU ${bleu:-(none: see $log)}"
+  out="$root/alpha_$alpha"
+  bleu=$(valid_bleu "$chosen" "$out" --alpha="$alpha")
+  echo "chosen model, alpha $alpha: validation BLEU ${bleu:-(none: see $out.valid.log)}"
   [[ -z "$bleu" ]] && continue
   printf '%s\t%s alpha=%s\t%s\n' "$(cut -f1 <<<"$best")" "$(cut -f2 <<<"$best")" "$alpha" \
     "$bleu" >>"$root/choice.tsv"
