@@ -153,14 +153,13 @@ struct ForwardInputs {
   const void* v;
 };
 
-// Where head `part * heads` of a packed tensor's first position lies
-// (PackedHeads): the part's first head, as the in-place kernels read it.
+// A packed tensor's part (PackedHeads) as the in-place kernels read it:
+// its first head (heads_first.h's PackedPart).
 const void* PartOf(const Tensor& packed, const AttentionParams& p, int64_t part) {
-  return static_cast<const char*>(packed.raw_data()) +
-         part * p.heads * packed.dim(3) * static_cast<int64_t>(DTypeSize(packed.dtype()));
+  return PackedPart(packed, p.heads, part);
 }
 void* PartOf(Tensor& packed, const AttentionParams& p, int64_t part) {
-  return const_cast<void*>(PartOf(static_cast<const Tensor&>(packed), p, part));
+  return const_cast<void*>(PackedPart(packed, p.heads, part));
 }
 
 // The problem of the heads-first copies of an interleaved one (no slots).

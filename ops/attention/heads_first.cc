@@ -11,6 +11,11 @@ bool SameAsHeadsFirst(const Tensor& x) { return x.dim(1) == 1 || x.dim(2) == 1; 
 
 }  // namespace
 
+const void* PackedPart(const Tensor& x, int64_t heads, int64_t part) {
+  return static_cast<const char*>(x.raw_data()) +
+         part * heads * x.dim(3) * static_cast<int64_t>(DTypeSize(x.dtype()));
+}
+
 absl::StatusOr<Tensor> HeadsFirstTensors::HeadsFirstForm(const Tensor& x, bool interleaved,
                                                          int64_t heads, int64_t part, bool* fresh,
                                                          PermuteHeadsTensor* permute) const {
@@ -24,7 +29,7 @@ absl::StatusOr<Tensor> HeadsFirstTensors::HeadsFirstForm(const Tensor& x, bool i
   *fresh = true;
   TFM_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(heads_first, x.dtype(), device_, stream_));
   // The part's first row; the caller orders from and to.
-  *permute = {static_cast<const char*>(x.raw_data()) + part * heads * row_bytes,
+  *permute = {PackedPart(x, heads, part),
               tensor.raw_data(),
               x.dim(0),
               x.dim(1),

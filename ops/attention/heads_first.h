@@ -23,6 +23,11 @@
 
 namespace tfm {
 
+// Where part `part` of an interleaved tensor's head slots starts (its
+// first position's head part * heads: attention's packed projections, each
+// operand `heads` slots after the one before).
+const void* PackedPart(const Tensor& x, int64_t heads, int64_t part);
+
 using PermuteHeadsFn =
     std::function<absl::Status(absl::Span<const PermuteHeadsTensor>, bool split)>;
 
