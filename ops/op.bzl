@@ -40,12 +40,13 @@ CUDA_COMMON_HDRS = [
 
 def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], test_data = [],
            test_size = "small", test_args = [], per_isa_kernels = False, cuda_hdrs = [],
-           cuda_host_srcs = []):
+           cuda_host_srcs = [], extra_hdrs = []):
     """Declares :<name> (the op), :<name>_cuda (when present) and :<name>_test.
 
     cuda_hdrs: more headers of the op that the CUDA host code includes (its
       parameter parsing, say); cuda_host_srcs: more host sources of the CUDA
-      library, built only with CUDA.
+      library, built only with CUDA; extra_hdrs: more public headers of the
+      op (extra_srcs' headers are its own).
     """
     cuda_srcs = native.glob([name + "_cuda.cu", name + "_cuda_*.cu"])
     # Kernels made only of library calls (cuBLASLt GEMMs) need no .cu file.
@@ -69,7 +70,7 @@ def tfm_op(name, deps = [], extra_srcs = [], cuda_deps = [], test_deps = [], tes
         )
         op_deps = op_deps + [":" + name + "_cuda"]
     srcs = native.glob([name + ".cc", name + "_cpu.cc"]) + extra_srcs
-    hdrs = native.glob([name + ".h", name + "_kernel_args.h"])
+    hdrs = native.glob([name + ".h", name + "_kernel_args.h"]) + extra_hdrs
     if per_isa_kernels:
         tfm_isa_cc_library(
             name = name + "_cpu",

@@ -1,6 +1,6 @@
 // log_softmax_top_k: each row's best `count` log-probabilities of a matrix
 // of logits [rows, n], exactly RowTopKOf(LogSoftmax(x), count,
-// forbidden_column) (ops/row_top_k, ops/softmax): the same values to the
+// forbidden_column, allowed) (ops/row_top_k, ops/softmax): the same values to the
 // bit, the same columns, ties and NaN and -infinity rows alike; but on the
 // CPU in one kernel that never writes the [rows, n] log-probabilities: a
 // beam step of 128 rows over 8000 tokens reads its logits three times in
@@ -21,9 +21,13 @@
 namespace tfm {
 
 // `logits` f32 [rows, n]; 1 <= count (<= kMaxRowTopK off the CPU);
-// forbidden_column < 0: none.
+// forbidden_column < 0: none; `allowed` (row_top_k.h's RowTopKOf) undefined:
+// every column. The log-probabilities are normalised over every column, as
+// log_softmax's: the allowed bits choose which are ranked, not what they
+// are (a constraint masks a step's distribution after its log-softmax).
 absl::StatusOr<RowTopK> LogSoftmaxTopK(const Tensor& logits, int64_t count,
-                                       int64_t forbidden_column = -1);
+                                       int64_t forbidden_column = -1,
+                                       const Tensor& allowed = Tensor());
 
 }  // namespace tfm
 

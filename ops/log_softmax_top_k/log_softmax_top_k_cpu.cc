@@ -4,8 +4,9 @@
 // a time, compared with the worst value kept; only the rare vector with a
 // better lane goes through the scalar insertion of row_top_k's kernel
 // (RowTopKeeper, ops/row_top_k/row_top_k_kernel_args.h), lane by lane in
-// column order. Nothing
-// of size n is written.
+// column order. Lanes the row's filter excludes are dropped from a vector's
+// comparison at once (a constrained step may allow a handful of tokens, and
+// the bar would otherwise stay at -infinity). Nothing of size n is written.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -24,7 +25,7 @@ namespace {
 
 constexpr float kNone = -std::numeric_limits<float>::infinity();
 
-void TopOfRow(const float* x, int64_t n, RowTopKeeper& kept, int64_t forbidden) {
+void TopOfRow(const float* x, int64_t n, RowTopKeeper& kept, const ColumnFilter& filter) {
   using namespace simd;  // NOLINT: the vector vocabulary of this ISA.
   const float max = MaxOrNaN(x, n);
   if (max == kNone) return;  // log_softmax: every entry -infinity.
@@ -38,19 +39,20 @@ void TopOfRow(const float* x, int64_t n, RowTopKeeper& kept, int64_t forbidden) 
     Store(y, lanes);
     for (; better != 0; better &= better - 1) {
       const int lane = __builtin_ctz(better);
-      kept.Offer(lanes[lane], first + lane, forbidden);
+      kept.Offer(lanes[lane], first + lane, filter);
     }
     bar = Set(kept.Bar());
   };
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     const VecF y = (Load(x + i) - vmax) - vlog_sum;
-    const Mask better = Gt(y, bar);
-    if (AnyTrue(better)) offer(y, i, Bits(better));
+    const uint32_t better = Bits(Gt(y, bar)) & filter.LaneBits(i, kLanes);
+    if (better != 0) offer(y, i, better);
   }
   if (i < n) {
     const VecF y = (LoadFirst(x + i, n - i) - vmax) - vlog_sum;
-    const uint32_t better = Bits(Gt(y, bar)) & ((uint32_t{1} << (n - i)) - 1);
+    const uint32_t better =
+        Bits(Gt(y, bar)) & filter.LaneBits(i, kLanes) & ((uint32_t{1} << (n - i)) - 1);
     if (better != 0) offer(y, i, better);
   }
 }
@@ -64,3 +66,4 @@ absl::Status LogSoftmaxTopKCpu(KernelContext& context) {
 TFM_ISA_END
 
 TFM_REGISTER_ISA_KERNEL("log_softmax_top_k", DType::kF32, LogSoftmaxTopKCpu);
+TFM_REGISTER_ISA_KERNEL("log_softmax_top_k_allowed", DType::kF32, LogSoftmaxTopKCpu);

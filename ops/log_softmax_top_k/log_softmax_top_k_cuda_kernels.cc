@@ -14,6 +14,8 @@ absl::Status LogSoftmaxTopKCuda(KernelContext& context) {
 }
 
 TFM_REGISTER_KERNEL("log_softmax_top_k", DeviceType::kCUDA, DType::kF32, LogSoftmaxTopKCuda);
+TFM_REGISTER_KERNEL("log_softmax_top_k_allowed", DeviceType::kCUDA, DType::kF32,
+                    LogSoftmaxTopKCuda);
 
 }  // namespace
 }  // namespace tfm

@@ -8,11 +8,14 @@
 #include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "ops/row_top_k/allowed_bits_testing.h"
 #include "ops/softmax/softmax.h"
 #include "tests/util/gpu.h"
 
 namespace tfm {
 namespace {
+
+using ::tfm::testing::RandomAllowedBits;
 
 // Logit rows with what a search meets: ties (values on a coarse grid, so
 // that log-probabilities tie too), -infinity (masked tokens), a row with
@@ -36,8 +39,8 @@ Tensor Logits(int64_t rows, int64_t n, uint64_t seed) {
 
 // Exactly RowTopKOf(LogSoftmax(x)): values to the bit (NaN-free: -inf
 // compares equal) and columns, for counts below and above the row length,
-// with and without a forbidden column, on every ISA path (the test runs
-// per ISA), and on the GPU (where the op composes the two).
+// with and without a forbidden column and allowed bits (a constraint's),
+// on every ISA path (the test runs per ISA), and on the GPU.
 void ExpectEqualsRowTopKOfLogSoftmax(const Device& device) {
   {
     for (const int64_t n : {1, 5, 16, 37, 8000}) {
@@ -45,28 +48,36 @@ void ExpectEqualsRowTopKOfLogSoftmax(const Device& device) {
                                   int64_t{40}, kMaxRowTopK + 7}) {
         if (count > kMaxRowTopK && !device.is_cpu()) continue;  // The CPU's alone.
         for (const int64_t forbidden : {int64_t{-1}, int64_t{0}, n / 2}) {
-          const Tensor host = Logits(8, n, 100 + n + count);
-          const Tensor x = *CopyToDevice(host, device);
-          absl::StatusOr<RowTopK> fused = LogSoftmaxTopK(x, count, forbidden);
-          ASSERT_TRUE(fused.ok()) << fused.status();
-          const RowTopK composed = *RowTopKOf(*LogSoftmax(x), count, forbidden);
-          const std::string where =
-              absl::StrCat(device.ToString(), " n ", n, " count ", count, " forbidden ", forbidden);
-          EXPECT_EQ(CopyToDevice(fused->columns, Device::Cpu())->ToVector<int32_t>(),
-                    CopyToDevice(composed.columns, Device::Cpu())->ToVector<int32_t>())
-              << where;
-          const std::vector<float> got = CopyToDevice(fused->values, Device::Cpu())->ToVector<float>();
-          const std::vector<float> want =
-              CopyToDevice(composed.values, Device::Cpu())->ToVector<float>();
-          ASSERT_EQ(got.size(), want.size());
-          EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;
+          for (const bool with_allowed : {false, true}) {
+            const Tensor host = Logits(8, n, 100 + n + count);
+            const Tensor x = *CopyToDevice(host, device);
+            const Tensor allowed =
+                with_allowed ? *CopyToDevice(RandomAllowedBits(8, n, n * count), device) : Tensor();
+            absl::StatusOr<RowTopK> fused = LogSoftmaxTopK(x, count, forbidden, allowed);
+            ASSERT_TRUE(fused.ok()) << fused.status();
+            const RowTopK composed = *RowTopKOf(*LogSoftmax(x), count, forbidden, allowed);
+            const std::string where =
+                absl::StrCat(device.ToString(), " n ", n, " count ", count, " forbidden ",
+                             forbidden, " allowed bits ", with_allowed);
+            EXPECT_EQ(CopyToDevice(fused->columns, Device::Cpu())->ToVector<int32_t>(),
+                      CopyToDevice(composed.columns, Device::Cpu())->ToVector<int32_t>())
+                << where;
+            const std::vector<float> got =
+                CopyToDevice(fused->values, Device::Cpu())->ToVector<float>();
+            const std::vector<float> want =
+                CopyToDevice(composed.values, Device::Cpu())->ToVector<float>();
+            ASSERT_EQ(got.size(), want.size());
+            EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;
+          }
         }
       }
     }
   }
 }
 
-TEST(LogSoftmaxTopKTest, EqualsRowTopKOfLogSoftmax) { ExpectEqualsRowTopKOfLogSoftmax(Device::Cpu()); }
+TEST(LogSoftmaxTopKTest, EqualsRowTopKOfLogSoftmax) {
+  ExpectEqualsRowTopKOfLogSoftmax(Device::Cpu());
+}
 
 TEST(LogSoftmaxTopKTest, EqualsRowTopKOfLogSoftmaxOnCuda) {
   TFM_SKIP_WITHOUT_GPU();
@@ -94,6 +105,10 @@ TEST(LogSoftmaxTopKTest, RejectsBadArguments) {
   EXPECT_TRUE(LogSoftmaxTopK(x, kMaxRowTopK + 1).ok());  // The CPU takes any count.
   EXPECT_FALSE(LogSoftmaxTopK(x, 2, 10).ok());
   EXPECT_FALSE(LogSoftmaxTopK(*x.Reshape({20}), 2).ok());
+  absl::StatusOr<RowTopK> bad_bits = LogSoftmaxTopK(x, 2, -1, *Tensor::Zeros({2, 2}, DType::kI32));
+  ASSERT_FALSE(bad_bits.ok());
+  EXPECT_NE(bad_bits.status().message().find("log_softmax_top_k_allowed"), std::string::npos)
+      << bad_bits.status();
 }
 
 }  // namespace

@@ -23,6 +23,18 @@ TFM_REGISTER_OP(OpDef{
     .output_shapes = RowTopKOutputShapes,
 });
 
+TFM_REGISTER_OP(OpDef{
+    .name = "row_top_k_allowed",
+    .inputs = {"x", "allowed"},
+    .outputs = {"values", "columns"},
+    .attrs = {"count", "forbidden_column"},
+    .doc = "row_top_k over the columns whose bit is set in the row's allowed bits "
+           "(i32 [rows, ceil(n / 32)]: bit j % 32 of word j / 32)",
+    .validate = ValidateRowTopKArgs,
+    .kernel_dtype_inputs = {0},
+    .output_shapes = RowTopKOutputShapes,
+});
+
 }  // namespace
 
 absl::Status ValidateRowTopKArgs(const KernelContext& context) {
@@ -38,6 +50,15 @@ absl::Status ValidateRowTopKArgs(const KernelContext& context) {
     return context.Error(absl::StrCat("forbidden column ", forbidden, " is past the ", x.dim(1),
                                       " columns"));
   }
+  if (context.num_inputs() == 2) {
+    const Tensor& allowed = context.input(1);
+    const Shape expected{x.dim(0), AllowedWords(x.dim(1))};
+    if (allowed.dtype() != DType::kI32 || allowed.shape() != expected) {
+      return context.Error(absl::StrCat("allowed must be i32 [", x.dim(0), ", ", expected[1],
+                                        "] (a bit per column of x), got ",
+                                        allowed.DebugString()));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -47,11 +68,14 @@ absl::StatusOr<std::vector<Shape>> RowTopKOutputShapes(const KernelContext& cont
   return std::vector<Shape>{shape, shape};
 }
 
-absl::StatusOr<RowTopK> RowTopKOf(const Tensor& x, int64_t count, int64_t forbidden_column) {
+absl::StatusOr<RowTopK> RowTopKOf(const Tensor& x, int64_t count, int64_t forbidden_column,
+                                  const Tensor& allowed) {
   Attrs attrs;
   attrs.Set("count", count);
   attrs.Set("forbidden_column", forbidden_column);
-  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("row_top_k", {x}, attrs));
+  TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       allowed.defined() ? RunOp("row_top_k_allowed", {x, allowed}, attrs)
+                                         : RunOp("row_top_k", {x}, attrs));
   return RowTopK{std::move(out[0]), std::move(out[1])};
 }
 

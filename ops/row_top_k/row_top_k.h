@@ -1,7 +1,9 @@
 // row_top_k: each row's best `count` entries of an f32 matrix [rows, n],
 // best first, in the order of a beam search's candidates (value descending,
 // then column ascending), skipping NaN and -infinity and, optionally, one
-// forbidden column (the end-of-sentence token under ignore_eos). A search
+// forbidden column (the end-of-sentence token under ignore_eos), and with
+// `allowed` bits (row_top_k_allowed) every column whose bit is clear (the
+// tokens a decoding constraint forbids; column_filter.h). A search
 // decoding on a GPU ranks the step's log-probabilities where they are and
 // brings back rows x count numbers instead of rows x vocabulary
 // (runtime/decode/beam_search.cc merges each sentence's rows on the host).
@@ -25,8 +27,11 @@ struct RowTopK {
   Tensor columns;  // [rows, count] i32; -1 past a row's valid entries.
 };
 
-// On x's device. `forbidden_column` < 0 forbids none.
-absl::StatusOr<RowTopK> RowTopKOf(const Tensor& x, int64_t count, int64_t forbidden_column = -1);
+// On x's device. `forbidden_column` < 0 forbids none; `allowed` (i32 [rows,
+// AllowedWords(n)] on x's device, or undefined for every column) lets in
+// only the columns whose bit is set.
+absl::StatusOr<RowTopK> RowTopKOf(const Tensor& x, int64_t count, int64_t forbidden_column = -1,
+                                  const Tensor& allowed = Tensor());
 
 }  // namespace tfm
 

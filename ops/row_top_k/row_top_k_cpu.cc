@@ -12,15 +12,16 @@ namespace {
 
 absl::Status RowTopKCpu(KernelContext& context) {
   return RunRowTopKCpu(
-      context, [](const float* x, int64_t n, RowTopKeeper& kept, int64_t forbidden) {
+      context, [](const float* x, int64_t n, RowTopKeeper& kept, const ColumnFilter& filter) {
         for (int64_t column = 0; column < n; ++column) {
           // Most entries fail here, against the worst kept.
-          if (x[column] > kept.Bar()) kept.Offer(x[column], column, forbidden);
+          if (x[column] > kept.Bar()) kept.Offer(x[column], column, filter);
         }
       });
 }
 
 TFM_REGISTER_KERNEL("row_top_k", DeviceType::kCPU, DType::kF32, RowTopKCpu);
+TFM_REGISTER_KERNEL("row_top_k_allowed", DeviceType::kCPU, DType::kF32, RowTopKCpu);
 
 }  // namespace
 }  // namespace tfm

@@ -7,7 +7,8 @@
 // threads' heads pick the row's best in order; the winner's thread shifts
 // its array up. The comparison is the CPU kernel's (value descending, column
 // ascending), and no arithmetic touches the values, so both devices return
-// the same bits.
+// the same bits. The columns a row's filter excludes (the forbidden one, and
+// with allowed bits those whose bit is clear: column_filter.h) never enter.
 //
 // log_softmax_top_k runs the same kernel on each row's log-probabilities,
 // computed on the fly as LogSoftmaxKernel computes them
@@ -22,6 +23,7 @@
 
 #include "ops/cuda_elementwise.cuh"
 #include "ops/cuda_row_reduce.cuh"
+#include "ops/row_top_k/column_filter.h"
 #include "ops/row_top_k/row_top_k_cuda.h"
 
 namespace tfm {
@@ -55,9 +57,9 @@ __device__ __forceinline__ Entry BestOfWarp(Entry e) {
 // Offers entry (v, column) to a thread's sorted best-kKeep.
 template <int kKeep>
 __device__ __forceinline__ void Offer(Entry (&best)[kKeep], float v, int64_t column,
-                                      int64_t forbidden) {
+                                      const ColumnFilter& filter) {
   // As on the CPU: NaN and -infinity are skipped.
-  if (!(v > -INFINITY) || column == forbidden) return;
+  if (!(v > -INFINITY) || filter.Excludes(column)) return;
   Entry e{v, static_cast<int>(column)};
   if (!Better(e, best[kKeep - 1])) return;
 #pragma unroll
@@ -97,9 +99,11 @@ __device__ __forceinline__ void LogSoftmaxShift(const float* in, int64_t n, floa
 // computed with LogSoftmaxKernel's group width for rows of length n.
 template <int kKeep, int kSoftmaxWidth>
 __global__ void RowTopKKernel(const float* x, int64_t n, int count, int64_t forbidden,
-                              float* values, int32_t* columns) {
+                              const uint32_t* allowed, int64_t allowed_words, float* values,
+                              int32_t* columns) {
   const int64_t row = blockIdx.x;
   const float* in = x + row * n;
+  const ColumnFilter filter{forbidden, allowed == nullptr ? nullptr : allowed + row * allowed_words};
   const Entry kNone{-INFINITY, kNoColumn};
   Entry best[kKeep];
 #pragma unroll
@@ -129,9 +133,9 @@ __global__ void RowTopKKernel(const float* x, int64_t n, int count, int64_t forb
 #pragma unroll
       for (int j = 0; j < kLoads; ++j) v[j] = in[column + j * kThreads];
 #pragma unroll
-      for (int j = 0; j < kLoads; ++j) Offer(best, value(v[j]), column + j * kThreads, forbidden);
+      for (int j = 0; j < kLoads; ++j) Offer(best, value(v[j]), column + j * kThreads, filter);
     }
-    for (; column < n; column += kThreads) Offer(best, value(in[column]), column, forbidden);
+    for (; column < n; column += kThreads) Offer(best, value(in[column]), column, filter);
   }
 
   __shared__ Entry warp_best[kThreads / kWarp];
@@ -163,20 +167,32 @@ __global__ void RowTopKKernel(const float* x, int64_t n, int count, int64_t forb
   }
 }
 
+// What every launch passes on.
+struct TopKCall {
+  const float* x;
+  int64_t rows, n;
+  int count;
+  int64_t forbidden;
+  const uint32_t* allowed;
+  int64_t allowed_words;
+  float* values;
+  int32_t* columns;
+  cudaStream_t stream;
+};
+
 template <int kKeep>
-void Launch(bool log_softmax, const float* x, int64_t rows, int64_t n, int count,
-            int64_t forbidden, float* values, int32_t* columns, StreamHandle stream) {
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const unsigned blocks = static_cast<unsigned>(rows);
+void Launch(bool log_softmax, const TopKCall& c) {
+  const unsigned blocks = static_cast<unsigned>(c.rows);
   if (!log_softmax) {
-    RowTopKKernel<kKeep, 0><<<blocks, kThreads, 0, s>>>(x, n, count, forbidden, values, columns);
+    RowTopKKernel<kKeep, 0><<<blocks, kThreads, 0, c.stream>>>(
+        c.x, c.n, c.count, c.forbidden, c.allowed, c.allowed_words, c.values, c.columns);
     return;
   }
   static_assert(kThreads == cuda_row_reduce::kRowThreads,
                 "the block must be LogSoftmaxKernel's for its wide rows' reductions");
-  cuda_row_reduce::ForRowWidth(n, [&](auto width) {
-    RowTopKKernel<kKeep, decltype(width)::value>
-        <<<blocks, kThreads, 0, s>>>(x, n, count, forbidden, values, columns);
+  cuda_row_reduce::ForRowWidth(c.n, [&](auto width) {
+    RowTopKKernel<kKeep, decltype(width)::value><<<blocks, kThreads, 0, c.stream>>>(
+        c.x, c.n, c.count, c.forbidden, c.allowed, c.allowed_words, c.values, c.columns);
   });
 }
 
@@ -184,38 +200,39 @@ void Launch(bool log_softmax, const float* x, int64_t rows, int64_t n, int count
 // (the last holds every count): 2 beam + 1 for beams 1, 2, 4, 6, 8, 12, 16
 // and 24 (a search ranks one more than it keeps).
 template <int kKeep, int... kMore>
-void LaunchFitting(bool log_softmax, const float* x, int64_t rows, int64_t n, int count,
-                   int64_t forbidden, float* values, int32_t* columns, StreamHandle stream) {
+void LaunchFitting(bool log_softmax, const TopKCall& c) {
   if constexpr (sizeof...(kMore) == 0) {
-    Launch<kKeep>(log_softmax, x, rows, n, count, forbidden, values, columns, stream);
-  } else if (count <= kKeep) {
-    Launch<kKeep>(log_softmax, x, rows, n, count, forbidden, values, columns, stream);
+    Launch<kKeep>(log_softmax, c);
+  } else if (c.count <= kKeep) {
+    Launch<kKeep>(log_softmax, c);
   } else {
-    LaunchFitting<kMore...>(log_softmax, x, rows, n, count, forbidden, values, columns, stream);
+    LaunchFitting<kMore...>(log_softmax, c);
   }
 }
 
-const char* LaunchTopK(bool log_softmax, const float* x, int64_t rows, int64_t n, int count,
-                       int64_t forbidden, float* values, int32_t* columns, StreamHandle stream) {
-  if (count < 1 || count > kMaxCount) return "row_top_k: count outside [1, 64]";
-  if (rows == 0) return nullptr;
-  if (rows > 0x7fffffff) return "row_top_k: more rows than a CUDA grid holds";
-  LaunchFitting<1, 3, 5, 9, 13, 17, 25, 33, 49, kMaxCount>(log_softmax, x, rows, n, count,
-                                                           forbidden, values, columns, stream);
+const char* LaunchTopK(bool log_softmax, const TopKCall& c) {
+  if (c.count < 1 || c.count > kMaxCount) return "row_top_k: count outside [1, 64]";
+  if (c.rows == 0) return nullptr;
+  if (c.rows > 0x7fffffff) return "row_top_k: more rows than a CUDA grid holds";
+  LaunchFitting<1, 3, 5, 9, 13, 17, 25, 33, 49, kMaxCount>(log_softmax, c);
   return cuda_elementwise::LastError();
 }
 
 }  // namespace
 
 const char* LaunchRowTopK(const float* x, int64_t rows, int64_t n, int count, int64_t forbidden,
-                          float* values, int32_t* columns, StreamHandle stream) {
-  return LaunchTopK(false, x, rows, n, count, forbidden, values, columns, stream);
+                          const uint32_t* allowed, int64_t allowed_words, float* values,
+                          int32_t* columns, StreamHandle stream) {
+  return LaunchTopK(false, {x, rows, n, count, forbidden, allowed, allowed_words, values, columns,
+                            static_cast<cudaStream_t>(stream)});
 }
 
 const char* LaunchLogSoftmaxTopK(const float* x, int64_t rows, int64_t n, int count,
-                                 int64_t forbidden, float* values, int32_t* columns,
+                                 int64_t forbidden, const uint32_t* allowed,
+                                 int64_t allowed_words, float* values, int32_t* columns,
                                  StreamHandle stream) {
-  return LaunchTopK(true, x, rows, n, count, forbidden, values, columns, stream);
+  return LaunchTopK(true, {x, rows, n, count, forbidden, allowed, allowed_words, values, columns,
+                           static_cast<cudaStream_t>(stream)});
 }
 
 }  // namespace tfm

@@ -12,8 +12,8 @@ absl::Status RunRowTopKCuda(KernelContext& context, RowTopKLauncher launch) {
   TFM_ASSIGN_OR_RETURN(const RowTopKArgs args, RowTopKArgsOf(context));
   return CudaLaunchStatus(
       context, launch(x.data<float>(), x.dim(0), x.dim(1), static_cast<int>(args.count),
-                      args.forbidden, args.values->data<float>(), args.columns->data<int32_t>(),
-                      context.stream()));
+                      args.forbidden, args.allowed, args.allowed_words, args.values->data<float>(),
+                      args.columns->data<int32_t>(), context.stream()));
 }
 
 namespace {
@@ -21,6 +21,7 @@ namespace {
 absl::Status RowTopKCuda(KernelContext& context) { return RunRowTopKCuda(context, LaunchRowTopK); }
 
 TFM_REGISTER_KERNEL("row_top_k", DeviceType::kCUDA, DType::kF32, RowTopKCuda);
+TFM_REGISTER_KERNEL("row_top_k_allowed", DeviceType::kCUDA, DType::kF32, RowTopKCuda);
 
 }  // namespace
 }  // namespace tfm

@@ -12,19 +12,29 @@
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "core/thread_pool.h"
+#include "ops/row_top_k/column_filter.h"
 
 namespace tfm {
 
 struct RowTopKArgs {
   int64_t count = 0;
   int64_t forbidden = -1;
+  // The `_allowed` ops' second input's bits [rows, allowed_words], or null.
+  const uint32_t* allowed = nullptr;
+  int64_t allowed_words = 0;
   Tensor* values = nullptr;   // [rows, count] f32.
   Tensor* columns = nullptr;  // [rows, count] i32.
+
+  ColumnFilter FilterOfRow(int64_t row) const {
+    return ColumnFilter{forbidden, allowed == nullptr ? nullptr : allowed + row * allowed_words};
+  }
 };
 
-// The checks of an op with row_top_k's input, attributes and outputs
-// (row_top_k, log_softmax_top_k): x [rows, n], 1 <= count (<= kMaxRowTopK
-// off the CPU), forbidden_column < n.
+// The checks of an op with row_top_k's inputs, attributes and outputs
+// (row_top_k, log_softmax_top_k and their `_allowed` forms): x [rows, n],
+// 1 <= count (<= kMaxRowTopK off the CPU), forbidden_column < n, and the
+// `_allowed` forms' allowed bits i32 [rows, AllowedWords(n)]
+// (column_filter.h).
 absl::Status ValidateRowTopKArgs(const KernelContext& context);
 // Its outputs' shapes: values and columns [rows, count].
 absl::StatusOr<std::vector<Shape>> RowTopKOutputShapes(const KernelContext& context);
@@ -33,6 +43,11 @@ inline absl::StatusOr<RowTopKArgs> RowTopKArgsOf(KernelContext& context) {
   RowTopKArgs args;
   TFM_ASSIGN_OR_RETURN(args.count, context.attrs().Get<int64_t>("count"));
   TFM_ASSIGN_OR_RETURN(args.forbidden, context.attrs().Get<int64_t>("forbidden_column"));
+  if (context.num_inputs() == 2) {
+    const Tensor& allowed = context.input(1);
+    args.allowed = reinterpret_cast<const uint32_t*>(allowed.data<int32_t>());
+    args.allowed_words = allowed.dim(1);
+  }
   TFM_ASSIGN_OR_RETURN(args.values, context.AllocateOutput(0, DType::kF32));
   TFM_ASSIGN_OR_RETURN(args.columns, context.AllocateOutput(1, DType::kI32));
   return args;
@@ -61,11 +76,11 @@ struct RowTopKeeper {
   }
 
   // Offers entry `column` (columns come in ascending order, so an equal
-  // value loses to the one already kept); NaN, -infinity and `forbidden`
-  // never enter.
-  void Offer(float v, int64_t column, int64_t forbidden) {
+  // value loses to the one already kept); NaN, -infinity and the columns
+  // `filter` excludes never enter.
+  void Offer(float v, int64_t column, const ColumnFilter& filter) {
     if (!(v > -std::numeric_limits<float>::infinity()) || (size == count && !(v > values[count - 1])) ||
-        column == forbidden) {
+        filter.Excludes(column)) {
       return;
     }
     int64_t slot = size < count ? size++ : count - 1;
@@ -79,8 +94,8 @@ struct RowTopKeeper {
 };
 
 // A CPU kernel of a row_top_k-shaped op: `top_of_row(x_row, n, keeper,
-// forbidden)` fills each row's keeper (cleared first), rows spread over the
-// context's threads.
+// filter)` fills each row's keeper (cleared first) with what the row's
+// filter lets in, rows spread over the context's threads.
 template <typename TopOfRow>
 absl::Status RunRowTopKCpu(KernelContext& context, const TopOfRow& top_of_row) {
   const Tensor& x = context.input(0);
@@ -95,7 +110,7 @@ absl::Status RunRowTopKCpu(KernelContext& context, const TopOfRow& top_of_row) {
     for (int64_t row = begin; row < end; ++row) {
       RowTopKeeper keeper{values + row * args.count, columns + row * args.count, args.count};
       keeper.Clear();
-      top_of_row(in + row * n, n, keeper, args.forbidden);
+      top_of_row(in + row * n, n, keeper, args.FilterOfRow(row));
     }
   });
   return absl::OkStatus();
@@ -105,7 +120,8 @@ absl::Status RunRowTopKCpu(KernelContext& context, const TopOfRow& top_of_row) {
 // and the CUDA kernel of a row_top_k-shaped op through it (defined in CUDA
 // builds only, in row_top_k_cuda_kernels.cc).
 using RowTopKLauncher = const char* (*)(const float* x, int64_t rows, int64_t n, int count,
-                                        int64_t forbidden, float* values, int32_t* columns,
+                                        int64_t forbidden, const uint32_t* allowed,
+                                        int64_t allowed_words, float* values, int32_t* columns,
                                         StreamHandle stream);
 absl::Status RunRowTopKCuda(KernelContext& context, RowTopKLauncher launch);
 

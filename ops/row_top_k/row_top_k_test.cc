@@ -10,6 +10,7 @@
 #include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "ops/random/random.h"
+#include "ops/row_top_k/allowed_bits_testing.h"
 #include "tests/util/cuda_compare.h"
 #include "tests/util/gpu.h"
 
@@ -17,6 +18,7 @@ namespace tfm {
 namespace {
 
 using ::tfm::testing::OnCuda;
+using ::tfm::testing::RandomAllowedBits;
 
 // Log-probability-like rows with what a search meets: ties (values rounded
 // to a coarse grid), -infinity (masked tokens), NaN, and whole dead rows.
@@ -37,16 +39,26 @@ struct Expected {
   std::vector<int32_t> columns;
 };
 
-// The reference: every valid entry of each row sorted by (value desc,
-// column asc), the first `count` kept, padded with (-inf, -1).
-Expected Reference(const Tensor& x, int64_t count, int64_t forbidden) {
+bool IsAllowed(const Tensor& allowed, int64_t row, int64_t column) {
+  if (!allowed.defined()) return true;
+  const int32_t word = allowed.data<int32_t>()[row * allowed.dim(1) + column / 32];
+  return (static_cast<uint32_t>(word) >> (column % 32)) & 1u;
+}
+
+// The reference: every valid entry of each row (allowed, if `allowed` is
+// given) sorted by (value desc, column asc), the first `count` kept, padded
+// with (-inf, -1).
+Expected Reference(const Tensor& x, int64_t count, int64_t forbidden,
+                   const Tensor& allowed = Tensor()) {
   Expected out;
   const int64_t rows = x.dim(0), n = x.dim(1);
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<std::pair<float, int32_t>> all;
     for (int64_t c = 0; c < n; ++c) {
       const float v = x.data<float>()[r * n + c];
-      if (v > -INFINITY && c != forbidden) all.push_back({v, static_cast<int32_t>(c)});
+      if (v > -INFINITY && c != forbidden && IsAllowed(allowed, r, c)) {
+        all.push_back({v, static_cast<int32_t>(c)});
+      }
     }
     std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
@@ -82,6 +94,38 @@ TEST(RowTopKTest, CpuMatchesAFullSortWithTiesInfinitiesAndNaN) {
   }
 }
 
+// A constrained search's bits (row_top_k_allowed): only allowed columns
+// enter, with the forbidden column still kept out, and a row that allows
+// none gives (-inf, -1) throughout.
+TEST(RowTopKTest, AllowedBitsKeepOutEveryOtherColumn) {
+  for (const int64_t n : {int64_t{1}, int64_t{31}, int64_t{33}, int64_t{300}, int64_t{8000}}) {
+    for (const int64_t count : {int64_t{1}, int64_t{9}, int64_t{43}}) {
+      SCOPED_TRACE(absl::StrCat("n ", n, " count ", count));
+      const Tensor x = Rows(6, n, 11 + n);
+      const Tensor allowed = RandomAllowedBits(6, n, n + count);
+      absl::StatusOr<RowTopK> got = RowTopKOf(x, count, n - 1, allowed);
+      ASSERT_TRUE(got.ok()) << got.status();
+      const Expected expected = Reference(x, count, n - 1, allowed);
+      ExpectEqual(*got, expected);
+      // Row 1 allows nothing.
+      for (int64_t k = 0; k < count; ++k) EXPECT_EQ(expected.columns[count + k], -1);
+    }
+  }
+}
+
+TEST(RowTopKTest, RefusesAllowedBitsOfAnotherShapeOrType) {
+  const Tensor x = Rows(3, 40, 1);
+  for (const Tensor& bad :
+       {*Tensor::Zeros({3, 1}, DType::kI32), *Tensor::Zeros({2, 2}, DType::kI32),
+        *Tensor::Zeros({3, 2}, DType::kF32)}) {
+    absl::StatusOr<RowTopK> got = RowTopKOf(x, 2, -1, bad);
+    ASSERT_FALSE(got.ok()) << bad.DebugString();
+    EXPECT_NE(got.status().message().find("row_top_k_allowed"), std::string::npos) << got.status();
+    EXPECT_NE(got.status().message().find("allowed must be i32 [3, 2]"), std::string::npos)
+        << got.status();
+  }
+}
+
 TEST(RowTopKTest, RefusesBadCountsAndColumnsNamingTheOp) {
   const Tensor x = Rows(2, 10, 1);
   absl::StatusOr<RowTopK> none = RowTopKOf(x, 0);
@@ -96,8 +140,7 @@ TEST(RowTopKTest, RefusesBadCountsAndColumnsNamingTheOp) {
   EXPECT_EQ(many->columns.ToVector<int32_t>(), expected.columns);
   absl::StatusOr<RowTopK> got = RowTopKOf(x, 2, 10);
   ASSERT_FALSE(got.ok());
-  EXPECT_NE(got.status().message().find("forbidden column 10"), std::string::npos)
-      << got.status();
+  EXPECT_NE(got.status().message().find("forbidden column 10"), std::string::npos) << got.status();
   EXPECT_FALSE(RowTopKOf(*Tensor::Zeros({10}, DType::kF32), 2).ok());
 }
 
@@ -107,15 +150,21 @@ TEST(RowTopKTest, CudaMatchesCpuExactly) {
   TFM_SKIP_WITHOUT_GPU();
   const struct {
     int64_t rows, n, count;
-  } cases[] = {{1, 1, 1}, {6, 300, 9}, {3, 5, 64}, {64, 8000, 9}, {2000, 32000, 9},
-               {400, 40000, 33}, {0, 100, 3},
+  } cases[] = {{1, 1, 1},
+               {6, 300, 9},
+               {3, 5, 64},
+               {64, 8000, 9},
+               {2000, 32000, 9},
+               {400, 40000, 33},
+               {0, 100, 3},
                // Each count picks the smallest kept list that holds it:
                // lists of 3, 5 and 25 too.
-               {8, 1000, 3}, {8, 1000, 5}, {8, 1000, 25}};
+               {8, 1000, 3},
+               {8, 1000, 5},
+               {8, 1000, 25}};
   for (const auto& c : cases) {
     for (const int64_t forbidden : {int64_t{-1}, c.n - 1}) {
-      SCOPED_TRACE(absl::StrCat(c.rows, " x ", c.n, " count ", c.count, " forbidden ",
-                                forbidden));
+      SCOPED_TRACE(absl::StrCat(c.rows, " x ", c.n, " count ", c.count, " forbidden ", forbidden));
       const Tensor x = Rows(c.rows, c.n, 3 + c.rows);
       const RowTopK cpu = *RowTopKOf(x, c.count, forbidden);
       const Tensor on_gpu = OnCuda(x);
@@ -123,6 +172,13 @@ TEST(RowTopKTest, CudaMatchesCpuExactly) {
       ASSERT_TRUE(gpu.ok()) << gpu.status();
       EXPECT_EQ(gpu->values.device(), Device::Cuda(0));
       ExpectEqual(*gpu, Expected{cpu.values.ToVector<float>(), cpu.columns.ToVector<int32_t>()});
+      // With allowed bits, the CPU's entries too.
+      const Tensor allowed = RandomAllowedBits(c.rows, c.n, c.count);
+      const RowTopK cpu_allowed = *RowTopKOf(x, c.count, forbidden, allowed);
+      absl::StatusOr<RowTopK> gpu_allowed = RowTopKOf(on_gpu, c.count, forbidden, OnCuda(allowed));
+      ASSERT_TRUE(gpu_allowed.ok()) << gpu_allowed.status();
+      ExpectEqual(*gpu_allowed, Expected{cpu_allowed.values.ToVector<float>(),
+                                         cpu_allowed.columns.ToVector<int32_t>()});
       // Timing: the launch plus the copy back of the small result, as a
       // decoding step pays it (first call warms up).
       const auto start = std::chrono::steady_clock::now();
@@ -130,12 +186,15 @@ TEST(RowTopKTest, CudaMatchesCpuExactly) {
       for (int i = 0; i < kRepeats; ++i) {
         (void)*CopyToDevice(RowTopKOf(on_gpu, c.count, forbidden)->columns, Device::Cpu());
       }
-      const double ms = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - start).count() / kRepeats;
-      std::printf("row_top_k cuda %lld x %lld count %lld forbidden %lld: equal to the CPU, "
-                  "%.3f ms per call with the copy back\n",
-                  static_cast<long long>(c.rows), static_cast<long long>(c.n),
-                  static_cast<long long>(c.count), static_cast<long long>(forbidden), ms);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count() /
+          kRepeats;
+      std::printf(
+          "row_top_k cuda %lld x %lld count %lld forbidden %lld: equal to the CPU, "
+          "%.3f ms per call with the copy back\n",
+          static_cast<long long>(c.rows), static_cast<long long>(c.n),
+          static_cast<long long>(c.count), static_cast<long long>(forbidden), ms);
     }
   }
 }

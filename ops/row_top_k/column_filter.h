@@ -1,0 +1,44 @@
+// Which columns of a row a row_top_k-shaped op may rank (row_top_k,
+// log_softmax_top_k and their `_allowed` forms): never the forbidden column
+// (the end-of-sentence token under ignore_eos) and, with a row of allowed
+// bits, only the columns whose bit is set: bit j % 32 of word j / 32, the
+// layout a decoding constraint writes its tokens in
+// (runtime/decode/decoding_constraint.h), so that a constrained search
+// ranks on its device as an unconstrained one does. Plain C++ that the CPU
+// kernels and the CUDA kernel share.
+#ifndef TFM_OPS_ROW_TOP_K_COLUMN_FILTER_H_
+#define TFM_OPS_ROW_TOP_K_COLUMN_FILTER_H_
+
+#include <cstdint>
+
+#include "core/host_device.h"
+
+namespace tfm {
+
+// Words of allowed bits a row of `columns` takes.
+TFM_HOST_DEVICE constexpr int64_t AllowedWords(int64_t columns) { return (columns + 31) / 32; }
+
+struct ColumnFilter {
+  int64_t forbidden = -1;             // < 0: none.
+  const uint32_t* allowed = nullptr;  // This row's words; null: every column.
+
+  TFM_HOST_DEVICE bool Excludes(int64_t column) const {
+    if (column == forbidden) return true;
+    return allowed != nullptr && ((allowed[column >> 5] >> (column & 31)) & 1u) == 0;
+  }
+
+  // Bit i set when column first + i may enter, for i < lanes (first a
+  // multiple of lanes, and lanes a divisor of 32): a vector's lanes at once.
+  TFM_HOST_DEVICE uint32_t LaneBits(int64_t first, int lanes) const {
+    const uint32_t all = lanes == 32 ? ~0u : (1u << lanes) - 1u;
+    uint32_t bits = allowed == nullptr ? all : (allowed[first >> 5] >> (first & 31)) & all;
+    if (forbidden >= first && forbidden < first + lanes) {
+      bits &= ~(1u << (forbidden - first));
+    }
+    return bits;
+  }
+};
+
+}  // namespace tfm
+
+#endif  // TFM_OPS_ROW_TOP_K_COLUMN_FILTER_H_
