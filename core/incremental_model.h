@@ -112,10 +112,16 @@ class IncrementalModel {
 
   // Step, returning each row's best `count` tokens (never
   // `forbidden_token`; < 0 forbids none, and NaN or -inf log-probabilities
-  // never count) instead of the whole distribution.
+  // never count) instead of the whole distribution. `allowed` (a decoding
+  // constraint's: rows x BitRowWords(vocabulary size) words, core/
+  // bit_rows.h) lets in only the tokens whose bit is set; empty: every
+  // token. The log-probabilities are the step's, normalised over the whole
+  // vocabulary (a constraint chooses among them; all_log_probs is
+  // unmasked).
   virtual absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state,
                                                  absl::Span<const int> last_tokens, int count,
-                                                 int forbidden_token) {
+                                                 int forbidden_token,
+                                                 absl::Span<const uint32_t> allowed) {
     return absl::UnimplementedError("this model has no StepTopK: call Step");
   }
 

@@ -146,8 +146,10 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // On the CPU (f32 or int8): a GPU's 16-bit decoding rounds its weight
   // copies at each batch's Start, and its ops share one stream.
   bool SearchesBatchesSideBySide() const override { return device_.is_cpu(); }
+  // With `allowed` bits the step runs without a step graph.
   absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state, absl::Span<const int> last_tokens,
-                                         int count, int forbidden_token) override;
+                                         int count, int forbidden_token,
+                                         absl::Span<const uint32_t> allowed) override;
   absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
                        int rows_per_sentence) override;
 

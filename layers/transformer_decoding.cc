@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/bit_rows.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "layers/decoding_cache.h"
@@ -98,6 +99,32 @@ absl::Status CheckStepTokens(absl::Span<const int> last_tokens, int64_t rows,
     }
   }
   return absl::OkStatus();
+}
+
+// A constraint's allowed tokens (rows x BitRowWords(vocabulary) words) as
+// the top-k ops' allowed columns on `device`: the tokens' bits themselves,
+// or with a shortlist each candidate column's token's bit.
+absl::StatusOr<Tensor> AllowedColumns(absl::Span<const uint32_t> allowed, int64_t rows,
+                                      const std::vector<int32_t>& candidates,
+                                      const Device& device) {
+  const int64_t token_words = static_cast<int64_t>(allowed.size()) / rows;
+  std::vector<uint32_t> columns;
+  if (!candidates.empty()) {
+    const int64_t column_words = BitRowWords(static_cast<int64_t>(candidates.size()));
+    columns.assign(rows * column_words, 0u);
+    for (int64_t row = 0; row < rows; ++row) {
+      for (size_t j = 0; j < candidates.size(); ++j) {
+        if (BitRowHas(allowed.data() + row * token_words, candidates[j])) {
+          BitRowSet(columns.data() + row * column_words, static_cast<int64_t>(j));
+        }
+      }
+    }
+    allowed = columns;
+  }
+  const int64_t words = static_cast<int64_t>(allowed.size()) / rows;
+  return Int32OnDevice(absl::MakeConstSpan(reinterpret_cast<const int32_t*>(allowed.data()),
+                                           allowed.size()),
+                       {rows, words}, device);
 }
 
 }  // namespace
@@ -334,10 +361,19 @@ absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const in
 
 absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
                                                     absl::Span<const int> last_tokens, int count,
-                                                    int forbidden_token) {
+                                                    int forbidden_token,
+                                                    absl::Span<const uint32_t> allowed) {
   TFM_ASSIGN_OR_RETURN(TransformerState * ours, StateOf(state, this));
+  const int64_t rows = ours->cache.rows();
+  const int64_t words = BitRowWords(vocabulary_.size);
+  if (!allowed.empty() && static_cast<int64_t>(allowed.size()) != rows * words) {
+    return absl::InvalidArgumentError(absl::StrCat("StepTopK: ", allowed.size(),
+                                                   " words of allowed tokens for ", rows,
+                                                   " rows of ", words));
+  }
   // With a shortlist the columns are its candidates: the forbidden token's
-  // column, if it is one, and each ranked column's token.
+  // column, if it is one, each column's allowed bit, and each ranked
+  // column's token.
   const std::vector<int32_t>& candidates = ours->candidates;
   int64_t forbidden_column = forbidden_token;
   if (!candidates.empty() && forbidden_token >= 0) {
@@ -351,7 +387,7 @@ absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
   const bool on_host = !device_.is_cpu() && count > kMaxRowTopK;
   Tensor logits;
   RowTopK ranked;
-  if (step_graphs_ != nullptr && !on_host && ours->input_tracker == nullptr) {
+  if (step_graphs_ != nullptr && !on_host && ours->input_tracker == nullptr && allowed.empty()) {
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> step,
                          GraphedStepTopK(state, last_tokens, count, forbidden_column));
     logits = step[0];
@@ -362,7 +398,13 @@ absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
     if (on_host) {
       TFM_ASSIGN_OR_RETURN(ranked_logits, CopyToDevice(logits, Device::Cpu()));
     }
-    TFM_ASSIGN_OR_RETURN(ranked, LogSoftmaxTopK(ranked_logits, count, forbidden_column));
+    Tensor allowed_columns;
+    if (!allowed.empty()) {
+      TFM_ASSIGN_OR_RETURN(allowed_columns,
+                           AllowedColumns(allowed, rows, candidates, ranked_logits.device()));
+    }
+    TFM_ASSIGN_OR_RETURN(ranked,
+                         LogSoftmaxTopK(ranked_logits, count, forbidden_column, allowed_columns));
   }
   // The step's one wait for the device.
   TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> ranked_on_host,

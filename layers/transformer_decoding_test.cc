@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/bit_rows.h"
 #include "gtest/gtest.h"
 #include "layers/decoder_input_hook_testing.h"
 #include "layers/transformer.h"
@@ -286,22 +287,38 @@ TEST(TransformerDecodingTest, ShortlistStepsNormaliseOverTheBatchsCandidates) {
             ASSERT_EQ(step->shape(), (Shape{3, kVocab}));
             steps[kind].push_back(step->ToVector<float>());
           } else {
-            absl::StatusOr<StepTopTokens> top = model->StepTopK(**state, last, 3, kEos);
+            // Every third step, a constraint's bits too: token v of row r
+            // allowed when (v + r + t) % 3 != 0 (through a shortlist's
+            // columns with one).
+            const bool constrained = t % 3 == 1;
+            const auto allows = [&](int r, int v) { return !constrained || (v + r + t) % 3 != 0; };
+            std::vector<uint32_t> allowed;
+            if (constrained) {
+              allowed.assign(3 * BitRowWords(kVocab), 0u);
+              for (int r = 0; r < 3; ++r) {
+                for (int v = 0; v < kVocab; ++v) {
+                  if (allows(r, v)) BitRowSet(allowed.data() + r * BitRowWords(kVocab), v);
+                }
+              }
+            }
+            absl::StatusOr<StepTopTokens> top = model->StepTopK(**state, last, 3, kEos, allowed);
             ASSERT_TRUE(top.ok()) << top.status();
             absl::StatusOr<Tensor> all = top->all_log_probs();
             ASSERT_TRUE(all.ok()) << all.status();
             steps[kind].push_back(all->ToVector<float>());
             for (int r = 0; r < 3; ++r) {
+              const float* row = steps[kind].back().data() + r * kVocab;
               std::vector<int> order;
               for (int v = 0; v < kVocab; ++v) {
-                if (v != kEos) order.push_back(v);
+                if (v != kEos && allows(r, v) && row[v] > -INFINITY) order.push_back(v);
               }
-              const float* row = steps[kind].back().data() + r * kVocab;
               std::stable_sort(order.begin(), order.end(),
                                [&](int a, int b) { return row[a] > row[b]; });
               for (int k = 0; k < 3; ++k) {
-                EXPECT_EQ(top->tokens[r * 3 + k], order[k]) << "step " << t << " row " << r;
-                EXPECT_EQ(top->log_probs[r * 3 + k], row[order[k]]);
+                const bool listed = k < static_cast<int>(order.size());
+                EXPECT_EQ(top->tokens[r * 3 + k], listed ? order[k] : -1)
+                    << "step " << t << " row " << r;
+                EXPECT_EQ(top->log_probs[r * 3 + k], listed ? row[order[k]] : -INFINITY);
               }
             }
           }

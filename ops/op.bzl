@@ -28,6 +28,7 @@ load("//tools:build_defs.bzl", "tfm_cc_test", "tfm_isa_cc_library", "tfm_isa_tes
 # Headers that .cu files may include (nvcc runs in a genrule that sees only
 # the files it is given).
 CUDA_COMMON_HDRS = [
+    "//core:bit_rows.h",
     "//ops:cuda_column_sums.cuh",
     "//ops:cuda_row_reduce.cuh",
     "//core:env_setting.h",

@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "layers/transformer.h"
 #include "runtime/decode/ensemble_model.h"
+#include "runtime/decode/host_ranked_model_testing.h"
 #include "runtime/decode/search_testing.h"
 #include "tests/util/gpu.h"
 #include "tests/util/reversal_model.h"
@@ -223,31 +224,6 @@ void BatchingDoesNotChangeTheOutputs(const Copies& target, const std::string& na
   }
 }
 
-// A model's decoding with its StepTopK hidden: searches copy each step's
-// whole distribution to the host and rank it there.
-class HostRanked : public IncrementalModel {
- public:
-  explicit HostRanked(IncrementalModel& model) : model_(model) {}
-  DecodingVocabulary vocabulary() const override { return model_.vocabulary(); }
-  void BeginSearch() override { model_.BeginSearch(); }
-  void EndSearch() override { model_.EndSearch(); }
-  absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
-                                                      int rows_per_sentence,
-                                                      int max_steps) override {
-    return model_.Start(sources, rows_per_sentence, max_steps);
-  }
-  absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last) override {
-    return model_.Step(state, last);
-  }
-  absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
-                       int rows_per_sentence) override {
-    return model_.Reorder(state, rows, rows_per_sentence);
-  }
-
- private:
-  IncrementalModel& model_;
-};
-
 // Ranking on the GPU (row_top_k, then each sentence's rows merged on the
 // host in double) chooses exactly what ranking the copied distribution on
 // the host chooses: every line and score identical (tolerance 0), with the
@@ -257,7 +233,7 @@ TEST(GpuDecodingTest, RankingOnTheGpuChoosesWhatTheHostChooses) {
   ASSERT_TRUE(TrainedModels().ok()) << TrainedModels().status();
   Transformer& gpu = *(*TrainedModels())->gpu[0];
   ASSERT_TRUE(gpu.HasStepTopK());
-  HostRanked host_ranked(gpu);
+  testing::HostRanked host_ranked(gpu);
   for (const int beam : {1, 4}) {
     ASSERT_TRUE(Decode(gpu, beam, 64).ok());  // Warms the GPU up for the timings.
     const auto start = std::chrono::steady_clock::now();

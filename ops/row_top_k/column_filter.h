@@ -1,22 +1,19 @@
 // Which columns of a row a row_top_k-shaped op may rank (row_top_k,
 // log_softmax_top_k and their `_allowed` forms): never the forbidden column
 // (the end-of-sentence token under ignore_eos) and, with a row of allowed
-// bits, only the columns whose bit is set: bit j % 32 of word j / 32, the
-// layout a decoding constraint writes its tokens in
-// (runtime/decode/decoding_constraint.h), so that a constrained search
-// ranks on its device as an unconstrained one does. Plain C++ that the CPU
-// kernels and the CUDA kernel share.
+// bits (core/bit_rows.h: what a decoding constraint writes its tokens as,
+// runtime/decode/decoding_constraint.h), only the columns whose bit is set,
+// so that a constrained search ranks on its device as an unconstrained one
+// does. Plain C++ that the CPU kernels and the CUDA kernel share.
 #ifndef TFM_OPS_ROW_TOP_K_COLUMN_FILTER_H_
 #define TFM_OPS_ROW_TOP_K_COLUMN_FILTER_H_
 
 #include <cstdint>
 
+#include "core/bit_rows.h"
 #include "core/host_device.h"
 
 namespace tfm {
-
-// Words of allowed bits a row of `columns` takes.
-TFM_HOST_DEVICE constexpr int64_t AllowedWords(int64_t columns) { return (columns + 31) / 32; }
 
 struct ColumnFilter {
   int64_t forbidden = -1;             // < 0: none.
@@ -24,7 +21,7 @@ struct ColumnFilter {
 
   TFM_HOST_DEVICE bool Excludes(int64_t column) const {
     if (column == forbidden) return true;
-    return allowed != nullptr && ((allowed[column >> 5] >> (column & 31)) & 1u) == 0;
+    return allowed != nullptr && !BitRowHas(allowed, column);
   }
 
   // Bit i set when column first + i may enter, for i < lanes (first a

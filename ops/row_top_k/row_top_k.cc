@@ -52,7 +52,7 @@ absl::Status ValidateRowTopKArgs(const KernelContext& context) {
   }
   if (context.num_inputs() == 2) {
     const Tensor& allowed = context.input(1);
-    const Shape expected{x.dim(0), AllowedWords(x.dim(1))};
+    const Shape expected{x.dim(0), BitRowWords(x.dim(1))};
     if (allowed.dtype() != DType::kI32 || allowed.shape() != expected) {
       return context.Error(absl::StrCat("allowed must be i32 [", x.dim(0), ", ", expected[1],
                                         "] (a bit per column of x), got ",

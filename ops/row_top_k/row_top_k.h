@@ -28,7 +28,7 @@ struct RowTopK {
 };
 
 // On x's device. `forbidden_column` < 0 forbids none; `allowed` (i32 [rows,
-// AllowedWords(n)] on x's device, or undefined for every column) lets in
+// BitRowWords(n)] on x's device, or undefined for every column) lets in
 // only the columns whose bit is set.
 absl::StatusOr<RowTopK> RowTopKOf(const Tensor& x, int64_t count, int64_t forbidden_column = -1,
                                   const Tensor& allowed = Tensor());

@@ -33,7 +33,7 @@ struct RowTopKArgs {
 // The checks of an op with row_top_k's inputs, attributes and outputs
 // (row_top_k, log_softmax_top_k and their `_allowed` forms): x [rows, n],
 // 1 <= count (<= kMaxRowTopK off the CPU), forbidden_column < n, and the
-// `_allowed` forms' allowed bits i32 [rows, AllowedWords(n)]
+// `_allowed` forms' allowed bits i32 [rows, BitRowWords(n)]
 // (column_filter.h).
 absl::Status ValidateRowTopKArgs(const KernelContext& context);
 // Its outputs' shapes: values and columns [rows, count].

@@ -41,8 +41,8 @@ struct Expected {
 
 bool IsAllowed(const Tensor& allowed, int64_t row, int64_t column) {
   if (!allowed.defined()) return true;
-  const int32_t word = allowed.data<int32_t>()[row * allowed.dim(1) + column / 32];
-  return (static_cast<uint32_t>(word) >> (column % 32)) & 1u;
+  return BitRowHas(
+      reinterpret_cast<const uint32_t*>(allowed.data<int32_t>()) + row * allowed.dim(1), column);
 }
 
 // The reference: every valid entry of each row (allowed, if `allowed` is

@@ -153,7 +153,7 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
     active[s] = s;
     constraint.Start(s, SourceOf(batch, s), MaxLength(batch.lengths[s]));
   }
-  const bool rank_on_device = model.HasStepTopK() && options_.constraint == nullptr;
+  const bool rank_on_device = model.HasStepTopK();
   std::vector<NBestList> finished(batch.size);
 
   // Per group: its candidates and the heap that found them (reused).
@@ -173,16 +173,22 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
       group_candidates.resize(groups);
       group_heaps.resize(groups);
     }
+    // A constraint's tokens for each row: what the device ranks among, or
+    // what the host masks with.
+    absl::Span<const uint32_t> allowed;
+    if (constraint.active()) {
+      const ScopedOpTimer timer("(beam search: constraint, host)");
+      allowed = constraint.AllowedRows(static_cast<int>(last.size()));
+    }
     // A model that ranks on its device sends each row's best 2 * beam + 1
     // tokens (one more, to see ties at the cut) instead of the whole
-    // distribution; constraints mask tokens on the host, so they take the
-    // host path.
+    // distribution.
     bool decided = false;
     Tensor step_log_probs;
     if (rank_on_device) {
-      TFM_ASSIGN_OR_RETURN(
-          StepTopTokens top,
-          model.StepTopK(*state, last, 2 * beam + 1, options_.ignore_eos ? vocabulary.eos_id : -1));
+      TFM_ASSIGN_OR_RETURN(StepTopTokens top,
+                           model.StepTopK(*state, last, 2 * beam + 1,
+                                          options_.ignore_eos ? vocabulary.eos_id : -1, allowed));
       std::atomic<bool> all_decided{true};
       {
         const ScopedOpTimer timer("(beam search: ranks, host)");

@@ -27,16 +27,18 @@ absl::StatusOr<std::vector<NBestList>> GreedySearch::SearchBatch(IncrementalMode
   }
   // A model that ranks on its device sends each row's best token instead of
   // the whole distribution (the first of equal bests, as max_element picks
-  // it); constraints mask tokens on the host, so they take the host path.
-  const bool rank_on_device = model.HasStepTopK() && options_.constraint == nullptr;
+  // it), among a constraint's tokens.
+  const bool rank_on_device = model.HasStepTopK();
   std::vector<int> next_active, next_last, kept_rows;
   std::vector<int> best_tokens;
   std::vector<float> best_log_probs;
   for (int step = 1; !active.empty(); ++step) {
+    const absl::Span<const uint32_t> allowed =
+        constraint.AllowedRows(static_cast<int>(active.size()));
     if (rank_on_device) {
       TFM_ASSIGN_OR_RETURN(StepTopTokens top,
                            model.StepTopK(*state, last, /*count=*/1,
-                                          options_.ignore_eos ? vocabulary.eos_id : -1));
+                                          options_.ignore_eos ? vocabulary.eos_id : -1, allowed));
       // A row with no finite log-probability: max_element's token 0.
       best_tokens.assign(top.tokens.begin(), top.tokens.end());
       for (int& token : best_tokens) token = std::max(token, 0);

@@ -27,6 +27,7 @@
 #include "tasks/parsing/tag_dictionary.h"
 #include "tasks/parsing/tree.h"
 #include "tasks/parsing/tree_decoding.h"
+#include "runtime/decode/host_ranked_model_testing.h"
 #include "tests/util/gpu.h"
 #include "tests/util/peer_python.h"
 #include "tests/util/tiny_model.h"
@@ -395,8 +396,42 @@ TEST_F(ParsingDecodingTest, EnsemblesParseTreesAndAModelBesideItselfParsesAsAlon
   }
 }
 
-// Parsing on the GPU: the tree constraint (its state on the host, masking
-// the whole distribution each step), the tag dictionary and leaf alignment
+// The tree constraint's tokens ranked where the model ranks (its allowed
+// bits sent to StepTopK: ops/row_top_k's column filter) give exactly the
+// parses of masking each step's whole distribution on the host, for every
+// leaf style (chosen, tagged with the tag dictionary, copied words,
+// numbered leaves), greedy and at beam 3, n-best 2: the same trees, in the
+// same order.
+TEST_F(ParsingDecodingTest, ConstrainedRankingOnTheModelEqualsMaskingOnTheHost) {
+  for (const std::string* dir : {aligned_dir_, tagged_dir_, words_dir_, indexed_dir_}) {
+    TrainedModel trained = Load(dir);
+    ASSERT_TRUE(trained.model->HasStepTopK());
+    testing::HostRanked host_ranked(*trained.model);
+    DecodingHooks hooks = TreeDecodingHooks();
+    hooks.model_files = trained.task_files;
+    for (const int beam : {1, 3}) {
+      SCOPED_TRACE(absl::StrCat(*dir, " beam ", beam));
+      DecodeRequest request;
+      request.beam = beam;
+      request.nbest = beam > 1 ? 2 : 1;
+      const config::DecodeConfig decode = DecodeSettings(trained.config, request);
+      absl::StatusOr<std::vector<std::string>> on_model =
+          DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, Sentences(),
+                      "in", nullptr, hooks);
+      absl::StatusOr<std::vector<std::string>> on_host =
+          DecodeLines(host_ranked, trained.tokenizer, trained.config, decode, Sentences(), "in",
+                      nullptr, hooks);
+      ASSERT_TRUE(on_model.ok()) << on_model.status();
+      ASSERT_TRUE(on_host.ok()) << on_host.status();
+      EXPECT_EQ(*on_model, *on_host);
+      ASSERT_FALSE(on_model->empty());
+    }
+  }
+}
+
+// Parsing on the GPU: the tree constraint (its allowed tokens ranked on the
+// device, or masking the whole distribution on the host for an ensemble),
+// the tag dictionary and leaf alignment
 // (the decoder input hook) give the CPU's parses, alone and in an ensemble,
 // greedy and at beam 3. (Random weights make flat distributions: a near tie
 // could fall either way between the devices' sums; these sentences have

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "core/bit_rows.h"
 #include "core/status_macros.h"
 
 namespace tfm {
@@ -146,6 +147,13 @@ absl::StatusOr<std::unique_ptr<TreeConstraint>> TreeConstraint::Create(
                                        ? !special && absl::StartsWith(pieces[id], kWordMark)
                                        : StartsToken(piece_class);
     have[piece_class] = true;
+  }
+  // Each class's tokens as bits: a row of allowed tokens is the union of
+  // its allowed classes' rows.
+  const int64_t words = BitRowWords(size);
+  constraint->class_tokens_.assign(static_cast<size_t>(kNumClasses) * words, 0u);
+  for (int id = 0; id < size; ++id) {
+    BitRowSet(constraint->class_tokens_.data() + constraint->class_of_[id] * words, id);
   }
   // One piece when the vocabulary has it, else the parts it is spelled in.
   const auto one = [&](PieceClass c) { return have[c] ? int64_t{1} : kNoCompletion; };
@@ -432,29 +440,30 @@ bool TreeConstraint::TagForbids(const std::vector<int>* starts, const State& sta
   return piece_class == kLeaf && !std::binary_search(starts->begin(), starts->end(), token);
 }
 
-void TreeConstraint::Mask(const int32_t* values, absl::Span<const int> source,
-                          float* log_probs) const {
+void TreeConstraint::AllowedTokens(const int32_t* values, absl::Span<const int> source,
+                                   uint32_t* allowed_tokens) const {
   const State state(values);
   const bool copy = CopyAllowed(state, source);
-  const int copied = copy ? ForcedPiece(state, source) : -1;
-  const float copied_log_prob = copy ? log_probs[copied] : 0.0f;
-  constexpr float kForbidden = -std::numeric_limits<float>::infinity();
-  const size_t size = class_of_.size();
-  if (copy && state[kLex] == kInWord) {
-    std::fill(log_probs, log_probs + size, kForbidden);
-  } else {
+  const int64_t words = BitRowWords(vocabulary_size());
+  std::fill(allowed_tokens, allowed_tokens + words, 0u);
+  if (!(copy && state[kLex] == kInWord)) {
     const std::array<bool, kNumClasses> allowed = AllowedClasses(values);
-    for (size_t token = 0; token < size; ++token) {
-      if (!allowed[class_of_[token]]) log_probs[token] = kForbidden;
-    }
     const std::vector<int>* starts = allowed[kLeaf] ? LeafStarts(state, source) : nullptr;
-    if (starts != nullptr || state.flag(kTagged)) {
-      for (size_t token = 0; token < size; ++token) {
-        if (TagForbids(starts, state, static_cast<int>(token))) log_probs[token] = kForbidden;
-      }
+    // TagForbids by class: a tagged leaf is one piece (no text extends it);
+    // with the word's tags, no lone "▁" and only their leaf pieces.
+    std::array<bool, kNumClasses> by_class = allowed;
+    if (state.flag(kTagged)) by_class[kContinueText] = by_class[kContinueLabel] = false;
+    if (starts != nullptr) by_class[kSpace] = by_class[kLeaf] = false;
+    for (int c = 0; c < kNumClasses; ++c) {
+      if (!by_class[c]) continue;
+      const uint32_t* tokens = class_tokens_.data() + c * words;
+      for (int64_t w = 0; w < words; ++w) allowed_tokens[w] |= tokens[w];
+    }
+    if (starts != nullptr) {
+      for (int token : *starts) BitRowSet(allowed_tokens, token);  // Leaf pieces all.
     }
   }
-  if (copy) log_probs[copied] = copied_log_prob;
+  if (copy) BitRowSet(allowed_tokens, ForcedPiece(state, source));
 }
 
 bool TreeConstraint::Allows(const int32_t* values, absl::Span<const int> source, int token) const {

@@ -90,11 +90,14 @@ class TreeConstraint : public DecodingConstraint {
       LeafRule leaves = {});
 
   int state_size() const override { return kStateSize; }
+  int64_t vocabulary_size() const override { return static_cast<int64_t>(class_of_.size()); }
   void Start(absl::Span<const int> source, int max_length, int32_t* state) const override;
-  void Mask(const int32_t* state, absl::Span<const int> source, float* log_probs) const override;
+  void AllowedTokens(const int32_t* state, absl::Span<const int> source,
+                     uint32_t* allowed) const override;
   void Advance(int token, absl::Span<const int> source, int32_t* state) const override;
 
-  // Whether `token` is allowed after `state` (what Mask leaves finite).
+  // Whether `token` is allowed after `state` (its bit in AllowedTokens),
+  // token by token.
   bool Allows(const int32_t* state, absl::Span<const int> source, int token) const;
 
   // Words the constraint counts in `source`.
@@ -192,6 +195,8 @@ class TreeConstraint : public DecodingConstraint {
   std::vector<int> unlisted_starts_;  // Sorted; empty: unlisted words are free.
 
   std::vector<uint8_t> class_of_;  // By id.
+  // [class][BitRowWords(vocabulary)]: each class's tokens as bits.
+  std::vector<uint32_t> class_tokens_;
   std::vector<bool> starts_word_;  // By id: the piece starts with "▁".
   int eos_id_ = 0;
   LeafRule::Kind leaf_kind_ = LeafRule::kChosen;

@@ -4,6 +4,7 @@
 // here by an independent reading of the text the pieces spell.
 #include "tasks/parsing/tree_constraint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "core/bit_rows.h"
 #include "runtime/decode/beam_search.h"
 #include "runtime/decode/greedy_search.h"
 #include "runtime/decode/scripted_model_testing.h"
@@ -236,9 +238,13 @@ TEST(TreeConstraintTest, SourcesWithMoreWordsThanSpellingsAreNotConstrained) {
   class NeverOnly : public DecodingConstraint {
    public:
     int state_size() const override { return 1; }
+    int64_t vocabulary_size() const override { return static_cast<int64_t>(Pieces().size()); }
     void Start(absl::Span<const int>, int, int32_t*) const override {}
-    void Mask(const int32_t*, absl::Span<const int>, float* log_probs) const override {
-      for (int never : {kPad, kBos, kUnk}) log_probs[never] = -INFINITY;
+    void AllowedTokens(const int32_t*, absl::Span<const int>, uint32_t* allowed) const override {
+      std::fill(allowed, allowed + BitRowWords(vocabulary_size()), 0u);
+      for (int64_t token = 0; token < vocabulary_size(); ++token) {
+        if (token != kPad && token != kBos && token != kUnk) BitRowSet(allowed, token);
+      }
     }
     void Advance(int, absl::Span<const int>, int32_t*) const override {}
   } never_only;
@@ -280,12 +286,18 @@ class Walk {
     constraint.Start(source_, max_length, state_.data());
   }
   bool Allows(int token) const {
-    // Mask must agree with Allows.
-    std::vector<float> log_probs(Pieces().size(), -1.0f);
-    constraint_.Mask(state_.data(), source_, log_probs.data());
-    const bool allows = constraint_.Allows(state_.data(), source_, token);
-    EXPECT_EQ(allows, std::isfinite(log_probs[token])) << Pieces()[token];
-    return allows;
+    // AllowedTokens' bits (what searches rank among) must agree with
+    // Allows, token by token, over the whole vocabulary; and the bits past
+    // it are clear.
+    const int64_t vocabulary = static_cast<int64_t>(Pieces().size());
+    EXPECT_EQ(constraint_.vocabulary_size(), vocabulary);
+    std::vector<uint32_t> bits(BitRowWords(vocabulary), 0x5a5a5a5au);
+    constraint_.AllowedTokens(state_.data(), source_, bits.data());
+    for (int64_t t = 0; t < static_cast<int64_t>(bits.size()) * 32; ++t) {
+      const bool allowed = t < vocabulary && constraint_.Allows(state_.data(), source_, t);
+      EXPECT_EQ(BitRowHas(bits.data(), t), allowed) << "token " << t;
+    }
+    return constraint_.Allows(state_.data(), source_, token);
   }
   void Take(int token) {
     ASSERT_TRUE(Allows(token)) << Pieces()[token];

@@ -1,0 +1,40 @@
+// A model's decoding with its StepTopK hidden (tests): searches then copy
+// each step's whole distribution to the host and rank it there (and mask it
+// there under a constraint), the path to compare device ranking with.
+#ifndef TFM_RUNTIME_DECODE_HOST_RANKED_MODEL_TESTING_H_
+#define TFM_RUNTIME_DECODE_HOST_RANKED_MODEL_TESTING_H_
+
+#include <memory>
+
+#include "core/incremental_model.h"
+
+namespace tfm {
+namespace testing {
+
+class HostRanked : public IncrementalModel {
+ public:
+  explicit HostRanked(IncrementalModel& model) : model_(model) {}
+  DecodingVocabulary vocabulary() const override { return model_.vocabulary(); }
+  void BeginSearch() override { model_.BeginSearch(); }
+  void EndSearch() override { model_.EndSearch(); }
+  absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
+                                                      int rows_per_sentence,
+                                                      int max_steps) override {
+    return model_.Start(sources, rows_per_sentence, max_steps);
+  }
+  absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last) override {
+    return model_.Step(state, last);
+  }
+  absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
+                       int rows_per_sentence) override {
+    return model_.Reorder(state, rows, rows_per_sentence);
+  }
+
+ private:
+  IncrementalModel& model_;
+};
+
+}  // namespace testing
+}  // namespace tfm
+
+#endif  // TFM_RUNTIME_DECODE_HOST_RANKED_MODEL_TESTING_H_
