@@ -153,7 +153,7 @@ absl::StatusOr<std::vector<NBestList>> BeamSearch::SearchBatch(IncrementalModel&
     active[s] = s;
     constraint.Start(s, SourceOf(batch, s), MaxLength(batch.lengths[s]));
   }
-  const bool rank_on_device = model.HasStepTopK();
+  const bool rank_on_device = RanksOnModel(model, options_);
   std::vector<NBestList> finished(batch.size);
 
   // Per group: its candidates and the heap that found them (reused).

@@ -28,7 +28,7 @@ absl::StatusOr<std::vector<NBestList>> GreedySearch::SearchBatch(IncrementalMode
   // A model that ranks on its device sends each row's best token instead of
   // the whole distribution (the first of equal bests, as max_element picks
   // it), among a constraint's tokens.
-  const bool rank_on_device = model.HasStepTopK();
+  const bool rank_on_device = RanksOnModel(model, options_);
   std::vector<int> next_active, next_last, kept_rows;
   std::vector<int> best_tokens;
   std::vector<float> best_log_probs;

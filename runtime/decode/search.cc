@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/decode/beam_search.h"
 #include "runtime/decode/greedy_search.h"
+#include "core/env_setting.h"
 #include "core/status_macros.h"
 #include "core/thread_pool.h"
 
@@ -55,6 +56,11 @@ std::vector<std::pair<size_t, size_t>> BatchesByLength(absl::Span<const int> sor
     begin = end;
   }
   return batches;
+}
+
+bool RanksOnModel(const IncrementalModel& model, const SearchOptions& options) {
+  static const bool constraint_on_host = EnvIs("TFM_CONSTRAINT_ON_HOST", "1");
+  return model.HasStepTopK() && (options.constraint == nullptr || !constraint_on_host);
 }
 
 void ForbidEosIfIgnored(const SearchOptions& options, int eos_id, float* row_log_probs) {

@@ -83,6 +83,13 @@ std::vector<std::pair<size_t, size_t>> BatchesByLength(absl::Span<const int> sor
 // log-probabilities to -infinity; else leaves it.
 void ForbidEosIfIgnored(const SearchOptions& options, int eos_id, float* row_log_probs);
 
+// Whether a search ranks each step where `model` ranks (StepTopK: rows x
+// count numbers back instead of rows x vocabulary), under a constraint too
+// (its allowed tokens sent along); TFM_CONSTRAINT_ON_HOST=1 keeps a
+// constrained search on the host path, every step's whole distribution
+// masked and ranked there (the GPU checks time one against the other).
+bool RanksOnModel(const IncrementalModel& model, const SearchOptions& options);
+
 class SearchStrategy {
  public:
   explicit SearchStrategy(const SearchOptions& options) : options_(options) {}

@@ -51,6 +51,14 @@
 #   cpu_int8     the host CPU's int8 kernels (the GPU machines' Xeons have AMX, which
 #                no development machine exposed): the AMX kernel's tests on real
 #                tiles, benchmarks/int8_linear, and int8 against f32 CPU decoding
+#   parse        tree-constrained parsing on the GPU (not in the default list): the
+#                parser carried in $TFM_PARSE_MODEL (default .gpu_model/wsj, a checkpoint
+#                directory with its held-out test.words beside it as wsj_test.words) parses
+#                at beam 21 with the constraint's tokens ranked on the GPU, then with each
+#                step's whole distribution masked and ranked on the host
+#                (TFM_CONSTRAINT_ON_HOST=1), then on the CPU: identical trees, the time
+#                of each (TFM_BUNDLE=.device_bundle_parse, prepare_gpu_run.sh --parse;
+#                carry .device_bundle_parse .gpu_model/wsj .gpu_model/wsj_test.words)
 #   pack         the trained model back here (its weights in 15 MiB parts): the chosen
 #                one if its weights are at most 32 MiB, else the best on validation that is
 # A session's calls (about 900 s of device time, the machine's start included;
@@ -64,7 +72,12 @@
 #      packed projections against the alternatives
 #   2. TFM_BUNDLE=.device_bundle_decode TFM_GPU_MODEL=.gpu_model/m30k ...
 #      compare decode_bench  (carry .device_bundle_decode .gpu_data .gpu_model)
-#   3. train pack  (~340 s), loss_curve, train_profile: when a session has
+#   3. TFM_BUNDLE=.device_bundle_parse ... parse  (~60 s; carry
+#      .device_bundle_parse .gpu_model/wsj .gpu_model/wsj_test.words, made
+#      here by prepare_gpu_run.sh --parse and a copy of a parser's
+#      checkpoint_average and test.words): constrained parsing ranked on the
+#      GPU against masked on the host
+#   4. train pack  (~340 s), loss_curve, train_profile: when a session has
 #      the time (the 2026-11-28 session ran them: results/gpu_checks_h200_2026-11-28.log)
 #   On a Firecracker machine (KINDS.md's runtime row; ncu reads no counters on
 #   gVisor), run counters (~120 s) with occupancy: `occupancy counters` (~450 s),
@@ -231,6 +244,36 @@ if run compare; then
     python3 tools/compare_translations.py "/tmp/test_cpu_beam${beam}.de" \
       "/tmp/test_cuda_beam${beam}.de" --ref="$data/test_2016_flickr.de.gz"
   done
+fi
+
+if run parse; then
+  # Issue 34: the tree constraint on the GPU, its state on the host; is
+  # ranking its allowed tokens on the device cheaper than bringing every
+  # row's distribution to the host (the wsj_parsing preset's 16,000 tokens x
+  # beam 21 x a batch of 64: 86 MB a step)? Both, and the CPU, on one input.
+  parser="$PWD/${TFM_PARSE_MODEL:-.gpu_model/wsj}"
+  words="${parser}_test.words"
+  if [[ ! -f "$parser/model.safetensors" || ! -f "$words" ]] ||
+    ! tar -tJf "$bundle/bundle.tar.xz" ./tasks/parse_wsj >/dev/null 2>&1; then
+    echo "parse: needs a parser ($parser), its sentences ($words) and a bundle with" \
+      "tasks/parse_wsj (TFM_BUNDLE=.device_bundle_parse); skipped"
+  else
+    for side in "cuda 0" "cuda 1" "cpu 0"; do
+      read -r device on_host <<<"$side"
+      TFM_CONSTRAINT_ON_HOST="$on_host" /usr/bin/time -f "$device, constraint on host $on_host: %e s wall" \
+        timeout 150 "$bundle/run_bundle.sh" tasks/parse_wsj parse --model="$parser" \
+        --device="$device" --input="$words" --output="/tmp/parses_${device}_${on_host}.txt" 2>&1 |
+        grep -E 'decoded|wall|rror'
+    done
+    for other in cuda_1 cpu_0; do
+      if cmp -s /tmp/parses_cuda_0.txt "/tmp/parses_$other.txt"; then
+        echo "parse check: the GPU's trees ranked on the device equal $other's: PASS"
+      else
+        echo "parse check: the GPU's trees ranked on the device differ from $other's: FAIL" \
+          "($(diff /tmp/parses_cuda_0.txt "/tmp/parses_$other.txt" | grep -c '^<') lines)"
+      fi
+    done
+  fi
 fi
 
 if run pack; then

@@ -13,7 +13,8 @@
 # trained model (.gpu_model, 30 MB for the preset's size): the carry limit is
 # 64 MiB with the tree. Both bundles can stand side by side, so a session
 # needs no build between its calls; such a call sets
-# TFM_BUNDLE=.device_bundle_decode for gpu_checks.sh.
+# TFM_BUNDLE=.device_bundle_decode for gpu_checks.sh. --parse: the parser
+# alone (.device_bundle_parse), for gpu_checks.sh's parse stage.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -21,6 +22,11 @@ bundle_dir=.device_bundle
 if [[ " $* " == *" --decode "* ]]; then
   bundle_dir=.device_bundle_decode
   bundle_args=(//tasks:translate_ende //benchmarks:decode //tools:bleu)
+elif [[ " $* " == *" --parse "* ]]; then
+  # The parse stage's binary alone, for a call that carries a parser
+  # (.gpu_model/wsj) beside it.
+  bundle_dir=.device_bundle_parse
+  bundle_args=(//tasks:parse_wsj)
 else
   bundle_args=(--gpu_tests //tasks:translate_ende //benchmarks:train_step //benchmarks:decode
     //benchmarks:attention //tools:bleu //benchmarks:int8_linear
