@@ -37,6 +37,7 @@
 #include "layers/dropout_site.h"
 #include "layers/packed_projections.h"
 #include "ops/attention/attention.h"
+#include "ops/concat_rows/concat_rows.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
 #include "ops/split_heads/split_heads.h"
@@ -308,12 +309,11 @@ class MultiHeadAttention : public Layer {
 
   // Stores (under &q_proj_, shared by every row and every batch of a
   // search) the q, k and v projections stacked into one [3 h d, d_model]
-  // weight and [3 h d] bias, made once per search so that a model trained
+  // weight and [3 h d] bias (concat_rows, as a whole-sequence pass stacks
+  // them: PackedProjections), made once per search so that a model trained
   // between searches never decodes with stale copies, when queries, keys and
   // values have one head size and f32 weights; otherwise there is no such
-  // entry and a step runs three products. The stacking writes each [h d,
-  // d_model] weight as positions of a one-row "cache", which works on every
-  // device.
+  // entry and a step runs three products.
   absl::Status FuseProjections(DecodingCache& cache) const {
     const Tensor& wq = q_proj_.weight();
     const Tensor& wk = k_proj_.weight();
@@ -322,18 +322,9 @@ class MultiHeadAttention : public Layer {
         wk.dtype() != DType::kF32 || wv.dtype() != DType::kF32) {
       return absl::OkStatus();
     }
-    const int64_t out = wq.dim(0), in = wq.dim(1);
-    TFM_ASSIGN_OR_RETURN(Tensor weight, Tensor::Empty({1, 1, 3 * out, in}, DType::kF32, wq.device()));
-    TFM_ASSIGN_OR_RETURN(Tensor bias, Tensor::Empty({1, 1, 3 * out, 1}, DType::kF32, wq.device()));
-    const Dense* projections[3] = {&q_proj_, &k_proj_, &v_proj_};
-    for (int i = 0; i < 3; ++i) {
-      TFM_ASSIGN_OR_RETURN(Tensor w, projections[i]->weight().Reshape({1, 1, out, in}));
-      TFM_ASSIGN_OR_RETURN(Tensor b, projections[i]->bias().Reshape({1, 1, out, 1}));
-      TFM_RETURN_IF_ERROR(KvCacheWrite(weight, w, i * out));
-      TFM_RETURN_IF_ERROR(KvCacheWrite(bias, b, i * out));
-    }
-    TFM_ASSIGN_OR_RETURN(weight, weight.Reshape({3 * out, in}));
-    TFM_ASSIGN_OR_RETURN(bias, bias.Reshape({3 * out}));
+    TFM_ASSIGN_OR_RETURN(Tensor weight, ConcatRows({wq, wk, wv}));
+    TFM_ASSIGN_OR_RETURN(Tensor bias,
+                         ConcatRows({q_proj_.bias(), k_proj_.bias(), v_proj_.bias()}));
     cache.Store(&q_proj_, {DecodingCache::Indexing::kShared, {weight, bias}});
     return absl::OkStatus();
   }
