@@ -105,6 +105,18 @@ class IncrementalModel {
   // tensor [rows, vocabulary size], and extends the state by the tokens.
   virtual absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) = 0;
 
+  // True when StepLogProbs keeps the step's log-probabilities where the
+  // model computed them. Default: false.
+  virtual bool HasStepLogProbs() const { return false; }
+
+  // Step, returning log p(next token | row's tokens, source) as an f32
+  // [rows, vocabulary size] tensor on the model's device (no copy to the
+  // host): what an ensemble of such models combines and ranks there.
+  virtual absl::StatusOr<Tensor> StepLogProbs(DecoderState& state,
+                                              absl::Span<const int> last_tokens) {
+    return absl::UnimplementedError("this model has no StepLogProbs: call Step");
+  }
+
   // True when StepTopK ranks on a device: a search that needs only each
   // row's best few tokens then copies rows x count numbers per step instead
   // of rows x vocabulary. Default: false (searches call Step).

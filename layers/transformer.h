@@ -140,6 +140,11 @@ class Transformer : public TrainableModel, public IncrementalModel {
                                                       int rows_per_sentence,
                                                       int max_steps) override;
   absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) override;
+  // Without a shortlist (whose steps have the batch's candidates as their
+  // columns, not the vocabulary).
+  bool HasStepLogProbs() const override { return shortlist_ == nullptr; }
+  absl::StatusOr<Tensor> StepLogProbs(DecoderState& state,
+                                      absl::Span<const int> last_tokens) override;
   // Every device ranks each row's best tokens itself (on the CPU without
   // writing the step's log-probabilities: ops/log_softmax_top_k).
   bool HasStepTopK() const override { return true; }

@@ -351,6 +351,17 @@ absl::StatusOr<std::vector<Tensor>> Transformer::GraphedStepTopK(DecoderState& b
   return outputs;
 }
 
+absl::StatusOr<Tensor> Transformer::StepLogProbs(DecoderState& base,
+                                                 absl::Span<const int> last_tokens) {
+  TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
+  if (!state->candidates.empty()) {
+    return absl::FailedPreconditionError(
+        "StepLogProbs: a shortlisted step has the batch's candidates as its columns");
+  }
+  TFM_ASSIGN_OR_RETURN(const Tensor logits, StepLogits(base, last_tokens));
+  return LogSoftmax(logits);
+}
+
 absl::StatusOr<Tensor> Transformer::Step(DecoderState& base, absl::Span<const int> last_tokens) {
   TFM_ASSIGN_OR_RETURN(TransformerState * state, StateOf(base, this));
   TFM_ASSIGN_OR_RETURN(const Tensor logits, StepLogits(base, last_tokens));

@@ -6,7 +6,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/bit_rows.h"
 #include "core/status_macros.h"
+#include "core/tensor_copy.h"
+#include "ops/ensemble_combine/ensemble_combine.h"
+#include "ops/row_top_k/row_top_k.h"
 
 namespace tfm {
 namespace {
@@ -67,21 +71,73 @@ absl::StatusOr<std::unique_ptr<DecoderState>> EnsembleModel::Start(const SourceB
   return std::unique_ptr<DecoderState>(std::move(state));
 }
 
-absl::StatusOr<Tensor> EnsembleModel::Step(DecoderState& base, absl::Span<const int> last_tokens) {
+absl::StatusOr<Tensor> EnsembleModel::CombinedStep(DecoderState& base,
+                                                   absl::Span<const int> last_tokens,
+                                                   bool on_device) {
   EnsembleState& state = static_cast<EnsembleState&>(base);
   for (size_t k = 0; k < members_.size(); ++k) {
-    TFM_ASSIGN_OR_RETURN(state.outputs[k], members_[k]->Step(*state.members[k], last_tokens));
-    if (state.outputs[k].shape() != state.outputs[0].shape()) {
+    TFM_ASSIGN_OR_RETURN(state.outputs[k],
+                         on_device ? members_[k]->StepLogProbs(*state.members[k], last_tokens)
+                                   : members_[k]->Step(*state.members[k], last_tokens));
+    if (state.outputs[k].shape() != state.outputs[0].shape() ||
+        state.outputs[k].device() != state.outputs[0].device()) {
       return absl::InternalError(absl::StrCat("ensemble member ", k + 1, " stepped ",
                                               state.outputs[k].DebugString(), ", member 1 ",
                                               state.outputs[0].DebugString()));
     }
   }
-  if (members_.size() == 1) return state.outputs[0];
-  TFM_ASSIGN_OR_RETURN(Tensor combined, Tensor::Empty(state.outputs[0].shape(), DType::kF32));
-  CombineLogProbabilities(state.outputs, combination_, &combined);
+  if (members_.size() == 1) return std::move(state.outputs[0]);
+  absl::StatusOr<Tensor> combined =
+      EnsembleCombine(state.outputs, combination_ == EnsembleCombination::kProbabilityMean);
   for (Tensor& output : state.outputs) output = Tensor();  // Back to the members' allocators.
   return combined;
+}
+
+absl::StatusOr<Tensor> EnsembleModel::Step(DecoderState& base, absl::Span<const int> last_tokens) {
+  return CombinedStep(base, last_tokens, /*on_device=*/false);
+}
+
+bool EnsembleModel::HasStepTopK() const {
+  for (const IncrementalModel* member : members_) {
+    if (!member->HasStepLogProbs()) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<StepTopTokens> EnsembleModel::StepTopK(DecoderState& base,
+                                                      absl::Span<const int> last_tokens, int count,
+                                                      int forbidden_token,
+                                                      absl::Span<const uint32_t> allowed) {
+  TFM_ASSIGN_OR_RETURN(const Tensor combined, CombinedStep(base, last_tokens, /*on_device=*/true));
+  const int64_t rows = combined.dim(0);
+  const int64_t words = BitRowWords(combined.dim(1));
+  if (!allowed.empty() && static_cast<int64_t>(allowed.size()) != rows * words) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "StepTopK: ", allowed.size(), " words of allowed tokens for ", rows, " rows of ", words));
+  }
+  // Ranked where the members computed the step; a count past the CUDA
+  // kernel's limit (a wide beam) on the host, which takes any.
+  const Device device =
+      !combined.device().is_cpu() && count > kMaxRowTopK ? Device::Cpu() : combined.device();
+  TFM_ASSIGN_OR_RETURN(const Tensor ranked_from, CopyToDevice(combined, device));
+  Tensor allowed_bits;
+  if (!allowed.empty()) {
+    TFM_ASSIGN_OR_RETURN(
+        allowed_bits,
+        Int32OnDevice(
+            absl::MakeConstSpan(reinterpret_cast<const int32_t*>(allowed.data()), allowed.size()),
+            {rows, words}, device));
+  }
+  TFM_ASSIGN_OR_RETURN(const RowTopK ranked,
+                       RowTopKOf(ranked_from, count, forbidden_token, allowed_bits));
+  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> on_host,
+                       CopyAllToHost({ranked.values, ranked.columns}));
+  StepTopTokens top;
+  top.count = count;
+  top.log_probs = on_host[0].ToVector<float>();
+  top.tokens = on_host[1].ToVector<int32_t>();
+  top.all_log_probs = [combined]() { return CopyToDevice(combined, Device::Cpu()); };
+  return top;
 }
 
 absl::Status EnsembleModel::Reorder(DecoderState& base, absl::Span<const int> rows,
@@ -91,39 +147,6 @@ absl::Status EnsembleModel::Reorder(DecoderState& base, absl::Span<const int> ro
     TFM_RETURN_IF_ERROR(members_[k]->Reorder(*state.members[k], rows, rows_per_sentence));
   }
   return absl::OkStatus();
-}
-
-void CombineLogProbabilities(const std::vector<Tensor>& members, EnsembleCombination combination,
-                             Tensor* combined) {
-  const int64_t n = combined->num_elements();
-  const size_t k_count = members.size();
-  std::vector<const float*> inputs;
-  for (const Tensor& member : members) inputs.push_back(member.data<float>());
-  float* out = combined->data<float>();
-  const float inverse_count = 1.0f / static_cast<float>(k_count);
-  if (combination == EnsembleCombination::kLogProbabilityMean) {
-    for (int64_t i = 0; i < n; ++i) {
-      float sum = 0;
-      for (size_t k = 0; k < k_count; ++k) sum += inputs[k][i];
-      out[i] = sum * inverse_count;
-    }
-    return;
-  }
-  // log((1/K) sum_k exp(l_k)) = m + log(sum_k exp(l_k - m)) - log K with m
-  // the largest l_k, so that no exp overflows or every one underflows.
-  const float log_count = std::log(static_cast<float>(k_count));
-  constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) {
-    float largest = inputs[0][i];
-    for (size_t k = 1; k < k_count; ++k) largest = std::max(largest, inputs[k][i]);
-    if (largest == kMinusInfinity) {
-      out[i] = kMinusInfinity;  // Every member rules the token out.
-      continue;
-    }
-    float sum = 0;
-    for (size_t k = 0; k < k_count; ++k) sum += std::exp(inputs[k][i] - largest);
-    out[i] = largest + std::log(sum) - log_count;
-  }
 }
 
 }  // namespace tfm

@@ -1,8 +1,12 @@
 // Several models decoding as one (an ensemble of independently trained
 // runs, as fairseq's --path a:b and Marian's --models give): every member
 // encodes the batch and steps its own caches, and each step's distribution
-// is the members' combined. Searches see one IncrementalModel, so beam and
-// greedy search, constraints and n-best lists work unchanged.
+// is the members' combined (ops/ensemble_combine). Searches see one
+// IncrementalModel, so beam and greedy search, constraints and n-best lists
+// work unchanged. When every member keeps its step's log-probabilities where
+// it computed them (StepLogProbs: a Transformer without a shortlist), the
+// ensemble combines and ranks them there too (StepTopK): a GPU ensemble then
+// brings back each row's best tokens, not every member's distribution.
 //
 // The members must share one vocabulary (the same ids mean the same pieces);
 // the caller checks that (tasks/common/trained_model.cc compares the
@@ -46,6 +50,10 @@ class EnsembleModel : public IncrementalModel {
                                                       int rows_per_sentence,
                                                       int max_steps) override;
   absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) override;
+  bool HasStepTopK() const override;
+  absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state, absl::Span<const int> last_tokens,
+                                         int count, int forbidden_token,
+                                         absl::Span<const uint32_t> allowed) override;
   absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
                        int rows_per_sentence) override;
 
@@ -53,14 +61,14 @@ class EnsembleModel : public IncrementalModel {
   EnsembleModel(std::vector<IncrementalModel*> members, EnsembleCombination combination)
       : members_(std::move(members)), combination_(combination) {}
 
+  // The members' step outputs (each member's Step, or with `on_device` its
+  // StepLogProbs) combined.
+  absl::StatusOr<Tensor> CombinedStep(DecoderState& state, absl::Span<const int> last_tokens,
+                                      bool on_device);
+
   std::vector<IncrementalModel*> members_;
   EnsembleCombination combination_;
 };
-
-// Combines the members' step outputs (host f32 [rows, vocab], all of one
-// shape) into `combined` (the same shape) elementwise. Exposed for tests.
-void CombineLogProbabilities(const std::vector<Tensor>& members, EnsembleCombination combination,
-                             Tensor* combined);
 
 }  // namespace tfm
 

@@ -6,12 +6,13 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "runtime/decode/beam_search.h"
 #include "runtime/decode/greedy_search.h"
 #include "runtime/decode/scripted_model_testing.h"
-#include "gtest/gtest.h"
 
 namespace tfm {
 namespace {
@@ -57,24 +58,71 @@ double CombinedSequence(const std::vector<const ScriptedModel*>& members,
   return total;
 }
 
-TEST(EnsembleModelTest, CombinesElementwise) {
-  const std::vector<float> a = {std::log(0.5f), std::log(0.25f),
-                                -std::numeric_limits<float>::infinity(),
-                                -std::numeric_limits<float>::infinity()};
-  const std::vector<float> b = {std::log(0.125f), std::log(0.25f), std::log(0.5f),
-                                -std::numeric_limits<float>::infinity()};
-  std::vector<Tensor> members = {*Tensor::FromVector<float>(a, {1, 4}),
-                                 *Tensor::FromVector<float>(b, {1, 4})};
-  Tensor out = *Tensor::Empty({1, 4}, DType::kF32);
-  CombineLogProbabilities(members, EnsembleCombination::kProbabilityMean, &out);
-  EXPECT_NEAR(out.span<float>()[0], std::log(0.3125f), 1e-6);
-  EXPECT_NEAR(out.span<float>()[1], std::log(0.25f), 1e-6);
-  EXPECT_NEAR(out.span<float>()[2], std::log(0.25f), 1e-6);  // One member rules it out.
-  EXPECT_EQ(out.span<float>()[3], -std::numeric_limits<float>::infinity());
-  CombineLogProbabilities(members, EnsembleCombination::kLogProbabilityMean, &out);
-  EXPECT_NEAR(out.span<float>()[0], std::log(0.25f), 1e-6);  // sqrt(0.5 * 0.125).
-  EXPECT_NEAR(out.span<float>()[1], std::log(0.25f), 1e-6);
-  EXPECT_EQ(out.span<float>()[2], -std::numeric_limits<float>::infinity());
+// A scripted model whose steps count as kept where it computed them
+// (StepLogProbs): an ensemble of such members ranks through StepTopK.
+class KeepsLogProbs : public IncrementalModel {
+ public:
+  explicit KeepsLogProbs(ScriptedModel& model) : model_(model) {}
+  DecodingVocabulary vocabulary() const override { return model_.vocabulary(); }
+  absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
+                                                      int rows_per_sentence,
+                                                      int max_steps) override {
+    return model_.Start(sources, rows_per_sentence, max_steps);
+  }
+  absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last) override {
+    return model_.Step(state, last);
+  }
+  bool HasStepLogProbs() const override { return true; }
+  absl::StatusOr<Tensor> StepLogProbs(DecoderState& state, absl::Span<const int> last) override {
+    return model_.Step(state, last);
+  }
+  absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
+                       int rows_per_sentence) override {
+    return model_.Reorder(state, rows, rows_per_sentence);
+  }
+
+ private:
+  ScriptedModel& model_;
+};
+
+// An ensemble whose members keep their steps combines and ranks them there
+// (StepTopK), and chooses exactly what combining the members' host
+// distributions and ranking on the host chooses: the same n-best lists and
+// scores, for both combinations, greedy and beam.
+TEST(EnsembleModelTest, RankingTheCombinedStepWhereItIsEqualsTheHostPath) {
+  ScriptedModel first(/*vocab=*/9, /*eos_bias=*/0.8);
+  ScriptedModel second(/*vocab=*/9, /*eos_bias=*/0.3, /*eos_shift=*/0.5);
+  KeepsLogProbs first_kept(first), second_kept(second);
+  for (EnsembleCombination combination :
+       {EnsembleCombination::kProbabilityMean, EnsembleCombination::kLogProbabilityMean}) {
+    absl::StatusOr<std::unique_ptr<EnsembleModel>> on_host =
+        EnsembleModel::Create({&first, &second}, combination);
+    absl::StatusOr<std::unique_ptr<EnsembleModel>> kept =
+        EnsembleModel::Create({&first_kept, &second_kept}, combination);
+    ASSERT_TRUE(on_host.ok() && kept.ok());
+    EXPECT_FALSE((*on_host)->HasStepTopK());
+    ASSERT_TRUE((*kept)->HasStepTopK());
+    for (const int beam : {1, 4}) {
+      SearchOptions options = Options(beam, beam > 1 ? 3 : 1);
+      std::unique_ptr<SearchStrategy> search;
+      if (beam == 1) {
+        search = std::make_unique<GreedySearch>(options);
+      } else {
+        search = std::make_unique<BeamSearch>(options);
+      }
+      absl::StatusOr<std::vector<NBestList>> a = search->Search(**on_host, Sources());
+      absl::StatusOr<std::vector<NBestList>> b = search->Search(**kept, Sources());
+      ASSERT_TRUE(a.ok() && b.ok());
+      ASSERT_EQ(a->size(), b->size());
+      for (size_t s = 0; s < a->size(); ++s) {
+        ASSERT_EQ((*a)[s].size(), (*b)[s].size()) << "source " << s;
+        for (size_t i = 0; i < (*a)[s].size(); ++i) {
+          EXPECT_EQ((*a)[s][i].tokens, (*b)[s][i].tokens) << "source " << s;
+          EXPECT_EQ((*a)[s][i].score, (*b)[s][i].score) << "source " << s;
+        }
+      }
+    }
+  }
 }
 
 TEST(EnsembleModelTest, BeamScoresAreTheCombinedDistributions) {

@@ -18,6 +18,7 @@
 #include "core/data/corpus.h"
 #include "core/data/file_io.h"
 #include "gtest/gtest.h"
+#include "runtime/decode/host_ranked_model_testing.h"
 #include "runtime/train/checkpoint.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
@@ -27,7 +28,6 @@
 #include "tasks/parsing/tag_dictionary.h"
 #include "tasks/parsing/tree.h"
 #include "tasks/parsing/tree_decoding.h"
-#include "runtime/decode/host_ranked_model_testing.h"
 #include "tests/util/gpu.h"
 #include "tests/util/peer_python.h"
 #include "tests/util/tiny_model.h"
@@ -400,13 +400,25 @@ TEST_F(ParsingDecodingTest, EnsemblesParseTreesAndAModelBesideItselfParsesAsAlon
 // bits sent to StepTopK: ops/row_top_k's column filter) give exactly the
 // parses of masking each step's whole distribution on the host, for every
 // leaf style (chosen, tagged with the tag dictionary, copied words,
-// numbered leaves), greedy and at beam 3, n-best 2: the same trees, in the
-// same order.
+// numbered leaves) and an ensemble of two (combined and ranked where its
+// members computed the step), greedy and at beam 3, n-best 2: the same
+// trees, in the same order.
 TEST_F(ParsingDecodingTest, ConstrainedRankingOnTheModelEqualsMaskingOnTheHost) {
-  for (const std::string* dir : {aligned_dir_, tagged_dir_, words_dir_, indexed_dir_}) {
+  const std::string pair = absl::StrCat(*tagged_dir_, ",", *tagged_other_weights_dir_);
+  for (const std::string* dir : std::vector<const std::string*>{aligned_dir_, tagged_dir_,
+                                                                words_dir_, indexed_dir_, &pair}) {
     TrainedModel trained = Load(dir);
-    ASSERT_TRUE(trained.model->HasStepTopK());
-    testing::HostRanked host_ranked(*trained.model);
+    std::unique_ptr<EnsembleModel> ensemble;
+    IncrementalModel* model = trained.model.get();
+    if (trained.ensemble_size() > 1) {
+      absl::StatusOr<std::unique_ptr<EnsembleModel>> made =
+          trained.Decoder(trained.config.decode().ensemble_combination());
+      ASSERT_TRUE(made.ok()) << made.status();
+      ensemble = std::move(*made);
+      model = ensemble.get();
+    }
+    ASSERT_TRUE(model->HasStepTopK());
+    testing::HostRanked host_ranked(*model);
     DecodingHooks hooks = TreeDecodingHooks();
     hooks.model_files = trained.task_files;
     for (const int beam : {1, 3}) {
@@ -415,9 +427,8 @@ TEST_F(ParsingDecodingTest, ConstrainedRankingOnTheModelEqualsMaskingOnTheHost) 
       request.beam = beam;
       request.nbest = beam > 1 ? 2 : 1;
       const config::DecodeConfig decode = DecodeSettings(trained.config, request);
-      absl::StatusOr<std::vector<std::string>> on_model =
-          DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, Sentences(),
-                      "in", nullptr, hooks);
+      absl::StatusOr<std::vector<std::string>> on_model = DecodeLines(
+          *model, trained.tokenizer, trained.config, decode, Sentences(), "in", nullptr, hooks);
       absl::StatusOr<std::vector<std::string>> on_host =
           DecodeLines(host_ranked, trained.tokenizer, trained.config, decode, Sentences(), "in",
                       nullptr, hooks);
@@ -430,8 +441,8 @@ TEST_F(ParsingDecodingTest, ConstrainedRankingOnTheModelEqualsMaskingOnTheHost) 
 }
 
 // Parsing on the GPU: the tree constraint (its allowed tokens ranked on the
-// device, or masking the whole distribution on the host for an ensemble),
-// the tag dictionary and leaf alignment
+// device, an ensemble's members combined there first), the tag dictionary
+// and leaf alignment
 // (the decoder input hook) give the CPU's parses, alone and in an ensemble,
 // greedy and at beam 3. (Random weights make flat distributions: a near tie
 // could fall either way between the devices' sums; these sentences have
