@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "core/bit_rows.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 
@@ -32,6 +33,24 @@ bool IsIdentity(absl::Span<const int> indices, int64_t n) {
     if (indices[i] != i) return false;
   }
   return true;
+}
+
+absl::Status CheckAllowedTokens(absl::Span<const uint32_t> allowed, int64_t rows,
+                                int64_t vocabulary_size) {
+  const int64_t words = BitRowWords(vocabulary_size);
+  if (allowed.empty() || static_cast<int64_t>(allowed.size()) == rows * words) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("StepTopK: ", allowed.size(),
+                                                 " words of allowed tokens for ", rows,
+                                                 " rows of ", words));
+}
+
+absl::StatusOr<Tensor> BitRowsOnDevice(absl::Span<const uint32_t> bits, int64_t rows,
+                                       const Device& device) {
+  return Int32OnDevice(
+      absl::MakeConstSpan(reinterpret_cast<const int32_t*>(bits.data()), bits.size()),
+      {rows, static_cast<int64_t>(bits.size()) / rows}, device);
 }
 
 absl::StatusOr<Tensor> VocabularyLogProbs(const Tensor& log_probs,

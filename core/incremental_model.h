@@ -63,6 +63,17 @@ absl::StatusOr<Tensor> VocabularyLogProbs(const Tensor& log_probs,
                                           absl::Span<const int32_t> tokens,
                                           int64_t vocabulary_size);
 
+// StepTopK's `allowed` for `rows` rows of a `vocabulary_size` vocabulary:
+// empty, or rows x BitRowWords(vocabulary_size) words; else
+// InvalidArgument.
+absl::Status CheckAllowedTokens(absl::Span<const uint32_t> allowed, int64_t rows,
+                                int64_t vocabulary_size);
+
+// Rows of bits (rows x bits.size() / rows words) as the i32 [rows, words]
+// tensor on `device` that the top-k ops take as their allowed columns.
+absl::StatusOr<Tensor> BitRowsOnDevice(absl::Span<const uint32_t> bits, int64_t rows,
+                                       const Device& device);
+
 // A model's decoding state for one batch; only the model that made it can
 // use it.
 class DecoderState {

@@ -121,10 +121,7 @@ absl::StatusOr<Tensor> AllowedColumns(absl::Span<const uint32_t> allowed, int64_
     }
     allowed = columns;
   }
-  const int64_t words = static_cast<int64_t>(allowed.size()) / rows;
-  return Int32OnDevice(absl::MakeConstSpan(reinterpret_cast<const int32_t*>(allowed.data()),
-                                           allowed.size()),
-                       {rows, words}, device);
+  return BitRowsOnDevice(allowed, rows, device);
 }
 
 }  // namespace
@@ -376,12 +373,7 @@ absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
                                                     absl::Span<const uint32_t> allowed) {
   TFM_ASSIGN_OR_RETURN(TransformerState * ours, StateOf(state, this));
   const int64_t rows = ours->cache.rows();
-  const int64_t words = BitRowWords(vocabulary_.size);
-  if (!allowed.empty() && static_cast<int64_t>(allowed.size()) != rows * words) {
-    return absl::InvalidArgumentError(absl::StrCat("StepTopK: ", allowed.size(),
-                                                   " words of allowed tokens for ", rows,
-                                                   " rows of ", words));
-  }
+  TFM_RETURN_IF_ERROR(CheckAllowedTokens(allowed, rows, vocabulary_.size));
   // With a shortlist the columns are its candidates: the forbidden token's
   // column, if it is one, each column's allowed bit, and each ranked
   // column's token.

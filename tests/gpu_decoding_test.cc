@@ -27,7 +27,7 @@
 #include "gtest/gtest.h"
 #include "layers/transformer.h"
 #include "runtime/decode/ensemble_model.h"
-#include "runtime/decode/host_ranked_model_testing.h"
+#include "runtime/decode/forwarding_model_testing.h"
 #include "runtime/decode/search_testing.h"
 #include "tests/util/gpu.h"
 #include "tests/util/reversal_model.h"

@@ -47,7 +47,8 @@ class DecodingConstraint {
   virtual void AllowedTokens(const int32_t* state, absl::Span<const int> source,
                              uint32_t* allowed) const = 0;
 
-  // The state after the hypothesis takes `token` (one Mask allowed).
+  // The state after the hypothesis takes `token` (one AllowedTokens
+  // allowed).
   virtual void Advance(int token, absl::Span<const int> source, int32_t* state) const = 0;
 };
 

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/bit_rows.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
 #include "ops/ensemble_combine/ensemble_combine.h"
@@ -110,11 +109,7 @@ absl::StatusOr<StepTopTokens> EnsembleModel::StepTopK(DecoderState& base,
                                                       absl::Span<const uint32_t> allowed) {
   TFM_ASSIGN_OR_RETURN(const Tensor combined, CombinedStep(base, last_tokens, /*on_device=*/true));
   const int64_t rows = combined.dim(0);
-  const int64_t words = BitRowWords(combined.dim(1));
-  if (!allowed.empty() && static_cast<int64_t>(allowed.size()) != rows * words) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "StepTopK: ", allowed.size(), " words of allowed tokens for ", rows, " rows of ", words));
-  }
+  TFM_RETURN_IF_ERROR(CheckAllowedTokens(allowed, rows, combined.dim(1)));
   // Ranked where the members computed the step; a count past the CUDA
   // kernel's limit (a wide beam) on the host, which takes any.
   const Device device =
@@ -122,11 +117,7 @@ absl::StatusOr<StepTopTokens> EnsembleModel::StepTopK(DecoderState& base,
   TFM_ASSIGN_OR_RETURN(const Tensor ranked_from, CopyToDevice(combined, device));
   Tensor allowed_bits;
   if (!allowed.empty()) {
-    TFM_ASSIGN_OR_RETURN(
-        allowed_bits,
-        Int32OnDevice(
-            absl::MakeConstSpan(reinterpret_cast<const int32_t*>(allowed.data()), allowed.size()),
-            {rows, words}, device));
+    TFM_ASSIGN_OR_RETURN(allowed_bits, BitRowsOnDevice(allowed, rows, device));
   }
   TFM_ASSIGN_OR_RETURN(const RowTopK ranked,
                        RowTopKOf(ranked_from, count, forbidden_token, allowed_bits));

@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "runtime/decode/beam_search.h"
+#include "runtime/decode/forwarding_model_testing.h"
 #include "runtime/decode/greedy_search.h"
 #include "runtime/decode/scripted_model_testing.h"
 
@@ -60,29 +61,13 @@ double CombinedSequence(const std::vector<const ScriptedModel*>& members,
 
 // A scripted model whose steps count as kept where it computed them
 // (StepLogProbs): an ensemble of such members ranks through StepTopK.
-class KeepsLogProbs : public IncrementalModel {
+class KeepsLogProbs : public testing::ForwardingModel {
  public:
-  explicit KeepsLogProbs(ScriptedModel& model) : model_(model) {}
-  DecodingVocabulary vocabulary() const override { return model_.vocabulary(); }
-  absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
-                                                      int rows_per_sentence,
-                                                      int max_steps) override {
-    return model_.Start(sources, rows_per_sentence, max_steps);
-  }
-  absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last) override {
-    return model_.Step(state, last);
-  }
+  using ForwardingModel::ForwardingModel;
   bool HasStepLogProbs() const override { return true; }
   absl::StatusOr<Tensor> StepLogProbs(DecoderState& state, absl::Span<const int> last) override {
     return model_.Step(state, last);
   }
-  absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
-                       int rows_per_sentence) override {
-    return model_.Reorder(state, rows, rows_per_sentence);
-  }
-
- private:
-  ScriptedModel& model_;
 };
 
 // An ensemble whose members keep their steps combines and ranks them there

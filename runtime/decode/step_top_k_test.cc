@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/bit_rows.h"
 #include "core/status_macros.h"
-#include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "ops/row_top_k/row_top_k.h"
 #include "runtime/decode/decoding_constraint.h"
+#include "runtime/decode/forwarding_model_testing.h"
 #include "runtime/decode/scripted_model_testing.h"
 #include "runtime/decode/search_testing.h"
 
@@ -28,17 +28,11 @@ using testing::ScriptedModel;
 // With kTiny, the first step's are rounded to integers and every later
 // step's are ties made by the double sum's rounding (see Rounded).
 constexpr float kTiny = -1.0f;
-class RankedModel : public IncrementalModel {
+class RankedModel : public testing::ForwardingModel {
  public:
   RankedModel(ScriptedModel& model, float grid, bool ranks)
-      : model_(model), grid_(grid), ranks_(ranks) {}
+      : ForwardingModel(model), grid_(grid), ranks_(ranks) {}
 
-  DecodingVocabulary vocabulary() const override { return model_.vocabulary(); }
-  absl::StatusOr<std::unique_ptr<DecoderState>> Start(const SourceBatch& sources,
-                                                      int rows_per_sentence,
-                                                      int max_steps) override {
-    return model_.Start(sources, rows_per_sentence, max_steps);
-  }
   absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last) override {
     EXPECT_FALSE(ranks_) << "a search called Step on a model that ranks";
     return Rounded(state, last);
@@ -52,12 +46,7 @@ class RankedModel : public IncrementalModel {
     TFM_ASSIGN_OR_RETURN(Tensor all, Rounded(state, last));
     Tensor allowed_bits;
     if (!allowed.empty()) {
-      const int64_t rows = all.dim(0);
-      TFM_ASSIGN_OR_RETURN(
-          allowed_bits,
-          Int32OnDevice(
-              absl::MakeConstSpan(reinterpret_cast<const int32_t*>(allowed.data()), allowed.size()),
-              {rows, static_cast<int64_t>(allowed.size()) / rows}, Device::Cpu()));
+      TFM_ASSIGN_OR_RETURN(allowed_bits, BitRowsOnDevice(allowed, all.dim(0), Device::Cpu()));
     }
     TFM_ASSIGN_OR_RETURN(RowTopK ranked, RowTopKOf(all, count, forbidden_token, allowed_bits));
     top.all_log_probs = [all, this]() -> absl::StatusOr<Tensor> {
@@ -67,10 +56,6 @@ class RankedModel : public IncrementalModel {
     top.log_probs = ranked.values.ToVector<float>();
     top.tokens = ranked.columns.ToVector<int32_t>();
     return top;
-  }
-  absl::Status Reorder(DecoderState& state, absl::Span<const int> rows,
-                       int rows_per_sentence) override {
-    return model_.Reorder(state, rows, rows_per_sentence);
   }
 
  private:
@@ -98,7 +83,6 @@ class RankedModel : public IncrementalModel {
     return log_probs;
   }
 
-  ScriptedModel& model_;
   float grid_;
   bool ranks_;
 

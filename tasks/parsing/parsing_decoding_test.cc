@@ -18,7 +18,7 @@
 #include "core/data/corpus.h"
 #include "core/data/file_io.h"
 #include "gtest/gtest.h"
-#include "runtime/decode/host_ranked_model_testing.h"
+#include "runtime/decode/forwarding_model_testing.h"
 #include "runtime/train/checkpoint.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"

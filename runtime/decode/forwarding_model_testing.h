@@ -1,8 +1,11 @@
-// A model's decoding with its StepTopK hidden (tests): searches then copy
-// each step's whole distribution to the host and rank it there (and mask it
-// there under a constraint), the path to compare device ranking with.
-#ifndef TFM_RUNTIME_DECODE_HOST_RANKED_MODEL_TESTING_H_
-#define TFM_RUNTIME_DECODE_HOST_RANKED_MODEL_TESTING_H_
+// Models that wrap another for tests: ForwardingModel passes every call a
+// search makes on to the wrapped model, as a base for wrappers that change
+// one thing; HostRanked hides the wrapped model's StepTopK, so that searches
+// copy each step's whole distribution to the host and rank it there (and
+// mask it there under a constraint), the path to compare device ranking
+// with.
+#ifndef TFM_RUNTIME_DECODE_FORWARDING_MODEL_TESTING_H_
+#define TFM_RUNTIME_DECODE_FORWARDING_MODEL_TESTING_H_
 
 #include <memory>
 
@@ -11,9 +14,9 @@
 namespace tfm {
 namespace testing {
 
-class HostRanked : public IncrementalModel {
+class ForwardingModel : public IncrementalModel {
  public:
-  explicit HostRanked(IncrementalModel& model) : model_(model) {}
+  explicit ForwardingModel(IncrementalModel& model) : model_(model) {}
   DecodingVocabulary vocabulary() const override { return model_.vocabulary(); }
   void BeginSearch() override { model_.BeginSearch(); }
   void EndSearch() override { model_.EndSearch(); }
@@ -30,11 +33,16 @@ class HostRanked : public IncrementalModel {
     return model_.Reorder(state, rows, rows_per_sentence);
   }
 
- private:
+ protected:
   IncrementalModel& model_;
+};
+
+class HostRanked : public ForwardingModel {
+ public:
+  using ForwardingModel::ForwardingModel;
 };
 
 }  // namespace testing
 }  // namespace tfm
 
-#endif  // TFM_RUNTIME_DECODE_HOST_RANKED_MODEL_TESTING_H_
+#endif  // TFM_RUNTIME_DECODE_FORWARDING_MODEL_TESTING_H_
