@@ -114,7 +114,10 @@ absl::StatusOr<StepTopTokens> EnsembleModel::StepTopK(DecoderState& base,
   // kernel's limit (a wide beam) on the host, which takes any.
   const Device device =
       !combined.device().is_cpu() && count > kMaxRowTopK ? Device::Cpu() : combined.device();
-  TFM_ASSIGN_OR_RETURN(const Tensor ranked_from, CopyToDevice(combined, device));
+  Tensor ranked_from = combined;
+  if (device != combined.device()) {
+    TFM_ASSIGN_OR_RETURN(ranked_from, CopyToDevice(combined, device));
+  }
   Tensor allowed_bits;
   if (!allowed.empty()) {
     TFM_ASSIGN_OR_RETURN(allowed_bits, BitRowsOnDevice(allowed, rows, device));
