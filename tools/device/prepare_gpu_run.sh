@@ -8,8 +8,8 @@
 #   tools/device/gpu_checks.sh [STAGE...]   carry: .device_bundle .gpu_data
 # Takes long on 2 cores (every CUDA kernel and GPU test is compiled with -c
 # opt): start it early in the session.
-# --decode: only what compare, decode_bench and decode_profile run (about 20
-# MB against 31), into .device_bundle_decode, for a call that also carries a
+# --decode: only what compare, decode_bench and decode_profile run (20 MB
+# against 28), into .device_bundle_decode, for a call that also carries a
 # trained model (.gpu_model, 30 MB for the preset's size): the carry limit is
 # 64 MiB with the tree. Both bundles can stand side by side, so a session
 # needs no build between its calls; such a call sets
