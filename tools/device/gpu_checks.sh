@@ -590,8 +590,9 @@ if run memcheck_ops; then
   # skip of a non-finite update (the trainer's reads at log lines only),
   # and the one-launch lists of cast (a pass's weights and bf16 gradients)
   # and split_heads/merge_heads (attention's q, k and v); relu_backward's
-  # dropout scale.
-  TFM_TESTS='residual_layer_norm_test|row_top_k_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512|kv_cache_test|positional_encoding_test_avx512|ops/linear/linear_test|staged_upload_test|loss_scale_test|cast_test|split_heads_test|relu_test_avx512' \
+  # dropout scale. And the 2026-11-28 ones: the top-k's allowed bits (a
+  # constraint's tokens) and an ensemble's combination.
+  TFM_TESTS='residual_layer_norm_test|row_top_k_test|ensemble_combine_test|adam_test_avx512|grad_norm_test|embedding_test|log_softmax_top_k_test_avx512|kv_cache_test|positional_encoding_test_avx512|ops/linear/linear_test|staged_upload_test|loss_scale_test|cast_test|split_heads_test|relu_test_avx512' \
     TFM_TEST_WRAPPER="timeout 100 compute-sanitizer --tool memcheck --error-exitcode 7 --print-limit 20" \
     timeout 240 "$bundle/run_gpu_tests.sh" --gtest_filter='*Cuda*:*Gpu*:*GPU*:*Staged*'
   # Shared memory in the new top-k reductions.
