@@ -56,7 +56,8 @@
 #                directory with its held-out test.words beside it as wsj_test.words) parses
 #                at beam 21 with the constraint's tokens ranked on the GPU, then with each
 #                step's whole distribution masked and ranked on the host
-#                (TFM_CONSTRAINT_ON_HOST=1), then on the CPU: identical trees, the time
+#                (TFM_CONSTRAINT_ON_HOST=1), then on the CPU; and as an ensemble of itself
+#                twice, combined on the GPU or on the host: identical trees, the time
 #                of each (TFM_BUNDLE=.device_bundle_parse, prepare_gpu_run.sh --parse;
 #                carry .device_bundle_parse .gpu_model/wsj .gpu_model/wsj_test.words)
 #   pack         the trained model back here (its weights in 15 MiB parts): the chosen
@@ -72,7 +73,7 @@
 #      packed projections against the alternatives
 #   2. TFM_BUNDLE=.device_bundle_decode TFM_GPU_MODEL=.gpu_model/m30k ...
 #      compare decode_bench  (carry .device_bundle_decode .gpu_data .gpu_model)
-#   3. TFM_BUNDLE=.device_bundle_parse ... parse  (~60 s; carry
+#   3. TFM_BUNDLE=.device_bundle_parse ... parse  (~90 s; carry
 #      .device_bundle_parse .gpu_model/wsj .gpu_model/wsj_test.words, made
 #      here by prepare_gpu_run.sh --parse and a copy of a parser's
 #      checkpoint_average and test.words): constrained parsing ranked on the
@@ -258,19 +259,30 @@ if run parse; then
     echo "parse: needs a parser ($parser), its sentences ($words) and a bundle with" \
       "tasks/parse_wsj (TFM_BUNDLE=.device_bundle_parse); skipped"
   else
-    for side in "cuda 0" "cuda 1" "cpu 0"; do
-      read -r device on_host <<<"$side"
-      TFM_CONSTRAINT_ON_HOST="$on_host" /usr/bin/time -f "$device, constraint on host $on_host: %e s wall" \
-        timeout 150 "$bundle/run_bundle.sh" tasks/parse_wsj parse --model="$parser" \
-        --device="$device" --input="$words" --output="/tmp/parses_${device}_${on_host}.txt" 2>&1 |
+    # One model, then an ensemble of the model beside itself (two members'
+    # work: combined on the GPU, or each member's distribution on the host).
+    for side in "one cuda 0" "one cuda 1" "one cpu 0" "two cuda 0" "two cuda 1"; do
+      read -r members device on_host <<<"$side"
+      models="$parser"
+      [[ $members == two ]] && models="$parser,$parser"
+      TFM_CONSTRAINT_ON_HOST="$on_host" /usr/bin/time \
+        -f "$members model(s), $device, constraint on host $on_host: %e s wall" \
+        timeout 150 "$bundle/run_bundle.sh" tasks/parse_wsj parse --model="$models" \
+        --device="$device" --input="$words" --output="/tmp/parses_${members}_${device}_${on_host}.txt" 2>&1 |
         grep -E 'decoded|wall|rror'
     done
-    for other in cuda_1 cpu_0; do
-      if cmp -s /tmp/parses_cuda_0.txt "/tmp/parses_$other.txt"; then
-        echo "parse check: the GPU's trees ranked on the device equal $other's: PASS"
+    # The trees of the same work compared: exactly equal within one device
+    # (the same log-probabilities, ranked in two places); an ensemble's host
+    # path combines with the host's exp and log, its GPU path with the
+    # GPU's, so a near tie may fall either way there: counted.
+    for pair in "one_cuda_0 one_cuda_1" "one_cuda_0 one_cpu_0" "two_cuda_0 two_cuda_1"; do
+      read -r a b <<<"$pair"
+      lines="$(cat "/tmp/parses_$a.txt" 2>/dev/null | wc -l)"
+      differ="$(diff "/tmp/parses_$a.txt" "/tmp/parses_$b.txt" 2>/dev/null | grep -c '^<')"
+      if [[ "$lines" -gt 0 ]] && cmp -s "/tmp/parses_$a.txt" "/tmp/parses_$b.txt"; then
+        echo "parse check: $a and $b give the same $lines trees: PASS"
       else
-        echo "parse check: the GPU's trees ranked on the device differ from $other's: FAIL" \
-          "($(diff /tmp/parses_cuda_0.txt "/tmp/parses_$other.txt" | grep -c '^<') lines)"
+        echo "parse check: $a and $b differ on $differ of $lines trees: FAIL"
       fi
     done
   fi
