@@ -10,6 +10,24 @@
 
 namespace tfm {
 
+namespace {
+
+// The operands a packed tensor holds: q, k and v for qkv, k and v for kv,
+// else its own.
+int64_t PackedParts(PackedHeads packed) {
+  switch (packed) {
+    case PackedHeads::kQueriesKeysValues:
+      return 3;
+    case PackedHeads::kKeysValues:
+      return 2;
+    case PackedHeads::kNone:
+      break;
+  }
+  return 1;
+}
+
+}  // namespace
+
 absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& context,
                                                      int key_mask_input, bool key_rows) {
   const Tensor& q = context.input(0);
@@ -46,7 +64,7 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
       return context.Error(qkv ? "packed qkv takes q, k and v as one tensor"
                                : "packed kv takes k and v as one tensor");
     }
-    const int64_t parts = qkv ? 3 : 2;
+    const int64_t parts = PackedParts(params.packed);
     if (k.dim(2) % parts != 0) {
       return context.Error(absl::StrCat("packed ", packed, ": k's ", k.dim(2),
                                         " head slots are not ", parts, " parts"));
@@ -124,33 +142,14 @@ absl::StatusOr<AttentionParams> ParseAttentionParams(const KernelContext& contex
 }
 
 int64_t QuerySlots(const AttentionParams& p) {
-  return p.packed == PackedHeads::kQueriesKeysValues ? 3 * p.heads : p.heads;
+  return p.packed == PackedHeads::kQueriesKeysValues ? KeySlots(p) : p.heads;
 }
-int64_t KeySlots(const AttentionParams& p) {
-  switch (p.packed) {
-    case PackedHeads::kQueriesKeysValues:
-      return 3 * p.heads;
-    case PackedHeads::kKeysValues:
-      return 2 * p.heads;
-    case PackedHeads::kNone:
-      break;
-  }
-  return p.heads;
-}
+// k's tensor holds every part; v is its last.
+int64_t KeySlots(const AttentionParams& p) { return PackedParts(p.packed) * p.heads; }
 int64_t KeyPart(const AttentionParams& p) {
   return p.packed == PackedHeads::kQueriesKeysValues ? 1 : 0;
 }
-int64_t ValuePart(const AttentionParams& p) {
-  switch (p.packed) {
-    case PackedHeads::kQueriesKeysValues:
-      return 2;
-    case PackedHeads::kKeysValues:
-      return 1;
-    case PackedHeads::kNone:
-      break;
-  }
-  return 0;
-}
+int64_t ValuePart(const AttentionParams& p) { return PackedParts(p.packed) - 1; }
 
 int AttentionGradOutput(const AttentionParams& p, int index) {
   switch (p.packed) {
