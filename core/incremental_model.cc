@@ -53,6 +53,15 @@ absl::StatusOr<Tensor> BitRowsOnDevice(absl::Span<const uint32_t> bits, int64_t 
       {rows, static_cast<int64_t>(bits.size()) / rows}, device);
 }
 
+absl::StatusOr<StepTopTokens> StepTopTokensOf(const Tensor& values, const Tensor& columns) {
+  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> on_host, CopyAllToHost({values, columns}));
+  StepTopTokens top;
+  top.count = static_cast<int>(values.dim(1));
+  top.log_probs = on_host[0].ToVector<float>();
+  top.tokens = on_host[1].ToVector<int32_t>();
+  return top;
+}
+
 absl::StatusOr<Tensor> VocabularyLogProbs(const Tensor& log_probs,
                                           absl::Span<const int32_t> tokens,
                                           int64_t vocabulary_size) {

@@ -56,6 +56,11 @@ struct StepTopTokens {
   std::function<absl::StatusOr<Tensor>()> all_log_probs;
 };
 
+// A device's ranking, values f32 and columns i32 [rows, count] (any device:
+// what the top-k ops return), as StepTopTokens' lists on the host, copied
+// with one wait for the device; all_log_probs is left to the caller.
+absl::StatusOr<StepTopTokens> StepTopTokensOf(const Tensor& values, const Tensor& columns);
+
 // `log_probs` [rows, columns] (any device) as host f32 [rows,
 // vocabulary_size]: column j at token `tokens[j]`, -infinity at every other
 // token; with `tokens` empty, `log_probs` copied to the host as it is.

@@ -410,12 +410,7 @@ absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
                          LogSoftmaxTopK(ranked_logits, count, forbidden_column, allowed_columns));
   }
   // The step's one wait for the device.
-  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> ranked_on_host,
-                       CopyAllToHost({ranked.values, ranked.columns}));
-  StepTopTokens top;
-  top.count = count;
-  top.log_probs = ranked_on_host[0].ToVector<float>();
-  top.tokens = ranked_on_host[1].ToVector<int32_t>();
+  TFM_ASSIGN_OR_RETURN(StepTopTokens top, StepTopTokensOf(ranked.values, ranked.columns));
   if (!candidates.empty()) {
     for (int32_t& token : top.tokens) {
       if (token >= 0) token = candidates[token];

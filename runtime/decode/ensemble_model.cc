@@ -124,12 +124,7 @@ absl::StatusOr<StepTopTokens> EnsembleModel::StepTopK(DecoderState& base,
   }
   TFM_ASSIGN_OR_RETURN(const RowTopK ranked,
                        RowTopKOf(ranked_from, count, forbidden_token, allowed_bits));
-  TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> on_host,
-                       CopyAllToHost({ranked.values, ranked.columns}));
-  StepTopTokens top;
-  top.count = count;
-  top.log_probs = on_host[0].ToVector<float>();
-  top.tokens = on_host[1].ToVector<int32_t>();
+  TFM_ASSIGN_OR_RETURN(StepTopTokens top, StepTopTokensOf(ranked.values, ranked.columns));
   top.all_log_probs = [combined]() { return CopyToDevice(combined, Device::Cpu()); };
   return top;
 }

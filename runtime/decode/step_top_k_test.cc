@@ -41,20 +41,17 @@ class RankedModel : public testing::ForwardingModel {
   absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state, absl::Span<const int> last, int count,
                                          int forbidden_token,
                                          absl::Span<const uint32_t> allowed) override {
-    StepTopTokens top;
-    top.count = count;
     TFM_ASSIGN_OR_RETURN(Tensor all, Rounded(state, last));
     Tensor allowed_bits;
     if (!allowed.empty()) {
       TFM_ASSIGN_OR_RETURN(allowed_bits, BitRowsOnDevice(allowed, all.dim(0), Device::Cpu()));
     }
     TFM_ASSIGN_OR_RETURN(RowTopK ranked, RowTopKOf(all, count, forbidden_token, allowed_bits));
+    TFM_ASSIGN_OR_RETURN(StepTopTokens top, StepTopTokensOf(ranked.values, ranked.columns));
     top.all_log_probs = [all, this]() -> absl::StatusOr<Tensor> {
       ++whole_distributions_;
       return all;
     };
-    top.log_probs = ranked.values.ToVector<float>();
-    top.tokens = ranked.columns.ToVector<int32_t>();
     return top;
   }
 
