@@ -1088,8 +1088,6 @@ void PrintInt8Ratios(const std::vector<Row>& rows) {
   PrintRateRatio(rows, "ours_int8", "ct2_int8", /*batched=*/false, "ours_int8/ctranslate2_int8");
 }
 
-// The bf16 lines (a GPU): ours_bf16 over ours f32 and over Hugging Face's
-// bf16, at their fastest batched rows.
 // The CUDA graph lines: ours_graphs over ours (eager launches), at batch 1
 // and at their fastest batched rows, where the rows ran.
 void PrintGraphRatios(const std::vector<Row>& rows, const std::string& label) {
@@ -1100,8 +1098,11 @@ void PrintGraphRatios(const std::vector<Row>& rows, const std::string& label) {
   }
 }
 
-void PrintBf16Ratios(const std::vector<Row>& rows, const Device& device) {
-  const std::string where = device.is_cuda() ? " (cuda)" : "";
+// The bf16 lines (a GPU): ours_bf16 over ours f32 and over Hugging Face's
+// bf16, at their fastest batched rows; `label` names the section.
+void PrintBf16Ratios(const std::vector<Row>& rows, const Device& device,
+                     const std::string& label = "") {
+  const std::string where = label + (device.is_cuda() ? " (cuda)" : "");
   PrintRateRatio(rows, "ours_bf16", "ours", /*batched=*/true, "ours_bf16/ours_f32" + where);
   PrintRateRatio(rows, "ours_bf16", "hf_bfloat16", /*batched=*/true,
                  "ours_bf16/huggingface_bf16" + where);
@@ -1245,6 +1246,14 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
   section.sources = RandomSources(absl::GetFlag(FLAGS_random_sentences), length, random.vocabulary,
                                   /*seed=*/2);
   section.lines_at_batch_1 = absl::GetFlag(FLAGS_random_lines_at_batch_1);
+  // bf16 against Hugging Face's bf16 rows: the same arithmetic on both
+  // sides, where f32 rows leave the products off the tensor cores.
+  if (absl::GetFlag(FLAGS_ours_bf16) && device.is_cuda()) {
+    Transformer* const model = random.model.get();
+    section.variants.push_back({"ours_bf16", [model](bool on) -> absl::Status {
+                                  return model->SetDecodingDType(on ? DType::kBF16 : DType::kF32);
+                                }});
+  }
   if (absl::GetFlag(FLAGS_ours_cuda_graphs) && device.is_cuda()) {
     section.variants.push_back(CudaGraphsVariant(random.model.get()));
   }
@@ -1294,6 +1303,7 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
                                        graphs_differ, graphs_lines));
   }
   PrintRatios(" (random base, fixed steps)", PrintResults(section.title, rows), device);
+  PrintBf16Ratios(rows, device, " (random base, fixed steps)");
   PrintGraphRatios(rows, " (random base, fixed steps)");
   return same_work;
 }
