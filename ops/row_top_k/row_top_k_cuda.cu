@@ -58,10 +58,11 @@ __device__ __forceinline__ Entry BestOfWarp(Entry e) {
 template <int kKeep>
 __device__ __forceinline__ void Offer(Entry (&best)[kKeep], float v, int64_t column,
                                       const ColumnFilter& filter) {
-  // As on the CPU: NaN and -infinity are skipped.
-  if (!(v > -INFINITY) || filter.Excludes(column)) return;
+  // As on the CPU: NaN and -infinity are skipped. The filter last: most
+  // entries lose to the thread's worst kept one, and need no bit read.
+  if (!(v > -INFINITY)) return;
   Entry e{v, static_cast<int>(column)};
-  if (!Better(e, best[kKeep - 1])) return;
+  if (!Better(e, best[kKeep - 1]) || filter.Excludes(column)) return;
 #pragma unroll
   for (int i = 0; i < kKeep; ++i) {
     if (Better(e, best[i])) {

@@ -97,6 +97,9 @@ absl::StatusOr<Tensor> EnsembleModel::Step(DecoderState& base, absl::Span<const 
 }
 
 bool EnsembleModel::HasStepTopK() const {
+  // More members than a device's combination takes: the host combines them
+  // (Step), which has no such limit.
+  if (static_cast<int>(members_.size()) > kMaxEnsembleMembersCuda) return false;
   for (const IncrementalModel* member : members_) {
     if (!member->HasStepLogProbs()) return false;
   }

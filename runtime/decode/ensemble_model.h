@@ -50,6 +50,8 @@ class EnsembleModel : public IncrementalModel {
                                                       int rows_per_sentence,
                                                       int max_steps) override;
   absl::StatusOr<Tensor> Step(DecoderState& state, absl::Span<const int> last_tokens) override;
+  // When every member keeps its step where it computed it (StepLogProbs)
+  // and there are at most kMaxEnsembleMembersCuda of them.
   bool HasStepTopK() const override;
   absl::StatusOr<StepTopTokens> StepTopK(DecoderState& state, absl::Span<const int> last_tokens,
                                          int count, int forbidden_token,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ops/ensemble_combine/ensemble_combine.h"
 #include "runtime/decode/beam_search.h"
 #include "runtime/decode/forwarding_model_testing.h"
 #include "runtime/decode/greedy_search.h"
@@ -69,6 +70,32 @@ class KeepsLogProbs : public testing::ForwardingModel {
     return model_.Step(state, last);
   }
 };
+
+// More members than a device combines (kMaxEnsembleMembersCuda) go the
+// host's way, which has no limit, instead of failing on a GPU.
+TEST(EnsembleModelTest, MoreMembersThanADeviceCombinesTakeTheHostPath) {
+  ScriptedModel model(/*vocab=*/9, /*eos_bias=*/0.8);
+  KeepsLogProbs kept(model);
+  std::vector<IncrementalModel*> members(kMaxEnsembleMembersCuda, &kept);
+  absl::StatusOr<std::unique_ptr<EnsembleModel>> at_limit =
+      EnsembleModel::Create(members, EnsembleCombination::kProbabilityMean);
+  members.push_back(&kept);
+  absl::StatusOr<std::unique_ptr<EnsembleModel>> past_limit =
+      EnsembleModel::Create(members, EnsembleCombination::kProbabilityMean);
+  ASSERT_TRUE(at_limit.ok() && past_limit.ok());
+  EXPECT_TRUE((*at_limit)->HasStepTopK());
+  EXPECT_FALSE((*past_limit)->HasStepTopK());
+  // Still an ensemble that decodes: its members agree, so it chooses what
+  // one of them chooses.
+  BeamSearch search(Options(/*beam=*/2, /*nbest=*/1));
+  absl::StatusOr<std::vector<NBestList>> alone = search.Search(model, Sources());
+  absl::StatusOr<std::vector<NBestList>> ensemble = search.Search(**past_limit, Sources());
+  ASSERT_TRUE(alone.ok() && ensemble.ok()) << ensemble.status();
+  ASSERT_EQ(alone->size(), ensemble->size());
+  for (size_t s = 0; s < alone->size(); ++s) {
+    EXPECT_EQ((*alone)[s].front().tokens, (*ensemble)[s].front().tokens) << "source " << s;
+  }
+}
 
 // An ensemble whose members keep their steps combines and ranks them there
 // (StepTopK), and chooses exactly what combining the members' host

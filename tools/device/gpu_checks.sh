@@ -272,18 +272,18 @@ if run parse; then
         grep -E 'decoded|wall|rror'
     done
     # The trees of the same work compared: exactly equal within one device
-    # (the same log-probabilities, ranked in two places); an ensemble's host
-    # path combines with the host's exp and log, its GPU path with the
-    # GPU's, so a near tie may fall either way there: counted.
-    for pair in "one_cuda_0 one_cuda_1" "one_cuda_0 one_cpu_0" "two_cuda_0 two_cuda_1"; do
-      read -r a b <<<"$pair"
+    # (the same log-probabilities, ranked in two places); the GPU against
+    # the CPU at the issue's 99% of f32 translations (other products' sums);
+    # an ensemble's host path combines with the host's exp and log, its GPU
+    # path with the GPU's (within an ulp or two), so a near tie may fall
+    # either way there too: 99%.
+    for pair in "one_cuda_0 one_cuda_1 100" "one_cuda_0 one_cpu_0 99" "two_cuda_0 two_cuda_1 99"; do
+      read -r a b percent <<<"$pair"
       lines="$(cat "/tmp/parses_$a.txt" 2>/dev/null | wc -l)"
       differ="$(diff "/tmp/parses_$a.txt" "/tmp/parses_$b.txt" 2>/dev/null | grep -c '^<')"
-      if [[ "$lines" -gt 0 ]] && cmp -s "/tmp/parses_$a.txt" "/tmp/parses_$b.txt"; then
-        echo "parse check: $a and $b give the same $lines trees: PASS"
-      else
-        echo "parse check: $a and $b differ on $differ of $lines trees: FAIL"
-      fi
+      verdict=FAIL
+      [[ "$lines" -gt 0 ]] && (((lines - differ) * 100 >= percent * lines)) && verdict=PASS
+      echo "parse check: $a and $b differ on $differ of $lines trees (at least $percent% the same required): $verdict"
     done
   fi
 fi
