@@ -11,7 +11,7 @@
 // (64 floats) and the scores (32) fit the register file without spills, and
 // so do problems of at most 64 queries.
 // Shared memory: Q [kBlockM][d] + 2 x (K, V) [64][d] 16-bit and each warp's
-// dropout keep bits, 41.5 KiB at d = 64 with 64-row blocks, 49 KiB with 128
+// dropout keep bits, 40.5 KiB at d = 64 with 64-row blocks, 49 KiB with 128
 // (persistent blocks: a second Q tile).
 // Fragment layouts and the swizzle: attention_cuda_mma.cuh.
 #include <algorithm>

@@ -17,8 +17,8 @@
 // whole dQ: stored in 16 bits at once, rows no query step reaches zeroed.
 // delta_i = dO_i . O_i comes from a pre-kernel. Query steps are 64 rows (32
 // at head size 128), Q and dO double-buffered with cp.async. Shared memory:
-// K, V [64][d], 2 x (Q, dO) [64][d] and dS^T [64][64] 16-bit, 56.5 KiB at
-// d = 64.
+// K, V [64][d], 2 x (Q, dO) [64][d] and dS^T [64][64] 16-bit, with the
+// shared dropout keep bits 57.5 KiB at d = 64.
 #include <algorithm>
 
 #include "ops/attention/attention_cuda_mma.cuh"
@@ -195,10 +195,13 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks)
       const E* s_do = s_do_buffers + ((step + parity) & 1) * kBlockM * kHeadDim;
       const int64_t next = q0 + kBlockM;
       if (next < p.q_len) {
+        // The buffer step + 1 reads (a persistent block has no second step
+        // today, but the rule is the read's).
+        const int64_t fill = ((step + 1 + parity) & 1) * kBlockM * kHeadDim;
         LoadTileAsync<kHeadDim, kBlockM>(q_head, q_stride, next, p.q_len - next,
-                                         s_q_buffers + ((step + 1) & 1) * kBlockM * kHeadDim);
+                                         s_q_buffers + fill);
         LoadTileAsync<kHeadDim, kBlockM>(d_out_head, do_stride, next, p.q_len - next,
-                                         s_do_buffers + ((step + 1) & 1) * kBlockM * kHeadDim);
+                                         s_do_buffers + fill);
         CpAsyncCommit();
       } else if (kPersistent && item + gridDim.x < items) {
         // The next item's tiles into the other buffers (free: the last reads

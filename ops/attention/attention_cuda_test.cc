@@ -354,6 +354,15 @@ TEST_P(AttentionCudaTest, ShortSentencesOneKeyTile) {
     many.key_lengths.push_back(b % 5 == 4 ? 0 : 48 - b % 37);
   }
   ExpectCudaMatchesCpu(many, GetParam());
+  // A whole 64-row query tile (the persistent backward's one query step)
+  // beside heads whose keys are all past their length: items that load no
+  // query step of their own while the next item's tiles are in flight.
+  many.q_len = 64;
+  many.k_len = 64;
+  many.batch = 16;
+  many.key_lengths.clear();
+  for (int64_t b = 0; b < many.batch; ++b) many.key_lengths.push_back(b % 3 == 1 ? 0 : 64 - b);
+  ExpectCudaMatchesCpu(many, GetParam());
 }
 
 // Many key tiles (the tensor-core kernels double-buffer 64-key tiles) and
