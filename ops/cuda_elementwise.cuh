@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 namespace tfm {
@@ -89,6 +90,49 @@ inline const char* LastError() {
 
 inline const char* ErrorText(cudaError_t error) {
   return error == cudaSuccess ? nullptr : cudaGetErrorString(error);
+}
+
+// A value of the current device, computed once (compute(device) > 0) and
+// kept in `cache`, a slot a device; 1 where CUDA cannot say. For the grids
+// that size themselves to the GPU: the driver calls at every launch would
+// be host time before each kernel.
+constexpr int kMaxDevices = 64;
+template <typename Compute>
+int OncePerDevice(std::atomic<int> (&cache)[kMaxDevices], Compute compute) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 1;
+  int value = cache[device].load(std::memory_order_relaxed);
+  if (value == 0) {
+    value = compute(device);
+    if (value <= 0) return 1;
+    cache[device].store(value, std::memory_order_relaxed);
+  }
+  return value;
+}
+
+// The current device's multiprocessor count.
+inline int MultiprocessorCount() {
+  static std::atomic<int> counts[kMaxDevices] = {};
+  return OncePerDevice(counts, [](int device) {
+    int count = 0;
+    return cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) == cudaSuccess
+               ? count
+               : 0;
+  });
+}
+
+// Blocks of kKernel, kThreads threads each without dynamic shared memory,
+// that one multiprocessor of the current device holds at once.
+template <auto kKernel, int kThreads>
+int ResidentBlocksPerMultiprocessor() {
+  static std::atomic<int> blocks[kMaxDevices] = {};
+  return OncePerDevice(blocks, [](int) {
+    int count = 0;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&count, kKernel, kThreads, 0) ==
+                   cudaSuccess
+               ? count
+               : 0;
+  });
 }
 
 // Index of this thread in the grid, and the grid's thread count.

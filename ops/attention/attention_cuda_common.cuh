@@ -12,6 +12,7 @@
 
 #include "core/philox.h"
 #include "ops/attention/attention_cuda.h"
+#include "ops/cuda_elementwise.cuh"
 
 namespace tfm {
 namespace attention_cuda {
@@ -37,23 +38,8 @@ const char* AllowDynamicSmem(size_t bytes) {
   return nullptr;
 }
 
-// The current device's multiprocessor count, read once per device (the
-// grids of the kernels that size themselves to the GPU).
-inline int MultiprocessorCount() {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> counts[kMaxDevices] = {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 1;
-  int count = counts[device].load(std::memory_order_relaxed);
-  if (count == 0) {
-    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        count <= 0) {
-      return 1;
-    }
-    counts[device].store(count, std::memory_order_relaxed);
-  }
-  return count;
-}
+// The grids of the kernels that size themselves to the GPU.
+using cuda_elementwise::MultiprocessorCount;
 
 __device__ __forceinline__ float ToFloat(float x) { return x; }
 __device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }

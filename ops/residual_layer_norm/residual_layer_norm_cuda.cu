@@ -14,8 +14,9 @@
 //   registers (at most 8 quads a lane) for the mean, the squared deviations
 //   and out, where the general kernel read it back twice; gain and bias come
 //   as quads.
-// - Backward, a block per chunk of rows (cuda_column_sums::ChunkRows: fixed
-//   by the shape, not the GPU, and the column sums' workspace), a warp per
+// - Backward, a block per chunk of rows (backward_chunks.h: in whole waves
+//   of the blocks the GPU holds, so the chunks follow the GPU's
+//   multiprocessor count as well as the shape), a warp per
 //   row (d <= 1024) or the block per row (d <= 4096): dout and sum are read
 //   once (the general path read them three times: twice for dx, once more
 //   for the column sums), the next one or two rows' quads are loaded
@@ -23,8 +24,8 @@
 //   adds the row's terms of dgain, dbias and dh_bias for its own columns
 //   into registers. The block adds its warps' sums in shared memory warp by warp
 //   in index order into its chunk's partials, and ColumnTotalsKernel adds
-//   the chunks in order: no atomics, the same bits on every run, though not
-//   the general path's bits (another order of the same terms).
+//   the chunks in order: no atomics, the same bits on every run on a GPU,
+//   though not the general path's bits (another order of the same terms).
 // Other problems take the general kernels: the first pass forms sum, stores
 // it and sums it; the next passes read back only the lane's own elements,
 // so no ordering between lanes is needed; the backward writes dx and dh in
@@ -34,6 +35,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 
@@ -42,12 +44,12 @@
 #include "ops/cuda_column_sums.cuh"
 #include "ops/cuda_elementwise.cuh"
 #include "ops/cuda_row_reduce.cuh"
+#include "ops/residual_layer_norm/backward_chunks.h"
 #include "ops/residual_layer_norm/residual_layer_norm_cuda.h"
 
 namespace tfm {
 namespace {
 
-using cuda_column_sums::ChunkRows;
 using cuda_column_sums::ColumnOutputs;
 using cuda_column_sums::LaunchColumnSums;
 using cuda_column_sums::LaunchColumnTotals;
@@ -56,6 +58,8 @@ using cuda_elementwise::Aligned16;
 using cuda_elementwise::DeviceT;
 using cuda_elementwise::FromFloat;
 using cuda_elementwise::LastError;
+using cuda_elementwise::MultiprocessorCount;
+using cuda_elementwise::ResidentBlocksPerMultiprocessor;
 using cuda_elementwise::ToFloat;
 using cuda_row_reduce::ForRowWidth;
 using cuda_row_reduce::GroupReduce;
@@ -677,6 +681,15 @@ bool RowKernelsTake(int64_t d, int64_t max_d, bool aligned) {
   return aligned && d % 4 == 0 && d <= max_d && RowKernelsOn();
 }
 
+// The row kernel's chunks: about cuda_column_sums' 128 rows, at least
+// kMinBackwardChunkRows (a block's column sums cost a pass through shared
+// memory per chunk), at most its 1,024.
+constexpr int64_t kMinBackwardChunkRows = 16;
+RowChunks BackwardRowChunks(int64_t rows, int64_t resident_blocks) {
+  return ChunksInWholeWaves(rows, resident_blocks, cuda_column_sums::kMinChunkRows,
+                            kMinBackwardChunkRows, cuda_column_sums::kMaxChunks);
+}
+
 // The backward through ResidualLayerNormBackwardRowKernel, then
 // ColumnTotalsKernel over its chunks (LaunchColumnSums' second level).
 template <int kSums, typename D>
@@ -685,15 +698,19 @@ const char* LaunchBackwardRowKernels(const D* dout, const D* sum, const D* gain,
                                      const ResidualDropoutLaunch& dropout, D* dx, D* dh,
                                      float* workspace, const ColumnOutputs<D>& totals,
                                      cudaStream_t stream) {
-  const int64_t chunks = NumChunks(rows);
+  RowChunks chunks;
   ForBackwardLayout(d / 4, [&](auto layout) {
     using Layout = decltype(layout);
-    ResidualLayerNormBackwardRowKernel<Layout::kWidth, Layout::kQuads, kSums, D>
-        <<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(
-            dout, sum, gain, mean, rstd, rows, d, ChunkRows(rows), dropout, dx, dh, workspace);
+    constexpr auto kKernel =
+        ResidualLayerNormBackwardRowKernel<Layout::kWidth, Layout::kQuads, kSums, D>;
+    chunks = BackwardRowChunks(
+        rows, static_cast<int64_t>(MultiprocessorCount()) *
+                  ResidentBlocksPerMultiprocessor<kKernel, kThreads>());
+    kKernel<<<static_cast<unsigned>(chunks.count), kThreads, 0, stream>>>(
+        dout, sum, gain, mean, rstd, rows, d, chunks.rows_per_chunk, dropout, dx, dh, workspace);
   });
   if (const char* error = LastError()) return error;
-  return LaunchColumnTotals<kSums>(workspace, chunks, d, totals, stream);
+  return LaunchColumnTotals<kSums>(workspace, chunks.count, d, totals, stream);
 }
 
 }  // namespace
@@ -729,9 +746,13 @@ const char* LaunchResidualLayerNorm(const T* x, const T* h, const T* h_bias, con
   return LastError();
 }
 
-// Both backward paths write NumChunks(rows) chunks of 2 or 3 sums.
+// The general backward writes NumChunks(rows) chunks of 2 or 3 sums, the
+// row kernel BackwardRowChunks' count, at most MostChunksInWholeWaves.
 int64_t ResidualLayerNormBackwardWorkspaceFloats(int64_t rows, int64_t d) {
-  return cuda_column_sums::WorkspaceFloats(rows, d, 3);
+  const int64_t chunks = std::max(
+      NumChunks(rows),
+      MostChunksInWholeWaves(rows, kMinBackwardChunkRows, cuda_column_sums::kMaxChunks));
+  return chunks * 3 * d;
 }
 
 template <typename T>

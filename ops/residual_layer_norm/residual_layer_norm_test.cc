@@ -12,6 +12,7 @@
 #include "ops/dropout/dropout.h"
 #include "ops/layer_norm/layer_norm.h"
 #include "ops/random/random.h"
+#include "ops/residual_layer_norm/backward_chunks.h"
 #include "tests/util/cuda_compare.h"
 #include "tests/util/gpu.h"
 #include "tests/util/gradient_check.h"
@@ -260,6 +261,43 @@ TEST(ResidualLayerNormTest, Bf16OnCpuSaysThereIsNoKernel) {
 // 2048: the backward's block per row, over 2 chunks) and the general
 // kernels past the row kernels' longest row (4100); small enough for
 // compute-sanitizer. Prints the largest differences.
+// The fused CUDA backward's chunks (one block each): every row in exactly
+// one chunk, never more chunks than the workspace holds, and whole waves of
+// the resident blocks where the rows allow.
+TEST(ResidualLayerNormTest, BackwardChunksCoverTheRowsInWholeWaves) {
+  constexpr int64_t kTarget = 128, kMin = 16, kMax = 1024;
+  for (const int64_t rows : {1, 7, 16, 17, 129, 1000, 12288, 27648, 100000, 3000000}) {
+    for (const int64_t resident : {1, 2, 132, 264, 528, 1056, 5000}) {
+      SCOPED_TRACE(std::to_string(rows) + " rows, " + std::to_string(resident) + " resident");
+      const RowChunks chunks = ChunksInWholeWaves(rows, resident, kTarget, kMin, kMax);
+      ASSERT_GE(chunks.rows_per_chunk, 1);
+      EXPECT_GE(chunks.count * chunks.rows_per_chunk, rows);
+      EXPECT_LT((chunks.count - 1) * chunks.rows_per_chunk, rows);  // No empty chunk.
+      EXPECT_LE(chunks.count, MostChunksInWholeWaves(rows, kMin, kMax));
+      EXPECT_LE(chunks.count, kMax);
+      if (rows >= kMin) EXPECT_GE(chunks.rows_per_chunk, kMin);
+      // With rows for a wave of minimum chunks, the waves they take at
+      // least 90% full (rounding the rows per chunk up can leave a few
+      // blocks of the last wave out).
+      if (rows >= resident * kMin && resident <= kMax) {
+        const int64_t waves = (chunks.count + resident - 1) / resident;
+        EXPECT_GE(chunks.count * 10, waves * resident * 9)
+            << chunks.count << " chunks of " << chunks.rows_per_chunk << " rows";
+      }
+    }
+  }
+  EXPECT_EQ(ChunksInWholeWaves(0, 132, kTarget, kMin, kMax).count, 0);
+  // The big update's rows on an H200 (132 one-block multiprocessors): two
+  // full waves, where 128-row chunks gave 216 blocks (1.6 waves).
+  const RowChunks big = ChunksInWholeWaves(27648, 132, kTarget, kMin, kMax);
+  EXPECT_EQ(big.rows_per_chunk, 105);
+  EXPECT_EQ(big.count, 264);
+  // The Multi30k GPU preset's rows where 264 blocks are resident: one wave.
+  const RowChunks small = ChunksInWholeWaves(12288, 264, kTarget, kMin, kMax);
+  EXPECT_EQ(small.rows_per_chunk, 47);
+  EXPECT_EQ(small.count, 262);
+}
+
 TEST(ResidualLayerNormTest, CudaMatchesCpu) {
   TFM_SKIP_WITHOUT_GPU();
   // The row kernels' layouts among them: a warp per row at 1 to 8 quads a
