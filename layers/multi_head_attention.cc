@@ -200,13 +200,10 @@ class MultiHeadAttention : public Layer {
                                                           x.dtype(), x.device()));
         // Reordered by table (read through cache.key_rows()).
         entry = &cache.Store(this, {DecodingCache::Indexing::kRowByTable, {keys, values}});
-        // Once per search: the batches of a search share it (and the packed
-        // weight kept under its tensor's address).
-        // (f32 steps only: a 16-bit step's projections read the per-batch
-        // compute copies, Dense::Step.)
-        if (x.dtype() == DType::kF32 && cache.Find(&q_proj_) == nullptr) {
-          TFM_RETURN_IF_ERROR(FuseProjections(cache));
-        }
+        // f32: once per search, the batches of a search share it (and the
+        // packed weight kept under its tensor's address); 16-bit: once per
+        // batch, from the compute copies rounded for it (Dense::Step).
+        if (cache.Find(&q_proj_) == nullptr) TFM_RETURN_IF_ERROR(FuseProjections(cache, x.dtype()));
       }
       // Under the q projection's address: the layer's second entry.
       const DecodingCache::Entry* fused = cache.Find(&q_proj_);
@@ -220,7 +217,7 @@ class MultiHeadAttention : public Layer {
         TFM_ASSIGN_OR_RETURN(qkv, qkv.Reshape({x.dim(0), 3 * heads_, 1, qkv.dim(2) / (3 * heads_)}));
         TFM_RETURN_IF_ERROR(WriteStep(cache, entry->tensors[0], qkv, heads_));
         TFM_RETURN_IF_ERROR(WriteStep(cache, entry->tensors[1], qkv, 2 * heads_));
-        TFM_ASSIGN_OR_RETURN(q, Tensor::Empty({x.dim(0), heads_, 1, qkv.dim(3)}, DType::kF32,
+        TFM_ASSIGN_OR_RETURN(q, Tensor::Empty({x.dim(0), heads_, 1, qkv.dim(3)}, qkv.dtype(),
                                               x.device()));
         TFM_RETURN_IF_ERROR(KvCacheWrite(q, qkv, 0, 0));
         // One position: [rows, h, 1, d] has the bytes of [rows, 1, h, d].
@@ -307,14 +304,15 @@ class MultiHeadAttention : public Layer {
     return x.Reshape({x.dim(0), heads_, 1, x.dim(2) / heads_});
   }
 
-  // Stores (under &q_proj_, shared by every row and every batch of a
-  // search) the q, k and v projections stacked into one [3 h d, d_model]
-  // weight and [3 h d] bias (concat_rows, as a whole-sequence pass stacks
-  // them: PackedProjections), made once per search so that a model trained
-  // between searches never decodes with stale copies, when queries, keys and
-  // values have one head size and f32 weights; otherwise there is no such
-  // entry and a step runs three products.
-  absl::Status FuseProjections(DecodingCache& cache) const {
+  // Stores (under &q_proj_) the q, k and v projections of a `dtype` step
+  // stacked into one [3 h d, d_model] weight and [3 h d] bias (concat_rows,
+  // as a whole-sequence pass stacks them: PackedProjections), when queries,
+  // keys and values have one head size and f32 weights; otherwise there is
+  // no such entry and a step runs three products. f32: from the weights,
+  // shared by every batch of a search and made once per search, so that a
+  // model trained between searches never decodes with stale copies; 16-bit:
+  // from the compute copies rounded for this batch, kept by its cache.
+  absl::Status FuseProjections(DecodingCache& cache, DType dtype) const {
     const Tensor& wq = q_proj_.weight();
     const Tensor& wk = k_proj_.weight();
     const Tensor& wv = v_proj_.weight();
@@ -322,10 +320,16 @@ class MultiHeadAttention : public Layer {
         wk.dtype() != DType::kF32 || wv.dtype() != DType::kF32) {
       return absl::OkStatus();
     }
-    TFM_ASSIGN_OR_RETURN(Tensor weight, ConcatRows({wq, wk, wv}));
-    TFM_ASSIGN_OR_RETURN(Tensor bias,
-                         ConcatRows({q_proj_.bias(), k_proj_.bias(), v_proj_.bias()}));
-    cache.Store(&q_proj_, {DecodingCache::Indexing::kShared, {weight, bias}});
+    std::vector<Tensor> weights, biases;
+    for (const Dense* projection : {&q_proj_, &k_proj_, &v_proj_}) {
+      TFM_ASSIGN_OR_RETURN(weights.emplace_back(), projection->WeightFor(dtype));
+      TFM_ASSIGN_OR_RETURN(biases.emplace_back(), projection->BiasFor(dtype));
+    }
+    TFM_ASSIGN_OR_RETURN(Tensor weight, ConcatRows(weights));
+    TFM_ASSIGN_OR_RETURN(Tensor bias, ConcatRows(biases));
+    cache.Store(&q_proj_, {dtype == DType::kF32 ? DecodingCache::Indexing::kShared
+                                                : DecodingCache::Indexing::kBatch,
+                           {weight, bias}});
     return absl::OkStatus();
   }
 
