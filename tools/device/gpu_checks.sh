@@ -57,9 +57,11 @@
 #                at beam 21 with the constraint's tokens ranked on the GPU, then with each
 #                step's whole distribution masked and ranked on the host
 #                (TFM_CONSTRAINT_ON_HOST=1), then on the CPU; and as an ensemble of itself
-#                twice, combined on the GPU or on the host: identical trees, the time
-#                of each (TFM_BUNDLE=.device_bundle_parse, prepare_gpu_run.sh --parse;
-#                carry .device_bundle_parse .gpu_model/wsj .gpu_model/wsj_test.words)
+#                twice, combined on the GPU or on the host: the trees (identical
+#                ranked on the GPU or the host, 99% against the CPU's and between
+#                the two combinations) and the time of each
+#                (TFM_BUNDLE=.device_bundle_parse, prepare_gpu_run.sh --parse; carry
+#                .device_bundle_parse .gpu_model/wsj .gpu_model/wsj_test.words)
 #   pack         the trained model back here (its weights in 15 MiB parts): the chosen
 #                one if its weights are at most 32 MiB, else the best on validation that is
 # A session's calls (about 900 s of device time, the machine's start included;
