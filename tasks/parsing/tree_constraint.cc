@@ -427,17 +427,14 @@ const std::vector<int>* TreeConstraint::LeafStarts(const State& state,
   return begin >= 0 ? Lookup(source.subspan(begin, end - begin)) : nullptr;
 }
 
-bool TreeConstraint::TagForbids(const std::vector<int>* starts, const State& state,
-                                int token) const {
-  const int piece_class = class_of_[token];
+std::array<bool, TreeConstraint::kNumClasses> TreeConstraint::TagAllowedClasses(
+    std::array<bool, kNumClasses> allowed, const std::vector<int>* starts,
+    const State& state) const {
   // A tag is one whole piece: nothing extends it ...
-  if (state.flag(kTagged) && (piece_class == kContinueText || piece_class == kContinueLabel)) {
-    return true;
-  }
-  if (starts == nullptr) return false;
+  if (state.flag(kTagged)) allowed[kContinueText] = allowed[kContinueLabel] = false;
   // ... and it is one of the word's (a lone "▁" could start a leaf in parts).
-  if (piece_class == kSpace) return true;
-  return piece_class == kLeaf && !std::binary_search(starts->begin(), starts->end(), token);
+  if (starts != nullptr) allowed[kSpace] = allowed[kLeaf] = false;
+  return allowed;
 }
 
 void TreeConstraint::AllowedTokens(const int32_t* values, absl::Span<const int> source,
@@ -449,11 +446,7 @@ void TreeConstraint::AllowedTokens(const int32_t* values, absl::Span<const int> 
   if (!(copy && state[kLex] == kInWord)) {
     const std::array<bool, kNumClasses> allowed = AllowedClasses(values);
     const std::vector<int>* starts = allowed[kLeaf] ? LeafStarts(state, source) : nullptr;
-    // TagForbids by class: a tagged leaf is one piece (no text extends it);
-    // with the word's tags, no lone "▁" and only their leaf pieces.
-    std::array<bool, kNumClasses> by_class = allowed;
-    if (state.flag(kTagged)) by_class[kContinueText] = by_class[kContinueLabel] = false;
-    if (starts != nullptr) by_class[kSpace] = by_class[kLeaf] = false;
+    const std::array<bool, kNumClasses> by_class = TagAllowedClasses(allowed, starts, state);
     for (int c = 0; c < kNumClasses; ++c) {
       if (!by_class[c]) continue;
       const uint32_t* tokens = class_tokens_.data() + c * words;
@@ -472,8 +465,12 @@ bool TreeConstraint::Allows(const int32_t* values, absl::Span<const int> source,
   if (CopyAllowed(state, source) && token == ForcedPiece(state, source)) return true;
   if (forced_leaves_ && state[kLex] == kInWord) return false;
   const std::array<bool, kNumClasses> allowed = AllowedClasses(values);
-  if (!allowed[class_of_[token]]) return false;
-  return !TagForbids(allowed[kLeaf] ? LeafStarts(state, source) : nullptr, state, token);
+  const std::vector<int>* starts = allowed[kLeaf] ? LeafStarts(state, source) : nullptr;
+  const int piece_class = class_of_[token];
+  if (TagAllowedClasses(allowed, starts, state)[piece_class]) return true;
+  // Under a tag, the word's leaf pieces.
+  return piece_class == kLeaf && starts != nullptr &&
+         std::binary_search(starts->begin(), starts->end(), token);
 }
 
 void TreeConstraint::Advance(int token, absl::Span<const int> source, int32_t* values) const {

@@ -170,10 +170,13 @@ class TreeConstraint : public DecodingConstraint {
   // word it is for may take any leaf (no tag dictionary, or the word is not
   // listed and unlisted words are free).
   const std::vector<int>* LeafStarts(const State& state, absl::Span<const int> source) const;
-  // Whether the tag dictionary forbids `token` after `state`, given the
-  // next leaf's allowed pieces `starts` (null: the word is not listed, or
-  // no leaf may come next).
-  bool TagForbids(const std::vector<int>* starts, const State& state, int token) const;
+  // The classes of `allowed` (AllowedClasses) that the tag dictionary
+  // leaves after `state`, given the next leaf's allowed pieces `starts`
+  // (null: the word is not listed, or no leaf may come next). With
+  // `starts`, no leaf comes by its class: only the pieces in `starts` do.
+  std::array<bool, kNumClasses> TagAllowedClasses(std::array<bool, kNumClasses> allowed,
+                                                  const std::vector<int>* starts,
+                                                  const State& state) const;
   const std::vector<int>* Lookup(absl::Span<const int> word) const {
     const auto found = leaf_starts_.find(word);
     if (found != leaf_starts_.end()) return found->second.empty() ? nullptr : &found->second;
