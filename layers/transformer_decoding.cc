@@ -387,7 +387,7 @@ absl::StatusOr<StepTopTokens> Transformer::StepTopK(DecoderState& state,
   // Ranked where the logits are, without writing the log-probabilities
   // (ops/log_softmax_top_k: the same numbers as log_softmax's); a count
   // past the GPU kernel's limit (a wide beam) on the host, which takes any.
-  const bool on_host = !device_.is_cpu() && count > kMaxRowTopK;
+  const bool on_host = !RowTopKRunsOn(device_, count);
   Tensor logits;
   RowTopK ranked;
   if (step_graphs_ != nullptr && !on_host && ours->input_tracker == nullptr && allowed.empty()) {

@@ -41,7 +41,7 @@ absl::Status ValidateRowTopKArgs(const KernelContext& context) {
   const Tensor& x = context.input(0);
   if (x.rank() != 2) return context.Error("x must be a matrix [rows, n]");
   TFM_ASSIGN_OR_RETURN(int64_t count, context.attrs().Get<int64_t>("count"));
-  if (count < 1 || (count > kMaxRowTopK && !context.device().is_cpu())) {
+  if (count < 1 || !RowTopKRunsOn(context.device(), count)) {
     return context.Error(absl::StrCat("count ", count, " is outside [1, ", kMaxRowTopK,
                                       "] (any count >= 1 on the CPU)"));
   }

@@ -22,6 +22,12 @@ namespace tfm {
 // wide beam ranks 2 x beam + 1 per row).
 inline constexpr int64_t kMaxRowTopK = 64;
 
+// Whether `device` ranks `count` entries a row (the CPU any count, others
+// at most kMaxRowTopK); where not, a caller ranks on the CPU.
+inline bool RowTopKRunsOn(const Device& device, int64_t count) {
+  return device.is_cpu() || count <= kMaxRowTopK;
+}
+
 struct RowTopK {
   Tensor values;   // [rows, count] f32; -infinity past a row's valid entries.
   Tensor columns;  // [rows, count] i32; -1 past a row's valid entries.

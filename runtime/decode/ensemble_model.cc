@@ -116,7 +116,7 @@ absl::StatusOr<StepTopTokens> EnsembleModel::StepTopK(DecoderState& base,
   // Ranked where the members computed the step; a count past the CUDA
   // kernel's limit (a wide beam) on the host, which takes any.
   const Device device =
-      !combined.device().is_cpu() && count > kMaxRowTopK ? Device::Cpu() : combined.device();
+      RowTopKRunsOn(combined.device(), count) ? combined.device() : Device::Cpu();
   Tensor ranked_from = combined;
   if (device != combined.device()) {
     TFM_ASSIGN_OR_RETURN(ranked_from, CopyToDevice(combined, device));
