@@ -1,12 +1,12 @@
 // CUDA kernel of ensemble_combine: a grid-stride loop over the elements,
-// the members' pointers passed by value, each element's members combined
-// in order as the CPU kernel combines them (expf and logf: within an ulp or
-// two of the CPU's std::exp and std::log).
+// the members' pointers passed by value, each element combined by the CPU
+// kernel's rule (CombineMembers).
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "ops/cuda_elementwise.cuh"
+#include "ops/ensemble_combine/combine_members.h"
 #include "ops/ensemble_combine/ensemble_combine_cuda.h"
 
 namespace tfm {
@@ -23,21 +23,8 @@ __global__ void EnsembleCombineKernel(Members members, int count, int64_t n, boo
                                       float inverse_count, float log_count, float* combined) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    if (!probability_mean) {
-      float sum = 0.0f;
-      for (int k = 0; k < count; ++k) sum += members.p[k][i];
-      combined[i] = sum * inverse_count;
-      continue;
-    }
-    float largest = members.p[0][i];
-    for (int k = 1; k < count; ++k) largest = fmaxf(largest, members.p[k][i]);
-    if (largest == -INFINITY) {
-      combined[i] = -INFINITY;
-      continue;
-    }
-    float sum = 0.0f;
-    for (int k = 0; k < count; ++k) sum += expf(members.p[k][i] - largest);
-    combined[i] = largest + logf(sum) - log_count;
+    combined[i] = CombineMembers([&](int k) { return members.p[k][i]; }, count,
+                                 probability_mean, inverse_count, log_count);
   }
 }
 
