@@ -19,6 +19,14 @@ struct ColumnFilter {
   int64_t forbidden = -1;             // < 0: none.
   const uint32_t* allowed = nullptr;  // This row's words; null: every column.
 
+  // Row `row`'s filter of a [rows, n] op's: its words of `allowed_rows`
+  // ([rows, BitRowWords(n)] bits, or null: every column).
+  TFM_HOST_DEVICE static ColumnFilter OfRow(int64_t forbidden, const uint32_t* allowed_rows,
+                                            int64_t n, int64_t row) {
+    return ColumnFilter{forbidden,
+                        allowed_rows == nullptr ? nullptr : allowed_rows + row * BitRowWords(n)};
+  }
+
   TFM_HOST_DEVICE bool Excludes(int64_t column) const {
     if (column == forbidden) return true;
     return allowed != nullptr && !BitRowHas(allowed, column);

@@ -100,11 +100,10 @@ __device__ __forceinline__ void LogSoftmaxShift(const float* in, int64_t n, floa
 // computed with LogSoftmaxKernel's group width for rows of length n.
 template <int kKeep, int kSoftmaxWidth>
 __global__ void RowTopKKernel(const float* x, int64_t n, int count, int64_t forbidden,
-                              const uint32_t* allowed, int64_t allowed_words, float* values,
-                              int32_t* columns) {
+                              const uint32_t* allowed, float* values, int32_t* columns) {
   const int64_t row = blockIdx.x;
   const float* in = x + row * n;
-  const ColumnFilter filter{forbidden, allowed == nullptr ? nullptr : allowed + row * allowed_words};
+  const ColumnFilter filter = ColumnFilter::OfRow(forbidden, allowed, n, row);
   const Entry kNone{-INFINITY, kNoColumn};
   Entry best[kKeep];
 #pragma unroll
@@ -175,7 +174,6 @@ struct TopKCall {
   int count;
   int64_t forbidden;
   const uint32_t* allowed;
-  int64_t allowed_words;
   float* values;
   int32_t* columns;
   cudaStream_t stream;
@@ -186,14 +184,14 @@ void Launch(bool log_softmax, const TopKCall& c) {
   const unsigned blocks = static_cast<unsigned>(c.rows);
   if (!log_softmax) {
     RowTopKKernel<kKeep, 0><<<blocks, kThreads, 0, c.stream>>>(
-        c.x, c.n, c.count, c.forbidden, c.allowed, c.allowed_words, c.values, c.columns);
+        c.x, c.n, c.count, c.forbidden, c.allowed, c.values, c.columns);
     return;
   }
   static_assert(kThreads == cuda_row_reduce::kRowThreads,
                 "the block must be LogSoftmaxKernel's for its wide rows' reductions");
   cuda_row_reduce::ForRowWidth(c.n, [&](auto width) {
     RowTopKKernel<kKeep, decltype(width)::value><<<blocks, kThreads, 0, c.stream>>>(
-        c.x, c.n, c.count, c.forbidden, c.allowed, c.allowed_words, c.values, c.columns);
+        c.x, c.n, c.count, c.forbidden, c.allowed, c.values, c.columns);
   });
 }
 
@@ -222,17 +220,16 @@ const char* LaunchTopK(bool log_softmax, const TopKCall& c) {
 }  // namespace
 
 const char* LaunchRowTopK(const float* x, int64_t rows, int64_t n, int count, int64_t forbidden,
-                          const uint32_t* allowed, int64_t allowed_words, float* values,
-                          int32_t* columns, StreamHandle stream) {
-  return LaunchTopK(false, {x, rows, n, count, forbidden, allowed, allowed_words, values, columns,
+                          const uint32_t* allowed, float* values, int32_t* columns,
+                          StreamHandle stream) {
+  return LaunchTopK(false, {x, rows, n, count, forbidden, allowed, values, columns,
                             static_cast<cudaStream_t>(stream)});
 }
 
 const char* LaunchLogSoftmaxTopK(const float* x, int64_t rows, int64_t n, int count,
-                                 int64_t forbidden, const uint32_t* allowed,
-                                 int64_t allowed_words, float* values, int32_t* columns,
-                                 StreamHandle stream) {
-  return LaunchTopK(true, {x, rows, n, count, forbidden, allowed, allowed_words, values, columns,
+                                 int64_t forbidden, const uint32_t* allowed, float* values,
+                                 int32_t* columns, StreamHandle stream) {
+  return LaunchTopK(true, {x, rows, n, count, forbidden, allowed, values, columns,
                            static_cast<cudaStream_t>(stream)});
 }
 

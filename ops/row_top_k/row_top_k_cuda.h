@@ -11,18 +11,17 @@ namespace tfm {
 
 // values/columns [rows, count] from x [rows, n]; count <= kMaxRowTopK.
 // Never the column `forbidden` (< 0: none); with `allowed` (device bits
-// [rows, allowed_words], column_filter.h; null: every column) only the
+// [rows, BitRowWords(n)], column_filter.h; null: every column) only the
 // columns whose bit is set.
 const char* LaunchRowTopK(const float* x, int64_t rows, int64_t n, int count, int64_t forbidden,
-                          const uint32_t* allowed, int64_t allowed_words, float* values,
-                          int32_t* columns, StreamHandle stream);
+                          const uint32_t* allowed, float* values, int32_t* columns,
+                          StreamHandle stream);
 
 // log_softmax_top_k: the same of log_softmax(x), computed as log_softmax's
 // CUDA kernel computes it (the same bits), without writing it.
 const char* LaunchLogSoftmaxTopK(const float* x, int64_t rows, int64_t n, int count,
-                                 int64_t forbidden, const uint32_t* allowed,
-                                 int64_t allowed_words, float* values, int32_t* columns,
-                                 StreamHandle stream);
+                                 int64_t forbidden, const uint32_t* allowed, float* values,
+                                 int32_t* columns, StreamHandle stream);
 
 }  // namespace tfm
 

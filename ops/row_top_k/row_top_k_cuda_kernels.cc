@@ -12,7 +12,7 @@ absl::Status RunRowTopKCuda(KernelContext& context, RowTopKLauncher launch) {
   TFM_ASSIGN_OR_RETURN(const RowTopKArgs args, RowTopKArgsOf(context));
   return CudaLaunchStatus(
       context, launch(x.data<float>(), x.dim(0), x.dim(1), static_cast<int>(args.count),
-                      args.forbidden, args.allowed, args.allowed_words, args.values->data<float>(),
+                      args.forbidden, args.allowed, args.values->data<float>(),
                       args.columns->data<int32_t>(), context.stream()));
 }
 

@@ -19,15 +19,11 @@ namespace tfm {
 struct RowTopKArgs {
   int64_t count = 0;
   int64_t forbidden = -1;
-  // The `_allowed` ops' second input's bits [rows, allowed_words], or null.
+  // The `_allowed` ops' second input's bits [rows, BitRowWords(n)], or
+  // null.
   const uint32_t* allowed = nullptr;
-  int64_t allowed_words = 0;
   Tensor* values = nullptr;   // [rows, count] f32.
   Tensor* columns = nullptr;  // [rows, count] i32.
-
-  ColumnFilter FilterOfRow(int64_t row) const {
-    return ColumnFilter{forbidden, allowed == nullptr ? nullptr : allowed + row * allowed_words};
-  }
 };
 
 // The checks of an op with row_top_k's inputs, attributes and outputs
@@ -46,7 +42,6 @@ inline absl::StatusOr<RowTopKArgs> RowTopKArgsOf(KernelContext& context) {
   if (context.num_inputs() == 2) {
     const Tensor& allowed = context.input(1);
     args.allowed = reinterpret_cast<const uint32_t*>(allowed.data<int32_t>());
-    args.allowed_words = allowed.dim(1);
   }
   TFM_ASSIGN_OR_RETURN(args.values, context.AllocateOutput(0, DType::kF32));
   TFM_ASSIGN_OR_RETURN(args.columns, context.AllocateOutput(1, DType::kI32));
@@ -110,7 +105,8 @@ absl::Status RunRowTopKCpu(KernelContext& context, const TopOfRow& top_of_row) {
     for (int64_t row = begin; row < end; ++row) {
       RowTopKeeper keeper{values + row * args.count, columns + row * args.count, args.count};
       keeper.Clear();
-      top_of_row(in + row * n, n, keeper, args.FilterOfRow(row));
+      top_of_row(in + row * n, n, keeper,
+                 ColumnFilter::OfRow(args.forbidden, args.allowed, n, row));
     }
   });
   return absl::OkStatus();
@@ -121,8 +117,7 @@ absl::Status RunRowTopKCpu(KernelContext& context, const TopOfRow& top_of_row) {
 // builds only, in row_top_k_cuda_kernels.cc).
 using RowTopKLauncher = const char* (*)(const float* x, int64_t rows, int64_t n, int count,
                                         int64_t forbidden, const uint32_t* allowed,
-                                        int64_t allowed_words, float* values, int32_t* columns,
-                                        StreamHandle stream);
+                                        float* values, int32_t* columns, StreamHandle stream);
 absl::Status RunRowTopKCuda(KernelContext& context, RowTopKLauncher launch);
 
 }  // namespace tfm
