@@ -16,7 +16,9 @@
 // background thread, the same batches in the same order; text and binary,
 // the same sentence pairs and tokens over the epoch (in other orders: the
 // binary corpus shuffles globally). Rows cut short by --seconds are not
-// compared.
+// compared. The BPE-dropout rows (from the binary corpus, each pair split
+// anew as it is read) must give the same batches with and without the
+// thread, and the same pairs as the binary rows with more tokens.
 #include <unistd.h>
 
 #include <chrono>
@@ -37,6 +39,8 @@
 
 ABSL_FLAG(int, pairs, 100000, "sentence pairs in the synthetic corpus");
 ABSL_FLAG(double, seconds, 120, "how long each row runs at most (rows stop after one epoch)");
+ABSL_FLAG(double, bpe_dropout, 0.1,
+          "the BPE-dropout rows' probability (data.tokenizer.bpe_dropout; 0: no such rows)");
 ABSL_FLAG(double, gpu_target_tokens_per_second, 437813,
           "what training on a GPU consumes, in target tokens/s: default, the fastest measured, "
           "Transformer base in bf16 at ~25k target tokens an update on an H200 "
@@ -209,10 +213,53 @@ int RunIn(const std::string& dir) {
                   batches->get(), seconds);
     }
   }
+  bool dropout_pass = true;
+  if (const double probability = absl::GetFlag(FLAGS_bpe_dropout); probability > 0) {
+    data.mutable_tokenizer()->set_bpe_dropout(probability);
+    Delivered dropped[2];
+    for (const int prefetch : {0, 16}) {
+      data.mutable_batching()->set_prefetch_batches(prefetch);
+      absl::StatusOr<std::unique_ptr<BatchStream>> batches =
+          OpenTrainingBatches(data, *tokenizer, path, log);
+      if (!batches.ok()) {
+        std::printf("%s\n", batches.status().ToString().c_str());
+        return 1;
+      }
+      dropped[prefetch != 0] =
+          Measure(absl::StrCat("binary, BPE-dropout ", probability, prefetch ? ", thread" : ""),
+                  batches->get(), seconds);
+    }
+    const Delivered& binary = rows[1][0];
+    if (!dropped[0].ok || !dropped[1].ok) {
+      std::printf("check: FAIL BPE-dropout: a row stopped with an error\n");
+      dropout_pass = false;
+    } else if (dropped[0].whole_epoch && dropped[1].whole_epoch && binary.whole_epoch) {
+      const bool same_order = dropped[0].order_hash == dropped[1].order_hash &&
+                              dropped[0].batches == dropped[1].batches;
+      const bool same_pairs = dropped[0].pairs == binary.pairs &&
+                              dropped[0].source_tokens > binary.source_tokens &&
+                              dropped[0].target_tokens > binary.target_tokens;
+      std::printf("check: %s BPE-dropout with and without the thread: %lld and %lld batches, "
+                  "%s\n",
+                  same_order ? "PASS" : "FAIL", static_cast<long long>(dropped[0].batches),
+                  static_cast<long long>(dropped[1].batches),
+                  same_order ? "the same ids in the same order" : "different batches");
+      std::printf("check: %s BPE-dropout and binary epochs: %lld and %lld pairs, %lld and %lld "
+                  "target tokens (%.3f times)\n",
+                  same_pairs ? "PASS" : "FAIL", static_cast<long long>(dropped[0].pairs),
+                  static_cast<long long>(binary.pairs),
+                  static_cast<long long>(dropped[0].target_tokens),
+                  static_cast<long long>(binary.target_tokens),
+                  static_cast<double>(dropped[0].target_tokens) / binary.target_tokens);
+      dropout_pass = same_order && same_pairs;
+    } else {
+      std::printf("check: skipped BPE-dropout: a row stopped at --seconds\n");
+    }
+  }
   std::printf("GPU bar: %.0f target tokens/s (--gpu_target_tokens_per_second: Transformer base, "
               "bf16, an H200)\n",
               absl::GetFlag(FLAGS_gpu_target_tokens_per_second));
-  return CheckSameWork(rows) ? 0 : 1;
+  return CheckSameWork(rows) && dropout_pass ? 0 : 1;
 }
 
 int Run() {

@@ -299,6 +299,26 @@ TEST(ConfigLoaderTest, ATooSmallVocabularyNamesWhereItsSizeWasSet) {
       << ValidateTaskConfig(loaded);
 }
 
+// BPE-dropout is a probability, and skips merges only a BPE vocabulary has.
+TEST(ConfigLoaderTest, BpeDropoutIsAProbabilityOverABpeVocabulary) {
+  LoadedConfig loaded = *ParseTaskConfig(
+      "task: \"translation\"\ndata { tokenizer { model_type: UNIGRAM bpe_dropout: 0.1 } }\n",
+      "d.pbtxt");
+  EXPECT_NE(ValidateTaskConfig(loaded).message().find(
+                "d.pbtxt:2: data.tokenizer.bpe_dropout: needs data.tokenizer.model_type BPE "
+                "(d.pbtxt:2 sets another)"),
+            std::string::npos)
+      << ValidateTaskConfig(loaded);
+  ASSERT_TRUE(ApplyOverride("data.tokenizer.model_type=BPE", &loaded).ok());
+  EXPECT_TRUE(ValidateTaskConfig(loaded).ok()) << ValidateTaskConfig(loaded);
+  ASSERT_TRUE(ApplyOverride("data.tokenizer.bpe_dropout=1", &loaded).ok());
+  EXPECT_NE(ValidateTaskConfig(loaded).message().find(
+                "--set=data.tokenizer.bpe_dropout=1: data.tokenizer.bpe_dropout: must be in "
+                "[0, 1), got 1"),
+            std::string::npos)
+      << ValidateTaskConfig(loaded);
+}
+
 TEST(ConfigLoaderTest, LearnedPositionsMustHoldTheLongestTrainingPair) {
   LoadedConfig loaded = *ParseTaskConfig(
       "task: \"translation\"\n"

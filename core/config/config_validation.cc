@@ -60,6 +60,13 @@ void CheckData(const config::DataConfig& data, Problems& problems) {
   if (!(tok.character_coverage() > 0 && tok.character_coverage() <= 1)) {
     problems.Add("data.tokenizer.character_coverage", "must be in (0, 1]");
   }
+  problems.RequireProbability("data.tokenizer.bpe_dropout", tok.bpe_dropout());
+  if (tok.bpe_dropout() > 0 && tok.model_type() != config::TokenizerConfig::BPE) {
+    problems.Add("data.tokenizer.bpe_dropout",
+                 absl::StrCat("needs data.tokenizer.model_type BPE (",
+                              problems.Where("data.tokenizer.model_type"),
+                              " sets another); a unigram vocabulary has no merges to skip"));
+  }
   const std::vector<std::pair<std::string, int>> ids = {
       {"pad_id", tok.pad_id()}, {"unk_id", tok.unk_id()},
       {"bos_id", tok.bos_id()}, {"eos_id", tok.eos_id()}};

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/philox.h"
+#include "core/thread_pool.h"
 #include "core/status_macros.h"
 
 namespace tfm {
@@ -85,6 +86,31 @@ Batch TokenBatcher::Pad(const std::vector<const Example*>& rows) const {
   return batch;
 }
 
+void TokenBatcher::TransformWindow(const std::vector<int64_t>& indices,
+                                   std::vector<Keyed>* examples) {
+  // A pure function of (epoch, index, example), so the threads change no
+  // bit; the pool's other threads are idle while a GPU trains.
+  ThreadPool::Default()->ParallelFor(
+      examples->size(), 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          transform_(position_.epoch, indices[i], &(*examples)[i].example);
+        }
+      });
+  // The length limits again: a pair's new split may be longer. The reader
+  // no longer knows where such a pair came from; its index says.
+  size_t kept = 0;
+  for (size_t i = 0; i < examples->size(); ++i) {
+    if (const char* reason = LengthRejection((*examples)[i].example, config_); reason != nullptr) {
+      length_skips_.Skip(reason, absl::StrCat("epoch ", position_.epoch, " pair ", indices[i],
+                                              " as the transform (BPE-dropout) split it"));
+      continue;
+    }
+    if (kept != i) (*examples)[kept] = std::move((*examples)[i]);
+    ++kept;
+  }
+  examples->resize(kept);
+}
+
 absl::Status TokenBatcher::FillWindow() {
   if (reopen_) {
     reader_.reset();
@@ -101,6 +127,7 @@ absl::Status TokenBatcher::FillWindow() {
   }
   const int64_t capacity = std::max(1, config_.shuffle_buffer());
   std::vector<Keyed> examples;
+  std::vector<int64_t> indices;  // With a transform: each example's index.
   Example example;
   while (reader_pairs_ < position_.pairs + capacity) {
     if (cancelled_.load(std::memory_order_relaxed)) {
@@ -120,8 +147,10 @@ absl::Status TokenBatcher::FillWindow() {
       length_skips_.Skip(reason, where);
       continue;
     }
+    if (transform_) indices.push_back(index);
     examples.push_back({std::move(example), PairKey(config_.shuffle_seed(), position_.epoch, index)});
   }
+  if (transform_) TransformWindow(indices, &examples);
 
   // Similar lengths next to each other; the random key shuffles equals.
   auto sort_key = [](const Keyed& k) {

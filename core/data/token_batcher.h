@@ -66,6 +66,15 @@ class TokenBatcher : public BatchStream {
   // must outlive the batcher.
   static MakeExample Tokenize(const Tokenizer& tokenizer) { return TokenizeWithEos(tokenizer); }
 
+  // Changes each example of a window after it is read, given the epoch and
+  // the example's index in the epoch's order, before the window is sorted:
+  // BPE-dropout (bpe_dropout.h) splits each training pair anew every epoch.
+  // Called from several threads at once (a pure function of its arguments
+  // keeps the batches independent of the thread count). Set before the
+  // first Next.
+  using Transform = std::function<void(int64_t epoch, int64_t index, Example* example)>;
+  void SetTransform(Transform transform) { transform_ = std::move(transform); }
+
   absl::StatusOr<bool> Next(Batch* batch) override;
   const BatchPosition& position() const override { return position_; }
   // The examples before the position are skipped, not decoded (a text
@@ -89,11 +98,16 @@ class TokenBatcher : public BatchStream {
 
   // Reads, tokenizes and batches the window at position_.pairs.
   absl::Status FillWindow();
+  // transform_ over the window's examples (indices: each one's index in the
+  // epoch), side by side on the default thread pool, then the length limits
+  // again.
+  void TransformWindow(const std::vector<int64_t>& indices, std::vector<Keyed>* examples);
   Batch Pad(const std::vector<const Example*>& rows) const;
 
   config::BatchingConfig config_;
   OpenExamples open_;
   int pad_id_;
+  Transform transform_;
 
   BatchPosition position_;
   std::atomic<bool> cancelled_{false};

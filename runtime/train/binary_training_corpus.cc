@@ -7,6 +7,7 @@
 #include "core/data/binary_corpus.h"
 #include "core/data/binary_corpus_format.h"
 #include "core/data/binary_corpus_writer.h"
+#include "core/data/bpe_dropout.h"
 #include "core/data/file_io.h"
 #include "core/data/prefetching_batch_stream.h"
 #include "core/data/shuffled_corpus_reader.h"
@@ -93,9 +94,9 @@ absl::StatusOr<std::unique_ptr<BatchStream>> OpenTrainingBatches(const config::D
                                                                  const Tokenizer& tokenizer,
                                                                  const std::string& binary_path,
                                                                  std::ostream& log) {
-  std::unique_ptr<BatchStream> batches;
+  std::unique_ptr<TokenBatcher> batcher;
   if (binary_path.empty()) {
-    batches = MakeTrainingBatcher(data, tokenizer);
+    batcher = MakeTrainingBatcher(data, tokenizer);
     log << "data: data.train read as text (run the preprocess command for a global shuffle)\n";
   } else {
     TFM_ASSIGN_OR_RETURN(std::shared_ptr<const BinaryCorpus> corpus,
@@ -107,13 +108,30 @@ absl::StatusOr<std::unique_ptr<BatchStream>> OpenTrainingBatches(const config::D
     log << "data: " << binary_path << " (" << corpus->size() << " pairs, " << corpus->tokens()
         << " tokens), shuffled each epoch\n";
     const uint64_t seed = data.batching().shuffle_seed();
-    batches = std::make_unique<TokenBatcher>(
+    batcher = std::make_unique<TokenBatcher>(
         data.batching(),
         [corpus, seed](int64_t epoch) -> absl::StatusOr<std::unique_ptr<ExampleReader>> {
           return std::unique_ptr<ExampleReader>(new ShuffledCorpusReader(corpus, seed, epoch));
         },
         tokenizer.pad_id());
   }
+  if (const float probability = data.tokenizer().bpe_dropout(); probability > 0) {
+    // From the ids either source gives (a binary corpus holds SentencePiece's
+    // own encoding), with the seed of the epochs' order.
+    absl::StatusOr<BpeDropout> dropout =
+        BpeDropout::Create(tokenizer, probability, data.batching().shuffle_seed());
+    if (!dropout.ok()) {
+      return absl::Status(dropout.status().code(), absl::StrCat("data.tokenizer.bpe_dropout: ",
+                                                                dropout.status().message()));
+    }
+    auto shared = std::make_shared<const BpeDropout>(*std::move(dropout));
+    batcher->SetTransform([shared](int64_t epoch, int64_t index, Example* example) {
+      shared->Apply(epoch, index, example);
+    });
+    log << "data: BPE-dropout " << probability
+        << ": each training pair split anew every epoch (validation and decoding are not)\n";
+  }
+  std::unique_ptr<BatchStream> batches = std::move(batcher);
   if (data.batching().prefetch_batches() > 0) {
     batches = std::make_unique<PrefetchingBatchStream>(std::move(batches),
                                                        data.batching().prefetch_batches());

@@ -152,6 +152,80 @@ TEST(BinaryTrainingCorpusTest, AnotherVocabularyIsRefused) {
       << refused.status();
 }
 
+// The text of every row of `rows` (source and target ids, decoded as one).
+std::multiset<std::string> Texts(const Tokenizer& tokenizer,
+                                 const std::multiset<std::vector<int>>& rows) {
+  std::multiset<std::string> texts;
+  for (const std::vector<int>& row : rows) texts.insert(*tokenizer.Decode(row));
+  return texts;
+}
+
+// BPE-dropout, from text or from the binary corpus: each epoch holds the
+// same pairs' text split otherwise, anew each epoch, the same on every run,
+// and the same after a seek into the epoch (an exact resume).
+TEST(BinaryTrainingCorpusTest, BpeDropoutSplitsEachEpochAnewAndRepeats) {
+  const Prepared p = Prepare("bpe_dropout");
+  config::DataConfig dropped = p.data;
+  dropped.mutable_tokenizer()->set_bpe_dropout(0.5f);
+  for (const std::string& path : {std::string(), p.path}) {
+    SCOPED_TRACE(path.empty() ? "from text" : "from the binary corpus");
+    std::ostringstream log;
+    // Without the background thread, so that the pools below are the only
+    // ones splitting.
+    dropped.mutable_batching()->set_prefetch_batches(0);
+    auto plain = OpenTrainingBatches(p.data, p.tokenizer, path, log);
+    auto first = OpenTrainingBatches(dropped, p.tokenizer, path, log);
+    auto second = OpenTrainingBatches(dropped, p.tokenizer, path, log);
+    ASSERT_TRUE(plain.ok() && first.ok() && second.ok()) << first.status();
+    EXPECT_NE(log.str().find("BPE-dropout 0.5"), std::string::npos) << log.str();
+    const std::multiset<std::vector<int>> vocabulary_splits = Rows(plain->get());
+    std::multiset<std::vector<int>> epoch0, epoch1;
+    {
+      ThreadPool pool(1);
+      ThreadPool::ScopedDefault scoped(&pool);
+      epoch0 = Rows(first->get());
+      epoch1 = Rows(first->get());
+    }
+    {
+      // The window split by three threads: the same batches.
+      ThreadPool pool(3);
+      ThreadPool::ScopedDefault scoped(&pool);
+      EXPECT_EQ(Rows(second->get()), epoch0);
+    }
+    EXPECT_NE(epoch0, vocabulary_splits);
+    EXPECT_NE(epoch1, epoch0);
+    EXPECT_EQ(Texts(p.tokenizer, epoch0), Texts(p.tokenizer, vocabulary_splits));
+    EXPECT_EQ(Texts(p.tokenizer, epoch1), Texts(p.tokenizer, vocabulary_splits));
+
+    // Epoch 2, three batches in: a stream that seeks there continues alike.
+    Batch batch;
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(*(*first)->Next(&batch));
+    const BatchPosition position = (*first)->position();
+    auto resumed = OpenTrainingBatches(dropped, p.tokenizer, path, log);
+    ASSERT_TRUE(resumed.ok());
+    (*resumed)->Seek(position);
+    EXPECT_EQ(Rows(resumed->get()), Rows(first->get()));
+  }
+}
+
+TEST(BinaryTrainingCorpusTest, BpeDropoutNeedsABpeVocabulary) {
+  const Prepared p = Prepare("bpe_dropout_unigram");
+  config::DataConfig unigram = p.data;
+  unigram.mutable_tokenizer()->set_model_type(config::TokenizerConfig::UNIGRAM);
+  unigram.mutable_tokenizer()->set_model_path("unigram.model");
+  absl::StatusOr<Tokenizer> tokenizer =
+      LoadOrTrainTokenizer(unigram, ::testing::TempDir() + "/bpe_dropout_unigram", nullptr);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  unigram.mutable_tokenizer()->set_bpe_dropout(0.1f);
+  std::ostringstream log;
+  auto refused = OpenTrainingBatches(unigram, *tokenizer, "", log);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("data.tokenizer.bpe_dropout: BPE-dropout needs a BPE "
+                                            "vocabulary"),
+            std::string::npos)
+      << refused.status();
+}
+
 // A corpus damaged after it was checked at start (an id outside the
 // vocabulary) stops training when the background thread reaches it, naming
 // the file, the pair and the byte.

@@ -34,6 +34,15 @@ class ParsingTask : public Task {
     TFM_RETURN_IF_ERROR(CheckTreebanks(loaded, "data.valid", data.valid()));
     TFM_RETURN_IF_ERROR(CheckTreebanks(loaded, "data.test", data.test()));
     TFM_RETURN_IF_ERROR(CheckParsingConfig(loaded));
+    // The tree constraint and the leaf alignment read the target's pieces
+    // as the vocabulary splits them; BPE-dropout would train on others.
+    if (data.tokenizer().bpe_dropout() > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          loaded.sources.Describe("data.tokenizer.bpe_dropout"),
+          ": data.tokenizer.bpe_dropout: parsing trains on linearized trees, whose pieces the "
+          "tree constraint and the leaf alignment read as the vocabulary splits them; leave "
+          "it at 0"));
+    }
     return CheckLeafStyles(loaded);
   }
 
