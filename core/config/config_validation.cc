@@ -185,6 +185,7 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
   problems.RequireProbability("train.adam.beta1", train.adam().beta1());
   problems.RequireProbability("train.adam.beta2", train.adam().beta2());
   problems.RequirePositive("train.adam.epsilon", train.adam().epsilon());
+  problems.RequireNonNegative("train.adam.weight_decay", train.adam().weight_decay());
   problems.RequirePositive("train.warmup_steps", train.warmup_steps());
   problems.RequirePositive("train.lr_scale", train.lr_scale());
   problems.RequirePositive("train.max_steps", train.max_steps());

@@ -24,6 +24,10 @@ absl::Status ValidateAdamAttrs(const KernelContext& context) {
   }
   if (!(eps >= 0)) return context.Error("eps must be >= 0");
   if (step < 1) return context.Error(absl::StrCat("step ", step, " must be >= 1"));
+  TFM_ASSIGN_OR_RETURN(double weight_decay, attrs.GetOr<double>("weight_decay", 0.0));
+  if (!(weight_decay >= 0) || !std::isfinite(weight_decay)) {
+    return context.Error(absl::StrCat("weight_decay ", weight_decay, " must be finite and >= 0"));
+  }
   return absl::OkStatus();
 }
 
@@ -61,8 +65,9 @@ TFM_REGISTER_OP(OpDef{
     .name = "adam",
     .inputs = {"param", "grad", "m", "v"},
     .outputs = {"param", "m", "v"},
-    .attrs = {"lr", "beta1", "beta2", "eps", "step"},
-    .doc = "one bias-corrected Adam step, in place (torch.optim.Adam)",
+    .attrs = {"lr", "beta1", "beta2", "eps", "step", "weight_decay"},
+    .doc = "one bias-corrected Adam step, in place (torch.optim.Adam; with weight_decay, "
+           "optional, torch.optim.AdamW's decoupled decay)",
     .validate = ValidateAdam,
     .kernel_dtype_inputs = {0, 1, 2, 3},
     .in_place = {{0, 0}, {1, 2}, {2, 3}},
@@ -75,7 +80,7 @@ TFM_REGISTER_OP(OpDef{
     .name = "multi_tensor_adam",
     .inputs = {"param", "grad", "m", "v", "grad_sum_of_squares", "skip_guard"},
     .outputs = {"param", "m", "v"},
-    .attrs = {"lr", "beta1", "beta2", "eps", "step", "max_norm"},
+    .attrs = {"lr", "beta1", "beta2", "eps", "step", "max_norm", "weight_decay"},
     .doc = "adam over a list of (param, grad, m, v), the gradients clipped to a global norm of "
            "max_norm (0: none) by a factor read from grad_sum_of_squares on the device, in "
            "place; skipped on the device when grad_sum_of_squares or skip_guard is not finite",
@@ -94,7 +99,8 @@ Attrs AdamAttrs(const AdamOptions& options) {
       .Set("beta1", options.beta1)
       .Set("beta2", options.beta2)
       .Set("eps", options.eps)
-      .Set("step", options.step);
+      .Set("step", options.step)
+      .Set("weight_decay", options.weight_decay);
   return attrs;
 }
 

@@ -1,6 +1,8 @@
 // adam: one Adam step (Kingma & Ba) with bias correction, exactly as
-// torch.optim.Adam (no weight decay, no amsgrad), updating in place. The
-// defaults are the Transformer paper's: beta1 0.9, beta2 0.98, eps 1e-9.
+// torch.optim.Adam (no amsgrad), updating in place; with weight_decay, as
+// torch.optim.AdamW (Loshchilov & Hutter's decoupled decay, which fairseq's
+// --weight-decay also applies). The defaults are the Transformer paper's:
+// beta1 0.9, beta2 0.98, eps 1e-9, no weight decay.
 #ifndef TFM_OPS_ADAM_ADAM_H_
 #define TFM_OPS_ADAM_ADAM_H_
 
@@ -19,11 +21,14 @@ struct AdamOptions {
   double beta2 = 0.98;
   double eps = 1e-9;
   int64_t step = 1;  // 1 for the first update: the bias corrections use it.
+  // Decoupled: param *= 1 - lr * weight_decay before the step (0: Adam).
+  double weight_decay = 0;
 };
 
 // With t = step:
 //   m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2
-//   param -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+//   param = param * (1 - lr weight_decay)
+//           - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // param, grad, m, v: f32 tensors of one shape; param, m and v are written in
 // place (the op's outputs are these same tensors).
 absl::Status AdamUpdate(const Tensor& param, const Tensor& grad, const Tensor& m,

@@ -31,6 +31,7 @@ void AdamSpan(const AdamStep& c, float grad_scale, const AdamEntry& t, int64_t b
   const VecF v1b1 = simd::Set(c.one_minus_beta1), v1b2 = simd::Set(c.one_minus_beta2);
   const VecF vc2 = simd::Set(c.correction2_sqrt);
   const VecF veps = simd::Set(c.eps), vstep = simd::Set(c.step_size);
+  const VecF vdecay = simd::Set(c.decay);
   const VecF vscale = simd::Set(grad_scale);
   // The ragged end goes through the same arithmetic with masked loads
   // and stores, so every element rounds alike whatever its position.
@@ -42,7 +43,8 @@ void AdamSpan(const AdamStep& c, float grad_scale, const AdamEntry& t, int64_t b
     const VecF denom = simd::Sqrt(vi) / vc2 + veps;
     Store(mi, t.m + i, lanes);
     Store(vi, t.v + i, lanes);
-    Store(Load(t.param + i, lanes) - vstep * (mi / denom), t.param + i, lanes);
+    // torch.optim.AdamW's order: the decay rounded on its own first.
+    Store(Load(t.param + i, lanes) * vdecay - vstep * (mi / denom), t.param + i, lanes);
   });
 }
 

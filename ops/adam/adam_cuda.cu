@@ -28,7 +28,8 @@ __device__ __forceinline__ void AdamElement(const AdamStep& c, float grad_scale,
   v = fmaf(c.beta2, v, c.one_minus_beta2 * g * g);
   // torch's order: sqrt(v) / sqrt(1 - beta2^t) + eps, then m / that.
   const float denom = __fadd_rn(__fdiv_rn(sqrtf(v), c.correction2_sqrt), c.eps);
-  param = __fsub_rn(param, __fmul_rn(c.step_size, __fdiv_rn(m, denom)));
+  // torch.optim.AdamW's order: the decay rounded on its own first.
+  param = __fsub_rn(__fmul_rn(param, c.decay), __fmul_rn(c.step_size, __fdiv_rn(m, denom)));
 }
 
 __global__ void __launch_bounds__(kThreads)

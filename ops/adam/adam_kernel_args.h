@@ -10,9 +10,12 @@
 
 namespace tfm {
 
-// param -= step_size * m / (sqrt(v) / correction2_sqrt + eps) after the
-// moment updates, with the bias corrections folded into two constants.
+// param = param * decay - step_size * m / (sqrt(v) / correction2_sqrt + eps)
+// after the moment updates, with the bias corrections folded into two
+// constants; decay is 1 - lr * weight_decay (decoupled weight decay, as
+// torch.optim.AdamW), exactly 1 without it, which leaves param's bits alone.
 struct AdamStep {
+  float decay;
   float step_size;
   float correction2_sqrt;
   float beta1, beta2;
@@ -21,9 +24,11 @@ struct AdamStep {
 };
 
 // Bias corrections in double, as torch computes them in Python floats.
-inline AdamStep MakeAdamStep(double lr, double beta1, double beta2, double eps, int64_t step) {
+inline AdamStep MakeAdamStep(double lr, double beta1, double beta2, double eps, int64_t step,
+                             double weight_decay) {
   const double t = static_cast<double>(step);
   return AdamStep{
+      static_cast<float>(1.0 - lr * weight_decay),
       static_cast<float>(lr / (1.0 - std::pow(beta1, t))),
       static_cast<float>(std::sqrt(1.0 - std::pow(beta2, t))),
       static_cast<float>(beta1),
@@ -78,7 +83,9 @@ inline absl::StatusOr<AdamStep> ReadAdamStep(const KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(double beta2, attrs.Get<double>("beta2"));
   TFM_ASSIGN_OR_RETURN(double eps, attrs.Get<double>("eps"));
   TFM_ASSIGN_OR_RETURN(int64_t step, attrs.Get<int64_t>("step"));
-  return MakeAdamStep(lr, beta1, beta2, eps, step);
+  // Optional: callers from before it get plain Adam.
+  TFM_ASSIGN_OR_RETURN(double weight_decay, attrs.GetOr<double>("weight_decay", 0.0));
+  return MakeAdamStep(lr, beta1, beta2, eps, step, weight_decay);
 }
 
 // One tensor's state as a kernel sees it: `count` elements of each array.

@@ -21,6 +21,10 @@ namespace {
 
 Tensor Copy(const Tensor& t) { return *Tensor::FromVector<float>(t.span<float>(), t.shape()); }
 
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
 // The AVX2 body (elements 0..15) and the scalar tail (16..18) must round
 // identically: equal inputs everywhere give equal outputs everywhere.
 TEST(AdamTest, VectorBodyAndTailAgree) {
@@ -64,6 +68,43 @@ TEST(AdamTest, ThreeStepsMatchTorchOptimAdam) {
   EXPECT_TRUE(testing::AllClose(v, ref->at("v")));
 }
 
+// Decoupled weight decay, against torch.optim.AdamW. A decay of 1.0 moves
+// each weight by lr * |w| a step, far beyond the tolerance: a kernel that
+// ignored it would fail (checked below against plain Adam).
+TEST(AdamTest, WeightDecayMatchesTorchOptimAdamW) {
+  const Tensor initial = *RandomNormal({5, 33}, {9, 0, 0}, 0.0f, 1.0f);
+  std::vector<Tensor> grads;
+  for (uint64_t s = 1; s <= 3; ++s) grads.push_back(*RandomNormal({5, 33}, {9, s, 0}, 0.0f, 1e-2f));
+  Tensor param = Copy(initial), plain = Copy(initial);
+  Tensor m = *Tensor::Zeros({5, 33}, DType::kF32), plain_m = Copy(m);
+  Tensor v = *Tensor::Zeros({5, 33}, DType::kF32), plain_v = Copy(v);
+  for (int64_t step = 1; step <= 3; ++step) {
+    ASSERT_TRUE(
+        AdamUpdate(param, grads[step - 1], m, v, {.lr = 7e-4, .step = step, .weight_decay = 1.0})
+            .ok());
+    ASSERT_TRUE(AdamUpdate(plain, grads[step - 1], plain_m, plain_v, {.lr = 7e-4, .step = step})
+                    .ok());
+  }
+  absl::StatusOr<testing::NamedTensors> ref = testing::TorchReference(R"py(
+      p = torch.nn.Parameter(initial.detach().clone())
+      opt = torch.optim.AdamW([p], lr=7e-4, betas=(0.9, 0.98), eps=1e-9, weight_decay=1.0)
+      for g in (g1, g2, g3):
+          p.grad = g.detach().clone()
+          opt.step()
+      param = p.detach()
+  )py", {{"initial", initial}, {"g1", grads[0]}, {"g2", grads[1]}, {"g3", grads[2]}},
+      {"param"});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_TRUE(testing::AllClose(param, ref->at("param")));
+  EXPECT_FALSE(testing::AllClose(plain, ref->at("param")));
+  // The moments do not see the decay.
+  EXPECT_TRUE(SameBits(m, plain_m));
+  EXPECT_TRUE(SameBits(v, plain_v));
+  const Tensor a = *Tensor::Zeros({3}, DType::kF32);
+  EXPECT_FALSE(AdamUpdate(a, a, a, a, {.weight_decay = -1}).ok());
+  EXPECT_FALSE(AdamUpdate(a, a, a, a, {.weight_decay = NAN}).ok());
+}
+
 TEST(AdamTest, BadArgumentsAreInvalidArgument) {
   const Tensor a = *Tensor::Zeros({3}, DType::kF32);
   const Tensor b = *Tensor::Zeros({4}, DType::kF32);
@@ -93,7 +134,8 @@ TEST(AdamTest, CudaMatchesCpu) {
            gpu_v = testing::OnCuda(v);
     for (int64_t step = 1; step <= 3; ++step) {
       const Tensor grad = *RandomNormal(shape, {9, ++stream, 0}, 0.0f, 1e-2f);
-      const AdamOptions options{.lr = 7e-4, .step = step};
+      // Decoupled weight decay on the odd steps.
+      const AdamOptions options{.lr = 7e-4, .step = step, .weight_decay = step % 2 ? 0.1 : 0.0};
       ASSERT_TRUE(AdamUpdate(param, grad, m, v, options).ok());
       const absl::Status status =
           AdamUpdate(gpu_param, testing::OnCuda(grad), gpu_m, gpu_v, options);
@@ -182,10 +224,6 @@ std::vector<AdamTensors> ListOf(const AdamState& state, const std::vector<Tensor
   return list;
 }
 
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
-
 void ExpectSameBits(const AdamState& actual, const AdamState& expected) {
   for (size_t i = 0; i < expected.param.size(); ++i) {
     SCOPED_TRACE("tensor " + std::to_string(i));
@@ -214,7 +252,9 @@ TEST(AdamTest, MultiTensorEqualsPerTensorBitForBit) {
         if (max_norm > 0) {
           ASSERT_TRUE(ClipGradNorm(clipped, max_norm).ok());
         }
-        const AdamOptions options{.lr = 7e-4, .step = step};
+        // With weight decay where the clip bites.
+        const AdamOptions options{
+            .lr = 7e-4, .step = step, .weight_decay = max_norm == 0.5 ? 0.01 : 0.0};
         for (size_t i = 0; i < grads.size(); ++i) {
           ASSERT_TRUE(AdamUpdate(per_tensor.param[i], clipped[i], per_tensor.m[i],
                                  per_tensor.v[i], options)

@@ -40,6 +40,7 @@ absl::Status AdamOptimizer::Step(int64_t update, double lr_factor,
   options.beta1 = adam_.beta1();
   options.beta2 = adam_.beta2();
   options.eps = adam_.epsilon();
+  options.weight_decay = adam_.weight_decay();
   options.step = update;
   std::vector<AdamTensors> tensors;
   tensors.reserve(parameters_.size());
