@@ -17,6 +17,7 @@ PACKAGES=(
   zlib1g-dev
   libopenmpi-dev openmpi-bin                           # data-parallel training (mpirun)
   python3 python3-venv python3-pip python3-torch python3-numpy  # parity peers
+  python3-sentencepiece                                # BPE-dropout's peer: SampleEncode
   gettext                                              # msgfmt, for .mo test files
 )
 # PyPI packages for test and benchmark peers only (never needed by the engine).

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/philox.h"
-#include "core/thread_pool.h"
 #include "core/status_macros.h"
+#include "core/thread_pool.h"
 
 namespace tfm {
 namespace {

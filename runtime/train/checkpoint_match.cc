@@ -27,6 +27,9 @@ config::TaskConfig MeaningOfWeights(const config::TaskConfig& config) {
   if (config.data().has_tokenizer()) {
     *kept.mutable_data()->mutable_tokenizer() = config.data().tokenizer();
     kept.mutable_data()->mutable_tokenizer()->clear_model_path();
+    // How training splits its pairs, not what the vocabulary is: a run may
+    // resume or fine-tune with BPE-dropout turned on or off.
+    kept.mutable_data()->mutable_tokenizer()->clear_bpe_dropout();
   }
   return kept;
 }

@@ -42,6 +42,7 @@ TEST(CheckConfigMatchesTest, TrainingSettingsPathsAndSpelledOutDefaultsMayDiffer
   run.mutable_train()->set_max_steps(5);
   run.mutable_data()->set_work_dir("/elsewhere");
   run.mutable_data()->mutable_tokenizer()->set_model_path("/elsewhere/spm.model");
+  run.mutable_data()->mutable_tokenizer()->set_bpe_dropout(0.1f);  // How pairs are split.
   run.mutable_model()->set_d_ff(2048);  // The default, now explicit.
   EXPECT_TRUE(CheckConfigMatches(stored, kConfigPath, run).ok());
 }

@@ -62,6 +62,20 @@ TEST(ParsingTaskTest, EveryTreebankWritesItsLeavesAlike) {
       << mixed;
 }
 
+// Trees are trained as the vocabulary splits them: no BPE-dropout.
+TEST(ParsingTaskTest, BpeDropoutIsRefused) {
+  config::TaskConfig config;
+  config.set_task("parsing");
+  *config.mutable_data()->add_train() = Treebank(1, 169, config::CorpusConfig::WORDS);
+  EXPECT_TRUE(ValidateParsing(config).ok()) << ValidateParsing(config);
+  config.mutable_data()->mutable_tokenizer()->set_bpe_dropout(0.1f);
+  const absl::Status refused = ValidateParsing(config);
+  EXPECT_NE(refused.message().find("data.tokenizer.bpe_dropout: parsing trains on linearized "
+                                   "trees"),
+            std::string::npos)
+      << refused;
+}
+
 TEST(ParsingTaskTest, TagDictionaryNeedsTreesWhoseLeavesAreTags) {
   config::TaskConfig config;
   config.set_task("parsing");
