@@ -164,9 +164,9 @@ if run train; then
   #    the run had not tried. At 0.05, not the paper's 0.1: on a 6,000-pair
   #    CPU run (benchmarks/results/README.md, seventeenth session) 0.1
   #    needed 2.2 times the updates to reach the plain model's validation
-  #    loss and 0.05 1.4 times, where the plain model peaks by update 5000
-  #    of the ~11000 this run gives a variant. 5 validations of patience,
-  #    since it learns more slowly at first;
+  #    loss and 0.05 1.5 to 1.7 times, where the plain model peaks by
+  #    update 5000 of the ~11000 this run gives a variant. 5 validations of
+  #    patience, since it learns more slowly at first;
   # 4. the 512-wide model with the IWSLT regularisation, warmed up over 1000
   #    updates to a lower peak rate (7.0e-4 against 2.0e-3) and given 5
   #    validations of patience (it stopped at 6000 updates with minutes
