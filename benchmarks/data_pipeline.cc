@@ -123,29 +123,35 @@ Delivered Measure(const std::string& name, BatchStream* batches, double seconds)
   return delivered;
 }
 
+// One kind of rows, with and without the background thread: the same
+// batches in the same order; false on a mismatch or an error.
+bool CheckThreadChangesNothing(const char* kind, const Delivered& plain,
+                               const Delivered& threaded) {
+  if (!plain.ok || !threaded.ok) {
+    std::printf("check: FAIL %s: a row stopped with an error\n", kind);
+    return false;
+  }
+  if (!plain.whole_epoch || !threaded.whole_epoch) {
+    std::printf("check: skipped %s with and without the thread: a row stopped at --seconds\n",
+                kind);
+    return true;
+  }
+  const bool same = plain.order_hash == threaded.order_hash && plain.batches == threaded.batches;
+  std::printf("check: %s %s with and without the thread: %lld and %lld batches, %s\n",
+              same ? "PASS" : "FAIL", kind, static_cast<long long>(plain.batches),
+              static_cast<long long>(threaded.batches),
+              same ? "the same ids in the same order" : "different batches");
+  return same;
+}
+
 // The checks over the four rows (text, text + thread, binary, binary +
 // thread); false on a mismatch.
 bool CheckSameWork(const Delivered (&rows)[2][2]) {
   bool pass = true;
   for (int binary = 0; binary < 2; ++binary) {
-    const Delivered& plain = rows[binary][0];
-    const Delivered& threaded = rows[binary][1];
-    const char* kind = binary ? "binary" : "text";
-    if (!plain.ok || !threaded.ok) {
-      std::printf("check: FAIL %s: a row stopped with an error\n", kind);
-      pass = false;
-    } else if (plain.whole_epoch && threaded.whole_epoch) {
-      const bool same =
-          plain.order_hash == threaded.order_hash && plain.batches == threaded.batches;
-      std::printf("check: %s %s with and without the thread: %lld and %lld batches, %s\n",
-                  same ? "PASS" : "FAIL", kind, static_cast<long long>(plain.batches),
-                  static_cast<long long>(threaded.batches),
-                  same ? "the same ids in the same order" : "different batches");
-      pass = pass && same;
-    } else {
-      std::printf("check: skipped %s with and without the thread: a row stopped at --seconds\n",
-                  kind);
-    }
+    pass = CheckThreadChangesNothing(binary ? "binary" : "text", rows[binary][0],
+                                     rows[binary][1]) &&
+           pass;
   }
   const Delivered& text = rows[0][0];
   const Delivered& binary = rows[1][0];
@@ -230,20 +236,11 @@ int RunIn(const std::string& dir) {
                   batches->get(), seconds);
     }
     const Delivered& binary = rows[1][0];
-    if (!dropped[0].ok || !dropped[1].ok) {
-      std::printf("check: FAIL BPE-dropout: a row stopped with an error\n");
-      dropout_pass = false;
-    } else if (dropped[0].whole_epoch && dropped[1].whole_epoch && binary.whole_epoch) {
-      const bool same_order = dropped[0].order_hash == dropped[1].order_hash &&
-                              dropped[0].batches == dropped[1].batches;
+    dropout_pass = CheckThreadChangesNothing("BPE-dropout", dropped[0], dropped[1]);
+    if (dropped[0].ok && dropped[0].whole_epoch && binary.whole_epoch) {
       const bool same_pairs = dropped[0].pairs == binary.pairs &&
                               dropped[0].source_tokens > binary.source_tokens &&
                               dropped[0].target_tokens > binary.target_tokens;
-      std::printf("check: %s BPE-dropout with and without the thread: %lld and %lld batches, "
-                  "%s\n",
-                  same_order ? "PASS" : "FAIL", static_cast<long long>(dropped[0].batches),
-                  static_cast<long long>(dropped[1].batches),
-                  same_order ? "the same ids in the same order" : "different batches");
       std::printf("check: %s BPE-dropout and binary epochs: %lld and %lld pairs, %lld and %lld "
                   "target tokens (%.3f times)\n",
                   same_pairs ? "PASS" : "FAIL", static_cast<long long>(dropped[0].pairs),
@@ -251,9 +248,9 @@ int RunIn(const std::string& dir) {
                   static_cast<long long>(dropped[0].target_tokens),
                   static_cast<long long>(binary.target_tokens),
                   static_cast<double>(dropped[0].target_tokens) / binary.target_tokens);
-      dropout_pass = same_order && same_pairs;
-    } else {
-      std::printf("check: skipped BPE-dropout: a row stopped at --seconds\n");
+      dropout_pass = dropout_pass && same_pairs;
+    } else if (dropped[0].ok) {
+      std::printf("check: skipped BPE-dropout and binary epochs: a row stopped at --seconds\n");
     }
   }
   std::printf("GPU bar: %.0f target tokens/s (--gpu_target_tokens_per_second: Transformer base, "

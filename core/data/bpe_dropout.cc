@@ -17,7 +17,7 @@ using spm_model::ModelProto;
 // shuffle seed itself).
 constexpr uint64_t kKeyMix = 0x9E3779B97F4A7C15ull;
 
-uint64_t PairKey(int32_t left, int32_t right) {
+uint64_t MergeKey(int32_t left, int32_t right) {
   return uint64_t{static_cast<uint32_t>(left)} << 32 | static_cast<uint32_t>(right);
 }
 
@@ -116,9 +116,10 @@ absl::StatusOr<BpeDropout> BpeDropout::Create(const Tokenizer& tokenizer, float 
     if (piece.type() != ModelProto::SentencePiece::NORMAL) continue;
     const std::string& text = piece.piece();
     std::vector<size_t> boundaries;
-    for (size_t at = 0; at < text.size(); at += CharacterLength(text, at)) {
+    for (size_t at = 0, length; at < text.size(); at += length) {
+      length = CharacterLength(text, at);
       boundaries.push_back(at);
-      const std::string character = text.substr(at, CharacterLength(text, at));
+      const std::string character = text.substr(at, length);
       const auto found = normal.find(character);
       if (found == normal.end()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -133,7 +134,7 @@ absl::StatusOr<BpeDropout> BpeDropout::Create(const Tokenizer& tokenizer, float 
       const auto left = normal.find(text.substr(0, boundaries[k]));
       const auto right = normal.find(text.substr(boundaries[k]));
       if (left != normal.end() && right != normal.end()) {
-        dropout.merges_.emplace(PairKey(left->second, right->second), id);
+        dropout.merges_.emplace(MergeKey(left->second, right->second), id);
       }
     }
   }
@@ -162,7 +163,7 @@ std::vector<int> BpeDropout::Resample(absl::Span<const int> ids, uint64_t stream
   std::priority_queue<Candidate, std::vector<Candidate>, LowerPriority> agenda;
   auto consider = [&](int left, int right) {
     if (left < 0 || right < 0 || symbols[left].frozen || symbols[right].frozen) return;
-    const auto found = merges_.find(PairKey(symbols[left].id, symbols[right].id));
+    const auto found = merges_.find(MergeKey(symbols[left].id, symbols[right].id));
     if (found == merges_.end()) return;
     agenda.push(Candidate{scores_[found->second], left, right, symbols[left].id,
                           symbols[right].id, found->second});

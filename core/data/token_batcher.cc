@@ -86,14 +86,14 @@ Batch TokenBatcher::Pad(const std::vector<const Example*>& rows) const {
   return batch;
 }
 
-void TokenBatcher::TransformWindow(const std::vector<int64_t>& indices,
-                                   std::vector<Keyed>* examples) {
+void TokenBatcher::TransformWindow(std::vector<Keyed>* examples) {
   // A pure function of (epoch, index, example), so the threads change no
   // bit; the pool's other threads are idle while a GPU trains.
   ThreadPool::Default()->ParallelFor(
       examples->size(), 16, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
-          transform_(position_.epoch, indices[i], &(*examples)[i].example);
+          Keyed& keyed = (*examples)[i];
+          transform_(position_.epoch, keyed.index, &keyed.example);
         }
       });
   // The length limits again: a pair's new split may be longer. The reader
@@ -101,7 +101,8 @@ void TokenBatcher::TransformWindow(const std::vector<int64_t>& indices,
   size_t kept = 0;
   for (size_t i = 0; i < examples->size(); ++i) {
     if (const char* reason = LengthRejection((*examples)[i].example, config_); reason != nullptr) {
-      length_skips_.Skip(reason, absl::StrCat("epoch ", position_.epoch, " pair ", indices[i],
+      length_skips_.Skip(reason, absl::StrCat("epoch ", position_.epoch, " pair ",
+                                              (*examples)[i].index,
                                               " as the transform (BPE-dropout) split it"));
       continue;
     }
@@ -127,7 +128,6 @@ absl::Status TokenBatcher::FillWindow() {
   }
   const int64_t capacity = std::max(1, config_.shuffle_buffer());
   std::vector<Keyed> examples;
-  std::vector<int64_t> indices;  // With a transform: each example's index.
   Example example;
   while (reader_pairs_ < position_.pairs + capacity) {
     if (cancelled_.load(std::memory_order_relaxed)) {
@@ -147,10 +147,10 @@ absl::Status TokenBatcher::FillWindow() {
       length_skips_.Skip(reason, where);
       continue;
     }
-    if (transform_) indices.push_back(index);
-    examples.push_back({std::move(example), PairKey(config_.shuffle_seed(), position_.epoch, index)});
+    examples.push_back(
+        {std::move(example), PairKey(config_.shuffle_seed(), position_.epoch, index), index});
   }
-  if (transform_) TransformWindow(indices, &examples);
+  if (transform_) TransformWindow(&examples);
 
   // Similar lengths next to each other; the random key shuffles equals.
   auto sort_key = [](const Keyed& k) {

@@ -94,14 +94,14 @@ class TokenBatcher : public BatchStream {
   struct Keyed {
     Example example;
     uint64_t key;
+    int64_t index;  // In the epoch's order.
   };
 
   // Reads, tokenizes and batches the window at position_.pairs.
   absl::Status FillWindow();
-  // transform_ over the window's examples (indices: each one's index in the
-  // epoch), side by side on the default thread pool, then the length limits
-  // again.
-  void TransformWindow(const std::vector<int64_t>& indices, std::vector<Keyed>* examples);
+  // transform_ over the window's examples, side by side on the default
+  // thread pool, then the length limits again.
+  void TransformWindow(std::vector<Keyed>* examples);
   Batch Pad(const std::vector<const Example*>& rows) const;
 
   config::BatchingConfig config_;
