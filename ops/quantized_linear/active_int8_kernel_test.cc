@@ -1,6 +1,8 @@
 // Runs once with TFM_CPU_ISA=avx2 and once with avx512 (tfm_isa_test): the
 // kernel quantized_linear takes by default is the one the setting implies,
-// so forcing AVX2 exercises the path of CPUs without VNNI.
+// so forcing AVX2 exercises the path of CPUs without VNNI. Under AVX-512 a
+// CPU whose AMX tiles are usable runs them: the start-up check against the
+// scalar reference must have passed there.
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -17,10 +19,11 @@ namespace {
 TEST(ActiveInt8KernelTest, FollowsTfmCpuIsa) {
   const std::string isa = std::getenv("TFM_CPU_ISA");
   const CpuFeatures& f = HostCpuFeatures();
-  const Int8Kernel expected = isa == "avx2"     ? Int8Kernel::kAvx2
-                              : f.avx512_vnni   ? Int8Kernel::kAvx512Vnni
-                              : f.avx_vnni      ? Int8Kernel::kAvxVnni
-                                                : Int8Kernel::kAvx2;
+  const Int8Kernel expected = isa == "avx2"                 ? Int8Kernel::kAvx2
+                              : f.avx512_vnni && f.amx_int8 ? Int8Kernel::kAmxInt8
+                              : f.avx512_vnni               ? Int8Kernel::kAvx512Vnni
+                              : f.avx_vnni                  ? Int8Kernel::kAvxVnni
+                                                            : Int8Kernel::kAvx2;
   EXPECT_EQ(ActiveInt8Kernel(), expected) << Int8KernelName(ActiveInt8Kernel());
   std::printf("[ int8     ] TFM_CPU_ISA=%s: %s\n", isa.c_str(), Int8KernelName(ActiveInt8Kernel()));
 
