@@ -20,7 +20,8 @@ __attribute__((noinline)) void FinishPartialVector(const Int8Product& p, typenam
     sums[j] = p.row_sums[column + j];
     if (bias != nullptr) biases[j] = bias[j];
   }
-  Isa::Finish(acc, p.x_zero_points[row], p.x_scales[row], scales, sums, biases, p.relu, ys);
+  Isa::Finish(acc, p.x_zero_points[row], p.x_scales[row], scales, sums, biases, p.relu,
+              /*stream=*/false, ys);
   float* y = p.y + row * p.out + column;
   for (int64_t j = 0; j < count; ++j) y[j] = ys[j];
 }
@@ -28,13 +29,13 @@ __attribute__((noinline)) void FinishPartialVector(const Int8Product& p, typenam
 // Output row `row`, columns column .. column + kLanes - 1 (those below
 // `out`) from one accumulator. Always inlined: GCC kept it a call per
 // accumulator, 5% of int8 decoding's time at d_model 256 (perf).
-__attribute__((always_inline)) inline void FinishVector(const Int8Product& p,
-                                                        typename Isa::Acc acc, int64_t row,
-                                                        int64_t column) {
+__attribute__((always_inline)) inline void FinishVector(const Int8Product& p, typename Isa::Acc acc,
+                                                        int64_t row, int64_t column) {
   if (column >= p.out) return;
   if (p.out - column < Isa::kLanes) return FinishPartialVector(p, acc, row, column, p.out - column);
   Isa::Finish(acc, p.x_zero_points[row], p.x_scales[row], p.scales + column, p.row_sums + column,
-              p.bias != nullptr ? p.bias + column : nullptr, p.relu, p.y + row * p.out + column);
+              p.bias != nullptr ? p.bias + column : nullptr, p.relu, p.stream_y,
+              p.y + row * p.out + column);
 }
 
 #endif  // TFM_OPS_QUANTIZED_LINEAR_INT8_FINISH_BODY_H_

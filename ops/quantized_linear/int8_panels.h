@@ -28,6 +28,11 @@ struct Int8Product {
   const float* bias = nullptr;             // [out] or null
   bool relu = false;
   float* y = nullptr;  // [rows, out]
+  // y written with non-temporal stores (where aligned): for outputs larger
+  // than a core's L2, whose lines an ordinary store would first read for
+  // ownership and then lose before the next op reads them. Each thread
+  // that ran the kernel issues an sfence before its work is published.
+  bool stream_y = false;
 };
 
 // The AMX kernel reads x row-major instead: row r's groups side by side at
@@ -40,8 +45,7 @@ inline constexpr int64_t kInt8AmxTileRows = 16;
 inline constexpr int64_t kInt8AmxTileGroups = 16;
 
 // Columns of panels [first_panel, last_panel) for every row.
-using Int8PanelsFn = void (*)(const Int8Product& product, int64_t first_panel,
-                              int64_t last_panel);
+using Int8PanelsFn = void (*)(const Int8Product& product, int64_t first_panel, int64_t last_panel);
 
 void Int8PanelsScalar(const Int8Product& product, int64_t first_panel, int64_t last_panel);
 void Int8PanelsAvx2(const Int8Product& product, int64_t first_panel, int64_t last_panel);

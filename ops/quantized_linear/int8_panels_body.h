@@ -10,7 +10,8 @@
 //   Acc Dot(Acc acc, Acc x, W w)   acc + each lane's 4 u8 x s8 products
 //   void Finish(Acc acc, int32_t zp, float sx, const float* scales,
 //               const int32_t* row_sums, const float* bias, bool relu,
-//               float* y)           kLanes outputs (bias may be null)
+//               bool stream, float* y)  kLanes outputs (bias may be null;
+//                                  stream: non-temporal where aligned)
 // The anonymous namespace gives each file's copy internal linkage, so the
 // linker never swaps in another instruction set's copy (ops/cpu_math/isa.h).
 // No standard-library templates in here, for the same reason.

@@ -16,16 +16,21 @@ struct YmmFinish {
     return _mm256_set1_epi32(four);
   }
   // sx * scale * (acc - zp * row_sum) + bias: the integer correction is
-  // exact, then one rounding to float.
+  // exact, then one rounding to float. `stream`: a non-temporal store where
+  // y is 32-byte aligned (Int8Product::stream_y).
   static void Finish(Acc acc, int32_t zp, float sx, const float* scales, const int32_t* row_sums,
-                     const float* bias, bool relu, float* y) {
+                     const float* bias, bool relu, bool stream, float* y) {
     const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row_sums));
     const __m256i exact = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32(zp), sums));
     __m256 out = _mm256_mul_ps(_mm256_cvtepi32_ps(exact),
                                _mm256_mul_ps(_mm256_set1_ps(sx), _mm256_loadu_ps(scales)));
     if (bias != nullptr) out = _mm256_add_ps(out, _mm256_loadu_ps(bias));
     if (relu) out = _mm256_max_ps(out, _mm256_setzero_ps());
-    _mm256_storeu_ps(y, out);
+    if (stream && (reinterpret_cast<uintptr_t>(y) & 31) == 0) {
+      _mm256_stream_ps(y, out);
+    } else {
+      _mm256_storeu_ps(y, out);
+    }
   }
 };
 

@@ -2,6 +2,8 @@
 // quantization and packing (once per model), the activations' per-row
 // quantization (every call), the scalar reference product, and the threads
 // over panels that run the chosen product (int8_panels.h).
+#include <xmmintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -20,6 +22,15 @@ namespace tfm {
 namespace {
 
 constexpr int64_t kGroupBytes = kInt8PanelColumns * kInt8GroupInputs;
+
+// Outputs above this size are written with non-temporal stores
+// (Int8Product::stream_y): 2 MiB, a Sapphire Rapids core's L2 (Zen 4's is
+// 1 MiB). In decoding that is the output projection's logits at batch 32
+// and up (128 rows x 8,000: 4 MB), not the inner products (1 MiB at most
+// there): on an AMX Xeon streaming the logits took int8 decoding at batch
+// 32 from 7,700 to 9,600-10,000 target tokens/s
+// (benchmarks/results/README.md, eighteenth session).
+constexpr int64_t kStreamOutputBytes = int64_t{2} << 20;
 
 // The weights' quantization: any copy gives the same bytes
 // (int8_quantize_rows.h), so the fastest this CPU runs.
@@ -76,8 +87,8 @@ void QuantizeRows(Int8QuantizeRowFn quantize_row, const float* x, int64_t rows, 
   pool->ParallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, in)),
                     [&](int64_t first, int64_t last) {
                       for (int64_t r = first; r < last; ++r) {
-                        quantize_row(x + r * in, in, groups, group_stride, levels,
-                                     u + r * row_step, zero_points + r, x_scales + r);
+                        quantize_row(x + r * in, in, groups, group_stride, levels, u + r * row_step,
+                                     zero_points + r, x_scales + r);
                       }
                     });
 }
@@ -183,6 +194,7 @@ absl::Status QuantizedLinearCpu(KernelContext& context) {
   product.bias = context.num_inputs() == 5 ? context.input(4).data<float>() : nullptr;
   product.relu = relu;
   product.y = y->data<float>();
+  product.stream_y = static_cast<int64_t>(rows * out * sizeof(float)) > kStreamOutputBytes;
   // Threads take whole panels, each with every row (as packed_linear): a
   // row's result never depends on the batch or the thread count. An int8
   // product does about four times the work of an f32 one per instruction,
@@ -190,8 +202,12 @@ absl::Status QuantizedLinearCpu(KernelContext& context) {
   const Int8PanelsFn run = PanelsFor(kernel);
   const int64_t panel_work = rows * stride * kInt8PanelColumns;
   const int64_t grain = std::max<int64_t>(2, 4 * kGemmSplitWork / std::max<int64_t>(1, panel_work));
-  context.thread_pool()->ParallelFor(
-      panels, grain, [&](int64_t first, int64_t last) { run(product, first, last); });
+  context.thread_pool()->ParallelFor(panels, grain, [&](int64_t first, int64_t last) {
+    run(product, first, last);
+    // Non-temporal stores are weakly ordered: drained before the pool
+    // hands this thread's part back.
+    if (product.stream_y) _mm_sfence();
+  });
   return absl::OkStatus();
 }
 

@@ -36,8 +36,8 @@ double WorstFraction(const Tensor& y, const Reference& ref) {
   double worst = 0;
   for (size_t i = 0; i < got.size() && i < ref.y.size(); ++i) {
     const double fraction = std::abs(got[i] - ref.y[i]) / ref.bound[i];
-    EXPECT_LE(fraction, 1.0) << "output " << i << ": " << got[i] << " vs " << ref.y[i]
-                             << " (bound " << ref.bound[i] << ")";
+    EXPECT_LE(fraction, 1.0) << "output " << i << ": " << got[i] << " vs " << ref.y[i] << " (bound "
+                             << ref.bound[i] << ")";
     worst = std::max(worst, fraction);
   }
   return worst;
@@ -67,8 +67,8 @@ TEST(QuantizedLinearTest, EveryHostKernelIsWithinTheQuantizationBound) {
       for (int64_t out : {1, 15, 16, 17, 33, 48, 100}) {
         for (int64_t in : {1, 3, 4, 7, 64, 300}) {
           const bool with_bias = (rows + out + in) % 2 == 0, relu = rows % 3 == 0;
-          SCOPED_TRACE(absl::StrCat(Int8KernelName(kernel), ": ", rows, " rows, ", in, " -> ",
-                                    out, with_bias ? ", bias" : "", relu ? ", relu" : ""));
+          SCOPED_TRACE(absl::StrCat(Int8KernelName(kernel), ": ", rows, " rows, ", in, " -> ", out,
+                                    with_bias ? ", bias" : "", relu ? ", relu" : ""));
           const Tensor x = Random({rows, in}, stream++), w = Random({out, in}, stream++);
           std::optional<Tensor> b;
           if (with_bias) b = Random({out}, stream++);
@@ -77,8 +77,8 @@ TEST(QuantizedLinearTest, EveryHostKernelIsWithinTheQuantizationBound) {
           absl::StatusOr<Tensor> y = QuantizedLinear(x, *q, b, relu, kernel);
           ASSERT_TRUE(y.ok()) << y.status();
           ASSERT_EQ(y->shape(), (Shape{rows, out}));
-          worst = std::max(worst, WorstFraction(
-                                      *y, Expected(x, w, b, relu, Int8ActivationLevels(kernel))));
+          worst = std::max(
+              worst, WorstFraction(*y, Expected(x, w, b, relu, Int8ActivationLevels(kernel))));
         }
       }
     }
@@ -143,7 +143,8 @@ TEST(QuantizedLinearTest, RowsAreIndependentOfBatchAndThreads) {
   const Tensor x = Random({29, 96}, 201), w = Random({80, 96}, 202);
   const QuantizedWeight q = *QuantizeLinearWeight(w);
   for (Int8Kernel kernel : HostInt8Kernels()) {
-    const std::vector<float> all = QuantizedLinear(x, q, std::nullopt, false, kernel)->ToVector<float>();
+    const std::vector<float> all =
+        QuantizedLinear(x, q, std::nullopt, false, kernel)->ToVector<float>();
     const Tensor row = *x.Slice(5, 6);  // Along the first dimension.
     const std::vector<float> alone =
         QuantizedLinear(row, q, std::nullopt, false, kernel)->ToVector<float>();
@@ -152,6 +153,31 @@ TEST(QuantizedLinearTest, RowsAreIndependentOfBatchAndThreads) {
       ThreadPool pool(threads);
       ThreadPool::ScopedDefault scoped(&pool);
       EXPECT_EQ(QuantizedLinear(x, q, std::nullopt, false, kernel)->ToVector<float>(), all)
+          << Int8KernelName(kernel) << " on " << threads << " threads";
+    }
+  }
+}
+
+// An output over 2 MiB is written with non-temporal stores (rows of 6,003
+// columns: starts of every alignment, and a partial last panel): each row
+// equals the same row computed alone, which an ordinary store writes, on
+// one thread and on two.
+TEST(QuantizedLinearTest, StreamedLargeOutputsEqualRowsAlone) {
+  const int64_t rows = 90, in = 64, out = 6003;
+  ASSERT_GT(rows * out * static_cast<int64_t>(sizeof(float)), int64_t{2} << 20);
+  const Tensor x = Random({rows, in}, 301), w = Random({out, in}, 302), b = Random({out}, 303);
+  const QuantizedWeight q = *QuantizeLinearWeight(w);
+  for (Int8Kernel kernel : HostInt8Kernels()) {
+    std::vector<float> alone;
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<float> row =
+          QuantizedLinear(*x.Slice(r, r + 1), q, b, false, kernel)->ToVector<float>();
+      alone.insert(alone.end(), row.begin(), row.end());
+    }
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      ThreadPool::ScopedDefault scoped(&pool);
+      EXPECT_EQ(QuantizedLinear(x, q, b, false, kernel)->ToVector<float>(), alone)
           << Int8KernelName(kernel) << " on " << threads << " threads";
     }
   }
