@@ -28,7 +28,7 @@ constexpr int64_t kGroupBytes = kInt8PanelColumns * kInt8GroupInputs;
 // 1 MiB). In decoding that is the output projection's logits at batch 32
 // and up (128 rows x 8,000: 4 MB), not the inner products (1 MiB at most
 // there): on an AMX Xeon streaming the logits took int8 decoding at batch
-// 32 from 7,700 to 9,600-10,000 target tokens/s
+// 32 from 7,700 to 9,340-9,500 target tokens/s
 // (benchmarks/results/README.md, eighteenth session).
 constexpr int64_t kStreamOutputBytes = int64_t{2} << 20;
 
