@@ -35,6 +35,15 @@ struct Int8Product {
   bool stream_y = false;
 };
 
+// Outputs above this size are written with non-temporal stores
+// (Int8Product::stream_y): 2 MiB, a Sapphire Rapids core's L2 (Zen 4's is
+// 1 MiB). In decoding that is the output projection's logits at batch 32
+// and up (128 rows x 8,000: 4 MB), not the inner products (1 MiB at most
+// there): on an AMX Xeon streaming the logits took int8 decoding at batch
+// 32 from 7,700 to 9,340-9,500 target tokens/s
+// (benchmarks/results/README.md, eighteenth session).
+inline constexpr int64_t kInt8StreamOutputBytes = int64_t{2} << 20;
+
 // The AMX kernel reads x row-major instead: row r's groups side by side at
 // x + r * groups * 4, the rows past `rows` up to a multiple of
 // kInt8AmxTileRows readable (zeros), and it needs `groups` to be a

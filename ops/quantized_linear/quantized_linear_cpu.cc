@@ -23,15 +23,6 @@ namespace {
 
 constexpr int64_t kGroupBytes = kInt8PanelColumns * kInt8GroupInputs;
 
-// Outputs above this size are written with non-temporal stores
-// (Int8Product::stream_y): 2 MiB, a Sapphire Rapids core's L2 (Zen 4's is
-// 1 MiB). In decoding that is the output projection's logits at batch 32
-// and up (128 rows x 8,000: 4 MB), not the inner products (1 MiB at most
-// there): on an AMX Xeon streaming the logits took int8 decoding at batch
-// 32 from 7,700 to 9,340-9,500 target tokens/s
-// (benchmarks/results/README.md, eighteenth session).
-constexpr int64_t kStreamOutputBytes = int64_t{2} << 20;
-
 // The weights' quantization: any copy gives the same bytes
 // (int8_quantize_rows.h), so the fastest this CPU runs.
 Int8QuantizeWeightRowFn QuantizeWeightRowForHost() {
@@ -194,7 +185,7 @@ absl::Status QuantizedLinearCpu(KernelContext& context) {
   product.bias = context.num_inputs() == 5 ? context.input(4).data<float>() : nullptr;
   product.relu = relu;
   product.y = y->data<float>();
-  product.stream_y = static_cast<int64_t>(rows * out * sizeof(float)) > kStreamOutputBytes;
+  product.stream_y = static_cast<int64_t>(rows * out * sizeof(float)) > kInt8StreamOutputBytes;
   // Threads take whole panels, each with every row (as packed_linear): a
   // row's result never depends on the batch or the thread count. An int8
   // product does about four times the work of an f32 one per instruction,

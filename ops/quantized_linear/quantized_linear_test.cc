@@ -10,6 +10,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "gtest/gtest.h"
+#include "ops/quantized_linear/int8_panels.h"
 #include "ops/quantized_linear/quantization_bound.h"
 #include "ops/random/random.h"
 
@@ -158,13 +159,13 @@ TEST(QuantizedLinearTest, RowsAreIndependentOfBatchAndThreads) {
   }
 }
 
-// An output over 2 MiB is written with non-temporal stores (rows of 6,003
-// columns: starts of every alignment, and a partial last panel): each row
-// equals the same row computed alone, which an ordinary store writes, on
-// one thread and on two.
+// An output over kInt8StreamOutputBytes is written with non-temporal
+// stores (rows of 6,003 columns: starts of every alignment, and a partial
+// last panel): each row equals the same row computed alone, which an
+// ordinary store writes, on one thread and on two.
 TEST(QuantizedLinearTest, StreamedLargeOutputsEqualRowsAlone) {
   const int64_t rows = 90, in = 64, out = 6003;
-  ASSERT_GT(rows * out * static_cast<int64_t>(sizeof(float)), int64_t{2} << 20);
+  ASSERT_GT(rows * out * static_cast<int64_t>(sizeof(float)), kInt8StreamOutputBytes);
   const Tensor x = Random({rows, in}, 301), w = Random({out, in}, 302), b = Random({out}, 303);
   const QuantizedWeight q = *QuantizeLinearWeight(w);
   for (Int8Kernel kernel : HostInt8Kernels()) {
