@@ -154,7 +154,9 @@ TEST(Int8QuantizeRowsTest, ScalarLevelsAreWithinHalfAStep) {
           continue;
         }
         const float value = x[r * in + k];
-        if (value == 0.0f) EXPECT_EQ(level, zp) << "0 is exact";
+        if (value == 0.0f) {
+          EXPECT_EQ(level, zp) << "0 is exact";
+        }
         EXPECT_LE(std::abs(sx * (level - zp) - value), sx * 0.5f * (1 + 1e-5f) + 1e-7f)
             << "row " << r << " input " << k;
       }
