@@ -67,6 +67,7 @@ struct TaskContext {
   std::string work_dir;
   absl::Duration time_limit = absl::InfiniteDuration();  // train: this run's budget.
   int average_last = 0;  // average: checkpoints to average (0: the config's).
+  int average_best = 0;  // average --best=N: the N best by validation instead (0: the last).
   DecodeRequest decode;  // decode, evaluate.
   // The task's own flags given on the command line (TaskDef::flags), by
   // name, as typed: the task parses and checks the values.

@@ -222,6 +222,24 @@ TEST(ConfigLoaderTest, AveragingNeedsCheckpoints) {
                 "train.average_last_checkpoints: averages the last 5 checkpoints"),
             std::string::npos)
       << ValidateTaskConfig(loaded);
+  // The best validated checkpoints need validations, by count or by time.
+  const LoadedConfig best = *ParseTaskConfig(
+      "task: \"translation\"\n"
+      "train {\n"
+      "  validate_every_steps: 0\n"
+      "  keep_best_checkpoints: 5\n"
+      "}\n",
+      "b.pbtxt");
+  EXPECT_NE(ValidateTaskConfig(best).message().find(
+                "b.pbtxt:4: train.keep_best_checkpoints: keeps the 5 best validated checkpoints, "
+                "but validate_every_steps and validate_every_minutes are both 0"),
+            std::string::npos)
+      << ValidateTaskConfig(best);
+  LoadedConfig negative = *ParseTaskConfig("task: \"translation\"\n", "n.pbtxt");
+  ASSERT_TRUE(ApplyOverride("train.keep_best_checkpoints=-1", &negative).ok());
+  EXPECT_NE(ValidateTaskConfig(negative).message().find("train.keep_best_checkpoints"),
+            std::string::npos)
+      << ValidateTaskConfig(negative);
 }
 
 // A GPU that is not here fails the run, not the validation: a config for a

@@ -198,6 +198,7 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
   problems.RequireNonNegative("train.validate_every_minutes", train.validate_every_minutes());
   problems.RequireNonNegative("train.patience", train.patience());
   problems.RequireNonNegative("train.keep_last_checkpoints", train.keep_last_checkpoints());
+  problems.RequireNonNegative("train.keep_best_checkpoints", train.keep_best_checkpoints());
   problems.RequireNonNegative("train.validate_every_steps", train.validate_every_steps());
   problems.RequireNonNegative("train.validate_bleu_sentences", train.validate_bleu_sentences());
   problems.RequireNonEmpty("train.best_checkpoint_metric", train.best_checkpoint_metric());
@@ -209,6 +210,13 @@ void CheckTrain(const config::TrainConfig& train, Problems& problems) {
                  absl::StrCat("averages the last ", train.average_last_checkpoints(),
                               " checkpoints, but checkpoint_every_minutes and "
                               "checkpoint_every_steps are both 0, so none are written"));
+  }
+  if (train.keep_best_checkpoints() > 0 && train.validate_every_steps() == 0 &&
+      train.validate_every_minutes() == 0) {
+    problems.Add("train.keep_best_checkpoints",
+                 absl::StrCat("keeps the ", train.keep_best_checkpoints(),
+                              " best validated checkpoints, but validate_every_steps and "
+                              "validate_every_minutes are both 0, so none is validated"));
   }
   const absl::Status device_syntax = CheckDeviceSyntax(train.device());
   if (!device_syntax.ok()) problems.Add("train.device", std::string(device_syntax.message()));

@@ -85,6 +85,7 @@ TrainerOptions TrainerOptions::FromConfig(const config::TrainConfig& train) {
   options.checkpoint_every = train.checkpoint_every_steps();
   options.checkpoint_every_time = absl::Minutes(train.checkpoint_every_minutes());
   options.patience = train.patience();
+  options.checkpoint_every_validation = train.keep_best_checkpoints() > 0;
   options.max_consecutive_nonfinite = train.max_consecutive_nonfinite();
   options.seed = train.seed();
   options.cooldown_fraction = train.cooldown_fraction();
@@ -628,6 +629,8 @@ absl::StatusOr<bool> Trainer::ValidateIfDue(const Agreement& agreed, RunState& r
   if (best_score) progress.best_valid_score = *log.score;
   const bool best = options_.best_by_score ? best_score : best_loss;
   log.best = best;
+  progress.last_validation =
+      TrainProgress::Validated{progress.update, log.loss, log.score, options_.best_by_score};
   if (best) {
     progress.validations_without_improvement = 0;
   } else {
@@ -684,7 +687,10 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     }
     if (!applied) continue;  // Skipped as non-finite.
     TFM_ASSIGN_OR_RETURN(const bool best, ValidateIfDue(agreed, run));
-    if (best || agreed.checkpoint_due) {
+    const bool validated_now =
+        progress->last_validation.has_value() && progress->last_validation->update == progress->update;
+    if (best || agreed.checkpoint_due ||
+        (options_.checkpoint_every_validation && validated_now)) {
       TFM_RETURN_IF_ERROR(Save(run, best));
       run.checkpoints.MarkSaved(progress->update, run.Elapsed());
     }

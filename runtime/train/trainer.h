@@ -85,6 +85,15 @@ struct TrainProgress {
   // Dynamic loss scaling's state (runtime/train/loss_scaling.h); none when
   // the run does not scale, or has not begun.
   std::optional<LossScaleState> loss_scale;
+  // This run's latest validation: a checkpoint saved at its update records
+  // it (train.keep_best_checkpoints ranks checkpoints by it). Not resumed.
+  struct Validated {
+    int64_t update = 0;
+    double loss = 0;
+    std::optional<double> score;
+    bool ranked_by_score = false;  // TrainerOptions::best_by_score.
+  };
+  std::optional<Validated> last_validation;
 };
 
 // One log line's figures (per token averages over the updates since the
@@ -166,6 +175,9 @@ struct TrainerOptions {
   // "best" (checkpoint_best, patience) follows the validation score rather
   // than the loss; needs TrainerHooks::validation_score.
   bool best_by_score = false;
+  // Save a checkpoint at every validation, not only at a new best
+  // (train.keep_best_checkpoints > 0: the pruning then keeps the best).
+  bool checkpoint_every_validation = false;
   int max_consecutive_nonfinite = 10;
   uint64_t seed = 1;
   // The last fraction of the run over which the rate falls to 0 (0: none;

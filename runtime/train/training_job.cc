@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "core/config/device_setting.h"
 #include "core/cuda/runtime.h"
@@ -66,6 +67,11 @@ train::TrainingState ToState(const TrainProgress& p, uint64_t seed) {
   if (p.loss_scale.has_value()) {
     state.set_loss_scale(p.loss_scale->scale);
     state.set_loss_scale_clean_updates(p.loss_scale->clean_updates);
+  }
+  if (p.last_validation.has_value() && p.last_validation->update == p.update) {
+    state.set_valid_loss(p.last_validation->loss);
+    if (p.last_validation->score.has_value()) state.set_valid_score(*p.last_validation->score);
+    state.set_ranked_by_score(p.last_validation->ranked_by_score);
   }
   return state;
 }
@@ -305,7 +311,8 @@ class RankZeroOutputs {
     if (best) {
       TFM_RETURN_IF_ERROR(WriteCheckpointTo(JoinPath(work_dir, kBestCheckpoint), checkpoint));
     }
-    TFM_RETURN_IF_ERROR(PruneCheckpoints(work_dir, KeepLast(config.train())));
+    TFM_RETURN_IF_ERROR(PruneCheckpoints(work_dir, KeepLast(config.train()),
+                                         config.train().keep_best_checkpoints()));
     reporter_->Message(absl::StrCat("checkpoint ", path, best ? " (best)" : ""));
     return absl::OkStatus();
   }
@@ -505,16 +512,27 @@ absl::Status RunAveraging(const TaskContext& context) {
   const int last =
       context.average_last > 0 ? context.average_last : train.average_last_checkpoints();
   TFM_RETURN_IF_ERROR(CheckNotQuantizedModelDir(context.work_dir, "average (as --workdir)"));
+  const bool best = context.average_best > 0;
   TFM_ASSIGN_OR_RETURN(std::vector<CheckpointEntry> entries,
-                       LastCheckpoints(context.work_dir, last));
+                       best ? BestCheckpoints(context.work_dir, context.average_best)
+                            : LastCheckpoints(context.work_dir, last));
   std::vector<std::string> paths;
-  for (const CheckpointEntry& entry : entries) paths.push_back(entry.path);
-  const std::string out = JoinPath(context.work_dir, "checkpoint_average");
+  std::vector<std::string> updates;
+  for (const CheckpointEntry& entry : entries) {
+    paths.push_back(entry.path);
+    updates.push_back(absl::StrCat(entry.update));
+  }
+  const std::string out =
+      JoinPath(context.work_dir, best ? "checkpoint_average_best" : "checkpoint_average");
   TFM_RETURN_IF_ERROR(AverageCheckpoints(paths, out));
   if (context.log) {
-    *context.log << "averaged " << paths.size() << " checkpoints (updates "
-                 << entries.front().update << ".." << entries.back().update << ") into " << out
-                 << "\n";
+    // The best ones need not be consecutive: each update is named.
+    *context.log << "averaged " << paths.size()
+                 << (best ? absl::StrCat(" checkpoints best by validation (updates ",
+                                         absl::StrJoin(updates, ", "))
+                          : absl::StrCat(" checkpoints (updates ", updates.front(), "..",
+                                         updates.back()))
+                 << ") into " << out << "\n";
   }
   return absl::OkStatus();
 }

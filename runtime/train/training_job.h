@@ -54,7 +54,9 @@ absl::Status RunTraining(const TaskContext& context, const ModelFactory& make_mo
                          const TaskFilesFactory& make_task_files = nullptr);
 
 // Averages the last N checkpoints (context.average_last, else
-// train.average_last_checkpoints) into <work_dir>/checkpoint_average.
+// train.average_last_checkpoints) into <work_dir>/checkpoint_average; with
+// context.average_best = N, the N whose validation ranked best
+// (BestCheckpoints) into <work_dir>/checkpoint_average_best.
 absl::Status RunAveraging(const TaskContext& context);
 
 // Writes <work_dir>/metrics.svg from <work_dir>/metrics.csv.

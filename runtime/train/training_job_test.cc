@@ -339,5 +339,65 @@ TEST(TrainingJobTest, BestCheckpointByBleuSurvivesResume) {
   EXPECT_NE(status.message().find("best_checkpoint_metric"), std::string::npos) << status;
 }
 
+// train.keep_best_checkpoints: every validation writes a checkpoint that
+// records it, pruning keeps the best besides the last, and `average
+// --best=N` averages those (the peak of a run that then overfits).
+TEST(TrainingJobTest, BestValidatedCheckpointsAreKeptAndAveraged) {
+  const std::string data = FreshDir("keep_best_data"), work = FreshDir("keep_best_work");
+  // Validations every 4 updates; BLEU peaks at 8 and 12.
+  const ValidationScorerFactory bleu =
+      FakeBleu({{4, 10}, {8, 35}, {12, 30}, {16, 20}, {20, 25}, {24, 15}});
+  TaskContext context = ToyContext(data, work, 24);
+  context.config.config.mutable_train()->set_keep_best_checkpoints(2);
+  std::string log;
+  ASSERT_TRUE(Train(context, &log, bleu).ok()) << log;
+  // Checkpoints 3 updates after the last save and at each validation (3, 4,
+  // 7, 8, 11, 12, ... 20, 23, 24); kept: the last 3 (20, 23, 24) and the 2
+  // best validated among the others (8, 12).
+  const std::vector<CheckpointEntry> entries = ListCheckpoints(work).value();
+  std::vector<int64_t> kept;
+  for (const CheckpointEntry& entry : entries) kept.push_back(entry.update);
+  EXPECT_EQ(kept, (std::vector<int64_t>{8, 12, 20, 23, 24}));
+  absl::StatusOr<Checkpoint> c8 = ReadCheckpoint(work + "/checkpoint_000000008");
+  absl::StatusOr<Checkpoint> c12 = ReadCheckpoint(work + "/checkpoint_000000012");
+  absl::StatusOr<Checkpoint> c23 = ReadCheckpoint(work + "/checkpoint_000000023");
+  ASSERT_TRUE(c8.ok() && c12.ok() && c23.ok()) << c8.status() << c12.status() << c23.status();
+  EXPECT_EQ(c8->state.valid_score(), 35);
+  EXPECT_TRUE(c8->state.ranked_by_score());
+  EXPECT_TRUE(c8->state.has_valid_loss());
+  EXPECT_FALSE(c23->state.has_valid_loss());  // No validation at update 23.
+
+  TaskContext average = ToyContext(data, work, 24);
+  average.mode = TaskMode::kAverage;
+  average.average_best = 2;
+  std::ostringstream out;
+  average.log = &out;
+  ASSERT_TRUE(RunTrainingCommand(average, Bigram()).ok()) << out.str();
+  EXPECT_NE(out.str().find("averaged 2 checkpoints best by validation (updates 8, 12)"),
+            std::string::npos)
+      << out.str();
+  absl::StatusOr<Checkpoint> mean =
+      ReadCheckpoint(work + "/checkpoint_average_best", CheckpointParts::kDecoding);
+  ASSERT_TRUE(mean.ok()) << mean.status();
+  const std::vector<float> m = mean->model[0].second.ToVector<float>();
+  const std::vector<float> x = c8->model[0].second.ToVector<float>();
+  const std::vector<float> y = c12->model[0].second.ToVector<float>();
+  for (size_t i = 0; i < m.size(); ++i) ASSERT_FLOAT_EQ(m[i], (x[i] + y[i]) / 2) << i;
+
+  // Of the 5 kept, 23 recorded no validation: 5 best cannot be chosen.
+  average.average_best = 5;
+  const absl::Status too_many = RunTrainingCommand(average, Bigram());
+  EXPECT_EQ(too_many.code(), absl::StatusCode::kInvalidArgument) << too_many;
+  EXPECT_NE(too_many.message().find("4 of the 5"), std::string::npos) << too_many;
+
+  // Without keep_best_checkpoints the last 3 alone remain: the peak is gone.
+  const std::string plain = FreshDir("keep_best_plain");
+  ASSERT_TRUE(Train(ToyContext(data, plain, 24), &log, bleu).ok()) << log;
+  std::vector<int64_t> plain_kept;
+  const std::vector<CheckpointEntry> plain_entries = ListCheckpoints(plain).value();
+  for (const CheckpointEntry& entry : plain_entries) plain_kept.push_back(entry.update);
+  EXPECT_EQ(plain_kept, (std::vector<int64_t>{20, 23, 24}));
+}
+
 }  // namespace
 }  // namespace tfm

@@ -65,6 +65,9 @@ ABSL_FLAG(int, max_tokens, 0,
           "decode/evaluate: a batch's budget of source tokens x beam, besides decode.batch_size "
           "sentences (0: the model's decode.max_tokens)");
 ABSL_FLAG(int, last, 0, "average: how many of the latest checkpoints (0: from the config)");
+ABSL_FLAG(int, best, 0,
+          "average: the N checkpoints whose validation ranked best instead of the last ones "
+          "(kept by train.keep_best_checkpoints), into <workdir>/checkpoint_average_best");
 ABSL_FLAG(std::string, model, "",
           "decode/evaluate: a work directory of train (its averaged, else best, else latest "
           "checkpoint) or a checkpoint directory; several separated by commas decode as one "
@@ -332,6 +335,11 @@ absl::Status CheckFlagValues(const DriverOptions& options) {
     }
   };
   at_least("last", options.average_last, 0, "0: the config's train.average_last_checkpoints");
+  at_least("best", options.average_best, 0, "0: average the last checkpoints");
+  if (options.average_last > 0 && options.average_best > 0) {
+    problems.push_back(absl::StrCat("--last=", options.average_last, " and --best=",
+                                    options.average_best, ": average takes one of them"));
+  }
   at_least("beam", decode.beam, 0, "1: greedy; 0: the model's decode.beam_size");
   at_least("nbest", decode.nbest, 0, "0: the model's decode.nbest");
   at_least("max_tokens", decode.max_tokens, 0, "0: the model's decode.max_tokens");
@@ -356,7 +364,7 @@ absl::Status CheckFlagsForCommand(const DriverOptions& options) {
   static const auto* readers = new std::map<std::string, std::set<std::string>>{
       {"split", {"evaluate"}}, {"src", {"evaluate"}}, {"ref", {"evaluate"}},
       {"input", {"decode"}},   {"nbest", {"decode"}}, {"minutes", {"train", "run"}},
-      {"last", {"average"}},
+      {"last", {"average"}},   {"best", {"average"}},
   };
   const std::string command =
       options.mode == "translate" || options.mode == "parse" ? "decode" : options.mode;
@@ -449,6 +457,7 @@ absl::Status RunDriver(const DriverOptions& options, std::ostream& out) {
   context.time_limit =
       options.minutes > 0 ? absl::Seconds(options.minutes * 60) : absl::InfiniteDuration();
   context.average_last = options.average_last;
+  context.average_best = options.average_best;
   context.decode = options.decode;
   context.task_flags = options.task_flags;
   context.program = options.program;
@@ -476,7 +485,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
       "(--minutes, default 10), average, translate and score the held-out split.\n"
       "  --list                       list registered ops, layers and tasks\n"
       "  [COMMAND] --config=FILE_OR_PRESET [--set=a.b=v] [--workdir=DIR] [--data=DIR]\n"
-      "      COMMAND: run | validate | train [--minutes=N] | average [--last=N] | plot\n"
+      "      COMMAND: run | validate | train [--minutes=N] | average [--last=N | --best=N] | plot\n"
       "             | quantize --model=DIR --output=DIR2 (an int8 model directory: int8 "
       "matrices with a scale per row, decoded on the CPU)\n"
       "             | shortlist --model=DIR --output=FILE (a vocabulary shortlist learned "
@@ -553,6 +562,7 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
   options.data_dir = ResolveUserPath(absl::GetFlag(FLAGS_data));
   options.minutes = absl::GetFlag(FLAGS_minutes);
   options.average_last = absl::GetFlag(FLAGS_last);
+  options.average_best = absl::GetFlag(FLAGS_best);
   // Each of an ensemble's paths is relative to where the command was run.
   // Empty members are kept (as empty), for RunDriver to refuse.
   std::vector<std::string> model_paths;

@@ -29,6 +29,7 @@ struct DriverOptions {
   std::string data_dir;           // --data=DIR: corpora from there (empty: the config's).
   double minutes = 0;             // --minutes=N: train's time limit (0: none).
   int average_last = 0;           // --last=N: average's checkpoint count.
+  int average_best = 0;           // --best=N: average the N best by validation instead.
   DecodeRequest decode;           // --model, --input, --output, --src, --ref, ...
   // The task's own flags (TaskDef::flags) by name: --name=value.
   std::map<std::string, std::string> task_flags;

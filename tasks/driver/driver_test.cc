@@ -187,6 +187,16 @@ TEST(DriverTest, NumericFlagsOutOfRangeAreErrors) {
   EXPECT_EQ(RunDriver(defaults, out).message().find("--alpha"), std::string::npos);
   options.decode.alpha = -0.5;
   EXPECT_NE(RunDriver(options, out).message().find("--alpha=-0.5"), std::string::npos);
+  // average takes the last checkpoints or the best, not both.
+  DriverOptions average;
+  average.config = options.config;
+  average.mode = "average";
+  average.average_best = -1;
+  EXPECT_NE(RunDriver(average, out).message().find("--best=-1: must be >= 0"), std::string::npos);
+  average.average_best = 3;
+  average.average_last = 2;
+  EXPECT_NE(RunDriver(average, out).message().find("--last=2 and --best=3: average takes one"),
+            std::string::npos);
 }
 
 // A flag only other commands read is an error, named with the commands that
@@ -207,11 +217,12 @@ TEST(DriverTest, FlagsTheCommandDoesNotReadAreErrors) {
       << status;
   EXPECT_EQ(status.message().find("--beam"), std::string::npos) << status;
   options.mode = "evaluate";
-  options.given_flags = {"nbest", "input", "last"};
+  options.given_flags = {"nbest", "input", "last", "best"};
   const absl::Status evaluate = RunDriver(options, out);
   for (const char* expected :
        {"--nbest is not read by evaluate (only by translate/parse/decode)",
-        "--input is not read by evaluate", "--last is not read by evaluate"}) {
+        "--input is not read by evaluate", "--last is not read by evaluate",
+        "--best is not read by evaluate (only by average)"}) {
     EXPECT_NE(evaluate.message().find(expected), std::string::npos) << expected << "\n" << evaluate;
   }
   // Read by its command: no such error (the command fails later, for want
