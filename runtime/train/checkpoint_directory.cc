@@ -65,6 +65,18 @@ absl::StatusOr<std::vector<Ranked>> RankByValidation(const std::vector<Checkpoin
   return ranked;
 }
 
+// average's checkpoints come from a work directory: one that is not there
+// is NotFound, not "too few checkpoints".
+absl::Status RequireWorkDirectory(const std::string& work_dir,
+                                  const std::vector<CheckpointEntry>& entries) {
+  if (!entries.empty()) return absl::OkStatus();
+  struct stat info;
+  if (stat(work_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return absl::NotFoundError(absl::StrCat(work_dir, ": no such work directory"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::optional<double> ValidationRank(const train::TrainingState& state, bool by_score) {
@@ -107,12 +119,7 @@ absl::StatusOr<std::vector<CheckpointEntry>> LastCheckpoints(const std::string& 
                                                              int count) {
   if (count < 1) return absl::InvalidArgumentError(absl::StrCat("--last=", count, " must be >= 1"));
   TFM_ASSIGN_OR_RETURN(std::vector<CheckpointEntry> entries, ListCheckpoints(work_dir));
-  if (entries.empty()) {
-    struct stat info;
-    if (stat(work_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-      return absl::NotFoundError(absl::StrCat(work_dir, ": no such work directory"));
-    }
-  }
+  TFM_RETURN_IF_ERROR(RequireWorkDirectory(work_dir, entries));
   if (static_cast<int>(entries.size()) < count) {
     return absl::InvalidArgumentError(absl::StrCat("asked for the last ", count,
                                                    " checkpoints, but ", work_dir, " has only ",
@@ -126,12 +133,7 @@ absl::StatusOr<std::vector<CheckpointEntry>> BestCheckpoints(const std::string& 
                                                              int count) {
   if (count < 1) return absl::InvalidArgumentError(absl::StrCat("--best=", count, " must be >= 1"));
   TFM_ASSIGN_OR_RETURN(std::vector<CheckpointEntry> entries, ListCheckpoints(work_dir));
-  if (entries.empty()) {
-    struct stat info;
-    if (stat(work_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-      return absl::NotFoundError(absl::StrCat(work_dir, ": no such work directory"));
-    }
-  }
+  TFM_RETURN_IF_ERROR(RequireWorkDirectory(work_dir, entries));
   TFM_ASSIGN_OR_RETURN(const std::vector<Ranked> ranked,
                        RankByValidation(entries, entries.size(), true));
   if (static_cast<int>(ranked.size()) < count) {

@@ -177,6 +177,8 @@ if run train; then
   # instead of every minute, and stops after 3 validations without a new
   # best, leaving the GPU to the others: its last 5 checkpoints, which the
   # average takes, then hold its best, the one before and the three after.
+  # The sweep's third candidate averages its 5 best validated checkpoints
+  # (train.keep_best_checkpoints, `average --best`).
   # TFM_TRAIN_VARIANTS=1: the first variant alone, with the GPU to itself.
   minutes="${TFM_TRAIN_MINUTES:-5}"
   preset="${TFM_GPU_PRESET:-multi30k_ende_gpu}"

@@ -9,11 +9,14 @@
 #      corpus. They share the device: a small model leaves a GPU idle between
 #      its launches, and the others fill those gaps, so no variant gets more
 #      than the budget of the device and most get less.
-#   2. Each variant gives two candidates: the average of its last
+#   2. Each variant gives three candidates: the average of its last
 #      checkpoints (the `average` command; its last checkpoint where it wrote
-#      only one) and its best checkpoint by the validation BLEU it printed
-#      at each validation (checkpoint_best). Each is decoded on the validation set
-#      with the preset's beam search.
+#      only one), its best checkpoint by the validation BLEU it printed at
+#      each validation (checkpoint_best), and the average of its checkpoints
+#      whose validation BLEU ranked best (`average --best`, kept by
+#      train.keep_best_checkpoints: a small corpus overfits before the run
+#      ends, so the last checkpoints can all lie past the peak). Each is
+#      decoded on the validation set with the preset's beam search.
 #   3. The candidate with the highest validation BLEU is the model.
 #   4. Its length penalty's alpha is chosen on the validation set too: each
 #      of --alphas decodes it (the beam stays the preset's), and an alpha
@@ -22,7 +25,8 @@
 #
 # Usage (from the repository root):
 #   tools/device/quality_sweep.sh --runner="CMD" --preset=P --data=DIR --root=DIR
-#     [--minutes=5] [--device=cuda] [--checkpoint_steps=1000] [--average_last=5] [--vocab=FILE]
+#     [--minutes=5] [--device=cuda] [--checkpoint_steps=1000] [--average_last=5] [--keep_best=5]
+#     [--vocab=FILE]
 #     [--test_src=NAME --test_ref=NAME] [--alphas="0.8 1.0 1.2"] -- VARIANT...
 # --runner: the task binary as a command (e.g. "bazel-bin/tasks/translate_ende"
 # here, ".device_bundle/run_bundle.sh tasks/translate_ende" on the GPU
@@ -37,6 +41,9 @@
 set -uo pipefail
 
 runner="" preset="" data="" root="" minutes=5 device=cuda checkpoint_steps=1000 average_last=5
+# Checkpoints kept for their validation BLEU, and averaged as a candidate
+# (0: none).
+keep_best=5
 vocab=""
 # Length-penalty alphas tried on validation besides the preset's (0.6, the
 # paper's); fairseq's and Marian's users tune it per task (their lenpen and
@@ -60,6 +67,7 @@ for arg in "$@"; do
     --device=*) device="${arg#*=}" ;;
     --checkpoint_steps=*) checkpoint_steps="${arg#*=}" ;;
     --average_last=*) average_last="${arg#*=}" ;;
+    --keep_best=*) keep_best="${arg#*=}" ;;
     --vocab=*) vocab="${arg#*=}" ;;
     --test_src=*) test_src="${arg#*=}" ;;
     --test_ref=*) test_ref="${arg#*=}" ;;
@@ -124,7 +132,7 @@ for i in "${!variants[@]}"; do
   timeout $((minutes * 60 + 300)) "${run[@]}" train --device="$device" --config="$preset" \
     --data="$data" --workdir="$dir" --minutes="$minutes" \
     --set=train.checkpoint_every_minutes=0 --set=train.checkpoint_every_steps="$checkpoint_steps" \
-    ${variants[$i]} >"$dir/train.log" 2>&1 &
+    --set=train.keep_best_checkpoints="$keep_best" ${variants[$i]} >"$dir/train.log" 2>&1 &
   pids+=($!)
 done
 for i in "${!pids[@]}"; do
@@ -154,6 +162,15 @@ for i in "${!variants[@]}"; do
     candidates=(checkpoint_average checkpoint_best)
   else
     candidates=("$(basename "${checkpoints[count - 1]}")" checkpoint_best)
+  fi
+  # The best validated ones: as many as were kept, up to keep_best (every
+  # validation wrote one; pruning kept the best of them).
+  validations=$(grep -c '^valid |' "$dir/train.log")
+  best_count=$((validations < keep_best ? validations : keep_best))
+  if ((best_count >= 2)); then
+    timeout 300 "${run[@]}" average --config="$preset" --data="$data" --workdir="$dir" \
+      --best="$best_count" >"$dir/average_best.log" 2>&1 || tail -3 "$dir/average_best.log"
+    candidates+=(checkpoint_average_best)
   fi
   for candidate in "${candidates[@]}"; do
     [[ -d "$dir/$candidate" ]] || continue

@@ -1,7 +1,7 @@
 #!/bin/bash
 # tools/device/quality_sweep.sh with a made-up task binary: the candidate
-# with the highest validation BLEU over every variant's average and best
-# checkpoint is chosen, its length-penalty alpha is chosen on validation
+# with the highest validation BLEU over every variant's average, best
+# checkpoint and average of its best validated checkpoints is chosen, its length-penalty alpha is chosen on validation
 # (a tie keeps the earlier), and only it decodes the test set, once, with
 # that alpha; a variant
 # whose training fails is reported and the others still count; a variant
@@ -18,16 +18,19 @@ for name in val.en.gz val.de.gz test_2016_flickr.en.gz test_2016_flickr.de.gz; d
 done
 
 # The made-up binary. Its --set=fake.* flags say what a variant yields:
-# fake.average and fake.best (validation BLEU of the average and of the best
-# checkpoint), fake.checkpoints (how many it writes), fake.fail (exit 1
-# before any checkpoint). evaluate prints the BLEU stored with the model
+# fake.average, fake.best and fake.average_best (validation BLEU of the
+# average, of the best checkpoint and of the average of the best
+# validated ones), fake.checkpoints (how many it writes, each after a
+# validation), fake.fail (exit 1 before any checkpoint). train keeps its
+# arguments in train_args. evaluate prints the BLEU stored with the model
 # (the test set scores validation + 1; --alpha=0.8 -0.1, 1.0 and 1.2 +0.4)
 # and logs every call with its alpha.
 fake="$dir/fake_task"
 cat >"$fake" <<'FAKE'
 #!/bin/bash
 command="$1"; shift
-workdir="" model="" src="" data="" average=0 best=0 checkpoints=2 fail=0 alpha=-
+workdir="" model="" src="" data="" average=0 best=0 average_best=0 checkpoints=2 fail=0 alpha=-
+best_count=0
 for arg in "$@"; do
   case "$arg" in
     --workdir=*) workdir="${arg#*=}" ;;
@@ -37,6 +40,8 @@ for arg in "$@"; do
     --alpha=*) alpha="${arg#*=}" ;;
     --set=fake.average=*) average="${arg#*=fake.average=}" ;;
     --set=fake.best=*) best="${arg#*=fake.best=}" ;;
+    --set=fake.average_best=*) average_best="${arg#*=fake.average_best=}" ;;
+    --best=*) best_count="${arg#*=}" ;;
     --set=fake.checkpoints=*) checkpoints="${arg#*=fake.checkpoints=}" ;;
     --set=fake.fail=*) fail="${arg#*=fake.fail=}" ;;
   esac
@@ -54,16 +59,24 @@ case "$command" in
   train)
     [[ -f "$workdir/spm.model" && -f "$workdir/train_corpus.bin" ]] || { echo "error: no corpus"; exit 1; }
     if ((fail)); then echo "error: made-up failure"; exit 1; fi
+    echo "$@" >"$workdir/train_args"
     for ((i = 1; i <= checkpoints; i++)); do
       mkdir -p "$workdir/checkpoint_00000000$i"
       echo "$best" >"$workdir/checkpoint_00000000$i/bleu"
+      echo "valid | epoch 1 | update $((100 * i)) | bleu $best | elapsed 0:01:00"
     done
     echo "$average" >"$workdir/average_bleu"
-    mkdir -p "$workdir/checkpoint_best" && echo "$best" >"$workdir/checkpoint_best/bleu"
-    echo "valid | epoch 1 | update 100 | bleu $best | elapsed 0:01:00 | best" ;;
+    echo "$average_best" >"$workdir/average_best_bleu"
+    mkdir -p "$workdir/checkpoint_best" && echo "$best" >"$workdir/checkpoint_best/bleu" ;;
   average)
-    mkdir -p "$workdir/checkpoint_average"
-    cp "$workdir/average_bleu" "$workdir/checkpoint_average/bleu" ;;
+    if ((best_count > 0)); then
+      echo "$best_count" >"$workdir/best_count"
+      mkdir -p "$workdir/checkpoint_average_best"
+      cp "$workdir/average_best_bleu" "$workdir/checkpoint_average_best/bleu"
+    else
+      mkdir -p "$workdir/checkpoint_average"
+      cp "$workdir/average_bleu" "$workdir/checkpoint_average/bleu"
+    fi ;;
   evaluate)
     echo "$model $(basename "$src") $alpha" >>"$(dirname "$0")/evaluations.log"
     bleu=$(cat "$model/bleu")
@@ -80,13 +93,19 @@ chmod +x "$fake"
 run_sweep() { "$sweep" --runner="$fake" --preset=p --data="$data" --root="$dir/root" \
   --minutes=1 --device=cpu "$@"; }
 
-# v2's best checkpoint (31.5) beats v1's average (30.9) and v3's one
-# checkpoint (29.0); v4 fails.
-out=$(run_sweep -- "--set=fake.average=30.9 --set=fake.best=30.1" \
-  "--set=fake.average=31.2 --set=fake.best=31.5" \
+# v2's best checkpoint (31.5) beats v1's average (30.9), the averages of
+# the best (30.5, 31.3) and v3's one checkpoint (29.0); v4 fails.
+out=$(run_sweep -- "--set=fake.average=30.9 --set=fake.best=30.1 --set=fake.average_best=30.5" \
+  "--set=fake.average=31.2 --set=fake.best=31.5 --set=fake.average_best=31.3" \
   "--set=fake.best=29.0 --set=fake.checkpoints=1" "--set=fake.fail=1")
 echo "$out"
 grep -q "chosen on validation: v2 checkpoint_best (validation BLEU 31.5)" <<<"$out"
+# Every variant kept its best 5 validated checkpoints; v1 and v2 (two
+# validations each) averaged both, v3 (one) had none to average.
+grep -q -- "--set=train.keep_best_checkpoints=5" "$dir/root/v1/train_args"
+grep -q "v2 checkpoint_average_best: validation BLEU 31.3" <<<"$out"
+[[ "$(cat "$dir/root/v1/best_count")" == 2 ]]
+[[ ! -d "$dir/root/v3/checkpoint_average_best" ]]
 # Its alpha: 1.0 (31.9; 1.2 ties it and the earlier stays), then the test.
 grep -q "chosen model, alpha 0.8: validation BLEU 31.4" <<<"$out"
 grep -q "alpha chosen on validation: --alpha=1.0 (validation BLEU 31.9)" <<<"$out"
@@ -98,10 +117,22 @@ grep -q "v3 checkpoint_000000001: validation BLEU 29.0" <<<"$out"
 # then the chosen one at each alpha.
 [[ $(grep -c "test_2016_flickr.en.gz" "$dir/evaluations.log") == 1 ]]
 grep -q "^$dir/root/v2/checkpoint_best test_2016_flickr.en.gz 1.0$" "$dir/evaluations.log"
-[[ $(grep -c "val.en.gz" "$dir/evaluations.log") == 9 ]]
+[[ $(grep -c "val.en.gz" "$dir/evaluations.log") == 11 ]]
 [[ $(grep -c "^$dir/root/v2/checkpoint_best val.en.gz [0-9]" "$dir/evaluations.log") == 3 ]]
 [[ "$(readlink "$dir/root/chosen")" == "$dir/root/v2/checkpoint_best" ]]
-[[ $(wc -l <"$dir/root/choice.tsv") == 10 ]]  # A header, 6 candidates, 3 alphas.
+[[ $(wc -l <"$dir/root/choice.tsv") == 12 ]]  # A header, 8 candidates, 3 alphas.
+
+# The average of the best validated checkpoints wins where it scores
+# highest (the last ones past the peak); --keep_best=0 turns it off.
+rm -f "$dir/evaluations.log"
+out=$(run_sweep --alphas="0.8" -- \
+  "--set=fake.average=30.0 --set=fake.best=30.5 --set=fake.average_best=31.0 --set=fake.checkpoints=3")
+grep -q "chosen on validation: v1 checkpoint_average_best (validation BLEU 31.0)" <<<"$out"
+[[ "$(cat "$dir/root/v1/best_count")" == 3 ]]
+out=$(run_sweep --alphas="0.8" --keep_best=0 -- \
+  "--set=fake.average=30.0 --set=fake.best=30.5 --set=fake.average_best=31.0")
+grep -q "chosen on validation: v1 checkpoint_best (validation BLEU 30.5)" <<<"$out"
+grep -q -- "--set=train.keep_best_checkpoints=0" "$dir/root/v1/train_args"
 
 # Where no alpha beats the preset's, the test decoding takes none.
 rm -f "$dir/evaluations.log"
