@@ -687,8 +687,8 @@ absl::StatusOr<StopReason> Trainer::Run(TrainProgress* progress) {
     }
     if (!applied) continue;  // Skipped as non-finite.
     TFM_ASSIGN_OR_RETURN(const bool best, ValidateIfDue(agreed, run));
-    const bool validated_now =
-        progress->last_validation.has_value() && progress->last_validation->update == progress->update;
+    const bool validated_now = progress->last_validation.has_value() &&
+                               progress->last_validation->update == progress->update;
     if (best || agreed.checkpoint_due ||
         (options_.checkpoint_every_validation && validated_now)) {
       TFM_RETURN_IF_ERROR(Save(run, best));

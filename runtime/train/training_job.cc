@@ -523,7 +523,7 @@ absl::Status RunAveraging(const TaskContext& context) {
     updates.push_back(absl::StrCat(entry.update));
   }
   const std::string out =
-      JoinPath(context.work_dir, best ? "checkpoint_average_best" : "checkpoint_average");
+      JoinPath(context.work_dir, best ? kAverageBestCheckpoint : kAverageCheckpoint);
   TFM_RETURN_IF_ERROR(AverageCheckpoints(paths, out));
   if (context.log) {
     // The best ones need not be consecutive: each update is named.

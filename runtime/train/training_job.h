@@ -46,6 +46,9 @@ inline constexpr char kMetricsCsv[] = "metrics.csv";
 inline constexpr char kMetricsSvg[] = "metrics.svg";
 inline constexpr char kTensorBoardDir[] = "tensorboard";
 inline constexpr char kBestCheckpoint[] = "checkpoint_best";
+// What `average --last=N` and `average --best=N` write (RunAveraging).
+inline constexpr char kAverageCheckpoint[] = "checkpoint_average";
+inline constexpr char kAverageBestCheckpoint[] = "checkpoint_average_best";
 
 // `make_scorer` may be empty: no validation score; `make_task_files` may
 // be empty: no task files.

@@ -42,7 +42,7 @@ absl::StatusOr<std::string> ChooseCheckpoint(const std::string& path, std::ostre
                      "directories)"));
   }
   if (IsFile(absl::StrCat(path, "/", kManifestFile))) return path;
-  for (const char* name : {"checkpoint_average", kBestCheckpoint}) {
+  for (const char* name : {kAverageCheckpoint, kBestCheckpoint}) {
     const std::string candidate = JoinPath(path, name);
     if (IsFile(absl::StrCat(candidate, "/", kManifestFile))) {
       if (log) *log << "model: " << candidate << "\n";
