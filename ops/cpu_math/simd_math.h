@@ -154,10 +154,21 @@ inline float ExpShiftedSum(float* x, int64_t n, float shift) {
 }
 
 // sum(exp(x[i] - shift)) without writing x.
-inline float SumExpShifted(const float* x, int64_t n, float shift) {
+// `prefetch` (may be null): n floats to bring into the cache meanwhile, a
+// line per vector, e.g. the next row, whose first pass would otherwise wait
+// on memory; the exponentials leave the loads time to arrive. A prefetch
+// never faults, so the floats need not exist.
+inline float SumExpShifted(const float* x, int64_t n, float shift,
+                           const float* prefetch = nullptr) {
   const VecF vshift = Set(shift);
   VecF acc = Zero();
   int64_t i = 0;
+  if (prefetch != nullptr) {
+    for (; i + kLanes <= n; i += kLanes) {
+      _mm_prefetch(reinterpret_cast<const char*>(prefetch + i), _MM_HINT_T0);
+      acc = acc + Exp(Load(x + i) - vshift);
+    }
+  }
   for (; i + kLanes <= n; i += kLanes) acc = acc + Exp(Load(x + i) - vshift);
   if (i < n) acc = acc + IfThenElseZero(FirstN(n - i), Exp(LoadFirst(x + i, n - i) - vshift));
   return ReduceSum(acc);

@@ -25,11 +25,17 @@ namespace {
 
 constexpr float kNone = -std::numeric_limits<float>::infinity();
 
-void TopOfRow(const float* x, int64_t n, RowTopKeeper& kept, const ColumnFilter& filter) {
+void TopOfRow(const float* x, int64_t n, RowTopKeeper& kept, const ColumnFilter& filter,
+              const float* next_row) {
   using namespace simd;  // NOLINT: the vector vocabulary of this ISA.
   const float max = MaxOrNaN(x, n);
   if (max == kNone) return;  // log_softmax: every entry -infinity.
-  const float log_sum = std::isfinite(max) ? std::log(SumExpShifted(x, n, max)) : 0.0f;
+  // The next row is fetched while this one's exponentials are summed: the
+  // output projection writes logits larger than a core's L2 with
+  // non-temporal stores (ops/quantized_linear), so a row's max pass would
+  // otherwise wait on memory.
+  const float log_sum =
+      std::isfinite(max) ? std::log(SumExpShifted(x, n, max, next_row)) : 0.0f;
   const VecF vmax = Set(max), vlog_sum = Set(log_sum);
   VecF bar = Set(kept.Bar());
   alignas(64) float lanes[kLanes];

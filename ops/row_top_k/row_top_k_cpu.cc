@@ -12,7 +12,8 @@ namespace {
 
 absl::Status RowTopKCpu(KernelContext& context) {
   return RunRowTopKCpu(
-      context, [](const float* x, int64_t n, RowTopKeeper& kept, const ColumnFilter& filter) {
+      context, [](const float* x, int64_t n, RowTopKeeper& kept, const ColumnFilter& filter,
+                  const float* /*next_row*/) {
         for (int64_t column = 0; column < n; ++column) {
           // Most entries fail here, against the worst kept.
           if (x[column] > kept.Bar()) kept.Offer(x[column], column, filter);

@@ -89,8 +89,10 @@ struct RowTopKeeper {
 };
 
 // A CPU kernel of a row_top_k-shaped op: `top_of_row(x_row, n, keeper,
-// filter)` fills each row's keeper (cleared first) with what the row's
-// filter lets in, rows spread over the context's threads.
+// filter, next_row)` fills each row's keeper (cleared first) with what the
+// row's filter lets in, rows spread over the context's threads. next_row:
+// the row the same thread takes next (null after its last), which it may
+// prefetch.
 template <typename TopOfRow>
 absl::Status RunRowTopKCpu(KernelContext& context, const TopOfRow& top_of_row) {
   const Tensor& x = context.input(0);
@@ -105,8 +107,8 @@ absl::Status RunRowTopKCpu(KernelContext& context, const TopOfRow& top_of_row) {
     for (int64_t row = begin; row < end; ++row) {
       RowTopKeeper keeper{values + row * args.count, columns + row * args.count, args.count};
       keeper.Clear();
-      top_of_row(in + row * n, n, keeper,
-                 ColumnFilter::OfRow(args.forbidden, args.allowed, n, row));
+      top_of_row(in + row * n, n, keeper, ColumnFilter::OfRow(args.forbidden, args.allowed, n, row),
+                 row + 1 < end ? in + (row + 1) * n : nullptr);
     }
   });
   return absl::OkStatus();
