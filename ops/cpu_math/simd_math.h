@@ -154,10 +154,9 @@ inline float ExpShiftedSum(float* x, int64_t n, float shift) {
 }
 
 // sum(exp(x[i] - shift)) without writing x.
-// `prefetch` (may be null): n floats to bring into the cache meanwhile, a
-// line per vector, e.g. the next row, whose first pass would otherwise wait
-// on memory; the exponentials leave the loads time to arrive. A prefetch
-// never faults, so the floats need not exist.
+// `prefetch` (may be null): n floats brought into the cache meanwhile, a
+// line per vector (e.g. the next row, whose first pass would otherwise wait
+// on memory); the exponentials leave the loads time to arrive.
 inline float SumExpShifted(const float* x, int64_t n, float shift,
                            const float* prefetch = nullptr) {
   const VecF vshift = Set(shift);

@@ -30,10 +30,10 @@ void TopOfRow(const float* x, int64_t n, RowTopKeeper& kept, const ColumnFilter&
   using namespace simd;  // NOLINT: the vector vocabulary of this ISA.
   const float max = MaxOrNaN(x, n);
   if (max == kNone) return;  // log_softmax: every entry -infinity.
-  // The next row is fetched while this one's exponentials are summed: the
-  // output projection writes logits larger than a core's L2 with
-  // non-temporal stores (ops/quantized_linear), so a row's max pass would
-  // otherwise wait on memory.
+  // The next row is fetched while this one's exponentials are summed: a
+  // batch's logits outgrow a core's L2 (and int8's output projection writes
+  // them with non-temporal stores), so a row's max pass would otherwise
+  // wait on memory.
   const float log_sum =
       std::isfinite(max) ? std::log(SumExpShifted(x, n, max, next_row)) : 0.0f;
   const VecF vmax = Set(max), vlog_sum = Set(log_sum);
