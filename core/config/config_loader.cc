@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/config/config_upgrades.h"
+#include "core/config/text_proto_errors.h"
 #include "core/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -23,32 +24,6 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 using google::protobuf::TextFormat;
-
-// Collects the first parse error with its position (protobuf reports 0-based
-// line and column).
-class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, int column, const std::string& message) override {
-    if (!has_error_) {
-      has_error_ = true;
-      line_ = line + 1;
-      column_ = column + 1;
-      message_ = message;
-    }
-  }
-  void AddWarning(int, int, const std::string&) override {}
-
-  bool has_error() const { return has_error_; }
-  std::string Describe(const std::string& filename) const {
-    return absl::StrCat(filename, ":", line_, ":", column_, ": ", message_);
-  }
-
- private:
-  bool has_error_ = false;
-  int line_ = 0;
-  int column_ = 0;
-  std::string message_;
-};
 
 // Records "file:line" for every field set in the text, keyed by its path.
 void RecordSources(const Message& message, const TextFormat::ParseInfoTree& tree,

@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "core/config/config_upgrades.h"
+#include "core/config/text_proto_errors.h"
 #include "core/check.h"
 #include "core/data/crc32c.h"
 #include "core/data/file_io.h"
@@ -65,9 +66,13 @@ template <typename Message>
 absl::StatusOr<Message> ReadTextProto(const std::string& path) {
   TFM_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   Message message;
-  if (!google::protobuf::TextFormat::ParseFromString(text, &message)) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": not a valid ", Message::descriptor()->full_name(), " text proto"));
+  FirstErrorCollector errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &message) || errors.has_error()) {
+    return absl::DataLossError(absl::StrCat(errors.has_error() ? errors.Describe(path) : path,
+                                            " (not a valid ", Message::descriptor()->full_name(),
+                                            " text proto)"));
   }
   return message;
 }

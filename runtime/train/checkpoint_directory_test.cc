@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/train/checkpoint.h"
@@ -110,6 +111,28 @@ TEST(CheckpointDirectoryTest, BestChoosesByTheRunsMetricOldestFirst) {
   EXPECT_FALSE(BestCheckpoints(work_dir, 0).ok());
   EXPECT_EQ(BestCheckpoints(FreshDirectory("none") + "/absent", 2).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// A state that does not parse: average --best names the file, the line and
+// what was wrong; pruning treats it as unvalidated and goes on.
+TEST(CheckpointDirectoryTest, AnUnreadableStateIsAnErrorWithItsLine) {
+  const std::string work_dir = FreshDirectory("bad_state");
+  for (int64_t update : {100, 200, 300}) {
+    ASSERT_TRUE(WriteCheckpoint(work_dir, Validated(update, 3.0 - update / 1000.0, 30, true)).ok());
+  }
+  const std::string state = work_dir + "/checkpoint_000000200/state.pbtxt";
+  {
+    std::ofstream file(state, std::ios::app);
+    file << "valid_los: 2.5\n";  // A misspelt field.
+  }
+  const absl::Status status = BestCheckpoints(work_dir, 2).status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr(state + ":"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("no field named \"valid_los\"")) << status;
+  EXPECT_THAT(status.message(), HasSubstr("not a valid tfm.train.TrainingState text proto"));
+  ASSERT_TRUE(PruneCheckpoints(work_dir, 1, 1).ok());
+  // 100 is the best readable one of the older two.
+  EXPECT_EQ(Updates(ListCheckpoints(work_dir).value()), (std::vector<int64_t>{100, 300}));
 }
 
 TEST(CheckpointDirectoryTest, ValidationRankIsHigherForBetter) {
