@@ -62,9 +62,10 @@ absl::Status Rename(const std::string& from, const std::string& to) {
   return absl::OkStatus();
 }
 
+// `text`, read from `path`, as a Message; an error names the file, line,
+// column and what was wrong.
 template <typename Message>
-absl::StatusOr<Message> ReadTextProto(const std::string& path) {
-  TFM_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+absl::StatusOr<Message> ParseTextProto(const std::string& text, const std::string& path) {
   Message message;
   FirstErrorCollector errors;
   google::protobuf::TextFormat::Parser parser;
@@ -75,6 +76,12 @@ absl::StatusOr<Message> ReadTextProto(const std::string& path) {
                                             " text proto)"));
   }
   return message;
+}
+
+template <typename Message>
+absl::StatusOr<Message> ReadTextProto(const std::string& path) {
+  TFM_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
+  return ParseTextProto<Message>(text, path);
 }
 
 std::string ToText(const google::protobuf::Message& message) {
@@ -109,10 +116,7 @@ absl::StatusOr<train::Manifest> ReadSealedManifest(const std::string& path) {
     return absl::DataLossError(absl::StrCat(path, ": checksum ", computed,
                                             " does not match its recorded ", stored, " (corrupt)"));
   }
-  train::Manifest manifest;
-  if (!google::protobuf::TextFormat::ParseFromString(*text, &manifest)) {
-    return absl::DataLossError(absl::StrCat(path, ": not a valid manifest"));
-  }
+  TFM_ASSIGN_OR_RETURN(train::Manifest manifest, ParseTextProto<train::Manifest>(*text, path));
   if (manifest.format_version() > kFormatVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": checkpoint format ", manifest.format_version(),

@@ -194,6 +194,20 @@ TEST_F(CorruptionTest, NewerFormatIsRefusedNotMisread) {
   EXPECT_THAT(status.message(), HasSubstr("format 2 is newer"));
 }
 
+// A manifest whose checksum holds but whose text does not parse (a field
+// this build does not know): the error names the line and the field.
+TEST_F(CorruptionTest, UnparsableManifestNamesItsLine) {
+  const std::string manifest = Contents(kManifestFile);
+  const std::string body =
+      absl::StrCat("shard_count: 2\n", manifest.substr(0, manifest.rfind("manifest_crc32c: ")));
+  Replace(kManifestFile, absl::StrCat(body, "manifest_crc32c: ", Crc32c(body), "\n"));
+  const absl::Status status = ReadCheckpoint(dir_).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("MANIFEST:1:"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("\"shard_count\""));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("not a valid tfm.train.Manifest"));
+}
+
 // Written through the writer, so every checksum holds: only the values are
 // wrong, in the model's weights or in the optimizer's moments.
 TEST(CheckpointTest, NonFiniteValuesAreRefusedNamingTheTensor) {
