@@ -162,13 +162,10 @@ inline float SumExpShifted(const float* x, int64_t n, float shift,
   const VecF vshift = Set(shift);
   VecF acc = Zero();
   int64_t i = 0;
-  if (prefetch != nullptr) {
-    for (; i + kLanes <= n; i += kLanes) {
-      _mm_prefetch(reinterpret_cast<const char*>(prefetch + i), _MM_HINT_T0);
-      acc = acc + Exp(Load(x + i) - vshift);
-    }
+  for (; i + kLanes <= n; i += kLanes) {
+    if (prefetch != nullptr) _mm_prefetch(reinterpret_cast<const char*>(prefetch + i), _MM_HINT_T0);
+    acc = acc + Exp(Load(x + i) - vshift);
   }
-  for (; i + kLanes <= n; i += kLanes) acc = acc + Exp(Load(x + i) - vshift);
   if (i < n) acc = acc + IfThenElseZero(FirstN(n - i), Exp(LoadFirst(x + i, n - i) - vshift));
   return ReduceSum(acc);
 }
