@@ -206,6 +206,9 @@ ABSL_FLAG(std::string, ours_inter_threads, "1,2",
           "decode.inter_threads values our batched rows are timed at where the model allows "
           "them (the CPU: batches side by side, each on one thread, as CTranslate2's "
           "inter_threads); each row keeps its fastest. Batch-1 rows (latency) run 1");
+ABSL_FLAG(std::string, kv_cache_dtype, "auto",
+          "Our trained-model rows' attention key/value caches (decode.kv_cache_dtype): auto (f16 for "
+          "ours_int8 on the CPU, else the decoding dtype), f32 or f16");
 ABSL_FLAG(bool, profile_ops, false,
           "Print where our rows' time goes, op by op (also with TFM_PROFILE_OPS=1)");
 ABSL_FLAG(bool, random_base, false,
@@ -887,8 +890,12 @@ void PrintSettings(const std::vector<Row>& rows, const Device& device) {
     std::cout << "ours " << label << ": " << text << "\n";
   }
   std::cout << absl::StrFormat(
-      "ours: %s, ThreadPool %d threads; allocator: caching (blocks >= 1 MiB kept); fp32\n",
-      device.ToString(), ThreadPool::Default()->num_threads());
+      "ours: %s, ThreadPool %d threads; allocator: caching (blocks >= 1 MiB kept); fp32; "
+      "key/value caches: %s\n",
+      device.ToString(), ThreadPool::Default()->num_threads(),
+      absl::GetFlag(FLAGS_kv_cache_dtype) == "auto"
+          ? std::string("auto (f16 with int8 weights on the CPU, else the decoding dtype)")
+          : absl::GetFlag(FLAGS_kv_cache_dtype));
   for (const Row& row : rows) {
     if (row.info.empty()) continue;
     std::cout << row.side << " at batch " << row.batch_size << ": " << row.info << "\n";
@@ -1324,6 +1331,7 @@ absl::Status Main(const std::vector<std::string>& args) {
   TFM_ASSIGN_OR_RETURN(
       TrainedModel trained,
       LoadTrainedModel(ResolveUserPath(absl::GetFlag(FLAGS_model)), device, &std::cerr));
+  TFM_RETURN_IF_ERROR(trained.SetKvCacheDType(absl::GetFlag(FLAGS_kv_cache_dtype)));
   TFM_ASSIGN_OR_RETURN(const SearchOptions search, SearchSettings(trained));
   const std::string input = ResolveDataPath(absl::GetFlag(FLAGS_input));
   TFM_ASSIGN_OR_RETURN(const std::vector<std::string> lines,

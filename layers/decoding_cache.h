@@ -27,6 +27,7 @@
 #include "absl/types/span.h"
 #include "core/incremental_model.h"
 #include "core/device.h"
+#include "core/dtype.h"
 #include "core/tensor.h"
 
 namespace tfm {
@@ -80,6 +81,11 @@ class DecodingCache {
   int64_t capacity() const { return capacity_; }
   const Device& device() const { return device_; }
   DecodingPrecision precision() const { return precision_; }
+  // The dtype of the attention keys and values it keeps (per-row and
+  // per-sentence entries): unset, the step's own dtype; f16 for 16-bit
+  // caches under f32 steps on the CPU (Transformer::SetKvCacheDType).
+  std::optional<DType> kv_dtype() const { return kv_dtype_; }
+  void set_kv_dtype(std::optional<DType> dtype) { kv_dtype_ = dtype; }
   // [rows] i32, position() + 1 during a step: the self-attention keys that
   // the step's query sees (the rest of the capacity is unwritten).
   const Tensor& key_lengths() const { return key_lengths_; }
@@ -146,6 +152,7 @@ class DecodingCache {
   int64_t table_rows_;
   Tensor key_rows_;
   bool device_position_ = false;
+  std::optional<DType> kv_dtype_;
   Tensor position_tensor_;
   Device device_;
   DecodingPrecision precision_;

@@ -37,6 +37,7 @@
 #include "layers/dropout_site.h"
 #include "layers/packed_projections.h"
 #include "ops/attention/attention.h"
+#include "ops/cast/cast.h"
 #include "ops/concat_rows/concat_rows.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
@@ -191,13 +192,15 @@ class MultiHeadAttention : public Layer {
     Tensor q;
     if (self_attention_) {
       if (entry == nullptr) {
-        // In the step's dtype (bf16 or f16 decoding keeps 16-bit caches).
+        // In the step's dtype (bf16 or f16 decoding keeps 16-bit caches), or
+        // the cache's (f16 under f32 steps: rounded as they are written).
+        const DType dtype = cache.kv_dtype().value_or(x.dtype());
         TFM_ASSIGN_OR_RETURN(Tensor keys, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
                                                          k_proj_.weight().dim(0) / heads_},
-                                                        x.dtype(), x.device()));
+                                                        dtype, x.device()));
         TFM_ASSIGN_OR_RETURN(Tensor values, Tensor::Empty({cache.rows(), heads_, cache.capacity(),
                                                            v_proj_.weight().dim(0) / heads_},
-                                                          x.dtype(), x.device()));
+                                                          dtype, x.device()));
         // Reordered by table (read through cache.key_rows()).
         entry = &cache.Store(this, {DecodingCache::Indexing::kRowByTable, {keys, values}});
         // f32: once per search, the batches of a search share it (and the
@@ -246,6 +249,10 @@ class MultiHeadAttention : public Layer {
         TFM_ASSIGN_OR_RETURN(Tensor v, int8 ? v_proj_.Step(cache, memory)
                                             : v_proj_.Forward(memory, /*keep=*/false));
         TFM_ASSIGN_OR_RETURN(std::vector<Tensor> kv, SplitHeadsAll({k, v}, heads_));
+        if (const DType dtype = cache.kv_dtype().value_or(kv[0].dtype()); dtype != kv[0].dtype()) {
+          // The cache's dtype (f16 under f32 steps), rounded once a batch.
+          TFM_ASSIGN_OR_RETURN(kv, CastAll(kv, dtype));
+        }
         entry = &cache.Store(this, {DecodingCache::Indexing::kSentence, std::move(kv)});
       }
       // A sentence's rows query its keys together: [sentences, rows per

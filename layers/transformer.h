@@ -115,6 +115,20 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // the cross-attention and the last hidden state for the output product.
   absl::Status SetDecodingDType(DType dtype, bool f32_residual = false);
   DType decoding_dtype() const { return decoding_dtype_; }
+  // The dtype the searches that start from now on keep the attention keys
+  // and values in (decode.kv_cache_dtype). Unset (auto, the default): the
+  // dtype the search computes in, except int8 decoding on the CPU, which
+  // keeps them in f16: half the bytes a step's attention reads and a
+  // step's cache writes move, rounded once as they are written (the
+  // arithmetic stays f32). f16 on the CPU takes any precision; f32 keeps
+  // f32 caches. A GPU keeps them in its decoding dtype: asking for another
+  // there is FailedPrecondition (here or when a search starts).
+  absl::Status SetKvCacheDType(std::optional<DType> dtype);
+  // The caches' dtype for the current settings (auto resolved); unset:
+  // the step's own.
+  std::optional<DType> KvCacheDType() const;
+  // SetKvCacheDType's FailedPrecondition for the current settings, if any.
+  absl::Status CheckKvCacheDType() const;
   // The shortlist the searches that start from now on decode with (null,
   // the default: the whole vocabulary). Each batch's steps then project
   // onto its candidates' rows of the output embedding only (gathered, and
@@ -209,6 +223,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   DecodingPrecision decoding_precision_ = DecodingPrecision::kF32;
   DType decoding_dtype_ = DType::kF32;
   bool decoding_f32_residual_ = false;  // Only with a 16-bit decoding_dtype_.
+  std::optional<DType> kv_cache_dtype_;  // SetKvCacheDType; unset: auto.
   std::shared_ptr<const VocabularyShortlist> shortlist_;
   std::unique_ptr<StepGraphRunner> step_graphs_;  // Null: graphs off.
 };

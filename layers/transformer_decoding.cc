@@ -165,6 +165,36 @@ absl::Status Transformer::SetDecodingDType(DType dtype, bool f32_residual) {
   return absl::OkStatus();
 }
 
+absl::Status Transformer::SetKvCacheDType(std::optional<DType> dtype) {
+  if (dtype.has_value() && *dtype != DType::kF32 && *dtype != DType::kF16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key/value caches in ", DTypeName(*dtype), ": f32 or f16"));
+  }
+  const std::optional<DType> before = kv_cache_dtype_;
+  kv_cache_dtype_ = dtype;
+  if (absl::Status status = CheckKvCacheDType(); !status.ok()) {
+    kv_cache_dtype_ = before;
+    return status;
+  }
+  return absl::OkStatus();
+}
+
+std::optional<DType> Transformer::KvCacheDType() const {
+  if (kv_cache_dtype_.has_value()) return kv_cache_dtype_;
+  if (device_.is_cpu() && decoding_precision_ == DecodingPrecision::kInt8) return DType::kF16;
+  return std::nullopt;
+}
+
+absl::Status Transformer::CheckKvCacheDType() const {
+  if (!kv_cache_dtype_.has_value() || device_.is_cpu() || *kv_cache_dtype_ == decoding_dtype_) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "key/value caches in ", DTypeName(*kv_cache_dtype_), " while decoding in ",
+      DTypeName(decoding_dtype_), " on ", device_.ToString(),
+      ": a GPU keeps them in its decoding dtype (leave decode.kv_cache_dtype at auto)"));
+}
+
 absl::Status Transformer::SetShortlist(std::shared_ptr<const VocabularyShortlist> shortlist) {
   if (shortlist != nullptr && shortlist->vocabulary_size() != vocabulary_.size) {
     return absl::InvalidArgumentError(
@@ -185,6 +215,7 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
                                                                  int rows_per_sentence,
                                                                  int max_steps) {
   TFM_RETURN_IF_ERROR(CheckSources(sources, rows_per_sentence, max_steps));
+  TFM_RETURN_IF_ERROR(CheckKvCacheDType());  // The decoding dtype may have changed since.
   const absl::MutexLock lock(&start_mu_);
   auto state = std::make_unique<TransformerState>(this, sources.size, rows_per_sentence,
                                                   max_steps, device_, search_entries_,
@@ -192,6 +223,7 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   // Graphed or not, the steps of a search with graphs read their position
   // from the device, so that replays and eager steps run the same ops.
   state->cache.set_device_position(step_graphs_ != nullptr);
+  state->cache.set_kv_dtype(KvCacheDType());
   for (const int id : sources.ids) {
     if (id < 0 || id >= vocabulary_.size) {
       return absl::InvalidArgumentError(

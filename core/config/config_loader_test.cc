@@ -387,6 +387,22 @@ TEST(ConfigLoaderTest, DecodingDTypeIsAFloatType) {
   EXPECT_TRUE(ValidateTaskConfig(loaded).ok()) << ValidateTaskConfig(loaded);
 }
 
+TEST(ConfigLoaderTest, KeyValueCacheDTypeIsAutoF32OrF16) {
+  LoadedConfig loaded = *ParseTaskConfig("task: \"translation\"\n", "k.pbtxt");
+  EXPECT_EQ(loaded.config.decode().kv_cache_dtype(), "auto");
+  for (const char* dtype : {"bf16", "int8"}) {
+    ASSERT_TRUE(ApplyOverride(absl::StrCat("decode.kv_cache_dtype=", dtype), &loaded).ok());
+    EXPECT_NE(ValidateTaskConfig(loaded).message().find(absl::StrCat(
+                  "decode.kv_cache_dtype: '", dtype, "': expected auto, f32 or f16")),
+              std::string::npos)
+        << ValidateTaskConfig(loaded);
+  }
+  for (const char* dtype : {"auto", "f32", "f16"}) {
+    ASSERT_TRUE(ApplyOverride(absl::StrCat("decode.kv_cache_dtype=", dtype), &loaded).ok());
+    EXPECT_TRUE(ValidateTaskConfig(loaded).ok()) << ValidateTaskConfig(loaded);
+  }
+}
+
 TEST(ConfigLoaderTest, AShortlistThatKeepsNoTokensIsRefused) {
   LoadedConfig loaded = *ParseTaskConfig(
       "task: \"translation\"\n"

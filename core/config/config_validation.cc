@@ -273,6 +273,11 @@ void CheckDecode(const config::DecodeConfig& decode, Problems& problems) {
       !dtype.ok() || (*dtype != DType::kF32 && *dtype != DType::kBF16 && *dtype != DType::kF16)) {
     problems.Add("decode.dtype", absl::StrCat("'", decode.dtype(), "': expected f32, bf16 or f16"));
   }
+  if (decode.kv_cache_dtype() != "auto" && decode.kv_cache_dtype() != "f32" &&
+      decode.kv_cache_dtype() != "f16") {
+    problems.Add("decode.kv_cache_dtype",
+                 absl::StrCat("'", decode.kv_cache_dtype(), "': expected auto, f32 or f16"));
+  }
   if (decode.strategy() == config::DecodeConfig::GREEDY && decode.beam_size() != 1 &&
       decode.has_beam_size()) {
     problems.Add("decode.beam_size", "greedy decoding uses no beam; leave beam_size unset");

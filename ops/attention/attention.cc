@@ -174,11 +174,37 @@ Shape AttentionOutShape(const AttentionParams& p) {
 
 namespace {
 
+// The forward's k and v share q's dtype (the kernel's), except that on the
+// CPU f32 queries may read f16 keys and values laid out heads-first, for up
+// to kMaxRowwiseQueries query rows: a decoding step against 16-bit caches,
+// which the row-by-row path widens as it reads them.
+absl::Status CheckForwardDTypes(const KernelContext& context, const AttentionParams& p) {
+  const DType q = context.input(0).dtype();
+  const DType k = context.input(1).dtype();
+  const DType v = context.input(2).dtype();
+  if (k == q && v == q) return absl::OkStatus();
+  const bool f16_cache = context.device().is_cpu() && q == DType::kF32 && k == DType::kF16 &&
+                         v == DType::kF16;
+  if (!f16_cache) {
+    return context.Error(absl::StrCat("q, k and v are ", DTypeName(q), ", ", DTypeName(k), " and ",
+                                      DTypeName(v), ": they share one dtype (on the CPU, f32 q "
+                                      "may also read f16 k and v)"));
+  }
+  if (p.interleaved_keys || p.q_len > kMaxRowwiseQueries) {
+    return context.Error(absl::StrCat(
+        "f16 k and v take heads-first keys and at most ", kMaxRowwiseQueries,
+        " query rows per head (a decoding step), not ", p.q_len,
+        p.interleaved_keys ? " rows and interleaved keys" : " rows"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateForward(const KernelContext& context) {
   const Tensor& key_rows = context.input(kForwardKeyRowsInput);
   const bool has_key_rows = key_rows.num_elements() > 0;
   TFM_ASSIGN_OR_RETURN(const AttentionParams p,
                        ParseAttentionParams(context, kForwardKeyMaskInput, has_key_rows));
+  TFM_RETURN_IF_ERROR(CheckForwardDTypes(context, p));
   if (!has_key_rows) return absl::OkStatus();
   if (key_rows.dtype() != DType::kI32 || key_rows.shape() != Shape({p.batch, p.k_len})) {
     return context.Error("key rows must be i32 [batch, k_len]");
@@ -227,7 +253,8 @@ TFM_REGISTER_OP(OpDef{
     .attrs = kAttrNames,
     .doc = "out = dropout(softmax(q k^T * scale + mask)) v, fused; lse per query row",
     .validate = ValidateForward,
-    .kernel_dtype_inputs = {0, 1, 2},
+    // k and v: CheckForwardDTypes (f16 caches on the CPU).
+    .kernel_dtype_inputs = {0},
 });
 
 TFM_REGISTER_OP(OpDef{

@@ -1,4 +1,5 @@
-// CPU f32 kernels of scaled_dot_product_attention and its backward: read the
+// CPU f32 kernels of scaled_dot_product_attention and its backward (the
+// forward's keys and values may be f16 for a decoding step): read the
 // key mask into per-batch key ends, then run the tiled loops
 // (attention_cpu_forward.cc, attention_cpu_backward.cc). The loops read
 // heads-first tensors: interleaved ones are permuted to that layout and
@@ -80,8 +81,13 @@ absl::Status ReadInputs(const KernelContext& context, HeadsFirstTensors& layout,
                                       {&context.input(2), p.interleaved_keys, p.heads,
                                        ValuePart(p)}}));
   problem.q = inputs[0].data<float>();
-  problem.k = inputs[1].data<float>();
-  problem.v = inputs[2].data<float>();
+  if (inputs[1].dtype() == DType::kF16) {  // A decoding step's 16-bit caches (validated).
+    problem.k_f16 = static_cast<const uint16_t*>(inputs[1].raw_data());
+    problem.v_f16 = static_cast<const uint16_t*>(inputs[2].raw_data());
+  } else {
+    problem.k = inputs[1].data<float>();
+    problem.v = inputs[2].data<float>();
+  }
   return absl::OkStatus();
 }
 

@@ -15,6 +15,9 @@ TFM_ISA_BEGIN
 namespace attention_cpu {
 
 void Forward(const Problem& problem, float* out, float* lse) {
+  // f16 keys and values come with 1 .. kMaxRowwiseQueries rows (validated),
+  // or none, with nothing to compute.
+  if (problem.k_f16 != nullptr && problem.params.q_len == 0) return;
   // Decoding: matrix-vector work (and the only path with key rows). No
   // query rows stay with the tile loops, which do nothing for them.
   if ((problem.params.q_len >= 1 && problem.params.q_len <= kMaxRowwiseQueries) ||

@@ -6,7 +6,9 @@
 // instead: one over K (scores, with their max on the way) and one over V
 // (the probability-weighted sum), with the exponentials in between taken
 // over a scores row that stays in L1. Same masks, dropout layout, lse and
-// empty-row convention as the tile loops (attention.h).
+// empty-row convention as the tile loops (attention.h). Keys and values
+// may be f16 (a decoding cache kept in 16 bits, half the bytes a step
+// reads), widened to f32 as they load; the arithmetic stays f32.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "ops/attention/attention_cpu_tiles.h"
 #include "ops/cpu_math/isa.h"
@@ -31,44 +34,72 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int64_t kMinParallelFloats = int64_t{1} << 17;
 
 // Key (or value) j of a row: the rows of one head's contiguous [k_len, d]
-// slice, or, with key rows, each position from its own batch item.
+// slice, or, with key rows, each position from its own batch item. T is
+// float, or uint16_t for f16 caches (Half's bits, widened as they load).
+template <typename T>
 struct Rows {
-  const float* base;   // Position 0 of the row's own head.
-  int64_t d;           // Floats per position.
-  const float* const* at = nullptr;  // Per position (key rows), or null.
-  const float* operator()(int64_t j) const { return at != nullptr ? at[j] : base + j * d; }
+  const T* base;   // Position 0 of the row's own head.
+  int64_t d;       // Elements per position.
+  const T* const* at = nullptr;  // Per position (key rows), or null.
+  const T* operator()(int64_t j) const { return at != nullptr ? at[j] : base + j * d; }
 };
+
+// A vector of a key or value row as floats.
+inline simd::VecF LoadRow(const float* p) { return simd::Load(p); }
+inline simd::VecF LoadRow(const uint16_t* p) { return simd::LoadHalf(p); }
+inline simd::VecF LoadRowFirst(const float* p, int64_t n) { return simd::LoadFirst(p, n); }
+inline simd::VecF LoadRowFirst(const uint16_t* p, int64_t n) {
+  return simd::LoadFirstHalf(p, n);
+}
+inline float RowValue(float x) { return x; }
+inline float RowValue(uint16_t bits) {
+  Half half;
+  half.bits = bits;
+  return static_cast<float>(half);
+}
+
+// scores[j0 + r] = scale * q . k_{j0 + r} for r < kKeys: one FMA chain a key
+// (kKeys of them in flight), in the order of simd::Dot.
+template <int kKeys, typename T>
+inline void ScoreKeys(const float* q, const Rows<T>& k, int64_t j0, int64_t d, float scale,
+                      float* scores) {
+  using namespace simd;  // NOLINT: the vector layer's small vocabulary.
+  const int64_t whole = d / kLanes * kLanes;
+  const T* key[kKeys];
+  VecF acc[kKeys];
+  for (int r = 0; r < kKeys; ++r) {
+    key[r] = k(j0 + r);
+    acc[r] = Zero();
+  }
+  for (int64_t c = 0; c < whole; c += kLanes) {
+    const VecF qc = Load(q + c);
+    for (int r = 0; r < kKeys; ++r) acc[r] = MulAdd(qc, LoadRow(key[r] + c), acc[r]);
+  }
+  if (whole < d) {
+    const VecF qc = LoadFirst(q + whole, d - whole);
+    for (int r = 0; r < kKeys; ++r) {
+      acc[r] = MulAdd(qc, LoadRowFirst(key[r] + whole, d - whole), acc[r]);
+    }
+  }
+  for (int r = 0; r < kKeys; ++r) scores[j0 + r] = scale * ReduceSum(acc[r]);
+}
 
 // scores[j] = scale * q . k_j for the n keys. Four keys per pass keep four
 // independent FMA chains in flight: one dot product at a time would wait on
 // the FMA latency at every step of a 64-wide row.
-void ScaledScores(const float* q, const Rows& k, int64_t n, int64_t d, float scale,
+template <typename T>
+void ScaledScores(const float* q, const Rows<T>& k, int64_t n, int64_t d, float scale,
                   float* scores) {
-  using namespace simd;  // NOLINT: the vector layer's small vocabulary.
-  const int64_t whole = d / kLanes * kLanes;
   int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    const float* key[4] = {k(j), k(j + 1), k(j + 2), k(j + 3)};
-    VecF acc[4] = {Zero(), Zero(), Zero(), Zero()};
-    for (int64_t c = 0; c < whole; c += kLanes) {
-      const VecF qc = Load(q + c);
-      for (int r = 0; r < 4; ++r) acc[r] = MulAdd(qc, Load(key[r] + c), acc[r]);
-    }
-    if (whole < d) {
-      const VecF qc = LoadFirst(q + whole, d - whole);
-      for (int r = 0; r < 4; ++r) {
-        acc[r] = MulAdd(qc, LoadFirst(key[r] + whole, d - whole), acc[r]);
-      }
-    }
-    for (int r = 0; r < 4; ++r) scores[j + r] = scale * ReduceSum(acc[r]);
-  }
-  for (; j < n; ++j) scores[j] = scale * Dot(q, k(j), d);
+  for (; j + 4 <= n; j += 4) ScoreKeys<4>(q, k, j, d, scale, scores);
+  for (; j < n; ++j) ScoreKeys<1>(q, k, j, d, scale, scores);
 }
 
 // out = sum_j weights[j] * v_j over the n rows of v (d apart). Columns go in
 // blocks of four vectors and keys in pairs, so eight FMA chains run at once
 // while a block of out stays in registers.
-void WeightedRowSum(const float* weights, const Rows& v, int64_t n, int64_t d, float* out) {
+template <typename T>
+void WeightedRowSum(const float* weights, const Rows<T>& v, int64_t n, int64_t d, float* out) {
   using namespace simd;  // NOLINT
   constexpr int64_t kBlock = 4 * kLanes;
   int64_t c = 0;
@@ -78,47 +109,49 @@ void WeightedRowSum(const float* weights, const Rows& v, int64_t n, int64_t d, f
     int64_t j = 0;
     for (; j + 2 <= n; j += 2) {
       const VecF w0 = Set(weights[j]), w1 = Set(weights[j + 1]);
-      const float* v0 = v(j) + c;
-      const float* v1 = v(j + 1) + c;
+      const T* v0 = v(j) + c;
+      const T* v1 = v(j + 1) + c;
       for (int i = 0; i < 4; ++i) {
-        even[i] = MulAdd(w0, Load(v0 + kLanes * i), even[i]);
-        odd[i] = MulAdd(w1, Load(v1 + kLanes * i), odd[i]);
+        even[i] = MulAdd(w0, LoadRow(v0 + kLanes * i), even[i]);
+        odd[i] = MulAdd(w1, LoadRow(v1 + kLanes * i), odd[i]);
       }
     }
     if (j < n) {
       const VecF w = Set(weights[j]);
-      for (int i = 0; i < 4; ++i) even[i] = MulAdd(w, Load(v(j) + c + kLanes * i), even[i]);
+      for (int i = 0; i < 4; ++i) even[i] = MulAdd(w, LoadRow(v(j) + c + kLanes * i), even[i]);
     }
     for (int i = 0; i < 4; ++i) Store(even[i] + odd[i], out + c + kLanes * i);
   }
   if (c == d) return;
   std::fill(out + c, out + d, 0.0f);
   for (int64_t j = 0; j < n; ++j) {
-    for (int64_t i = c; i < d; ++i) out[i] += weights[j] * v(j)[i];
+    for (int64_t i = c; i < d; ++i) out[i] += weights[j] * RowValue(v(j)[i]);
   }
 }
 
 // Query row `row` = bh * q_len + i (row i of head bh): out [d_v] and lse.
 // `scores` holds k_len floats, `multipliers` too when there is dropout;
-// `pointers` 2 * k_len with key rows.
-void AttendOneRow(const Problem& problem, int64_t row, float* scores, float* multipliers,
-                  const float** pointers, float* out, float* lse) {
+// `pointers` 2 * k_len with key rows. T: the keys' and values' element (k
+// and v, or k_f16 and v_f16).
+template <typename T>
+void AttendOneRow(const Problem& problem, const T* k, const T* v, int64_t row, float* scores,
+                  float* multipliers, const T** pointers, float* out, float* lse) {
   const AttentionParams& p = problem.params;
   const int64_t bh = row / p.q_len, i = row % p.q_len;
   const int64_t b = bh / p.heads;
   // Keys past the row's end are masked (padding, or causally later); the
   // mask below removes any others.
   const int64_t end = problem.RowKeyEnd(b, i);
-  Rows keys{problem.k + bh * p.k_len * p.d_k, p.d_k};
-  Rows values{problem.v + bh * p.k_len * p.d_v, p.d_v};
+  Rows<T> keys{k + bh * p.k_len * p.d_k, p.d_k};
+  Rows<T> values{v + bh * p.k_len * p.d_v, p.d_v};
   if (problem.key_rows != nullptr) {
     // Position j of this head from batch item key_rows[b, j].
     const int32_t* from = problem.key_rows + b * p.k_len;
     const int64_t h = bh % p.heads;
     for (int64_t j = 0; j < end; ++j) {
       const int64_t source = from[j] * p.heads + h;
-      pointers[j] = problem.k + (source * p.k_len + j) * p.d_k;
-      pointers[p.k_len + j] = problem.v + (source * p.k_len + j) * p.d_v;
+      pointers[j] = k + (source * p.k_len + j) * p.d_k;
+      pointers[p.k_len + j] = v + (source * p.k_len + j) * p.d_v;
     }
     keys.at = pointers;
     values.at = pointers + p.k_len;
@@ -143,28 +176,41 @@ void AttendOneRow(const Problem& problem, int64_t row, float* scores, float* mul
   *lse = max + std::log(sum);
 }
 
+// ForwardRowwise over keys and values of element T.
+template <typename T>
+void ForwardRowwiseOf(const Problem& problem, const T* k, const T* v, float* out, float* lse) {
+  const AttentionParams& p = problem.params;
+  const int64_t rows_total = p.batch * p.heads * p.q_len;
+  const int64_t scratch = p.dropout > 0.0f ? 2 * p.k_len : p.k_len;
+  const auto run = [&](int64_t begin, int64_t end) {
+    std::vector<float> buffer(std::max<int64_t>(scratch, 1));
+    std::vector<const T*> pointers(problem.key_rows != nullptr ? 2 * p.k_len : 0);
+    for (int64_t row = begin; row < end; ++row) {
+      AttendOneRow(problem, k, v, row, buffer.data(), buffer.data() + p.k_len, pointers.data(),
+                   out + row * p.d_v, lse + row);
+    }
+  };
+  ThreadPool* pool = ThreadPool::Default();
+  // Measured in elements: a 16-bit cache's pass costs about what an f32
+  // one's does where it fits the caches.
+  if (rows_total * p.k_len * (p.d_k + p.d_v) < kMinParallelFloats || pool->num_threads() == 1) {
+    run(0, rows_total);
+    return;
+  }
+  pool->ParallelFor(rows_total, 1, run);
+}
+
 }  // namespace
 
 void ForwardRowwise(const Problem& problem, float* out, float* lse) {
   const AttentionParams& p = problem.params;
   TFM_CHECK(p.q_len >= 1 && p.q_len <= kMaxRowwiseQueries,
             "ForwardRowwise takes 1 .. kMaxRowwiseQueries query rows per head");
-  const int64_t rows_total = p.batch * p.heads * p.q_len;
-  const int64_t scratch = p.dropout > 0.0f ? 2 * p.k_len : p.k_len;
-  const auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> buffer(std::max<int64_t>(scratch, 1));
-    std::vector<const float*> pointers(problem.key_rows != nullptr ? 2 * p.k_len : 0);
-    for (int64_t row = begin; row < end; ++row) {
-      AttendOneRow(problem, row, buffer.data(), buffer.data() + p.k_len, pointers.data(),
-                   out + row * p.d_v, lse + row);
-    }
-  };
-  ThreadPool* pool = ThreadPool::Default();
-  if (rows_total * p.k_len * (p.d_k + p.d_v) < kMinParallelFloats || pool->num_threads() == 1) {
-    run(0, rows_total);
-    return;
+  if (problem.k_f16 != nullptr) {
+    ForwardRowwiseOf(problem, problem.k_f16, problem.v_f16, out, lse);
+  } else {
+    ForwardRowwiseOf(problem, problem.k, problem.v, out, lse);
   }
-  pool->ParallelFor(rows_total, 1, run);
 }
 
 }  // namespace attention_cpu

@@ -28,6 +28,10 @@ struct Problem {
   const float* q = nullptr;
   const float* k = nullptr;
   const float* v = nullptr;
+  // f16 keys and values (Half's bits) instead of k and v: the rowwise path
+  // only (a decoding step against 16-bit caches; attention.h).
+  const uint16_t* k_f16 = nullptr;
+  const uint16_t* v_f16 = nullptr;
   // Per batch item, keys at or past key_end[b] are padding (k_len if none).
   std::vector<int64_t> key_end;
   // [batch, k_len], 1 = padding; empty unless the op got a padding mask.

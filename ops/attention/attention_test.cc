@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/philox.h"
+#include "ops/attention/attention_params.h"
+#include "ops/cast/cast.h"
 #include "gtest/gtest.h"
 #include "ops/attention/interleaved_testing.h"
 #include "ops/attention/key_rows_testing.h"
@@ -311,6 +313,80 @@ TEST(AttentionTest, KeyRowsReadEachPositionFromItsRow) {
                    .ok());
 }
 
+// f16 keys and values (a CPU decoding step against 16-bit caches) give, bit
+// for bit, what f32 attention gives on the same keys and values rounded to
+// f16 and widened back: the kernel widens as it loads and computes in f32.
+// One query row (with and without key rows) and a beam's four, whole
+// vectors and scalar tails (d 64, 40, 7).
+TEST(AttentionTest, F16KeysAndValuesEqualF32OnTheRoundedValues) {
+  const auto rounded = [](const Tensor& x) { return *Cast(*Cast(x, DType::kF16), DType::kF32); };
+  for (const int64_t d : {64, 40, 7}) {
+    const int64_t batch = 3, key_batch = 5, heads = 2, k_len = 6;
+    const auto [q, k, v, table, k_gathered, v_gathered] =
+        testing::MakeKeyRowsCase(batch, key_batch, heads, k_len, d, Normal);
+    AttentionOptions options;
+    options.key_lengths = *Tensor::FromVector<int32_t>({6, 1, 4}, {batch});
+    options.key_rows = *Tensor::FromVector<int32_t>(table, {batch, k_len});
+    const AttentionOutput expected =
+        *ScaledDotProductAttention(q, rounded(k), rounded(v), options);
+    absl::StatusOr<AttentionOutput> got =
+        ScaledDotProductAttention(q, *Cast(k, DType::kF16), *Cast(v, DType::kF16), options);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->out.dtype(), DType::kF32);
+    EXPECT_EQ(got->out.ToVector<float>(), expected.out.ToVector<float>()) << "d " << d;
+    EXPECT_EQ(got->lse.ToVector<float>(), expected.lse.ToVector<float>()) << "d " << d;
+    // Rounding does change the keys: the f32 answer on the unrounded ones
+    // differs (the comparison above is not vacuous).
+    const AttentionOutput unrounded = *ScaledDotProductAttention(q, k, v, options);
+    EXPECT_NE(got->out.ToVector<float>(), unrounded.out.ToVector<float>());
+
+    // A beam's four query rows per head against keys of their own, no key
+    // rows, interleaved queries as a decoding step gives them.
+    const Tensor beam_q = Normal({batch, 4, heads, d}, 4);
+    const Tensor keys = Normal({batch, heads, k_len, d}, 5);
+    const Tensor values = Normal({batch, heads, k_len, d}, 6);
+    AttentionOptions beam;
+    beam.key_lengths = options.key_lengths;
+    beam.interleaved_queries = true;
+    const AttentionOutput beam_expected =
+        *ScaledDotProductAttention(beam_q, rounded(keys), rounded(values), beam);
+    absl::StatusOr<AttentionOutput> beam_got = ScaledDotProductAttention(
+        beam_q, *Cast(keys, DType::kF16), *Cast(values, DType::kF16), beam);
+    ASSERT_TRUE(beam_got.ok()) << beam_got.status();
+    EXPECT_EQ(beam_got->out.ToVector<float>(), beam_expected.out.ToVector<float>()) << "d " << d;
+  }
+}
+
+// f16 keys and values only where the row-by-row kernel takes them: f32
+// queries, both f16, heads-first, at most kMaxRowwiseQueries rows; the
+// error says what was wrong.
+TEST(AttentionTest, F16KeysAndValuesRefuseWhatTheyDoNotTake) {
+  const Tensor q = Normal({2, 1, 1, 8}, 1);
+  const Tensor k = Normal({2, 1, 4, 8}, 2);
+  const Tensor k16 = *Cast(k, DType::kF16);
+  const auto error = [](const absl::StatusOr<AttentionOutput>& result) {
+    return result.ok() ? std::string("ok") : std::string(result.status().message());
+  };
+  EXPECT_NE(error(ScaledDotProductAttention(q, k16, k)).find("share one dtype"),
+            std::string::npos);
+  EXPECT_NE(error(ScaledDotProductAttention(q, *Cast(k, DType::kBF16), *Cast(k, DType::kBF16)))
+                .find("share one dtype"),
+            std::string::npos);
+  const Tensor many = Normal({2, 1, kMaxRowwiseQueries + 1, 8}, 3);
+  EXPECT_NE(error(ScaledDotProductAttention(many, k16, k16)).find("at most"), std::string::npos);
+  AttentionOptions interleaved;
+  interleaved.interleaved_keys = true;
+  EXPECT_NE(error(ScaledDotProductAttention(q, *Cast(Normal({2, 4, 1, 8}, 4), DType::kF16),
+                                            *Cast(Normal({2, 4, 1, 8}, 5), DType::kF16),
+                                            interleaved))
+                .find("heads-first"),
+            std::string::npos);
+  // The backward takes no f16 keys (training never caches them).
+  const AttentionOutput forward = *ScaledDotProductAttention(q, k, k);
+  EXPECT_FALSE(
+      ScaledDotProductAttentionBackward(q, k16, k16, forward.out, forward.lse, forward.out).ok());
+}
+
 // A beam's rows against their sentence's keys (2 .. 8 query rows per head)
 // take the row-by-row kernel too: each row its own causal prefix and the
 // item's key mask, forward, backward and dropout as PyTorch computes them.
@@ -579,7 +655,7 @@ TEST(AttentionTest, BadArgumentsAreInvalidArgumentNamingTheOp) {
   expect_error(ScaledDotProductAttention(*Tensor::Zeros({2, 2, 5, 4}, DType::kI32), k, v).status(),
                "no kernel for CPU/i32; scaled_dot_product_attention's kernels: CPU/f32");
   expect_error(ScaledDotProductAttention(q, *Tensor::Zeros(k.shape(), DType::kI32), v).status(),
-               "input 'k' is i32 but the kernel runs in f32");
+               "q, k and v are f32, i32 and f32: they share one dtype");
   AttentionOptions options;
   options.key_lengths = *Tensor::FromVector<int32_t>({6, 7}, {2});
   expect_error(ScaledDotProductAttention(q, k, v, options).status(), "key length 7");

@@ -1,20 +1,51 @@
 // CPU kernels of cast: each element through float (exact for all three
 // dtypes), then rounded to nearest even by the target type's constructor,
-// the same rounding as the CUDA kernels' intrinsics.
+// the same rounding as the CUDA kernels' intrinsics. f32 <-> f16 go through
+// F16C's vector conversions instead (per instruction set:
+// ops/cpu_math/isa.h), the same rounding ten times as fast: the f16 caches
+// of CPU decoding round each batch's encoder keys and values.
 #include <string>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
+#include "ops/cpu_math/vec.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace {
 
 template <typename From, typename To>
-void ConvertAll(const From* in, To* out, int64_t count, ThreadPool* pool) {
-  pool->ParallelFor(count, 1 << 16, [&](int64_t begin, int64_t end) {
+void ConvertRange(const From* in, To* out, int64_t begin, int64_t end) {
+  if constexpr (std::is_same_v<From, float> && std::is_same_v<To, Half>) {
+    auto* bits = reinterpret_cast<uint16_t*>(out);
+    simd::ForEachVector(begin, end, [&](int64_t i, auto lanes) {
+      if constexpr (std::is_same_v<decltype(lanes), simd::AllLanes>) {
+        simd::StoreHalf(simd::Load(in + i), bits + i);
+      } else {
+        simd::StoreFirstHalf(simd::LoadFirst(in + i, lanes.n), bits + i, lanes.n);
+      }
+    });
+  } else if constexpr (std::is_same_v<From, Half> && std::is_same_v<To, float>) {
+    const auto* bits = reinterpret_cast<const uint16_t*>(in);
+    simd::ForEachVector(begin, end, [&](int64_t i, auto lanes) {
+      if constexpr (std::is_same_v<decltype(lanes), simd::AllLanes>) {
+        simd::Store(simd::LoadHalf(bits + i), out + i);
+      } else {
+        simd::StoreFirst(simd::LoadFirstHalf(bits + i, lanes.n), out + i, lanes.n);
+      }
+    });
+  } else {
     for (int64_t i = begin; i < end; ++i) out[i] = To(static_cast<float>(in[i]));
-  });
+  }
+}
+
+template <typename From, typename To>
+void ConvertAll(const From* in, To* out, int64_t count, ThreadPool* pool) {
+  pool->ParallelFor(count, 1 << 16,
+                    [&](int64_t begin, int64_t end) { ConvertRange(in, out, begin, end); });
 }
 
 template <typename From>
@@ -47,7 +78,14 @@ absl::Status CastCpu(KernelContext& context) {
   return absl::OkStatus();
 }
 
-TFM_REGISTER_TYPED_KERNELS("cast", DeviceType::kCPU, CastCpu, float, Half, BFloat16);
-
 }  // namespace
-}  // namespace tfm
+
+absl::Status CastFromF32Cpu(KernelContext& context) { return CastCpu<float>(context); }
+absl::Status CastFromF16Cpu(KernelContext& context) { return CastCpu<Half>(context); }
+absl::Status CastFromBF16Cpu(KernelContext& context) { return CastCpu<BFloat16>(context); }
+
+TFM_ISA_END
+
+TFM_REGISTER_ISA_KERNEL("cast", DType::kF32, CastFromF32Cpu);
+TFM_REGISTER_ISA_KERNEL("cast", DType::kF16, CastFromF16Cpu);
+TFM_REGISTER_ISA_KERNEL("cast", DType::kBF16, CastFromBF16Cpu);

@@ -24,11 +24,13 @@ namespace simd {
 #if defined(TFM_KERNEL_ISA_AVX512)
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() (`__m512 __Y =
-// __Y;`), which -Wmaybe-uninitialized reports wherever they are inlined into
-// a kernel (GCC bug 105593, fixed in GCC 13). A false positive: the wrappers
-// below are the only code this silences (GCC checks every inlined frame).
+// __Y;`), which -Wmaybe-uninitialized (or -Wuninitialized, as inlining
+// falls) reports wherever they are inlined into a kernel (GCC bug 105593,
+// fixed in GCC 13). A false positive: the wrappers below are the only code
+// this silences (GCC checks every inlined frame).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 inline constexpr int kLanes = 16;
 
@@ -51,6 +53,23 @@ inline Mask FirstN(int64_t n) {
 }
 inline VecF LoadFirst(const float* p, int64_t n) { return {_mm512_maskz_loadu_ps(FirstN(n).raw, p)}; }
 inline void StoreFirst(VecF v, float* p, int64_t n) { _mm512_mask_storeu_ps(p, FirstN(n).raw, v.raw); }
+// IEEE binary16 lanes (tfm::Half's bits) widened to floats, and floats
+// rounded to nearest even into them (F16C): the 16-bit key/value caches of
+// CPU decoding.
+inline VecF LoadHalf(const uint16_t* p) {
+  return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+}
+inline VecF LoadFirstHalf(const uint16_t* p, int64_t n) {
+  return {_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(FirstN(n).raw, p))};
+}
+inline void StoreHalf(VecF v, uint16_t* p) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                      _mm512_cvtps_ph(v.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+inline void StoreFirstHalf(VecF v, uint16_t* p, int64_t n) {
+  _mm256_mask_storeu_epi16(p, FirstN(n).raw,
+                           _mm512_cvtps_ph(v.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
 
 inline VecF operator+(VecF a, VecF b) { return {_mm512_add_ps(a.raw, b.raw)}; }
 inline VecF operator-(VecF a, VecF b) { return {_mm512_sub_ps(a.raw, b.raw)}; }
@@ -141,6 +160,24 @@ inline __m256i FirstNLanes(int64_t n) {
 inline Mask FirstN(int64_t n) { return {_mm256_castsi256_ps(FirstNLanes(n))}; }
 inline VecF LoadFirst(const float* p, int64_t n) { return {_mm256_maskload_ps(p, FirstNLanes(n))}; }
 inline void StoreFirst(VecF v, float* p, int64_t n) { _mm256_maskstore_ps(p, FirstNLanes(n), v.raw); }
+inline VecF LoadHalf(const uint16_t* p) {
+  return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
+}
+// AVX2 has no masked 16-bit moves: the tail goes through a zeroed vector.
+inline VecF LoadFirstHalf(const uint16_t* p, int64_t n) {
+  alignas(16) uint16_t lanes[kLanes] = {};
+  for (int64_t i = 0; i < n && i < kLanes; ++i) lanes[i] = p[i];
+  return LoadHalf(lanes);
+}
+inline void StoreHalf(VecF v, uint16_t* p) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                   _mm256_cvtps_ph(v.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+inline void StoreFirstHalf(VecF v, uint16_t* p, int64_t n) {
+  alignas(16) uint16_t lanes[kLanes];
+  StoreHalf(v, lanes);
+  for (int64_t i = 0; i < n && i < kLanes; ++i) p[i] = lanes[i];
+}
 
 inline VecF operator+(VecF a, VecF b) { return {_mm256_add_ps(a.raw, b.raw)}; }
 inline VecF operator-(VecF a, VecF b) { return {_mm256_sub_ps(a.raw, b.raw)}; }

@@ -11,11 +11,12 @@ namespace {
 
 absl::Status ValidateCache(const KernelContext& context, const Tensor& cache) {
   if (cache.rank() != 4) return context.Error("cache must be [rows, heads, capacity, d]");
-  // The kernels move bytes: 4-byte elements everywhere, 2-byte ones (f16 and
-  // bf16 caches) on CUDA.
+  // The kernels move bytes: 4-byte elements, or 2-byte ones (f16 caches;
+  // bf16 ones too on CUDA). The kernel table names the dtypes each device
+  // has.
   const size_t element = DTypeSize(cache.dtype());
-  if (element != 4 && !(element == 2 && context.device().is_cuda())) {
-    return context.Error("cache must have 4-byte elements (or 2-byte ones on CUDA)");
+  if (element != 4 && element != 2) {
+    return context.Error("cache must have 4-byte or 2-byte elements");
   }
   return absl::OkStatus();
 }
@@ -27,11 +28,15 @@ absl::Status ValidateWriteOf(const KernelContext& context) {
   const Tensor& x = context.input(1);
   TFM_RETURN_IF_ERROR(ValidateCache(context, cache));
   TFM_ASSIGN_OR_RETURN(const int64_t first_head, context.attrs().GetOr<int64_t>("first_head", 0));
-  if (x.rank() != 4 || x.dtype() != cache.dtype() || x.dim(0) > cache.dim(0) ||
+  // An f16 cache on the CPU takes f32 x too, rounded as it is written (an
+  // f32 decoding step's keys and values into 16-bit caches).
+  const bool rounded = context.device().is_cpu() && cache.dtype() == DType::kF16 &&
+                       x.dtype() == DType::kF32;
+  if (x.rank() != 4 || (x.dtype() != cache.dtype() && !rounded) || x.dim(0) > cache.dim(0) ||
       x.dim(3) != cache.dim(3) || first_head < 0 || first_head + cache.dim(1) > x.dim(1)) {
     return context.Error(absl::StrCat(
         "x must be [rows, heads, n, d] of at most the cache's rows (the first are written), its "
-        "d and dtype, with heads first_head (",
+        "d and dtype (or f32 for an f16 cache on the CPU), with heads first_head (",
         first_head, ") .. first_head + the cache's heads - 1"));
   }
   return absl::OkStatus();

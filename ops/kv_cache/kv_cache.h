@@ -9,8 +9,10 @@
 // lengths mask. A beam search that reorders its hypotheses moves the rows
 // that changed in place, copying only the positions written so far (most
 // hypotheses keep their row from one step to the next); a gather into a new
-// cache grows one that is full, or widens a beam. Any 4-byte dtype (the kernels
-// move bytes); f32 is registered, and on CUDA f16 and bf16 too.
+// cache grows one that is full, or widens a beam. The kernels move bytes:
+// f32 and f16 are registered on the CPU, f32, f16 and bf16 on CUDA. On the
+// CPU an f16 cache takes f32 steps, rounded to nearest even as they are
+// written (int8 decoding's 16-bit caches: half the bytes a step reads).
 #ifndef TFM_OPS_KV_CACHE_KV_CACHE_H_
 #define TFM_OPS_KV_CACHE_KV_CACHE_H_
 

@@ -1,21 +1,38 @@
-// CPU kernels of the key/value cache ops: contiguous copies of d-wide runs,
-// split across threads by (row, head).
+// CPU kernels of the key/value cache ops: contiguous copies of d-wide runs
+// (of 4-byte or 2-byte elements), split across threads by (row, head); f32
+// steps into an f16 cache are rounded on the way (F16C, per instruction
+// set: ops/cpu_math/isa.h).
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cpu_math/isa.h"
+#include "ops/cpu_math/isa_dispatch.h"
+#include "ops/cpu_math/vec.h"
 
-namespace tfm {
+TFM_ISA_BEGIN
 namespace {
 
-// (row, head) pairs per task: enough bytes to outweigh the scheduling (16K
-// floats: a beam step's write of 128 rows x 4 heads x 64 then splits over
+// (row, head) pairs per task: enough bytes to outweigh the scheduling (64
+// KiB: a beam step's f32 write of 128 rows x 4 heads x 64 then splits over
 // two threads, 29 -> 20 ms over a Multi30k decode).
-int64_t Grain(int64_t floats_per_head) {
-  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, floats_per_head));
+int64_t Grain(int64_t bytes_per_head) {
+  return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, bytes_per_head));
+}
+
+// n floats rounded to f16 (Half's bits), nearest even.
+void RoundToHalf(const float* from, uint16_t* to, int64_t n) {
+  simd::ForEachVector(0, n, [&](int64_t i, auto lanes) {
+    if constexpr (std::is_same_v<decltype(lanes), simd::AllLanes>) {
+      simd::StoreHalf(simd::Load(from + i), to + i);
+    } else {
+      simd::StoreFirstHalf(simd::LoadFirst(from + i, lanes.n), to + i, lanes.n);
+    }
+  });
 }
 
 // cache[r, h, position + i] = x[r, first_head + h, i]: kv_cache_write with
@@ -26,22 +43,36 @@ absl::Status WriteAt(KernelContext& context, int64_t position) {
   TFM_ASSIGN_OR_RETURN(const int64_t first_head, context.attrs().GetOr<int64_t>("first_head", 0));
   const int64_t capacity = cache.dim(2), n = x.dim(2), d = x.dim(3);
   const int64_t heads = cache.dim(1), x_heads = x.dim(1);
-  float* dst = cache.data<float>();
-  const float* src = x.data<float>();
+  const int64_t element = static_cast<int64_t>(DTypeSize(cache.dtype()));
+  // Validation lets f32 x into an f16 cache only: rounded, else moved.
+  const bool round = x.dtype() != cache.dtype();
+  char* dst = static_cast<char*>(cache.raw_data());
+  const char* src = static_cast<const char*>(x.raw_data());
+  const int64_t x_element = static_cast<int64_t>(DTypeSize(x.dtype()));
   // x's rows: the cache's first (a beam search that reorders its caches by
   // table keeps rows past the live ones: ops/attention/attention.h).
   context.thread_pool()->ParallelFor(
-      x.dim(0) * heads, Grain(n * d), [&](int64_t begin, int64_t end) {
+      x.dim(0) * heads, Grain(n * d * element), [&](int64_t begin, int64_t end) {
         for (int64_t slice = begin; slice < end; ++slice) {
           const int64_t source = slice / heads * x_heads + first_head + slice % heads;
-          std::memcpy(dst + (slice * capacity + position) * d, src + source * n * d,
-                      n * d * sizeof(float));
+          char* to = dst + (slice * capacity + position) * d * element;
+          const char* from = src + source * n * d * x_element;
+          if (round) {
+            RoundToHalf(reinterpret_cast<const float*>(from), reinterpret_cast<uint16_t*>(to),
+                        n * d);
+          } else {
+            std::memcpy(to, from, n * d * element);
+          }
         }
       });
   context.SetOutput(0, cache);
   return absl::OkStatus();
 }
 
+}  // namespace
+
+// The kernels: outside the anonymous namespace, for the AVX2 build's
+// registration to name the AVX-512 build's copies.
 absl::Status KvCacheWriteCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const int64_t position, context.attrs().Get<int64_t>("position"));
   return WriteAt(context, position);
@@ -64,8 +95,10 @@ absl::Status KvCacheGatherCpu(KernelContext& context) {
   const Tensor& rows = context.input(1);
   TFM_ASSIGN_OR_RETURN(const int64_t length, context.attrs().Get<int64_t>("length"));
   TFM_ASSIGN_OR_RETURN(const int64_t capacity, context.attrs().Get<int64_t>("capacity"));
-  const int64_t heads = cache.dim(1), source_capacity = cache.dim(2), d = cache.dim(3);
+  const int64_t heads = cache.dim(1), source_capacity = cache.dim(2);
   const int64_t count = rows.dim(0);
+  // Rows of d elements, in bytes.
+  const int64_t d = cache.dim(3) * static_cast<int64_t>(DTypeSize(cache.dtype()));
   const int32_t* ids = rows.data<int32_t>();
   for (int64_t i = 0; i < rows.num_elements(); ++i) {
     if (ids[i] < 0 || ids[i] >= cache.dim(0)) {
@@ -74,8 +107,8 @@ absl::Status KvCacheGatherCpu(KernelContext& context) {
     }
   }
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, cache.dtype()));
-  const float* src = cache.data<float>();
-  float* dst = out->data<float>();
+  const char* src = static_cast<const char*>(cache.raw_data());
+  char* dst = static_cast<char*>(out->raw_data());
   if (rows.rank() == 2) {
     // A source row per position: d-wide runs.
     context.thread_pool()->ParallelFor(
@@ -85,7 +118,7 @@ absl::Status KvCacheGatherCpu(KernelContext& context) {
             for (int64_t t = 0; t < length; ++t) {
               const int64_t source_head = ids[i * length + t] * heads + h;
               std::memcpy(dst + (task * capacity + t) * d,
-                          src + (source_head * source_capacity + t) * d, d * sizeof(float));
+                          src + (source_head * source_capacity + t) * d, d);
             }
           }
         });
@@ -96,7 +129,7 @@ absl::Status KvCacheGatherCpu(KernelContext& context) {
         for (int64_t task = begin; task < end; ++task) {
           const int64_t source_head = ids[task / heads] * heads + task % heads;
           std::memcpy(dst + task * capacity * d, src + source_head * source_capacity * d,
-                      length * d * sizeof(float));
+                      length * d);
         }
       });
   return absl::OkStatus();
@@ -112,7 +145,8 @@ absl::Status KvCacheReorderCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(const int64_t from_cache, context.attrs().Get<int64_t>("from_cache"));
   TFM_ASSIGN_OR_RETURN(const int64_t from_scratch, context.attrs().Get<int64_t>("from_scratch"));
   const int64_t rows = cache.dim(0), heads = cache.dim(1), capacity = cache.dim(2);
-  const int64_t d = cache.dim(3);
+  // Rows of d elements, in bytes.
+  const int64_t d = cache.dim(3) * static_cast<int64_t>(DTypeSize(cache.dtype()));
   const int64_t total = staged + 2 * from_cache + 2 * from_scratch;
   for (int64_t i = 0; i < total; ++i) {
     // Rows in the first four parts, scratch slots in the last.
@@ -126,9 +160,9 @@ absl::Status KvCacheReorderCpu(KernelContext& context) {
   const int32_t* cache_src = cache_dst + from_cache;
   const int32_t* scratch_dst = cache_src + from_cache;
   const int32_t* scratch_slot = scratch_dst + from_scratch;
-  float* data = cache.data<float>();
-  const int64_t segment = length * d;  // Floats per (row, head) moved.
-  std::vector<float> scratch(static_cast<size_t>(staged * heads * segment));
+  char* data = static_cast<char*>(cache.raw_data());
+  const int64_t segment = length * d;  // Bytes per (row, head) moved.
+  std::vector<char> scratch(static_cast<size_t>(staged * heads * segment));
   auto head_of = [&](int64_t row, int64_t head) {
     return data + (row * heads + head) * capacity * d;
   };
@@ -136,30 +170,35 @@ absl::Status KvCacheReorderCpu(KernelContext& context) {
       staged * heads, Grain(segment), [&](int64_t begin, int64_t end) {
         for (int64_t task = begin; task < end; ++task) {
           std::memcpy(scratch.data() + task * segment,
-                      head_of(staged_rows[task / heads], task % heads), segment * sizeof(float));
+                      head_of(staged_rows[task / heads], task % heads), segment);
         }
       });
   context.thread_pool()->ParallelFor(
       (from_cache + from_scratch) * heads, Grain(segment), [&](int64_t begin, int64_t end) {
         for (int64_t task = begin; task < end; ++task) {
           const int64_t move = task / heads, head = task % heads;
-          const float* source =
+          const char* source =
               move < from_cache
                   ? head_of(cache_src[move], head)
                   : scratch.data() + (scratch_slot[move - from_cache] * heads + head) * segment;
-          float* target =
+          char* target =
               head_of(move < from_cache ? cache_dst[move] : scratch_dst[move - from_cache], head);
-          std::memcpy(target, source, segment * sizeof(float));
+          std::memcpy(target, source, segment);
         }
       });
   context.SetOutput(0, cache);
   return absl::OkStatus();
 }
 
-TFM_REGISTER_KERNEL("kv_cache_write", DeviceType::kCPU, DType::kF32, KvCacheWriteCpu);
-TFM_REGISTER_KERNEL("kv_cache_write_at", DeviceType::kCPU, DType::kF32, KvCacheWriteAtCpu);
-TFM_REGISTER_KERNEL("kv_cache_reorder", DeviceType::kCPU, DType::kF32, KvCacheReorderCpu);
-TFM_REGISTER_KERNEL("kv_cache_gather", DeviceType::kCPU, DType::kF32, KvCacheGatherCpu);
+TFM_ISA_END
 
-}  // namespace
-}  // namespace tfm
+// f32 caches, and f16 ones (CPU decoding's 16-bit caches: the attention op
+// reads them with f32 queries).
+TFM_REGISTER_ISA_KERNEL("kv_cache_write", DType::kF32, KvCacheWriteCpu);
+TFM_REGISTER_ISA_KERNEL("kv_cache_write", DType::kF16, KvCacheWriteCpu);
+TFM_REGISTER_ISA_KERNEL("kv_cache_write_at", DType::kF32, KvCacheWriteAtCpu);
+TFM_REGISTER_ISA_KERNEL("kv_cache_write_at", DType::kF16, KvCacheWriteAtCpu);
+TFM_REGISTER_ISA_KERNEL("kv_cache_reorder", DType::kF32, KvCacheReorderCpu);
+TFM_REGISTER_ISA_KERNEL("kv_cache_reorder", DType::kF16, KvCacheReorderCpu);
+TFM_REGISTER_ISA_KERNEL("kv_cache_gather", DType::kF32, KvCacheGatherCpu);
+TFM_REGISTER_ISA_KERNEL("kv_cache_gather", DType::kF16, KvCacheGatherCpu);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/tensor_copy.h"
 #include "gtest/gtest.h"
+#include "ops/cast/cast.h"
 #include "ops/random/random.h"
 #include "tests/util/cuda_compare.h"
 #include "tests/util/gpu.h"
@@ -248,6 +249,67 @@ TEST(KvCacheTest, WriteAtMatchesWriteBitForBit) {
       }
     }
   }
+}
+
+// f16 caches on the CPU (int8 decoding's 16-bit caches): an f32 step is
+// rounded as it is written, to exactly the bits casting the f32 cache's
+// result gives (whole vectors and tails: d 3 .. 64); an f16 step is moved as
+// it is; reorders and gathers move f16 rows as they move f32 ones.
+TEST(KvCacheTest, F16CachesTakeF32StepsRoundedAndMoveLikeF32) {
+  const auto f16 = [](const Tensor& x) { return *Cast(x, DType::kF16); };
+  uint64_t stream = 60;
+  for (const WriteCase& c : kWriteCases) {
+    for (const int64_t first_head : FirstHeads(c)) {
+      const int64_t position = c.capacity - c.n;
+      SCOPED_TRACE(::testing::Message() << c.rows << "x" << c.heads << "x" << c.capacity << "x"
+                                        << c.d << " n " << c.n << " first_head " << first_head);
+      const Tensor original =
+          *RandomUniform({c.rows, c.heads, c.capacity, c.d}, {4, stream++, 0}, -3.0f, 3.0f);
+      const Tensor x =
+          *RandomUniform({c.x_rows, c.x_heads, c.n, c.d}, {4, stream++, 0}, -3.0f, 3.0f);
+      const Tensor f32_cache = *CopyToDevice(original, Device::Cpu());
+      ASSERT_TRUE(KvCacheWrite(f32_cache, x, position, first_head).ok());
+      const Tensor rounded_on_write = f16(original);
+      const absl::Status status = KvCacheWrite(rounded_on_write, x, position, first_head);
+      ASSERT_TRUE(status.ok()) << status;
+      EXPECT_EQ(Bytes(rounded_on_write), Bytes(f16(f32_cache)));
+      const Tensor moved = f16(original);
+      ASSERT_TRUE(
+          KvCacheWriteAt(moved, f16(x), Position(static_cast<int32_t>(position)), first_head).ok());
+      EXPECT_EQ(Bytes(moved), Bytes(f16(f32_cache)));
+    }
+  }
+  const int64_t rows = 5, heads = 2, capacity = 6, d = 3, length = 4;
+  for (const std::vector<int32_t>& order : kReorders) {
+    const Tensor original = Numbered(rows, heads, capacity, d);
+    const Tensor f32_cache = *CopyToDevice(original, Device::Cpu());
+    const Tensor f16_cache = f16(original);
+    const Tensor f32_reordered = *KvCacheReorder(f32_cache, order, length);
+    absl::StatusOr<Tensor> f16_reordered = KvCacheReorder(f16_cache, order, length);
+    ASSERT_TRUE(f16_reordered.ok()) << f16_reordered.status();
+    EXPECT_EQ(Bytes(*f16_reordered), Bytes(f16(f32_reordered)));
+  }
+  const Tensor cache = Numbered(rows, heads, capacity, d);
+  for (const Tensor& ids : {*Tensor::FromVector<int32_t>({4, 0, 4}, {3}),
+                            *Tensor::FromVector<int32_t>({4, 0, 3, 3, 1, 2, 0, 4}, {2, 4})}) {
+    absl::StatusOr<Tensor> gathered = KvCacheGather(f16(cache), ids, 4, capacity);
+    ASSERT_TRUE(gathered.ok()) << gathered.status();
+    // Positions past the length are unset: compared up to it.
+    const Tensor expected = f16(*KvCacheGather(cache, ids, 4, capacity));
+    const auto* got_bits = static_cast<const uint16_t*>(gathered->raw_data());
+    const auto* expected_bits = static_cast<const uint16_t*>(expected.raw_data());
+    for (int64_t slice = 0; slice < ids.dim(0) * heads; ++slice) {
+      for (int64_t e = 0; e < 4 * d; ++e) {
+        ASSERT_EQ(got_bits[slice * capacity * d + e], expected_bits[slice * capacity * d + e]);
+      }
+    }
+  }
+  // An f16 step into an f32 cache, and a bf16 cache (no CPU kernel), are
+  // refused.
+  EXPECT_FALSE(KvCacheWrite(*CopyToDevice(cache, Device::Cpu()), f16(Numbered(rows, heads, 1, d)),
+                            0)
+                   .ok());
+  EXPECT_FALSE(KvCacheWrite(*Cast(cache, DType::kBF16), Numbered(rows, heads, 1, d), 0).ok());
 }
 
 // The host's validation cannot see the position: the CPU kernel rejects one

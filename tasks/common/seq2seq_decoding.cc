@@ -309,6 +309,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
   if (with_files.model_files.empty()) with_files.model_files = trained.task_files;
   TFM_RETURN_IF_ERROR(trained.SetDecodingPrecision(decode.quantize(), log));
   TFM_RETURN_IF_ERROR(trained.SetDecodingDType(decode.dtype(), decode.f32_residual()));
+  TFM_RETURN_IF_ERROR(trained.SetKvCacheDType(decode.kv_cache_dtype()));
   TFM_RETURN_IF_ERROR(trained.SetShortlist(decode, log));
   trained.SetCudaGraphs(decode.cuda_graphs());
   if (trained.ensemble_size() == 1) {

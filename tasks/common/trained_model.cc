@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -243,6 +244,18 @@ absl::Status TrainedModel::SetDecodingDType(const std::string& dtype, bool f32_r
   TFM_RETURN_IF_ERROR(model->SetDecodingDType(parsed, f32_residual));
   for (std::unique_ptr<Transformer>& member : other_members) {
     TFM_RETURN_IF_ERROR(member->SetDecodingDType(parsed, f32_residual));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainedModel::SetKvCacheDType(const std::string& dtype) {
+  std::optional<DType> parsed;
+  if (dtype != "auto") {
+    TFM_ASSIGN_OR_RETURN(parsed, ParseDType(dtype));
+  }
+  TFM_RETURN_IF_ERROR(model->SetKvCacheDType(parsed));
+  for (std::unique_ptr<Transformer>& member : other_members) {
+    TFM_RETURN_IF_ERROR(member->SetKvCacheDType(parsed));
   }
   return absl::OkStatus();
 }

@@ -55,6 +55,10 @@ struct TrainedModel {
   // decode.dtype (f32, bf16, f16) for every member: what the searches
   // compute in (Transformer::SetDecodingDType; 16-bit on a GPU only).
   absl::Status SetDecodingDType(const std::string& dtype, bool f32_residual = false);
+  // decode.kv_cache_dtype (auto, f32, f16) for every member
+  // (Transformer::SetKvCacheDType); after SetDecodingDType, which it is
+  // checked against.
+  absl::Status SetKvCacheDType(const std::string& dtype);
   // decode.cuda_graphs for every member (Transformer::SetCudaGraphs).
   void SetCudaGraphs(bool on);
   // decode.shortlist (with shortlist_frequent and shortlist_best) for every
