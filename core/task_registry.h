@@ -51,6 +51,10 @@ struct DecodeRequest {
   std::string shortlist;
   int shortlist_frequent = -1;
   int shortlist_best = -1;
+  // The --set=decode.FIELD=VALUE assignments, as typed: applied over the
+  // checkpoint's decode section (before the flags above, which win), since
+  // a saved model decodes with its own config, not the command's --config.
+  std::vector<std::string> settings;
 };
 
 // A command-line flag of a task's own, beside the driver's: --name=VALUE.

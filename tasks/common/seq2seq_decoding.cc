@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "core/config/config_loader.h"
 #include "core/data/file_io.h"
 #include "core/data/line_reader.h"
 #include "core/data/sentence_checks.h"
@@ -109,8 +110,9 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
       input.lines[i].clear();
     }
   }
-  TFM_ASSIGN_OR_RETURN(output, DecodeLines(trained, DecodeSettings(trained.config, request),
-                                           input.lines, input_name, &std::cerr, with_cut_lines));
+  TFM_ASSIGN_OR_RETURN(const config::DecodeConfig decode, DecodeSettings(trained.config, request));
+  TFM_ASSIGN_OR_RETURN(output, DecodeLines(trained, decode, input.lines, input_name, &std::cerr,
+                                           with_cut_lines));
   TFM_RETURN_IF_ERROR(WriteOutputLines(request.output, output));
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::cerr << absl::StrFormat("decoded %d lines in %.1f s (%.1f lines/s)%s\n", input.lines.size(),
@@ -193,7 +195,7 @@ absl::Status RunEvaluateCommand(const TaskContext& context, const CorpusMetric& 
   } else {
     TFM_RETURN_IF_ERROR(ReadEvaluationFiles(request, &sources, &references));
   }
-  config::DecodeConfig decode = DecodeSettings(trained.config, request);
+  TFM_ASSIGN_OR_RETURN(config::DecodeConfig decode, DecodeSettings(trained.config, request));
   decode.set_nbest(1);
   const absl::Time start = absl::Now();
   TFM_ASSIGN_OR_RETURN(std::vector<std::string> hypotheses,
@@ -217,8 +219,13 @@ bool IsDecodingCommand(TaskMode mode) {
   return mode == TaskMode::kDecode || mode == TaskMode::kEvaluate;
 }
 
-config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const DecodeRequest& request) {
-  config::DecodeConfig decode = saved.decode();
+absl::StatusOr<config::DecodeConfig> DecodeSettings(const config::TaskConfig& saved,
+                                                    const DecodeRequest& request) {
+  LoadedConfig with_settings{saved, {}};
+  for (const std::string& assignment : request.settings) {
+    TFM_RETURN_IF_ERROR(ApplyOverride(assignment, &with_settings));
+  }
+  config::DecodeConfig decode = with_settings.config.decode();
   if (request.beam > 0) {
     decode.set_beam_size(request.beam);
     decode.set_strategy(request.beam == 1 ? config::DecodeConfig::GREEDY
@@ -309,7 +316,7 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
   if (with_files.model_files.empty()) with_files.model_files = trained.task_files;
   TFM_RETURN_IF_ERROR(trained.SetDecodingPrecision(decode.quantize(), log));
   TFM_RETURN_IF_ERROR(trained.SetDecodingDType(decode.dtype(), decode.f32_residual()));
-  TFM_RETURN_IF_ERROR(trained.SetKvCacheDType(decode.kv_cache_dtype()));
+  TFM_RETURN_IF_ERROR(trained.SetKvCacheDType(decode.kv_cache_dtype(), log));
   TFM_RETURN_IF_ERROR(trained.SetShortlist(decode, log));
   trained.SetCudaGraphs(decode.cuda_graphs());
   if (trained.ensemble_size() == 1) {

@@ -108,8 +108,11 @@ absl::StatusOr<InputLines> ReadInputLines(const std::string& path);
 // `lines` to `path` atomically (standard output when empty).
 absl::Status WriteOutputLines(const std::string& path, const std::vector<std::string>& lines);
 
-// The checkpoint's decode settings with the request's overrides.
-config::DecodeConfig DecodeSettings(const config::TaskConfig& saved, const DecodeRequest& request);
+// The checkpoint's decode settings with the request's overrides: its
+// --set=decode.* assignments, then its flags. An assignment the saved
+// config takes no value for is InvalidArgument naming it.
+absl::StatusOr<config::DecodeConfig> DecodeSettings(const config::TaskConfig& saved,
+                                                    const DecodeRequest& request);
 
 // The sources a search takes (each line's subwords and eos, as in training)
 // and, per input line, its index among them or -1 for a line that gives an

@@ -457,13 +457,13 @@ TEST_F(Seq2SeqDecodingTest, TokenBudgetGivesTheSameLines) {
       "A woman in a red coat walks down the busy street with her dog.", "Kids."};
   DecodeRequest request;
   request.device = "cpu";
-  config::DecodeConfig by_count = DecodeSettings(trained.config, request);
+  config::DecodeConfig by_count = *DecodeSettings(trained.config, request);
   absl::StatusOr<std::vector<std::string>> expected =
       DecodeLines(trained, by_count, lines, "in", nullptr);
   ASSERT_TRUE(expected.ok()) << expected.status();
   for (int max_tokens : {1, 30, 100}) {
     request.max_tokens = max_tokens;
-    const config::DecodeConfig by_tokens = DecodeSettings(trained.config, request);
+    const config::DecodeConfig by_tokens = *DecodeSettings(trained.config, request);
     EXPECT_EQ(by_tokens.max_tokens(), max_tokens);
     absl::StatusOr<std::vector<std::string>> output =
         DecodeLines(trained, by_tokens, lines, "in", nullptr);
@@ -479,7 +479,7 @@ TEST_F(Seq2SeqDecodingTest, WideBeamsDecodeOnTheCpu) {
   DecodeRequest request;
   request.beam = 40;
   request.nbest = 40;
-  const config::DecodeConfig decode = DecodeSettings(trained.config, request);
+  const config::DecodeConfig decode = *DecodeSettings(trained.config, request);
   absl::StatusOr<std::vector<std::string>> lines =
       DecodeLines(trained, decode, {"A dog runs.", "Two men play football."}, "x", nullptr);
   ASSERT_TRUE(lines.ok()) << lines.status();
@@ -488,7 +488,7 @@ TEST_F(Seq2SeqDecodingTest, WideBeamsDecodeOnTheCpu) {
   request.beam = trained.tokenizer.vocab_size() + 1;
   request.nbest = 1;
   const absl::Status too_wide =
-      DecodeLines(trained, DecodeSettings(trained.config, request), {"A dog runs."}, "x", nullptr)
+      DecodeLines(trained, *DecodeSettings(trained.config, request), {"A dog runs."}, "x", nullptr)
           .status();
   EXPECT_EQ(too_wide.code(), absl::StatusCode::kInvalidArgument) << too_wide;
   EXPECT_NE(too_wide.message().find("is wider than the model's"), std::string::npos) << too_wide;
@@ -499,7 +499,7 @@ TEST_F(Seq2SeqDecodingTest, NBestGivesSortedScoresPerLine) {
   DecodeRequest request;
   request.beam = 4;
   request.nbest = 3;
-  const config::DecodeConfig decode = DecodeSettings(trained.config, request);
+  const config::DecodeConfig decode = *DecodeSettings(trained.config, request);
   EXPECT_EQ(decode.beam_size(), 4);
   EXPECT_EQ(decode.strategy(), config::DecodeConfig::BEAM);
   absl::StatusOr<std::vector<std::string>> out =
@@ -519,7 +519,32 @@ TEST_F(Seq2SeqDecodingTest, NBestGivesSortedScoresPerLine) {
     }
   }
   request.beam = 1;
-  EXPECT_EQ(DecodeSettings(trained.config, request).strategy(), config::DecodeConfig::GREEDY);
+  EXPECT_EQ(DecodeSettings(trained.config, request)->strategy(), config::DecodeConfig::GREEDY);
+}
+
+// A saved model decodes with its own config: --set=decode.* assignments
+// (the request's settings) change its decode section, the flags win over
+// them, and an assignment it cannot take is an error naming it. (Before,
+// translate --model=DIR --set=decode.inter_threads=2 left them unread.)
+TEST(DecodeSettingsTest, SetAssignmentsApplyOverTheSavedDecodeSectionAndFlagsWin) {
+  config::TaskConfig saved;
+  saved.mutable_decode()->set_beam_size(6);
+  saved.mutable_decode()->set_inter_threads(1);
+  DecodeRequest request;
+  request.settings = {"decode.inter_threads=2", "decode.kv_cache_dtype=f32",
+                      "decode.beam_size=3"};
+  absl::StatusOr<config::DecodeConfig> decode = DecodeSettings(saved, request);
+  ASSERT_TRUE(decode.ok()) << decode.status();
+  EXPECT_EQ(decode->inter_threads(), 2);
+  EXPECT_EQ(decode->kv_cache_dtype(), "f32");
+  EXPECT_EQ(decode->beam_size(), 3);
+  request.beam = 5;  // --beam wins over --set=decode.beam_size.
+  EXPECT_EQ(DecodeSettings(saved, request)->beam_size(), 5);
+  EXPECT_EQ(saved.decode().inter_threads(), 1);  // The saved config itself is left alone.
+  request.settings = {"decode.no_such_field=1"};
+  const absl::Status bad = DecodeSettings(saved, request).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("decode.no_such_field=1"), std::string::npos) << bad;
 }
 
 // --quantize=int8 reaches every member of the model (an ensemble's too),
@@ -534,13 +559,13 @@ TEST_F(Seq2SeqDecodingTest, QuantizeInt8DecodesEveryMemberInInt8) {
   ASSERT_TRUE(trained.ok()) << trained.status();
   ASSERT_EQ(trained->ensemble_size(), 2);
   DecodeRequest request;
-  const config::DecodeConfig f32 = DecodeSettings(trained->config, request);
+  const config::DecodeConfig f32 = *DecodeSettings(trained->config, request);
   EXPECT_EQ(f32.quantize(), config::DecodeConfig::NONE);
   absl::StatusOr<std::vector<std::string>> f32_out = DecodeLines(*trained, f32, lines, "x", nullptr);
   ASSERT_TRUE(f32_out.ok()) << f32_out.status();
 
   request.quantize = config::DecodeConfig::INT8;
-  const config::DecodeConfig int8 = DecodeSettings(trained->config, request);
+  const config::DecodeConfig int8 = *DecodeSettings(trained->config, request);
   EXPECT_EQ(int8.quantize(), config::DecodeConfig::INT8);
   std::ostringstream log;
   absl::StatusOr<std::vector<std::string>> int8_out = DecodeLines(*trained, int8, lines, "x", &log);
@@ -585,7 +610,7 @@ TEST_F(Seq2SeqDecodingTest, QuantizedDirectoryDecodesAsQuantizeAtLoad) {
   absl::StatusOr<TrainedModel> f32 = LoadTrainedModel(*work_dir_, Device::Cpu(), nullptr);
   ASSERT_TRUE(f32.ok()) << f32.status();
   request.quantize = config::DecodeConfig::INT8;
-  const config::DecodeConfig int8 = DecodeSettings(f32->config, request);
+  const config::DecodeConfig int8 = *DecodeSettings(f32->config, request);
   absl::StatusOr<std::vector<std::string>> at_load = DecodeLines(*f32, int8, lines, "x", nullptr);
   ASSERT_TRUE(at_load.ok()) << at_load.status();
 
@@ -599,7 +624,7 @@ TEST_F(Seq2SeqDecodingTest, QuantizedDirectoryDecodesAsQuantizeAtLoad) {
   }
   request.quantize = -1;  // The saved decode.quantize (none): an int8 model stays int8.
   absl::StatusOr<std::vector<std::string>> from_dir =
-      DecodeLines(*stored, DecodeSettings(stored->config, request), lines, "x", nullptr);
+      DecodeLines(*stored, *DecodeSettings(stored->config, request), lines, "x", nullptr);
   ASSERT_TRUE(from_dir.ok()) << from_dir.status();
   EXPECT_EQ(*from_dir, *at_load);
 
@@ -608,7 +633,7 @@ TEST_F(Seq2SeqDecodingTest, QuantizedDirectoryDecodesAsQuantizeAtLoad) {
   ASSERT_TRUE(ensemble.ok()) << ensemble.status();
   EXPECT_EQ(ensemble->int8_weights, (std::vector<bool>{true, false}));
   absl::StatusOr<std::vector<std::string>> mixed =
-      DecodeLines(*ensemble, DecodeSettings(ensemble->config, request), lines, "x", nullptr);
+      DecodeLines(*ensemble, *DecodeSettings(ensemble->config, request), lines, "x", nullptr);
   ASSERT_TRUE(mixed.ok()) << mixed.status();
   EXPECT_EQ(mixed->size(), lines.size());
 

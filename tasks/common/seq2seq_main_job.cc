@@ -33,7 +33,8 @@ HeldOutEvaluation CorpusHeldOut(CorpusMetric metric, std::string command,
     std::vector<std::string> sources, references;
     TFM_RETURN_IF_ERROR(ReadCorpusPairs(config.data().test(), "data.test", kMainJobTestSentences,
                                         &sources, &references));
-    const config::DecodeConfig decode = DecodeSettings(trained.config, DecodeRequest{});
+    TFM_ASSIGN_OR_RETURN(const config::DecodeConfig decode,
+                         DecodeSettings(trained.config, DecodeRequest{}));
     log << "\ndecoding " << sources.size() << " held-out sentences (beam " << decode.beam_size()
         << ", alpha " << decode.length_penalty_alpha() << ")\n"
         << std::flush;
@@ -93,7 +94,8 @@ absl::Status RunSeq2SeqMainJob(const TaskContext& context, const std::string& bi
   TFM_ASSIGN_OR_RETURN(TrainedModel trained,
                        LoadTrainedModel(context.work_dir, target.device, &log));
   TFM_ASSIGN_OR_RETURN(const std::string evaluate_args, held_out.run(trained, context, log));
-  const config::DecodeConfig decode = DecodeSettings(trained.config, DecodeRequest{});
+  TFM_ASSIGN_OR_RETURN(const config::DecodeConfig decode,
+                       DecodeSettings(trained.config, DecodeRequest{}));
   const std::string command = absl::StrCat(held_out.command, " --model=", context.work_dir);
   log << "\nthe model is in " << trained.checkpoint_dir << "; use it with:\n"
       << "  echo '" << held_out.example_input << "' | bazel run " << binary << " -- " << command

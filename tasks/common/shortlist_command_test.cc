@@ -92,7 +92,7 @@ TEST_F(ShortlistCommandTest, DecodingWithTheShortlist) {
       LoadTrainedModel(absl::StrCat(*work_dir_, ",", *work_dir_), Device::Cpu(), nullptr);
   ASSERT_TRUE(trained.ok()) << trained.status();
   DecodeRequest request;
-  const config::DecodeConfig whole = DecodeSettings(trained->config, request);
+  const config::DecodeConfig whole = *DecodeSettings(trained->config, request);
   absl::StatusOr<std::vector<std::string>> expected =
       DecodeLines(*trained, whole, kLines, "x", nullptr);
   ASSERT_TRUE(expected.ok()) << expected.status();
@@ -105,7 +105,7 @@ TEST_F(ShortlistCommandTest, DecodingWithTheShortlist) {
   ASSERT_TRUE(WriteShortlistFile(all_path, every_token).ok());
   request.shortlist = all_path;
   request.shortlist_frequent = 500;
-  const config::DecodeConfig everything = DecodeSettings(trained->config, request);
+  const config::DecodeConfig everything = *DecodeSettings(trained->config, request);
   EXPECT_EQ(everything.shortlist(), all_path);
   std::ostringstream log;
   absl::StatusOr<std::vector<std::string>> got =
@@ -120,12 +120,12 @@ TEST_F(ShortlistCommandTest, DecodingWithTheShortlist) {
   request.shortlist_frequent = 20;
   request.shortlist_best = 5;
   absl::StatusOr<std::vector<std::string>> small =
-      DecodeLines(*trained, DecodeSettings(trained->config, request), kLines, "x", nullptr);
+      DecodeLines(*trained, *DecodeSettings(trained->config, request), kLines, "x", nullptr);
   ASSERT_TRUE(small.ok()) << small.status();
   EXPECT_EQ(trained->model->shortlist()->frequent_count(), 20);
 
   request.shortlist = "none";
-  const config::DecodeConfig off = DecodeSettings(trained->config, request);
+  const config::DecodeConfig off = *DecodeSettings(trained->config, request);
   EXPECT_TRUE(off.shortlist().empty());
   absl::StatusOr<std::vector<std::string>> back = DecodeLines(*trained, off, kLines, "x", nullptr);
   ASSERT_TRUE(back.ok()) << back.status();

@@ -248,7 +248,7 @@ absl::Status TrainedModel::SetDecodingDType(const std::string& dtype, bool f32_r
   return absl::OkStatus();
 }
 
-absl::Status TrainedModel::SetKvCacheDType(const std::string& dtype) {
+absl::Status TrainedModel::SetKvCacheDType(const std::string& dtype, std::ostream* log) {
   std::optional<DType> parsed;
   if (dtype != "auto") {
     TFM_ASSIGN_OR_RETURN(parsed, ParseDType(dtype));
@@ -256,6 +256,11 @@ absl::Status TrainedModel::SetKvCacheDType(const std::string& dtype) {
   TFM_RETURN_IF_ERROR(model->SetKvCacheDType(parsed));
   for (std::unique_ptr<Transformer>& member : other_members) {
     TFM_RETURN_IF_ERROR(member->SetKvCacheDType(parsed));
+  }
+  const std::optional<DType> resolved = model->KvCacheDType();
+  if (log != nullptr && resolved.has_value() && *resolved != model->decoding_dtype()) {
+    *log << "key/value caches in " << DTypeName(*resolved) << " (decode.kv_cache_dtype " << dtype
+         << ")\n";
   }
   return absl::OkStatus();
 }

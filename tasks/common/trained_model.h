@@ -57,8 +57,9 @@ struct TrainedModel {
   absl::Status SetDecodingDType(const std::string& dtype, bool f32_residual = false);
   // decode.kv_cache_dtype (auto, f32, f16) for every member
   // (Transformer::SetKvCacheDType); after SetDecodingDType, which it is
-  // checked against.
-  absl::Status SetKvCacheDType(const std::string& dtype);
+  // checked against. Says on `log` (may be null) when the caches' dtype is
+  // not the one decoding computes in.
+  absl::Status SetKvCacheDType(const std::string& dtype, std::ostream* log = nullptr);
   // decode.cuda_graphs for every member (Transformer::SetCudaGraphs).
   void SetCudaGraphs(bool on);
   // decode.shortlist (with shortlist_frequent and shortlist_best) for every

@@ -540,6 +540,12 @@ int DriverMain(int argc, char** argv, const std::string& default_config) {
         {absl::StrCat("decode.dtype=", dtype), absl::StrCat("--dtype=", dtype)});
     options.decode.dtype = dtype;
   }
+  // A saved model decodes with its own config: its decode section takes the
+  // --set=decode.* assignments too (the --config preset's own decode
+  // section stays out of it).
+  for (const std::string& assignment : options.overrides) {
+    if (absl::StartsWith(assignment, "decode.")) options.decode.settings.push_back(assignment);
+  }
   // A negative value is refused by RunDriver (CheckFlagValues).
   options.decode.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   options.mode = positional.size() == 2 ? positional[1] : absl::GetFlag(FLAGS_mode);

@@ -151,7 +151,7 @@ absl::Status RunParseEvaluation(const TaskContext& context) {
   } else {
     TFM_RETURN_IF_ERROR(ReadEvaluationFiles(request, &sentences, &gold_lines));
   }
-  config::DecodeConfig decode = DecodeSettings(trained.config, request);
+  TFM_ASSIGN_OR_RETURN(config::DecodeConfig decode, DecodeSettings(trained.config, request));
   decode.set_nbest(1);
   std::vector<std::string> parses;
   TFM_RETURN_IF_ERROR(ParseAndScore(trained, decode, sentences, gold_lines, source_name, gold_name,
@@ -207,8 +207,10 @@ HeldOutEvaluation ParsingHeldOut() {
     log << "\nheld-out treebank: " << sentences.size() << " trees of " << files.size() << " files ("
         << files.front() << " ..), written as " << words_path << " and " << trees_path << "\n";
     std::vector<std::string> parses;
-    TFM_RETURN_IF_ERROR(ParseAndScore(trained, DecodeSettings(trained.config, DecodeRequest{}),
-                                      sentences, gold_lines, words_path, trees_path, log, &parses));
+    TFM_ASSIGN_OR_RETURN(const config::DecodeConfig decode,
+                         DecodeSettings(trained.config, DecodeRequest{}));
+    TFM_RETURN_IF_ERROR(ParseAndScore(trained, decode, sentences, gold_lines, words_path,
+                                      trees_path, log, &parses));
     return absl::StrCat("--src=", words_path, " --ref=", trees_path);
   };
   return held_out;

@@ -244,7 +244,7 @@ TEST_F(ParsingDecodingTest, ConstrainedOutputsOfARandomModelAreTreesOverTheWords
   for (int beam : {1, 3}) {
     DecodeRequest request;
     request.beam = beam;
-    const config::DecodeConfig decode = DecodeSettings(trained.config, request);
+    const config::DecodeConfig decode = *DecodeSettings(trained.config, request);
     absl::StatusOr<std::vector<std::string>> texts =
         DecodeLines(trained, decode, Sentences(), "in", nullptr, constraint_only);
     ASSERT_TRUE(texts.ok()) << texts.status();
@@ -275,7 +275,7 @@ void ExpectForcedLeaves(TrainedModel& trained, ExpectedLeaves expected_leaves) {
   for (int beam : {1, 3}) {
     DecodeRequest request;
     request.beam = beam;
-    const config::DecodeConfig decode = DecodeSettings(trained.config, request);
+    const config::DecodeConfig decode = *DecodeSettings(trained.config, request);
     absl::StatusOr<std::vector<std::string>> texts =
         DecodeLines(trained, decode, lines, "in", nullptr, constraint_only);
     ASSERT_TRUE(texts.ok()) << texts.status();
@@ -426,7 +426,7 @@ TEST_F(ParsingDecodingTest, ConstrainedRankingOnTheModelEqualsMaskingOnTheHost) 
       DecodeRequest request;
       request.beam = beam;
       request.nbest = beam > 1 ? 2 : 1;
-      const config::DecodeConfig decode = DecodeSettings(trained.config, request);
+      const config::DecodeConfig decode = *DecodeSettings(trained.config, request);
       absl::StatusOr<std::vector<std::string>> on_model = DecodeLines(
           *model, trained.tokenizer, trained.config, decode, Sentences(), "in", nullptr, hooks);
       absl::StatusOr<std::vector<std::string>> on_host =
@@ -458,7 +458,7 @@ TEST_F(ParsingDecodingTest, ParsesOnTheGpuEqualTheCpus) {
       SCOPED_TRACE(absl::StrCat(dir, " beam ", beam));
       DecodeRequest request;
       request.beam = beam;
-      const config::DecodeConfig decode = DecodeSettings(on_cpu.config, request);
+      const config::DecodeConfig decode = *DecodeSettings(on_cpu.config, request);
       absl::StatusOr<std::vector<std::string>> cpu_parses =
           DecodeLines(on_cpu, decode, Sentences(), "in", nullptr, TreeDecodingHooks());
       absl::StatusOr<std::vector<std::string>> gpu_parses =
