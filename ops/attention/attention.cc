@@ -175,9 +175,10 @@ Shape AttentionOutShape(const AttentionParams& p) {
 namespace {
 
 // The forward's k and v share q's dtype (the kernel's), except that on the
-// CPU f32 queries may read f16 keys and values laid out heads-first, for up
-// to kMaxRowwiseQueries query rows: a decoding step against 16-bit caches,
-// which the row-by-row path widens as it reads them.
+// CPU f32 queries may read f16 keys and values laid out heads-first: a
+// decoding step against 16-bit caches (a beam's rows, 21 for parsing,
+// against their sentence's encoder keys), which the row-by-row path widens
+// as it reads them.
 absl::Status CheckForwardDTypes(const KernelContext& context, const AttentionParams& p) {
   const DType q = context.input(0).dtype();
   const DType k = context.input(1).dtype();
@@ -190,11 +191,8 @@ absl::Status CheckForwardDTypes(const KernelContext& context, const AttentionPar
                                       DTypeName(v), ": they share one dtype (on the CPU, f32 q "
                                       "may also read f16 k and v)"));
   }
-  if (p.interleaved_keys || p.q_len > kMaxRowwiseQueries) {
-    return context.Error(absl::StrCat(
-        "f16 k and v take heads-first keys and at most ", kMaxRowwiseQueries,
-        " query rows per head (a decoding step), not ", p.q_len,
-        p.interleaved_keys ? " rows and interleaved keys" : " rows"));
+  if (p.interleaved_keys) {
+    return context.Error("f16 k and v take heads-first keys (a decoding cache's), not interleaved");
   }
   return absl::OkStatus();
 }

@@ -19,9 +19,9 @@
 // and f16 at head sizes 32, 64 and 128, and for up to 8 query rows without
 // dropout (a decoding step) a split-K decode kernel (f32 and bf16);
 // TFM_ATTENTION_BACKEND picks the implementation (attention_backend.h). On
-// the CPU, f32 q may read f16 k and v (heads-first, forward only, at most
-// kMaxRowwiseQueries query rows: a decoding step against 16-bit caches),
-// widened to f32 as they load; out and lse stay f32.
+// the CPU, f32 q may read f16 k and v (heads-first, forward only: a
+// decoding step against 16-bit caches), widened to f32 as they load by the
+// row-by-row kernel whatever the query rows; out and lse stay f32.
 //
 // Masks (combined):
 //   - causal: query i sees keys j <= i + (k_len - q_len), i.e. the queries are

@@ -15,13 +15,13 @@ TFM_ISA_BEGIN
 namespace attention_cpu {
 
 void Forward(const Problem& problem, float* out, float* lse) {
-  // f16 keys and values come with 1 .. kMaxRowwiseQueries rows (validated),
-  // or none, with nothing to compute.
-  if (problem.k_f16 != nullptr && problem.params.q_len == 0) return;
-  // Decoding: matrix-vector work (and the only path with key rows). No
-  // query rows stay with the tile loops, which do nothing for them.
+  if (problem.k_f16 != nullptr && problem.params.q_len == 0) return;  // Nothing to compute.
+  // Decoding: matrix-vector work (and the only path with key rows, and with
+  // f16 keys and values: a beam of 21 rows too, each re-reading its head's
+  // keys from L1). No query rows stay with the tile loops, which do nothing
+  // for them.
   if ((problem.params.q_len >= 1 && problem.params.q_len <= kMaxRowwiseQueries) ||
-      problem.key_rows != nullptr) {
+      problem.key_rows != nullptr || (problem.k_f16 != nullptr && problem.params.q_len > 0)) {
     ForwardRowwise(problem, out, lse);
     return;
   }

@@ -204,8 +204,9 @@ void ForwardRowwiseOf(const Problem& problem, const T* k, const T* v, float* out
 
 void ForwardRowwise(const Problem& problem, float* out, float* lse) {
   const AttentionParams& p = problem.params;
-  TFM_CHECK(p.q_len >= 1 && p.q_len <= kMaxRowwiseQueries,
-            "ForwardRowwise takes 1 .. kMaxRowwiseQueries query rows per head");
+  TFM_CHECK(p.q_len >= 1 && (p.q_len <= kMaxRowwiseQueries || problem.k_f16 != nullptr),
+            "ForwardRowwise takes 1 .. kMaxRowwiseQueries query rows per head (any with f16 "
+            "keys)");
   if (problem.k_f16 != nullptr) {
     ForwardRowwiseOf(problem, problem.k_f16, problem.v_f16, out, lse);
   } else {

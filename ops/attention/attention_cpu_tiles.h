@@ -29,7 +29,8 @@ struct Problem {
   const float* k = nullptr;
   const float* v = nullptr;
   // f16 keys and values (Half's bits) instead of k and v: the rowwise path
-  // only (a decoding step against 16-bit caches; attention.h).
+  // only, for any number of query rows (a decoding step against 16-bit
+  // caches; attention.h).
   const uint16_t* k_f16 = nullptr;
   const uint16_t* v_f16 = nullptr;
   // Per batch item, keys at or past key_end[b] are padding (k_len if none).
@@ -112,8 +113,9 @@ void ParallelTasks(int64_t count, int64_t scratch_floats, const Fn& fn) {
 // out [batch, heads, q_len, d_v] and lse [batch, heads, q_len].
 void Forward(const Problem& problem, float* out, float* lse);
 
-// Forward's whole job when q_len <= kMaxRowwiseQueries (attention_params.h):
-// row by row, two matrix-vector passes each (attention_cpu_rowwise.cc). Up
+// Forward's whole job when q_len <= kMaxRowwiseQueries (attention_params.h),
+// or with f16 keys and values: row by row, two matrix-vector passes each
+// (attention_cpu_rowwise.cc). Up
 // to a beam's width of rows, re-reading a head's K and V per row (from L1 or
 // L2) costs less than a tile's setup. The only path that takes key rows.
 void ForwardRowwise(const Problem& problem, float* out, float* lse);
