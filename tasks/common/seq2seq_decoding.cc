@@ -15,6 +15,7 @@
 #include "core/data/file_io.h"
 #include "core/data/line_reader.h"
 #include "core/data/sentence_checks.h"
+#include "core/op_profile.h"
 #include "core/metrics/text_lines.h"
 #include "core/status_macros.h"
 #include "runtime/train/training_data.h"
@@ -319,14 +320,26 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(TrainedModel& trained,
   TFM_RETURN_IF_ERROR(trained.SetKvCacheDType(decode.kv_cache_dtype(), log));
   TFM_RETURN_IF_ERROR(trained.SetShortlist(decode, log));
   trained.SetCudaGraphs(decode.cuda_graphs());
+  // TFM_PROFILE_OPS=1 (core/op_profile.h): where the decoding's time went,
+  // op by op, on the log when it is done (the ops before it, such as the
+  // model's loading, left out).
+  if (OpProfilingEnabled()) ResetOpProfile();
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<std::string>> output;
   if (trained.ensemble_size() == 1) {
-    return DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines, input_name,
-                       log, with_files);
+    output = DecodeLines(*trained.model, trained.tokenizer, trained.config, decode, lines,
+                         input_name, log, with_files);
+  } else {
+    TFM_ASSIGN_OR_RETURN(std::unique_ptr<EnsembleModel> ensemble,
+                         trained.Decoder(decode.ensemble_combination()));
+    output = DecodeLines(*ensemble, trained.tokenizer, trained.config, decode, lines, input_name,
+                         log, with_files);
   }
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<EnsembleModel> ensemble,
-                       trained.Decoder(decode.ensemble_combination()));
-  return DecodeLines(*ensemble, trained.tokenizer, trained.config, decode, lines, input_name, log,
-                     with_files);
+  if (output.ok() && log != nullptr && OpProfilingEnabled()) {
+    *log << "where decoding's time went (TFM_PROFILE_OPS), op by op:\n"
+         << OpProfileReport(absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  return output;
 }
 
 absl::StatusOr<std::vector<std::string>> DecodeLines(
