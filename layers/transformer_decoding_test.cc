@@ -183,6 +183,46 @@ TEST(TransformerDecodingTest, SixteenBitDecodingIsRefusedOnTheCpuByName) {
   EXPECT_EQ(model->decoding_dtype(), DType::kF32);
 }
 
+// Teacher-forced incremental steps of `model` (one row a sentence, its
+// settings as they are) against the whole-sequence forward `reference`:
+// the largest difference of a log-probability, each checked to be at most
+// `limit` (-1 after a failure).
+double LargestStepDifference(Transformer& model, const std::vector<std::vector<int>>& sources,
+                             const std::vector<std::vector<int>>& targets,
+                             const Reference& reference, double limit) {
+  model.BeginSearch();
+  absl::StatusOr<std::unique_ptr<DecoderState>> state =
+      model.Start(PadSources(Pointers(sources), kPad), 1, 12);
+  if (!state.ok()) {
+    ADD_FAILURE() << state.status();
+    return -1;
+  }
+  std::vector<int> last(sources.size(), kBos);
+  double largest = 0;
+  for (int t = 0; t < 12; ++t) {
+    absl::StatusOr<Tensor> step = model.Step(**state, last);
+    if (!step.ok()) {
+      ADD_FAILURE() << step.status();
+      return -1;
+    }
+    for (size_t r = 0; r < sources.size(); ++r) {
+      for (int v = 0; v < kVocab; ++v) {
+        const double difference =
+            std::abs(step->data<float>()[r * kVocab + v] - reference.At(r, t)[v]);
+        if (difference > limit) {
+          ADD_FAILURE() << "step " << t << " row " << r << " token " << v << ": " << difference
+                        << " > " << limit;
+          return -1;
+        }
+        largest = std::max(largest, difference);
+      }
+      last[r] = targets[r][t];
+    }
+  }
+  model.EndSearch();
+  return largest;
+}
+
 // --quantize=int8: the products of the encoder and the decoder
 // (projections, feed-forward, the tied output projection) in int8 change
 // the log-probabilities by little:
@@ -199,26 +239,7 @@ TEST(TransformerDecodingTest, Int8StepsStayCloseToTheF32Forward) {
     for (size_t s = 0; s < sources.size(); ++s) targets.push_back(Ids(12, 30 + s));
     const Reference reference(*model, sources, targets);
     model->set_decoding_precision(DecodingPrecision::kInt8);
-    model->BeginSearch();
-    absl::StatusOr<std::unique_ptr<DecoderState>> state =
-        model->Start(PadSources(Pointers(sources), kPad), 1, 12);
-    ASSERT_TRUE(state.ok()) << state.status();
-    std::vector<int> last(sources.size(), kBos);
-    double largest = 0;
-    for (int t = 0; t < 12; ++t) {
-      absl::StatusOr<Tensor> step = model->Step(**state, last);
-      ASSERT_TRUE(step.ok()) << step.status();
-      for (size_t r = 0; r < sources.size(); ++r) {
-        for (int v = 0; v < kVocab; ++v) {
-          const double difference =
-              std::abs(step->data<float>()[r * kVocab + v] - reference.At(r, t)[v]);
-          ASSERT_LE(difference, 0.2) << "step " << t << " row " << r << " token " << v;
-          largest = std::max(largest, difference);
-        }
-        last[r] = targets[r][t];
-      }
-    }
-    model->EndSearch();
+    const double largest = LargestStepDifference(*model, sources, targets, reference, 0.2);
     EXPECT_GT(largest, 1e-6) << "the int8 path did not run";
     std::printf("[ measured ] int8 vs f32 log-probabilities: largest difference %.4f\n", largest);
   }
@@ -247,26 +268,7 @@ TEST(TransformerDecodingTest, F16KeyValueCachesStayCloseToTheF32Forward) {
     std::vector<std::vector<int>> targets;
     for (size_t s = 0; s < sources.size(); ++s) targets.push_back(Ids(12, 30 + s));
     const Reference reference(*model, sources, targets);
-    model->BeginSearch();
-    absl::StatusOr<std::unique_ptr<DecoderState>> state =
-        model->Start(PadSources(Pointers(sources), kPad), 1, 12);
-    ASSERT_TRUE(state.ok()) << state.status();
-    std::vector<int> last(sources.size(), kBos);
-    double largest = 0;
-    for (int t = 0; t < 12; ++t) {
-      absl::StatusOr<Tensor> step = model->Step(**state, last);
-      ASSERT_TRUE(step.ok()) << step.status();
-      for (size_t r = 0; r < sources.size(); ++r) {
-        for (int v = 0; v < kVocab; ++v) {
-          const double difference =
-              std::abs(step->data<float>()[r * kVocab + v] - reference.At(r, t)[v]);
-          ASSERT_LE(difference, 0.01) << "step " << t << " row " << r << " token " << v;
-          largest = std::max(largest, difference);
-        }
-        last[r] = targets[r][t];
-      }
-    }
-    model->EndSearch();
+    const double largest = LargestStepDifference(*model, sources, targets, reference, 0.01);
     EXPECT_GT(largest, 0.0) << "the f16 caches changed nothing";
     std::printf("[ measured ] f16 vs f32 caches, log-probabilities: largest difference %.2g\n",
                 largest);
