@@ -12,7 +12,7 @@
 #include "core/status_macros.h"
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/isa_dispatch.h"
-#include "ops/cpu_math/vec.h"
+#include "ops/cpu_math/simd_math.h"
 
 TFM_ISA_BEGIN
 namespace {
@@ -20,23 +20,9 @@ namespace {
 template <typename From, typename To>
 void ConvertRange(const From* in, To* out, int64_t begin, int64_t end) {
   if constexpr (std::is_same_v<From, float> && std::is_same_v<To, Half>) {
-    auto* bits = reinterpret_cast<uint16_t*>(out);
-    simd::ForEachVector(begin, end, [&](int64_t i, auto lanes) {
-      if constexpr (std::is_same_v<decltype(lanes), simd::AllLanes>) {
-        simd::StoreHalf(simd::Load(in + i), bits + i);
-      } else {
-        simd::StoreFirstHalf(simd::LoadFirst(in + i, lanes.n), bits + i, lanes.n);
-      }
-    });
+    simd::RoundToHalf(in + begin, reinterpret_cast<uint16_t*>(out) + begin, end - begin);
   } else if constexpr (std::is_same_v<From, Half> && std::is_same_v<To, float>) {
-    const auto* bits = reinterpret_cast<const uint16_t*>(in);
-    simd::ForEachVector(begin, end, [&](int64_t i, auto lanes) {
-      if constexpr (std::is_same_v<decltype(lanes), simd::AllLanes>) {
-        simd::Store(simd::LoadHalf(bits + i), out + i);
-      } else {
-        simd::StoreFirst(simd::LoadFirstHalf(bits + i, lanes.n), out + i, lanes.n);
-      }
-    });
+    simd::WidenHalf(reinterpret_cast<const uint16_t*>(in) + begin, out + begin, end - begin);
   } else {
     for (int64_t i = begin; i < end; ++i) out[i] = To(static_cast<float>(in[i]));
   }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/vec.h"
@@ -168,6 +169,28 @@ inline float SumExpShifted(const float* x, int64_t n, float shift,
   }
   if (i < n) acc = acc + IfThenElseZero(FirstN(n - i), Exp(LoadFirst(x + i, n - i) - vshift));
   return ReduceSum(acc);
+}
+
+// y[i] = x[i] rounded to f16 (tfm::Half's bits), to nearest even, as
+// Half(float) rounds; and back, exactly: F16C's conversions, a vector at a
+// time (cast, and the f16 key/value caches of CPU decoding).
+inline void RoundToHalf(const float* x, uint16_t* y, int64_t n) {
+  ForEachVector(0, n, [&](int64_t i, auto lanes) {
+    if constexpr (std::is_same_v<decltype(lanes), AllLanes>) {
+      StoreHalf(Load(x + i), y + i);
+    } else {
+      StoreFirstHalf(LoadFirst(x + i, lanes.n), y + i, lanes.n);
+    }
+  });
+}
+inline void WidenHalf(const uint16_t* x, float* y, int64_t n) {
+  ForEachVector(0, n, [&](int64_t i, auto lanes) {
+    if constexpr (std::is_same_v<decltype(lanes), AllLanes>) {
+      Store(LoadHalf(x + i), y + i);
+    } else {
+      StoreFirst(LoadFirstHalf(x + i, lanes.n), y + i, lanes.n);
+    }
+  });
 }
 
 // x[i] *= factor.

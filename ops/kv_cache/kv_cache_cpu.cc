@@ -4,7 +4,6 @@
 // set: ops/cpu_math/isa.h).
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,7 +11,7 @@
 #include "core/status_macros.h"
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/isa_dispatch.h"
-#include "ops/cpu_math/vec.h"
+#include "ops/cpu_math/simd_math.h"
 
 TFM_ISA_BEGIN
 namespace {
@@ -22,17 +21,6 @@ namespace {
 // two threads, 29 -> 20 ms over a Multi30k decode).
 int64_t Grain(int64_t bytes_per_head) {
   return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, bytes_per_head));
-}
-
-// n floats rounded to f16 (Half's bits), nearest even.
-void RoundToHalf(const float* from, uint16_t* to, int64_t n) {
-  simd::ForEachVector(0, n, [&](int64_t i, auto lanes) {
-    if constexpr (std::is_same_v<decltype(lanes), simd::AllLanes>) {
-      simd::StoreHalf(simd::Load(from + i), to + i);
-    } else {
-      simd::StoreFirstHalf(simd::LoadFirst(from + i, lanes.n), to + i, lanes.n);
-    }
-  });
 }
 
 // cache[r, h, position + i] = x[r, first_head + h, i]: kv_cache_write with
@@ -58,8 +46,8 @@ absl::Status WriteAt(KernelContext& context, int64_t position) {
           char* to = dst + (slice * capacity + position) * d * element;
           const char* from = src + source * n * d * x_element;
           if (round) {
-            RoundToHalf(reinterpret_cast<const float*>(from), reinterpret_cast<uint16_t*>(to),
-                        n * d);
+            simd::RoundToHalf(reinterpret_cast<const float*>(from),
+                              reinterpret_cast<uint16_t*>(to), n * d);
           } else {
             std::memcpy(to, from, n * d * element);
           }
