@@ -21,7 +21,7 @@ void Forward(const Problem& problem, float* out, float* lse) {
   // keys from L1). No query rows stay with the tile loops, which do nothing
   // for them.
   if ((problem.params.q_len >= 1 && problem.params.q_len <= kMaxRowwiseQueries) ||
-      problem.key_rows != nullptr || (problem.k_f16 != nullptr && problem.params.q_len > 0)) {
+      problem.key_rows != nullptr || problem.k_f16 != nullptr) {
     ForwardRowwise(problem, out, lse);
     return;
   }
