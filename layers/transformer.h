@@ -127,8 +127,6 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // The caches' dtype for the current settings (auto resolved); unset:
   // the step's own.
   std::optional<DType> KvCacheDType() const;
-  // SetKvCacheDType's FailedPrecondition for the current settings, if any.
-  absl::Status CheckKvCacheDType() const;
   // The shortlist the searches that start from now on decode with (null,
   // the default: the whole vocabulary). Each batch's steps then project
   // onto its candidates' rows of the output embedding only (gathered, and
@@ -224,6 +222,9 @@ class Transformer : public TrainableModel, public IncrementalModel {
   DType decoding_dtype_ = DType::kF32;
   bool decoding_f32_residual_ = false;  // Only with a 16-bit decoding_dtype_.
   std::optional<DType> kv_cache_dtype_;  // SetKvCacheDType; unset: auto.
+  // SetKvCacheDType's FailedPrecondition for caches in `dtype` under the
+  // current decoding dtype and device, if any.
+  absl::Status CheckKvCacheDType(std::optional<DType> dtype) const;
   std::shared_ptr<const VocabularyShortlist> shortlist_;
   std::unique_ptr<StepGraphRunner> step_graphs_;  // Null: graphs off.
 };

@@ -170,12 +170,8 @@ absl::Status Transformer::SetKvCacheDType(std::optional<DType> dtype) {
     return absl::InvalidArgumentError(
         absl::StrCat("key/value caches in ", DTypeName(*dtype), ": f32 or f16"));
   }
-  const std::optional<DType> before = kv_cache_dtype_;
+  TFM_RETURN_IF_ERROR(CheckKvCacheDType(dtype));
   kv_cache_dtype_ = dtype;
-  if (absl::Status status = CheckKvCacheDType(); !status.ok()) {
-    kv_cache_dtype_ = before;
-    return status;
-  }
   return absl::OkStatus();
 }
 
@@ -185,12 +181,12 @@ std::optional<DType> Transformer::KvCacheDType() const {
   return std::nullopt;
 }
 
-absl::Status Transformer::CheckKvCacheDType() const {
-  if (!kv_cache_dtype_.has_value() || device_.is_cpu() || *kv_cache_dtype_ == decoding_dtype_) {
+absl::Status Transformer::CheckKvCacheDType(std::optional<DType> dtype) const {
+  if (!dtype.has_value() || device_.is_cpu() || *dtype == decoding_dtype_) {
     return absl::OkStatus();
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "key/value caches in ", DTypeName(*kv_cache_dtype_), " while decoding in ",
+      "key/value caches in ", DTypeName(*dtype), " while decoding in ",
       DTypeName(decoding_dtype_), " on ", device_.ToString(),
       ": a GPU keeps them in its decoding dtype (leave decode.kv_cache_dtype at auto)"));
 }
@@ -215,7 +211,8 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
                                                                  int rows_per_sentence,
                                                                  int max_steps) {
   TFM_RETURN_IF_ERROR(CheckSources(sources, rows_per_sentence, max_steps));
-  TFM_RETURN_IF_ERROR(CheckKvCacheDType());  // The decoding dtype may have changed since.
+  // The decoding dtype may have changed since SetKvCacheDType.
+  TFM_RETURN_IF_ERROR(CheckKvCacheDType(kv_cache_dtype_));
   const absl::MutexLock lock(&start_mu_);
   auto state = std::make_unique<TransformerState>(this, sources.size, rows_per_sentence,
                                                   max_steps, device_, search_entries_,
