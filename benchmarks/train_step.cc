@@ -21,7 +21,9 @@
 //
 // --dtype: f32, or on CUDA bf16 (ours: bf16 compute, f32 master weights;
 // PyTorch: autocast to bf16) or f16 (both with dynamic loss scaling from
-// 128: ours train.loss_scaling, PyTorch's GradScaler).
+// 128: ours train.loss_scaling, PyTorch's GradScaler); on the CPU bf16
+// (ours: f32 tensors, bf16 products, ops/matmul/gemm_bf16_cpu.h; PyTorch:
+// CPU autocast to bf16).
 //
 // Same work on both sides:
 // - the batches are built by the same formula (ids, lengths and padding;
@@ -70,12 +72,14 @@
 #include "runtime/train/safetensors.h"
 #include "runtime/train/trainer.h"
 #include "core/allocator.h"
+#include "core/config/training_dtype.h"
 #include "core/cuda/runtime.h"
 #include "core/tensor_copy.h"
 #include "benchmarks/device_peak.h"
 #include "layers/transformer.h"
 #include "ops/cast/cast.h"
 #include "ops/fill/fill.h"
+#include "ops/matmul/gemm_bf16_cpu.h"
 #include "ops/matmul/matmul.h"
 #include "ops/random/random.h"
 #include "tools/cpp/runfiles/runfiles.h"
@@ -390,11 +394,10 @@ absl::Status Main(int argc, char** argv) {
   const int threads = absl::GetFlag(FLAGS_threads);
   TFM_ASSIGN_OR_RETURN(const Device device, Device::Parse(absl::GetFlag(FLAGS_device)));
   TFM_ASSIGN_OR_RETURN(const DType dtype, ParseDType(absl::GetFlag(FLAGS_dtype)));
-  if (dtype != DType::kF32 && (!device.is_cuda() || (dtype != DType::kBF16 &&
-                                                     dtype != DType::kF16))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--dtype=", DTypeName(dtype), " on ", device.ToString(),
-        ": the CPU trains in f32; CUDA in f32, bf16 or f16"));
+  if (!CanTrainIn(device.type, dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("--dtype=", DTypeName(dtype), " on ",
+                                                   device.ToString(), ": ",
+                                                   TrainingDTypesOn(device.type)));
   }
   if (!absl::GetFlag(FLAGS_child).empty()) {
     setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
@@ -432,6 +435,10 @@ absl::Status Main(int argc, char** argv) {
   std::cout << "torch: " << torch_line;
   std::cout << "dtype: " << DTypeName(dtype)
             << (dtype == DType::kF32 ? ""
+                : dtype == DType::kBF16 && !device.is_cuda()
+                    ? absl::StrCat(" (ours: f32 tensors, the products' inputs rounded to bf16 "
+                                   "and summed in f32, kernel ",
+                                   Bf16ProductKernelName(), "; torch: CPU autocast bf16)")
                 : dtype == DType::kBF16
                     ? " (ours: bf16 compute, f32 master weights; torch: autocast bf16)"
                     : " (ours: f16 compute, f32 master weights, dynamic loss scaling; torch: "

@@ -182,9 +182,9 @@ absl::StatusOr<Tensor> Transformer::DecoderOutput(ForwardContext& context,
   context.ids_checked = true;
   // Once per pass, after any update or checkpoint load since the last: the
   // tables' dtype sets the pass's, and every layer downstream follows it.
-  TFM_RETURN_IF_ERROR(RoundComputeCopies(Parameters(), compute_dtype_));
-  TFM_ASSIGN_OR_RETURN(const Tensor source_table, ValueFor(source_table_, compute_dtype_));
-  TFM_ASSIGN_OR_RETURN(const Tensor target_table, ValueFor(TargetTable(), compute_dtype_));
+  TFM_RETURN_IF_ERROR(RoundComputeCopies(Parameters(), PassDType()));
+  TFM_ASSIGN_OR_RETURN(const Tensor source_table, ValueFor(source_table_, PassDType()));
+  TFM_ASSIGN_OR_RETURN(const Tensor target_table, ValueFor(TargetTable(), PassDType()));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> source,
                        source_embedding_->Forward(context, {source_table, tensors.source}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,
@@ -210,6 +210,7 @@ absl::StatusOr<Tensor> Transformer::AddMemoryRows(const Tensor& x, const Tensor&
 }
 
 absl::StatusOr<Tensor> Transformer::LogProbabilities(const Batch& batch) {
+  const ScopedCpuProductPrecision products(PassProducts());
   ForwardContext context{/*training=*/false, /*rng=*/nullptr};
   TFM_ASSIGN_OR_RETURN(BatchTensors tensors, ToTensors(batch));
   TFM_ASSIGN_OR_RETURN(Tensor decoder_out, DecoderOutput(context, tensors));
@@ -250,6 +251,7 @@ absl::StatusOr<LossStats> Transformer::ForwardBackward(const Batch& batch,
 
 absl::StatusOr<DeviceLossStats> Transformer::ForwardBackwardOnDevice(const Batch& batch,
                                                                      const StepContext& step) {
+  const ScopedCpuProductPrecision products(PassProducts());
   Generator rng(step.seed, step.counter);
   ForwardContext context{step.training, &rng};
   TFM_ASSIGN_OR_RETURN(ForwardResult forward, Forward(context, batch));
@@ -295,6 +297,7 @@ absl::StatusOr<DeviceLossStats> Transformer::ForwardBackwardOnDevice(const Batch
 }
 
 absl::StatusOr<LossStats> Transformer::Evaluate(const Batch& batch) {
+  const ScopedCpuProductPrecision products(PassProducts());
   ForwardContext context{/*training=*/false, /*rng=*/nullptr};
   TFM_ASSIGN_OR_RETURN(ForwardResult forward, Forward(context, batch));
   return ReadStats(forward.loss, forward.nll, forward.count, forward.source_tokens);
@@ -304,6 +307,16 @@ absl::Status Transformer::SetComputeDType(DType dtype) {
   TFM_RETURN_IF_ERROR(CheckCanTrainIn(device_, dtype));
   compute_dtype_ = dtype;
   return absl::OkStatus();
+}
+
+DType Transformer::PassDType() const {
+  return device_.type == DeviceType::kCPU ? DType::kF32 : compute_dtype_;
+}
+
+CpuProductPrecision Transformer::PassProducts() const {
+  return device_.type == DeviceType::kCPU && compute_dtype_ == DType::kBF16
+             ? CpuProductPrecision::kBf16
+             : CpuProductPrecision::kF32;
 }
 
 std::vector<Parameter*> Transformer::Parameters() {

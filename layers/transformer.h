@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "core/cpu_product_precision.h"
 #include "core/config/task_config.pb.h"
 #include "core/data/batch.h"
 #include "layers/decoding_cache.h"
@@ -81,7 +82,9 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // validation, LogProbabilities) then compute in bf16 from copies of the
   // f32 parameters rounded at the start of each pass, the loss and the
   // softmax and LayerNorm statistics stay f32, and gradients are summed into
-  // the f32 Parameter::grad. Decoding steps compute in f32.
+  // the f32 Parameter::grad. Decoding steps compute in f32. On the CPU,
+  // bf16 keeps every tensor f32 and rounds only the products' inputs
+  // (core/cpu_product_precision.h): the CPU's time goes to its products.
   absl::Status SetComputeDType(DType dtype) override;
 
   // Every parameter once, in a fixed order (embedding table first).
@@ -206,6 +209,12 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // side by side (decode.inter_threads).
   absl::Mutex start_mu_;
   DType compute_dtype_ = DType::kF32;
+  // The dtype of a whole-sequence pass's tensors: compute_dtype_ on a GPU,
+  // f32 on the CPU.
+  DType PassDType() const;
+  // The products' precision for a pass on the CPU (bf16 when
+  // compute_dtype_ is), held by each whole-sequence pass.
+  CpuProductPrecision PassProducts() const;
   Parameter source_table_;                 // encoder.embed_tokens.weight
   std::optional<Parameter> target_table_;  // decoder.embed_tokens.weight, unshared only.
   std::unique_ptr<Layer> source_embedding_, target_embedding_, encoder_, decoder_;

@@ -750,23 +750,23 @@ constexpr int kBf16Updates = 50;
 constexpr double kBf16CheckpointTolerance = 0.02;
 
 // `dtype` (bf16, or f16 with dynamic loss scaling) against f32 from the same
-// weights and batches, within the bounds above.
-void ExpectFollowsTheF32LossCurve(DType dtype) {
-  const Device gpu = Device::Cuda(0);
+// weights and batches on `device`, within the bounds above.
+void ExpectFollowsTheF32LossCurve(const Device& device, DType dtype) {
   const config::ModelConfig model = SmallModel(0.1f);
   const int warmup = 20, rows = 8;
   const std::string name(DTypeName(dtype));
-  TrainingSetup f32 = MakeRun(model, gpu, DType::kF32, warmup);
-  TrainingSetup half = MakeRun(model, gpu, dtype, warmup);
+  TrainingSetup f32 = MakeRun(model, device, DType::kF32, warmup);
+  TrainingSetup half = MakeRun(model, device, dtype, warmup);
   CopyWeights(*f32.model, *half.model);
   EXPECT_EQ(half.trainer->loss_scale(), dtype == DType::kF16 ? 128.0 : 1.0);
   double worst = 0, window32 = 0, window16 = 0;
-  int64_t worst_update = 0;
+  int64_t worst_update = 0, identical = 0;
   std::printf("update  loss f32     loss %-6s  relative difference\n", name.c_str());
   for (int64_t update = 1; update <= kBf16Updates; ++update) {
     const double loss32 = TrainOneUpdate(f32, update, rows);
     const double loss16 = TrainOneUpdate(half, update, rows);
     const double difference = RelativeError(loss16, loss32);
+    if (loss16 == loss32) ++identical;
     const double bound = update <= kBf16CloseUpdates ? kBf16CloseTolerance : kBf16UpdateTolerance;
     std::printf("%6lld  %-11.6f  %-11.6f  %.4f%s\n", static_cast<long long>(update), loss32,
                 loss16, difference, difference <= bound ? "" : "  OVER");
@@ -788,8 +788,13 @@ void ExpectFollowsTheF32LossCurve(DType dtype) {
       name.c_str(), kBf16Updates, worst, static_cast<long long>(worst_update), kBf16UpdateTolerance,
       kBf16Window, window32, name.c_str(), window16, window_difference, kBf16WindowTolerance);
   EXPECT_LE(window_difference, kBf16WindowTolerance) << name;
+  // The run did round: its losses are not f32's.
+  EXPECT_LT(identical, kBf16Updates) << name << " gave f32's loss at every update";
   ExpectMixedPrecisionState(f32, std::nullopt);
-  ExpectMixedPrecisionState(half, dtype);
+  // The CPU keeps f32 tensors and rounds only the products' inputs.
+  ExpectMixedPrecisionState(half, device.type == DeviceType::kCPU
+                                      ? std::nullopt
+                                      : std::optional<DType>(dtype));
 
   const double ms32 = MillisecondsPerUpdate(f32, kBf16Updates + 1, 2, 20, rows);
   const double ms16 = MillisecondsPerUpdate(half, kBf16Updates + 1, 2, 20, rows);
@@ -799,7 +804,14 @@ void ExpectFollowsTheF32LossCurve(DType dtype) {
 
 TEST(GpuTrainingTest, Bf16FollowsTheF32LossCurveWithF32MasterWeights) {
   TFM_SKIP_WITHOUT_GPU();
-  ExpectFollowsTheF32LossCurve(DType::kBF16);
+  ExpectFollowsTheF32LossCurve(Device::Cuda(0), DType::kBF16);
+}
+
+// The CPU's bf16 (f32 tensors, the products' inputs rounded to bf16) is
+// held to the GPU's bounds, on whichever kernel this CPU has (AMX tiles or
+// the f32 GEMM of rounded inputs: ops/matmul/gemm_bf16_cpu.h).
+TEST(GpuTrainingTest, Bf16ProductsOnTheCpuFollowTheF32LossCurve) {
+  ExpectFollowsTheF32LossCurve(Device::Cpu(), DType::kBF16);
 }
 
 // f16 (fairseq's --fp16, for GPUs without bf16): 3 more bits of mantissa
@@ -807,7 +819,7 @@ TEST(GpuTrainingTest, Bf16FollowsTheF32LossCurveWithF32MasterWeights) {
 // and the gradients unscaled before Adam; held to bf16's bounds.
 TEST(GpuTrainingTest, F16WithDynamicLossScalingFollowsTheF32LossCurve) {
   TFM_SKIP_WITHOUT_GPU();
-  ExpectFollowsTheF32LossCurve(DType::kF16);
+  ExpectFollowsTheF32LossCurve(Device::Cuda(0), DType::kF16);
 }
 
 // A bf16 run's checkpoint holds the f32 masters: it loads on the CPU bit for

@@ -169,13 +169,15 @@ TEST(ConfigLoaderTest, TrainingDTypeMustHaveKernelsOnTheDevice) {
       "task: \"translation\"\n"
       "train {\n"
       "  device: \"cpu\"\n"
-      "  dtype: \"bf16\"\n"
+      "  dtype: \"f16\"\n"
       "}\n",
       "t.pbtxt");
   EXPECT_NE(ValidateTaskConfig(loaded).message().find(
-                "t.pbtxt:4: train.dtype: bf16 is not supported for training on cpu"),
+                "t.pbtxt:4: train.dtype: f16 is not supported for training on cpu"),
             std::string::npos)
       << ValidateTaskConfig(loaded);
+  ASSERT_TRUE(ApplyOverride("train.dtype=bf16", &loaded).ok());
+  EXPECT_TRUE(ValidateTaskConfig(loaded).ok()) << ValidateTaskConfig(loaded);
   ASSERT_TRUE(ApplyOverride("train.dtype=i32", &loaded).ok());
   EXPECT_FALSE(ValidateTaskConfig(loaded).ok());
   ASSERT_TRUE(ApplyOverride("train.dtype=f32", &loaded).ok());

@@ -7,7 +7,7 @@ namespace tfm {
 bool CanTrainIn(DeviceType device, DType dtype) {
   switch (device) {
     case DeviceType::kCPU:
-      return dtype == DType::kF32;
+      return dtype == DType::kF32 || dtype == DType::kBF16;
     case DeviceType::kCUDA:
       return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
   }
@@ -17,7 +17,8 @@ bool CanTrainIn(DeviceType device, DType dtype) {
 const char* TrainingDTypesOn(DeviceType device) {
   switch (device) {
     case DeviceType::kCPU:
-      return "the CPU kernels compute in f32 only";
+      return "the CPU trains in f32, or bf16 (f32 tensors, products of bf16-rounded inputs "
+             "summed in f32)";
     case DeviceType::kCUDA:
       return "CUDA trains in f32, bf16, or f16 (with dynamic loss scaling, train.loss_scaling)";
   }

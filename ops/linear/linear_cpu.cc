@@ -1,7 +1,6 @@
-// CPU kernels of linear: one OpenBLAS GEMM per product over the flattened
-// rows of x, plus a threaded bias broadcast and the shared bias reduction.
-#include <algorithm>
-
+// CPU kernels of linear: one GEMM per product over the flattened rows of x
+// (ops/matmul/gemm_cpu.h: the forward's bias and ReLU go with its product),
+// and the shared bias reduction.
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/add/sum_rows_cpu.h"
@@ -18,31 +17,9 @@ absl::Status LinearCpu(KernelContext& context) {
   TFM_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, DType::kF32));
   float* y = out->data<float>();
   const bool has_bias = context.num_inputs() == 3;
-  if (has_bias) {
-    // Start every row at the bias and let the GEMM accumulate onto it (beta
-    // = 1): no second pass over the output.
-    const float* bias = context.input(2).data<float>();
-    context.thread_pool()->ParallelFor(
-        rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_features)),
-        [&](int64_t begin, int64_t end) {
-          for (int64_t r = begin; r < end; ++r) {
-            std::copy(bias, bias + out_features, y + r * out_features);
-          }
-        });
-  }
-  GemmCpu(false, true, rows, out_features, in, x.data<float>(), weight.data<float>(),
-          has_bias ? 1.0f : 0.0f, y);
   TFM_ASSIGN_OR_RETURN(const bool relu, context.attrs().GetOr<bool>("relu", false));
-  if (relu) {
-    // As ops/relu: negatives and -0 become +0, NaN stays.
-    context.thread_pool()->ParallelFor(
-        rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_features)),
-        [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin * out_features; i < end * out_features; ++i) {
-            if (y[i] <= 0.0f) y[i] = 0.0f;
-          }
-        });
-  }
+  LinearGemmCpu(rows, out_features, in, x.data<float>(), weight.data<float>(),
+                has_bias ? context.input(2).data<float>() : nullptr, relu, y);
   return absl::OkStatus();
 }
 

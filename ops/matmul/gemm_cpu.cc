@@ -7,6 +7,7 @@
 #include "core/environment_report.h"
 #include "core/thread_pool.h"
 #include "ops/blas/openblas_library.h"
+#include "ops/matmul/gemm_bf16_cpu.h"
 
 namespace tfm {
 namespace {
@@ -75,6 +76,17 @@ const internal::EnvironmentLineRegistrar blas_line("blas", [] { return BlasKerne
 
 void GemmCpu(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
              const float* b, float beta, float* c) {
+  if (m > 0 && n > 0 && k > 0 &&
+      CurrentCpuProductPrecision() == CpuProductPrecision::kBf16) {
+    GemmBf16({a, trans_a ? m : k, trans_a}, {b, trans_b ? k : n, trans_b}, m, n, k, beta, c,
+             ThreadPool::Default());
+    return;
+  }
+  GemmCpuF32(trans_a, trans_b, m, n, k, a, b, beta, c);
+}
+
+void GemmCpuF32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                const float* b, float beta, float* c) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // An empty sum; BLAS implementations disagree on lda here.
     for (int64_t i = 0; i < m * n; ++i) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
@@ -102,6 +114,29 @@ void GemmCpu(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const 
       }
     }
   });
+}
+
+void LinearGemmCpu(int64_t rows, int64_t out, int64_t in, const float* x, const float* weight,
+                   const float* bias, bool relu, float* y) {
+  if (rows == 0 || out == 0) return;
+  ThreadPool* pool = ThreadPool::Default();
+  if (in > 0 && CurrentCpuProductPrecision() == CpuProductPrecision::kBf16) {
+    GemmBf16({x, in, false}, {weight, in, true}, rows, out, in, 0.0f, y, pool,
+             GemmEpilogue{bias, relu});
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, 16384 / out);
+  if (bias != nullptr) {
+    pool->ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) std::copy(bias, bias + out, y + r * out);
+    });
+  }
+  GemmCpuF32(false, true, rows, out, in, x, weight, bias != nullptr ? 1.0f : 0.0f, y);
+  if (relu) {
+    pool->ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+      ApplyEpilogue(GemmEpilogue{nullptr, true}, begin, end, out, y);
+    });
+  }
 }
 
 void ForEachGemmBatch(int64_t batch, int64_t work,

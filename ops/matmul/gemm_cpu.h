@@ -30,8 +30,23 @@ inline constexpr int64_t kGemmSplitWork = int64_t{1} << 17;
 // trans_b), all dense row-major. beta == 0 ignores C's old contents (NaNs
 // included), as BLAS specifies. Any extent may be 0. Threaded as above; from
 // inside a pool chunk it runs single-threaded.
+//
+// Under a ScopedCpuProductPrecision of bf16 (gemm_bf16_cpu.h: training's
+// train.dtype bf16), A and B are rounded to bf16 and summed in f32.
 void GemmCpu(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
              const float* b, float beta, float* c);
+
+// y[rows, out] = x[rows, in] W[out, in]^T + bias (broadcast over the rows;
+// none if null), then ReLU if `relu` (x <= 0 becomes +0, NaN stays): linear's
+// forward, in the product precision as GemmCpu. In f32 the rows start at
+// the bias and the GEMM adds onto them (no second pass over y); in bf16 the
+// bias and ReLU are applied as each block of y is written.
+void LinearGemmCpu(int64_t rows, int64_t out, int64_t in, const float* x, const float* weight,
+                   const float* bias, bool relu, float* y);
+
+// GemmCpu in f32 whatever the product precision.
+void GemmCpuF32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                const float* b, float beta, float* c);
 
 // `batch` independent GemmCpu products whose operands lie `stride_a`,
 // `stride_b` and `stride_c` elements apart (stride 0 reuses one operand;

@@ -23,6 +23,7 @@
 #include "core/environment_report.h"
 #include "core/deterministic.h"
 #include "core/status_macros.h"
+#include "ops/matmul/gemm_bf16_cpu.h"
 #include "runtime/train/adam_optimizer.h"
 #include "runtime/train/binary_training_corpus.h"
 #include "runtime/train/checkpoint.h"
@@ -350,6 +351,13 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
   }
   for (const auto& [label, text] : EnvironmentReport()) log << label << ": " << text << "\n";
   log << "device: " << DescribeDevice(device, "train.device", config.train().device()) << "\n";
+  if (device.is_cpu() && config.train().dtype() == "bf16") {
+    const std::string kernel = Bf16ProductKernelName();
+    log << "products: bf16 inputs summed in f32, f32 tensors (train.dtype bf16 on the CPU), "
+        << "kernel " << kernel
+        << (kernel == "amx_bf16" ? "\n"
+                                 : " (no AMX-BF16 here: as exact as on AMX, but slower than f32)\n");
+  }
   // Process-wide: every op call of this run (and its validation) sees it.
   SetDeterministicKernels(config.train().deterministic());
   if (config.train().deterministic() && device.is_cuda()) {
