@@ -275,8 +275,13 @@ void AmxPass(const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, i
   });
   // Each thread packs a group of rows of A at a time and passes every
   // column block of B over it.
+  // At most what L2 holds, and small enough that every thread gets about
+  // two groups (a weight's gradient has only d_model rows).
+  const int64_t threads = pool->num_threads();
+  const int64_t balanced = RoundUp((m + 2 * threads - 1) / (2 * threads), kBlock);
   const int64_t group_rows = std::clamp<int64_t>(
-      kRowGroupBytes / (kp * int64_t{sizeof(uint16_t)}) / kBlock * kBlock, kBlock, kMaxRowGroup);
+      std::min(balanced, kRowGroupBytes / (kp * int64_t{sizeof(uint16_t)}) / kBlock * kBlock),
+      kBlock, kMaxRowGroup);
   const int64_t groups = (m + group_rows - 1) / group_rows;
   const int64_t chunk_pairs =
       std::max<int64_t>(1, kColumnChunkBytes / (kBlock * kp * int64_t{sizeof(uint16_t)}));
