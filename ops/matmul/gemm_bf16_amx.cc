@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "ops/cpu_math/amx_tiles.h"
 #include "ops/matmul/gemm_bf16_cpu.h"
 
 #pragma GCC push_options
@@ -51,28 +52,6 @@ constexpr int64_t kColumnChunkBytes = int64_t{1} << 19;
 constexpr int64_t kPassInputs = 1024;
 
 int64_t RoundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
-
-// The tile configuration's memory form (palette 1): every tile 16 rows of
-// 64 bytes. ldtilecfg is written with the whole 64-byte operand (GCC 12's
-// _tile_loadconfig says it reads 8 bytes, so earlier stores could be
-// dropped), as in ops/quantized_linear/int8_panels_amx.cc.
-struct alignas(64) TileConfig {
-  uint8_t palette_id = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
-
-void ConfigureTiles() {
-  TileConfig config;
-  for (int t = 0; t < 8; ++t) {
-    config.colsb[t] = 64;
-    config.rows[t] = 16;
-  }
-  __asm__ volatile("ldtilecfg %0" ::"m"(config));
-}
 
 // 16 floats rounded to bf16 (to nearest, ties to even; NaN stays NaN).
 inline __m256i Bf16Of(__m512 v) { return (__m256i)_mm512_cvtneps_pbh(v); }
@@ -290,7 +269,7 @@ void AmxPass(const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, i
     static thread_local std::vector<uint16_t> packed_a_buffer;
     packed_a_buffer.resize(group_rows * kp);
     uint16_t* packed_a = packed_a_buffer.data();
-    ConfigureTiles();
+    ConfigureFullAmxTiles();
     for (int64_t g = first; g < last; ++g) {
       const int64_t row0 = g * group_rows;
       const int64_t row1 = std::min(row0 + group_rows, RoundUp(m, kBlock));
@@ -314,8 +293,8 @@ void GemmBf16Amx(const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t 
                  float beta, float* c, ThreadPool* pool, const GemmEpilogue& epilogue) {
   // Deep products (a weight's gradient sums over every row of the batch)
   // run as passes of kPassInputs inputs each, C carrying the sums between
-  // them: a block's rows of A then stay in L1 while the column blocks of B
-  // pass over them, instead of both coming from L2 at every tile.
+  // them, so that a row group of A and a column chunk of B stay within the
+  // core's caches whatever the depth.
   for (int64_t k0 = 0; k0 < k; k0 += kPassInputs) {
     const int64_t depth = std::min(kPassInputs, k - k0);
     const GemmOperand a_part{a.data + (a.trans ? k0 * a.ld : k0), a.ld, a.trans};

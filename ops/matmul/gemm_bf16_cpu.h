@@ -7,7 +7,8 @@
 // multiplies bf16 itself (AMX tiles), one instruction does 16 times the
 // multiply-adds of an f32 vector FMA; elsewhere the rounded values go
 // through the f32 GEMM, with the same products and f32 sums (only the
-// order of the sums differs), so a run means the same on every CPU.
+// order of the sums differs), so a run means the same on every CPU. (One
+// more difference: the tiles take bf16 subnormals, below 1.2e-38, as zero.)
 #ifndef TFM_OPS_MATMUL_GEMM_BF16_CPU_H_
 #define TFM_OPS_MATMUL_GEMM_BF16_CPU_H_
 

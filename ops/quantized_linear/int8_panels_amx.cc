@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "ops/cpu_math/amx_tiles.h"
 #include "ops/quantized_linear/int8_panels.h"
 
 #pragma GCC push_options
@@ -22,30 +23,10 @@ namespace {
 
 struct Isa : ZmmFinish {};
 
-// The tile configuration's memory form (palette 1).
-struct alignas(64) TileConfig {
-  uint8_t palette_id = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
-
 // GCC's tile intrinsics are macros that paste the tile number into the
-// instruction, so each tile the body names is spelled out here. ldtilecfg
-// is written with the whole 64-byte operand: GCC 12's _tile_loadconfig
-// tells the compiler it reads 8 bytes, which would let it drop the other
-// stores to the configuration.
+// instruction, so each tile the body names is spelled out here.
 struct Tiles {
-  static void Configure() {
-    TileConfig config;
-    for (int t = 0; t < 8; ++t) {
-      config.colsb[t] = 64;
-      config.rows[t] = 16;
-    }
-    __asm__ volatile("ldtilecfg %0" ::"m"(config));
-  }
+  static void Configure() { ConfigureFullAmxTiles(); }
   static void Release() { _tile_release(); }
   template <int T>
   static void Zero() {
