@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -12,8 +13,45 @@
 namespace tfm {
 namespace {
 
+// A sample product (both operands' layouts, every tile edge) on the tiles
+// against the rounded f32 GEMM, once: a CPU whose tiles disagree is
+// reported and keeps the f32 GEMM of rounded inputs, as the int8 kernel's
+// start-up check does.
+bool AmxAgreesWithRoundedF32() {
+  const int64_t m = 45, n = 37, k = 70;
+  std::vector<float> a(m * k), b(k * n), amx(m * n), reference(m * n);
+  for (int64_t i = 0; i < m * k; ++i) a[i] = static_cast<float>((i * 37) % 23) / 7.0f - 1.5f;
+  for (int64_t i = 0; i < k * n; ++i) b[i] = static_cast<float>((i * 53) % 19) / 5.0f - 1.75f;
+  ThreadPool pool(1);
+  for (const bool trans : {false, true}) {
+    // A stored [m, k] and B^T stored [n, k] (linear's forward), then A^T
+    // stored [k, m] and B stored [k, n] (a weight's gradient).
+    const GemmOperand op_a{a.data(), trans ? m : k, trans};
+    const GemmOperand op_b{b.data(), trans ? n : k, !trans};
+    GemmBf16Amx(op_a, op_b, m, n, k, 0.0f, amx.data(), &pool);
+    GemmBf16OfRounded(op_a, op_b, m, n, k, 0.0f, reference.data(), &pool);
+    for (int64_t i = 0; i < m * n; ++i) {
+      // Sums of at most 70 products of magnitude <= 9: f32 rounding stays
+      // far below 1e-3 in either order.
+      if (!(std::fabs(amx[i] - reference[i]) <= 1e-3f)) {
+        std::fprintf(stderr,
+                     "warning: the AMX bf16 product disagrees with the f32 reference at element "
+                     "%lld of its start-up check (%g against %g); bf16 products use the f32 GEMM "
+                     "of rounded inputs instead\n",
+                     static_cast<long long>(i), amx[i], reference[i]);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// The CPU has AMX-BF16 with usable tiles and AVX512-BF16 (the packing's
+// conversions), our kernels may use AVX-512 (TFM_CPU_ISA=avx2 caps them, as
+// it does the int8 kernel), and the tiles pass the start-up check.
 bool UseAmx() {
-  static const bool amx = HostCpuFeatures().amx_bf16 && HostCpuFeatures().avx512_bf16;
+  static const bool amx = HostCpuFeatures().amx_bf16 && HostCpuFeatures().avx512_bf16 &&
+                          ActiveCpuIsa() == CpuIsa::kAvx512 && AmxAgreesWithRoundedF32();
   return amx;
 }
 
