@@ -1,6 +1,8 @@
 #include "core/dtype.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "gtest/gtest.h"
@@ -56,6 +58,25 @@ TEST(BFloat16Test, RoundTripAndRounding) {
   EXPECT_EQ(static_cast<float>(BFloat16(1.0f + std::ldexp(1.0f, -8))), 1.0f);
   EXPECT_NEAR(static_cast<float>(BFloat16(3.14159f)), 3.14159f, 0.01f);
   EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+// The rounding the CPU's bf16 products take their inputs through
+// (ops/matmul/gemm_bf16_cpu.h): bf16 keeps 7 fraction bits, so 1 + 2^-7 is
+// 1's neighbour.
+TEST(BFloat16Test, NearestTiesToEvenAndSpecialValues) {
+  auto rounded = [](float x) { return static_cast<float>(BFloat16(x)); };
+  EXPECT_EQ(rounded(1.0f + std::ldexp(1.0f, -9)), 1.0f);
+  EXPECT_EQ(rounded(1.0f + 3 * std::ldexp(1.0f, -9)), 1.0f + std::ldexp(1.0f, -7));
+  EXPECT_EQ(rounded(1.0f + 3 * std::ldexp(1.0f, -8)), 1.0f + std::ldexp(1.0f, -6));  // A tie.
+  EXPECT_EQ(rounded(-2.5f), -2.5f);
+  EXPECT_EQ(rounded(std::numeric_limits<float>::infinity()),
+            std::numeric_limits<float>::infinity());
+  // A NaN whose payload lies only in the dropped bits stays NaN (quieted).
+  const uint32_t low_payload_nan = 0x7F800001u;
+  float nan;
+  std::memcpy(&nan, &low_payload_nan, sizeof(nan));
+  EXPECT_TRUE(std::isnan(rounded(nan)));
+  EXPECT_EQ(BFloat16(nan).bits & 0x7FC0u, 0x7FC0u);
 }
 
 }  // namespace

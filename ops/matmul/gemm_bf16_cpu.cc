@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "ops/matmul/gemm_cpu.h"
 
@@ -65,7 +65,7 @@ std::vector<float> RoundedCopy(const GemmOperand& x, int64_t rows, int64_t cols,
                     [&](int64_t first, int64_t last) {
                       for (int64_t r = first; r < last; ++r) {
                         for (int64_t c = 0; c < stored_cols; ++c) {
-                          copy[r * stored_cols + c] = RoundToBf16(x.data[r * x.ld + c]);
+                          copy[r * stored_cols + c] = static_cast<float>(BFloat16(x.data[r * x.ld + c]));
                         }
                       }
                     });
@@ -73,20 +73,6 @@ std::vector<float> RoundedCopy(const GemmOperand& x, int64_t rows, int64_t cols,
 }
 
 }  // namespace
-
-float RoundToBf16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof(bits));
-  if (std::isnan(x)) {
-    bits |= 0x00400000u;  // Quiet, so that dropping the low bits keeps it NaN.
-  } else {
-    bits += 0x7FFFu + ((bits >> 16) & 1u);  // To nearest, ties to even.
-  }
-  bits &= 0xFFFF0000u;
-  float rounded;
-  std::memcpy(&rounded, &bits, sizeof(rounded));
-  return rounded;
-}
 
 const char* Bf16ProductKernelName() { return UseAmx() ? "amx_bf16" : "f32_of_rounded"; }
 

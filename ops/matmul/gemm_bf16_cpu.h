@@ -2,7 +2,8 @@
 // ScopedCpuProductPrecision of bf16 (core/cpu_product_precision.h), which
 // is training's `train.dtype: bf16` on the CPU. The tensors stay f32
 // (weights, activations, gradients, Adam's state); only each product's
-// inputs are rounded to bf16 (to nearest, ties to even) and their products
+// inputs are rounded to bf16 (to nearest, ties to even: core/dtype.h's
+// BFloat16) and their products
 // summed in f32, as bf16 tensor-core products are on a GPU. Where the CPU
 // multiplies bf16 itself (AMX tiles), one instruction does 16 times the
 // multiply-adds of an f32 vector FMA; elsewhere the rounded values go
@@ -59,9 +60,6 @@ void GemmBf16OfRounded(const GemmOperand& a, const GemmOperand& b, int64_t m, in
 // op(A) op(B) + beta C: the kernels without a fused one.
 void ApplyEpilogue(const GemmEpilogue& epilogue, int64_t first, int64_t last, int64_t n,
                    float* c);
-
-// x rounded to bf16 (to nearest, ties to even; NaN stays NaN), as a float.
-float RoundToBf16(float x);
 
 }  // namespace tfm
 
