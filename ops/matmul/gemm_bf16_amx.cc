@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
+#include "core/cache_aligned_vector.h"
 #include "core/thread_pool.h"
 #include "ops/cpu_math/amx_tiles.h"
 #include "ops/matmul/gemm_bf16_cpu.h"
@@ -245,8 +245,9 @@ void AmxPass(const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, i
   const int64_t mp = RoundUp(m, kBlock);
   const int64_t np = RoundUp(n, kBlock);
   // B packed once, shared by the threads; kept between calls (training
-  // repeats its shapes).
-  static thread_local std::vector<uint16_t> packed_b_buffer;
+  // repeats its shapes). Both packed operands start on a cache line, so
+  // that each 64-byte row of a tile is one line (core/cache_aligned_vector.h).
+  static thread_local CacheAlignedVector<uint16_t> packed_b_buffer;
   packed_b_buffer.resize(np * kp);
   uint16_t* packed_b = packed_b_buffer.data();
   pool->ParallelFor(np / 16, 1, [&](int64_t first, int64_t last) {
@@ -266,7 +267,7 @@ void AmxPass(const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, i
       std::max<int64_t>(1, kColumnChunkBytes / (kBlock * kp * int64_t{sizeof(uint16_t)}));
   pool->ParallelFor(groups, 1, [&](int64_t first, int64_t last) {
     // The executing thread's own (a thread_local named in the lambda).
-    static thread_local std::vector<uint16_t> packed_a_buffer;
+    static thread_local CacheAlignedVector<uint16_t> packed_a_buffer;
     packed_a_buffer.resize(group_rows * kp);
     uint16_t* packed_a = packed_a_buffer.data();
     ConfigureFullAmxTiles();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cache_aligned_vector.h"
 #include "core/cpu_features.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
@@ -121,9 +122,10 @@ Int8PanelsFn PanelsFor(Int8Kernel kernel) {
 // rows would otherwise spend a visible share of their time on three
 // allocations each). They are the calling thread's alone: the pool's
 // threads write disjoint rows of them within its call, and no call runs
-// inside another on one thread.
+// inside another on one thread. The levels start on a cache line: the
+// tiles read their rows in whole lines (core/cache_aligned_vector.h).
 struct ActivationScratch {
-  std::vector<uint8_t> levels;
+  CacheAlignedVector<uint8_t> levels;
   std::vector<int32_t> zero_points;
   std::vector<float> scales;
 };
