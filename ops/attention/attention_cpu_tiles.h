@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cache_aligned_vector.h"
 #include "core/thread_pool.h"
 #include "ops/attention/attention_params.h"
 #include "ops/cpu_math/isa.h"
@@ -103,7 +104,7 @@ void ParallelTasks(int64_t count, int64_t scratch_floats, const Fn& fn) {
   ThreadPool* pool = ThreadPool::Default();
   std::atomic<int64_t> next{0};
   pool->ParallelFor(std::min<int64_t>(count, pool->num_threads()), 1, [&](int64_t, int64_t) {
-    std::vector<float> scratch(scratch_floats);
+    CacheAlignedVector<float> scratch(scratch_floats);
     for (int64_t task; (task = next.fetch_add(1)) < count;) {
       fn(task, scratch.data());
     }
