@@ -50,6 +50,11 @@ constexpr int64_t kColumnChunkBytes = int64_t{1} << 19;
 // The most inputs one pass sums (GemmBf16Amx): 32 rows of A are then 64 KiB.
 // (512 kept more in L1 but passed over C more often: no better overall.)
 constexpr int64_t kPassInputs = 1024;
+// The inputs of a block's rows that stay in L1 (16 KiB of A's 32 rows)
+// while a chunk's column blocks pass over them. With all of a pass's 1,024
+// (64 KiB) the tiles waited on L2 for both operands: 1.6 against 1.8
+// TFLOP/s on a core in a microbenchmark of the loop (results document).
+constexpr int64_t kSliceInputs = 256;
 
 int64_t RoundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
@@ -182,25 +187,33 @@ void PackB(const GemmOperand& b, int64_t n, int64_t k, int64_t kp, int64_t panel
   }
 }
 
-// C's block at rows row0.., panels 2 pair.. (32 x 32) from the packed
-// operands (`a` at row row0), written to c with beta (beta == 0 ignores
-// C's old values) and the epilogue.
-void Block(const uint16_t* a, const uint16_t* b, int64_t kp, int64_t row0, int64_t pair,
-           int64_t m, int64_t n, float beta, const GemmEpilogue& epilogue, float* c,
-           int64_t ldc) {
+// The sums of C's block at rows row0.., panels 2 pair.. (32 x 32) over
+// inputs [j0, j1) of the packed operands (`a` at row row0), added to
+// `partial` (the sums of the inputs before j0; none when j0 == 0), left in
+// tiles 0-3.
+void BlockSums(const uint16_t* a, const uint16_t* b, int64_t kp, int64_t pair, int64_t j0,
+               int64_t j1, const float* partial) {
   const int64_t pairs = kp / 2;
   const int64_t a_stride = kp * sizeof(uint16_t);
   const uint16_t* a0 = a;
   const uint16_t* a1 = a0 + kTileRows * kp;
   const uint16_t* b0 = b + 2 * pair * pairs * 32;
   const uint16_t* b1 = b0 + pairs * 32;
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  for (int64_t j = 0; j < kp; j += kTileInputs) {
-    // GCC's tileloadd carries no memory operand: the barrier keeps the
-    // packing's stores ahead of the loads.
+  // GCC's tileloadd carries no memory operand: the barriers keep the
+  // packing's and the partial sums' stores ahead of the loads.
+  __asm__ volatile("" ::: "memory");
+  if (j0 == 0) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  } else {
+    _tile_loadd(0, partial, kBlock * sizeof(float));
+    _tile_loadd(1, partial + 16, kBlock * sizeof(float));
+    _tile_loadd(2, partial + kTileRows * kBlock, kBlock * sizeof(float));
+    _tile_loadd(3, partial + kTileRows * kBlock + 16, kBlock * sizeof(float));
+  }
+  for (int64_t j = j0; j < j1; j += kTileInputs) {
     __asm__ volatile("" ::: "memory");
     _tile_loadd(4, a0 + j, a_stride);
     _tile_loadd(5, a1 + j, a_stride);
@@ -211,13 +224,22 @@ void Block(const uint16_t* a, const uint16_t* b, int64_t kp, int64_t row0, int64
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  alignas(64) float sums[kBlock * kBlock];
+}
+
+// Tiles 0-3 (a 32 x 32 block of sums) into `sums`, rows 32 floats apart.
+void StoreBlockSums(float* sums) {
   _tile_stored(0, sums, kBlock * sizeof(float));
   _tile_stored(1, sums + 16, kBlock * sizeof(float));
   _tile_stored(2, sums + kTileRows * kBlock, kBlock * sizeof(float));
   _tile_stored(3, sums + kTileRows * kBlock + 16, kBlock * sizeof(float));
   __asm__ volatile("" ::: "memory");
-  const int64_t col0 = pair * kBlock;
+}
+
+// The block's sums (32 x 32, as StoreBlockSums left them) written to C's
+// rows row0.., columns from col0, with beta (beta == 0 ignores C's old
+// values) and the epilogue.
+void WriteBlock(const float* sums, int64_t row0, int64_t col0, int64_t m, int64_t n, float beta,
+                const GemmEpilogue& epilogue, float* c, int64_t ldc) {
   const int64_t rows = std::min(kBlock, m - row0);
   const __m512 scale = _mm512_set1_ps(beta);
   for (int64_t r = 0; r < rows; ++r) {
@@ -270,6 +292,9 @@ void AmxPass(const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, i
     static thread_local CacheAlignedVector<uint16_t> packed_a_buffer;
     packed_a_buffer.resize(group_rows * kp);
     uint16_t* packed_a = packed_a_buffer.data();
+    static thread_local CacheAlignedVector<float> partial_buffer;
+    partial_buffer.resize(chunk_pairs * kBlock * kBlock);
+    float* partial = partial_buffer.data();
     ConfigureFullAmxTiles();
     for (int64_t g = first; g < last; ++g) {
       const int64_t row0 = g * group_rows;
@@ -278,8 +303,18 @@ void AmxPass(const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, i
       for (int64_t pair0 = 0; pair0 < np / kBlock; pair0 += chunk_pairs) {
         const int64_t pair1 = std::min(np / kBlock, pair0 + chunk_pairs);
         for (int64_t r = row0; r < row1; r += kBlock) {
-          for (int64_t pair = pair0; pair < pair1; ++pair) {
-            Block(packed_a + (r - row0) * kp, packed_b, kp, r, pair, m, n, beta, epilogue, c, n);
+          const uint16_t* a_rows = packed_a + (r - row0) * kp;
+          // A slice of the block's rows' inputs stays in L1 while the
+          // chunk's column blocks pass over it; the sums of the slices
+          // before are kept in `partial`, a block each.
+          for (int64_t j0 = 0; j0 < kp; j0 += kSliceInputs) {
+            const int64_t j1 = std::min(kp, j0 + kSliceInputs);
+            for (int64_t pair = pair0; pair < pair1; ++pair) {
+              float* sums = partial + (pair - pair0) * kBlock * kBlock;
+              BlockSums(a_rows, packed_b, kp, pair, j0, j1, sums);
+              StoreBlockSums(sums);
+              if (j1 == kp) WriteBlock(sums, r, pair * kBlock, m, n, beta, epilogue, c, n);
+            }
           }
         }
       }
