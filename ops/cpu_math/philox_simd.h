@@ -12,9 +12,11 @@
 #ifndef TFM_OPS_CPU_MATH_PHILOX_SIMD_H_
 #define TFM_OPS_CPU_MATH_PHILOX_SIMD_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/philox.h"
+#include "core/rng.h"
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/vec.h"
 
@@ -118,6 +120,45 @@ inline void PhiloxWords(uint64_t seed, uint64_t stream, uint64_t first_block,
   VecI words[4];
   PhiloxWords(seed, stream, first_block, words);
   for (int k = 0; k < 4; ++k) StoreI(words[k], out + kLanes * k);
+}
+
+// The keep decisions (uniform >= threshold) of elements first .. first +
+// n - 1 of the stream of `state` (element i from block offset + i / 4, lane
+// i % 4, as the dropout op draws it): vector(j, mask) for each whole run of
+// kLanes elements from position j (counted from `first`) on, from the first
+// block boundary, and scalar(j, keep) for the elements before that boundary
+// and the fewer than kLanes after the last whole run. The words come kLanes
+// blocks at a time from the vector generator, the ragged end's too:
+// attention's rows of 32 to 64 keys are short, and a block at a time cost
+// them as much as their products.
+template <typename VectorBody, typename ScalarBody>
+void ForEachKeep(const PhiloxState& state, float threshold, int64_t first, int64_t n,
+                 VectorBody vector, ScalarBody scalar) {
+  int64_t j = 0;
+  // Up to the first block boundary: part of one block.
+  if (const int64_t lead = std::min(n, (4 - first % 4) % 4); lead > 0) {
+    const philox::Uint4 bits = philox::Block(state.seed, state.stream, state.offset + first / 4);
+    for (; j < lead; ++j) {
+      scalar(j, philox::ToUniform(philox::Lane(bits, static_cast<int>((first + j) % 4))) >=
+                    threshold);
+    }
+  }
+  const VecF vthreshold = Set(threshold);
+  for (; j < n; j += kPhiloxWords) {
+    VecI words[4];
+    PhiloxWords(state.seed, state.stream, state.offset + (first + j) / 4, words);
+    for (int k = 0; k < 4; ++k) {
+      const int64_t at = j + kLanes * k;
+      if (at + kLanes <= n) {
+        vector(at, Ge(ToUniform(words[k]), vthreshold));
+        continue;
+      }
+      uint32_t lanes[kLanes];
+      StoreI(words[k], lanes);
+      for (int64_t l = 0; at + l < n; ++l) scalar(at + l, philox::ToUniform(lanes[l]) >= threshold);
+      break;
+    }
+  }
 }
 
 }  // namespace simd

@@ -1,8 +1,10 @@
 #include "ops/cpu_math/philox_simd.h"
 
 #include <cstdint>
+#include <vector>
 
 #include "core/philox.h"
+#include "core/rng.h"
 #include "gtest/gtest.h"
 #include "ops/cpu_math/isa.h"
 
@@ -52,6 +54,42 @@ TEST(PhiloxSimdTest, ToUniformMatchesScalar) {
     float uniforms[kLanes];
     Store(ToUniform(LoadI(words + kLanes * k)), uniforms);
     for (int j = 0; j < kLanes; ++j) EXPECT_EQ(uniforms[j], philox::ToUniform(words[kLanes * k + j]));
+  }
+}
+
+// Every element of every run gets the scalar generator's decision exactly
+// once, whatever the run's start (on or off a block boundary) and length
+// (shorter than a vector, whole runs, a ragged end), from the vector or the
+// scalar body.
+TEST(PhiloxSimdTest, ForEachKeepDecidesEveryElementAsTheScalarGenerator) {
+  const PhiloxState state{0x5EED, 3, 1000};
+  const float threshold = 0.3f;
+  for (int64_t first : {0, 1, 2, 3, 4, 7, 1001}) {
+    for (int64_t n : {0, 1, 3, 5, 15, 16, 17, 31, 48, 63, 64, 65, 130, 200}) {
+      std::vector<int> calls(n, 0), kept(n, -1);
+      ForEachKeep(
+          state, threshold, first, n,
+          [&](int64_t j, Mask keep) {
+            ASSERT_LE(j + kLanes, n) << "first " << first << " n " << n;
+            const uint32_t bits = Bits(keep);
+            for (int l = 0; l < kLanes; ++l) {
+              ++calls[j + l];
+              kept[j + l] = (bits >> l) & 1;
+            }
+          },
+          [&](int64_t j, bool keep) {
+            ASSERT_LT(j, n) << "first " << first << " n " << n;
+            ++calls[j];
+            kept[j] = keep;
+          });
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t i = first + j;
+        const philox::Uint4 block = philox::Block(state.seed, state.stream, state.offset + i / 4);
+        const bool expected = philox::ToUniform(philox::Lane(block, i % 4)) >= threshold;
+        ASSERT_EQ(calls[j], 1) << "first " << first << " n " << n << " element " << j;
+        ASSERT_EQ(kept[j], expected) << "first " << first << " n " << n << " element " << j;
+      }
+    }
   }
 }
 

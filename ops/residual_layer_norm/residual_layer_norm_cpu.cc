@@ -3,10 +3,9 @@
 // and then normalised while it is in the cache, by layer_norm's own row
 // loops (ops/layer_norm/layer_norm_rows_cpu.h), so the results are those of
 // dropout, add and layer_norm, bit for bit. The mask of a row's elements
-// comes kLanes Philox blocks at a time (ops/cpu_math/philox_simd.h, element
-// i from block offset + i / 4, lane i % 4, as the dropout op draws it); a
-// row that does not start or end on a block boundary takes its first and
-// last elements one at a time from philox::Block.
+// comes kLanes Philox blocks at a time (simd::ForEachKeep in
+// ops/cpu_math/philox_simd.h: element i from block offset + i / 4, lane
+// i % 4, as the dropout op draws it).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -31,37 +30,6 @@ using simd::Load;
 using simd::Store;
 using simd::VecF;
 
-// The keep decisions of elements first .. first + n - 1 of the tensor:
-// vector(j, mask) for the kLanes elements from row position j on, whole
-// groups of 4 kLanes elements (kLanes Philox blocks) at a time, and
-// scalar(j, keep) for the elements before the first block boundary and
-// after the last whole group.
-template <typename VectorBody, typename ScalarBody>
-void ForEachKeep(const PhiloxState& state, float threshold, int64_t first, int64_t n,
-                 VectorBody vector, ScalarBody scalar) {
-  int64_t j = 0;
-  auto one_at_a_time = [&](int64_t end) {
-    philox::Uint4 bits{};
-    for (int64_t start = j; j < end; ++j) {
-      const int64_t i = first + j;
-      if (j == start || i % 4 == 0) {
-        bits = philox::Block(state.seed, state.stream, state.offset + i / 4);
-      }
-      scalar(j, philox::ToUniform(philox::Lane(bits, static_cast<int>(i % 4))) >= threshold);
-    }
-  };
-  one_at_a_time(std::min(n, (4 - first % 4) % 4));
-  const VecF vthreshold = simd::Set(threshold);
-  for (; j + simd::kPhiloxWords <= n; j += simd::kPhiloxWords) {
-    simd::VecI words[4];
-    simd::PhiloxWords(state.seed, state.stream, state.offset + (first + j) / 4, words);
-    for (int k = 0; k < 4; ++k) {
-      vector(j + kLanes * k, simd::Ge(simd::ToUniform(words[k]), vthreshold));
-    }
-  }
-  one_at_a_time(n);
-}
-
 // sum[j] = x[j] + dropout(h[j] + h_bias[j]) for the row of d elements that
 // starts at element `first` of the tensor; h_bias may be null. Dropped
 // elements add +0 (a NaN dropped is gone), as the dropout op writes them.
@@ -78,7 +46,7 @@ void ResidualRow(const ResidualDropoutArgs& dropout, int64_t first, const float*
   }
   const float scale = dropout.scaling.scale;
   const VecF vscale = simd::Set(scale);
-  ForEachKeep(
+  simd::ForEachKeep(
       dropout.state, dropout.scaling.threshold, first, d,
       [&](int64_t j, simd::Mask keep) {
         const VecF dropped = simd::IfThenElseZero(keep, sublayer(j, simd::AllLanes{}) * vscale);
@@ -99,7 +67,7 @@ void DropoutRowBackward(const ResidualDropoutArgs& dropout, int64_t first, const
   } else {
     const float scale = dropout.scaling.scale;
     const VecF vscale = simd::Set(scale);
-    ForEachKeep(
+    simd::ForEachKeep(
         dropout.state, dropout.scaling.threshold, first, d,
         [&](int64_t j, simd::Mask keep) {
           Store(simd::IfThenElseZero(keep, Load(dx + j) * vscale), dh + j);
