@@ -1,6 +1,7 @@
 // CPU f32 kernels of multi_tensor_sum_of_squares and scale_in_place. Each
-// tensor's sum is split into fixed chunks added in order, and the tensors'
-// sums are added in list order, so it does not depend on the thread count.
+// tensor's sum is split into fixed chunks (each summed in a fixed order)
+// added in order, and the tensors' sums are added in list order, so it does
+// not depend on the thread count.
 #include <algorithm>
 #include <vector>
 
@@ -11,6 +12,27 @@ namespace tfm {
 namespace {
 
 constexpr int64_t kChunk = 1 << 14;
+
+// The sum of x[i]^2 in double, as kLanes interleaved sums (element i goes
+// to sum i % kLanes) added pairwise at the end: a fixed order, so the bits
+// do not depend on the threads. One running sum waited on its own adds (4
+// cycles an element: 2% of the base model's bf16 update); kLanes
+// independent ones vectorise.
+double SumOfSquares(const float* x, int64_t count) {
+  constexpr int kLanes = 8;
+  double sums[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    for (int lane = 0; lane < kLanes; ++lane) {
+      sums[lane] += static_cast<double>(x[i + lane]) * x[i + lane];
+    }
+  }
+  for (int lane = 0; i < count; ++i, ++lane) sums[lane] += static_cast<double>(x[i]) * x[i];
+  for (int width = kLanes / 2; width >= 1; width /= 2) {
+    for (int lane = 0; lane < width; ++lane) sums[lane] += sums[lane + width];
+  }
+  return sums[0];
+}
 
 absl::Status MultiTensorSumOfSquaresCpu(KernelContext& context) {
   // The chunks of all tensors, summed in parallel, so that many small
@@ -34,11 +56,7 @@ absl::Status MultiTensorSumOfSquaresCpu(KernelContext& context) {
   context.thread_pool()->ParallelFor(
       static_cast<int64_t>(chunks.size()), 1, [&](int64_t begin, int64_t end) {
         for (int64_t c = begin; c < end; ++c) {
-          double sum = 0.0;
-          for (int64_t i = 0; i < chunks[c].count; ++i) {
-            sum += static_cast<double>(chunks[c].data[i]) * chunks[c].data[i];
-          }
-          partial[c] = sum;
+          partial[c] = SumOfSquares(chunks[c].data, chunks[c].count);
         }
       });
   // Each tensor's sum in double, added to the total in f32: the bits of the

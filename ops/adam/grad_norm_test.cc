@@ -51,18 +51,23 @@ TEST(GradNormTest, NonFiniteNormIsAnErrorWhenAsked) {
 }
 
 // The CPU kernel's order, written out: each tensor in double over chunks of
-// 16384 added in order, the tensors' sums added to an f32 total in order.
+// 16384 added in order, a chunk as 8 interleaved sums (element i to sum
+// i % 8 of the chunk) added pairwise (0+4, 1+5, ..., then 0+2, 1+3, then
+// 0+1), the tensors' sums added to an f32 total in order.
 float ReferenceSumOfSquares(const std::vector<Tensor>& xs) {
   constexpr int64_t kChunk = 1 << 14;
   float total = 0.0f;
   for (const Tensor& x : xs) {
     double sum = 0.0;
     for (int64_t begin = 0; begin < x.num_elements(); begin += kChunk) {
-      double chunk = 0.0;
+      double lanes[8] = {};
       for (int64_t i = begin; i < std::min(x.num_elements(), begin + kChunk); ++i) {
-        chunk += static_cast<double>(x.data<float>()[i]) * x.data<float>()[i];
+        lanes[(i - begin) % 8] += static_cast<double>(x.data<float>()[i]) * x.data<float>()[i];
       }
-      sum += chunk;
+      for (int width = 4; width >= 1; width /= 2) {
+        for (int lane = 0; lane < width; ++lane) lanes[lane] += lanes[lane + width];
+      }
+      sum += lanes[0];
     }
     total = static_cast<float>(total + sum);
   }
