@@ -81,14 +81,39 @@ absl::Status ReadInputs(const KernelContext& context, HeadsFirstTensors& layout,
                                       {&context.input(2), p.interleaved_keys, p.heads,
                                        ValuePart(p)}}));
   problem.q = inputs[0].data<float>();
+  problem.q_rows = attention_cpu::HeadsFirstRows(problem.q, p.heads, p.q_len, p.d_k);
   if (inputs[1].dtype() == DType::kF16) {  // A decoding step's 16-bit caches (validated).
     problem.k_f16 = static_cast<const uint16_t*>(inputs[1].raw_data());
     problem.v_f16 = static_cast<const uint16_t*>(inputs[2].raw_data());
   } else {
     problem.k = inputs[1].data<float>();
     problem.v = inputs[2].data<float>();
+    problem.k_rows = attention_cpu::HeadsFirstRows(problem.k, p.heads, p.k_len, p.d_k);
+    problem.v_rows = attention_cpu::HeadsFirstRows(problem.v, p.heads, p.k_len, p.d_v);
   }
   return absl::OkStatus();
+}
+
+// A tensor's rows where they are (attention_cpu::HeadRows): heads-first, or
+// interleaved with `heads` of its slots from part `part` on (packed
+// projections), as HeadsFirstTensors would have permuted them.
+template <typename T>
+attention_cpu::HeadRows<T> RowsInPlace(T* data, const Tensor& x, bool interleaved, int64_t heads,
+                                       int64_t part, int64_t len, int64_t d) {
+  if (!interleaved) return attention_cpu::HeadsFirstRows(data, heads, len, d);
+  return {data + part * heads * d, heads, len, d, x.dim(2)};
+}
+
+// q, k and v in place, for the packed kernels.
+void ReadInputsInPlace(const KernelContext& context, attention_cpu::Problem& problem) {
+  const AttentionParams& p = problem.params;
+  const Tensor &q = context.input(0), &k = context.input(1), &v = context.input(2);
+  problem.q_rows = RowsInPlace(q.data<float>(), q, p.interleaved_queries, p.heads, 0, p.q_len,
+                               p.d_k);
+  problem.k_rows = RowsInPlace(k.data<float>(), k, p.interleaved_keys, p.heads, KeyPart(p),
+                               p.k_len, p.d_k);
+  problem.v_rows = RowsInPlace(v.data<float>(), v, p.interleaved_keys, p.heads, ValuePart(p),
+                               p.k_len, p.d_v);
 }
 
 }  // namespace
@@ -105,6 +130,18 @@ absl::Status AttentionForwardCpu(KernelContext& context) {
   // outputs only once all are allocated.
   TFM_RETURN_IF_ERROR(context.AllocateOutput(0, AttentionOutShape(p), DType::kF32).status());
   TFM_RETURN_IF_ERROR(context.AllocateOutput(1, {p.batch, p.heads, p.q_len}, DType::kF32).status());
+  // The packed kernels read and write interleaved tensors in place; the
+  // row-by-row path (decoding: few query rows, key rows, f16 caches) and
+  // the BLAS loops read heads-first ones.
+  if (attention_cpu::UsePackedKernels(p) && p.q_len > kMaxRowwiseQueries && !has_key_rows &&
+      context.input(1).dtype() == DType::kF32) {
+    ReadInputsInPlace(context, problem);
+    Tensor& out = context.outputs()[0];
+    attention_cpu::ForwardPacked(
+        problem, RowsInPlace(out.data<float>(), out, p.interleaved_queries, p.heads, 0, p.q_len, p.d_v),
+        context.outputs()[1].data<float>());
+    return absl::OkStatus();
+  }
   HeadsFirstTensors layout = HostHeadsFirst();
   std::vector<Tensor> inputs;
   TFM_RETURN_IF_ERROR(ReadInputs(context, layout, problem, inputs));
@@ -122,24 +159,42 @@ absl::Status AttentionBackwardCpu(KernelContext& context) {
         context.AllocateOutput(i, AttentionGradShape(p, i, context.input(i).shape()), DType::kF32)
             .status());
   }
+  std::vector<Tensor>& grads = context.outputs();
+  // Packed projections: dk and dv are parts of dq's tensor (qkv), dv of
+  // dk's (kv).
+  Tensor* const dk = &grads[AttentionGradOutput(p, 1)];
+  Tensor* const dv = &grads[AttentionGradOutput(p, 2)];
+  const float* lse = context.input(4).data<float>();
+  if (attention_cpu::UsePackedKernels(p)) {  // In place, as the forward.
+    ReadInputsInPlace(context, problem);
+    const Tensor &out = context.input(3), &d_out = context.input(5);
+    const bool q_rows = p.interleaved_queries, k_rows = p.interleaved_keys;
+    attention_cpu::Backward(
+        problem, RowsInPlace(out.data<float>(), out, q_rows, p.heads, 0, p.q_len, p.d_v), lse,
+        RowsInPlace(d_out.data<float>(), d_out, q_rows, p.heads, 0, p.q_len, p.d_v),
+        RowsInPlace(grads[0].data<float>(), grads[0], q_rows, p.heads, 0, p.q_len, p.d_k),
+        RowsInPlace(dk->data<float>(), *dk, k_rows, p.heads, KeyPart(p), p.k_len, p.d_k),
+        RowsInPlace(dv->data<float>(), *dv, k_rows, p.heads, ValuePart(p), p.k_len, p.d_v));
+    return absl::OkStatus();
+  }
   HeadsFirstTensors layout = HostHeadsFirst();
   std::vector<Tensor> inputs;
   TFM_RETURN_IF_ERROR(ReadInputs(context, layout, problem, inputs));
   TFM_ASSIGN_OR_RETURN(const std::vector<Tensor> out_and_d_out,
                        layout.Inputs({{&context.input(3), p.interleaved_queries},
                                       {&context.input(5), p.interleaved_queries}}));
-  std::vector<Tensor>& grads = context.outputs();
-  // Packed projections: dk and dv are parts of dq's tensor (qkv), dv of
-  // dk's (kv).
-  Tensor* const dk = &grads[AttentionGradOutput(p, 1)];
-  Tensor* const dv = &grads[AttentionGradOutput(p, 2)];
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> targets,
                        layout.Outputs({{&grads[0], p.interleaved_queries, p.heads, 0},
                                        {dk, p.interleaved_keys, p.heads, KeyPart(p)},
                                        {dv, p.interleaved_keys, p.heads, ValuePart(p)}}));
-  attention_cpu::Backward(problem, out_and_d_out[0].data<float>(), context.input(4).data<float>(),
-                          out_and_d_out[1].data<float>(), targets[0].data<float>(),
-                          targets[1].data<float>(), targets[2].data<float>());
+  const auto heads_first = [&](auto* data, int64_t len, int64_t d) {
+    return attention_cpu::HeadsFirstRows(data, p.heads, len, d);
+  };
+  attention_cpu::Backward(problem, heads_first(out_and_d_out[0].data<float>(), p.q_len, p.d_v), lse,
+                          heads_first(out_and_d_out[1].data<float>(), p.q_len, p.d_v),
+                          heads_first(targets[0].data<float>(), p.q_len, p.d_k),
+                          heads_first(targets[1].data<float>(), p.k_len, p.d_k),
+                          heads_first(targets[2].data<float>(), p.k_len, p.d_v));
   return layout.Finish();
 }
 

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/check.h"
 #include "ops/attention/attention_cpu_tiles.h"
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/simd_math.h"
@@ -29,17 +30,30 @@ namespace {
 // every pool size.
 constexpr int64_t kMinTasks = 32;
 
-void RowDots(const AttentionParams& p, const float* a, const float* b, float* dots) {
+// dots[bh * q_len + i] = a_i . b_i over row i of head bh.
+void RowDots(const AttentionParams& p, const HeadRows<const float>& a,
+             const HeadRows<const float>& b, float* dots) {
   const int64_t rows = p.batch * p.heads * p.q_len;
   ThreadPool::Default()->ParallelFor(rows, 256, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) dots[i] = simd::Dot(a + i * p.d_v, b + i * p.d_v, p.d_v);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t bh = i / p.q_len, row = i % p.q_len;
+      dots[i] = simd::Dot(a.Head(bh) + row * a.ld(), b.Head(bh) + row * b.ld(), p.d_v);
+    }
   });
 }
 
 // The tile loop on BLAS: BackwardPacked's contract (attention_cpu_tiles.h)
-// for every head size.
-void BackwardBlas(const Problem& problem, const float* lse, const float* d_out, const float* delta,
-                  int64_t groups, float* dq, float* dk, float* dv, float* dq_slabs) {
+// for every head size, on heads-first tensors only.
+void BackwardBlas(const Problem& problem, const float* lse, const HeadRows<const float>& d_out,
+                  const float* delta, int64_t groups, const HeadRows<float>& dq_rows,
+                  const HeadRows<float>& dk_rows, const HeadRows<float>& dv_rows,
+                  float* dq_slabs) {
+  TFM_CHECK(problem.q_rows.heads_first() && problem.k_rows.heads_first() &&
+                problem.v_rows.heads_first() && d_out.heads_first() && dq_rows.heads_first() &&
+                dk_rows.heads_first() && dv_rows.heads_first(),
+            "attention's BLAS loops read heads-first tensors");
+  float* dk = dk_rows.data;
+  float* dv = dv_rows.data;
   const AttentionParams& p = problem.params;
   const int64_t heads_total = p.batch * p.heads;
   const int64_t k_tiles = (p.k_len + kKeyTile - 1) / kKeyTile;
@@ -47,7 +61,7 @@ void BackwardBlas(const Problem& problem, const float* lse, const float* d_out, 
 
   ParallelTasks(heads_total * groups, 3 * tile + kKeyTile, [&](int64_t task, float* buffer) {
     const BackwardHead head =
-        StartBackwardHead(problem, task, groups, lse, d_out, delta, dq, dq_slabs);
+        StartBackwardHead(problem, task, groups, lse, d_out, delta, dq_rows, dq_slabs);
     const int64_t bh = head.bh, group = head.group, b = head.b;
     const float *q = head.q, *k = head.k, *v = head.v, *d_o = head.d_out;
     const float *row_lse = head.lse, *row_delta = head.delta;
@@ -105,8 +119,9 @@ void BackwardBlas(const Problem& problem, const float* lse, const float* d_out, 
 
 }  // namespace
 
-void Backward(const Problem& problem, const float* out, const float* lse, const float* d_out,
-              float* dq, float* dk, float* dv) {
+void Backward(const Problem& problem, const HeadRows<const float>& out, const float* lse,
+              const HeadRows<const float>& d_out, const HeadRows<float>& dq,
+              const HeadRows<float>& dk, const HeadRows<float>& dv) {
   const AttentionParams& p = problem.params;
   const int64_t heads_total = p.batch * p.heads;
   std::vector<float> delta(heads_total * p.q_len);
@@ -122,14 +137,19 @@ void Backward(const Problem& problem, const float* out, const float* lse, const 
                                                         dq, dk, dv, slabs.data());
 
   if (groups > 1) {
+    // The slabs are heads-first; dq's rows may be interleaved.
     const int64_t row_floats = p.q_len * p.d_k;
     ThreadPool::Default()->ParallelFor(heads_total, 1, [&](int64_t begin, int64_t end) {
       for (int64_t bh = begin; bh < end; ++bh) {
-        float* target = dq + bh * row_floats;
-        std::memcpy(target, slabs.data() + bh * row_floats, row_floats * sizeof(float));
-        for (int64_t g = 1; g < groups; ++g) {
-          const float* slab = slabs.data() + (g * heads_total + bh) * row_floats;
-          for (int64_t i = 0; i < row_floats; ++i) target[i] += slab[i];
+        float* target = dq.Head(bh);
+        for (int64_t i = 0; i < p.q_len; ++i) {
+          float* row = target + i * dq.ld();
+          const float* first = slabs.data() + bh * row_floats + i * p.d_k;
+          std::memcpy(row, first, p.d_k * sizeof(float));
+          for (int64_t g = 1; g < groups; ++g) {
+            const float* slab = slabs.data() + (g * heads_total + bh) * row_floats + i * p.d_k;
+            for (int64_t j = 0; j < p.d_k; ++j) row[j] += slab[j];
+          }
         }
       }
     });

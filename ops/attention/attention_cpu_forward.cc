@@ -25,11 +25,11 @@ void Forward(const Problem& problem, float* out, float* lse) {
     ForwardRowwise(problem, out, lse);
     return;
   }
-  if (UsePackedKernels(problem.params)) {
-    ForwardPacked(problem, out, lse);
+  const AttentionParams& p = problem.params;
+  if (UsePackedKernels(p)) {
+    ForwardPacked(problem, HeadsFirstRows(out, p.heads, p.q_len, p.d_v), lse);
     return;
   }
-  const AttentionParams& p = problem.params;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t q_tiles = (p.q_len + kQueryTile - 1) / kQueryTile;
   const int64_t scratch = kQueryTile * kKeyTile + kKeyTile + 2 * kQueryTile;

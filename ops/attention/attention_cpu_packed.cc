@@ -64,18 +64,19 @@ inline void Transpose8x8(__m256 rows[8]) {
   }
 }
 
-// dst[kk * kTileCols + j] = factor * src[j * d + kk] for j < cols (d a
-// multiple of 8); the columns up to the next multiple of 16 are zeroed, so
+// dst[kk * kTileCols + j] = factor * src[j * ld + kk] for kk < d, j < cols
+// (d a multiple of 8); the columns up to the next multiple of 16 are zeroed, so
 // products over them read finite values (the kernels never use their
 // results). 8 x 8 blocks go through registers: a scalar transpose would
 // cost a sizeable fraction of a small tile's products.
-void PackTransposed(const float* src, int64_t cols, int64_t d, float factor, float* dst) {
+void PackTransposed(const float* src, int64_t ld, int64_t cols, int64_t d, float factor,
+                    float* dst) {
   const __m256 vfactor = _mm256_set1_ps(factor);
   int64_t j = 0;
   for (; j + 8 <= cols; j += 8) {
     for (int64_t kk = 0; kk < d; kk += 8) {
       __m256 block[8];
-      for (int i = 0; i < 8; ++i) block[i] = _mm256_loadu_ps(src + (j + i) * d + kk);
+      for (int i = 0; i < 8; ++i) block[i] = _mm256_loadu_ps(src + (j + i) * ld + kk);
       Transpose8x8(block);
       for (int i = 0; i < 8; ++i) {
         _mm256_storeu_ps(dst + (kk + i) * kTileCols + j, _mm256_mul_ps(block[i], vfactor));
@@ -85,7 +86,7 @@ void PackTransposed(const float* src, int64_t cols, int64_t d, float factor, flo
   const int64_t width = RoundUp16(cols);
   for (int64_t kk = 0; kk < d; ++kk) {
     float* row = dst + kk * kTileCols;
-    for (int64_t jj = j; jj < cols; ++jj) row[jj] = factor * src[jj * d + kk];
+    for (int64_t jj = j; jj < cols; ++jj) row[jj] = factor * src[jj * ld + kk];
     std::fill(row + cols, row + width, 0.0f);
   }
 }
@@ -101,7 +102,7 @@ void ScoreGradient(const float* p, float* dp, int64_t n, float delta, float scal
 
 }  // namespace
 
-void ForwardPacked(const Problem& problem, float* out, float* lse) {
+void ForwardPacked(const Problem& problem, const HeadRows<float>& out, float* lse) {
   const AttentionParams& p = problem.params;
   const int64_t heads_total = p.batch * p.heads;
   const int64_t k_tiles = (p.k_len + kTileCols - 1) / kTileCols;
@@ -118,8 +119,9 @@ void ForwardPacked(const Problem& problem, float* out, float* lse) {
     ThreadPool::Default()->ParallelFor(heads_total * k_tiles, 4, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t bh = t / k_tiles, c0 = (t % k_tiles) * kTileCols;
-        PackTransposed(problem.k + (bh * p.k_len + c0) * p.d_k, std::min(kTileCols, p.k_len - c0),
-                       p.d_k, p.scale * kLog2E, k_packed.get() + t * packed_tile);
+        const HeadRows<const float>& k = problem.k_rows;
+        PackTransposed(k.Head(bh) + c0 * k.ld(), k.ld(), std::min(kTileCols, p.k_len - c0), p.d_k,
+                       p.scale * kLog2E, k_packed.get() + t * packed_tile);
       }
     });
   }
@@ -130,26 +132,29 @@ void ForwardPacked(const Problem& problem, float* out, float* lse) {
     const int64_t b = bh / p.heads;
     const int64_t q0 = (task % q_tiles) * kTileRows;
     const int64_t rows = std::min(kTileRows, p.q_len - q0);
-    const float* q = problem.q + (bh * p.q_len + q0) * p.d_k;
-    const float* v = problem.v + bh * p.k_len * p.d_v;
-    float* o = out + (bh * p.q_len + q0) * p.d_v;
+    const int64_t ld_q = problem.q_rows.ld(), ld_k = problem.k_rows.ld();
+    const int64_t ld_v = problem.v_rows.ld(), ld_o = out.ld();
+    const float* q = problem.q_rows.Head(bh) + q0 * ld_q;
+    const float* v = problem.v_rows.Head(bh);
+    float* o = out.Head(bh) + q0 * ld_o;
     float* scores = buffer;
     float* multipliers = scores + kTileRows * kTileCols;
     float* row_max = multipliers + kTileCols;  // Base 2.
     float* row_sum = row_max + kTileRows;
     float* k_t = row_sum + kTileRows;  // Used when pack_in_task.
 
-    std::memset(o, 0, rows * p.d_v * sizeof(float));
+    for (int64_t r = 0; r < rows; ++r) std::memset(o + r * ld_o, 0, p.d_v * sizeof(float));
     std::fill(row_max, row_max + rows, kNegInf);
     std::fill(row_sum, row_sum + rows, 0.0f);
     const int64_t tile_key_end = problem.RowKeyEnd(b, q0 + rows - 1);
     for (int64_t c0 = 0; c0 < tile_key_end; c0 += kTileCols) {
       const int64_t cols = std::min(kTileCols, tile_key_end - c0);
       if (pack_in_task) {
-        PackTransposed(problem.k + (bh * p.k_len + c0) * p.d_k, cols, p.d_k, p.scale * kLog2E, k_t);
+        PackTransposed(problem.k_rows.Head(bh) + c0 * ld_k, ld_k, cols, p.d_k, p.scale * kLog2E,
+                       k_t);
       }
       TileProduct<false>(
-          rows, RoundUp16(cols), p.d_k, q, p.d_k, 1,
+          rows, RoundUp16(cols), p.d_k, q, ld_q, 1,
           pack_in_task ? k_t : k_packed.get() + (bh * k_tiles + c0 / kTileCols) * packed_tile,
           kTileCols, scores, kTileCols);
       MaskScores(problem, b, q0, rows, c0, cols, scores, kTileCols);
@@ -163,18 +168,18 @@ void ForwardPacked(const Problem& problem, float* out, float* lse) {
         const float correction = Exp2(row_max[r] - new_max);  // 0 on the first tile.
         row_sum[r] = row_sum[r] * correction + Exp2ShiftedSum(row, cols, new_max);
         row_max[r] = new_max;
-        if (correction != 1.0f) simd::Scale(o + r * p.d_v, p.d_v, correction);
+        if (correction != 1.0f) simd::Scale(o + r * ld_o, p.d_v, correction);
         if (p.dropout > 0.0f) {
           DropoutMultipliers(p, (bh * p.q_len + q0 + r) * p.k_len + c0, cols, multipliers);
           for (int64_t j = 0; j < cols; ++j) row[j] *= multipliers[j];
         }
       }
-      TileProduct<true>(rows, p.d_v, cols, scores, kTileCols, 1, v + c0 * p.d_v, p.d_v, o, p.d_v);
+      TileProduct<true>(rows, p.d_v, cols, scores, kTileCols, 1, v + c0 * ld_v, ld_v, o, ld_o);
     }
     for (int64_t r = 0; r < rows; ++r) {
       float* row_lse = lse + bh * p.q_len + q0 + r;
       if (row_sum[r] > 0.0f) {
-        simd::Scale(o + r * p.d_v, p.d_v, 1.0f / row_sum[r]);
+        simd::Scale(o + r * ld_o, p.d_v, 1.0f / row_sum[r]);
         *row_lse = kLn2 * (row_max[r] + std::log2(row_sum[r]));
       } else {
         *row_lse = kNegInf;  // No visible key: the output row stays zero.
@@ -183,9 +188,9 @@ void ForwardPacked(const Problem& problem, float* out, float* lse) {
   });
 }
 
-void BackwardPacked(const Problem& problem, const float* lse, const float* d_out,
-                    const float* delta, int64_t groups, float* dq, float* dk, float* dv,
-                    float* dq_slabs) {
+void BackwardPacked(const Problem& problem, const float* lse, const HeadRows<const float>& d_out,
+                    const float* delta, int64_t groups, const HeadRows<float>& dq,
+                    const HeadRows<float>& dk, const HeadRows<float>& dv, float* dq_slabs) {
   const AttentionParams& p = problem.params;
   const int64_t heads_total = p.batch * p.heads;
   const int64_t k_tiles = (p.k_len + kTileCols - 1) / kTileCols;
@@ -199,6 +204,9 @@ void BackwardPacked(const Problem& problem, const float* lse, const float* d_out
     const float *q = head.q, *k = head.k, *v = head.v, *d_o = head.d_out;
     const float *row_lse = head.lse, *row_delta = head.delta;
     float* d_q = head.d_q;
+    const int64_t ld_q = head.ld_q, ld_k = head.ld_k, ld_v = head.ld_v;
+    const int64_t ld_d_o = head.ld_d_out, ld_d_q = head.ld_d_q;
+    const int64_t ld_d_k = dk.ld(), ld_d_v = dv.ld();
     float* k_t = buffer;                     // [d_k, kTileCols], scaled to base 2.
     float* v_t = k_t + p.d_k * kTileCols;    // [d_v, kTileCols]
     float* probs = v_t + p.d_v * kTileCols;  // [kTileRows, kTileCols]
@@ -210,20 +218,22 @@ void BackwardPacked(const Problem& problem, const float* lse, const float* d_out
       const int64_t c0 = kt * kTileCols;
       const int64_t cols = std::min(kTileCols, p.k_len - c0);
       const int64_t width = RoundUp16(cols);
-      float* d_k = dk + (bh * p.k_len + c0) * p.d_k;
-      float* d_v = dv + (bh * p.k_len + c0) * p.d_v;
-      std::memset(d_k, 0, cols * p.d_k * sizeof(float));
-      std::memset(d_v, 0, cols * p.d_v * sizeof(float));
+      float* d_k = dk.Head(bh) + c0 * ld_d_k;
+      float* d_v = dv.Head(bh) + c0 * ld_d_v;
+      for (int64_t j = 0; j < cols; ++j) {
+        std::memset(d_k + j * ld_d_k, 0, p.d_k * sizeof(float));
+        std::memset(d_v + j * ld_d_v, 0, p.d_v * sizeof(float));
+      }
       if (c0 >= problem.key_end[b]) continue;  // Padding keys: zero gradients.
-      PackTransposed(k + c0 * p.d_k, cols, p.d_k, p.scale * kLog2E, k_t);
-      PackTransposed(v + c0 * p.d_v, cols, p.d_v, 1.0f, v_t);
+      PackTransposed(k + c0 * ld_k, ld_k, cols, p.d_k, p.scale * kLog2E, k_t);
+      PackTransposed(v + c0 * ld_v, ld_v, cols, p.d_v, 1.0f, v_t);
       const int64_t first_row = FirstQueryRow(p, c0);
       for (int64_t q0 = first_row / kTileRows * kTileRows; q0 < p.q_len; q0 += kTileRows) {
         const int64_t rows = std::min(kTileRows, p.q_len - q0);
-        const float* q_tile = q + q0 * p.d_k;
-        const float* d_o_tile = d_o + q0 * p.d_v;
+        const float* q_tile = q + q0 * ld_q;
+        const float* d_o_tile = d_o + q0 * ld_d_o;
         // P = 2^(S_2 - lse_2), S_2 = Q (scale log2(e) K)^T.
-        TileProduct<false>(rows, width, p.d_k, q_tile, p.d_k, 1, k_t, kTileCols, probs, kTileCols);
+        TileProduct<false>(rows, width, p.d_k, q_tile, ld_q, 1, k_t, kTileCols, probs, kTileCols);
         MaskScores(problem, b, q0, rows, c0, cols, probs, kTileCols);
         for (int64_t r = 0; r < rows; ++r) {
           float* row = probs + r * kTileCols;
@@ -235,20 +245,20 @@ void BackwardPacked(const Problem& problem, const float* lse, const float* d_out
           }
         }
         // dP = dO V^T.
-        TileProduct<false>(rows, width, p.d_v, d_o_tile, p.d_v, 1, v_t, kTileCols, d_scores,
+        TileProduct<false>(rows, width, p.d_v, d_o_tile, ld_d_o, 1, v_t, kTileCols, d_scores,
                            kTileCols);
         const float* kept = ApplyTileDropout(p, bh, q0, rows, c0, cols, kTileCols, probs, d_scores,
                                              dropped, multipliers);
         // dV += (P o M)^T dO, reading P o M transposed in place.
-        TileProduct<true>(cols, p.d_v, rows, kept, 1, kTileCols, d_o_tile, p.d_v, d_v, p.d_v);
+        TileProduct<true>(cols, p.d_v, rows, kept, 1, kTileCols, d_o_tile, ld_d_o, d_v, ld_d_v);
         // dS = scale P o (dP - delta): the scale of both dQ and dK.
         for (int64_t r = 0; r < rows; ++r) {
           ScoreGradient(probs + r * kTileCols, d_scores + r * kTileCols, cols, row_delta[q0 + r],
                         p.scale);
         }
-        TileProduct<true>(rows, p.d_k, cols, d_scores, kTileCols, 1, k + c0 * p.d_k, p.d_k,
-                          d_q + q0 * p.d_k, p.d_k);
-        TileProduct<true>(cols, p.d_k, rows, d_scores, 1, kTileCols, q_tile, p.d_k, d_k, p.d_k);
+        TileProduct<true>(rows, p.d_k, cols, d_scores, kTileCols, 1, k + c0 * ld_k, ld_k,
+                          d_q + q0 * ld_d_q, ld_d_q);
+        TileProduct<true>(cols, p.d_k, rows, d_scores, 1, kTileCols, q_tile, ld_q, d_k, ld_d_k);
       }
     }
   });

@@ -58,23 +58,34 @@ void DropoutMultipliers(const AttentionParams& params, uint64_t first, int64_t c
 }
 
 BackwardHead StartBackwardHead(const Problem& problem, int64_t task, int64_t groups,
-                               const float* lse, const float* d_out, const float* delta, float* dq,
-                               float* dq_slabs) {
+                               const float* lse, const HeadRows<const float>& d_out,
+                               const float* delta, const HeadRows<float>& dq, float* dq_slabs) {
   const AttentionParams& p = problem.params;
   const int64_t heads_total = p.batch * p.heads;
   BackwardHead head;
   head.bh = task / groups;
   head.group = task % groups;
   head.b = head.bh / p.heads;
-  head.q = problem.q + head.bh * p.q_len * p.d_k;
-  head.k = problem.k + head.bh * p.k_len * p.d_k;
-  head.v = problem.v + head.bh * p.k_len * p.d_v;
-  head.d_out = d_out + head.bh * p.q_len * p.d_v;
+  head.q = problem.q_rows.Head(head.bh);
+  head.k = problem.k_rows.Head(head.bh);
+  head.v = problem.v_rows.Head(head.bh);
+  head.d_out = d_out.Head(head.bh);
   head.lse = lse + head.bh * p.q_len;
   head.delta = delta + head.bh * p.q_len;
-  head.d_q = groups > 1 ? dq_slabs + (head.group * heads_total + head.bh) * p.q_len * p.d_k
-                        : dq + head.bh * p.q_len * p.d_k;
-  std::memset(head.d_q, 0, p.q_len * p.d_k * sizeof(float));
+  head.ld_q = problem.q_rows.ld();
+  head.ld_k = problem.k_rows.ld();
+  head.ld_v = problem.v_rows.ld();
+  head.ld_d_out = d_out.ld();
+  if (groups > 1) {
+    head.d_q = dq_slabs + (head.group * heads_total + head.bh) * p.q_len * p.d_k;
+    head.ld_d_q = p.d_k;
+  } else {
+    head.d_q = dq.Head(head.bh);
+    head.ld_d_q = dq.ld();
+  }
+  for (int64_t i = 0; i < p.q_len; ++i) {
+    std::memset(head.d_q + i * head.ld_d_q, 0, p.d_k * sizeof(float));
+  }
   return head;
 }
 

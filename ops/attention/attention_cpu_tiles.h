@@ -24,11 +24,42 @@ namespace attention_cpu {
 inline constexpr int64_t kQueryTile = 64;
 inline constexpr int64_t kKeyTile = 64;
 
+// The rows of each head of an attention tensor where they are:
+// heads-first [batch, heads, len, d] (slots 0), or interleaved [batch, len,
+// slots, d] with the heads in `heads` consecutive slots (attention.h; a
+// part of packed projections). The packed kernels read and write
+// interleaved tensors in place through it: permuting them to heads-first
+// and back cost a quarter of the base model's attention.
+template <typename T>
+struct HeadRows {
+  T* data = nullptr;  // Row 0 of head 0 of batch item 0.
+  int64_t heads = 0, len = 0, d = 0;
+  int64_t slots = 0;  // 0: heads-first.
+
+  // Row 0 of head h of batch item b, for bh = b * heads + h.
+  T* Head(int64_t bh) const {
+    if (slots == 0) return data + bh * len * d;
+    return data + ((bh / heads) * len * slots + bh % heads) * d;
+  }
+  // Elements from one row of a head to the next.
+  int64_t ld() const { return slots == 0 ? d : slots * d; }
+  bool heads_first() const { return slots == 0; }
+};
+
+template <typename T>
+HeadRows<T> HeadsFirstRows(T* data, int64_t heads, int64_t len, int64_t d) {
+  return {data, heads, len, d, 0};
+}
+
 struct Problem {
   AttentionParams params;
+  // Heads-first q, k and v, for the loops other than the packed kernels.
   const float* q = nullptr;
   const float* k = nullptr;
   const float* v = nullptr;
+  // q, k and v as the packed kernels read them (heads-first ones, or the
+  // interleaved inputs in place).
+  HeadRows<const float> q_rows, k_rows, v_rows;
   // f16 keys and values (Half's bits) instead of k and v: the rowwise path
   // only, for any number of query rows (a decoding step against 16-bit
   // caches; attention.h).
@@ -71,6 +102,8 @@ void DropoutMultipliers(const AttentionParams& params, uint64_t first, int64_t c
 // What one backward task works on: a (batch, head) slice of the inputs,
 // group `group` of that head's key tiles, and the dQ rows it accumulates into
 // (its own slab when a head is split over groups > 1 tasks), zeroed here.
+// Rows of q, k, v, d_out and d_q are ld_q, ld_k, ... apart (HeadRows::ld);
+// a slab of dQ is heads-first.
 struct BackwardHead {
   int64_t bh, b, group;
   const float* q;
@@ -80,10 +113,11 @@ struct BackwardHead {
   const float* lse;
   const float* delta;
   float* d_q;
+  int64_t ld_q, ld_k, ld_v, ld_d_out, ld_d_q;
 };
 BackwardHead StartBackwardHead(const Problem& problem, int64_t task, int64_t groups,
-                               const float* lse, const float* d_out, const float* delta, float* dq,
-                               float* dq_slabs);
+                               const float* lse, const HeadRows<const float>& d_out,
+                               const float* delta, const HeadRows<float>& dq, float* dq_slabs);
 
 // The first query row that sees key c0: 0, or under the causal mask the row
 // i with i >= c0 - (k_len - q_len).
@@ -114,6 +148,12 @@ void ParallelTasks(int64_t count, int64_t scratch_floats, const Fn& fn) {
 // out [batch, heads, q_len, d_v] and lse [batch, heads, q_len].
 void Forward(const Problem& problem, float* out, float* lse);
 
+// The gradients into dq, dk and dv, given out and d_out: heads-first for
+// every loop; in place (interleaved) where UsePackedKernels.
+void Backward(const Problem& problem, const HeadRows<const float>& out, const float* lse,
+              const HeadRows<const float>& d_out, const HeadRows<float>& dq,
+              const HeadRows<float>& dk, const HeadRows<float>& dv);
+
 // Forward's whole job when q_len <= kMaxRowwiseQueries (attention_params.h),
 // or with f16 keys and values: row by row, two matrix-vector passes each
 // (attention_cpu_rowwise.cc). Up
@@ -121,9 +161,6 @@ void Forward(const Problem& problem, float* out, float* lse);
 // L2) costs less than a tile's setup. The only path that takes key rows.
 void ForwardRowwise(const Problem& problem, float* out, float* lse);
 
-// dq, dk, dv shaped like q, k, v.
-void Backward(const Problem& problem, const float* out, const float* lse, const float* d_out,
-              float* dq, float* dk, float* dv);
 
 // The largest head size the packed kernels take (their per-worker scratch
 // holds K^T and V^T of one key tile).
@@ -134,14 +171,15 @@ inline constexpr int64_t kMaxPackedHeadSize = 256;
 // sizes take the BLAS tile loops.
 bool UsePackedKernels(const AttentionParams& params);
 
-// The packed kernels: ForwardPacked is Forward's whole job; BackwardPacked
-// is the tile loop of Backward, given delta_i = dO_i . O_i ([batch * heads,
-// q_len]) and the split of each head's key tiles into `groups` tasks (dQ
+// The packed kernels, reading the problem's q_rows, k_rows and v_rows and
+// writing through HeadRows (heads-first or interleaved): ForwardPacked is
+// Forward's whole job; BackwardPacked is the tile loop of Backward, given
+// delta_i = dO_i . O_i ([batch * heads, q_len]) and the split of each head's key tiles into `groups` tasks (dQ
 // goes to dq_slabs, [groups, batch * heads, q_len, d_k], when groups > 1).
-void ForwardPacked(const Problem& problem, float* out, float* lse);
-void BackwardPacked(const Problem& problem, const float* lse, const float* d_out,
-                    const float* delta, int64_t groups, float* dq, float* dk, float* dv,
-                    float* dq_slabs);
+void ForwardPacked(const Problem& problem, const HeadRows<float>& out, float* lse);
+void BackwardPacked(const Problem& problem, const float* lse, const HeadRows<const float>& d_out,
+                    const float* delta, int64_t groups, const HeadRows<float>& dq,
+                    const HeadRows<float>& dk, const HeadRows<float>& dv, float* dq_slabs);
 
 }  // namespace attention_cpu
 TFM_ISA_END

@@ -536,12 +536,16 @@ TEST(AttentionTest, DropoutZeroIsExactlyNoDropoutAndSeedsMatter) {
 // queries only (a decoding step against heads-first caches) and keys only;
 // self- and cross-attention shapes, causal, both masks, dropout (its
 // numbering is by (batch, head, query, key) either way), one query row (no
-// copy: the layouts share their bytes) and a size the packed kernels take.
+// copy: the layouts share their bytes), and sizes the packed kernels take,
+// which read and write interleaved tensors in place (with masks and
+// dropout, and with key tiles split between tasks).
 TEST(AttentionTest, InterleavedHeadsEqualHeadsFirstBetweenSplitAndMerge) {
   for (const Case& c : {Case{2, 3, 9, 9, 8, 8, true, {9, 4}, false, 0.2f},
                         Case{2, 2, 5, 7, 4, 6, false, {7, 3}, true, 0.1f},
                         Case{3, 2, 1, 6, 8, 8, false, {6, 2, 0}, false, 0.0f},
-                        Case{1, 2, 70, 90, 64, 64, false, {}, false, 0.0f}}) {
+                        Case{1, 2, 70, 90, 64, 64, false, {}, false, 0.0f},
+                        Case{2, 2, 40, 70, 16, 32, false, {70, 33}, true, 0.1f},
+                        Case{2, 3, 70, 70, 16, 16, true, {70, 50}, false, 0.2f}}) {
     for (const auto& [queries, keys] : {std::pair{true, true}, {true, false}, {false, true}}) {
       SCOPED_TRACE(::testing::Message() << c.q_len << "x" << c.k_len << " d " << c.d_k
                                         << " queries " << queries << " keys " << keys);
@@ -595,13 +599,14 @@ TEST(AttentionTest, InterleavedHeadsEqualHeadsFirstBetweenSplitAndMerge) {
 // lie) are the op on q, k and v apart, to the bit: the self-attention and
 // cross-attention shapes, causal, key lengths and a padding mask,
 // dropout, one position (where interleaved and heads-first share
-// their bytes, but a packed part does not) and a size the packed kernels
-// take.
+// their bytes, but a packed part does not) and sizes the packed kernels
+// take (in place).
 TEST(AttentionTest, PackedProjectionsEqualSeparateOnes) {
   for (const Case& c : {Case{2, 3, 9, 9, 8, 8, true, {9, 4}, false, 0.2f},
                         Case{2, 2, 7, 7, 4, 4, false, {7, 3}, true, 0.1f},
                         Case{3, 2, 1, 1, 8, 8, false, {1, 1, 0}, false, 0.0f},
-                        Case{1, 2, 70, 70, 64, 64, true, {}, false, 0.0f}}) {
+                        Case{1, 2, 70, 70, 64, 64, true, {}, false, 0.0f},
+                        Case{2, 3, 70, 70, 16, 16, false, {70, 41}, true, 0.2f}}) {
     SCOPED_TRACE(::testing::Message() << c.q_len << "x" << c.k_len << " d " << c.d_k);
     const Tensor q = Normal({c.batch, c.q_len, c.heads, c.d_k}, 1);
     const Tensor k = Normal({c.batch, c.k_len, c.heads, c.d_k}, 2);
