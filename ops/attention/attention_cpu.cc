@@ -1,9 +1,11 @@
 // CPU f32 kernels of scaled_dot_product_attention and its backward (the
 // forward's keys and values may be f16 for a decoding step): read the
 // key mask into per-batch key ends, then run the tiled loops
-// (attention_cpu_forward.cc, attention_cpu_backward.cc). The loops read
-// heads-first tensors: interleaved ones are permuted to that layout and
-// back here (the split_heads and merge_heads a layer would have run).
+// (attention_cpu_forward.cc, attention_cpu_backward.cc). The packed kernels
+// (head sizes that are multiples of 16) read and write interleaved tensors
+// in place; for the other loops (the row-by-row path of decoding steps, the
+// BLAS loops) interleaved tensors are permuted to heads-first and back here
+// (the split_heads and merge_heads a layer would have run).
 #include "absl/strings/str_cat.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
@@ -137,9 +139,10 @@ absl::Status AttentionForwardCpu(KernelContext& context) {
       context.input(1).dtype() == DType::kF32) {
     ReadInputsInPlace(context, problem);
     Tensor& out = context.outputs()[0];
-    attention_cpu::ForwardPacked(
-        problem, RowsInPlace(out.data<float>(), out, p.interleaved_queries, p.heads, 0, p.q_len, p.d_v),
-        context.outputs()[1].data<float>());
+    attention_cpu::ForwardPacked(problem,
+                                 RowsInPlace(out.data<float>(), out, p.interleaved_queries,
+                                             p.heads, 0, p.q_len, p.d_v),
+                                 context.outputs()[1].data<float>());
     return absl::OkStatus();
   }
   HeadsFirstTensors layout = HostHeadsFirst();

@@ -174,8 +174,9 @@ bool UsePackedKernels(const AttentionParams& params);
 // The packed kernels, reading the problem's q_rows, k_rows and v_rows and
 // writing through HeadRows (heads-first or interleaved): ForwardPacked is
 // Forward's whole job; BackwardPacked is the tile loop of Backward, given
-// delta_i = dO_i . O_i ([batch * heads, q_len]) and the split of each head's key tiles into `groups` tasks (dQ
-// goes to dq_slabs, [groups, batch * heads, q_len, d_k], when groups > 1).
+// delta_i = dO_i . O_i ([batch * heads, q_len]) and the split of each
+// head's key tiles into `groups` tasks (dQ goes to dq_slabs, [groups,
+// batch * heads, q_len, d_k], when groups > 1).
 void ForwardPacked(const Problem& problem, const HeadRows<float>& out, float* lse);
 void BackwardPacked(const Problem& problem, const float* lse, const HeadRows<const float>& d_out,
                     const float* delta, int64_t groups, const HeadRows<float>& dq,
