@@ -17,16 +17,21 @@
 #include "core/caching_allocator.h"
 
 namespace tfm {
+
+void* AlignedHostAlloc(size_t bytes) {
+  // aligned_alloc needs a size that is a multiple of the alignment.
+  const size_t rounded =
+      ((bytes == 0 ? 1 : bytes) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+  return std::aligned_alloc(kCpuAlignment, rounded);
+}
+
 namespace {
 
 // Aligned host memory straight from the C library.
 class AlignedHostMemory final : public SystemMemory {
  public:
   absl::StatusOr<void*> Malloc(size_t bytes) override {
-    // aligned_alloc needs a size that is a multiple of the alignment.
-    const size_t rounded =
-        ((bytes == 0 ? 1 : bytes) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    void* ptr = std::aligned_alloc(kCpuAlignment, rounded);
+    void* ptr = AlignedHostAlloc(bytes);
     if (ptr == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("CPU allocation of ", bytes, " bytes failed"));

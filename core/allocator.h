@@ -40,6 +40,10 @@ class Allocator {
 // Alignment of every CPU allocation: a cache line, which also suits AVX-512.
 inline constexpr size_t kCpuAlignment = 64;
 
+// `bytes` (0 counts as 1) of host memory from the C library starting on a
+// kCpuAlignment boundary, freed with std::free; null if none is left.
+void* AlignedHostAlloc(size_t bytes);
+
 // The process-wide host allocator: aligned, thread-safe, caching blocks of
 // 1 MiB and more (see allocator.cc).
 Allocator* CpuAllocator();

@@ -8,7 +8,7 @@
 #define TFM_CORE_CACHE_ALIGNED_VECTOR_H_
 
 #include <cstddef>
-#include <cstdlib>
+#include <cstdlib>  // std::free
 #include <new>
 #include <vector>
 
@@ -25,9 +25,7 @@ struct CacheAlignedAllocator {
   CacheAlignedAllocator(const CacheAlignedAllocator<U>&) {}  // NOLINT: rebinding.
 
   T* allocate(size_t n) {
-    // aligned_alloc needs a size that is a multiple of the alignment.
-    const size_t bytes = (n * sizeof(T) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    void* p = std::aligned_alloc(kCpuAlignment, bytes == 0 ? kCpuAlignment : bytes);
+    void* p = AlignedHostAlloc(n * sizeof(T));
     if (p == nullptr) throw std::bad_alloc();
     return static_cast<T*>(p);
   }

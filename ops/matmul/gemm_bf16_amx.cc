@@ -298,7 +298,7 @@ void AmxPass(const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, i
     ConfigureFullAmxTiles();
     for (int64_t g = first; g < last; ++g) {
       const int64_t row0 = g * group_rows;
-      const int64_t row1 = std::min(row0 + group_rows, RoundUp(m, kBlock));
+      const int64_t row1 = std::min(row0 + group_rows, mp);
       PackA(a, m, k, kp, row0, row1, packed_a);
       for (int64_t pair0 = 0; pair0 < np / kBlock; pair0 += chunk_pairs) {
         const int64_t pair1 = std::min(np / kBlock, pair0 + chunk_pairs);

@@ -65,7 +65,8 @@ std::vector<float> RoundedCopy(const GemmOperand& x, int64_t rows, int64_t cols,
                     [&](int64_t first, int64_t last) {
                       for (int64_t r = first; r < last; ++r) {
                         for (int64_t c = 0; c < stored_cols; ++c) {
-                          copy[r * stored_cols + c] = static_cast<float>(BFloat16(x.data[r * x.ld + c]));
+                          copy[r * stored_cols + c] =
+                              static_cast<float>(BFloat16(x.data[r * x.ld + c]));
                         }
                       }
                     });
