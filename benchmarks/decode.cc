@@ -159,8 +159,9 @@ ABSL_FLAG(bool, ours_int8, true,
           "Also time ours with the decoder's products in int8 (decode.quantize INT8, quantized "
           "at load), rows ours_int8, on the CPU");
 ABSL_FLAG(bool, ours_bf16, true,
-          "Also time ours decoding in bf16 (decode.dtype bf16: 16-bit weights, activations and "
-          "caches, f32 log-probabilities), rows ours_bf16, on a GPU");
+          "Also time ours decoding in bf16 (decode.dtype bf16), rows ours_bf16: on a GPU 16-bit "
+          "weights, activations and caches with f32 log-probabilities; on the CPU bf16 products "
+          "(ops/bf16_linear) over f32 activations");
 ABSL_FLAG(bool, ours_cuda_graphs, true,
           "On a GPU, also time ours with its steps replayed as CUDA graphs (rows ours_graphs: "
           "decode.cuda_graphs; the same translations, checked) against its eager launches");
@@ -1105,8 +1106,10 @@ void PrintGraphRatios(const std::vector<Row>& rows, const std::string& label) {
   }
 }
 
-// The bf16 lines (a GPU): ours_bf16 over ours f32 and over Hugging Face's
-// bf16, at their fastest batched rows; `label` names the section.
+// The bf16 lines: ours_bf16 over ours f32 and over Hugging Face's bf16, at
+// their fastest batched rows; on the CPU, where CTranslate2 offers no bf16
+// (its CPU compute types are int8, int16 and f32), over its f32 at each
+// side's fastest row. `label` names the section.
 void PrintBf16Ratios(const std::vector<Row>& rows, const Device& device,
                      const std::string& label = "") {
   const std::string where = label + (device.is_cuda() ? " (cuda)" : "");
@@ -1115,6 +1118,10 @@ void PrintBf16Ratios(const std::vector<Row>& rows, const Device& device,
                  "ours_bf16/huggingface_bf16" + where);
   PrintRateRatio(rows, "ours_bf16_f32res", "ours", /*batched=*/true,
                  "ours_bf16_f32res/ours_f32" + where);
+  if (device.is_cpu()) {
+    PrintRateRatio(rows, "ours_bf16", "ct2_float32", /*batched=*/false,
+                   "ours_bf16/ctranslate2_f32" + label);
+  }
 }
 
 // The shortlist lines: each shortlist row over the same precision's row
@@ -1255,7 +1262,7 @@ absl::StatusOr<bool> RunRandomBase(const char* argv0, const Device& device,
   section.lines_at_batch_1 = absl::GetFlag(FLAGS_random_lines_at_batch_1);
   // bf16 against Hugging Face's bf16 rows: the same arithmetic on both
   // sides, where f32 rows leave the products off the tensor cores.
-  if (absl::GetFlag(FLAGS_ours_bf16) && device.is_cuda()) {
+  if (absl::GetFlag(FLAGS_ours_bf16)) {
     Transformer* const model = random.model.get();
     section.variants.push_back({"ours_bf16", [model](bool on) -> absl::Status {
                                   return model->SetDecodingDType(on ? DType::kBF16 : DType::kF32);
@@ -1395,12 +1402,14 @@ absl::Status Main(const std::vector<std::string>& args) {
     };
     section.variants.push_back({"ours_int8", set_int8});
   }
-  const bool bf16_rows = absl::GetFlag(FLAGS_ours_bf16) && device.is_cuda();
-  if (bf16_rows) {
+  if (absl::GetFlag(FLAGS_ours_bf16)) {
     section.variants.push_back({"ours_bf16", [&trained](bool on) -> absl::Status {
                                   return trained.SetDecodingDType(on ? "bf16" : "f32");
                                 }});
-    // bf16 sublayers around an f32 residual stream (decode.f32_residual).
+  }
+  if (absl::GetFlag(FLAGS_ours_bf16) && device.is_cuda()) {
+    // bf16 sublayers around an f32 residual stream (decode.f32_residual;
+    // the CPU's bf16 keeps every activation f32 already).
     section.variants.push_back(
         {"ours_bf16_f32res", [&trained](bool on) -> absl::Status {
            return trained.SetDecodingDType(on ? "bf16" : "f32", /*f32_residual=*/on);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
+#include "ops/bf16_linear/bf16_linear.h"
 #include "ops/fill/fill.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
@@ -245,6 +246,15 @@ absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, c
     }
     const std::vector<Tensor>& q = quantized->tensors;
     return QuantizedLinear(x, QuantizedWeight{q[0], q[1], q[2]}, bias, relu);
+  }
+  if (cache.precision() == DecodingPrecision::kBf16 && Bf16LinearSupported(weight) &&
+      x.dtype() == DType::kF32) {
+    const DecodingCache::Entry* packed = cache.Find(owner);
+    if (packed == nullptr) {
+      TFM_ASSIGN_OR_RETURN(Tensor pairs, PackBf16LinearWeight(weight));
+      packed = &cache.Store(owner, {keep, {pairs}});
+    }
+    return Bf16Linear(x, packed->tensors[0], weight.dim(0), bias, relu);
   }
   if (!PackedLinearSupported(weight) || x.dtype() != DType::kF32) {
     if (relu && bias.has_value()) return LinearRelu(x, weight, *bias);

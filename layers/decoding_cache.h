@@ -33,9 +33,12 @@
 namespace tfm {
 
 // The weights decoding steps multiply by (DecodingLinear): the model's f32
-// ones, or int8 with a scale per output row (--quantize=int8: quantized once
-// per search from the f32 weights, ops/quantized_linear).
-enum class DecodingPrecision { kF32, kInt8 };
+// ones, int8 with a scale per output row (--quantize=int8: quantized once
+// per search from the f32 weights, ops/quantized_linear), or bf16 with the
+// activations rounded to bf16 too and f32 sums (--dtype=bf16 on the CPU:
+// packed once per search, ops/bf16_linear). The activations between the
+// products stay f32 in all three.
+enum class DecodingPrecision { kF32, kInt8, kBf16 };
 
 class DecodingCache {
  public:
@@ -165,7 +168,8 @@ class DecodingCache {
 // [out] or none). On the CPU in f32, through the weight packed for
 // packed_linear (ops/packed_linear) once per search, or with the cache's
 // DecodingPrecision::kInt8 quantized and packed for quantized_linear
-// (ops/quantized_linear) once per search; kept as a shared entry under
+// (ops/quantized_linear), or with kBf16 rounded and packed for bf16_linear
+// (ops/bf16_linear), once per search; kept as a shared entry under
 // `owner`: the address of the long-lived Tensor object that holds the
 // weight (a Parameter's value, a shared entry's tensor), which no layer
 // uses as its own key. Elsewhere Linear. With `relu`, max(0, x W^T + b).

@@ -241,13 +241,13 @@ class MultiHeadAttention : public Layer {
       TFM_ASSIGN_OR_RETURN(q, q_proj_.Step(cache, x));
       if (entry == nullptr) {
         const Tensor& memory = inputs[1];
-        // In f32 through Linear, as training computes them; with int8
-        // products through DecodingLinear like every other projection.
-        const bool int8 = cache.precision() == DecodingPrecision::kInt8;
-        TFM_ASSIGN_OR_RETURN(Tensor k, int8 ? k_proj_.Step(cache, memory)
-                                            : k_proj_.Forward(memory, /*keep=*/false));
-        TFM_ASSIGN_OR_RETURN(Tensor v, int8 ? v_proj_.Step(cache, memory)
-                                            : v_proj_.Forward(memory, /*keep=*/false));
+        // In f32 through Linear, as training computes them; with int8 or
+        // bf16 products through DecodingLinear like every other projection.
+        const bool laid_out = cache.precision() != DecodingPrecision::kF32;
+        TFM_ASSIGN_OR_RETURN(Tensor k, laid_out ? k_proj_.Step(cache, memory)
+                                                : k_proj_.Forward(memory, /*keep=*/false));
+        TFM_ASSIGN_OR_RETURN(Tensor v, laid_out ? v_proj_.Step(cache, memory)
+                                                : v_proj_.Forward(memory, /*keep=*/false));
         TFM_ASSIGN_OR_RETURN(std::vector<Tensor> kv, SplitHeadsAll({k, v}, heads_));
         if (const DType dtype = cache.kv_dtype().value_or(kv[0].dtype()); dtype != kv[0].dtype()) {
           // The cache's dtype (f16 under f32 steps), rounded once a batch.

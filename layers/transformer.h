@@ -102,15 +102,20 @@ class Transformer : public TrainableModel, public IncrementalModel {
   absl::StatusOr<Tensor> LogProbabilities(const Batch& batch);
 
   // The decoder's products in the searches that start from now on
-  // (DecodingCache: --quantize=int8 sets kInt8). f32 by default.
+  // (DecodingCache: --quantize=int8 sets kInt8, SetDecodingDType(bf16) on
+  // the CPU kBf16). f32 by default.
   void set_decoding_precision(DecodingPrecision precision) { decoding_precision_ = precision; }
   DecodingPrecision decoding_precision() const { return decoding_precision_; }
   // What the searches that start from now on compute in (decode.dtype):
   // f32, or on a GPU bf16 or f16: the weights rounded from the f32 masters
   // once per batch, the activations and the key/value caches in that dtype,
-  // the log-probabilities in f32 (from the rounded logits). The CPU has f32
-  // kernels only, and int8 products take f32 activations: both are
-  // FailedPrecondition for a 16-bit dtype. With `f32_residual`
+  // the log-probabilities in f32 (from the rounded logits). On the CPU bf16
+  // is training's `train.dtype: bf16` there: the tensors stay f32 and every
+  // linear product (projections, feed-forward, output) rounds its inputs
+  // to bf16 and sums in f32 (decoding_precision() kBf16, ops/bf16_linear;
+  // attention's products stay f32); f16 has no CPU products. int8 products
+  // take f32 activations: FailedPrecondition for a 16-bit dtype, as f16 on
+  // the CPU is. With `f32_residual`
   // (decode.f32_residual) a 16-bit search keeps its residual stream in f32
   // as mixed-precision training does: the embeddings, each sublayer's input
   // and the LayerNorms' outputs f32, the sublayers (products, attention,

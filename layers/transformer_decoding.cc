@@ -144,21 +144,33 @@ absl::Status Transformer::SetDecodingDType(DType dtype, bool f32_residual) {
   if (dtype == DType::kF32) {
     decoding_dtype_ = dtype;
     decoding_f32_residual_ = false;
+    if (decoding_precision_ == DecodingPrecision::kBf16) {
+      decoding_precision_ = DecodingPrecision::kF32;
+    }
     return absl::OkStatus();
   }
   if (dtype != DType::kBF16 && dtype != DType::kF16) {
     return absl::InvalidArgumentError(
         absl::StrCat("decoding in ", DTypeName(dtype), ": f32, bf16 or f16"));
   }
-  if (device_.is_cpu()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(DTypeName(dtype),
-                     " decoding on the CPU: its kernels compute in f32 (decode in f32, or "
-                     "on a GPU)"));
-  }
   if (decoding_precision_ == DecodingPrecision::kInt8) {
     return absl::FailedPreconditionError(absl::StrCat(
         DTypeName(dtype), " decoding with int8 weights: int8 products take f32 activations"));
+  }
+  if (device_.is_cpu()) {
+    // The CPU's bf16 is training's there: f32 tensors, bf16 products.
+    if (dtype == DType::kF16) {
+      return absl::FailedPreconditionError(
+          "f16 decoding on the CPU: the CPU has no f16 products (decode in bf16, whose "
+          "products round their inputs to bf16, in int8, or in f16 on a GPU)");
+    }
+    if (f32_residual) {
+      return absl::FailedPreconditionError(
+          "bf16 decoding on the CPU keeps every activation in f32 already: f32_residual "
+          "is for a GPU's 16-bit activations");
+    }
+    decoding_precision_ = DecodingPrecision::kBf16;
+    return absl::OkStatus();
   }
   decoding_dtype_ = dtype;
   decoding_f32_residual_ = f32_residual;
@@ -243,9 +255,10 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   const DType stream_dtype = decoding_f32_residual_ ? DType::kF32 : decoding_dtype_;
   if (decoding_f32_residual_) context.sublayer_dtype = decoding_dtype_;
   TFM_ASSIGN_OR_RETURN(const Tensor source_table, ValueFor(source_table_, stream_dtype));
-  // With int8 weights the encoder's products are int8 too (every linear
-  // layer quantized); in f32 they stay Linear's, as training computes them.
-  if (decoding_precision_ == DecodingPrecision::kInt8) context.products = &state->cache;
+  // With int8 or bf16 products the encoder's are too (every linear layer's
+  // weight laid out once per search); in f32 they stay Linear's, as
+  // training computes them.
+  if (decoding_precision_ != DecodingPrecision::kF32) context.products = &state->cache;
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> embedded,
                        source_embedding_->Forward(context, {source_table, ids}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,

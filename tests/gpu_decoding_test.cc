@@ -290,10 +290,11 @@ void HalfDecodingFollowsF32(const Models& models) {
     }
   }
   ASSERT_TRUE(gpu.SetDecodingDType(DType::kF32).ok());
-  // The CPU computes in f32 only: a 16-bit search there is refused by name.
-  const absl::Status cpu = models.cpu[0]->SetDecodingDType(DType::kBF16);
+  // The CPU has no f16 products: an f16 search there is refused by name
+  // (its bf16 is bf16 products over f32 tensors: layers' tests).
+  const absl::Status cpu = models.cpu[0]->SetDecodingDType(DType::kF16);
   EXPECT_EQ(cpu.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(cpu.message().find("bf16 decoding on the CPU"), std::string::npos) << cpu;
+  EXPECT_NE(cpu.message().find("f16 decoding on the CPU"), std::string::npos) << cpu;
 }
 
 TEST(GpuDecodingTest, Bf16AndF16DecodingFollowF32) {

@@ -325,6 +325,42 @@ void AmxPass(const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, i
 
 }  // namespace
 
+void GemmBf16AmxPackedWeight(const float* x, int64_t m, const uint16_t* packed, int64_t n,
+                             int64_t k, float* y, ThreadPool* pool, const GemmEpilogue& epilogue) {
+  const int64_t kp = RoundUp(k, kTileInputs);
+  const int64_t blocks = RoundUp(n, kBlock) / kBlock;
+  // A group of rows (a decoding step has beam x sentences of them) packed
+  // once and shared; the threads split the output columns, so each reads
+  // its own part of the weight once while every row passes over it: a
+  // step's products read far more weight than activations.
+  static thread_local CacheAlignedVector<uint16_t> packed_x_buffer;
+  for (int64_t row0 = 0; row0 < m; row0 += kMaxRowGroup) {
+    const int64_t rows = std::min(kMaxRowGroup, m - row0);
+    const int64_t mp = RoundUp(rows, kBlock);
+    packed_x_buffer.resize(mp * kp);
+    uint16_t* packed_x = packed_x_buffer.data();
+    const GemmOperand a{x + row0 * k, k, false};
+    pool->ParallelFor(mp / kTileRows, 1, [&](int64_t first, int64_t last) {
+      PackA(a, rows, k, kp, first * kTileRows, last * kTileRows, packed_x + first * kTileRows * kp);
+    });
+    float* c = y + row0 * n;
+    pool->ParallelFor(blocks, 1, [&](int64_t first, int64_t last) {
+      alignas(64) float sums[kBlock * kBlock];
+      ConfigureFullAmxTiles();
+      for (int64_t pair = first; pair < last; ++pair) {
+        for (int64_t r = 0; r < mp; r += kBlock) {
+          // All of a row's inputs in one run of the tiles: the same order
+          // of sums for the row whatever the rows beside it.
+          BlockSums(packed_x + r * kp, packed, kp, pair, 0, kp, nullptr);
+          StoreBlockSums(sums);
+          WriteBlock(sums, r, pair * kBlock, rows, n, 0.0f, epilogue, c, n);
+        }
+      }
+      _tile_release();
+    });
+  }
+}
+
 void GemmBf16Amx(const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, int64_t k,
                  float beta, float* c, ThreadPool* pool, const GemmEpilogue& epilogue) {
   // Deep products (a weight's gradient sums over every row of the batch)

@@ -77,6 +77,12 @@ std::vector<float> RoundedCopy(const GemmOperand& x, int64_t rows, int64_t cols,
 
 const char* Bf16ProductKernelName() { return UseAmx() ? "amx_bf16" : "f32_of_rounded"; }
 
+bool Bf16ProductsOnAmx() { return UseAmx(); }
+
+int64_t Bf16PackedWeightRows(int64_t n) { return (n + 31) / 32 * 32; }
+
+int64_t Bf16PackedWeightInputs(int64_t k) { return (k + 31) / 32 * 32; }
+
 void ApplyEpilogue(const GemmEpilogue& epilogue, int64_t first, int64_t last, int64_t n,
                    float* c) {
   for (int64_t r = first; r < last; ++r) {

@@ -56,6 +56,32 @@ void GemmBf16OfRounded(const GemmOperand& a, const GemmOperand& b, int64_t m, in
                        int64_t k, float beta, float* c, ThreadPool* pool,
                        const GemmEpilogue& epilogue = {});
 
+// Whether GemmBf16 runs on AMX tiles in this process (Bf16ProductKernelName
+// "amx_bf16"): the CPU has them, our kernels may use AVX-512, and the tiles
+// passed the start-up check against the f32 reference.
+bool Bf16ProductsOnAmx();
+
+// A weight laid out once for many products with it (decoding's: every step
+// multiplies by the same weights): weight [n, k] (a linear layer's [out,
+// in], so the product is x W^T) rounded to bf16 in panels of 16 output
+// columns, [np / 16, kp / 2, 16, 2]: for each pair of inputs 2r, 2r + 1 the
+// 16 columns' two values side by side, np = n and kp = k rounded up to 32,
+// zeros past n and k. This is the tiles' packed B (tdpbf16ps's pairs, a 1
+// KiB tile in consecutive memory), and the pairs are also what a vector
+// dot product of bf16 pairs reads (vdpbf16ps), so one layout serves every
+// kernel.
+inline constexpr int64_t kBf16WeightPanel = 16;
+int64_t Bf16PackedWeightRows(int64_t n);    // np
+int64_t Bf16PackedWeightInputs(int64_t k);  // kp
+
+// y[m, n] = epilogue(x W^T) on AMX tiles (Bf16ProductsOnAmx() only) for x
+// [m, k] dense and W packed as above: x rounded to bf16, the sums in f32.
+// Each row's sums are one fixed sequence whatever m, so a row's result does
+// not depend on the rows beside it. Threaded over the output columns.
+void GemmBf16AmxPackedWeight(const float* x, int64_t m, const uint16_t* packed, int64_t n,
+                             int64_t k, float* y, ThreadPool* pool,
+                             const GemmEpilogue& epilogue = {});
+
 // The epilogue on rows [first, last) of a dense C[., n] already holding
 // op(A) op(B) + beta C: the kernels without a fused one.
 void ApplyEpilogue(const GemmEpilogue& epilogue, int64_t first, int64_t last, int64_t n,

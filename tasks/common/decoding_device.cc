@@ -9,6 +9,7 @@
 #include "core/config/device_setting.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/bf16_linear/bf16_linear.h"
 #include "tasks/common/quantized_model.h"
 
 namespace tfm {
@@ -51,6 +52,13 @@ const char* const kDecoderOps[] = {"embedding",
 
 absl::Status CheckDecodingDType(DeviceType device, DType dtype) {
   if (dtype == DType::kF32) return absl::OkStatus();
+  if (device == DeviceType::kCPU) {
+    if (dtype == DType::kBF16) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        DTypeName(dtype), " decoding on the CPU: the CPU has no ", DTypeName(dtype),
+        " products (decode in bf16, whose products round their inputs to bf16, in f32, or "
+        "in int8)"));
+  }
   std::vector<std::string> missing;
   for (const char* op : kDecoderOps) {
     if (!HasKernel(op, device, dtype)) missing.push_back(op);
@@ -102,8 +110,11 @@ absl::StatusOr<DecodingTarget> ChooseDecodingTarget(const TaskContext& context, 
   }
   if (log != nullptr) {
     *log << "decoding on: " << DescribeDevice(target.device, "decode.device", device_setting.value)
-         << ", " << DTypeName(target.dtype) << (int8_on_auto ? " (int8 products: the CPU's)" : "")
-         << "\n";
+         << ", " << DTypeName(target.dtype) << (int8_on_auto ? " (int8 products: the CPU's)" : "");
+    if (target.device.is_cpu() && target.dtype == DType::kBF16) {
+      *log << " (f32 activations, bf16 products: kernel " << Bf16LinearKernelName() << ")";
+    }
+    *log << "\n";
   }
   return target;
 }

@@ -27,10 +27,11 @@ struct DecodingTarget {
 // machine has no GPU", or the config line of decode.device).
 absl::StatusOr<DecodingTarget> ChooseDecodingTarget(const TaskContext& context, std::ostream* log);
 
-// OK when decoding on `device` can compute in `dtype`: f32 always; bf16 or
-// f16 where every op a Transformer's search runs in that dtype has a kernel
-// for it on that device (the kernel registry says: CUDA has them, the CPU
-// none). Else FailedPrecondition "not yet", naming the first few ops that
+// OK when decoding on `device` can compute in `dtype`: f32 always; on the
+// CPU bf16 (f32 tensors, bf16 products: Transformer::SetDecodingDType) and
+// not f16; elsewhere bf16 or f16 where every op a Transformer's search
+// runs in that dtype has a kernel for it on that device (the kernel
+// registry says). Else FailedPrecondition, naming the first few ops that
 // lack one.
 absl::Status CheckDecodingDType(DeviceType device, DType dtype);
 

@@ -408,11 +408,11 @@ TEST_F(Seq2SeqDecodingTest, AMissingGpuStopsEvaluateNamingTheFlag) {
                                 absl::StrCat("--device=", missing, ": ", missing, " but this")))
       << status;
   context.decode.device = "cpu";
-  context.decode.dtype = "bf16";
+  context.decode.dtype = "f16";
   status = RunEvaluateCommand(context, BleuMetric());
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
-  EXPECT_TRUE(absl::StrContains(status.message(), "--dtype=bf16: bf16 decoding on CPU is not "
-                                                  "supported yet"))
+  EXPECT_TRUE(absl::StrContains(status.message(), "--dtype=f16: f16 decoding on the CPU: the "
+                                                  "CPU has no f16 products"))
       << status;
   context.decode.dtype = "f64";
   status = RunEvaluateCommand(context, BleuMetric());
