@@ -1,6 +1,15 @@
 #include "ops/bf16_linear/bf16_linear.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/cpu_features.h"
+#include "core/environment_report.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
 #include "ops/matmul/gemm_bf16_cpu.h"
@@ -19,6 +28,14 @@ absl::Status ValidateBf16Linear(const KernelContext& context) {
   const Tensor& packed = context.input(1);
   TFM_ASSIGN_OR_RETURN(const int64_t out, context.attrs().Get<int64_t>("out_features"));
   TFM_RETURN_IF_ERROR(context.attrs().GetOr<bool>("relu", false).status());
+  TFM_ASSIGN_OR_RETURN(const int64_t kernel, context.attrs().GetOr<int64_t>("kernel", -1));
+  if (kernel != -1) {
+    const std::vector<Bf16LinearKernel> runs = Bf16LinearKernelsThisCpuRuns();
+    if (std::find(runs.begin(), runs.end(), static_cast<Bf16LinearKernel>(kernel)) ==
+        runs.end()) {
+      return context.Error(absl::StrCat("kernel ", kernel, " is not one this CPU runs"));
+    }
+  }
   if (x.rank() < 1 || x.dtype() != DType::kF32) return context.Error("x must be f32 [..., in]");
   if (packed.rank() != 3 || packed.dtype() != DType::kBF16 ||
       packed.dim(2) != 2 * kBf16WeightPanel) {
@@ -56,7 +73,7 @@ TFM_REGISTER_OP(OpDef{
     .name = "bf16_linear",
     .inputs = {"x", "packed", "bias"},
     .outputs = {"out"},
-    .attrs = {"out_features", "relu"},
+    .attrs = {"out_features", "relu", "kernel"},
     .doc = "x W^T + b with x and W rounded to bf16 and f32 sums, W packed by "
            "pack_bf16_linear_weight (relu: then max(0, .))",
     .validate = ValidateBf16Linear,
@@ -67,7 +84,7 @@ TFM_REGISTER_OP(OpDef{
     .name = "bf16_linear_no_bias",
     .inputs = {"x", "packed"},
     .outputs = {"out"},
-    .attrs = {"out_features", "relu"},
+    .attrs = {"out_features", "relu", "kernel"},
     .doc = "x W^T with x and W rounded to bf16 and f32 sums, W packed by "
            "pack_bf16_linear_weight (relu: then max(0, .))",
     .validate = ValidateBf16Linear,
@@ -81,9 +98,65 @@ bool Bf16LinearSupported(const Tensor& weight) {
          weight.rank() == 2;
 }
 
-const char* Bf16LinearKernelName() {
-  return Bf16ProductsOnAmx() ? "amx_bf16" : "f32_of_pairs";
+const char* Bf16LinearKernelName(Bf16LinearKernel kernel) {
+  switch (kernel) {
+    case Bf16LinearKernel::kF32OfPairs:
+      return "f32_of_pairs";
+    case Bf16LinearKernel::kAvx512Bf16:
+      return "avx512_bf16";
+    case Bf16LinearKernel::kAmxBf16:
+      return "amx_bf16";
+  }
+  return "unknown";
 }
+
+std::vector<Bf16LinearKernel> Bf16LinearKernelsThisCpuRuns() {
+  std::vector<Bf16LinearKernel> kernels = {Bf16LinearKernel::kF32OfPairs};
+  // TFM_CPU_ISA=avx2 caps our kernels at AVX2: no AVX-512 instructions.
+  if (HostCpuFeatures().avx512_bf16 && ActiveCpuIsa() == CpuIsa::kAvx512) {
+    kernels.push_back(Bf16LinearKernel::kAvx512Bf16);
+  }
+  if (Bf16ProductsOnAmx()) kernels.push_back(Bf16LinearKernel::kAmxBf16);
+  return kernels;
+}
+
+namespace {
+
+// The fastest kernel, or the one TFM_BF16_KERNEL names where this CPU runs
+// it (to time one CPU's kernels against each other: the vdpbf16ps kernel
+// of a Zen 4 on an AMX Xeon).
+Bf16LinearKernel ChooseActiveKernel() {
+  const std::vector<Bf16LinearKernel> runs = Bf16LinearKernelsThisCpuRuns();
+  const char* asked = std::getenv("TFM_BF16_KERNEL");
+  if (asked == nullptr || *asked == '\0') return runs.back();
+  for (Bf16LinearKernel kernel : runs) {
+    if (absl::AsciiStrToLower(asked) == Bf16LinearKernelName(kernel)) return kernel;
+  }
+  std::vector<std::string> names;
+  for (Bf16LinearKernel kernel : runs) names.push_back(Bf16LinearKernelName(kernel));
+  std::fprintf(stderr, "warning: TFM_BF16_KERNEL=%s is not a bf16 kernel this CPU runs (%s); "
+               "using %s\n", asked, absl::StrJoin(names, ", ").c_str(), names.back().c_str());
+  return runs.back();
+}
+
+// --list, training logs and benchmarks show which bf16 kernel runs.
+const internal::EnvironmentLineRegistrar bf16_line("bf16 decoding kernel", [] {
+  std::vector<std::string> names;
+  for (Bf16LinearKernel kernel : Bf16LinearKernelsThisCpuRuns()) {
+    names.push_back(Bf16LinearKernelName(kernel));
+  }
+  return absl::StrCat(Bf16LinearKernelName(), " (this CPU runs ", absl::StrJoin(names, ", "),
+                      ")");
+});
+
+}  // namespace
+
+Bf16LinearKernel ActiveBf16LinearKernel() {
+  static const Bf16LinearKernel active = ChooseActiveKernel();
+  return active;
+}
+
+const char* Bf16LinearKernelName() { return Bf16LinearKernelName(ActiveBf16LinearKernel()); }
 
 absl::StatusOr<Tensor> PackBf16LinearWeight(const Tensor& weight) {
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("pack_bf16_linear_weight", {weight}));
@@ -91,10 +164,12 @@ absl::StatusOr<Tensor> PackBf16LinearWeight(const Tensor& weight) {
 }
 
 absl::StatusOr<Tensor> Bf16Linear(const Tensor& x, const Tensor& packed, int64_t out_features,
-                                  const std::optional<Tensor>& bias, bool relu) {
+                                  const std::optional<Tensor>& bias, bool relu,
+                                  std::optional<Bf16LinearKernel> kernel) {
   Attrs attrs;
   attrs.Set("out_features", out_features);
   if (relu) attrs.Set("relu", true);
+  if (kernel.has_value()) attrs.Set("kernel", static_cast<int64_t>(*kernel));
   if (bias.has_value()) {
     TFM_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunOp("bf16_linear", {x, packed, *bias}, attrs));
     return out[0];

@@ -1,7 +1,8 @@
 // CPU kernels of pack_bf16_linear_weight and bf16_linear, compiled once per
 // instruction set (ops/cpu_math/isa.h). The product runs on AMX tiles where
-// GemmBf16 does (ops/matmul/gemm_bf16_amx.cc); elsewhere it widens the
-// packed pairs to f32 and sums with vector FMAs.
+// GemmBf16 does (ops/matmul/gemm_bf16_amx.cc), with vdpbf16ps where the CPU
+// has AVX512-BF16 (bf16_pairs_avx512_bf16.cc); elsewhere it widens the
+// packed pairs to f32 and sums with vector FMAs (here).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "core/status_macros.h"
 #include "core/thread_pool.h"
 #include "ops/bf16_linear/bf16_linear.h"
+#include "ops/bf16_linear/bf16_pairs_avx512_bf16.h"
 #include "ops/cpu_math/isa_dispatch.h"
 #include "ops/cpu_math/register_product.h"
 #include "ops/cpu_math/vec.h"
@@ -36,7 +38,9 @@ template <int R>
 void PairsRowBlock(const float* x, int64_t kp, const uint16_t* panel_pairs, const float* bias,
                    bool relu, int64_t out, int64_t panel, float* y) {
   simd::VecF acc[R][kPanelVectors];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
     for (int v = 0; v < kPanelVectors; ++v) acc[r][v] = simd::Zero();
   }
   const simd::VecI high_half = simd::SetI(0xFFFF0000u);
@@ -46,14 +50,17 @@ void PairsRowBlock(const float* x, int64_t kp, const uint16_t* panel_pairs, cons
     // f32.
     const uint32_t* units = reinterpret_cast<const uint32_t*>(panel_pairs + pair * 2 * kPanel);
     simd::VecF even[kPanelVectors], odd[kPanelVectors];
+#pragma GCC unroll 16
     for (int v = 0; v < kPanelVectors; ++v) {
       const simd::VecI u = simd::LoadI(units + v * kLanes);
       even[v] = simd::BitCastToF(simd::ShiftLeft<16>(u));
       odd[v] = simd::BitCastToF(u & high_half);
     }
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const simd::VecF x0 = simd::Set(x[r * kp + 2 * pair]);
       const simd::VecF x1 = simd::Set(x[r * kp + 2 * pair + 1]);
+#pragma GCC unroll 16
       for (int v = 0; v < kPanelVectors; ++v) {
         acc[r][v] = simd::MulAdd(x0, even[v], acc[r][v]);
         acc[r][v] = simd::MulAdd(x1, odd[v], acc[r][v]);
@@ -62,7 +69,9 @@ void PairsRowBlock(const float* x, int64_t kp, const uint16_t* panel_pairs, cons
   }
   const int64_t column = panel * kPanel;
   const int64_t columns = std::min(kPanel, out - column);
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
     for (int v = 0; v < kPanelVectors; ++v) {
       const int64_t first = v * kLanes;
       if (first >= columns) break;
@@ -117,14 +126,21 @@ absl::Status Bf16LinearCpu(KernelContext& context) {
   const uint16_t* b = reinterpret_cast<const uint16_t*>(packed.data<BFloat16>());
   const float* bias = context.num_inputs() == 3 ? context.input(2).data<float>() : nullptr;
   float* c = y->data<float>();
+  TFM_ASSIGN_OR_RETURN(const int64_t kernel_attr, context.attrs().GetOr<int64_t>("kernel", -1));
+  const Bf16LinearKernel kernel = kernel_attr == -1 ? ActiveBf16LinearKernel()
+                                                    : static_cast<Bf16LinearKernel>(kernel_attr);
   ThreadPool* pool = context.thread_pool();
-  if (Bf16ProductsOnAmx()) {
+  const int64_t kp = 2 * packed.dim(1);
+  if (kernel == Bf16LinearKernel::kAmxBf16) {
     GemmBf16AmxPackedWeight(a, rows, b, out, in, c, pool, GemmEpilogue{bias, relu});
+    return absl::OkStatus();
+  }
+  if (kernel == Bf16LinearKernel::kAvx512Bf16) {
+    Bf16PairsProductAvx512Bf16(a, rows, in, b, kp, out, bias, relu, c, pool);
     return absl::OkStatus();
   }
   // x rounded once, padded to kp with zeros (the pairs past `in` are zero
   // in the weight too).
-  const int64_t kp = 2 * packed.dim(1);
   std::vector<float> rounded(rows * kp, 0.0f);
   pool->ParallelFor(rows, std::max<int64_t>(1, 16384 / kp), [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {

@@ -1,6 +1,9 @@
 #include "ops/bf16_linear/bf16_linear.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -68,10 +71,14 @@ TEST(Bf16LinearTest, PacksPairsOfInputsInPanelsOfSixteenColumns) {
   }
 }
 
-// Row counts around the fallback's row blocks (8) and the tiles' (32, and
-// 256 a group), sizes off every multiple of 16 and 32, bias and ReLU.
+// Row counts around the kernels' row blocks (8, 12) and the tiles' (32, and
+// 256 a group), sizes off every multiple of 16 and 32, bias and ReLU: every
+// kernel this CPU runs.
 TEST(Bf16LinearTest, EqualsTheProductOfRoundedInputsInDoubleWithinRounding) {
-  SCOPED_TRACE(absl::StrCat("kernel ", Bf16LinearKernelName()));
+  const std::vector<Bf16LinearKernel> kernels = Bf16LinearKernelsThisCpuRuns();
+  std::string names;
+  for (Bf16LinearKernel kernel : kernels) names += absl::StrCat(" ", Bf16LinearKernelName(kernel));
+  std::printf("[ kernels  ]%s\n", names.c_str());
   uint64_t stream = 10;
   for (int64_t rows : {1, 4, 7, 8, 9, 31, 33, 130, 300}) {
     for (int64_t out : {1, 16, 17, 33, 100}) {
@@ -84,16 +91,20 @@ TEST(Bf16LinearTest, EqualsTheProductOfRoundedInputsInDoubleWithinRounding) {
           const Tensor b = Random({out}, stream++);
           absl::StatusOr<Tensor> packed = PackBf16LinearWeight(w);
           ASSERT_TRUE(packed.ok()) << packed.status();
-          absl::StatusOr<Tensor> y = with_bias ? Bf16Linear(x, *packed, out, b, relu)
-                                               : Bf16Linear(x, *packed, out, std::nullopt, relu);
-          ASSERT_TRUE(y.ok()) << y.status();
-          ASSERT_EQ(y->shape(), (Shape{rows, out}));
           const Reference ref = Expected(x, w, with_bias ? &b : nullptr, relu);
-          const std::vector<float> got = y->ToVector<float>();
-          for (size_t i = 0; i < got.size(); ++i) {
-            ASSERT_NEAR(got[i], ref.y[i], ref.bound[i]) << "entry " << i;
-            if (relu) {
-              ASSERT_GE(got[i], 0.0f) << "entry " << i;
+          for (Bf16LinearKernel kernel : kernels) {
+            SCOPED_TRACE(Bf16LinearKernelName(kernel));
+            absl::StatusOr<Tensor> y =
+                Bf16Linear(x, *packed, out, with_bias ? std::optional<Tensor>(b) : std::nullopt,
+                           relu, kernel);
+            ASSERT_TRUE(y.ok()) << y.status();
+            ASSERT_EQ(y->shape(), (Shape{rows, out}));
+            const std::vector<float> got = y->ToVector<float>();
+            for (size_t i = 0; i < got.size(); ++i) {
+              ASSERT_NEAR(got[i], ref.y[i], ref.bound[i]) << "entry " << i;
+              if (relu) {
+                ASSERT_GE(got[i], 0.0f) << "entry " << i;
+              }
             }
           }
         }
@@ -108,12 +119,17 @@ TEST(Bf16LinearTest, ARowsResultDoesNotDependOnTheRowsBesideIt) {
   const int64_t rows = 300, in = 200, out = 90;
   const Tensor x = Random({rows, in}, 2), w = Random({out, in}, 3), b = Random({out}, 4);
   const Tensor packed = *PackBf16LinearWeight(w);
-  const std::vector<float> all = Bf16Linear(x, packed, out, b)->ToVector<float>();
-  for (int64_t r : {0, 5, 17, 31, 32, 255, 256, 299}) {
-    const Tensor one = *x.Slice(r, r + 1);
-    const std::vector<float> alone = Bf16Linear(one, packed, out, b)->ToVector<float>();
-    for (int64_t o = 0; o < out; ++o) {
-      ASSERT_EQ(alone[o], all[r * out + o]) << "row " << r << " column " << o;
+  for (Bf16LinearKernel kernel : Bf16LinearKernelsThisCpuRuns()) {
+    SCOPED_TRACE(Bf16LinearKernelName(kernel));
+    const std::vector<float> all =
+        Bf16Linear(x, packed, out, b, false, kernel)->ToVector<float>();
+    for (int64_t r : {0, 5, 11, 12, 17, 31, 32, 255, 256, 299}) {
+      const Tensor one = *x.Slice(r, r + 1);
+      const std::vector<float> alone =
+          Bf16Linear(one, packed, out, b, false, kernel)->ToVector<float>();
+      for (int64_t o = 0; o < out; ++o) {
+        ASSERT_EQ(alone[o], all[r * out + o]) << "row " << r << " column " << o;
+      }
     }
   }
 }
@@ -141,6 +157,27 @@ TEST(Bf16LinearTest, RefusesAWeightPackedForOtherSizes) {
   ASSERT_FALSE(unpacked.ok());
   EXPECT_NE(unpacked.status().message().find("pack_bf16_linear_weight"), std::string::npos)
       << unpacked.status();
+}
+
+// The active kernel is the fastest this CPU runs; one it cannot run is
+// refused by name, never run (TFM_CPU_ISA=avx2 leaves f32_of_pairs alone).
+TEST(Bf16LinearTest, RunsTheFastestKernelAndRefusesOnesTheCpuLacks) {
+  const std::vector<Bf16LinearKernel> runs = Bf16LinearKernelsThisCpuRuns();
+  ASSERT_FALSE(runs.empty());
+  EXPECT_EQ(runs.front(), Bf16LinearKernel::kF32OfPairs);
+  EXPECT_EQ(ActiveBf16LinearKernel(), runs.back());
+  const Tensor packed = *PackBf16LinearWeight(Random({16, 32}, 12));
+  for (Bf16LinearKernel kernel : {Bf16LinearKernel::kF32OfPairs, Bf16LinearKernel::kAvx512Bf16,
+                                  Bf16LinearKernel::kAmxBf16}) {
+    const bool runnable = std::find(runs.begin(), runs.end(), kernel) != runs.end();
+    absl::StatusOr<Tensor> y =
+        Bf16Linear(Random({2, 32}, 13), packed, 16, std::nullopt, false, kernel);
+    EXPECT_EQ(y.ok(), runnable) << Bf16LinearKernelName(kernel) << ": " << y.status();
+    if (!runnable) {
+      EXPECT_NE(y.status().message().find("not one this CPU runs"), std::string::npos)
+          << y.status();
+    }
+  }
 }
 
 }  // namespace
