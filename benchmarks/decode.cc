@@ -895,7 +895,7 @@ void PrintSettings(const std::vector<Row>& rows, const Device& device) {
       "key/value caches: %s\n",
       device.ToString(), ThreadPool::Default()->num_threads(),
       absl::GetFlag(FLAGS_kv_cache_dtype) == "auto"
-          ? std::string("auto (f16 with int8 weights on the CPU, else the decoding dtype)")
+          ? std::string("auto (f16 with int8 or bf16 products on the CPU, else the decoding dtype)")
           : absl::GetFlag(FLAGS_kv_cache_dtype));
   for (const Row& row : rows) {
     if (row.info.empty()) continue;

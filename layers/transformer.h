@@ -125,8 +125,8 @@ class Transformer : public TrainableModel, public IncrementalModel {
   DType decoding_dtype() const { return decoding_dtype_; }
   // The dtype the searches that start from now on keep the attention keys
   // and values in (decode.kv_cache_dtype). Unset (auto, the default): the
-  // dtype the search computes in, except int8 decoding on the CPU, which
-  // keeps them in f16: half the bytes a step's attention reads and a
+  // dtype the search computes in, except int8 or bf16 products on the CPU,
+  // which keep them in f16: half the bytes a step's attention reads and a
   // step's cache writes move, rounded once as they are written (the
   // arithmetic stays f32). f16 on the CPU takes any precision; f32 keeps
   // f32 caches. A GPU keeps them in its decoding dtype: asking for another

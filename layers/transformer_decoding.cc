@@ -189,7 +189,9 @@ absl::Status Transformer::SetKvCacheDType(std::optional<DType> dtype) {
 
 std::optional<DType> Transformer::KvCacheDType() const {
   if (kv_cache_dtype_.has_value()) return kv_cache_dtype_;
-  if (device_.is_cpu() && decoding_precision_ == DecodingPrecision::kInt8) return DType::kF16;
+  // Where the products are int8 or bf16 the caches' bytes weigh more: f16
+  // measured 4-8% (int8) and about 12% (bf16) faster at batch 32 on Multi30k.
+  if (device_.is_cpu() && decoding_precision_ != DecodingPrecision::kF32) return DType::kF16;
   return std::nullopt;
 }
 

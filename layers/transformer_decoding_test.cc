@@ -290,7 +290,7 @@ TEST(TransformerDecodingTest, Bf16StepsFollowTheBf16ProductsForward) {
 }
 
 // decode.kv_cache_dtype: auto keeps f32 caches in f32 decoding and f16 ones
-// with int8 products on the CPU; f32 and f16 override it; other dtypes are
+// with int8 or bf16 products on the CPU; f32 and f16 override it; other dtypes are
 // refused. f16 caches under f32 steps keep every step within 0.01 nats of
 // the f32 forward (the keys and values rounded to 11 significant bits;
 // measured, printed), and do change them (the f16 path really runs).
@@ -301,6 +301,8 @@ TEST(TransformerDecodingTest, F16KeyValueCachesStayCloseToTheF32Forward) {
     ASSERT_NE(model, nullptr);
     EXPECT_EQ(model->KvCacheDType(), std::nullopt);
     model->set_decoding_precision(DecodingPrecision::kInt8);
+    EXPECT_EQ(model->KvCacheDType(), DType::kF16);
+    model->set_decoding_precision(DecodingPrecision::kBf16);
     EXPECT_EQ(model->KvCacheDType(), DType::kF16);
     ASSERT_TRUE(model->SetKvCacheDType(DType::kF32).ok());
     EXPECT_EQ(model->KvCacheDType(), DType::kF32);
