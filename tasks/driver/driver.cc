@@ -59,8 +59,9 @@ ABSL_FLAG(std::string, device, "",
           "(the first GPU if there is one); sets train.device and decode.device, whose default "
           "is auto");
 ABSL_FLAG(std::string, dtype, "",
-          "decode/evaluate: f32, or bf16 or f16 on a GPU (16-bit activations and caches, f32 "
-          "logits); sets decode.dtype, whose default is f32");
+          "decode/evaluate: f32; bf16 or f16 on a GPU (16-bit activations and caches, f32 "
+          "logits); bf16 on the CPU (bf16 products over f32 activations: fast on AMX); sets "
+          "decode.dtype, whose default is f32");
 ABSL_FLAG(int, max_tokens, 0,
           "decode/evaluate: a batch's budget of source tokens x beam, besides decode.batch_size "
           "sentences (0: the model's decode.max_tokens)");
