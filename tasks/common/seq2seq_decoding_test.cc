@@ -391,6 +391,30 @@ data {
   EXPECT_EQ(RunDriver(options, out).code(), absl::StatusCode::kNotFound);
 }
 
+// --dtype=bf16 on the CPU reaches the model as bf16 products over f32
+// activations (with f16 key/value caches under auto), says so and its
+// kernel, and decodes every line.
+TEST_F(Seq2SeqDecodingTest, Bf16OnTheCpuDecodesWithBf16Products) {
+  TaskContext context;
+  std::ostringstream log;
+  context.log = &log;
+  context.decode.device = "cpu";
+  context.decode.dtype = "bf16";
+  context.decode.model = *work_dir_;
+  context.decode.source = *valid_source_;
+  context.decode.reference = *valid_target_;
+  context.decode.output = absl::StrCat(::testing::TempDir(), "/bf16.out");
+  const absl::Status status = RunEvaluateCommand(context, BleuMetric());
+  ASSERT_TRUE(status.ok()) << status << "\n" << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "3 sentences in")) << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), ", bf16 (f32 activations, bf16 products: kernel "))
+      << log.str();
+  EXPECT_TRUE(absl::StrContains(log.str(), "key/value caches in f16")) << log.str();
+  absl::StatusOr<std::string> written = ReadFileToString(context.decode.output);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(std::count(written->begin(), written->end(), '\n'), 3) << *written;
+}
+
 // --device reaches decoding; a GPU that is not here stops evaluate before
 // anything is read, with the flag named as typed (not a --set never written).
 TEST_F(Seq2SeqDecodingTest, AMissingGpuStopsEvaluateNamingTheFlag) {
