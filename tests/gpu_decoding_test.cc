@@ -99,20 +99,6 @@ const absl::StatusOr<std::unique_ptr<Models>>& TrainedModels() {
   return *models;
 }
 
-// One model with a head of 32 dimensions: the GPU's fast attention kernels
-// take it (the decode kernel reading the key-rows table with interleaved
-// queries, tensor cores for 16-bit encoders and f16 steps), where they
-// refuse the models above, whose heads of 8 go to the CUDA-core kernels.
-// One head of 32 learns the toy task more slowly and more by seed than four
-// of 8: after 1000 updates seeds 3 and 5 still gave 3 distinct outputs for
-// the 100 sources, seed 4 gives 73 (beam 4: 61), as peaked as the models
-// above (held-out nll 205).
-const absl::StatusOr<std::unique_ptr<Models>>& FastHeadSizeModels() {
-  static const auto* models =
-      new absl::StatusOr<std::unique_ptr<Models>>(BuildModels({4}, /*heads=*/1, /*updates=*/1000));
-  return *models;
-}
-
 std::vector<std::vector<int>> Sources() {
   std::vector<std::vector<int>> sources;
   for (int i = 0; i < kSentences; ++i) sources.push_back(testing::Reversal(300000 + i).source);
@@ -138,6 +124,50 @@ absl::StatusOr<std::vector<Hypothesis>> Decode(IncrementalModel& model, int beam
     best.push_back(list.front());
   }
   return best;
+}
+
+// One model with a head of 32 dimensions: the GPU's fast attention kernels
+// take it (the decode kernel reading the key-rows table with interleaved
+// queries, tensor cores for 16-bit encoders and f16 steps), where they
+// refuse the models above, whose heads of 8 go to the CUDA-core kernels.
+// One head of 32 learns the toy task more slowly and more by seed than four
+// of 8: after 1000 updates seeds 3 and 5 still gave 3 distinct outputs for
+// the 100 sources, seed 4 gives 73 (beam 4: 61), as peaked as the models
+// above (held-out nll 205). The seed's luck also depends on the build and
+// the CPU (the float sums' order): an -c opt build on an AMX Xeon trained
+// seed 4 to nll 287 and 12 distinct outputs (beam 4: 7), against 144 and
+// 82 in fastbuild. So the first of a few seeds whose model gives more than
+// kMinDistinct distinct outputs on the CPU, greedy and with beam 4, is kept
+// (the comparisons below check the same count, and fail if no seed gets
+// there).
+constexpr int kMinDistinct = kSentences / 8;
+
+const absl::StatusOr<std::unique_ptr<Models>>& FastHeadSizeModels() {
+  static const auto* models = [] {
+    absl::StatusOr<std::unique_ptr<Models>> built;
+    for (const uint64_t seed : {4, 6, 7, 8}) {
+      built = BuildModels({seed}, /*heads=*/1, /*updates=*/1000);
+      if (!built.ok()) break;
+      // The fewest distinct outputs of greedy and beam-4 search.
+      int fewest = kSentences;
+      for (const int beam : {1, 4}) {
+        const absl::StatusOr<std::vector<Hypothesis>> best = Decode(*(*built)->cpu[0], beam, 16);
+        if (!best.ok()) return new absl::StatusOr<std::unique_ptr<Models>>(best.status());
+        std::vector<std::vector<int>> distinct;
+        for (const Hypothesis& h : *best) {
+          if (std::find(distinct.begin(), distinct.end(), h.tokens) == distinct.end()) {
+            distinct.push_back(h.tokens);
+          }
+        }
+        fewest = std::min(fewest, static_cast<int>(distinct.size()));
+      }
+      std::printf("one-head model, seed %d: %d distinct outputs at least (%s)\n",
+                  static_cast<int>(seed), fewest, fewest > kMinDistinct ? "kept" : "too few");
+      if (fewest > kMinDistinct) break;
+    }
+    return new absl::StatusOr<std::unique_ptr<Models>>(std::move(built));
+  }();
+  return *models;
 }
 
 std::string Tokens(const std::vector<int>& tokens) { return absl::StrJoin(tokens, " "); }
