@@ -48,7 +48,7 @@ absl::Status ReadKeyMask(const KernelContext& context, const Tensor& mask,
 
 absl::StatusOr<attention_cpu::Problem> MakeProblem(const KernelContext& context,
                                                    int key_mask_input, bool key_rows = false) {
-  attention_cpu::Problem problem;  // q, k and v: ReadInputs.
+  attention_cpu::Problem problem;  // q, k and v: ReadInputs or ReadInputsInPlace.
   TFM_ASSIGN_OR_RETURN(problem.params, ParseAttentionParams(context, key_mask_input, key_rows));
   problem.key_end.assign(problem.params.batch, problem.params.k_len);
   const Tensor& mask = context.input(key_mask_input);
@@ -82,16 +82,16 @@ absl::Status ReadInputs(const KernelContext& context, HeadsFirstTensors& layout,
                                       {&context.input(1), p.interleaved_keys, p.heads, KeyPart(p)},
                                       {&context.input(2), p.interleaved_keys, p.heads,
                                        ValuePart(p)}}));
-  problem.q = inputs[0].data<float>();
-  problem.q_rows = attention_cpu::HeadsFirstRows(problem.q, p.heads, p.q_len, p.d_k);
+  const auto heads_first = [&](const Tensor& x, int64_t len, int64_t d) {
+    return attention_cpu::HeadsFirstRows(x.data<float>(), p.heads, len, d);
+  };
+  problem.q_rows = heads_first(inputs[0], p.q_len, p.d_k);
   if (inputs[1].dtype() == DType::kF16) {  // A decoding step's 16-bit caches (validated).
     problem.k_f16 = static_cast<const uint16_t*>(inputs[1].raw_data());
     problem.v_f16 = static_cast<const uint16_t*>(inputs[2].raw_data());
   } else {
-    problem.k = inputs[1].data<float>();
-    problem.v = inputs[2].data<float>();
-    problem.k_rows = attention_cpu::HeadsFirstRows(problem.k, p.heads, p.k_len, p.d_k);
-    problem.v_rows = attention_cpu::HeadsFirstRows(problem.v, p.heads, p.k_len, p.d_v);
+    problem.k_rows = heads_first(inputs[1], p.k_len, p.d_k);
+    problem.v_rows = heads_first(inputs[2], p.k_len, p.d_v);
   }
   return absl::OkStatus();
 }
@@ -135,8 +135,9 @@ absl::Status AttentionForwardCpu(KernelContext& context) {
   // The packed kernels read and write interleaved tensors in place; the
   // row-by-row path (decoding: few query rows, key rows, f16 caches) and
   // the BLAS loops read heads-first ones.
-  if (attention_cpu::UsePackedKernels(p) && p.q_len > kMaxRowwiseQueries && !has_key_rows &&
-      context.input(1).dtype() == DType::kF32) {
+  if (attention_cpu::UsePackedKernels(p) &&
+      !attention_cpu::ForwardIsRowwise(p, has_key_rows,
+                                       context.input(1).dtype() == DType::kF16)) {
     ReadInputsInPlace(context, problem);
     Tensor& out = context.outputs()[0];
     attention_cpu::ForwardPacked(problem,

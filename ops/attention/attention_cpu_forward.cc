@@ -20,8 +20,7 @@ void Forward(const Problem& problem, float* out, float* lse) {
   // f16 keys and values: a beam of 21 rows too, each re-reading its head's
   // keys from L1). No query rows stay with the tile loops, which do nothing
   // for them.
-  if ((problem.params.q_len >= 1 && problem.params.q_len <= kMaxRowwiseQueries) ||
-      problem.key_rows != nullptr || problem.k_f16 != nullptr) {
+  if (ForwardIsRowwise(problem.params, problem.key_rows != nullptr, problem.k_f16 != nullptr)) {
     ForwardRowwise(problem, out, lse);
     return;
   }
@@ -38,9 +37,9 @@ void Forward(const Problem& problem, float* out, float* lse) {
     const int64_t b = bh / p.heads;
     const int64_t q0 = (task % q_tiles) * kQueryTile;
     const int64_t rows = std::min(kQueryTile, p.q_len - q0);
-    const float* q = problem.q + (bh * p.q_len + q0) * p.d_k;
-    const float* k = problem.k + bh * p.k_len * p.d_k;
-    const float* v = problem.v + bh * p.k_len * p.d_v;
+    const float* q = problem.q_rows.data + (bh * p.q_len + q0) * p.d_k;
+    const float* k = problem.k_rows.data + bh * p.k_len * p.d_k;
+    const float* v = problem.v_rows.data + bh * p.k_len * p.d_v;
     float* o = out + (bh * p.q_len + q0) * p.d_v;
     float* scores = buffer;
     float* multipliers = scores + kQueryTile * kKeyTile;

@@ -11,7 +11,6 @@
 //   - the backward's transposed products (dV += P^T dO, dK += dS^T Q) read
 //     P and dS transposed in place, so nothing else is copied.
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -143,7 +142,7 @@ void ForwardPacked(const Problem& problem, const HeadRows<float>& out, float* ls
     float* row_sum = row_max + kTileRows;
     float* k_t = row_sum + kTileRows;  // Used when pack_in_task.
 
-    for (int64_t r = 0; r < rows; ++r) std::memset(o + r * ld_o, 0, p.d_v * sizeof(float));
+    ZeroRows(o, rows, ld_o, p.d_v);
     std::fill(row_max, row_max + rows, kNegInf);
     std::fill(row_sum, row_sum + rows, 0.0f);
     const int64_t tile_key_end = problem.RowKeyEnd(b, q0 + rows - 1);
@@ -220,10 +219,8 @@ void BackwardPacked(const Problem& problem, const float* lse, const HeadRows<con
       const int64_t width = RoundUp16(cols);
       float* d_k = dk.Head(bh) + c0 * ld_d_k;
       float* d_v = dv.Head(bh) + c0 * ld_d_v;
-      for (int64_t j = 0; j < cols; ++j) {
-        std::memset(d_k + j * ld_d_k, 0, p.d_k * sizeof(float));
-        std::memset(d_v + j * ld_d_v, 0, p.d_v * sizeof(float));
-      }
+      ZeroRows(d_k, cols, ld_d_k, p.d_k);
+      ZeroRows(d_v, cols, ld_d_v, p.d_v);
       if (c0 >= problem.key_end[b]) continue;  // Padding keys: zero gradients.
       PackTransposed(k + c0 * ld_k, ld_k, cols, p.d_k, p.scale * kLog2E, k_t);
       PackTransposed(v + c0 * ld_v, ld_v, cols, p.d_v, 1.0f, v_t);

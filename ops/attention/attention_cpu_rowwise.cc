@@ -156,7 +156,7 @@ void AttendOneRow(const Problem& problem, const T* k, const T* v, int64_t row, f
     keys.at = pointers;
     values.at = pointers + p.k_len;
   }
-  ScaledScores(problem.q + row * p.d_k, keys, end, p.d_k, p.scale, scores);
+  ScaledScores(problem.q_rows.data + row * p.d_k, keys, end, p.d_k, p.scale, scores);
   MaskScores(problem, b, i, 1, 0, end, scores, end);
   const float max = simd::Max(scores, end);
   if (max == kNegInf) {  // No visible key (also end == 0): zero out, lse -inf.
@@ -210,7 +210,7 @@ void ForwardRowwise(const Problem& problem, float* out, float* lse) {
   if (problem.k_f16 != nullptr) {
     ForwardRowwiseOf(problem, problem.k_f16, problem.v_f16, out, lse);
   } else {
-    ForwardRowwiseOf(problem, problem.k, problem.v, out, lse);
+    ForwardRowwiseOf(problem, problem.k_rows.data, problem.v_rows.data, out, lse);
   }
 }
 

@@ -1,7 +1,6 @@
 #include "ops/attention/attention_cpu_tiles.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 #include "ops/blas/openblas_library.h"
@@ -18,7 +17,7 @@ void Gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, f
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (beta == 0.0f) {
-      for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, n * sizeof(float));
+      ZeroRows(c, m, ldc, n);
     }
     return;
   }
@@ -83,9 +82,7 @@ BackwardHead StartBackwardHead(const Problem& problem, int64_t task, int64_t gro
     head.d_q = dq.Head(head.bh);
     head.ld_d_q = dq.ld();
   }
-  for (int64_t i = 0; i < p.q_len; ++i) {
-    std::memset(head.d_q + i * head.ld_d_q, 0, p.d_k * sizeof(float));
-  }
+  ZeroRows(head.d_q, p.q_len, head.ld_d_q, p.d_k);
   return head;
 }
 

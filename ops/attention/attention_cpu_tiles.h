@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/cache_aligned_vector.h"
@@ -51,14 +52,17 @@ HeadRows<T> HeadsFirstRows(T* data, int64_t heads, int64_t len, int64_t d) {
   return {data, heads, len, d, 0};
 }
 
+// d floats of each of `rows` rows, `ld` apart, set to zero: an output's
+// rows where they lie (HeadRows::ld).
+inline void ZeroRows(float* data, int64_t rows, int64_t ld, int64_t d) {
+  for (int64_t r = 0; r < rows; ++r) std::memset(data + r * ld, 0, d * sizeof(float));
+}
+
 struct Problem {
   AttentionParams params;
-  // Heads-first q, k and v, for the loops other than the packed kernels.
-  const float* q = nullptr;
-  const float* k = nullptr;
-  const float* v = nullptr;
-  // q, k and v as the packed kernels read them (heads-first ones, or the
-  // interleaved inputs in place).
+  // q, k and v: heads-first for every loop (the row-by-row and BLAS loops
+  // read them as dense heads-first arrays from .data), or the interleaved
+  // inputs in place for the packed kernels.
   HeadRows<const float> q_rows, k_rows, v_rows;
   // f16 keys and values (Half's bits) instead of k and v: the rowwise path
   // only, for any number of query rows (a decoding step against 16-bit
@@ -161,6 +165,12 @@ void Backward(const Problem& problem, const HeadRows<const float>& out, const fl
 // L2) costs less than a tile's setup. The only path that takes key rows.
 void ForwardRowwise(const Problem& problem, float* out, float* lse);
 
+// Whether Forward takes ForwardRowwise: 1 .. kMaxRowwiseQueries query rows
+// (decoding), key rows, or f16 keys and values. The op's kernel asks it
+// before reading its inputs, to know whether they may stay in place.
+inline bool ForwardIsRowwise(const AttentionParams& p, bool key_rows, bool f16_keys) {
+  return (p.q_len >= 1 && p.q_len <= kMaxRowwiseQueries) || key_rows || f16_keys;
+}
 
 // The largest head size the packed kernels take (their per-worker scratch
 // holds K^T and V^T of one key tile).
