@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "core/cache_aligned_vector.h"
 #include "core/thread_pool.h"
+#include "ops/cpu_math/with_row_count.h"
 #include "ops/matmul/gemm_cpu.h"
 
 #pragma GCC push_options
@@ -74,19 +74,6 @@ void RowBlock(const uint32_t* x, int64_t pairs, const uint32_t* panel, const flo
   }
 }
 
-// RowBlock<rows, P> for 0 < rows <= kRows.
-template <int P, int R = kRows>
-void AnyRowBlock(int rows, const uint32_t* x, int64_t pairs, const uint32_t* panel,
-                 const float* bias, bool relu, int64_t out, int64_t column, float* y) {
-  if constexpr (R >= 1) {
-    if (rows == R) {
-      RowBlock<R, P>(x, pairs, panel, bias, relu, out, column, y);
-    } else {
-      AnyRowBlock<P, R - 1>(rows, x, pairs, panel, bias, relu, out, column, y);
-    }
-  }
-}
-
 // Every row of y in the columns of P panels from `panel_index`.
 template <int P>
 void Panels(const uint32_t* x, int64_t rows, int64_t pairs, const uint32_t* units,
@@ -94,8 +81,10 @@ void Panels(const uint32_t* x, int64_t rows, int64_t pairs, const uint32_t* unit
   const uint32_t* w = units + panel_index * pairs * kPanel;
   const int64_t column = panel_index * kPanel;
   for (int64_t r = 0; r < rows; r += kRows) {
-    AnyRowBlock<P>(static_cast<int>(std::min<int64_t>(kRows, rows - r)), x + r * pairs, pairs, w,
-                   bias, relu, out, column, y + r * out);
+    WithRowCount<kRows>(static_cast<int>(std::min<int64_t>(kRows, rows - r)), [&](auto size) {
+      RowBlock<decltype(size)::value, P>(x + r * pairs, pairs, w, bias, relu, out, column,
+                                         y + r * out);
+    });
   }
 }
 

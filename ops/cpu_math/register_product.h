@@ -11,10 +11,10 @@
 #define TFM_OPS_CPU_MATH_REGISTER_PRODUCT_H_
 
 #include <cstdint>
-#include <type_traits>
 
 #include "ops/cpu_math/isa.h"
 #include "ops/cpu_math/vec.h"
+#include "ops/cpu_math/with_row_count.h"
 
 TFM_ISA_BEGIN
 namespace register_product {
@@ -70,19 +70,7 @@ inline void RowBlock(int64_t n, int64_t depth, const float* a, int64_t a_row, in
   }
 }
 
-// f(std::integral_constant<int, rows>{}) for 1 <= rows <= kMax: a row count
-// known at run time (the rows left after whole blocks) as the template
-// argument a register block needs, found by recursion over kMax.
-template <int kMax, typename F>
-inline void WithRowCount(int rows, F&& f) {
-  if constexpr (kMax >= 1) {
-    if (rows == kMax) {
-      f(std::integral_constant<int, kMax>{});
-    } else {
-      WithRowCount<kMax - 1>(rows, f);
-    }
-  }
-}
+using ::tfm::WithRowCount;  // ops/cpu_math/with_row_count.h
 
 // C[m x n] (+)= A(m x depth) B(depth x n) for n a multiple of 16, A as in
 // MicroKernel, B row-major with leading dimension ldb, C with ldc. Row
