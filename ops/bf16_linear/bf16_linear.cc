@@ -122,6 +122,13 @@ std::vector<Bf16LinearKernel> Bf16LinearKernelsThisCpuRuns() {
 
 namespace {
 
+// "f32_of_pairs, avx512_bf16, ...": the kernels' names, for messages.
+std::string KernelNames(const std::vector<Bf16LinearKernel>& kernels) {
+  std::vector<std::string> names;
+  for (Bf16LinearKernel kernel : kernels) names.push_back(Bf16LinearKernelName(kernel));
+  return absl::StrJoin(names, ", ");
+}
+
 // The fastest kernel, or the one TFM_BF16_KERNEL names where this CPU runs
 // it (to time one CPU's kernels against each other: the vdpbf16ps kernel
 // of a Zen 4 on an AMX Xeon).
@@ -132,21 +139,15 @@ Bf16LinearKernel ChooseActiveKernel() {
   for (Bf16LinearKernel kernel : runs) {
     if (absl::AsciiStrToLower(asked) == Bf16LinearKernelName(kernel)) return kernel;
   }
-  std::vector<std::string> names;
-  for (Bf16LinearKernel kernel : runs) names.push_back(Bf16LinearKernelName(kernel));
   std::fprintf(stderr, "warning: TFM_BF16_KERNEL=%s is not a bf16 kernel this CPU runs (%s); "
-               "using %s\n", asked, absl::StrJoin(names, ", ").c_str(), names.back().c_str());
+               "using %s\n", asked, KernelNames(runs).c_str(), Bf16LinearKernelName(runs.back()));
   return runs.back();
 }
 
 // --list, training logs and benchmarks show which bf16 kernel runs.
 const internal::EnvironmentLineRegistrar bf16_line("bf16 decoding kernel", [] {
-  std::vector<std::string> names;
-  for (Bf16LinearKernel kernel : Bf16LinearKernelsThisCpuRuns()) {
-    names.push_back(Bf16LinearKernelName(kernel));
-  }
-  return absl::StrCat(Bf16LinearKernelName(), " (this CPU runs ", absl::StrJoin(names, ", "),
-                      ")");
+  return absl::StrCat(Bf16LinearKernelName(), " (this CPU runs ",
+                      KernelNames(Bf16LinearKernelsThisCpuRuns()), ")");
 });
 
 }  // namespace

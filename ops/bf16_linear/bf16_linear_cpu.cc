@@ -152,7 +152,8 @@ absl::Status Bf16LinearCpu(KernelContext& context) {
   // Threads take whole panels, each with every row (as packed_linear): a
   // row's sums are the same sequence whatever the batch.
   const int64_t panels = (out + kPanel - 1) / kPanel;
-  const int64_t grain = std::max<int64_t>(1, kGemmSplitWork / std::max<int64_t>(1, rows * kp * kPanel));
+  const int64_t grain =
+      std::max<int64_t>(1, kGemmSplitWork / std::max<int64_t>(1, rows * kp * kPanel));
   pool->ParallelFor(panels, grain, [&](int64_t first, int64_t last) {
     for (int64_t panel = first; panel < last; ++panel) {
       const uint16_t* panel_pairs = b + panel * kp * kPanel;
