@@ -231,30 +231,48 @@ absl::Status DecodingCache::SetKeyRows() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The tensors of the weight laid out for decoding, kept under `owner`:
+// made by `lay_out` (StatusOr<std::vector<Tensor>>()) the first time.
+template <typename LayOut>
+absl::StatusOr<const std::vector<Tensor>*> LaidOutWeight(DecodingCache& cache, const void* owner,
+                                                         DecodingCache::Indexing keep,
+                                                         LayOut lay_out) {
+  const DecodingCache::Entry* entry = cache.Find(owner);
+  if (entry == nullptr) {
+    TFM_ASSIGN_OR_RETURN(std::vector<Tensor> tensors, lay_out());
+    entry = &cache.Store(owner, {keep, std::move(tensors)});
+  }
+  return &entry->tensors;
+}
+
+}  // namespace
+
 absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
                                       const Tensor& weight, const std::optional<Tensor>& bias,
                                       bool relu, DecodingCache::Indexing keep) {
   if (keep != DecodingCache::Indexing::kShared && keep != DecodingCache::Indexing::kBatch) {
     return absl::InvalidArgumentError("DecodingLinear keeps a weight as kShared or kBatch");
   }
+  using Tensors = std::vector<Tensor>;
   if (cache.precision() == DecodingPrecision::kInt8 && QuantizedLinearSupported(weight) &&
       x.dtype() == DType::kF32) {
-    const DecodingCache::Entry* quantized = cache.Find(owner);
-    if (quantized == nullptr) {
-      TFM_ASSIGN_OR_RETURN(QuantizedWeight q, QuantizeLinearWeight(weight));
-      quantized = &cache.Store(owner, {keep, {q.packed, q.scales, q.row_sums}});
-    }
-    const std::vector<Tensor>& q = quantized->tensors;
-    return QuantizedLinear(x, QuantizedWeight{q[0], q[1], q[2]}, bias, relu);
+    TFM_ASSIGN_OR_RETURN(const Tensors* q,
+                         LaidOutWeight(cache, owner, keep, [&]() -> absl::StatusOr<Tensors> {
+                           TFM_ASSIGN_OR_RETURN(QuantizedWeight w, QuantizeLinearWeight(weight));
+                           return Tensors{w.packed, w.scales, w.row_sums};
+                         }));
+    return QuantizedLinear(x, QuantizedWeight{(*q)[0], (*q)[1], (*q)[2]}, bias, relu);
   }
   if (cache.precision() == DecodingPrecision::kBf16 && Bf16LinearSupported(weight) &&
       x.dtype() == DType::kF32) {
-    const DecodingCache::Entry* packed = cache.Find(owner);
-    if (packed == nullptr) {
-      TFM_ASSIGN_OR_RETURN(Tensor pairs, PackBf16LinearWeight(weight));
-      packed = &cache.Store(owner, {keep, {pairs}});
-    }
-    return Bf16Linear(x, packed->tensors[0], weight.dim(0), bias, relu);
+    TFM_ASSIGN_OR_RETURN(const Tensors* pairs,
+                         LaidOutWeight(cache, owner, keep, [&]() -> absl::StatusOr<Tensors> {
+                           TFM_ASSIGN_OR_RETURN(Tensor packed, PackBf16LinearWeight(weight));
+                           return Tensors{packed};
+                         }));
+    return Bf16Linear(x, pairs->front(), weight.dim(0), bias, relu);
   }
   if (!PackedLinearSupported(weight) || x.dtype() != DType::kF32) {
     if (relu && bias.has_value()) return LinearRelu(x, weight, *bias);
@@ -262,12 +280,12 @@ absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, c
     if (!relu) return y;
     return Relu(y);
   }
-  const DecodingCache::Entry* packed = cache.Find(owner);
-  if (packed == nullptr) {
-    TFM_ASSIGN_OR_RETURN(Tensor panels, PackLinearWeight(weight));
-    packed = &cache.Store(owner, {keep, {panels}});
-  }
-  return PackedLinear(x, packed->tensors[0], weight.dim(0), bias, relu);
+  TFM_ASSIGN_OR_RETURN(const Tensors* panels,
+                       LaidOutWeight(cache, owner, keep, [&]() -> absl::StatusOr<Tensors> {
+                         TFM_ASSIGN_OR_RETURN(Tensor packed, PackLinearWeight(weight));
+                         return Tensors{packed};
+                       }));
+  return PackedLinear(x, panels->front(), weight.dim(0), bias, relu);
 }
 
 }  // namespace tfm
