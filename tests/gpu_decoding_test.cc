@@ -142,6 +142,15 @@ absl::StatusOr<std::vector<Hypothesis>> Decode(IncrementalModel& model, int beam
 // there).
 constexpr int kMinDistinct = kSentences / 8;
 
+// How many different best hypotheses (token sequences) `best` holds.
+int DistinctOutputs(const std::vector<Hypothesis>& best) {
+  std::vector<std::vector<int>> seen;
+  for (const Hypothesis& h : best) {
+    if (std::find(seen.begin(), seen.end(), h.tokens) == seen.end()) seen.push_back(h.tokens);
+  }
+  return static_cast<int>(seen.size());
+}
+
 const absl::StatusOr<std::unique_ptr<Models>>& FastHeadSizeModels() {
   static const auto* models = [] {
     absl::StatusOr<std::unique_ptr<Models>> built;
@@ -153,13 +162,7 @@ const absl::StatusOr<std::unique_ptr<Models>>& FastHeadSizeModels() {
       for (const int beam : {1, 4}) {
         const absl::StatusOr<std::vector<Hypothesis>> best = Decode(*(*built)->cpu[0], beam, 16);
         if (!best.ok()) return new absl::StatusOr<std::unique_ptr<Models>>(best.status());
-        std::vector<std::vector<int>> distinct;
-        for (const Hypothesis& h : *best) {
-          if (std::find(distinct.begin(), distinct.end(), h.tokens) == distinct.end()) {
-            distinct.push_back(h.tokens);
-          }
-        }
-        fewest = std::min(fewest, static_cast<int>(distinct.size()));
+        fewest = std::min(fewest, DistinctOutputs(*best));
       }
       std::printf("one-head model, seed %d: %d distinct outputs at least (%s)\n",
                   static_cast<int>(seed), fewest, fewest > kMinDistinct ? "kept" : "too few");
@@ -182,19 +185,14 @@ void Compare(const std::string& what, const absl::StatusOr<std::vector<Hypothesi
   const std::vector<Hypothesis>& expected = *expected_or;
   const std::vector<Hypothesis>& actual = *actual_or;
   ASSERT_EQ(expected.size(), actual.size());
-  int identical = 0, distinct_outputs = 0;
+  int identical = 0;
+  const int distinct_outputs = DistinctOutputs(expected);
   double worst_score = 0;
-  std::vector<std::string> seen;
   for (size_t i = 0; i < expected.size(); ++i) {
-    const std::string text = Tokens(expected[i].tokens);
-    if (std::find(seen.begin(), seen.end(), text) == seen.end()) {
-      seen.push_back(text);
-      ++distinct_outputs;
-    }
     if (expected[i].tokens != actual[i].tokens) {
       std::printf("  %s: line %zu differs: [%s] (%.5f) vs [%s] (%.5f)\n", what.c_str(), i,
-                  text.c_str(), expected[i].score, Tokens(actual[i].tokens).c_str(),
-                  actual[i].score);
+                  Tokens(expected[i].tokens).c_str(), expected[i].score,
+                  Tokens(actual[i].tokens).c_str(), actual[i].score);
       continue;
     }
     ++identical;
