@@ -74,6 +74,16 @@ class DecodingCache {
                 const Device& device, std::shared_ptr<SharedEntries> shared = nullptr,
                 DecodingPrecision precision = DecodingPrecision::kF32);
 
+  // Whether a search's whole-sequence products (the encoder's, the
+  // cross-attention's keys and values) go through DecodingLinear too, their
+  // weights laid out once per search: on the CPU, where BLAS re-packs a
+  // weight at every call (a sentence's encoder pass is a few rows), and
+  // with int8 or bf16 products anywhere. A GPU's f32 and 16-bit passes keep
+  // Linear's (cuBLAS; one product for the packed q, k and v).
+  bool LaysOutWholeSequenceProducts() const {
+    return device_.is_cpu() || precision_ != DecodingPrecision::kF32;
+  }
+
   int64_t sentences() const { return sentences_; }
   int64_t rows_per_sentence() const { return rows_per_sentence_; }
   int64_t rows() const { return sentences_ * rows_per_sentence_; }

@@ -26,6 +26,7 @@
 // into a per-sentence entry; each sentence's rows then query it together as
 // that sentence's rows_per_sentence queries, so no row copies the memory.
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -82,7 +83,17 @@ class MultiHeadAttention : public Layer {
     // and merge_heads (on a GPU the tensor-core kernels read and write them
     // in place).
     options_.packed = PackingFor(context);
-    if (options_.packed == PackedHeads::kQueriesKeysValues) {
+    std::optional<Tensor> fused;
+    if (context.products != nullptr && self_attention_) {
+      // A search's encoder pass: q, k and v as one product of the stacked
+      // weight its steps would use (laid out once per search).
+      TFM_ASSIGN_OR_RETURN(fused, FusedProjection(*context.products, x));
+    }
+    if (fused.has_value()) {
+      options_.packed = PackedHeads::kQueriesKeysValues;
+      TFM_ASSIGN_OR_RETURN(q_, Interleaved(*fused, 3));
+      k_ = v_ = q_;
+    } else if (options_.packed == PackedHeads::kQueriesKeysValues) {
       Dense* const projections[] = {&q_proj_, &k_proj_, &v_proj_};
       TFM_ASSIGN_OR_RETURN(const Tensor qkv, packed_.Forward(projections, x));
       TFM_ASSIGN_OR_RETURN(q_, Interleaved(qkv, 3));
@@ -203,21 +214,13 @@ class MultiHeadAttention : public Layer {
                                                           dtype, x.device()));
         // Reordered by table (read through cache.key_rows()).
         entry = &cache.Store(this, {DecodingCache::Indexing::kRowByTable, {keys, values}});
-        // f32: once per search, the batches of a search share it (and the
-        // packed weight kept under its tensor's address); 16-bit: once per
-        // batch, from the compute copies rounded for it (Dense::Step).
-        if (cache.Find(&q_proj_) == nullptr) TFM_RETURN_IF_ERROR(FuseProjections(cache, x.dtype()));
       }
-      // Under the q projection's address: the layer's second entry.
-      const DecodingCache::Entry* fused = cache.Find(&q_proj_);
-      if (fused != nullptr) {
-        // One product for the step's queries, keys and values (its packed
-        // weight kept under the stacked weight's tensor): [rows, 1, 3 h d]
-        // is [rows, 3 h, 1, d]; keys and values go to their caches from
-        // their thirds, the queries are copied out of theirs.
-        TFM_ASSIGN_OR_RETURN(Tensor qkv, DecodingLinear(cache, &fused->tensors[0], x,
-                                                        fused->tensors[0], fused->tensors[1]));
-        TFM_ASSIGN_OR_RETURN(qkv, qkv.Reshape({x.dim(0), 3 * heads_, 1, qkv.dim(2) / (3 * heads_)}));
+      TFM_ASSIGN_OR_RETURN(std::optional<Tensor> fused, FusedProjection(cache, x));
+      if (fused.has_value()) {
+        // [rows, 1, 3 h d] is [rows, 3 h, 1, d]; keys and values go to their
+        // caches from their thirds, the queries are copied out of theirs.
+        TFM_ASSIGN_OR_RETURN(Tensor qkv, fused->Reshape({x.dim(0), 3 * heads_, 1,
+                                                         fused->dim(2) / (3 * heads_)}));
         TFM_RETURN_IF_ERROR(WriteStep(cache, entry->tensors[0], qkv, heads_));
         TFM_RETURN_IF_ERROR(WriteStep(cache, entry->tensors[1], qkv, 2 * heads_));
         TFM_ASSIGN_OR_RETURN(q, Tensor::Empty({x.dim(0), heads_, 1, qkv.dim(3)}, qkv.dtype(),
@@ -241,9 +244,9 @@ class MultiHeadAttention : public Layer {
       TFM_ASSIGN_OR_RETURN(q, q_proj_.Step(cache, x));
       if (entry == nullptr) {
         const Tensor& memory = inputs[1];
-        // In f32 through Linear, as training computes them; with int8 or
-        // bf16 products through DecodingLinear like every other projection.
-        const bool laid_out = cache.precision() != DecodingPrecision::kF32;
+        // Through DecodingLinear like every other projection, or on a GPU
+        // in f32 or 16 bits through Linear (DecodingCache).
+        const bool laid_out = cache.LaysOutWholeSequenceProducts();
         TFM_ASSIGN_OR_RETURN(Tensor k, laid_out ? k_proj_.Step(cache, memory)
                                                 : k_proj_.Forward(memory, /*keep=*/false));
         TFM_ASSIGN_OR_RETURN(Tensor v, laid_out ? v_proj_.Step(cache, memory)
@@ -338,6 +341,21 @@ class MultiHeadAttention : public Layer {
                                                 : DecodingCache::Indexing::kBatch,
                            {weight, bias}});
     return absl::OkStatus();
+  }
+
+  // x's queries, keys and values side by side ([..., 3 h d]) as one product
+  // of the stacked weight (FuseProjections, made the first time and kept
+  // under &q_proj_: the layer's second entry), its laid-out weight kept
+  // under the stacked tensor's address (DecodingLinear); nullopt where the
+  // projections cannot be stacked (then three products).
+  absl::StatusOr<std::optional<Tensor>> FusedProjection(DecodingCache& cache,
+                                                        const Tensor& x) const {
+    if (cache.Find(&q_proj_) == nullptr) TFM_RETURN_IF_ERROR(FuseProjections(cache, x.dtype()));
+    const DecodingCache::Entry* fused = cache.Find(&q_proj_);
+    if (fused == nullptr) return std::optional<Tensor>();
+    TFM_ASSIGN_OR_RETURN(Tensor qkv, DecodingLinear(cache, &fused->tensors[0], x,
+                                                    fused->tensors[0], fused->tensors[1]));
+    return std::optional<Tensor>(std::move(qkv));
   }
 
   bool self_attention_ = false;

@@ -257,10 +257,9 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   const DType stream_dtype = decoding_f32_residual_ ? DType::kF32 : decoding_dtype_;
   if (decoding_f32_residual_) context.sublayer_dtype = decoding_dtype_;
   TFM_ASSIGN_OR_RETURN(const Tensor source_table, ValueFor(source_table_, stream_dtype));
-  // With int8 or bf16 products the encoder's are too (every linear layer's
-  // weight laid out once per search); in f32 they stay Linear's, as
-  // training computes them.
-  if (decoding_precision_ != DecodingPrecision::kF32) context.products = &state->cache;
+  // The encoder's products as the steps' (every linear layer's weight laid
+  // out once per search) where the cache says so.
+  if (state->cache.LaysOutWholeSequenceProducts()) context.products = &state->cache;
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> embedded,
                        source_embedding_->Forward(context, {source_table, ids}));
   TFM_ASSIGN_OR_RETURN(std::vector<Tensor> memory,

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/bit_rows.h"
+#include "core/op_profile.h"
 #include "gtest/gtest.h"
 #include "layers/decoder_input_hook_testing.h"
 #include "layers/transformer.h"
@@ -585,6 +586,43 @@ TEST(TransformerDecodingTest, DecoderInputHookChangesWhatTheDecoderSees) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// On the CPU a search's encoder pass multiplies by the weights its steps
+// lay out (packed once per search: ops/packed_linear), not through Linear,
+// whose BLAS re-packs each weight at every call (3x the time on a
+// sentence's rows at batch 1): every self-attention's q, k and v as one
+// product of a weight stacked once, every weight laid out once for all of a
+// search's batches. (Its results: StepsEqualTheWholeSequenceForward.)
+TEST(TransformerDecodingTest, OnTheCpuTheEncoderPassUsesTheSearchsLaidOutWeights) {
+  std::unique_ptr<Transformer> model = Build(TinyModel());
+  ASSERT_NE(model, nullptr);
+  const std::vector<std::vector<int>> sources = {Ids(5, 1), Ids(9, 2)};
+  SetOpProfiling(true);
+  ResetOpProfile();
+  model->BeginSearch();
+  int64_t stacked = 0, laid_out = 0;
+  for (int batch = 0; batch < 2; ++batch) {
+    absl::StatusOr<std::unique_ptr<DecoderState>> state =
+        model->Start(PadSources(Pointers(sources), kPad), 2, 5);
+    ASSERT_TRUE(state.ok()) << state.status();
+    ASSERT_TRUE(model->Step(**state, std::vector<int>(4, kBos)).ok());
+    if (batch == 0) {
+      stacked = OpProfileCalls("concat_rows");
+      laid_out = OpProfileCalls("pack_linear_weight");
+    }
+  }
+  model->EndSearch();
+  SetOpProfiling(false);
+  EXPECT_EQ(OpProfileCalls("linear"), 0);
+  EXPECT_EQ(OpProfileCalls("linear_no_bias"), 0);
+  // Weights and biases of the 2 encoder and 2 decoder self-attentions.
+  EXPECT_EQ(stacked, 2 * 4);
+  EXPECT_EQ(OpProfileCalls("concat_rows"), stacked);
+  // Encoder: stacked q k v, out, 2 feed-forward (4 a layer); decoder: the
+  // same and the cross-attention's q, k, v and out (8); the output table.
+  EXPECT_EQ(laid_out, 2 * 4 + 2 * 8 + 1);
+  EXPECT_EQ(OpProfileCalls("pack_linear_weight"), laid_out);
 }
 
 TEST(TransformerDecodingTest, RejectsBadInputs) {

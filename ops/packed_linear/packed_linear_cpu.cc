@@ -98,21 +98,30 @@ absl::Status PackedLinearCpu(KernelContext& context) {
   const float* b = packed.data<float>();
   const float* bias = context.num_inputs() == 3 ? context.input(2).data<float>() : nullptr;
   float* c = y->data<float>();
-  // Threads take whole panels, each with every row: rows never split, so a
-  // row's result is one fixed FMA sequence whatever the batch. Panel
-  // outside, row blocks inside: a panel (in x width floats, 32 KiB at in =
-  // 256 with AVX-512) stays in cache while every row block reads it.
-  const int64_t panel_work = rows * in * kWidth;
-  const int64_t grain =
-      std::max<int64_t>(1, kGemmSplitWork / std::max<int64_t>(1, panel_work));
-  context.thread_pool()->ParallelFor(panels, grain, [&](int64_t first, int64_t last) {
-    for (int64_t panel = first; panel < last; ++panel) {
-      int64_t r = 0;
-      for (; r + kRows <= rows; r += kRows) {
+  // Work items are (group of rows, panel) pairs; a thread takes a run of
+  // them. Panel inside, row blocks innermost: a panel (in x width floats,
+  // 32 KiB at in = 256 with AVX-512) stays in cache while every row block of
+  // the group reads it, and the group's rows of x (at most kGroupBytes)
+  // stay in L2 while the panels pass over them. A step's few rows are one
+  // group, so its threads split the panels and each reads half the weight.
+  // Whatever the split, a row's result is one fixed FMA sequence (rows
+  // never share accumulators): the same bits whatever the batch.
+  constexpr int64_t kGroupBytes = 512 * 1024;
+  const int64_t group_rows = std::max<int64_t>(
+      kRows, kGroupBytes / (in * static_cast<int64_t>(sizeof(float))) / kRows * kRows);
+  const int64_t groups = (rows + group_rows - 1) / group_rows;
+  const int64_t item_work = std::min(rows, group_rows) * in * kWidth;
+  const int64_t grain = std::max<int64_t>(1, kGemmSplitWork / std::max<int64_t>(1, item_work));
+  context.thread_pool()->ParallelFor(groups * panels, grain, [&](int64_t first, int64_t last) {
+    for (int64_t item = first; item < last; ++item) {
+      const int64_t panel = item % panels, begin = item / panels * group_rows;
+      const int64_t end = std::min(rows, begin + group_rows);
+      int64_t r = begin;
+      for (; r + kRows <= end; r += kRows) {
         RowBlock<kRows>(a + r * in, in, b, bias, relu, out, panel, c + r * out);
       }
-      if (r == rows) continue;
-      register_product::WithRowCount<kRows - 1>(static_cast<int>(rows - r), [&](auto rest) {
+      if (r == end) continue;
+      register_product::WithRowCount<kRows - 1>(static_cast<int>(end - r), [&](auto rest) {
         RowBlock<decltype(rest)::value>(a + r * in, in, b, bias, relu, out, panel, c + r * out);
       });
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -115,6 +116,32 @@ TEST(PackedLinearTest, EachRowIsIndependentOfTheOthers) {
       const std::vector<float> alone = PackedLinear(x, packed, out, b)->ToVector<float>();
       for (int64_t i = 0; i < rows * out; ++i) {
         ASSERT_EQ(alone[i], together[first * out + i]) << rows << " rows from " << first;
+      }
+    }
+  }
+}
+
+// An encoder pass's rows: more than one group of rows (the kernel keeps
+// 512 KiB of x's rows in cache while the panels pass over them: 128 rows at
+// 1,024 inputs), split between threads by group and panel. Each row still
+// equals the product in double, and the rows of one call equal those of
+// calls on their own, bit for bit.
+TEST(PackedLinearTest, ManyRowsSpanSeveralGroups) {
+  for (const auto& [in, out, rows] :
+       {std::tuple<int64_t, int64_t, int64_t>{1024, 40, 301}, {200, 70, 1500}}) {
+    SCOPED_TRACE(absl::StrCat(rows, " rows, ", in, " -> ", out));
+    const Tensor w = Random({out, in}, 1), b = Random({out}, 2), x = Random({rows, in}, 3);
+    const Tensor packed = *PackLinearWeight(w);
+    const std::vector<float> got = PackedLinear(x, packed, out, b)->ToVector<float>();
+    const Reference ref = Expected(x, w, &b);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref.y[i], ref.bound[i]) << i;
+    const std::vector<float> xs = x.ToVector<float>();
+    for (const int64_t first : {int64_t{0}, rows / 2, rows - 13}) {
+      const std::vector<float> part(xs.begin() + first * in, xs.begin() + (first + 13) * in);
+      const Tensor some = *Tensor::FromVector<float>(part, {13, in});
+      const std::vector<float> alone = PackedLinear(some, packed, out, b)->ToVector<float>();
+      for (int64_t i = 0; i < 13 * out; ++i) {
+        ASSERT_EQ(alone[i], got[first * out + i]) << "13 rows from " << first;
       }
     }
   }
