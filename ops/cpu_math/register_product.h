@@ -28,9 +28,17 @@ using simd::VecF;
 // row k of B starts at b + k * ldb. R * kVecs accumulators, R broadcasts
 // and kVecs loads per k: with R = 6 and kVecs = 2, 12 independent FMA
 // chains cover the FMA latency on both ports.
-template <int R, int kVecs, bool kAccumulate>
+// `finish(sum, v)` gives what is stored of vector v of a row's sums (a
+// bias and a ReLU applied in registers, where a second pass over C would
+// read it back); by default the sums.
+struct KeepSums {
+  VecF operator()(VecF sum, int /*v*/) const { return sum; }
+};
+
+template <int R, int kVecs, bool kAccumulate, typename Finish = KeepSums>
 inline void MicroKernel(int64_t depth, const float* a, int64_t a_row, int64_t a_step,
-                        const float* b, int64_t ldb, float* c, int64_t ldc) {
+                        const float* b, int64_t ldb, float* c, int64_t ldc,
+                        Finish finish = Finish()) {
   VecF acc[R][kVecs];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -51,7 +59,7 @@ inline void MicroKernel(int64_t depth, const float* a, int64_t a_row, int64_t a_
   }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    for (int v = 0; v < kVecs; ++v) simd::Store(acc[r][v], c + r * ldc + v * kLanes);
+    for (int v = 0; v < kVecs; ++v) simd::Store(finish(acc[r][v], v), c + r * ldc + v * kLanes);
   }
 }
 
