@@ -891,7 +891,7 @@ void PrintSettings(const std::vector<Row>& rows, const Device& device) {
     std::cout << "ours " << label << ": " << text << "\n";
   }
   std::cout << absl::StrFormat(
-      "ours: %s, ThreadPool %d threads; allocator: caching (blocks >= 1 MiB kept); fp32; "
+      "ours: %s, ThreadPool %d threads (allocator: the line above); fp32; "
       "key/value caches: %s\n",
       device.ToString(), ThreadPool::Default()->num_threads(),
       absl::GetFlag(FLAGS_kv_cache_dtype) == "auto"

@@ -214,11 +214,6 @@ bool UseTf32() {
   return value != nullptr && std::string(value) == "1";
 }
 
-std::string AllocatorSummary() {
-  return absl::StrCat("caching allocator (blocks >= 1 MiB kept for reuse, cap ",
-                      CpuCacheCapBytes() >> 20, " MiB), glibc malloc below");
-}
-
 absl::StatusOr<std::vector<DType>> Dtypes(const Device& device) {
   std::string text = absl::GetFlag(FLAGS_dtype);
   if (text.empty()) text = device.is_cuda() ? "f32,bf16" : "f32";
@@ -475,7 +470,7 @@ absl::Status MainCpu(const std::string& script) {
   std::cout << absl::StrFormat(
       "       threads: ThreadPool %d (BLAS single-threaded under it); "
       "allocator: %s\n",
-      ThreadPool::Default()->num_threads(), AllocatorSummary());
+      ThreadPool::Default()->num_threads(), CpuAllocatorSummary());
   std::cout << absl::StrFormat(
       "torch: %s, ISA (cpu capability) %s, BLAS %s, mkldnn %s, threads %s\n",
       peer.info["torch_version"], peer.info["cpu_capability"], peer.info["blas_info"],

@@ -420,8 +420,8 @@ absl::Status Main(int argc, char** argv) {
   const std::string scratch = scratch_template;
   setenv("TFM_NUM_THREADS", absl::StrCat(threads).c_str(), 1);
   for (const auto& [label, text] : EnvironmentReport()) std::cout << label << ": " << text << "\n";
-  std::cout << "threads: " << threads << " on each side; allocator: ours caching (>= 1 MiB) "
-            << "over glibc; torch glibc\n";
+  std::cout << "threads: " << threads << " on each side; allocator: ours as the allocator line "
+            << "above; torch glibc\n";
   // Version, BLAS, CPU kernels (torch >= 2.0 says which), GPU and CUDA.
   const std::string torch_info = absl::StrCat(
       absl::GetFlag(FLAGS_peer_python),

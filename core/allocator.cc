@@ -1,5 +1,6 @@
 #include "core/allocator.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/caching_allocator.h"
+#include "core/env_setting.h"
+#include "core/environment_report.h"
 
 namespace tfm {
 
@@ -25,13 +28,38 @@ void* AlignedHostAlloc(size_t bytes) {
   return std::aligned_alloc(kCpuAlignment, rounded);
 }
 
+bool HostHugePagesOn() {
+  static const bool on = EnvOnUnlessZero("TFM_HUGE_PAGES");
+  return on;
+}
+
+void* HostBlockAlloc(size_t bytes) {
+  if (bytes < kHugePageBytes || !HostHugePagesOn()) return AlignedHostAlloc(bytes);
+  void* ptr = nullptr;
+  if (posix_memalign(&ptr, kHugePageBytes, bytes) != 0) return nullptr;
+  // Only whole huge pages: the tail past the last one stays on 4 KiB pages.
+  // A refusal (a kernel without transparent huge pages) leaves small pages.
+  madvise(ptr, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+  return ptr;
+}
+
+std::string TransparentHugePagesMode() {
+  // "always [madvise] never": the bracketed word is the mode.
+  std::ifstream file("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(file, line)) return "unknown";
+  const size_t open = line.find('['), close = line.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) return line;
+  return line.substr(open + 1, close - open - 1);
+}
+
 namespace {
 
 // Aligned host memory straight from the C library.
 class AlignedHostMemory final : public SystemMemory {
  public:
   absl::StatusOr<void*> Malloc(size_t bytes) override {
-    void* ptr = AlignedHostAlloc(bytes);
+    void* ptr = HostBlockAlloc(bytes);
     if (ptr == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("CPU allocation of ", bytes, " bytes failed"));
@@ -97,6 +125,18 @@ AllocatorTable& Table() {
   return *table;
 }
 
+}  // namespace
+
+std::string CpuAllocatorSummary() {
+  return absl::StrCat("caching (host blocks >= 1 MiB kept, cap ", CpuCacheCapBytes() >> 20,
+                      " MiB; glibc malloc below); ",
+                      HostHugePagesOn() ? "blocks >= 2 MiB on huge pages (MADV_HUGEPAGE"
+                                        : "no huge pages (TFM_HUGE_PAGES=0",
+                      "; the kernel's transparent huge pages: ", TransparentHugePagesMode(), ")");
+}
+
+namespace {
+const internal::EnvironmentLineRegistrar allocator_line("allocator", CpuAllocatorSummary);
 }  // namespace
 
 Allocator* CpuAllocator() {
