@@ -16,7 +16,9 @@
 // and v of x as one [batch, len, 3 h d] tensor, encoder-decoder
 // attention's k and v of the memory as one [batch, src_len, 2 h d], which
 // the attention op reads in place (attention.h's PackedHeads), and whose
-// gradient it writes as one tensor for the product's backward.
+// gradient it writes as one tensor for the product's backward. A search's
+// encoder pass (ForwardContext::products) computes self-attention's q, k
+// and v as one product too, of the stacked weight its decoding steps keep.
 //
 // Incremental decoding (ForwardContext::cache): x is [rows, 1, d_model], one
 // new position per row. Self-attention writes the position's keys and
