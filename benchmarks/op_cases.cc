@@ -298,13 +298,13 @@ void AddElementwiseCases(const Placement& place, std::vector<OpCase>* cases) {
       }});
 }
 
-// A batched beam search's step: kBeamRows rows (32 sentences x beam 4)
-// through a decoder product, by linear (OpenBLAS, which packs the weight at
-// every call) and by packed_linear (the weight packed once per search, as
-// DecodingLinear does; CPU f32 only, held against the linear row).
-void AddBeamStepLinearCases(const Placement& place, int64_t in, int64_t out,
-                            std::vector<OpCase>* cases) {
-  const int64_t rows = kBeamRows;
+// A search's product of `rows` rows: a batched beam search's step
+// (kBeamRows: 32 sentences x beam 4) or a batch's encoder pass
+// (kEncoderRows), by linear (OpenBLAS, which packs the weight at every call)
+// and by packed_linear (the weight packed once per search, as DecodingLinear
+// does; CPU f32 only, held against the linear row).
+void AddLaidOutLinearCases(const Placement& place, int64_t rows, int64_t in, int64_t out,
+                           std::vector<OpCase>* cases) {
   AddLinearCases(place, rows, in, out, RowGroup::kDecode, cases);
   if (!place.device.is_cpu() || place.dtype != DType::kF32) return;
   const std::string shape = absl::StrFormat("%dx%d -> %d", rows, in, out);
@@ -656,10 +656,13 @@ std::vector<OpCase> BaseModelCases(const CaseOptions& options) {
   AddLinearCases(place, 1, kDModel, kDFF, RowGroup::kDecode, &cases);
   AddLinearCases(place, 1, kDFF, kDModel, RowGroup::kDecode, &cases);
   for (int64_t n : options.decode_cache_lengths) AddAttentionCases(place, n, false, true, &cases);
-  // Batched beam search: the fused q/k/v product and the FFN's two.
-  AddBeamStepLinearCases(place, kDModel, 3 * kDModel, &cases);
-  AddBeamStepLinearCases(place, kDModel, kDFF, &cases);
-  AddBeamStepLinearCases(place, kDFF, kDModel, &cases);
+  // Batched beam search and a batch's encoder pass: the fused q/k/v product
+  // and the FFN's two.
+  for (const int64_t rows : {kBeamRows, kEncoderRows}) {
+    AddLaidOutLinearCases(place, rows, kDModel, 3 * kDModel, &cases);
+    AddLaidOutLinearCases(place, rows, kDModel, kDFF, &cases);
+    AddLaidOutLinearCases(place, rows, kDFF, kDModel, &cases);
+  }
   for (OpCase& c : cases) c.dtype = options.dtype;
   return cases;
 }

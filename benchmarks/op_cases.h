@@ -33,6 +33,8 @@ inline constexpr int64_t kDHead = kDModel / kHeads;
 inline constexpr int64_t kTokens = 4096;
 // Decoder rows of a batched beam search step: 32 sentences x beam 4.
 inline constexpr int64_t kBeamRows = 128;
+// A decoding batch's encoder pass: 32 sentences of 24 positions.
+inline constexpr int64_t kEncoderRows = 32 * 24;
 // The paper's P_drop for the base model.
 inline constexpr double kDropoutP = 0.1;
 
