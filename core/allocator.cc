@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -28,9 +29,17 @@ void* AlignedHostAlloc(size_t bytes) {
   return std::aligned_alloc(kCpuAlignment, rounded);
 }
 
+namespace {
+std::atomic<bool> huge_pages_for_training{false};
+}  // namespace
+
 bool HostHugePagesOn() {
-  static const bool on = EnvOnUnlessZero("TFM_HUGE_PAGES");
-  return on;
+  if (EnvIs("TFM_HUGE_PAGES", "0")) return false;
+  return EnvIs("TFM_HUGE_PAGES", "1") || huge_pages_for_training.load(std::memory_order_relaxed);
+}
+
+void SetHostHugePagesForTraining(bool on) {
+  huge_pages_for_training.store(on, std::memory_order_relaxed);
 }
 
 void* HostBlockAlloc(size_t bytes) {
@@ -131,7 +140,7 @@ std::string CpuAllocatorSummary() {
   return absl::StrCat("caching (host blocks >= 1 MiB kept, cap ", CpuCacheCapBytes() >> 20,
                       " MiB; glibc malloc below); ",
                       HostHugePagesOn() ? "blocks >= 2 MiB on huge pages (MADV_HUGEPAGE"
-                                        : "no huge pages (TFM_HUGE_PAGES=0",
+                                        : "huge pages only while training (MADV_HUGEPAGE",
                       "; the kernel's transparent huge pages: ", TransparentHugePagesMode(), ")");
 }
 

@@ -45,18 +45,26 @@ inline constexpr size_t kCpuAlignment = 64;
 // kCpuAlignment boundary, freed with std::free; null if none is left.
 void* AlignedHostAlloc(size_t bytes);
 
-// Host blocks of at least this many bytes start on a huge page and ask the
-// kernel for transparent huge pages (MADV_HUGEPAGE) over their whole 2 MiB
-// pages: a training update's activations and a decoder's weights are read
-// in streams of megabytes, and with 4 KiB pages each stream walks the page
-// tables every 4 KiB. On a 2-core AMX Xeon the CPU updates ran 5-10%
-// faster (small and base, f32 and bf16; decoding unchanged). Many kernels
-// grant them only where asked (transparent_hugepage/enabled = madvise).
+// While training, host blocks of at least this many bytes start on a huge
+// page and ask the kernel for transparent huge pages (MADV_HUGEPAGE) over
+// their whole 2 MiB pages: an update streams through megabytes of
+// activations, and with 4 KiB pages each stream walks the page tables every
+// 4 KiB. On a 2-core AMX Xeon the CPU updates ran 2-10% faster (small and
+// base, f32 and bf16). Decoding leaves them off: a base-sized model's
+// batched search ran about 10% slower with them
+// (benchmarks/results/decode_cpu_xeon_random_base_huge_pages_ab.txt). Many
+// kernels grant them only where asked (transparent_hugepage/enabled =
+// madvise).
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-// Whether host blocks from kHugePageBytes up ask for huge pages: on unless
-// TFM_HUGE_PAGES=0 (read once).
+// Whether host blocks from kHugePageBytes up ask for huge pages: after
+// SetHostHugePagesForTraining(true), or always with TFM_HUGE_PAGES=1, never with
+// TFM_HUGE_PAGES=0.
 bool HostHugePagesOn();
+
+// Called by the trainer with true: from now on this process's large host
+// blocks ask for huge pages (blocks already allocated stay as they are).
+void SetHostHugePagesForTraining(bool on);
 
 // A host block for the CPU allocator: AlignedHostAlloc's, or from
 // kHugePageBytes up (with HostHugePagesOn) aligned to a huge page and

@@ -58,7 +58,21 @@ TEST(HostBlockAllocTest, SmallBlocksStartOnACacheLine) {
 // From 2 MiB up a block starts on a huge page, and the kernel is asked for
 // huge pages over it: where it grants them (mode madvise or always) the
 // mapping is eligible. Whether it finds free 2 MiB pages is its business.
+// Off until a trainer asks (decoding leaves them off), then on.
+TEST(HostBlockAllocTest, TrainingTurnsHugePagesOn) {
+  if (std::getenv("TFM_HUGE_PAGES") != nullptr) GTEST_SKIP() << "TFM_HUGE_PAGES is set";
+  SetHostHugePagesForTraining(false);  // As a process that only decodes starts.
+  EXPECT_FALSE(HostHugePagesOn());
+  void* small_pages = HostBlockAlloc(3 * kHugePageBytes);
+  ASSERT_NE(small_pages, nullptr);
+  EXPECT_EQ(Address(small_pages) % kCpuAlignment, 0u);
+  std::free(small_pages);
+  SetHostHugePagesForTraining(true);
+  EXPECT_TRUE(HostHugePagesOn());
+}
+
 TEST(HostBlockAllocTest, LargeBlocksStartOnAHugePageAndAskForHugePages) {
+  SetHostHugePagesForTraining(true);
   ASSERT_TRUE(HostHugePagesOn()) << "TFM_HUGE_PAGES=0 in the test's environment";
   const size_t bytes = 2 * kHugePageBytes + 12345;
   void* ptr = HostBlockAlloc(bytes);
@@ -78,6 +92,7 @@ TEST(HostBlockAllocTest, LargeBlocksStartOnAHugePageAndAskForHugePages) {
 }
 
 TEST(HostBlockAllocTest, TheEnvironmentReportDescribesTheAllocator) {
+  SetHostHugePagesForTraining(true);
   std::string allocator;
   for (const auto& [label, text] : EnvironmentReport()) {
     if (label == "allocator") allocator = text;

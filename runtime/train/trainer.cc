@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/allocator.h"
 #include "core/check.h"
 #include "core/status_macros.h"
 #include "core/tensor_copy.h"
@@ -121,7 +122,9 @@ Trainer::Trainer(TrainableModel* model, AdamOptimizer* optimizer, BatchStream* b
       hooks_(std::move(hooks)),
       parameters_(model->Parameters()),
       communicator_(communicator != nullptr ? communicator : &single_process_),
-      loss_scale_(InitialLossScale(options_.loss_scaling)) {}
+      loss_scale_(InitialLossScale(options_.loss_scaling)) {
+  SetHostHugePagesForTraining(true);  // core/allocator.h: 2-10% faster CPU updates.
+}
 
 // A fresh zero tensor on the gradient's device (the fill op), not a host
 // memset: the same code zeroes CPU and GPU gradients. The model replaces
