@@ -34,8 +34,11 @@ std::atomic<bool> huge_pages_for_training{false};
 }  // namespace
 
 bool HostHugePagesOn() {
-  if (EnvIs("TFM_HUGE_PAGES", "0")) return false;
-  return EnvIs("TFM_HUGE_PAGES", "1") || huge_pages_for_training.load(std::memory_order_relaxed);
+  // The variable, read once: 0 forces them off, 1 on, else the training's.
+  static const bool forced_off = EnvIs("TFM_HUGE_PAGES", "0");
+  static const bool forced_on = EnvIs("TFM_HUGE_PAGES", "1");
+  if (forced_off) return false;
+  return forced_on || huge_pages_for_training.load(std::memory_order_relaxed);
 }
 
 void SetHostHugePagesForTraining(bool on) {

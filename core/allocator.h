@@ -58,8 +58,8 @@ void* AlignedHostAlloc(size_t bytes);
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 // Whether host blocks from kHugePageBytes up ask for huge pages: after
-// SetHostHugePagesForTraining(true), or always with TFM_HUGE_PAGES=1, never with
-// TFM_HUGE_PAGES=0.
+// SetHostHugePagesForTraining(true), or always with TFM_HUGE_PAGES=1, never
+// with TFM_HUGE_PAGES=0 (the variable is read once).
 bool HostHugePagesOn();
 
 // Called by the trainer with true: from now on this process's large host
@@ -76,7 +76,8 @@ void* HostBlockAlloc(size_t bytes);
 std::string TransparentHugePagesMode();
 
 // The process-wide host allocator: aligned, thread-safe, caching blocks of
-// 1 MiB and more (see allocator.cc), on huge pages from kHugePageBytes.
+// 1 MiB and more (see allocator.cc); while training, on huge pages from
+// kHugePageBytes.
 Allocator* CpuAllocator();
 
 // What CpuAllocator does on this machine, in a line: the environment

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -55,9 +55,6 @@ TEST(HostBlockAllocTest, SmallBlocksStartOnACacheLine) {
   }
 }
 
-// From 2 MiB up a block starts on a huge page, and the kernel is asked for
-// huge pages over it: where it grants them (mode madvise or always) the
-// mapping is eligible. Whether it finds free 2 MiB pages is its business.
 // Off until a trainer asks (decoding leaves them off), then on.
 TEST(HostBlockAllocTest, TrainingTurnsHugePagesOn) {
   if (std::getenv("TFM_HUGE_PAGES") != nullptr) GTEST_SKIP() << "TFM_HUGE_PAGES is set";
@@ -71,6 +68,9 @@ TEST(HostBlockAllocTest, TrainingTurnsHugePagesOn) {
   EXPECT_TRUE(HostHugePagesOn());
 }
 
+// From 2 MiB up a block starts on a huge page, and the kernel is asked for
+// huge pages over it: where it grants them (mode madvise or always) the
+// mapping is eligible. Whether it finds free 2 MiB pages is its business.
 TEST(HostBlockAllocTest, LargeBlocksStartOnAHugePageAndAskForHugePages) {
   SetHostHugePagesForTraining(true);
   ASSERT_TRUE(HostHugePagesOn()) << "TFM_HUGE_PAGES=0 in the test's environment";

@@ -22,19 +22,19 @@ namespace register_product {
 using simd::kLanes;
 using simd::VecF;
 
+// MicroKernel's default `finish`: the sums as they are.
+struct KeepSums {
+  VecF operator()(VecF sum, int /*v*/) const { return sum; }
+};
+
 // The register block: C[R x kVecs * kLanes] (+)= sum over k < depth of
 // A(r, k) B(k, :), where A(r, k) = a[r * a_row + k * a_step] (so A may be
 // read transposed in place: a_row = 1 reads R consecutive floats per k) and
 // row k of B starts at b + k * ldb. R * kVecs accumulators, R broadcasts
 // and kVecs loads per k: with R = 6 and kVecs = 2, 12 independent FMA
-// chains cover the FMA latency on both ports.
-// `finish(sum, v)` gives what is stored of vector v of a row's sums (a
-// bias and a ReLU applied in registers, where a second pass over C would
-// read it back); by default the sums.
-struct KeepSums {
-  VecF operator()(VecF sum, int /*v*/) const { return sum; }
-};
-
+// chains cover the FMA latency on both ports. `finish(sum, v)` gives what
+// is stored of vector v of a row's sums (a bias and a ReLU applied in
+// registers, where a second pass over C would read it back).
 template <int R, int kVecs, bool kAccumulate, typename Finish = KeepSums>
 inline void MicroKernel(int64_t depth, const float* a, int64_t a_row, int64_t a_step,
                         const float* b, int64_t ldb, float* c, int64_t ldc,

@@ -30,10 +30,9 @@ constexpr int kRows = 6;
 #endif
 
 // Rows [0, R) of y (leading dimension `out`) in one panel, the bias
-// (kBias) and the ReLU (kRelu) applied to the sums in registers (a second
-// pass over y read back what had just been stored: 25% of a product of 128
-// rows by 768 outputs): a whole panel straight into y, the last partial
-// one through a block on the stack.
+// (kBias) and the ReLU (kRelu) applied to the sums in registers (not in a
+// second pass that reads back what was just stored): a whole panel
+// straight into y, the last partial one through a block on the stack.
 template <int R, bool kBias, bool kRelu>
 void RowBlock(const float* x, int64_t in, const float* packed, const float* bias, int64_t out,
               int64_t panel, float* y) {
@@ -59,7 +58,9 @@ void RowBlock(const float* x, int64_t in, const float* packed, const float* bias
   };
   register_product::MicroKernel<R, 2, false>(in, x, in, 1, b, kWidth, c, ldc, finish);
   if (whole) return;
-  for (int r = 0; r < R; ++r) std::memcpy(y + r * out + column, c + r * ldc, columns * sizeof(float));
+  for (int r = 0; r < R; ++r) {
+    std::memcpy(y + r * out + column, c + r * ldc, columns * sizeof(float));
+  }
 }
 
 // Rows [first, last) of y in one panel: blocks of kRows, then one of the
@@ -133,8 +134,9 @@ absl::Status PackedLinearCpu(KernelContext& context) {
   const int64_t groups = (rows + group_rows - 1) / group_rows;
   const int64_t item_work = std::min(rows, group_rows) * in * kWidth;
   const int64_t grain = std::max<int64_t>(1, kGemmSplitWork / std::max<int64_t>(1, item_work));
-  const auto rows_of_panel = bias != nullptr ? (relu ? PanelRows<true, true> : PanelRows<true, false>)
-                                             : (relu ? PanelRows<false, true> : PanelRows<false, false>);
+  const auto rows_of_panel = bias != nullptr
+                                 ? (relu ? PanelRows<true, true> : PanelRows<true, false>)
+                                 : (relu ? PanelRows<false, true> : PanelRows<false, false>);
   context.thread_pool()->ParallelFor(groups * panels, grain, [&](int64_t first, int64_t last) {
     for (int64_t item = first; item < last; ++item) {
       const int64_t panel = item % panels, begin = item / panels * group_rows;
