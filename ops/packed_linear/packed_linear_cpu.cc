@@ -123,15 +123,32 @@ absl::Status PackedLinearCpu(KernelContext& context) {
   // Work items are (group of rows, panel) pairs; a thread takes a run of
   // them. Panel inside, row blocks innermost: a panel (in x width floats,
   // 32 KiB at in = 256 with AVX-512) stays in cache while every row block of
-  // the group reads it, and the group's rows of x (at most kGroupBytes)
-  // stay in L2 while the panels pass over them. A step's few rows are one
-  // group, so its threads split the panels and each reads half the weight.
+  // the group reads it, and the group's rows of x (at most about
+  // kGroupBytes) stay in L2 while the panels pass over them.
+  //
+  // The groups are of equal size (in whole row blocks): groups cut at the
+  // most rows that fit left a last group of a few rows, and since a thread
+  // takes a run of items, one thread got almost all the rows (768 rows of
+  // 512 inputs were 252 + 252 against 252 + 12; 128 rows of 2,048 were
+  // 60 + 60 against 8).
+  //
+  // Which runs: with many groups, group-major, so a thread keeps its groups
+  // of x in L2 and reads the weight once per group. With one or two groups
+  // (x within about 1 MiB, in L2 beside a panel), panel-major: a thread
+  // takes its share of the panels over every row, so each thread reads only
+  // its part of the weight once (a decoding step's 128 rows of 2,048 inputs
+  // went from 1.07 to 0.97 ms; benchmarks/results/ has the figures).
+  //
   // Whatever the split, a row's result is one fixed FMA sequence (rows
   // never share accumulators): the same bits whatever the batch.
   constexpr int64_t kGroupBytes = 512 * 1024;
-  const int64_t group_rows = std::max<int64_t>(
-      kRows, kGroupBytes / (in * static_cast<int64_t>(sizeof(float))) / kRows * kRows);
-  const int64_t groups = (rows + group_rows - 1) / group_rows;
+  const int64_t most_group_rows =
+      std::max<int64_t>(kRows, kGroupBytes / (in * static_cast<int64_t>(sizeof(float))));
+  const int64_t fewest_groups = (rows + most_group_rows - 1) / most_group_rows;
+  const int64_t group_rows =
+      ((rows + fewest_groups - 1) / fewest_groups + kRows - 1) / kRows * kRows;
+  const int64_t groups = (rows + group_rows - 1) / group_rows;  // Rounding may spare one.
+  const bool panel_major = groups <= 2;
   const int64_t item_work = std::min(rows, group_rows) * in * kWidth;
   const int64_t grain = std::max<int64_t>(1, kGemmSplitWork / std::max<int64_t>(1, item_work));
   const auto rows_of_panel = bias != nullptr
@@ -139,7 +156,8 @@ absl::Status PackedLinearCpu(KernelContext& context) {
                                  : (relu ? PanelRows<false, true> : PanelRows<false, false>);
   context.thread_pool()->ParallelFor(groups * panels, grain, [&](int64_t first, int64_t last) {
     for (int64_t item = first; item < last; ++item) {
-      const int64_t panel = item % panels, begin = item / panels * group_rows;
+      const int64_t panel = panel_major ? item / groups : item % panels;
+      const int64_t begin = (panel_major ? item % groups : item / panels) * group_rows;
       rows_of_panel(a, in, b, bias, out, panel, begin, std::min(rows, begin + group_rows), c);
     }
   });

@@ -122,13 +122,16 @@ TEST(PackedLinearTest, EachRowIsIndependentOfTheOthers) {
 }
 
 // An encoder pass's rows: more than one group of rows (the kernel keeps
-// 512 KiB of x's rows in cache while the panels pass over them: 128 rows at
-// 1,024 inputs), split between threads by group and panel. Each row still
-// equals the product in double, and the rows of one call equal those of
-// calls on their own, bit for bit.
+// about 512 KiB of x's rows in cache while the panels pass over them: 128
+// rows at 1,024 inputs), split between threads by group and panel: two
+// groups taken panel by panel (128 rows of 2,048 inputs, a decoding step's
+// second feed-forward product), and three or more taken group by group.
+// Each row still equals the product in double, and the rows of one call
+// equal those of calls on their own, bit for bit.
 TEST(PackedLinearTest, ManyRowsSpanSeveralGroups) {
-  for (const auto& [in, out, rows] :
-       {std::tuple<int64_t, int64_t, int64_t>{1024, 40, 301}, {200, 70, 1500}}) {
+  for (const auto& [in, out, rows] : {std::tuple<int64_t, int64_t, int64_t>{2048, 60, 128},
+                                      {1024, 40, 301},
+                                      {200, 70, 1500}}) {
     SCOPED_TRACE(absl::StrCat(rows, " rows, ", in, " -> ", out));
     const Tensor w = Random({out, in}, 1), b = Random({out}, 2), x = Random({rows, in}, 3);
     const Tensor packed = *PackLinearWeight(w);
