@@ -84,13 +84,39 @@ inline void ScoreKeys(const float* q, const Rows<T>& k, int64_t j0, int64_t d, f
   for (int r = 0; r < kKeys; ++r) scores[j0 + r] = scale * ReduceSum(acc[r]);
 }
 
-// scores[j] = scale * q . k_j for the n keys. Four keys per pass keep four
-// independent FMA chains in flight: one dot product at a time would wait on
-// the FMA latency at every step of a 64-wide row.
+// scores[j0 + r] for r < kLanes: each key's FMA chain as in ScoreKeys (the
+// same bits), one key after another (the chains still overlap out of
+// order), then their kLanes horizontal sums together (simd::ReduceSums: a
+// third of the instructions of one ReduceSum a key, which at d = 64 cost
+// more than the key's FMAs).
+template <typename T>
+inline void ScoreKeyBlock(const float* q, const Rows<T>& k, int64_t j0, int64_t d, float scale,
+                          float* scores) {
+  using namespace simd;  // NOLINT
+  const int64_t whole = d / kLanes * kLanes;
+  VecF acc[kLanes];
+  for (int r = 0; r < kLanes; ++r) {
+    const T* key = k(j0 + r);
+    VecF sum = Zero();
+    for (int64_t c = 0; c < whole; c += kLanes) sum = MulAdd(Load(q + c), LoadRow(key + c), sum);
+    if (whole < d) {
+      sum = MulAdd(LoadFirst(q + whole, d - whole), LoadRowFirst(key + whole, d - whole), sum);
+    }
+    acc[r] = sum;
+  }
+  Store(Set(scale) * ReduceSums(acc), scores + j0);
+}
+
+// scores[j] = scale * q . k_j for the n keys: blocks of kLanes keys, then
+// four keys per pass (four independent FMA chains in flight: one dot
+// product at a time would wait on the FMA latency at every step of a
+// 64-wide row), then one. Every key's score is the same bits whichever
+// pass takes it.
 template <typename T>
 void ScaledScores(const float* q, const Rows<T>& k, int64_t n, int64_t d, float scale,
                   float* scores) {
   int64_t j = 0;
+  for (; j + simd::kLanes <= n; j += simd::kLanes) ScoreKeyBlock(q, k, j, d, scale, scores);
   for (; j + 4 <= n; j += 4) ScoreKeys<4>(q, k, j, d, scale, scores);
   for (; j < n; ++j) ScoreKeys<1>(q, k, j, d, scale, scores);
 }

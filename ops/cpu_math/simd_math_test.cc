@@ -1,6 +1,7 @@
 #include "ops/cpu_math/simd_math.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -18,6 +19,45 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // Sizes around both vector widths (8 and 16 lanes) exercise the unrolled
 // body, the one-vector step and the masked tail.
 constexpr int kSizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 100};
+
+// ReduceSums gives each vector's ReduceSum, bit for bit, in lane order. The
+// values span many magnitudes, so another order of additions would round
+// differently: checked below, so that the equality means the same tree.
+TEST(SimdMathTest, ReduceSumsIsEachVectorsReduceSumBitForBit) {
+  for (int trial = 0; trial < 50; ++trial) {
+    VecF vectors[kLanes];
+    float lanes[kLanes][kLanes];
+    for (int v = 0; v < kLanes; ++v) {
+      for (int i = 0; i < kLanes; ++i) {
+        lanes[v][i] = std::sin(1.3f * (trial * 257 + v * 17 + i)) *
+                      std::pow(10.0f, static_cast<float>((v + 3 * i + trial) % 9) - 4.0f);
+      }
+      vectors[v] = Load(lanes[v]);
+    }
+    float sums[kLanes];
+    Store(ReduceSums(vectors), sums);
+    for (int v = 0; v < kLanes; ++v) {
+      const float expected = ReduceSum(vectors[v]);
+      EXPECT_EQ(std::memcmp(&sums[v], &expected, sizeof(float)), 0)
+          << "trial " << trial << " vector " << v << ": " << sums[v] << " against " << expected;
+    }
+  }
+  // The data is order-sensitive: left-to-right sums differ from the tree's
+  // somewhere.
+  int differing = 0;
+  for (int trial = 0; trial < 50; ++trial) {
+    for (int v = 0; v < kLanes; ++v) {
+      float lanes[kLanes], serial = 0.0f;
+      for (int i = 0; i < kLanes; ++i) {
+        lanes[i] = std::sin(1.3f * (trial * 257 + v * 17 + i)) *
+                   std::pow(10.0f, static_cast<float>((v + 3 * i + trial) % 9) - 4.0f);
+        serial += lanes[i];
+      }
+      differing += serial != ReduceSum(Load(lanes));
+    }
+  }
+  EXPECT_GT(differing, 0);
+}
 
 TEST(SimdMathTest, MaxOrNaNFindsTheMaxAndAnyNaN) {
   for (int n : kSizes) {
