@@ -67,16 +67,19 @@ inline void ScoreKeys(const float* q, const Rows<T>& k, int64_t j0, int64_t d, f
   const int64_t whole = d / kLanes * kLanes;
   const T* key[kKeys];
   VecF acc[kKeys];
+#pragma GCC unroll 4
   for (int r = 0; r < kKeys; ++r) {
     key[r] = k(j0 + r);
     acc[r] = Zero();
   }
   for (int64_t c = 0; c < whole; c += kLanes) {
     const VecF qc = Load(q + c);
+#pragma GCC unroll 4
     for (int r = 0; r < kKeys; ++r) acc[r] = MulAdd(qc, LoadRow(key[r] + c), acc[r]);
   }
   if (whole < d) {
     const VecF qc = LoadFirst(q + whole, d - whole);
+#pragma GCC unroll 4
     for (int r = 0; r < kKeys; ++r) {
       acc[r] = MulAdd(qc, LoadRowFirst(key[r] + whole, d - whole), acc[r]);
     }
@@ -130,13 +133,18 @@ void WeightedRowSum(const float* weights, const Rows<T>& v, int64_t n, int64_t d
   constexpr int64_t kBlock = 4 * kLanes;
   int64_t c = 0;
   for (; c + kBlock <= d; c += kBlock) {
+    // The loops over i unrolled, so that the eight sums stay in registers
+    // (GCC otherwise kept them on the stack: a store and a load around
+    // every FMA).
     VecF even[4], odd[4];
+#pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) even[i] = odd[i] = Zero();
     int64_t j = 0;
     for (; j + 2 <= n; j += 2) {
       const VecF w0 = Set(weights[j]), w1 = Set(weights[j + 1]);
       const T* v0 = v(j) + c;
       const T* v1 = v(j + 1) + c;
+#pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) {
         even[i] = MulAdd(w0, LoadRow(v0 + kLanes * i), even[i]);
         odd[i] = MulAdd(w1, LoadRow(v1 + kLanes * i), odd[i]);
@@ -144,8 +152,10 @@ void WeightedRowSum(const float* weights, const Rows<T>& v, int64_t n, int64_t d
     }
     if (j < n) {
       const VecF w = Set(weights[j]);
+#pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) even[i] = MulAdd(w, LoadRow(v(j) + c + kLanes * i), even[i]);
     }
+#pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) Store(even[i] + odd[i], out + c + kLanes * i);
   }
   if (c == d) return;
