@@ -58,15 +58,14 @@ inline float RowValue(uint16_t bits) {
   return static_cast<float>(half);
 }
 
-// scores[j0 + r] = scale * q . k_{j0 + r} for r < kKeys: one FMA chain a key
-// (kKeys of them in flight), in the order of simd::Dot.
+// acc[r] = the lanes of q . k_{j0 + r} for r < kKeys, not yet summed
+// across: one FMA chain a key (kKeys of them in flight), in the order of
+// simd::Dot.
 template <int kKeys, typename T>
-inline void ScoreKeys(const float* q, const Rows<T>& k, int64_t j0, int64_t d, float scale,
-                      float* scores) {
+inline void KeyChains(const float* q, const Rows<T>& k, int64_t j0, int64_t d, simd::VecF* acc) {
   using namespace simd;  // NOLINT: the vector layer's small vocabulary.
   const int64_t whole = d / kLanes * kLanes;
   const T* key[kKeys];
-  VecF acc[kKeys];
 #pragma GCC unroll 4
   for (int r = 0; r < kKeys; ++r) {
     key[r] = k(j0 + r);
@@ -84,29 +83,27 @@ inline void ScoreKeys(const float* q, const Rows<T>& k, int64_t j0, int64_t d, f
       acc[r] = MulAdd(qc, LoadRowFirst(key[r] + whole, d - whole), acc[r]);
     }
   }
-  for (int r = 0; r < kKeys; ++r) scores[j0 + r] = scale * ReduceSum(acc[r]);
 }
 
-// scores[j0 + r] for r < kLanes: each key's FMA chain as in ScoreKeys (the
-// same bits), one key after another (the chains still overlap out of
-// order), then their kLanes horizontal sums together (simd::ReduceSums: a
-// third of the instructions of one ReduceSum a key, which at d = 64 cost
+// scores[j0 + r] = scale * q . k_{j0 + r} for r < kKeys.
+template <int kKeys, typename T>
+inline void ScoreKeys(const float* q, const Rows<T>& k, int64_t j0, int64_t d, float scale,
+                      float* scores) {
+  simd::VecF acc[kKeys];
+  KeyChains<kKeys>(q, k, j0, d, acc);
+  for (int r = 0; r < kKeys; ++r) scores[j0 + r] = scale * simd::ReduceSum(acc[r]);
+}
+
+// The same for kLanes keys: their chains four keys at a time, then their
+// kLanes horizontal sums together (simd::ReduceSums, the same bits as one
+// ReduceSum a key in a third of the instructions, which at d = 64 cost
 // more than the key's FMAs).
 template <typename T>
 inline void ScoreKeyBlock(const float* q, const Rows<T>& k, int64_t j0, int64_t d, float scale,
                           float* scores) {
   using namespace simd;  // NOLINT
-  const int64_t whole = d / kLanes * kLanes;
   VecF acc[kLanes];
-  for (int r = 0; r < kLanes; ++r) {
-    const T* key = k(j0 + r);
-    VecF sum = Zero();
-    for (int64_t c = 0; c < whole; c += kLanes) sum = MulAdd(Load(q + c), LoadRow(key + c), sum);
-    if (whole < d) {
-      sum = MulAdd(LoadFirst(q + whole, d - whole), LoadRowFirst(key + whole, d - whole), sum);
-    }
-    acc[r] = sum;
-  }
+  for (int r = 0; r < kLanes; r += 4) KeyChains<4>(q, k, j0 + r, d, acc + r);
   Store(Set(scale) * ReduceSums(acc), scores + j0);
 }
 
