@@ -110,6 +110,13 @@ struct LayerArgs {
   Device device = Device::Cpu();
   std::string scope;
   Generator* init_rng = nullptr;
+  // A model built to decode with the values of a checkpoint that fills every
+  // parameter right after it is built (tasks/common/trained_model.cc): values
+  // are left uninitialised and no gradient buffer is made. The random init
+  // would be overwritten at once, and the zero gradients are a second copy of
+  // the model that nothing reads (a Transformer-big: 0.85 GB). Safe because
+  // the loaders refuse a file that lacks any parameter.
+  bool load_for_decoding = false;
 };
 
 struct LayerDef {

@@ -45,6 +45,10 @@ absl::StatusOr<Parameter> MakeParameter(const LayerArgs& args, absl::string_view
                                         const Shape& shape, ParameterInit init) {
   Parameter parameter;
   parameter.name = absl::StrCat(args.scope, name);
+  if (args.load_for_decoding) {  // A checkpoint fills the value; no gradient.
+    TFM_ASSIGN_OR_RETURN(parameter.value, Tensor::Empty(shape, DType::kF32, args.device));
+    return parameter;
+  }
   TFM_ASSIGN_OR_RETURN(parameter.value, InitialValue(args, parameter.name, shape, init));
   TFM_ASSIGN_OR_RETURN(parameter.grad, Fill(shape, 0.0, DType::kF32, args.device));
   return parameter;

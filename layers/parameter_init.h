@@ -34,7 +34,8 @@ enum class ParameterInit {
 
 // A parameter named args.scope + `name` on args.device with a zero gradient.
 // Random inits draw from args.init_rng (an error naming the parameter if it
-// is missing).
+// is missing). With args.load_for_decoding: an uninitialised value for the
+// checkpoint to fill and no gradient.
 absl::StatusOr<Parameter> MakeParameter(const LayerArgs& args, absl::string_view name,
                                         const Shape& shape, ParameterInit init);
 

@@ -96,6 +96,19 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const config::M
                                                                  const VocabularySpec& vocabulary,
                                                                  const Device& device,
                                                                  uint64_t init_seed) {
+  return Build(model, vocabulary, device, init_seed, /*load_for_decoding=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::CreateForLoading(
+    const config::ModelConfig& model, const VocabularySpec& vocabulary, const Device& device) {
+  return Build(model, vocabulary, device, /*init_seed=*/0, /*load_for_decoding=*/true);
+}
+
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Build(const config::ModelConfig& model,
+                                                                const VocabularySpec& vocabulary,
+                                                                const Device& device,
+                                                                uint64_t init_seed,
+                                                                bool load_for_decoding) {
   if (vocabulary.size < 1 || vocabulary.pad_id < 0 || vocabulary.pad_id >= vocabulary.size ||
       vocabulary.bos_id < 0 || vocabulary.bos_id >= vocabulary.size || vocabulary.eos_id < 0 ||
       vocabulary.eos_id >= vocabulary.size) {
@@ -116,7 +129,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const config::M
   transformer->device_ = device;
   Generator init_rng(init_seed, /*stream=*/0);
   const auto args_for = [&](const std::string& scope, Attrs attrs = {}) {
-    return LayerArgs{model, std::move(attrs), device, scope, &init_rng};
+    return LayerArgs{model, std::move(attrs), device, scope, &init_rng, load_for_decoding};
   };
   const Shape table_shape = {vocabulary.size, model.d_model()};
   TFM_ASSIGN_OR_RETURN(transformer->source_table_,

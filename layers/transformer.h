@@ -65,6 +65,11 @@ class Transformer : public TrainableModel, public IncrementalModel {
                                                              const VocabularySpec& vocabulary,
                                                              const Device& device,
                                                              uint64_t init_seed);
+  // The same model to decode with, its parameters left for a checkpoint to
+  // fill at once (LayerArgs::load_for_decoding): no random init, no
+  // gradient buffers.
+  static absl::StatusOr<std::unique_ptr<Transformer>> CreateForLoading(
+      const config::ModelConfig& model, const VocabularySpec& vocabulary, const Device& device);
 
   // Loss of `batch` and its gradient added into Parameter::grad.
   absl::StatusOr<LossStats> ForwardBackward(const Batch& batch,
@@ -179,6 +184,11 @@ class Transformer : public TrainableModel, public IncrementalModel {
                        int rows_per_sentence) override;
 
  private:
+  static absl::StatusOr<std::unique_ptr<Transformer>> Build(const config::ModelConfig& model,
+                                                            const VocabularySpec& vocabulary,
+                                                            const Device& device,
+                                                            uint64_t init_seed,
+                                                            bool load_for_decoding);
   struct BatchTensors;
   struct ForwardResult;
   Transformer() = default;

@@ -115,9 +115,9 @@ absl::StatusOr<LoadedMember> LoadMember(const std::string& path, const Device& d
     return absl::Status(vocabulary.status().code(),
                         absl::StrCat(dir, ": ", vocabulary.status().message()));
   }
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> model,
-                       Transformer::Create(checkpoint.config.model(), *vocabulary, device,
-                                           /*init_seed=*/0));
+  TFM_ASSIGN_OR_RETURN(
+      std::unique_ptr<Transformer> model,
+      Transformer::CreateForLoading(checkpoint.config.model(), *vocabulary, device));
   NamedTensors parameters;
   for (Parameter* parameter : model->Parameters()) {
     parameters.emplace_back(parameter->name, parameter->value);  // Shares the buffer.

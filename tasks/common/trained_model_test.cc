@@ -73,6 +73,44 @@ TEST(TrainedModelTest, AnotherTasksModelIsRefusedNamingBothTasks) {
       << ChooseCheckpoint(text, nullptr).status();
 }
 
+// A loaded model is built for its checkpoint to fill (CreateForLoading):
+// every value is the file's, bit for bit, and no parameter carries a
+// gradient buffer (decoding needs none; it was a second copy of the model).
+TEST(TrainedModelTest, LoadedModelHoldsTheFilesValuesAndNoGradients) {
+  const std::string text = absl::StrCat(::testing::TempDir(), "/loaded_model_text.txt");
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 40; ++i) out << "a small house number " << i << " by the river\n";
+  }
+  config::TaskConfig config;
+  config.set_task("translation");
+  config.mutable_data()->mutable_tokenizer()->set_vocab_size(40);
+  absl::StatusOr<Tokenizer> tokenizer =
+      Tokenizer::TrainOnFiles(config.data().tokenizer(), {text});
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  testing::SetTinyModelShape(*config.mutable_model(), /*layers=*/2, /*heads=*/2, /*d_model=*/16);
+  const std::string work_dir = absl::StrCat(::testing::TempDir(), "/loaded_model");
+  ASSERT_TRUE(
+      testing::WriteRandomModelCheckpoint(config, *tokenizer, work_dir, /*init_seed=*/11).ok());
+  absl::StatusOr<VocabularySpec> vocabulary = ModelVocabulary(config, *tokenizer);
+  ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
+  absl::StatusOr<std::unique_ptr<Transformer>> written =
+      Transformer::Create(config.model(), *vocabulary, Device::Cpu(), /*init_seed=*/11);
+  ASSERT_TRUE(written.ok()) << written.status();
+
+  absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(work_dir, Device::Cpu(), nullptr);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const std::vector<Parameter*> expected = (*written)->Parameters();
+  const std::vector<Parameter*> got = loaded->model->Parameters();
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(got[i]->name);
+    EXPECT_EQ(got[i]->name, expected[i]->name);
+    EXPECT_EQ(got[i]->value.ToVector<float>(), expected[i]->value.ToVector<float>());
+    EXPECT_FALSE(got[i]->grad.defined());
+  }
+}
+
 // Every member follows, and the log says so once per change.
 TEST(TrainedModelTest, QuantizeInt8ReachesEveryMember) {
   std::unique_ptr<Transformer> first = TinyModel(Device::Cpu()), second = TinyModel(Device::Cpu());
