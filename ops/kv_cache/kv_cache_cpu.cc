@@ -16,9 +16,11 @@
 TFM_ISA_BEGIN
 namespace {
 
-// (row, head) pairs per task: enough bytes to outweigh the scheduling (64
-// KiB: a beam step's f32 write of 128 rows x 4 heads x 64 then splits over
-// two threads, 29 -> 20 ms over a Multi30k decode).
+// (row, head) pairs per task: enough bytes moved (read and written) to
+// outweigh the scheduling (64 KiB: a beam step's f32 write of 128 rows x 4
+// heads x 64 then splits over two threads, 29 -> 20 ms over a Multi30k
+// decode; so does its write into an f16 cache, which reads twice the bytes
+// it writes).
 int64_t Grain(int64_t bytes_per_head) {
   return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, bytes_per_head));
 }
@@ -40,7 +42,7 @@ absl::Status WriteAt(KernelContext& context, int64_t position) {
   // x's rows: the cache's first (a beam search that reorders its caches by
   // table keeps rows past the live ones: ops/attention/attention.h).
   context.thread_pool()->ParallelFor(
-      x.dim(0) * heads, Grain(n * d * element), [&](int64_t begin, int64_t end) {
+      x.dim(0) * heads, Grain(n * d * (element + x_element)), [&](int64_t begin, int64_t end) {
         for (int64_t slice = begin; slice < end; ++slice) {
           const int64_t source = slice / heads * x_heads + first_head + slice % heads;
           char* to = dst + (slice * capacity + position) * d * element;

@@ -5,6 +5,7 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -70,13 +71,17 @@ absl::Status QuantizeLinearWeightCpu(KernelContext& context) {
 // x [rows, in] -> levels in [0, levels] with zp, sx per row
 // (int8_quantize_rows.h), with `quantize_row`: row r's group g at
 // u + r * row_step + g * group_stride (int8_panels.h's layouts). Rows are
-// independent; a thread takes at least ~64 K inputs, since the vector
-// quantization runs at several inputs per cycle and a split of less costs
-// more in waking a thread than it saves.
+// independent; a thread takes at least kQuantizeSplitInputs of them, far
+// more than a hand-off to a spinning worker costs (about a microsecond).
+// The rows come from the op before, whose threads wrote them by row ranges
+// as these are split: each thread then reads its own rows from its own cache
+// where one thread would read the other's half across the chip.
+constexpr int64_t kQuantizeSplitInputs = 16384;
+
 void QuantizeRows(Int8QuantizeRowFn quantize_row, const float* x, int64_t rows, int64_t in,
                   int64_t groups, int64_t row_step, int64_t group_stride, int levels,
                   ThreadPool* pool, uint8_t* u, int32_t* zero_points, float* x_scales) {
-  pool->ParallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, in)),
+  pool->ParallelFor(rows, std::max<int64_t>(1, kQuantizeSplitInputs / std::max<int64_t>(1, in)),
                     [&](int64_t first, int64_t last) {
                       for (int64_t r = first; r < last; ++r) {
                         quantize_row(x + r * in, in, groups, group_stride, levels, u + r * row_step,
@@ -135,6 +140,36 @@ ActivationScratch& ThisThreadsScratch() {
   return scratch;
 }
 
+// Threads take runs of whole panels, each with every row (as packed_linear):
+// a row's result never depends on the batch, the thread count or the runs.
+// Where the work splits at all (at least two `grain`s of panels), runs of
+// about a quarter of a thread's share (even, for AMX's panel pairs) are
+// claimed as threads come free, not handed out as fixed halves: on the
+// 2-core AMX Xeon the pool's second thread ran its half about a fifth slower
+// than the calling thread whenever both ran (the AMX product, attention and
+// top-k alike; either core alone is as fast), so the calling thread waited
+// on it in every product. `done` runs once on each thread after its last
+// run.
+template <typename Run, typename Done>
+void RunClaimingPanels(ThreadPool* pool, int64_t panels, int64_t grain, const Run& run,
+                       const Done& done) {
+  const int64_t threads = pool->num_threads();
+  if (threads == 1 || panels <= grain) {
+    run(0, panels);
+    done();
+    return;
+  }
+  int64_t step = std::max<int64_t>(2, (panels + 4 * threads - 1) / (4 * threads));
+  step += step % 2;
+  std::atomic<int64_t> next{0};
+  pool->ParallelFor(threads, 1, [&](int64_t, int64_t) {
+    for (int64_t first = next.fetch_add(step); first < panels; first = next.fetch_add(step)) {
+      run(first, std::min(first + step, panels));
+    }
+    done();
+  });
+}
+
 absl::Status QuantizedLinearCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
   const Tensor& packed = context.input(1);
@@ -188,15 +223,14 @@ absl::Status QuantizedLinearCpu(KernelContext& context) {
   product.relu = relu;
   product.y = y->data<float>();
   product.stream_y = static_cast<int64_t>(rows * out * sizeof(float)) > kInt8StreamOutputBytes;
-  // Threads take whole panels, each with every row (as packed_linear): a
-  // row's result never depends on the batch or the thread count. An int8
-  // product does about four times the work of an f32 one per instruction,
-  // hence four times packed_linear's work per task.
+  // An int8 product does about four times the work of an f32 one per
+  // instruction, hence four times packed_linear's work per task.
   const Int8PanelsFn run = PanelsFor(kernel);
   const int64_t panel_work = rows * stride * kInt8PanelColumns;
   const int64_t grain = std::max<int64_t>(2, 4 * kGemmSplitWork / std::max<int64_t>(1, panel_work));
-  context.thread_pool()->ParallelFor(panels, grain, [&](int64_t first, int64_t last) {
+  RunClaimingPanels(context.thread_pool(), panels, grain, [&](int64_t first, int64_t last) {
     run(product, first, last);
+  }, [&] {
     // Non-temporal stores are weakly ordered: drained before the pool
     // hands this thread's part back.
     if (product.stream_y) _mm_sfence();
