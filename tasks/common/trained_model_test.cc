@@ -4,11 +4,13 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "gtest/gtest.h"
 #include "tasks/common/random_model_testing.h"
 #include "tests/util/gpu.h"
@@ -32,32 +34,55 @@ std::unique_ptr<Transformer> TinyModel(const Device& device) {
   return transformer.ok() ? *std::move(transformer) : nullptr;
 }
 
+// A tiny random model of `task` over a 40-piece vocabulary trained on 40
+// lines line(0), line(1), ..., written as a checkpoint into
+// TempDir()/`name` (from Philox stream (init_seed, 0)).
+struct WrittenModel {
+  config::TaskConfig config;
+  Tokenizer tokenizer;
+  std::string work_dir;
+  std::string checkpoint_dir;
+};
+
+absl::StatusOr<WrittenModel> WriteTinyModel(const std::string& name, const std::string& task,
+                                            const std::function<std::string(int)>& line,
+                                            int layers, uint64_t init_seed) {
+  const std::string text = absl::StrCat(::testing::TempDir(), "/", name, "_text.txt");
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 40; ++i) out << line(i) << "\n";
+  }
+  config::TaskConfig config;
+  config.set_task(task);
+  config.mutable_data()->mutable_tokenizer()->set_vocab_size(40);
+  TFM_ASSIGN_OR_RETURN(Tokenizer tokenizer,
+                       Tokenizer::TrainOnFiles(config.data().tokenizer(), {text}));
+  testing::SetTinyModelShape(*config.mutable_model(), layers, /*heads=*/2, /*d_model=*/16);
+  const std::string work_dir = absl::StrCat(::testing::TempDir(), "/", name);
+  TFM_ASSIGN_OR_RETURN(std::string dir, testing::WriteRandomModelCheckpoint(config, tokenizer,
+                                                                            work_dir, init_seed));
+  return WrittenModel{std::move(config), std::move(tokenizer), work_dir, std::move(dir)};
+}
+
 // A checkpoint of another task is refused by name where the command says
 // its own task (translate_ende on a parsing model decoded trees as if they
 // were German); without a task, or with its own, it loads.
 TEST(TrainedModelTest, AnotherTasksModelIsRefusedNamingBothTasks) {
+  absl::StatusOr<WrittenModel> written = WriteTinyModel(
+      "parsing_model", "parsing",
+      [](int i) { return absl::StrCat("(S (NP the dog) (VP runs ", i, " times))"); },
+      /*layers=*/1, /*init_seed=*/3);
+  ASSERT_TRUE(written.ok()) << written.status();
+  const std::string& work_dir = written->work_dir;
+  // The corpus the tokenizer learnt from: a file, not a model directory.
   const std::string text = absl::StrCat(::testing::TempDir(), "/parsing_model_text.txt");
-  {
-    std::ofstream out(text);
-    for (int i = 0; i < 40; ++i) out << "(S (NP the dog) (VP runs " << i << " times))\n";
-  }
-  config::TaskConfig config;
-  config.set_task("parsing");
-  config.mutable_data()->mutable_tokenizer()->set_vocab_size(40);
-  absl::StatusOr<Tokenizer> tokenizer =
-      Tokenizer::TrainOnFiles(config.data().tokenizer(), {text});
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-  testing::SetTinyModelShape(*config.mutable_model(), /*layers=*/1, /*heads=*/2, /*d_model=*/16);
-  const std::string work_dir = absl::StrCat(::testing::TempDir(), "/parsing_model");
-  absl::StatusOr<std::string> dir =
-      testing::WriteRandomModelCheckpoint(config, *tokenizer, work_dir, /*init_seed=*/3);
-  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string& dir = written->checkpoint_dir;
 
   const absl::StatusOr<TrainedModel> refused =
       LoadTrainedModel(work_dir, Device::Cpu(), nullptr, "translation");
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
   const std::string message(refused.status().message());
-  EXPECT_NE(message.find(*dir), std::string::npos) << message;
+  EXPECT_NE(message.find(dir), std::string::npos) << message;
   EXPECT_NE(message.find("'parsing' task"), std::string::npos) << message;
   EXPECT_NE(message.find("decodes 'translation' models"), std::string::npos) << message;
   // As an ensemble's second member too.
@@ -77,28 +102,18 @@ TEST(TrainedModelTest, AnotherTasksModelIsRefusedNamingBothTasks) {
 // every value is the file's, bit for bit, and no parameter carries a
 // gradient buffer (decoding needs none; it was a second copy of the model).
 TEST(TrainedModelTest, LoadedModelHoldsTheFilesValuesAndNoGradients) {
-  const std::string text = absl::StrCat(::testing::TempDir(), "/loaded_model_text.txt");
-  {
-    std::ofstream out(text);
-    for (int i = 0; i < 40; ++i) out << "a small house number " << i << " by the river\n";
-  }
-  config::TaskConfig config;
-  config.set_task("translation");
-  config.mutable_data()->mutable_tokenizer()->set_vocab_size(40);
-  absl::StatusOr<Tokenizer> tokenizer =
-      Tokenizer::TrainOnFiles(config.data().tokenizer(), {text});
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-  testing::SetTinyModelShape(*config.mutable_model(), /*layers=*/2, /*heads=*/2, /*d_model=*/16);
-  const std::string work_dir = absl::StrCat(::testing::TempDir(), "/loaded_model");
-  ASSERT_TRUE(
-      testing::WriteRandomModelCheckpoint(config, *tokenizer, work_dir, /*init_seed=*/11).ok());
-  absl::StatusOr<VocabularySpec> vocabulary = ModelVocabulary(config, *tokenizer);
+  absl::StatusOr<WrittenModel> file = WriteTinyModel(
+      "loaded_model", "translation",
+      [](int i) { return absl::StrCat("a small house number ", i, " by the river"); },
+      /*layers=*/2, /*init_seed=*/11);
+  ASSERT_TRUE(file.ok()) << file.status();
+  absl::StatusOr<VocabularySpec> vocabulary = ModelVocabulary(file->config, file->tokenizer);
   ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
   absl::StatusOr<std::unique_ptr<Transformer>> written =
-      Transformer::Create(config.model(), *vocabulary, Device::Cpu(), /*init_seed=*/11);
+      Transformer::Create(file->config.model(), *vocabulary, Device::Cpu(), /*init_seed=*/11);
   ASSERT_TRUE(written.ok()) << written.status();
 
-  absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(work_dir, Device::Cpu(), nullptr);
+  absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(file->work_dir, Device::Cpu(), nullptr);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const std::vector<Parameter*> expected = (*written)->Parameters();
   const std::vector<Parameter*> got = loaded->model->Parameters();
