@@ -5,7 +5,6 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -15,6 +14,7 @@
 #include "core/cpu_features.h"
 #include "core/op_registry.h"
 #include "core/status_macros.h"
+#include "ops/cpu_math/claimed_runs.h"
 #include "ops/matmul/gemm_cpu.h"
 #include "ops/quantized_linear/int8_panels.h"
 #include "ops/quantized_linear/int8_quantize_rows.h"
@@ -140,36 +140,6 @@ ActivationScratch& ThisThreadsScratch() {
   return scratch;
 }
 
-// Threads take runs of whole panels, each with every row (as packed_linear):
-// a row's result never depends on the batch, the thread count or the runs.
-// Where the work splits at all (more panels than one `grain`), runs of
-// about a quarter of a thread's share (even, for AMX's panel pairs) are
-// claimed as threads come free, not handed out as fixed halves: on the
-// 2-core AMX Xeon the pool's second thread ran its half about a fifth slower
-// than the calling thread whenever both ran (the AMX product, attention and
-// top-k alike; either core alone is as fast), so the calling thread waited
-// on it in every product. `done` runs once on each thread after its last
-// run.
-template <typename Run, typename Done>
-void RunClaimingPanels(ThreadPool* pool, int64_t panels, int64_t grain, const Run& run,
-                       const Done& done) {
-  const int64_t threads = pool->num_threads();
-  if (threads == 1 || panels <= grain) {
-    run(0, panels);
-    done();
-    return;
-  }
-  int64_t step = std::max<int64_t>(2, (panels + 4 * threads - 1) / (4 * threads));
-  step += step % 2;
-  std::atomic<int64_t> next{0};
-  pool->ParallelFor(threads, 1, [&](int64_t, int64_t) {
-    for (int64_t first = next.fetch_add(step); first < panels; first = next.fetch_add(step)) {
-      run(first, std::min(first + step, panels));
-    }
-    done();
-  });
-}
-
 absl::Status QuantizedLinearCpu(KernelContext& context) {
   const Tensor& x = context.input(0);
   const Tensor& packed = context.input(1);
@@ -223,18 +193,23 @@ absl::Status QuantizedLinearCpu(KernelContext& context) {
   product.relu = relu;
   product.y = y->data<float>();
   product.stream_y = static_cast<int64_t>(rows * out * sizeof(float)) > kInt8StreamOutputBytes;
-  // An int8 product does about four times the work of an f32 one per
-  // instruction, hence four times packed_linear's work per task.
+  // Threads take runs of whole panels, each with every row (as
+  // packed_linear): a row's result never depends on the batch, the thread
+  // count or the runs; the runs are claimed as threads come free
+  // (claimed_runs.h), in pairs of panels for AMX. An int8 product does
+  // about four times the work of an f32 one per instruction, hence four
+  // times packed_linear's work per task.
   const Int8PanelsFn run = PanelsFor(kernel);
   const int64_t panel_work = rows * stride * kInt8PanelColumns;
   const int64_t grain = std::max<int64_t>(2, 4 * kGemmSplitWork / std::max<int64_t>(1, panel_work));
-  RunClaimingPanels(context.thread_pool(), panels, grain, [&](int64_t first, int64_t last) {
-    run(product, first, last);
-  }, [&] {
-    // Non-temporal stores are weakly ordered: drained before the pool
-    // hands this thread's part back.
-    if (product.stream_y) _mm_sfence();
-  });
+  RunClaimedRuns(
+      context.thread_pool(), panels, grain, /*multiple=*/2,
+      [&](int64_t first, int64_t last) { run(product, first, last); },
+      [&] {
+        // Non-temporal stores are weakly ordered: drained before the pool
+        // hands this thread's part back.
+        if (product.stream_y) _mm_sfence();
+      });
   return absl::OkStatus();
 }
 
