@@ -40,6 +40,7 @@ std::unique_ptr<Transformer> TinyModel(const Device& device) {
 struct WrittenModel {
   config::TaskConfig config;
   Tokenizer tokenizer;
+  std::string corpus;  // The lines' file.
   std::string work_dir;
   std::string checkpoint_dir;
 };
@@ -61,7 +62,7 @@ absl::StatusOr<WrittenModel> WriteTinyModel(const std::string& name, const std::
   const std::string work_dir = absl::StrCat(::testing::TempDir(), "/", name);
   TFM_ASSIGN_OR_RETURN(std::string dir, testing::WriteRandomModelCheckpoint(config, tokenizer,
                                                                             work_dir, init_seed));
-  return WrittenModel{std::move(config), std::move(tokenizer), work_dir, std::move(dir)};
+  return WrittenModel{std::move(config), std::move(tokenizer), text, work_dir, std::move(dir)};
 }
 
 // A checkpoint of another task is refused by name where the command says
@@ -75,7 +76,7 @@ TEST(TrainedModelTest, AnotherTasksModelIsRefusedNamingBothTasks) {
   ASSERT_TRUE(written.ok()) << written.status();
   const std::string& work_dir = written->work_dir;
   // The corpus the tokenizer learnt from: a file, not a model directory.
-  const std::string text = absl::StrCat(::testing::TempDir(), "/parsing_model_text.txt");
+  const std::string& text = written->corpus;
   const std::string& dir = written->checkpoint_dir;
 
   const absl::StatusOr<TrainedModel> refused =
