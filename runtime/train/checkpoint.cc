@@ -359,8 +359,10 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir, CheckpointPart
   }
   Checkpoint checkpoint;
   checkpoint.quantization = manifest.quantization();
-  TFM_ASSIGN_OR_RETURN(checkpoint.model, ReadSafetensors(JoinPath(dir, kModelFile)));
-  TFM_RETURN_IF_ERROR(CheckValues(checkpoint.model, JoinPath(dir, kModelFile)));
+  if (parts != CheckpointParts::kDescription) {
+    TFM_ASSIGN_OR_RETURN(checkpoint.model, ReadSafetensors(JoinPath(dir, kModelFile)));
+    TFM_RETURN_IF_ERROR(CheckValues(checkpoint.model, JoinPath(dir, kModelFile)));
+  }
   const bool has_optimizer =
       std::any_of(manifest.file().begin(), manifest.file().end(),
                   [](const train::Manifest::File& file) { return file.name() == kOptimizerFile; });

@@ -118,6 +118,10 @@ absl::Status CheckNotQuantized(const std::string& dir, const train::Manifest& ma
 enum class CheckpointParts {
   kAll,       // To resume training.
   kDecoding,  // Model, config, state and vocabulary; the optimizer is skipped.
+  // Config, state, vocabulary and task files, no tensors: a load that sets
+  // a model's parameters reads them from the verified files with
+  // StoredTensors::OpenFile, one at a time, not the whole model twice.
+  kDescription,
 };
 
 // OK, or DataLoss naming `path`, the tensor, how many of its values are NaN

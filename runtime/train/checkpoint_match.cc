@@ -1,6 +1,5 @@
 #include "runtime/train/checkpoint_match.h"
 
-#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -93,10 +92,9 @@ absl::Status CheckVocabularyMatches(absl::string_view checkpoint,
                    " pieces, but scores or normalization settings differ"));
 }
 
-absl::Status AssignTensors(const NamedTensors& source, const std::string& source_path,
-                           NamedTensors* destination) {
-  std::map<std::string, const Tensor*> by_name;
-  for (const auto& [name, tensor] : source) by_name[name] = &tensor;
+absl::Status AssignTensors(const StoredTensors& source, NamedTensors* destination) {
+  std::map<std::string, const TensorSpec*> by_name;
+  for (const TensorSpec& spec : source.specs()) by_name[spec.name] = &spec;
   std::vector<std::string> missing;
   std::vector<std::string> mismatched;
   for (const auto& [name, tensor] : *destination) {
@@ -105,8 +103,10 @@ absl::Status AssignTensors(const NamedTensors& source, const std::string& source
       missing.push_back(name);
       continue;
     }
-    if (it->second->dtype() != tensor.dtype() || it->second->shape() != tensor.shape()) {
-      mismatched.push_back(absl::StrCat(name, " is ", ShapeAndType(*it->second), " in the file, ",
+    const TensorSpec& stored = *it->second;
+    if (stored.dtype != tensor.dtype() || stored.shape != tensor.shape()) {
+      mismatched.push_back(absl::StrCat(name, " is ", DTypeName(stored.dtype),
+                                        ShapeToString(stored.shape), " in the file, ",
                                         ShapeAndType(tensor), " in the model"));
     }
     by_name.erase(it);
@@ -126,15 +126,16 @@ absl::Status AssignTensors(const NamedTensors& source, const std::string& source
   list("with another shape or dtype", std::move(mismatched));
   if (!problems.empty()) {
     return absl::FailedPreconditionError(
-        absl::StrCat(source_path, " does not fit the model: ", absl::StrJoin(problems, "; ")));
+        absl::StrCat(source.path(), " does not fit the model: ", absl::StrJoin(problems, "; ")));
   }
-  for (auto& [name, tensor] : *destination) {
-    const auto it = std::find_if(source.begin(), source.end(),
-                                 [&name](const auto& entry) { return entry.first == name; });
-    // Onto any device: a model on a GPU resumes from the file's host tensors.
-    TFM_RETURN_IF_ERROR(CopyInto(it->second, tensor));
-  }
+  // Onto any device: a model on a GPU resumes from the file's host tensors.
+  for (auto& [name, tensor] : *destination) TFM_RETURN_IF_ERROR(source.ReadInto(name, tensor));
   return absl::OkStatus();
+}
+
+absl::Status AssignTensors(const NamedTensors& source, const std::string& source_path,
+                           NamedTensors* destination) {
+  return AssignTensors(StoredTensors(source, source_path), destination);
 }
 
 }  // namespace tfm

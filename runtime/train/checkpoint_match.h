@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "core/config/task_config.pb.h"
 #include "runtime/train/safetensors.h"
+#include "runtime/train/stored_tensors.h"
 
 namespace tfm {
 
@@ -27,11 +28,14 @@ absl::Status CheckVocabularyMatches(absl::string_view checkpoint,
                                     const std::string& checkpoint_path, absl::string_view run,
                                     const std::string& run_path);
 
-// Copies each tensor of `source` (read from `source_path`) into the tensor
-// of the same name in `destination` (on any device), e.g. handles to a
-// model's parameters (which share their buffers).
-// Names missing on either side, or a different dtype or shape, are
-// FailedPrecondition naming the file and the tensors.
+// Sets each tensor of `destination` (on any device; e.g. handles to a
+// model's parameters, which share their buffers) from the tensor of the same
+// name in `source`. Names missing on either side, or a different dtype or
+// shape, are FailedPrecondition naming the source's path and the tensors,
+// found before any value is copied. A file's tensors are read one at a time,
+// straight into host destinations.
+absl::Status AssignTensors(const StoredTensors& source, NamedTensors* destination);
+// The same from tensors in memory, named `source_path` in errors.
 absl::Status AssignTensors(const NamedTensors& source, const std::string& source_path,
                            NamedTensors* destination);
 

@@ -275,16 +275,32 @@ absl::StatusOr<SafetensorsReader> SafetensorsReader::Open(const std::string& pat
   return reader;
 }
 
-absl::StatusOr<Tensor> SafetensorsReader::Read(absl::string_view name) const {
+absl::StatusOr<size_t> SafetensorsReader::IndexOf(absl::string_view name) const {
   for (size_t i = 0; i < specs_.size(); ++i) {
-    if (specs_[i].name != name) continue;
-    TFM_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(specs_[i].shape, specs_[i].dtype));
-    TFM_RETURN_IF_ERROR(PReadExactly(file_->fd(), data_start_ + extents_[i].begin,
-                                     extents_[i].end - extents_[i].begin,
-                                     static_cast<char*>(tensor.raw_data()), path_));
-    return tensor;
+    if (specs_[i].name == name) return i;
   }
   return absl::NotFoundError(absl::StrCat(path_, " has no tensor \"", name, "\""));
+}
+
+absl::StatusOr<Tensor> SafetensorsReader::Read(absl::string_view name) const {
+  TFM_ASSIGN_OR_RETURN(const size_t index, IndexOf(name));
+  TFM_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(specs_[index].shape, specs_[index].dtype));
+  TFM_RETURN_IF_ERROR(ReadInto(name, tensor));
+  return tensor;
+}
+
+absl::Status SafetensorsReader::ReadInto(absl::string_view name, Tensor destination) const {
+  TFM_ASSIGN_OR_RETURN(const size_t index, IndexOf(name));
+  const TensorSpec& spec = specs_[index];
+  if (!destination.device().is_cpu() || destination.dtype() != spec.dtype ||
+      destination.shape() != spec.shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path_, ": tensor \"", name, "\" is ", SafetensorsDTypeName(spec.dtype),
+        ShapeToString(spec.shape), ", cannot read it into ", destination.DebugString()));
+  }
+  return PReadExactly(file_->fd(), data_start_ + extents_[index].begin,
+                      extents_[index].end - extents_[index].begin,
+                      static_cast<char*>(destination.raw_data()), path_);
 }
 
 absl::StatusOr<NamedTensors> SafetensorsReader::ReadAll() const {

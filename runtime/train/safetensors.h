@@ -56,10 +56,17 @@ class SafetensorsReader {
 
   // Reads one tensor into a new host tensor; NotFound names the file.
   absl::StatusOr<Tensor> Read(absl::string_view name) const;
+  // Reads one tensor straight into `destination`, a host tensor of its dtype
+  // and shape (else InvalidArgument naming the file and the tensor): a load
+  // into a model's parameters needs no second copy of them.
+  absl::Status ReadInto(absl::string_view name, Tensor destination) const;
   // All tensors, in file order.
   absl::StatusOr<NamedTensors> ReadAll() const;
 
  private:
+  // The index of `name` in specs_, or NotFound naming the file.
+  absl::StatusOr<size_t> IndexOf(absl::string_view name) const;
+
   struct Extent {
     uint64_t begin;
     uint64_t end;

@@ -117,10 +117,13 @@ int KeepLast(const config::TrainConfig& train) {
              : std::max(1, train.average_last_checkpoints());
 }
 
-// The checkpoint a run resumes from, if the work directory has one.
+// The checkpoint a run resumes from, if the work directory has one: its
+// description; the weights and moments are read from its files into the
+// model and optimizer (RestoreOnEveryRank), one tensor at a time.
 struct Resume {
   Checkpoint checkpoint;
   std::string path;
+  bool has_optimizer = false;  // Averaged checkpoints have none, and cannot resume.
 };
 
 // A quantized model directory given as --workdir: training or averaging
@@ -143,7 +146,13 @@ absl::StatusOr<std::optional<Resume>> FindResume(const std::string& work_dir,
   TFM_RETURN_IF_ERROR(CheckConfigMatches(saved, latest->path, config));
   Resume resume;
   resume.path = latest->path;
-  TFM_ASSIGN_OR_RETURN(resume.checkpoint, ReadCheckpoint(latest->path));
+  TFM_ASSIGN_OR_RETURN(resume.checkpoint,
+                       ReadCheckpoint(latest->path, CheckpointParts::kDescription));
+  TFM_ASSIGN_OR_RETURN(const train::Manifest manifest, ReadCheckpointManifest(latest->path));
+  TFM_RETURN_IF_ERROR(CheckNotQuantized(latest->path, manifest, "resume training"));
+  for (const train::Manifest::File& file : manifest.file()) {
+    resume.has_optimizer |= file.name() == kOptimizerFile;
+  }
   return std::optional<Resume>(std::move(resume));
 }
 
@@ -202,8 +211,17 @@ absl::StatusOr<TrainProgress> RestoreOnEveryRank(const std::optional<Resume>& re
                                                  NamedTensors* weights, NamedTensors* moments) {
   TrainProgress progress;
   if (resume) {
-    TFM_RETURN_IF_ERROR(AssignTensors(resume->checkpoint.model, resume->path, weights));
-    TFM_RETURN_IF_ERROR(AssignTensors(resume->checkpoint.optimizer, resume->path, moments));
+    TFM_ASSIGN_OR_RETURN(const StoredTensors model,
+                         StoredTensors::OpenFile(JoinPath(resume->path, kModelFile)));
+    TFM_RETURN_IF_ERROR(AssignTensors(model, weights));
+    const std::string optimizer_path = JoinPath(resume->path, kOptimizerFile);
+    if (resume->has_optimizer) {
+      TFM_ASSIGN_OR_RETURN(const StoredTensors optimizer, StoredTensors::OpenFile(optimizer_path));
+      TFM_RETURN_IF_ERROR(AssignTensors(optimizer, moments));
+    } else {
+      // As an empty file would: every moment is named missing.
+      TFM_RETURN_IF_ERROR(AssignTensors(NamedTensors{}, optimizer_path, moments));
+    }
     progress = FromState(resume->checkpoint.state);
     log << "resuming from " << resume->path << " at update " << progress.update << "\n";
   }

@@ -1,7 +1,6 @@
 #include "tasks/common/quantized_model.h"
 
 #include <filesystem>
-#include <map>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -9,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/status_macros.h"
+#include "core/tensor_copy.h"
 #include "ops/quantized_linear/int8_weight_rows.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/checkpoint_match.h"
@@ -60,32 +60,52 @@ absl::StatusOr<NamedTensors> Int8ModelTensors(const NamedTensors& parameters) {
   return stored;
 }
 
-absl::Status AssignInt8ModelTensors(const NamedTensors& stored, const std::string& path,
-                                    NamedTensors* parameters) {
-  std::map<std::string, const Tensor*> by_name;
-  for (const auto& [name, tensor] : stored) by_name[name] = &tensor;
-  const auto find = [&](const std::string& name) -> absl::StatusOr<const Tensor*> {
-    const auto it = by_name.find(name);
-    if (it == by_name.end()) {
+absl::Status AssignInt8ModelTensors(const StoredTensors& stored, NamedTensors* parameters) {
+  const std::string& path = stored.path();
+  const auto find = [&](const std::string& name) -> absl::StatusOr<const TensorSpec*> {
+    const TensorSpec* spec = stored.Find(name);
+    if (spec == nullptr) {
       return absl::DataLossError(
           absl::StrCat(path, " has no tensor \"", name, "\" (an int8 model needs it)"));
     }
-    return it->second;
+    return spec;
   };
-  // The f32 values the parameters take, checked and copied by AssignTensors.
-  NamedTensors values;
+  // Every name, and the kept f32 tensors' shapes, before any value is read:
+  // a file of another model fails whole, not halfway through the load.
+  size_t used = 0;
   for (const auto& [name, parameter] : *parameters) {
-    TFM_ASSIGN_OR_RETURN(const Tensor* value, find(name));
+    TFM_ASSIGN_OR_RETURN(const TensorSpec* spec, find(name));
+    ++used;
+    if (IsInt8Parameter(name, parameter)) {
+      TFM_RETURN_IF_ERROR(find(absl::StrCat(name, kScalesSuffix)).status());
+      ++used;
+    } else if (spec->dtype != parameter.dtype() || spec->shape != parameter.shape()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, " does not fit the model: ", name, " is ", DTypeName(spec->dtype),
+          ShapeToString(spec->shape), " in the file, ", DTypeName(parameter.dtype()),
+          ShapeToString(parameter.shape()), " in the model"));
+    }
+  }
+  // Every stored tensor must be one the model reads: extras mean another model.
+  if (used != stored.specs().size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " holds ", stored.specs().size(), " tensors, the model's config reads ",
+                     used, " of them: a model of another architecture"));
+  }
+  // One parameter at a time: the int8 rows and their dequantized values of
+  // one matrix beside the model, never the whole model's.
+  for (auto& [name, parameter] : *parameters) {
     if (!IsInt8Parameter(name, parameter)) {
-      values.emplace_back(name, *value);
+      TFM_RETURN_IF_ERROR(stored.ReadInto(name, parameter));
       continue;
     }
     const std::string scales_name = absl::StrCat(name, kScalesSuffix);
-    TFM_ASSIGN_OR_RETURN(const Tensor* scales, find(scales_name));
-    const Int8Rows rows{*value, *scales};
+    TFM_ASSIGN_OR_RETURN(const Tensor values, stored.Read(name));
+    TFM_ASSIGN_OR_RETURN(const Tensor scales, stored.Read(scales_name));
+    const Int8Rows rows{values, scales};
     absl::Status valid = CheckInt8Rows(rows);
-    if (valid.ok() && value->shape() != parameter.shape()) {
-      valid = absl::InvalidArgumentError(absl::StrCat("shape ", ShapeToString(value->shape()),
+    if (valid.ok() && values.shape() != parameter.shape()) {
+      valid = absl::InvalidArgumentError(absl::StrCat("shape ", ShapeToString(values.shape()),
                                                       ", the model's config needs ",
                                                       ShapeToString(parameter.shape())));
     }
@@ -93,18 +113,10 @@ absl::Status AssignInt8ModelTensors(const NamedTensors& stored, const std::strin
       return absl::DataLossError(absl::StrCat(path, ": tensor \"", name, "\" and \"", scales_name,
                                               "\": ", valid.message()));
     }
-    TFM_ASSIGN_OR_RETURN(Tensor dequantized, DequantizeInt8Rows(rows));
-    values.emplace_back(name, std::move(dequantized));
+    TFM_ASSIGN_OR_RETURN(const Tensor dequantized, DequantizeInt8Rows(rows));
+    TFM_RETURN_IF_ERROR(CopyInto(dequantized, parameter));
   }
-  // Every stored tensor must be one the model reads: extras mean another model.
-  size_t used = values.size();
-  for (const auto& [name, parameter] : *parameters) used += IsInt8Parameter(name, parameter);
-  if (used != stored.size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " holds ", stored.size(), " tensors, the model's config reads ", used,
-                     " of them: a model of another architecture"));
-  }
-  return AssignTensors(values, path, parameters);
+  return absl::OkStatus();
 }
 
 bool NamesInt8Model(const std::string& model_paths) {
@@ -118,7 +130,8 @@ bool NamesInt8Model(const std::string& model_paths) {
 absl::Status QuantizeWeightsInPlace(Transformer& model) {
   NamedTensors parameters = ParametersOf(model);
   TFM_ASSIGN_OR_RETURN(const NamedTensors stored, Int8ModelTensors(parameters));
-  return AssignInt8ModelTensors(stored, "(the model quantized at load)", &parameters);
+  return AssignInt8ModelTensors(StoredTensors(stored, "(the model quantized at load)"),
+                                &parameters);
 }
 
 absl::Status QuantizeModelDirectory(const std::string& model_path, const std::string& output,

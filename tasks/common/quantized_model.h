@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "layers/transformer.h"
 #include "runtime/train/safetensors.h"
+#include "runtime/train/stored_tensors.h"
 
 namespace tfm {
 
@@ -41,11 +42,10 @@ bool IsInt8Parameter(const std::string& name, const Tensor& value);
 absl::StatusOr<NamedTensors> Int8ModelTensors(const NamedTensors& parameters);
 
 // Sets `parameters` (handles sharing a model's buffers) from `stored`, an
-// int8 model file's tensors read from `path`: int8 rows dequantized, the rest
-// copied. A missing tensor or scales, or a wrong dtype or shape, is an error
-// naming `path` and the tensor.
-absl::Status AssignInt8ModelTensors(const NamedTensors& stored, const std::string& path,
-                                    NamedTensors* parameters);
+// int8 model file's tensors (read one at a time): int8 rows dequantized, the
+// rest copied. A missing tensor or scales, or a wrong dtype or shape, is an
+// error naming the stored path and the tensor.
+absl::Status AssignInt8ModelTensors(const StoredTensors& stored, NamedTensors* parameters);
 
 // Whether one of `model_paths` (--model: comma-separated checkpoint or work
 // directories) resolves to an int8 model directory (unreadable ones: no;

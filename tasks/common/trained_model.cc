@@ -93,7 +93,8 @@ struct LoadedMember {
 absl::StatusOr<LoadedMember> LoadMember(const std::string& path, const Device& device,
                                         std::ostream* log, absl::string_view task) {
   TFM_ASSIGN_OR_RETURN(const std::string dir, ChooseCheckpoint(path, log));
-  TFM_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(dir, CheckpointParts::kDecoding));
+  TFM_ASSIGN_OR_RETURN(Checkpoint checkpoint,
+                       ReadCheckpoint(dir, CheckpointParts::kDescription));
   if (!task.empty() && checkpoint.config.task() != task) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--model: ", dir, " holds a model of the '", checkpoint.config.task(),
@@ -122,17 +123,20 @@ absl::StatusOr<LoadedMember> LoadMember(const std::string& path, const Device& d
   for (Parameter* parameter : model->Parameters()) {
     parameters.emplace_back(parameter->name, parameter->value);  // Shares the buffer.
   }
-  const std::string model_file = absl::StrCat(dir, "/", kModelFile);
+  // Read into the parameters one tensor at a time: the model's memory, not
+  // the file's copy beside it.
+  TFM_ASSIGN_OR_RETURN(const StoredTensors stored,
+                       StoredTensors::OpenFile(absl::StrCat(dir, "/", kModelFile)));
   const bool int8 = checkpoint.quantization == kInt8Quantization;
   if (int8) {
-    TFM_RETURN_IF_ERROR(AssignInt8ModelTensors(checkpoint.model, model_file, &parameters));
+    TFM_RETURN_IF_ERROR(AssignInt8ModelTensors(stored, &parameters));
     if (log) *log << "model: " << dir << " has int8 weights (a scale per row)\n";
   } else if (!checkpoint.quantization.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(dir, "/", kManifestFile, ": quantization '",
                                                       checkpoint.quantization,
                                                       "' is not one this build reads (int8)"));
   } else {
-    TFM_RETURN_IF_ERROR(AssignTensors(checkpoint.model, model_file, &parameters));
+    TFM_RETURN_IF_ERROR(AssignTensors(stored, &parameters));
   }
   return LoadedMember{dir,
                       std::move(checkpoint.config),

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "gtest/gtest.h"
+#include "runtime/train/checkpoint.h"
 #include "tasks/common/random_model_testing.h"
 #include "tests/util/gpu.h"
 #include "tests/util/tiny_model.h"
@@ -125,6 +127,34 @@ TEST(TrainedModelTest, LoadedModelHoldsTheFilesValuesAndNoGradients) {
     EXPECT_EQ(got[i]->value.ToVector<float>(), expected[i]->value.ToVector<float>());
     EXPECT_FALSE(got[i]->grad.defined());
   }
+}
+
+// The weights are read one tensor at a time, straight into the model, and
+// still checked: a NaN written with intact checksums (by another program,
+// or an edit) is refused naming the file and the tensor, not decoded into
+// plausible garbage.
+TEST(TrainedModelTest, ANonFiniteWeightIsRefusedNamingTheFileAndTensor) {
+  absl::StatusOr<WrittenModel> file = WriteTinyModel(
+      "nan_model", "translation",
+      [](int i) { return absl::StrCat("a red boat number ", i, " on the lake"); },
+      /*layers=*/1, /*init_seed=*/17);
+  ASSERT_TRUE(file.ok()) << file.status();
+  absl::StatusOr<Checkpoint> checkpoint =
+      ReadCheckpoint(file->checkpoint_dir, CheckpointParts::kDecoding);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  ASSERT_GE(checkpoint->model.size(), 4u);
+  auto& [name, poisoned] = checkpoint->model[3];  // Read from the file: its own buffer.
+  poisoned.data<float>()[0] = std::numeric_limits<float>::infinity();
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/nan_model_poisoned");
+  ASSERT_TRUE(WriteCheckpointTo(dir, *checkpoint).ok());
+
+  const absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(dir, Device::Cpu(), nullptr);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << loaded.status();
+  const std::string message(loaded.status().message());
+  EXPECT_NE(message.find(absl::StrCat(dir, "/", kModelFile)), std::string::npos) << message;
+  EXPECT_NE(message.find(absl::StrCat("'", name, "' holds 1 non-finite value")), std::string::npos)
+      << message;
+  EXPECT_TRUE(LoadTrainedModel(file->checkpoint_dir, Device::Cpu(), nullptr).ok());
 }
 
 // Every member follows, and the log says so once per change.
