@@ -125,7 +125,13 @@ struct DeviceInfo {
 absl::StatusOr<DeviceInfo> GetDeviceInfo(int device);
 
 // Versions of the libraries linked: "CUDA runtime 13000, cuBLAS 130000, ...".
+// Loads cuBLASLt to ask it (see CublasLtLoaded).
 std::string LibraryVersions();
+
+// Whether libcublasLt is loaded in this process. It is not linked: the
+// first cuBLASLt call loads it (cublaslt_shim.cc), so a process that runs no
+// GPU product never pays its 150 MiB and 0.1-0.2 s start-up.
+bool CublasLtLoaded();
 
 }  // namespace cuda
 }  // namespace tfm

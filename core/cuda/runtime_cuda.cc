@@ -1,6 +1,5 @@
 // The CUDA implementation of runtime.h (compiled by nvcc; see BUILD).
 #include <cublasLt.h>
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <nccl.h>
@@ -402,9 +401,10 @@ std::string LibraryVersions() {
   cudaRuntimeGetVersion(&runtime);
   int nccl = 0;
   ncclGetVersion(&nccl);
+  // cuBLASLt ships with cuBLAS and carries its version.
   int cublas_major = 0, cublas_minor = 0;
-  cublasGetProperty(MAJOR_VERSION, &cublas_major);
-  cublasGetProperty(MINOR_VERSION, &cublas_minor);
+  cublasLtGetProperty(MAJOR_VERSION, &cublas_major);
+  cublasLtGetProperty(MINOR_VERSION, &cublas_minor);
   return "CUDA runtime " + std::to_string(runtime) + ", cuBLAS " +
          std::to_string(cublas_major) + "." + std::to_string(cublas_minor) + " (cuBLASLt " +
          std::to_string(static_cast<long long>(cublasLtGetVersion())) + ")" +

@@ -34,6 +34,7 @@ absl::Status LaunchGraph(void*, void*) { return NoCuda(); }
 void DestroyGraph(void*) {}
 absl::StatusOr<DeviceInfo> GetDeviceInfo(int) { return NoCuda(); }
 std::string LibraryVersions() { return "built without CUDA"; }
+bool CublasLtLoaded() { return false; }
 
 }  // namespace cuda
 }  // namespace tfm

@@ -30,7 +30,7 @@ def cuda_library(name, srcs, hdrs = [], deps = [], nvcc_hdrs = [], host_srcs = [
       host_srcs: sources compiled by the host compiler, only when CUDA is
         available (e.g. kernel registrations that call into the .cu code).
       fallback_srcs: host-only sources used when CUDA is unavailable.
-      cuda_deps: extra @local_cuda targets to link, e.g. "@local_cuda//:cublas".
+      cuda_deps: extra @local_cuda targets to link, e.g. "@local_cuda//:nccl".
       **kwargs: passed to the cc_library.
     """
     objs = []

@@ -8,8 +8,6 @@ left out of the build, so a machine without CUDA builds and tests the rest.
 
 _LIBS = {
     "cudart": "cudart",
-    "cublas": "cublas",
-    "cublasLt": "cublasLt",
     "cudnn": "cudnn",
     "nccl": "nccl",
 }
