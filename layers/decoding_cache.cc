@@ -250,42 +250,60 @@ absl::StatusOr<const std::vector<Tensor>*> LaidOutWeight(DecodingCache& cache, c
 }  // namespace
 
 absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
-                                      const Tensor& weight, const std::optional<Tensor>& bias,
+                                      const MadeWeight& weight, const std::optional<Tensor>& bias,
                                       bool relu, DecodingCache::Indexing keep) {
   if (keep != DecodingCache::Indexing::kShared && keep != DecodingCache::Indexing::kBatch) {
     return absl::InvalidArgumentError("DecodingLinear keeps a weight as kShared or kBatch");
   }
   using Tensors = std::vector<Tensor>;
-  if (cache.precision() == DecodingPrecision::kInt8 && QuantizedLinearSupported(weight) &&
+  const Tensor& like = weight.like;
+  if (cache.precision() == DecodingPrecision::kInt8 && QuantizedLinearSupported(like) &&
       x.dtype() == DType::kF32) {
     TFM_ASSIGN_OR_RETURN(const Tensors* q,
                          LaidOutWeight(cache, owner, keep, [&]() -> absl::StatusOr<Tensors> {
-                           TFM_ASSIGN_OR_RETURN(QuantizedWeight w, QuantizeLinearWeight(weight));
+                           TFM_ASSIGN_OR_RETURN(const Tensor made, weight.make());
+                           TFM_ASSIGN_OR_RETURN(QuantizedWeight w, QuantizeLinearWeight(made));
                            return Tensors{w.packed, w.scales, w.row_sums};
                          }));
     return QuantizedLinear(x, QuantizedWeight{(*q)[0], (*q)[1], (*q)[2]}, bias, relu);
   }
-  if (cache.precision() == DecodingPrecision::kBf16 && Bf16LinearSupported(weight) &&
+  if (cache.precision() == DecodingPrecision::kBf16 && Bf16LinearSupported(like) &&
       x.dtype() == DType::kF32) {
     TFM_ASSIGN_OR_RETURN(const Tensors* pairs,
                          LaidOutWeight(cache, owner, keep, [&]() -> absl::StatusOr<Tensors> {
-                           TFM_ASSIGN_OR_RETURN(Tensor packed, PackBf16LinearWeight(weight));
+                           TFM_ASSIGN_OR_RETURN(const Tensor made, weight.make());
+                           TFM_ASSIGN_OR_RETURN(Tensor packed, PackBf16LinearWeight(made));
                            return Tensors{packed};
                          }));
-    return Bf16Linear(x, pairs->front(), weight.dim(0), bias, relu);
+    return Bf16Linear(x, pairs->front(), weight.out_features, bias, relu);
   }
-  if (!PackedLinearSupported(weight) || x.dtype() != DType::kF32) {
-    if (relu && bias.has_value()) return LinearRelu(x, weight, *bias);
-    TFM_ASSIGN_OR_RETURN(Tensor y, Linear(x, weight, bias));
+  if (!PackedLinearSupported(like) || x.dtype() != DType::kF32) {
+    TFM_ASSIGN_OR_RETURN(const Tensor made, weight.make());
+    if (relu && bias.has_value()) return LinearRelu(x, made, *bias);
+    TFM_ASSIGN_OR_RETURN(Tensor y, Linear(x, made, bias));
     if (!relu) return y;
     return Relu(y);
   }
   TFM_ASSIGN_OR_RETURN(const Tensors* panels,
                        LaidOutWeight(cache, owner, keep, [&]() -> absl::StatusOr<Tensors> {
-                         TFM_ASSIGN_OR_RETURN(Tensor packed, PackLinearWeight(weight));
+                         TFM_ASSIGN_OR_RETURN(const Tensor made, weight.make());
+                         TFM_ASSIGN_OR_RETURN(Tensor packed, PackLinearWeight(made));
                          return Tensors{packed};
                        }));
-  return PackedLinear(x, panels->front(), weight.dim(0), bias, relu);
+  return PackedLinear(x, panels->front(), weight.out_features, bias, relu);
+}
+
+absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
+                                      const Tensor& weight, const std::optional<Tensor>& bias,
+                                      bool relu, DecodingCache::Indexing keep) {
+  if (!weight.defined() || weight.rank() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DecodingLinear: the weight must be [out, in], not ", weight.DebugString()));
+  }
+  const MadeWeight made{weight, weight.dim(0), [&weight]() -> absl::StatusOr<Tensor> {
+                          return weight;
+                        }};
+  return DecodingLinear(cache, owner, x, made, bias, relu, keep);
 }
 
 }  // namespace tfm

@@ -17,6 +17,7 @@
 #define TFM_LAYERS_DECODING_CACHE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -188,6 +189,25 @@ class DecodingCache {
 // the cache).
 absl::StatusOr<Tensor> DecodingLinear(
     DecodingCache& cache, const void* owner, const Tensor& x, const Tensor& weight,
+    const std::optional<Tensor>& bias = std::nullopt, bool relu = false,
+    DecodingCache::Indexing keep = DecodingCache::Indexing::kShared);
+
+// A DecodingLinear weight that is made only to be laid out: `like` (a
+// tensor of its dtype, device and inputs, e.g. one of the tensors it
+// stacks) and `out_features` choose the product; `make` builds the weight.
+struct MadeWeight {
+  const Tensor& like;
+  int64_t out_features;
+  std::function<absl::StatusOr<Tensor>()> make;
+};
+// DecodingLinear of such a weight. Where the product lays its weight out
+// (the CPU's f32 steps: packed, int8 or bf16), `make` runs only when this
+// search lays it out under `owner`, and nothing of the made weight stays
+// (self-attention's q, k and v weights stacked into one kept a third copy
+// of them beside the parameters and the layout). Elsewhere (a GPU, a weight
+// no layout takes) `make` runs at every call: keep such a weight instead.
+absl::StatusOr<Tensor> DecodingLinear(
+    DecodingCache& cache, const void* owner, const Tensor& x, const MadeWeight& weight,
     const std::optional<Tensor>& bias = std::nullopt, bool relu = false,
     DecodingCache::Indexing keep = DecodingCache::Indexing::kShared);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/tensor_copy.h"
 #include "gtest/gtest.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
@@ -171,6 +172,43 @@ TEST(DecodingCacheTest, DecodingLinearInInt8QuantizesTheWeightOncePerSearch) {
   const DecodingCache::Entry* entry = batch2.Find(&w);
   ASSERT_NE(entry, nullptr);
   EXPECT_EQ(entry->tensors[0].dtype(), DType::kI8);  // [panels, groups, 16, 4].
+}
+
+// A weight made only to be laid out (MadeWeight: self-attention's stacked
+// q, k and v): in each precision the CPU lays out, `make` runs once per
+// search, when the first batch lays the weight out, and the results are
+// the kept weight's bit for bit. A new search makes it again.
+TEST(DecodingCacheTest, AMadeWeightIsMadeOnlyWhenASearchLaysItOut) {
+  const Tensor w = *RandomUniform({40, 24}, PhiloxState{5, 1, 0}, -1.0f, 1.0f);
+  const Tensor b = *RandomUniform({40}, PhiloxState{5, 2, 0}, -1.0f, 1.0f);
+  const Tensor x = *RandomUniform({6, 1, 24}, PhiloxState{5, 3, 0}, -1.0f, 1.0f);
+  const Tensor like = *RandomUniform({8, 24}, PhiloxState{5, 4, 0}, -1.0f, 1.0f);
+  for (const DecodingPrecision precision :
+       {DecodingPrecision::kF32, DecodingPrecision::kInt8, DecodingPrecision::kBf16}) {
+    SCOPED_TRACE(static_cast<int>(precision));
+    // The same weight kept, for the expected results.
+    auto kept_entries = std::make_shared<DecodingCache::SharedEntries>();
+    DecodingCache kept(6, 1, 10, Device::Cpu(), kept_entries, precision);
+    const std::vector<float> want = DecodingLinear(kept, &w, x, w, b)->ToVector<float>();
+    for (int search = 0; search < 2; ++search) {
+      int made = 0;
+      const MadeWeight weight{like, w.dim(0), [&]() -> absl::StatusOr<Tensor> {
+                                ++made;
+                                return CopyToDevice(w, Device::Cpu());
+                              }};
+      auto shared = std::make_shared<DecodingCache::SharedEntries>();
+      DecodingCache batch1(6, 1, 10, Device::Cpu(), shared, precision);
+      DecodingCache batch2(6, 1, 10, Device::Cpu(), shared, precision);
+      const char owner = 0;
+      for (DecodingCache* cache : {&batch1, &batch1, &batch2}) {
+        absl::StatusOr<Tensor> y = DecodingLinear(*cache, &owner, x, weight, b);
+        ASSERT_TRUE(y.ok()) << y.status();
+        EXPECT_EQ(y->ToVector<float>(), want);
+      }
+      EXPECT_EQ(made, 1);
+      EXPECT_EQ(shared->size(), 1u);
+    }
+  }
 }
 
 }  // namespace

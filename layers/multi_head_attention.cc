@@ -42,6 +42,7 @@
 #include "ops/attention/attention.h"
 #include "ops/cast/cast.h"
 #include "ops/concat_rows/concat_rows.h"
+#include "ops/packed_linear/packed_linear.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
 #include "ops/split_heads/split_heads.h"
@@ -317,13 +318,16 @@ class MultiHeadAttention : public Layer {
   }
 
   // Stores (under &q_proj_) the q, k and v projections of a `dtype` step
-  // stacked into one [3 h d, d_model] weight and [3 h d] bias (concat_rows,
+  // stacked into one [3 h d] bias and [3 h d, d_model] weight (concat_rows,
   // as a whole-sequence pass stacks them: PackedProjections), when queries,
   // keys and values have one head size and f32 weights; otherwise there is
   // no such entry and a step runs three products. f32: from the weights,
   // shared by every batch of a search and made once per search, so that a
   // model trained between searches never decodes with stale copies; 16-bit:
   // from the compute copies rounded for this batch, kept by its cache.
+  // Where the CPU lays the product's weight out (f32 steps), the entry keeps
+  // the bias alone: the stacked weight is made only to be laid out
+  // (StackedWeight), not kept as a third copy of the three weights.
   absl::Status FuseProjections(DecodingCache& cache, DType dtype) const {
     const Tensor& wq = q_proj_.weight();
     const Tensor& wk = k_proj_.weight();
@@ -332,29 +336,55 @@ class MultiHeadAttention : public Layer {
         wk.dtype() != DType::kF32 || wv.dtype() != DType::kF32) {
       return absl::OkStatus();
     }
-    std::vector<Tensor> weights, biases;
+    std::vector<Tensor> biases;
     for (const Dense* projection : {&q_proj_, &k_proj_, &v_proj_}) {
-      TFM_ASSIGN_OR_RETURN(weights.emplace_back(), projection->WeightFor(dtype));
       TFM_ASSIGN_OR_RETURN(biases.emplace_back(), projection->BiasFor(dtype));
     }
-    TFM_ASSIGN_OR_RETURN(Tensor weight, ConcatRows(weights));
     TFM_ASSIGN_OR_RETURN(Tensor bias, ConcatRows(biases));
-    cache.Store(&q_proj_, {dtype == DType::kF32 ? DecodingCache::Indexing::kShared
-                                                : DecodingCache::Indexing::kBatch,
-                           {weight, bias}});
+    const DecodingCache::Indexing keep =
+        dtype == DType::kF32 ? DecodingCache::Indexing::kShared : DecodingCache::Indexing::kBatch;
+    if (LaysOutStackedWeight(dtype)) {
+      cache.Store(&q_proj_, {keep, {bias}});
+      return absl::OkStatus();
+    }
+    TFM_ASSIGN_OR_RETURN(Tensor weight, StackedWeight(dtype));
+    cache.Store(&q_proj_, {keep, {weight, bias}});
     return absl::OkStatus();
+  }
+
+  // Whether a `dtype` step's stacked product lays its weight out
+  // (DecodingLinear on the CPU with f32 steps, whatever the precision).
+  bool LaysOutStackedWeight(DType dtype) const {
+    return dtype == DType::kF32 && PackedLinearSupported(q_proj_.weight());
+  }
+
+  // The q, k and v weights of a `dtype` step stacked: [3 h d, d_model].
+  absl::StatusOr<Tensor> StackedWeight(DType dtype) const {
+    std::vector<Tensor> weights;
+    for (const Dense* projection : {&q_proj_, &k_proj_, &v_proj_}) {
+      TFM_ASSIGN_OR_RETURN(weights.emplace_back(), projection->WeightFor(dtype));
+    }
+    return ConcatRows(weights);
   }
 
   // x's queries, keys and values side by side ([..., 3 h d]) as one product
   // of the stacked weight (FuseProjections, made the first time and kept
   // under &q_proj_: the layer's second entry), its laid-out weight kept
-  // under the stacked tensor's address (DecodingLinear); nullopt where the
-  // projections cannot be stacked (then three products).
+  // under the address of the entry's first tensor (DecodingLinear); nullopt
+  // where the projections cannot be stacked (then three products).
   absl::StatusOr<std::optional<Tensor>> FusedProjection(DecodingCache& cache,
                                                         const Tensor& x) const {
     if (cache.Find(&q_proj_) == nullptr) TFM_RETURN_IF_ERROR(FuseProjections(cache, x.dtype()));
     const DecodingCache::Entry* fused = cache.Find(&q_proj_);
     if (fused == nullptr) return std::optional<Tensor>();
+    if (fused->tensors.size() == 1) {  // The bias alone: the weight is made to be laid out.
+      const Tensor& bias = fused->tensors[0];
+      const DType dtype = x.dtype();
+      const MadeWeight stacked{q_proj_.weight(), bias.dim(0),
+                               [this, dtype] { return StackedWeight(dtype); }};
+      TFM_ASSIGN_OR_RETURN(Tensor qkv, DecodingLinear(cache, &fused->tensors[0], x, stacked, bias));
+      return std::optional<Tensor>(std::move(qkv));
+    }
     TFM_ASSIGN_OR_RETURN(Tensor qkv, DecodingLinear(cache, &fused->tensors[0], x,
                                                     fused->tensors[0], fused->tensors[1]));
     return std::optional<Tensor>(std::move(qkv));
