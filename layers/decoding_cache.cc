@@ -231,6 +231,14 @@ absl::Status DecodingCache::SetKeyRows() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<Tensor> DecodingCache::WeightOf(const Tensor& value) const {
+  if (weight_sources_ != nullptr) {
+    const auto source = weight_sources_->find(&value);
+    if (source != weight_sources_->end()) return source->second();
+  }
+  return value;
+}
+
 namespace {
 
 // The tensors of the weight laid out for decoding, kept under `owner`:
@@ -300,8 +308,10 @@ absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, c
     return absl::InvalidArgumentError(
         absl::StrCat("DecodingLinear: the weight must be [out, in], not ", weight.DebugString()));
   }
-  const MadeWeight made{weight, weight.dim(0), [&weight]() -> absl::StatusOr<Tensor> {
-                          return weight;
+  // The weight itself, or made from its source (then `weight`'s elements
+  // are unfilled: only its shape counts).
+  const MadeWeight made{weight, weight.dim(0), [&cache, &weight]() -> absl::StatusOr<Tensor> {
+                          return cache.WeightOf(weight);
                         }};
   return DecodingLinear(cache, owner, x, made, bias, relu, keep);
 }

@@ -20,8 +20,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -68,6 +70,11 @@ class DecodingCache {
   };
   // The kShared entries, which the caches of one search's batches may share.
   using SharedEntries = absl::node_hash_map<const void*, Entry>;
+  // Weights a decoding model holds only as what they are made from (an
+  // int8 model directory's rows: Transformer::SetWeightSources), by the
+  // address of the Tensor object that holds the weight's unfilled value.
+  using WeightSources =
+      absl::flat_hash_map<const void*, std::function<absl::StatusOr<Tensor>()>>;
 
   // For a search of at most `max_steps` steps, with the kShared entries in
   // `shared` (null: the cache's own), its products in `precision`.
@@ -95,6 +102,14 @@ class DecodingCache {
   int64_t capacity() const { return capacity_; }
   const Device& device() const { return device_; }
   DecodingPrecision precision() const { return precision_; }
+  // The model's weight sources (none: every weight is its value).
+  void set_weight_sources(std::shared_ptr<const WeightSources> sources) {
+    weight_sources_ = std::move(sources);
+  }
+  // The values of the weight `value` (a parameter's value, by its object):
+  // `value` itself, or where a source stands for it, the weight made from
+  // the source (a new tensor; `value`'s own elements are not filled).
+  absl::StatusOr<Tensor> WeightOf(const Tensor& value) const;
   // The dtype of the attention keys and values it keeps (per-row and
   // per-sentence entries): unset, the step's own dtype; f16 for 16-bit
   // caches under f32 steps on the CPU (Transformer::SetKvCacheDType).
@@ -173,6 +188,7 @@ class DecodingCache {
   Tensor key_lengths_;
   absl::node_hash_map<const void*, Entry> entries_;
   std::shared_ptr<SharedEntries> shared_;
+  std::shared_ptr<const WeightSources> weight_sources_;
 };
 
 // x W^T + b in a decoding step (x [rows, ..., in], weight [out, in], bias

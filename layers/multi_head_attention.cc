@@ -347,7 +347,7 @@ class MultiHeadAttention : public Layer {
       cache.Store(&q_proj_, {keep, {bias}});
       return absl::OkStatus();
     }
-    TFM_ASSIGN_OR_RETURN(Tensor weight, StackedWeight(dtype));
+    TFM_ASSIGN_OR_RETURN(Tensor weight, StackedWeight(cache, dtype));
     cache.Store(&q_proj_, {keep, {weight, bias}});
     return absl::OkStatus();
   }
@@ -358,11 +358,17 @@ class MultiHeadAttention : public Layer {
     return dtype == DType::kF32 && PackedLinearSupported(q_proj_.weight());
   }
 
-  // The q, k and v weights of a `dtype` step stacked: [3 h d, d_model].
-  absl::StatusOr<Tensor> StackedWeight(DType dtype) const {
+  // The q, k and v weights of a `dtype` step stacked: [3 h d, d_model]
+  // (f32: as the cache has them, made from their sources where they have
+  // any).
+  absl::StatusOr<Tensor> StackedWeight(const DecodingCache& cache, DType dtype) const {
     std::vector<Tensor> weights;
     for (const Dense* projection : {&q_proj_, &k_proj_, &v_proj_}) {
-      TFM_ASSIGN_OR_RETURN(weights.emplace_back(), projection->WeightFor(dtype));
+      if (dtype == DType::kF32) {
+        TFM_ASSIGN_OR_RETURN(weights.emplace_back(), cache.WeightOf(projection->weight()));
+      } else {
+        TFM_ASSIGN_OR_RETURN(weights.emplace_back(), projection->WeightFor(dtype));
+      }
     }
     return ConcatRows(weights);
   }
@@ -381,7 +387,7 @@ class MultiHeadAttention : public Layer {
       const Tensor& bias = fused->tensors[0];
       const DType dtype = x.dtype();
       const MadeWeight stacked{q_proj_.weight(), bias.dim(0),
-                               [this, dtype] { return StackedWeight(dtype); }};
+                               [this, &cache, dtype] { return StackedWeight(cache, dtype); }};
       TFM_ASSIGN_OR_RETURN(Tensor qkv, DecodingLinear(cache, &fused->tensors[0], x, stacked, bias));
       return std::optional<Tensor>(std::move(qkv));
     }

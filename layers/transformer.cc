@@ -235,6 +235,11 @@ absl::StatusOr<Tensor> Transformer::LogProbabilities(const Batch& batch) {
 
 absl::StatusOr<Transformer::ForwardResult> Transformer::Forward(ForwardContext& context,
                                                                 const Batch& batch) {
+  if (weight_sources_ != nullptr && !weight_sources_->empty()) {
+    return absl::FailedPreconditionError(
+        "this model holds some weights only as int8 rows (an int8 model directory loaded for "
+        "decoding): it decodes; train or evaluate a loss on its f32 checkpoint");
+  }
   TFM_ASSIGN_OR_RETURN(BatchTensors tensors, ToTensors(batch));
   ForwardResult result;
   TFM_ASSIGN_OR_RETURN(result.decoder_out, DecoderOutput(context, tensors));

@@ -157,6 +157,21 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // Captures, replays and eager steps so far (all zero without graphs).
   StepGraphStats cuda_graph_stats() const;
 
+  // Weights held only as what they are made from, for decoding on the CPU
+  // (an int8 model directory's matrices as their int8 rows, a quarter of
+  // their f32 size): each made when a search lays it out, then dropped.
+  // Keyed by the address of the parameter's value, whose elements are then
+  // not filled; the embedding tables, which lookups read, must not be
+  // among them. Such a model decodes only: a training or evaluation pass
+  // is refused (FailedPrecondition).
+  void SetWeightSources(std::shared_ptr<const DecodingCache::WeightSources> sources);
+  // `parameter`'s values as decoding uses them: its value, or made from its
+  // weight source.
+  absl::StatusOr<Tensor> DecodingValues(const Parameter& parameter) const;
+  // The parameters the embedding lookups read (the source table and, if
+  // unshared, the target table).
+  std::vector<const Parameter*> LookupTables() const;
+
   // IncrementalModel (layers/transformer_decoding.cc).
   DecodingVocabulary vocabulary() const override;
   void BeginSearch() override;
@@ -242,6 +257,7 @@ class Transformer : public TrainableModel, public IncrementalModel {
   // (weights packed for decoding), made once for all of a search's batches
   // (a model runs one search at a time; a state keeps its entries alive).
   std::shared_ptr<DecodingCache::SharedEntries> search_entries_;
+  std::shared_ptr<const DecodingCache::WeightSources> weight_sources_;  // SetWeightSources.
   DecodingPrecision decoding_precision_ = DecodingPrecision::kF32;
   DType decoding_dtype_ = DType::kF32;
   bool decoding_f32_residual_ = false;  // Only with a 16-bit decoding_dtype_.

@@ -215,6 +215,24 @@ absl::Status Transformer::SetShortlist(std::shared_ptr<const VocabularyShortlist
   return absl::OkStatus();
 }
 
+void Transformer::SetWeightSources(std::shared_ptr<const DecodingCache::WeightSources> sources) {
+  weight_sources_ = std::move(sources);
+}
+
+absl::StatusOr<Tensor> Transformer::DecodingValues(const Parameter& parameter) const {
+  if (weight_sources_ != nullptr) {
+    const auto source = weight_sources_->find(&parameter.value);
+    if (source != weight_sources_->end()) return source->second();
+  }
+  return parameter.value;
+}
+
+std::vector<const Parameter*> Transformer::LookupTables() const {
+  std::vector<const Parameter*> tables = {&source_table_};
+  if (target_table_) tables.push_back(&*target_table_);
+  return tables;
+}
+
 void Transformer::BeginSearch() {
   search_entries_ = std::make_shared<DecodingCache::SharedEntries>();
 }
@@ -235,6 +253,7 @@ absl::StatusOr<std::unique_ptr<DecoderState>> Transformer::Start(const SourceBat
   // from the device, so that replays and eager steps run the same ops.
   state->cache.set_device_position(step_graphs_ != nullptr);
   state->cache.set_kv_dtype(KvCacheDType());
+  state->cache.set_weight_sources(weight_sources_);
   for (const int id : sources.ids) {
     if (id < 0 || id >= vocabulary_.size) {
       return absl::InvalidArgumentError(

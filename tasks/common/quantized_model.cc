@@ -60,7 +60,9 @@ absl::StatusOr<NamedTensors> Int8ModelTensors(const NamedTensors& parameters) {
   return stored;
 }
 
-absl::Status AssignInt8ModelTensors(const StoredTensors& stored, NamedTensors* parameters) {
+absl::Status AssignInt8ModelTensors(const StoredTensors& stored, NamedTensors* parameters,
+                                    const std::function<bool(const std::string&)>& kept_as_rows,
+                                    Int8RowsByName* rows_of) {
   const std::string& path = stored.path();
   const auto find = [&](const std::string& name) -> absl::StatusOr<const TensorSpec*> {
     const TensorSpec* spec = stored.Find(name);
@@ -112,6 +114,10 @@ absl::Status AssignInt8ModelTensors(const StoredTensors& stored, NamedTensors* p
     if (!valid.ok()) {
       return absl::DataLossError(absl::StrCat(path, ": tensor \"", name, "\" and \"", scales_name,
                                               "\": ", valid.message()));
+    }
+    if (rows_of != nullptr && kept_as_rows && kept_as_rows(name)) {
+      (*rows_of)[name] = rows;
+      continue;
     }
     TFM_ASSIGN_OR_RETURN(const Tensor dequantized, DequantizeInt8Rows(rows));
     TFM_RETURN_IF_ERROR(CopyInto(dequantized, parameter));

@@ -17,12 +17,15 @@
 #ifndef TFM_TASKS_COMMON_QUANTIZED_MODEL_H_
 #define TFM_TASKS_COMMON_QUANTIZED_MODEL_H_
 
+#include <functional>
+#include <map>
 #include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "layers/transformer.h"
+#include "ops/quantized_linear/int8_weight_rows.h"
 #include "runtime/train/safetensors.h"
 #include "runtime/train/stored_tensors.h"
 
@@ -41,11 +44,20 @@ bool IsInt8Parameter(const std::string& name, const Tensor& value);
 // order; each quantized one followed by its scales).
 absl::StatusOr<NamedTensors> Int8ModelTensors(const NamedTensors& parameters);
 
+// The int8 matrices AssignInt8ModelTensors leaves as rows, by name.
+using Int8RowsByName = std::map<std::string, Int8Rows>;
+
 // Sets `parameters` (handles sharing a model's buffers) from `stored`, an
 // int8 model file's tensors (read one at a time): int8 rows dequantized, the
-// rest copied. A missing tensor or scales, or a wrong dtype or shape, is an
-// error naming the stored path and the tensor.
-absl::Status AssignInt8ModelTensors(const StoredTensors& stored, NamedTensors* parameters);
+// rest copied. With `rows_of`, each int8 matrix whose name `kept_as_rows`
+// accepts is not dequantized: its rows go to (*rows_of)[name] and its
+// parameter is left unfilled (for a weight source: Transformer::
+// SetWeightSources). A missing tensor or scales, or a wrong dtype or shape,
+// is an error naming the stored path and the tensor.
+absl::Status AssignInt8ModelTensors(
+    const StoredTensors& stored, NamedTensors* parameters,
+    const std::function<bool(const std::string&)>& kept_as_rows = nullptr,
+    Int8RowsByName* rows_of = nullptr);
 
 // Whether one of `model_paths` (--model: comma-separated checkpoint or work
 // directories) resolves to an int8 model directory (unreadable ones: no;

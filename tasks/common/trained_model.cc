@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -129,7 +130,24 @@ absl::StatusOr<LoadedMember> LoadMember(const std::string& path, const Device& d
                        StoredTensors::OpenFile(absl::StrCat(dir, "/", kModelFile)));
   const bool int8 = checkpoint.quantization == kInt8Quantization;
   if (int8) {
-    TFM_RETURN_IF_ERROR(AssignInt8ModelTensors(stored, &parameters));
+    // The matrices that only products read stay int8 rows, made into f32
+    // only while a search lays them out: a quarter of their f32 memory. The
+    // embedding tables, which lookups read, are dequantized.
+    std::set<std::string> tables;
+    for (const Parameter* table : model->LookupTables()) tables.insert(table->name);
+    Int8RowsByName rows;
+    TFM_RETURN_IF_ERROR(AssignInt8ModelTensors(
+        stored, &parameters, [&tables](const std::string& name) { return !tables.count(name); },
+        &rows));
+    auto sources = std::make_shared<DecodingCache::WeightSources>();
+    for (Parameter* parameter : model->Parameters()) {
+      const auto kept = rows.find(parameter->name);
+      if (kept == rows.end()) continue;
+      (*sources)[&parameter->value] = [kept_rows = kept->second]() {
+        return DequantizeInt8Rows(kept_rows);
+      };
+    }
+    model->SetWeightSources(std::move(sources));
     if (log) *log << "model: " << dir << " has int8 weights (a scale per row)\n";
   } else if (!checkpoint.quantization.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(dir, "/", kManifestFile, ": quantization '",

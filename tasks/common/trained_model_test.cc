@@ -14,6 +14,7 @@
 #include "core/status_macros.h"
 #include "gtest/gtest.h"
 #include "runtime/train/checkpoint.h"
+#include "tasks/common/quantized_model.h"
 #include "tasks/common/random_model_testing.h"
 #include "tests/util/gpu.h"
 #include "tests/util/tiny_model.h"
@@ -155,6 +156,34 @@ TEST(TrainedModelTest, ANonFiniteWeightIsRefusedNamingTheFileAndTensor) {
   EXPECT_NE(message.find(absl::StrCat("'", name, "' holds 1 non-finite value")), std::string::npos)
       << message;
   EXPECT_TRUE(LoadTrainedModel(file->checkpoint_dir, Device::Cpu(), nullptr).ok());
+}
+
+// An int8 model directory's matrices stay int8 rows in the loaded model
+// (made into f32 only while a search lays them out), so its parameters hold
+// no values for them: a training or evaluation pass, which would read them,
+// is refused instead of computing with unfilled memory. The f32 checkpoint
+// it came from evaluates.
+TEST(TrainedModelTest, AnInt8DirectoryDecodesOnlyItRefusesALossPass) {
+  absl::StatusOr<WrittenModel> file = WriteTinyModel(
+      "int8_rows_model", "translation",
+      [](int i) { return absl::StrCat("a green tree number ", i, " in the garden"); },
+      /*layers=*/1, /*init_seed=*/19);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const std::string int8_dir = absl::StrCat(::testing::TempDir(), "/int8_rows_model_int8");
+  std::ostringstream log;
+  ASSERT_TRUE(QuantizeModelDirectory(file->checkpoint_dir, int8_dir, log).ok()) << log.str();
+  const Batch batch = testing::ToyBatch(/*rows=*/2, /*salt=*/1);
+
+  absl::StatusOr<TrainedModel> f32 = LoadTrainedModel(file->checkpoint_dir, Device::Cpu(), nullptr);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  absl::StatusOr<LossStats> evaluated = f32->model->Evaluate(batch);
+  EXPECT_TRUE(evaluated.ok()) << evaluated.status();
+
+  absl::StatusOr<TrainedModel> int8 = LoadTrainedModel(int8_dir, Device::Cpu(), nullptr);
+  ASSERT_TRUE(int8.ok()) << int8.status();
+  const absl::Status refused = int8->model->Evaluate(batch).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_NE(refused.message().find("only as int8 rows"), std::string::npos) << refused;
 }
 
 // Every member follows, and the log says so once per change.
