@@ -250,6 +250,7 @@ void CheckDecode(const config::DecodeConfig& decode, Problems& problems) {
                                               " hypotheses the search keeps"));
   }
   problems.RequireNonNegative("decode.max_tokens", decode.max_tokens());
+  problems.RequirePositive("decode.read_lines", decode.read_lines());
   if (decode.inter_threads() < 1) {
     problems.Add("decode.inter_threads",
                  absl::StrCat(decode.inter_threads(), ": at least 1 batch at a time"));

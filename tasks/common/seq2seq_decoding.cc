@@ -2,9 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,9 +29,9 @@ namespace {
 // Lines longer than this many bytes are bad input, not something to decode.
 constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
 
-// Refuses an output path that names an input file: the input is read whole
-// first, so the run would succeed and leave only its output where the input
-// was. A different spelling of the same file (./x, a symbolic link, whose
+// Refuses an output path that names an input file: the output is renamed
+// over its path at the end, so the run would succeed and leave only its
+// output where the input was. A different spelling of the same file (./x, a symbolic link, whose
 // target the output is written to) is caught by device and inode; only
 // regular files count, so /dev/stdin and /dev/stdout on one terminal are not
 // the same file.
@@ -53,27 +55,40 @@ absl::Status CheckOutputIsNotInput(const std::string& input_flag, const std::str
 
 }  // namespace
 
-absl::StatusOr<InputLines> ReadInputLines(const std::string& path) {
-  InputLines input;
-  if (path.empty()) {
-    std::string line;
-    while (std::getline(std::cin, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      input.too_long.push_back(static_cast<int64_t>(line.size()) > kMaxLineBytes);
-      input.lines.push_back(std::move(line));
-    }
-    return input;
+absl::StatusOr<InputLineSource> InputLineSource::Open(const std::string& path) {
+  InputLineSource source;
+  if (!path.empty()) {
+    TFM_ASSIGN_OR_RETURN(source.reader_, LineReader::Open(path, kMaxLineBytes));
   }
-  TFM_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> reader, LineReader::Open(path, kMaxLineBytes));
+  return source;
+}
+
+InputLineSource::InputLineSource(InputLineSource&&) noexcept = default;
+InputLineSource& InputLineSource::operator=(InputLineSource&&) noexcept = default;
+InputLineSource::~InputLineSource() = default;
+
+absl::StatusOr<InputLines> InputLineSource::Next(int64_t max_lines) {
+  InputLines input;
   std::string line;
-  bool too_long = false;
-  while (true) {
-    TFM_ASSIGN_OR_RETURN(const bool more, reader->Next(&line, &too_long));
-    if (!more) break;
-    input.lines.push_back(line);
+  while (static_cast<int64_t>(input.lines.size()) < max_lines) {
+    bool too_long = false;
+    if (reader_ == nullptr) {
+      if (!std::getline(std::cin, line)) break;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      too_long = static_cast<int64_t>(line.size()) > kMaxLineBytes;
+    } else {
+      TFM_ASSIGN_OR_RETURN(const bool more, reader_->Next(&line, &too_long));
+      if (!more) break;
+    }
+    input.lines.push_back(std::move(line));
     input.too_long.push_back(too_long);
   }
   return input;
+}
+
+absl::StatusOr<InputLines> ReadInputLines(const std::string& path) {
+  TFM_ASSIGN_OR_RETURN(InputLineSource source, InputLineSource::Open(path));
+  return source.Next(std::numeric_limits<int64_t>::max());
 }
 
 absl::Status WriteOutputLines(const std::string& path, const std::vector<std::string>& lines) {
@@ -96,28 +111,56 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
   TFM_ASSIGN_OR_RETURN(TrainedModel trained,
                        LoadTrainedModel(request.model, target.device, &std::cerr,
                                         context.config.config.task()));
-  TFM_ASSIGN_OR_RETURN(InputLines input, ReadInputLines(request.input));
+  TFM_ASSIGN_OR_RETURN(const config::DecodeConfig decode, DecodeSettings(trained.config, request));
+  TFM_ASSIGN_OR_RETURN(InputLineSource input, InputLineSource::Open(request.input));
+  // A file output is built under a temporary name and renamed at the end:
+  // a failed run leaves what was there. Standard output gets each chunk as
+  // it is done.
+  std::optional<AtomicFileWriter> file;
+  if (!request.output.empty()) {
+    TFM_ASSIGN_OR_RETURN(AtomicFileWriter created, AtomicFileWriter::Create(request.output));
+    file.emplace(std::move(created));
+  }
   const std::string input_name = request.input.empty() ? "<stdin>" : request.input;
+  const int64_t chunk_lines = std::max(1, decode.read_lines());
   const absl::Time start = absl::Now();
-  std::vector<std::string> output;
-  // Bad lines keep their place: only the cut ones are blanked (and reported)
-  // here, the rest are checked in DecodeLines.
-  DecodingHooks with_cut_lines = hooks;
-  with_cut_lines.reported = input.too_long;
-  for (size_t i = 0; i < input.lines.size(); ++i) {
-    if (input.too_long[i]) {
-      std::cerr << input_name << ":" << i + 1 << ": longer than " << kMaxLineBytes
-                << " bytes; its output line is left empty\n";
-      input.lines[i].clear();
+  int64_t decoded = 0;
+  while (true) {
+    TFM_ASSIGN_OR_RETURN(InputLines chunk, input.Next(chunk_lines));
+    if (chunk.lines.empty()) break;
+    // Bad lines keep their place: only the cut ones are blanked (and
+    // reported) here, the rest are checked in DecodeLines.
+    DecodingHooks chunk_hooks = hooks;
+    chunk_hooks.reported = chunk.too_long;
+    chunk_hooks.first_line = decoded;
+    for (size_t i = 0; i < chunk.lines.size(); ++i) {
+      if (chunk.too_long[i]) {
+        std::cerr << input_name << ":" << decoded + i + 1 << ": longer than " << kMaxLineBytes
+                  << " bytes; its output line is left empty\n";
+        chunk.lines[i].clear();
+      }
+    }
+    TFM_ASSIGN_OR_RETURN(const std::vector<std::string> output,
+                         DecodeLines(trained, decode, chunk.lines, input_name, &std::cerr,
+                                     chunk_hooks));
+    std::string text = absl::StrJoin(output, "\n");
+    if (!output.empty()) text += "\n";
+    if (file) {
+      TFM_RETURN_IF_ERROR(file->Append(text));
+    } else {
+      std::cout << text << std::flush;
+    }
+    decoded += static_cast<int64_t>(chunk.lines.size());
+    if (static_cast<int64_t>(chunk.lines.size()) == chunk_lines) {
+      const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+      std::cerr << absl::StrFormat("%d lines decoded (%.1f lines/s)\n", decoded,
+                                   seconds > 0 ? decoded / seconds : 0.0);
     }
   }
-  TFM_ASSIGN_OR_RETURN(const config::DecodeConfig decode, DecodeSettings(trained.config, request));
-  TFM_ASSIGN_OR_RETURN(output, DecodeLines(trained, decode, input.lines, input_name, &std::cerr,
-                                           with_cut_lines));
-  TFM_RETURN_IF_ERROR(WriteOutputLines(request.output, output));
+  if (file) TFM_RETURN_IF_ERROR(file->Commit());
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  std::cerr << absl::StrFormat("decoded %d lines in %.1f s (%.1f lines/s)%s\n", input.lines.size(),
-                               seconds, seconds > 0 ? input.lines.size() / seconds : 0.0,
+  std::cerr << absl::StrFormat("decoded %d lines in %.1f s (%.1f lines/s)%s\n", decoded, seconds,
+                               seconds > 0 ? decoded / seconds : 0.0,
                                request.output.empty() ? "" : " into " + request.output);
   return absl::OkStatus();
 }
@@ -255,14 +298,15 @@ absl::StatusOr<config::DecodeConfig> DecodeSettings(const config::TaskConfig& sa
 
 EncodedLines EncodeLines(const Tokenizer& tokenizer, int max_length,
                          const std::vector<std::string>& lines, const std::string& input_name,
-                         std::ostream* log, const std::vector<bool>& reported) {
+                         std::ostream* log, const std::vector<bool>& reported,
+                         int64_t first_line) {
   EncodedLines encoded;
   encoded.source_of.assign(lines.size(), -1);
   // A line is reported once: the caller's `reported` ones (cut when read)
   // were blanked and reported before.
   const auto no_words = [&](size_t i) {
     if (log && !(i < reported.size() && reported[i])) {
-      *log << input_name << ":" << i + 1
+      *log << input_name << ":" << first_line + i + 1
            << ": no words (empty or only whitespace); its output line is left empty\n";
     }
   };
@@ -273,7 +317,7 @@ EncodedLines EncodeLines(const Tokenizer& tokenizer, int max_length,
       if (reason == kSkipEmpty) {
         no_words(i);
       } else if (log) {
-        *log << input_name << ":" << i + 1 << ": "
+        *log << input_name << ":" << first_line + i + 1 << ": "
              << (reason == kSkipInvalidUtf8 ? "not valid UTF-8" : "a NUL byte (binary data?)")
              << "; its output line is left empty\n";
       }
@@ -287,7 +331,7 @@ EncodedLines EncodeLines(const Tokenizer& tokenizer, int max_length,
     ids.push_back(tokenizer.eos_id());  // Sources end with eos, as in training.
     if (static_cast<int>(ids.size()) > max_length) {
       if (log)
-        *log << input_name << ":" << i + 1 << ": " << ids.size()
+        *log << input_name << ":" << first_line + i + 1 << ": " << ids.size()
              << " subwords, over the model's limit of " << max_length
              << " (data.batching.max_length); its output line is left empty\n";
       continue;
@@ -353,7 +397,8 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(
   }
   const EncodedLines encoded =
       EncodeLines(tokenizer, config.data().batching().max_length(),
-                  hooks.prepare ? prepared : lines, input_name, log, hooks.reported);
+                  hooks.prepare ? prepared : lines, input_name, log, hooks.reported,
+                  hooks.first_line);
   const std::vector<std::vector<int>>& sources = encoded.sources;
   const std::vector<int>& source_of = encoded.source_of;
   std::unique_ptr<DecodingConstraint> constraint;
@@ -387,12 +432,13 @@ absl::StatusOr<std::vector<std::string>> DecodeLines(
       continue;
     }
     if (source_of[i] < 0) {
-      output.push_back(absl::StrCat(i, " |||  ||| 0"));
+      output.push_back(absl::StrCat(hooks.first_line + i, " |||  ||| 0"));
       continue;
     }
     for (const Hypothesis& hypothesis : results[source_of[i]]) {
       TFM_ASSIGN_OR_RETURN(std::string text, output_line(i, hypothesis.tokens));
-      output.push_back(absl::StrFormat("%d ||| %s ||| %.4f", i, text, hypothesis.score));
+      output.push_back(
+          absl::StrFormat("%d ||| %s ||| %.4f", hooks.first_line + i, text, hypothesis.score));
     }
   }
   return output;

@@ -14,6 +14,7 @@
 #ifndef TFM_TASKS_COMMON_SEQ2SEQ_DECODING_H_
 #define TFM_TASKS_COMMON_SEQ2SEQ_DECODING_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -62,6 +63,10 @@ struct DecodingHooks {
   // (decode's lines over 1 MiB, cut when read), so it gets no second
   // message; shorter than the lines (empty included) means false for the rest.
   std::vector<bool> reported;
+  // How many input lines come before these (decode reads its input in
+  // chunks, decode.read_lines): messages name line first_line + i + 1, and
+  // n-best lists number it first_line + i.
+  int64_t first_line = 0;
 };
 
 // decode and evaluate (BLEU).
@@ -105,6 +110,24 @@ struct InputLines {
 };
 absl::StatusOr<InputLines> ReadInputLines(const std::string& path);
 
+class LineReader;  // core/data/line_reader.h
+
+// The same lines a chunk at a time: what decode holds of a long input.
+class InputLineSource {
+ public:
+  static absl::StatusOr<InputLineSource> Open(const std::string& path);
+  InputLineSource(InputLineSource&&) noexcept;
+  InputLineSource& operator=(InputLineSource&&) noexcept;
+  ~InputLineSource();
+
+  // The next lines, at most `max_lines`; none once the input is done.
+  absl::StatusOr<InputLines> Next(int64_t max_lines);
+
+ private:
+  InputLineSource() = default;
+  std::unique_ptr<LineReader> reader_;  // Null: standard input.
+};
+
 // `lines` to `path` atomically (standard output when empty).
 absl::Status WriteOutputLines(const std::string& path, const std::vector<std::string>& lines);
 
@@ -123,9 +146,11 @@ struct EncodedLines {
   std::vector<int> source_of;
 };
 // `max_length` counts subwords with the eos (data.batching.max_length).
+// Messages name line first_line + i + 1 of the input for lines[i].
 EncodedLines EncodeLines(const Tokenizer& tokenizer, int max_length,
                          const std::vector<std::string>& lines, const std::string& input_name,
-                         std::ostream* log, const std::vector<bool>& reported = {});
+                         std::ostream* log, const std::vector<bool>& reported = {},
+                         int64_t first_line = 0);
 
 // One output line per input line (n-best: `nbest` lines per input line,
 // "INDEX ||| TEXT ||| SCORE" as fairseq and Moses write them). `input_name`

@@ -180,37 +180,69 @@ TEST_F(Seq2SeqDecodingTest, BadLinesKeepTheirPlaceAndAreReported) {
 
 // The decode command (translate, parse) reports each bad line once, by file
 // and line: a line cut at 1 MiB is blanked before decoding and not reported
-// again as empty.
+// again as empty. Read two lines at a time (decode.read_lines), it names the
+// same lines of the file, numbers n-best lists by input line, and writes
+// the same output.
 TEST_F(Seq2SeqDecodingTest, DecodeCommandReportsEachBadLineOnce) {
   const std::string input = absl::StrCat(::testing::TempDir(), "/bad_lines.en");
-  const std::string output = absl::StrCat(::testing::TempDir(), "/bad_lines.de");
   ASSERT_TRUE(WriteFileAtomically(
                   input, absl::StrCat("A man rides a bike.\n", std::string((1 << 20) + 10, 'x'),
                                       "\n\n", "   \nTwo dogs play in the snow.\n"))
                   .ok());
-  TaskContext context;
-  context.mode = TaskMode::kDecode;
-  context.decode.model = *work_dir_;
-  context.decode.device = "cpu";
-  context.decode.input = input;
-  context.decode.output = output;
-  ::testing::internal::CaptureStderr();
-  const absl::Status status = RunDecodeCommand(context, DecodingHooks{});
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  ASSERT_TRUE(status.ok()) << status;
-  EXPECT_TRUE(absl::StrContains(log, absl::StrCat(input, ":2: longer than 1048576 bytes"))) << log;
-  EXPECT_FALSE(absl::StrContains(log, absl::StrCat(input, ":2: no words"))) << log;
-  EXPECT_TRUE(absl::StrContains(log, absl::StrCat(input, ":3: no words"))) << log;
-  EXPECT_TRUE(absl::StrContains(log, absl::StrCat(input, ":4: no words"))) << log;
-  EXPECT_FALSE(absl::StrContains(log, absl::StrCat(input, ":1:"))) << log;
-  EXPECT_FALSE(absl::StrContains(log, absl::StrCat(input, ":5:"))) << log;
-  absl::StatusOr<std::string> written = ReadFileToString(output);
-  ASSERT_TRUE(written.ok()) << written.status();
-  const std::vector<std::string> out = absl::StrSplit(*written, '\n');
-  ASSERT_EQ(out.size(), 6u) << *written;  // Five lines, each ending with '\n'.
-  EXPECT_EQ(out[1], "");
-  EXPECT_EQ(out[2], "");
-  EXPECT_EQ(out[3], "");
+  std::vector<std::string> outputs;
+  for (const std::string& read_lines : {"", "decode.read_lines=2"}) {
+    SCOPED_TRACE(read_lines);
+    const std::string output = absl::StrCat(::testing::TempDir(), "/bad_lines", read_lines.size(),
+                                            ".de");
+    TaskContext context;
+    context.mode = TaskMode::kDecode;
+    context.decode.model = *work_dir_;
+    context.decode.device = "cpu";
+    context.decode.input = input;
+    context.decode.output = output;
+    if (!read_lines.empty()) context.decode.settings = {read_lines};
+    ::testing::internal::CaptureStderr();
+    const absl::Status status = RunDecodeCommand(context, DecodingHooks{});
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_TRUE(absl::StrContains(log, absl::StrCat(input, ":2: longer than 1048576 bytes")))
+        << log;
+    EXPECT_FALSE(absl::StrContains(log, absl::StrCat(input, ":2: no words"))) << log;
+    EXPECT_TRUE(absl::StrContains(log, absl::StrCat(input, ":3: no words"))) << log;
+    EXPECT_TRUE(absl::StrContains(log, absl::StrCat(input, ":4: no words"))) << log;
+    EXPECT_FALSE(absl::StrContains(log, absl::StrCat(input, ":1:"))) << log;
+    EXPECT_FALSE(absl::StrContains(log, absl::StrCat(input, ":5:"))) << log;
+    EXPECT_TRUE(absl::StrContains(log, "decoded 5 lines")) << log;
+    absl::StatusOr<std::string> written = ReadFileToString(output);
+    ASSERT_TRUE(written.ok()) << written.status();
+    const std::vector<std::string> out = absl::StrSplit(*written, '\n');
+    ASSERT_EQ(out.size(), 6u) << *written;  // Five lines, each ending with '\n'.
+    EXPECT_EQ(out[1], "");
+    EXPECT_EQ(out[2], "");
+    EXPECT_EQ(out[3], "");
+    EXPECT_NE(out[4], "");
+    outputs.push_back(*written);
+
+    // Two hypotheses a line, numbered by the line's place in the input.
+    context.decode.beam = 2;
+    context.decode.nbest = 2;
+    context.decode.output = output + ".nbest";
+    ::testing::internal::CaptureStderr();
+    ASSERT_TRUE(RunDecodeCommand(context, DecodingHooks{}).ok());
+    ::testing::internal::GetCapturedStderr();
+    written = ReadFileToString(context.decode.output);
+    ASSERT_TRUE(written.ok()) << written.status();
+    const std::vector<std::string> nbest = absl::StrSplit(*written, '\n');
+    // Lines 1 and 5 two hypotheses each, the three blank ones one empty
+    // entry each: seven lines.
+    ASSERT_EQ(nbest.size(), 8u) << *written;
+    const char* const starts[] = {"0 ||| ", "0 ||| ", "1 |||  ||| 0", "2 |||  ||| 0",
+                                  "3 |||  ||| 0", "4 ||| ", "4 ||| "};
+    for (int i = 0; i < 7; ++i) EXPECT_TRUE(absl::StartsWith(nbest[i], starts[i])) << *written;
+    outputs.push_back(*written);
+  }
+  EXPECT_EQ(outputs[0], outputs[2]);
+  EXPECT_EQ(outputs[1], outputs[3]);
 }
 
 // --output naming an input file (however spelled) is refused before the
