@@ -231,12 +231,17 @@ absl::Status DecodingCache::SetKeyRows() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> DecodingCache::WeightOf(const Tensor& value) const {
-  if (weight_sources_ != nullptr) {
-    const auto source = weight_sources_->find(&value);
-    if (source != weight_sources_->end()) return source->second();
+absl::StatusOr<Tensor> WeightFromSources(const DecodingCache::WeightSources* sources,
+                                         const Tensor& value) {
+  if (sources != nullptr) {
+    const auto source = sources->find(&value);
+    if (source != sources->end()) return source->second();
   }
   return value;
+}
+
+absl::StatusOr<Tensor> DecodingCache::WeightOf(const Tensor& value) const {
+  return WeightFromSources(weight_sources_.get(), value);
 }
 
 namespace {

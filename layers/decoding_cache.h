@@ -107,8 +107,7 @@ class DecodingCache {
     weight_sources_ = std::move(sources);
   }
   // The values of the weight `value` (a parameter's value, by its object):
-  // `value` itself, or where a source stands for it, the weight made from
-  // the source (a new tensor; `value`'s own elements are not filled).
+  // WeightFromSources with the model's sources.
   absl::StatusOr<Tensor> WeightOf(const Tensor& value) const;
   // The dtype of the attention keys and values it keeps (per-row and
   // per-sentence entries): unset, the step's own dtype; f16 for 16-bit
@@ -190,6 +189,12 @@ class DecodingCache {
   std::shared_ptr<SharedEntries> shared_;
   std::shared_ptr<const WeightSources> weight_sources_;
 };
+
+// `value` itself, or where `sources` (may be null) has a source for its
+// object, the weight made from it (a new tensor; `value`'s own elements are
+// not filled).
+absl::StatusOr<Tensor> WeightFromSources(const DecodingCache::WeightSources* sources,
+                                         const Tensor& value);
 
 // x W^T + b in a decoding step (x [rows, ..., in], weight [out, in], bias
 // [out] or none). On the CPU in f32, through the weight packed for

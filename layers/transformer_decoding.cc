@@ -220,11 +220,7 @@ void Transformer::SetWeightSources(std::shared_ptr<const DecodingCache::WeightSo
 }
 
 absl::StatusOr<Tensor> Transformer::DecodingValues(const Parameter& parameter) const {
-  if (weight_sources_ != nullptr) {
-    const auto source = weight_sources_->find(&parameter.value);
-    if (source != weight_sources_->end()) return source->second();
-  }
-  return parameter.value;
+  return WeightFromSources(weight_sources_.get(), parameter.value);
 }
 
 std::vector<const Parameter*> Transformer::LookupTables() const {
