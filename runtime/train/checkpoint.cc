@@ -280,11 +280,11 @@ absl::StatusOr<train::Manifest> VerifyCheckpoint(const std::string& dir) {
   return manifest;
 }
 
-absl::Status CheckNotQuantized(const std::string& dir, const train::Manifest& manifest,
+absl::Status CheckNotQuantized(const std::string& dir, absl::string_view quantization,
                                absl::string_view what) {
-  if (manifest.quantization().empty()) return absl::OkStatus();
+  if (quantization.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
-      dir, " holds an ", manifest.quantization(), "-quantized model (its MANIFEST says so), which ",
+      dir, " holds an ", quantization, "-quantized model (its MANIFEST says so), which ",
       "only decodes: cannot ", what, " from it; use the f32 checkpoint it was quantized from"));
 }
 
@@ -355,7 +355,7 @@ absl::Status CheckValues(const NamedTensors& tensors, const std::string& path) {
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir, CheckpointParts parts) {
   TFM_ASSIGN_OR_RETURN(train::Manifest manifest, VerifyCheckpoint(dir));
   if (parts == CheckpointParts::kAll) {
-    TFM_RETURN_IF_ERROR(CheckNotQuantized(dir, manifest, "resume training"));
+    TFM_RETURN_IF_ERROR(CheckNotQuantized(dir, manifest.quantization(), "resume training"));
   }
   Checkpoint checkpoint;
   checkpoint.quantization = manifest.quantization();
@@ -363,10 +363,10 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& dir, CheckpointPart
     TFM_ASSIGN_OR_RETURN(checkpoint.model, ReadSafetensors(JoinPath(dir, kModelFile)));
     TFM_RETURN_IF_ERROR(CheckValues(checkpoint.model, JoinPath(dir, kModelFile)));
   }
-  const bool has_optimizer =
+  checkpoint.has_optimizer =
       std::any_of(manifest.file().begin(), manifest.file().end(),
                   [](const train::Manifest::File& file) { return file.name() == kOptimizerFile; });
-  if (parts == CheckpointParts::kAll && has_optimizer) {
+  if (parts == CheckpointParts::kAll && checkpoint.has_optimizer) {
     TFM_ASSIGN_OR_RETURN(checkpoint.optimizer, ReadSafetensors(JoinPath(dir, kOptimizerFile)));
     TFM_RETURN_IF_ERROR(CheckValues(checkpoint.optimizer, JoinPath(dir, kOptimizerFile)));
   }

@@ -51,6 +51,9 @@ struct Checkpoint {
   // The MANIFEST's quantization: "int8" for a quantized model (its model
   // tensors as tasks/common/quantized_model.h lays them out), else empty.
   std::string quantization;
+  // Whether the MANIFEST lists an optimizer file, read into `optimizer` by
+  // CheckpointParts::kAll alone.
+  bool has_optimizer = false;
 };
 
 // "checkpoint_000012345": zero-padded so names sort by update.
@@ -109,10 +112,10 @@ absl::StatusOr<train::Manifest> ReadCheckpointManifest(const std::string& dir);
 // errors name the file and what is wrong (missing, size, checksum).
 absl::StatusOr<train::Manifest> VerifyCheckpoint(const std::string& dir);
 
-// FailedPrecondition when `manifest` (of the checkpoint in `dir`) marks a
-// quantized model, which decodes only: `what` (e.g. "resume training",
-// "average") names what was asked of it.
-absl::Status CheckNotQuantized(const std::string& dir, const train::Manifest& manifest,
+// FailedPrecondition when `quantization` (the MANIFEST's, of the
+// checkpoint in `dir`) marks a quantized model, which decodes only: `what`
+// (e.g. "resume training", "average") names what was asked of it.
+absl::Status CheckNotQuantized(const std::string& dir, absl::string_view quantization,
                                absl::string_view what);
 
 enum class CheckpointParts {

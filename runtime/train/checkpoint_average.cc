@@ -91,7 +91,7 @@ absl::Status AverageCheckpoints(const std::vector<std::string>& paths, const std
   // the result; every other must agree with them.
   const std::string& newest = paths.back();
   TFM_ASSIGN_OR_RETURN(const train::Manifest newest_manifest, VerifyCheckpoint(newest));
-  TFM_RETURN_IF_ERROR(CheckNotQuantized(newest, newest_manifest, "average"));
+  TFM_RETURN_IF_ERROR(CheckNotQuantized(newest, newest_manifest.quantization(), "average"));
   TFM_ASSIGN_OR_RETURN(const TaskFiles task_files,
                        ReadCheckpointTaskFiles(newest, newest_manifest));
   TFM_ASSIGN_OR_RETURN(config::TaskConfig config, ReadCheckpointConfig(newest));
@@ -103,7 +103,7 @@ absl::Status AverageCheckpoints(const std::vector<std::string>& paths, const std
   for (const std::string& path : paths) {
     if (path != newest) {
       TFM_ASSIGN_OR_RETURN(const train::Manifest manifest, VerifyCheckpoint(path));
-      TFM_RETURN_IF_ERROR(CheckNotQuantized(path, manifest, "average"));
+      TFM_RETURN_IF_ERROR(CheckNotQuantized(path, manifest.quantization(), "average"));
       TFM_ASSIGN_OR_RETURN(config::TaskConfig other_config, ReadCheckpointConfig(path));
       TFM_RETURN_IF_ERROR(CheckConfigMatches(other_config, JoinPath(path, kConfigFile), config));
       TFM_ASSIGN_OR_RETURN(std::string other_vocabulary,

@@ -92,6 +92,14 @@ absl::Status CheckVocabularyMatches(absl::string_view checkpoint,
                    " pieces, but scores or normalization settings differ"));
 }
 
+NamedTensors ParameterTensors(TrainableModel& model) {
+  NamedTensors tensors;
+  for (Parameter* parameter : model.Parameters()) {
+    tensors.emplace_back(parameter->name, parameter->value);
+  }
+  return tensors;
+}
+
 absl::Status AssignTensors(const StoredTensors& source, NamedTensors* destination) {
   std::map<std::string, const TensorSpec*> by_name;
   for (const TensorSpec& spec : source.specs()) by_name[spec.name] = &spec;

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/config/task_config.pb.h"
+#include "core/trainable_model.h"
 #include "runtime/train/safetensors.h"
 #include "runtime/train/stored_tensors.h"
 
@@ -27,6 +28,10 @@ absl::Status CheckConfigMatches(const config::TaskConfig& checkpoint,
 absl::Status CheckVocabularyMatches(absl::string_view checkpoint,
                                     const std::string& checkpoint_path, absl::string_view run,
                                     const std::string& run_path);
+
+// `model`'s parameters by name, each sharing its parameter's buffer: what a
+// checkpoint stores, and the destination a load fills in place.
+NamedTensors ParameterTensors(TrainableModel& model);
 
 // Sets each tensor of `destination` (on any device; e.g. handles to a
 // model's parameters, which share their buffers) from the tensor of the same

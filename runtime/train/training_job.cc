@@ -43,12 +43,6 @@
 namespace tfm {
 namespace {
 
-NamedTensors ModelTensors(TrainableModel& model) {
-  NamedTensors tensors;
-  for (Parameter* p : model.Parameters()) tensors.emplace_back(p->name, p->value);
-  return tensors;
-}
-
 train::TrainingState ToState(const TrainProgress& p, uint64_t seed) {
   train::TrainingState state;
   state.set_update(p.update);
@@ -123,7 +117,6 @@ int KeepLast(const config::TrainConfig& train) {
 struct Resume {
   Checkpoint checkpoint;
   std::string path;
-  bool has_optimizer = false;  // Averaged checkpoints have none, and cannot resume.
 };
 
 // A quantized model directory given as --workdir: training or averaging
@@ -133,7 +126,7 @@ absl::Status CheckNotQuantizedModelDir(const std::string& work_dir, absl::string
   if (stat(JoinPath(work_dir, kManifestFile).c_str(), &info) != 0) return absl::OkStatus();
   absl::StatusOr<train::Manifest> manifest = VerifyCheckpoint(work_dir);
   if (!manifest.ok()) return absl::OkStatus();  // Not a checkpoint of ours: as before.
-  return CheckNotQuantized(work_dir, *manifest, what);
+  return CheckNotQuantized(work_dir, manifest->quantization(), what);
 }
 
 absl::StatusOr<std::optional<Resume>> FindResume(const std::string& work_dir,
@@ -148,11 +141,8 @@ absl::StatusOr<std::optional<Resume>> FindResume(const std::string& work_dir,
   resume.path = latest->path;
   TFM_ASSIGN_OR_RETURN(resume.checkpoint,
                        ReadCheckpoint(latest->path, CheckpointParts::kDescription));
-  TFM_ASSIGN_OR_RETURN(const train::Manifest manifest, ReadCheckpointManifest(latest->path));
-  TFM_RETURN_IF_ERROR(CheckNotQuantized(latest->path, manifest, "resume training"));
-  for (const train::Manifest::File& file : manifest.file()) {
-    resume.has_optimizer |= file.name() == kOptimizerFile;
-  }
+  TFM_RETURN_IF_ERROR(
+      CheckNotQuantized(latest->path, resume.checkpoint.quantization, "resume training"));
   return std::optional<Resume>(std::move(resume));
 }
 
@@ -215,7 +205,8 @@ absl::StatusOr<TrainProgress> RestoreOnEveryRank(const std::optional<Resume>& re
                          StoredTensors::OpenFile(JoinPath(resume->path, kModelFile)));
     TFM_RETURN_IF_ERROR(AssignTensors(model, weights));
     const std::string optimizer_path = JoinPath(resume->path, kOptimizerFile);
-    if (resume->has_optimizer) {
+    // Averaged checkpoints have none, and cannot resume.
+    if (resume->checkpoint.has_optimizer) {
       TFM_ASSIGN_OR_RETURN(const StoredTensors optimizer, StoredTensors::OpenFile(optimizer_path));
       TFM_RETURN_IF_ERROR(AssignTensors(optimizer, moments));
     } else {
@@ -320,7 +311,7 @@ class RankZeroOutputs {
     const std::string& work_dir = *run_.work_dir;
     const config::TaskConfig& config = *run_.config;
     Checkpoint checkpoint;
-    checkpoint.model = ModelTensors(*run_.model);
+    checkpoint.model = ParameterTensors(*run_.model);
     checkpoint.optimizer = run_.optimizer->State();
     checkpoint.state = ToState(p, config.train().seed());
     checkpoint.config = config;
@@ -427,7 +418,7 @@ absl::Status TrainOnRank(const TaskContext& context, const ModelFactory& make_mo
                                   config.train().lr_scale()));
   TFM_ASSIGN_OR_RETURN(AdamOptimizer optimizer,
                        AdamOptimizer::Create(model->Parameters(), config.train().adam(), schedule));
-  NamedTensors weights = ModelTensors(*model);
+  NamedTensors weights = ParameterTensors(*model);
   NamedTensors moments = optimizer.State();
   TFM_ASSIGN_OR_RETURN(TrainProgress progress,
                        RestoreOnEveryRank(start.resume, config.train(), communicator, log,

@@ -19,14 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-NamedTensors ParametersOf(Transformer& model) {
-  NamedTensors parameters;
-  for (Parameter* parameter : model.Parameters()) {
-    parameters.emplace_back(parameter->name, parameter->value);  // Shares the buffer.
-  }
-  return parameters;
-}
-
 // Whether `dir`'s MANIFEST marks an int8 model directory. Its files are
 // not read here: the load that follows verifies them (checksumming the
 // weights twice would double a large model's start-up reads).
@@ -134,7 +126,7 @@ bool NamesInt8Model(const std::string& model_paths) {
 }
 
 absl::Status QuantizeWeightsInPlace(Transformer& model) {
-  NamedTensors parameters = ParametersOf(model);
+  NamedTensors parameters = ParameterTensors(model);
   TFM_ASSIGN_OR_RETURN(const NamedTensors stored, Int8ModelTensors(parameters));
   return AssignInt8ModelTensors(StoredTensors(stored, "(the model quantized at load)"),
                                 &parameters);

@@ -5,6 +5,7 @@
 #include "core/status_macros.h"
 #include "layers/transformer.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpoint_match.h"
 
 namespace tfm {
 namespace testing {
@@ -18,9 +19,7 @@ absl::StatusOr<std::string> WriteRandomModelCheckpoint(const config::TaskConfig&
   TFM_ASSIGN_OR_RETURN(std::unique_ptr<Transformer> transformer,
                        Transformer::Create(config.model(), vocabulary, Device::Cpu(), init_seed));
   Checkpoint checkpoint;
-  for (Parameter* parameter : transformer->Parameters()) {
-    checkpoint.model.emplace_back(parameter->name, parameter->value);
-  }
+  checkpoint.model = ParameterTensors(*transformer);
   checkpoint.state.set_update(1);
   checkpoint.config = config;
   checkpoint.vocabulary = tokenizer.model();

@@ -120,10 +120,7 @@ absl::StatusOr<LoadedMember> LoadMember(const std::string& path, const Device& d
   TFM_ASSIGN_OR_RETURN(
       std::unique_ptr<Transformer> model,
       Transformer::CreateForLoading(checkpoint.config.model(), *vocabulary, device));
-  NamedTensors parameters;
-  for (Parameter* parameter : model->Parameters()) {
-    parameters.emplace_back(parameter->name, parameter->value);  // Shares the buffer.
-  }
+  NamedTensors parameters = ParameterTensors(*model);
   // Read into the parameters one tensor at a time: the model's memory, not
   // the file's copy beside it.
   TFM_ASSIGN_OR_RETURN(const StoredTensors stored,

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "runtime/decode/forwarding_model_testing.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/checkpoint_match.h"
 #include "tasks/common/seq2seq_decoding.h"
 #include "tasks/common/trained_model.h"
 #include "tasks/parsing/linearize.h"
@@ -135,9 +136,7 @@ class ParsingDecodingTest : public ::testing::Test {
         Transformer::Create(model, vocabulary, Device::Cpu(), init_seed);
     ASSERT_TRUE(transformer.ok()) << transformer.status();
     Checkpoint checkpoint;
-    for (Parameter* parameter : (*transformer)->Parameters()) {
-      checkpoint.model.emplace_back(parameter->name, parameter->value);
-    }
+    checkpoint.model = ParameterTensors(**transformer);
     checkpoint.state.set_update(1);
     checkpoint.config = config;
     if (edit != nullptr) edit(&checkpoint.config);
