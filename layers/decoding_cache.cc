@@ -262,6 +262,11 @@ absl::StatusOr<const std::vector<Tensor>*> LaidOutWeight(DecodingCache& cache, c
 
 }  // namespace
 
+bool DecodingLinearLaysOut(const Tensor& like, DType x_dtype) {
+  // The int8 and bf16 layouts take no weight the packed one does not.
+  return x_dtype == DType::kF32 && PackedLinearSupported(like);
+}
+
 absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, const Tensor& x,
                                       const MadeWeight& weight, const std::optional<Tensor>& bias,
                                       bool relu, DecodingCache::Indexing keep) {
@@ -290,7 +295,7 @@ absl::StatusOr<Tensor> DecodingLinear(DecodingCache& cache, const void* owner, c
                          }));
     return Bf16Linear(x, pairs->front(), weight.out_features, bias, relu);
   }
-  if (!PackedLinearSupported(like) || x.dtype() != DType::kF32) {
+  if (!DecodingLinearLaysOut(like, x.dtype())) {
     TFM_ASSIGN_OR_RETURN(const Tensor made, weight.make());
     if (relu && bias.has_value()) return LinearRelu(x, made, *bias);
     TFM_ASSIGN_OR_RETURN(Tensor y, Linear(x, made, bias));

@@ -213,6 +213,11 @@ absl::StatusOr<Tensor> DecodingLinear(
     const std::optional<Tensor>& bias = std::nullopt, bool relu = false,
     DecodingCache::Indexing keep = DecodingCache::Indexing::kShared);
 
+// Whether DecodingLinear lays a weight like `like` out for steps in
+// `x_dtype` (packed, int8 or bf16 as the cache's precision asks): the CPU's
+// f32 steps. Elsewhere it multiplies by the weight itself at every call.
+bool DecodingLinearLaysOut(const Tensor& like, DType x_dtype);
+
 // A DecodingLinear weight that is made only to be laid out: `like` (a
 // tensor of its dtype, device and inputs, e.g. one of the tensors it
 // stacks) and `out_features` choose the product; `make` builds the weight.

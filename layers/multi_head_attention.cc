@@ -42,7 +42,6 @@
 #include "ops/attention/attention.h"
 #include "ops/cast/cast.h"
 #include "ops/concat_rows/concat_rows.h"
-#include "ops/packed_linear/packed_linear.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
 #include "ops/split_heads/split_heads.h"
@@ -343,19 +342,13 @@ class MultiHeadAttention : public Layer {
     TFM_ASSIGN_OR_RETURN(Tensor bias, ConcatRows(biases));
     const DecodingCache::Indexing keep =
         dtype == DType::kF32 ? DecodingCache::Indexing::kShared : DecodingCache::Indexing::kBatch;
-    if (LaysOutStackedWeight(dtype)) {
+    if (DecodingLinearLaysOut(wq, dtype)) {
       cache.Store(&q_proj_, {keep, {bias}});
       return absl::OkStatus();
     }
     TFM_ASSIGN_OR_RETURN(Tensor weight, StackedWeight(cache, dtype));
     cache.Store(&q_proj_, {keep, {weight, bias}});
     return absl::OkStatus();
-  }
-
-  // Whether a `dtype` step's stacked product lays its weight out
-  // (DecodingLinear on the CPU with f32 steps, whatever the precision).
-  bool LaysOutStackedWeight(DType dtype) const {
-    return dtype == DType::kF32 && PackedLinearSupported(q_proj_.weight());
   }
 
   // The q, k and v weights of a `dtype` step stacked: [3 h d, d_model]

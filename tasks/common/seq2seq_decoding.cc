@@ -31,8 +31,9 @@ constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
 
 // Refuses an output path that names an input file: the output is renamed
 // over its path at the end, so the run would succeed and leave only its
-// output where the input was. A different spelling of the same file (./x, a symbolic link, whose
-// target the output is written to) is caught by device and inode; only
+// output where the input was. A different spelling of the same file (./x, a
+// symbolic link, whose target the output is written to) is caught by device
+// and inode; only
 // regular files count, so /dev/stdin and /dev/stdout on one terminal are not
 // the same file.
 absl::Status CheckOutputIsNotInput(const std::string& input_flag, const std::string& input,
@@ -51,6 +52,13 @@ absl::Status CheckOutputIsNotInput(const std::string& input_flag, const std::str
       input_flag, "=", input, " and --output=", output,
       " are the same file: writing the output would overwrite the input; give --output "
       "another path"));
+}
+
+// `lines`, each ending with '\n', as a file or stream gets them.
+std::string OutputText(const std::vector<std::string>& lines) {
+  std::string text = absl::StrJoin(lines, "\n");
+  if (!lines.empty()) text += "\n";
+  return text;
 }
 
 }  // namespace
@@ -92,8 +100,7 @@ absl::StatusOr<InputLines> ReadInputLines(const std::string& path) {
 }
 
 absl::Status WriteOutputLines(const std::string& path, const std::vector<std::string>& lines) {
-  std::string text = absl::StrJoin(lines, "\n");
-  if (!lines.empty()) text += "\n";
+  const std::string text = OutputText(lines);
   if (path.empty()) {
     std::cout << text << std::flush;
     return absl::OkStatus();
@@ -125,6 +132,10 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
   const int64_t chunk_lines = std::max(1, decode.read_lines());
   const absl::Time start = absl::Now();
   int64_t decoded = 0;
+  const auto lines_per_second = [&] {
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    return seconds > 0 ? decoded / seconds : 0.0;
+  };
   while (true) {
     TFM_ASSIGN_OR_RETURN(InputLines chunk, input.Next(chunk_lines));
     if (chunk.lines.empty()) break;
@@ -143,8 +154,7 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
     TFM_ASSIGN_OR_RETURN(const std::vector<std::string> output,
                          DecodeLines(trained, decode, chunk.lines, input_name, &std::cerr,
                                      chunk_hooks));
-    std::string text = absl::StrJoin(output, "\n");
-    if (!output.empty()) text += "\n";
+    const std::string text = OutputText(output);
     if (file) {
       TFM_RETURN_IF_ERROR(file->Append(text));
     } else {
@@ -152,15 +162,14 @@ absl::Status RunDecodeCommand(const TaskContext& context, const DecodingHooks& h
     }
     decoded += static_cast<int64_t>(chunk.lines.size());
     if (static_cast<int64_t>(chunk.lines.size()) == chunk_lines) {
-      const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
       std::cerr << absl::StrFormat("%d lines decoded (%.1f lines/s)\n", decoded,
-                                   seconds > 0 ? decoded / seconds : 0.0);
+                                   lines_per_second());
     }
   }
   if (file) TFM_RETURN_IF_ERROR(file->Commit());
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   std::cerr << absl::StrFormat("decoded %d lines in %.1f s (%.1f lines/s)%s\n", decoded, seconds,
-                               seconds > 0 ? decoded / seconds : 0.0,
+                               lines_per_second(),
                                request.output.empty() ? "" : " into " + request.output);
   return absl::OkStatus();
 }
